@@ -1,0 +1,44 @@
+"""The `mcprl` command. Each command lives in its own module and imports heavy things lazily."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from mcprl.cli import models_cmd, serve_cmd
+
+app = typer.Typer(
+    name="mcprl",
+    help="MCP-native RL for LLM agents: discover an MCP server's tools, synthesize tasks, roll out, judge, train.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(models_cmd.app, name="models")
+app.command("serve")(serve_cmd.serve)
+
+
+def main() -> None:
+    """Entry point: user errors print one line and exit 2, never a traceback."""
+    from mcprl.errors import UserError
+
+    try:
+        app(standalone_mode=False)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except Exception as e:  # click usage errors carry their own formatting
+        import click
+
+        if isinstance(e, click.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        if isinstance(e, click.exceptions.Abort):
+            sys.exit(1)
+        raise

@@ -1,0 +1,140 @@
+"""The core types every stage exchanges: Scenario -> Trajectory -> TrajectoryGroup.
+
+All of them are pydantic models and round-trip through JSONL (`dump_jsonl` / `load_jsonl`).
+Messages use OpenAI's chat format (dicts with role/content/tool_calls/tool_call_id).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from pathlib import Path
+from typing import Any, Iterable, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mcprl.errors import UserError
+
+Message = dict[str, Any]
+ToolSchema = dict[str, Any]  # {"type": "function", "function": {"name", "description", "parameters"}}
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+class Scenario(BaseModel):
+    """One task input. `answer`/`check` carry ground truth when the task is verifiable."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(default_factory=_new_id)
+    task: str
+    system_prompt: str | None = None
+    difficulty: int | None = Field(default=None, ge=1, le=5)
+    answer: Any = None
+    # A verifiable check, e.g. {"kind": "exact", "value": "42"} or
+    # {"kind": "server", "server": "inventory", "spec": {...}} (see judges.verify).
+    check: dict[str, Any] | None = None
+    tools: list[str] = Field(default_factory=list, description="tools the task is expected to use")
+    split: Literal["train", "val"] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Generation(BaseModel):
+    """One assistant turn sampled from the policy, with the exact tokens that were sampled.
+
+    `logprobs[i]` is the log-probability of `completion_token_ids[i]` under the sampling
+    policy at temperature 1 (the quantity the GRPO ratio needs). `message_index` points at
+    the assistant message in `Trajectory.messages` this generation produced.
+    """
+
+    prompt_token_ids: list[int]
+    completion_token_ids: list[int]
+    logprobs: list[float]
+    model: str = ""
+    finish_reason: str = "stop"
+    message_index: int = -1
+
+
+class Trajectory(BaseModel):
+    id: str = Field(default_factory=_new_id)
+    messages: list[Message] = Field(default_factory=list)
+    tools: list[ToolSchema] | None = None
+    generations: list[Generation] = Field(default_factory=list)
+    reward: float = 0.0
+    metrics: dict[str, float] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    logs: list[str] = Field(default_factory=list)
+    # Set when the rollout failed (server died, timeout...): the reason, and the trajectory
+    # is kept for inspection but never trained on.
+    error: str | None = None
+    scenario_id: str | None = None
+
+    def log(self, line: str) -> None:
+        self.logs.append(line)
+
+    def final_answer(self) -> str:
+        """Content of the last assistant message (empty when there is none)."""
+        for m in reversed(self.messages):
+            if m.get("role") == "assistant":
+                return str(m.get("content") or "")
+        return ""
+
+
+class TrajectoryGroup(BaseModel):
+    """Rollouts of the same scenario: the unit GRPO normalises advantages over."""
+
+    trajectories: list[Trajectory] = Field(default_factory=list)
+    exceptions: list[str] = Field(default_factory=list)
+    scenario: Scenario | None = None
+    metrics: dict[str, float] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    # Set by a judge that could not score the group: the group is not trained on.
+    skipped: str | None = None
+
+    @property
+    def valid(self) -> list[Trajectory]:
+        return [t for t in self.trajectories if t.error is None]
+
+    def rewards(self) -> list[float]:
+        return [t.reward for t in self.valid]
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def dump_jsonl(items: Iterable[BaseModel], path: str | Path, append: bool = False) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a" if append else "w") as f:
+        for item in items:
+            f.write(item.model_dump_json() + "\n")
+    return path
+
+
+def load_jsonl(path: str | Path, cls: type[M]) -> list[M]:
+    """Load one model per line; a malformed line is a UserError naming file and line."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path}: no such file; check the path")
+    out: list[M] = []
+    for n, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append(cls.model_validate_json(line))
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ())) or "line"
+            raise UserError(
+                f"{path}:{n}: not a valid {cls.__name__} ({where}: {first['msg']}); fix or delete that line"
+            ) from None
+    return out
+
+
+def content_hash(obj: Any) -> str:
+    """Stable short hash of any JSON-able value (tool lists, prompts, verdict cache keys)."""
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]

