@@ -21,6 +21,7 @@ from importlib import resources
 from pydantic import BaseModel
 
 TOOL_CALL_RE = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+_DECODER = json.JSONDecoder()
 
 
 @cache
@@ -44,8 +45,8 @@ def parse_tool_calls(text: str) -> ParsedReply:
         return ParsedReply(content=text, tool_calls=[])
     calls: list[dict] = []
     for raw in TOOL_CALL_RE.findall(text):
-        try:
-            obj = json.loads(raw)
+        try:  # the first JSON value in the block; small models often trail it with prose
+            obj, _ = _DECODER.raw_decode(raw)
         except json.JSONDecodeError as e:
             return ParsedReply(content=text, tool_calls=[], error=f"tool call is not valid JSON ({e.msg} at char {e.pos})")
         if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):

@@ -1,0 +1,40 @@
+# Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install model demo test test-fast bench clean
+
+install: $(STAMP)
+
+# The CPU build of torch goes in first: every later requirement accepts it, so nothing pulls
+# the multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+model: install
+	$(BIN)/mcprl models pull smollm2-135m
+
+demo: model
+	$(BIN)/python examples/demo.py
+
+test: model
+	$(BIN)/python -m pytest -q --timeout=900
+
+test-fast: model
+	$(BIN)/python -m pytest -q -m "not integration" --timeout=300
+
+bench: model
+	$(BIN)/pip install -q -e ".[bench]"
+	$(BIN)/python bench/grpo_vs_trl.py
+	$(BIN)/python bench/serving.py
+
+clean:
+	rm -rf $(VENV) .venv-mcp1 .pytest_cache

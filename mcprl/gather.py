@@ -1,0 +1,75 @@
+"""Run many rollouts concurrently and collect them into TrajectoryGroups."""
+
+from __future__ import annotations
+
+from typing import Awaitable, Callable, Iterable
+
+import anyio
+
+from mcprl.types import Trajectory, TrajectoryGroup
+
+
+class TooManyExceptions(RuntimeError):
+    pass
+
+
+async def gather_trajectory_groups(
+    groups: Iterable[Iterable[Awaitable[Trajectory]] | TrajectoryGroup],
+    *,
+    max_concurrency: int = 8,
+    max_exceptions: int | float = float("inf"),
+    progress: Callable[[int, int], None] | None = None,
+) -> list[TrajectoryGroup]:
+    """Await every rollout (at most `max_concurrency` at once).
+
+    A rollout that raises is recorded in its group's `exceptions` (type and message) and the
+    group goes on with the others; past `max_exceptions` in total the whole gather fails.
+    A rollout that returns a Trajectory with `error` set counts as failed the same way.
+    `progress(done, total)` is called after each rollout.
+    """
+    plan: list[tuple[TrajectoryGroup, list[Awaitable[Trajectory]]]] = []
+    for g in groups:
+        if isinstance(g, TrajectoryGroup):
+            plan.append((g, []))
+        else:
+            plan.append((TrajectoryGroup(), list(g)))
+    total = sum(len(aws) for _, aws in plan)
+    limiter = anyio.CapacityLimiter(max_concurrency)
+    state = {"done": 0, "failed": 0}
+    results: list[list[Trajectory | None]] = [[None] * len(aws) for _, aws in plan]
+
+    async def run(gi: int, ti: int, aw: Awaitable[Trajectory]) -> None:
+        group = plan[gi][0]
+        async with limiter:
+            try:
+                traj = await aw
+                if not isinstance(traj, Trajectory):
+                    raise TypeError(f"rollout returned {type(traj).__name__}, expected Trajectory")
+                results[gi][ti] = traj
+                if traj.error:
+                    group.exceptions.append(traj.error)
+                    state["failed"] += 1
+            except Exception as e:
+                group.exceptions.append(f"{type(e).__name__}: {e}")
+                state["failed"] += 1
+        state["done"] += 1
+        if progress:
+            progress(state["done"], total)
+        if state["failed"] > max_exceptions:
+            raise TooManyExceptions(f"{state['failed']} rollouts failed (max_exceptions={max_exceptions}); last: {group.exceptions[-1]}")
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for gi, (_, aws) in enumerate(plan):
+                for ti, aw in enumerate(aws):
+                    tg.start_soon(run, gi, ti, aw)
+    except BaseExceptionGroup as eg:
+        too_many, _ = eg.split(TooManyExceptions)
+        if too_many is None:
+            raise
+        while isinstance(too_many, BaseExceptionGroup):
+            too_many = too_many.exceptions[0]
+        raise too_many from None
+    for (group, _), trajs in zip(plan, results):
+        group.trajectories.extend(t for t in trajs if t is not None)
+    return [g for g, _ in plan]

@@ -1,0 +1,247 @@
+"""The CPU inference engine: one base model, any number of LoRA adapters served as `NAME@STEP`,
+and a dynamic batcher that folds concurrent requests into one sampling call per adapter."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mcprl.chat_format import parse_tool_calls
+from mcprl.errors import UserError
+from mcprl.serving.prompts import TurnCache, render_prompt
+from mcprl.serving.protocol import ChatRequest
+from mcprl.serving.sampler import Row, Sampled, sample
+
+
+class BadRequest(ValueError):
+    """A request the engine cannot serve; becomes an HTTP 400 with this message."""
+
+
+class UnknownModel(BadRequest):
+    pass
+
+
+@dataclass
+class _Pending:
+    request: ChatRequest
+    adapter: str | None
+    prompt_ids: list[int]
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: list[Sampled] | None = None
+    error: BaseException | None = None
+
+
+class Engine:
+    """Serve a base model and its adapters. Thread-safe; batching runs on the caller's event loop."""
+
+    def __init__(self, model_spec: str, *, model=None, tokenizer=None, served_name: str | None = None,
+                 max_batch_rows: int = 32, batch_window_s: float = 0.01, default_max_tokens: int = 512,
+                 max_model_len: int | None = None):
+        from mcprl import weights
+
+        self.tokenizer = tokenizer or weights.load_tokenizer(model_spec)
+        self.model = model if model is not None else weights.load_model(model_spec)
+        self.base_name = served_name or model_spec
+        self.max_batch_rows = max_batch_rows
+        self.batch_window_s = batch_window_s
+        self.default_max_tokens = default_max_tokens
+        self.max_model_len = max_model_len or getattr(self.model.config, "max_position_embeddings", 8192)
+        self.turns = TurnCache()
+        self.adapters: dict[str, Path] = {}
+        self._lock = threading.RLock()  # guards the model: sampling and adapter loads
+        self._queue: list[_Pending] = []
+        self._wakeup: anyio.Event | None = None
+        eos = {self.tokenizer.eos_token_id}
+        gen_eos = getattr(self.model.generation_config, "eos_token_id", None)
+        eos |= set(gen_eos) if isinstance(gen_eos, list) else {gen_eos}
+        self.eos_ids = {e for e in eos if e is not None}
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        self.metrics = {"requests": 0, "batches": 0, "rows": 0, "tool_call_parse_errors": 0, "completion_tokens": 0}
+
+    # ---- adapters -------------------------------------------------------------------------
+    def load_adapter(self, name: str, path: str | Path) -> None:
+        """Serve the PEFT adapter at `path` as `name`, replacing one of the same name."""
+        from peft import PeftModel
+
+        path = Path(path)
+        if not (path / "adapter_config.json").exists():
+            raise UserError(f"{path}: not a PEFT adapter directory (no adapter_config.json)")
+        with self._lock:
+            if isinstance(self.model, PeftModel):
+                if name in self.model.peft_config:
+                    self.model.delete_adapter(name)
+                self.model.load_adapter(str(path), adapter_name=name)
+            else:
+                self.model = PeftModel.from_pretrained(self.model, str(path), adapter_name=name)
+            self.model.eval()
+            self.adapters[name] = path
+
+    def unload_adapter(self, name: str) -> None:
+        with self._lock:
+            if name in self.adapters:
+                del self.adapters[name]
+                if len(self.model.peft_config) > 1:
+                    if self.model.active_adapter == name:
+                        self.model.set_adapter(next(a for a in self.model.peft_config if a != name))
+                    self.model.delete_adapter(name)
+
+    def served_models(self) -> list[str]:
+        return [self.base_name, *self.adapters]
+
+    def resolve(self, name: str) -> str | None:
+        """Adapter for a requested model name; None means the base model. `NAME` alone means its latest step."""
+        if name == self.base_name:
+            return None
+        if name in self.adapters:
+            return name
+        steps = [a for a in self.adapters if a.rsplit("@", 1)[0] == name]
+        if steps:
+            return max(steps, key=lambda a: int(a.rsplit("@", 1)[1]) if a.rsplit("@", 1)[1].isdigit() else -1)
+        raise UnknownModel(f"model {name!r} is not served; available: {', '.join(self.served_models())}")
+
+    # ---- requests -------------------------------------------------------------------------
+    async def chat(self, req: ChatRequest) -> dict[str, Any]:
+        """Answer one chat-completions request (batched with whatever else is in flight)."""
+        if req.stream:
+            raise BadRequest("streaming is not supported; set stream=false")
+        if req.top_logprobs:
+            raise BadRequest("top_logprobs is not supported; use logprobs=true for the sampled tokens' logprobs")
+        if isinstance(req.tool_choice, dict) or req.tool_choice not in (None, "auto", "none"):
+            raise BadRequest("tool_choice must be 'auto' or 'none'")
+        adapter = self.resolve(req.model)
+        tools = None if req.tool_choice == "none" else req.tools
+        try:
+            prompt_ids = render_prompt(self.tokenizer, req.messages, tools, self.turns)
+        except Exception as e:  # template errors are the request's fault
+            raise BadRequest(f"could not render messages with the chat template: {e}") from None
+        budget = req.max_new_tokens(self.default_max_tokens)
+        if len(prompt_ids) + 1 > self.max_model_len:
+            raise BadRequest(f"prompt is {len(prompt_ids)} tokens; the model's limit is {self.max_model_len}")
+        budget = min(budget, self.max_model_len - len(prompt_ids))
+        pending = _Pending(req, adapter, prompt_ids)
+        self.metrics["requests"] += 1
+        self._queue.append(pending)
+        if self._wakeup is not None:
+            self._wakeup.set()
+        await pending.done.wait()
+        if pending.error is not None:
+            raise pending.error
+        return self._response(req, prompt_ids, pending.result or [], budget)
+
+    async def run_batcher(self) -> None:
+        """Loop forever: gather what is queued (waiting `batch_window_s` for stragglers) and sample it."""
+        while True:
+            if not self._queue:
+                self._wakeup = anyio.Event()
+                await self._wakeup.wait()
+            await anyio.sleep(self.batch_window_s)
+            batch, rows = self._take_batch()
+            try:
+                results = await anyio.to_thread.run_sync(self._sample_batch, batch, rows)
+                for p, res in zip(batch, results):
+                    p.result = res
+            except Exception as e:  # never leave a caller waiting
+                for p in batch:
+                    p.error = e
+            for p in batch:
+                p.done.set()
+
+    def _take_batch(self) -> tuple[list[_Pending], int]:
+        adapter = self._queue[0].adapter
+        batch, rows, rest = [], 0, []
+        for p in self._queue:
+            if p.adapter == adapter and (rows + p.request.n <= self.max_batch_rows or not batch):
+                batch.append(p)
+                rows += p.request.n
+            else:
+                rest.append(p)
+        self._queue[:] = rest
+        return batch, rows
+
+    def _sample_batch(self, batch: list[_Pending], n_rows: int) -> list[list[Sampled]]:
+        rows = []
+        for p in batch:
+            r = p.request
+            budget = min(r.max_new_tokens(self.default_max_tokens), self.max_model_len - len(p.prompt_ids))
+            for k in range(r.n):
+                seed = None if r.seed is None else r.seed + k
+                rows.append(Row(p.prompt_ids, budget, r.temperature, r.top_p, r.stops, seed))
+        with self._lock:
+            from peft import PeftModel
+
+            model = self.model
+            if isinstance(model, PeftModel):
+                if batch[0].adapter is None:
+                    with model.disable_adapter():
+                        out = sample(model, rows, pad_id=self.pad_id, eos_ids=self.eos_ids, decode=self._decode)
+                else:
+                    model.set_adapter(batch[0].adapter)
+                    out = sample(model, rows, pad_id=self.pad_id, eos_ids=self.eos_ids, decode=self._decode)
+            else:
+                out = sample(model, rows, pad_id=self.pad_id, eos_ids=self.eos_ids, decode=self._decode)
+        self.metrics["batches"] += 1
+        self.metrics["rows"] += n_rows
+        grouped, i = [], 0
+        for p in batch:
+            grouped.append(out[i : i + p.request.n])
+            i += p.request.n
+        return grouped
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+    def _response(self, req: ChatRequest, prompt_ids: list[int], samples: list[Sampled], budget: int) -> dict[str, Any]:
+        choices = []
+        completion_tokens = 0
+        for i, s in enumerate(samples):
+            completion_tokens += len(s.token_ids)
+            text = self._decode(s.token_ids)
+            if s.text_end is not None:
+                text = text[: s.text_end]
+            parsed = parse_tool_calls(text) if req.tools and req.tool_choice != "none" else None
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+            finish = s.finish_reason
+            choice: dict[str, Any] = {"index": i, "message": message, "finish_reason": finish}
+            if parsed is not None:
+                message["content"] = parsed.content if parsed.tool_calls else text
+                if parsed.tool_calls:
+                    message["tool_calls"] = parsed.tool_calls
+                    if finish == "stop":
+                        choice["finish_reason"] = "tool_calls"
+                if parsed.error:
+                    choice["tool_call_error"] = parsed.error
+                    self.metrics["tool_call_parse_errors"] += 1
+            if req.logprobs:
+                choice["logprobs"] = {
+                    "content": [
+                        {"token": self.tokenizer.convert_ids_to_tokens(t), "logprob": lp, "bytes": None, "top_logprobs": []}
+                        for t, lp in zip(s.token_ids, s.logprobs)
+                    ]
+                }
+            if req.return_token_ids:
+                choice["token_ids"] = s.token_ids
+            # Remember the sampled tokens of this exact message, so a follow-up turn splices them back.
+            self.turns.put(message, s.token_ids)
+            choices.append(choice)
+        self.metrics["completion_tokens"] += completion_tokens
+        body: dict[str, Any] = {
+            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": req.model,
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": len(prompt_ids),
+                "completion_tokens": completion_tokens,
+                "total_tokens": len(prompt_ids) + completion_tokens,
+            },
+        }
+        if req.return_token_ids:
+            body["prompt_token_ids"] = prompt_ids
+        return body

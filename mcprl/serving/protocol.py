@@ -1,0 +1,48 @@
+"""The slice of OpenAI's chat-completions API the policy endpoint speaks, plus vLLM's
+`return_token_ids` extension (top-level `prompt_token_ids`, per-choice `token_ids`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class ChatRequest(BaseModel):
+    # Unknown OpenAI fields (user, parallel_tool_calls, ...) are accepted and ignored.
+    model_config = ConfigDict(extra="allow")
+
+    model: str
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: Literal["auto", "none"] | dict[str, Any] | str | None = None
+    n: int = Field(default=1, ge=1, le=64)
+    temperature: float = Field(default=1.0, ge=0.0, le=2.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    logprobs: bool = False
+    top_logprobs: int | None = None
+    return_token_ids: bool = False
+    stream: bool = False
+
+    @field_validator("messages")
+    @classmethod
+    def _roles(cls, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for i, m in enumerate(messages):
+            if m.get("role") not in {"system", "user", "assistant", "tool", "developer"}:
+                raise ValueError(f"messages[{i}].role must be system, user, assistant or tool")
+        return messages
+
+    @property
+    def stops(self) -> list[str]:
+        return [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+
+    def max_new_tokens(self, default: int) -> int:
+        return self.max_completion_tokens or self.max_tokens or default
+
+
+def error_body(message: str, kind: str = "invalid_request_error", param: str | None = None, code: str | None = None) -> dict:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}

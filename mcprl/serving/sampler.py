@@ -1,0 +1,102 @@
+"""Batched autoregressive sampling with a KV cache, per-row sampling settings, and the exact
+token ids and logprobs of what was sampled.
+
+Rows of one batch share a model (and adapter) but may differ in prompt length, temperature,
+top_p, token budget, stop strings and seed. Logprobs are those of the unmodified model
+distribution (temperature 1, no top_p), the quantity the GRPO ratio compares against.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass
+class Row:
+    prompt_ids: list[int]
+    max_new_tokens: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    stop: list[str] = field(default_factory=list)
+    seed: int | None = None
+
+
+@dataclass
+class Sampled:
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: str  # "stop" (eos or stop string) or "length"
+    text_end: int | None = None  # when a stop string hit: cut the decoded text here
+
+
+def _filter_top_p(probs: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
+    sorted_p, idx = probs.sort(dim=-1, descending=True)
+    cum = sorted_p.cumsum(-1)
+    drop = (cum - sorted_p) > top_p.unsqueeze(-1)
+    sorted_p = sorted_p.masked_fill(drop, 0.0)
+    return torch.zeros_like(probs).scatter(-1, idx, sorted_p)
+
+
+@torch.inference_mode()
+def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=None) -> list[Sampled]:
+    """Sample completions for `rows` in one batch. `decode(ids) -> str` is needed for stop strings."""
+    from transformers import DynamicCache
+
+    device = next(model.parameters()).device
+    b = len(rows)
+    width = max(len(r.prompt_ids) for r in rows)
+    input_ids = torch.full((b, width), pad_id, dtype=torch.long)
+    mask = torch.zeros((b, width), dtype=torch.long)
+    for i, r in enumerate(rows):  # left padding, so every row's next token sits in the last column
+        input_ids[i, width - len(r.prompt_ids) :] = torch.tensor(r.prompt_ids)
+        mask[i, width - len(r.prompt_ids) :] = 1
+    input_ids, mask = input_ids.to(device), mask.to(device)
+    temps = torch.tensor([r.temperature for r in rows], device=device)
+    top_ps = torch.tensor([r.top_p for r in rows], device=device)
+    generators = [torch.Generator(device=device).manual_seed(r.seed) if r.seed is not None else None for r in rows]
+    budget = max(r.max_new_tokens for r in rows)
+
+    out_ids: list[list[int]] = [[] for _ in rows]
+    out_lp: list[list[float]] = [[] for _ in rows]
+    finish: list[str | None] = [None] * b
+    text_end: list[int | None] = [None] * b
+    cache = DynamicCache()
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    step_ids = input_ids
+    for _ in range(budget):
+        logits = model(input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True).logits[:, -1, :].float()
+        logp = torch.log_softmax(logits, dim=-1)
+        greedy = temps == 0
+        probs = torch.softmax(logits / temps.clamp(min=1e-5).unsqueeze(-1), dim=-1)
+        if bool((top_ps < 1).any()):
+            probs = _filter_top_p(probs, top_ps)
+        next_ids = torch.empty(b, dtype=torch.long, device=device)
+        for i in range(b):
+            if greedy[i]:
+                next_ids[i] = logits[i].argmax()
+            else:
+                next_ids[i] = torch.multinomial(probs[i], 1, generator=generators[i])[0]
+        chosen_lp = logp.gather(-1, next_ids.unsqueeze(-1)).squeeze(-1).tolist()
+        for i, r in enumerate(rows):
+            if finish[i] is not None:
+                continue
+            tok = int(next_ids[i])
+            out_ids[i].append(tok)
+            out_lp[i].append(chosen_lp[i])
+            if tok in eos_ids:
+                finish[i] = "stop"
+            elif r.stop and decode is not None:
+                text = decode(out_ids[i])
+                hits = [text.find(s) for s in r.stop if s in text]
+                if hits:
+                    finish[i], text_end[i] = "stop", min(hits)
+            if finish[i] is None and len(out_ids[i]) >= r.max_new_tokens:
+                finish[i] = "length"
+        if all(f is not None for f in finish):
+            break
+        step_ids = next_ids.unsqueeze(-1)
+        mask = torch.cat([mask, torch.ones((b, 1), dtype=mask.dtype, device=device)], dim=-1)
+        positions = positions[:, -1:] + 1
+    return [Sampled(out_ids[i], out_lp[i], finish[i] or "length", text_end[i]) for i in range(b)]

@@ -1,0 +1,39 @@
+"""Settings for a GRPO step and for the LoRA adapter being trained."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class TrainConfig(BaseModel):
+    """One training step's settings (may change between steps)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    learning_rate: float = Field(default=5e-5, gt=0)
+    # Advantage = reward - group mean, divided by the group std unless scale_rewards is False.
+    scale_rewards: bool = True
+    # PPO-style clipping of the ratio new/sampling policy (DAPO's asymmetric clip when high > low).
+    epsilon: float = Field(default=0.2, ge=0)
+    epsilon_high: float | None = Field(default=None, ge=0)
+    # KL to the base model (the adapter disabled), k3 estimator; 0 skips the reference pass.
+    beta: float = Field(default=0.0, ge=0)
+    # "token": every loss token of the step weighs the same; "sequence": every sequence does.
+    loss_normalization: Literal["token", "sequence"] = "token"
+    max_grad_norm: float | None = Field(default=1.0, gt=0)
+    weight_decay: float = Field(default=0.0, ge=0)
+    # Memory bounds: padded tokens per micro-batch, and positions per logprob chunk.
+    micro_batch_tokens: int = Field(default=4096, ge=64)
+    logprob_chunk: int = Field(default=256, ge=16)
+    gradient_checkpointing: bool = True
+
+
+class LoraSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rank: int = Field(default=8, ge=1)
+    alpha: int = Field(default=16, ge=1)
+    dropout: float = Field(default=0.0, ge=0, lt=1)
+    target_modules: list[str] | Literal["all-linear"] = "all-linear"

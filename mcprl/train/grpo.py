@@ -1,0 +1,177 @@
+"""The GRPO trainer: LoRA on a causal LM, trained on the exact sampled tokens.
+
+Memory stays bounded as groups and lengths grow: sequences are packed into micro-batches of at
+most `micro_batch_tokens` padded tokens with gradient accumulation, the decoder runs with
+gradient checkpointing, and log-probabilities come from the LM head in chunks of
+`logprob_chunk` positions (each chunk recomputed in backward), so the [tokens x vocab] logits
+never exist at once.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+import torch
+from torch.utils.checkpoint import checkpoint
+
+from mcprl.train.config import LoraSettings, TrainConfig
+from mcprl.train.loss import LossInputs, group_advantages, grpo_loss
+from mcprl.train.sequences import Sequence, trajectory_sequences
+from mcprl.types import TrajectoryGroup
+
+
+def _chunk_logprobs(hidden: torch.Tensor, lm_head: torch.nn.Module, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    logits = lm_head(hidden).float()
+    logp = torch.log_softmax(logits, dim=-1)
+    entropy = -(logp.exp() * logp).sum(-1)
+    return logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1), entropy
+
+
+def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logprob (and entropy) of each token given its prefix, [B, T]; position 0 gets 0."""
+    causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
+    hidden = causal_lm.get_decoder()(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+    lm_head = causal_lm.get_output_embeddings()
+    h, targets = hidden[:, :-1], input_ids[:, 1:]
+    lps, ents = [], []
+    for s in range(0, h.shape[1], chunk):
+        args = (h[:, s : s + chunk], lm_head, targets[:, s : s + chunk])
+        lp, ent = checkpoint(_chunk_logprobs, *args, use_reentrant=False) if torch.is_grad_enabled() else _chunk_logprobs(*args)
+        lps.append(lp)
+        ents.append(ent)
+    zero = torch.zeros_like(input_ids[:, :1], dtype=hidden.dtype if hidden.dtype.is_floating_point else torch.float32)
+    return torch.cat([zero.float(), *lps], dim=1), torch.cat([zero.float(), *ents], dim=1)
+
+
+def micro_batches(seqs: list[Sequence], max_tokens: int) -> list[list[Sequence]]:
+    """Pack sequences (longest first) so that batch size x longest length stays under max_tokens."""
+    out: list[list[Sequence]] = []
+    for s in sorted(seqs, key=lambda s: len(s.input_ids), reverse=True):
+        if out and (len(out[-1]) + 1) * len(out[-1][0].input_ids) <= max_tokens:
+            out[-1].append(s)
+        else:
+            out.append([s])
+    return out
+
+
+class GRPOTrainer:
+    """Owns the trainable PEFT model and its optimizer; `step(groups)` is one GRPO update."""
+
+    def __init__(self, model, tokenizer, lora: LoraSettings | None = None, adapter_dir: Path | None = None):
+        from peft import LoraConfig, PeftModel, get_peft_model
+
+        self.tokenizer = tokenizer
+        self.lora = lora or LoraSettings()
+        if adapter_dir is not None:
+            self.model = PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=True)
+        else:
+            cfg = LoraConfig(r=self.lora.rank, lora_alpha=self.lora.alpha, lora_dropout=self.lora.dropout,
+                             target_modules=self.lora.target_modules, task_type="CAUSAL_LM")
+            self.model = get_peft_model(model, cfg)
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+    def _optimizer(self, config: TrainConfig) -> torch.optim.Optimizer:
+        if self.optimizer is None:
+            params = [p for p in self.model.parameters() if p.requires_grad]
+            self.optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=config.weight_decay)
+        for g in self.optimizer.param_groups:  # the learning rate may change between steps
+            g["lr"], g["weight_decay"] = config.learning_rate, config.weight_decay
+        return self.optimizer
+
+    def load_optimizer(self, path: Path, config: TrainConfig) -> None:
+        self._optimizer(config).load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+
+    def build_sequences(self, groups: list[TrajectoryGroup], config: TrainConfig) -> tuple[list[Sequence], dict[str, float]]:
+        seqs: list[Sequence] = []
+        counts = {"groups": 0.0, "groups_skipped_zero_variance": 0.0, "groups_skipped_judge": 0.0, "groups_skipped_too_small": 0.0, "trajectories": 0.0}
+        for g in groups:
+            counts["groups"] += 1
+            if g.skipped:
+                counts["groups_skipped_judge"] += 1
+                continue
+            valid = [t for t in g.valid if t.generations]
+            if len(valid) < 2:
+                counts["groups_skipped_too_small"] += 1
+                continue
+            adv = group_advantages([t.reward for t in valid], scale=config.scale_rewards)
+            if adv is None:
+                counts["groups_skipped_zero_variance"] += 1
+                continue
+            for t, a in zip(valid, adv):
+                counts["trajectories"] += 1
+                seqs.extend(trajectory_sequences(t, a))
+        return seqs, counts
+
+    def step(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
+        """One optimizer step over all trainable groups. Returns metrics (always, even with nothing to train)."""
+        t0 = time.perf_counter()
+        seqs, metrics = self.build_sequences(groups, config)
+        seqs = [s for s in seqs if s.n_loss_tokens > 0]
+        metrics["sequences"] = float(len(seqs))
+        if not seqs:
+            metrics["trained"] = 0.0
+            return metrics
+        total_tokens = sum(s.n_loss_tokens for s in seqs)
+        model = self.model
+        model.train()
+        if config.gradient_checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        opt = self._optimizer(config)
+        opt.zero_grad(set_to_none=True)
+        sums: dict[str, float] = {"loss": 0.0, "clip_frac": 0.0, "ratio": 0.0, "kl": 0.0, "entropy": 0.0, "tokens": 0.0}
+        for mb in micro_batches(seqs, config.micro_batch_tokens):
+            batch = self._collate(mb, total_tokens, len(seqs), config)
+            lp, ent = token_logprobs(model, batch["input_ids"], batch["attention_mask"], config.logprob_chunk)
+            ref = None
+            if config.beta > 0:
+                with torch.no_grad(), model.disable_adapter():
+                    ref, _ = token_logprobs(model, batch["input_ids"], batch["attention_mask"], config.logprob_chunk)
+            loss, stats = grpo_loss(
+                LossInputs(lp, batch["old_logprobs"], batch["advantages"], batch["weights"], ref),
+                epsilon=config.epsilon, epsilon_high=config.epsilon_high, beta=config.beta,
+            )
+            loss.backward()
+            sums["loss"] += float(loss.detach())
+            sums["entropy"] += float((ent.detach() * (batch["weights"] > 0)).sum())
+            for k, v in stats.items():
+                sums[k] += float(v)
+        grad_norm = torch.nn.utils.clip_grad_norm_(
+            [p for p in model.parameters() if p.requires_grad], config.max_grad_norm or float("inf")
+        )
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        model.eval()
+        n = max(sums["tokens"], 1.0)
+        metrics.update(
+            trained=1.0, loss=sums["loss"], grad_norm=float(grad_norm), loss_tokens=float(total_tokens),
+            clip_frac=sums["clip_frac"] / n, ratio_mean=sums["ratio"] / n, entropy=sums["entropy"] / n,
+            train_seconds=time.perf_counter() - t0,
+        )
+        if config.beta > 0:
+            metrics["kl"] = sums["kl"] / n
+        return metrics
+
+    def _collate(self, mb: list[Sequence], total_tokens: int, n_seqs: int, config: TrainConfig) -> dict[str, torch.Tensor]:
+        width = max(len(s.input_ids) for s in mb)
+        b = len(mb)
+        ids = torch.full((b, width), self.pad_id, dtype=torch.long)
+        attn = torch.zeros((b, width), dtype=torch.long)
+        old = torch.zeros((b, width))
+        adv = torch.zeros((b, width))
+        w = torch.zeros((b, width))
+        for i, s in enumerate(mb):
+            n = len(s.input_ids)
+            ids[i, :n] = torch.tensor(s.input_ids)
+            attn[i, :n] = 1
+            old[i, :n] = torch.tensor(s.old_logprobs)
+            adv[i, :n] = s.advantage
+            mask = torch.tensor(s.loss_mask, dtype=torch.float32)
+            w[i, :n] = mask / total_tokens if config.loss_normalization == "token" else mask / (s.n_loss_tokens * n_seqs)
+        return {"input_ids": ids, "attention_mask": attn, "old_logprobs": old, "advantages": adv, "weights": w}
+
+    def save(self, out: Path) -> None:
+        """Write the adapter and optimizer into `out` (a fresh directory)."""
+        self.model.save_pretrained(str(out))
+        if self.optimizer is not None:
+            torch.save(self.optimizer.state_dict(), out / "optimizer.pt")

@@ -1,0 +1,48 @@
+"""Trajectories -> training sequences on exactly the sampled tokens.
+
+An assistant turn is merged with the next one into one sequence only when the next prompt
+extends prompt+completion token for token; otherwise it is its own sequence. Only sampled
+completion tokens carry loss; prompt, tool-result and template tokens are context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mcprl.types import Trajectory
+
+
+@dataclass
+class Sequence:
+    input_ids: list[int] = field(default_factory=list)
+    loss_mask: list[bool] = field(default_factory=list)
+    old_logprobs: list[float] = field(default_factory=list)
+    advantage: float = 0.0
+
+    def extend(self, ids: list[int], logprobs: list[float] | None) -> None:
+        self.input_ids += ids
+        self.loss_mask += [logprobs is not None] * len(ids)
+        self.old_logprobs += logprobs if logprobs is not None else [0.0] * len(ids)
+
+    @property
+    def n_loss_tokens(self) -> int:
+        return sum(self.loss_mask)
+
+
+def trajectory_sequences(traj: Trajectory, advantage: float) -> list[Sequence]:
+    seqs: list[Sequence] = []
+    cur: Sequence | None = None
+    for g in traj.generations:
+        if not g.completion_token_ids:
+            continue
+        if len(g.logprobs) != len(g.completion_token_ids):
+            raise ValueError(f"trajectory {traj.id}: {len(g.logprobs)} logprobs for {len(g.completion_token_ids)} tokens")
+        n = len(cur.input_ids) if cur else 0
+        if cur is not None and len(g.prompt_token_ids) >= n and g.prompt_token_ids[:n] == cur.input_ids:
+            cur.extend(g.prompt_token_ids[n:], None)
+        else:
+            cur = Sequence(advantage=advantage)
+            seqs.append(cur)
+            cur.extend(g.prompt_token_ids, None)
+        cur.extend(g.completion_token_ids, g.logprobs)
+    return seqs

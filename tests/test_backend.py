@@ -1,0 +1,86 @@
+"""TrainableModel + LocalBackend on the CPU runtime: register, serve, train, hot-swap, resume."""
+
+import anyio
+import pytest
+import torch
+
+from mcprl import LocalBackend, TrainableModel, TrainConfig
+from mcprl.errors import UserError
+from mcprl.train import checkpoints
+from mcprl.types import Generation, Trajectory, TrajectoryGroup
+
+
+async def _group(model, n=4):
+    client = model.openai_client()
+    msgs = [{"role": "user", "content": "say something"}]
+    r = await client.chat.completions.create(model=model.get_inference_name(), messages=msgs, n=n, max_tokens=8, seed=0,
+                                             extra_body={"return_token_ids": True, "logprobs": True})
+    trajs = []
+    for i, c in enumerate(r.choices):
+        g = Generation(prompt_token_ids=r.model_extra["prompt_token_ids"], completion_token_ids=c.model_extra["token_ids"],
+                       logprobs=[x.logprob for x in c.logprobs.content], model=r.model)
+        trajs.append(Trajectory(messages=[*msgs, c.message.model_dump(exclude_none=True)], generations=[g], reward=float(i)))
+    return TrajectoryGroup(trajectories=trajs)
+
+
+@pytest.mark.anyio
+async def test_register_train_hot_swap_and_resume(home, tiny_model_dir):
+    model = TrainableModel(name="agent", project="p", base_model=str(tiny_model_dir))
+    async with LocalBackend(device="cpu") as backend:
+        await model.register(backend)
+        assert model.get_step() == 0 and model.get_inference_name() == "agent@0"
+        assert checkpoints.list_steps(model.checkpoints_dir) == [0]
+        import httpx
+
+        served = lambda: [m["id"] for m in httpx.get(f"{model.inference_base_url}/models").json()["data"]]
+        assert served() == [str(tiny_model_dir), "agent@0"]
+        m1 = await model.train([await _group(model)], TrainConfig(learning_rate=1e-2))
+        assert m1["trained"] == 1
+        assert model.get_step() == 1 and served() == [str(tiny_model_dir), "agent@1"]
+        m2 = await model.train([await _group(model)], TrainConfig(learning_rate=1e-2))
+        assert model.get_step() == 2 and m2["trained"] == 1
+        state = checkpoints.read_state(model.checkpoints_dir / "0002")
+        assert state["name"] == "agent" and state["metrics"]["trained"] == 1
+        assert (model.checkpoints_dir / "0002" / "optimizer.pt").exists()
+        opt_state = torch.load(model.checkpoints_dir / "0002" / "optimizer.pt", weights_only=True)
+
+    # a new process (here: a new backend) resumes from the latest checkpoint, optimizer included
+    again = TrainableModel(name="agent", project="p", base_model=str(tiny_model_dir))
+    async with LocalBackend(device="cpu") as backend:
+        await again.register(backend)
+        assert again.get_step() == 2 and again.get_inference_name() == "agent@2"
+        rt = backend.runtimes["p/agent"]
+        resumed = rt.trainer.optimizer.state_dict()
+        k = next(iter(opt_state["state"]))
+        assert torch.equal(resumed["state"][k]["exp_avg"], opt_state["state"][k]["exp_avg"])
+        assert again.delete_checkpoints(keep=1) == [0, 1]
+        assert checkpoints.list_steps(again.checkpoints_dir) == [2]
+        child = again.fork("agent-b")
+        assert checkpoints.list_steps(child.checkpoints_dir) == [2]
+        assert checkpoints.read_state(child.checkpoints_dir / "0002")["forked_from"] == "p/agent@2"
+
+    wrong_base = TrainableModel(name="agent", project="p", base_model="org/other-model")
+    with pytest.raises(UserError, match="checkpoints were trained on"):
+        async with LocalBackend(device="cpu") as backend:
+            await wrong_base.register(backend)
+
+
+def test_checkpoint_writes_are_atomic(tmp_path):
+    def boom(d):
+        (d / "partial").write_text("x")
+        raise RuntimeError("killed mid-write")
+
+    with pytest.raises(RuntimeError):
+        checkpoints.write_checkpoint(tmp_path, 3, boom, {})
+    assert checkpoints.list_steps(tmp_path) == [] and not list(tmp_path.glob("0003"))
+    (tmp_path / ".tmp-0004-zz").mkdir()  # what a SIGKILL would leave
+    checkpoints.write_checkpoint(tmp_path, 4, lambda d: (d / "ok").write_text("y"), {"name": "m"})
+    assert checkpoints.list_steps(tmp_path) == [4] and not list(tmp_path.glob(".tmp-*"))
+    assert checkpoints.adapter_name(tmp_path / "0004") == "m@4"
+
+
+def test_unregistered_model_says_how_to_fix():
+    with pytest.raises(UserError, match="register"):
+        TrainableModel(name="x").openai_client()
+    with pytest.raises(UserError, match="device"):
+        LocalBackend(device="tpu")

@@ -1,0 +1,188 @@
+"""The policy endpoint over real HTTP on a tiny random model."""
+
+import json
+import socket
+
+import anyio
+import httpx
+import pytest
+
+from mcprl.errors import UserError
+from mcprl.serving.engine import Engine
+from mcprl.serving.local import LocalServer
+
+TOOLS = [{"type": "function", "function": {"name": "add", "description": "Add", "parameters": {"type": "object", "properties": {"a": {"type": "number"}}}}}]
+MSGS = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hello"}]
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_model_dir):
+    return Engine(str(tiny_model_dir), served_name="tiny", max_batch_rows=64)
+
+
+@pytest.fixture(scope="module")
+def server(engine):
+    s = LocalServer(engine)
+    yield s
+    s.close()
+
+
+def post(server, body, **kw):
+    return httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=60, **kw)
+
+
+def test_models_lists_base(server):
+    r = httpx.get(f"{server.base_url}/models")
+    assert r.status_code == 200
+    assert [m["id"] for m in r.json()["data"]] == ["tiny"]
+
+
+def test_token_ids_and_logprobs(server, engine):
+    body = {"model": "tiny", "messages": MSGS, "n": 3, "max_tokens": 8, "logprobs": True, "return_token_ids": True, "seed": 1}
+    r = post(server, body)
+    assert r.status_code == 200, r.text
+    data = r.json()
+    assert data["prompt_token_ids"] == engine.tokenizer.apply_chat_template(MSGS, add_generation_prompt=True, tokenize=True, return_dict=False)
+    assert len(data["choices"]) == 3
+    for c in data["choices"]:
+        assert 1 <= len(c["token_ids"]) <= 8
+        lps = [x["logprob"] for x in c["logprobs"]["content"]]
+        assert len(lps) == len(c["token_ids"]) and all(lp <= 0 for lp in lps)
+        assert c["finish_reason"] in ("stop", "length")
+    assert data["usage"]["completion_tokens"] == sum(len(c["token_ids"]) for c in data["choices"])
+    # same seed, same samples
+    again = post(server, body).json()
+    assert [c["token_ids"] for c in again["choices"]] == [c["token_ids"] for c in data["choices"]]
+
+
+def test_recorded_logprobs_match_a_fresh_forward_pass(server, engine):
+    """What the endpoint records is what the trainer will recompute (the GRPO ratio starts at 1)."""
+    import torch
+
+    from mcprl.train.grpo import token_logprobs
+
+    data = post(server, {"model": "tiny", "messages": MSGS, "max_tokens": 12, "logprobs": True, "return_token_ids": True, "seed": 3}).json()
+    c = data["choices"][0]
+    ids = torch.tensor([data["prompt_token_ids"] + c["token_ids"]])
+    with torch.no_grad():
+        lp, _ = token_logprobs(engine.model, ids, torch.ones_like(ids), chunk=5)
+    fresh = lp[0, len(data["prompt_token_ids"]):].tolist()
+    recorded = [x["logprob"] for x in c["logprobs"]["content"]]
+    assert fresh == pytest.approx(recorded, abs=1e-4)
+
+
+def test_max_tokens_and_temperature_zero(server):
+    body = {"model": "tiny", "messages": MSGS, "n": 2, "max_completion_tokens": 4, "temperature": 0, "return_token_ids": True}
+    data = post(server, body).json()
+    a, b = data["choices"]
+    assert a["token_ids"] == b["token_ids"]  # greedy
+    assert len(a["token_ids"]) <= 4
+
+
+def test_bad_requests_are_400_with_openai_error(server):
+    for body, frag in [
+        ({"model": "tiny"}, "messages"),
+        ({"model": "tiny", "messages": [{"role": "wizard", "content": "x"}]}, "role"),
+        ({"model": "tiny", "messages": MSGS, "tool_choice": "required", "tools": TOOLS}, "tool_choice"),
+        ({"model": "tiny", "messages": MSGS, "stream": True}, "stream"),
+        ({"model": "tiny", "messages": MSGS, "n": 0}, "n"),
+    ]:
+        r = post(server, body)
+        assert r.status_code == 400, (body, r.text)
+        assert frag in r.json()["error"]["message"]
+    r = post(server, {"model": "nope", "messages": MSGS})
+    assert r.status_code == 404 and "available: tiny" in r.json()["error"]["message"]
+
+
+def test_tool_calls_become_openai_tool_calls(server, engine):
+    """Force the text of a tool call through the response path and check the parse."""
+    from mcprl.serving.protocol import ChatRequest
+    from mcprl.serving.sampler import Sampled
+
+    tok = engine.tokenizer
+    ok = tok('<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool_call>', add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    bad = tok('<tool_call>\n{"name": "add", "arguments": {"a": \n</tool_call>', add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    req = ChatRequest(model="tiny", messages=MSGS, tools=TOOLS, return_token_ids=True)
+    body = engine._response(req, [1, 2], [Sampled(ok, [0.0] * len(ok), "stop"), Sampled(bad, [0.0] * len(bad), "stop")], 10)
+    good, broken = body["choices"]
+    assert good["finish_reason"] == "tool_calls"
+    assert good["message"]["tool_calls"][0]["function"] == {"name": "add", "arguments": '{"a": 1}'}
+    assert broken["finish_reason"] == "stop" and "tool_calls" not in broken["message"]
+    assert "not valid JSON" in broken["tool_call_error"] and "<tool_call>" in broken["message"]["content"]
+
+
+def test_follow_up_turn_extends_prompt_token_for_token(server):
+    """The exact-token guarantee: the next prompt starts with prompt + sampled completion."""
+    first = post(server, {"model": "tiny", "messages": MSGS, "tools": TOOLS, "max_tokens": 10, "return_token_ids": True, "seed": 5}).json()
+    msg = first["choices"][0]["message"]
+    # clients re-serialise: drop None fields, re-dump arguments with other spacing
+    echoed = {"role": "assistant", "content": msg["content"]}
+    if msg.get("tool_calls"):
+        echoed["tool_calls"] = [{**tc, "function": {**tc["function"], "arguments": json.dumps(json.loads(tc["function"]["arguments"]), indent=1)}} for tc in msg["tool_calls"]]
+    follow = MSGS + [echoed, {"role": "user", "content": "and again"}]
+    second = post(server, {"model": "tiny", "messages": follow, "tools": TOOLS, "max_tokens": 4, "return_token_ids": True}).json()
+    prefix = first["prompt_token_ids"] + first["choices"][0]["token_ids"]
+    assert second["prompt_token_ids"][: len(prefix)] == prefix
+
+
+def test_concurrent_requests_are_batched(server, engine):
+    before = dict(engine.metrics)
+
+    async def burst():
+        async with httpx.AsyncClient(timeout=60) as c:
+            async def one(i):
+                r = await c.post(f"{server.base_url}/chat/completions", json={"model": "tiny", "messages": [{"role": "user", "content": f"q{i}"}], "max_tokens": 3})
+                assert r.status_code == 200
+
+            async with anyio.create_task_group() as tg:
+                for i in range(8):
+                    tg.start_soon(one, i)
+
+    anyio.run(burst)
+    assert engine.metrics["requests"] - before["requests"] == 8
+    assert engine.metrics["batches"] - before["batches"] < 8
+
+
+def test_api_key_is_enforced(engine):
+    s = LocalServer(engine, api_key="s3cret")
+    try:
+        assert post(s, {"model": "tiny", "messages": MSGS, "max_tokens": 1}).status_code == 401
+        r = post(s, {"model": "tiny", "messages": MSGS, "max_tokens": 1}, headers={"Authorization": "Bearer s3cret"})
+        assert r.status_code == 200
+    finally:
+        s.close()
+
+
+def test_busy_port_is_a_one_line_error(engine):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(UserError, match=f"port {port} .* busy"):
+            LocalServer(engine, port=port)
+
+
+def test_adapters_are_served_by_name_and_step(engine, tiny_model_dir, tmp_path):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    m = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model_dir), LoraConfig(r=2, target_modules="all-linear", init_lora_weights=False))
+    m.save_pretrained(tmp_path / "a")
+    engine.load_adapter("pol@1", tmp_path / "a")
+    engine.load_adapter("pol@2", tmp_path / "a")
+    try:
+        assert engine.resolve("pol") == "pol@2" and engine.resolve("pol@1") == "pol@1" and engine.resolve("tiny") is None
+        s = LocalServer(engine)
+        try:
+            body = {"messages": MSGS, "max_tokens": 6, "temperature": 0, "return_token_ids": True}
+            base = post(s, {**body, "model": "tiny"}).json()["choices"][0]["token_ids"]
+            tuned = post(s, {**body, "model": "pol@2"}).json()["choices"][0]["token_ids"]
+            assert base != tuned  # a random non-zero LoRA changes greedy output
+            assert post(s, {**body, "model": "tiny"}).json()["choices"][0]["token_ids"] == base
+        finally:
+            s.close()
+    finally:
+        engine.unload_adapter("pol@1")
+        engine.unload_adapter("pol@2")
+    with pytest.raises(UserError, match="adapter_config.json"):
+        engine.load_adapter("x", tmp_path)
