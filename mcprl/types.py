@@ -76,7 +76,10 @@ class Trajectory(BaseModel):
         self.logs.append(line)
 
     def final_answer(self) -> str:
-        """Content of the last assistant message (empty when there is none)."""
+        """The answer the agent gave: what it passed to a finishing tool, else the content of
+        the last assistant message (empty when there is none)."""
+        if "final_answer" in self.metadata:
+            return str(self.metadata["final_answer"])
         for m in reversed(self.messages):
             if m.get("role") == "assistant":
                 return str(m.get("content") or "")

@@ -186,3 +186,19 @@ def test_adapters_are_served_by_name_and_step(engine, tiny_model_dir, tmp_path):
         engine.unload_adapter("pol@2")
     with pytest.raises(UserError, match="adapter_config.json"):
         engine.load_adapter("x", tmp_path)
+
+
+def test_shared_prefix_batch_equals_rows_sampled_alone(engine):
+    """Sharing the common prefix's KV cache changes nothing: same tokens, same logprobs."""
+    from mcprl.serving.sampler import Row, sample, shared_prefix_len
+
+    common = list(range(100, 140))
+    prompts = [common + [7, 8, 9], common + [5], common + [3, 4]]
+    assert shared_prefix_len(prompts) == 40 and shared_prefix_len([[1, 2], [1, 2]]) == 1
+    rows = [Row(p, 6, seed=i) for i, p in enumerate(prompts)]
+    kw = dict(pad_id=engine.pad_id, eos_ids=set())
+    together = sample(engine.model, rows, **kw)
+    for row, got in zip(rows, together):
+        (alone,) = sample(engine.model, [row], **kw)
+        assert got.token_ids == alone.token_ids
+        assert got.logprobs == pytest.approx(alone.logprobs, abs=1e-4)

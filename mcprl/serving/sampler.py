@@ -39,6 +39,19 @@ def _filter_top_p(probs: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
     return torch.zeros_like(probs).scatter(-1, idx, sorted_p)
 
 
+MIN_SHARED_PREFIX = 16
+
+
+def shared_prefix_len(prompts: list[list[int]]) -> int:
+    """Length of the common prefix, leaving every row at least one token of its own to prefill."""
+    first, n = prompts[0], min(len(p) for p in prompts) - 1
+    for i in range(n):
+        t = first[i]
+        if any(p[i] != t for p in prompts):
+            return i
+    return max(n, 0)
+
+
 @torch.inference_mode()
 def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=None) -> list[Sampled]:
     """Sample completions for `rows` in one batch. `decode(ids) -> str` is needed for stop strings."""
@@ -46,13 +59,25 @@ def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=Non
 
     device = next(model.parameters()).device
     b = len(rows)
-    width = max(len(r.prompt_ids) for r in rows)
+    cache = DynamicCache()
+    # Rollouts share long prefixes (system prompt, tool list, demonstration; all of it for n>1):
+    # run the common prefix once and copy its KV cache to every row.
+    shared = shared_prefix_len([r.prompt_ids for r in rows]) if b > 1 else 0
+    if shared >= MIN_SHARED_PREFIX:
+        model(input_ids=torch.tensor([rows[0].prompt_ids[:shared]], device=device), past_key_values=cache, use_cache=True)
+        cache.batch_repeat_interleave(b)
+    else:
+        shared = 0
+    suffixes = [r.prompt_ids[shared:] for r in rows]
+    width = max(len(s) for s in suffixes)
     input_ids = torch.full((b, width), pad_id, dtype=torch.long)
-    mask = torch.zeros((b, width), dtype=torch.long)
-    for i, r in enumerate(rows):  # left padding, so every row's next token sits in the last column
-        input_ids[i, width - len(r.prompt_ids) :] = torch.tensor(r.prompt_ids)
-        mask[i, width - len(r.prompt_ids) :] = 1
-    input_ids, mask = input_ids.to(device), mask.to(device)
+    suffix_mask = torch.zeros((b, width), dtype=torch.long)
+    for i, s in enumerate(suffixes):  # left padding, so every row's next token sits in the last column
+        input_ids[i, width - len(s) :] = torch.tensor(s)
+        suffix_mask[i, width - len(s) :] = 1
+    input_ids, suffix_mask = input_ids.to(device), suffix_mask.to(device)
+    mask = torch.cat([torch.ones((b, shared), dtype=torch.long, device=device), suffix_mask], dim=1)
+    positions = shared + (suffix_mask.cumsum(-1) - 1).clamp(min=0)
     temps = torch.tensor([r.temperature for r in rows], device=device)
     top_ps = torch.tensor([r.top_p for r in rows], device=device)
     generators = [torch.Generator(device=device).manual_seed(r.seed) if r.seed is not None else None for r in rows]
@@ -62,8 +87,6 @@ def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=Non
     out_lp: list[list[float]] = [[] for _ in rows]
     finish: list[str | None] = [None] * b
     text_end: list[int | None] = [None] * b
-    cache = DynamicCache()
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
     step_ids = input_ids
     for _ in range(budget):
         logits = model(input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True).logits[:, -1, :].float()

@@ -1,0 +1,74 @@
+"""Aggregate figures over rollouts: what metrics.jsonl, the report and `mcprl eval` show."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from mcprl.types import TrajectoryGroup
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def wilson_interval(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% confidence interval of a success rate (Wilson score), sane at 0% and 100%."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mean_interval(xs: list[float], z: float = 1.96) -> tuple[float, float]:
+    if len(xs) < 2:
+        m = _mean(xs)
+        return (m, m)
+    m = _mean(xs)
+    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+    half = z * sd / math.sqrt(len(xs))
+    return (m - half, m + half)
+
+
+def rollout_metrics(groups: list[TrajectoryGroup]) -> dict[str, Any]:
+    trajs = [t for g in groups for t in g.trajectories]
+    valid = [t for t in trajs if t.error is None]
+    scored = [t for g in groups if not g.skipped for t in g.valid]
+    rewards = [t.reward for t in scored]
+    out: dict[str, Any] = {
+        "groups": len(groups),
+        "groups_skipped": sum(1 for g in groups if g.skipped),
+        "zero_variance_groups": sum(1 for g in groups if not g.skipped and len(g.valid) > 1 and len({t.reward for t in g.valid}) == 1),
+        "trajectories": len(trajs),
+        "failed_rollouts": len(trajs) - len(valid),
+        "reward_mean": _mean(rewards),
+        "reward_std": math.sqrt(_mean([(r - _mean(rewards)) ** 2 for r in rewards])) if rewards else 0.0,
+        "tool_call_rate": _mean([float(t.metrics.get("tool_calls", 0) > 0) for t in valid]),
+        "invalid_tool_call_rate": _mean([float(t.metrics.get("invalid_tool_calls", 0) > 0) for t in valid]),
+        "truncated_rate": _mean([t.metrics.get("truncated", 0.0) for t in valid]),
+        "turns_mean": _mean([t.metrics.get("turns", 0.0) for t in valid]),
+        "completion_tokens_mean": _mean([float(sum(len(g.completion_token_ids) for g in t.generations)) for t in valid]),
+    }
+    calls = sum(t.metrics.get("tool_calls", 0.0) for t in valid)
+    out["tool_error_rate"] = sum(t.metrics.get("tool_errors", 0.0) for t in valid) / calls if calls else 0.0
+    lo, hi = mean_interval(rewards)
+    out["reward_ci"] = [lo, hi]
+    verified = [t.metrics["verify"] for t in valid if "verify" in t.metrics]
+    if verified:
+        wins = sum(1 for v in verified if v >= 0.999)
+        out["success_rate"] = wins / len(verified)
+        out["success_ci"] = list(wilson_interval(wins, len(verified)))
+    per_tool: dict[str, float] = {}
+    for t in valid:
+        for k, v in t.metrics.items():
+            if k.startswith(("calls/", "errors/")):
+                per_tool[f"tool/{k}"] = per_tool.get(f"tool/{k}", 0.0) + v
+    out.update(per_tool)
+    for key in ("judge_cost_usd", "judge_latency_s", "judge_prompt_tokens", "judge_completion_tokens"):
+        vals = [g.metrics[key] for g in groups if key in g.metrics]
+        if vals:
+            out[key] = sum(vals)
+    return out

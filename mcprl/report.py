@@ -1,0 +1,125 @@
+"""report.html for a run directory: curves (PNG), per-tool rates, turns, judge cost, and sample
+trajectories from the first and the last step side by side. Built only from files the run
+wrote, so it can be regenerated any time (`mcprl report DIR`)."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from mcprl.types import TrajectoryGroup, load_jsonl
+
+
+def _rows(run_dir: Path) -> list[dict[str, Any]]:
+    p = run_dir / "metrics.jsonl"
+    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()] if p.exists() else []
+
+
+def _plot(path: Path, title: str, series: list[tuple[str, list[int], list[float]]], ylabel: str, bands=None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.4), dpi=100)
+    for label, xs, ys in series:
+        if xs:
+            ax.plot(xs, ys, marker="o", label=label)
+    for xs, lo, hi in bands or []:
+        if xs:
+            ax.fill_between(xs, lo, hi, alpha=0.2)
+    ax.set_title(title)
+    ax.set_xlabel("training step")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    if any(xs for _, xs, _ in series):
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _render_messages(messages: list[dict[str, Any]]) -> str:
+    out = []
+    for m in messages:
+        role = m.get("role", "?")
+        body = m.get("content") or ""
+        for tc in m.get("tool_calls") or []:
+            fn = tc.get("function", {})
+            body += f"\n→ {fn.get('name')}({fn.get('arguments')})"
+        out.append(f'<div class="msg {html.escape(role)}"><b>{html.escape(role)}</b><pre>{html.escape(str(body))}</pre></div>')
+    return "\n".join(out)
+
+
+def _sample(run_dir: Path, step_file: str) -> str:
+    p = run_dir / "trajectories" / step_file
+    if not p.exists():
+        return "<p>(none)</p>"
+    groups = load_jsonl(p, TrajectoryGroup)
+    best = max((t for g in groups for t in g.valid), key=lambda t: t.reward, default=None)
+    if best is None:
+        return "<p>(no valid trajectory)</p>"
+    skip = 1 + (2 if len(best.messages) > 2 and best.messages[1].get("content", "").startswith("Example request") else 0)
+    return f"<p>reward {best.reward:.2f}</p>" + _render_messages(best.messages[skip:])
+
+
+def write_report(run_dir: Path) -> Path:
+    run_dir = Path(run_dir)
+    rows = _rows(run_dir)
+    train = [r for r in rows if r["kind"] == "train"]
+    evals = [r for r in rows if r["kind"] == "eval"]
+    figs = run_dir / "report"
+    figs.mkdir(parents=True, exist_ok=True)
+    steps = [r["step"] for r in train]
+    _plot(figs / "reward.png", "Training reward", [("mean reward", steps, [r["reward_mean"] for r in train]),
+                                                   ("tool-call rate", steps, [r["tool_call_rate"] for r in train])], "")
+    ev = [r for r in evals if "success_rate" in r]
+    if ev:
+        xs = [r["step"] for r in ev]
+        _plot(figs / "val.png", "Held-out success", [("success", xs, [r["success_rate"] for r in ev])], "rate",
+              bands=[(xs, [r["success_ci"][0] for r in ev], [r["success_ci"][1] for r in ev])])
+    else:
+        xs = [r["step"] for r in evals]
+        _plot(figs / "val.png", "Held-out mean judge score", [("score", xs, [r["reward_mean"] for r in evals])], "score")
+    _plot(figs / "turns.png", "Turns and tool errors", [("turns/episode", steps, [r["turns_mean"] for r in train]),
+                                                        ("tool error rate", steps, [r["tool_error_rate"] for r in train])], "")
+
+    tools = sorted({k.split("/", 2)[2] for r in train for k in r if k.startswith("tool/calls/")})
+    tool_rows = []
+    for name in tools:
+        calls = sum(r.get(f"tool/calls/{name}", 0) for r in train)
+        errors = sum(r.get(f"tool/errors/{name}", 0) for r in train)
+        episodes = sum(r["trajectories"] for r in train) or 1
+        tool_rows.append(f"<tr><td>{html.escape(name)}</td><td>{calls:.0f}</td><td>{calls / episodes:.2f}</td><td>{(errors / calls if calls else 0):.0%}</td></tr>")
+    cost = sum(r.get("judge_cost_usd", 0.0) for r in rows)
+    judge_s = sum(r.get("judge_latency_s", 0.0) for r in rows)
+    config = (run_dir / "config.json").read_text() if (run_dir / "config.json").exists() else "{}"
+    first_eval, last_eval = (evals[0], evals[-1]) if evals else (None, None)
+
+    def fmt_eval(r):
+        if r is None:
+            return "n/a"
+        if "success_rate" in r:
+            lo, hi = r["success_ci"]
+            return f"{r['success_rate']:.0%} (95% CI {lo:.0%}–{hi:.0%}) at step {r['step']}"
+        return f"mean score {r['reward_mean']:.3f} at step {r['step']}"
+
+    first_file = f"step_{train[0]['step']:04d}.jsonl" if train else ""
+    last_file = f"step_{train[-1]['step']:04d}.jsonl" if train else ""
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>mcprl report: {html.escape(run_dir.name)}</title>
+<style>body{{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;color:#222}} pre{{white-space:pre-wrap;margin:0}}
+.msg{{border-left:3px solid #ccc;padding:.3em .6em;margin:.3em 0;font-size:.85em}} .assistant{{border-color:#36c}} .tool{{border-color:#3a3}}
+.cols{{display:flex;gap:1em}} .cols>div{{flex:1;min-width:0}} table{{border-collapse:collapse}} td,th{{border:1px solid #ddd;padding:.3em .6em}}</style></head><body>
+<h1>mcprl run: {html.escape(run_dir.parent.name)}/{html.escape(run_dir.name)}</h1>
+<p>Held-out: before {fmt_eval(first_eval)}; after {fmt_eval(last_eval)}. Training steps: {len(train)}.
+Judge cost: ${cost:.4f} ({judge_s:.1f} s of judge calls).</p>
+<div class="cols"><div><img src="report/reward.png"></div><div><img src="report/val.png"></div><div><img src="report/turns.png"></div></div>
+<h2>Tools</h2><table><tr><th>tool</th><th>calls</th><th>calls per episode</th><th>error rate</th></tr>{''.join(tool_rows) or '<tr><td colspan=4>no tool calls</td></tr>'}</table>
+<h2>Sample trajectories (best of the step)</h2><div class="cols"><div><h3>first step</h3>{_sample(run_dir, first_file) if train else ''}</div>
+<div><h3>last step</h3>{_sample(run_dir, last_file) if train else ''}</div></div>
+<h2>Configuration</h2><pre>{html.escape(config)}</pre></body></html>"""
+    out = run_dir / "report.html"
+    out.write_text(page)
+    return out

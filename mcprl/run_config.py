@@ -1,0 +1,83 @@
+"""The settings of a training run: the same keys in a TOML file (`--config run.toml`) and as
+flags; flags override the file; an unknown key is an error."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mcprl.errors import UserError
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # what to train against
+    server: str | None = Field(default=None, description="MCP server: a URL or a stdio command")
+    transport: Literal["auto", "stdio", "http", "sse"] = "auto"
+    headers: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+    # what to train
+    model: str = "smollm2-135m"
+    name: str = "agent"
+    project: str = "default"
+    # where tasks come from: a JSONL file, a shipped server's generator (`tasks = "calculator"`),
+    # or synthesis from the tool schemas (`n` of them)
+    scenarios: str | None = None
+    tasks: str | None = None
+    difficulties: list[int] = Field(default_factory=lambda: [1, 2, 3, 4, 5])
+    n: int = Field(default=48, ge=2)
+    val_fraction: float = Field(default=0.25, gt=0, lt=1)
+    val_size: int | None = Field(default=None, ge=1, description="cap on validation scenarios")
+    task_hint: str | None = None
+    # judging
+    judge: Literal["ruler", "verify", "both"] = "verify"
+    judge_model: str = "local"
+    judge_api_base: str | None = None
+    rubric: str | None = None
+    # training
+    steps: int = Field(default=10, ge=0)
+    group_size: int = Field(default=4, ge=2)
+    groups_per_step: int = Field(default=4, ge=1)
+    learning_rate: float = Field(default=5e-5, gt=0)
+    beta: float = Field(default=0.0, ge=0)
+    scale_rewards: bool = True
+    max_turns: int = Field(default=4, ge=1)
+    max_tokens: int = Field(default=128, ge=8, description="per assistant turn")
+    temperature: float = Field(default=1.0, ge=0)
+    system_prompt: str | None = None
+    demonstration: bool = True
+    eval_every: int = Field(default=5, ge=0, description="0: only before and after")
+    eval_samples: int = Field(default=1, ge=1, description="rollouts per validation scenario")
+    max_concurrency: int = Field(default=16, ge=1)
+    seed: int = 0
+    sft_warmup_steps: int = Field(default=0, ge=0, description="supervised steps on successful base-model rollouts before GRPO")
+    wandb: bool = False
+
+
+def load_config(path: Path | None, overrides: dict[str, Any]) -> RunConfig:
+    """File values, then flags (only those the user gave, i.e. not None)."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        if not path.exists():
+            raise UserError(f"{path}: no such config file")
+        try:
+            data = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as e:
+            raise UserError(f"{path}: not valid TOML ({e})") from None
+        unknown = sorted(set(data) - set(RunConfig.model_fields))
+        if unknown:
+            raise UserError(f"{path}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(RunConfig.model_fields)}")
+    data.update({k: v for k, v in overrides.items() if v is not None and v != [] and v != {}})
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise UserError(f"bad setting {where}: {err['msg']}") from None
