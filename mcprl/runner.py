@@ -181,7 +181,7 @@ class TrainingRun:
 
             if pool is None:
                 raise UserError("no scenarios: pass --scenarios FILE, --tasks NAME, or --server to synthesize from")
-            self.say(f"synthesizing {cfg.n} scenarios with {cfg.judge_model if cfg.judge_model else 'local'} ...")
+            self.say(f"synthesizing {cfg.n} scenarios with {cfg.judge_model} ...")
             result = await synthesize(pool.toolset.tools, cfg.n, cfg.judge_model, api_base=cfg.judge_api_base,
                                       task_hint=cfg.task_hint, seed=cfg.seed,
                                       resources=pool.toolset.resources, prompts=pool.toolset.prompts)

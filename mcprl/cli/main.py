@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from mcprl.cli import models_cmd, serve_cmd
+from mcprl.cli import eval_cmd, judge_cmd, models_cmd, scenarios_cmd, serve_cmd, tools_cmd, train_cmd
 
 app = typer.Typer(
     name="mcprl",
@@ -15,8 +15,15 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-app.add_typer(models_cmd.app, name="models")
+app.command("train")(train_cmd.train)
+app.command("eval")(eval_cmd.eval_)
+app.command("report")(eval_cmd.report)
+app.command("tools")(tools_cmd.tools)
+app.command("validate")(tools_cmd.validate)
+app.command("scenarios")(scenarios_cmd.scenarios)
+app.command("judge")(judge_cmd.judge)
 app.command("serve")(serve_cmd.serve)
+app.add_typer(models_cmd.app, name="models")
 
 
 def main() -> None:
@@ -42,3 +49,8 @@ def main() -> None:
         if isinstance(e, click.exceptions.Abort):
             sys.exit(1)
         raise
+
+
+from autorl import cli as autorl_cli  # noqa: E402  (appended: the autorl command lives in its own package)
+
+app.command("autorl")(autorl_cli.autorl_command)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import socket
 import threading
 import time
@@ -53,6 +54,13 @@ class LocalServer:
 
 _LOCAL: dict[str, LocalServer] = {}
 _LOCAL_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_local() -> None:
+    """Stop in-process endpoints before the interpreter tears down torch's threads."""
+    for server in _LOCAL.values():
+        server.close()
 
 
 def local_endpoint(model_spec: str = "smollm2-135m") -> str:

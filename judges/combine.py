@@ -1,0 +1,78 @@
+"""Judges made of judges: a weighted sum, and a gate (a verifier decides, RULER ranks within).
+
+Each part still writes its own score under `trajectory.metrics[part.name]`, so reports can
+show `verify` and `ruler` separately next to the combined reward. If a part skips the group,
+the combination skips it too, with that part's reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from judges.base import Judge
+from mcprl.errors import UserError
+from mcprl.types import TrajectoryGroup
+
+
+@dataclass
+class WeightedJudge:
+    """reward = sum(weight * part score). Weights that sum to 1 keep rewards in [0, 1]."""
+
+    parts: list[tuple[Judge, float]]
+    name: str = "weighted"
+
+    def __post_init__(self) -> None:
+        names = [judge.name for judge, _ in self.parts]
+        if not names or len(set(names)) != len(names):
+            raise UserError(f"a weighted judge needs parts with distinct names, got {names}; rename one (judge.name)")
+
+    async def score_group(self, group: TrajectoryGroup) -> TrajectoryGroup:
+        for judge, _ in self.parts:
+            await judge.score_group(group)
+            if group.skipped:
+                return group
+        for t in group.valid:
+            t.reward = sum(weight * t.metrics[judge.name] for judge, weight in self.parts)
+            t.metrics[self.name] = t.reward
+        return group
+
+
+@dataclass
+class GateJudge:
+    """The verifier decides pass/fail, the ranker orders the passing ones:
+
+        reward = 0                                   if verify score < pass_threshold
+        reward = floor + (1 - floor) * ranker score  otherwise (ranked among passing only)
+
+    so any pass beats any fail, and the ranker (RULER) only ever compares correct attempts.
+    With one passing trajectory there is nothing to rank: it gets 1.0 and the ranker is not
+    called; with none, every valid trajectory gets 0 and neither is it."""
+
+    verifier: Judge
+    ranker: Judge
+    pass_threshold: float = 1.0
+    floor: float = 0.5
+    name: str = "gate"
+
+    async def score_group(self, group: TrajectoryGroup) -> TrajectoryGroup:
+        await self.verifier.score_group(group)
+        if group.skipped:
+            return group
+        passing = [t for t in group.valid if t.metrics[self.verifier.name] >= self.pass_threshold]
+        if len(passing) > 1:
+            ranked = TrajectoryGroup(trajectories=passing, scenario=group.scenario)
+            await self.ranker.score_group(ranked)  # scores the same Trajectory objects in place
+            group.metrics.update(ranked.metrics)
+            if ranked.skipped:
+                group.skipped = ranked.skipped
+                return group
+        passed = {id(t) for t in passing}
+        for t in group.valid:
+            if id(t) not in passed:
+                t.reward = 0.0
+            else:
+                rank = t.metrics[self.ranker.name] if len(passing) > 1 else 1.0
+                t.reward = self.floor + (1 - self.floor) * rank
+            t.metrics[self.name] = t.reward
+        group.metrics["gate_pass_rate"] = len(passing) / len(group.valid) if group.valid else 0.0
+        return group

@@ -1,0 +1,220 @@
+"""Verifiable judges: compare a trajectory's final answer with the scenario's ground truth.
+
+`Scenario.check` selects the verifier; `value` defaults to `Scenario.answer`:
+
+    {"kind": "exact", "value": "42"}                 stripped string equality
+    {"kind": "normalized", "value": "New York"}      case/punctuation/space-insensitive; numbers by value
+    {"kind": "contains", "value": ["Paris", "Rome"]} fraction of the values found (normalised) in the answer
+    {"kind": "regex", "pattern": "\\b42\\b"}        1 if the pattern matches anywhere (`ignore_case` optional)
+    {"kind": "json_field", "field": "order.total", "value": 12.5}  parse the answer as JSON, compare a field
+    {"kind": "python", "function": "pkg.module:fn"}  fn(scenario, trajectory) -> float
+    {"kind": "server", "server": "inventory", ...}   servers.registry.get(server).check(scenario, trajectory)
+
+Scores are floats in [0, 1]; a checker's result outside that range is clamped.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from judges.base import zero_failed
+from mcprl.errors import UserError
+from mcprl.llm import extract_json
+from mcprl.types import Scenario, Trajectory, TrajectoryGroup
+
+Checker = Callable[[Scenario, Trajectory], Any]  # returns a float, or an awaitable of one
+
+
+def normalize_text(text: str) -> str:
+    """Unicode-folded, lower-cased, punctuation replaced by spaces, whitespace collapsed."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(re.sub(r"[^\w\s]", " ", text).split())
+
+
+def _as_number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(str(value).strip().replace(",", ""))
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as numbers when both read as numbers (so "42.0" matches 42), else as normalised text."""
+    x, y = _as_number(a), _as_number(b)
+    if x is not None and y is not None:
+        return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9)
+    return normalize_text(str(a)) == normalize_text(str(b))
+
+
+class _Check(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExactCheck(_Check):
+    kind: Literal["exact"]
+    value: Any = None
+
+
+class NormalizedCheck(_Check):
+    kind: Literal["normalized"]
+    value: Any = None
+
+
+class ContainsCheck(_Check):
+    kind: Literal["contains"]
+    value: str | list[str] | None = None
+
+
+class RegexCheck(_Check):
+    kind: Literal["regex"]
+    pattern: str | None = None
+    ignore_case: bool = False
+
+
+class JsonFieldCheck(_Check):
+    kind: Literal["json_field"]
+    field: str = Field(description="dotted path; integer parts index lists, e.g. items.0.sku")
+    value: Any = None
+
+
+class PythonCheck(_Check):
+    kind: Literal["python"]
+    function: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="module:attribute")
+
+
+class ServerCheck(_Check):
+    model_config = ConfigDict(extra="allow")  # the server's own check spec rides along
+    kind: Literal["server"]
+    server: str
+
+
+Check = Annotated[
+    ExactCheck | NormalizedCheck | ContainsCheck | RegexCheck | JsonFieldCheck | PythonCheck | ServerCheck,
+    Field(discriminator="kind"),
+]
+_CHECK = TypeAdapter(Check)
+
+
+def parse_check(scenario: Scenario) -> Check:
+    """The scenario's check, validated; a bad one is a UserError naming the scenario."""
+    try:
+        return _CHECK.validate_python(scenario.check)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UserError(
+            f"scenario {scenario.id}: invalid check {scenario.check!r} ({where}: {first['msg']}); "
+            "kinds: exact, normalized, contains, regex, json_field, python, server"
+        ) from None
+
+
+def _truth(scenario: Scenario, value: Any) -> Any:
+    truth = scenario.answer if value is None else value
+    if truth is None:
+        raise UserError(f"scenario {scenario.id}: its check has no value and the scenario no answer; set one of them")
+    return truth
+
+
+def _json_field(data: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(data, list) and part.lstrip("-").isdigit():
+            data = data[int(part)]
+        elif isinstance(data, dict):
+            data = data[part]
+        else:
+            raise KeyError(part)
+    return data
+
+
+def checker_for(scenario: Scenario) -> Checker:
+    """The verifier `scenario.check` selects, as a `(scenario, trajectory) -> score` callable."""
+    check = parse_check(scenario)
+    if isinstance(check, ExactCheck):
+        truth = str(_truth(scenario, check.value)).strip()
+        return lambda s, t: float(t.final_answer().strip() == truth)
+    if isinstance(check, NormalizedCheck):
+        truth = _truth(scenario, check.value)
+        return lambda s, t: float(same_value(t.final_answer(), truth))
+    if isinstance(check, ContainsCheck):
+        wanted = _truth(scenario, check.value)
+        needles = [normalize_text(w) for w in ([wanted] if isinstance(wanted, str) else wanted)]
+        return lambda s, t: sum(n in normalize_text(t.final_answer()) for n in needles) / max(1, len(needles))
+    if isinstance(check, RegexCheck):
+        try:
+            pattern = re.compile(str(_truth(scenario, check.pattern)), re.IGNORECASE if check.ignore_case else 0)
+        except re.error as e:
+            raise UserError(f"scenario {scenario.id}: bad regex in its check ({e}); fix the pattern") from None
+        return lambda s, t: float(pattern.search(t.final_answer()) is not None)
+    if isinstance(check, JsonFieldCheck):
+        truth = _truth(scenario, check.value)
+
+        def json_field(s: Scenario, t: Trajectory) -> float:
+            try:
+                return float(same_value(_json_field(extract_json(t.final_answer()), check.field), truth))
+            except (ValueError, KeyError, IndexError):
+                return 0.0  # no JSON, or no such field: the answer is wrong, not the checker
+
+        return json_field
+    if isinstance(check, PythonCheck):
+        module_name, _, attr = check.function.partition(":")
+        try:
+            target: Any = importlib.import_module(module_name)
+            for part in attr.split("."):
+                target = getattr(target, part)
+        except (ImportError, AttributeError) as e:
+            raise UserError(f"scenario {scenario.id}: cannot load check function {check.function} ({e})") from None
+        return target
+    from servers import registry  # the shipped servers; imported only when a scenario needs them
+
+    return registry.get(check.server).check
+
+
+@dataclass
+class VerifyJudge:
+    """Scores each trajectory with `checker` if given, else with the scenario's own check.
+
+    A group without a scenario (or check) is skipped; so is one whose checker raises, with the
+    exception as the reason, since a crashing checker says nothing about the answers."""
+
+    checker: Checker | None = None
+    name: str = "verify"
+
+    async def score_group(self, group: TrajectoryGroup) -> TrajectoryGroup:
+        zero_failed(group)
+        scenario = group.scenario
+        if scenario is None:
+            group.skipped = f"{self.name}: the group has no scenario to verify against"
+            return group
+        if self.checker is None and scenario.check is None:
+            group.skipped = f"{self.name}: scenario {scenario.id} has no check; add one or judge with RULER"
+            return group
+        checker = self.checker or checker_for(scenario)
+        scores: list[float] = []
+        for t in group.valid:
+            try:
+                score = checker(scenario, t)
+                if inspect.isawaitable(score):
+                    score = await score
+                score = float(score)
+                if not math.isfinite(score):
+                    raise ValueError(f"score {score} is not a finite number")
+                scores.append(min(1.0, max(0.0, score)))
+            except Exception as e:
+                group.skipped = f"{self.name}: checker raised {type(e).__name__}: {e} (scenario {scenario.id})"
+                return group
+        for t, score in zip(group.valid, scores):
+            t.reward = score
+            t.metrics[self.name] = score
+        return group

@@ -1,0 +1,86 @@
+"""`mcprl scenarios`: synthesize task inputs for an MCP server's tools and write them as JSONL."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from mcprl.types import ToolSchema
+
+
+async def write_scenarios(
+    tools: Sequence[ToolSchema],
+    n: int,
+    output: Path,
+    *,
+    resources: Sequence[Any] = (),
+    prompts: Sequence[Any] = (),
+    val_fraction: float = 0.2,
+    seed: int = 0,
+    **synthesis: Any,
+) -> str:
+    """Synthesize, split and write; returns the report to print. `synthesis` goes to `synthesize`."""
+    from mcprl.errors import UserError
+    from mcprl.types import dump_jsonl
+    from scenarios import split_train_val, synthesize
+    from scenarios.split import check_val_fraction
+
+    if not tools:
+        raise UserError("the server offers no tools, so there is nothing to write tasks for; check --server")
+    if n < 1:
+        raise UserError(f"-n must be at least 1, got {n}")
+    check_val_fraction(val_fraction)
+    result = await synthesize(tools, n, resources=resources, prompts=prompts, seed=seed, **synthesis)
+    if not result.scenarios:
+        raise UserError(
+            f"the generator produced no usable scenario ({result.report.problems[-1] if result.report.problems else 'no reply'}); "
+            "try a stronger --model or a --task-hint"
+        )
+    scenarios = split_train_val(result.scenarios, val_fraction, seed)
+    dump_jsonl(scenarios, output)
+    splits = Counter(s.split for s in scenarios)
+    return f"{result.report.summary()}\nwrote {len(scenarios)} scenarios ({splits['train']} train, {splits['val']} val) to {output}"
+
+
+def scenarios(
+    server: str = typer.Option(..., "--server", help="MCP server: a URL (http/sse) or a command line (stdio)"),
+    n: int = typer.Option(..., "-n", help="how many scenarios to synthesize"),
+    output: Path = typer.Option(..., "-o", "--output", help="JSONL file to write"),
+    model: str = typer.Option("local", "--model", help="generator: any litellm model string, or 'local' (our base policy model)"),
+    api_base: str | None = typer.Option(None, "--api-base", help="OpenAI-compatible base URL for --model (vLLM, ...)"),
+    api_key: str | None = typer.Option(None, "--api-key", envvar="MCPRL_GENERATOR_API_KEY", help="key for --api-base"),
+    task_hint: str | None = typer.Option(None, "--task-hint", help="what kind of tasks to write, in a sentence"),
+    seed: int = typer.Option(0, "--seed", help="seeds generation and the train/val split"),
+    val_fraction: float = typer.Option(0.2, "--val-fraction", help="share of scenarios held out for validation"),
+    batch_size: int = typer.Option(5, "--batch-size", help="tasks asked for per generator call"),
+    transport: str = typer.Option("auto", "--transport", help="auto, stdio, http or sse"),
+    header: list[str] = typer.Option([], "--header", help="'Name: value' sent to an HTTP/SSE server; repeatable"),
+    env: list[str] = typer.Option([], "--env", help="KEY=value for a stdio server; repeatable"),
+) -> None:
+    """Synthesize scenarios (task inputs) from a server's tools, resources and prompts."""
+    import anyio
+
+    from mcprl.tools import ServerSpec, discover
+
+    async def run() -> str:
+        toolset = await discover(ServerSpec.parse(server, transport=transport, headers=header, env=env))
+        return await write_scenarios(
+            toolset.tools,
+            n,
+            output,
+            resources=toolset.resources,
+            prompts=toolset.prompts,
+            val_fraction=val_fraction,
+            seed=seed,
+            model=model,
+            api_base=api_base,
+            api_key=api_key,
+            task_hint=task_hint,
+            batch_size=batch_size,
+        )
+
+    print(anyio.run(run))

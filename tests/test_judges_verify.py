@@ -1,0 +1,136 @@
+import pytest
+
+from judges import VerifyJudge, checker_for
+from mcprl.errors import UserError
+from mcprl.types import Scenario, Trajectory, TrajectoryGroup
+
+
+def answering(*finals: str) -> list[Trajectory]:
+    return [Trajectory(messages=[{"role": "user", "content": "q"}, {"role": "assistant", "content": f}]) for f in finals]
+
+
+def score(check: dict, final: str, answer=None) -> float:
+    scenario = Scenario(id="s", task="t", check=check, answer=answer)
+    return checker_for(scenario)(scenario, answering(final)[0])
+
+
+@pytest.mark.parametrize(
+    "check, answer, final, expected",
+    [
+        ({"kind": "exact", "value": "42"}, None, " 42\n", 1.0),
+        ({"kind": "exact", "value": "42"}, None, "The answer is 42", 0.0),
+        ({"kind": "exact"}, "Paris", "Paris", 1.0),
+        ({"kind": "normalized", "value": "New York"}, None, "new   york!", 1.0),
+        ({"kind": "normalized"}, 42, "42.0", 1.0),
+        ({"kind": "normalized"}, "1,200", "1200", 1.0),
+        ({"kind": "normalized", "value": "New York"}, None, "York", 0.0),
+        ({"kind": "contains", "value": "Paris"}, None, "It is PARIS, France.", 1.0),
+        ({"kind": "contains", "value": ["Paris", "Rome", "Oslo", "Bern"]}, None, "paris and rome", 0.5),
+        ({"kind": "regex", "pattern": r"\b4[0-9]\b"}, None, "about 45 units", 1.0),
+        ({"kind": "regex", "pattern": "total", "ignore_case": True}, None, "TOTAL: 3", 1.0),
+        ({"kind": "regex", "pattern": "total"}, None, "TOTAL: 3", 0.0),
+        ({"kind": "json_field", "field": "order.items.1.sku", "value": "B-2"}, None, 'Done: {"order": {"items": [{"sku": "A-1"}, {"sku": "B-2"}]}}', 1.0),
+        ({"kind": "json_field", "field": "total"}, 12.5, '```json\n{"total": "12.50"}\n```', 1.0),
+        ({"kind": "json_field", "field": "total", "value": 3}, None, "no json here", 0.0),
+        ({"kind": "json_field", "field": "missing", "value": 3}, None, '{"total": 3}', 0.0),
+    ],
+)
+def test_verifiers(check, answer, final, expected):
+    assert score(check, final, answer) == expected
+
+
+def length_of_answer(scenario: Scenario, trajectory: Trajectory) -> float:
+    return len(trajectory.final_answer()) / 10
+
+
+def test_python_check_loads_a_function_by_path():
+    assert score({"kind": "python", "function": f"{__name__}:length_of_answer"}, "abcd") == 0.4
+
+
+@pytest.mark.parametrize(
+    "check, answer, message",
+    [
+        ({"kind": "fuzzy", "value": "x"}, None, "invalid check"),
+        ({"kind": "exact", "valeu": "x"}, None, "Extra inputs are not permitted"),
+        ({"kind": "exact"}, None, "no answer"),
+        ({"kind": "regex", "pattern": "("}, None, "bad regex"),
+        ({"kind": "python", "function": "no_such_module_xyz:f"}, None, "cannot load check function"),
+        ({"kind": "server", "server": "nope"}, None, "no shipped server named 'nope'"),
+    ],
+)
+def test_bad_checks_are_user_errors_naming_the_scenario(check, answer, message):
+    with pytest.raises(UserError, match=message):
+        score(check, "x", answer)
+
+
+@pytest.mark.anyio
+async def test_server_checks_dispatch_to_the_shipped_servers_checker():
+    from servers import registry
+
+    scenario = registry.get("calculator").generate(1, seed=7)[0]
+    group = TrajectoryGroup(scenario=scenario, trajectories=answering(f"The result is {scenario.answer}.", "I don't know."))
+    await VerifyJudge().score_group(group)
+    assert [t.reward for t in group.trajectories] == [1.0, 0.0]
+    assert [t.metrics["verify"] for t in group.trajectories] == [1.0, 0.0]
+
+
+@pytest.mark.anyio
+async def test_verify_judge_scores_valid_trajectories_and_zeroes_failed_ones():
+    group = TrajectoryGroup(
+        scenario=Scenario(id="s", task="t", answer="7", check={"kind": "normalized"}),
+        trajectories=answering("7", "8", "7"),
+    )
+    group.trajectories[2].error = "tool server crashed"
+    group.trajectories[2].reward = 0.5
+    await VerifyJudge().score_group(group)
+    assert [t.reward for t in group.trajectories] == [1.0, 0.0, 0.0]
+    assert "verify" not in group.trajectories[2].metrics
+    assert group.skipped is None
+
+
+@pytest.mark.anyio
+async def test_a_callable_checker_overrides_the_scenario_check_and_is_clamped():
+    group = TrajectoryGroup(scenario=Scenario(task="t"), trajectories=answering("a" * 30, "ab"))
+    await VerifyJudge(checker=length_of_answer).score_group(group)
+    assert [t.reward for t in group.trajectories] == [1.0, 0.2]
+
+
+@pytest.mark.anyio
+async def test_async_checkers_are_awaited():
+    async def half(scenario, trajectory):
+        return 0.5
+
+    group = TrajectoryGroup(scenario=Scenario(task="t"), trajectories=answering("x"))
+    await VerifyJudge(checker=half).score_group(group)
+    assert group.trajectories[0].reward == 0.5
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "group, reason",
+    [
+        (TrajectoryGroup(trajectories=answering("x")), "verify: the group has no scenario to verify against"),
+        (TrajectoryGroup(scenario=Scenario(id="s9", task="t"), trajectories=answering("x")), "verify: scenario s9 has no check"),
+    ],
+)
+async def test_groups_that_cannot_be_verified_are_skipped(group, reason):
+    await VerifyJudge().score_group(group)
+    assert group.skipped.startswith(reason)
+
+
+@pytest.mark.anyio
+async def test_a_crashing_checker_skips_the_group_with_its_error():
+    def broken(scenario, trajectory):
+        raise KeyError("expected_total")
+
+    group = TrajectoryGroup(scenario=Scenario(id="s2", task="t"), trajectories=answering("x", "y"))
+    await VerifyJudge(checker=broken).score_group(group)
+    assert group.skipped == "verify: checker raised KeyError: 'expected_total' (scenario s2)"
+    assert [t.reward for t in group.trajectories] == [0.0, 0.0]
+
+
+@pytest.mark.anyio
+async def test_a_nan_score_is_a_checker_failure():
+    group = TrajectoryGroup(scenario=Scenario(id="s3", task="t"), trajectories=answering("x"))
+    await VerifyJudge(checker=lambda s, t: float("nan")).score_group(group)
+    assert "not a finite number" in group.skipped

@@ -1,0 +1,95 @@
+import json
+import sys
+import types
+from dataclasses import dataclass, field
+
+import pytest
+from fake_llm import FakeLLM, message_text
+
+from mcprl.cli.main import main
+from mcprl.types import Scenario, load_jsonl
+
+TOOLS = [{"type": "function", "function": {"name": "lookup_order", "description": "find an order by id", "parameters": {"type": "object"}}}]
+
+
+def numbered_tasks(request: dict) -> str:
+    """A generator that writes the requested number of distinct tasks, numbered by request."""
+    user = message_text(request, "user")
+    k = int(user.split("Write ")[1].split(" ")[0])
+    start = 100 * len(user)
+    items = [{"task": f"Find order {start + i} and report its status.", "difficulty": 2, "tools": ["lookup_order"]} for i in range(k)]
+    return json.dumps({"scenarios": items})
+
+
+@dataclass
+class FakeToolset:
+    tools: list
+    resources: list = field(default_factory=list)
+    prompts: list = field(default_factory=list)
+    hash: str = "toolset-hash"
+
+
+@pytest.fixture
+def fake_tools(monkeypatch):
+    """mcprl.tools' discovery API, serving TOOLS without a real MCP server."""
+    seen: dict = {}
+
+    class ServerSpec:
+        @classmethod
+        def parse(cls, target, **options):
+            seen.update(target=target, **options)
+            return cls()
+
+    async def discover(spec):
+        return FakeToolset(tools=TOOLS if seen["target"] != "empty-server" else [], resources=[{"uri": "orders://recent"}])
+
+    module = types.ModuleType("mcprl.tools")
+    module.ServerSpec, module.discover = ServerSpec, discover
+    monkeypatch.setitem(sys.modules, "mcprl.tools", module)
+    return seen
+
+
+def run_cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "argv", ["mcprl", *args])
+    try:
+        main()
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_scenarios_command_discovers_synthesizes_splits_and_writes(monkeypatch, capsys, tmp_path, fake_tools):
+    out_file = tmp_path / "scenarios.jsonl"
+    with FakeLLM(handler=numbered_tasks) as llm:
+        code, out, err = run_cli(
+            monkeypatch, capsys, "scenarios", "--server", "python -m orders_server", "-n", "7", "--model", "openai/gen",
+            "--api-base", llm.base_url, "--env", "TOKEN=x", "--seed", "3", "--val-fraction", "0.3", "-o", str(out_file),
+        )
+    assert code == 0, err
+    assert fake_tools["target"] == "python -m orders_server" and fake_tools["env"] == ["TOKEN=x"]
+    assert "orders://recent" in message_text(llm.requests[0], "system")
+    scenarios = load_jsonl(out_file, Scenario)
+    assert len(scenarios) == 7 and len(llm.requests) == 2
+    assert sorted(s.split for s in scenarios) == ["train"] * 5 + ["val"] * 2
+    assert all(s.metadata["generator_model"] == "openai/gen" and s.tools == ["lookup_order"] for s in scenarios)
+    assert "synthesized 7/7 scenarios in 2 calls" in out
+    assert "tools lookup_order:7" in out
+    assert f"wrote 7 scenarios (5 train, 2 val) to {out_file}" in out
+
+
+def test_a_server_without_tools_is_a_user_error(monkeypatch, capsys, tmp_path, fake_tools):
+    code, _, err = run_cli(monkeypatch, capsys, "scenarios", "--server", "empty-server", "-n", "3", "-o", str(tmp_path / "s.jsonl"))
+    assert code == 2 and "the server offers no tools" in err
+
+
+def test_a_generator_that_yields_nothing_is_a_user_error(monkeypatch, capsys, tmp_path, fake_tools):
+    with FakeLLM(handler=lambda r: "Sorry, I can't help with that.") as llm:
+        code, _, err = run_cli(
+            monkeypatch, capsys, "scenarios", "--server", "s", "-n", "3", "--model", "openai/gen",
+            "--api-base", llm.base_url, "-o", str(tmp_path / "s.jsonl"),
+        )
+    assert code == 2 and err.count("\n") == 1
+    assert "the generator produced no usable scenario (call 3: no complete JSON" in err
+    assert not (tmp_path / "s.jsonl").exists()

@@ -1,0 +1,66 @@
+import pytest
+
+from mcprl.errors import UserError
+from mcprl.types import Scenario
+from scenarios import Deduper, difficulty_histogram, similarity, split_train_val, tool_coverage
+
+
+def test_deduper_catches_normalised_and_near_duplicates():
+    d = Deduper()
+    assert d.duplicate_of("What's the weather in Paris today?") is None
+    assert d.duplicate_of("what's the WEATHER in paris, today") == "What's the weather in Paris today?"
+    assert d.duplicate_of("What is the weather in Paris today") == "What's the weather in Paris today?"
+    assert d.duplicate_of("What is the weather in Oslo today?") is None
+
+
+def test_deduper_keeps_tasks_that_differ_in_a_number():
+    d = Deduper()
+    assert similarity("Compute (12 + 5) * 3 using the tools.", "Compute (12 + 7) * 3 using the tools.") >= 0.8
+    assert d.duplicate_of("Compute (12 + 5) * 3 using the tools.") is None
+    assert d.duplicate_of("Compute (12 + 7) * 3 using the tools.") is None
+    assert d.duplicate_of("Compute (12 + 7) * 3 using the tools!") is not None
+
+
+def test_threshold_is_configurable():
+    strict, loose = Deduper(threshold=0.95), Deduper(threshold=0.3)
+    for d in (strict, loose):
+        d.duplicate_of("Find the price of apples in the store")
+    assert strict.duplicate_of("Find the price of oranges in the store") is None
+    assert loose.duplicate_of("Find the price of oranges in the store") is not None
+
+
+def tasks(n: int) -> list[Scenario]:
+    return [Scenario(task=f"task number {i}") for i in range(n)]
+
+
+def test_split_is_deterministic_and_independent_of_order():
+    items = tasks(20)
+    a = split_train_val(items, 0.25, seed=1)
+    b = split_train_val(list(reversed(items)), 0.25, seed=1)
+    val_a = {s.task for s in a if s.split == "val"}
+    assert len(val_a) == 5
+    assert val_a == {s.task for s in b if s.split == "val"}
+    assert [s.task for s in a] == [s.task for s in items], "order is kept"
+    assert val_a != {s.task for s in split_train_val(items, 0.25, seed=2) if s.split == "val"}
+    assert all(s.split is None for s in items), "inputs are not modified"
+
+
+@pytest.mark.parametrize("n, fraction, n_val", [(1, 0.2, 0), (2, 0.2, 1), (3, 0.9, 2), (10, 0.0, 0), (10, 0.01, 1)])
+def test_split_sizes(n, fraction, n_val):
+    assert sum(s.split == "val" for s in split_train_val(tasks(n), fraction)) == n_val
+
+
+@pytest.mark.parametrize("fraction", [1.0, -0.1])
+def test_bad_val_fraction_is_a_user_error(fraction):
+    with pytest.raises(UserError, match="--val-fraction"):
+        split_train_val(tasks(3), fraction)
+
+
+def test_histogram_and_coverage():
+    items = [
+        Scenario(task="a", difficulty=1, tools=["add", "add"]),
+        Scenario(task="b", difficulty=1, tools=["add", "divide", "unknown"]),
+        Scenario(task="c", difficulty=4),
+    ]
+    assert difficulty_histogram(items) == {1: 2, 2: 0, 3: 0, 4: 1, 5: 0}
+    assert tool_coverage(items, ["add", "multiply", "divide"]) == {"add": 2, "multiply": 0, "divide": 1}
