@@ -170,11 +170,7 @@ class TrainingRun:
         elif cfg.tasks:
             from servers import registry
 
-            try:
-                shipped = registry.get(cfg.tasks)
-            except KeyError:
-                raise UserError(f"no shipped task generator {cfg.tasks!r}; known: {', '.join(registry.names())}") from None
-            scenarios = shipped.generate(cfg.n, seed=cfg.seed, difficulties=cfg.difficulties)
+            scenarios = registry.get(cfg.tasks).generate(cfg.n, seed=cfg.seed, difficulties=cfg.difficulties)
             source = f"servers.{cfg.tasks} generator"
         else:
             from scenarios import synthesize

@@ -63,3 +63,87 @@ def home(tmp_path, monkeypatch) -> Path:
     """A private MCPRL_HOME for checkpoints and runs."""
     monkeypatch.setenv("MCPRL_HOME", str(tmp_path / "home"))
     return tmp_path / "home"
+
+
+# ---- mcp client and shipped servers (tests/test_mcp_*.py, tests/test_servers_*.py) ------------
+REPO = Path(__file__).resolve().parents[1]
+MCP1_VENV = REPO / ".venv-mcp1"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_listening(proc, port: int, timeout: float = 30.0) -> None:
+    import socket
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} before listening on {port}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"server not listening on {port} after {timeout} s")
+
+
+class RunningServer:
+    """A shipped server started as a subprocess on a free localhost port."""
+
+    def __init__(self, proc, url: str) -> None:
+        self.proc, self.url = proc, url
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def serve_http():
+    """`serve_http("inventory", "http"|"sse", python=..., port=...)` -> RunningServer; all killed after the test."""
+    import subprocess
+    import sys
+
+    started: list[RunningServer] = []
+
+    def start(name: str, transport: str = "http", python: str = sys.executable, port: int | None = None) -> RunningServer:
+        port = port or _free_port()
+        proc = subprocess.Popen(
+            [python, "-m", f"servers.{name}", "--transport", transport, "--port", str(port)],
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        server = RunningServer(proc, f"http://127.0.0.1:{port}/{'mcp' if transport == 'http' else 'sse'}")
+        started.append(server)
+        _wait_listening(proc, port)
+        return server
+
+    yield start
+    for server in started:
+        server.kill()
+
+
+@pytest.fixture(scope="session")
+def mcp1_python() -> Path:
+    """A python with mcp 1.x (the previous SDK generation) in /work/main/.venv-mcp1, made if missing."""
+    import subprocess
+    import sys
+
+    python = MCP1_VENV / "bin" / "python"
+    check = [str(python), "-c", "import mcp.server.fastmcp"]
+    if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
+        return python
+    made = subprocess.run([sys.executable, "-m", "venv", str(MCP1_VENV)], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot create {MCP1_VENV}: {made.stderr.strip()[-300:]}")
+    pip = subprocess.run([str(python), "-m", "pip", "install", "-q", "mcp>=1.24,<2"], capture_output=True, text=True)
+    if pip.returncode != 0 or subprocess.run(check, capture_output=True).returncode != 0:
+        pytest.skip(f"pip install 'mcp>=1.24,<2' failed: {pip.stderr.strip()[-300:]}")
+    return python

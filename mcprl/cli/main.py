@@ -31,7 +31,7 @@ def main() -> None:
     from mcprl.errors import UserError
 
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
@@ -49,6 +49,7 @@ def main() -> None:
         if isinstance(e, click.exceptions.Abort):
             sys.exit(1)
         raise
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 from autorl import cli as autorl_cli  # noqa: E402  (appended: the autorl command lives in its own package)

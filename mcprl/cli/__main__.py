@@ -1,0 +1,3 @@
+from mcprl.cli.main import main
+
+main()

@@ -1,0 +1,284 @@
+"""Talking to an MCP server: `discover` what it offers, `open_session` to call its tools.
+
+    toolset = await discover(spec)                  # tools as OpenAI schemas, + raw MCP, hash
+    async with open_session(spec) as session:      # one MCP session (a new stdio process / HTTP session)
+        outcome = await session.call("add", {"a": 1, "b": 2})
+
+`session.call` never raises for anything the model did wrong or the tool reported: those are
+`ToolOutcome(is_error=True, error_kind=...)` with a short message for the model. It raises
+`ServerGone` only when the transport is dead, so the rollout can be recorded as failed.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import ExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+import jsonschema
+from mcp.types import PaginatedRequestParams
+from pydantic import BaseModel, Field, ValidationError
+
+from mcprl.errors import UserError
+from mcprl.tools import compat
+from mcprl.tools.convert import result_text, to_openai, tools_hash
+from mcprl.tools.spec import ServerSpec
+from mcprl.tools.transport import Connection, connect, is_connection_lost
+from mcprl.types import ToolSchema
+
+ErrorKind = Literal["tool_error", "protocol", "unknown_tool", "bad_arguments", "timeout", "denied"]
+MAX_PAGES = 1000  # a server whose cursors never end cannot hang a listing
+PING_TIMEOUT = 5.0
+
+
+class ServerGone(Exception):
+    """The transport is dead (process exited, HTTP server down, connection reset)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ToolOutcome(BaseModel):
+    """What a tool call gave the model. Every error text starts with "Error"."""
+
+    text: str
+    is_error: bool = False
+    error_kind: ErrorKind | None = None
+    structured: Any = Field(default=None, description="the result's structured content, when small enough")
+    latency_s: float = 0.0
+
+
+class ToolSet(BaseModel):
+    """What a server offers, after the spec's allow/deny filter. `spec` may hold secrets
+    (headers, env): pass dumps through `redact(..., secret_values(spec))` before writing them."""
+
+    spec: ServerSpec
+    tools: list[ToolSchema] = Field(description="OpenAI function schemas, for the model")
+    mcp_tools: list[dict[str, Any]] = Field(description="the MCP tool definitions as the server sent them")
+    resources: list[dict[str, Any]] = Field(default_factory=list)
+    prompts: list[dict[str, Any]] = Field(default_factory=list)
+    server_info: dict[str, Any] = Field(default_factory=dict)
+    hash: str = Field(description="stable hash of `tools`, for run metadata")
+
+    def names(self) -> list[str]:
+        return [t["name"] for t in self.mcp_tools]
+
+
+def _error(kind: ErrorKind, message: str, started: float) -> ToolOutcome:
+    return ToolOutcome(
+        text=f"Error: {message}", is_error=True, error_kind=kind, latency_s=time.perf_counter() - started
+    )
+
+
+def _validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator | None:
+    """A validator for a tool's input schema, or None when the schema itself is broken (the
+    server then judges the arguments; `mcprl validate` reports the schema)."""
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError:
+        return None
+    return cls(schema)
+
+
+class ToolSession:
+    """One MCP session. Use it from `open_session` or `ToolPool.session`."""
+
+    def __init__(self, conn: Connection, mcp_tools: list[dict[str, Any]]) -> None:
+        """`mcp_tools`: everything the server listed; the model sees only what the spec allows."""
+        self.spec = conn.spec
+        self._conn = conn
+        self.listed = mcp_tools
+        self.mcp_tools = [t for t in mcp_tools if self.spec.allows(t["name"])]
+        self._validators = {t["name"]: _validator(t.get("inputSchema") or {}) for t in self.mcp_tools}
+        self.gone: str | None = None
+
+    @property
+    def alive(self) -> bool:
+        """False once the transport is known to be dead (calls would raise `ServerGone`)."""
+        return self.gone is None and not self._conn.ended
+
+    async def call(self, name: str, arguments: dict[str, Any] | str | None = None) -> ToolOutcome:
+        """Call a tool. Errors are outcomes; only a dead transport raises (`ServerGone`)."""
+        started = time.perf_counter()
+        if self.gone is None and self._conn.ended:
+            self.gone = self._conn.lost_reason()
+        if self.gone is not None:
+            raise ServerGone(self.gone)
+        if not self.spec.allows(name):
+            return _error("denied", f"the tool {name!r} is not available in this environment", started)
+        if name not in self._validators:
+            available = ", ".join(self._validators) or "none"
+            return _error("unknown_tool", f"there is no tool named {name!r}; available tools: {available}", started)
+        args = _parse_arguments(name, arguments, self._validators[name])
+        if isinstance(args, str):
+            return _error("bad_arguments", args, started)
+        with anyio.move_on_after(self.spec.call_timeout):
+            try:
+                result = await self._conn.session.call_tool(name, args)
+            except Exception as e:
+                if is_connection_lost(e):
+                    if await self._still_connected():  # only this response was lost (e.g. an oversized event)
+                        return _error("protocol", f"the result of {name!r} could not be received ({e})", started)
+                    self.gone = self._conn.lost_reason(e)
+                    raise ServerGone(self.gone) from None
+                if isinstance(e, compat.MCPError) and e.error.code in compat.REQUEST_TIMEOUT_CODES:
+                    return _error("timeout", f"{name!r} timed out on the server: {e.error.message}", started)
+                if isinstance(e, compat.MCPError):
+                    return _error("protocol", f"the server rejected the call to {name!r} ({e.error.message})", started)
+                return _error("protocol", f"the server's answer to {name!r} could not be used ({e})", started)
+            return self._outcome(result, started)
+        if self._conn.ended:  # the transport died without failing the request
+            self.gone = self._conn.lost_reason()
+            raise ServerGone(self.gone)
+        return _error("timeout", f"{name!r} did not answer within {self.spec.call_timeout:g} s", started)
+
+    async def _still_connected(self) -> bool:
+        """Whether the server still answers a ping: after a request failed as if the connection
+        had closed, the transport may still be fine (it can fail just one response)."""
+        if self._conn.ended:
+            return False
+        with anyio.move_on_after(PING_TIMEOUT):
+            try:
+                await self._conn.session.send_ping()
+            except Exception:
+                return False
+            return True
+        return False
+
+    def _outcome(self, result: Any, started: float) -> ToolOutcome:
+        wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        text = result_text(wire, self.spec.max_result_chars)
+        structured = wire.get("structuredContent")
+        if structured is not None and len(json.dumps(structured)) > self.spec.max_result_chars:
+            structured = None  # the text already holds the truncated version; keep memory bounded
+        if wire.get("isError"):
+            if not text.lstrip().lower().startswith("error"):
+                text = f"Error: {text}"
+            return ToolOutcome(
+                text=text,
+                is_error=True,
+                error_kind="tool_error",
+                structured=structured,
+                latency_s=time.perf_counter() - started,
+            )
+        return ToolOutcome(text=text, structured=structured, latency_s=time.perf_counter() - started)
+
+
+def _parse_arguments(
+    name: str, arguments: dict[str, Any] | str | None, validator: jsonschema.protocols.Validator | None
+) -> dict[str, Any] | str:
+    """The arguments as a dict, or a message saying what is wrong with them."""
+    if isinstance(arguments, str):
+        if not arguments.strip():
+            arguments = None
+        else:
+            try:
+                arguments = json.loads(arguments)
+            except ValueError as e:
+                return f"the arguments for {name!r} are not valid JSON ({e.args[0] if e.args else e})"
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        return f"the arguments for {name!r} must be a JSON object, not {type(arguments).__name__}"
+    if validator is not None:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path)
+            return f"bad arguments for {name!r}" + (f" at {where!r}" if where else "") + f": {error.message}"
+    return arguments
+
+
+async def _list_all(conn: Connection, method: str, key: str) -> list[dict[str, Any]]:
+    """Every item of a paginated listing (tools/resources/prompts), following cursors."""
+    items: list[dict[str, Any]] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_PAGES):
+        params = PaginatedRequestParams(cursor=cursor) if cursor else None
+        with anyio.fail_after(conn.spec.connect_timeout):
+            page = await getattr(conn.session, method)(params=params)
+        wire = page.model_dump(by_alias=True, mode="json", exclude_none=True)
+        items.extend(wire.get(key) or [])
+        cursor = wire.get("nextCursor")
+        if not cursor or cursor in seen:
+            break
+        seen.add(cursor)
+    return items
+
+
+@asynccontextmanager
+async def open_session(spec: ServerSpec, *, workdir: Path | None = None) -> AsyncIterator[ToolSession]:
+    """One MCP session: a new process for stdio, a new session for HTTP/SSE.
+
+    A stdio server without `spec.cwd` runs in `workdir`, or in a temp dir removed afterwards.
+    Failing to connect is a `UserError`; closing never raises, even when the server died."""
+    with ExitStack() as dirs:
+        if workdir is None and spec.transport == "stdio" and spec.cwd is None:
+            workdir = Path(dirs.enter_context(tempfile.TemporaryDirectory(prefix="mcprl-server-")))
+        async with connect(spec, workdir or Path.cwd()) as conn:
+            try:
+                tools = await _list_all(conn, "list_tools", "tools")
+            except Exception as e:
+                raise _listing_error(spec, e) from None
+            yield ToolSession(conn, tools)
+
+
+def _listing_error(spec: ServerSpec, error: Exception) -> UserError:
+    if isinstance(error, TimeoutError):
+        return UserError(
+            f"{spec.target}: tools/list got no answer within {spec.connect_timeout:g} s; is the server stuck?"
+        )
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return UserError(
+            f"{spec.target}: its tools/list answer is not valid MCP ({where}: {first['msg']}); "
+            "fix the server (every tool needs a name and an object inputSchema)"
+        )
+    message = " ".join(str(error).split())
+    return UserError(
+        f"{spec.target}: listing its tools failed ({type(error).__name__}: {message}); check the server's logs"
+    )
+
+
+async def discover(spec: ServerSpec, *, workdir: Path | None = None) -> ToolSet:
+    """Connect once and describe the server: its (filtered) tools, resources and prompts.
+
+    A server with no tools, or a filter that hides all of them, is a `UserError`."""
+    async with open_session(spec, workdir=workdir) as session:
+        conn = session._conn
+        capabilities = conn.initialize_result.get("capabilities") or {}
+        resources = await _optional_listing(conn, "list_resources", "resources") if "resources" in capabilities else []
+        prompts = await _optional_listing(conn, "list_prompts", "prompts") if "prompts" in capabilities else []
+    if not session.listed:
+        raise UserError(
+            f"{spec.target}: the server offers no tools; an agent needs at least one (check its configuration)"
+        )
+    if not session.mcp_tools:
+        names = ", ".join(t["name"] for t in session.listed)
+        raise UserError(f"{spec.target}: --allow/--deny hide all of its tools ({names}); loosen the filter")
+    tools = [to_openai(t) for t in session.mcp_tools]
+    return ToolSet(
+        spec=spec,
+        tools=tools,
+        mcp_tools=session.mcp_tools,
+        resources=resources,
+        prompts=prompts,
+        server_info=conn.initialize_result.get("serverInfo") or {},
+        hash=tools_hash(tools),
+    )
+
+
+async def _optional_listing(conn: Connection, method: str, key: str) -> list[dict[str, Any]]:
+    """Resources and prompts are context, not essentials: a server failing to list them still works."""
+    try:
+        return await _list_all(conn, method, key)
+    except Exception:
+        return []

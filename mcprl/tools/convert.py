@@ -1,0 +1,131 @@
+"""MCP -> what the model sees: tools as OpenAI function schemas, tool results as bounded text.
+
+Both work on the MCP wire format (plain JSON dicts), which is the same whichever SDK produced it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcprl.types import ToolSchema, content_hash
+
+# Keywords whose value is a schema, or a list/map of schemas, in a JSON Schema.
+_SUBSCHEMA = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
+def to_openai(tool: dict[str, Any]) -> ToolSchema:
+    """An MCP tool as `{"type": "function", "function": {"name", "description", "parameters"}}`.
+
+    Schema `title`s (pydantic's "addArguments", "A", ...) are dropped: they cost prompt tokens
+    and tell the model nothing the property names don't.
+    """
+    parameters = _without_titles(tool.get("inputSchema") or {})
+    parameters.setdefault("type", "object")
+    if parameters["type"] == "object":
+        parameters.setdefault("properties", {})
+    return {
+        "type": "function",
+        "function": {
+            "name": tool["name"],
+            "description": (tool.get("description") or tool.get("title") or "").strip(),
+            "parameters": parameters,
+        },
+    }
+
+
+def _without_titles(schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: v for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+    for key in _SUBSCHEMA:
+        if key in out:
+            out[key] = _without_titles(out[key])
+    for key in _SUBSCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [_without_titles(s) for s in out[key]]
+    for key in _SUBSCHEMA_MAPS:
+        if isinstance(out.get(key), dict):
+            out[key] = {name: _without_titles(s) for name, s in out[key].items()}
+    return out
+
+
+def tools_hash(tools: list[ToolSchema]) -> str:
+    """Stable across listing order: the same tools hash the same however the server orders them."""
+    return content_hash(sorted(tools, key=lambda t: t["function"]["name"]))
+
+
+def hash_change_warning(previous: str | None, current: str, server: str) -> str | None:
+    """A warning when a run's recorded tool-list hash differs from the server's tools now."""
+    if previous is None or previous == current:
+        return None
+    return (
+        f"the tools of {server} changed since this run started (hash {previous} -> {current}); "
+        "its trajectories before and after saw different tool lists"
+    )
+
+
+class _BoundedText:
+    """Joins parts up to `limit` characters and only counts the rest, so a huge result stays cheap."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.parts: list[str] = []
+        self.kept = 0
+        self.cut = 0
+
+    def add(self, text: str) -> None:
+        if self.parts:
+            text = "\n" + text
+        room = self.limit - self.kept
+        if room > 0:
+            self.parts.append(text[:room])
+            self.kept += min(room, len(text))
+        self.cut += max(0, len(text) - max(room, 0))
+
+    def text(self) -> str:
+        joined = "".join(self.parts)
+        return f"{joined}\n[... truncated: {self.cut} more characters]" if self.cut else joined
+
+
+def _size(n_bytes: int) -> str:
+    if n_bytes < 1024:
+        return f"{n_bytes} B"
+    if n_bytes < 1024 * 1024:
+        return f"{round(n_bytes / 1024)} KB"
+    return f"{n_bytes / (1024 * 1024):.1f} MB"
+
+
+def _placeholder(mime: str | None, b64: str) -> str:
+    n_bytes = len(b64) * 3 // 4 - b64[-2:].count("=") if b64 else 0
+    return f"[{mime or 'application/octet-stream'}, {_size(n_bytes)}]"
+
+
+def _block_text(block: dict[str, Any]) -> str:
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind in ("image", "audio"):
+        return _placeholder(block.get("mimeType"), str(block.get("data", "")))
+    if kind == "resource":
+        resource = block.get("resource") or {}
+        if "text" in resource:
+            return str(resource["text"])
+        return _placeholder(resource.get("mimeType"), str(resource.get("blob", "")))
+    if kind == "resource_link":
+        return str(block.get("uri", ""))
+    return f"[{kind} content]"
+
+
+def result_text(result: dict[str, Any], limit: int) -> str:
+    """A `tools/call` result (wire JSON) as text: text blocks joined, binaries as `[image/png, 12 KB]`,
+    resource links as their URI, structured content as JSON when there is no other content.
+    Longer than `limit` characters: cut, with a marker saying how much was cut."""
+    out = _BoundedText(limit)
+    for block in result.get("content") or []:
+        out.add(_block_text(block))
+    if not out.parts and result.get("structuredContent") is not None:
+        out.add(json.dumps(result["structuredContent"], ensure_ascii=False))
+    return out.text()

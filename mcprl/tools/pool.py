@@ -1,0 +1,103 @@
+"""`ToolPool`: MCP sessions for many concurrent rollouts.
+
+    async with ToolPool(spec) as pool:            # discovers the tools once: pool.toolset
+        async with pool.session() as session:    # per rollout
+            await session.call(...)
+
+(Per-rollout sessions also work without entering the pool; a shared one needs it, to own it.)
+
+Per-rollout mode (default for stdio) opens a new session (a new server process) for every
+rollout, so rollouts cannot see each other's state. Shared mode (default for HTTP/SSE) keeps one
+long-lived session for all rollouts and reconnects when it has died.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from types import TracebackType
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from mcprl.errors import UserError
+from mcprl.tools.client import ServerGone, ToolSession, ToolSet, discover, open_session
+from mcprl.tools.spec import ServerSpec
+
+
+class ToolPool:
+    def __init__(self, spec: ServerSpec, per_rollout: bool | None = None, workdir: Path | None = None) -> None:
+        """`per_rollout`: None means `spec.per_rollout`, else True for stdio and False for HTTP/SSE.
+        `workdir`: where stdio servers without `spec.cwd` run; default: a fresh temp dir per session,
+        so that per-rollout servers writing files cannot see each other's."""
+        self.spec = spec
+        if per_rollout is None:
+            per_rollout = spec.per_rollout if spec.per_rollout is not None else spec.transport == "stdio"
+        self.per_rollout = per_rollout
+        self.workdir = workdir
+        self.toolset: ToolSet | None = None
+        self._stack: AsyncExitStack | None = None
+        self._tg: TaskGroup | None = None
+        self._shared: ToolSession | None = None
+        self._release: anyio.Event | None = None
+        self._lock = anyio.Lock()
+
+    async def __aenter__(self) -> ToolPool:
+        stack = AsyncExitStack()
+        try:
+            self.toolset = await discover(self.spec, workdir=self.workdir)
+            if not self.per_rollout:
+                self._tg = await stack.enter_async_context(anyio.create_task_group())
+                stack.callback(self._release_shared)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[ToolSession]:
+        """A session for one rollout. Raises `ServerGone` when the server cannot be (re)connected."""
+        if not self.per_rollout:
+            if self._tg is None:
+                raise RuntimeError("a shared session lives in the pool: enter it first (async with ToolPool(...))")
+            yield await self._shared_session()
+            return
+        stack = AsyncExitStack()
+        try:
+            session = await stack.enter_async_context(open_session(self.spec, workdir=self.workdir))
+        except UserError as e:
+            raise ServerGone(f"could not start a session: {e}") from None
+        async with stack:
+            yield session
+
+    async def _shared_session(self) -> ToolSession:
+        async with self._lock:
+            if self._shared is None or not self._shared.alive:
+                self._release_shared()
+                assert self._tg is not None
+                try:
+                    self._shared = await self._tg.start(self._hold)
+                except UserError as e:
+                    raise ServerGone(f"could not reconnect: {e}") from None
+            return self._shared
+
+    async def _hold(self, *, task_status: TaskStatus[ToolSession]) -> None:
+        """Keep one shared session open (in the pool's task group) until it is released."""
+        release = self._release = anyio.Event()
+        async with open_session(self.spec, workdir=self.workdir) as session:
+            task_status.started(session)
+            await release.wait()
+
+    def _release_shared(self) -> None:
+        if self._release is not None:
+            self._release.set()
+        self._shared = None

@@ -1,0 +1,121 @@
+"""`ServerSpec`: which MCP server to talk to, how, and which of its tools the model may see.
+
+A spec is a URL or a command line. `http(s)://...` is streamable HTTP, unless the path ends in
+`/sse` (or transport="sse"), which is the older SSE transport; anything else is a stdio command,
+split like a shell would (`"npx -y @modelcontextprotocol/server-memory"`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import shlex
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mcprl.errors import UserError
+
+Transport = Literal["stdio", "http", "sse"]
+TRANSPORT_CHOICES = ("auto", "stdio", "http", "sse")
+
+
+class ServerSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    target: str = Field(description="the URL or command line as given")
+    transport: Transport
+    command: list[str] = Field(default_factory=list, description="stdio: the argv to run")
+    url: str | None = Field(default=None, description="http/sse: the endpoint")
+    headers: dict[str, str] = Field(default_factory=dict, description="http/sse: sent with every request")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="stdio: added to the minimal environment the server starts with"
+    )
+    cwd: str | None = Field(default=None, description="stdio: working directory; default: a run-scoped temp dir")
+    connect_timeout: float = Field(default=30.0, gt=0)
+    call_timeout: float = Field(default=60.0, gt=0)
+    allow: list[str] = Field(default_factory=list, description="tool names or globs to keep (empty: all)")
+    deny: list[str] = Field(default_factory=list, description="tool names or globs to hide; deny wins over allow")
+    per_rollout: bool | None = Field(
+        default=None, description="a new session per rollout (default for stdio) or one shared (default for http/sse)"
+    )
+    max_result_chars: int = Field(default=4000, gt=0, description="tool results longer than this are truncated")
+
+    @classmethod
+    def parse(
+        cls,
+        target: str,
+        *,
+        transport: str = "auto",
+        headers: Mapping[str, str] | Iterable[str] | None = None,
+        env: Mapping[str, str] | Iterable[str] | None = None,
+        cwd: str | None = None,
+        **options: object,
+    ) -> ServerSpec:
+        """Build a spec from a URL or command line. `headers` may be `"Name: value"` strings and
+        `env` `"KEY=value"` strings (as the CLI passes them); other options are the fields above.
+
+        A command starting with `python`/`python3` runs the current interpreter, so the shipped
+        servers (`python -m servers.inventory`) work whether or not the venv is activated.
+        """
+        target = target.strip()
+        if transport not in TRANSPORT_CHOICES:
+            raise UserError(f"unknown transport {transport!r}; choose one of {', '.join(TRANSPORT_CHOICES)}")
+        is_url = urlsplit(target).scheme in ("http", "https")
+        if transport == "auto":
+            transport = ("sse" if urlsplit(target).path.rstrip("/").endswith("/sse") else "http") if is_url else "stdio"
+        header_map = _pairs(headers, ":", "--header", "'Authorization: Bearer ...'")
+        env_map = _pairs(env, "=", "--env", "KEY=value")
+        fields: dict[str, object] = {"target": target, "transport": transport, "headers": header_map, "env": env_map}
+        if transport == "stdio":
+            if is_url:
+                raise UserError(f"{target}: a URL cannot be run as a stdio command; use --transport http or sse")
+            if header_map:
+                raise UserError(f"{target}: headers apply to HTTP/SSE servers; pass a stdio server secrets with --env")
+            fields.update(command=_argv(target), cwd=cwd)
+        else:
+            if not is_url:
+                raise UserError(f"{target!r}: --transport {transport} needs a URL like http://localhost:8000/mcp")
+            if env_map or cwd:
+                raise UserError(f"{target}: --env and --cwd apply to stdio commands, not to a server at a URL")
+            fields.update(url=target)
+        try:
+            return cls.model_validate({**options, **fields})
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise UserError(f"{target}: invalid server option {where}: {first['msg']}") from None
+
+    def allows(self, tool_name: str) -> bool:
+        """Whether the model may see and call this tool (allow/deny by name or glob; deny wins)."""
+        if any(fnmatch.fnmatchcase(tool_name, pattern) for pattern in self.deny):
+            return False
+        return not self.allow or any(fnmatch.fnmatchcase(tool_name, pattern) for pattern in self.allow)
+
+
+def _argv(command: str) -> list[str]:
+    try:
+        argv = shlex.split(command)
+    except ValueError as e:
+        raise UserError(f"{command!r}: cannot split the command line ({e}); check the quoting") from None
+    if not argv:
+        raise UserError("the server spec is empty; give a URL or a command like 'python -m servers.inventory'")
+    if argv[0] in ("python", "python3"):
+        argv[0] = sys.executable
+    return argv
+
+
+def _pairs(values: Mapping[str, str] | Iterable[str] | None, sep: str, option: str, example: str) -> dict[str, str]:
+    if values is None:
+        return {}
+    if isinstance(values, Mapping):
+        return dict(values)
+    out: dict[str, str] = {}
+    for item in values:
+        key, found, value = item.partition(sep)
+        if not found or not key.strip():
+            raise UserError(f"{option} {item!r}: expected {example}")
+        out[key.strip()] = value.strip()
+    return out

@@ -1,0 +1,61 @@
+"""Calculator tasks: integer expressions whose difficulty is their number of operations (1..5)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from mcprl.types import Scenario, Trajectory
+from servers.checking import answered
+
+TOOL_FOR = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide"}
+PHRASES = ("What is {}? Use the tools.", "Compute {} using the tools.", "Use the calculator tools to work out {}.")
+
+
+def _expression(rng: random.Random, n_ops: int) -> tuple[str, int, list[str]]:
+    """A left-nested expression with exact integer intermediate results: text, value, ops used."""
+    value = rng.randint(10, 99)
+    text = str(value)
+    ops: list[str] = []
+    while len(ops) < n_ops:
+        op = rng.choice("+-*/")
+        if op == "/":
+            divisors = [d for d in range(2, 13) if value % d == 0]
+            if not divisors:
+                continue
+            operand = rng.choice(divisors)
+            value //= operand
+        elif op == "*":
+            operand = rng.randint(11, 99) if n_ops == 1 else rng.randint(2, 19)
+            value *= operand
+        else:
+            operand = rng.randint(10, 999)
+            value = value + operand if op == "+" else value - operand
+        text = f"{text} {op} {operand}" if not ops else f"({text}) {op} {operand}"
+        ops.append(op)
+    return text, value, ops
+
+
+def generate(n: int, seed: int = 0, difficulties: Sequence[int] = (1, 2, 3, 4, 5)) -> list[Scenario]:
+    rng = random.Random(f"calculator/{seed}")
+    scenarios = []
+    for i in range(n):
+        difficulty = rng.choice(list(difficulties))
+        text, value, ops = _expression(rng, difficulty)
+        scenarios.append(
+            Scenario(
+                id=f"calculator-{seed}-{i}",
+                task=rng.choice(PHRASES).format(text),
+                difficulty=difficulty,
+                answer=str(value),
+                check={"kind": "server", "server": "calculator", "answer": str(value)},
+                tools=sorted({TOOL_FOR[op] for op in ops}),
+            )
+        )
+    return scenarios
+
+
+def check(scenario: Scenario, trajectory: Trajectory) -> float:
+    """1.0 when the final answer's last number is the expression's value."""
+    assert scenario.check is not None
+    return answered(trajectory, scenario.check["answer"], scenario.task)

@@ -1,0 +1,4 @@
+from servers import serve
+from servers.email.server import build
+
+serve.main(build, "The email MCP server: a seeded mailbox to search and read.")

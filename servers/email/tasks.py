@@ -1,0 +1,41 @@
+"""Email tasks: questions about facts planted in the mailbox, easiest when the answer shows in a
+search snippet (1), hardest when several emails must be found and added up (5)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from mcprl.types import Scenario, Trajectory
+from servers.checking import answered
+from servers.email.mailbox import Mailbox
+
+
+def generate(
+    n: int, seed: int = 0, difficulties: Sequence[int] = (1, 2, 3, 4, 5), world_seed: int = 0
+) -> list[Scenario]:
+    """Questions about the mailbox `python -m servers.email --seed {world_seed}` serves."""
+    rng = random.Random(f"email-tasks/{seed}")
+    facts = [f for f in Mailbox(world_seed).facts if f.difficulty in difficulties]
+    if not facts:
+        raise ValueError(f"no email tasks with difficulty in {list(difficulties)}")
+    scenarios = []
+    for i in range(n):
+        fact = rng.choice(facts)
+        scenarios.append(
+            Scenario(
+                id=f"email-{world_seed}-{seed}-{i}",
+                task=fact.question,
+                difficulty=fact.difficulty,
+                answer=fact.answer,
+                check={"kind": "server", "server": "email", "world_seed": world_seed, "answer": fact.answer},
+                tools=fact.tools,
+            )
+        )
+    return scenarios
+
+
+def check(scenario: Scenario, trajectory: Trajectory) -> float:
+    """1.0 when the final answer contains the planted answer (a number must be the last one given)."""
+    assert scenario.check is not None
+    return answered(trajectory, scenario.check["answer"], scenario.task)

@@ -1,0 +1,1 @@
+"""A seeded warehouse (items, stock, prices) with lookup and stock-update tools."""

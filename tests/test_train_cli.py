@@ -1,0 +1,86 @@
+"""`mcprl train` end to end on the tiny model against a shipped server: files written, config
+handling, and resume after SIGKILL with no lost or repeated steps."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mcprl.errors import UserError
+from mcprl.run_config import load_config
+from mcprl.runner import step_batch
+from mcprl.types import Scenario
+
+ARGS = ["--server", "python -m servers.calculator", "--tasks", "calculator", "-n", "12", "--group-size", "2",
+        "--groups-per-step", "2", "--max-tokens", "6", "--max-turns", "2", "--eval-every", "2", "--val-size", "2"]
+
+
+def mcprl(home: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MCPRL_HOME": str(home), "SECRET_API_TOKEN": "tok-very-secret-123"}
+    return subprocess.run([sys.executable, "-m", "mcprl.cli", *args], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def test_step_batches_are_deterministic_and_cover_epochs():
+    train = [Scenario(id=str(i), task=str(i)) for i in range(5)]
+    seen = [s.id for step in range(5) for s in step_batch(train, step, 2, seed=1)]
+    assert sorted(seen[:5]) == ["0", "1", "2", "3", "4"]  # first epoch is a permutation
+    assert [s.id for s in step_batch(train, 3, 2, seed=1)] == [s.id for s in step_batch(train, 3, 2, seed=1)]
+
+
+def test_config_file_flags_override_and_unknown_keys(tmp_path):
+    f = tmp_path / "run.toml"
+    f.write_text('steps = 3\nlearning_rate = 1e-4\nserver = "python -m servers.calculator"\n')
+    cfg = load_config(f, {"steps": 7, "name": None})
+    assert cfg.steps == 7 and cfg.learning_rate == 1e-4 and cfg.name == "agent"
+    f.write_text("stepz = 3\n")
+    with pytest.raises(UserError, match="unknown key.*stepz"):
+        load_config(f, {})
+    with pytest.raises(UserError, match="group_size"):
+        load_config(None, {"group_size": 1})
+
+
+def test_train_writes_the_run_directory(tmp_path, tiny_model_dir):
+    home = tmp_path / "home"
+    r = mcprl(home, "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "2", "--name", "t")
+    assert r.returncode == 0, r.stderr[-3000:]
+    d = home / "default" / "t"
+    assert "report:" in r.stdout + r.stderr and (d / "report.html").exists()
+    for f in ["config.json", "tools.json", "scenarios/train.jsonl", "scenarios/val.jsonl", "trajectories/step_0001.jsonl",
+              "trajectories/step_0002.jsonl", "eval/step_0000.jsonl", "eval/step_0002.jsonl", "report/reward.png", "report/val.png"]:
+        assert (d / f).exists(), f
+    rows = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
+    assert [(r["kind"], r["step"]) for r in rows] == [("eval", 0), ("train", 1), ("train", 2), ("eval", 2)]
+    assert json.loads((d / "tools.json").read_text())["hash"]
+    # a second run without --resume refuses to clobber it
+    again = mcprl(home, "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "2", "--name", "t")
+    assert again.returncode == 2 and "--resume" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_sigkill_at_random_points_then_resume_loses_and_repeats_nothing(tmp_path, tiny_model_dir):
+    home = tmp_path / "home"
+    env = {**os.environ, "MCPRL_HOME": str(home)}
+    cmd = [sys.executable, "-m", "mcprl.cli", "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "5", "--name", "k"]
+    rng = random.Random(7)
+    kills = 0
+    for attempt in range(4):  # three runs killed at random points, then one left to finish
+        p = subprocess.Popen(cmd + (["--resume"] if attempt else []), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            p.wait(timeout=rng.uniform(6, 20) if attempt < 3 else 900)
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            kills += 1
+            continue
+        assert p.returncode == 0, p.stderr.read()[-3000:]
+    d = home / "default" / "k"
+    rows = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if r["kind"] == "train"] == [1, 2, 3, 4, 5]
+    assert sorted(p.name for p in (d / "checkpoints").iterdir()) == ["0000", "0001", "0002", "0003", "0004", "0005"]
+    assert not list((d / "checkpoints").glob(".tmp-*"))
+    assert kills >= 1, "the kill schedule never interrupted the run; lower the timeouts"
