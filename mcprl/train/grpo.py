@@ -62,7 +62,9 @@ class GRPOTrainer:
 
         self.tokenizer = tokenizer
         self.lora = lora or LoraSettings()
-        if adapter_dir is not None:
+        if isinstance(model, PeftModel):  # already wrapped, e.g. by Unsloth's get_peft_model
+            self.model = model
+        elif adapter_dir is not None:
             self.model = PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=True)
         else:
             cfg = LoraConfig(r=self.lora.rank, lora_alpha=self.lora.alpha, lora_dropout=self.lora.dropout,

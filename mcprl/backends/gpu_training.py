@@ -1,0 +1,90 @@
+"""Training on a GPU with Unsloth: `FastLanguageModel` loads the base model (4-bit optional) and
+wraps it with LoRA; our GRPOTrainer does the rest (exact-token sequences, chunked logprobs,
+micro-batches) and saves the adapter in PEFT format, which vLLM loads as is.
+unsloth is imported only inside `load_trainer`: it needs a GPU even to import."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcprl.errors import UserError
+from mcprl.train.config import LoraSettings, TrainConfig
+from mcprl.train.grpo import GRPOTrainer
+from mcprl.train.sequences import Sequence
+from mcprl.types import TrajectoryGroup
+
+
+class UnslothSettings(BaseModel):
+    """How Unsloth loads the model the trainer updates."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # QLoRA: the trained base is 4-bit while vLLM samples from the 16-bit base, so the
+    # sampling and training policies differ a little more than rounding (the GRPO ratio sees it).
+    load_in_4bit: bool = False
+    max_seq_length: int = Field(default=4096, ge=64)
+    dtype: Literal["auto", "bfloat16", "float16"] = "auto"
+    # "unsloth" offloads checkpointed activations to CPU memory (Unsloth's default).
+    gradient_checkpointing: bool | Literal["unsloth"] = "unsloth"
+    random_state: int = 0
+
+
+class UnslothGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer on a model Unsloth prepared: already PEFT-wrapped, on `device`, and with
+    Unsloth's own gradient checkpointing, which HF's gradient_checkpointing_enable (what
+    `TrainConfig.gradient_checkpointing` turns on) would replace, so that switch is ignored."""
+
+    def __init__(self, model, tokenizer, lora: LoraSettings, device: torch.device):
+        super().__init__(model, tokenizer, lora)
+        self.device = device
+
+    def step(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
+        return super().step(groups, config.model_copy(update={"gradient_checkpointing": False}))
+
+    def _collate(self, mb: list[Sequence], total_tokens: int, n_seqs: int, config: TrainConfig) -> dict[str, torch.Tensor]:
+        return {k: v.to(self.device, non_blocking=True) for k, v in super()._collate(mb, total_tokens, n_seqs, config).items()}
+
+
+def lora_arguments(lora: LoraSettings, adapter_dir: Path | None) -> dict[str, Any]:
+    """`get_peft_model` arguments: the checkpoint's own adapter config when resuming, else `lora`."""
+    if adapter_dir is None:
+        return {"r": lora.rank, "lora_alpha": lora.alpha, "lora_dropout": lora.dropout, "target_modules": lora.target_modules}
+    from peft import LoraConfig
+
+    cfg = LoraConfig.from_pretrained(str(adapter_dir))
+    targets = cfg.target_modules if isinstance(cfg.target_modules, str) else sorted(cfg.target_modules)
+    return {"r": cfg.r, "lora_alpha": cfg.lora_alpha, "lora_dropout": cfg.lora_dropout, "target_modules": targets}
+
+
+def load_trainer(model_path: str, lora: LoraSettings, adapter_dir: Path | None, settings: UnslothSettings, gpu: int) -> UnslothGRPOTrainer:
+    """Load `model_path` with Unsloth on cuda:`gpu`, add LoRA (the weights of `adapter_dir` when resuming)."""
+    from unsloth import FastLanguageModel  # first: it patches transformers and peft on import
+
+    from peft import set_peft_model_state_dict
+    from peft.utils import load_peft_weights
+
+    model, tokenizer = FastLanguageModel.from_pretrained(
+        model_name=model_path,
+        max_seq_length=settings.max_seq_length,
+        dtype=None if settings.dtype == "auto" else getattr(torch, settings.dtype),
+        load_in_4bit=settings.load_in_4bit,
+        load_in_16bit=not settings.load_in_4bit,
+        device_map={"": gpu},
+        use_exact_model_name=True,  # train exactly the base vLLM serves, never a hub remap
+        fix_tokenizer=False,  # it may add tokens, and new tokens would train the embeddings
+    )
+    model = FastLanguageModel.get_peft_model(
+        model,
+        **lora_arguments(lora, adapter_dir),
+        use_gradient_checkpointing=settings.gradient_checkpointing,
+        random_state=settings.random_state,
+    )
+    if adapter_dir is not None:
+        loaded = set_peft_model_state_dict(model, load_peft_weights(str(adapter_dir), device=f"cuda:{gpu}"))
+        if loaded.unexpected_keys:
+            raise UserError(f"{adapter_dir}: adapter weights do not fit the model ({loaded.unexpected_keys[0]} ...); was it trained on another base?")
+    return UnslothGRPOTrainer(model, tokenizer, lora, torch.device("cuda", gpu))
