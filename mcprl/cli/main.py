@@ -26,12 +26,12 @@ app.command("serve")(serve_cmd.serve)
 app.add_typer(models_cmd.app, name="models")
 
 
-def main() -> None:
-    """Entry point: user errors print one line and exit 2, never a traceback."""
+def run_app(typer_app: typer.Typer) -> None:
+    """Run a Typer app as a console script: user errors print one line and exit 2, never a traceback."""
     from mcprl.errors import UserError
 
     try:
-        code = app(standalone_mode=False)
+        code = typer_app(standalone_mode=False)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
@@ -52,6 +52,5 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-from autorl import cli as autorl_cli  # noqa: E402  (appended: the autorl command lives in its own package)
-
-app.command("autorl")(autorl_cli.autorl_command)
+def main() -> None:
+    run_app(app)

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 
-def _pairs(values: list[str], sep: str, what: str) -> dict[str, str]:
+def parse_pairs(values: list[str], sep: str, what: str) -> dict[str, str]:
     from mcprl.errors import UserError
 
     out = {}
@@ -27,24 +27,24 @@ def train(
     cwd: str = typer.Option(None, "--cwd", help="working directory of a stdio server"),
     allow: list[str] = typer.Option([], "--allow", help="only tools matching this name/glob; repeatable"),
     deny: list[str] = typer.Option([], "--deny", help="never offer or call tools matching this name/glob; repeatable"),
-    model: str = typer.Option(None, "--model", help="base model: alias, local dir or HF id [smollm2-135m]"),
+    model: str = typer.Option(None, "--model", help="base model: alias, local dir or HF id \\[smollm2-135m]"),
     scenarios: Path = typer.Option(None, "--scenarios", help="scenarios JSONL (else --tasks or synthesis)"),
     tasks: str = typer.Option(None, "--tasks", help="a shipped server's task generator: calculator, inventory, email"),
-    n: int = typer.Option(None, "-n", help="scenarios to generate or synthesize [48]"),
-    judge: str = typer.Option(None, "--judge", help="ruler|verify|both [verify]"),
-    judge_model: str = typer.Option(None, "--judge-model", help="litellm model for RULER/synthesis, or 'local' [local]"),
+    n: int = typer.Option(None, "-n", help="scenarios to generate or synthesize \\[48]"),
+    judge: str = typer.Option(None, "--judge", help="ruler|verify|both \\[verify]"),
+    judge_model: str = typer.Option(None, "--judge-model", help="litellm model for RULER/synthesis, or 'local' \\[local]"),
     judge_api_base: str = typer.Option(None, "--api-base", help="OpenAI-compatible base URL for the judge model"),
     rubric: Path = typer.Option(None, "--rubric", help="RULER rubric file"),
-    steps: int = typer.Option(None, "--steps", help="training steps [10]"),
-    group_size: int = typer.Option(None, "--group-size", help="rollouts per scenario [4]"),
-    groups_per_step: int = typer.Option(None, "--groups-per-step", help="scenarios per step [4]"),
-    max_turns: int = typer.Option(None, "--max-turns", help="assistant turns per episode [4]"),
-    max_tokens: int = typer.Option(None, "--max-tokens", help="tokens per assistant turn [128]"),
+    steps: int = typer.Option(None, "--steps", help="training steps \\[10]"),
+    group_size: int = typer.Option(None, "--group-size", help="rollouts per scenario \\[4]"),
+    groups_per_step: int = typer.Option(None, "--groups-per-step", help="scenarios per step \\[4]"),
+    max_turns: int = typer.Option(None, "--max-turns", help="assistant turns per episode \\[4]"),
+    max_tokens: int = typer.Option(None, "--max-tokens", help="tokens per assistant turn \\[128]"),
     learning_rate: float = typer.Option(None, "--learning-rate", help="[5e-5]"),
-    eval_every: int = typer.Option(None, "--eval-every", help="evaluate every E steps (0: only first and last) [5]"),
+    eval_every: int = typer.Option(None, "--eval-every", help="evaluate every E steps (0: only first and last) \\[5]"),
     val_size: int = typer.Option(None, "--val-size", help="cap on held-out scenarios"),
-    name: str = typer.Option(None, "--name", help="model name [agent]"),
-    project: str = typer.Option(None, "--project", help="project [default]"),
+    name: str = typer.Option(None, "--name", help="model name \\[agent]"),
+    project: str = typer.Option(None, "--project", help="project \\[default]"),
     seed: int = typer.Option(None, "--seed"),
     config: Path = typer.Option(None, "--config", help="run.toml with the same keys as these flags"),
     resume: bool = typer.Option(False, "--resume", help="continue from the last checkpoint"),
@@ -58,20 +58,20 @@ def train(
     from mcprl.runner import TrainingRun
 
     cfg = load_config(config, dict(
-        server=server, transport=transport, headers=_pairs(header, ":", "--header"), env=_pairs(env, "=", "--env"),
+        server=server, transport=transport, headers=parse_pairs(header, ":", "--header"), env=parse_pairs(env, "=", "--env"),
         cwd=cwd, allow=allow, deny=deny, model=model, scenarios=str(scenarios) if scenarios else None, tasks=tasks, n=n,
         judge=judge, judge_model=judge_model, judge_api_base=judge_api_base, rubric=str(rubric) if rubric else None,
         steps=steps, group_size=group_size, groups_per_step=groups_per_step, max_turns=max_turns, max_tokens=max_tokens,
         learning_rate=learning_rate, eval_every=eval_every, val_size=val_size, name=name, project=project, seed=seed, wandb=wandb,
     ))
     console = Console(stderr=True)
-    summary = anyio.run(lambda: _run(cfg, resume, console))
+    summary = anyio.run(lambda: run_with_progress(cfg, resume, console))
     print_summary(summary, console)
     if summary["interrupted"]:
         raise typer.Exit(130)
 
 
-async def _run(cfg, resume, console):
+async def run_with_progress(cfg, resume, console):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from mcprl.report import write_report

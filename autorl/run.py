@@ -1,0 +1,110 @@
+"""AutoRL: from a task description to a trained model.
+
+`plan` generates (or reuses) what a run needs and saves it next to the run, in
+`<MCPRL_HOME>/<project>/<name>/autorl/`:
+
+    task.txt           the description it was made from
+    system_prompt.txt  the policy's system prompt
+    inputs.jsonl       the task inputs (Scenario lines; `{"task": "..."}` is enough)
+    rubric.md          the RULER rubric
+
+A file that already exists is used as it is, so a user can edit any of them (or delete one to
+have it generated again) and rerun; `reuse=False` (`--regenerate`) makes all of them anew.
+`autorl` then trains on them with RULER as the judge: the usual `TrainingRun`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from mcprl.errors import UserError
+from mcprl.llm import LOCAL_MODEL
+from mcprl.paths import model_dir
+from mcprl.run_config import RunConfig, load_config
+from mcprl.types import Scenario, ToolSchema
+
+TASK, SYSTEM_PROMPT, INPUTS, RUBRIC = "task.txt", "system_prompt.txt", "inputs.jsonl", "rubric.md"
+
+
+def autorl_dir(project: str, name: str) -> Path:
+    return model_dir(project, name) / "autorl"
+
+
+async def inputs_jsonl(making: Awaitable[list[Scenario]]) -> str:
+    """One input per line, without the fields left at their defaults (easier to edit)."""
+    return "".join(s.model_dump_json(exclude_defaults=True) + "\n" for s in await making)
+
+
+async def server_tools(server: str, cfg: RunConfig) -> list[ToolSchema]:
+    from mcprl.tools import ServerSpec, discover
+
+    spec = ServerSpec.parse(server, transport=cfg.transport, headers=cfg.headers, env=cfg.env, cwd=cfg.cwd,
+                            allow=cfg.allow, deny=cfg.deny)
+    return (await discover(spec)).tools
+
+
+async def plan(task: str, cfg: RunConfig, *, gen_model: str = LOCAL_MODEL, reuse: bool = True,
+               say: Callable[[str], None] = print) -> RunConfig:
+    """`cfg` set up to train on the saved (or newly generated) system prompt, inputs and rubric,
+    judged by RULER. Generation uses `gen_model` at `cfg.judge_api_base`, `cfg.n` inputs, `cfg.seed`."""
+    from autorl.generate import generate_inputs, generate_rubric, generate_system_prompt
+
+    task = task.strip()
+    if not task:
+        raise UserError("the task description is empty; say in a sentence what the model should do")
+    d = autorl_dir(cfg.project, cfg.name)
+    d.mkdir(parents=True, exist_ok=True)
+    saved_task = (d / TASK).read_text().strip() if (d / TASK).exists() else None
+    if reuse and saved_task is not None and saved_task != task:
+        raise UserError(f"{d / TASK} holds another task ({saved_task[:60]!r}); pass --regenerate to replace what was "
+                        "generated for it, or --name NEW for a separate run")
+    (d / TASK).write_text(task + "\n")
+
+    def saved(filename: str) -> str | None:
+        """The text of a file to reuse, or None when it is to be generated."""
+        path = d / filename
+        if not reuse or not path.exists():
+            return None
+        text = path.read_text().strip()
+        if not text:
+            raise UserError(f"{path} is empty; write it, or delete it to have it generated again")
+        say(f"using the saved {path} (edit it, or delete it or pass --regenerate to generate it again)")
+        return text
+
+    async def generate(filename: str, making: Awaitable[str]) -> str:
+        path = d / filename
+        say(f"generating {path.name} with {gen_model} ...")
+        try:
+            text = await making
+        except UserError as e:
+            raise UserError(f"{e}, or write {path} yourself and rerun") from None
+        path.write_text(text.rstrip("\n") + "\n")
+        return text
+
+    system_prompt, inputs, rubric = saved(SYSTEM_PROMPT), saved(INPUTS), saved(RUBRIC)
+    tools = await server_tools(cfg.server, cfg) if cfg.server and (system_prompt is None or inputs is None) else None
+    api_base, seed = cfg.judge_api_base, cfg.seed
+    if system_prompt is None:
+        system_prompt = await generate(SYSTEM_PROMPT, generate_system_prompt(task, gen_model, api_base=api_base, tools=tools, seed=seed))
+    if inputs is None:
+        made = await generate(INPUTS, inputs_jsonl(generate_inputs(task, cfg.n, gen_model, api_base=api_base, tools=tools, seed=seed)))
+        say(f"{len(made.splitlines())} of {cfg.n} inputs written")
+    if rubric is None:
+        await generate(RUBRIC, generate_rubric(task, gen_model, api_base=api_base, seed=seed))
+    return RunConfig.model_validate({**cfg.model_dump(), "scenarios": str(d / INPUTS), "system_prompt": system_prompt,
+                                     "judge": "ruler", "rubric": str(d / RUBRIC)})
+
+
+async def autorl(task: str, *, gen_model: str = LOCAL_MODEL, api_base: str | None = None, reuse: bool = True,
+                 resume: bool = False, say: Callable[[str], None] = print, **settings: Any) -> dict[str, Any]:
+    """Generate (or reuse) a system prompt, inputs and a rubric for `task`, then train on them.
+
+    `settings` are RunConfig fields (server, steps, n, model, judge_model, name, project,
+    group_size, groups_per_step, max_turns, ...); `api_base` serves both `gen_model` and the
+    judge. Returns TrainingRun's summary."""
+    from mcprl.runner import TrainingRun
+
+    cfg = await plan(task, load_config(None, {**settings, "judge_api_base": api_base}), gen_model=gen_model, reuse=reuse, say=say)
+    return await TrainingRun(cfg, resume=resume, say=say).run()
