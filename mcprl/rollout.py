@@ -50,8 +50,10 @@ class RolloutConfig(BaseModel):
     # How the agent ends: with a plain-text reply, or by calling a `complete_task(answer)` tool.
     finish: Literal["text", "tool"] = "text"
     # Prepend one example exchange (a user request and a tool-call reply). Small models make no
-    # tool calls zero-shot; with one example about half of their first replies are valid calls.
+    # tool calls zero-shot. `example` gives that exchange (best: a task like the real ones, solved);
+    # without it, one is made up from the first tool's schema.
     demonstration: bool = True
+    example: list[Message] | None = None
 
 
 def example_arguments(parameters: dict[str, Any]) -> dict[str, Any]:
@@ -90,7 +92,7 @@ def initial_messages(scenario: Scenario, tools: list[dict[str, Any]], config: Ro
     system = scenario.system_prompt or config.system_prompt
     msgs: list[Message] = [{"role": "system", "content": system}]
     if config.demonstration and tools:
-        msgs += demonstration(tools)
+        msgs += config.example or demonstration(tools)
     msgs.append({"role": "user", "content": scenario.task})
     return msgs
 

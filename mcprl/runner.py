@@ -222,8 +222,14 @@ class TrainingRun:
         from mcprl.rollout import DEFAULT_SYSTEM_PROMPT, RolloutConfig
 
         cfg = self.cfg
+        example = None
+        if cfg.tasks:
+            from servers import registry
+
+            example = registry.get(cfg.tasks).example
         return RolloutConfig(max_turns=cfg.max_turns, max_tokens=cfg.max_tokens, temperature=cfg.temperature,
-                             system_prompt=cfg.system_prompt or DEFAULT_SYSTEM_PROMPT, demonstration=cfg.demonstration)
+                             system_prompt=cfg.system_prompt or DEFAULT_SYSTEM_PROMPT, demonstration=cfg.demonstration,
+                             example=example)
 
     async def _rollouts(self, pool, scenarios: list[Scenario], per: int, label: str) -> list[TrajectoryGroup]:
         from mcprl.gather import gather_trajectory_groups

@@ -117,7 +117,8 @@ def load_tokenizer(spec: str) -> PreTrainedTokenizerBase:
     from mcprl.chat_format import template_supports_tools, tool_template
 
     tok = AutoTokenizer.from_pretrained(resolve(spec))
-    if not template_supports_tools(tok.chat_template):
+    # Our aliases always get the current template (a cached conversion may hold an older one).
+    if spec in ALIASES or not template_supports_tools(tok.chat_template):
         tok.chat_template = tool_template()
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token

@@ -18,6 +18,7 @@ class ShippedServer:
     module: str  # run it with `python -m {module}`
     generate: Callable[..., list[Scenario]]  # generate(n, seed=0, difficulties=(1..5), ...) -> scenarios
     check: Callable[[Scenario, Trajectory], float]  # 1.0 solved .. 0.0 not
+    example: list[dict] | None = None  # a solved first turn to show the policy (see RolloutConfig.example)
 
     def command(self, seed: int = 0) -> str:
         """The stdio server spec serving the world `generate(..., world_seed=seed)` asks about."""
@@ -32,4 +33,5 @@ def get(name: str) -> ShippedServer:
     if name not in NAMES:
         raise UserError(f"no shipped server named {name!r}; choose one of: {', '.join(NAMES)}")
     tasks = importlib.import_module(f"servers.{name}.tasks")
-    return ShippedServer(name=name, module=f"servers.{name}", generate=tasks.generate, check=tasks.check)
+    return ShippedServer(name=name, module=f"servers.{name}", generate=tasks.generate, check=tasks.check,
+                         example=getattr(tasks, "EXAMPLE", None))

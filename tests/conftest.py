@@ -52,6 +52,9 @@ def tiny_model_dir(smollm2_dir: Path, tmp_path_factory) -> Path:
         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
         tie_word_embeddings=True,
     )
+    from mcprl.chat_format import tool_template
+
+    tok.chat_template = tool_template()
     torch.manual_seed(0)
     LlamaForCausalLM(cfg).save_pretrained(out)
     tok.save_pretrained(out)

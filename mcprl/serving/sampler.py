@@ -64,7 +64,7 @@ def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=Non
     # run the common prefix once and copy its KV cache to every row.
     shared = shared_prefix_len([r.prompt_ids for r in rows]) if b > 1 else 0
     if shared >= MIN_SHARED_PREFIX:
-        model(input_ids=torch.tensor([rows[0].prompt_ids[:shared]], device=device), past_key_values=cache, use_cache=True)
+        model(input_ids=torch.tensor([rows[0].prompt_ids[:shared]], device=device), past_key_values=cache, use_cache=True, logits_to_keep=1)
         cache.batch_repeat_interleave(b)
     else:
         shared = 0
@@ -89,7 +89,7 @@ def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=Non
     text_end: list[int | None] = [None] * b
     step_ids = input_ids
     for _ in range(budget):
-        logits = model(input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True).logits[:, -1, :].float()
+        logits = model(input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True, logits_to_keep=1).logits[:, -1, :].float()
         logp = torch.log_softmax(logits, dim=-1)
         greedy = temps == 0
         probs = torch.softmax(logits / temps.clamp(min=1e-5).unsqueeze(-1), dim=-1)

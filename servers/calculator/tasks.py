@@ -12,6 +12,17 @@ TOOL_FOR = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide"}
 PHRASES = ("What is {}? Use the tools.", "Compute {} using the tools.", "Use the calculator tools to work out {}.")
 
 
+# One solved first turn, shown to the policy before its task (RolloutConfig.example): small models
+# make no tool calls zero-shot, and an example that looks like a real task works far better than a
+# generic one (SmolLM2-135M: 5/16 first turns call a tool, against 0/16).
+EXAMPLE = [
+    {"role": "user", "content": "What is 3 + 4? Use the tools."},
+    {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_example", "type": "function", "function": {"name": "add", "arguments": "{\"a\": 3, \"b\": 4}"}}
+    ]},
+]
+
+
 def _expression(rng: random.Random, n_ops: int) -> tuple[str, int, list[str]]:
     """A left-nested expression with exact integer intermediate results: text, value, ops used."""
     value = rng.randint(10, 99)

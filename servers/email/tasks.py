@@ -11,6 +11,17 @@ from servers.checking import answered
 from servers.email.mailbox import Mailbox
 
 
+# One solved first turn, shown to the policy before its task (RolloutConfig.example): small models
+# make no tool calls zero-shot, and an example that looks like a real task works far better than a
+# generic one (SmolLM2-135M: 5/16 first turns call a tool, against 0/16).
+EXAMPLE = [
+    {"role": "user", "content": "What is the confirmation code for my hotel in Oslo?"},
+    {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_example", "type": "function", "function": {"name": "search_emails", "arguments": "{\"query\": \"Oslo hotel confirmation\"}"}}
+    ]},
+]
+
+
 def generate(
     n: int, seed: int = 0, difficulties: Sequence[int] = (1, 2, 3, 4, 5), world_seed: int = 0
 ) -> list[Scenario]:
