@@ -128,6 +128,9 @@ def load_tokenizer(spec: str) -> PreTrainedTokenizerBase:
 def load_model(spec: str, *, dtype: str = "float32", device: str = "cpu") -> PreTrainedModel:
     import torch
     from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
     model = AutoModelForCausalLM.from_pretrained(resolve(spec), dtype=getattr(torch, dtype), attn_implementation="sdpa")
     return model.to(device).eval()

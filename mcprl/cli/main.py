@@ -6,6 +6,7 @@ import sys
 
 import typer
 
+from autorl import cli as autorl_cli
 from mcprl.cli import eval_cmd, judge_cmd, models_cmd, scenarios_cmd, serve_cmd, tools_cmd, train_cmd
 
 app = typer.Typer(
@@ -24,32 +25,22 @@ app.command("scenarios")(scenarios_cmd.scenarios)
 app.command("judge")(judge_cmd.judge)
 app.command("serve")(serve_cmd.serve)
 app.add_typer(models_cmd.app, name="models")
+app.command("autorl")(autorl_cli.autorl_command)
 
 
 def run_app(typer_app: typer.Typer) -> None:
-    """Run a Typer app as a console script: user errors print one line and exit 2, never a traceback."""
+    """Run a Typer app as a console script: user errors print one line and exit 2, never a
+    traceback; usage errors and exit codes are click's own (standalone mode)."""
     from mcprl.errors import UserError
 
     try:
-        code = typer_app(standalone_mode=False)
+        typer_app()
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
-    except typer.Exit as e:
-        sys.exit(e.exit_code)
-    except Exception as e:  # click usage errors carry their own formatting
-        import click
-
-        if isinstance(e, click.ClickException):
-            e.show()
-            sys.exit(e.exit_code)
-        if isinstance(e, click.exceptions.Abort):
-            sys.exit(1)
-        raise
-    sys.exit(code if isinstance(code, int) else 0)
 
 
 def main() -> None:

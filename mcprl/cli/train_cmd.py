@@ -30,6 +30,7 @@ def train(
     model: str = typer.Option(None, "--model", help="base model: alias, local dir or HF id \\[smollm2-135m]"),
     scenarios: Path = typer.Option(None, "--scenarios", help="scenarios JSONL (else --tasks or synthesis)"),
     tasks: str = typer.Option(None, "--tasks", help="a shipped server's task generator: calculator, inventory, email"),
+    difficulty: list[int] = typer.Option([], "--difficulty", help="with --tasks: only these difficulties (1-5); repeatable"),
     n: int = typer.Option(None, "-n", help="scenarios to generate or synthesize \\[48]"),
     judge: str = typer.Option(None, "--judge", help="ruler|verify|both \\[verify]"),
     judge_model: str = typer.Option(None, "--judge-model", help="litellm model for RULER/synthesis, or 'local' \\[local]"),
@@ -59,7 +60,7 @@ def train(
 
     cfg = load_config(config, dict(
         server=server, transport=transport, headers=parse_pairs(header, ":", "--header"), env=parse_pairs(env, "=", "--env"),
-        cwd=cwd, allow=allow, deny=deny, model=model, scenarios=str(scenarios) if scenarios else None, tasks=tasks, n=n,
+        cwd=cwd, allow=allow, deny=deny, model=model, scenarios=str(scenarios) if scenarios else None, tasks=tasks, difficulties=difficulty, n=n,
         judge=judge, judge_model=judge_model, judge_api_base=judge_api_base, rubric=str(rubric) if rubric else None,
         steps=steps, group_size=group_size, groups_per_step=groups_per_step, max_turns=max_turns, max_tokens=max_tokens,
         learning_rate=learning_rate, eval_every=eval_every, val_size=val_size, name=name, project=project, seed=seed, wandb=wandb,
