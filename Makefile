@@ -23,7 +23,7 @@ model: install
 	$(BIN)/mcprl models pull smollm2-135m
 
 demo: model
-	$(BIN)/python examples/demo.py
+	$(BIN)/mcprl train --config examples/calculator.toml --project demo --name calculator-$$(date +%Y%m%d-%H%M%S)
 
 test: model
 	$(BIN)/python -m pytest -q --timeout=900

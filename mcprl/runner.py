@@ -262,9 +262,11 @@ class TrainingRun:
         groups = await self._rollouts(pool, batch, cfg.group_size, f"step {step + 1}: rollouts")
         groups = await score_groups(judge, groups)
         dump_jsonl([self._redact_group(g) for g in groups], self.dir / "trajectories" / f"step_{step + 1:04d}.jsonl")
-        tc = TrainConfig(learning_rate=cfg.learning_rate, beta=cfg.beta, scale_rewards=cfg.scale_rewards)
+        warmup = step < cfg.sft_warmup_steps  # reinforce successes only, before GRPO takes over
+        tc = TrainConfig(learning_rate=cfg.learning_rate, beta=cfg.beta, scale_rewards=cfg.scale_rewards,
+                         advantage="reward" if warmup else "group")
         train_metrics = await self.model.train(groups, tc)
-        row = {"kind": "train", "step": self.model.get_step(), **rollout_metrics(groups), **{f"train/{k}": v for k, v in train_metrics.items()}}
+        row = {"kind": "train", "step": self.model.get_step(), "sft_warmup": warmup, **rollout_metrics(groups), **{f"train/{k}": v for k, v in train_metrics.items()}}
         self.metrics.append(row)
         self._log_wandb(row)
         self.say(

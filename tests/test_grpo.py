@@ -153,3 +153,12 @@ def test_micro_batching_gives_the_same_gradient(trainer, norm):
 def test_kl_beta_runs_reference_pass(trainer):
     m = trainer.step(_groups(trainer), TrainConfig(beta=0.1))
     assert "kl" in m and m["kl"] == pytest.approx(0.0, abs=1e-5)  # first step: policy == reference
+
+
+def test_reward_advantage_reinforces_only_successes(trainer):
+    groups = _groups(trainer, rewards=((1.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+    seqs, counts = trainer.build_sequences(groups, TrainConfig(advantage="reward"))
+    assert counts["groups_skipped_zero_variance"] == 1 and counts["trajectories"] == 3
+    assert sorted(s.advantage for s in seqs) == [0.0, 0.0, 1.0]
+    m = trainer.step(groups, TrainConfig(advantage="reward", learning_rate=1e-3))
+    assert m["trained"] == 1

@@ -84,3 +84,26 @@ def test_sigkill_at_random_points_then_resume_loses_and_repeats_nothing(tmp_path
     assert sorted(p.name for p in (d / "checkpoints").iterdir()) == ["0000", "0001", "0002", "0003", "0004", "0005"]
     assert not list((d / "checkpoints").glob(".tmp-*"))
     assert kills >= 1, "the kill schedule never interrupted the run; lower the timeouts"
+
+
+def test_secrets_never_land_in_the_run_directory(tmp_path, tiny_model_dir):
+    from mcprl.runner import TrainingRun
+    from mcprl.run_config import RunConfig
+    from mcprl.types import Trajectory, TrajectoryGroup
+
+    home = tmp_path / "home"
+    secret = "tok-abcdef123456"
+    r = mcprl(home, "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "1", "--name", "s",
+              "--env", f"MY_API_TOKEN={secret}", "--eval-every", "0")
+    assert r.returncode == 0, r.stderr[-3000:]
+    d = home / "default" / "s"
+    assert json.loads((d / "config.json").read_text())["env"]["MY_API_TOKEN"] == "***"
+    for f in d.rglob("*"):
+        if f.is_file() and f.suffix in {".json", ".jsonl", ".html", ".txt"}:
+            text = f.read_text(errors="ignore")
+            assert secret not in text and "tok-very-secret-123" not in text, f
+    # what a tool echoes back (e.g. the server's environment) is redacted before it is written
+    run = TrainingRun(RunConfig(name="x"))
+    run.secrets = [secret]
+    g = TrajectoryGroup(trajectories=[Trajectory(messages=[{"role": "tool", "content": f"MY_API_TOKEN={secret}"}])])
+    assert secret not in run._redact_group(g).model_dump_json()

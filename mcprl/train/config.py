@@ -15,6 +15,10 @@ class TrainConfig(BaseModel):
     learning_rate: float = Field(default=5e-5, gt=0)
     # Advantage = reward - group mean, divided by the group std unless scale_rewards is False.
     scale_rewards: bool = True
+    # "group": GRPO's group-relative advantage. "reward": the reward itself, so only rewarded
+    # trajectories are reinforced: with 0/1 rewards, a supervised warm-up on the successes
+    # (rejection-sampling fine-tuning) for when GRPO's groups are still all failures.
+    advantage: Literal["group", "reward"] = "group"
     # PPO-style clipping of the ratio new/sampling policy (DAPO's asymmetric clip when high > low).
     epsilon: float = Field(default=0.2, ge=0)
     epsilon_high: float | None = Field(default=None, ge=0)

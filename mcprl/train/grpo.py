@@ -2,9 +2,9 @@
 
 Memory stays bounded as groups and lengths grow: sequences are packed into micro-batches of at
 most `micro_batch_tokens` padded tokens with gradient accumulation, the decoder runs with
-gradient checkpointing, and log-probabilities come from the LM head in chunks of
-`logprob_chunk` positions (each chunk recomputed in backward), so the [tokens x vocab] logits
-never exist at once.
+gradient checkpointing, and log-probabilities come from the LM head only at the sampled
+(loss-carrying) positions, `logprob_chunk` positions of the micro-batch at a time (each chunk
+recomputed in backward), so the [tokens x vocab] logits never exist at once.
 """
 
 from __future__ import annotations
@@ -21,26 +21,35 @@ from mcprl.types import TrajectoryGroup
 
 
 def _chunk_logprobs(hidden: torch.Tensor, lm_head: torch.nn.Module, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logprob of `targets` and the entropy (a metric: no gradient) for [N, H] hidden states."""
     logits = lm_head(hidden).float()
-    logp = torch.log_softmax(logits, dim=-1)
-    entropy = -(logp.exp() * logp).sum(-1)
-    return logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1), entropy
+    lse = logits.logsumexp(-1)
+    logp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - lse
+    with torch.no_grad():  # after everything backward needs, so the checkpoint's recompute stops before this
+        entropy = lse - (logits.softmax(-1) * logits).sum(-1)
+    return logp, entropy
 
 
-def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Logprob (and entropy) of each token given its prefix, [B, T]; position 0 gets 0."""
+def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, chunk: int,
+                   where: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logprob (and entropy) of each token given its prefix, [B, T]; position 0 gets 0.
+
+    Only positions in `where` ([B, T] bool; default: the attention mask) are scored, the rest get 0.
+    The LM head runs on `chunk` scored positions at a time, taken across the whole batch."""
     causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
     hidden = causal_lm.get_decoder()(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
     lm_head = causal_lm.get_output_embeddings()
-    h, targets = hidden[:, :-1], input_ids[:, 1:]
+    keep = (attention_mask if where is None else where)[:, 1:].bool()
+    h, targets = hidden[:, :-1][keep], input_ids[:, 1:][keep]
     lps, ents = [], []
-    for s in range(0, h.shape[1], chunk):
-        args = (h[:, s : s + chunk], lm_head, targets[:, s : s + chunk])
+    for s in range(0, max(h.shape[0], 1), chunk):  # at least one (maybe empty) chunk keeps the graph connected
+        args = (h[s : s + chunk], lm_head, targets[s : s + chunk])
         lp, ent = checkpoint(_chunk_logprobs, *args, use_reentrant=False) if torch.is_grad_enabled() else _chunk_logprobs(*args)
         lps.append(lp)
         ents.append(ent)
-    zero = torch.zeros_like(input_ids[:, :1], dtype=hidden.dtype if hidden.dtype.is_floating_point else torch.float32)
-    return torch.cat([zero.float(), *lps], dim=1), torch.cat([zero.float(), *ents], dim=1)
+    scored = torch.cat([torch.zeros_like(keep[:, :1]), keep], dim=1)
+    zeros = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
+    return zeros.masked_scatter(scored, torch.cat(lps)), zeros.masked_scatter(scored, torch.cat(ents))
 
 
 def micro_batches(seqs: list[Sequence], max_tokens: int) -> list[list[Sequence]]:
@@ -93,10 +102,14 @@ class GRPOTrainer:
                 counts["groups_skipped_judge"] += 1
                 continue
             valid = [t for t in g.valid if t.generations]
-            if len(valid) < 2:
+            if len(valid) < (1 if config.advantage == "reward" else 2):
                 counts["groups_skipped_too_small"] += 1
                 continue
-            adv = group_advantages([t.reward for t in valid], scale=config.scale_rewards)
+            rewards = [t.reward for t in valid]
+            if config.advantage == "reward":
+                adv = rewards if any(rewards) else None
+            else:
+                adv = group_advantages(rewards, scale=config.scale_rewards)
             if adv is None:
                 counts["groups_skipped_zero_variance"] += 1
                 continue
@@ -124,11 +137,12 @@ class GRPOTrainer:
         sums: dict[str, float] = {"loss": 0.0, "clip_frac": 0.0, "ratio": 0.0, "kl": 0.0, "entropy": 0.0, "tokens": 0.0}
         for mb in micro_batches(seqs, config.micro_batch_tokens):
             batch = self._collate(mb, total_tokens, len(seqs), config)
-            lp, ent = token_logprobs(model, batch["input_ids"], batch["attention_mask"], config.logprob_chunk)
+            scored = batch["weights"] > 0  # the LM head runs only where the loss needs a logprob
+            lp, ent = token_logprobs(model, batch["input_ids"], batch["attention_mask"], config.logprob_chunk, scored)
             ref = None
             if config.beta > 0:
                 with torch.no_grad(), model.disable_adapter():
-                    ref, _ = token_logprobs(model, batch["input_ids"], batch["attention_mask"], config.logprob_chunk)
+                    ref, _ = token_logprobs(model, batch["input_ids"], batch["attention_mask"], config.logprob_chunk, scored)
             loss, stats = grpo_loss(
                 LossInputs(lp, batch["old_logprobs"], batch["advantages"], batch["weights"], ref),
                 epsilon=config.epsilon, epsilon_high=config.epsilon_high, beta=config.beta,
