@@ -43,13 +43,14 @@ class RunConfig(BaseModel):
     rubric: str | None = None
     # training
     steps: int = Field(default=10, ge=0)
+    time_budget_minutes: float | None = Field(default=None, gt=0, description="stop training (then evaluate) once this much time went into steps")
     group_size: int = Field(default=4, ge=2)
     groups_per_step: int = Field(default=4, ge=1)
     learning_rate: float = Field(default=5e-5, gt=0)
     beta: float = Field(default=0.0, ge=0)
     scale_rewards: bool = True
     max_turns: int = Field(default=4, ge=1)
-    max_tokens: int = Field(default=128, ge=8, description="per assistant turn")
+    max_tokens: int = Field(default=128, ge=1, description="per assistant turn")
     temperature: float = Field(default=1.0, ge=0)
     system_prompt: str | None = None
     demonstration: bool = True

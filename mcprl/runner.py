@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import signal
+import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, Callable
@@ -120,15 +121,22 @@ class TrainingRun:
             self._write_config()
             if not any(r["kind"] == "eval" and r["step"] == step for r in self.metrics.read()):
                 await self._evaluate(pool, val, step)
+            budget_s = cfg.time_budget_minutes * 60 if cfg.time_budget_minutes else float("inf")
+            spent = 0.0
             with Interrupt(self.say) as interrupt:
-                while step < cfg.steps and not interrupt.requested:
+                while step < cfg.steps and not interrupt.requested and spent < budget_s:
+                    t0 = time.monotonic()
                     await self._train_step(pool, judge, train, step)
+                    spent += time.monotonic() - t0
                     step = self.model.get_step()
                     if step < cfg.steps and cfg.eval_every and step % cfg.eval_every == 0:
                         await self._evaluate(pool, val, step)
-            if step >= cfg.steps and not any(r["kind"] == "eval" and r["step"] == step for r in self.metrics.read()):
+            interrupted = interrupt.requested and step < cfg.steps
+            if spent >= budget_s:
+                self.say(f"time budget of {cfg.time_budget_minutes:g} min used after {step} steps")
+            if not interrupted and not any(r["kind"] == "eval" and r["step"] == step for r in self.metrics.read()):
                 await self._evaluate(pool, val, step)
-        return self.summary(interrupted=step < cfg.steps)
+        return self.summary(interrupted=interrupted)
 
     async def _tools(self, stack: AsyncExitStack):
         from mcprl.tools import ServerSpec, ToolPool, hash_change_warning, secret_values

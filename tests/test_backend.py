@@ -11,10 +11,10 @@ from mcprl.types import Generation, Trajectory, TrajectoryGroup
 
 
 async def _group(model, n=4):
-    client = model.openai_client()
     msgs = [{"role": "user", "content": "say something"}]
-    r = await client.chat.completions.create(model=model.get_inference_name(), messages=msgs, n=n, max_tokens=8, seed=0,
-                                             extra_body={"return_token_ids": True, "logprobs": True})
+    async with model.openai_client() as client:
+        r = await client.chat.completions.create(model=model.get_inference_name(), messages=msgs, n=n, max_tokens=8, seed=0,
+                                                 extra_body={"return_token_ids": True, "logprobs": True})
     trajs = []
     for i, c in enumerate(r.choices):
         g = Generation(prompt_token_ids=r.model_extra["prompt_token_ids"], completion_token_ids=c.model_extra["token_ids"],

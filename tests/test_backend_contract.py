@@ -50,8 +50,9 @@ def backend(device: str) -> LocalBackend:
 
 async def chat(model: TrainableModel, name: str | None = None, **kw):
     args = {"n": 1, "max_tokens": 8, "temperature": 0.0, **kw}
-    return await model.openai_client().chat.completions.create(
-        model=name or model.get_inference_name(), messages=MESSAGES, logprobs=True, extra_body={"return_token_ids": True}, **args)
+    async with model.openai_client() as client:
+        return await client.chat.completions.create(
+            model=name or model.get_inference_name(), messages=MESSAGES, logprobs=True, extra_body={"return_token_ids": True}, **args)
 
 
 async def sampled_group(model: TrainableModel) -> TrajectoryGroup:

@@ -1,10 +1,9 @@
 import re
-import sys
 
 import pytest
 from fake_llm import FakeLLM, Reply, ruler_handler
 
-from mcprl.cli.main import main
+from cli_runner import run_cli
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup, dump_jsonl, load_jsonl
 
 
@@ -21,16 +20,6 @@ def by_quality(request):
         return Reply("I refuse to grade.")
     return ruler_handler(lambda body: float(re.search(r"q=([\d.]+)", body).group(1)))(request)
 
-
-def run_cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["mcprl", *args])
-    try:
-        main()
-        code = 0
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture

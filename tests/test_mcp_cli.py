@@ -8,18 +8,8 @@ import sys
 
 import pytest
 
-from mcprl.cli.main import main
+from cli_runner import run_cli
 
-
-def run_cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["mcprl", *args])
-    try:
-        main()
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_tools_json_prints_the_openai_schemas(monkeypatch, capsys):

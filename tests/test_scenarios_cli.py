@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import pytest
 from fake_llm import FakeLLM, message_text
 
-from mcprl.cli.main import main
+from cli_runner import run_cli
 from mcprl.types import Scenario, load_jsonl
 
 TOOLS = [{"type": "function", "function": {"name": "lookup_order", "description": "find an order by id", "parameters": {"type": "object"}}}]
@@ -48,16 +48,6 @@ def fake_tools(monkeypatch):
     monkeypatch.setitem(sys.modules, "mcprl.tools", module)
     return seen
 
-
-def run_cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["mcprl", *args])
-    try:
-        main()
-        code = 0
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_scenarios_command_discovers_synthesizes_splits_and_writes(monkeypatch, capsys, tmp_path, fake_tools):

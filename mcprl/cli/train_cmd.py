@@ -37,6 +37,7 @@ def train(
     judge_api_base: str = typer.Option(None, "--api-base", help="OpenAI-compatible base URL for the judge model"),
     rubric: Path = typer.Option(None, "--rubric", help="RULER rubric file"),
     steps: int = typer.Option(None, "--steps", help="training steps \\[10]"),
+    time_budget: float = typer.Option(None, "--time-budget", help="minutes of training after which to stop and evaluate"),
     group_size: int = typer.Option(None, "--group-size", help="rollouts per scenario \\[4]"),
     groups_per_step: int = typer.Option(None, "--groups-per-step", help="scenarios per step \\[4]"),
     max_turns: int = typer.Option(None, "--max-turns", help="assistant turns per episode \\[4]"),
@@ -63,7 +64,7 @@ def train(
         server=server, transport=transport, headers=parse_pairs(header, ":", "--header"), env=parse_pairs(env, "=", "--env"),
         cwd=cwd, allow=allow, deny=deny, model=model, scenarios=str(scenarios) if scenarios else None, tasks=tasks, difficulties=difficulty, n=n,
         judge=judge, judge_model=judge_model, judge_api_base=judge_api_base, rubric=str(rubric) if rubric else None,
-        steps=steps, group_size=group_size, groups_per_step=groups_per_step, max_turns=max_turns, max_tokens=max_tokens,
+        steps=steps, time_budget_minutes=time_budget, group_size=group_size, groups_per_step=groups_per_step, max_turns=max_turns, max_tokens=max_tokens,
         learning_rate=learning_rate, sft_warmup_steps=sft_warmup_steps, eval_every=eval_every, val_size=val_size, name=name, project=project, seed=seed, wandb=wandb,
     ))
     console = Console(stderr=True)
