@@ -27,8 +27,8 @@ class Model(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
-    project: str = Field(default="default", pattern=r"^[A-Za-z0-9._-]+$")
+    name: str
+    project: str = "default"
     inference_base_url: str | None = None
     inference_api_key: str | None = None
     inference_model_name: str | None = None
@@ -47,6 +47,9 @@ class Model(BaseModel):
 class TrainableModel(Model):
     """A base model plus a LoRA adapter trained with GRPO; checkpoints under `<MCPRL_HOME>/<project>/<name>/`."""
 
+    # name and project become directory names
+    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    project: str = Field(default="default", pattern=r"^[A-Za-z0-9._-]+$")
     base_model: str = "smollm2-135m"
     lora: LoraSettings = Field(default_factory=LoraSettings)
     _backend: LocalBackend | None = PrivateAttr(default=None)

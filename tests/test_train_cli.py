@@ -61,6 +61,22 @@ def test_train_writes_the_run_directory(tmp_path, tiny_model_dir):
     again = mcprl(home, "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "2", "--name", "t")
     assert again.returncode == 2 and "--resume" in again.stderr and "Traceback" not in again.stderr
 
+    # `mcprl eval` on a trained step, with a RULER win rate against the base model
+    from fake_llm import FakeLLM, ruler_handler
+
+    val = d / "scenarios" / "val.jsonl"
+    with FakeLLM(handler=ruler_handler(lambda body: float(len(body) % 7) / 7)) as judge:
+        r = mcprl(home, "eval", "--server", "python -m servers.calculator", "--model", "t@2", "--scenarios", str(val),
+                  "--baseline", str(tiny_model_dir), "--judge-model", "openai/judge", "--api-base", judge.base_url,
+                  "--max-tokens", "6", "--json")
+    assert r.returncode == 0, r.stderr[-3000:]
+    result = json.loads(r.stdout)
+    assert result["model"] == "t@2" and result["scenarios"] == 2 and result["baseline"] == str(tiny_model_dir)
+    assert 0 <= result["success_rate"] <= 1 and len(result["success_ci"]) == 2
+    assert 0 <= result["win_rate"] <= 1 and result["win_rate_judged"] + result["win_rate_skipped"] == 2
+    bad = mcprl(home, "eval", "--model", "t@9", "--scenarios", str(val))
+    assert bad.returncode == 2 and "no checkpoint '9'" in bad.stderr
+
 
 def test_sigkill_at_random_points_then_resume_loses_and_repeats_nothing(tmp_path, tiny_model_dir):
     home = tmp_path / "home"
