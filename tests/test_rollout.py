@@ -142,3 +142,20 @@ def test_example_arguments():
     schema = {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer", "default": 5},
                                                "k": {"enum": ["a", "b"]}, "z": {"type": "number", "examples": [2.5]}}, "required": ["q", "n", "k", "z"]}
     assert example_arguments(schema) == {"q": "example", "n": 5, "k": "a", "z": 2.5}
+
+
+def test_calculator_partial_credit_orders_progress():
+    from mcprl.types import Trajectory
+
+    s = Scenario(task="What is 17 * 25?", answer="425", tools=["multiply"], check={"kind": "server", "server": "calculator", "answer": "425"})
+
+    def traj(name, args, result, final):
+        call = {"id": "c1", "type": "function", "function": {"name": name, "arguments": args}}
+        return Trajectory(messages=[{"role": "user", "content": s.task}, {"role": "assistant", "content": "", "tool_calls": [call]},
+                                    {"role": "tool", "tool_call_id": "c1", "content": result}, {"role": "assistant", "content": final}])
+
+    assert calc.check(s, traj("multiply", '{"a": 17, "b": 25}', "425", "It is 425.")) == 1.0
+    assert calc.check(s, traj("multiply", '{"a": 17, "b": 25}', "425", "no idea")) == 0.5
+    assert calc.check(s, traj("multiply", '{"a": 17, "b": 2}', "34", "no idea")) == 0.1
+    assert calc.check(s, traj("multiply", '{"a": "x"}', "Error: bad arguments", "no idea")) == 0.0
+    assert calc.check(s, traj("add", '{"a": 17, "b": 25}', "42", "42")) == 0.0

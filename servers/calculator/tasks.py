@@ -6,7 +6,7 @@ import random
 from collections.abc import Sequence
 
 from mcprl.types import Scenario, Trajectory
-from servers.checking import answered
+from servers.checking import answered, numbers, successful_tool_calls
 
 TOOL_FOR = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide"}
 PHRASES = ("What is {}? Use the tools.", "Compute {} using the tools.", "Use the calculator tools to work out {}.")
@@ -66,7 +66,22 @@ def generate(n: int, seed: int = 0, difficulties: Sequence[int] = (1, 2, 3, 4, 5
     return scenarios
 
 
+# Partial credit, so that a model that solves no task yet still sees reward differences within
+# a group (GRPO learns nothing from a group that is all zeros). Success rates count only 1.0.
+COMPUTED_BUT_NOT_ANSWERED = 0.5
+CALLED_A_NEEDED_TOOL = 0.1
+
+
 def check(scenario: Scenario, trajectory: Trajectory) -> float:
-    """1.0 when the final answer's last number is the expression's value."""
+    """1.0 when the final answer gives the expression's value; 0.5 when a tool returned that value
+    but the answer did not state it; 0.1 for a successful call to a tool the task needs; else 0."""
     assert scenario.check is not None
-    return answered(trajectory, scenario.check["answer"], scenario.task)
+    answer = scenario.check["answer"]
+    if answered(trajectory, answer, scenario.task):
+        return 1.0
+    results = [str(m.get("content") or "") for m in trajectory.messages if m.get("role") == "tool"]
+    if any(float(answer) in numbers(r) for r in results if not r.startswith("Error")):
+        return COMPUTED_BUT_NOT_ANSWERED
+    if any(name in scenario.tools for name, _ in successful_tool_calls(trajectory.messages)):
+        return CALLED_A_NEEDED_TOOL
+    return 0.0
