@@ -123,3 +123,26 @@ def test_secrets_never_land_in_the_run_directory(tmp_path, tiny_model_dir):
     run.secrets = [secret]
     g = TrajectoryGroup(trajectories=[Trajectory(messages=[{"role": "tool", "content": f"MY_API_TOKEN={secret}"}])])
     assert secret not in run._redact_group(g).model_dump_json()
+
+
+def test_ctrl_c_finishes_the_step_saves_and_resume_continues(tmp_path, tiny_model_dir):
+    home = tmp_path / "home"
+    env = {**os.environ, "MCPRL_HOME": str(home)}
+    log = tmp_path / "err.txt"
+    cmd = [sys.executable, "-m", "mcprl.cli", "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "4", "--name", "c", "--eval-every", "0"]
+    with log.open("w") as err:
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.time() + 300
+        while "eval at step 0" not in log.read_text() and time.time() < deadline and p.poll() is None:
+            time.sleep(0.2)
+        p.send_signal(signal.SIGINT)
+        assert p.wait(timeout=300) == 130
+    text = log.read_text()
+    assert "finishing this step" in text and "Traceback" not in text
+    d = home / "default" / "c"
+    done = [json.loads(x)["step"] for x in (d / "metrics.jsonl").read_text().splitlines() if json.loads(x)["kind"] == "train"]
+    assert done == [1]  # the step under way when Ctrl-C came was finished, no more
+    r = mcprl(home, "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "4", "--name", "c", "--eval-every", "0", "--resume")
+    assert r.returncode == 0, r.stderr[-2000:]
+    done = [json.loads(x)["step"] for x in (d / "metrics.jsonl").read_text().splitlines() if json.loads(x)["kind"] == "train"]
+    assert done == [1, 2, 3, 4]

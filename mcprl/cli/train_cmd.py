@@ -71,6 +71,7 @@ def train(
     summary = anyio.run(lambda: run_with_progress(cfg, resume, console))
     print_summary(summary, console)
     if summary["interrupted"]:
+        console.print(f"stopped at step {summary['step']}; continue with: mcprl train ... --name {cfg.name} --resume")
         raise typer.Exit(130)
 
 
