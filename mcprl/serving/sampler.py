@@ -39,6 +39,15 @@ def _filter_top_p(probs: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
     return torch.zeros_like(probs).scatter(-1, idx, sorted_p)
 
 
+def _draw(probs: torch.Tensor, generators: list[torch.Generator | None]) -> torch.Tensor:
+    """One token per row from (unnormalised) `probs` by inverting the CDF: a single uniform per row,
+    from that row's generator, where `torch.multinomial` draws vocabulary-sized noise per row."""
+    u = torch.stack([torch.rand((), generator=g, dtype=torch.float64, device=probs.device) for g in generators])
+    cdf = probs.double().cumsum(-1)
+    ids = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(-1), right=True).squeeze(-1)
+    return ids.clamp_(max=probs.shape[-1] - 1)
+
+
 MIN_SHARED_PREFIX = 16
 
 
@@ -59,25 +68,36 @@ def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=Non
 
     device = next(model.parameters()).device
     b = len(rows)
+    # Rows with the same prompt (n>1, a GRPO group) prefill it once: `owner[i]` is row i's prompt.
+    prompt_index: dict[tuple[int, ...], int] = {}
+    owner = [prompt_index.setdefault(tuple(r.prompt_ids), len(prompt_index)) for r in rows]
+    prompts = [list(p) for p in prompt_index]
+    n_prompts = len(prompts)
     cache = DynamicCache()
-    # Rollouts share long prefixes (system prompt, tool list, demonstration; all of it for n>1):
-    # run the common prefix once and copy its KV cache to every row.
-    shared = shared_prefix_len([r.prompt_ids for r in rows]) if b > 1 else 0
+    # Rollouts share long prefixes (system prompt, tool list, demonstration): run the common
+    # prefix once and copy its KV cache to every prompt.
+    shared = shared_prefix_len(prompts) if n_prompts > 1 else 0
     if shared >= MIN_SHARED_PREFIX:
-        model(input_ids=torch.tensor([rows[0].prompt_ids[:shared]], device=device), past_key_values=cache, use_cache=True, logits_to_keep=1)
-        cache.batch_repeat_interleave(b)
+        model(input_ids=torch.tensor([prompts[0][:shared]], device=device), past_key_values=cache, use_cache=True, logits_to_keep=1)
+        cache.batch_repeat_interleave(n_prompts)
     else:
         shared = 0
-    suffixes = [r.prompt_ids[shared:] for r in rows]
+    suffixes = [p[shared:] for p in prompts]
     width = max(len(s) for s in suffixes)
-    input_ids = torch.full((b, width), pad_id, dtype=torch.long)
-    suffix_mask = torch.zeros((b, width), dtype=torch.long)
+    input_ids = torch.full((n_prompts, width), pad_id, dtype=torch.long)
+    suffix_mask = torch.zeros((n_prompts, width), dtype=torch.long)
     for i, s in enumerate(suffixes):  # left padding, so every row's next token sits in the last column
         input_ids[i, width - len(s) :] = torch.tensor(s)
         suffix_mask[i, width - len(s) :] = 1
     input_ids, suffix_mask = input_ids.to(device), suffix_mask.to(device)
-    mask = torch.cat([torch.ones((b, shared), dtype=torch.long, device=device), suffix_mask], dim=1)
+    mask = torch.cat([torch.ones((n_prompts, shared), dtype=torch.long, device=device), suffix_mask], dim=1)
     positions = shared + (suffix_mask.cumsum(-1) - 1).clamp(min=0)
+    logits = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                   use_cache=True, logits_to_keep=1).logits[:, -1, :]
+    if n_prompts < b:
+        rows_of = torch.tensor(owner, device=device)
+        cache.batch_select_indices(rows_of)
+        logits, mask, positions = logits[rows_of], mask[rows_of], positions[rows_of, -1:]
     temps = torch.tensor([r.temperature for r in rows], device=device)
     top_ps = torch.tensor([r.top_p for r in rows], device=device)
     generators = [torch.Generator(device=device).manual_seed(r.seed) if r.seed is not None else None for r in rows]
@@ -87,25 +107,19 @@ def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=Non
     out_lp: list[list[float]] = [[] for _ in rows]
     finish: list[str | None] = [None] * b
     text_end: list[int | None] = [None] * b
-    step_ids = input_ids
     for _ in range(budget):
-        logits = model(input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True, logits_to_keep=1).logits[:, -1, :].float()
+        logits = logits.float()
         logp = torch.log_softmax(logits, dim=-1)
-        greedy = temps == 0
         probs = torch.softmax(logits / temps.clamp(min=1e-5).unsqueeze(-1), dim=-1)
         if bool((top_ps < 1).any()):
             probs = _filter_top_p(probs, top_ps)
-        next_ids = torch.empty(b, dtype=torch.long, device=device)
-        for i in range(b):
-            if greedy[i]:
-                next_ids[i] = logits[i].argmax()
-            else:
-                next_ids[i] = torch.multinomial(probs[i], 1, generator=generators[i])[0]
+        next_ids = torch.where(temps == 0, logits.argmax(-1), _draw(probs, generators))
         chosen_lp = logp.gather(-1, next_ids.unsqueeze(-1)).squeeze(-1).tolist()
+        chosen = next_ids.tolist()
         for i, r in enumerate(rows):
             if finish[i] is not None:
                 continue
-            tok = int(next_ids[i])
+            tok = chosen[i]
             out_ids[i].append(tok)
             out_lp[i].append(chosen_lp[i])
             if tok in eos_ids:
@@ -119,7 +133,8 @@ def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=Non
                 finish[i] = "length"
         if all(f is not None for f in finish):
             break
-        step_ids = next_ids.unsqueeze(-1)
         mask = torch.cat([mask, torch.ones((b, 1), dtype=mask.dtype, device=device)], dim=-1)
         positions = positions[:, -1:] + 1
+        logits = model(input_ids=next_ids.unsqueeze(-1), attention_mask=mask, position_ids=positions, past_key_values=cache,
+                       use_cache=True, logits_to_keep=1).logits[:, -1, :]
     return [Sampled(out_ids[i], out_lp[i], finish[i] or "length", text_end[i]) for i in range(b)]
