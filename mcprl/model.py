@@ -103,7 +103,6 @@ class TrainableModel(Model):
         if not src.exists():
             raise UserError(f"{self.name} has no checkpoint {step}; available: {checkpoints.list_steps(self.checkpoints_dir)}")
         child = TrainableModel(name=name, project=project or self.project, base_model=self.base_model, lora=self.lora)
-        dst = checkpoints.step_dir(child.checkpoints_dir, step)
         if child.checkpoints_dir.exists() and checkpoints.list_steps(child.checkpoints_dir):
             raise UserError(f"{child.checkpoints_dir} already has checkpoints; fork into a new name")
 

@@ -58,7 +58,6 @@ def train(
     from rich.console import Console
 
     from mcprl.run_config import load_config
-    from mcprl.runner import TrainingRun
 
     cfg = load_config(config, dict(
         server=server, transport=transport, headers=parse_pairs(header, ":", "--header"), env=parse_pairs(env, "=", "--env"),
