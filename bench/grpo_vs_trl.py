@@ -49,7 +49,7 @@ LORA_RANK, LORA_ALPHA = 8, 16
 LEARNING_RATE = 1e-5
 GRADIENT_CHECKPOINTING = True  # both systems; TRL's default and ours
 # Micro-batches of about 8 sequences on both sides: TRL trains the 32 completions as 4 micro-batches
-# of per_device_train_batch_size=8; a sequence here is at most ~19 prompt + 32 completion tokens.
+# of per_device_train_batch_size=8; a sequence here is 16-22 prompt + at most 32 completion tokens.
 MICRO_BATCH_TOKENS = 448
 SEED = 0
 TARGET_TIME_RATIO = 0.5
