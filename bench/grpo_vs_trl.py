@@ -1,7 +1,8 @@
 """One GRPO step of mcprl against TRL's `GRPOTrainer` on identical work, on CPU.
 
 A step, for both systems: sample 8 prompts x 4 completions of at most 32 new tokens from the
-current policy (SmolLM2-135M + LoRA r=8 on every linear projection), score them with the same
+current policy (SmolLM2-135M + LoRA r=8 on every linear projection, base weights in the same
+dtype for both: `--dtype auto` is what mcprl picks on this machine), score them with the same
 deterministic reward, and make one AdamW update on the clipped GRPO loss (beta=0, eps=0.2,
 token-level normalisation, group-std advantage scaling, grad-norm clip 1.0, constant lr).
 
@@ -12,7 +13,7 @@ Each system runs in its own child process, so peak RSS is its own. Both children
 take turns step by step (mcprl, TRL, TRL, mcprl, ...): only one computes at any time and changes
 in machine load hit both alike. The first step of each is warm-up. Usage:
 
-    python bench/grpo_vs_trl.py --steps 6
+    python bench/grpo_vs_trl.py --steps 6 [--dtype auto|float32|bfloat16]
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def report(**fields: Any) -> None:
     print(MARK + json.dumps(fields), flush=True)
 
 
-def run_mcprl(steps: int) -> None:
+def run_mcprl(steps: int, dtype: str) -> None:
     import torch
 
     from mcprl import weights
@@ -93,7 +94,7 @@ def run_mcprl(steps: int) -> None:
 
     torch.manual_seed(SEED)
     tok = weights.load_tokenizer(MODEL)
-    trainer = GRPOTrainer(weights.load_model(MODEL), tok, LoraSettings(rank=LORA_RANK, alpha=LORA_ALPHA, target_modules="all-linear"))
+    trainer = GRPOTrainer(weights.load_model(MODEL, dtype=dtype), tok, LoraSettings(rank=LORA_RANK, alpha=LORA_ALPHA, target_modules="all-linear"))
     config = TrainConfig(learning_rate=LEARNING_RATE, gradient_checkpointing=GRADIENT_CHECKPOINTING, micro_batch_tokens=MICRO_BATCH_TOKENS)
     gen_eos = trainer.model.generation_config.eos_token_id
     eos_ids = {tok.eos_token_id, *(gen_eos if isinstance(gen_eos, list) else [gen_eos])} - {None}
@@ -118,11 +119,11 @@ def run_mcprl(steps: int) -> None:
     report(peak_rss_mb=peak_rss_mb())
 
 
-def run_trl(steps: int) -> None:
+def run_trl(steps: int, dtype: str) -> None:
     import torch
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import TrainerCallback
+    from transformers import AutoModelForCausalLM, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
     from mcprl import weights
@@ -150,12 +151,15 @@ def run_trl(steps: int) -> None:
 
     torch.manual_seed(SEED)
     tok = weights.load_tokenizer(MODEL)
-    model = weights.load_model(MODEL)
+    # As a TRL user loads it: plain transformers (sdpa), not mcprl's loader and its attention choice.
+    path = weights.resolve(MODEL) if dtype == "float32" else str(weights.dtype_copy(Path(weights.resolve(MODEL)), dtype))
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype), attn_implementation="sdpa").eval()
     dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": p}]} for p in PROMPTS])
     turns = TurnTaking()
     with tempfile.TemporaryDirectory() as out_dir:
         args = GRPOConfig(
-            output_dir=out_dir, use_cpu=True, bf16=False, fp16=False, report_to=[], logging_steps=1, save_strategy="no",
+            # bf16: TRL's own bfloat16 mode (autocast) when the weights are bfloat16, its best setting for them.
+            output_dir=out_dir, use_cpu=True, bf16=dtype == "bfloat16", fp16=False, report_to=[], logging_steps=1, save_strategy="no",
             disable_tqdm=True, seed=SEED, max_steps=steps, learning_rate=LEARNING_RATE, lr_scheduler_type="constant",
             weight_decay=0.0, max_grad_norm=1.0, gradient_checkpointing=GRADIENT_CHECKPOINTING,
             # One optimizer step = one generation batch of 8 prompts x 4 completions, trained as 4 micro-batches of 8.
@@ -187,10 +191,10 @@ CHILDREN = {"mcprl": run_mcprl, "trl": run_trl}
 class Child:
     """One system in its own process, driven one step at a time."""
 
-    def __init__(self, system: str, steps: int, threads: int) -> None:
+    def __init__(self, system: str, steps: int, threads: int, dtype: str) -> None:
         self.system = system
         self.stderr = tempfile.TemporaryFile(mode="w+")
-        cmd = [sys.executable, __file__, "--child", system, "--steps", str(steps), "--threads", str(threads)]
+        cmd = [sys.executable, __file__, "--child", system, "--steps", str(steps), "--threads", str(threads), "--dtype", dtype]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True,
                                      env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
         self.lines: Iterator[str] = iter(self.proc.stdout)  # type: ignore[arg-type]
@@ -231,6 +235,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=6, help="optimizer steps per system (the first is warm-up)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads in both children (0: torch's default)")
+    ap.add_argument("--dtype", default="auto", help="base weights of both systems (auto: mcprl's choice for this CPU)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -239,10 +244,14 @@ def main() -> None:
             import torch
 
             torch.set_num_threads(args.threads)
-        CHILDREN[args.child](args.steps)
+        CHILDREN[args.child](args.steps, args.dtype)
         return
 
-    children = {name: Child(name, args.steps, args.threads) for name in CHILDREN}
+    from mcprl.weights import resolve_dtype
+
+    args.dtype = resolve_dtype(args.dtype)
+
+    children = {name: Child(name, args.steps, args.threads, args.dtype) for name in CHILDREN}
     for child in children.values():
         child.receive()  # loaded and ready
     steps: dict[str, list[dict[str, Any]]] = {name: [] for name in children}
@@ -269,7 +278,7 @@ def main() -> None:
         "work": {"model": MODEL, "prompts": len(PROMPTS), "num_generations": NUM_GENERATIONS, "max_new_tokens": MAX_NEW_TOKENS,
                  "lora_rank": LORA_RANK, "lora_alpha": LORA_ALPHA, "target_modules": "all-linear", "learning_rate": LEARNING_RATE,
                  "gradient_checkpointing": GRADIENT_CHECKPOINTING, "mcprl_micro_batch_tokens": MICRO_BATCH_TOKENS,
-                 "trl_micro_batch_sequences": 8, "dtype": "float32", "steps": args.steps},
+                 "trl_micro_batch_sequences": 8, "dtype": args.dtype, "steps": args.steps},
         "mcprl": ours, "trl": peer,
         "time_ratio": time_ratio, "rss_ratio": rss_ratio,
         "targets": {"time_ratio_max": TARGET_TIME_RATIO, "rss_ratio_max": TARGET_RSS_RATIO,

@@ -4,6 +4,7 @@ with a baseline, RULER's win rate of the model against it."""
 
 from __future__ import annotations
 
+import json
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -33,16 +34,33 @@ def resolve_checkpoint(spec: str, project: str) -> tuple[str, Path | None, str]:
     return checkpoints.read_state(ckpt)["base_model"], ckpt, f"{name}@{s}"
 
 
+def rollout_settings(checkpoint: Path | None, scenarios: list[Scenario]):
+    """The prompt and sampling a trained model was trained with (its run's config.json), so that it is
+    evaluated as it learned; for a base model, a run's defaults, with the shipped server's worked
+    example when the scenarios come from one of our servers."""
+    from mcprl.run_config import RunConfig
+
+    config = checkpoint.parent.parent / "config.json" if checkpoint is not None else None
+    if config is not None and config.exists():
+        data = json.loads(config.read_text())
+        return RunConfig.model_validate({k: v for k, v in data.items() if k in RunConfig.model_fields}).rollout_config()
+    from servers import registry
+
+    shipped = {(s.check or {}).get("server") for s in scenarios} & set(registry.names())
+    return RunConfig(tasks=shipped.pop() if len(shipped) == 1 else None).rollout_config()
+
+
 async def evaluate(*, server: str | None, model: str, scenarios: list[Scenario], project: str = "default",
                    baseline: str | None = None, judge: str = "verify", judge_model: str = "local",
-                   api_base: str | None = None, samples: int = 1, max_turns: int = 4, max_tokens: int = 128,
+                   api_base: str | None = None, samples: int = 1, max_turns: int | None = None,
+                   max_tokens: int | None = None, temperature: float | None = None,
                    max_concurrency: int = 16, headers: dict[str, str] | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
     import anyio
 
     from judges import GateJudge, RulerJudge, VerifyJudge, score_groups
     from mcprl.gather import gather_trajectory_groups
     from mcprl.model import Model
-    from mcprl.rollout import RolloutConfig, rollout
+    from mcprl.rollout import rollout
     from mcprl.serving.engine import Engine
     from mcprl.serving.local import LocalServer
     from mcprl.tools import ServerSpec, ToolPool
@@ -60,7 +78,8 @@ async def evaluate(*, server: str | None, model: str, scenarios: list[Scenario],
             engine.load_adapter(b_served, b_adapter)
         names.append(b_served)
     server_ = LocalServer(engine)
-    rc = RolloutConfig(max_turns=max_turns, max_tokens=max_tokens)
+    rc = rollout_settings(adapter, scenarios).model_copy(update={k: v for k, v in (
+        ("max_turns", max_turns), ("max_tokens", max_tokens), ("temperature", temperature)) if v is not None})
     verifiable = all(s.check is not None for s in scenarios)
     ruler = RulerJudge(judge_model, api_base=api_base) if (judge != "verify" or baseline or not verifiable) else None
     try:

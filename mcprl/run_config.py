@@ -60,6 +60,21 @@ class RunConfig(BaseModel):
     seed: int = 0
     sft_warmup_steps: int = Field(default=0, ge=0, description="supervised steps on successful base-model rollouts before GRPO")
     wandb: bool = False
+    dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        default="auto", description="base weights on CPU; auto: bfloat16 where the CPU computes it natively")
+
+    def rollout_config(self):
+        """How this run's agent is prompted and sampled: the same for training and evaluation."""
+        from mcprl.rollout import DEFAULT_SYSTEM_PROMPT, RolloutConfig
+
+        example = None
+        if self.tasks:
+            from servers import registry
+
+            example = registry.get(self.tasks).example
+        return RolloutConfig(max_turns=self.max_turns, max_tokens=self.max_tokens, temperature=self.temperature,
+                             system_prompt=self.system_prompt or DEFAULT_SYSTEM_PROMPT, demonstration=self.demonstration,
+                             example=example)
 
 
 def load_config(path: Path | None, overrides: dict[str, Any]) -> RunConfig:

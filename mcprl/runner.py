@@ -86,6 +86,15 @@ class MetricsLog:
         self.path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (Linux reports KiB, macOS bytes)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024
+
+
 class TrainingRun:
     def __init__(self, cfg: RunConfig, *, resume: bool = False, say: Callable[[str], None] = print, progress=None):
         from mcprl.model import TrainableModel
@@ -113,7 +122,7 @@ class TrainingRun:
             pool = await self._tools(stack)
             train, val = await self._scenarios(pool)
             judge = self._judge()
-            backend = await stack.enter_async_context(LocalBackend())
+            backend = await stack.enter_async_context(LocalBackend(**({"dtype": cfg.dtype} if cfg.dtype != "auto" else {})))
             self.say(f"loading {cfg.model} and serving {cfg.name} (CPU)...")
             await self.model.register(backend)
             step = self.model.get_step()
@@ -226,24 +235,11 @@ class TrainingRun:
             ruler = RulerJudge(cfg.judge_model, rubric=rubric, api_base=cfg.judge_api_base, cache_dir=self.dir / "judge-cache")
         return build_judge(mode, ruler)
 
-    def _rollout_config(self):
-        from mcprl.rollout import DEFAULT_SYSTEM_PROMPT, RolloutConfig
-
-        cfg = self.cfg
-        example = None
-        if cfg.tasks:
-            from servers import registry
-
-            example = registry.get(cfg.tasks).example
-        return RolloutConfig(max_turns=cfg.max_turns, max_tokens=cfg.max_tokens, temperature=cfg.temperature,
-                             system_prompt=cfg.system_prompt or DEFAULT_SYSTEM_PROMPT, demonstration=cfg.demonstration,
-                             example=example)
-
     async def _rollouts(self, pool, scenarios: list[Scenario], per: int, label: str) -> list[TrajectoryGroup]:
         from mcprl.gather import gather_trajectory_groups
         from mcprl.rollout import rollout
 
-        rc = self._rollout_config()
+        rc = self.cfg.rollout_config()
         total = len(scenarios) * per
         task = self.progress.add_task(label, total=total) if self.progress else None
 
@@ -274,7 +270,8 @@ class TrainingRun:
         tc = TrainConfig(learning_rate=cfg.learning_rate, beta=cfg.beta, scale_rewards=cfg.scale_rewards,
                          advantage="reward" if warmup else "group")
         train_metrics = await self.model.train(groups, tc)
-        row = {"kind": "train", "step": self.model.get_step(), "sft_warmup": warmup, **rollout_metrics(groups), **{f"train/{k}": v for k, v in train_metrics.items()}}
+        row = {"kind": "train", "step": self.model.get_step(), "sft_warmup": warmup, **rollout_metrics(groups),
+               **{f"train/{k}": v for k, v in train_metrics.items()}, "peak_rss_mb": peak_rss_mb()}
         self.metrics.append(row)
         self._log_wandb(row)
         self.say(

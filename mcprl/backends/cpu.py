@@ -1,8 +1,10 @@
 """The CPU runtime: our batching engine behind an in-process HTTP endpoint, and GRPOTrainer on a
-second copy of the base model. Checkpoints are hot-swapped into serving after every step."""
+second module tree that shares the engine's frozen base weights (one copy in memory; only the
+LoRA weights differ). Checkpoints are hot-swapped into serving after every step."""
 
 from __future__ import annotations
 
+import copy
 from functools import partial
 
 import anyio
@@ -14,9 +16,10 @@ from mcprl.types import TrajectoryGroup
 
 
 class CpuRuntime(Runtime):
-    def __init__(self, model, *, host: str = "127.0.0.1", port: int = 0, max_batch_rows: int = 32, threads: int | None = None):
+    def __init__(self, model, *, host: str = "127.0.0.1", port: int = 0, max_batch_rows: int = 32, threads: int | None = None,
+                 dtype: str = "auto"):
         super().__init__(model)
-        self._host, self._port, self._max_batch_rows, self._threads = host, port, max_batch_rows, threads
+        self._host, self._port, self._max_batch_rows, self._threads, self._dtype = host, port, max_batch_rows, threads, dtype
         self.engine = self.server = self.trainer = None
 
     @property
@@ -39,8 +42,10 @@ class CpuRuntime(Runtime):
         base = self.model.base_model
         latest = self.check_resumable()
         tok = weights.load_tokenizer(base)
-        self.engine = Engine(base, model=weights.load_model(base), tokenizer=tok, served_name=base, max_batch_rows=self._max_batch_rows)
-        train_model = weights.load_model(base)
+        serve_model = weights.load_model(base, dtype=self._dtype)
+        # The trainer's own module tree (PEFT wraps modules in place) over the same frozen tensors.
+        train_model = copy.deepcopy(serve_model, memo={id(t): t for t in [*serve_model.parameters(), *serve_model.buffers()]})
+        self.engine = Engine(base, model=serve_model, tokenizer=tok, served_name=base, max_batch_rows=self._max_batch_rows)
         if latest is None:
             self.trainer = GRPOTrainer(train_model, tok, self.model.lora)
             self.step = 0

@@ -5,6 +5,7 @@ unsloth is imported only inside `load_trainer`: it needs a GPU even to import.""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
@@ -14,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mcprl.errors import UserError
 from mcprl.train.config import LoraSettings, TrainConfig
 from mcprl.train.grpo import GRPOTrainer
-from mcprl.train.sequences import Sequence
+from mcprl.train.packing import Row
 from mcprl.types import TrajectoryGroup
 
 
@@ -36,7 +37,13 @@ class UnslothSettings(BaseModel):
 class UnslothGRPOTrainer(GRPOTrainer):
     """GRPOTrainer on a model Unsloth prepared: already PEFT-wrapped, on `device`, and with
     Unsloth's own gradient checkpointing, which HF's gradient_checkpointing_enable (what
-    `TrainConfig.gradient_checkpointing` turns on) would replace, so that switch is ignored."""
+    `TrainConfig.gradient_checkpointing` turns on) would replace, so that switch is ignored.
+    Unsloth's fused attention takes padding masks only, so a group's prompt is not shared."""
+
+    share_prefix = False
+
+    def _autocast(self):  # Unsloth's kernels handle the LoRA dtypes themselves
+        return nullcontext()
 
     def __init__(self, model, tokenizer, lora: LoraSettings, device: torch.device):
         super().__init__(model, tokenizer, lora)
@@ -45,7 +52,7 @@ class UnslothGRPOTrainer(GRPOTrainer):
     def step(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
         return super().step(groups, config.model_copy(update={"gradient_checkpointing": False}))
 
-    def _collate(self, mb: list[Sequence], total_tokens: int, n_seqs: int, config: TrainConfig) -> dict[str, torch.Tensor]:
+    def _collate(self, mb: list[Row], total_tokens: int, n_seqs: int, config: TrainConfig) -> dict[str, torch.Tensor]:
         return {k: v.to(self.device, non_blocking=True) for k, v in super()._collate(mb, total_tokens, n_seqs, config).items()}
 
 
@@ -62,7 +69,7 @@ def lora_arguments(lora: LoraSettings, adapter_dir: Path | None) -> dict[str, An
 
 def load_trainer(model_path: str, lora: LoraSettings, adapter_dir: Path | None, settings: UnslothSettings, gpu: int) -> UnslothGRPOTrainer:
     """Load `model_path` with Unsloth on cuda:`gpu`, add LoRA (the weights of `adapter_dir` when resuming)."""
-    from unsloth import FastLanguageModel  # first: it patches transformers and peft on import
+    from unsloth import FastLanguageModel  # noqa: I001  (first: it patches transformers and peft on import)
 
     from peft import set_peft_model_state_dict
     from peft.utils import load_peft_weights

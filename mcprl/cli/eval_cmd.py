@@ -18,8 +18,9 @@ def eval_(
     judge_model: str = typer.Option("local", "--judge-model"),
     api_base: str = typer.Option(None, "--api-base"),
     samples: int = typer.Option(1, "--samples", help="rollouts per scenario"),
-    max_turns: int = typer.Option(4, "--max-turns"),
-    max_tokens: int = typer.Option(128, "--max-tokens"),
+    max_turns: int = typer.Option(None, "--max-turns", help="default: what the model was trained with (else 4)"),
+    max_tokens: int = typer.Option(None, "--max-tokens", help="per turn; default: as trained (else 128)"),
+    temperature: float = typer.Option(None, "--temperature", help="default: as trained (else 1.0)"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Evaluate a model on scenarios: success (95% CI), reward, tool-call validity, errors, turns."""
@@ -33,7 +34,7 @@ def eval_(
     scen = load_jsonl(scenarios, Scenario)
     result = anyio.run(lambda: evaluate(server=server, model=model, scenarios=scen, project=project, baseline=baseline,
                                         judge=judge, judge_model=judge_model, api_base=api_base, samples=samples,
-                                        max_turns=max_turns, max_tokens=max_tokens))
+                                        max_turns=max_turns, max_tokens=max_tokens, temperature=temperature))
     if as_json:
         print(json.dumps(result, indent=2))
         return

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from mcprl import memory
+
 
 @dataclass
 class Row:
@@ -67,6 +69,15 @@ def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=Non
     from transformers import DynamicCache
 
     device = next(model.parameters()).device
+    causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model  # PEFT's layers sit inside
+    decoder, lm_head = causal_lm.get_decoder(), causal_lm.get_output_embeddings()
+
+    def next_logits(**inputs) -> torch.Tensor:
+        """Logits of the next token after each row. The LM head gets a contiguous [B, H] input: a strided
+        bfloat16 input (HF's `logits_to_keep` slice) makes torch convert the whole head to float32 on
+        the side, +430 MB for SmolLM2's 49k x 576 head."""
+        hidden = decoder(**inputs, use_cache=True).last_hidden_state
+        return lm_head(hidden[:, -1, :].contiguous())
     b = len(rows)
     # Rows with the same prompt (n>1, a GRPO group) prefill it once: `owner[i]` is row i's prompt.
     prompt_index: dict[tuple[int, ...], int] = {}
@@ -78,7 +89,7 @@ def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=Non
     # prefix once and copy its KV cache to every prompt.
     shared = shared_prefix_len(prompts) if n_prompts > 1 else 0
     if shared >= MIN_SHARED_PREFIX:
-        model(input_ids=torch.tensor([prompts[0][:shared]], device=device), past_key_values=cache, use_cache=True, logits_to_keep=1)
+        decoder(input_ids=torch.tensor([prompts[0][:shared]], device=device), past_key_values=cache, use_cache=True)
         cache.batch_repeat_interleave(n_prompts)
     else:
         shared = 0
@@ -92,8 +103,7 @@ def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=Non
     input_ids, suffix_mask = input_ids.to(device), suffix_mask.to(device)
     mask = torch.cat([torch.ones((n_prompts, shared), dtype=torch.long, device=device), suffix_mask], dim=1)
     positions = shared + (suffix_mask.cumsum(-1) - 1).clamp(min=0)
-    logits = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
-                   use_cache=True, logits_to_keep=1).logits[:, -1, :]
+    logits = next_logits(input_ids=input_ids, attention_mask=mask, position_ids=positions, past_key_values=cache)
     if n_prompts < b:
         rows_of = torch.tensor(owner, device=device)
         cache.batch_select_indices(rows_of)
@@ -135,6 +145,7 @@ def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=Non
             break
         mask = torch.cat([mask, torch.ones((b, 1), dtype=mask.dtype, device=device)], dim=-1)
         positions = positions[:, -1:] + 1
-        logits = model(input_ids=next_ids.unsqueeze(-1), attention_mask=mask, position_ids=positions, past_key_values=cache,
-                       use_cache=True, logits_to_keep=1).logits[:, -1, :]
+        logits = next_logits(input_ids=next_ids.unsqueeze(-1), attention_mask=mask, position_ids=positions, past_key_values=cache)
+    del cache, logits
+    memory.release()  # the batch's KV cache
     return [Sampled(out_ids[i], out_lp[i], finish[i] or "length", text_end[i]) for i in range(b)]

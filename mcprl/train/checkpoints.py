@@ -8,8 +8,9 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 STATE_FILE = "trainer_state.json"
 

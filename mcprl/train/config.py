@@ -30,7 +30,7 @@ class TrainConfig(BaseModel):
     weight_decay: float = Field(default=0.0, ge=0)
     # Memory bounds: padded tokens per micro-batch, and positions per logprob chunk.
     micro_batch_tokens: int = Field(default=1024, ge=64)
-    logprob_chunk: int = Field(default=256, ge=16)
+    logprob_chunk: int = Field(default=64, ge=16)
     gradient_checkpointing: bool = True
 
 

@@ -1,0 +1,126 @@
+"""Training sequences -> micro-batches, with each group's shared prompt computed once.
+
+The sequences of a group begin with the same prompt tokens (system prompt, tool list, task).
+A packed row holds that prefix once, followed by each sequence's remainder (a branch). The
+attention mask lets a branch see the prefix and itself, never another branch, and position ids
+continue after the prefix in every branch, so each token gets the hidden state it would get in a
+sequence of its own: the same logprobs and the same gradient, for less compute. With an agent's
+prompt (hundreds of tokens of instructions and tools) shared by a group of 4-8 rollouts, most
+of the tokens a naive batch would run are prompt repeats.
+
+The prefix stops before the first loss-carrying token of any sequence in the group, so a token
+with its own advantage and sampling logprob is never shared. Rows are padded into micro-batches
+of at most `max_tokens` (rows x width); a group too long for one row is split over several,
+each repeating the prefix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from mcprl.train.sequences import Sequence
+
+
+def shared_prefix(seqs: list[Sequence]) -> int:
+    """Tokens all `seqs` begin with, before any of them carries loss."""
+    if len(seqs) < 2:
+        return 0
+    first = seqs[0].input_ids
+    n = min(min(len(s.input_ids) for s in seqs), *(s.loss_mask.index(True) if True in s.loss_mask else len(s.loss_mask) for s in seqs))
+    for i in range(n):
+        if any(s.input_ids[i] != first[i] for s in seqs[1:]):
+            return i
+    return n
+
+
+@dataclass
+class Row:
+    """One packed row: a prefix (maybe empty) and the branches that continue it."""
+
+    prefix: list[int]
+    branches: list[Sequence]
+
+    def __len__(self) -> int:
+        return len(self.prefix) + sum(len(s.input_ids) - len(self.prefix) for s in self.branches)
+
+
+def pack_rows(groups: list[list[Sequence]], max_tokens: int, share: bool = True) -> list[Row]:
+    """Each group's sequences as rows of its shared prefix and their branches, at most `max_tokens`
+    long (a single branch longer than that gets a row of its own). `share=False`: a row per sequence."""
+    if not share:
+        return [Row([], [s]) for seqs in groups for s in seqs]
+    rows: list[Row] = []
+    for seqs in groups:
+        p = shared_prefix(seqs)
+        prefix = seqs[0].input_ids[:p] if p else []
+        row = Row(prefix, [])
+        for s in seqs:
+            if row.branches and len(row) + len(s.input_ids) - p > max_tokens:
+                rows.append(row)
+                row = Row(prefix, [])
+            row.branches.append(s)
+        rows.append(row)
+    return rows
+
+
+def micro_batches(rows: list[Row], max_tokens: int) -> list[list[Row]]:
+    """Rows (longest first) batched so that rows x longest row stays within `max_tokens`."""
+    out: list[list[Row]] = []
+    for r in sorted(rows, key=len, reverse=True):
+        if out and (len(out[-1]) + 1) * len(out[-1][0]) <= max_tokens:
+            out[-1].append(r)
+        else:
+            out.append([r])
+    return out
+
+
+def collate(rows: list[Row], pad_id: int, total_tokens: int, n_seqs: int,
+            normalization: Literal["token", "sequence"] = "token") -> dict[str, torch.Tensor]:
+    """Tensors of one micro-batch, [B, T] unless noted, aligned to the predicted token:
+    input_ids, position_ids, attention_mask ([B, 1, T, T] bool, True = may attend; plain [B, T] padding
+    when every row is one unshared sequence), pred_index (the
+    position whose hidden state predicts each token), old_logprobs, advantages, weights (0 off the
+    sampled tokens; the loss normalisation folded in)."""
+    b, width = len(rows), max(len(r) for r in rows)
+    ids = torch.full((b, width), pad_id, dtype=torch.long)
+    pos = torch.zeros((b, width), dtype=torch.long)
+    pred = torch.zeros((b, width), dtype=torch.long)
+    start = torch.arange(width).repeat(b, 1)  # first position of each token's own block (pads: itself)
+    lo = torch.zeros((b, width), dtype=torch.long)  # [lo, hi): the prefix a branch token also sees
+    hi = torch.zeros((b, width), dtype=torch.long)
+    old, adv, w = (torch.zeros((b, width)) for _ in range(3))
+    for i, r in enumerate(rows):
+        p = len(r.prefix)
+        ids[i, :p] = torch.tensor(r.prefix, dtype=torch.long)
+        pos[i, :p] = torch.arange(p)
+        start[i, :p] = 0
+        pred[i, 1:p] = torch.arange(max(p - 1, 0))
+        at = p
+        for s in r.branches:
+            n = len(s.input_ids) - p
+            sl = slice(at, at + n)
+            ids[i, sl] = torch.tensor(s.input_ids[p:], dtype=torch.long)
+            pos[i, sl] = torch.arange(p, p + n)
+            start[i, sl] = at
+            lo[i, sl], hi[i, sl] = 0, p
+            pred[i, sl] = torch.arange(at - 1, at + n - 1)
+            pred[i, at] = p - 1 if p else at  # a branch's first token follows the prefix (unscored without one)
+            old[i, sl] = torch.tensor(s.old_logprobs[p:])
+            adv[i, sl] = s.advantage
+            mask = torch.tensor(s.loss_mask[p:], dtype=torch.float32)
+            w[i, sl] = mask / total_tokens if normalization == "token" else mask / (s.n_loss_tokens * n_seqs)
+            at += n
+    if all(not r.prefix and len(r.branches) == 1 for r in rows):
+        attn = (torch.arange(width) < torch.tensor([len(r) for r in rows]).unsqueeze(-1)).long()
+        return {"input_ids": ids, "position_ids": pos, "attention_mask": attn, "pred_index": pred,
+                "old_logprobs": old, "advantages": adv, "weights": w}
+    k = torch.arange(width)
+    q = k.view(1, width, 1)
+    k = k.view(1, 1, width)
+    own = (k >= start.unsqueeze(-1)) & (k <= q)
+    shared = (k >= lo.unsqueeze(-1)) & (k < hi.unsqueeze(-1))
+    return {"input_ids": ids, "position_ids": pos, "attention_mask": (own | shared).unsqueeze(1), "pred_index": pred,
+            "old_logprobs": old, "advantages": adv, "weights": w}
