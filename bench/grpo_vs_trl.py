@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,8 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from mcprl import memory
 
 MODEL = "smollm2-135m"
 PROMPTS = [
@@ -62,10 +63,6 @@ def reward(text: str) -> float:
     """Deterministic score of a completion: distinct words, ties broken by length. It varies within
     (almost) every group, so mcprl, which skips zero-variance groups, does not train on less than TRL."""
     return len(set(text.lower().split())) / MAX_NEW_TOKENS + len(text) / 10_000
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
 
 
 # ---- the children ------------------------------------------------------------------------------
@@ -116,7 +113,7 @@ def run_mcprl(steps: int, dtype: str) -> None:
         metrics = trainer.step(groups, config)
         report(step_seconds=time.perf_counter() - t0, generation_seconds=generation,
                completion_tokens=sum(len(s.token_ids) for s in out), trained_sequences=metrics["sequences"])
-    report(peak_rss_mb=peak_rss_mb())
+    report(peak_rss_mb=memory.peak_rss_mb())
 
 
 def run_trl(steps: int, dtype: str) -> None:
@@ -152,8 +149,7 @@ def run_trl(steps: int, dtype: str) -> None:
     torch.manual_seed(SEED)
     tok = weights.load_tokenizer(MODEL)
     # As a TRL user loads it: plain transformers (sdpa), not mcprl's loader and its attention choice.
-    path = weights.resolve(MODEL) if dtype == "float32" else str(weights.dtype_copy(Path(weights.resolve(MODEL)), dtype))
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype), attn_implementation="sdpa").eval()
+    model = AutoModelForCausalLM.from_pretrained(weights.model_path(MODEL, dtype), dtype=getattr(torch, dtype), attn_implementation="sdpa").eval()
     dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": p}]} for p in PROMPTS])
     turns = TurnTaking()
     with tempfile.TemporaryDirectory() as out_dir:
@@ -181,7 +177,7 @@ def run_trl(steps: int, dtype: str) -> None:
 
         trainer._generate_single_turn = timed_generate
         trainer.train()
-    report(peak_rss_mb=peak_rss_mb())
+    report(peak_rss_mb=memory.peak_rss_mb())
 
 
 CHILDREN = {"mcprl": run_mcprl, "trl": run_trl}

@@ -24,6 +24,15 @@ def _malloc_trim():
         return None
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (Linux reports KiB, macOS bytes)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024
+
+
 def release() -> None:
     trim = _malloc_trim()
     if trim is not None:

@@ -18,6 +18,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, Callable
 
+from mcprl import memory
 from mcprl.errors import UserError
 from mcprl.metrics import rollout_metrics
 from mcprl.run_config import RunConfig
@@ -86,15 +87,6 @@ class MetricsLog:
         self.path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def peak_rss_mb() -> float:
-    """This process's peak resident memory so far (Linux reports KiB, macOS bytes)."""
-    import resource
-    import sys
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 2**20 if sys.platform == "darwin" else peak / 1024
-
-
 class TrainingRun:
     def __init__(self, cfg: RunConfig, *, resume: bool = False, say: Callable[[str], None] = print, progress=None):
         from mcprl.model import TrainableModel
@@ -122,7 +114,7 @@ class TrainingRun:
             pool = await self._tools(stack)
             train, val = await self._scenarios(pool)
             judge = self._judge()
-            backend = await stack.enter_async_context(LocalBackend(**({"dtype": cfg.dtype} if cfg.dtype != "auto" else {})))
+            backend = await stack.enter_async_context(LocalBackend(dtype=cfg.dtype))
             self.say(f"loading {cfg.model} and serving {cfg.name} (CPU)...")
             await self.model.register(backend)
             step = self.model.get_step()
@@ -271,7 +263,7 @@ class TrainingRun:
                          advantage="reward" if warmup else "group")
         train_metrics = await self.model.train(groups, tc)
         row = {"kind": "train", "step": self.model.get_step(), "sft_warmup": warmup, **rollout_metrics(groups),
-               **{f"train/{k}": v for k, v in train_metrics.items()}, "peak_rss_mb": peak_rss_mb()}
+               **{f"train/{k}": v for k, v in train_metrics.items()}, "peak_rss_mb": memory.peak_rss_mb()}
         self.metrics.append(row)
         self._log_wandb(row)
         self.say(

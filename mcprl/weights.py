@@ -161,9 +161,7 @@ def load_model(spec: str, *, dtype: str = "auto", device: str = "cpu") -> PreTra
 
     hf_logging.disable_progress_bar()
     name = resolve_dtype(dtype, device)
-    path = resolve(spec)
-    if spec in ALIASES and name != "float32":
-        path = str(dtype_copy(Path(path), name))
+    path = model_path(spec, name)
     attn = "sdpa"
     if device == "cpu":
         from mcprl import attention
@@ -173,12 +171,18 @@ def load_model(spec: str, *, dtype: str = "auto", device: str = "cpu") -> PreTra
     return model.to(device).eval()
 
 
-def dtype_copy(converted: Path, dtype: str) -> Path:
-    """The converted alias saved once more in `dtype`, beside it: loading that maps the file as it is,
-    where converting at every load holds the float32 weights and their cast copy at once."""
+def model_path(spec: str, dtype: str) -> str:
+    """What `from_pretrained` should load for `spec` in `dtype` (a resolved name, not `auto`): for an alias
+    in another dtype than float32, its converted copy saved once more in that dtype, beside it. Loading
+    that maps the file as it is, where converting at every load holds the float32 weights and their
+    cast copy at once."""
     import torch
     from transformers import AutoModelForCausalLM
 
+    path = resolve(spec)
+    if spec not in ALIASES or dtype == "float32":
+        return path
+    converted = Path(path)
     target = converted / dtype
     if not (target / "config.json").exists():
         model = AutoModelForCausalLM.from_pretrained(converted, dtype=getattr(torch, dtype))
@@ -187,7 +191,7 @@ def dtype_copy(converted: Path, dtype: str) -> Path:
             if target.exists():
                 shutil.rmtree(target)
             os.replace(Path(tmp) / "out", target)
-    return target
+    return str(target)
 
 
 def list_cached() -> list[tuple[str, Path, int]]:

@@ -24,13 +24,16 @@ def cuda_available() -> bool:
 class LocalBackend:
     """`device="auto"` picks the GPU runtime when CUDA is available, the CPU runtime otherwise.
 
-    Extra keyword settings go to the runtime (CPU: host, port, max_batch_rows, threads)."""
+    `dtype` (auto, float32, bfloat16) is the CPU runtime's base-weight dtype. Extra keyword settings go
+    to the runtime (CPU: host, port, max_batch_rows, threads)."""
 
-    def __init__(self, device: Literal["auto", "cpu", "cuda"] = "auto", **settings: Any):
+    def __init__(self, device: Literal["auto", "cpu", "cuda"] = "auto", dtype: str = "auto", **settings: Any):
         if device not in ("auto", "cpu", "cuda"):
             raise UserError(f"device must be auto, cpu or cuda, not {device!r}")
         self.device = "cuda" if device == "cuda" or (device == "auto" and cuda_available()) else "cpu"
-        self.settings = settings
+        if self.device == "cuda" and dtype != "auto":
+            raise UserError(f"dtype {dtype!r} applies to the CPU runtime; on a GPU set unsloth={{'dtype': ...}}")
+        self.settings = settings if self.device == "cuda" else {**settings, "dtype": dtype}
         self.runtimes: dict[str, Runtime] = {}
 
     def _runtime(self, model: TrainableModel) -> Runtime:

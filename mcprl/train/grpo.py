@@ -183,7 +183,6 @@ class GRPOTrainer:
         opt.step()
         opt.zero_grad(set_to_none=True)
         model.eval()
-        memory.release()
         n = max(sums["tokens"], 1.0)
         metrics.update(
             trained=1.0, loss=sums["loss"], grad_norm=float(grad_norm), loss_tokens=float(total_tokens),

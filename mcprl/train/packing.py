@@ -21,6 +21,7 @@ from typing import Literal
 
 import torch
 
+from mcprl.serving.sampler import shared_prefix_len
 from mcprl.train.sequences import Sequence
 
 
@@ -28,12 +29,8 @@ def shared_prefix(seqs: list[Sequence]) -> int:
     """Tokens all `seqs` begin with, before any of them carries loss."""
     if len(seqs) < 2:
         return 0
-    first = seqs[0].input_ids
-    n = min(min(len(s.input_ids) for s in seqs), *(s.loss_mask.index(True) if True in s.loss_mask else len(s.loss_mask) for s in seqs))
-    for i in range(n):
-        if any(s.input_ids[i] != first[i] for s in seqs[1:]):
-            return i
-    return n
+    first_loss = min(s.loss_mask.index(True) if True in s.loss_mask else len(s.loss_mask) for s in seqs)
+    return min(shared_prefix_len([s.input_ids for s in seqs]), first_loss)
 
 
 @dataclass
