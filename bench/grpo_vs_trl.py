@@ -5,15 +5,17 @@ current policy (SmolLM2-135M + LoRA r=8 on every linear projection, base weights
 dtype for both: `--dtype auto` is what mcprl picks on this machine), score them with the same
 deterministic reward, and make one AdamW update on the clipped GRPO loss (beta=0, eps=0.2,
 token-level normalisation, group-std advantage scaling, grad-norm clip 1.0, constant lr).
+Each system trains with its own default micro-batching otherwise (see below), as its users get it.
 
   mcprl: `mcprl.serving.sampler.sample` (the endpoint's sampler) + `mcprl.train.grpo.GRPOTrainer.step`
   TRL:   `trl.GRPOTrainer` (its own `model.generate`) with one generation batch per optimizer step
 
 Each system runs in its own child process, so peak RSS is its own. Both children stay alive and
 take turns step by step (mcprl, TRL, TRL, mcprl, ...): only one computes at any time and changes
-in machine load hit both alike. The first step of each is warm-up. Usage:
+in machine load hit both alike; neither exits before the other's last step. The first step of
+each is warm-up. Usage:
 
-    python bench/grpo_vs_trl.py --steps 6 [--dtype auto|float32|bfloat16]
+    python bench/grpo_vs_trl.py --steps 6 [--dtype auto|float32|bfloat16] [--micro-batch-tokens N]
 """
 
 from __future__ import annotations
@@ -50,9 +52,10 @@ MAX_NEW_TOKENS = 32
 LORA_RANK, LORA_ALPHA = 8, 16
 LEARNING_RATE = 1e-5
 GRADIENT_CHECKPOINTING = True  # both systems; TRL's default and ours
-# Micro-batches of about 8 sequences on both sides: TRL trains the 32 completions as 4 micro-batches
-# of per_device_train_batch_size=8; a sequence here is 16-22 prompt + at most 32 completion tokens.
-MICRO_BATCH_TOKENS = 448
+# Micro-batches: each system's default. TRL trains the 32 completions as 4 micro-batches of its
+# default per_device_train_batch_size=8; mcprl packs them into micro-batches of its default
+# micro_batch_tokens (2048: all 8 groups in one), each group's prompt once (a row is ~150 tokens:
+# prompt + 4 completions).
 SEED = 0
 TARGET_TIME_RATIO = 0.5
 TARGET_RSS_RATIO = 0.5
@@ -80,7 +83,7 @@ def report(**fields: Any) -> None:
     print(MARK + json.dumps(fields), flush=True)
 
 
-def run_mcprl(steps: int, dtype: str) -> None:
+def run_mcprl(args: argparse.Namespace) -> None:
     import torch
 
     from mcprl import weights
@@ -91,13 +94,13 @@ def run_mcprl(steps: int, dtype: str) -> None:
 
     torch.manual_seed(SEED)
     tok = weights.load_tokenizer(MODEL)
-    trainer = GRPOTrainer(weights.load_model(MODEL, dtype=dtype), tok, LoraSettings(rank=LORA_RANK, alpha=LORA_ALPHA, target_modules="all-linear"))
-    config = TrainConfig(learning_rate=LEARNING_RATE, gradient_checkpointing=GRADIENT_CHECKPOINTING, micro_batch_tokens=MICRO_BATCH_TOKENS)
+    trainer = GRPOTrainer(weights.load_model(MODEL, dtype=args.dtype), tok, LoraSettings(rank=LORA_RANK, alpha=LORA_ALPHA, target_modules="all-linear"))
+    config = TrainConfig(learning_rate=LEARNING_RATE, gradient_checkpointing=GRADIENT_CHECKPOINTING, micro_batch_tokens=args.micro_batch_tokens)
     gen_eos = trainer.model.generation_config.eos_token_id
     eos_ids = {tok.eos_token_id, *(gen_eos if isinstance(gen_eos, list) else [gen_eos])} - {None}
     prompts = [tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True, tokenize=True, return_dict=False) for p in PROMPTS]
     report(ready=True)
-    for step in range(steps):
+    for step in range(args.steps):
         wait_turn()
         t0 = time.perf_counter()
         rows = [Row(p, MAX_NEW_TOKENS, seed=SEED + 1000 * step + 10 * i + k) for i, p in enumerate(prompts) for k in range(NUM_GENERATIONS)]
@@ -114,9 +117,10 @@ def run_mcprl(steps: int, dtype: str) -> None:
         report(step_seconds=time.perf_counter() - t0, generation_seconds=generation,
                completion_tokens=sum(len(s.token_ids) for s in out), trained_sequences=metrics["sequences"])
     report(peak_rss_mb=memory.peak_rss_mb())
+    wait_turn()  # exit only when the other system is done: no teardown during its timed steps
 
 
-def run_trl(steps: int, dtype: str) -> None:
+def run_trl(args: argparse.Namespace) -> None:
     import torch
     from datasets import Dataset
     from peft import LoraConfig
@@ -149,14 +153,14 @@ def run_trl(steps: int, dtype: str) -> None:
     torch.manual_seed(SEED)
     tok = weights.load_tokenizer(MODEL)
     # As a TRL user loads it: plain transformers (sdpa), not mcprl's loader and its attention choice.
-    model = AutoModelForCausalLM.from_pretrained(weights.model_path(MODEL, dtype), dtype=getattr(torch, dtype), attn_implementation="sdpa").eval()
+    model = AutoModelForCausalLM.from_pretrained(weights.model_path(MODEL, args.dtype), dtype=getattr(torch, args.dtype), attn_implementation="sdpa").eval()
     dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": p}]} for p in PROMPTS])
     turns = TurnTaking()
     with tempfile.TemporaryDirectory() as out_dir:
         args = GRPOConfig(
             # bf16: TRL's own bfloat16 mode (autocast) when the weights are bfloat16, its best setting for them.
-            output_dir=out_dir, use_cpu=True, bf16=dtype == "bfloat16", fp16=False, report_to=[], logging_steps=1, save_strategy="no",
-            disable_tqdm=True, seed=SEED, max_steps=steps, learning_rate=LEARNING_RATE, lr_scheduler_type="constant",
+            output_dir=out_dir, use_cpu=True, bf16=args.dtype == "bfloat16", fp16=False, report_to=[], logging_steps=1, save_strategy="no",
+            disable_tqdm=True, seed=SEED, max_steps=args.steps, learning_rate=LEARNING_RATE, lr_scheduler_type="constant",
             weight_decay=0.0, max_grad_norm=1.0, gradient_checkpointing=GRADIENT_CHECKPOINTING,
             # One optimizer step = one generation batch of 8 prompts x 4 completions, trained as 4 micro-batches of 8.
             per_device_train_batch_size=8, gradient_accumulation_steps=4, steps_per_generation=4,
@@ -178,6 +182,7 @@ def run_trl(steps: int, dtype: str) -> None:
         trainer._generate_single_turn = timed_generate
         trainer.train()
     report(peak_rss_mb=memory.peak_rss_mb())
+    wait_turn()  # exit only when the other system is done: no teardown during its timed steps
 
 
 CHILDREN = {"mcprl": run_mcprl, "trl": run_trl}
@@ -187,10 +192,11 @@ CHILDREN = {"mcprl": run_mcprl, "trl": run_trl}
 class Child:
     """One system in its own process, driven one step at a time."""
 
-    def __init__(self, system: str, steps: int, threads: int, dtype: str) -> None:
+    def __init__(self, system: str, args: argparse.Namespace) -> None:
         self.system = system
         self.stderr = tempfile.TemporaryFile(mode="w+")
-        cmd = [sys.executable, __file__, "--child", system, "--steps", str(steps), "--threads", str(threads), "--dtype", dtype]
+        cmd = [sys.executable, __file__, "--child", system, "--steps", str(args.steps), "--threads", str(args.threads),
+               "--dtype", args.dtype, "--micro-batch-tokens", str(args.micro_batch_tokens)]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True,
                                      env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
         self.lines: Iterator[str] = iter(self.proc.stdout)  # type: ignore[arg-type]
@@ -203,10 +209,13 @@ class Child:
         self.stderr.seek(0)
         raise SystemExit(f"{self.system} child exited ({self.proc.returncode}):\n{self.stderr.read()[-4000:]}")
 
-    def step(self) -> dict[str, Any]:
+    def go(self) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.write("go\n")
         self.proc.stdin.flush()
+
+    def step(self) -> dict[str, Any]:
+        self.go()
         return self.receive()
 
 
@@ -232,6 +241,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=6, help="optimizer steps per system (the first is warm-up)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads in both children (0: torch's default)")
     ap.add_argument("--dtype", default="auto", help="base weights of both systems (auto: mcprl's choice for this CPU)")
+    ap.add_argument("--micro-batch-tokens", type=int, default=None,
+                    help="mcprl's TrainConfig.micro_batch_tokens (default: its default; TRL keeps its 8 sequences)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -240,25 +251,30 @@ def main() -> None:
             import torch
 
             torch.set_num_threads(args.threads)
-        CHILDREN[args.child](args.steps, args.dtype)
+        CHILDREN[args.child](args)
         return
 
+    from mcprl.train.config import TrainConfig
     from mcprl.weights import resolve_dtype
 
     args.dtype = resolve_dtype(args.dtype)
+    args.micro_batch_tokens = args.micro_batch_tokens or TrainConfig().micro_batch_tokens
 
-    children = {name: Child(name, args.steps, args.threads, args.dtype) for name in CHILDREN}
+    children = {name: Child(name, args) for name in CHILDREN}
     for child in children.values():
         child.receive()  # loaded and ready
     steps: dict[str, list[dict[str, Any]]] = {name: [] for name in children}
+    peaks: dict[str, float] = {}
     for i in range(args.steps):
         for name in ("mcprl", "trl") if i % 2 == 0 else ("trl", "mcprl"):
             s = children[name].step()
             steps[name].append(s)
             print(f"step {i + 1} {name:5s}: {s['step_seconds']:6.1f} s (generation {s['generation_seconds']:5.1f} s, "
                   f"{s['completion_tokens']} completion tokens, {s['trained_sequences']:.0f} sequences trained)", flush=True)
-    peaks = {name: child.receive()["peak_rss_mb"] for name, child in children.items()}
+            if i == args.steps - 1:  # its wrap-up (TRL's end of train()) finishes before the other's last step
+                peaks[name] = children[name].receive()["peak_rss_mb"]
     for child in children.values():
+        child.go()  # and exit
         child.proc.wait()
     ours, peer = summarize(steps["mcprl"], peaks["mcprl"]), summarize(steps["trl"], peaks["trl"])
     time_ratio = ours["median_step_seconds"] / peer["median_step_seconds"]
@@ -273,7 +289,7 @@ def main() -> None:
         "command": "python bench/grpo_vs_trl.py " + " ".join(sys.argv[1:]), "machine": machine(args.threads),
         "work": {"model": MODEL, "prompts": len(PROMPTS), "num_generations": NUM_GENERATIONS, "max_new_tokens": MAX_NEW_TOKENS,
                  "lora_rank": LORA_RANK, "lora_alpha": LORA_ALPHA, "target_modules": "all-linear", "learning_rate": LEARNING_RATE,
-                 "gradient_checkpointing": GRADIENT_CHECKPOINTING, "mcprl_micro_batch_tokens": MICRO_BATCH_TOKENS,
+                 "gradient_checkpointing": GRADIENT_CHECKPOINTING, "mcprl_micro_batch_tokens": args.micro_batch_tokens,
                  "trl_micro_batch_sequences": 8, "dtype": args.dtype, "steps": args.steps},
         "mcprl": ours, "trl": peer,
         "time_ratio": time_ratio, "rss_ratio": rss_ratio,

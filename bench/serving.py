@@ -155,7 +155,7 @@ def main() -> None:
         "benchmark": "serving", "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": "python bench/serving.py " + " ".join(sys.argv[1:]), "machine": machine(torch.get_num_threads()),
         "work": {"model": MODEL, "requests": len(PROMPTS), "max_tokens": args.max_tokens, "temperature": 1.0,
-                 "dtype": "float32", "rounds": args.rounds},
+                 "dtype": str(model.dtype).removeprefix("torch."), "rounds": args.rounds},
         "mcprl": {"median_tokens_per_s": ours, "sampling_batches_per_round": batches, "rounds": results["mcprl"]},
         "hf_generate": {"median_tokens_per_s": peer, "rounds": results["hf"]},
         "ratio": ratio, "equal_work_speed_ratio": equal_work,

@@ -1,33 +1,61 @@
 """Attention for the short batches of CPU sampling and training.
 
-torch's fused CPU attention kernel has a fixed cost per call that dominates when the query is
-one token (decoding) or rows are a few hundred tokens (packed training rows with a mask): on
-SmolLM2-135M it was 21% of a sampling batch (0.5 ms a decode call) and 17% of a training step
-(4 ms a backward call over 3 rows of 149 tokens). torch's plain math path is cheaper there.
-Long inputs keep the fused kernel, whose memory does not grow with the square of the length.
+torch's attention kernels have a fixed cost per call that dominates when the query is one token
+(decoding) or rows are a few hundred tokens (packed training rows with a mask). On SmolLM2-135M a
+decoding step's attention took 0.5 ms a layer in the fused kernel and 0.4 ms in torch's math path
+(which also repeats each key/value head for its query heads, and guards fully masked rows with
+extra passes): 20% of a sampling batch. Written out as five operations, with the query heads
+that share a key/value head stacked into one matmul, it takes 0.15 ms, in the same float32
+arithmetic as the math path. Long inputs keep the fused kernel, whose memory does not grow with
+the square of the length.
 
-Registered with transformers as the attention implementation `mcprl_sdpa` (sdpa's masks,
-sdpa's function, a different kernel choice); `weights.load_model` uses it on CPU.
+Registered with transformers as the attention implementation `mcprl_sdpa` (sdpa's masks, and
+sdpa's function for what this does not cover); `weights.load_model` uses it on CPU.
 """
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-
 NAME = "mcprl_sdpa"
-# Query x key scores (summed over batch and heads) up to which the math path runs: 16 MB of
-# float32 scores, e.g. 9 heads x 2 rows x 300 x 300, or any decoding step.
-MATH_MAX_SCORES = 1 << 22
+# Query x key scores (summed over batch and heads) up to which attention is computed here: 16 MB
+# of float32 scores, e.g. 9 heads x 2 rows x 300 x 300, or any decoding step.
+SMALL_MAX_SCORES = 1 << 22
 
 
-def attention(module, query, key, value, attention_mask, **kwargs):
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+def small_attention(query, key, value, mask, scaling: float, is_causal: bool):
+    """Softmax attention in float32 (under autocast too) for [B, H, Q, D] queries and [B, KV, K, D]
+    keys/values (H a multiple of KV); `mask` is None, or [B or 1, 1, Q, K] boolean (True: attend) or
+    additive. A query with every key masked gets a uniform average, not NaN. Returns [B, Q, H, D]."""
+    import torch
+
+    b, h, q, d = query.shape
+    kv, k = key.shape[1], key.shape[2]
+    g = h // kv  # query heads per key/value head: stacked as rows of one matmul, no repeated keys
+    with torch.autocast(query.device.type, enabled=False):
+        scores = query.reshape(b, kv, g * q, d).float() @ key.float().transpose(-1, -2)
+        scores = scores.view(b, kv, g, q, k).mul(scaling)
+        if mask is None and is_causal and q > 1:
+            mask = torch.ones(q, k, dtype=torch.bool, device=query.device).tril(k - q)[None, None]
+        if mask is not None and mask.dtype == torch.bool:
+            scores = scores.masked_fill(~mask.unsqueeze(2), torch.finfo(torch.float32).min)
+        elif mask is not None:
+            scores = scores + mask.unsqueeze(2).float()
+        probs = scores.softmax(-1).view(b, kv, g * q, k)
+        out = (probs @ value.float()).to(query.dtype).view(b, h, q, d)
+    return out.transpose(1, 2).contiguous()
+
+
+def attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling: float | None = None,
+              is_causal: bool | None = None, **kwargs):
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     b, h, q, _ = query.shape
-    small = b * h * q * key.shape[2] <= MATH_MAX_SCORES
-    with sdpa_kernel([SDPBackend.MATH]) if small else nullcontext():
-        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+    plain = dropout == 0 and kwargs.get("position_bias") is None and kwargs.get("cache") is None
+    if plain and b * h * q * key.shape[2] <= SMALL_MAX_SCORES:
+        causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+        scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+        return small_attention(query, key, value, attention_mask, scale, causal), None
+    return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                  is_causal=is_causal, **kwargs)
 
 
 def register() -> str:

@@ -7,7 +7,8 @@ import torch
 
 from mcprl.train.config import LoraSettings, TrainConfig
 from mcprl.train import packing
-from mcprl.train.grpo import GRPOTrainer, token_logprobs
+from mcprl.train.grpo import GRPOTrainer
+from mcprl.train.logprobs import token_logprobs
 from mcprl.train.loss import LossInputs, group_advantages, grpo_loss
 from mcprl.train.sequences import Sequence, trajectory_sequences
 from mcprl.types import Generation, Trajectory, TrajectoryGroup

@@ -17,7 +17,13 @@ MSGS = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hello
 
 @pytest.fixture(scope="module")
 def engine(tiny_model_dir):
-    return Engine(str(tiny_model_dir), served_name="tiny", max_batch_rows=64)
+    """float32, so that batch-composition tests compare exact arithmetic: in bfloat16 the rounding
+    of a matmul depends on the batch around a row (and on which kernels torch picked earlier in the
+    process), which moves logprobs by up to ~1e-3."""
+    from mcprl import weights
+
+    model = weights.load_model(str(tiny_model_dir), dtype="float32")
+    return Engine(str(tiny_model_dir), model=model, served_name="tiny", max_batch_rows=64)
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +65,7 @@ def test_recorded_logprobs_match_a_fresh_forward_pass(server, engine):
     """What the endpoint records is what the trainer will recompute (the GRPO ratio starts at 1)."""
     import torch
 
-    from mcprl.train.grpo import token_logprobs
+    from mcprl.train.logprobs import token_logprobs
 
     data = post(server, {"model": "tiny", "messages": MSGS, "max_tokens": 12, "logprobs": True, "return_token_ids": True, "seed": 3}).json()
     c = data["choices"][0]

@@ -5,7 +5,6 @@ unsloth is imported only inside `load_trainer`: it needs a GPU even to import.""
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,9 +40,7 @@ class UnslothGRPOTrainer(GRPOTrainer):
     Unsloth's fused attention takes padding masks only, so a group's prompt is not shared."""
 
     share_prefix = False
-
-    def _autocast(self):  # Unsloth's kernels handle the LoRA dtypes themselves
-        return nullcontext()
+    mixed_precision = False  # Unsloth's kernels handle the LoRA dtypes themselves
 
     def __init__(self, model, tokenizer, lora: LoraSettings, device: torch.device):
         super().__init__(model, tokenizer, lora)

@@ -42,11 +42,13 @@ def _filter_top_p(probs: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
 
 
 def _draw(probs: torch.Tensor, generators: list[torch.Generator | None]) -> torch.Tensor:
-    """One token per row from (unnormalised) `probs` by inverting the CDF: a single uniform per row,
-    from that row's generator, where `torch.multinomial` draws vocabulary-sized noise per row."""
+    """One token per row from (unnormalised) float32 `probs` by inverting the CDF: a single uniform
+    per row, from that row's generator, where `torch.multinomial` draws vocabulary-sized noise per
+    row. torch accumulates a float32 cumsum in float64, so each CDF entry is exact to float32
+    precision; a float64 CDF would double the largest tensor of a decoding step for nothing."""
     u = torch.stack([torch.rand((), generator=g, dtype=torch.float64, device=probs.device) for g in generators])
-    cdf = probs.double().cumsum(-1)
-    ids = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(-1), right=True).squeeze(-1)
+    cdf = probs.cumsum(-1)
+    ids = torch.searchsorted(cdf, (u * cdf[:, -1]).to(cdf.dtype).unsqueeze(-1), right=True).squeeze(-1)
     return ids.clamp_(max=probs.shape[-1] - 1)
 
 
@@ -111,6 +113,7 @@ def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=Non
     temps = torch.tensor([r.temperature for r in rows], device=device)
     top_ps = torch.tensor([r.top_p for r in rows], device=device)
     generators = [torch.Generator(device=device).manual_seed(r.seed) if r.seed is not None else None for r in rows]
+    greedy_rows = any(r.temperature == 0 for r in rows)
     budget = max(r.max_new_tokens for r in rows)
 
     out_ids: list[list[int]] = [[] for _ in rows]
@@ -123,7 +126,9 @@ def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=Non
         probs = torch.softmax(logits / temps.clamp(min=1e-5).unsqueeze(-1), dim=-1)
         if bool((top_ps < 1).any()):
             probs = _filter_top_p(probs, top_ps)
-        next_ids = torch.where(temps == 0, logits.argmax(-1), _draw(probs, generators))
+        next_ids = _draw(probs, generators)
+        if greedy_rows:
+            next_ids = torch.where(temps == 0, logits.argmax(-1), next_ids)
         chosen_lp = logp.gather(-1, next_ids.unsqueeze(-1)).squeeze(-1).tolist()
         chosen = next_ids.tolist()
         for i, r in enumerate(rows):

@@ -28,8 +28,10 @@ class TrainConfig(BaseModel):
     loss_normalization: Literal["token", "sequence"] = "token"
     max_grad_norm: float | None = Field(default=1.0, gt=0)
     weight_decay: float = Field(default=0.0, ge=0)
-    # Memory bounds: padded tokens per micro-batch, and positions per logprob chunk.
-    micro_batch_tokens: int = Field(default=1024, ge=64)
+    # Memory bounds: padded tokens per micro-batch, and positions per logprob chunk. Fewer, larger
+    # micro-batches are faster (on CPU each one carries ~0.2 s of per-operation overhead for a 135M
+    # model); with gradient checkpointing its activations take about 0.1 MB a token (SmolLM2-135M).
+    micro_batch_tokens: int = Field(default=2048, ge=64)
     logprob_chunk: int = Field(default=64, ge=16)
     gradient_checkpointing: bool = True
 

@@ -2,10 +2,9 @@
 
 Each group's shared prompt runs once (see `packing`). Memory stays bounded as groups and lengths
 grow: rows are packed into micro-batches of at most `micro_batch_tokens` padded tokens with
-gradient accumulation, the decoder runs with
-gradient checkpointing, and log-probabilities come from the LM head only at the sampled
-(loss-carrying) positions, `logprob_chunk` positions of the micro-batch at a time (each chunk
-recomputed in backward), so the [tokens x vocab] logits never exist at once.
+gradient accumulation, the decoder runs with gradient checkpointing, and log-probabilities come
+from the LM head only at the sampled (loss-carrying) positions, `logprob_chunk` positions at a
+time in forward and backward (see `logprobs`), so the [tokens x vocab] logits never exist at once.
 """
 
 from __future__ import annotations
@@ -15,62 +14,21 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import torch
-from torch.utils.checkpoint import checkpoint
 
 from mcprl import memory
 from mcprl.train import packing
 from mcprl.train.config import LoraSettings, TrainConfig
+from mcprl.train.logprobs import token_logprobs
 from mcprl.train.loss import LossInputs, group_advantages, grpo_loss
 from mcprl.train.sequences import Sequence, trajectory_sequences
 from mcprl.types import TrajectoryGroup
-
-
-def _chunk_logprobs(hidden: torch.Tensor, lm_head: torch.nn.Module, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Logprob of `targets` and the entropy (a metric: no gradient) for [N, H] hidden states."""
-    logits = lm_head(hidden).float()
-    lse = logits.logsumexp(-1)
-    logp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - lse
-    with torch.no_grad():  # after everything backward needs, so the checkpoint's recompute stops before this
-        entropy = lse - (logits.softmax(-1) * logits).sum(-1)
-    return logp, entropy
-
-
-def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, chunk: int,
-                   where: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
-                   pred_index: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Logprob (and entropy) of each token given what precedes it, [B, T].
-
-    `attention_mask` is [B, T] (padding) or [B, 1, T, T] (a packed batch, see `packing.collate`, with
-    its `position_ids`, and `pred_index`: the position whose hidden state predicts each token; by
-    default the one before). Only positions in `where` ([B, T] bool; default: every token after the
-    first, padding excluded) are scored; the rest get 0. The LM head runs on `chunk` scored
-    positions at a time, taken across the whole batch."""
-    causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
-    hidden = causal_lm.get_decoder()(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                                     use_cache=False).last_hidden_state
-    lm_head = causal_lm.get_output_embeddings()
-    b, t = input_ids.shape
-    if where is None:
-        where = attention_mask.bool() if attention_mask.dim() == 2 else torch.ones_like(input_ids, dtype=torch.bool)
-        where = where & (torch.arange(t, device=input_ids.device) > 0)
-    if pred_index is None:
-        pred_index = (torch.arange(t, device=input_ids.device) - 1).clamp(min=0).expand(b, t)
-    rows, cols = where.nonzero(as_tuple=True)
-    h, targets = hidden[rows, pred_index[rows, cols]], input_ids[rows, cols]
-    lps, ents = [], []
-    for s in range(0, max(h.shape[0], 1), chunk):  # at least one (maybe empty) chunk keeps the graph connected
-        args = (h[s : s + chunk], lm_head, targets[s : s + chunk])
-        lp, ent = checkpoint(_chunk_logprobs, *args, use_reentrant=False) if torch.is_grad_enabled() else _chunk_logprobs(*args)
-        lps.append(lp)
-        ents.append(ent)
-    zeros = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
-    return zeros.index_put((rows, cols), torch.cat(lps)), zeros.index_put((rows, cols), torch.cat(ents))
 
 
 class GRPOTrainer:
     """Owns the trainable PEFT model and its optimizer; `step(groups)` is one GRPO update."""
 
     share_prefix = True  # needs attention that honours a [B, 1, T, T] mask (HF's sdpa/eager do)
+    mixed_precision = True  # LoRA under autocast with a half-precision base (see _lora_compute_dtype)
 
     def __init__(self, model, tokenizer, lora: LoraSettings | None = None, adapter_dir: Path | None = None):
         from peft import LoraConfig, PeftModel, get_peft_model
@@ -88,13 +46,13 @@ class GRPOTrainer:
         self.optimizer: torch.optim.Optimizer | None = None
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
-    def _autocast(self):
-        """With a bfloat16/float16 base, the float32 LoRA weights compute in that dtype too (their
-        gradients and the optimizer stay float32): 13% off a CPU training step, no casts per layer."""
+    def _lora_compute_dtype(self) -> torch.dtype | None:
+        """With a bfloat16/float16 base, the dtype the float32 LoRA weights compute in (autocast; their
+        gradients and the optimizer stay float32): 13% off a CPU training step. None: no autocast."""
+        if not self.mixed_precision:
+            return None
         base = next(p for p in self.model.parameters() if not p.requires_grad)
-        if base.dtype == torch.float32:
-            return nullcontext()
-        return torch.autocast(base.device.type, dtype=base.dtype)
+        return None if base.dtype == torch.float32 else base.dtype
 
     def _optimizer(self, config: TrainConfig) -> torch.optim.Optimizer:
         if self.optimizer is None:
@@ -138,6 +96,8 @@ class GRPOTrainer:
 
     def step(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
         """One optimizer step over all trainable groups. Returns metrics (always, even with nothing to train)."""
+        from peft.helpers import disable_input_dtype_casting
+
         t0 = time.perf_counter()
         groups_seqs, metrics = self.build_sequences(groups, config)
         seqs = [s for g in groups_seqs for s in g]
@@ -154,29 +114,34 @@ class GRPOTrainer:
         opt.zero_grad(set_to_none=True)
         sums: dict[str, float] = {"loss": 0.0, "clip_frac": 0.0, "ratio": 0.0, "kl": 0.0, "entropy": 0.0, "tokens": 0.0}
         rows = packing.pack_rows(groups_seqs, config.micro_batch_tokens, share=self.share_prefix)
-        for mb in packing.micro_batches(rows, config.micro_batch_tokens):
-            batch = self._collate(mb, total_tokens, len(seqs), config)
-            inputs = (batch["input_ids"], batch["attention_mask"], config.logprob_chunk)
-            where = {"where": batch["weights"] > 0,  # the LM head runs only where the loss needs a logprob
-                     "position_ids": batch["position_ids"], "pred_index": batch["pred_index"]}
-            with self._autocast():
-                lp, ent = token_logprobs(model, *inputs, **where)
-                ref = None
-                if config.beta > 0:
-                    with torch.no_grad(), model.disable_adapter():
-                        ref, _ = token_logprobs(model, *inputs, **where)
-            loss, stats = grpo_loss(
-                LossInputs(lp, batch["old_logprobs"], batch["advantages"], batch["weights"], ref),
-                epsilon=config.epsilon, epsilon_high=config.epsilon_high, beta=config.beta,
-            )
-            memory.release()  # what the forward freed (HF allocates and drops per-layer temporaries)
-            loss.backward()
-            sums["loss"] += float(loss.detach())
-            sums["entropy"] += float((ent.detach() * (batch["weights"] > 0)).sum())
-            for k, v in stats.items():
-                sums[k] += float(v)
-            del loss, lp, ent, ref, batch, inputs, where
-            memory.release()  # the micro-batch's activations, before the next one allocates its own
+        low = self._lora_compute_dtype()
+        device = next(model.parameters()).device.type
+        # Under autocast, PEFT's cast of every LoRA input up to the weights' float32 (which autocast
+        # undoes at once) is two copies per LoRA layer, forward and backward, for nothing.
+        with disable_input_dtype_casting(model, active=low is not None):
+            for mb in packing.micro_batches(rows, config.micro_batch_tokens):
+                batch = self._collate(mb, total_tokens, len(seqs), config)
+                inputs = (batch["input_ids"], batch["attention_mask"], config.logprob_chunk)
+                where = {"where": batch["weights"] > 0,  # the LM head runs only where the loss needs a logprob
+                         "position_ids": batch["position_ids"], "pred_index": batch["pred_index"]}
+                with torch.autocast(device, dtype=low) if low else nullcontext():
+                    lp, ent = token_logprobs(model, *inputs, **where)
+                    ref = None
+                    if config.beta > 0:
+                        with torch.no_grad(), model.disable_adapter():
+                            ref, _ = token_logprobs(model, *inputs, **where)
+                loss, stats = grpo_loss(
+                    LossInputs(lp, batch["old_logprobs"], batch["advantages"], batch["weights"], ref),
+                    epsilon=config.epsilon, epsilon_high=config.epsilon_high, beta=config.beta,
+                )
+                memory.release()  # what the forward freed (HF allocates and drops per-layer temporaries)
+                loss.backward()
+                sums["loss"] += float(loss.detach())
+                sums["entropy"] += float((ent.detach() * (batch["weights"] > 0)).sum())
+                for k, v in stats.items():
+                    sums[k] += float(v)
+                del loss, lp, ent, ref, batch, inputs, where
+                memory.release()  # the micro-batch's activations, before the next one allocates its own
         grad_norm = torch.nn.utils.clip_grad_norm_(
             [p for p in model.parameters() if p.requires_grad], config.max_grad_norm or float("inf")
         )
