@@ -157,7 +157,7 @@ def run_trl(args: argparse.Namespace) -> None:
     dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": p}]} for p in PROMPTS])
     turns = TurnTaking()
     with tempfile.TemporaryDirectory() as out_dir:
-        args = GRPOConfig(
+        config = GRPOConfig(
             # bf16: TRL's own bfloat16 mode (autocast) when the weights are bfloat16, its best setting for them.
             output_dir=out_dir, use_cpu=True, bf16=args.dtype == "bfloat16", fp16=False, report_to=[], logging_steps=1, save_strategy="no",
             disable_tqdm=True, seed=SEED, max_steps=args.steps, learning_rate=LEARNING_RATE, lr_scheduler_type="constant",
@@ -168,7 +168,7 @@ def run_trl(args: argparse.Namespace) -> None:
             temperature=1.0, top_p=1.0, top_k=0, beta=0.0, epsilon=0.2, loss_type="dapo", scale_rewards="group",
         )
         lora = LoraConfig(r=LORA_RANK, lora_alpha=LORA_ALPHA, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
-        trainer = GRPOTrainer(model=model, reward_funcs=trl_reward, args=args, train_dataset=dataset,
+        trainer = GRPOTrainer(model=model, reward_funcs=trl_reward, args=config, train_dataset=dataset,
                               processing_class=tok, peft_config=lora, callbacks=[turns])
         generate = trainer._generate_single_turn
 

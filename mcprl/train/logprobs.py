@@ -32,10 +32,10 @@ def _chunk_stats(logits: torch.Tensor, targets: torch.Tensor, z: torch.Tensor, e
         return logp, log_total - mean_z, peak.squeeze(-1) + log_total
 
 
-def _buffers(n: int, logits: torch.Tensor, count: int) -> list[torch.Tensor]:
-    """`count` float32 [n, V] buffers, allocated once for all the chunks of a call: a fresh 12 MB
-    tensor per chunk and pass costs more in page faults than the pass itself."""
-    return [logits.new_empty((n, logits.shape[-1]), dtype=torch.float32) for _ in range(count)]
+def _scratch(n: int, logits: torch.Tensor) -> torch.Tensor:
+    """A float32 [n, V] buffer, allocated once for all the chunks of a call: a fresh 12 MB tensor
+    per chunk and pass costs more in page faults than the pass itself."""
+    return logits.new_empty((n, logits.shape[-1]), dtype=torch.float32)
 
 
 class _HeadLogprobs(torch.autograd.Function):
@@ -43,11 +43,13 @@ class _HeadLogprobs(torch.autograd.Function):
     def forward(ctx, hidden: torch.Tensor, targets: torch.Tensor, lm_head: torch.nn.Module, chunk: int, *head_params: torch.Tensor):
         device = hidden.device.type  # backward recomputes the head under the same autocast as here
         ctx.autocast = (device, torch.get_autocast_dtype(device), torch.is_autocast_enabled(device))
-        logps, ents, lses, buffers = [], [], [], None
+        logps, ents, lses, buffers = [], [], [], ()
         with torch.no_grad():
             for s in range(0, hidden.shape[0], chunk):
                 logits = lm_head(hidden[s : s + chunk])
-                buffers = buffers or _buffers(min(chunk, hidden.shape[0]), logits, 2)
+                if not buffers:
+                    n = min(chunk, hidden.shape[0])
+                    buffers = (_scratch(n, logits), _scratch(n, logits))
                 lp, ent, lse = _chunk_stats(logits, targets[s : s + chunk], *(b[: logits.shape[0]] for b in buffers))
                 logps.append(lp)
                 ents.append(ent)
@@ -69,8 +71,7 @@ class _HeadLogprobs(torch.autograd.Function):
             h = hidden[s : s + ctx.chunk].detach().requires_grad_(grad_hidden is not None)
             with torch.enable_grad(), torch.autocast(device, dtype=dtype, enabled=enabled):
                 logits = ctx.lm_head(h)
-            if buffer is None:
-                (buffer,) = _buffers(min(ctx.chunk, hidden.shape[0]), logits, 1)
+            buffer = _scratch(min(ctx.chunk, hidden.shape[0]), logits) if buffer is None else buffer
             grad = buffer[: logits.shape[0]].copy_(logits.detach())
             grad.sub_(lse[s : s + ctx.chunk].unsqueeze(-1)).exp_()  # softmax
             grad.mul_(-g).scatter_add_(-1, targets[s : s + ctx.chunk].unsqueeze(-1), g)
