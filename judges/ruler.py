@@ -9,11 +9,11 @@ and steadier for a judge than scoring one in isolation. The judge sees:
 
 and must answer `{"scores": [{"trajectory_id", "explanation", "score"}, ...]}`.
 
-Scores are read per reply: if the largest is in (1, 10] the judge used a 0-10 scale and every
-score is divided by 10, if in (10, 100] a percentage and divided by 100; then all are clamped
-to [0, 1] (so 7.5 next to 3 becomes 0.75 and 0.3; -0.2 becomes 0). A reply with broken or
-truncated JSON, a wrong number of scores, duplicate, missing or unknown ids is retried with the
-problem explained, up to `max_retries` times; then the group is skipped with the reason
+Scores must be in [0, 1], as the schema says: a reply with a score outside it (a judge grading
+0-10 or in percent) is retried, never rescaled by a guess (a 0-10 judge whose best score is 1
+cannot be told from a 0-1 judge). A reply with broken or truncated JSON, a score out of range, a
+wrong number of scores, duplicate, missing or unknown ids is retried with the problem explained,
+up to `max_retries` times; then the group is skipped with the reason
 (`on_failure="skip"`) or JudgeError is raised (`"raise"`). Verdicts are cached on disk by a
 hash of the judge model name, rubric, tools and trajectories (not the seed or api_base, which
 do not change what is being judged), so re-scoring is free.
@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from judges.base import JudgeError, zero_failed
 from judges.cache import VerdictCache
-from mcprl.llm import LLMError, LLMReply, complete, extract_json
+from mcprl.llm import LLMError, LLMReply, complete, extract_json, is_local
 from mcprl.types import Message, Trajectory, TrajectoryGroup, content_hash
 
 DEFAULT_RUBRIC = """\
@@ -72,6 +72,27 @@ VERDICT_SCHEMA: dict[str, Any] = {
     },
     "required": ["scores"],
 }
+EXPLANATION_CHARS = 200
+TOKENS_PER_VERDICT = 120  # an id, a short explanation and a score; bounds a call's max_tokens
+
+
+def verdict_schema(ids: list[str], in_order: bool) -> dict[str, Any]:
+    """VERDICT_SCHEMA for one group, sent as `response_format`: one entry per shown id with a
+    short explanation. `in_order` (for a grammar-constrained judge, the embedded model) fixes
+    the entries to the ids in order (`prefixItems` of `const`s), so it cannot skip or repeat one;
+    others get the ids as an `enum`, which every provider's schema subset accepts."""
+    item = VERDICT_SCHEMA["properties"]["scores"]["items"]
+    properties = {**item["properties"], "explanation": {"type": "string", "maxLength": EXPLANATION_CHARS}}
+
+    def entry(id_schema: dict[str, Any]) -> dict[str, Any]:
+        return {**item, "properties": {**properties, "trajectory_id": id_schema}, "additionalProperties": False}
+
+    scores: dict[str, Any] = {"type": "array", "minItems": len(ids), "maxItems": len(ids)}
+    if in_order:
+        scores |= {"prefixItems": [entry({"const": i}) for i in ids], "items": False}
+    else:
+        scores["items"] = entry({"enum": ids})
+    return {**VERDICT_SCHEMA, "properties": {"scores": scores}, "additionalProperties": False}
 
 
 class RulerScore(BaseModel):
@@ -112,9 +133,9 @@ def common_prefix_len(message_lists: list[list[Message]]) -> int:
     return n
 
 
-def parse_verdict(text: str, ids: list[str], finish_reason: str = "stop") -> tuple[dict[str, RulerScore], float]:
-    """Validate a reply against the ids shown; returns scores by id (normalised to [0, 1]) and
-    the scale the judge used (1, 10 or 100). Raises InvalidVerdict with the reason."""
+def parse_verdict(text: str, ids: list[str], finish_reason: str = "stop") -> dict[str, RulerScore]:
+    """Validate a reply against the schema and the ids shown; returns scores by id. Raises
+    InvalidVerdict with the reason."""
     try:
         data = extract_json(text)
     except ValueError as e:
@@ -138,13 +159,11 @@ def parse_verdict(text: str, ids: list[str], finish_reason: str = "stop") -> tup
         problems.append(f"unknown ids {unknown}")
     if missing := [i for i in ids if i not in got]:
         problems.append(f"missing ids {missing}")
+    if outside := [f"{s.score:g} for id {s.trajectory_id}" for s in verdict.scores if not 0 <= s.score <= 1]:
+        problems.append(f"scores must be between 0 and 1, got {', '.join(outside)}")
     if problems:
         raise InvalidVerdict("; ".join(problems))
-    top = max(s.score for s in verdict.scores)
-    scale = 10.0 if 1 < top <= 10 else 100.0 if 10 < top <= 100 else 1.0
-    return {
-        s.trajectory_id: s.model_copy(update={"score": min(1.0, max(0.0, s.score / scale))}) for s in verdict.scores
-    }, scale
+    return {s.trajectory_id: s for s in verdict.scores}
 
 
 # What a RULER call records in group.metrics (summed over its attempts).
@@ -203,14 +222,15 @@ class RulerJudge:
                 "tools": tools,
                 "prefix": prefix,
                 "remainders": sorted(remainder_hashes),
+                # verdicts cached before scores were checked against [0, 1] may hold a guessed rescale
+                "scores": "0..1",
             }
         )
         cache = VerdictCache(self.cache_dir) if self.cache_dir is not None else None
         cached = cache.get(cache_key) if cache else None
-        if cached is not None and set(cached.get("verdicts", ())) == remainder_hashes and "scale" in cached:
+        if cached is not None and set(cached.get("verdicts", ())) == remainder_hashes:
             group.metrics["judge_cache_hit"] = 1.0
             self._apply(valid, cached["verdicts"], prefix_len)
-            group.metrics["judge_score_scale"] = cached["scale"]
             return group
 
         order = keys[:]
@@ -226,9 +246,9 @@ class RulerJudge:
                     messages,
                     api_base=self.api_base,
                     api_key=self.api_key,
-                    json_schema=VERDICT_SCHEMA,
+                    json_schema=verdict_schema(list(shown), in_order=is_local(self.judge_model)),
                     temperature=self.temperature,
-                    max_tokens=self.max_tokens,
+                    max_tokens=min(self.max_tokens, 50 + TOKENS_PER_VERDICT * len(shown)),
                     timeout=self.timeout,
                     num_retries=self.num_retries,
                     retry_backoff_s=self.retry_backoff_s,
@@ -240,7 +260,7 @@ class RulerJudge:
                 break
             self._count(group, reply, retried=attempt > 0)
             try:
-                by_id, scale = parse_verdict(reply.text, list(shown), reply.finish_reason)
+                by_id = parse_verdict(reply.text, list(shown), reply.finish_reason)
             except InvalidVerdict as e:
                 reason = f"invalid verdict after {attempt + 1} attempt(s): {e}"
                 messages = [
@@ -258,9 +278,8 @@ class RulerJudge:
                 for i, s in by_id.items()
             }
             if cache:
-                cache.put(cache_key, {"verdicts": verdicts, "scale": scale})
+                cache.put(cache_key, {"verdicts": verdicts})
             self._apply(valid, verdicts, prefix_len)
-            group.metrics["judge_score_scale"] = scale
             return group
 
         where = f" (scenario {group.scenario.id})" if group.scenario else ""

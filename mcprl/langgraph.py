@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcprl.errors import UserError
+from mcprl.rollout import missing_prompt_tokens
 from mcprl.serving.prompts import message_key
 from mcprl.types import Generation, Message, Scenario, Trajectory
 
@@ -54,7 +55,7 @@ class _Recorder:
         self.turns: list[tuple[Generation, int, str]] = []
         self.lock = threading.Lock()
 
-    def completion(self, request: dict[str, Any], body: dict[str, Any]) -> None:
+    def completion(self, endpoint: str, request: dict[str, Any], body: dict[str, Any]) -> None:
         messages: list[Message] = request.get("messages") or []
         choice = body["choices"][0]
         reply = {k: v for k, v in choice["message"].items() if v is not None and k not in _DROPPED_REPLY_KEYS}
@@ -67,11 +68,15 @@ class _Recorder:
                 tools.setdefault((t.get("function") or t).get("name"), t)
             traj.tools = list(tools.values()) or None
             m["turns"] += 1
-            if "token_ids" in choice:
+            if "token_ids" in choice and not body.get("prompt_token_ids"):
+                traj.error = traj.error or missing_prompt_tokens(endpoint)
+            elif "token_ids" in choice:
                 gen = Generation(
-                    prompt_token_ids=body.get("prompt_token_ids", []),
+                    prompt_token_ids=body["prompt_token_ids"],
                     completion_token_ids=choice["token_ids"],
                     logprobs=[t["logprob"] for t in ((choice.get("logprobs") or {}).get("content") or [])],
+                    # the settings the request sampled with (absent: the OpenAI default of 1, Generation's)
+                    **{k: request[k] for k in ("temperature", "top_p") if request.get(k) is not None},
                     model=body.get("model", ""), finish_reason=choice.get("finish_reason") or "stop",
                 )
                 traj.generations.append(gen)
@@ -117,13 +122,13 @@ def _recorder_for(response: httpx.Response) -> _Recorder | None:
 def _record_sync(response: httpx.Response) -> None:
     if (rec := _recorder_for(response)) is not None:
         response.read()
-        rec.completion(json.loads(response.request.content), response.json())
+        rec.completion(str(response.request.url), json.loads(response.request.content), response.json())
 
 
 async def _record_async(response: httpx.Response) -> None:
     if (rec := _recorder_for(response)) is not None:
         await response.aread()
-        rec.completion(json.loads(response.request.content), response.json())
+        rec.completion(str(response.request.url), json.loads(response.request.content), response.json())
 
 
 @functools.cache

@@ -50,8 +50,8 @@ class RolloutConfig(BaseModel):
     # How the agent ends: with a plain-text reply, or by calling a `complete_task(answer)` tool.
     finish: Literal["text", "tool"] = "text"
     # Prepend one example exchange (a user request and a tool-call reply). Small models make no
-    # tool calls zero-shot. `example` gives that exchange (best: a task like the real ones, solved);
-    # without it, one is made up from the first tool's schema.
+    # tool calls zero-shot. `example` gives that exchange (best: a task like the real ones; a run
+    # settles it in mcprl.demonstration); without it, one is made up from the first tool's schema.
     demonstration: bool = True
     example: list[Message] | None = None
 
@@ -95,6 +95,14 @@ def initial_messages(scenario: Scenario, tools: list[dict[str, Any]], config: Ro
         msgs += config.example or demonstration(tools)
     msgs.append({"role": "user", "content": scenario.task})
     return msgs
+
+
+def missing_prompt_tokens(endpoint: str | None) -> str:
+    """Why a reply with completion token ids but no `prompt_token_ids` fails its rollout: training on
+    it would score the first completion token from its own position."""
+    return (f"policy endpoint {endpoint} returned completion token ids without prompt_token_ids, so this "
+            "rollout cannot be trained on; serve the policy with mcprl's endpoint or a vLLM that answers "
+            "return_token_ids=true with prompt_token_ids")
 
 
 def _bump(metrics: dict[str, float], key: str, by: float = 1.0) -> None:
@@ -153,10 +161,14 @@ async def _episode(client, model, scenario, traj: Trajectory, session, schemas, 
         messages.append(msg)
         m["turns"] += 1
         if "token_ids" in extra:
+            if not (resp.model_extra or {}).get("prompt_token_ids"):
+                traj.error = missing_prompt_tokens(model.inference_base_url)
+                return
             traj.generations.append(Generation(
-                prompt_token_ids=(resp.model_extra or {}).get("prompt_token_ids", []),
+                prompt_token_ids=resp.model_extra["prompt_token_ids"],
                 completion_token_ids=extra["token_ids"],
                 logprobs=[t.logprob for t in (choice.logprobs.content or [])] if choice.logprobs else [],
+                temperature=config.temperature, top_p=config.top_p,  # what the logprobs were recorded under
                 model=resp.model, finish_reason=choice.finish_reason or "stop", message_index=len(messages) - 1,
             ))
         if extra.get("tool_call_error"):

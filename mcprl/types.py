@@ -45,14 +45,22 @@ class Scenario(BaseModel):
 class Generation(BaseModel):
     """One assistant turn sampled from the policy, with the exact tokens that were sampled.
 
-    `logprobs[i]` is the log-probability of `completion_token_ids[i]` under the sampling
-    policy at temperature 1 (the quantity the GRPO ratio needs). `message_index` points at
-    the assistant message in `Trajectory.messages` this generation produced.
+    `logprobs[i]` is the log-probability of `completion_token_ids[i]` under the distribution it
+    was drawn from: softmax(logits / temperature), renormalised over the top-p set when top_p < 1
+    (vLLM's `processed_logprobs`). The trainer scores the tokens under the same distribution, so
+    the GRPO ratio starts at 1 on-policy. A greedy turn (temperature 0) records, and is trained
+    on, its logprobs at temperature 1 without top-p (a point mass has no useful gradient; vLLM
+    records the same). The defaults (1, 1) are right for trajectories saved before these fields
+    existed, whose logprobs were recorded at temperature 1 whatever the sampling temperature.
+    `message_index` points at the assistant message in `Trajectory.messages` this generation produced.
     """
 
-    prompt_token_ids: list[int]
+    # Never empty: without the prompt, the first completion token would be trained from its own position.
+    prompt_token_ids: list[int] = Field(min_length=1)
     completion_token_ids: list[int]
     logprobs: list[float]
+    temperature: float = Field(default=1.0, ge=0)
+    top_p: float = Field(default=1.0, gt=0, le=1)
     model: str = ""
     finish_reason: str = "stop"
     message_index: int = -1

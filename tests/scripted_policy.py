@@ -62,3 +62,12 @@ def call(name: str, **arguments) -> str:
     import json
 
     return f'<tool_call>\n{json.dumps({"name": name, "arguments": arguments})}\n</tool_call>'
+
+
+class NoPromptIds(ScriptedEngine):
+    """An endpoint that does not return `prompt_token_ids` (as some OpenAI-compatible servers don't)."""
+
+    def _response(self, *args, **kwargs):
+        body = super()._response(*args, **kwargs)
+        del body["prompt_token_ids"]
+        return body

@@ -44,9 +44,19 @@ def test_loss_clips_ratio_and_stops_gradient():
     # asymmetric clip: a higher upper bound lets more through
     loss_hi, _ = grpo_loss(_inputs([0.0], [-1.0], [1.0], [1.0]), epsilon=0.2, epsilon_high=0.5, beta=0.0)
     assert float(loss_hi) == pytest.approx(-1.5)
-    # negative advantage with a large ratio is not clipped (pessimistic bound)
-    loss_neg, _ = grpo_loss(_inputs([0.0], [-1.0], [-1.0], [1.0]), epsilon=0.2, epsilon_high=None, beta=0.0)
-    assert float(loss_neg) == pytest.approx(math.e)
+    # negative advantage with a large ratio is not clipped (pessimistic bound), nor counted as clipped
+    loss_neg, st = grpo_loss(_inputs([0.0], [-1.0], [-1.0], [1.0]), epsilon=0.2, epsilon_high=None, beta=0.0)
+    assert float(loss_neg) == pytest.approx(math.e) and float(st["clip_frac"]) == 0
+
+
+def test_clip_frac_counts_only_tokens_the_clip_takes_the_gradient_from():
+    # ratios e^-1 (below 0.8) and e^1 (above 1.2), each with either sign of advantage: the clip is
+    # active for (low, negative) and (high, positive) only
+    x = _inputs([-1.0, -1.0, 0.0, 0.0], [0.0, 0.0, -1.0, -1.0], [-1.0, 1.0, -1.0, 1.0], [1.0, 1.0, 1.0, 1.0])
+    loss, st = grpo_loss(x, epsilon=0.2, epsilon_high=None, beta=0.0)
+    loss.backward()
+    assert float(st["clip_frac"]) == 2
+    assert [g == 0 for g in x.logprobs.grad[0].tolist()] == [True, False, False, True]
 
 
 def test_kl_term():
@@ -68,6 +78,30 @@ def test_turns_merge_only_when_prompt_extends_token_for_token():
     assert s1.old_logprobs == [0, 0, -0.5, -0.5, 0, 0, -0.5]
     assert s2.input_ids == [1, 2, 7, 8] and s2.loss_mask == [False, False, False, True]
     assert s1.advantage == s2.advantage == 0.7
+
+
+def test_sampling_settings_reach_the_sequence_and_split_it():
+    t = Trajectory(generations=[
+        Generation(prompt_token_ids=[1], completion_token_ids=[2], logprobs=[-1.0], temperature=0.7, top_p=0.9),
+        Generation(prompt_token_ids=[1, 2, 3], completion_token_ids=[4], logprobs=[-1.0], temperature=0.7, top_p=0.9),
+        Generation(prompt_token_ids=[1, 2, 3, 4, 5], completion_token_ids=[6], logprobs=[-1.0], temperature=1.0),
+        Generation(prompt_token_ids=[7], completion_token_ids=[8], logprobs=[-1.0], temperature=0.0, top_p=0.5),
+    ])
+    s1, s2, s3 = trajectory_sequences(t, 1.0)
+    assert (s1.input_ids, s1.temperature, s1.top_p) == ([1, 2, 3, 4], 0.7, 0.9)
+    assert (s2.input_ids, s2.temperature, s2.top_p) == ([1, 2, 3, 4, 5, 6], 1.0, 1.0)  # same tokens, other settings
+    assert (s3.temperature, s3.top_p) == (1.0, 1.0)  # greedy: scored at temperature 1, as recorded
+    batch = packing.collate([packing.Row([], [s1])], pad_id=0, total_tokens=2, n_seqs=1)
+    assert batch["temperature"].tolist() == [pytest.approx([0.7] * 4)] and batch["top_p"].tolist() == [pytest.approx([0.9] * 4)]
+
+
+def test_a_generation_without_prompt_tokens_cannot_exist():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="prompt_token_ids"):
+        Generation(prompt_token_ids=[], completion_token_ids=[2], logprobs=[-1.0])
+    old = Generation.model_validate_json('{"prompt_token_ids": [1], "completion_token_ids": [2], "logprobs": [-1.0]}')
+    assert (old.temperature, old.top_p) == (1.0, 1.0)  # saved before the fields: recorded at temperature 1
 
 
 def test_mismatched_logprobs_are_refused():
@@ -204,6 +238,50 @@ def test_packing_and_micro_batching_give_the_gradient_of_separate_sequences(trai
         assert torch.allclose(_grads(trainer), reference, atol=1e-6, rtol=1e-4)
 
 
+@pytest.mark.anyio
+async def test_on_policy_ratio_is_one_at_the_sampling_temperature_and_top_p(trainer, tiny_model_dir):
+    """The real path: the endpoint samples at each request's temperature and top-p and records the
+    sampled tokens' logprobs, the rollout keeps those settings on each Generation, and the trainer
+    recomputes the logprobs in one packed row (rows with different settings side by side). In
+    float32 each token's ratio is 1 to within 1e-5 in log space: the two passes differ only in
+    summation order (KV-cached decoding vs one pass over the sequence), a few float32 ulps of an
+    O(10) logsumexp, ~1e-6; a wrong temperature or top-p is off by orders of magnitude more."""
+    from mcprl import weights
+    from mcprl.model import Model
+    from mcprl.rollout import RolloutConfig, rollout
+    from mcprl.serving.engine import Engine
+    from mcprl.serving.local import LocalServer
+    from mcprl.types import Scenario
+
+    settings = [(1.0, 1.0), (0.7, 1.0), (0.7, 0.8), (1.3, 0.95), (0.0, 1.0)]
+    server = LocalServer(Engine(str(tiny_model_dir), model=weights.load_model(str(tiny_model_dir), dtype="float32"), served_name="tiny"))
+    try:
+        model = Model(name="tiny", inference_base_url=server.base_url)
+        trajs = [await rollout(model, Scenario(task="Say something."), None, RolloutConfig(temperature=t, top_p=p, max_tokens=16))
+                 for t, p in settings for _ in range(2)]
+    finally:
+        server.close()
+    for i, (traj, (t, p)) in enumerate(zip(trajs, [x for x in settings for _ in range(2)])):
+        assert traj.error is None and [(g.temperature, g.top_p) for g in traj.generations] == [(t, p)]
+        traj.reward = float(i)  # any rewards that vary
+    groups_seqs, _ = trainer.build_sequences([TrajectoryGroup(trajectories=trajs)], TrainConfig())
+    seqs = [s for g in groups_seqs for s in g]
+    rows = packing.pack_rows(groups_seqs, 10_000)
+    assert len(rows) == 1 and len(rows[0].branches) == len(trajs)
+    b = trainer._collate(rows, 1, len(seqs), TrainConfig())
+    on = b["weights"] > 0
+    inputs = (trainer.model, b["input_ids"], b["attention_mask"], 16, on, b["position_ids"], b["pred_index"])
+    with torch.no_grad():
+        lp, _ = token_logprobs(*inputs, temperature=b["temperature"], top_p=b["top_p"])
+        at_one, _ = token_logprobs(*inputs)
+    log_ratio = (lp - b["old_logprobs"])[on]
+    assert log_ratio.abs().max() < 1e-5, log_ratio.abs().max()
+    sampled_hot = on & ((b["temperature"] != 1) | (b["top_p"] < 1))
+    assert (at_one - b["old_logprobs"])[sampled_hot].abs().max() > 1e-3  # scoring at T=1 would not do
+    m = trainer.step([TrajectoryGroup(trajectories=trajs)], TrainConfig(learning_rate=1e-12))
+    assert m["ratio_mean"] == pytest.approx(1.0, abs=1e-5) and m["clip_frac"] == 0
+
+
 def test_bf16_step(tiny_model_dir):
     """The default on CPUs with native bfloat16: frozen base in bfloat16, LoRA weights in float32."""
     from mcprl import weights
@@ -218,14 +296,35 @@ def test_bf16_step(tiny_model_dir):
 
 
 def test_kl_beta_runs_reference_pass(trainer):
-    m = trainer.step(_groups(trainer), TrainConfig(beta=0.1))
-    assert "kl" in m and m["kl"] == pytest.approx(0.0, abs=1e-5)  # first step: policy == reference
+    """The KL is to the base model (adapter off): after a step has moved the adapter it is positive,
+    and equal to the k3 estimate computed here; a skipped or adapter-on reference pass gives 0."""
+    groups = _groups(trainer)
+    trainer.step(groups, TrainConfig(learning_rate=5e-2))
+    groups_seqs, _ = trainer.build_sequences(groups, TrainConfig())
+    seqs = [s for g in groups_seqs for s in g]
+    b = packing.collate([packing.Row([], [s]) for s in seqs], trainer.pad_id, 1, len(seqs))
+    on = b["weights"] > 0
+    args = (trainer.model, b["input_ids"], b["attention_mask"], 16, on)
+    with torch.no_grad():
+        lp, _ = token_logprobs(*args)
+        with trainer.model.disable_adapter():
+            ref, _ = token_logprobs(*args)
+    d = (ref - lp)[on]
+    expected = float((d.exp() - d - 1).mean())
+    assert expected > 1e-6
+    m = trainer.step(groups, TrainConfig(beta=0.1, learning_rate=1e-12))
+    assert m["kl"] == pytest.approx(expected, rel=1e-3)
 
 
 def test_reward_advantage_reinforces_only_successes(trainer):
-    groups = _groups(trainer, rewards=((1.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+    # 0/1 rewards, and RULER-like scores where only one attempt is (near) perfect
+    groups = _groups(trainer, rewards=((1.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.3, 0.6, 1.0)))
     groups_seqs, counts = trainer.build_sequences(groups, TrainConfig(advantage="reward"))
-    assert counts["groups_skipped_zero_variance"] == 1 and counts["trajectories"] == 3
-    assert sorted(s.advantage for g in groups_seqs for s in g) == [0.0, 0.0, 1.0]
+    assert counts["groups_skipped_no_success"] == 1 and counts["groups_skipped_zero_variance"] == 0
+    assert counts["trajectories"] == 2 and counts["groups_trained"] == 2
+    trained = [s.input_ids for g in groups_seqs for s in g]
+    successes = [groups[0].trajectories[0], groups[2].trajectories[2]]
+    assert trained == [t.generations[0].prompt_token_ids + t.generations[0].completion_token_ids for t in successes]
+    assert all(s.advantage == 1.0 for g in groups_seqs for s in g)
     m = trainer.step(groups, TrainConfig(advantage="reward", learning_rate=1e-3))
-    assert m["trained"] == 1
+    assert m["trained"] == 1 and m["loss_tokens"] == sum(len(t.generations[0].completion_token_ids) for t in successes)

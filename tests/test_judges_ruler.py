@@ -78,18 +78,33 @@ async def test_cached_verdict_makes_no_request(tmp_path):
     assert other_rubric.metrics["judge_cache_hit"] == 0.0
 
 
-@pytest.mark.anyio
-async def test_scores_on_a_ten_point_scale_are_rescaled():
-    def ten_point(request: dict) -> str:
-        ids = [tid for tid, _ in shown_trajectories(request)]
-        by_body = {tid: (7.5 if "quality=0.9" in body else 3) for tid, body in shown_trajectories(request)}
-        return json.dumps({"scores": [{"trajectory_id": i, "explanation": "", "score": by_body[i]} for i in ids]})
+def ten_point(request: dict) -> str:
+    """A judge grading 0-10 whatever it is told: 7.5 for the better attempt, 1 for the other."""
+    shown = shown_trajectories(request)
+    return json.dumps({"scores": [{"trajectory_id": i, "explanation": "", "score": 7.5 if "quality=0.9" in body else 1}
+                                  for i, body in shown]})
 
+
+@pytest.mark.anyio
+async def test_scores_outside_0_1_are_asked_again_not_rescaled():
+    replies = iter([ten_point])
+    group = make_group(0.9, 0.1)
+    with FakeLLM(handler=lambda r: next(replies, judge_by_content)(r)) as llm:
+        await judge(llm).score_group(group)
+    correction = llm.requests[1]["messages"][-1]["content"]
+    assert "scores must be between 0 and 1, got 7.5 for id" in correction
+    assert [t.reward for t in group.trajectories] == [0.9, 0.1]  # the corrected reply's scores, not 0.75 / 0.1
+    assert group.metrics["judge_retries"] == 1
+
+
+@pytest.mark.anyio
+async def test_a_judge_that_keeps_its_own_scale_fails_the_group_with_the_reason():
     group = make_group(0.9, 0.1)
     with FakeLLM(handler=ten_point) as llm:
-        await judge(llm).score_group(group)
-    assert [t.reward for t in group.trajectories] == [0.75, 0.3]
-    assert group.metrics["judge_score_scale"] == 10.0
+        await judge(llm, max_retries=1).score_group(group)
+    assert len(llm.requests) == 2
+    assert group.skipped.startswith("ruler (scenario s1): invalid verdict after 2 attempt(s): scores must be between 0 and 1")
+    assert [t.reward for t in group.trajectories] == [0.0, 0.0]
 
 
 @pytest.mark.anyio
@@ -202,13 +217,9 @@ async def test_a_group_without_valid_trajectories_is_skipped_without_a_call():
     assert llm.requests == [] and group.skipped == "ruler: no valid trajectories to judge"
 
 
-def test_parse_verdict_clamps_and_reads_scales():
-    scores, scale = parse_verdict('[{"trajectory_id": 1, "score": -0.2}, {"trajectory_id": 2, "score": 0.9}]', ["1", "2"])
-    assert scale == 1.0 and (scores["1"].score, scores["2"].score) == (0.0, 0.9)
-    scores, scale = parse_verdict('{"scores": [{"trajectory_id": "1", "score": 85}, {"trajectory_id": "2", "score": 40}]}', ["1", "2"])
-    assert scale == 100.0 and (scores["1"].score, scores["2"].score) == (0.85, 0.4)
-    scores, _ = parse_verdict('{"scores": [{"trajectory_id": "1", "score": 250}]}', ["1"])
-    assert scores["1"].score == 1.0
+def test_parse_verdict_keeps_scores_in_0_1_as_given():
+    scores = parse_verdict('[{"trajectory_id": 1, "score": 0}, {"trajectory_id": 2, "score": 1}, {"trajectory_id": 3, "score": 0.35}]', ["1", "2", "3"])
+    assert [scores[i].score for i in ("1", "2", "3")] == [0.0, 1.0, 0.35]
 
 
 @pytest.mark.parametrize(
@@ -217,6 +228,8 @@ def test_parse_verdict_clamps_and_reads_scales():
         ('{"scores": [{"trajectory_id": "1", "score": 1}, {"trajectory_id": "1", "score": 0}]}', "duplicate ids ['1']"),
         ('{"scores": [{"trajectory_id": "1", "score": "high"}, {"trajectory_id": "2", "score": 0}]}', "scores.0.score"),
         ('{"scores": [{"trajectory_id": "1", "score": NaN}, {"trajectory_id": "2", "score": 0}]}', "finite"),
+        ('[{"trajectory_id": 1, "score": -0.2}, {"trajectory_id": 2, "score": 0.9}]', "scores must be between 0 and 1, got -0.2 for id 1"),
+        ('[{"trajectory_id": 1, "score": 85}, {"trajectory_id": 2, "score": 40}]', "got 85 for id 1, 40 for id 2"),
         ('{"verdict": "all good"}', "scores: Field required"),
         ("I cannot judge these.", "no complete JSON"),
     ],

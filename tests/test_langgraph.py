@@ -207,3 +207,30 @@ async def test_graph_trajectories_train_one_grpo_step(tiny_model_dir):
     assert m["trained"] == 1 and m["sequences"] == 2 and m["loss_tokens"] == sum(len(g.completion_token_ids) for t in trajs for g in t.generations)
     after = [p for p in trainer.model.parameters() if p.requires_grad]
     assert any(not torch.equal(a, b) for a, b in zip(before, after))
+
+
+async def test_generations_carry_the_chat_model_sampling_settings(tiny_model_dir):
+    with scripted_endpoint(tiny_model_dir, ["warm", "cool", "plain"]) as (model, _):
+
+        async def solve(scenario):
+            await init_chat_model(model, temperature=0.6, top_p=0.8).ainvoke(scenario.task)
+            await init_chat_model(model, temperature=0).ainvoke(scenario.task)
+            await init_chat_model(model).ainvoke(scenario.task)
+
+        traj = await wrap_rollout(model, solve)(TASK)
+    assert [(g.temperature, g.top_p) for g in traj.generations] == [(0.6, 0.8), (0.0, 1.0), (1.0, 1.0)]
+
+
+async def test_an_endpoint_without_prompt_token_ids_fails_the_rollout(tiny_model_dir):
+    from mcprl.model import Model
+    from mcprl.serving.local import LocalServer
+    from scripted_policy import NoPromptIds
+
+    server = LocalServer(NoPromptIds(tiny_model_dir, ["an answer"]))
+    try:
+        model = Model(name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy")
+        traj = await wrap_rollout(model, lambda s: init_chat_model(model).ainvoke(s.task))(TASK)
+    finally:
+        server.close()
+    assert traj.generations == []
+    assert traj.error.startswith(f"policy endpoint {server.base_url}/chat/completions returned completion token ids without prompt_token_ids")

@@ -159,3 +159,27 @@ def test_calculator_partial_credit_orders_progress():
     assert calc.check(s, traj("multiply", '{"a": 17, "b": 2}', "34", "no idea")) == 0.1
     assert calc.check(s, traj("multiply", '{"a": "x"}', "Error: bad arguments", "no idea")) == 0.0
     assert calc.check(s, traj("add", '{"a": 17, "b": 25}', "42", "42")) == 0.0
+
+
+async def test_an_endpoint_without_prompt_token_ids_fails_the_rollout(tiny_model_dir):
+    """Never trained on: without the prompt the first completion token would be scored from its own position."""
+    from mcprl.model import Model
+    from mcprl.serving.local import LocalServer
+    from scripted_policy import NoPromptIds
+
+    server = LocalServer(NoPromptIds(tiny_model_dir, ["The answer is 425."]))
+    try:
+        model = Model(name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy")
+        traj = await rollout(model, TASK, None, RolloutConfig(temperature=0.7))
+    finally:
+        server.close()
+    assert traj.generations == []
+    assert traj.error.startswith(f"policy endpoint {server.base_url} returned completion token ids without prompt_token_ids")
+    assert "mcprl's endpoint" in traj.error
+
+
+async def test_generations_carry_the_request_sampling_settings(tiny_model_dir):
+    with scripted_endpoint(tiny_model_dir, ["The answer is 425."]) as (model, engine):
+        traj = await rollout(model, TASK, None, RolloutConfig(temperature=0.7, top_p=0.9))
+    assert (engine.seen[0]["temperature"], engine.seen[0]["top_p"]) == (0.7, 0.9)
+    assert [(g.temperature, g.top_p) for g in traj.generations] == [(0.7, 0.9)]

@@ -15,10 +15,13 @@ class TrainConfig(BaseModel):
     learning_rate: float = Field(default=5e-5, gt=0)
     # Advantage = reward - group mean, divided by the group std unless scale_rewards is False.
     scale_rewards: bool = True
-    # "group": GRPO's group-relative advantage. "reward": the reward itself, so only rewarded
-    # trajectories are reinforced: with 0/1 rewards, a supervised warm-up on the successes
+    # "group": GRPO's group-relative advantage. "reward": only the successes (reward at least
+    # `success_threshold`) are trained on, at advantage 1: a supervised warm-up on them
     # (rejection-sampling fine-tuning) for when GRPO's groups are still all failures.
     advantage: Literal["group", "reward"] = "group"
+    # A success: full marks from a verifier (the success_rate metric's bound); with RULER, an attempt
+    # the judge scored (near) perfect, never merely the best of a poor group.
+    success_threshold: float = Field(default=0.999, gt=0)
     # PPO-style clipping of the ratio new/sampling policy (DAPO's asymmetric clip when high > low).
     epsilon: float = Field(default=0.2, ge=0)
     epsilon_high: float | None = Field(default=None, ge=0)
@@ -31,7 +34,9 @@ class TrainConfig(BaseModel):
     # Memory bounds: padded tokens per micro-batch, and positions per logprob chunk. Fewer, larger
     # micro-batches are faster (on CPU each one carries ~0.2 s of per-operation overhead for a 135M
     # model); with gradient checkpointing its activations take about 0.1 MB a token (SmolLM2-135M).
-    micro_batch_tokens: int = Field(default=2048, ge=64)
+    # None: the trainer's own default (`GRPOTrainer.default_micro_batch_tokens`: 2048 on CPU,
+    # larger on a GPU, where a micro-batch costs launches rather than memory bandwidth).
+    micro_batch_tokens: int | None = Field(default=None, ge=64)
     logprob_chunk: int = Field(default=64, ge=16)
     gradient_checkpointing: bool = True
 

@@ -29,6 +29,7 @@ class GRPOTrainer:
 
     share_prefix = True  # needs attention that honours a [B, 1, T, T] mask (HF's sdpa/eager do)
     mixed_precision = True  # LoRA under autocast with a half-precision base (see _lora_compute_dtype)
+    default_micro_batch_tokens = 2048  # when TrainConfig.micro_batch_tokens is None (see there)
 
     def __init__(self, model, tokenizer, lora: LoraSettings | None = None, adapter_dir: Path | None = None):
         from peft import LoraConfig, PeftModel, get_peft_model
@@ -68,7 +69,8 @@ class GRPOTrainer:
     def build_sequences(self, groups: list[TrajectoryGroup], config: TrainConfig) -> tuple[list[list[Sequence]], dict[str, float]]:
         """Each trainable group's loss-carrying sequences (a list per group), and counts of what was skipped."""
         seqs: list[list[Sequence]] = []
-        counts = {"groups": 0.0, "groups_skipped_zero_variance": 0.0, "groups_skipped_judge": 0.0, "groups_skipped_too_small": 0.0, "trajectories": 0.0}
+        counts = {"groups": 0.0, "groups_skipped_zero_variance": 0.0, "groups_skipped_judge": 0.0, "groups_skipped_too_small": 0.0,
+                  "groups_skipped_no_success": 0.0, "trajectories": 0.0}
         for g in groups:
             counts["groups"] += 1
             if g.skipped:
@@ -78,20 +80,27 @@ class GRPOTrainer:
             if len(valid) < (1 if config.advantage == "reward" else 2):
                 counts["groups_skipped_too_small"] += 1
                 continue
-            rewards = [t.reward for t in valid]
             if config.advantage == "reward":
-                adv = rewards if any(rewards) else None
+                # Rejection-sampling fine-tuning: the successes alone, each at advantage 1 (at ratio 1
+                # the loss gradient is their tokens' log-likelihood gradient); failures are left out
+                # of the step, its token count included.
+                valid = [t for t in valid if t.reward >= config.success_threshold]
+                if not valid:
+                    counts["groups_skipped_no_success"] += 1
+                    continue
+                adv = [1.0] * len(valid)
             else:
-                adv = group_advantages(rewards, scale=config.scale_rewards)
-            if adv is None:
-                counts["groups_skipped_zero_variance"] += 1
-                continue
+                adv = group_advantages([t.reward for t in valid], scale=config.scale_rewards)
+                if adv is None:
+                    counts["groups_skipped_zero_variance"] += 1
+                    continue
             group_seqs = []
             for t, a in zip(valid, adv):
                 counts["trajectories"] += 1
                 group_seqs += [s for s in trajectory_sequences(t, a) if s.n_loss_tokens > 0]
             if group_seqs:
                 seqs.append(group_seqs)
+        counts["groups_trained"] = float(len(seqs))
         return seqs, counts
 
     def step(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
@@ -113,17 +122,20 @@ class GRPOTrainer:
         opt = self._optimizer(config)
         opt.zero_grad(set_to_none=True)
         sums: dict[str, float] = {"loss": 0.0, "clip_frac": 0.0, "ratio": 0.0, "kl": 0.0, "entropy": 0.0, "tokens": 0.0}
-        rows = packing.pack_rows(groups_seqs, config.micro_batch_tokens, share=self.share_prefix)
+        budget = config.micro_batch_tokens or self.default_micro_batch_tokens
+        rows = packing.pack_rows(groups_seqs, budget, share=self.share_prefix)
         low = self._lora_compute_dtype()
         device = next(model.parameters()).device.type
         # Under autocast, PEFT's cast of every LoRA input up to the weights' float32 (which autocast
         # undoes at once) is two copies per LoRA layer, forward and backward, for nothing.
         with disable_input_dtype_casting(model, active=low is not None):
-            for mb in packing.micro_batches(rows, config.micro_batch_tokens):
+            for mb in packing.micro_batches(rows, budget):
                 batch = self._collate(mb, total_tokens, len(seqs), config)
                 inputs = (batch["input_ids"], batch["attention_mask"], config.logprob_chunk)
                 where = {"where": batch["weights"] > 0,  # the LM head runs only where the loss needs a logprob
-                         "position_ids": batch["position_ids"], "pred_index": batch["pred_index"]}
+                         "position_ids": batch["position_ids"], "pred_index": batch["pred_index"],
+                         # scored under the distribution each token was sampled from (the reference too)
+                         "temperature": batch["temperature"], "top_p": batch["top_p"]}
                 with torch.autocast(device, dtype=low) if low else nullcontext():
                     lp, ent = token_logprobs(model, *inputs, **where)
                     ref = None

@@ -40,7 +40,9 @@ def grpo_loss(x: LossInputs, *, epsilon: float, epsilon_high: float | None, beta
     per_token = -torch.minimum(unclipped, clipped)
     on = (x.weights > 0).float()
     stats = {
-        "clip_frac": ((unclipped != clipped).float() * on).sum(),
+        # tokens where the clipped term is the one taken (so no gradient): ratio above 1 + hi with a
+        # positive advantage, below 1 - epsilon with a negative one
+        "clip_frac": ((clipped < unclipped).float() * on).sum(),
         "ratio": (ratio.detach() * on).sum(),
         "tokens": on.sum(),
     }

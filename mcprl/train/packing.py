@@ -80,7 +80,8 @@ def collate(rows: list[Row], pad_id: int, total_tokens: int, n_seqs: int,
     input_ids, position_ids, attention_mask ([B, 1, T, T] bool, True = may attend; plain [B, T] padding
     when every row is one unshared sequence), pred_index (the
     position whose hidden state predicts each token), old_logprobs, advantages, weights (0 off the
-    sampled tokens; the loss normalisation folded in)."""
+    sampled tokens; the loss normalisation folded in), temperature and top_p (each branch's sampling
+    settings, 1 elsewhere)."""
     b, width = len(rows), max(len(r) for r in rows)
     ids = torch.full((b, width), pad_id, dtype=torch.long)
     pos = torch.zeros((b, width), dtype=torch.long)
@@ -89,6 +90,7 @@ def collate(rows: list[Row], pad_id: int, total_tokens: int, n_seqs: int,
     lo = torch.zeros((b, width), dtype=torch.long)  # [lo, hi): the prefix a branch token also sees
     hi = torch.zeros((b, width), dtype=torch.long)
     old, adv, w = (torch.zeros((b, width)) for _ in range(3))
+    temp, top_p = torch.ones((b, width)), torch.ones((b, width))
     for i, r in enumerate(rows):
         p = len(r.prefix)
         ids[i, :p] = torch.tensor(r.prefix, dtype=torch.long)
@@ -107,17 +109,18 @@ def collate(rows: list[Row], pad_id: int, total_tokens: int, n_seqs: int,
             pred[i, at] = p - 1 if p else at  # a branch's first token follows the prefix (unscored without one)
             old[i, sl] = torch.tensor(s.old_logprobs[p:])
             adv[i, sl] = s.advantage
+            temp[i, sl], top_p[i, sl] = s.temperature, s.top_p
             mask = torch.tensor(s.loss_mask[p:], dtype=torch.float32)
             w[i, sl] = mask / total_tokens if normalization == "token" else mask / (s.n_loss_tokens * n_seqs)
             at += n
     if all(not r.prefix and len(r.branches) == 1 for r in rows):
         attn = (torch.arange(width) < torch.tensor([len(r) for r in rows]).unsqueeze(-1)).long()
         return {"input_ids": ids, "position_ids": pos, "attention_mask": attn, "pred_index": pred,
-                "old_logprobs": old, "advantages": adv, "weights": w}
+                "old_logprobs": old, "advantages": adv, "weights": w, "temperature": temp, "top_p": top_p}
     k = torch.arange(width)
     q = k.view(1, width, 1)
     k = k.view(1, 1, width)
     own = (k >= start.unsqueeze(-1)) & (k <= q)
     shared = (k >= lo.unsqueeze(-1)) & (k < hi.unsqueeze(-1))
     return {"input_ids": ids, "position_ids": pos, "attention_mask": (own | shared).unsqueeze(1), "pred_index": pred,
-            "old_logprobs": old, "advantages": adv, "weights": w}
+            "old_logprobs": old, "advantages": adv, "weights": w, "temperature": temp, "top_p": top_p}

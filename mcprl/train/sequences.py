@@ -1,15 +1,16 @@
 """Trajectories -> training sequences on exactly the sampled tokens.
 
 An assistant turn is merged with the next one into one sequence only when the next prompt
-extends prompt+completion token for token; otherwise it is its own sequence. Only sampled
-completion tokens carry loss; prompt, tool-result and template tokens are context.
+extends prompt+completion token for token and both were sampled with the same settings;
+otherwise it is its own sequence. Only sampled completion tokens carry loss; prompt, tool-result
+and template tokens are context.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mcprl.types import Trajectory
+from mcprl.types import Generation, Trajectory
 
 
 @dataclass
@@ -18,6 +19,9 @@ class Sequence:
     loss_mask: list[bool] = field(default_factory=list)
     old_logprobs: list[float] = field(default_factory=list)
     advantage: float = 0.0
+    # The distribution the loss tokens were drawn from (and their old logprobs recorded under).
+    temperature: float = 1.0
+    top_p: float = 1.0
 
     def extend(self, ids: list[int], logprobs: list[float] | None) -> None:
         self.input_ids += ids
@@ -29,6 +33,12 @@ class Sequence:
         return sum(self.loss_mask)
 
 
+def sampling_settings(g: Generation) -> tuple[float, float]:
+    """(temperature, top_p) the trainer scores `g`'s tokens at: a greedy turn's logprobs were
+    recorded at temperature 1 without top-p (see Generation)."""
+    return (g.temperature, g.top_p) if g.temperature > 0 else (1.0, 1.0)
+
+
 def trajectory_sequences(traj: Trajectory, advantage: float) -> list[Sequence]:
     seqs: list[Sequence] = []
     cur: Sequence | None = None
@@ -37,11 +47,13 @@ def trajectory_sequences(traj: Trajectory, advantage: float) -> list[Sequence]:
             continue
         if len(g.logprobs) != len(g.completion_token_ids):
             raise ValueError(f"trajectory {traj.id}: {len(g.logprobs)} logprobs for {len(g.completion_token_ids)} tokens")
+        temperature, top_p = sampling_settings(g)
         n = len(cur.input_ids) if cur else 0
-        if cur is not None and len(g.prompt_token_ids) >= n and g.prompt_token_ids[:n] == cur.input_ids:
+        if (cur is not None and (cur.temperature, cur.top_p) == (temperature, top_p)
+                and len(g.prompt_token_ids) >= n and g.prompt_token_ids[:n] == cur.input_ids):
             cur.extend(g.prompt_token_ids[n:], None)
         else:
-            cur = Sequence(advantage=advantage)
+            cur = Sequence(advantage=advantage, temperature=temperature, top_p=top_p)
             seqs.append(cur)
             cur.extend(g.prompt_token_ids, None)
         cur.extend(g.completion_token_ids, g.logprobs)
