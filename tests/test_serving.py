@@ -131,6 +131,27 @@ def test_follow_up_turn_extends_prompt_token_for_token(server):
     assert second["prompt_token_ids"][: len(prefix)] == prefix
 
 
+def test_a_sampled_turn_is_spliced_only_into_its_own_conversation(engine):
+    """A reply sampled in one conversation that equals a message of another (a demonstration in
+    every prompt: the same tool call) must not bring its sampled tokens into the other."""
+    from mcprl.serving.prompts import TurnCache, render_prompt
+
+    call = {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 3, "b": 4}'}}]}
+    sampled = engine.tokenizer("<tool_call>add 3 4</tool_call> and some trailing text", add_special_tokens=False)["input_ids"]
+    cache = TurnCache()
+    cache.put([{"role": "user", "content": "What is 3 + 4?"}], call, sampled)
+
+    def contains(ids: list[int]) -> bool:
+        return any(ids[i : i + len(sampled)] == sampled for i in range(len(ids) - len(sampled) + 1))
+
+    own = [{"role": "user", "content": "What is 3 + 4?"}, call, {"role": "tool", "tool_call_id": "c1", "content": "7"}]
+    demo = [{"role": "user", "content": "Example: 3 + 4"}, call, {"role": "tool", "tool_call_id": "c1", "content": "7"},
+            {"role": "user", "content": "What is 5 + 6?"}]
+    assert contains(render_prompt(engine.tokenizer, own, TOOLS, cache))
+    assert not contains(render_prompt(engine.tokenizer, demo, TOOLS, cache))
+    assert render_prompt(engine.tokenizer, demo, TOOLS, cache) == render_prompt(engine.tokenizer, demo, TOOLS, None)
+
+
 def test_concurrent_requests_are_batched(server, engine):
     before = dict(engine.metrics)
 
@@ -208,3 +229,24 @@ def test_shared_prefix_batch_equals_rows_sampled_alone(engine):
         (alone,) = sample(engine.model, [row], **kw)
         assert got.token_ids == alone.token_ids
         assert got.logprobs == pytest.approx(alone.logprobs, abs=1e-4)
+
+
+def test_sampled_logprobs_are_under_the_distribution_drawn_from(engine):
+    """Each token's recorded logprob is log softmax(logits / T) of the sampled token, minus the log
+    of the top-p set's mass when top_p < 1 (vLLM's processed_logprobs), for rows of one batch with
+    different settings; checked against a plain forward pass and an independent top-p."""
+    import torch
+
+    from mcprl.serving.sampler import Row, sample
+
+    prompt = engine.tokenizer.apply_chat_template(MSGS, add_generation_prompt=True, tokenize=True, return_dict=False)
+    settings = [(1.0, 1.0), (0.7, 1.0), (0.7, 0.5), (1.4, 0.9)]
+    out = sample(engine.model, [Row(prompt, 8, t, p, seed=5) for t, p in settings], pad_id=engine.pad_id, eos_ids=set())
+    for (t, p), s in zip(settings, out):
+        ids = torch.tensor([prompt + s.token_ids])
+        with torch.no_grad():
+            probs = (engine.model(ids).logits[0, len(prompt) - 1 : -1].float() / t).softmax(-1)
+        ranked = probs.sort(-1, descending=True).values
+        kept_mass = ranked.masked_fill(ranked.cumsum(-1) - ranked > p, 0).sum(-1)
+        expected = (probs.gather(-1, torch.tensor(s.token_ids).unsqueeze(-1)).squeeze(-1) / kept_mass).log()
+        assert s.logprobs == pytest.approx(expected.tolist(), abs=1e-5), (t, p)

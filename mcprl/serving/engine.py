@@ -17,6 +17,7 @@ from mcprl.errors import UserError
 from mcprl.serving.prompts import TurnCache, render_prompt
 from mcprl.serving.protocol import ChatRequest
 from mcprl.serving.sampler import Row, Sampled, sample
+from mcprl.serving.structured import COMPILE_TIMEOUT_S, Constraint, Grammars, SchemaError
 
 
 class BadRequest(ValueError):
@@ -32,6 +33,7 @@ class _Pending:
     request: ChatRequest
     adapter: str | None
     prompt_ids: list[int]
+    constraint: Constraint | None = None  # response_format's grammar in its start state
     done: anyio.Event = field(default_factory=anyio.Event)
     result: list[Sampled] | None = None
     error: BaseException | None = None
@@ -61,6 +63,7 @@ class Engine:
         gen_eos = getattr(self.model.generation_config, "eos_token_id", None)
         eos |= set(gen_eos) if isinstance(gen_eos, list) else {gen_eos}
         self.eos_ids = {e for e in eos if e is not None}
+        self.grammars = Grammars(self.tokenizer, self.eos_ids, self.model.config.vocab_size)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         self.metrics = {"requests": 0, "batches": 0, "rows": 0, "tool_call_parse_errors": 0, "completion_tokens": 0}
 
@@ -124,7 +127,8 @@ class Engine:
         if len(prompt_ids) + 1 > self.max_model_len:
             raise BadRequest(f"prompt is {len(prompt_ids)} tokens; the model's limit is {self.max_model_len}")
         budget = min(budget, self.max_model_len - len(prompt_ids))
-        pending = _Pending(req, adapter, prompt_ids)
+        constraint = await self._constraint(req) if req.response_format else None
+        pending = _Pending(req, adapter, prompt_ids, constraint)
         self.metrics["requests"] += 1
         self._queue.append(pending)
         if self._wakeup is not None:
@@ -133,6 +137,16 @@ class Engine:
         if pending.error is not None:
             raise pending.error
         return self._response(req, prompt_ids, pending.result or [], budget)
+
+    async def _constraint(self, req: ChatRequest) -> Constraint | None:
+        """Compile the request's response_format off the event loop (llguidance releases the GIL)."""
+        try:
+            with anyio.fail_after(COMPILE_TIMEOUT_S):
+                return await anyio.to_thread.run_sync(self.grammars.compile, req.response_format, abandon_on_cancel=True)
+        except SchemaError as e:
+            raise BadRequest(str(e)) from None
+        except TimeoutError:
+            raise BadRequest(f"response_format: the schema took over {COMPILE_TIMEOUT_S:.0f} s to compile; simplify it") from None
 
     async def run_batcher(self) -> None:
         """Loop forever: gather what is queued (waiting `batch_window_s` for stragglers) and sample it."""
@@ -171,7 +185,7 @@ class Engine:
             budget = min(r.max_new_tokens(self.default_max_tokens), self.max_model_len - len(p.prompt_ids))
             for k in range(r.n):
                 seed = None if r.seed is None else r.seed + k
-                rows.append(Row(p.prompt_ids, budget, r.temperature, r.top_p, r.stops, seed))
+                rows.append(Row(p.prompt_ids, budget, r.temperature, r.top_p, r.stops, seed, self.grammars.fork(p.constraint)))
         with self._lock:
             from peft import PeftModel
 
@@ -199,12 +213,14 @@ class Engine:
     def _response(self, req: ChatRequest, prompt_ids: list[int], samples: list[Sampled], budget: int) -> dict[str, Any]:
         choices = []
         completion_tokens = 0
+        structured = req.response_format is not None and req.response_format.type != "text"
         for i, s in enumerate(samples):
             completion_tokens += len(s.token_ids)
             text = self._decode(s.token_ids)
             if s.text_end is not None:
                 text = text[: s.text_end]
-            parsed = parse_tool_calls(text) if req.tools and req.tool_choice != "none" else None
+            # With a response_format the grammar decides the content: no tool-call parsing.
+            parsed = parse_tool_calls(text) if req.tools and req.tool_choice != "none" and not structured else None
             message: dict[str, Any] = {"role": "assistant", "content": text}
             finish = s.finish_reason
             choice: dict[str, Any] = {"index": i, "message": message, "finish_reason": finish}
@@ -227,7 +243,7 @@ class Engine:
             if req.return_token_ids:
                 choice["token_ids"] = s.token_ids
             # Remember the sampled tokens of this exact message, so a follow-up turn splices them back.
-            self.turns.put(message, s.token_ids)
+            self.turns.put(req.messages, message, s.token_ids)
             choices.append(choice)
         self.metrics["completion_tokens"] += completion_tokens
         body: dict[str, Any] = {

@@ -6,10 +6,16 @@ replies). The endpoint remembers the completion tokens it produced for each assi
 it returned; when a later request carries that message again, its sampled tokens are spliced in
 verbatim. Then a turn's prompt extends the previous prompt+completion token for token, and
 the trainer can merge the whole episode into one sequence trained on exactly what was sampled.
+
+A message is recognised together with the conversation before it, never by its text alone: a
+demonstration written into every prompt (an example call `add(3, 4)`) must not pick up the tokens
+of a sampled reply that happened to parse to the same call in another conversation (trailing
+text and all), which would then sit in every later prompt.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import OrderedDict
 from threading import Lock
@@ -33,41 +39,58 @@ def message_key(message: dict[str, Any]) -> str:
     return json.dumps([(message.get("content") or "").strip(), calls], sort_keys=True, ensure_ascii=False)
 
 
+def turn_key(before: list[dict[str, Any]], message: dict[str, Any]) -> str:
+    """What identifies an assistant message in its conversation: the messages before it (role and
+    text; assistant messages by `message_key`) and the message itself, as one digest."""
+    parts = [[m.get("role"), message_key(m) if m.get("role") == "assistant" else _text(m.get("content"))] for m in before]
+    parts.append(["assistant", message_key(message)])
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
+
+
+def _text(content: Any) -> str:
+    """OpenAI content (a string or a list of parts) as text."""
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
+
+
 class TurnCache:
-    """Bounded LRU of assistant message key -> the completion token ids that produced it."""
+    """Bounded LRU of `turn_key` (an assistant message in its conversation) -> the completion token
+    ids that produced it."""
 
     def __init__(self, capacity: int = 20_000):
         self._items: OrderedDict[str, list[int]] = OrderedDict()
         self._capacity = capacity
         self._lock = Lock()
 
-    def put(self, message: dict[str, Any], token_ids: list[int]) -> None:
+    def put(self, before: list[dict[str, Any]], message: dict[str, Any], token_ids: list[int]) -> None:
+        """Remember `message`, sampled as the reply to the conversation `before`."""
         with self._lock:
-            key = message_key(message)
+            key = turn_key(before, message)
             self._items[key] = token_ids
             self._items.move_to_end(key)
             while len(self._items) > self._capacity:
                 self._items.popitem(last=False)
 
-    def get(self, message: dict[str, Any]) -> list[int] | None:
+    def get(self, before: list[dict[str, Any]], message: dict[str, Any]) -> list[int] | None:
         with self._lock:
-            return self._items.get(message_key(message))
+            return self._items.get(turn_key(before, message))
 
 
 def render_prompt(tokenizer, messages: list[dict[str, Any]], tools: list[dict] | None, cache: TurnCache | None) -> list[int]:
     """Token ids of the prompt for the next assistant turn."""
     spliced: list[list[int]] = []
     msgs = []
-    for m in messages:
+    for i, m in enumerate(messages):
         m = dict(m)
         if m.get("role") == "developer":
             m["role"] = "system"
-        ids = cache.get(m) if cache is not None and m.get("role") == "assistant" else None
+        ids = cache.get(messages[:i], m) if cache is not None and m.get("role") == "assistant" else None
         if ids is not None:
             m = {"role": "assistant", "content": SENTINEL.format(len(spliced))}
             spliced.append(ids)
         elif isinstance(m.get("content"), list):  # OpenAI content parts -> text
-            m["content"] = "".join(p.get("text", "") for p in m["content"] if isinstance(p, dict))
+            m["content"] = _text(m["content"])
         msgs.append(m)
     text = tokenizer.apply_chat_template(msgs, tools=tools or None, tokenize=False, add_generation_prompt=True)
     if not spliced:

@@ -2,8 +2,9 @@
 token ids and logprobs of what was sampled.
 
 Rows of one batch share a model (and adapter) but may differ in prompt length, temperature,
-top_p, token budget, stop strings and seed. Logprobs are those of the unmodified model
-distribution (temperature 1, no top_p), the quantity the GRPO ratio compares against.
+top_p, token budget, stop strings and seed. Each token's logprob is under the distribution it was
+drawn from (the row's temperature, renormalised over its top-p set), which the trainer recomputes
+for the GRPO ratio (see `mcprl.types.Generation`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 import torch
 
 from mcprl import memory
+from mcprl.serving.structured import Constraint, mask_logits
 
 
 @dataclass
@@ -23,6 +25,7 @@ class Row:
     top_p: float = 1.0
     stop: list[str] = field(default_factory=list)
     seed: int | None = None
+    constraint: Constraint | None = None  # structured output: a grammar masks the logits (structured.py)
 
 
 @dataclass
@@ -114,6 +117,7 @@ def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=Non
     top_ps = torch.tensor([r.top_p for r in rows], device=device)
     generators = [torch.Generator(device=device).manual_seed(r.seed) if r.seed is not None else None for r in rows]
     greedy_rows = any(r.temperature == 0 for r in rows)
+    constrained = any(r.constraint is not None for r in rows)
     budget = max(r.max_new_tokens for r in rows)
 
     out_ids: list[list[int]] = [[] for _ in rows]
@@ -122,20 +126,32 @@ def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=Non
     text_end: list[int | None] = [None] * b
     for _ in range(budget):
         logits = logits.float()
-        logp = torch.log_softmax(logits, dim=-1)
-        probs = torch.softmax(logits / temps.clamp(min=1e-5).unsqueeze(-1), dim=-1)
-        if bool((top_ps < 1).any()):
+        if constrained:  # before anything reads the logits: logprobs are under the masked distribution
+            mask_logits(logits, [r.constraint if finish[i] is None else None for i, r in enumerate(rows)])
+        # Logprobs under the distribution each token is drawn from (vLLM's processed_logprobs):
+        # softmax(logits / T), renormalised over the top-p set. Greedy rows take the argmax and
+        # record their logprob at T=1 (as vLLM does; see Generation).
+        scaled = logits / torch.where(temps > 0, temps, 1.0).unsqueeze(-1)
+        logp = torch.log_softmax(scaled, dim=-1)
+        probs = torch.softmax(scaled, dim=-1)
+        truncated = bool((top_ps < 1).any())
+        if truncated:
             probs = _filter_top_p(probs, top_ps)
         next_ids = _draw(probs, generators)
         if greedy_rows:
             next_ids = torch.where(temps == 0, logits.argmax(-1), next_ids)
-        chosen_lp = logp.gather(-1, next_ids.unsqueeze(-1)).squeeze(-1).tolist()
+        chosen_lp = logp.gather(-1, next_ids.unsqueeze(-1)).squeeze(-1)
+        if truncated:  # minus the log of the kept mass
+            chosen_lp -= torch.where((top_ps < 1) & (temps > 0), probs.sum(-1).log(), 0.0)
+        chosen_lp = chosen_lp.tolist()
         chosen = next_ids.tolist()
         for i, r in enumerate(rows):
             if finish[i] is not None:
                 continue
             tok = chosen[i]
             out_ids[i].append(tok)
+            if r.constraint is not None:
+                r.constraint.advance(tok)
             out_lp[i].append(chosen_lp[i])
             if tok in eos_ids:
                 finish[i] = "stop"

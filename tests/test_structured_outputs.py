@@ -1,0 +1,187 @@
+"""Structured outputs (`response_format`) on the tiny random model, over real HTTP.
+
+A random model writes near-uniform noise, so whatever JSON comes out is the grammar's doing. Its
+strings never close by chance (a closing quote is a few tokens in 49k), so these schemas bound
+their strings, numbers and arrays; tests/test_structured_outputs_real.py runs real MCP schemas on
+the real model."""
+
+import json
+
+import anyio
+import httpx
+import jsonschema
+import pytest
+
+from mcprl.serving import engine as engine_module
+from mcprl.serving.engine import Engine
+from mcprl.serving.local import LocalServer
+
+MSGS = [{"role": "user", "content": "Answer in JSON."}]
+
+SCHEMAS = {
+    "enum_bool_bounded_int": {
+        "type": "object",
+        "properties": {"state": {"enum": ["open", "closed", "all"]}, "draft": {"type": "boolean"},
+                       "page": {"type": "integer", "minimum": 1, "maximum": 50}},
+        "required": ["state", "draft", "page"], "additionalProperties": False,
+    },
+    "nested_array_of_objects": {
+        "type": "object",
+        "properties": {"edits": {"type": "array", "minItems": 1, "maxItems": 3, "items": {
+            "type": "object",
+            "properties": {"line": {"type": "integer", "minimum": 0, "maximum": 999}, "op": {"enum": ["add", "del"]}},
+            "required": ["line", "op"], "additionalProperties": False}}},
+        "required": ["edits"], "additionalProperties": False,
+    },
+    "optional_fields_and_pattern": {
+        "type": "object",
+        "properties": {"sku": {"type": "string", "pattern": "^SKU-[0-9]{4}$"}, "restock": {"type": "boolean"},
+                       "note": {"type": "string", "maxLength": 4}},
+        "required": ["sku"], "additionalProperties": False,
+    },
+    "defs_ref_anyof_null": {
+        "$defs": {"pt": {"type": "object", "properties": {"x": {"type": "integer", "minimum": -9, "maximum": 9},
+                                                          "y": {"type": "integer", "minimum": -9, "maximum": 9}},
+                         "required": ["x", "y"], "additionalProperties": False}},
+        "type": "object",
+        "properties": {"from": {"$ref": "#/$defs/pt"}, "to": {"anyOf": [{"$ref": "#/$defs/pt"}, {"type": "null"}]}},
+        "required": ["from", "to"], "additionalProperties": False,
+    },
+}
+
+
+def json_schema_format(schema, name="reply", **kw):
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, **kw}}
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_model_dir):
+    """float32, so that a row's samples do not depend on the batch around it (see test_serving); a
+    batch window long enough for two concurrent requests to always share a batch."""
+    from mcprl import weights
+
+    model = weights.load_model(str(tiny_model_dir), dtype="float32")
+    return Engine(str(tiny_model_dir), model=model, served_name="tiny", batch_window_s=0.3)
+
+
+@pytest.fixture(scope="module")
+def server(engine):
+    s = LocalServer(engine)
+    yield s
+    s.close()
+
+
+def post(server, body):
+    return httpx.post(f"{server.base_url}/chat/completions", json={"model": "tiny", "messages": MSGS, **body}, timeout=120)
+
+
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_output_validates_against_the_schema(server, name):
+    schema = SCHEMAS[name]
+    r = post(server, {"response_format": json_schema_format(schema, strict=True), "n": 4, "max_tokens": 120, "seed": 7,
+                      "logprobs": True, "return_token_ids": True})
+    assert r.status_code == 200, r.text
+    for c in r.json()["choices"]:
+        assert c["finish_reason"] == "stop", c  # eos came where the grammar accepts
+        jsonschema.validate(json.loads(c["message"]["content"]), schema)
+        lps = [x["logprob"] for x in c["logprobs"]["content"]]
+        assert len(lps) == len(c["token_ids"]) and all(-1e9 < lp <= 0 for lp in lps)  # no masked token was drawn
+
+
+def test_without_the_mask_the_same_request_is_not_json(server):
+    """The constraint is what makes the JSON: unconstrained, the same seeds give noise."""
+    schema = SCHEMAS["enum_bool_bounded_int"]
+    free = post(server, {"n": 4, "max_tokens": 40, "seed": 7}).json()["choices"]
+    for c in free:
+        with pytest.raises((json.JSONDecodeError, jsonschema.ValidationError)):
+            jsonschema.validate(json.loads(c["message"]["content"]), schema)
+
+
+def test_mixed_batch_of_constrained_and_free_rows(server, engine):
+    """Constrained and unconstrained requests share one sampling batch; the mask touches only its rows."""
+    schema = SCHEMAS["nested_array_of_objects"]
+    free_body = {"max_tokens": 12, "seed": 3, "temperature": 0.8, "return_token_ids": True}
+    alone = post(server, free_body).json()["choices"][0]["token_ids"]
+    before = engine.metrics["batches"]
+    results: dict[str, dict] = {}
+
+    async def burst():
+        async with httpx.AsyncClient(timeout=120) as c:
+            async def one(key, body):
+                r = await c.post(f"{server.base_url}/chat/completions", json={"model": "tiny", "messages": MSGS, **body})
+                assert r.status_code == 200, r.text
+                results[key] = r.json()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(one, "free", free_body)
+                tg.start_soon(one, "json", {"response_format": json_schema_format(schema), "n": 3, "max_tokens": 120, "seed": 5})
+
+    anyio.run(burst)
+    assert engine.metrics["batches"] - before == 1
+    assert results["free"]["choices"][0]["token_ids"] == alone
+    for c in results["json"]["choices"]:
+        jsonschema.validate(json.loads(c["message"]["content"]), schema)
+
+
+def test_tools_and_response_format_give_json_content_and_no_tool_parsing(server):
+    tools = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {"a": {"type": "number"}}}}}]
+    schema = SCHEMAS["enum_bool_bounded_int"]
+    r = post(server, {"tools": tools, "response_format": json_schema_format(schema), "max_tokens": 120, "seed": 1})
+    c = r.json()["choices"][0]
+    assert "tool_calls" not in c["message"] and c["finish_reason"] == "stop"
+    jsonschema.validate(json.loads(c["message"]["content"]), schema)
+
+
+def test_budget_exhausted_before_the_json_closes_is_length(server):
+    r = post(server, {"response_format": json_schema_format(SCHEMAS["nested_array_of_objects"]), "max_tokens": 3, "seed": 2})
+    c = r.json()["choices"][0]
+    assert c["finish_reason"] == "length" and c["message"]["content"].startswith("{")
+
+
+def test_type_text_is_unconstrained(server):
+    a = post(server, {"response_format": {"type": "text"}, "max_tokens": 8, "seed": 4, "return_token_ids": True}).json()
+    b = post(server, {"max_tokens": 8, "seed": 4, "return_token_ids": True}).json()
+    assert a["choices"][0]["token_ids"] == b["choices"][0]["token_ids"]
+
+
+@pytest.mark.parametrize("response_format, reason", [
+    (json_schema_format({"type": "object", "properties": {"a": {"type": "strin"}}}), "not a valid JSON Schema at properties/a/type"),
+    (json_schema_format({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}), "/$defs/missing"),
+    (json_schema_format({"type": "object", "properties": {"a": {"not": {"type": "string"}}}}, strict=True), "not"),
+    ({"type": "json_schema"}, "needs json_schema"),
+    ({"type": "json_schema", "json_schema": {"name": "x"}}, "response_format.json_schema.schema"),
+    ({"type": "yaml"}, "response_format.type"),
+])
+def test_unusable_response_format_is_400_with_the_reason(server, response_format, reason):
+    r = post(server, {"response_format": response_format, "max_tokens": 4})
+    assert r.status_code == 400, r.text
+    assert reason in r.json()["error"]["message"]
+
+
+def test_unimplemented_keyword_without_strict_is_ignored(server):
+    """The documented degradation: outside strict mode, keywords llguidance lacks (`not`) are dropped."""
+    schema = {"type": "object", "properties": {"a": {"type": "boolean", "not": {"const": True}}}, "required": ["a"], "additionalProperties": False}
+    r = post(server, {"response_format": json_schema_format(schema), "max_tokens": 20, "seed": 1})
+    assert r.status_code == 200, r.text
+    assert isinstance(json.loads(r.json()["choices"][0]["message"]["content"])["a"], bool)
+
+
+def test_compile_time_limit_is_400_not_a_hang(server, monkeypatch):
+    monkeypatch.setattr(engine_module, "COMPILE_TIMEOUT_S", 0.0)
+    schema = {"type": "object", "properties": {"never_compiled_before": {"type": "integer"}}}
+    r = post(server, {"response_format": json_schema_format(schema), "max_tokens": 4})
+    assert r.status_code == 400 and "took over" in r.json()["error"]["message"]
+
+
+def test_listed_properties_close_the_object_unless_said_otherwise():
+    from mcprl.serving.structured import closed_objects
+
+    schema = {"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "string"}}},
+                                               "properties": {"type": "object", "properties": {}, "additionalProperties": True}},
+              "$defs": {"d": {"properties": {"x": {}}}}, "anyOf": [{"properties": {"y": {}}}, {"type": "string"}]}
+    closed = closed_objects(schema)
+    assert closed["additionalProperties"] is False and "additionalProperties" not in schema
+    assert closed["properties"]["a"]["additionalProperties"] is False
+    assert closed["properties"]["properties"]["additionalProperties"] is True  # a property named "properties"
+    assert closed["$defs"]["d"]["additionalProperties"] is False and closed["anyOf"][0]["additionalProperties"] is False
+    assert closed["anyOf"][1] == {"type": "string"}
