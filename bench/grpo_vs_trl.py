@@ -254,11 +254,11 @@ def main() -> None:
         CHILDREN[args.child](args)
         return
 
-    from mcprl.train.config import TrainConfig
+    from mcprl.train.grpo import GRPOTrainer
     from mcprl.weights import resolve_dtype
 
     args.dtype = resolve_dtype(args.dtype)
-    args.micro_batch_tokens = args.micro_batch_tokens or TrainConfig().micro_batch_tokens
+    args.micro_batch_tokens = args.micro_batch_tokens or GRPOTrainer.default_micro_batch_tokens
 
     children = {name: Child(name, args) for name in CHILDREN}
     for child in children.values():

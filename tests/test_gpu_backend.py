@@ -26,7 +26,7 @@ from mcprl.backends.gpu import (
     tool_chat_template,
     visible_devices,
 )
-from mcprl.backends.gpu_serving import VllmError, VllmLaunch, VllmServer, VllmSettings, free_port, lora_rank_bucket
+from mcprl.backends.gpu_serving import TOOL_PARSER_PLUGIN, VllmError, VllmLaunch, VllmServer, VllmSettings, free_port, lora_rank_bucket
 from mcprl.backends.gpu_training import UnslothGRPOTrainer, lora_arguments
 from mcprl.chat_format import tool_template
 from mcprl.errors import UserError
@@ -56,9 +56,10 @@ def test_command_serves_the_base_with_lora_tools_and_exact_logprobs():
     assert _flag(cmd, "--served-model-name") == "qwen"
     assert (_flag(cmd, "--host"), _flag(cmd, "--port")) == ("127.0.0.1", "8123")
     assert "--enable-lora" in cmd and _flag(cmd, "--max-lora-rank") == "8" and _flag(cmd, "--max-loras") == "2"
-    assert "--enable-auto-tool-choice" in cmd and _flag(cmd, "--tool-call-parser") == "hermes"
+    assert "--enable-auto-tool-choice" in cmd and _flag(cmd, "--tool-call-parser") == "mcprl"
+    assert _flag(cmd, "--tool-parser-plugin") == str(TOOL_PARSER_PLUGIN) and TOOL_PARSER_PLUGIN.is_file()
     assert _flag(cmd, "--chat-template") == "/t/chat_template.jinja"
-    assert _flag(cmd, "--logprobs-mode") == "raw_logprobs" and _flag(cmd, "--generation-config") == "vllm"
+    assert _flag(cmd, "--logprobs-mode") == "processed_logprobs" and _flag(cmd, "--generation-config") == "vllm"
     assert _flag(cmd, "--gpu-memory-utilization") == "0.45" and _flag(cmd, "--tensor-parallel-size") == "1"
     assert "--enable-sleep-mode" in cmd
     for unset in ("--max-model-len", "--enforce-eager", "--max-num-seqs", "--max-cpu-loras", "--enable-prefix-caching", "--no-enable-prefix-caching"):
@@ -78,11 +79,39 @@ def test_command_passes_engine_settings_through():
 
 
 def test_environment_enables_runtime_lora_and_sleep_endpoints():
-    env = _launch(gpus=["GPU-aa", "GPU-bb"]).env({"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "0,1,2"})
+    env = _launch(gpus=["GPU-aa", "GPU-bb"]).env({"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "0,1,2", "VLLM_CACHE_ROOT": "/c/vllm"})
     assert env["PATH"] == "/bin" and env["CUDA_VISIBLE_DEVICES"] == "GPU-aa,GPU-bb"
     assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True" and env["VLLM_API_KEY"] == KEY
-    assert env["VLLM_SERVER_DEV_MODE"] == "1"
+    assert env["VLLM_SERVER_DEV_MODE"] == "1" and env["VLLM_CACHE_ROOT"] == "/c/vllm"
     assert "VLLM_SERVER_DEV_MODE" not in _launch(sleep_mode=False).env({})
+
+
+def test_vllm_keeps_its_info_log_and_none_of_unsloths_environment():
+    env = _launch().env({"PATH": "/bin", "UNSLOTH_IS_PRESENT": "1", "UNSLOTH_ZOO_IS_PRESENT": "1", "VLLM_CONFIGURE_LOGGING": "0"})
+    assert not [k for k in env if k.startswith("UNSLOTH")]
+    assert env["VLLM_CONFIGURE_LOGGING"] == "1" and env["VLLM_LOGGING_LEVEL"] == "INFO"
+    assert _launch().env({"VLLM_LOGGING_LEVEL": "DEBUG"})["VLLM_LOGGING_LEVEL"] == "DEBUG"
+
+
+def test_vllm_starts_from_the_environment_before_unsloth_changed_it(monkeypatch):
+    """`import unsloth` sets allocator settings, Triton flags and a sitecustomize on PYTHONPATH in our
+    process; the runtime keeps the environment it was created with for vLLM."""
+    monkeypatch.setenv("PYTHONPATH", "/site")
+    rt = GpuRuntime(TrainableModel(name="m", project="p", base_model="org/unused"))
+    monkeypatch.setenv("PYTHONPATH", "/unsloth_compiled_cache:/site")  # as Unsloth's import does
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    env = _launch().env(rt._launch_env)
+    assert env["PYTHONPATH"] == "/site" and "PYTORCH_CUDA_ALLOC_CONF" not in env
+
+
+def test_dtype_applies_to_unsloth_and_vllm_on_a_gpu():
+    """`mcprl train --dtype` on a GPU: the same base dtype for the sampler and the trainer."""
+    assert LocalBackend(device="cuda", placement="shared").settings == {"placement": "shared"}
+    settings = LocalBackend(device="cuda", dtype="bfloat16", vllm={"max_model_len": 2048}).settings
+    assert settings == {"vllm": {"max_model_len": 2048, "dtype": "bfloat16"}, "unsloth": {"dtype": "bfloat16"}}
+    GpuSettings.model_validate(LocalBackend(device="cuda", dtype="float32").settings)  # both sides accept it
+    with pytest.raises(UserError, match="dtype='bfloat16' but unsloth.dtype='float16'; give one of them"):
+        LocalBackend(device="cuda", dtype="bfloat16", unsloth={"dtype": "float16"})
 
 
 def test_lora_rank_bucket():
@@ -205,12 +234,13 @@ def test_unsloth_trainer_keeps_the_wrapped_model_and_its_checkpointing(tiny_mode
 # ---- a real local HTTP server standing in for vLLM ---------------------------------------------
 def _fake_vllm_app(base: str):
     from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse
+    from fastapi.responses import JSONResponse, Response
 
     app = FastAPI()
     app.state.calls = []
     app.state.adapters = {}
     app.state.sleeping = False
+    app.state.stays_asleep = False
 
     def error(message: str, code: int) -> JSONResponse:  # vLLM's ErrorResponse shape
         return JSONResponse({"error": {"message": message, "type": "InvalidUserInput", "param": None, "code": code}}, status_code=code)
@@ -244,15 +274,20 @@ def _fake_vllm_app(base: str):
             return error(f"The lora adapter '{req['lora_name']}' cannot be found.", 404)
         return f"Success: LoRA adapter '{req['lora_name']}' removed successfully."
 
+    # vLLM 0.26 answers both with 200 and an empty body; /is_sleeping tells the state.
     @app.post("/sleep")
     async def sleep(level: int = 1, mode: str = "abort"):
         app.state.sleeping = True
-        return {"status": "sleeping", "level": level}
+        return Response(status_code=200)
 
     @app.post("/wake_up")
     async def wake_up():
-        app.state.sleeping = False
-        return {"status": "awake", "tags": None}
+        app.state.sleeping = app.state.stays_asleep
+        return Response(status_code=200)
+
+    @app.get("/is_sleeping")
+    async def is_sleeping():
+        return {"is_sleeping": app.state.sleeping}
 
     return app
 
@@ -299,6 +334,7 @@ async def test_adapter_and_sleep_calls(fake_vllm, tmp_path):
         ("POST", "/v1/load_lora_adapter", {}),
         ("POST", "/sleep", {"level": "1", "mode": "wait"}),
         ("POST", "/wake_up", {}),
+        ("GET", "/is_sleeping", {}),
         ("POST", "/v1/unload_lora_adapter", {}),
     ]
     bodies = [b for _, p, _, b in fake_vllm.state.calls if "lora" in p]
@@ -316,6 +352,20 @@ async def test_control_errors_carry_vllms_message(fake_vllm, tmp_path):
         await VllmServer(fake_vllm.state.url, "wrong").served_models()
     with pytest.raises(VllmError, match="did not answer /wake_up"):
         await VllmServer(f"http://127.0.0.1:{free_port('127.0.0.1')}", KEY).wake_up()
+    fake_vllm.state.stays_asleep = True
+    with pytest.raises(VllmError, match="still reports is_sleeping=true after /wake_up"):
+        await vllm.wake_up()
+
+
+@pytest.mark.anyio
+async def test_wait_ready_reports_what_a_slow_start_is_doing(tmp_path):
+    code = "import time; print('INFO Capturing CUDA graphs', flush=True); time.sleep(600)"
+    server = VllmServer.start([sys.executable, "-c", code], {}, tmp_path / "vllm.log", f"http://127.0.0.1:{free_port('127.0.0.1')}", KEY)
+    lines: list[str] = []
+    with pytest.raises(UserError, match="not ready after 2s"):
+        await server.wait_ready(timeout_s=2, report=lines.append, every_s=0.5)
+    assert lines and all(line.startswith("vLLM starting, ") for line in lines)
+    assert lines[-1].endswith(": INFO Capturing CUDA graphs") and "nothing logged for" in lines[-1]
 
 
 @pytest.mark.anyio
@@ -366,7 +416,8 @@ def _control_calls(fake_vllm) -> list[tuple[str, str]]:
 async def test_train_sleeps_steps_wakes_then_swaps(home, tiny_model_dir, fake_vllm):
     rt = await _runtime(fake_vllm, tiny_model_dir, shared=True)
     metrics = await rt.train(_groups(), TrainConfig(learning_rate=1e-2))
-    assert _control_calls(fake_vllm) == [("/sleep", ""), ("/wake_up", ""), ("/v1/load_lora_adapter", "agent@1"), ("/v1/unload_lora_adapter", "agent@0")]
+    assert _control_calls(fake_vllm) == [("/sleep", ""), ("/wake_up", ""), ("/is_sleeping", ""), ("/v1/load_lora_adapter", "agent@1"),
+                                         ("/v1/unload_lora_adapter", "agent@0")]
     assert rt.step == 1 and rt.served_name == "agent@1" and list(fake_vllm.state.adapters) == ["agent@1"]
     ckpt = rt.root / "0001"
     assert fake_vllm.state.adapters["agent@1"] == str(ckpt)
@@ -392,6 +443,47 @@ async def test_a_failed_step_wakes_vllm_and_keeps_serving_the_old_step(home, tin
     broken[0].trajectories[0].generations[0].logprobs = [-1.0]  # 1 logprob for 3 tokens
     with pytest.raises(ValueError, match="1 logprobs for 3 tokens"):
         await rt.train(broken, TrainConfig())
-    assert _control_calls(fake_vllm) == [("/sleep", ""), ("/wake_up", "")]
+    assert _control_calls(fake_vllm) == [("/sleep", ""), ("/wake_up", ""), ("/is_sleeping", "")]
     assert not fake_vllm.state.sleeping and rt.step == 0 and list(fake_vllm.state.adapters) == ["agent@0"]
     assert checkpoints.list_steps(rt.root) == [0]
+
+
+# ---- the tool-call parser vLLM runs: ours, as a plugin ------------------------------------------
+# Replies from the GPU run of SmolLM2-135M that vLLM's hermes parser left as text ("Extra data",
+# "string indices must be integers") and mcprl.chat_format.parse_tool_calls reads.
+HERMES_REJECTS = [
+    '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\nI will add the numbers.\n</tool_call>',
+    '<tool_call>\n{"name": "add", "arguments": "{\\"a\\": 2, \\"b\\": 3}"}\n</tool_call>',
+    '<tool_call>\n{"name": "add", "parameters": {"a": 2, "b": 3}}\n</tool_call>',
+]
+
+
+def test_vllm_parses_tool_calls_with_our_parser():
+    """Where vLLM is installed (the GPU stack): load the plugin file as `vllm serve
+    --tool-parser-plugin` does and check it returns exactly what the CPU endpoint does."""
+    pytest.importorskip("vllm.tool_parsers", reason="vLLM is not installed (the GPU stack)")
+    texts = [*HERMES_REJECTS, "no call here", "<tool_call>{not json</tool_call>", 'ok <tool_call>{"name": "f", "arguments": {}}</tool_call>']
+    code = f"""
+import json
+from vllm.tool_parsers import ToolParserManager
+from mcprl.chat_format import parse_tool_calls
+ToolParserManager.import_tool_parser({str(TOOL_PARSER_PLUGIN)!r})
+extract = ToolParserManager.get_tool_parser("mcprl").extract_tool_calls
+out = []
+for text in {texts!r}:
+    got = extract(None, text, None)
+    want = parse_tool_calls(text)
+    out.append([got.tools_called, got.content, [(c.function.name, c.function.arguments) for c in got.tool_calls],
+                bool(want.tool_calls), want.content if want.tool_calls else text,
+                [(c["function"]["name"], c["function"]["arguments"]) for c in want.tool_calls]])
+print(json.dumps(out))
+"""
+    import json
+
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = json.loads(r.stdout.strip().splitlines()[-1])
+    for called, content, calls, want_called, want_content, want_calls in rows:
+        assert (called, content or "", calls) == (want_called, want_content, want_calls)
+    assert [row[0] for row in rows] == [True, True, True, False, False, True]
+    assert rows[0][2] == [["add", '{"a": 2, "b": 3}']] and rows[-1][1] == "ok"

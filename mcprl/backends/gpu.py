@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import secrets
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,6 +117,11 @@ def tool_chat_template(model_path: str, out_dir: Path) -> Path | None:
     return path
 
 
+def say(line: str) -> None:
+    """Progress of slow GPU work (vLLM's start), on stderr: `mcprl train` shows it above its progress bar."""
+    print(f"[gpu] {line}", file=sys.stderr, flush=True)
+
+
 def record_metrics(ckpt: Path, metrics: dict[str, float]) -> None:
     """Put a step's complete metrics (swap and memory included) into its checkpoint's state."""
     state = checkpoints.read_state(ckpt)
@@ -137,6 +143,8 @@ class GpuRuntime(Runtime):
             where = ".".join(str(p) for p in err["loc"])
             raise UserError(f"GPU backend setting {where}: {err['msg']}") from None
         self._api_key = secrets.token_urlsafe(24)
+        # vLLM's environment: ours before load_trainer imports Unsloth, which changes it (see VllmLaunch.env).
+        self._launch_env = dict(os.environ)
         self.placement: Placement | None = None
         self.trainer = None
         self.server: VllmServer | None = None
@@ -198,8 +206,12 @@ class GpuRuntime(Runtime):
             gpus=visible_devices(p.serve_gpus, os.environ.get("CUDA_VISIBLE_DEVICES")), gpu_memory_utilization=util,
             sleep_mode=p.shared, chat_template=tool_chat_template(model_path, self.model.dir), api_key=self._api_key,
         )
-        self.server = VllmServer.start(launch.command(), launch.env(os.environ), self.model.dir / "vllm.log", launch.base_url, self._api_key)
-        await self.server.wait_ready(s.vllm.startup_timeout_s)
+        log = self.model.dir / "vllm.log"
+        say(f"starting vLLM (log: {log}; a first start compiles for minutes, later ones reuse its caches)")
+        self.server = VllmServer.start(launch.command(), launch.env(self._launch_env), log, launch.base_url, self._api_key)
+        t = time.monotonic()
+        await self.server.wait_ready(s.vllm.startup_timeout_s, report=say)
+        say(f"vLLM ready after {time.monotonic() - t:.0f}s")
         await self.server.load_adapter(self.served_name, checkpoints.step_dir(self.root, self.step))
 
     async def train(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:

@@ -1,9 +1,10 @@
 """vLLM as the GPU policy endpoint: the `vllm serve` command line built from settings, the
 subprocess running it, and the calls mcprl makes to it (LoRA load/unload, sleep/wake).
 
-vLLM 0.32 answers chat completions in the shape our clients read (`return_token_ids` gives a
-top-level `prompt_token_ids` and per-choice `token_ids`; `logprobs` the sampled tokens'
-logprobs), so clients talk to it directly; mcprl only steers it through `VllmServer`.
+vLLM (0.26 to 0.33) answers chat completions in the shape our clients read (`return_token_ids`
+gives a top-level `prompt_token_ids` and per-choice `token_ids`; `logprobs` the sampled tokens'
+logprobs), so clients talk to it directly; mcprl only steers it through `VllmServer`. Tool calls
+are parsed by our own parser, loaded into vLLM as a tool-parser plugin (`vllm_tool_parser.py`).
 Nothing here imports vllm: it runs in its own process.
 """
 
@@ -16,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mcprl.errors import UserError
 
-# The values vLLM 0.32 accepts for --max-lora-rank (vllm.config.lora.MaxLoRARanks).
+# vLLM loads this file with --tool-parser-plugin; it registers our parser as "mcprl".
+TOOL_PARSER_PLUGIN = Path(__file__).with_name("vllm_tool_parser.py")
+# Set in our process by `import unsloth`/`unsloth_zoo` (allocator settings, a sitecustomize on
+# PYTHONPATH, Triton flags, ...); the vLLM server starts from the environment as it was before.
+UNSLOTH_PREFIXES = ("UNSLOTH_",)
+
+# The values vLLM 0.26-0.33 accept for --max-lora-rank (vllm.config.lora.MaxLoRARanks).
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 
@@ -85,11 +92,14 @@ class VllmLaunch(BaseModel):
             "--served-model-name", self.served_name,
             "--host", self.host, "--port", str(self.port),
             "--enable-lora", "--max-lora-rank", str(lora_rank_bucket(self.lora_rank)), "--max-loras", str(s.max_loras),
-            "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--exclude-tools-when-tool-choice-none",
-            # Same sampling semantics as the CPU engine: logprobs of the unmodified distribution
-            # (temperature 1, what the GRPO ratio needs) and no sampling defaults from the model's
+            # Our parser (mcprl.chat_format.parse_tool_calls), so both paths read the same calls.
+            "--enable-auto-tool-choice", "--tool-parser-plugin", str(TOOL_PARSER_PLUGIN), "--tool-call-parser", "mcprl",
+            "--exclude-tools-when-tool-choice-none",
+            # Same sampling semantics as the CPU engine: the logprob of each sampled token under the
+            # distribution it was drawn from (after temperature and top-p; the trainer divides its
+            # logits by the same temperature), and no sampling defaults from the model's
             # generation_config.json (a request without temperature samples at 1.0).
-            "--logprobs-mode", "raw_logprobs", "--generation-config", "vllm",
+            "--logprobs-mode", "processed_logprobs", "--generation-config", "vllm",
             "--gpu-memory-utilization", f"{self.gpu_memory_utilization:.2f}",
             "--dtype", s.dtype,
             "--tensor-parallel-size", str(len(self.gpus)),
@@ -111,12 +121,17 @@ class VllmLaunch(BaseModel):
         return cmd + s.extra_args
 
     def env(self, base: Mapping[str, str]) -> dict[str, str]:
-        env = dict(base)
+        """The server's environment: `base` (our environment before Unsloth changed it) without
+        Unsloth's own variables, plus what vLLM needs. vLLM's compile caches follow VLLM_CACHE_ROOT
+        and FLASHINFER_WORKSPACE_BASE when set (default: under ~/.cache), so only a first start pays."""
+        env = {k: v for k, v in base.items() if not k.startswith(UNSLOTH_PREFIXES)}
+        env.setdefault("VLLM_LOGGING_LEVEL", "INFO")
+        env["VLLM_CONFIGURE_LOGGING"] = "1"  # its INFO log is how a slow start shows what it is doing
         env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus)
         env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"  # /v1/load_lora_adapter and /v1/unload_lora_adapter
         env["VLLM_API_KEY"] = self.api_key  # in the environment, not argv: `ps` shows argv
         if self.sleep_mode:
-            env["VLLM_SERVER_DEV_MODE"] = "1"  # /sleep and /wake_up are development endpoints in 0.32
+            env["VLLM_SERVER_DEV_MODE"] = "1"  # /sleep and /wake_up are development endpoints
         return env
 
 
@@ -149,11 +164,23 @@ class VllmServer:
         atexit.register(server.close)
         return server
 
-    async def wait_ready(self, timeout_s: float) -> None:
-        """Poll /health until it answers 200; fail at once if the process exits."""
-        deadline = time.monotonic() + timeout_s
+    async def wait_ready(self, timeout_s: float, report: Callable[[str], None] | None = None, every_s: float = 15) -> None:
+        """Poll /health until it answers 200; fail at once if the process exits. Every `every_s`
+        seconds, `report` gets how long it has been starting and vLLM's latest log line (a cold start
+        takes minutes: torch.compile, CUDA graph capture, FlashInfer's JIT kernels)."""
+        start = time.monotonic()
+        deadline, next_report = start + timeout_s, start + every_s
+        last_line, last_change = "", start
         async with httpx.AsyncClient(timeout=5) as client:
             while True:
+                if report is not None and time.monotonic() >= next_report:
+                    now = time.monotonic()
+                    line = self.last_log_line()
+                    if line != last_line:
+                        last_line, last_change = line, now
+                    quiet = f" (nothing logged for {now - last_change:.0f}s)" if now - last_change >= every_s else ""
+                    report(f"vLLM starting, {now - start:.0f}s{quiet}: {line[:200]}")
+                    next_report = now + every_s
                 if self.process is not None and (rc := self.process.poll()) is not None:
                     raise UserError(f"vLLM exited with code {rc} while starting: {self.last_log_line()} (log: {self.log_path})")
                 try:
@@ -206,9 +233,16 @@ class VllmServer:
         await self._call("POST", "/sleep", params={"level": level, "mode": "wait"}, timeout=1800)
 
     async def wake_up(self) -> None:
-        r = await self._call("POST", "/wake_up", timeout=600)
-        if r.json().get("status") != "awake":
-            raise VllmError(f"vLLM did not fully wake up: {r.text}")
+        """Reload the weights and the KV cache. vLLM answers 200 with an empty body, so whether it
+        is awake is asked separately (`GET /is_sleeping`)."""
+        await self._call("POST", "/wake_up", timeout=600)
+        r = await self._call("GET", "/is_sleeping", timeout=60)
+        try:
+            asleep = r.json()["is_sleeping"]
+        except (ValueError, KeyError, TypeError):
+            raise VllmError(f"vLLM /is_sleeping answered {r.text[:200]!r}, not {{\"is_sleeping\": ...}}") from None
+        if asleep:
+            raise VllmError("vLLM still reports is_sleeping=true after /wake_up; see its log")
 
     def close(self) -> None:
         """Stop the subprocess and its workers (SIGTERM to its process group, SIGKILL after 30 s)."""

@@ -21,19 +21,32 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+def gpu_dtype_settings(settings: dict[str, Any], dtype: str) -> dict[str, Any]:
+    """The GPU runtime's settings with `dtype` applied to both Unsloth and vLLM."""
+    if dtype == "auto":
+        return settings
+    out = dict(settings)
+    for part in ("unsloth", "vllm"):
+        given = dict(out.get(part) or {})
+        if given.get("dtype", "auto") not in ("auto", dtype):
+            raise UserError(f"dtype={dtype!r} but {part}.dtype={given['dtype']!r}; give one of them")
+        out[part] = {**given, "dtype": dtype}
+    return out
+
+
 class LocalBackend:
     """`device="auto"` picks the GPU runtime when CUDA is available, the CPU runtime otherwise.
 
-    `dtype` (auto, float32, bfloat16) is the CPU runtime's base-weight dtype. Extra keyword settings go
-    to the runtime (CPU: host, port, max_batch_rows, threads)."""
+    `dtype` (auto, float32, bfloat16; float16 on a GPU) is the base weights' dtype: on CPU the engine's and
+    trainer's, on a GPU Unsloth's and vLLM's (`unsloth.dtype`, `vllm.dtype`), so both sample and train
+    the same weights. Extra keyword settings go to the runtime (CPU: host, port, max_batch_rows,
+    threads; GPU: see `GpuSettings`)."""
 
     def __init__(self, device: Literal["auto", "cpu", "cuda"] = "auto", dtype: str = "auto", **settings: Any):
         if device not in ("auto", "cpu", "cuda"):
             raise UserError(f"device must be auto, cpu or cuda, not {device!r}")
         self.device = "cuda" if device == "cuda" or (device == "auto" and cuda_available()) else "cpu"
-        if self.device == "cuda" and dtype != "auto":
-            raise UserError(f"dtype {dtype!r} applies to the CPU runtime; on a GPU set unsloth={{'dtype': ...}}")
-        self.settings = settings if self.device == "cuda" else {**settings, "dtype": dtype}
+        self.settings = gpu_dtype_settings(settings, dtype) if self.device == "cuda" else {**settings, "dtype": dtype}
         self.runtimes: dict[str, Runtime] = {}
 
     def _runtime(self, model: TrainableModel) -> Runtime:
