@@ -14,7 +14,7 @@ def autorl_command(
     header: list[str] = typer.Option([], "--header", help="'Name: value' sent to HTTP servers; repeatable"),
     env: list[str] = typer.Option([], "--env", help="K=V for a stdio server's environment; repeatable"),
     steps: int = typer.Option(None, "--steps", help="training steps \\[10]"),
-    n: int = typer.Option(None, "-n", help="inputs to generate \\[48]"),
+    n: int = typer.Option(None, "-n", help="inputs to generate \\[enough for --steps: 8 to 48]"),
     model: str = typer.Option(None, "--model", help="base model to train: alias, local dir or HF id \\[smollm2-135m]"),
     gen_model: str = typer.Option("local", "--gen-model", help="litellm model that writes the prompt, inputs and rubric, or 'local'"),
     judge_model: str = typer.Option(None, "--judge-model", help="litellm model for RULER, or 'local' \\[local]"),
@@ -48,7 +48,10 @@ def autorl_command(
     console = Console(stderr=True)
 
     async def run() -> dict:
-        planned = await plan(task, cfg, gen_model=gen_model, reuse=not regenerate, say=console.print)
+        def say(line: str) -> None:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+        planned = await plan(task, cfg, gen_model=gen_model, reuse=not regenerate, say=say)
         return await run_with_progress(planned, resume, console)
 
     summary = anyio.run(run)

@@ -1,10 +1,11 @@
 """Generate what a training run needs from a one-line task description: a system prompt for the
 policy, N diverse inputs, and a RULER rubric.
 
-Every call asks for JSON matching a schema. A reply without it (prose, a truncated object, the
-wrong shape) is shown back to the generator with the problem and asked again; inputs come a
-few per call, spread over difficulties 1..5, deduplicated (scenarios.dedup) and checked against
-the recent ones. A generator that never gets it right ends in a one-line UserError naming the
+Every call asks for JSON matching a small, bounded schema (`mcprl.llm.complete_json`: sent as
+`response_format` where the model takes it, which the embedded model needs). A reply without
+it (prose, a truncated object, the wrong shape) is shown back to the generator with the problem
+and asked again; inputs come a few per call (one for `local`), spread over difficulties 1..5,
+deduplicated (scenarios.dedup) and checked against the recent ones. A generator that never gets it right ends in a one-line UserError naming the
 problem, never in an empty run. With an MCP server's tools, inputs are tasks that need them
 (scenarios.synthesize, steered by the description).
 """
@@ -15,20 +16,18 @@ import json
 import math
 import random
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mcprl.errors import UserError
-from mcprl.llm import LLMError, complete, extract_json
-from mcprl.types import Message, Scenario, ToolSchema, content_hash
+from mcprl.llm import GenerationFailed, LLMReply, complete_json, is_local, stronger_model_fix
+from mcprl.types import Scenario, ToolSchema, content_hash
 from scenarios.coverage import difficulty_histogram
 from scenarios.dedup import Deduper
 from scenarios.synthesize import RECENT_SHOWN, synthesize, target_difficulties
 
-T = TypeVar("T")
-
-STRONGER = "use a stronger --gen-model (e.g. openai/gpt-4.1)"
+STRONGER = stronger_model_fix("--gen-model")
 SHOWN_CHARS = 200  # of each recent input shown back as "do not repeat"
 
 _SYSTEM_PROMPT_REQUEST = """\
@@ -77,32 +76,23 @@ correct output must contain, its required format and length, what makes one atte
 than another, and which mistakes cost the most (for example invented facts, missing key \
 information, ignoring the format)."""
 
-SYSTEM_PROMPT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"system_prompt": {"type": "string"}},
-    "required": ["system_prompt"],
-}
+def _object(**properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
-INPUTS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "inputs": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"text": {"type": "string"}, "difficulty": {"type": "integer", "minimum": 1, "maximum": 5}},
-                "required": ["text", "difficulty"],
-            },
-        }
-    },
-    "required": ["inputs"],
-}
 
-RUBRIC_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"criteria": {"type": "array", "items": {"type": "string"}, "minItems": 2}},
-    "required": ["criteria"],
-}
+SYSTEM_PROMPT_SCHEMA = _object(system_prompt={"type": "string", "minLength": 20, "maxLength": 1000})
+
+INPUT_CHARS = 1000  # a grammar keeps the embedded model's inputs (and its calls) this short
+
+
+def inputs_schema(k: int) -> dict[str, Any]:
+    item = _object(difficulty={"type": "integer", "minimum": 1, "maximum": 5},
+                   text={"type": "string", "minLength": 1, "maxLength": INPUT_CHARS})
+    return _object(inputs={"type": "array", "items": item, "minItems": 1, "maxItems": k})
+
+
+RUBRIC_SCHEMA = _object(criteria={"type": "array", "items": {"type": "string", "minLength": 8, "maxLength": 200},
+                                  "minItems": 2, "maxItems": 8})
 
 
 class SystemPromptReply(BaseModel):
@@ -130,65 +120,39 @@ class RubricReply(BaseModel):
         return criteria
 
 
-class GenerationFailed(Exception):
-    """No usable reply after the retries; the message says why (the last problem seen)."""
+def call_lines(say: Callable[[str], None] | None, what: str) -> Callable[[LLMReply, str | None], None] | None:
+    """An `on_reply` for complete_json that says one line per generator call."""
+    if say is None:
+        return None
 
+    def on_reply(reply: LLMReply, problem: str | None) -> None:
+        say(f"generator call ({what}): {'unusable: ' + problem if problem else 'ok'}, {reply.latency_s:.1f}s")
 
-async def ask_json(
-    model: str,
-    messages: list[Message],
-    schema: dict[str, Any],
-    parse: Callable[[Any], T],
-    *,
-    api_base: str | None,
-    attempts: int,
-    temperature: float,
-    max_tokens: int,
-    seed: int,
-) -> T:
-    """`parse` of the JSON in the reply. A reply `parse` rejects (ValueError) is shown back with
-    the problem and asked again, `attempts` times in all; an LLM call failing after its own
-    retries ends it at once. Raises GenerationFailed with the last problem."""
-    asked, problem = messages, ""
-    for attempt in range(attempts):
-        try:
-            reply = await complete(model, messages, api_base=api_base, json_schema=schema, temperature=temperature,
-                                   max_tokens=max_tokens, seed=seed + attempt)
-        except LLMError as e:
-            raise GenerationFailed(str(e)) from None
-        try:
-            return parse(extract_json(reply.text))
-        except ValidationError as e:
-            first = e.errors()[0]
-            problem = f"{'.'.join(str(p) for p in first['loc']) or 'reply'}: {first['msg']}"
-        except ValueError as e:
-            problem = str(e)
-        if reply.finish_reason == "length":
-            problem += f" (the reply was cut off at {max_tokens} tokens)"
-        messages = [*asked, {"role": "assistant", "content": reply.text},
-                    {"role": "user", "content": f"That reply is not usable: {problem}. Answer again with only the JSON."}]
-    raise GenerationFailed(problem)
+    return on_reply
 
 
 async def generate_system_prompt(task: str, model: str, *, api_base: str | None = None,
-                                 tools: Sequence[ToolSchema] | None = None, attempts: int = 3, seed: int = 0) -> str:
+                                 tools: Sequence[ToolSchema] | None = None, attempts: int = 3, seed: int = 0,
+                                 say: Callable[[str], None] | None = None) -> str:
     """A system prompt for a policy doing `task` (using `tools` when given)."""
     shown = _TOOLS.format(tools=json.dumps(list(tools), ensure_ascii=False)) if tools else ""
     request = _SYSTEM_PROMPT_REQUEST.format(task=task, tools=shown, finish=_FINISH_WITH_TOOLS if tools else "")
     try:
-        reply = await ask_json(model, [{"role": "user", "content": request}], SYSTEM_PROMPT_SCHEMA, SystemPromptReply.model_validate,
-                               api_base=api_base, attempts=attempts, temperature=0.3, max_tokens=600, seed=seed)
+        reply = await complete_json(model, [{"role": "user", "content": request}], SYSTEM_PROMPT_SCHEMA, SystemPromptReply.model_validate,
+                                    api_base=api_base, attempts=attempts, temperature=0.3, max_tokens=400, seed=seed,
+                                    on_reply=call_lines(say, "system prompt"))
     except GenerationFailed as e:
         raise UserError(f"{model} gave no usable system prompt in {attempts} tries (last problem: {e}); {STRONGER}") from None
     return reply.system_prompt
 
 
-async def generate_rubric(task: str, model: str, *, api_base: str | None = None, attempts: int = 3, seed: int = 0) -> str:
+async def generate_rubric(task: str, model: str, *, api_base: str | None = None, attempts: int = 3, seed: int = 0,
+                          say: Callable[[str], None] | None = None) -> str:
     """A RULER rubric for `task`: the task, then the generated criteria as a markdown list."""
     try:
-        reply = await ask_json(model, [{"role": "user", "content": _RUBRIC_REQUEST.format(task=task)}], RUBRIC_SCHEMA,
-                               RubricReply.model_validate, api_base=api_base, attempts=attempts, temperature=0.3,
-                               max_tokens=800, seed=seed)
+        reply = await complete_json(model, [{"role": "user", "content": _RUBRIC_REQUEST.format(task=task)}], RUBRIC_SCHEMA,
+                                    RubricReply.model_validate, api_base=api_base, attempts=attempts, temperature=0.3,
+                                    max_tokens=600, seed=seed, on_reply=call_lines(say, "rubric"))
     except GenerationFailed as e:
         raise UserError(f"{model} gave no usable rubric in {attempts} tries (last problem: {e}); {STRONGER}") from None
     return f"The assistant's task: {task}\n\n" + "\n".join(f"- {c}" for c in reply.criteria) + "\n"
@@ -215,7 +179,7 @@ def inputs_request(k: int, difficulties: list[int], recent: list[str]) -> str:
     if recent:
         shown = (json.dumps(t if len(t) <= SHOWN_CHARS else t[:SHOWN_CHARS] + "...", ensure_ascii=False) for t in recent)
         lines.append("Do not repeat or reword these existing inputs:\n" + "\n".join(f"- {t}" for t in shown))
-    lines.append('Answer with {"inputs": [{"text": ..., "difficulty": ...}, ...]}.')
+    lines.append('Answer with {"inputs": [{"difficulty": ..., "text": ...}, ...]}.')
     return "\n".join(lines)
 
 
@@ -237,17 +201,20 @@ async def generate_inputs(
     api_base: str | None = None,
     tools: Sequence[ToolSchema] | None = None,
     seed: int = 0,
-    batch_size: int = 5,
-    max_attempts: int = 3,
+    batch_size: int | None = None,
+    max_attempts: int = 4,
     max_calls: int | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> list[Scenario]:
-    """Up to `n` distinct inputs for `task`, `batch_size` per call. Generation stops after
-    `max_attempts` calls in a row that add nothing (or `max_calls` in all); see `enough`."""
+    """Up to `n` distinct inputs for `task`, `batch_size` per call (default 1 for `local`, else
+    5). Generation stops after `max_attempts` calls in a row that add nothing (or `max_calls`
+    in all); see `enough`. `say` gets one line per generator call."""
     if tools:
         result = await synthesize(tools, n, model, api_base=api_base, task_hint=task, seed=seed, batch_size=batch_size,
-                                  max_attempts=max_attempts, max_calls=max_calls)
+                                  max_attempts=max_attempts, max_calls=max_calls, say=say)
         return enough(result.scenarios, n, model, result.report.problems[-1] if result.report.problems else None)
 
+    batch_size = batch_size or (1 if is_local(model) else 5)
     system = _INPUTS_SYSTEM.format(task=task)
     provenance = {"generator_model": model, "prompt_hash": content_hash(system), "seed": seed}
     max_calls = max_calls if max_calls is not None else 2 * math.ceil(n / batch_size) + max_attempts
@@ -261,9 +228,10 @@ async def generate_inputs(
         request = inputs_request(k, target_difficulties(difficulty_histogram(kept), k, rng), [s.task for s in kept[-RECENT_SHOWN:]])
         calls += 1
         try:
-            drafts = await ask_json(model, [{"role": "system", "content": system}, {"role": "user", "content": request}],
-                                    INPUTS_SCHEMA, parse_inputs, api_base=api_base, attempts=2, temperature=0.9,
-                                    max_tokens=400 * k + 200, seed=seed * 1000 + 10 * calls)
+            drafts = await complete_json(model, [{"role": "system", "content": system}, {"role": "user", "content": request}],
+                                         inputs_schema(k), parse_inputs, api_base=api_base, attempts=2, temperature=0.9,
+                                         max_tokens=300 * k + 100, seed=seed * 1000 + 10 * calls,
+                                         on_reply=call_lines(say, f"inputs, {len(kept)}/{n} so far"))
         except GenerationFailed as e:
             problem, failures_in_a_row = str(e), failures_in_a_row + 1
             continue

@@ -15,6 +15,7 @@ have it generated again) and rerun; `reuse=False` (`--regenerate`) makes all of 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -45,10 +46,17 @@ async def server_tools(server: str, cfg: RunConfig) -> list[ToolSchema]:
     return (await discover(spec)).tools
 
 
+def inputs_needed(cfg: RunConfig) -> int:
+    """Inputs enough for the run's steps (each takes `groups_per_step`) plus its validation share,
+    at least 8 and at most `cfg.n`: a 1-step trial run does not wait for 48 generator calls."""
+    return min(cfg.n, max(8, math.ceil(cfg.steps * cfg.groups_per_step / (1 - cfg.val_fraction))))
+
+
 async def plan(task: str, cfg: RunConfig, *, gen_model: str = LOCAL_MODEL, reuse: bool = True,
                say: Callable[[str], None] = print) -> RunConfig:
     """`cfg` set up to train on the saved (or newly generated) system prompt, inputs and rubric,
-    judged by RULER. Generation uses `gen_model` at `cfg.judge_api_base`, `cfg.n` inputs, `cfg.seed`."""
+    judged by RULER. Generation uses `gen_model` at `cfg.judge_api_base` and `cfg.seed`; it writes
+    `cfg.n` inputs when `n` was set, else `inputs_needed(cfg)`."""
     from autorl.generate import generate_inputs, generate_rubric, generate_system_prompt
 
     task = task.strip()
@@ -87,12 +95,15 @@ async def plan(task: str, cfg: RunConfig, *, gen_model: str = LOCAL_MODEL, reuse
     tools = await server_tools(cfg.server, cfg) if cfg.server and (system_prompt is None or inputs is None) else None
     api_base, seed = cfg.judge_api_base, cfg.seed
     if system_prompt is None:
-        system_prompt = await generate(SYSTEM_PROMPT, generate_system_prompt(task, gen_model, api_base=api_base, tools=tools, seed=seed))
+        system_prompt = await generate(SYSTEM_PROMPT, generate_system_prompt(task, gen_model, api_base=api_base, tools=tools,
+                                                                             seed=seed, say=say))
     if inputs is None:
-        made = await generate(INPUTS, inputs_jsonl(generate_inputs(task, cfg.n, gen_model, api_base=api_base, tools=tools, seed=seed)))
-        say(f"{len(made.splitlines())} of {cfg.n} inputs written")
+        n = cfg.n if "n" in cfg.model_fields_set else inputs_needed(cfg)
+        made = await generate(INPUTS, inputs_jsonl(generate_inputs(task, n, gen_model, api_base=api_base, tools=tools,
+                                                                   seed=seed, say=say)))
+        say(f"{len(made.splitlines())} of {n} inputs written (-n sets how many)")
     if rubric is None:
-        await generate(RUBRIC, generate_rubric(task, gen_model, api_base=api_base, seed=seed))
+        await generate(RUBRIC, generate_rubric(task, gen_model, api_base=api_base, seed=seed, say=say))
     return RunConfig.model_validate({**cfg.model_dump(), "scenarios": str(d / INPUTS), "system_prompt": system_prompt,
                                      "judge": "ruler", "rubric": str(d / RUBRIC)})
 

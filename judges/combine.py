@@ -7,6 +7,7 @@ the combination skips it too, with that part's reason.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from judges.base import Judge
@@ -76,3 +77,40 @@ class GateJudge:
             t.metrics[self.name] = t.reward
         group.metrics["gate_pass_rate"] = len(passing) / len(group.valid) if group.valid else 0.0
         return group
+
+
+@dataclass
+class ShapedJudge:
+    """The task's judge plus a capped shaping bonus for failed attempts:
+
+        reward = task + weight * shaping * (1 - task)      (task, shaping in [0, 1]; weight < 1)
+
+    A solved task (task = 1) gets exactly 1; a failed one at most task + weight * (1 - task) < 1,
+    so no amount of shaping makes a failure worth a success, and the bonus never exceeds `weight`.
+    `trajectory.metrics[task.name]` keeps the task's own score (success rates read it)."""
+
+    task: Judge
+    shaping: Judge
+    weight: float
+    name: str = "shaped"
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.weight < 1:
+            raise UserError(f"shaping weight {self.weight} must be in [0, 1) so a failed task never earns a solved task's reward")
+
+    async def score_group(self, group: TrajectoryGroup) -> TrajectoryGroup:
+        await self.shaping.score_group(group)
+        await self.task.score_group(group)
+        if group.skipped:
+            return group
+        for t in group.valid:
+            t.reward = t.metrics[self.name] = self.combine(t.metrics[self.task.name], t.metrics[self.shaping.name], self.weight)
+        return group
+
+    @staticmethod
+    def combine(task: float, shaping: float, weight: float) -> float:
+        task, shaping = min(1.0, max(0.0, task)), min(1.0, max(0.0, shaping))
+        if task == 1.0:
+            return 1.0
+        # below 1 exactly, also where rounding would carry a task score a hair under 1 up to it
+        return min(task + weight * shaping * (1 - task), math.nextafter(1.0, 0.0))

@@ -32,6 +32,7 @@ from mcprl.llm import extract_json
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 
 Checker = Callable[[Scenario, Trajectory], Any]  # returns a float, or an awaitable of one
+SOLVED = 0.999  # a score that counts as solving the task (success rates count the same)
 
 
 def normalize_text(text: str) -> str:
@@ -174,11 +175,24 @@ def checker_for(scenario: Scenario) -> Checker:
             for part in attr.split("."):
                 target = getattr(target, part)
         except (ImportError, AttributeError) as e:
-            raise UserError(f"scenario {scenario.id}: cannot load check function {check.function} ({e})") from None
+            raise UserError(f"scenario {scenario.id}: cannot load check function {check.function} ({e}); make it importable as module:function") from None
         return target
     from servers import registry  # the shipped servers; imported only when a scenario needs them
 
     return registry.get(check.server).check
+
+
+def build_checks(scenarios: list[Scenario], source: str) -> None:
+    """Build every scenario's checker now, so that a check that cannot be built fails the run
+    before any rollout, naming the file and scenario, instead of skipping groups mid-training."""
+    for scenario in scenarios:
+        if scenario.check is None:
+            continue
+        try:
+            checker_for(scenario)
+        except UserError as e:
+            reason = str(e).removeprefix(f"scenario {scenario.id}: ")
+            raise UserError(f"{source}: scenario {scenario.id} ({scenario.task[:40]!r}): {reason}") from None
 
 
 @dataclass
@@ -186,10 +200,13 @@ class VerifyJudge:
     """Scores each trajectory with `checker` if given, else with the scenario's own check.
 
     A group without a scenario (or check) is skipped; so is one whose checker raises, with the
-    exception as the reason, since a crashing checker says nothing about the answers."""
+    exception as the reason, since a crashing checker says nothing about the answers.
+
+    `all_or_nothing` drops partial credit: 1 for a solved task (score >= SOLVED), else 0."""
 
     checker: Checker | None = None
     name: str = "verify"
+    all_or_nothing: bool = False
 
     async def score_group(self, group: TrajectoryGroup) -> TrajectoryGroup:
         zero_failed(group)
@@ -210,7 +227,8 @@ class VerifyJudge:
                 score = float(score)
                 if not math.isfinite(score):
                     raise ValueError(f"score {score} is not a finite number")
-                scores.append(min(1.0, max(0.0, score)))
+                score = min(1.0, max(0.0, score))
+                scores.append(float(score >= SOLVED) if self.all_or_nothing else score)
             except Exception as e:
                 group.skipped = f"{self.name}: checker raised {type(e).__name__}: {e} (scenario {scenario.id})"
                 return group

@@ -4,6 +4,13 @@ Everything goes through litellm, so any provider works: `openai/gpt-4.1`, `anthr
 or any OpenAI-compatible server with `api_base` (vLLM, ours). The model name `local`
 (or `local/<spec>`) is our own in-process endpoint serving the base policy model.
 
+JSON is asked for with OpenAI's `response_format` (a JSON schema) wherever the target takes it:
+our endpoint and vLLM enforce it by grammar-constrained decoding, which is what lets the
+embedded 135M model answer at all. Other `api_base` servers get it too, and once one answers
+HTTP 400 naming it, that server is asked without it from then on; litellm providers get it
+when `litellm.supports_response_schema` says so. Without it the schema goes into the prompt
+and the caller's extract-and-retry (`complete_json`) does the rest.
+
 litellm is imported lazily (it costs seconds), with `LITELLM_LOCAL_MODEL_COST_MAP` set so
 that importing it never reaches for the network.
 """
@@ -13,16 +20,21 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import anyio
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from mcprl.errors import UserError
 from mcprl.types import Message
 
 LOCAL_MODEL = "local"
 DEFAULT_LOCAL_SPEC = "smollm2-135m"
+T = TypeVar("T")
+
+# (litellm model, api_base) of OpenAI-compatible servers that answered 400 to response_format.
+_NO_RESPONSE_FORMAT: set[tuple[str, str | None]] = set()
 
 
 class LLMReply(BaseModel):
@@ -39,6 +51,19 @@ class LLMError(Exception):
     """A call that failed after its retries (HTTP 5xx, timeout, connection refused, bad request)."""
 
 
+class GenerationFailed(Exception):
+    """`complete_json` got no usable reply in its attempts; the message is the last problem seen."""
+
+
+def is_local(model: str) -> bool:
+    return model == LOCAL_MODEL or model.startswith(LOCAL_MODEL + "/")
+
+
+def stronger_model_fix(flag: str) -> str:
+    """The one-line fix for a generator or judge that cannot give usable JSON."""
+    return f"use a stronger model ({flag} openai/gpt-4.1 with OPENAI_API_KEY set, or {flag} NAME --api-base URL of a vLLM server)"
+
+
 def _litellm() -> Any:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
@@ -53,7 +78,7 @@ async def resolve_model(model: str, api_base: str | None, api_key: str | None) -
     `local[/spec]` starts (once per process) our endpoint for the base policy model. A bare
     name with `api_base` (e.g. `Qwen/Qwen2.5-7B` on vLLM) is sent as an OpenAI-compatible model.
     """
-    if model == LOCAL_MODEL or model.startswith(LOCAL_MODEL + "/"):
+    if is_local(model):
         from mcprl.serving.local import local_endpoint
 
         spec = model.partition("/")[2] or DEFAULT_LOCAL_SPEC
@@ -70,8 +95,9 @@ async def resolve_model(model: str, api_base: str | None, api_key: str | None) -
 
 
 def with_schema_instruction(messages: list[Message], json_schema: dict[str, Any]) -> list[Message]:
-    """Append the schema to the system prompt (inserting one if needed): small and local models
-    ignore `response_format`, and every model does better when told the shape in words too."""
+    """Append the schema to the system prompt (inserting one if needed): a model without
+    enforced `response_format` needs it, and a strong one does better when told the shape in
+    words too."""
     instruction = (
         "Reply with only a JSON value (no prose, no code fence) that matches this JSON Schema:\n"
         + json.dumps(json_schema, separators=(",", ":"))
@@ -122,9 +148,16 @@ async def complete(
         env = litellm.validate_environment(model=llm_model, api_base=api_base)
         if missing := [k for k in env.get("missing_keys", []) if k.endswith("_API_KEY")]:
             raise UserError(f"{model}: no API key; set {' or '.join(missing)} (or point --api-base at a server that needs none)")
+    # Our endpoint enforces strict schemas by grammar (and the prompt then needs no copy of it).
+    local = is_local(model)
+    send_format = bool(json_schema) and (
+        local
+        or (llm_model, api_base) not in _NO_RESPONSE_FORMAT
+        and (api_base is not None or litellm.supports_response_schema(model=llm_model))
+    )
     kwargs: dict[str, Any] = {
         "model": llm_model,
-        "messages": with_schema_instruction(messages, json_schema) if json_schema else messages,
+        "messages": with_schema_instruction(messages, json_schema) if json_schema and not (send_format and local) else messages,
         "temperature": temperature,
         "max_tokens": max_tokens,
         "timeout": timeout,
@@ -138,19 +171,33 @@ async def complete(
         kwargs["api_key"] = api_key
     if seed is not None:
         kwargs["seed"] = seed
-    if json_schema and litellm.supports_response_schema(model=llm_model):
-        kwargs["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": json_schema}}
+    if send_format:
+        assert json_schema is not None
+        spec: dict[str, Any] = {"name": "reply", "schema": json_schema} | ({"strict": True} if local else {})
+        kwargs["response_format"] = {"type": "json_schema", "json_schema": spec}
 
     start = time.monotonic()
-    for attempt in range(1, num_retries + 2):
+    attempt = 0
+    while True:
+        attempt += 1
         try:
             response = await litellm.acompletion(**kwargs)
             break
         except openai.OpenAIError as e:
             status = getattr(e, "status_code", None)
+            if status in (400, 422) and not local and "response_format" in kwargs and _names_response_format(e):
+                # A server without structured outputs: ask again (not counted) with the schema in
+                # the prompt, and never send it response_format again.
+                _NO_RESPONSE_FORMAT.add((llm_model, api_base))
+                del kwargs["response_format"]
+                kwargs["messages"] = with_schema_instruction(messages, json_schema or {})
+                attempt -= 1
+                continue
             if status in (401, 403, 404):
                 raise UserError(f"{model}: {_first_line(e)}; check the model name, --api-base and the API key") from None
             transient = isinstance(e, openai.APIConnectionError) or status in (408, 429) or (status or 0) >= 500
+            # Our endpoint timing out is its CPU being too slow: asking again only waits again.
+            transient = transient and not (local and isinstance(e, openai.APITimeoutError))
             if not transient or attempt > num_retries:
                 raise LLMError(f"{model}: {type(e).__name__} after {attempt} attempt(s): {_first_line(e)}") from None
             await anyio.sleep(retry_backoff_s * 2 ** (attempt - 1))
@@ -176,3 +223,59 @@ async def complete(
 
 def _first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [""])[0][:300]
+
+
+def _names_response_format(e: BaseException) -> bool:
+    text = str(e).lower()
+    return "response_format" in text or "json_schema" in text or "response format" in text
+
+
+async def complete_json(
+    model: str,
+    messages: list[Message],
+    schema: dict[str, Any] | type[BaseModel],
+    parse: Callable[[Any], T] | None = None,
+    *,
+    attempts: int = 3,
+    on_reply: Callable[[LLMReply, str | None], None] | None = None,
+    seed: int = 0,
+    **options: Any,
+) -> T:
+    """`parse` of the JSON in the reply to `messages`, asked for with `schema` (a JSON schema, or
+    a pydantic model whose schema is sent and whose validation is the default `parse`).
+
+    A reply `parse` rejects (ValueError, ValidationError) is shown back with the problem and asked
+    again, `attempts` times in all, each with its own seed; an LLM call failing after its own
+    retries ends it at once. `on_reply(reply, problem)` sees each reply (problem None when it
+    was usable). `options` go to `complete`. Raises GenerationFailed with the last problem."""
+    if isinstance(schema, dict):
+        json_schema = schema
+        if parse is None:
+            raise TypeError("complete_json needs `parse` when `schema` is a JSON schema")
+    else:
+        json_schema, parse = schema.model_json_schema(), parse or schema.model_validate  # type: ignore[assignment]
+    assert parse is not None
+    asked, problem = messages, ""
+    for attempt in range(attempts):
+        try:
+            reply = await complete(model, messages, json_schema=json_schema, seed=seed + attempt, **options)
+        except LLMError as e:
+            raise GenerationFailed(str(e)) from None
+        try:
+            value = parse(extract_json(reply.text))
+        except ValidationError as e:
+            first = e.errors()[0]
+            problem = f"{'.'.join(str(p) for p in first['loc']) or 'reply'}: {first['msg']}"
+        except ValueError as e:
+            problem = str(e)
+        else:
+            if on_reply:
+                on_reply(reply, None)
+            return value
+        if reply.finish_reason == "length":
+            problem += f" (the reply was cut off at {options.get('max_tokens', 2048)} tokens)"
+        if on_reply:
+            on_reply(reply, problem)
+        messages = [*asked, {"role": "assistant", "content": reply.text},
+                    {"role": "user", "content": f"That reply is not usable: {problem}. Answer again with only the JSON."}]
+    raise GenerationFailed(problem)

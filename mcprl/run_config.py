@@ -54,6 +54,21 @@ class RunConfig(BaseModel):
     temperature: float = Field(default=1.0, ge=0)
     system_prompt: str | None = None
     demonstration: bool = True
+    example: str | None = Field(default=None, description="JSON file: a list of chat messages shown before each task")
+    # Hand-written help of a shipped task generator (`tasks`): its solved example and its checker's
+    # partial credit. False measures a server as if it were a user's: the demonstration is built
+    # from a scenario, and every check is all-or-nothing (success 1, anything else 0).
+    task_help: bool = True
+    # Tool-use shaping (judges.shaping): a failed task earns up to `shaping` for well-formed tool
+    # calls, never reaching a solved task's reward. 0 turns it off. Default: docs/benchmarks.md.
+    shaping: float = Field(default=0.1, ge=0, lt=1)
+    # Dynamic sampling: extra scenarios a step may roll out when its groups have no reward variance.
+    # None: as many as groups_per_step (at most 2x the step's rollouts); 0: off.
+    max_extra_groups: int | None = Field(default=None, ge=0)
+    # Written by the run (config.json), so that `mcprl eval` prompts the model as it was trained:
+    # the example exchange used and where it came from (mcprl.demonstration).
+    example_messages: list[dict[str, Any]] | None = None
+    example_source: str | None = None
     eval_every: int = Field(default=5, ge=0, description="0: only before and after")
     eval_samples: int = Field(default=1, ge=1, description="rollouts per validation scenario")
     max_concurrency: int = Field(default=16, ge=1)
@@ -63,12 +78,16 @@ class RunConfig(BaseModel):
     dtype: Literal["auto", "float32", "bfloat16"] = Field(
         default="auto", description="base weights on CPU; auto: bfloat16 where the CPU computes it natively")
 
+    @property
+    def extra_groups(self) -> int:
+        return self.groups_per_step if self.max_extra_groups is None else self.max_extra_groups
+
     def rollout_config(self):
         """How this run's agent is prompted and sampled: the same for training and evaluation."""
         from mcprl.rollout import DEFAULT_SYSTEM_PROMPT, RolloutConfig
 
-        example = None
-        if self.tasks:
+        example = self.example_messages
+        if example is None and self.tasks and self.task_help:
             from servers import registry
 
             example = registry.get(self.tasks).example

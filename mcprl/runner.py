@@ -66,6 +66,19 @@ def step_batch(train: list[Scenario], step: int, k: int, seed: int) -> list[Scen
     return out
 
 
+def extra_scenarios(train: list[Scenario], batch: list[Scenario], step: int, k: int, seed: int) -> list[Scenario]:
+    """At most k scenarios step `step` may draw besides its batch (dynamic sampling), in the
+    order it draws them: like the batch, a pure function of (seed, step)."""
+    rest = [s for s in train if all(s is not b for b in batch)]
+    random.Random(f"{seed}/extra/{step}").shuffle(rest)
+    return rest[:k]
+
+
+def learnable(group: TrajectoryGroup) -> bool:
+    """Whether GRPO can learn from the group: scored, and its rewards differ."""
+    return not group.skipped and len({t.reward for t in group.valid}) > 1
+
+
 class MetricsLog:
     """metrics.jsonl: one line per training step (`kind: train`) or evaluation (`kind: eval`)."""
 
@@ -102,6 +115,7 @@ class TrainingRun:
 
     # ---- the run ----------------------------------------------------------------------------
     async def run(self) -> dict[str, Any]:
+        from judges.verify import build_checks
         from mcprl.backends.local import LocalBackend
         from mcprl.train import checkpoints
 
@@ -113,9 +127,11 @@ class TrainingRun:
         async with AsyncExitStack() as stack:
             pool = await self._tools(stack)
             train, val = await self._scenarios(pool)
-            judge = self._judge()
+            build_checks(train + val, cfg.scenarios or "the scenarios")
+            train = await self._demonstration(pool, train)
+            judge = self._judge(shaped=pool is not None)
             backend = await stack.enter_async_context(LocalBackend(dtype=cfg.dtype))
-            self.say(f"loading {cfg.model} and serving {cfg.name} (CPU)...")
+            self.say(f"loading {cfg.model} and serving {cfg.name} ({'GPU: vLLM + Unsloth' if backend.device == 'cuda' else 'CPU'})...")
             await self.model.register(backend)
             step = self.model.get_step()
             self.metrics.truncate_after(step)
@@ -186,12 +202,15 @@ class TrainingRun:
 
             if pool is None:
                 raise UserError("no scenarios: pass --scenarios FILE, --tasks NAME, or --server to synthesize from")
-            self.say(f"synthesizing {cfg.n} scenarios with {cfg.judge_model} ...")
+            self.say(f"synthesizing {cfg.n} scenarios with {cfg.judge_model} (one line per generator call) ...")
             result = await synthesize(pool.toolset.tools, cfg.n, cfg.judge_model, api_base=cfg.judge_api_base,
-                                      task_hint=cfg.task_hint, seed=cfg.seed,
+                                      task_hint=cfg.task_hint, seed=cfg.seed, say=self.say,
                                       resources=pool.toolset.resources, prompts=pool.toolset.prompts)
-            scenarios = result.scenarios if hasattr(result, "scenarios") else result
-            source = "synthesized"
+            scenarios, source = result.scenarios, "synthesized"
+            if len(scenarios) < 2:
+                raise UserError(f"{result.report.failure(cfg.judge_model, '--judge-model')}, or pass --scenarios FILE")
+            if result.report.shortfall:
+                self.say(f"warning: {result.report.failure(cfg.judge_model, '--judge-model')}; training on those")
         if len(scenarios) < 2:
             raise UserError(f"need at least 2 scenarios, got {len(scenarios)} from {source}")
         train, val = self._split(scenarios)
@@ -216,8 +235,42 @@ class TrainingRun:
             raise UserError("the split left no train or no val scenarios; use more scenarios or another --val-fraction")
         return train, val
 
-    def _judge(self):
-        from judges import RulerJudge, build_judge
+    async def _demonstration(self, pool, train: list[Scenario]) -> list[Scenario]:
+        """Settle the example exchange the policy sees (mcprl.demonstration) and record it in the
+        config; a scenario it was built from leaves the training set. A resumed run keeps its own."""
+        from mcprl import demonstration
+
+        cfg = self.cfg
+        previous = self.dir / "config.json"
+        if self.resume and previous.exists():
+            old = json.loads(previous.read_text())
+            self.cfg = cfg.model_copy(update={k: old.get(k) for k in ("example_messages", "example_source")})
+            return train
+        shipped = None
+        if cfg.tasks and cfg.task_help:
+            from servers import registry
+
+            shipped = registry.get(cfg.tasks).example
+        if not cfg.demonstration:
+            demo = demonstration.Demonstration(messages=None, source="none")
+        elif cfg.example:
+            demo = demonstration.Demonstration(messages=demonstration.load_example(Path(cfg.example)), source="file")
+        elif shipped is not None:
+            demo = demonstration.Demonstration(messages=shipped, source="task-module")
+        elif pool is not None:
+            self.say(f"building the demonstration from a training scenario with {cfg.judge_model} ...")
+            demo, train = await demonstration.build(train, pool, model=cfg.judge_model, api_base=cfg.judge_api_base,
+                                                    seed=cfg.seed, say=self.say)
+            dump_jsonl(train, self.dir / "scenarios" / "train.jsonl")
+        else:
+            demo = demonstration.Demonstration(messages=None, source="generic")
+        self.say(f"demonstration: {demo.source}")
+        self.cfg = cfg.model_copy(update={"example_messages": demo.messages, "example_source": demo.source})
+        return train
+
+    def _judge(self, shaped: bool = False):
+        """The run's judge; `shaped` (training against tools) adds the capped tool-use shaping."""
+        from judges import RulerJudge, ShapedJudge, ToolUseShaping, build_judge
 
         cfg = self.cfg
         mode = {"both": "gate"}.get(cfg.judge, cfg.judge)
@@ -225,7 +278,8 @@ class TrainingRun:
         if mode != "verify":
             rubric = Path(cfg.rubric).read_text() if cfg.rubric else None
             ruler = RulerJudge(cfg.judge_model, rubric=rubric, api_base=cfg.judge_api_base, cache_dir=self.dir / "judge-cache")
-        return build_judge(mode, ruler)
+        judge = build_judge(mode, ruler, all_or_nothing=not cfg.task_help)
+        return ShapedJudge(judge, ToolUseShaping(), cfg.shaping) if shaped and cfg.shaping > 0 else judge
 
     async def _rollouts(self, pool, scenarios: list[Scenario], per: int, label: str) -> list[TrajectoryGroup]:
         from mcprl.gather import gather_trajectory_groups
@@ -254,22 +308,30 @@ class TrainingRun:
         from mcprl.train.config import TrainConfig
 
         cfg = self.cfg
-        batch = step_batch(train, step, cfg.groups_per_step, cfg.seed)
-        groups = await self._rollouts(pool, batch, cfg.group_size, f"step {step + 1}: rollouts")
-        groups = await score_groups(judge, groups)
-        dump_jsonl([self._redact_group(g) for g in groups], self.dir / "trajectories" / f"step_{step + 1:04d}.jsonl")
         warmup = step < cfg.sft_warmup_steps  # reinforce successes only, before GRPO takes over
+        batch = step_batch(train, step, cfg.groups_per_step, cfg.seed)
+        label = f"step {step + 1}: rollouts"
+        groups = await score_groups(judge, await self._rollouts(pool, batch, cfg.group_size, label))
+        # Dynamic sampling (DAPO): a group whose rewards are all equal teaches GRPO nothing, so draw
+        # more scenarios, a bounded number, until the step has groups_per_step groups to learn from.
+        # Warm-up steps learn from rewards, not differences: they need no more.
+        extra = [] if warmup else extra_scenarios(train, batch, step, cfg.extra_groups, cfg.seed)
+        while extra and (need := cfg.groups_per_step - sum(map(learnable, groups))) > 0:
+            more, extra = extra[:need], extra[need:]
+            groups += await score_groups(judge, await self._rollouts(pool, more, cfg.group_size, f"{label}, {len(more)} more"))
+        dump_jsonl([self._redact_group(g) for g in groups], self.dir / "trajectories" / f"step_{step + 1:04d}.jsonl")
         tc = TrainConfig(learning_rate=cfg.learning_rate, beta=cfg.beta, scale_rewards=cfg.scale_rewards,
                          advantage="reward" if warmup else "group")
         train_metrics = await self.model.train(groups, tc)
-        row = {"kind": "train", "step": self.model.get_step(), "sft_warmup": warmup, **rollout_metrics(groups),
+        sampling = {"groups_drawn": len(groups) - len(batch), "groups_dropped": 0 if warmup else sum(not learnable(g) for g in groups)}
+        row = {"kind": "train", "step": self.model.get_step(), "sft_warmup": warmup, **rollout_metrics(groups), **sampling,
                **{f"train/{k}": v for k, v in train_metrics.items()}, "peak_rss_mb": memory.peak_rss_mb()}
         self.metrics.append(row)
         self._log_wandb(row)
         self.say(
             f"step {row['step']}/{cfg.steps}: reward {row['reward_mean']:.3f}, tool calls {row['tool_call_rate']:.0%}, "
             f"success {row.get('success_rate', float('nan')):.0%}, trained groups "
-            f"{int(row['groups'] - train_metrics.get('groups_skipped_zero_variance', 0) - train_metrics.get('groups_skipped_judge', 0) - train_metrics.get('groups_skipped_too_small', 0))}/{int(row['groups'])}"
+            f"{int(train_metrics.get('groups_trained', 0))}/{int(row['groups'])}"
         )
 
     async def _evaluate(self, pool, val: list[Scenario], step: int) -> None:
@@ -278,7 +340,7 @@ class TrainingRun:
         verifiable = all(s.check is not None for s in val)
         per = self.cfg.eval_samples if verifiable else max(self.cfg.eval_samples, 2)
         groups = await self._rollouts(pool, val, per, f"eval at step {step}")
-        judge = VerifyJudge() if verifiable else self._judge()
+        judge = VerifyJudge(all_or_nothing=not self.cfg.task_help) if verifiable else self._judge()
         groups = await score_groups(judge, groups)
         dump_jsonl([self._redact_group(g) for g in groups], self.dir / "eval" / f"step_{step:04d}.jsonl")
         row = {"kind": "eval", "step": step, **rollout_metrics(groups)}

@@ -1,12 +1,15 @@
 """Synthesize scenarios (task inputs) for an MCP server from its tools, resources and prompts.
 
-An LLM is asked for a few tasks per call, each with a difficulty 1-5 and the tools it expects
-to use. Each call names the difficulties to write (the least represented so far, so the set
-spreads over 1..5) and the tools no task uses yet. Bad output never crashes the run: the JSON
-is dug out of any surrounding prose, invalid items are dropped, unknown tool names removed,
-duplicates (scenarios.dedup) skipped, and a call that yields nothing new is retried; after
-`max_attempts` such calls in a row (or `max_calls` in all) synthesis stops and the report
-states the shortfall.
+An LLM is asked for a few tasks per call (one for the embedded `local` model), each with a
+difficulty 1-5 and the tools it expects to use. Each call names the difficulties to write (the
+least represented so far, so the set spreads over 1..5) and the tools the fewest tasks use, so
+consecutive calls differ and a small model does not write the same task again. The schema goes
+as `response_format` (mcprl.llm): its tool names are an `enum` of the offered tools and the task
+length is bounded, so a grammar-constrained model can only write a usable item. Bad output
+never crashes the run: the JSON is dug out of any surrounding prose, invalid items are dropped,
+unknown tool names removed, duplicates (scenarios.dedup) skipped, and a call that yields nothing
+new is retried; after `max_attempts` such calls in a row (`report.gave_up`) or `max_calls` in
+all, synthesis stops and the report states the shortfall.
 """
 
 from __future__ import annotations
@@ -14,19 +17,23 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 from pydantic import BaseModel, Field, ValidationError, computed_field, field_validator
 
-from mcprl.llm import LLMError, complete, extract_json
+from mcprl.llm import LLMError, LLMReply, complete, extract_json, is_local, stronger_model_fix
 from mcprl.types import Message, Scenario, ToolSchema, content_hash
 from scenarios.coverage import DIFFICULTIES, difficulty_histogram, tool_coverage
 from scenarios.dedup import DEFAULT_THRESHOLD, Deduper
 
 MAX_LISTED = 50  # resources / prompts shown to the generator; big servers list thousands
 RECENT_SHOWN = 15  # accepted tasks shown back as "do not repeat"
+TASK_CHARS = (12, 300)  # bounds on a task's length, in the schema: a grammar keeps a small model inside them
+TOOLS_PER_TASK = 3
+LOCAL_TIMEOUT_S = 300.0
 
 _SYSTEM = """\
 You write tasks for training an AI agent that can call the tools below. Each task is a \
@@ -43,24 +50,26 @@ work across several tools.
 {tools}
 </tools>{extras}"""
 
-DRAFTS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "scenarios": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "task": {"type": "string"},
-                    "difficulty": {"type": "integer", "minimum": 1, "maximum": 5},
-                    "tools": {"type": "array", "items": {"type": "string"}},
-                },
-                "required": ["task", "difficulty", "tools"],
-            },
-        }
-    },
-    "required": ["scenarios"],
-}
+def drafts_schema(tool_names: Sequence[str], k: int, difficulties: Sequence[int] = DIFFICULTIES) -> dict[str, Any]:
+    """The reply's schema: up to `k` items, each naming offered tools and one of the
+    `difficulties` asked for (a small model left to choose writes 1 every time)."""
+    item = {
+        "type": "object",
+        "properties": {
+            "tools": {"type": "array", "items": {"enum": list(tool_names)}, "minItems": 1,
+                      "maxItems": min(TOOLS_PER_TASK, len(tool_names))},
+            "task": {"type": "string", "minLength": TASK_CHARS[0], "maxLength": TASK_CHARS[1]},
+            "difficulty": {"enum": sorted(set(difficulties))},
+        },
+        "required": ["tools", "task", "difficulty"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"scenarios": {"type": "array", "items": item, "minItems": 1, "maxItems": k}},
+        "required": ["scenarios"],
+        "additionalProperties": False,
+    }
 
 
 class ScenarioDraft(BaseModel):
@@ -95,6 +104,14 @@ class SynthesisReport(BaseModel):
     completion_tokens: int = 0
     cost_usd: float = 0.0
     problems: list[str] = Field(default_factory=list)  # why calls failed, most recent last
+    gave_up: bool = False  # stopped after `max_attempts` calls in a row that added nothing
+
+    def failure(self, model: str, flag: str) -> str:
+        """One line: why synthesis came up short, and the fix (`flag` is the CLI's model option)."""
+        last = f" (last problem: {self.problems[-1]})" if self.problems else ""
+        why = "calls in a row added no new valid task" if self.gave_up else "calls were used up"
+        return (f"{model} wrote {self.produced} of the {self.requested} scenarios asked for: {self.failed_calls} of "
+                f"{self.calls} generator {why}{last}; {stronger_model_fix(flag)}")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -152,13 +169,22 @@ def target_difficulties(histogram: dict[int, int], k: int, rng: random.Random) -
     return sorted(out)
 
 
-def batch_request(k: int, difficulties: list[int], uncovered: list[str], recent: list[str]) -> str:
+def focus_tools(coverage: dict[str, int], k: int, rng: random.Random) -> list[str]:
+    """The `k` tools the fewest tasks use so far (ties in `rng` order)."""
+    names = list(coverage)
+    rng.shuffle(names)
+    return sorted(names, key=lambda name: coverage[name])[:k]
+
+
+def batch_request(k: int, difficulties: list[int], focus: list[str], uncovered: bool, recent: list[str]) -> str:
     lines = [f"Write {k} new tasks, with these difficulties in order: {difficulties}."]
     if uncovered:
-        lines.append(f"No task uses these tools yet; make some of the new ones need them: {', '.join(uncovered)}.")
+        lines.append(f"No task uses these tools yet; make some of the new ones need them: {', '.join(focus)}.")
+    elif focus:
+        lines.append(f"Make the new ones need these tools: {', '.join(focus)}.")
     if recent:
         lines.append("Do not repeat or reword these existing tasks:\n" + "\n".join(f"- {t}" for t in recent))
-    lines.append('Answer with {"scenarios": [{"task": ..., "difficulty": ..., "tools": [...]}, ...]}.')
+    lines.append('Answer with {"scenarios": [{"tools": [...], "task": ..., "difficulty": ...}, ...]}.')
     return "\n".join(lines)
 
 
@@ -188,19 +214,29 @@ async def synthesize(
     task_hint: str | None = None,
     resources: Sequence[Any] | None = None,
     prompts: Sequence[Any] | None = None,
-    batch_size: int = 5,
+    batch_size: int | None = None,
+    concurrency: int | None = None,
     seed: int = 0,
-    max_attempts: int = 3,
+    max_attempts: int = 4,
     max_calls: int | None = None,
     dedup_threshold: float = DEFAULT_THRESHOLD,
     temperature: float = 0.9,
-    timeout: float = 300.0,
+    timeout: float | None = None,
     num_retries: int = 2,
     retry_backoff_s: float = 1.0,
+    say: Callable[[str], None] | None = None,
 ) -> SynthesisResult:
     """Up to `n` scenarios for `tools` (OpenAI function schemas), with provenance in
-    `Scenario.metadata`. Returns fewer when the generator runs dry; see `report.shortfall`."""
+    `Scenario.metadata`. Returns fewer when the generator runs dry; see `report.shortfall`.
+
+    `batch_size` tasks per call (default 1 for `local`, whose 135M model repeats itself within
+    a reply, else 5), `concurrency` calls at once (default 4 for `local`, whose endpoint decodes
+    them as one batch, else 1); `say` gets one line per call."""
     tool_names = [t["function"]["name"] for t in tools]
+    batch_size = batch_size or (1 if is_local(model) else 5)
+    concurrency = concurrency or (4 if is_local(model) else 1)
+    # max_tokens bounds a call; a busy 2-core CPU can still take minutes over a round of 4
+    timeout = timeout or (LOCAL_TIMEOUT_S if is_local(model) else 120.0)
     system = system_prompt(tools, task_hint, resources or (), prompts or ())
     provenance = {
         "generator_model": model,
@@ -215,75 +251,91 @@ async def synthesize(
     kept: list[Scenario] = []
     failures_in_a_row = 0
 
-    while len(kept) < n and failures_in_a_row < max_attempts and report.calls < max_calls:
-        k = min(batch_size, n - len(kept))
-        uncovered = [name for name, c in tool_coverage(kept, tool_names).items() if c == 0][:k]
-        messages: list[Message] = [
-            {"role": "system", "content": system},
-            {
-                "role": "user",
-                "content": batch_request(
-                    k, target_difficulties(difficulty_histogram(kept), k, rng), uncovered, [s.task for s in kept[-RECENT_SHOWN:]]
-                ),
-            },
-        ]
-        report.calls += 1
+    async def call(i: int, k: int, wanted: list[int], messages: list[Message], replies: list[LLMReply | LLMError]) -> None:
         try:
-            reply = await complete(
-                model,
-                messages,
-                api_base=api_base,
-                api_key=api_key,
-                json_schema=DRAFTS_SCHEMA,
-                temperature=temperature,
-                max_tokens=300 * k + 200,
-                timeout=timeout,
-                num_retries=num_retries,
-                retry_backoff_s=retry_backoff_s,
-                seed=seed * 1000 + report.calls,
-            )
+            replies[i] = await complete(model, messages, api_base=api_base, api_key=api_key,
+                                        json_schema=drafts_schema(tool_names, k, wanted),
+                                        temperature=temperature, max_tokens=150 * k + 100, timeout=timeout,
+                                        num_retries=num_retries, retry_backoff_s=retry_backoff_s,
+                                        seed=seed * 1000 + report.calls + i + 1)
         except LLMError as e:
-            report.failed_calls += 1
-            report.problems.append(str(e))
-            failures_in_a_row += 1
-            continue
-        report.prompt_tokens += reply.prompt_tokens
-        report.completion_tokens += reply.completion_tokens
-        report.cost_usd += reply.cost_usd
-        try:
-            drafts, invalid = parse_drafts(reply.text)
-        except ValueError as e:
-            drafts, invalid = [], 0
-            report.problems.append(f"call {report.calls}: {e}")
-        report.invalid_items += invalid
+            replies[i] = e
 
-        added = 0
-        for draft in drafts:
+    while len(kept) < n and failures_in_a_row < max_attempts and report.calls < max_calls:
+        # A round of calls at once (our endpoint batches them), each for other tools and difficulties.
+        sizes: list[int] = []
+        while sum(sizes) < n - len(kept) and len(sizes) < min(concurrency, max_calls - report.calls):
+            sizes.append(min(batch_size, n - len(kept) - sum(sizes)))
+        coverage = tool_coverage(kept, tool_names)
+        focus = focus_tools(coverage, sum(sizes), rng)
+        difficulties = target_difficulties(difficulty_histogram(kept), sum(sizes), rng)
+        rng.shuffle(difficulties)
+        recent = [s.task for s in kept[-RECENT_SHOWN:]]
+        round_calls, offset = [], 0
+        for k in sizes:
+            names = list(dict.fromkeys(focus[(offset + j) % len(focus)] for j in range(k)))
+            wanted = sorted(difficulties[offset : offset + k])
+            request = batch_request(k, wanted, names, coverage[names[0]] == 0, recent)
+            round_calls.append((k, wanted, [{"role": "system", "content": system}, {"role": "user", "content": request}]))
+            offset += k
+        replies: list[LLMReply | LLMError] = [LLMError("not asked")] * len(sizes)
+        async with anyio.create_task_group() as tg:
+            for i, (k, wanted, messages) in enumerate(round_calls):
+                tg.start_soon(call, i, k, wanted, messages, replies)
+        for reply in replies:
             if len(kept) == n:
                 break
-            if deduper.duplicate_of(draft.task) is not None:
-                report.duplicates += 1
+            report.calls += 1
+            if isinstance(reply, LLMError):
+                report.failed_calls += 1
+                report.problems.append(str(reply))
+                failures_in_a_row += 1
+                if say:
+                    say(f"generator call {report.calls}: failed: {reply}")
                 continue
-            known = [name for name in dict.fromkeys(draft.tools) if name in tool_names]
-            report.unknown_tool_names += len(set(draft.tools)) - len(known)
-            kept.append(
-                Scenario(
-                    id=content_hash(draft.task)[:12],
-                    task=draft.task,
-                    difficulty=draft.difficulty,
-                    tools=known,
-                    metadata={**provenance, "created_at": datetime.now(UTC).isoformat(timespec="seconds")},
-                )
-            )
-            added += 1
-        if added:
-            failures_in_a_row = 0
-        else:
-            report.failed_calls += 1
-            failures_in_a_row += 1
-            if drafts or invalid:
-                report.problems.append(f"call {report.calls}: no new valid task ({invalid} invalid, rest duplicates)")
+            report.prompt_tokens += reply.prompt_tokens
+            report.completion_tokens += reply.completion_tokens
+            report.cost_usd += reply.cost_usd
+            parse_problem = False
+            try:
+                drafts, invalid = parse_drafts(reply.text)
+            except ValueError as e:
+                drafts, invalid, parse_problem = [], 0, True
+                report.problems.append(f"call {report.calls}: {e}")
+            report.invalid_items += invalid
 
+            added = 0
+            for draft in drafts:
+                if len(kept) == n:
+                    break
+                if deduper.duplicate_of(draft.task) is not None:
+                    report.duplicates += 1
+                    continue
+                known = [name for name in dict.fromkeys(draft.tools) if name in tool_names]
+                report.unknown_tool_names += len(set(draft.tools)) - len(known)
+                kept.append(
+                    Scenario(
+                        id=content_hash(draft.task)[:12],
+                        task=draft.task,
+                        difficulty=draft.difficulty,
+                        tools=known,
+                        metadata={**provenance, "created_at": datetime.now(UTC).isoformat(timespec="seconds")},
+                    )
+                )
+                added += 1
+            if added:
+                failures_in_a_row = 0
+            else:
+                report.failed_calls += 1
+                failures_in_a_row += 1
+                if not parse_problem:
+                    report.problems.append(f"call {report.calls}: no new valid task ({invalid} invalid, {len(drafts)} duplicates)")
+            if say:
+                outcome = f"+{added}" if added else f"nothing new ({report.problems[-1]})"
+                say(f"generator call {report.calls}: {outcome}, {len(kept)}/{n} scenarios, "
+                    f"{reply.latency_s:.1f}s for {reply.completion_tokens} tokens")
+
+    report.gave_up = len(kept) < n and failures_in_a_row >= max_attempts
     report.produced = len(kept)
     report.difficulty_histogram = difficulty_histogram(kept)
     report.tool_coverage = tool_coverage(kept, tool_names)

@@ -7,6 +7,8 @@ dispatched by `servers.registry.get(NAME)`):
     inventory   a seeded hardware warehouse: lookups, aggregates, stock changes checked on the final state
     email       a seeded mailbox of 300 emails: questions whose answer is in exactly one email
 
+Without tasks or example (stands in for a user's server): `units` (unit conversions, 4 tools).
+
 Test servers: `echo_env` (environment, sleeping, huge results, failures, crashes) and `bare_jsonrpc`
 (hand-written JSON-RPC: pagination, zero tools, protocol errors, invalid tools).
 """

@@ -5,7 +5,8 @@
         llm.requests  # the JSON bodies received, in order
 
 Replies are served in order; `handler=` computes one from each request body instead (and may
-return a plain string). A request past the end of the script gets HTTP 500 naming the count, so
+return a plain string). `response_format=False` plays a server without structured outputs: a
+request carrying `response_format` gets HTTP 400 naming it (and uses up no scripted reply). A request past the end of the script gets HTTP 500 naming the count, so
 a test that makes more calls than it scripted fails loudly.
 """
 
@@ -39,7 +40,8 @@ Handler = Callable[[dict[str, Any]], "Reply | str"]
 
 
 class FakeLLM:
-    def __init__(self, replies: Sequence[Reply | str] = (), *, handler: Handler | None = None):
+    def __init__(self, replies: Sequence[Reply | str] = (), *, handler: Handler | None = None, response_format: bool = True):
+        self._response_format = response_format
         self._script = [Reply(r) if isinstance(r, str) else r for r in replies]
         self._handler = handler
         self.requests: list[dict[str, Any]] = []
@@ -56,7 +58,9 @@ class FakeLLM:
     def _next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
             self.requests.append(body)
-            index = len(self.requests) - 1
+            if "response_format" in body and not self._response_format:
+                return Reply(status=400, body=json.dumps({"error": {"message": "Unrecognized request argument supplied: response_format"}}))
+            index = sum("response_format" not in r or self._response_format for r in self.requests) - 1
         if self._handler is not None:
             reply = self._handler(body)
             return Reply(reply) if isinstance(reply, str) else reply

@@ -67,7 +67,7 @@ async def test_system_prompt_broken_json_is_shown_back_and_retried():
 
 async def test_a_generator_that_never_gets_it_right_is_a_user_error_naming_the_problem():
     with FakeLLM(['{"system_prompt": "too short"}'] * 3) as llm:
-        with pytest.raises(UserError, match=r"no usable system prompt in 3 tries \(last problem: system_prompt: String should have at least 20 characters\); use a stronger --gen-model"):
+        with pytest.raises(UserError, match=r"no usable system prompt in 3 tries \(last problem: system_prompt: String should have at least 20 characters\); use a stronger model \(--gen-model openai/gpt-4.1"):
             await generate_system_prompt(TASK, "openai/gen", api_base=llm.base_url)
     assert len(llm.requests) == 3
 
@@ -106,10 +106,10 @@ async def test_inputs_are_deduplicated_spread_over_difficulties_and_not_repeated
 
 async def test_too_few_distinct_inputs_is_a_user_error():
     same = json.dumps({"inputs": [email(1), email(2)]})
-    with FakeLLM([same] * 4) as llm:
+    with FakeLLM([same] * 5) as llm:
         with pytest.raises(UserError, match=r"only 2 distinct usable inputs of the 6 asked for \(last problem: the reply only repeated earlier inputs\)"):
             await generate_inputs(TASK, 6, "openai/gen", api_base=llm.base_url)
-    assert len(llm.requests) == 4  # one useful call, then three in a row that add nothing
+    assert len(llm.requests) == 5  # one useful call, then four in a row that add nothing
 
 
 async def test_rubric_lists_the_task_and_distinct_criteria_after_a_retry():
@@ -188,3 +188,14 @@ def test_the_cli_reports_a_generator_without_valid_output_in_one_line(argv, home
     last = err.strip().splitlines()[-1]
     assert last.startswith("error: openai/gen gave no usable system prompt in 3 tries (last problem: no complete JSON")
     assert last.endswith(f"or write {autorl_dir('default', 's') / 'system_prompt.txt'} yourself and rerun")
+
+
+async def test_without_n_plan_generates_only_what_the_steps_need(home):
+    gen = Generator()
+    with FakeLLM(handler=gen) as llm:
+        cfg = await plan(TASK, RunConfig(name="short", steps=1, judge_api_base=llm.base_url), gen_model="openai/gen", say=lambda _: None)
+        assert len(load_jsonl(cfg.scenarios, Scenario)) == 8  # at least 8, though 1 step of 4 groups needs fewer
+        cfg = await plan(TASK, RunConfig(name="long", steps=5, judge_api_base=llm.base_url), gen_model="openai/gen", say=lambda _: None)
+        assert len(load_jsonl(cfg.scenarios, Scenario)) == 27  # 5 steps x 4 groups, plus a quarter held out
+        cfg = await plan(TASK, RunConfig(name="max", steps=50, judge_api_base=llm.base_url), gen_model="openai/gen", say=lambda _: None)
+        assert len(load_jsonl(cfg.scenarios, Scenario)) == 48

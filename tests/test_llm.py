@@ -3,10 +3,11 @@ import time
 import types
 
 import pytest
+from pydantic import BaseModel, Field
 from fake_llm import FakeLLM, Reply
 
 from mcprl.errors import UserError
-from mcprl.llm import LLMError, complete, extract_json
+from mcprl.llm import GenerationFailed, LLMError, complete, complete_json, extract_json
 
 MSGS = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
 
@@ -29,16 +30,41 @@ async def test_bare_model_name_with_api_base_is_sent_as_openai_compatible():
     assert llm.requests[0]["model"] == "Qwen/Qwen2.5-0.5B-Instruct"
 
 
+SCHEMA = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+
+
 @pytest.mark.anyio
-async def test_json_schema_goes_into_the_system_prompt():
-    schema = {"type": "object", "properties": {"x": {"type": "integer"}}}
+async def test_an_api_base_server_gets_response_format_and_the_schema_in_the_prompt():
     with FakeLLM(['{"x": 1}']) as llm:
-        await complete("openai/m", MSGS, api_base=llm.base_url, api_key="k", json_schema=schema)
-    system = llm.requests[0]["messages"][0]
+        await complete("openai/m", MSGS, api_base=llm.base_url, api_key="k", json_schema=SCHEMA)
+    (request,) = llm.requests
+    assert request["response_format"] == {"type": "json_schema", "json_schema": {"name": "reply", "schema": SCHEMA}}
+    system = request["messages"][0]
     assert system["role"] == "system" and system["content"].startswith("be brief")
     assert '"x":{"type":"integer"}' in system["content"]
-    # a self-hosted model litellm knows nothing about gets no response_format it may reject
-    assert "response_format" not in llm.requests[0]
+
+
+@pytest.mark.anyio
+async def test_a_server_that_rejects_response_format_is_asked_again_without_it_and_remembered():
+    with FakeLLM(['{"x": 1}', '{"x": 2}', 'plain'], response_format=False) as llm:
+        first = await complete("openai/no-structured", MSGS, api_base=llm.base_url, api_key="k", json_schema=SCHEMA, num_retries=0)
+        second = await complete("openai/no-structured", MSGS, api_base=llm.base_url, api_key="k", json_schema=SCHEMA, num_retries=0)
+        plain = await complete("openai/no-structured", MSGS, api_base=llm.base_url, api_key="k", num_retries=0)
+    assert (first.text, first.attempts, second.text) == ('{"x": 1}', 1, '{"x": 2}')
+    assert ["response_format" in r for r in llm.requests] == [True, False, False, False]
+    assert all('"x":{"type":"integer"}' in r["messages"][0]["content"] for r in llm.requests[:3])
+    assert llm.requests[3]["messages"] == MSGS
+
+
+@pytest.mark.anyio
+async def test_a_provider_without_schema_support_gets_no_response_format(monkeypatch):
+    # no api_base: litellm's own OpenAI route, pointed at the fake by the SDK's environment
+    with FakeLLM(['{"x": 1}', '{"x": 1}']) as llm:
+        monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "k")
+        await complete("openai/gpt-4", MSGS, json_schema=SCHEMA)  # litellm: no response schema support
+        await complete("openai/gpt-4.1", MSGS, json_schema=SCHEMA)  # litellm: supported
+    assert ["response_format" in r for r in llm.requests] == [False, True]
 
 
 @pytest.mark.anyio
@@ -85,10 +111,14 @@ async def test_local_model_resolves_to_our_endpoint(monkeypatch):
         fake_module.local_endpoint = local_endpoint
         monkeypatch.setitem(sys.modules, "mcprl.serving.local", fake_module)
         reply = await complete("local", MSGS)
-        await complete("local/qwen2.5-0.5b", MSGS)
+        await complete("local/qwen2.5-0.5b", MSGS, json_schema=SCHEMA)
     assert reply.text == "from local"
     assert asked == ["smollm2-135m", "qwen2.5-0.5b"]
     assert [r["model"] for r in llm.requests] == ["smollm2-135m", "qwen2.5-0.5b"]
+    assert "response_format" not in llm.requests[0]
+    # our endpoint enforces the schema by grammar: strict, and no copy of it in the prompt
+    assert llm.requests[1]["response_format"]["json_schema"] == {"name": "reply", "schema": SCHEMA, "strict": True}
+    assert llm.requests[1]["messages"] == MSGS
 
 
 def test_extract_json_finds_the_value_inside_prose_and_fences():
@@ -117,3 +147,31 @@ async def test_a_missing_provider_key_is_a_user_error_before_any_request(monkeyp
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(UserError, match="no API key; set OPENAI_API_KEY"):
         await complete("openai/gpt-4.1", MSGS, num_retries=0)
+
+
+class Point(BaseModel):
+    x: int = Field(ge=0)
+
+
+@pytest.mark.anyio
+async def test_complete_json_repairs_and_retries_where_response_format_is_not_supported():
+    replies = ["Sure! x is 3", '{"x": -1}', 'Here: {"x": 3}']
+    seen: list[str | None] = []
+    with FakeLLM(replies, response_format=False) as llm:
+        point = await complete_json("openai/m", MSGS, Point, api_base=llm.base_url, api_key="k", attempts=3, seed=7,
+                                    on_reply=lambda reply, problem: seen.append(problem))
+    assert point == Point(x=3)
+    assert seen[0].startswith("no complete JSON") and seen[1] == "x: Input should be greater than or equal to 0" and seen[2] is None
+    asked = [r for r in llm.requests if "response_format" not in r]
+    assert [r["seed"] for r in asked] == [7, 8, 9]
+    assert asked[2]["messages"][-2:] == [
+        {"role": "assistant", "content": '{"x": -1}'},
+        {"role": "user", "content": "That reply is not usable: x: Input should be greater than or equal to 0. Answer again with only the JSON."},
+    ]
+
+
+@pytest.mark.anyio
+async def test_complete_json_gives_up_after_its_attempts_with_the_last_problem():
+    with FakeLLM(["no"] * 2) as llm, pytest.raises(GenerationFailed, match="no complete JSON"):
+        await complete_json("openai/m", MSGS, Point, api_base=llm.base_url, api_key="k", attempts=2)
+    assert len(llm.requests) == 2 and llm.requests[0]["response_format"]["json_schema"]["schema"] == Point.model_json_schema()

@@ -80,6 +80,26 @@ def test_a_generator_that_yields_nothing_is_a_user_error(monkeypatch, capsys, tm
             monkeypatch, capsys, "scenarios", "--server", "s", "-n", "3", "--model", "openai/gen",
             "--api-base", llm.base_url, "-o", str(tmp_path / "s.jsonl"),
         )
-    assert code == 2 and err.count("\n") == 1
-    assert "the generator produced no usable scenario (call 3: no complete JSON" in err
+    *progress, last = err.strip().splitlines()
+    assert code == 2 and len(progress) == 4 and all(line.startswith("generator call ") for line in progress)
+    assert last.startswith("error: openai/gen wrote 0 of the 3 scenarios asked for: 4 of 4 generator calls in a row added no "
+                          "new valid task (last problem: call 4: no complete JSON")
+    assert "; use a stronger model (--model openai/gpt-4.1" in last
+    assert len(llm.requests) == 4
     assert not (tmp_path / "s.jsonl").exists()
+
+
+def test_a_generator_that_stops_midway_keeps_what_it_made_and_names_the_fix(monkeypatch, capsys, tmp_path, fake_tools):
+    first = json.dumps({"scenarios": [{"task": f"Find order {i} and report its status.", "difficulty": 2, "tools": ["lookup_order"]}
+                                      for i in (1, 2, 3)]})
+    out_file = tmp_path / "s.jsonl"
+    with FakeLLM([first] + ["I cannot."] * 4) as llm:
+        code, _, err = run_cli(
+            monkeypatch, capsys, "scenarios", "--server", "s", "-n", "8", "--model", "openai/gen",
+            "--api-base", llm.base_url, "-o", str(out_file),
+        )
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and len(llm.requests) == 5
+    assert last.startswith(f"error: wrote 3 scenarios (2 train, 1 val) to {out_file}, then stopped: openai/gen wrote 3 of the 8")
+    assert "4 of 5 generator calls in a row added no new valid task" in last and "use a stronger model (--model " in last
+    assert [s.task for s in load_jsonl(out_file, Scenario)] == [f"Find order {i} and report its status." for i in (1, 2, 3)]

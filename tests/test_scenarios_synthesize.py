@@ -57,8 +57,10 @@ async def test_batches_target_difficulties_uncovered_tools_and_avoid_repeats():
         result = await run(llm, 4, batch_size=2, seed=1)
     assert len(result.scenarios) == 4 and len(llm.requests) == 2
     first, second = (message_text(r, "user") for r in llm.requests)
-    assert "Write 2 new tasks" in first and "add, multiply" in first
-    assert "multiply, divide" in second and "add," not in second.split("No task uses these tools yet")[1].split("\n")[0]
+    assert "Write 2 new tasks" in first and "No task uses these tools yet" in first
+    # the second call asks for the two tools the first batch left unused
+    named = second.split("No task uses these tools yet; make some of the new ones need them: ")[1].split(".")[0]
+    assert sorted(named.split(", ")) == ["divide", "multiply"]
     assert "- Add 3 and 4 for me." in second and "- What is 10 plus 32?" in second
     # the second batch asks for two of the three difficulties nothing has yet
     difficulties = json.loads(second.split("in order: ")[1].split(".")[0])
@@ -72,7 +74,7 @@ async def test_the_prompt_carries_tools_resources_prompts_hint_and_schema():
     with FakeLLM([batch(item("Add 1 and 2 please."))]) as llm:
         await run(llm, 1, resources=resources, prompts=prompts, task_hint="grocery arithmetic")
     system = message_text(llm.requests[0], "system")
-    for needle in ('"name": "divide"', "file:///prices.csv", "summarize a sheet", "Focus on: grocery arithmetic", '"difficulty":{"type":"integer"'):
+    for needle in ('"name": "divide"', "file:///prices.csv", "summarize a sheet", "Focus on: grocery arithmetic", '"difficulty":{"enum":['):
         assert needle in system
 
 
@@ -136,3 +138,68 @@ def test_target_difficulties_even_out_the_histogram():
 
     assert target_difficulties({}, 5, random.Random(0)) == [1, 2, 3, 4, 5]
     assert target_difficulties({1: 3, 2: 3, 3: 1, 4: 2, 5: 3}, 3, random.Random(0)) == [3, 3, 4]
+
+
+@pytest.fixture
+def local_is_fake(monkeypatch):
+    """`local` resolved to a FakeLLM (our endpoint's stand-in) instead of the embedded model."""
+    import sys
+    import types
+
+    def use(llm: FakeLLM) -> None:
+        module = types.ModuleType("mcprl.serving.local")
+        module.local_endpoint = lambda spec="smollm2-135m": llm.base_url
+        monkeypatch.setitem(sys.modules, "mcprl.serving.local", module)
+
+    return use
+
+
+@pytest.mark.anyio
+async def test_the_schema_goes_as_response_format_with_the_tools_as_an_enum():
+    with FakeLLM([batch(item("Add 3 and 4 for me."), item("Multiply 5 by 6.", 2, ["multiply"]))]) as llm:
+        await run(llm, 2, batch_size=2)
+    schema = llm.requests[0]["response_format"]["json_schema"]["schema"]
+    scenarios = schema["properties"]["scenarios"]
+    assert scenarios["maxItems"] == 2
+    item_schema = scenarios["items"]
+    assert item_schema["properties"]["tools"]["items"] == {"enum": ["add", "multiply", "divide"]}
+    asked = json.loads(message_text(llm.requests[0], "user").split("in order: ")[1].split(".")[0])
+    assert item_schema["properties"]["difficulty"] == {"enum": sorted(set(asked))}  # the grammar picks among those asked for
+    assert item_schema["properties"]["task"]["maxLength"] > item_schema["properties"]["task"]["minLength"] >= 8
+
+
+@pytest.mark.anyio
+async def test_local_asks_one_task_per_call_each_for_other_tools_and_difficulties(local_is_fake):
+    def one_task(request: dict) -> str:
+        user = message_text(request, "user")
+        tool = user.split("need them: ")[1].split(".")[0] if "need them: " in user else user.split("these tools: ")[1].split(".")[0]
+        difficulty = json.loads(user.split("in order: ")[1].split(".")[0])[0]
+        return batch(item(f"Please use {tool} on {len(llm.requests)} and 7.", difficulty, [tool]))
+
+    lines: list[str] = []
+    with FakeLLM(handler=one_task) as llm:
+        local_is_fake(llm)
+        result = await synthesize(TOOLS, 4, "local", seed=3, say=lines.append)
+    assert len(result.scenarios) == 4 and len(llm.requests) == 4
+    for request in llm.requests:
+        assert request["response_format"]["json_schema"]["strict"] is True
+        assert request["response_format"]["json_schema"]["schema"]["properties"]["scenarios"]["maxItems"] == 1
+        assert "Reply with only a JSON" not in message_text(request, "system")  # the grammar holds the schema
+    assert {s.tools[0] for s in result.scenarios[:3]} == {"add", "multiply", "divide"}  # each tool before any twice
+    assert len({s.difficulty for s in result.scenarios}) == 4  # each call asked for a difficulty not seen yet
+    assert [line.split(",")[0] for line in lines] == [f"generator call {i}: +1" for i in range(1, 5)]
+    assert lines[-1].startswith("generator call 4: +1, 4/4 scenarios, ")
+
+
+@pytest.mark.anyio
+async def test_a_generator_giving_nothing_usable_stops_after_max_attempts_with_the_fix():
+    replies = [batch(item("Add 3 and 4 for me.")), "nope", batch(item("Add 3 and 4 for me.")), "{}", "no"]
+    with FakeLLM(replies) as llm:
+        result = await run(llm, 5, max_attempts=4)
+    report = result.report
+    assert report.gave_up and len(llm.requests) == 5 and report.produced == 1
+    message = report.failure("openai/gen", "--model")
+    assert "\n" not in message
+    assert message.startswith("openai/gen wrote 1 of the 5 scenarios asked for: 4 of 5 generator calls in a row added no new valid task")
+    assert "(last problem: call 5: no complete JSON" in message
+    assert message.endswith("use a stronger model (--model openai/gpt-4.1 with OPENAI_API_KEY set, or --model NAME --api-base URL of a vLLM server)")

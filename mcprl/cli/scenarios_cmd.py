@@ -35,15 +35,16 @@ async def write_scenarios(
         raise UserError(f"-n must be at least 1, got {n}")
     check_val_fraction(val_fraction)
     result = await synthesize(tools, n, resources=resources, prompts=prompts, seed=seed, **synthesis)
+    report = result.report
     if not result.scenarios:
-        raise UserError(
-            f"the generator produced no usable scenario ({result.report.problems[-1] if result.report.problems else 'no reply'}); "
-            "try a stronger --model or a --task-hint"
-        )
+        raise UserError(report.failure(synthesis.get("model", "local"), "--model"))
     scenarios = split_train_val(result.scenarios, val_fraction, seed)
     dump_jsonl(scenarios, output)
     splits = Counter(s.split for s in scenarios)
-    return f"{result.report.summary()}\nwrote {len(scenarios)} scenarios ({splits['train']} train, {splits['val']} val) to {output}"
+    written = f"wrote {len(scenarios)} scenarios ({splits['train']} train, {splits['val']} val) to {output}"
+    if report.gave_up:  # what was made is kept; the error says how to get the rest
+        raise UserError(f"{written}, then stopped: {report.failure(synthesis.get('model', 'local'), '--model')}")
+    return f"{report.summary()}\n{written}"
 
 
 def scenarios(
@@ -56,15 +57,18 @@ def scenarios(
     task_hint: str | None = typer.Option(None, "--task-hint", help="what kind of tasks to write, in a sentence"),
     seed: int = typer.Option(0, "--seed", help="seeds generation and the train/val split"),
     val_fraction: float = typer.Option(0.2, "--val-fraction", help="share of scenarios held out for validation"),
-    batch_size: int = typer.Option(5, "--batch-size", help="tasks asked for per generator call"),
+    batch_size: int | None = typer.Option(None, "--batch-size", help="tasks asked for per generator call \\[1 for local, else 5]"),
     transport: str = typer.Option("auto", "--transport", help="auto, stdio, http or sse"),
     header: list[str] = typer.Option([], "--header", help="'Name: value' sent to an HTTP/SSE server; repeatable"),
     env: list[str] = typer.Option([], "--env", help="KEY=value for a stdio server; repeatable"),
 ) -> None:
     """Synthesize scenarios (task inputs) from a server's tools, resources and prompts."""
     import anyio
+    from rich.console import Console
 
     from mcprl.tools import ServerSpec, discover
+
+    console = Console(stderr=True)
 
     async def run() -> str:
         toolset = await discover(ServerSpec.parse(server, transport=transport, headers=header, env=env))
@@ -81,6 +85,7 @@ def scenarios(
             api_key=api_key,
             task_hint=task_hint,
             batch_size=batch_size,
+            say=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
         )
 
     print(anyio.run(run))

@@ -46,9 +46,13 @@ def train(
     temperature: float = typer.Option(None, "--temperature", help="sampling temperature, training and evaluation \\[1.0]"),
     sft_warmup_steps: int = typer.Option(None, "--sft-warmup-steps", help="first steps reinforce only successful rollouts \\[0]"),
     eval_every: int = typer.Option(None, "--eval-every", help="evaluate every E steps (0: only first and last) \\[5]"),
+    example: Path = typer.Option(None, "--example", help="JSON list of chat messages shown before each task (else built from a scenario)"),
+    task_help: bool = typer.Option(None, "--task-help/--no-task-help", help="--tasks: use its hand-written example and partial credit \\[on]"),
+    shaping: float = typer.Option(None, "--shaping", help="tool-use shaping weight W in [0, 1): a failed task earns up to W for well-formed calls \\[0.1]"),
+    max_extra_groups: int = typer.Option(None, "--max-extra-groups", help="extra scenarios a step may draw when groups have no reward variance \\[groups per step]"),
     val_size: int = typer.Option(None, "--val-size", help="cap on held-out scenarios"),
     eval_samples: int = typer.Option(None, "--eval-samples", help="rollouts per held-out scenario \\[1]"),
-    dtype: str = typer.Option(None, "--dtype", help="auto|float32|bfloat16 base weights (auto: bfloat16 on CPUs that compute it natively)"),
+    dtype: str = typer.Option(None, "--dtype", help="auto|float32|bfloat16 base weights, CPU or GPU (auto: bfloat16 on CPUs that compute it natively; the model's on a GPU)"),
     name: str = typer.Option(None, "--name", help="model name \\[agent]"),
     project: str = typer.Option(None, "--project", help="project \\[default]"),
     seed: int = typer.Option(None, "--seed"),
@@ -67,7 +71,8 @@ def train(
         cwd=cwd, allow=allow, deny=deny, model=model, scenarios=str(scenarios) if scenarios else None, tasks=tasks, difficulties=difficulty, n=n,
         judge=judge, judge_model=judge_model, judge_api_base=judge_api_base, rubric=str(rubric) if rubric else None,
         steps=steps, time_budget_minutes=time_budget, group_size=group_size, groups_per_step=groups_per_step, max_turns=max_turns, max_tokens=max_tokens,
-        learning_rate=learning_rate, sft_warmup_steps=sft_warmup_steps, eval_every=eval_every, val_size=val_size, eval_samples=eval_samples, temperature=temperature, dtype=dtype, name=name, project=project, seed=seed, wandb=wandb,
+        learning_rate=learning_rate, sft_warmup_steps=sft_warmup_steps, eval_every=eval_every, val_size=val_size, eval_samples=eval_samples, temperature=temperature,
+        example=str(example) if example else None, task_help=task_help, shaping=shaping, max_extra_groups=max_extra_groups, dtype=dtype, name=name, project=project, seed=seed, wandb=wandb,
     ))
     console = Console(stderr=True)
     summary = anyio.run(lambda: run_with_progress(cfg, resume, console))

@@ -1,0 +1,112 @@
+"""The task-shaped demonstration (mcprl.demonstration): built from a real training scenario against
+a real MCP server, with the generator (a local HTTP stand-in here) constrained by the tool's schema."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fake_llm import FakeLLM, Reply
+
+from mcprl import demonstration
+from mcprl.errors import UserError
+from mcprl.tools import ServerSpec, ToolPool
+from mcprl.types import Scenario
+
+pytestmark = pytest.mark.anyio
+
+
+def scenarios(n: int, tools: list[str]) -> list[Scenario]:
+    return [Scenario(id=f"s{i}", task=f"What is {i} + 40 - 7?", tools=tools) for i in range(n)]
+
+
+async def test_a_scenario_demonstration_runs_the_call_and_leaves_training():
+    train = scenarios(5, ["add"])
+    with FakeLLM(handler=lambda body: '{"a": 2, "b": 40}') as llm:
+        async with ToolPool(ServerSpec.parse("python -m servers.calculator")) as pool:
+            demo, rest = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=3)
+    assert demo.source.startswith("scenario:")
+    used = demo.source.removeprefix("scenario:")
+    assert used not in {s.id for s in rest} and len(rest) == 4
+    task = next(s.task for s in train if s.id == used)
+    user, assistant = demo.messages
+    assert user == {"role": "user", "content": task}
+    fn = assistant["tool_calls"][0]["function"]
+    assert fn["name"] == "add" and json.loads(fn["arguments"]) == {"a": 2, "b": 40}
+    # the writer was asked for exactly the tool's input schema, and told the task
+    schema_text = json.dumps(pool.toolset.tools[0]["function"]["parameters"], separators=(",", ":"))
+    assert schema_text in llm.requests[0]["messages"][0]["content"] and llm.requests[0]["messages"][-1]["content"] == task
+    # the same seed picks the same scenario
+    with FakeLLM(handler=lambda body: '{"a": 2, "b": 40}') as llm:
+        async with ToolPool(ServerSpec.parse("python -m servers.calculator")) as pool:
+            again, _ = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=3)
+    assert again.source == demo.source
+
+
+async def test_without_a_named_tool_the_generator_picks_one_from_an_enum():
+    seen = []
+
+    def handler(body):
+        seen.append(body["messages"][0]["content"])
+        return '{"tool": "multiply"}' if len(seen) == 1 else '{"a": 6, "b": 7}'
+
+    with FakeLLM(handler=handler) as llm:
+        async with ToolPool(ServerSpec.parse("python -m servers.calculator")) as pool:
+            demo, _ = await demonstration.build(scenarios(3, []), pool, model="openai/gen", api_base=llm.base_url, seed=0)
+    assert '"enum":["add","subtract","multiply","divide","power"]' in seen[0]
+    assert demo.messages[1]["tool_calls"][0]["function"]["name"] == "multiply"
+
+
+async def test_calls_that_fail_fall_back_to_the_generic_example():
+    """Division by zero (a tool error), schema-invalid arguments, and a reply with no JSON: the
+    exchange is kept only if the tool answers without error, so none is, and nothing leaves training."""
+    replies = iter(['{"a": 1, "b": 0}', '{"a": "one"}', "no idea"])
+    train = scenarios(6, ["divide"])
+    said = []
+    with FakeLLM(handler=lambda body: next(replies)) as llm:
+        async with ToolPool(ServerSpec.parse("python -m servers.calculator")) as pool:
+            demo, rest = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=0, say=said.append)
+    assert demo.source == "generic" and demo.messages is None and rest == train
+    assert len(llm.requests) == demonstration.CANDIDATES and "generic" in said[-1]
+
+
+@pytest.mark.parametrize("content,problem", [
+    ("{not json", "not valid JSON"),
+    ('{"role": "user"}', "expected a non-empty JSON list"),
+    ('[{"role": "robot", "content": "hi"}]', "message 0.role"),
+])
+def test_a_bad_example_file_is_a_one_line_error(tmp_path, content, problem):
+    f = tmp_path / "ex.json"
+    f.write_text(content)
+    with pytest.raises(UserError, match=problem) as e:
+        demonstration.load_example(f)
+    assert "\n" not in str(e.value) and "fix:" in str(e.value)
+
+
+def test_a_good_example_file_loads(tmp_path):
+    msgs = [{"role": "user", "content": "What is 2 + 2?"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "add", "arguments": "{}"}}]}]
+    (tmp_path / "ex.json").write_text(json.dumps(msgs))
+    assert demonstration.load_example(tmp_path / "ex.json") == msgs
+
+
+def _train(home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MCPRL_HOME": str(home)}
+    return subprocess.run([sys.executable, "-m", "mcprl.cli", "train", "--server", "python -m servers.calculator", *args],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_bad_example_and_unbuildable_checks_stop_train_with_one_line(tmp_path):
+    (tmp_path / "ex.json").write_text('{"role": "user", "content": "hi"}')
+    r = _train(tmp_path / "home", "--tasks", "calculator", "-n", "6", "--example", str(tmp_path / "ex.json"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "--example" in r.stderr and "expected a non-empty JSON list" in r.stderr
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(json.dumps({"id": f"q{i}", "task": f"What is {i} + 1?", "check": check}) for i, check in enumerate([
+        {"kind": "normalized", "value": "1"}, {"kind": "python", "function": "no_such_module:check"}, {"kind": "exact", "value": "3"}])))
+    r = _train(tmp_path / "home", "--scenarios", str(bad), "--name", "bad")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert str(bad) in r.stderr and "scenario q1" in r.stderr and "cannot load check function" in r.stderr

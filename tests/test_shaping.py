@@ -1,0 +1,95 @@
+"""Tool-use shaping (judges.shaping) and its cap (judges.combine.ShapedJudge): a failed task never
+earns a solved task's reward, whatever the trajectory."""
+
+import itertools
+import json
+import random
+
+import pytest
+
+from judges import ShapedJudge, ToolUseShaping, VerifyJudge
+from judges.shaping import tool_use_score
+from mcprl.errors import UserError
+from mcprl.types import Scenario, Trajectory, TrajectoryGroup
+
+ADD = {"type": "function", "function": {"name": "add", "parameters": {
+    "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}}
+DEMO = [{"role": "system", "content": "sys"}, {"role": "user", "content": "What is 3 + 4?"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_example", "type": "function", "function": {"name": "add", "arguments": '{"a": 3, "b": 4}'}}]},
+        {"role": "tool", "tool_call_id": "call_example", "content": "7"}]
+
+
+def traj(*agent, answer: str | None = None) -> Trajectory:
+    msgs = [*DEMO, {"role": "user", "content": "What is 5 + 6?"}, *agent]
+    if answer is not None:
+        msgs.append({"role": "assistant", "content": answer})
+    return Trajectory(messages=msgs, tools=[ADD])
+
+
+def call(name: str, arguments: str, result: str | None, cid: str = "c1") -> list[dict]:
+    out = [{"role": "assistant", "content": "", "tool_calls": [
+        {"id": cid, "type": "function", "function": {"name": name, "arguments": arguments}}]}]
+    return out + ([{"role": "tool", "tool_call_id": cid, "content": result}] if result is not None else [])
+
+
+@pytest.mark.parametrize("agent,expected", [
+    ([], 0.0),  # prose only; the demonstration's successful call does not count
+    (call("add", "{not json", "Error: bad"), 0.0),
+    (call("mul", '{"a": 5, "b": 6}', "Error: there is no tool named 'mul'"), 0.25),
+    (call("add", '{"a": "five", "b": 6}', "Error: bad arguments"), 0.5),
+    (call("add", '{"a": 5, "b": 6}', "Error: the server crashed"), 0.75),
+    (call("add", '{"a": 5, "b": 6}', "11"), 1.0),
+    (call("mul", "{}", "Error", "c1") + call("add", '{"a": 5, "b": 6}', "11", "c2"), 1.0),  # the best call counts
+])
+def test_stages_of_the_best_call(agent, expected):
+    assert tool_use_score(traj(*agent, answer="11")) == expected
+
+
+@pytest.mark.anyio
+async def test_shaping_separates_a_group_that_the_task_scores_all_zero():
+    scenario = Scenario(id="s", task="What is 5 + 6?", check={"kind": "normalized", "value": "11"})
+    group = TrajectoryGroup(scenario=scenario, trajectories=[
+        traj(answer="12"), traj(*call("add", '{"a": 5, "b": 6}', "11"), answer="twelve"), traj(*call("add", '{"a": 5, "b": 6}', "11"), answer="11")])
+    await ShapedJudge(VerifyJudge(), ToolUseShaping(), 0.1).score_group(group)
+    assert [t.reward for t in group.trajectories] == [0.0, pytest.approx(0.1), 1.0]
+    assert [t.metrics["verify"] for t in group.trajectories] == [0.0, 0.0, 1.0]  # success rates read the task's own score
+
+
+def test_the_cap_holds_for_any_task_score_shaping_and_weight():
+    """reward(failed) < reward(solved) = 1, and the bonus is at most the weight, on a dense grid and
+    random draws (including task scores just under solved)."""
+    rng = random.Random(0)
+    tasks = [0.0, 0.1, 0.5, 0.9, 0.999, 1 - 1e-12] + [rng.random() for _ in range(300)]
+    shapings = [0.0, 0.25, 0.5, 0.75, 1.0] + [rng.random() for _ in range(30)]
+    weights = [0.0, 0.05, 0.1, 0.2, 0.5, 0.99, 1 - 1e-9]
+    for task, shaping, w in itertools.product(tasks, shapings, weights):
+        reward = ShapedJudge.combine(task, shaping, w)
+        assert task <= reward < 1.0 and reward - task <= w + 1e-15
+    assert all(ShapedJudge.combine(1.0, s, w) == 1.0 for s in shapings for w in weights)
+
+
+@pytest.mark.anyio
+async def test_the_cap_holds_through_the_judges_with_partial_credit():
+    """Whatever the trajectories, every failed one ends below every solved one."""
+    scenario = Scenario(id="s", task="x", check={"kind": "contains", "value": ["a", "b", "c", "d"]})
+    answers = ["a b c", "a", "", "a b c d", "d c b a"]
+    group = TrajectoryGroup(scenario=scenario, trajectories=[traj(*call("add", '{"a": 1, "b": 2}', "3"), answer=x) for x in answers])
+    await ShapedJudge(VerifyJudge(), ToolUseShaping(), 0.99).score_group(group)
+    failed = [t.reward for t in group.trajectories if t.metrics["verify"] < 1]
+    solved = [t.reward for t in group.trajectories if t.metrics["verify"] == 1]
+    assert failed and solved and max(failed) < min(solved)
+
+
+def test_a_weight_that_could_outweigh_success_is_refused():
+    with pytest.raises(UserError, match="must be in"):
+        ShapedJudge(VerifyJudge(), ToolUseShaping(), 1.0)
+
+
+@pytest.mark.anyio
+async def test_all_or_nothing_drops_partial_credit():
+    scenario = Scenario(id="s", task="x", check={"kind": "contains", "value": ["a", "b"]})
+    group = TrajectoryGroup(scenario=scenario, trajectories=[traj(answer="a"), traj(answer="a b")])
+    await VerifyJudge(all_or_nothing=True).score_group(group)
+    assert group.rewards() == [0.0, 1.0]
+    assert json.dumps(group.rewards())  # plain floats
