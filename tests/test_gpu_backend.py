@@ -1,14 +1,11 @@
 """The GPU backend's parts that need no GPU: the vLLM command line and environment built from
-settings, GPU placement, the one-line errors, the adapter/sleep/wake calls against a real local
-HTTP server standing in for vLLM, and a whole train step (sleep, step, checkpoint, wake, swap)
-with the CPU trainer against that server."""
+settings, GPU placement, the one-line errors, the trainer Unsloth feeds, and our tool-call parser
+inside vLLM. The calls to a running vLLM: tests/test_vllm_standin.py."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -26,11 +23,10 @@ from mcprl.backends.gpu import (
     tool_chat_template,
     visible_devices,
 )
-from mcprl.backends.gpu_serving import TOOL_PARSER_PLUGIN, VllmError, VllmLaunch, VllmServer, VllmSettings, free_port, lora_rank_bucket
+from mcprl.backends.gpu_serving import TOOL_PARSER_PLUGIN, VllmLaunch, VllmSettings, lora_rank_bucket
 from mcprl.backends.gpu_training import UnslothGRPOTrainer, lora_arguments
 from mcprl.chat_format import tool_template
 from mcprl.errors import UserError
-from mcprl.train import checkpoints
 from mcprl.train.config import LoraSettings
 from mcprl.train.grpo import GRPOTrainer
 from mcprl.types import Generation, Trajectory, TrajectoryGroup
@@ -229,223 +225,6 @@ def test_unsloth_trainer_keeps_the_wrapped_model_and_its_checkpointing(tiny_mode
     metrics = trainer.step(_groups(), TrainConfig(learning_rate=1e-2, gradient_checkpointing=True))
     assert metrics["trained"] == 1 and not peft_model.is_gradient_checkpointing
     assert any(not torch.equal(before[k], v) for k, v in peft_model.named_parameters() if v.requires_grad)
-
-
-# ---- a real local HTTP server standing in for vLLM ---------------------------------------------
-def _fake_vllm_app(base: str):
-    from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse, Response
-
-    app = FastAPI()
-    app.state.calls = []
-    app.state.adapters = {}
-    app.state.sleeping = False
-    app.state.stays_asleep = False
-
-    def error(message: str, code: int) -> JSONResponse:  # vLLM's ErrorResponse shape
-        return JSONResponse({"error": {"message": message, "type": "InvalidUserInput", "param": None, "code": code}}, status_code=code)
-
-    @app.middleware("http")
-    async def record(request: Request, call_next):
-        if request.url.path.startswith("/v1") and request.headers.get("authorization") != f"Bearer {KEY}":
-            return JSONResponse({"error": "Unauthorized"}, status_code=401)
-        body = await request.body()
-        app.state.calls.append((request.method, request.url.path, dict(request.query_params), body.decode()))
-        return await call_next(request)
-
-    @app.get("/health")
-    async def health():
-        return {}
-
-    @app.get("/v1/models")
-    async def models():
-        return {"object": "list", "data": [{"id": m} for m in [base, *app.state.adapters]]}
-
-    @app.post("/v1/load_lora_adapter")
-    async def load(req: dict):
-        if not (Path(req["lora_path"]) / "adapter_config.json").exists():
-            return error(f"Loading lora {req['lora_name']} failed: No adapter found for {req['lora_path']}", 404)
-        app.state.adapters[req["lora_name"]] = req["lora_path"]
-        return f"Success: LoRA adapter '{req['lora_name']}' added successfully."
-
-    @app.post("/v1/unload_lora_adapter")
-    async def unload(req: dict):
-        if app.state.adapters.pop(req["lora_name"], None) is None:
-            return error(f"The lora adapter '{req['lora_name']}' cannot be found.", 404)
-        return f"Success: LoRA adapter '{req['lora_name']}' removed successfully."
-
-    # vLLM 0.26 answers both with 200 and an empty body; /is_sleeping tells the state.
-    @app.post("/sleep")
-    async def sleep(level: int = 1, mode: str = "abort"):
-        app.state.sleeping = True
-        return Response(status_code=200)
-
-    @app.post("/wake_up")
-    async def wake_up():
-        app.state.sleeping = app.state.stays_asleep
-        return Response(status_code=200)
-
-    @app.get("/is_sleeping")
-    async def is_sleeping():
-        return {"is_sleeping": app.state.sleeping}
-
-    return app
-
-
-@pytest.fixture
-def fake_vllm():
-    import uvicorn
-
-    app = _fake_vllm_app("base")
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port("127.0.0.1"), log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "fake vLLM did not start"
-        time.sleep(0.01)
-    app.state.url = f"http://127.0.0.1:{server.config.port}"
-    yield app
-    server.should_exit = True
-    thread.join(timeout=10)
-
-
-def _adapter(tmp_path: Path, name: str) -> Path:
-    d = tmp_path / name
-    d.mkdir()
-    (d / "adapter_config.json").write_text("{}")
-    return d
-
-
-@pytest.mark.anyio
-async def test_adapter_and_sleep_calls(fake_vllm, tmp_path):
-    vllm = VllmServer(fake_vllm.state.url, KEY)
-    await vllm.wait_ready(timeout_s=5)
-    await vllm.load_adapter("agent@0", _adapter(tmp_path, "0000"))
-    assert await vllm.served_models() == ["base", "agent@0"]
-    await vllm.sleep()
-    assert fake_vllm.state.sleeping
-    await vllm.wake_up()
-    await vllm.unload_adapter("agent@0")
-    assert await vllm.served_models() == ["base"]
-    calls = [(m, p, q) for m, p, q, _ in fake_vllm.state.calls if p != "/v1/models"]
-    assert calls == [
-        ("GET", "/health", {}),
-        ("POST", "/v1/load_lora_adapter", {}),
-        ("POST", "/sleep", {"level": "1", "mode": "wait"}),
-        ("POST", "/wake_up", {}),
-        ("GET", "/is_sleeping", {}),
-        ("POST", "/v1/unload_lora_adapter", {}),
-    ]
-    bodies = [b for _, p, _, b in fake_vllm.state.calls if "lora" in p]
-    assert bodies == ['{"lora_name":"agent@0","lora_path":"%s"}' % (tmp_path / "0000"), '{"lora_name":"agent@0"}']
-
-
-@pytest.mark.anyio
-async def test_control_errors_carry_vllms_message(fake_vllm, tmp_path):
-    vllm = VllmServer(fake_vllm.state.url, KEY)
-    with pytest.raises(VllmError, match=r"/v1/load_lora_adapter failed \(404\): Loading lora agent@1 failed: No adapter found"):
-        await vllm.load_adapter("agent@1", tmp_path)
-    with pytest.raises(VllmError, match=r"\(404\): The lora adapter 'agent@9' cannot be found"):
-        await vllm.unload_adapter("agent@9")
-    with pytest.raises(VllmError, match=r"\(401\): Unauthorized"):
-        await VllmServer(fake_vllm.state.url, "wrong").served_models()
-    with pytest.raises(VllmError, match="did not answer /wake_up"):
-        await VllmServer(f"http://127.0.0.1:{free_port('127.0.0.1')}", KEY).wake_up()
-    fake_vllm.state.stays_asleep = True
-    with pytest.raises(VllmError, match="still reports is_sleeping=true after /wake_up"):
-        await vllm.wake_up()
-
-
-@pytest.mark.anyio
-async def test_wait_ready_reports_what_a_slow_start_is_doing(tmp_path):
-    code = "import time; print('INFO Capturing CUDA graphs', flush=True); time.sleep(600)"
-    server = VllmServer.start([sys.executable, "-c", code], {}, tmp_path / "vllm.log", f"http://127.0.0.1:{free_port('127.0.0.1')}", KEY)
-    lines: list[str] = []
-    with pytest.raises(UserError, match="not ready after 2s"):
-        await server.wait_ready(timeout_s=2, report=lines.append, every_s=0.5)
-    assert lines and all(line.startswith("vLLM starting, ") for line in lines)
-    assert lines[-1].endswith(": INFO Capturing CUDA graphs") and "nothing logged for" in lines[-1]
-
-
-@pytest.mark.anyio
-async def test_wait_ready_fails_fast_when_vllm_exits(tmp_path):
-    cmd = [sys.executable, "-c", "import sys; print('ValueError: max_lora_rank 8 < adapter rank 16'); sys.exit(3)"]
-    url = f"http://127.0.0.1:{free_port('127.0.0.1')}"
-    server = VllmServer.start(cmd, {}, tmp_path / "vllm.log", url, KEY)
-    t = time.monotonic()
-    with pytest.raises(UserError, match=r"vLLM exited with code 3 while starting: ValueError: max_lora_rank 8 < adapter rank 16 \(log: .*vllm.log\)"):
-        await server.wait_ready(timeout_s=60)
-    assert time.monotonic() - t < 30
-    server.close()
-
-
-@pytest.mark.anyio
-async def test_wait_ready_times_out_and_stops_the_process(tmp_path):
-    cmd = [sys.executable, "-c", "import time; time.sleep(600)"]
-    server = VllmServer.start(cmd, {}, tmp_path / "vllm.log", f"http://127.0.0.1:{free_port('127.0.0.1')}", KEY)
-    proc = server.process
-    with pytest.raises(UserError, match="not ready after 1s"):
-        await server.wait_ready(timeout_s=1)
-    assert proc.poll() is not None and server.process is None
-
-
-# ---- one train step of the GPU runtime, with the CPU trainer and the stand-in vLLM --------------
-async def _runtime(fake_vllm, tiny_model_dir, shared: bool) -> GpuRuntime:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model = TrainableModel(name="agent", project="p", base_model=str(tiny_model_dir))
-    rt = GpuRuntime(model, placement="shared" if shared else "split")
-    rt.placement = Placement(shared, 0, [0] if shared else [1])
-    rt.trainer = GRPOTrainer(AutoModelForCausalLM.from_pretrained(tiny_model_dir), AutoTokenizer.from_pretrained(tiny_model_dir), model.lora)
-    rt.server = VllmServer(fake_vllm.state.url, KEY)
-    ckpt = checkpoints.write_checkpoint(rt.root, 0, rt.trainer.save, rt.checkpoint_state())
-    await rt.server.load_adapter(rt.served_name, ckpt)
-    fake_vllm.state.calls.clear()
-    return rt
-
-
-def _control_calls(fake_vllm) -> list[tuple[str, str]]:
-    out = []
-    for _, path, _, body in fake_vllm.state.calls:
-        out.append((path, body.split('"lora_name":"')[1].split('"')[0]) if "lora" in path else (path, ""))
-    return out
-
-
-@pytest.mark.anyio
-async def test_train_sleeps_steps_wakes_then_swaps(home, tiny_model_dir, fake_vllm):
-    rt = await _runtime(fake_vllm, tiny_model_dir, shared=True)
-    metrics = await rt.train(_groups(), TrainConfig(learning_rate=1e-2))
-    assert _control_calls(fake_vllm) == [("/sleep", ""), ("/wake_up", ""), ("/is_sleeping", ""), ("/v1/load_lora_adapter", "agent@1"),
-                                         ("/v1/unload_lora_adapter", "agent@0")]
-    assert rt.step == 1 and rt.served_name == "agent@1" and list(fake_vllm.state.adapters) == ["agent@1"]
-    ckpt = rt.root / "0001"
-    assert fake_vllm.state.adapters["agent@1"] == str(ckpt)
-    assert {"adapter_config.json", "adapter_model.safetensors", "optimizer.pt", "trainer_state.json"} <= {p.name for p in ckpt.iterdir()}
-    assert metrics["trained"] == 1 and metrics["swap_seconds"] > 0 and metrics["sleep_seconds"] > 0 and metrics["wake_seconds"] > 0
-    state = checkpoints.read_state(ckpt)
-    assert state["step"] == 1 and state["name"] == "agent" and state["metrics"] == pytest.approx(metrics)
-    assert not list(ckpt.glob(".*.tmp"))
-
-
-@pytest.mark.anyio
-async def test_split_placement_trains_while_vllm_serves(home, tiny_model_dir, fake_vllm):
-    rt = await _runtime(fake_vllm, tiny_model_dir, shared=False)
-    metrics = await rt.train(_groups(vary=False), TrainConfig())
-    assert _control_calls(fake_vllm) == [("/v1/load_lora_adapter", "agent@1"), ("/v1/unload_lora_adapter", "agent@0")]
-    assert metrics["trained"] == 0 and "sleep_seconds" not in metrics and rt.step == 1
-
-
-@pytest.mark.anyio
-async def test_a_failed_step_wakes_vllm_and_keeps_serving_the_old_step(home, tiny_model_dir, fake_vllm):
-    rt = await _runtime(fake_vllm, tiny_model_dir, shared=True)
-    broken = _groups()
-    broken[0].trajectories[0].generations[0].logprobs = [-1.0]  # 1 logprob for 3 tokens
-    with pytest.raises(ValueError, match="1 logprobs for 3 tokens"):
-        await rt.train(broken, TrainConfig())
-    assert _control_calls(fake_vllm) == [("/sleep", ""), ("/wake_up", ""), ("/is_sleeping", "")]
-    assert not fake_vllm.state.sleeping and rt.step == 0 and list(fake_vllm.state.adapters) == ["agent@0"]
-    assert checkpoints.list_steps(rt.root) == [0]
 
 
 # ---- the tool-call parser vLLM runs: ours, as a plugin ------------------------------------------
