@@ -20,9 +20,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-
 from judges.base import zero_failed
+from mcprl.tools.client import schema_validator
 from mcprl.types import Message, Trajectory, TrajectoryGroup
 
 STAGES = 4
@@ -41,12 +40,9 @@ def _schemas(trajectory: Trajectory) -> dict[str, dict[str, Any]]:
 
 
 def _valid(arguments: dict[str, Any], schema: dict[str, Any]) -> bool:
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError:
-        return True  # a broken schema cannot be held against the agent; the server judges the call
-    return cls(schema).is_valid(arguments)
+    """As the MCP client checks a call; a broken schema cannot be held against the agent."""
+    validator = schema_validator(schema)
+    return validator is None or validator.is_valid(arguments)
 
 
 def call_stages(call: dict[str, Any], schemas: dict[str, dict[str, Any]], results: dict[str, str]) -> int:

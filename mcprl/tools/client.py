@@ -76,7 +76,7 @@ def _error(kind: ErrorKind, message: str, started: float) -> ToolOutcome:
     )
 
 
-def _validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator | None:
+def schema_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator | None:
     """A validator for a tool's input schema, or None when the schema itself is broken (the
     server then judges the arguments; `mcprl validate` reports the schema)."""
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
@@ -96,7 +96,7 @@ class ToolSession:
         self._conn = conn
         self.listed = mcp_tools
         self.mcp_tools = [t for t in mcp_tools if self.spec.allows(t["name"])]
-        self._validators = {t["name"]: _validator(t.get("inputSchema") or {}) for t in self.mcp_tools}
+        self._validators = {t["name"]: schema_validator(t.get("inputSchema") or {}) for t in self.mcp_tools}
         self.gone: str | None = None
 
     @property
