@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from judges.base import JudgeError, zero_failed
 from judges.cache import VerdictCache
+from mcprl.errors import first_problem
 from mcprl.llm import LLMError, LLMReply, complete, extract_json, is_local
 from mcprl.types import Message, Trajectory, TrajectoryGroup, content_hash
 
@@ -146,9 +147,7 @@ def parse_verdict(text: str, ids: list[str], finish_reason: str = "stop") -> dic
     try:
         verdict = RulerVerdict.model_validate(data)
     except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise InvalidVerdict(f"the JSON does not match the schema ({where}: {first['msg']})") from None
+        raise InvalidVerdict(f"the JSON does not match the schema ({first_problem(e)})") from None
     got = [s.trajectory_id for s in verdict.scores]
     problems = []
     if len(got) != len(ids):

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from judges.base import zero_failed
-from mcprl.errors import UserError
+from mcprl.errors import UserError, first_problem
 from mcprl.llm import extract_json
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 
@@ -113,10 +113,8 @@ def parse_check(scenario: Scenario) -> Check:
     try:
         return _CHECK.validate_python(scenario.check)
     except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
         raise UserError(
-            f"scenario {scenario.id}: invalid check {scenario.check!r} ({where}: {first['msg']}); "
+            f"scenario {scenario.id}: invalid check {scenario.check!r} ({first_problem(e)}); "
             "kinds: exact, normalized, contains, regex, json_field, python, server"
         ) from None
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from mcprl.errors import UserError
+from mcprl.errors import UserError, first_problem
 from mcprl.types import Message, Scenario
 
 if TYPE_CHECKING:
@@ -70,9 +70,7 @@ def load_example(path: Path) -> list[Message]:
     try:
         TypeAdapter(list[ChatMessage]).validate_python(data)
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise UserError(f"--example {path}: message {where}: {err['msg']}; {fix}") from None
+        raise UserError(f"--example {path}: message {first_problem(e)}; {fix}") from None
     return data
 
 

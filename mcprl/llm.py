@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import anyio
 from pydantic import BaseModel, ValidationError
 
-from mcprl.errors import UserError
+from mcprl.errors import UserError, first_problem
 from mcprl.types import Message
 
 LOCAL_MODEL = "local"
@@ -264,8 +264,7 @@ async def complete_json(
         try:
             value = parse(extract_json(reply.text))
         except ValidationError as e:
-            first = e.errors()[0]
-            problem = f"{'.'.join(str(p) for p in first['loc']) or 'reply'}: {first['msg']}"
+            problem = first_problem(e, whole="reply")
         except ValueError as e:
             problem = str(e)
         else:

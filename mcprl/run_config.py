@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mcprl.errors import UserError
+from mcprl.errors import UserError, first_problem
 
 
 class RunConfig(BaseModel):
@@ -113,6 +113,4 @@ def load_config(path: Path | None, overrides: dict[str, Any]) -> RunConfig:
     try:
         return RunConfig.model_validate(data)
     except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise UserError(f"bad setting {where}: {err['msg']}") from None
+        raise UserError(f"bad setting {first_problem(e)}") from None

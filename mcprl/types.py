@@ -14,7 +14,7 @@ from typing import Any, Iterable, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mcprl.errors import UserError
+from mcprl.errors import UserError, first_problem
 
 Message = dict[str, Any]
 ToolSchema = dict[str, Any]  # {"type": "function", "function": {"name", "description", "parameters"}}
@@ -137,10 +137,8 @@ def load_jsonl(path: str | Path, cls: type[M]) -> list[M]:
         try:
             out.append(cls.model_validate_json(line))
         except ValidationError as e:
-            first = e.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ())) or "line"
             raise UserError(
-                f"{path}:{n}: not a valid {cls.__name__} ({where}: {first['msg']}); fix or delete that line"
+                f"{path}:{n}: not a valid {cls.__name__} ({first_problem(e, whole='line')}); fix or delete that line"
             ) from None
     return out
 

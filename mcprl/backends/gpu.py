@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from mcprl.backends.base import Runtime
 from mcprl.backends.gpu_serving import VllmLaunch, VllmServer, VllmSettings, free_port
 from mcprl.backends.gpu_training import UnslothSettings
-from mcprl.errors import UserError
+from mcprl.errors import UserError, first_problem
 from mcprl.train import checkpoints
 from mcprl.train.config import TrainConfig
 from mcprl.types import TrajectoryGroup
@@ -139,9 +139,7 @@ class GpuRuntime(Runtime):
         try:
             self.settings = GpuSettings.model_validate(settings)
         except ValidationError as e:
-            err = e.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise UserError(f"GPU backend setting {where}: {err['msg']}") from None
+            raise UserError(f"GPU backend setting {first_problem(e)}") from None
         self._api_key = secrets.token_urlsafe(24)
         # vLLM's environment: ours before load_trainer imports Unsloth, which changes it (see VllmLaunch.env).
         self._launch_env = dict(os.environ)

@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from mcprl.errors import first_problem
 from mcprl.serving.engine import BadRequest, Engine, UnknownModel
 from mcprl.serving.protocol import ChatRequest, error_body
 
@@ -37,9 +38,8 @@ def create_app(engine: Engine, api_key: str | None = None) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, exc: RequestValidationError):
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
-        return JSONResponse(error_body(f"{where}: {err['msg']}", param=where or None), status_code=400)
+        param = ".".join(str(p) for p in exc.errors()[0].get("loc", ()) if p != "body") or None
+        return JSONResponse(error_body(first_problem(exc), param=param), status_code=400)
 
     @app.get("/health")
     async def health():

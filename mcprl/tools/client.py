@@ -24,7 +24,7 @@ import jsonschema
 from mcp.types import PaginatedRequestParams
 from pydantic import BaseModel, Field, ValidationError
 
-from mcprl.errors import UserError
+from mcprl.errors import UserError, first_problem
 from mcprl.tools import compat
 from mcprl.tools.convert import result_text, to_openai, tools_hash
 from mcprl.tools.spec import ServerSpec
@@ -236,10 +236,8 @@ def _listing_error(spec: ServerSpec, error: Exception) -> UserError:
             f"{spec.target}: tools/list got no answer within {spec.connect_timeout:g} s; is the server stuck?"
         )
     if isinstance(error, ValidationError):
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
         return UserError(
-            f"{spec.target}: its tools/list answer is not valid MCP ({where}: {first['msg']}); "
+            f"{spec.target}: its tools/list answer is not valid MCP ({first_problem(error)}); "
             "fix the server (every tool needs a name and an object inputSchema)"
         )
     message = " ".join(str(error).split())

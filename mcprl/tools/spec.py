@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mcprl.errors import UserError
+from mcprl.errors import UserError, first_problem
 
 Transport = Literal["stdio", "http", "sse"]
 TRANSPORT_CHOICES = ("auto", "stdio", "http", "sse")
@@ -84,9 +84,7 @@ class ServerSpec(BaseModel):
         try:
             return cls.model_validate({**options, **fields})
         except ValidationError as e:
-            first = e.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise UserError(f"{target}: invalid server option {where}: {first['msg']}") from None
+            raise UserError(f"{target}: invalid server option {first_problem(e)}") from None
 
     def allows(self, tool_name: str) -> bool:
         """Whether the model may see and call this tool (allow/deny by name or glob; deny wins)."""
