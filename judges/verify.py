@@ -8,7 +8,7 @@
     {"kind": "regex", "pattern": "\\b42\\b"}        1 if the pattern matches anywhere (`ignore_case` optional)
     {"kind": "json_field", "field": "order.total", "value": 12.5}  parse the answer as JSON, compare a field
     {"kind": "python", "function": "pkg.module:fn"}  fn(scenario, trajectory) -> float
-    {"kind": "server", "server": "inventory", ...}   servers.registry.get(server).check(scenario, trajectory)
+    {"kind": "server", "server": "inventory", ...}   the task set's checker: mcprl.tasks.get(server).check(scenario, trajectory)
 
 Scores are floats in [0, 1]; a checker's result outside that range is clamped.
 """
@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from judges.base import zero_failed
+from mcprl import tasks
 from mcprl.errors import UserError, first_problem
 from mcprl.llm import extract_json
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
@@ -175,9 +176,7 @@ def checker_for(scenario: Scenario) -> Checker:
         except (ImportError, AttributeError) as e:
             raise UserError(f"scenario {scenario.id}: cannot load check function {check.function} ({e}); make it importable as module:function") from None
         return target
-    from servers import registry  # the shipped servers; imported only when a scenario needs them
-
-    return registry.get(check.server).check
+    return tasks.get(check.server).check
 
 
 def build_checks(scenarios: list[Scenario], source: str) -> None:

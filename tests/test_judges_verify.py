@@ -1,6 +1,7 @@
 import pytest
 
 from judges import VerifyJudge, checker_for
+from mcprl import tasks
 from mcprl.errors import UserError
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 
@@ -55,7 +56,7 @@ def test_python_check_loads_a_function_by_path():
         ({"kind": "exact"}, None, "no answer"),
         ({"kind": "regex", "pattern": "("}, None, "bad regex"),
         ({"kind": "python", "function": "no_such_module_xyz:f"}, None, "cannot load check function"),
-        ({"kind": "server", "server": "nope"}, None, "no shipped server named 'nope'"),
+        ({"kind": "server", "server": "nope"}, None, "no task set named 'nope'; registered: .*calculator.*'mcprl.tasks'"),
     ],
 )
 def test_bad_checks_are_user_errors_naming_the_scenario(check, answer, message):
@@ -64,10 +65,8 @@ def test_bad_checks_are_user_errors_naming_the_scenario(check, answer, message):
 
 
 @pytest.mark.anyio
-async def test_server_checks_dispatch_to_the_shipped_servers_checker():
-    from servers import registry
-
-    scenario = registry.get("calculator").generate(1, seed=7)[0]
+async def test_server_checks_dispatch_to_the_task_sets_checker():
+    scenario = tasks.get("calculator").generate(1, seed=7)[0]
     group = TrajectoryGroup(scenario=scenario, trajectories=answering(f"The result is {scenario.answer}.", "I don't know."))
     await VerifyJudge().score_group(group)
     assert [t.reward for t in group.trajectories] == [1.0, 0.0]

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from mcprl import tasks
 from mcprl.tools import ServerSpec, ToolSession, open_session
 from mcprl.types import Trajectory
-from servers import registry
 
 pytestmark = pytest.mark.anyio
 
@@ -38,7 +38,7 @@ async def play(
 
 
 async def test_a_live_restock_is_scored_by_replaying_its_calls():
-    inventory = registry.get("inventory")
+    inventory = tasks.get("inventory")
     scenario = inventory.generate(1, seed=3, difficulties=(5,))[0]
     category = re.search(r"Restock the (\w+) item", scenario.task).group(1)
     change = scenario.check["expect_change"]["change"]
@@ -66,7 +66,7 @@ async def test_a_live_restock_is_scored_by_replaying_its_calls():
 
 
 async def test_a_live_email_question_is_answerable_in_one_search():
-    email = registry.get("email")
+    email = tasks.get("email")
     scenario = email.generate(1, seed=0, difficulties=(1,))[0]
     city = re.search(r"flight to (\w+)", scenario.task).group(1)
     async with open_session(ServerSpec.parse(email.command(seed=0))) as session:

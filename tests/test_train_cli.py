@@ -152,7 +152,7 @@ def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path):
     """`mcprl eval` samples with the run's own prompt and temperature; a base model on a shipped
     server's tasks gets that server's worked example."""
     from mcprl.evaluate import rollout_settings
-    from servers import registry
+    from mcprl import tasks
     from servers.calculator.tasks import generate
 
     scen = generate(2)
@@ -162,7 +162,7 @@ def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path):
                                                  "system_prompt": "Be exact.", "headers": {"X": "***"}}))
     rc = rollout_settings(run / "checkpoints" / "0003", scen)
     assert (rc.temperature, rc.max_turns, rc.max_tokens, rc.system_prompt) == (0.7, 2, 48, "Be exact.")
-    assert rc.example == registry.get("calculator").example
+    assert rc.example == tasks.get("calculator").example
     base = rollout_settings(None, scen)
-    assert base.temperature == 1.0 and base.example == registry.get("calculator").example
+    assert base.temperature == 1.0 and base.example == tasks.get("calculator").example
     assert rollout_settings(None, [s.model_copy(update={"check": None}) for s in scen]).example is None

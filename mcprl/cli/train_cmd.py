@@ -29,7 +29,7 @@ def train(
     deny: list[str] = typer.Option([], "--deny", help="never offer or call tools matching this name/glob; repeatable"),
     model: str = typer.Option(None, "--model", help="base model: alias, local dir or HF id \\[smollm2-135m]"),
     scenarios: Path = typer.Option(None, "--scenarios", help="scenarios JSONL (else --tasks or synthesis)"),
-    tasks: str = typer.Option(None, "--tasks", help="a shipped server's task generator: calculator, inventory, email"),
+    tasks: str = typer.Option(None, "--tasks", help="a task set's generator: calculator, inventory, email, or one a package registers (mcprl.tasks entry points)"),
     difficulty: list[int] = typer.Option([], "--difficulty", help="with --tasks: only these difficulties (1-5); repeatable"),
     n: int = typer.Option(None, "-n", help="scenarios to generate or synthesize \\[48]"),
     judge: str = typer.Option(None, "--judge", help="ruler|verify|both \\[verify]"),

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from mcprl.types import Scenario, Trajectory
 from servers.checking import answered, numbers, successful_tool_calls
 
+SERVER = "python -m servers.calculator --seed {seed}"  # the world these tasks ask about (mcprl.tasks)
+
 TOOL_FOR = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide"}
 PHRASES = ("What is {}? Use the tools.", "Compute {} using the tools.", "Use the calculator tools to work out {}.")
 

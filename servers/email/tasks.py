@@ -10,6 +10,8 @@ from mcprl.types import Scenario, Trajectory
 from servers.checking import answered
 from servers.email.mailbox import Mailbox
 
+SERVER = "python -m servers.email --seed {seed}"  # the world these tasks ask about (mcprl.tasks)
+
 
 # One solved first turn, shown to the policy before its task (RolloutConfig.example): small models
 # make no tool calls zero-shot, and an example that looks like a real task works far better than a

@@ -10,6 +10,8 @@ from mcprl.types import Scenario, Trajectory
 from servers.checking import answered, replay
 from servers.inventory.world import CATALOGUE, Item, Warehouse
 
+SERVER = "python -m servers.inventory --seed {seed}"  # the world these tasks ask about (mcprl.tasks)
+
 Task = tuple[str, dict[str, Any], list[str]]  # text, check fields, tools
 
 
