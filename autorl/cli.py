@@ -4,7 +4,6 @@ command, so `--help` stays instant."""
 
 from __future__ import annotations
 
-
 import typer
 
 
@@ -65,6 +64,6 @@ app.command()(autorl_command)
 
 
 def main() -> None:
-    from mcprl.cli.main import run_app
+    from mcprl.cli.console_script import run_app
 
     run_app(app)

@@ -1,0 +1,206 @@
+"""Imports run one way. The module import graph of our packages, read from the source with `ast`
+(imports inside functions included, since they run too, only later), must have no cycle, no
+import of `servers` from outside it, and no import of a module in a higher layer:
+
+    foundations   leaf mechanisms: types, errors, paths, memory, weights, ...
+    stages        the steps of the pipeline: tools, serving, scenarios, rollout, judges, train, ...
+    plug-ins      servers/: MCP servers and their task sets, found through entry points
+    applications  what puts the stages together for a user: CLIs, AutoRL, the training run, ...
+
+A module may import its own layer and the layers below it."""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+import textwrap
+from pathlib import Path
+from typing import NamedTuple
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("mcprl", "autorl", "judges", "scenarios", "servers")
+FOUNDATIONS, STAGES, PLUGINS, APPLICATIONS = range(4)
+LAYER_NAMES = ("foundations", "stages", "plug-ins", "applications")
+
+# Module prefix -> layer: a prefix covers the module of that name and everything under it, and
+# the most specific prefix wins. There is no entry for all of mcprl, so that a new mcprl module
+# has to be given a layer here (an unassigned module fails the test).
+LAYERS = {
+    "mcprl.types": FOUNDATIONS,
+    "mcprl.errors": FOUNDATIONS,
+    "mcprl.paths": FOUNDATIONS,
+    "mcprl.memory": FOUNDATIONS,
+    "mcprl.chat_format": FOUNDATIONS,
+    "mcprl.attention": FOUNDATIONS,
+    "mcprl.weights": FOUNDATIONS,
+    "mcprl.tools": STAGES,
+    "mcprl.serving": STAGES,
+    "mcprl.llm": STAGES,  # any LLM endpoint, our own in-process one (mcprl.serving) included
+    "scenarios": STAGES,
+    "mcprl.rollout": STAGES,
+    "mcprl.langgraph": STAGES,
+    "mcprl.gather": STAGES,
+    "mcprl.recording": STAGES,
+    "mcprl.agents": STAGES,
+    "judges": STAGES,
+    "mcprl.train": STAGES,
+    "mcprl.backends": STAGES,
+    "mcprl.model": STAGES,
+    "mcprl.tasks": STAGES,
+    "servers": PLUGINS,
+    "mcprl.cli": APPLICATIONS,
+    "autorl": APPLICATIONS,
+    "mcprl.runner": APPLICATIONS,
+    "mcprl.run_config": APPLICATIONS,
+    "mcprl.evaluate": APPLICATIONS,
+    "mcprl.report": APPLICATIONS,
+    "mcprl.metrics": APPLICATIONS,
+    "mcprl.demonstration": APPLICATIONS,
+}
+# Modules placed by their exact name only. The `mcprl` package holds the version and resolves
+# its public names on first access (importlib), so loading it loads nothing else.
+EXACT = {"mcprl": FOUNDATIONS}
+
+
+class Import(NamedTuple):
+    source: str  # the importing module
+    where: str  # path:line of the import statement
+    target: str  # the imported module (the nearest one of ours that exists)
+
+
+def modules(root: Path) -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _statements(node: ast.AST):
+    """Every node under `node`, except the bodies of `if TYPE_CHECKING:` blocks. Those imports never
+    run (annotations stay strings under `from __future__ import annotations`), so they can neither
+    close a cycle nor load another layer; `mcprl/__init__.py` uses them to name its lazy exports
+    for type checkers."""
+    for child in ast.iter_child_nodes(node):
+        test = child.test if isinstance(child, ast.If) else None
+        for c in child.orelse if getattr(test, "id", getattr(test, "attr", None)) == "TYPE_CHECKING" else [child]:
+            yield c
+            yield from _statements(c)
+
+
+def imports(root: Path) -> list[Import]:
+    known = modules(root)
+
+    def nearest(name: str) -> str | None:  # `servers.registry` that no longer exists is still `servers`
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    found = []
+    for module, path in known.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in _statements(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]) if node.level else ""
+                base = ".".join(part for part in (base, node.module) if part)
+                # `from a import b` imports the module a.b when there is one, else a name from a
+                names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+            else:
+                continue
+            where = f"{path.relative_to(root)}:{node.lineno}"
+            for name in names:
+                target = nearest(name) if name.split(".")[0] in PACKAGES else None
+                if target and target != module:
+                    found.append(Import(module, where, target))
+    return found
+
+
+def layer(module: str) -> int | None:
+    if module in EXACT:
+        return EXACT[module]
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in LAYERS:
+            return LAYERS[".".join(parts[:n])]
+    return None
+
+
+def _reachable(graph: dict[str, dict[str, None]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def problems(root: Path) -> list[str]:
+    """What breaks the rules, one line each, naming the import (path:line) that breaks it."""
+    found = imports(root)
+    out = [f"{path.relative_to(root)}: {module} is in no layer; add it (or its package) to LAYERS in tests/test_import_graph.py"
+           for module, path in modules(root).items() if layer(module) is None]
+    for imp in found:
+        source_layer, target_layer = layer(imp.source), layer(imp.target)
+        if imp.target.split(".")[0] == "servers" and imp.source.split(".")[0] != "servers":
+            out.append(f"{imp.where}: {imp.source} imports {imp.target}: only servers/ may import servers "
+                       "(plug-ins are found through entry points, e.g. mcprl.tasks)")
+        elif source_layer is not None and target_layer is not None and target_layer > source_layer:
+            out.append(f"{imp.where}: {imp.source} ({LAYER_NAMES[source_layer]}) imports {imp.target} "
+                       f"({LAYER_NAMES[target_layer]}), a higher layer; import downward only")
+    graph: dict[str, dict[str, None]] = {}  # ordered, so that the same cycle is found every time
+    for imp in found:
+        graph.setdefault(imp.source, {})[imp.target] = None
+    while True:  # one cycle per group of modules that all reach each other
+        try:
+            graphlib.TopologicalSorter(graph).prepare()
+            break
+        except graphlib.CycleError as e:
+            cycle = e.args[1][::-1]  # graphlib lists a cycle against the import direction
+            first = cycle.index(min(cycle))
+            cycle = cycle[first:-1] + cycle[: first + 1]
+            hops = [next(imp.where for imp in found if (imp.source, imp.target) == pair) for pair in zip(cycle, cycle[1:])]
+            out.append(f"import cycle {' -> '.join(cycle)}: " + ", ".join(f"{w} imports {b}" for w, b in zip(hops, cycle[1:])))
+            group = {m for m in _reachable(graph, cycle[0]) if cycle[0] in _reachable(graph, m)}
+            if len(group) > len(cycle) - 1:
+                out[-1] += f"; the cycles through it join {len(group)} modules: {', '.join(sorted(group))}"
+            for module in group:
+                del graph[module]
+    return out
+
+
+def test_imports_run_one_way():
+    found = problems(REPO)
+    assert not found, "\n".join(found)
+
+
+def test_the_check_reports_cycles_servers_imports_upward_imports_and_unplaced_modules(tmp_path):
+    """The checks above on a small tree that breaks every rule once, and keeps to them otherwise."""
+    files = {
+        "mcprl/__init__.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from mcprl.runner import run\n",
+        "mcprl/types.py": "import os\n",
+        "mcprl/errors.py": "def f():\n    from mcprl.runner import run\n",  # upward, lazily
+        "mcprl/runner.py": "from mcprl import types, run_config\nfrom . import tasks\n",
+        "mcprl/run_config.py": "from .runner import run\n",  # closes a cycle
+        "mcprl/tasks.py": "import mcprl.types\n",
+        "mcprl/brand_new.py": "",
+        "judges/__init__.py": "from servers.calculator import tasks\n",
+        "servers/__init__.py": "",
+        "servers/calculator/__init__.py": "from mcprl.tasks import get\n",
+        "autorl/__init__.py": "", "scenarios/__init__.py": "",
+    }
+    for name, source in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(textwrap.dedent(source))
+    assert problems(tmp_path) == [
+        "mcprl/brand_new.py: mcprl.brand_new is in no layer; add it (or its package) to LAYERS in tests/test_import_graph.py",
+        "mcprl/errors.py:2: mcprl.errors (foundations) imports mcprl.runner (applications), a higher layer; import downward only",
+        "judges/__init__.py:1: judges imports servers.calculator: only servers/ may import servers "
+        "(plug-ins are found through entry points, e.g. mcprl.tasks)",
+        "import cycle mcprl.run_config -> mcprl.runner -> mcprl.run_config: "
+        "mcprl/run_config.py:1 imports mcprl.runner, mcprl/runner.py:1 imports mcprl.run_config",
+    ]
