@@ -4,7 +4,7 @@ Small models make no tool calls zero-shot; one example exchange fixes the format
 that looks like the real tasks works far better than a made-up one. In order of preference:
 
     file          `--example FILE`: the user's own messages (a JSON list of OpenAI chat messages)
-    task-module   a shipped server's hand-written example (`--tasks NAME`, unless `--no-task-help`)
+    task-module   the task set's hand-written EXAMPLE (`--tasks NAME`, unless `--no-task-help`)
     scenario:<id> built from one real training scenario, which is then kept out of training and
                   evaluation: the generator model writes the first tool call, constrained by that
                   tool's own input schema, and the call is executed against the server; the
