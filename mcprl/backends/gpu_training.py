@@ -50,7 +50,15 @@ class UnslothGRPOTrainer(GRPOTrainer):
         self.device = device
 
     def step(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
-        return super().step(groups, config.model_copy(update={"gradient_checkpointing": False}))
+        """GRPOTrainer's step, plus `peak_gpu_memory_gb`: what torch reserved on the trainer's GPU during it."""
+        gpu = self.device.type == "cuda"
+        if gpu:
+            torch.cuda.reset_peak_memory_stats(self.device)
+        metrics = super().step(groups, config.model_copy(update={"gradient_checkpointing": False}))
+        if gpu:
+            metrics["peak_gpu_memory_gb"] = torch.cuda.max_memory_reserved(self.device) / 2**30
+            torch.cuda.empty_cache()  # hand the activations' memory back before vLLM wakes up
+        return metrics
 
     def _collate(self, mb: list[Row], total_tokens: int, n_seqs: int, config: TrainConfig) -> dict[str, torch.Tensor]:
         return {k: v.to(self.device, non_blocking=True) for k, v in super()._collate(mb, total_tokens, n_seqs, config).items()}
