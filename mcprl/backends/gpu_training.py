@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mcprl.errors import UserError
 from mcprl.train.config import LoraSettings, TrainConfig
 from mcprl.train.grpo import GRPOTrainer
-from mcprl.train.packing import Row
+from mcprl.train.packing import PrefixBranches
 from mcprl.types import TrajectoryGroup
 
 
@@ -60,7 +60,7 @@ class UnslothGRPOTrainer(GRPOTrainer):
             torch.cuda.empty_cache()  # hand the activations' memory back before vLLM wakes up
         return metrics
 
-    def _collate(self, mb: list[Row], total_tokens: int, n_seqs: int, config: TrainConfig) -> dict[str, torch.Tensor]:
+    def _collate(self, mb: list[PrefixBranches], total_tokens: int, n_seqs: int, config: TrainConfig) -> dict[str, torch.Tensor]:
         return {k: v.to(self.device, non_blocking=True) for k, v in super()._collate(mb, total_tokens, n_seqs, config).items()}
 
 

@@ -18,7 +18,9 @@ from mcprl.serving.structured import Constraint, mask_logits
 
 
 @dataclass
-class Row:
+class SampleRequest:
+    """One completion to sample (a row of the batch): its prompt and its sampling settings."""
+
     prompt_ids: list[int]
     max_new_tokens: int
     temperature: float = 1.0
@@ -69,7 +71,7 @@ def shared_prefix_len(prompts: list[list[int]]) -> int:
 
 
 @torch.inference_mode()
-def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=None) -> list[Sampled]:
+def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], decode=None) -> list[Sampled]:
     """Sample completions for `rows` in one batch. `decode(ids) -> str` is needed for stop strings."""
     from transformers import DynamicCache
 
