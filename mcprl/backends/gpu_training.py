@@ -41,8 +41,9 @@ class UnslothGRPOTrainer(GRPOTrainer):
 
     share_prefix = False
     mixed_precision = False  # Unsloth's kernels handle the LoRA dtypes themselves
-    # On an H100 with SmolLM2-135M, 32768 tokens per micro-batch (the bench's 64 sequences in one)
-    # took the update from 1.62 s to 0.37 s against 2048 (docs/gpu.md); memory, not launches, bounds it.
+    # A GPU micro-batch costs kernel launches more than memory bandwidth, so fewer, larger ones are
+    # faster: 32768 tokens hold a whole step of 64 short agent sequences at once. Activation memory,
+    # not speed, bounds it (the measurements: docs/benchmarks.md, "GPU: GRPO step vs TRL").
     default_micro_batch_tokens = 32768
 
     def __init__(self, model, tokenizer, lora: LoraSettings, device: torch.device):

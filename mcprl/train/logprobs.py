@@ -13,13 +13,13 @@ logprob under. Its backward is the same with s = logits / T and the softmax over
 grad_logits = g / T * (onehot(target) - softmax_kept(s)). The kept set is the sampler's rule (the
 smallest set of most likely tokens whose mass reaches top-p), always with the target in it: the
 sampled token is in the set it was drawn from even where rounding moves a tie at the boundary.
-A temperature costs nothing measurable; a top-p below 1 costs a sort of each chunk's logits (the
-head's forward and backward took 2x as long on CPU, 1024 positions x 49k vocabulary).
+A temperature costs a division of each chunk's logits and a top-p below 1 a sort of them, the
+costliest pass of all; a setting of 1 skips its pass (`head_logprobs`).
 
 Against the plain route (autograd through `lm_head -> float -> logsumexp -> gather`, each chunk
-checkpointed) this is the same arithmetic with a third of the full-vocabulary passes: on CPU,
-where a pass over a 64 x 49k float32 chunk is memory-bound, that route spent more time in those
-passes than in the head's matmuls.
+checkpointed) this is the same arithmetic with a third of the full-vocabulary passes, which
+matters on CPU: there a pass over a 64 x 49k float32 chunk is memory-bound, and those passes
+cost more than the head's matmuls.
 """
 
 from __future__ import annotations
