@@ -87,7 +87,7 @@ def run_mcprl(args: argparse.Namespace) -> None:
     import torch
 
     from mcprl import weights
-    from mcprl.serving.sampler import Row, sample
+    from mcprl.serving.sampler import SampleRequest, sample
     from mcprl.train.config import LoraSettings, TrainConfig
     from mcprl.train.grpo import GRPOTrainer
     from mcprl.types import Generation, Trajectory, TrajectoryGroup
@@ -103,7 +103,7 @@ def run_mcprl(args: argparse.Namespace) -> None:
     for step in range(args.steps):
         wait_turn()
         t0 = time.perf_counter()
-        rows = [Row(p, MAX_NEW_TOKENS, seed=SEED + 1000 * step + 10 * i + k) for i, p in enumerate(prompts) for k in range(NUM_GENERATIONS)]
+        rows = [SampleRequest(p, MAX_NEW_TOKENS, seed=SEED + 1000 * step + 10 * i + k) for i, p in enumerate(prompts) for k in range(NUM_GENERATIONS)]
         out = sample(trainer.model, rows, pad_id=trainer.pad_id, eos_ids=eos_ids)
         generation = time.perf_counter() - t0
         groups = []

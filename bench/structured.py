@@ -42,7 +42,7 @@ def main() -> None:
     from mcprl.serving.engine import Engine
     from mcprl.serving.prompts import render_prompt
     from mcprl.serving.protocol import ResponseFormat
-    from mcprl.serving.sampler import Row, sample
+    from mcprl.serving.sampler import SampleRequest, sample
 
     torch.manual_seed(0)
     engine = Engine(args.model)
@@ -55,7 +55,7 @@ def main() -> None:
     prompts = [render_prompt(engine.tokenizer, [{"role": "user", "content": q}], None, engine.turns) for q in QUESTIONS]
 
     def run(batch: int, constrained: bool) -> float:
-        rows = [Row(prompts[i], args.max_tokens, 0.7, 1.0, [], 100 + i, engine.grammars.fork(start) if constrained else None)
+        rows = [SampleRequest(prompts[i], args.max_tokens, 0.7, 1.0, [], 100 + i, engine.grammars.fork(start) if constrained else None)
                 for i in range(batch)]
         t = time.perf_counter()
         out = sample(engine.model, rows, pad_id=engine.pad_id, eos_ids=set(), decode=engine._decode)

@@ -52,7 +52,6 @@ class TrainableModel(Model):
     project: str = Field(default="default", pattern=r"^[A-Za-z0-9._-]+$")
     base_model: str = "smollm2-135m"
     lora: LoraSettings = Field(default_factory=LoraSettings)
-    _backend: LocalBackend | None = PrivateAttr(default=None)
     _runtime: Runtime | None = PrivateAttr(default=None)
 
     @property
@@ -65,7 +64,6 @@ class TrainableModel(Model):
 
     async def register(self, backend: LocalBackend) -> None:
         """Load (resuming from the latest checkpoint) and start serving `NAME@STEP`."""
-        self._backend = backend
         self._runtime = await backend.register(self)
         self._sync()
 

@@ -96,7 +96,7 @@ def test_vllm_starts_from_the_environment_before_unsloth_changed_it(monkeypatch)
     rt = GpuRuntime(TrainableModel(name="m", project="p", base_model="org/unused"))
     monkeypatch.setenv("PYTHONPATH", "/unsloth_compiled_cache:/site")  # as Unsloth's import does
     monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
-    env = _launch().env(rt._launch_env)
+    env = _launch().env(rt.launch_env)
     assert env["PYTHONPATH"] == "/site" and "PYTORCH_CUDA_ALLOC_CONF" not in env
 
 

@@ -91,7 +91,7 @@ def test_sampling_settings_reach_the_sequence_and_split_it():
     assert (s1.input_ids, s1.temperature, s1.top_p) == ([1, 2, 3, 4], 0.7, 0.9)
     assert (s2.input_ids, s2.temperature, s2.top_p) == ([1, 2, 3, 4, 5, 6], 1.0, 1.0)  # same tokens, other settings
     assert (s3.temperature, s3.top_p) == (1.0, 1.0)  # greedy: scored at temperature 1, as recorded
-    batch = packing.collate([packing.Row([], [s1])], pad_id=0, total_tokens=2, n_seqs=1)
+    batch = packing.collate([packing.PrefixBranches([], [s1])], pad_id=0, total_tokens=2, n_seqs=1)
     assert batch["temperature"].tolist() == [pytest.approx([0.7] * 4)] and batch["top_p"].tolist() == [pytest.approx([0.9] * 4)]
 
 
@@ -137,7 +137,7 @@ def test_rows_and_micro_batches_respect_token_budget():
 
 def test_packed_mask_isolates_branches():
     a, b = _seq([1, 2, 3, 4], 2), _seq([1, 2, 5], 2)
-    batch = packing.collate([packing.Row([1, 2], [a, b])], pad_id=0, total_tokens=3, n_seqs=2)
+    batch = packing.collate([packing.PrefixBranches([1, 2], [a, b])], pad_id=0, total_tokens=3, n_seqs=2)
     assert batch["input_ids"].tolist() == [[1, 2, 3, 4, 5]]
     assert batch["position_ids"].tolist() == [[0, 1, 2, 3, 2]]
     assert batch["pred_index"].tolist() == [[0, 0, 1, 2, 1]]
@@ -162,7 +162,7 @@ def trainer(tiny_model_dir):
 
 def _groups(trainer, rewards=((1.0, 0.0, 0.5), (0.0, 0.0, 0.0))):
     """Groups of trajectories sampled from the trainer's own model (so old logprobs are on-policy)."""
-    from mcprl.serving.sampler import Row, sample
+    from mcprl.serving.sampler import SampleRequest, sample
 
     tok = trainer.tokenizer
     groups = []
@@ -170,7 +170,7 @@ def _groups(trainer, rewards=((1.0, 0.0, 0.5), (0.0, 0.0, 0.0))):
     for gi, rs in enumerate(rewards):
         prompt = tok.apply_chat_template([{"role": "user", "content": f"task {gi}"}], add_generation_prompt=True, tokenize=True, return_dict=False)
         trajs = []
-        out = sample(trainer.model, [Row(prompt, 6 + 3 * i, seed=int(torch.randint(0, 1000, (1,), generator=g))) for i in range(len(rs))], pad_id=tok.pad_token_id, eos_ids={tok.eos_token_id})
+        out = sample(trainer.model, [SampleRequest(prompt, 6 + 3 * i, seed=int(torch.randint(0, 1000, (1,), generator=g))) for i in range(len(rs))], pad_id=tok.pad_token_id, eos_ids={tok.eos_token_id})
         for s, r in zip(out, rs):
             trajs.append(Trajectory(generations=[Generation(prompt_token_ids=prompt, completion_token_ids=s.token_ids, logprobs=s.logprobs)], reward=r))
         groups.append(TrajectoryGroup(trajectories=trajs))
@@ -215,7 +215,7 @@ def test_packing_and_micro_batching_give_the_gradient_of_separate_sequences(trai
 
     trainer.model.zero_grad()
     for s in seqs:  # the reference: one unpacked sequence at a time
-        b = packing.collate([packing.Row([], [s])], trainer.pad_id, total, len(seqs), norm)
+        b = packing.collate([packing.PrefixBranches([], [s])], trainer.pad_id, total, len(seqs), norm)
         ids = b["input_ids"]
         lp, _ = token_logprobs(trainer.model, ids, torch.ones_like(ids), 16)
         loss, _ = grpo_loss(LossInputs(lp, b["old_logprobs"], b["advantages"], b["weights"]), epsilon=0.2, epsilon_high=None, beta=0)
@@ -302,7 +302,7 @@ def test_kl_beta_runs_reference_pass(trainer):
     trainer.step(groups, TrainConfig(learning_rate=5e-2))
     groups_seqs, _ = trainer.build_sequences(groups, TrainConfig())
     seqs = [s for g in groups_seqs for s in g]
-    b = packing.collate([packing.Row([], [s]) for s in seqs], trainer.pad_id, 1, len(seqs))
+    b = packing.collate([packing.PrefixBranches([], [s]) for s in seqs], trainer.pad_id, 1, len(seqs))
     on = b["weights"] > 0
     args = (trainer.model, b["input_ids"], b["attention_mask"], 16, on)
     with torch.no_grad():

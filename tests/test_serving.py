@@ -217,12 +217,12 @@ def test_adapters_are_served_by_name_and_step(engine, tiny_model_dir, tmp_path):
 
 def test_shared_prefix_batch_equals_rows_sampled_alone(engine):
     """Sharing the common prefix's KV cache changes nothing: same tokens, same logprobs."""
-    from mcprl.serving.sampler import Row, sample, shared_prefix_len
+    from mcprl.serving.sampler import SampleRequest, sample, shared_prefix_len
 
     common = list(range(100, 140))
     prompts = [common + [7, 8, 9], common + [5], common + [3, 4]]
     assert shared_prefix_len(prompts) == 40 and shared_prefix_len([[1, 2], [1, 2]]) == 1
-    rows = [Row(p, 6, seed=i) for i, p in enumerate(prompts)]
+    rows = [SampleRequest(p, 6, seed=i) for i, p in enumerate(prompts)]
     kw = dict(pad_id=engine.pad_id, eos_ids=set())
     together = sample(engine.model, rows, **kw)
     for row, got in zip(rows, together):
@@ -237,11 +237,11 @@ def test_sampled_logprobs_are_under_the_distribution_drawn_from(engine):
     different settings; checked against a plain forward pass and an independent top-p."""
     import torch
 
-    from mcprl.serving.sampler import Row, sample
+    from mcprl.serving.sampler import SampleRequest, sample
 
     prompt = engine.tokenizer.apply_chat_template(MSGS, add_generation_prompt=True, tokenize=True, return_dict=False)
     settings = [(1.0, 1.0), (0.7, 1.0), (0.7, 0.5), (1.4, 0.9)]
-    out = sample(engine.model, [Row(prompt, 8, t, p, seed=5) for t, p in settings], pad_id=engine.pad_id, eos_ids=set())
+    out = sample(engine.model, [SampleRequest(prompt, 8, t, p, seed=5) for t, p in settings], pad_id=engine.pad_id, eos_ids=set())
     for (t, p), s in zip(settings, out):
         ids = torch.tensor([prompt + s.token_ids])
         with torch.no_grad():

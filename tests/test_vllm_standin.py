@@ -1,6 +1,6 @@
 """The GPU runtime's calls to vLLM (adapter load/unload, sleep/wake, readiness) against a real
-local HTTP server standing in for vLLM, and a whole train step (sleep, step, checkpoint, wake,
-swap) with the CPU trainer against that server. No GPU needed."""
+local HTTP server standing in for vLLM, and the runtime's lifecycle with vLLM as its server
+(start, a train step: sleep, step, checkpoint, wake, swap; resume) with the CPU trainer. No GPU needed."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from mcprl import TrainableModel, TrainConfig
-from mcprl.backends.gpu import GpuRuntime, Placement
-from mcprl.backends.gpu_serving import VllmError, VllmServer, free_port
+from mcprl.backends.base import Runtime
+from mcprl.backends.gpu_serving import VllmEndpoint, VllmError, VllmServer, free_port
 from mcprl.errors import UserError
 from mcprl.train import checkpoints
 from mcprl.train.grpo import GRPOTrainer
@@ -181,17 +182,26 @@ async def test_wait_ready_times_out_and_stops_the_process(tmp_path):
     assert proc.poll() is not None and server.process is None
 
 
-# ---- one train step of the GPU runtime, with the CPU trainer and the stand-in vLLM --------------
-async def _runtime(fake_vllm, tiny_model_dir, shared: bool) -> GpuRuntime:
+# ---- the runtime with vLLM as its server: the stand-in vLLM, and the CPU trainer ----------------
+def _runtime(fake_vllm, tiny_model_dir, shared: bool) -> Runtime:
+    """The GPU runtime's server (`VllmEndpoint`) on the stand-in; GRPOTrainer on CPU where Unsloth's would be."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model = TrainableModel(name="agent", project="p", base_model=str(tiny_model_dir))
-    rt = GpuRuntime(model, placement="shared" if shared else "split")
-    rt.placement = Placement(shared, 0, [0] if shared else [1])
-    rt.trainer = GRPOTrainer(AutoModelForCausalLM.from_pretrained(tiny_model_dir), AutoTokenizer.from_pretrained(tiny_model_dir), model.lora)
-    rt.server = VllmServer(fake_vllm.state.url, KEY)
-    ckpt = checkpoints.write_checkpoint(rt.root, 0, rt.trainer.save, rt.checkpoint_state())
-    await rt.server.load_adapter(rt.served_name, ckpt)
+
+    def load_trainer(checkpoint: Path | None) -> GRPOTrainer:
+        base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+        return GRPOTrainer(base, AutoTokenizer.from_pretrained(tiny_model_dir), model.lora, adapter_dir=checkpoint)
+
+    async def start_server(trainer: GRPOTrainer) -> VllmEndpoint:
+        return VllmEndpoint(VllmServer(fake_vllm.state.url, KEY), shares_gpu=shared)
+
+    return Runtime(model, load_trainer, start_server)
+
+
+async def _started(fake_vllm, tiny_model_dir, shared: bool) -> Runtime:
+    rt = _runtime(fake_vllm, tiny_model_dir, shared)
+    await rt.start()
     fake_vllm.state.calls.clear()
     return rt
 
@@ -204,8 +214,17 @@ def _control_calls(fake_vllm) -> list[tuple[str, str]]:
 
 
 @pytest.mark.anyio
+async def test_start_writes_step_0_and_serves_it(home, tiny_model_dir, fake_vllm):
+    rt = _runtime(fake_vllm, tiny_model_dir, shared=True)
+    await rt.start()
+    assert _control_calls(fake_vllm) == [("/v1/load_lora_adapter", "agent@0")]
+    assert (rt.step, rt.base_url, rt.api_key) == (0, f"{fake_vllm.state.url}/v1", KEY)
+    assert checkpoints.list_steps(rt.root) == [0] and fake_vllm.state.adapters == {"agent@0": str(rt.root / "0000")}
+
+
+@pytest.mark.anyio
 async def test_train_sleeps_steps_wakes_then_swaps(home, tiny_model_dir, fake_vllm):
-    rt = await _runtime(fake_vllm, tiny_model_dir, shared=True)
+    rt = await _started(fake_vllm, tiny_model_dir, shared=True)
     metrics = await rt.train(_groups(), TrainConfig(learning_rate=1e-2))
     assert _control_calls(fake_vllm) == [("/sleep", ""), ("/wake_up", ""), ("/is_sleeping", ""), ("/v1/load_lora_adapter", "agent@1"),
                                          ("/v1/unload_lora_adapter", "agent@0")]
@@ -221,7 +240,7 @@ async def test_train_sleeps_steps_wakes_then_swaps(home, tiny_model_dir, fake_vl
 
 @pytest.mark.anyio
 async def test_split_placement_trains_while_vllm_serves(home, tiny_model_dir, fake_vllm):
-    rt = await _runtime(fake_vllm, tiny_model_dir, shared=False)
+    rt = await _started(fake_vllm, tiny_model_dir, shared=False)
     metrics = await rt.train(_groups(vary=False), TrainConfig())
     assert _control_calls(fake_vllm) == [("/v1/load_lora_adapter", "agent@1"), ("/v1/unload_lora_adapter", "agent@0")]
     assert metrics["trained"] == 0 and "sleep_seconds" not in metrics and rt.step == 1
@@ -229,7 +248,7 @@ async def test_split_placement_trains_while_vllm_serves(home, tiny_model_dir, fa
 
 @pytest.mark.anyio
 async def test_a_failed_step_wakes_vllm_and_keeps_serving_the_old_step(home, tiny_model_dir, fake_vllm):
-    rt = await _runtime(fake_vllm, tiny_model_dir, shared=True)
+    rt = await _started(fake_vllm, tiny_model_dir, shared=True)
     broken = _groups()
     broken[0].trajectories[0].generations[0].logprobs = [-1.0]  # 1 logprob for 3 tokens
     with pytest.raises(ValueError, match="1 logprobs for 3 tokens"):
@@ -237,3 +256,18 @@ async def test_a_failed_step_wakes_vllm_and_keeps_serving_the_old_step(home, tin
     assert _control_calls(fake_vllm) == [("/sleep", ""), ("/wake_up", ""), ("/is_sleeping", "")]
     assert not fake_vllm.state.sleeping and rt.step == 0 and list(fake_vllm.state.adapters) == ["agent@0"]
     assert checkpoints.list_steps(rt.root) == [0]
+
+
+@pytest.mark.anyio
+async def test_resumes_the_latest_step_with_its_optimizer_state(home, tiny_model_dir, fake_vllm):
+    rt = await _started(fake_vllm, tiny_model_dir, shared=True)
+    await rt.train(_groups(), TrainConfig(learning_rate=1e-2))
+    saved = rt.trainer.optimizer.state_dict()
+    fake_vllm.state.calls.clear()
+    again = _runtime(fake_vllm, tiny_model_dir, shared=True)
+    await again.start()
+    assert again.step == 1 and again.served_name == "agent@1" and _control_calls(fake_vllm) == [("/v1/load_lora_adapter", "agent@1")]
+    assert checkpoints.list_steps(again.root) == [0, 1]
+    resumed = again.trainer.optimizer.state_dict()
+    k = next(iter(saved["state"]))
+    assert torch.equal(resumed["state"][k]["exp_avg"], saved["state"][k]["exp_avg"])

@@ -1,54 +1,171 @@
 """What a backend does for a TrainableModel: serve it (OpenAI-compatible, `NAME@STEP`), train it
-one GRPO step at a time, and keep its checkpoints. CPU and GPU runtimes share this contract and
-the checkpoint layout; only how they sample and how they take gradient steps differ."""
+one GRPO step at a time, and keep its checkpoints.
+
+`Runtime` owns that lifecycle once, for every device: resume from the latest checkpoint (or write
+step 0), serve it, and around each training step checkpoint the new step, swap it into serving
+and drop the old one. A runtime is built from two parts, passed in as factories: a `Trainer`
+(how gradient steps are taken) and a `Server` (how the policy is sampled). The CPU runtime
+(`cpu.py`) and the GPU runtime (`gpu.py`) differ only in these parts."""
 
 from __future__ import annotations
 
 import json
 import time
-from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
 
 from mcprl.errors import UserError
 from mcprl.train import checkpoints
+from mcprl.train.config import TrainConfig
 
 if TYPE_CHECKING:
     from mcprl.model import TrainableModel
-    from mcprl.train.config import TrainConfig
     from mcprl.types import TrajectoryGroup
 
 
-class Runtime(ABC):
-    """Serving + training for one registered model."""
+class Trainer(Protocol):
+    """Takes GRPO steps on one model's LoRA adapter (`mcprl.train.grpo.GRPOTrainer` and its
+    Unsloth subclass). Its methods block; the runtime calls them off the event loop."""
 
-    def __init__(self, model: TrainableModel):
+    model: Any  # the PEFT model being trained
+
+    def step(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
+        """One optimizer update on `groups`; its metrics (also when there was nothing to train)."""
+        ...
+
+    def save(self, out: Path) -> None:
+        """Write the adapter (PEFT format) and the optimizer state (`optimizer.pt`) into the fresh directory `out`."""
+        ...
+
+    def load_optimizer(self, path: Path, config: TrainConfig) -> None:
+        """Restore the optimizer state `save` wrote to `path`."""
+        ...
+
+
+class Server(Protocol):
+    """The OpenAI-compatible endpoint that samples the base model and the adapters loaded into it,
+    each by name. `close` blocks (the runtime calls it off the event loop); the rest are async."""
+
+    # Whether a step's metrics carry this server's control times: `swap_seconds` (load the new
+    # step, unload the old) and, when it slept, `sleep_seconds` and `wake_seconds`.
+    reports_timings: bool
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL clients use (ending in `/v1`)."""
+        ...
+
+    @property
+    def api_key(self) -> str: ...
+
+    async def load_adapter(self, name: str, path: Path) -> None:
+        """Serve the PEFT adapter in directory `path` as model `name`, while serving everything else."""
+        ...
+
+    async def unload_adapter(self, name: str) -> None: ...
+
+    async def sleep(self) -> bool:
+        """Free the device for a training step, if the server shares it with the trainer. True when
+        it did (and `wake` must follow the step), False when there was nothing to free."""
+        ...
+
+    async def wake(self) -> None:
+        """Serve again after `sleep` returned True."""
+        ...
+
+    def close(self) -> None:
+        """Stop serving and release what the server holds."""
+        ...
+
+
+# The parts' factories. `LoadTrainer(checkpoint)`: the trainer, with the adapter of the checkpoint
+# directory to resume from (None: a fresh adapter); it may block. `StartServer(trainer)`: a server
+# that is ready for requests (the trainer is loaded first: a server sharing its GPU sizes itself
+# to what the trainer left).
+LoadTrainer = Callable[[Path | None], Trainer]
+StartServer = Callable[[Trainer], Awaitable[Server]]
+
+
+class Runtime:
+    """Serving + training for one registered model, from a trainer and a server (see the module doc)."""
+
+    def __init__(self, model: TrainableModel, load_trainer: LoadTrainer, start_server: StartServer):
         self.model = model
         self.root = model.checkpoints_dir
         self.step = 0
+        self.load_trainer = load_trainer
+        self.start_server = start_server
+        self.trainer: Trainer | None = None
+        self.server: Server | None = None
 
     @property
     def served_name(self) -> str:
         return f"{self.model.name}@{self.step}"
 
     @property
-    @abstractmethod
-    def base_url(self) -> str: ...
+    def base_url(self) -> str:
+        return self.server.base_url
 
     @property
     def api_key(self) -> str:
-        return "mcprl"
+        return self.server.api_key
 
-    @abstractmethod
     async def start(self) -> None:
-        """Load the model, resume from the latest checkpoint (writing step 0 if there is none), serve it."""
+        """Build the trainer from the latest checkpoint (writing step 0 if there is none), start the server, serve `NAME@STEP`."""
+        latest = self.check_resumable()
+        self.trainer = await anyio.to_thread.run_sync(self._resume, latest)
+        self.step = latest or 0
+        self.server = await self.start_server(self.trainer)
+        try:
+            await self.server.load_adapter(self.served_name, checkpoints.step_dir(self.root, self.step))
+        except BaseException:
+            await self.close()
+            raise
 
-    @abstractmethod
+    def _resume(self, latest: int | None) -> Trainer:
+        ckpt = None if latest is None else checkpoints.step_dir(self.root, latest)
+        trainer = self.load_trainer(ckpt)
+        if ckpt is None:
+            checkpoints.write_checkpoint(self.root, 0, trainer.save, self.checkpoint_state())
+        elif (ckpt / "optimizer.pt").exists():
+            trainer.load_optimizer(ckpt / "optimizer.pt", TrainConfig())
+        return trainer
+
     async def train(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
-        """One GRPO step; writes checkpoint `step+1` and serves it before returning."""
+        """One GRPO step (the server asleep through it where it shares the trainer's device), checkpoint
+        `step+1`, then serve it as `NAME@STEP+1` and drop the previous step."""
+        server, step, previous = self.server, self.step + 1, self.served_name
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        slept = await server.sleep()
+        if slept:
+            timings["sleep_seconds"] = time.perf_counter() - t
+        try:
+            metrics, ckpt = await anyio.to_thread.run_sync(self._step, groups, config, step)
+        finally:
+            if slept:
+                t = time.perf_counter()
+                await server.wake()
+                timings["wake_seconds"] = time.perf_counter() - t
+        t = time.perf_counter()
+        await server.load_adapter(f"{self.model.name}@{step}", ckpt)
+        self.step = step
+        await server.unload_adapter(previous)
+        if server.reports_timings:
+            metrics.update(timings, swap_seconds=time.perf_counter() - t)
+            await anyio.to_thread.run_sync(checkpoints.record_metrics, ckpt, metrics)
+        return metrics
 
-    @abstractmethod
-    async def close(self) -> None: ...
+    def _step(self, groups: list[TrajectoryGroup], config: TrainConfig, step: int) -> tuple[dict[str, float], Path]:
+        metrics = self.trainer.step(groups, config)
+        return metrics, checkpoints.write_checkpoint(self.root, step, self.trainer.save, self.checkpoint_state(metrics))
+
+    async def close(self) -> None:
+        if self.server is not None:
+            await anyio.to_thread.run_sync(self.server.close)
 
     def checkpoint_state(self, metrics: dict[str, float] | None = None) -> dict:
         m = self.model

@@ -1,77 +1,81 @@
 """The CPU runtime: our batching engine behind an in-process HTTP endpoint, and GRPOTrainer on a
 second module tree that shares the engine's frozen base weights (one copy in memory; only the
-LoRA weights differ). Checkpoints are hot-swapped into serving after every step."""
+LoRA weights differ)."""
 
 from __future__ import annotations
 
 import copy
-from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
 from mcprl.backends.base import Runtime
-from mcprl.train import checkpoints
-from mcprl.train.config import TrainConfig
-from mcprl.types import TrajectoryGroup
+
+if TYPE_CHECKING:
+    from mcprl.serving.engine import Engine
 
 
-class CpuRuntime(Runtime):
-    def __init__(self, model, *, host: str = "127.0.0.1", port: int = 0, max_batch_rows: int = 32, threads: int | None = None,
-                 dtype: str = "auto"):
-        super().__init__(model)
-        self._host, self._port, self._max_batch_rows, self._threads, self._dtype = host, port, max_batch_rows, threads, dtype
-        self.engine = self.server = self.trainer = None
+class EngineServer:
+    """The CPU runtime's server: `engine` behind an in-process endpoint on `host:port`. It samples
+    in the same memory the trainer steps in, with nothing to free for a step, so it never sleeps."""
+
+    reports_timings = False
+    api_key = "mcprl"
+
+    def __init__(self, engine: Engine, host: str, port: int):
+        from mcprl.serving.local import LocalServer
+
+        self.engine = engine
+        self.endpoint = LocalServer(engine, host=host, port=port)
 
     @property
     def base_url(self) -> str:
-        return self.server.base_url
+        return self.endpoint.base_url
 
-    async def start(self) -> None:
-        await anyio.to_thread.run_sync(self._start)
+    async def load_adapter(self, name: str, path: Path) -> None:
+        await anyio.to_thread.run_sync(self.engine.load_adapter, name, path)
 
-    def _start(self) -> None:
+    async def unload_adapter(self, name: str) -> None:
+        await anyio.to_thread.run_sync(self.engine.unload_adapter, name)
+
+    async def sleep(self) -> bool:
+        return False
+
+    async def wake(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.endpoint.close()
+
+
+class CpuRuntime(Runtime):
+    """`Runtime` with a GRPOTrainer and an `EngineServer` over one copy of the base weights."""
+
+    def __init__(self, model, *, host: str = "127.0.0.1", port: int = 0, max_batch_rows: int = 32, threads: int | None = None,
+                 dtype: str = "auto"):
+        super().__init__(model, self._load_trainer, self._start_server)
+        self._host, self._port, self._max_batch_rows, self._threads, self._dtype = host, port, max_batch_rows, threads, dtype
+        self._serve_model = self._tokenizer = None
+
+    def _load_trainer(self, checkpoint: Path | None):
         import torch
 
         from mcprl import weights
-        from mcprl.serving.engine import Engine
-        from mcprl.serving.local import LocalServer
         from mcprl.train.grpo import GRPOTrainer
 
         if self._threads:
             torch.set_num_threads(self._threads)
         base = self.model.base_model
-        latest = self.check_resumable()
-        tok = weights.load_tokenizer(base)
-        serve_model = weights.load_model(base, dtype=self._dtype)
+        self._tokenizer = weights.load_tokenizer(base)
+        self._serve_model = weights.load_model(base, dtype=self._dtype)
         # The trainer's own module tree (PEFT wraps modules in place) over the same frozen tensors.
-        train_model = copy.deepcopy(serve_model, memo={id(t): t for t in [*serve_model.parameters(), *serve_model.buffers()]})
-        self.engine = Engine(base, model=serve_model, tokenizer=tok, served_name=base, max_batch_rows=self._max_batch_rows)
-        if latest is None:
-            self.trainer = GRPOTrainer(train_model, tok, self.model.lora)
-            self.step = 0
-            checkpoints.write_checkpoint(self.root, 0, self.trainer.save, self.checkpoint_state())
-        else:
-            ckpt = checkpoints.step_dir(self.root, latest)
-            self.trainer = GRPOTrainer(train_model, tok, self.model.lora, adapter_dir=ckpt)
-            if (ckpt / "optimizer.pt").exists():
-                self.trainer.load_optimizer(ckpt / "optimizer.pt", TrainConfig())
-            self.step = latest
-        self.engine.load_adapter(self.served_name, checkpoints.step_dir(self.root, self.step))
-        self.server = LocalServer(self.engine, host=self._host, port=self._port)
+        memo = {id(t): t for t in [*self._serve_model.parameters(), *self._serve_model.buffers()]}
+        return GRPOTrainer(copy.deepcopy(self._serve_model, memo=memo), self._tokenizer, self.model.lora, adapter_dir=checkpoint)
 
-    async def train(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
-        metrics = await anyio.to_thread.run_sync(self.trainer.step, groups, config)
-        await anyio.to_thread.run_sync(partial(self._commit, metrics))
-        return metrics
+    async def _start_server(self, trainer) -> EngineServer:
+        from mcprl.serving.engine import Engine
 
-    def _commit(self, metrics: dict[str, float]) -> None:
-        prev = self.served_name
-        step = self.step + 1
-        ckpt = checkpoints.write_checkpoint(self.root, step, self.trainer.save, self.checkpoint_state(metrics))
-        self.step = step
-        self.engine.load_adapter(self.served_name, ckpt)  # hot swap: the new step serves at once
-        self.engine.unload_adapter(prev)
-
-    async def close(self) -> None:
-        if self.server is not None:
-            await anyio.to_thread.run_sync(self.server.close)
+        base = self.model.base_model
+        engine = Engine(base, model=self._serve_model, tokenizer=self._tokenizer, served_name=base, max_batch_rows=self._max_batch_rows)
+        return await anyio.to_thread.run_sync(EngineServer, engine, self._host, self._port)

@@ -7,7 +7,6 @@ inside this runtime's methods (vLLM only in its subprocess), never on the CPU pa
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import secrets
 import sys
@@ -20,12 +19,9 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcprl.backends.base import Runtime
-from mcprl.backends.gpu_serving import VllmLaunch, VllmServer, VllmSettings, free_port
+from mcprl.backends.gpu_serving import VllmEndpoint, VllmLaunch, VllmServer, VllmSettings, free_port
 from mcprl.backends.gpu_training import UnslothSettings
 from mcprl.errors import UserError, first_problem
-from mcprl.train import checkpoints
-from mcprl.train.config import TrainConfig
-from mcprl.types import TrajectoryGroup
 
 GPU_PACKAGES = ("vllm", "unsloth")
 
@@ -122,38 +118,20 @@ def say(line: str) -> None:
     print(f"[gpu] {line}", file=sys.stderr, flush=True)
 
 
-def record_metrics(ckpt: Path, metrics: dict[str, float]) -> None:
-    """Put a step's complete metrics (swap and memory included) into its checkpoint's state."""
-    state = checkpoints.read_state(ckpt)
-    state["metrics"] = metrics
-    tmp = ckpt / f".{checkpoints.STATE_FILE}.tmp"
-    tmp.write_text(json.dumps(state, indent=2))
-    os.replace(tmp, ckpt / checkpoints.STATE_FILE)
-
-
 class GpuRuntime(Runtime):
-    """vLLM (a subprocess) serving, Unsloth + GRPOTrainer (in process) training; see the module doc."""
+    """`Runtime` with Unsloth + GRPOTrainer training in this process and vLLM (a subprocess,
+    `VllmEndpoint`) serving; see the module doc."""
 
     def __init__(self, model, **settings):
-        super().__init__(model)
+        super().__init__(model, self._load_trainer, self._start_server)
         try:
             self.settings = GpuSettings.model_validate(settings)
         except ValidationError as e:
             raise UserError(f"GPU backend setting {first_problem(e)}") from None
         self._api_key = secrets.token_urlsafe(24)
         # vLLM's environment: ours before load_trainer imports Unsloth, which changes it (see VllmLaunch.env).
-        self._launch_env = dict(os.environ)
+        self.launch_env = dict(os.environ)
         self.placement: Placement | None = None
-        self.trainer = None
-        self.server: VllmServer | None = None
-
-    @property
-    def base_url(self) -> str:
-        return f"{self.server.base_url}/v1"
-
-    @property
-    def api_key(self) -> str:
-        return self._api_key
 
     async def start(self) -> None:
         import torch
@@ -161,28 +139,16 @@ class GpuRuntime(Runtime):
         if reason := gpu_unavailable_reason(torch.cuda.is_available(), missing_gpu_packages()):
             raise UserError(reason)
         self.placement = resolve_placement(self.settings, torch.cuda.device_count())
-        latest = self.check_resumable()
-        # The trainer loads first: in "shared" placement vLLM sizes itself to what is left.
-        await anyio.to_thread.run_sync(self._load_trainer, latest)
-        self.step = latest or 0
-        try:
-            await self._serve()
-        except BaseException:
-            await self.close()
-            raise
+        await super().start()
 
-    def _load_trainer(self, latest: int | None) -> None:
+    def _load_trainer(self, checkpoint: Path | None):
         from mcprl import weights
         from mcprl.backends.gpu_training import load_trainer
 
-        ckpt = None if latest is None else checkpoints.step_dir(self.root, latest)
-        self.trainer = load_trainer(weights.resolve(self.model.base_model), self.model.lora, ckpt, self.settings.unsloth, self.placement.train_gpu)
-        if ckpt is None:
-            checkpoints.write_checkpoint(self.root, 0, self.trainer.save, self.checkpoint_state())
-        elif (ckpt / "optimizer.pt").exists():
-            self.trainer.load_optimizer(ckpt / "optimizer.pt", TrainConfig())
+        return load_trainer(weights.resolve(self.model.base_model), self.model.lora, checkpoint, self.settings.unsloth, self.placement.train_gpu)
 
-    async def _serve(self) -> None:
+    async def _start_server(self, trainer) -> VllmEndpoint:
+        """vLLM on the placement's GPUs, sized to what the loaded trainer left where it shares the trainer's GPU."""
         import torch
 
         from mcprl import weights
@@ -200,54 +166,18 @@ class GpuRuntime(Runtime):
         model_path = weights.resolve(self.model.base_model)
         launch = VllmLaunch(
             settings=s.vllm, model_path=model_path, served_name=self.model.base_model, host=s.host,
-            port=s.port or free_port(s.host), lora_rank=next(iter(self.trainer.model.peft_config.values())).r,
+            port=s.port or free_port(s.host), lora_rank=next(iter(trainer.model.peft_config.values())).r,
             gpus=visible_devices(p.serve_gpus, os.environ.get("CUDA_VISIBLE_DEVICES")), gpu_memory_utilization=util,
             sleep_mode=p.shared, chat_template=tool_chat_template(model_path, self.model.dir), api_key=self._api_key,
         )
         log = self.model.dir / "vllm.log"
         say(f"starting vLLM (log: {log}; a first start compiles for minutes, later ones reuse its caches)")
-        self.server = VllmServer.start(launch.command(), launch.env(self._launch_env), log, launch.base_url, self._api_key)
-        t = time.monotonic()
-        await self.server.wait_ready(s.vllm.startup_timeout_s, report=say)
-        say(f"vLLM ready after {time.monotonic() - t:.0f}s")
-        await self.server.load_adapter(self.served_name, checkpoints.step_dir(self.root, self.step))
-
-    async def train(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
-        """Step (vLLM asleep when it shares the GPU), checkpoint, then serve the new step and drop the old."""
-        step, previous = self.step + 1, self.served_name
-        timings: dict[str, float] = {}
-        if self.placement.shared:
-            t = time.perf_counter()
-            await self.server.sleep(level=1)
-            timings["sleep_seconds"] = time.perf_counter() - t
+        server = VllmServer.start(launch.command(), launch.env(self.launch_env), log, launch.base_url, self._api_key)
         try:
-            metrics, ckpt = await anyio.to_thread.run_sync(self._step, groups, config, step)
-        finally:
-            if self.placement.shared:
-                t = time.perf_counter()
-                await self.server.wake_up()
-                timings["wake_seconds"] = time.perf_counter() - t
-        t = time.perf_counter()
-        await self.server.load_adapter(f"{self.model.name}@{step}", ckpt)
-        self.step = step
-        await self.server.unload_adapter(previous)
-        metrics.update(timings, swap_seconds=time.perf_counter() - t)
-        await anyio.to_thread.run_sync(record_metrics, ckpt, metrics)
-        return metrics
-
-    def _step(self, groups: list[TrajectoryGroup], config: TrainConfig, step: int) -> tuple[dict[str, float], Path]:
-        import torch
-
-        gpu = torch.cuda.is_available()
-        if gpu:
-            torch.cuda.reset_peak_memory_stats(self.placement.train_gpu)
-        metrics = self.trainer.step(groups, config)
-        if gpu:
-            metrics["peak_gpu_memory_gb"] = torch.cuda.max_memory_reserved(self.placement.train_gpu) / 2**30
-            torch.cuda.empty_cache()  # hand the activations' memory back before vLLM wakes up
-        ckpt = checkpoints.write_checkpoint(self.root, step, self.trainer.save, self.checkpoint_state(metrics))
-        return metrics, ckpt
-
-    async def close(self) -> None:
-        if self.server is not None:
-            await anyio.to_thread.run_sync(self.server.close)
+            t = time.monotonic()
+            await server.wait_ready(s.vllm.startup_timeout_s, report=say)
+            say(f"vLLM ready after {time.monotonic() - t:.0f}s")
+        except BaseException:
+            await anyio.to_thread.run_sync(server.close)
+            raise
+        return VllmEndpoint(server, shares_gpu=p.shared)

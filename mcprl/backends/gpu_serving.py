@@ -1,5 +1,6 @@
 """vLLM as the GPU policy endpoint: the `vllm serve` command line built from settings, the
-subprocess running it, and the calls mcprl makes to it (LoRA load/unload, sleep/wake).
+subprocess running it, the calls mcprl makes to it (LoRA load/unload, sleep/wake), and
+`VllmEndpoint`, the GPU runtime's `Server` part.
 
 vLLM (0.26 to 0.33) answers chat completions in the shape our clients read (`return_token_ids`
 gives a top-level `prompt_token_ids` and per-choice `token_ids`; `logprobs` the sampled tokens'
@@ -261,3 +262,39 @@ class VllmServer:
         except ProcessLookupError:
             pass
         proc.wait(timeout=30)
+
+
+class VllmEndpoint:
+    """The GPU runtime's server (`mcprl.backends.base.Server`): vLLM steered through `server`.
+    Where it shares the trainer's GPU (`shares_gpu`) it sleeps through each step at level 1."""
+
+    reports_timings = True
+
+    def __init__(self, server: VllmServer, shares_gpu: bool):
+        self.server = server
+        self.shares_gpu = shares_gpu
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.server.base_url}/v1"
+
+    @property
+    def api_key(self) -> str:
+        return self.server.api_key
+
+    async def load_adapter(self, name: str, path: Path) -> None:
+        await self.server.load_adapter(name, path)
+
+    async def unload_adapter(self, name: str) -> None:
+        await self.server.unload_adapter(name)
+
+    async def sleep(self) -> bool:
+        if self.shares_gpu:
+            await self.server.sleep(level=1)
+        return self.shares_gpu
+
+    async def wake(self) -> None:
+        await self.server.wake_up()
+
+    def close(self) -> None:
+        self.server.close()

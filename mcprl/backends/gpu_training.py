@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mcprl.errors import UserError
 from mcprl.train.config import LoraSettings, TrainConfig
 from mcprl.train.grpo import GRPOTrainer
-from mcprl.train.packing import Row
+from mcprl.train.packing import PrefixBranches
 from mcprl.types import TrajectoryGroup
 
 
@@ -41,8 +41,9 @@ class UnslothGRPOTrainer(GRPOTrainer):
 
     share_prefix = False
     mixed_precision = False  # Unsloth's kernels handle the LoRA dtypes themselves
-    # On an H100 with SmolLM2-135M, 32768 tokens per micro-batch (the bench's 64 sequences in one)
-    # took the update from 1.62 s to 0.37 s against 2048 (docs/gpu.md); memory, not launches, bounds it.
+    # A GPU micro-batch costs kernel launches more than memory bandwidth, so fewer, larger ones are
+    # faster: 32768 tokens hold a whole step of 64 short agent sequences at once. Activation memory,
+    # not speed, bounds it (the measurements: docs/benchmarks.md, "GPU: GRPO step vs TRL").
     default_micro_batch_tokens = 32768
 
     def __init__(self, model, tokenizer, lora: LoraSettings, device: torch.device):
@@ -50,9 +51,17 @@ class UnslothGRPOTrainer(GRPOTrainer):
         self.device = device
 
     def step(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
-        return super().step(groups, config.model_copy(update={"gradient_checkpointing": False}))
+        """GRPOTrainer's step, plus `peak_gpu_memory_gb`: what torch reserved on the trainer's GPU during it."""
+        gpu = self.device.type == "cuda"
+        if gpu:
+            torch.cuda.reset_peak_memory_stats(self.device)
+        metrics = super().step(groups, config.model_copy(update={"gradient_checkpointing": False}))
+        if gpu:
+            metrics["peak_gpu_memory_gb"] = torch.cuda.max_memory_reserved(self.device) / 2**30
+            torch.cuda.empty_cache()  # hand the activations' memory back before vLLM wakes up
+        return metrics
 
-    def _collate(self, mb: list[Row], total_tokens: int, n_seqs: int, config: TrainConfig) -> dict[str, torch.Tensor]:
+    def _collate(self, mb: list[PrefixBranches], total_tokens: int, n_seqs: int, config: TrainConfig) -> dict[str, torch.Tensor]:
         return {k: v.to(self.device, non_blocking=True) for k, v in super()._collate(mb, total_tokens, n_seqs, config).items()}
 
 

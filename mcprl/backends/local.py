@@ -9,8 +9,6 @@ from mcprl.errors import UserError
 
 if TYPE_CHECKING:
     from mcprl.model import TrainableModel
-    from mcprl.train.config import TrainConfig
-    from mcprl.types import TrajectoryGroup
 
 
 def cuda_available() -> bool:
@@ -66,9 +64,6 @@ class LocalBackend:
             await rt.start()
             self.runtimes[key] = rt
         return self.runtimes[key]
-
-    async def train(self, model: TrainableModel, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
-        return await self.runtimes[f"{model.project}/{model.name}"].train(groups, config)
 
     async def close(self) -> None:
         for rt in self.runtimes.values():

@@ -16,7 +16,7 @@ from mcprl.chat_format import parse_tool_calls
 from mcprl.errors import UserError
 from mcprl.serving.prompts import TurnCache, render_prompt
 from mcprl.serving.protocol import ChatRequest
-from mcprl.serving.sampler import Row, Sampled, sample
+from mcprl.serving.sampler import SampleRequest, Sampled, sample
 from mcprl.serving.structured import COMPILE_TIMEOUT_S, Constraint, Grammars, SchemaError
 
 
@@ -185,7 +185,7 @@ class Engine:
             budget = min(r.max_new_tokens(self.default_max_tokens), self.max_model_len - len(p.prompt_ids))
             for k in range(r.n):
                 seed = None if r.seed is None else r.seed + k
-                rows.append(Row(p.prompt_ids, budget, r.temperature, r.top_p, r.stops, seed, self.grammars.fork(p.constraint)))
+                rows.append(SampleRequest(p.prompt_ids, budget, r.temperature, r.top_p, r.stops, seed, self.grammars.fork(p.constraint)))
         with self._lock:
             from peft import PeftModel
 

@@ -18,7 +18,9 @@ from mcprl.serving.structured import Constraint, mask_logits
 
 
 @dataclass
-class Row:
+class SampleRequest:
+    """One completion to sample (a row of the batch): its prompt and its sampling settings."""
+
     prompt_ids: list[int]
     max_new_tokens: int
     temperature: float = 1.0
@@ -69,7 +71,7 @@ def shared_prefix_len(prompts: list[list[int]]) -> int:
 
 
 @torch.inference_mode()
-def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=None) -> list[Sampled]:
+def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], decode=None) -> list[Sampled]:
     """Sample completions for `rows` in one batch. `decode(ids) -> str` is needed for stop strings."""
     from transformers import DynamicCache
 
@@ -79,8 +81,8 @@ def sample(model, rows: list[Row], *, pad_id: int, eos_ids: set[int], decode=Non
 
     def next_logits(**inputs) -> torch.Tensor:
         """Logits of the next token after each row. The LM head gets a contiguous [B, H] input: a strided
-        bfloat16 input (HF's `logits_to_keep` slice) makes torch convert the whole head to float32 on
-        the side, +430 MB for SmolLM2's 49k x 576 head."""
+        bfloat16 input (HF's `logits_to_keep` slice) makes torch convert the whole head's weights to
+        float32 on the side, a [vocab x hidden] float32 copy for a few rows' logits."""
         hidden = decoder(**inputs, use_cache=True).last_hidden_state
         return lm_head(hidden[:, -1, :].contiguous())
     b = len(rows)

@@ -63,6 +63,15 @@ def read_state(ckpt: Path) -> dict[str, Any]:
     return json.loads((ckpt / STATE_FILE).read_text())
 
 
+def record_metrics(ckpt: Path, metrics: dict[str, float]) -> None:
+    """Replace the metrics in a checkpoint's state with `metrics` (a step's, completed after it was written)."""
+    state = read_state(ckpt)
+    state["metrics"] = metrics
+    tmp = ckpt / f".{STATE_FILE}.tmp"
+    tmp.write_text(json.dumps(state, indent=2))
+    os.replace(tmp, ckpt / STATE_FILE)
+
+
 def delete_checkpoints(root: Path, keep: int = 1, keep_steps: set[int] = frozenset()) -> list[int]:
     """Delete all but the `keep` newest checkpoints (and any in `keep_steps`); returns deleted steps."""
     steps = list_steps(root)

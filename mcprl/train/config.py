@@ -32,8 +32,9 @@ class TrainConfig(BaseModel):
     max_grad_norm: float | None = Field(default=1.0, gt=0)
     weight_decay: float = Field(default=0.0, ge=0)
     # Memory bounds: padded tokens per micro-batch, and positions per logprob chunk. Fewer, larger
-    # micro-batches are faster (on CPU each one carries ~0.2 s of per-operation overhead for a 135M
-    # model); with gradient checkpointing its activations take about 0.1 MB a token (SmolLM2-135M).
+    # micro-batches are faster (on CPU each one carries a fixed overhead: a forward and backward
+    # through every layer and LoRA module); with gradient checkpointing its activations take about
+    # 0.1 MB a token (SmolLM2-135M).
     # None: the trainer's own default (`GRPOTrainer.default_micro_batch_tokens`: 2048 on CPU,
     # larger on a GPU, where a micro-batch costs launches rather than memory bandwidth).
     micro_batch_tokens: int | None = Field(default=None, ge=64)

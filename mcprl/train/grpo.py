@@ -49,7 +49,8 @@ class GRPOTrainer:
 
     def _lora_compute_dtype(self) -> torch.dtype | None:
         """With a bfloat16/float16 base, the dtype the float32 LoRA weights compute in (autocast; their
-        gradients and the optimizer stay float32): 13% off a CPU training step. None: no autocast."""
+        gradients and the optimizer stay float32), so LoRA's matmuls run in the base's half precision,
+        not float32 (faster on CPUs that compute it natively). None: no autocast."""
         if not self.mixed_precision:
             return None
         base = next(p for p in self.model.parameters() if not p.requires_grad)
@@ -132,16 +133,17 @@ class GRPOTrainer:
             for mb in packing.micro_batches(rows, budget):
                 batch = self._collate(mb, total_tokens, len(seqs), config)
                 inputs = (batch["input_ids"], batch["attention_mask"], config.logprob_chunk)
-                where = {"where": batch["weights"] > 0,  # the LM head runs only where the loss needs a logprob
-                         "position_ids": batch["position_ids"], "pred_index": batch["pred_index"],
-                         # scored under the distribution each token was sampled from (the reference too)
-                         "temperature": batch["temperature"], "top_p": batch["top_p"]}
+                # Which tokens to score and how: the packed layout's positions, and for each sampled token
+                # the distribution it was drawn from (the reference is scored under it too).
+                scoring = {"scored": batch["weights"] > 0,  # the LM head runs only where the loss needs a logprob
+                           "position_ids": batch["position_ids"], "pred_index": batch["pred_index"],
+                           "temperature": batch["temperature"], "top_p": batch["top_p"]}
                 with torch.autocast(device, dtype=low) if low else nullcontext():
-                    lp, ent = token_logprobs(model, *inputs, **where)
+                    lp, ent = token_logprobs(model, *inputs, **scoring)
                     ref = None
                     if config.beta > 0:
                         with torch.no_grad(), model.disable_adapter():
-                            ref, _ = token_logprobs(model, *inputs, **where)
+                            ref, _ = token_logprobs(model, *inputs, **scoring)
                 loss, stats = grpo_loss(
                     LossInputs(lp, batch["old_logprobs"], batch["advantages"], batch["weights"], ref),
                     epsilon=config.epsilon, epsilon_high=config.epsilon_high, beta=config.beta,
@@ -152,7 +154,7 @@ class GRPOTrainer:
                 sums["entropy"] += float((ent.detach() * (batch["weights"] > 0)).sum())
                 for k, v in stats.items():
                     sums[k] += float(v)
-                del loss, lp, ent, ref, batch, inputs, where
+                del loss, lp, ent, ref, batch, inputs, scoring
                 memory.release()  # the micro-batch's activations, before the next one allocates its own
         grad_norm = torch.nn.utils.clip_grad_norm_(
             [p for p in model.parameters() if p.requires_grad], config.max_grad_norm or float("inf")
@@ -170,7 +172,7 @@ class GRPOTrainer:
             metrics["kl"] = sums["kl"] / n
         return metrics
 
-    def _collate(self, rows: list[packing.Row], total_tokens: int, n_seqs: int, config: TrainConfig) -> dict[str, torch.Tensor]:
+    def _collate(self, rows: list[packing.PrefixBranches], total_tokens: int, n_seqs: int, config: TrainConfig) -> dict[str, torch.Tensor]:
         return packing.collate(rows, self.pad_id, total_tokens, n_seqs, config.loss_normalization)
 
     def save(self, out: Path) -> None:

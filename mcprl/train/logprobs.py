@@ -13,13 +13,13 @@ logprob under. Its backward is the same with s = logits / T and the softmax over
 grad_logits = g / T * (onehot(target) - softmax_kept(s)). The kept set is the sampler's rule (the
 smallest set of most likely tokens whose mass reaches top-p), always with the target in it: the
 sampled token is in the set it was drawn from even where rounding moves a tie at the boundary.
-A temperature costs nothing measurable; a top-p below 1 costs a sort of each chunk's logits (the
-head's forward and backward took 2x as long on CPU, 1024 positions x 49k vocabulary).
+A temperature costs a division of each chunk's logits and a top-p below 1 a sort of them, the
+costliest pass of all; a setting of 1 skips its pass (`head_logprobs`).
 
 Against the plain route (autograd through `lm_head -> float -> logsumexp -> gather`, each chunk
-checkpointed) this is the same arithmetic with a third of the full-vocabulary passes: on CPU,
-where a pass over a 64 x 49k float32 chunk is memory-bound, that route spent more time in those
-passes than in the head's matmuls.
+checkpointed) this is the same arithmetic with a third of the full-vocabulary passes, which
+matters on CPU: there a pass over a 64 x 49k float32 chunk is memory-bound, and those passes
+cost more than the head's matmuls.
 """
 
 from __future__ import annotations
@@ -148,14 +148,14 @@ def head_logprobs(hidden: torch.Tensor, targets: torch.Tensor, lm_head: torch.nn
 
 
 def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, chunk: int,
-                   where: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
+                   scored: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
                    pred_index: torch.Tensor | None = None, temperature: torch.Tensor | None = None,
                    top_p: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Logprob (and entropy) of each token given what precedes it, [B, T].
 
     `attention_mask` is [B, T] (padding) or [B, 1, T, T] (a packed batch, see `packing.collate`, with
     its `position_ids`, and `pred_index`: the position whose hidden state predicts each token; by
-    default the one before). Only positions in `where` ([B, T] bool; default: every token after the
+    default the one before). Only positions in `scored` ([B, T] bool; default: every token after the
     first, padding excluded) are scored; the rest get 0. `temperature` and `top_p` ([B, T], default 1)
     are the sampling settings each token was drawn with. The LM head runs on `chunk` scored
     positions at a time, taken across the whole batch."""
@@ -163,12 +163,12 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     hidden = causal_lm.get_decoder()(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
                                      use_cache=False).last_hidden_state
     b, t = input_ids.shape
-    if where is None:
-        where = attention_mask.bool() if attention_mask.dim() == 2 else torch.ones_like(input_ids, dtype=torch.bool)
-        where = where & (torch.arange(t, device=input_ids.device) > 0)
+    if scored is None:
+        scored = attention_mask.bool() if attention_mask.dim() == 2 else torch.ones_like(input_ids, dtype=torch.bool)
+        scored = scored & (torch.arange(t, device=input_ids.device) > 0)
     if pred_index is None:
         pred_index = (torch.arange(t, device=input_ids.device) - 1).clamp(min=0).expand(b, t)
-    rows, cols = where.nonzero(as_tuple=True)
+    rows, cols = scored.nonzero(as_tuple=True)
     settings = {k: v[rows, cols] for k, v in (("temperature", temperature), ("top_p", top_p)) if v is not None}
     lp, ent = head_logprobs(hidden[rows, pred_index[rows, cols]], input_ids[rows, cols], causal_lm.get_output_embeddings(), chunk, **settings)
     zeros = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)

@@ -34,8 +34,8 @@ def shared_prefix(seqs: list[Sequence]) -> int:
 
 
 @dataclass
-class Row:
-    """One packed row: a prefix (maybe empty) and the branches that continue it."""
+class PrefixBranches:
+    """What one packed row holds: a prefix (maybe empty) and the sequences (branches) that continue it."""
 
     prefix: list[int]
     branches: list[Sequence]
@@ -44,28 +44,28 @@ class Row:
         return len(self.prefix) + sum(len(s.input_ids) - len(self.prefix) for s in self.branches)
 
 
-def pack_rows(groups: list[list[Sequence]], max_tokens: int, share: bool = True) -> list[Row]:
+def pack_rows(groups: list[list[Sequence]], max_tokens: int, share: bool = True) -> list[PrefixBranches]:
     """Each group's sequences as rows of its shared prefix and their branches, at most `max_tokens`
     long (a single branch longer than that gets a row of its own). `share=False`: a row per sequence."""
     if not share:
-        return [Row([], [s]) for seqs in groups for s in seqs]
-    rows: list[Row] = []
+        return [PrefixBranches([], [s]) for seqs in groups for s in seqs]
+    rows: list[PrefixBranches] = []
     for seqs in groups:
         p = shared_prefix(seqs)
         prefix = seqs[0].input_ids[:p] if p else []
-        row = Row(prefix, [])
+        row = PrefixBranches(prefix, [])
         for s in seqs:
             if row.branches and len(row) + len(s.input_ids) - p > max_tokens:
                 rows.append(row)
-                row = Row(prefix, [])
+                row = PrefixBranches(prefix, [])
             row.branches.append(s)
         rows.append(row)
     return rows
 
 
-def micro_batches(rows: list[Row], max_tokens: int) -> list[list[Row]]:
+def micro_batches(rows: list[PrefixBranches], max_tokens: int) -> list[list[PrefixBranches]]:
     """Rows (longest first) batched so that rows x longest row stays within `max_tokens`."""
-    out: list[list[Row]] = []
+    out: list[list[PrefixBranches]] = []
     for r in sorted(rows, key=len, reverse=True):
         if out and (len(out[-1]) + 1) * len(out[-1][0]) <= max_tokens:
             out[-1].append(r)
@@ -74,7 +74,7 @@ def micro_batches(rows: list[Row], max_tokens: int) -> list[list[Row]]:
     return out
 
 
-def collate(rows: list[Row], pad_id: int, total_tokens: int, n_seqs: int,
+def collate(rows: list[PrefixBranches], pad_id: int, total_tokens: int, n_seqs: int,
             normalization: Literal["token", "sequence"] = "token") -> dict[str, torch.Tensor]:
     """Tensors of one micro-batch, [B, T] unless noted, aligned to the predicted token:
     input_ids, position_ids, attention_mask ([B, 1, T, T] bool, True = may attend; plain [B, T] padding
