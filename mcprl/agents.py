@@ -26,7 +26,7 @@ import inspect
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mcprl.errors import UserError
 
@@ -44,10 +44,11 @@ FORMS = ("plain, langgraph, module:function (async def function(rec, config) -> 
 
 def load(spec: str) -> Agent:
     """The agent `spec` names; a bad spec is a one-line UserError saying what is wrong."""
-    if spec == "plain":
-        from mcprl.rollout import rollout
+    from mcprl import rollout
+    from mcprl.recording import Recorder
 
-        return rollout
+    if spec == "plain":
+        return rollout.rollout
     if spec == "langgraph":
         from mcprl.langgraph import react_agent
 
@@ -68,23 +69,17 @@ def load(spec: str) -> Agent:
     obj = getattr(module, attr, None)
     if obj is None:
         raise UserError(f"agent {spec!r}: module {module_name} has no {attr!r}; give {FORMS}")
-    return _agent(spec, obj)
-
-
-def _agent(spec: str, obj: Any) -> Agent:
-    from mcprl.recording import Recorder
-    from mcprl.rollout import RolloutConfig, ToolAgent
-
-    if inspect.isclass(obj) and issubclass(obj, ToolAgent):
+    if inspect.isclass(obj) and issubclass(obj, rollout.ToolAgent):
         return obj()
     if not inspect.iscoroutinefunction(obj):
-        raise UserError(f"agent {spec!r} is a {type(obj).__name__}, not an async function nor a ToolAgent subclass; give {FORMS}")
+        kind = "a sync function" if inspect.isfunction(obj) else f"of type {type(obj).__name__}"
+        raise UserError(f"agent {spec!r} is {kind}, not an async function nor a ToolAgent subclass; give {FORMS}")
     try:
         inspect.signature(obj).bind(None, None)
     except TypeError:
         raise UserError(f"agent {spec!r} takes {inspect.signature(obj)}, not (rec, config); give {FORMS}") from None
 
     async def agent(model: Model, scenario: Scenario, pool: ToolPool | None = None, config: RolloutConfig | None = None) -> Trajectory:
-        return await Recorder(model, scenario, pool).run(obj, config or RolloutConfig())
+        return await Recorder(model, scenario, pool).run(obj, config or rollout.RolloutConfig())
 
     return agent

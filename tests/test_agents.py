@@ -166,8 +166,8 @@ def test_load_names_the_builtin_agents():
     ("no_such_module_for_mcprl:solve", "no module named no_such_module_for_mcprl"),
     ("agent_needs_missing_dep:solve", "importing agent_needs_missing_dep failed: No module named 'no_such_dependency_for_mcprl_tests'"),
     ("user_agents:nope", "module user_agents has no 'nope'"),
-    ("user_agents:not_async", "is a function, not an async function nor a ToolAgent subclass"),
-    ("user_agents:NOT_CALLABLE", "is a int, not an async function nor a ToolAgent subclass"),
+    ("user_agents:not_async", "is a sync function, not an async function nor a ToolAgent subclass"),
+    ("user_agents:NOT_CALLABLE", "is of type int, not an async function nor a ToolAgent subclass"),
     ("user_agents:three_args", "takes (rec, config, extra), not (rec, config)"),
 ])
 def test_a_bad_spec_is_one_line_saying_what_is_wrong(spec, problem):
