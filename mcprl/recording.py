@@ -13,6 +13,7 @@ An agent on the plain OpenAI SDK is a function of the `Recorder` (and the rollou
         return resp.choices[0].message.content           # the final answer
 
     traj = await Recorder(model, scenario, pool).run(my_agent, config)
+    # or, as an Agent for training and evaluation: mcprl.agents.load("my_module:my_agent")
 
 `run` opens one MCP session from `pool` (none without a pool: `rec.tools` is None), runs the
 agent and returns the Trajectory. It never raises for tool or policy misbehaviour, nor for an
