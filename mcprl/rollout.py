@@ -1,5 +1,8 @@
 """The plain agent loop: the policy (through its OpenAI-compatible endpoint) against an MCP
-server's real tools, recording the exact tokens of every assistant turn.
+server's real tools, recording the exact tokens of every assistant turn (`mcprl.recording`).
+
+`rollout(model, scenario, pool, config)` runs one episode; `ToolAgent` is the same loop with
+override points (the initial messages, the environment's reply to a turn, when it is done).
 
 Each turn's `max_tokens` bounds that turn, not the episode: an agent that needs several tool
 calls is never cut off by a budget meant for one reply.
@@ -8,12 +11,13 @@ calls is never cut off by a budget meant for one reply.
 from __future__ import annotations
 
 import json
-import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcprl.types import Generation, Message, Scenario, Trajectory
+from mcprl.recording import Recorder
+from mcprl.types import Message, Scenario, ToolSchema, Trajectory
 
 if TYPE_CHECKING:
     from mcprl.model import Model
@@ -97,114 +101,103 @@ def initial_messages(scenario: Scenario, tools: list[dict[str, Any]], config: Ro
     return msgs
 
 
-def missing_prompt_tokens(endpoint: str | None) -> str:
-    """Why a reply with completion token ids but no `prompt_token_ids` fails its rollout: training on
-    it would score the first completion token from its own position."""
-    return (f"policy endpoint {endpoint} returned completion token ids without prompt_token_ids, so this "
-            "rollout cannot be trained on; serve the policy with mcprl's endpoint or a vLLM that answers "
-            "return_token_ids=true with prompt_token_ids")
+@dataclass
+class Episode:
+    """One episode of the plain loop, as its override points see it (and may change it)."""
+
+    scenario: Scenario
+    config: RolloutConfig
+    recorder: Recorder  # the trajectory, and `recorder.tools`: the MCP session (None without a server)
+    tools: list[ToolSchema]  # what the model is offered: the server's tools (+ complete_task with finish="tool")
+    messages: list[Message] = field(default_factory=list)  # the conversation, sent whole every turn
+    reply: Message = field(default_factory=dict)  # the last assistant message
+    finish_reason: str = ""  # the last reply's
+    turns: int = 0
+    answer: str | None = None  # the final answer, once given (complete_task): the episode is finished
+    state: dict[str, Any] = field(default_factory=dict)  # anything an override keeps between turns
+
+    @property
+    def trajectory(self) -> Trajectory:
+        return self.recorder.trajectory
 
 
-def _bump(metrics: dict[str, float], key: str, by: float = 1.0) -> None:
-    metrics[key] = metrics.get(key, 0.0) + by
+class ToolAgent:
+    """The plain agent loop, an `Agent`: `await ToolAgent()(model, scenario, pool, config)`.
 
+    Each turn the model replies to the whole conversation, then the environment replies to it
+    (`env_response`), then `is_done` says whether the episode ends. Subclass and override:
 
-async def rollout(model: Model, scenario: Scenario, tools: ToolPool | None = None, config: RolloutConfig | None = None) -> Trajectory:
-    """Run one episode. Never raises for tool or policy misbehaviour; a dead server or endpoint
-    marks the trajectory failed (`error`) with the reason."""
-    import openai
+    - `setup(episode)`: the initial messages (default: system prompt, one-shot demonstration, task);
+    - `env_response(episode, reply)`: the messages after an assistant turn (default: run its tool
+      calls against the MCP session; complete_task gives the answer; nothing for a text reply);
+    - `is_done(episode)`: after the environment's reply (default: a text reply, an answer, or max_turns).
 
-    from mcprl.tools import ServerGone
+    The episode ends finished with `episode.answer` when one was given, else finished (or
+    truncated) on a text reply, else with `metrics["max_turns_reached"]` at max_turns.
+    """
 
-    config = config or RolloutConfig()
-    t0 = time.perf_counter()
-    traj = Trajectory(scenario_id=scenario.id, metadata={"task": scenario.task, "model": model.get_inference_name()})
-    m = traj.metrics
-    for k in ("turns", "tool_calls", "tool_errors", "invalid_tool_calls", "truncated", "finished"):
-        m[k] = 0.0
-    try:
-        async with model.openai_client() as client:
-            if tools is None:
-                await _episode(client, model, scenario, traj, None, [], config)
-            else:
-                async with tools.session() as session:
-                    await _episode(client, model, scenario, traj, session, list(tools.toolset.tools), config)
-    except ServerGone as e:
-        traj.error = f"MCP server gone: {e}"
-    except openai.APIError as e:
-        traj.error = f"policy endpoint error: {type(e).__name__}: {e}"
-    m["seconds"] = time.perf_counter() - t0
-    return traj
+    async def __call__(self, model: Model, scenario: Scenario, pool: ToolPool | None = None, config: RolloutConfig | None = None) -> Trajectory:
+        return await Recorder(model, scenario, pool).run(self._episode, config or RolloutConfig())
 
+    async def setup(self, episode: Episode) -> list[Message]:
+        return initial_messages(episode.scenario, episode.tools, episode.config)
 
-async def _episode(client, model, scenario, traj: Trajectory, session, schemas, config: RolloutConfig) -> None:
-    m = traj.metrics
-    offered = schemas + ([COMPLETE_TASK] if config.finish == "tool" and session is not None else [])
-    traj.tools = offered or None
-    messages = initial_messages(scenario, offered, config)
-    traj.messages = messages
-    for _ in range(config.max_turns):
-        resp = await client.chat.completions.create(
-            model=model.get_inference_name(),
-            messages=messages,
-            tools=offered or openai_not_given(),
-            temperature=config.temperature,
-            top_p=config.top_p,
-            max_tokens=config.max_tokens,
-            logprobs=True,
-            extra_body={"return_token_ids": True},
-        )
-        choice = resp.choices[0]
-        extra = choice.model_extra or {}
-        msg = choice.message.model_dump(exclude_none=True, exclude={"refusal", "annotations", "audio", "function_call"})
-        msg.setdefault("content", "")
-        messages.append(msg)
-        m["turns"] += 1
-        if "token_ids" in extra:
-            if not (resp.model_extra or {}).get("prompt_token_ids"):
-                traj.error = missing_prompt_tokens(model.inference_base_url)
-                return
-            traj.generations.append(Generation(
-                prompt_token_ids=resp.model_extra["prompt_token_ids"],
-                completion_token_ids=extra["token_ids"],
-                logprobs=[t.logprob for t in (choice.logprobs.content or [])] if choice.logprobs else [],
-                temperature=config.temperature, top_p=config.top_p,  # what the logprobs were recorded under
-                model=resp.model, finish_reason=choice.finish_reason or "stop", message_index=len(messages) - 1,
-            ))
-        if extra.get("tool_call_error"):
-            _bump(m, "invalid_tool_calls")
-            traj.log(f"turn {int(m['turns'])}: unparseable tool call: {extra['tool_call_error']}")
-        calls = msg.get("tool_calls") or []
-        if not calls or session is None:
-            if choice.finish_reason == "length":
-                m["truncated"] = 1.0
-            else:
-                m["finished"] = 1.0
-            traj.metadata["final_answer"] = msg.get("content") or ""
-            return
-        for call in calls:
+    async def env_response(self, episode: Episode, reply: Message) -> list[Message]:
+        tools, out = episode.recorder.tools, []
+        if tools is None:  # no server: nothing runs the calls
+            return out
+        for call in reply.get("tool_calls") or []:
             name, args = call["function"]["name"], call["function"]["arguments"]
-            if name == COMPLETE_TASK["function"]["name"] and config.finish == "tool":
+            if name == COMPLETE_TASK["function"]["name"] and episode.config.finish == "tool":
                 try:
                     answer = json.loads(args).get("answer", "")
                 except (json.JSONDecodeError, AttributeError):
                     answer = args
-                traj.metadata["final_answer"] = str(answer)
-                messages.append({"role": "tool", "tool_call_id": call["id"], "content": "Task completed."})
-                m["finished"] = 1.0
-                return
-            out = await session.call(name, args)
-            _bump(m, "tool_calls")
-            _bump(m, f"calls/{name}")
-            if out.is_error:
-                _bump(m, "tool_errors")
-                _bump(m, f"errors/{name}")
-                _bump(m, f"error_kind/{out.error_kind}")
-            messages.append({"role": "tool", "tool_call_id": call["id"], "content": out.text})
-    m["max_turns_reached"] = 1.0
+                episode.answer = str(answer)
+                return [*out, {"role": "tool", "tool_call_id": call["id"], "content": "Task completed."}]
+            outcome = await tools.call(name, args)
+            out.append({"role": "tool", "tool_call_id": call["id"], "content": outcome.text})
+        return out
+
+    async def is_done(self, episode: Episode) -> bool:
+        unanswered = not episode.reply.get("tool_calls") or episode.recorder.tools is None
+        return unanswered or episode.answer is not None or episode.turns >= episode.config.max_turns
+
+    async def _episode(self, rec: Recorder, config: RolloutConfig) -> None:
+        schemas = rec.tools.schemas if rec.tools is not None else []
+        ep = Episode(rec.scenario, config, rec, schemas + ([COMPLETE_TASK] if config.finish == "tool" and rec.tools is not None else []))
+        rec.trajectory.tools = ep.tools or None
+        client = rec.openai_client()  # asks for token ids and logprobs, and records every turn
+        try:
+            ep.messages = await self.setup(ep)
+            while True:
+                resp = await client.chat.completions.create(
+                    model=rec.model_name, messages=ep.messages, **({"tools": ep.tools} if ep.tools else {}),
+                    temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens,
+                )
+                choice = resp.choices[0]
+                ep.reply = choice.message.model_dump(exclude_none=True, exclude={"refusal", "annotations", "audio", "function_call"})
+                ep.reply.setdefault("content", "")
+                ep.finish_reason, ep.turns = choice.finish_reason or "stop", ep.turns + 1
+                ep.messages.append(ep.reply)
+                ep.messages += await self.env_response(ep, ep.reply)
+                if await self.is_done(ep):
+                    break
+        finally:
+            rec.conversation = ep.messages
+        m = rec.trajectory.metrics
+        if ep.answer is not None:
+            rec.trajectory.metadata["final_answer"] = ep.answer
+            m["finished"] = 1.0
+        elif not ep.reply.get("tool_calls") or rec.tools is None:
+            rec.trajectory.metadata["final_answer"] = ep.reply.get("content") or ""
+            m["truncated"] = float(ep.finish_reason == "length")
+            m["finished"] = 1.0 - m["truncated"]
+        elif ep.turns >= config.max_turns:
+            m["max_turns_reached"] = 1.0
 
 
-def openai_not_given():
-    from openai import NOT_GIVEN
-
-    return NOT_GIVEN
+async def rollout(model: Model, scenario: Scenario, tools: ToolPool | None = None, config: RolloutConfig | None = None) -> Trajectory:
+    """Run one episode of the plain loop. Never raises for tool or policy misbehaviour; a dead
+    server or endpoint marks the trajectory failed (`error`) with the reason."""
+    return await ToolAgent()(model, scenario, tools, config)

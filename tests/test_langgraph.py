@@ -233,4 +233,5 @@ async def test_an_endpoint_without_prompt_token_ids_fails_the_rollout(tiny_model
     finally:
         server.close()
     assert traj.generations == []
-    assert traj.error.startswith(f"policy endpoint {server.base_url}/chat/completions returned completion token ids without prompt_token_ids")
+    assert traj.error.startswith(f"policy endpoint {server.base_url} returned completion token ids without prompt_token_ids")
+    assert "mcprl's endpoint" in traj.error

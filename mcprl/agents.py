@@ -1,0 +1,85 @@
+"""Agents by name, so training and evaluation can roll out any of them with the same report.
+
+    agent = load("plain")                 # or "langgraph", "my_agents:solve", "my_agents:MyAgent"
+    traj = await agent(model, scenario, pool, rollout_config)
+
+An `Agent` is `async (model, scenario, pool, rollout_config) -> Trajectory`; every kind records
+through `mcprl.recording`, so their trajectories carry the same tokens, logprobs and metrics.
+
+    plain            the plain tool-calling loop (`mcprl.rollout.rollout`)
+    langgraph        the prebuilt LangGraph ReAct agent (`mcprl.langgraph.react_agent`)
+    module:function  your agent: `async def function(rec: Recorder, config: RolloutConfig)` that
+                     talks to the policy through `rec.openai_client()` (or any client over
+                     `mcprl.recording`'s HTTP clients, e.g. `mcprl.langgraph.init_chat_model`),
+                     calls tools through `rec.tools` and returns the final answer (a str), a dict
+                     with `reward`/`metrics`/`metadata`, or None (see `mcprl.recording`)
+    module:Class     a `mcprl.rollout.ToolAgent` subclass: the plain loop with your overrides of
+                     `setup`, `env_response`, `is_done` (made with no arguments)
+
+`module` is imported with the current directory on `sys.path`, as `python -m` would.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from mcprl.errors import UserError
+
+if TYPE_CHECKING:
+    from mcprl.model import Model
+    from mcprl.rollout import RolloutConfig
+    from mcprl.tools import ToolPool
+    from mcprl.types import Scenario, Trajectory
+
+Agent = Callable[["Model", "Scenario", "ToolPool | None", "RolloutConfig | None"], Awaitable["Trajectory"]]
+
+FORMS = ("plain, langgraph, module:function (async def function(rec, config) -> str | dict | None) "
+         "or module:Class (a mcprl.rollout.ToolAgent subclass)")
+
+
+def load(spec: str) -> Agent:
+    """The agent `spec` names; a bad spec is a one-line UserError saying what is wrong."""
+    from mcprl import rollout
+    from mcprl.recording import Recorder
+
+    if spec == "plain":
+        return rollout.rollout
+    if spec == "langgraph":
+        from mcprl.langgraph import react_agent
+
+        return react_agent
+    module_name, colon, attr = spec.partition(":")
+    if not colon or not module_name or not attr:
+        raise UserError(f"agent {spec!r} is not a known agent nor module:function; give {FORMS}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name is None or not (module_name == e.name or module_name.startswith(e.name + ".")):
+            raise UserError(f"agent {spec!r}: importing {module_name} failed: {e}; install what it needs") from None
+        raise UserError(f"agent {spec!r}: no module named {module_name} (from {os.getcwd()}); give {FORMS}") from None
+    except ImportError as e:
+        raise UserError(f"agent {spec!r}: importing {module_name} failed: {e}") from None
+    obj = getattr(module, attr, None)
+    if obj is None:
+        raise UserError(f"agent {spec!r}: module {module_name} has no {attr!r}; give {FORMS}")
+    if inspect.isclass(obj) and issubclass(obj, rollout.ToolAgent):
+        return obj()
+    if not inspect.iscoroutinefunction(obj):
+        kind = "a sync function" if inspect.isfunction(obj) else f"of type {type(obj).__name__}"
+        raise UserError(f"agent {spec!r} is {kind}, not an async function nor a ToolAgent subclass; give {FORMS}")
+    try:
+        inspect.signature(obj).bind(None, None)
+    except TypeError:
+        raise UserError(f"agent {spec!r} takes {inspect.signature(obj)}, not (rec, config); give {FORMS}") from None
+
+    async def agent(model: Model, scenario: Scenario, pool: ToolPool | None = None, config: RolloutConfig | None = None) -> Trajectory:
+        return await Recorder(model, scenario, pool).run(obj, config or rollout.RolloutConfig())
+
+    return agent

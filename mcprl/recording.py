@@ -1,0 +1,314 @@
+"""One recording client for every agent: each chat completion our policy endpoint returns
+becomes a `Generation` of the rollout that asked for it, whatever the agent is written with.
+
+An agent on the plain OpenAI SDK is a function of the `Recorder` (and the rollout config):
+
+    async def my_agent(rec: Recorder, config: RolloutConfig) -> str | dict | None:
+        client = rec.openai_client()                    # openai.AsyncOpenAI at the policy endpoint
+        messages = [{"role": "user", "content": rec.scenario.task}]
+        resp = await client.chat.completions.create(model=rec.model_name, messages=messages,
+                                                    tools=rec.tools.schemas, temperature=config.temperature)
+        ...
+        outcome = await rec.tools.call(name, arguments)  # the MCP session's tools, recorded
+        return resp.choices[0].message.content           # the final answer
+
+    traj = await Recorder(model, scenario, pool).run(my_agent, config)
+    # or, as an Agent for training and evaluation: mcprl.agents.load("my_module:my_agent")
+
+`run` opens one MCP session from `pool` (none without a pool: `rec.tools` is None), runs the
+agent and returns the Trajectory. It never raises for tool or policy misbehaviour, nor for an
+exception in the agent: those mark the trajectory failed (`error`) with the reason. The agent
+returns the final answer (a str, -> `metadata["final_answer"]`), a dict whose `reward`,
+`metrics` and `metadata` are merged into the trajectory, or None.
+
+The mechanism is an httpx client (`async_http_client()`, `http_client()`): every request it
+sends to `.../chat/completions` asks for token ids and logprobs (training needs both), and
+every reply is recorded in the Recorder running in the current context (a
+`contextvars.ContextVar`, so concurrent rollouts in one event loop, and the threads LangGraph
+starts for sync nodes, each record only their own calls; calls outside `run` are not recorded).
+The OpenAI SDK takes it as `AsyncOpenAI(http_client=...)` (`Recorder.openai_client` does that),
+LangChain's ChatOpenAI as `http_async_client`/`http_client` (`mcprl.langgraph.init_chat_model`).
+Streamed replies are not recorded (the endpoint answers whole completions only).
+
+What a reply records: the prompt and completion token ids, the logprobs, the request's
+temperature and top_p (what the logprobs were sampled under), `metrics` turns,
+invalid_tool_calls (with a log line), and finished/truncated from the last reply. A reply with
+completion token ids but no `prompt_token_ids` fails the rollout at once. Tool calls through
+`rec.tools` count tool_calls, calls/NAME, and on error tool_errors, errors/NAME,
+error_kind/KIND; a dead server fails the rollout.
+
+The trajectory's `messages` are the last request's messages exactly as sent plus its reply,
+unless the agent keeps the whole conversation itself in `rec.conversation` (the plain loop
+does). Each Generation's `message_index` points at its assistant message there (-1, with a
+log line, for a reply not in it: a sub-agent's, or a discarded branch's).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import json
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
+
+from mcprl.errors import UserError
+from mcprl.serving.prompts import message_key
+from mcprl.types import Generation, Message, Scenario, ToolSchema, Trajectory
+
+if TYPE_CHECKING:
+    import ssl
+
+    import httpx
+    from openai import AsyncOpenAI
+
+    from mcprl.model import Model
+    from mcprl.tools import ToolOutcome, ToolPool, ToolSession
+
+__all__ = ["McpTools", "Recorder", "async_http_client", "http_client", "missing_prompt_tokens"]
+
+COUNTERS = ("turns", "tool_calls", "tool_errors", "invalid_tool_calls", "truncated", "finished")
+_DROPPED_REPLY_KEYS = ("refusal", "annotations", "audio", "function_call")
+
+
+def missing_prompt_tokens(endpoint: str | None) -> str:
+    """Why a reply with completion token ids but no `prompt_token_ids` fails its rollout: training on
+    it would score the first completion token from its own position."""
+    return (f"policy endpoint {endpoint} returned completion token ids without prompt_token_ids, so this "
+            "rollout cannot be trained on; serve the policy with mcprl's endpoint or a vLLM that answers "
+            "return_token_ids=true with prompt_token_ids")
+
+
+class Untrainable(RuntimeError):
+    """A reply that cannot be trained on: it ends the rollout (its trajectory holds the reason)."""
+
+
+class McpTools:
+    """The rollout's MCP session as an agent uses it: `schemas` to offer the model, `call` to run one."""
+
+    def __init__(self, session: ToolSession, schemas: list[ToolSchema]) -> None:
+        self.session = session
+        self.schemas = schemas
+
+    async def call(self, name: str, arguments: dict[str, Any] | str | None = None) -> ToolOutcome:
+        """Run a tool (a JSON string or a dict of arguments) and record its outcome in the current
+        rollout. Tool errors come back as an outcome; a dead server raises `ServerGone`."""
+        from mcprl.tools import ServerGone
+
+        rec = _CURRENT.get()
+        try:
+            out = await self.session.call(name, arguments)
+        except ServerGone as e:
+            if rec is not None:  # failed even if the agent swallows the exception
+                rec.trajectory.error = rec.trajectory.error or f"MCP server gone: {e}"
+            raise
+        if rec is not None:
+            rec.tool_outcome(name, out)
+        return out
+
+
+class Recorder:
+    """One rollout: its Trajectory, fed by the recording HTTP clients and `tools`."""
+
+    def __init__(self, model: Model, scenario: Scenario, pool: ToolPool | None = None) -> None:
+        if not model.inference_base_url:
+            raise UserError(f"model {model.name!r} has no endpoint; register it with a backend first")
+        self.model, self.scenario, self.pool = model, scenario, pool
+        self.model_name = model.get_inference_name()  # the served name (it changes with every step)
+        self.trajectory = Trajectory(scenario_id=scenario.id, metadata={"task": scenario.task, "model": self.model_name})
+        self.trajectory.metrics.update(dict.fromkeys(COUNTERS, 0.0))
+        self.tools: McpTools | None = None
+        # Set by an agent that keeps the whole conversation (with the tool results after the
+        # last reply): the trajectory keeps it instead of the last request plus its reply.
+        self.conversation: list[Message] | None = None
+        self._turns: list[tuple[Generation, int, str]] = []  # per Generation: its request's length, its reply's key
+        self._clients: list[AsyncOpenAI] = []
+        self._lock = threading.Lock()
+
+    def openai_client(self) -> AsyncOpenAI:
+        """An AsyncOpenAI at the policy endpoint that records into this rollout; closed by `run`."""
+        from openai import AsyncOpenAI
+
+        client = AsyncOpenAI(base_url=self.model.inference_base_url, api_key=self.model.inference_api_key or "mcprl",
+                             max_retries=0, timeout=600, http_client=async_http_client())
+        self._clients.append(client)
+        return client
+
+    async def run(self, agent: Callable[..., Awaitable[Any]], *args: Any) -> Trajectory:
+        """`await agent(self, *args)` with this rollout recording; the finished Trajectory."""
+        import openai
+
+        from mcprl.tools import ServerGone
+
+        if self.pool is not None and self.pool.toolset is None:
+            raise UserError("enter the ToolPool before rolling out (`async with ToolPool(spec) as pool`): that discovers its tools")
+        traj, t0 = self.trajectory, time.perf_counter()
+        token = _CURRENT.set(self)
+        try:
+            async with AsyncExitStack() as stack:
+                if self.pool is not None:
+                    assert self.pool.toolset is not None
+                    self.tools = McpTools(await stack.enter_async_context(self.pool.session()), self.pool.toolset.tools)
+                stack.push_async_callback(self._close_clients)
+                result = await agent(self, *args)
+        except ServerGone as e:
+            traj.error = traj.error or f"MCP server gone: {e}"
+        except openai.APIError as e:
+            traj.error = traj.error or f"policy endpoint error: {type(e).__name__}: {e}"
+        except Exception as e:
+            traj.error = traj.error or f"{type(e).__name__}: {e}"
+        else:
+            self._merge(result)
+        finally:
+            _CURRENT.reset(token)
+        self._finish()
+        traj.metrics["seconds"] = time.perf_counter() - t0
+        return traj
+
+    async def _close_clients(self) -> None:
+        for client in self._clients:
+            await client.close()
+
+    def _merge(self, result: Any) -> None:
+        traj = self.trajectory
+        if isinstance(result, str):
+            traj.metadata["final_answer"] = result
+        elif isinstance(result, Mapping):
+            traj.reward = float(result.get("reward", traj.reward))
+            traj.metrics.update(result.get("metrics") or {})
+            traj.metadata.update(result.get("metadata") or {})
+
+    def completion(self, endpoint: str, request: dict[str, Any], body: dict[str, Any]) -> None:
+        """Record one chat completion: `request` as sent to `endpoint`, `body` as it came back."""
+        messages: list[Message] = request.get("messages") or []
+        choice = body["choices"][0]
+        reply = {k: v for k, v in choice["message"].items() if v is not None and k not in _DROPPED_REPLY_KEYS}
+        reply.setdefault("content", "")
+        with self._lock:
+            traj, m = self.trajectory, self.trajectory.metrics
+            traj.messages = [*messages, reply]
+            tools = {(t.get("function") or t).get("name"): t for t in traj.tools or []}
+            for t in request.get("tools") or []:
+                tools.setdefault((t.get("function") or t).get("name"), t)
+            traj.tools = list(tools.values()) or None
+            m["turns"] += 1
+            if "token_ids" in choice:
+                if not body.get("prompt_token_ids"):
+                    traj.error = traj.error or missing_prompt_tokens(endpoint)
+                    raise Untrainable(traj.error)
+                gen = Generation(
+                    prompt_token_ids=body["prompt_token_ids"],
+                    completion_token_ids=choice["token_ids"],
+                    logprobs=[t["logprob"] for t in ((choice.get("logprobs") or {}).get("content") or [])],
+                    # the settings the request sampled with (absent: the OpenAI default of 1, Generation's)
+                    **{k: request[k] for k in ("temperature", "top_p") if request.get(k) is not None},
+                    model=body.get("model", ""), finish_reason=choice.get("finish_reason") or "stop",
+                )
+                traj.generations.append(gen)
+                self._turns.append((gen, len(messages), message_key(reply)))
+            if choice.get("tool_call_error"):
+                m["invalid_tool_calls"] += 1
+                traj.log(f"turn {int(m['turns'])}: unparseable tool call: {choice['tool_call_error']}")
+            ended = not reply.get("tool_calls")
+            m["truncated"] = float(ended and choice.get("finish_reason") == "length")
+            m["finished"] = float(ended and not m["truncated"])
+
+    def tool_outcome(self, name: str, out: ToolOutcome) -> None:
+        with self._lock:
+            m = self.trajectory.metrics
+            for key in ("tool_calls", f"calls/{name}") + (("tool_errors", f"errors/{name}", f"error_kind/{out.error_kind}") if out.is_error else ()):
+                m[key] = m.get(key, 0.0) + 1
+
+    def _finish(self) -> None:
+        """Keep the agent's conversation, and point every Generation at its assistant message there."""
+        if self.conversation is not None:
+            self.trajectory.messages = self.conversation
+        msgs = self.trajectory.messages
+        keys = {i: message_key(m) for i, m in enumerate(msgs) if m.get("role") == "assistant"}
+        claimed: set[int] = set()
+        for n, (gen, at, key) in enumerate(self._turns):
+            found = [i for i, k in keys.items() if k == key and i not in claimed]
+            gen.message_index = at if at in found else (found[0] if found else -1)
+            if gen.message_index < 0:
+                self.trajectory.log(f"generation {n}: its reply is not in the final conversation (a sub-agent or a "
+                                    "discarded branch); kept with message_index=-1")
+            else:
+                claimed.add(gen.message_index)
+
+
+_CURRENT: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("mcprl_rollout", default=None)
+
+
+def _is_chat(request: httpx.Request) -> bool:
+    return request.method == "POST" and request.url.path.endswith("/chat/completions")
+
+
+def _asking_for_tokens(request: httpx.Request) -> httpx.Request:
+    """The chat request with token ids and logprobs asked for, whatever the agent sent."""
+    import httpx
+
+    body = json.loads(request.content)
+    body.update(logprobs=True, return_token_ids=True)
+    headers = request.headers.copy()
+    del headers["content-length"]
+    return httpx.Request(request.method, request.url, headers=headers, content=json.dumps(body).encode(), extensions=request.extensions)
+
+
+def _recorder_for(response: httpx.Response) -> Recorder | None:
+    rec = _CURRENT.get()
+    if rec is None or response.status_code != 200:
+        return None
+    return rec if response.headers.get("content-type", "").startswith("application/json") else None
+
+
+def _record(rec: Recorder, response: httpx.Response) -> None:
+    endpoint = str(response.request.url).removesuffix("/chat/completions")
+    rec.completion(endpoint, json.loads(response.request.content), response.json())
+
+
+@functools.cache
+def _client_classes() -> tuple[type[httpx.Client], type[httpx.AsyncClient]]:
+    """The recording httpx clients, made on first use (httpx takes ~0.1 s to import)."""
+    import httpx
+
+    class RecordingClient(httpx.Client):
+        def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+            if not _is_chat(request):
+                return super().send(request, **kwargs)
+            response = super().send(_asking_for_tokens(request), **kwargs)
+            if (rec := _recorder_for(response)) is not None:
+                response.read()
+                _record(rec, response)
+            return response
+
+    class AsyncRecordingClient(httpx.AsyncClient):
+        async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+            if not _is_chat(request):
+                return await super().send(request, **kwargs)
+            response = await super().send(_asking_for_tokens(request), **kwargs)
+            if (rec := _recorder_for(response)) is not None:
+                await response.aread()
+                _record(rec, response)
+            return response
+
+    return RecordingClient, AsyncRecordingClient
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One TLS context for all clients: building one per client costs ~0.1 s of CPU."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
+def http_client() -> httpx.Client:
+    """A sync httpx client that records chat completions into the current rollout."""
+    return _client_classes()[0](timeout=600, verify=_ssl_context())
+
+
+def async_http_client() -> httpx.AsyncClient:
+    """An async httpx client that records chat completions into the current rollout."""
+    return _client_classes()[1](timeout=600, verify=_ssl_context())
