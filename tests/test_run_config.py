@@ -190,3 +190,19 @@ async def test_a_resumed_run_keeps_the_demonstration_of_its_flat_config_json(hom
     assert await run._demonstration(None, [], None) == []
     assert (run.cfg.rollout.example, run.cfg.example_source) == (FLAT["example_messages"], "file")
 
+
+
+def test_reading_the_settings_loads_no_sdk_and_the_packages_export_what_they_name():
+    """`mcprl --help` builds the flags from the settings: that must not load the MCP SDK or litellm.
+    A name exported on first use must not be shadowed by a submodule of the same name."""
+    import subprocess
+    import sys
+
+    code = ("import sys, types, importlib, pkgutil, mcprl.run_config; "
+            "print(sorted({'mcp', 'litellm', 'torch'} & set(sys.modules))); "
+            "[importlib.import_module(m.name) for p in ('mcprl.tools', 'judges', 'scenarios') "
+            " for m in pkgutil.iter_modules(importlib.import_module(p).__path__, p + '.')]; "
+            "print([f'{p}.{n}' for p in ('mcprl.tools', 'judges', 'scenarios') for n in importlib.import_module(p).__all__ "
+            " if isinstance(getattr(importlib.import_module(p), n), types.ModuleType)])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:2] == ["[]", "[]"]

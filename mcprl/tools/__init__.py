@@ -5,14 +5,18 @@ toolset = await discover(spec)
 async with open_session(spec) as session:
     outcome = await session.call("get_item", {"sku": "SKU-1234"})
 
-The names below are imported on first use, so that reading a server's settings
-(`mcprl.tools.spec`, `mcprl.tools.discovery.ServerConfig`) does not load the MCP SDK.
+The names that need the MCP SDK are imported on first use, so that reading a server's settings
+(`ServerSpec`, `mcprl.tools.discovery.ServerConfig`) does not load it. (`redact` is imported
+now: a lazy name that is also a submodule's would be shadowed by the submodule once imported.)
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
+
+from mcprl.tools.redact import redact, redact_model, secret_values
+from mcprl.tools.spec import ServerSpec
 
 _EXPORTS = {
     "ServerGone": "mcprl.tools.client",
@@ -26,10 +30,6 @@ _EXPORTS = {
     "to_openai": "mcprl.tools.convert",
     "tools_hash": "mcprl.tools.convert",
     "ToolPool": "mcprl.tools.pool",
-    "redact": "mcprl.tools.redact",
-    "redact_model": "mcprl.tools.redact",
-    "secret_values": "mcprl.tools.redact",
-    "ServerSpec": "mcprl.tools.spec",
     "ServerConfig": "mcprl.tools.discovery",
     "open_tools": "mcprl.tools.discovery",
 }
@@ -39,8 +39,6 @@ if TYPE_CHECKING:
     from mcprl.tools.convert import hash_change_warning, result_text, to_openai, tools_hash
     from mcprl.tools.discovery import ServerConfig, open_tools
     from mcprl.tools.pool import ToolPool
-    from mcprl.tools.redact import redact, redact_model, secret_values
-    from mcprl.tools.spec import ServerSpec
 
 
 def __getattr__(name: str) -> Any:
@@ -49,4 +47,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'mcprl.tools' has no attribute {name!r}")
 
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted([*_EXPORTS, "ServerSpec", "redact", "redact_model", "secret_values"])
