@@ -36,14 +36,15 @@ def autorl_command(
     from rich.console import Console
 
     from autorl.run import plan
-    from mcprl.cli.train_cmd import parse_pairs, print_summary, run_with_progress
+    from mcprl.cli.train_cmd import print_summary, run_with_progress
     from mcprl.run_config import load_config
 
-    cfg = load_config(None, dict(
-        server=server, headers=parse_pairs(header, ":", "--header"), env=parse_pairs(env, "=", "--env"), steps=steps, n=n, model=model,
-        judge_model=judge_model, judge_api_base=api_base, name=name, project=project, group_size=group_size,
-        groups_per_step=groups_per_step, max_turns=max_turns, max_tokens=max_tokens, learning_rate=learning_rate,
-    ))
+    cfg = load_config(None, {
+        "server.target": server, "server.headers": header, "server.env": env, "steps": steps, "scenarios.n": n, "model": model,
+        "judge.model": judge_model, "judge.api_base": api_base, "name": name, "project": project, "group_size": group_size,
+        "groups_per_step": groups_per_step, "rollout.max_turns": max_turns, "rollout.max_tokens": max_tokens,
+        "train.learning_rate": learning_rate,
+    })
     console = Console(stderr=True)
 
     async def run() -> dict:

@@ -20,10 +20,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from mcprl.errors import UserError
+from pydantic import ValidationError
+
+from mcprl.errors import UserError, first_problem
 from mcprl.llm import LOCAL_MODEL
 from mcprl.paths import model_dir
-from mcprl.run_config import RunConfig, load_config
+from mcprl.run_config import RunConfig
 from mcprl.types import Scenario, ToolSchema
 
 TASK, SYSTEM_PROMPT, INPUTS, RUBRIC = "task.txt", "system_prompt.txt", "inputs.jsonl", "rubric.md"
@@ -38,25 +40,23 @@ async def inputs_jsonl(making: Awaitable[list[Scenario]]) -> str:
     return "".join(s.model_dump_json(exclude_defaults=True) + "\n" for s in await making)
 
 
-async def server_tools(server: str, cfg: RunConfig) -> list[ToolSchema]:
-    from mcprl.tools import ServerSpec, discover
+async def server_tools(cfg: RunConfig) -> list[ToolSchema]:
+    from mcprl.tools import discover
 
-    spec = ServerSpec.parse(server, transport=cfg.transport, headers=cfg.headers, env=cfg.env, cwd=cfg.cwd,
-                            allow=cfg.allow, deny=cfg.deny)
-    return (await discover(spec)).tools
+    return (await discover(cfg.server.spec())).tools
 
 
 def inputs_needed(cfg: RunConfig) -> int:
     """Inputs enough for the run's steps (each takes `groups_per_step`) plus its validation share,
-    at least 8 and at most `cfg.n`: a 1-step trial run does not wait for 48 generator calls."""
-    return min(cfg.n, max(8, math.ceil(cfg.steps * cfg.groups_per_step / (1 - cfg.val_fraction))))
+    at least 8 and at most `scenarios.n`: a 1-step trial run does not wait for 48 generator calls."""
+    return min(cfg.scenarios.n, max(8, math.ceil(cfg.steps * cfg.groups_per_step / (1 - cfg.scenarios.val_fraction))))
 
 
 async def plan(task: str, cfg: RunConfig, *, gen_model: str = LOCAL_MODEL, reuse: bool = True,
                say: Callable[[str], None] = print) -> RunConfig:
     """`cfg` set up to train on the saved (or newly generated) system prompt, inputs and rubric,
-    judged by RULER. Generation uses `gen_model` at `cfg.judge_api_base` and `cfg.seed`; it writes
-    `cfg.n` inputs when `n` was set, else `inputs_needed(cfg)`."""
+    judged by RULER. Generation uses `gen_model` at `cfg.judge.api_base` and `cfg.seed`; it writes
+    `cfg.scenarios.n` inputs when that was set, else `inputs_needed(cfg)`."""
     from autorl.generate import generate_inputs, generate_rubric, generate_system_prompt
 
     task = task.strip()
@@ -92,30 +92,36 @@ async def plan(task: str, cfg: RunConfig, *, gen_model: str = LOCAL_MODEL, reuse
         return text
 
     system_prompt, inputs, rubric = saved(SYSTEM_PROMPT), saved(INPUTS), saved(RUBRIC)
-    tools = await server_tools(cfg.server, cfg) if cfg.server and (system_prompt is None or inputs is None) else None
-    api_base, seed = cfg.judge_api_base, cfg.seed
+    tools = await server_tools(cfg) if cfg.server.target and (system_prompt is None or inputs is None) else None
+    api_base, seed = cfg.judge.api_base, cfg.seed
     if system_prompt is None:
         system_prompt = await generate(SYSTEM_PROMPT, generate_system_prompt(task, gen_model, api_base=api_base, tools=tools,
                                                                              seed=seed, say=say))
     if inputs is None:
-        n = cfg.n if "n" in cfg.model_fields_set else inputs_needed(cfg)
+        n = cfg.scenarios.n if "n" in cfg.scenarios.model_fields_set else inputs_needed(cfg)
         made = await generate(INPUTS, inputs_jsonl(generate_inputs(task, n, gen_model, api_base=api_base, tools=tools,
                                                                    seed=seed, say=say)))
         say(f"{len(made.splitlines())} of {n} inputs written (-n sets how many)")
     if rubric is None:
         await generate(RUBRIC, generate_rubric(task, gen_model, api_base=api_base, seed=seed, say=say))
-    return RunConfig.model_validate({**cfg.model_dump(), "scenarios": str(d / INPUTS), "system_prompt": system_prompt,
-                                     "judge": "ruler", "rubric": str(d / RUBRIC)})
+    return cfg.model_copy(update={"scenarios": cfg.scenarios.model_copy(update={"file": str(d / INPUTS)}),
+                                  "rollout": cfg.rollout.model_copy(update={"system_prompt": system_prompt}),
+                                  "judge": cfg.judge.model_copy(update={"mode": "ruler", "rubric": str(d / RUBRIC)})})
 
 
 async def autorl(task: str, *, gen_model: str = LOCAL_MODEL, api_base: str | None = None, reuse: bool = True,
                  resume: bool = False, say: Callable[[str], None] = print, **settings: Any) -> dict[str, Any]:
     """Generate (or reuse) a system prompt, inputs and a rubric for `task`, then train on them.
 
-    `settings` are RunConfig fields (server, steps, n, model, judge_model, name, project,
-    group_size, groups_per_step, max_turns, ...); `api_base` serves both `gen_model` and the
-    judge. Returns TrainingRun's summary."""
+    `settings` are RunConfig fields, sections as dicts (`steps=3, scenarios={"n": 8},
+    rollout={"max_turns": 2}`); `api_base` serves both `gen_model` and the judge. Returns
+    TrainingRun's summary."""
     from mcprl.runner import TrainingRun
 
-    cfg = await plan(task, load_config(None, {**settings, "judge_api_base": api_base}), gen_model=gen_model, reuse=reuse, say=say)
+    judge = {**settings.pop("judge", {}), **({"api_base": api_base} if api_base else {})}
+    try:
+        cfg = RunConfig.model_validate({**settings, "judge": judge})
+    except ValidationError as e:
+        raise UserError(f"bad setting {first_problem(e)}") from None
+    cfg = await plan(task, cfg, gen_model=gen_model, reuse=reuse, say=say)
     return await TrainingRun(cfg, resume=resume, say=say).run()

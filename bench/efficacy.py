@@ -6,7 +6,8 @@ training on this CPU for a time budget (default 30 minutes).
     python bench/efficacy.py --no-task-help ...    # a shipped server without its hand-written help
 
 With `--server`, the config's training settings are kept but not its server and task generator
-(`server`, `tasks`, `difficulties`), so nothing specific to the calculator leaks into the run.
+(`[server]`, `scenarios.tasks`, `scenarios.difficulties`), so nothing specific to the calculator
+leaks into the run.
 `--no-task-help` (an `mcprl train` flag) turns off a shipped task generator's hand-written example
 and partial credit. Runs `mcprl train` (so the measurement is the product, not a special path),
 then reads the run's metrics.jsonl and prints before/after success with 95% intervals, the delta
@@ -23,8 +24,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 from pathlib import Path
+
+from mcprl.run_config import load_saved, read_run_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,11 +42,12 @@ def main() -> None:
     home = Path(os.environ.get("MCPRL_HOME", Path.home() / ".cache" / "mcprl"))
     config = args.config
     if args.server:
-        settings = tomllib.loads(Path(args.config).read_text())
-        for key in ("server", "tasks", "difficulties"):
-            settings.pop(key, None)
-        config = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False).name
-        Path(config).write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items()))
+        settings = read_run_file(Path(args.config))
+        settings.pop("server", None)
+        for key in ("tasks", "difficulties"):
+            settings.get("scenarios", {}).pop(key, None)
+        config = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False).name
+        Path(config).write_text(json.dumps(settings))
         extra = ["--server", args.server, *extra]
     cmd = [sys.executable, "-m", "mcprl.cli", "train", "--config", config, "--steps", "1000",
            "--time-budget", str(args.minutes), "--project", "bench", "--name", args.name, *extra]
@@ -54,7 +57,7 @@ def main() -> None:
     wall = time.time() - t0
     run_dir = home / "bench" / args.name
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    run = json.loads((run_dir / "config.json").read_text())
+    run = load_saved(run_dir / "config.json")
     evals = [r for r in rows if r["kind"] == "eval"]
     train = [r for r in rows if r["kind"] == "train"]
     before, after = evals[0], evals[-1]
@@ -63,7 +66,9 @@ def main() -> None:
     delta = (after["success_rate"] - before["success_rate"]) * 100
     result = {
         "command": " ".join(cmd), "wall_seconds": wall, "steps": len(train),
-        **{k: run.get(k) for k in ("server", "scenarios", "tasks", "task_help", "shaping", "example_source", "max_extra_groups")},
+        "server": run.server.target, "scenarios": run.scenarios.file, "tasks": run.scenarios.tasks,
+        "task_help": run.scenarios.task_help, "shaping": run.judge.shaping, "example_source": run.example_source,
+        "max_extra_groups": run.max_extra_groups,
         "train_seconds": sum(r.get("train/train_seconds", 0.0) for r in train),
         "before": {k: before[k] for k in ("success_rate", "success_ci", "tool_call_rate", "trajectories")},
         "after": {k: after[k] for k in ("success_rate", "success_ci", "tool_call_rate", "trajectories")},

@@ -1,24 +1,57 @@
 """Judges score TrajectoryGroups: RULER (LLM, relative), verifiers (ground truth), and
-combinations of them. See judges.base for the interface."""
+combinations of them. See judges.base for the interface.
+
+`JudgeConfig` is a run's judging (`[judge]` in a run file) and builds its judge. The other names
+are imported on first use, so reading a run's settings loads no judge."""
 
 from __future__ import annotations
 
-from typing import Literal
+import importlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
-from judges.base import Judge, JudgeError, score_groups
-from judges.combine import GateJudge, ShapedJudge, WeightedJudge
-from judges.ruler import DEFAULT_RUBRIC, RulerJudge, ruler_score_group
-from judges.shaping import ToolUseShaping
-from judges.verify import VerifyJudge, checker_for
+from pydantic import BaseModel, ConfigDict, Field
+
 from mcprl.errors import UserError
 
+if TYPE_CHECKING:
+    from judges.base import Judge, JudgeError, score_groups
+    from judges.combine import GateJudge, ShapedJudge, WeightedJudge
+    from judges.ruler import DEFAULT_RUBRIC, RulerJudge, ruler_score_group
+    from judges.shaping import ToolUseShaping
+    from judges.verify import VerifyJudge, checker_for
+
+_EXPORTS = {
+    "Judge": "judges.base",
+    "JudgeError": "judges.base",
+    "score_groups": "judges.base",
+    "GateJudge": "judges.combine",
+    "ShapedJudge": "judges.combine",
+    "WeightedJudge": "judges.combine",
+    "DEFAULT_RUBRIC": "judges.ruler",
+    "RulerJudge": "judges.ruler",
+    "ruler_score_group": "judges.ruler",
+    "ToolUseShaping": "judges.shaping",
+    "VerifyJudge": "judges.verify",
+    "checker_for": "judges.verify",
+}
+
 JudgeMode = Literal["ruler", "verify", "gate"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'judges' has no attribute {name!r}")
 
 
 def build_judge(mode: JudgeMode, ruler: RulerJudge | None = None, all_or_nothing: bool = False) -> Judge:
     """The judge a `--judge` option names: RULER alone, the scenarios' checks alone, or the
     gate (checks decide pass/fail, RULER ranks the passing ones). `all_or_nothing`: the checks
     give no partial credit (see VerifyJudge)."""
+    from judges.combine import GateJudge
+    from judges.verify import VerifyJudge
+
     if mode == "verify":
         return VerifyJudge(all_or_nothing=all_or_nothing)
     if ruler is None:
@@ -26,19 +59,35 @@ def build_judge(mode: JudgeMode, ruler: RulerJudge | None = None, all_or_nothing
     return ruler if mode == "ruler" else GateJudge(VerifyJudge(all_or_nothing=all_or_nothing), ruler)
 
 
-__all__ = [
-    "DEFAULT_RUBRIC",
-    "GateJudge",
-    "Judge",
-    "JudgeError",
-    "JudgeMode",
-    "RulerJudge",
-    "ShapedJudge",
-    "ToolUseShaping",
-    "VerifyJudge",
-    "WeightedJudge",
-    "build_judge",
-    "checker_for",
-    "ruler_score_group",
-    "score_groups",
-]
+class JudgeConfig(BaseModel):
+    """How a run judges its rollouts; `model` (and `api_base`) also write the scenarios and the
+    demonstration when those are generated."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["ruler", "verify", "both"] = Field(default="verify", description="the scenarios' checks, RULER, or both (checks gate, RULER ranks)")
+    model: str = Field(default="local", description="litellm model for RULER/synthesis, or 'local'")
+    api_base: str | None = Field(default=None, description="OpenAI-compatible base URL for the judge model")
+    rubric: str | None = Field(default=None, description="RULER rubric file")
+    # Tool-use shaping (judges.shaping), when training against tools; 0 turns it off. Default: docs/benchmarks.md.
+    shaping: float = Field(default=0.1, ge=0, lt=1, description="tool-use shaping weight W in [0, 1): a failed task earns up to W for well-formed calls")
+
+    def build(self, *, all_or_nothing: bool = False, shaped: bool = False, cache_dir: Path | None = None) -> Judge:
+        """The judge these settings name; `shaped` (training against tools) adds the capped tool-use
+        shaping; RULER's verdicts are cached in `cache_dir`."""
+        from judges.combine import ShapedJudge
+        from judges.ruler import RulerJudge
+        from judges.shaping import ToolUseShaping
+
+        mode: JudgeMode = "gate" if self.mode == "both" else self.mode
+        ruler = None
+        if mode != "verify":
+            if self.rubric and not Path(self.rubric).is_file():
+                raise UserError(f"--rubric {self.rubric}: no such file; give a text file with the judging criteria")
+            rubric = Path(self.rubric).read_text() if self.rubric else None
+            ruler = RulerJudge(self.model, rubric=rubric, api_base=self.api_base, cache_dir=cache_dir)
+        judge = build_judge(mode, ruler, all_or_nothing=all_or_nothing)
+        return ShapedJudge(judge, ToolUseShaping(), self.shaping) if shaped and self.shaping > 0 else judge
+
+
+__all__ = sorted([*_EXPORTS, "JudgeConfig", "JudgeMode", "build_judge"])

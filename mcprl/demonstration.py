@@ -3,7 +3,8 @@
 Small models make no tool calls zero-shot; one example exchange fixes the format, and an example
 that looks like the real tasks works far better than a made-up one. In order of preference:
 
-    file          `--example FILE`: the user's own messages (a JSON list of OpenAI chat messages)
+    file          `--example FILE` (a JSON list of OpenAI chat messages) or `rollout.example` in a
+                  run file: the user's own messages
     task-module   the task set's hand-written EXAMPLE (`--tasks NAME`, unless `--no-task-help`)
     scenario:<id> built from one real training scenario, which is then kept out of training and
                   evaluation: the generator model writes the first tool call, constrained by that
@@ -151,3 +152,23 @@ async def build(train: list[Scenario], pool: ToolPool, *, model: str, api_base: 
             return Demonstration(messages=messages, source=f"scenario:{scenario.id}"), [s for s in train if s is not scenario]
     say("no training scenario gave a tool call that runs without error; showing the generic example")
     return Demonstration(messages=None, source="generic"), train
+
+
+async def settle(train: list[Scenario], pool: ToolPool | None, *, enabled: bool, example: list[Message] | None,
+                 example_file: str | None, shipped: list[Message] | None, model: str, api_base: str | None, seed: int,
+                 say=print) -> tuple[Demonstration, list[Scenario]]:
+    """The run's demonstration, in the order of preference above (`example`: messages given as
+    they are; `shipped`: the task set's EXAMPLE, when its help is on), and the training
+    scenarios without one it was built from."""
+    if not enabled:
+        return Demonstration(messages=None, source="none"), train
+    if example is not None:
+        return Demonstration(messages=example, source="file"), train
+    if example_file:
+        return Demonstration(messages=load_example(Path(example_file)), source="file"), train
+    if shipped is not None:
+        return Demonstration(messages=shipped, source="task-module"), train
+    if pool is None:
+        return Demonstration(messages=None, source="generic"), train
+    say(f"building the demonstration from a training scenario with {model} ...")
+    return await build(train, pool, model=model, api_base=api_base, seed=seed, say=say)

@@ -35,19 +35,26 @@ def resolve_checkpoint(spec: str, project: str) -> tuple[str, Path | None, str]:
 
 
 def rollout_settings(checkpoint: Path | None, scenarios: list[Scenario]):
-    """The prompt and sampling a trained model was trained with (its run's config.json), so that it is
-    evaluated as it learned; for a base model, a run's defaults, with the shipped server's worked
-    example when the scenarios come from one of our servers."""
-    from mcprl.run_config import RunConfig
+    """The prompt and sampling a trained model was trained with (its run's config.json, of this
+    version or an earlier one), so that it is evaluated as it learned; for a base model, a run's
+    defaults. Without a recorded example, scenarios of a registered task set get its
+    worked example, as a run on them would (unless that run turned their help off)."""
+    from mcprl import tasks
+    from mcprl.run_config import RunConfig, load_saved
 
     config = checkpoint.parent.parent / "config.json" if checkpoint is not None else None
     if config is not None and config.exists():
-        data = json.loads(config.read_text())
-        return RunConfig.model_validate({k: v for k, v in data.items() if k in RunConfig.model_fields}).rollout_config()
-    from servers import registry
-
-    shipped = {(s.check or {}).get("server") for s in scenarios} & set(registry.names())
-    return RunConfig(tasks=shipped.pop() if len(shipped) == 1 else None).rollout_config()
+        cfg = load_saved(config)
+    else:
+        shipped = {(s.check or {}).get("server") for s in scenarios}
+        cfg = RunConfig(scenarios={"tasks": shipped.pop()} if len(shipped) == 1 and None not in shipped else {})
+    rc = cfg.rollout
+    if rc.example is None and cfg.scenarios.tasks and cfg.scenarios.task_help:
+        try:
+            rc = rc.model_copy(update={"example": tasks.get(cfg.scenarios.tasks).example})
+        except UserError:  # a check naming a server that is not a shipped one
+            pass
+    return rc
 
 
 async def evaluate(*, server: str | None, model: str, scenarios: list[Scenario], project: str = "default",

@@ -1,8 +1,11 @@
-"""Aggregate figures over rollouts: what metrics.jsonl, the report and `mcprl eval` show."""
+"""Aggregate figures over rollouts: what metrics.jsonl, the report and `mcprl eval` show; and
+the log they go to (metrics.jsonl, and Weights & Biases when asked for)."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 from mcprl.types import TrajectoryGroup
@@ -72,3 +75,38 @@ def rollout_metrics(groups: list[TrajectoryGroup]) -> dict[str, Any]:
         if vals:
             out[key] = sum(vals)
     return out
+
+
+class MetricsLog:
+    """metrics.jsonl: one line per training step (`kind: train`) or evaluation (`kind: eval`).
+    With `wandb` (the arguments of `wandb.init`: project, name, config), each line's numbers also
+    go to Weights & Biases, as `train/...` and `eval/...` at the line's step, when it is installed."""
+
+    def __init__(self, path: Path, wandb: dict[str, Any] | None = None):
+        self.path = path
+        self.wandb = wandb
+
+    def read(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+
+    def append(self, row: dict[str, Any]) -> None:
+        with self.path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        if self.wandb is not None:
+            self._log_wandb(row)
+
+    def truncate_after(self, step: int) -> None:
+        """Drop lines of steps past the last checkpoint (written by a run killed mid-step)."""
+        rows = [r for r in self.read() if r["step"] <= step]
+        self.path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def _log_wandb(self, row: dict[str, Any]) -> None:
+        try:
+            import wandb
+        except ImportError:
+            return
+        if wandb.run is None:
+            wandb.init(**self.wandb)
+        wandb.log({f"{row['kind']}/{k}": v for k, v in row.items() if isinstance(v, (int, float))}, step=row["step"])

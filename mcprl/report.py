@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from mcprl.run_config import RunConfig, load_saved
 from mcprl.types import TrajectoryGroup, load_jsonl
 
 
@@ -97,7 +98,7 @@ def write_report(run_dir: Path) -> Path:
     cost = sum(r.get("judge_cost_usd", 0.0) for r in rows)
     judge_s = sum(r.get("judge_latency_s", 0.0) for r in rows)
     config = (run_dir / "config.json").read_text() if (run_dir / "config.json").exists() else "{}"
-    settings = json.loads(config)
+    settings = load_saved(run_dir / "config.json") if (run_dir / "config.json").exists() else RunConfig()
     drawn = sum(r.get("groups_drawn", 0) for r in train)
     dropped = sum(r.get("groups_dropped", 0) for r in train)
     first_eval, last_eval = (evals[0], evals[-1]) if evals else (None, None)
@@ -119,8 +120,8 @@ def write_report(run_dir: Path) -> Path:
 <h1>mcprl run: {html.escape(run_dir.parent.name)}/{html.escape(run_dir.name)}</h1>
 <p>Held-out: before {fmt_eval(first_eval)}; after {fmt_eval(last_eval)}. Training steps: {len(train)}.
 Judge cost: ${cost:.4f} ({judge_s:.1f} s of judge calls).</p>
-<p>Demonstration: {html.escape(str(settings.get("example_source") or "n/a"))}. Tool-use shaping weight: {settings.get("shaping", 0)}.
-Task help: {"on" if settings.get("task_help", True) else "off"}. Dynamic sampling: {drawn:.0f} extra groups drawn, {dropped:.0f} groups without reward variance dropped.</p>
+<p>Demonstration: {html.escape(str(settings.example_source or "n/a"))}. Tool-use shaping weight: {settings.judge.shaping}.
+Task help: {"on" if settings.scenarios.task_help else "off"}. Dynamic sampling: {drawn:.0f} extra groups drawn, {dropped:.0f} groups without reward variance dropped.</p>
 <div class="cols"><div><img src="report/reward.png"></div><div><img src="report/val.png"></div><div><img src="report/turns.png"></div></div>
 <h2>Tools</h2><table><tr><th>tool</th><th>calls</th><th>calls per episode</th><th>error rate</th></tr>{''.join(tool_rows) or '<tr><td colspan=4>no tool calls</td></tr>'}</table>
 <h2>Sample trajectories (best of the step)</h2><div class="cols"><div><h3>first step</h3>{_sample(run_dir, first_file) if train else ''}</div>

@@ -44,20 +44,22 @@ DEFAULT_SYSTEM_PROMPT = (
 
 
 class RolloutConfig(BaseModel):
+    """How the agent is prompted and sampled: the same for a run's training and its evaluation."""
+
     model_config = ConfigDict(extra="forbid")
 
-    max_turns: int = Field(default=6, ge=1)
-    max_tokens: int = Field(default=192, ge=1, description="per assistant turn")
-    temperature: float = Field(default=1.0, ge=0)
-    top_p: float = Field(default=1.0, gt=0, le=1)
-    system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    # How the agent ends: with a plain-text reply, or by calling a `complete_task(answer)` tool.
-    finish: Literal["text", "tool"] = "text"
-    # Prepend one example exchange (a user request and a tool-call reply). Small models make no
-    # tool calls zero-shot. `example` gives that exchange (best: a task like the real ones; a run
-    # settles it in mcprl.demonstration); without it, one is made up from the first tool's schema.
-    demonstration: bool = True
-    example: list[Message] | None = None
+    max_turns: int = Field(default=4, ge=1, description="assistant turns per episode")
+    max_tokens: int = Field(default=128, ge=1, description="tokens per assistant turn")
+    temperature: float = Field(default=1.0, ge=0, description="sampling temperature, training and evaluation")
+    top_p: float = Field(default=1.0, gt=0, le=1, description="nucleus sampling: the smallest set of tokens with this much probability")
+    system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, description="the policy's system prompt (a scenario's own wins)")
+    finish: Literal["text", "tool"] = Field(
+        default="text", description="how the agent ends: a plain-text reply, or a call to a complete_task(answer) tool")
+    # Small models make no tool calls zero-shot. `example` gives that exchange (best: a task like the
+    # real ones; a run settles it in mcprl.demonstration); without it, one is made up from the first
+    # tool's schema.
+    demonstration: bool = Field(default=True, description="show one example exchange (a request and a tool-call reply) before the task")
+    example: list[Message] | None = Field(default=None, description="the example exchange: chat messages")
 
 
 def example_arguments(parameters: dict[str, Any]) -> dict[str, Any]:

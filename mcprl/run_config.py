@@ -1,116 +1,193 @@
-"""The settings of a training run: the same keys in a TOML file (`--config run.toml`) and as
-flags; flags override the file; an unknown key is an error."""
+"""The settings of a training run: one model, nested by stage, each section the model that
+stage itself takes, so a setting has one name and one default wherever it is used:
+
+    [server]     mcprl.tools.ServerConfig      what to train against (discovery, mcprl.tools)
+    [scenarios]  scenarios.ScenarioConfig      where the tasks come from, the train/val split
+    [rollout]    mcprl.rollout.RolloutConfig   how the agent is prompted and sampled
+    [judge]      judges.JudgeConfig            how rollouts are scored (and who writes scenarios)
+    [train]      mcprl.train.config.TrainConfig  the GRPO step
+
+The rest is the run's own: what it trains and where it writes (model, name, project, seed,
+dtype, wandb), and the loop no stage owns (steps, time budget, groups, dynamic sampling,
+warm-up, evaluation cadence, concurrency), which mcprl.runner reads. The demonstration's file
+(`example`) is the run's too: the run settles the example exchange from it (mcprl.demonstration)
+and records it in `rollout.example`, with where it came from in `example_source`.
+
+A run file (`--config run.toml`, or a run's own config.json) holds these keys, sections as
+tables (`[rollout]` then `max_turns = 2`); every setting is also a flag of `mcprl train`
+(`--max-turns 2`, mcprl.cli.train_cmd), and flags win over the file. An unknown key is an
+error. The flat keys of earlier versions still load, each moved to its place with a one-line
+note (`max_turns is now rollout.max_turns`).
+"""
 
 from __future__ import annotations
 
+import json
+import sys
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from judges import JudgeConfig
 from mcprl.errors import UserError, first_problem
+from mcprl.rollout import RolloutConfig
+from mcprl.tools.discovery import ServerConfig
+from mcprl.train.config import TrainConfig
+from scenarios.source import ScenarioConfig
+
+WRITTEN_BY_THE_RUN = {"cli": False}  # a field the run fills in: in config.json, not a flag
 
 
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    # what to train against
-    server: str | None = Field(default=None, description="MCP server: a URL or a stdio command")
-    transport: Literal["auto", "stdio", "http", "sse"] = "auto"
-    headers: dict[str, str] = Field(default_factory=dict)
-    env: dict[str, str] = Field(default_factory=dict)
-    cwd: str | None = None
-    allow: list[str] = Field(default_factory=list)
-    deny: list[str] = Field(default_factory=list)
-    # what to train
-    model: str = "smollm2-135m"
-    name: str = "agent"
-    project: str = "default"
-    # where tasks come from: a JSONL file, a shipped server's generator (`tasks = "calculator"`),
-    # or synthesis from the tool schemas (`n` of them)
-    scenarios: str | None = None
-    tasks: str | None = None
-    difficulties: list[int] = Field(default_factory=lambda: [1, 2, 3, 4, 5])
-    n: int = Field(default=48, ge=2)
-    val_fraction: float = Field(default=0.25, gt=0, lt=1)
-    val_size: int | None = Field(default=None, ge=1, description="cap on validation scenarios")
-    task_hint: str | None = None
-    # judging
-    judge: Literal["ruler", "verify", "both"] = "verify"
-    judge_model: str = "local"
-    judge_api_base: str | None = None
-    rubric: str | None = None
-    # training
-    steps: int = Field(default=10, ge=0)
-    time_budget_minutes: float | None = Field(default=None, gt=0, description="stop training (then evaluate) once this much time went into steps")
-    group_size: int = Field(default=4, ge=2)
-    groups_per_step: int = Field(default=4, ge=1)
-    learning_rate: float = Field(default=5e-5, gt=0)
-    beta: float = Field(default=0.0, ge=0)
-    scale_rewards: bool = True
-    max_turns: int = Field(default=4, ge=1)
-    max_tokens: int = Field(default=128, ge=1, description="per assistant turn")
-    temperature: float = Field(default=1.0, ge=0)
-    system_prompt: str | None = None
-    demonstration: bool = True
-    example: str | None = Field(default=None, description="JSON file: a list of chat messages shown before each task")
-    # Hand-written help of a shipped task generator (`tasks`): its solved example and its checker's
-    # partial credit. False measures a server as if it were a user's: the demonstration is built
-    # from a scenario, and every check is all-or-nothing (success 1, anything else 0).
-    task_help: bool = True
-    # Tool-use shaping (judges.shaping): a failed task earns up to `shaping` for well-formed tool
-    # calls, never reaching a solved task's reward. 0 turns it off. Default: docs/benchmarks.md.
-    shaping: float = Field(default=0.1, ge=0, lt=1)
-    # Dynamic sampling: extra scenarios a step may roll out when its groups have no reward variance.
-    # None: as many as groups_per_step (at most 2x the step's rollouts); 0: off.
-    max_extra_groups: int | None = Field(default=None, ge=0)
-    # Written by the run (config.json), so that `mcprl eval` prompts the model as it was trained:
-    # the example exchange used and where it came from (mcprl.demonstration).
-    example_messages: list[dict[str, Any]] | None = None
-    example_source: str | None = None
-    eval_every: int = Field(default=5, ge=0, description="0: only before and after")
-    eval_samples: int = Field(default=1, ge=1, description="rollouts per validation scenario")
-    max_concurrency: int = Field(default=16, ge=1)
-    seed: int = 0
-    sft_warmup_steps: int = Field(default=0, ge=0, description="supervised steps on successful base-model rollouts before GRPO")
-    wandb: bool = False
+    model: str = Field(default="smollm2-135m", description="base model: alias, local dir or HF id")
+    name: str = Field(default="agent", description="model name")
+    project: str = Field(default="default", description="project")
+    seed: int = Field(default=0, description="seeds the scenarios, the split and each step's batch")
+    steps: int = Field(default=10, ge=0, description="training steps")
+    time_budget_minutes: float | None = Field(default=None, gt=0, description="minutes of training after which to stop and evaluate")
+    group_size: int = Field(default=4, ge=2, description="rollouts per scenario")
+    groups_per_step: int = Field(default=4, ge=1, description="scenarios per step")
+    # Dynamic sampling: a group whose rewards are all equal teaches GRPO nothing.
+    max_extra_groups: int | None = Field(
+        default=None, ge=0, description="extra scenarios a step may draw when groups have no reward variance (default: groups per step; 0: off)")
+    sft_warmup_steps: int = Field(default=0, ge=0, description="first steps reinforce only successful rollouts")
+    eval_every: int = Field(default=5, ge=0, description="evaluate every E steps (0: only first and last)")
+    eval_samples: int = Field(default=1, ge=1, description="rollouts per held-out scenario")
+    max_concurrency: int = Field(default=16, ge=1, description="rollouts at once")
     dtype: Literal["auto", "float32", "bfloat16"] = Field(
-        default="auto", description="base weights on CPU; auto: bfloat16 where the CPU computes it natively")
+        default="auto", description="base weights, CPU or GPU (auto: bfloat16 on CPUs that compute it natively; the model's on a GPU)")
+    wandb: bool = Field(default=False, description="log to Weights & Biases when installed")
+    example: str | None = Field(default=None, description="JSON list of chat messages shown before each task (else built from a scenario)")
+    example_source: str | None = Field(default=None, description="where rollout.example came from (mcprl.demonstration)",
+                                       json_schema_extra=WRITTEN_BY_THE_RUN)
+
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    scenarios: ScenarioConfig = Field(default_factory=ScenarioConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
 
     @property
     def extra_groups(self) -> int:
         return self.groups_per_step if self.max_extra_groups is None else self.max_extra_groups
 
-    def rollout_config(self):
-        """How this run's agent is prompted and sampled: the same for training and evaluation."""
-        from mcprl.rollout import DEFAULT_SYSTEM_PROMPT, RolloutConfig
+    def redacted(self, secrets: list[str]) -> dict[str, Any]:
+        """What config.json holds: every header value and every secret masked."""
+        from mcprl.tools.redact import MASK, redact
 
-        example = self.example_messages
-        if example is None and self.tasks and self.task_help:
-            from servers import registry
-
-            example = registry.get(self.tasks).example
-        return RolloutConfig(max_turns=self.max_turns, max_tokens=self.max_tokens, temperature=self.temperature,
-                             system_prompt=self.system_prompt or DEFAULT_SYSTEM_PROMPT, demonstration=self.demonstration,
-                             example=example)
+        data = self.model_dump(mode="json")
+        data["server"]["headers"] = dict.fromkeys(data["server"]["headers"], MASK)
+        return redact(data, secrets)
 
 
-def load_config(path: Path | None, overrides: dict[str, Any]) -> RunConfig:
-    """File values, then flags (only those the user gave, i.e. not None)."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        if not path.exists():
-            raise UserError(f"{path}: no such config file")
-        try:
-            data = tomllib.loads(path.read_text())
-        except tomllib.TOMLDecodeError as e:
-            raise UserError(f"{path}: not valid TOML ({e})") from None
-        unknown = sorted(set(data) - set(RunConfig.model_fields))
-        if unknown:
-            raise UserError(f"{path}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(RunConfig.model_fields)}")
-    data.update({k: v for k, v in overrides.items() if v is not None and v != [] and v != {}})
+SECTIONS: dict[str, type[BaseModel]] = {
+    name: f.annotation for name, f in RunConfig.model_fields.items() if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)}
+
+# Where each key of the flat run files of earlier versions went (those that did not stay put).
+MOVED = {
+    "server": "server.target", "transport": "server.transport", "headers": "server.headers", "env": "server.env",
+    "cwd": "server.cwd", "allow": "server.allow", "deny": "server.deny",
+    "scenarios": "scenarios.file", "tasks": "scenarios.tasks", "difficulties": "scenarios.difficulties",
+    "n": "scenarios.n", "val_fraction": "scenarios.val_fraction", "val_size": "scenarios.val_size",
+    "task_hint": "scenarios.task_hint", "task_help": "scenarios.task_help",
+    "max_turns": "rollout.max_turns", "max_tokens": "rollout.max_tokens", "temperature": "rollout.temperature",
+    "system_prompt": "rollout.system_prompt", "demonstration": "rollout.demonstration", "example_messages": "rollout.example",
+    "judge": "judge.mode", "judge_model": "judge.model", "judge_api_base": "judge.api_base", "rubric": "judge.rubric",
+    "shaping": "judge.shaping",
+    "learning_rate": "train.learning_rate", "beta": "train.beta", "scale_rewards": "train.scale_rewards",
+}
+
+_noted: set[str] = set()
+
+
+def migrate(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`data` with the flat keys of earlier versions moved to their sections, and a note per key
+    moved. A section given as a table stays one (`judge = "verify"` is the old key, `[judge]` the section)."""
+    out: dict[str, Any] = {}
+    moved: list[tuple[str, str, Any]] = []
+    for key, value in data.items():
+        if key in MOVED and not (key in SECTIONS and isinstance(value, dict)):
+            moved.append((key, MOVED[key], value))
+        else:
+            out[key] = dict(value) if key in SECTIONS and isinstance(value, dict) else value
+    notes = []
+    for key, place, value in moved:
+        section, leaf = place.split(".")
+        target = out.setdefault(section, {})
+        if isinstance(target, dict) and leaf in target:
+            raise UserError(f"{key} is now {place} and both are set; keep only {place}")
+        notes.append(f"{key} is now {place}")
+        if value is not None and isinstance(target, dict):  # None (in a flat config.json) meant the default
+            target[leaf] = value
+    return out, notes
+
+
+def check_keys(data: Mapping[str, Any], where: str) -> None:
+    """An unknown key (or a section that is not a table) is a one-line error naming the known ones."""
+    known = [k for k in RunConfig.model_fields if k not in SECTIONS]
+    if unknown := [k for k in data if k not in RunConfig.model_fields]:
+        raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(known)}; "
+                        f"sections: {' '.join(f'[{s}]' for s in SECTIONS)}")
+    for section in SECTIONS:
+        if section not in data:
+            continue
+        if not isinstance(data[section], dict):
+            raise UserError(f"{where}: {section} must be a table ([{section}] with its keys below it)")
+        fields = SECTIONS[section].model_fields
+        if unknown := [k for k in data[section] if k not in fields]:
+            raise UserError(f"{where}: unknown key(s) {', '.join(f'{section}.{k}' for k in unknown)}; "
+                            f"known keys in [{section}]: {', '.join(fields)}")
+
+
+def read_run_file(path: Path) -> dict[str, Any]:
+    """A run file's settings (TOML, or JSON such as a run's config.json), flat keys moved to their
+    sections with a note each (once per process), unknown keys refused."""
+    if not path.exists():
+        raise UserError(f"{path}: no such config file")
+    try:
+        data = json.loads(path.read_text()) if path.suffix == ".json" else tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
+        raise UserError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'} ({e})") from None
+    data, notes = migrate(data)
+    for note in (f"note: {path}: {n}" for n in notes):
+        if note not in _noted:
+            _noted.add(note)
+            print(note, file=sys.stderr)
+    check_keys(data, str(path))
+    return data
+
+
+def load_config(path: Path | None, overrides: Mapping[str, Any]) -> RunConfig:
+    """The run file's settings, then the overrides (flags) the user gave: `{"rollout.max_turns": 2}`;
+    None, [] and {} mean not given."""
+    data = read_run_file(path) if path is not None else {}
+    for place, value in overrides.items():
+        if value is None or value == [] or value == {}:
+            continue
+        section, _, leaf = place.rpartition(".")
+        (data.setdefault(section, {}) if section else data)[leaf] = value
+    check_keys(data, "settings")
     try:
         return RunConfig.model_validate(data)
     except ValidationError as e:
         raise UserError(f"bad setting {first_problem(e)}") from None
+
+
+def load_saved(path: Path) -> RunConfig:
+    """A run's own config.json, as written by this version or (flat) an earlier one; keys this
+    version does not know are left out, so an old run still evaluates and resumes."""
+    data, _ = migrate(json.loads(path.read_text()))
+    data = {k: v for k, v in data.items() if k in RunConfig.model_fields}
+    for section in SECTIONS:
+        if isinstance(data.get(section), dict):
+            fields = SECTIONS[section].model_fields
+            data[section] = {k: v for k, v in data[section].items() if k in fields}
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as e:
+        raise UserError(f"{path}: cannot read this run's settings ({first_problem(e)})") from None

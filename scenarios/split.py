@@ -1,7 +1,8 @@
-"""A deterministic train/val split."""
+"""Deterministic train/val splits."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 from mcprl.errors import UserError
@@ -25,3 +26,21 @@ def split_train_val(scenarios: Sequence[Scenario], val_fraction: float = 0.2, se
     ranked = sorted(range(n), key=lambda i: content_hash([seed, scenarios[i].task]))
     val = set(ranked[:n_val])
     return [s.model_copy(update={"split": "val" if i in val else "train"}) for i, s in enumerate(scenarios)]
+
+
+def split_for_run(scenarios: Sequence[Scenario], val_fraction: float, val_size: int | None, seed: int) -> tuple[list[Scenario], list[Scenario]]:
+    """A training run's (train, val): the scenarios' own `split` when any has one, else a seeded
+    shuffle with round(n * val_fraction) (at least 1) held out; then val capped at `val_size`."""
+    if any(s.split for s in scenarios):
+        train = [s for s in scenarios if s.split != "val"]
+        val = [s for s in scenarios if s.split == "val"]
+    else:
+        order = list(scenarios)
+        random.Random(f"{seed}/split").shuffle(order)
+        n_val = max(1, round(len(order) * val_fraction))
+        val, train = order[:n_val], order[n_val:]
+    if val_size is not None:
+        val = val[:val_size]
+    if not train or not val:
+        raise UserError("the split left no train or no val scenarios; use more scenarios or another --val-fraction")
+    return train, val

@@ -120,7 +120,7 @@ async def test_rubric_lists_the_task_and_distinct_criteria_after_a_retry():
 
 
 def config(llm: FakeLLM, **settings) -> RunConfig:
-    return RunConfig(name="summarizer", n=4, judge_model="openai/judge", judge_api_base=llm.base_url, **settings)
+    return RunConfig(name="summarizer", scenarios={"n": 4}, judge={"model": "openai/judge", "api_base": llm.base_url}, **settings)
 
 
 async def test_plan_saves_what_it_generated_and_reuses_edited_files(home):
@@ -132,20 +132,20 @@ async def test_plan_saves_what_it_generated_and_reuses_edited_files(home):
         assert (d / "system_prompt.txt").read_text() == PROMPT + "\n"
         assert [s.task for s in load_jsonl(d / "inputs.jsonl", Scenario)] == [email(i)["text"] for i in range(4)]
         assert (d / "rubric.md").read_text().startswith(f"The assistant's task: {TASK}\n\n- ")
-        assert (cfg.scenarios, cfg.rubric, cfg.system_prompt) == (str(d / "inputs.jsonl"), str(d / "rubric.md"), PROMPT)
-        assert (cfg.judge, cfg.judge_model, cfg.steps, cfg.name) == ("ruler", "openai/judge", 3, "summarizer")
+        assert (cfg.scenarios.file, cfg.judge.rubric, cfg.rollout.system_prompt) == (str(d / "inputs.jsonl"), str(d / "rubric.md"), PROMPT)
+        assert (cfg.judge.mode, cfg.judge.model, cfg.steps, cfg.name) == ("ruler", "openai/judge", 3, "summarizer")
         assert gen.counts == {"system_prompt": 1, "inputs": 1, "rubric": 1}
 
         (d / "system_prompt.txt").write_text("Summarise the email in one line.\n")
         (d / "rubric.md").unlink()
         said.clear()
         cfg = await plan(TASK, config(llm), gen_model="openai/gen", say=said.append)
-        assert cfg.system_prompt == "Summarise the email in one line."
+        assert cfg.rollout.system_prompt == "Summarise the email in one line."
         assert gen.counts == {"system_prompt": 1, "inputs": 1, "rubric": 2}  # only the deleted file was made again
         assert any(line.startswith(f"using the saved {d / 'system_prompt.txt'}") for line in said)
 
         cfg = await plan(TASK, config(llm), gen_model="openai/gen", reuse=False, say=said.append)
-        assert cfg.system_prompt == PROMPT and gen.counts == {"system_prompt": 2, "inputs": 2, "rubric": 3}
+        assert cfg.rollout.system_prompt == PROMPT and gen.counts == {"system_prompt": 2, "inputs": 2, "rubric": 3}
 
         with pytest.raises(UserError, match="holds another task .*pass --regenerate"):
             await plan("Translate emails to French", config(llm), gen_model="openai/gen", say=said.append)
@@ -162,16 +162,16 @@ async def test_plan_with_a_server_writes_tasks_for_its_tools(home, monkeypatch):
         return types.SimpleNamespace(tools=TOOLS)
 
     module = types.ModuleType("mcprl.tools")
-    module.ServerSpec = types.SimpleNamespace(parse=lambda target, **options: (target, options))
     module.discover = discover
     monkeypatch.setitem(sys.modules, "mcprl.tools", module)
     gen = Generator()
     with FakeLLM(handler=gen) as llm:
-        cfg = await plan(TASK, config(llm, server="python -m servers.orders", env={"K": "v"}), gen_model="openai/gen", say=lambda _: None)
-    assert seen["spec"][0] == "python -m servers.orders" and seen["spec"][1]["env"] == {"K": "v"}
+        cfg = await plan(TASK, config(llm, server={"target": "python -m servers.orders", "env": ["K=v"]}), gen_model="openai/gen",
+                         say=lambda _: None)
+    assert seen["spec"].target == "python -m servers.orders" and seen["spec"].env == {"K": "v"}
     assert gen.counts == {"system_prompt": 1, "tasks": 1, "rubric": 1}
-    assert all(s.tools == ["lookup_order"] for s in load_jsonl(cfg.scenarios, Scenario))
-    assert cfg.server == "python -m servers.orders"
+    assert all(s.tools == ["lookup_order"] for s in load_jsonl(cfg.scenarios.file, Scenario))
+    assert cfg.server.target == "python -m servers.orders"
 
 
 @pytest.mark.parametrize("argv", [["autorl"], ["mcprl", "autorl"]])
@@ -193,9 +193,9 @@ def test_the_cli_reports_a_generator_without_valid_output_in_one_line(argv, home
 async def test_without_n_plan_generates_only_what_the_steps_need(home):
     gen = Generator()
     with FakeLLM(handler=gen) as llm:
-        cfg = await plan(TASK, RunConfig(name="short", steps=1, judge_api_base=llm.base_url), gen_model="openai/gen", say=lambda _: None)
-        assert len(load_jsonl(cfg.scenarios, Scenario)) == 8  # at least 8, though 1 step of 4 groups needs fewer
-        cfg = await plan(TASK, RunConfig(name="long", steps=5, judge_api_base=llm.base_url), gen_model="openai/gen", say=lambda _: None)
-        assert len(load_jsonl(cfg.scenarios, Scenario)) == 27  # 5 steps x 4 groups, plus a quarter held out
-        cfg = await plan(TASK, RunConfig(name="max", steps=50, judge_api_base=llm.base_url), gen_model="openai/gen", say=lambda _: None)
-        assert len(load_jsonl(cfg.scenarios, Scenario)) == 48
+        cfg = await plan(TASK, RunConfig(name="short", steps=1, judge={"api_base": llm.base_url}), gen_model="openai/gen", say=lambda _: None)
+        assert len(load_jsonl(cfg.scenarios.file, Scenario)) == 8  # at least 8, though 1 step of 4 groups needs fewer
+        cfg = await plan(TASK, RunConfig(name="long", steps=5, judge={"api_base": llm.base_url}), gen_model="openai/gen", say=lambda _: None)
+        assert len(load_jsonl(cfg.scenarios.file, Scenario)) == 27  # 5 steps x 4 groups, plus a quarter held out
+        cfg = await plan(TASK, RunConfig(name="max", steps=50, judge={"api_base": llm.base_url}), gen_model="openai/gen", say=lambda _: None)
+        assert len(load_jsonl(cfg.scenarios.file, Scenario)) == 48

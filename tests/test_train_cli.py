@@ -35,9 +35,9 @@ def test_step_batches_are_deterministic_and_cover_epochs():
 
 def test_config_file_flags_override_and_unknown_keys(tmp_path):
     f = tmp_path / "run.toml"
-    f.write_text('steps = 3\nlearning_rate = 1e-4\nserver = "python -m servers.calculator"\n')
+    f.write_text('steps = 3\n[train]\nlearning_rate = 1e-4\n[server]\ntarget = "python -m servers.calculator"\n')
     cfg = load_config(f, {"steps": 7, "name": None})
-    assert cfg.steps == 7 and cfg.learning_rate == 1e-4 and cfg.name == "agent"
+    assert cfg.steps == 7 and cfg.train.learning_rate == 1e-4 and cfg.name == "agent"
     f.write_text("stepz = 3\n")
     with pytest.raises(UserError, match="unknown key.*stepz"):
         load_config(f, {})
@@ -103,8 +103,7 @@ def test_sigkill_at_random_points_then_resume_loses_and_repeats_nothing(tmp_path
 
 
 def test_secrets_never_land_in_the_run_directory(tmp_path, tiny_model_dir):
-    from mcprl.runner import TrainingRun
-    from mcprl.run_config import RunConfig
+    from mcprl.tools.redact import redact_model
     from mcprl.types import Trajectory, TrajectoryGroup
 
     home = tmp_path / "home"
@@ -113,16 +112,14 @@ def test_secrets_never_land_in_the_run_directory(tmp_path, tiny_model_dir):
               "--env", f"MY_API_TOKEN={secret}", "--eval-every", "0")
     assert r.returncode == 0, r.stderr[-3000:]
     d = home / "default" / "s"
-    assert json.loads((d / "config.json").read_text())["env"]["MY_API_TOKEN"] == "***"
+    assert json.loads((d / "config.json").read_text())["server"]["env"]["MY_API_TOKEN"] == "***"
     for f in d.rglob("*"):
         if f.is_file() and f.suffix in {".json", ".jsonl", ".html", ".txt"}:
             text = f.read_text(errors="ignore")
             assert secret not in text and "tok-very-secret-123" not in text, f
     # what a tool echoes back (e.g. the server's environment) is redacted before it is written
-    run = TrainingRun(RunConfig(name="x"))
-    run.secrets = [secret]
     g = TrajectoryGroup(trajectories=[Trajectory(messages=[{"role": "tool", "content": f"MY_API_TOKEN={secret}"}])])
-    assert secret not in run._redact_group(g).model_dump_json()
+    assert secret not in redact_model(g, [secret]).model_dump_json()
 
 
 def test_ctrl_c_finishes_the_step_saves_and_resume_continues(tmp_path, tiny_model_dir):
@@ -148,18 +145,24 @@ def test_ctrl_c_finishes_the_step_saves_and_resume_continues(tmp_path, tiny_mode
     assert done == [1, 2, 3, 4]
 
 
-def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path):
-    """`mcprl eval` samples with the run's own prompt and temperature; a base model on a shipped
-    server's tasks gets that server's worked example."""
-    from mcprl.evaluate import rollout_settings
+@pytest.mark.parametrize("form", ["flat", "nested"])
+def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path, form):
+    """`mcprl eval` samples with the run's own prompt and temperature, from a config.json of this
+    version or (flat) an earlier one; a base model on a shipped server's tasks gets that server's
+    worked example."""
     from mcprl import tasks
+    from mcprl.evaluate import rollout_settings
     from servers.calculator.tasks import generate
 
     scen = generate(2)
     run = tmp_path / "proj" / "t"
     (run / "checkpoints" / "0003").mkdir(parents=True)
-    (run / "config.json").write_text(json.dumps({"tasks": "calculator", "temperature": 0.7, "max_turns": 2, "max_tokens": 48,
-                                                 "system_prompt": "Be exact.", "headers": {"X": "***"}}))
+    saved = {"tasks": "calculator", "temperature": 0.7, "max_turns": 2, "max_tokens": 48, "system_prompt": "Be exact.",
+             "headers": {"X": "***"}, "example_messages": None, "scenarios": None, "a_key_of_an_older_version": 1}
+    if form == "nested":
+        saved = {"scenarios": {"tasks": "calculator"}, "server": {"headers": {"X": "***"}},
+                 "rollout": {"temperature": 0.7, "max_turns": 2, "max_tokens": 48, "system_prompt": "Be exact.", "example": None}}
+    (run / "config.json").write_text(json.dumps(saved))
     rc = rollout_settings(run / "checkpoints" / "0003", scen)
     assert (rc.temperature, rc.max_turns, rc.max_tokens, rc.system_prompt) == (0.7, 2, 48, "Be exact.")
     assert rc.example == tasks.get("calculator").example

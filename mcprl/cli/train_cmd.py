@@ -1,85 +1,140 @@
-"""`mcprl train`: the product's main job."""
+"""`mcprl train`: the product's main job.
+
+Its flags are made from the run's settings (mcprl.run_config.RunConfig): one per setting, named
+after the field (`rollout.max_turns` is `--max-turns`), with the field's description as its help,
+the model's default in brackets and a help panel per section; booleans are `--x/--no-x`, lists
+repeat the flag, and `headers`/`env` take `Name: value` / `K=V` strings. A new setting gets its
+flag by being added to its section. The flags of earlier versions keep their names (`FLAG_NAMES`).
+"""
 
 from __future__ import annotations
 
+import inspect
+import types
+import typing
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Literal
 
 import typer
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from mcprl.run_config import RunConfig, load_config
+
+# Flags whose names predate the sections (the field's own name would be another, or taken).
+FLAG_NAMES = {
+    "server.target": "--server",
+    "server.headers": "--header",
+    "scenarios.file": "--scenarios",
+    "scenarios.difficulties": "--difficulty",
+    "judge.mode": "--judge",
+    "judge.model": "--judge-model",
+    "time_budget_minutes": "--time-budget",
+}
+SCALARS = (str, int, float, bool)
 
 
-def parse_pairs(values: list[str], sep: str, what: str) -> dict[str, str]:
-    from mcprl.errors import UserError
+def settings(model: type[BaseModel] = RunConfig, prefix: str = "") -> Iterator[tuple[str, FieldInfo]]:
+    """(dotted place, field) of every setting, sections (fields that are models) walked into."""
+    for name, field in model.model_fields.items():
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            yield from settings(field.annotation, f"{prefix}{name}.")
+        else:
+            yield prefix + name, field
 
+
+def flag_type(annotation: Any) -> type | None:
+    """The type a flag parses a setting's value as (a list type repeats the flag), or None where no
+    flag can give one (e.g. a list of chat messages: a run file can)."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    origin = typing.get_origin(annotation)
+    if annotation in SCALARS:
+        return annotation
+    if origin is Literal and all(isinstance(a, str) for a in args):
+        return str
+    if origin in (typing.Union, types.UnionType) and len(args) == 1:
+        return flag_type(args[0])
+    if origin is list and len(args) == 1 and args[0] in SCALARS:
+        return list[args[0]]
+    if origin is dict and args == [str, str]:
+        return list[str]
+    return None
+
+
+def flag_name(place: str) -> str:
+    leaf = place.rpartition(".")[2]
+    return FLAG_NAMES.get(place) or (f"-{leaf}" if len(leaf) == 1 else "--" + leaf.replace("_", "-"))
+
+
+def flag_help(field: FieldInfo, kind: type) -> str:
+    """The field's description, its choices, 'repeatable' for a list, and its default in brackets."""
+    text = field.description or ""
+    if typing.get_origin(field.annotation) is Literal:
+        text += f" ({'|'.join(typing.get_args(field.annotation))})"
+    if typing.get_origin(kind) is list:
+        text += "; repeatable"
+    default = field.get_default(call_default_factory=True)
+    if isinstance(default, bool):
+        default = "on" if default else "off"
+    elif isinstance(default, list):
+        default = ", ".join(map(str, default))
+    if default not in (None, "", {}) and len(str(default)) <= 40:
+        text += f" \\[{default}]"  # a bracket rich would otherwise read as markup
+    return text
+
+
+def flags(model: type[BaseModel] = RunConfig) -> dict[str, tuple[str, type, FieldInfo]]:
+    """Python parameter name -> (place, flag type, field), for every setting a flag can give."""
     out = {}
-    for v in values:
-        if sep not in v:
-            raise UserError(f"{what} {v!r} must look like KEY{sep}VALUE")
-        k, _, val = v.partition(sep)
-        out[k.strip()] = val.strip()
+    for place, field in settings(model):
+        kind = flag_type(field.annotation)
+        if kind is None or (field.json_schema_extra or {}).get("cli") is False:
+            continue
+        out[place.replace(".", "__")] = (place, kind, field)
     return out
 
 
-def train(
-    server: str = typer.Option(None, "--server", help="MCP server: URL (streamable HTTP; .../sse for SSE) or stdio command"),
-    transport: str = typer.Option(None, help="auto|stdio|http|sse"),
-    header: list[str] = typer.Option([], "--header", help="'Name: value' sent to HTTP servers; repeatable"),
-    env: list[str] = typer.Option([], "--env", help="K=V for a stdio server's environment; repeatable"),
-    cwd: str = typer.Option(None, "--cwd", help="working directory of a stdio server"),
-    allow: list[str] = typer.Option([], "--allow", help="only tools matching this name/glob; repeatable"),
-    deny: list[str] = typer.Option([], "--deny", help="never offer or call tools matching this name/glob; repeatable"),
-    model: str = typer.Option(None, "--model", help="base model: alias, local dir or HF id \\[smollm2-135m]"),
-    scenarios: Path = typer.Option(None, "--scenarios", help="scenarios JSONL (else --tasks or synthesis)"),
-    tasks: str = typer.Option(None, "--tasks", help="a task set's generator: calculator, inventory, email, or one a package registers (mcprl.tasks entry points)"),
-    difficulty: list[int] = typer.Option([], "--difficulty", help="with --tasks: only these difficulties (1-5); repeatable"),
-    n: int = typer.Option(None, "-n", help="scenarios to generate or synthesize \\[48]"),
-    judge: str = typer.Option(None, "--judge", help="ruler|verify|both \\[verify]"),
-    judge_model: str = typer.Option(None, "--judge-model", help="litellm model for RULER/synthesis, or 'local' \\[local]"),
-    judge_api_base: str = typer.Option(None, "--api-base", help="OpenAI-compatible base URL for the judge model"),
-    rubric: Path = typer.Option(None, "--rubric", help="RULER rubric file"),
-    steps: int = typer.Option(None, "--steps", help="training steps \\[10]"),
-    time_budget: float = typer.Option(None, "--time-budget", help="minutes of training after which to stop and evaluate"),
-    group_size: int = typer.Option(None, "--group-size", help="rollouts per scenario \\[4]"),
-    groups_per_step: int = typer.Option(None, "--groups-per-step", help="scenarios per step \\[4]"),
-    max_turns: int = typer.Option(None, "--max-turns", help="assistant turns per episode \\[4]"),
-    max_tokens: int = typer.Option(None, "--max-tokens", help="tokens per assistant turn \\[128]"),
-    learning_rate: float = typer.Option(None, "--learning-rate", help="\\[5e-5]"),
-    temperature: float = typer.Option(None, "--temperature", help="sampling temperature, training and evaluation \\[1.0]"),
-    sft_warmup_steps: int = typer.Option(None, "--sft-warmup-steps", help="first steps reinforce only successful rollouts \\[0]"),
-    eval_every: int = typer.Option(None, "--eval-every", help="evaluate every E steps (0: only first and last) \\[5]"),
-    example: Path = typer.Option(None, "--example", help="JSON list of chat messages shown before each task (else built from a scenario)"),
-    task_help: bool = typer.Option(None, "--task-help/--no-task-help", help="--tasks: use its hand-written example and partial credit \\[on]"),
-    shaping: float = typer.Option(None, "--shaping", help="tool-use shaping weight W in [0, 1): a failed task earns up to W for well-formed calls \\[0.1]"),
-    max_extra_groups: int = typer.Option(None, "--max-extra-groups", help="extra scenarios a step may draw when groups have no reward variance \\[groups per step]"),
-    val_size: int = typer.Option(None, "--val-size", help="cap on held-out scenarios"),
-    eval_samples: int = typer.Option(None, "--eval-samples", help="rollouts per held-out scenario \\[1]"),
-    dtype: str = typer.Option(None, "--dtype", help="auto|float32|bfloat16 base weights, CPU or GPU (auto: bfloat16 on CPUs that compute it natively; the model's on a GPU)"),
-    name: str = typer.Option(None, "--name", help="model name \\[agent]"),
-    project: str = typer.Option(None, "--project", help="project \\[default]"),
-    seed: int = typer.Option(None, "--seed"),
-    config: Path = typer.Option(None, "--config", help="run.toml with the same keys as these flags"),
-    resume: bool = typer.Option(False, "--resume", help="continue from the last checkpoint"),
-    wandb: bool = typer.Option(None, "--wandb/--no-wandb", help="log to Weights & Biases when installed"),
-) -> None:
+FLAGS = flags()
+
+
+def train(config: Path | None = None, resume: bool = False, **given: Any) -> None:
     """Train a model to use an MCP server's tools: roll out, judge, GRPO, repeat."""
     import anyio
     from rich.console import Console
 
-    from mcprl.run_config import load_config
-
-    cfg = load_config(config, dict(
-        server=server, transport=transport, headers=parse_pairs(header, ":", "--header"), env=parse_pairs(env, "=", "--env"),
-        cwd=cwd, allow=allow, deny=deny, model=model, scenarios=str(scenarios) if scenarios else None, tasks=tasks, difficulties=difficulty, n=n,
-        judge=judge, judge_model=judge_model, judge_api_base=judge_api_base, rubric=str(rubric) if rubric else None,
-        steps=steps, time_budget_minutes=time_budget, group_size=group_size, groups_per_step=groups_per_step, max_turns=max_turns, max_tokens=max_tokens,
-        learning_rate=learning_rate, sft_warmup_steps=sft_warmup_steps, eval_every=eval_every, val_size=val_size, eval_samples=eval_samples, temperature=temperature,
-        example=str(example) if example else None, task_help=task_help, shaping=shaping, max_extra_groups=max_extra_groups, dtype=dtype, name=name, project=project, seed=seed, wandb=wandb,
-    ))
+    cfg = load_config(config, {FLAGS[k][0]: v for k, v in given.items()})
     console = Console(stderr=True)
     summary = anyio.run(lambda: run_with_progress(cfg, resume, console))
     print_summary(summary, console)
     if summary["interrupted"]:
         console.print(f"stopped at step {summary['step']}; continue with: mcprl train ... --name {cfg.name} --resume")
         raise typer.Exit(130)
+
+
+def signature(found: dict[str, tuple[str, type, FieldInfo]]) -> inspect.Signature:
+    """`train`'s parameters as Typer reads them: --config, --resume, and a flag per setting."""
+    params = [
+        inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, annotation=Path,
+                          default=typer.Option(None, "--config", help="run file (TOML, or a run's config.json) with these settings; flags win")),
+        inspect.Parameter("resume", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                          default=typer.Option(False, "--resume", help="continue from the last checkpoint")),
+    ]
+    names = ["--config", "--resume", *(flag_name(place) for place, _, _ in found.values())]
+    if clash := {n for n in names if names.count(n) > 1}:
+        raise RuntimeError(f"settings share the flag(s) {', '.join(sorted(clash))}; name one of each in FLAG_NAMES")
+    for param, (place, kind, field) in found.items():
+        section = place.partition(".")[0] if "." in place else None
+        decl = flag_name(place)
+        decls = [f"{decl}/--no-{decl[2:]}"] if kind is bool else [decl]
+        option = typer.Option([] if typing.get_origin(kind) is list else None, *decls, help=flag_help(field, kind),
+                              rich_help_panel=f"\\[{section}]" if section else None, show_default=False)
+        params.append(inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=option))
+    return inspect.Signature(params)
+
+
+train.__signature__ = signature(FLAGS)
+train.__annotations__ = {p.name: p.annotation for p in train.__signature__.parameters.values()}
 
 
 async def run_with_progress(cfg, resume, console):

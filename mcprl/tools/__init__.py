@@ -4,27 +4,47 @@ spec = ServerSpec.parse("python -m servers.inventory")
 toolset = await discover(spec)
 async with open_session(spec) as session:
     outcome = await session.call("get_item", {"sku": "SKU-1234"})
+
+The names that need the MCP SDK are imported on first use, so that reading a server's settings
+(`ServerSpec`, `mcprl.tools.discovery.ServerConfig`) does not load it. (`redact` is imported
+now: a lazy name that is also a submodule's would be shadowed by the submodule once imported.)
 """
 
-from mcprl.tools.client import ServerGone, ToolOutcome, ToolSession, ToolSet, discover, open_session
-from mcprl.tools.convert import hash_change_warning, result_text, to_openai, tools_hash
-from mcprl.tools.pool import ToolPool
-from mcprl.tools.redact import redact, secret_values
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from mcprl.tools.redact import redact, redact_model, secret_values
 from mcprl.tools.spec import ServerSpec
 
-__all__ = [
-    "ServerGone",
-    "ServerSpec",
-    "ToolOutcome",
-    "ToolPool",
-    "ToolSession",
-    "ToolSet",
-    "discover",
-    "hash_change_warning",
-    "open_session",
-    "redact",
-    "result_text",
-    "secret_values",
-    "to_openai",
-    "tools_hash",
-]
+_EXPORTS = {
+    "ServerGone": "mcprl.tools.client",
+    "ToolOutcome": "mcprl.tools.client",
+    "ToolSession": "mcprl.tools.client",
+    "ToolSet": "mcprl.tools.client",
+    "discover": "mcprl.tools.client",
+    "open_session": "mcprl.tools.client",
+    "hash_change_warning": "mcprl.tools.convert",
+    "result_text": "mcprl.tools.convert",
+    "to_openai": "mcprl.tools.convert",
+    "tools_hash": "mcprl.tools.convert",
+    "ToolPool": "mcprl.tools.pool",
+    "ServerConfig": "mcprl.tools.discovery",
+    "open_tools": "mcprl.tools.discovery",
+}
+
+if TYPE_CHECKING:
+    from mcprl.tools.client import ServerGone, ToolOutcome, ToolSession, ToolSet, discover, open_session
+    from mcprl.tools.convert import hash_change_warning, result_text, to_openai, tools_hash
+    from mcprl.tools.discovery import ServerConfig, open_tools
+    from mcprl.tools.pool import ToolPool
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'mcprl.tools' has no attribute {name!r}")
+
+
+__all__ = sorted([*_EXPORTS, "ServerSpec", "redact", "redact_model", "secret_values"])

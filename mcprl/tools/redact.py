@@ -2,6 +2,7 @@
 
 secrets = secret_values(spec)
 clean = redact(record, secrets)   # every occurrence of a secret, anywhere, becomes ***
+group = redact_model(group, secrets)  # the same, keeping the pydantic type
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import fnmatch
 import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -20,6 +21,7 @@ MASK = "***"
 MIN_SECRET_CHARS = 6  # shorter values ("1", "true", "dev") would mask half of every text
 SECRET_NAME = re.compile(r"token|key|secret|password|passwd|credential|auth|cookie", re.IGNORECASE)
 SECRET_ENV_PATTERNS = ("*_KEY", "*_TOKEN", "*SECRET*", "*PASSWORD*")
+M = TypeVar("M", bound=BaseModel)
 
 
 def secret_values(spec: ServerSpec | None = None, environ: Mapping[str, str] | None = None) -> list[str]:
@@ -47,6 +49,12 @@ def redact(obj: Any, secrets: Iterable[str]) -> Any:
         return obj
     pattern = re.compile("|".join(re.escape(s) for s in ordered))
     return _redact(obj, pattern)
+
+
+def redact_model(model: M, secrets: Iterable[str]) -> M:
+    """A copy of `model` with every secret masked, as the same type (e.g. a trajectory group about to be written)."""
+    secrets = list(secrets)
+    return type(model).model_validate(redact(model.model_dump(mode="json"), secrets)) if secrets else model
 
 
 def _redact(obj: Any, pattern: re.Pattern[str]) -> Any:

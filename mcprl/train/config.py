@@ -12,34 +12,34 @@ class TrainConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    learning_rate: float = Field(default=5e-5, gt=0)
+    learning_rate: float = Field(default=5e-5, gt=0, description="AdamW learning rate of the LoRA weights")
     # Advantage = reward - group mean, divided by the group std unless scale_rewards is False.
-    scale_rewards: bool = True
+    scale_rewards: bool = Field(default=True, description="divide advantages by the group's reward std")
     # "group": GRPO's group-relative advantage. "reward": only the successes (reward at least
     # `success_threshold`) are trained on, at advantage 1: a supervised warm-up on them
     # (rejection-sampling fine-tuning) for when GRPO's groups are still all failures.
-    advantage: Literal["group", "reward"] = "group"
+    advantage: Literal["group", "reward"] = Field(default="group", description="group: GRPO's group-relative advantage; reward: train on successes only")
     # A success: full marks from a verifier (the success_rate metric's bound); with RULER, an attempt
     # the judge scored (near) perfect, never merely the best of a poor group.
-    success_threshold: float = Field(default=0.999, gt=0)
+    success_threshold: float = Field(default=0.999, gt=0, description="the reward that counts as a success")
     # PPO-style clipping of the ratio new/sampling policy (DAPO's asymmetric clip when high > low).
-    epsilon: float = Field(default=0.2, ge=0)
-    epsilon_high: float | None = Field(default=None, ge=0)
+    epsilon: float = Field(default=0.2, ge=0, description="PPO clip range of the policy ratio")
+    epsilon_high: float | None = Field(default=None, ge=0, description="upper clip range (DAPO); default: epsilon")
     # KL to the base model (the adapter disabled), k3 estimator; 0 skips the reference pass.
-    beta: float = Field(default=0.0, ge=0)
+    beta: float = Field(default=0.0, ge=0, description="weight of the KL penalty to the base model (0: no reference pass)")
     # "token": every loss token of the step weighs the same; "sequence": every sequence does.
-    loss_normalization: Literal["token", "sequence"] = "token"
-    max_grad_norm: float | None = Field(default=1.0, gt=0)
-    weight_decay: float = Field(default=0.0, ge=0)
+    loss_normalization: Literal["token", "sequence"] = Field(default="token", description="weigh every loss token alike, or every sequence")
+    max_grad_norm: float | None = Field(default=1.0, gt=0, description="gradient clipping norm")
+    weight_decay: float = Field(default=0.0, ge=0, description="AdamW weight decay")
     # Memory bounds: padded tokens per micro-batch, and positions per logprob chunk. Fewer, larger
     # micro-batches are faster (on CPU each one carries a fixed overhead: a forward and backward
     # through every layer and LoRA module); with gradient checkpointing its activations take about
     # 0.1 MB a token (SmolLM2-135M).
     # None: the trainer's own default (`GRPOTrainer.default_micro_batch_tokens`: 2048 on CPU,
     # larger on a GPU, where a micro-batch costs launches rather than memory bandwidth).
-    micro_batch_tokens: int | None = Field(default=None, ge=64)
-    logprob_chunk: int = Field(default=64, ge=16)
-    gradient_checkpointing: bool = True
+    micro_batch_tokens: int | None = Field(default=None, ge=64, description="padded tokens per micro-batch; default: the trainer's own")
+    logprob_chunk: int = Field(default=64, ge=16, description="positions per logprob chunk")
+    gradient_checkpointing: bool = Field(default=True, description="recompute activations in the backward pass to save memory")
 
 
 class LoraSettings(BaseModel):

@@ -1,0 +1,86 @@
+"""The server a run trains against: its settings (`[server]` in a run file) and opening it for
+a run, which discovers its tools and records them in the run directory's tools.json.
+
+    async with open_tools(ServerConfig(target="python -m servers.calculator"), run_dir) as pool:
+        ...  # pool.toolset: the tools the model sees; None when the run has no server
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mcprl.errors import UserError
+from mcprl.tools.spec import ServerSpec, _pairs
+
+if TYPE_CHECKING:
+    from mcprl.tools.pool import ToolPool
+
+
+class ServerConfig(BaseModel):
+    """The MCP server, as the user names it; `spec()` is the ServerSpec the client connects with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    target: str | None = Field(default=None, description="MCP server: URL (streamable HTTP; .../sse for SSE) or stdio command")
+    transport: Literal["auto", "stdio", "http", "sse"] = Field(default="auto", description="how to reach the server")
+    headers: dict[str, str] = Field(default_factory=dict, description="'Name: value' sent to HTTP servers")
+    env: dict[str, str] = Field(default_factory=dict, description="K=V for a stdio server's environment")
+    cwd: str | None = Field(default=None, description="working directory of a stdio server")
+    allow: list[str] = Field(default_factory=list, description="only tools matching this name/glob")
+    deny: list[str] = Field(default_factory=list, description="never offer or call tools matching this name/glob")
+
+    @field_validator("headers", mode="before")
+    @classmethod
+    def _header_lines(cls, value: Any) -> Any:
+        """Headers may also be given as 'Name: value' strings (as the flag takes them)."""
+        return _pairs(value, ":", "--header", "'Authorization: Bearer ...'") if isinstance(value, list) else value
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_lines(cls, value: Any) -> Any:
+        """The environment may also be given as K=V strings (as the flag takes them)."""
+        return _pairs(value, "=", "--env", "KEY=value") if isinstance(value, list) else value
+
+    def spec(self) -> ServerSpec:
+        if self.target is None:
+            raise UserError("no MCP server given; pass --server URL-or-command")
+        return ServerSpec.parse(self.target, transport=self.transport, headers=self.headers, env=self.env, cwd=self.cwd,
+                                allow=self.allow, deny=self.deny)
+
+
+@asynccontextmanager
+async def open_tools(server: ServerConfig, run_dir: Path, *, say: Callable[[str], None] = print) -> AsyncIterator[ToolPool | None]:
+    """The run's tool pool (None without a server): discovered once, with tools.json written (the tool
+    list and its hash, secrets masked) and a warning when the tools changed since the run began.
+    A stdio server without a `cwd` runs in the run's own `server-workdir/`."""
+    from mcprl.tools.convert import hash_change_warning
+    from mcprl.tools.pool import ToolPool
+    from mcprl.tools.redact import redact, secret_values
+
+    if server.target is None:
+        yield None
+        return
+    spec = server.spec()
+    workdir = None
+    if spec.transport == "stdio" and spec.cwd is None:
+        workdir = run_dir / "server-workdir"
+        workdir.mkdir(parents=True, exist_ok=True)
+    say(f"discovering tools of {server.target} ...")
+    async with ToolPool(spec, workdir=workdir) as pool:
+        toolset = pool.toolset
+        if not toolset.tools:
+            raise UserError(f"{server.target} offers no tools (after --allow/--deny); nothing to train on")
+        tools_file = run_dir / "tools.json"
+        previous = json.loads(tools_file.read_text())["hash"] if tools_file.exists() else None
+        if warning := hash_change_warning(previous, toolset.hash, server.target):
+            say(f"warning: {warning}")
+        record = {"server": redact(server.target, secret_values(spec)), "hash": toolset.hash, "tools": toolset.tools}
+        tools_file.write_text(json.dumps(record, indent=2))
+        say(f"{len(toolset.tools)} tools: {', '.join(t['function']['name'] for t in toolset.tools)}")
+        yield pool
