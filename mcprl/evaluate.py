@@ -60,19 +60,22 @@ def rollout_settings(checkpoint: Path | None, scenarios: list[Scenario]):
 async def evaluate(*, server: str | None, model: str, scenarios: list[Scenario], project: str = "default",
                    baseline: str | None = None, judge: str = "verify", judge_model: str = "local",
                    api_base: str | None = None, samples: int = 1, max_turns: int | None = None,
-                   max_tokens: int | None = None, temperature: float | None = None,
+                   max_tokens: int | None = None, temperature: float | None = None, agent: str | None = None,
                    max_concurrency: int = 16, headers: dict[str, str] | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
     import anyio
 
     from judges import GateJudge, RulerJudge, VerifyJudge, score_groups
     from mcprl.gather import gather_trajectory_groups
+    from mcprl import agents
     from mcprl.model import Model
-    from mcprl.rollout import rollout
     from mcprl.serving.engine import Engine
     from mcprl.serving.local import LocalServer
     from mcprl.tools import ServerSpec, ToolPool
 
     base, adapter, served = resolve_checkpoint(model, project)
+    rc = rollout_settings(adapter, scenarios).model_copy(update={k: v for k, v in (
+        ("max_turns", max_turns), ("max_tokens", max_tokens), ("temperature", temperature), ("agent", agent)) if v is not None})
+    rollout = agents.load(rc.agent)  # the run's own agent unless `agent` says otherwise
     engine = await anyio.to_thread.run_sync(lambda: Engine(base, served_name=base))
     if adapter is not None:
         engine.load_adapter(served, adapter)
@@ -85,8 +88,6 @@ async def evaluate(*, server: str | None, model: str, scenarios: list[Scenario],
             engine.load_adapter(b_served, b_adapter)
         names.append(b_served)
     server_ = LocalServer(engine)
-    rc = rollout_settings(adapter, scenarios).model_copy(update={k: v for k, v in (
-        ("max_turns", max_turns), ("max_tokens", max_tokens), ("temperature", temperature)) if v is not None})
     verifiable = all(s.check is not None for s in scenarios)
     ruler = RulerJudge(judge_model, api_base=api_base) if (judge != "verify" or baseline or not verifiable) else None
     try:
@@ -103,17 +104,16 @@ async def evaluate(*, server: str | None, model: str, scenarios: list[Scenario],
             result: dict[str, Any] = {"model": served, "scenarios": len(scenarios), **rollout_metrics(groups)}
             if baseline:
                 result["baseline"] = names[1]
-                result.update(await _win_rate(policies, scenarios, pool, rc, ruler, max_concurrency))
+                result.update(await _win_rate(rollout, policies, scenarios, pool, rc, ruler, max_concurrency))
     finally:
         server_.close()
     return result
 
 
-async def _win_rate(policies, scenarios, pool, rc, ruler, max_concurrency) -> dict[str, Any]:
-    """One rollout of each model per scenario, ranked together by RULER; a tie counts half."""
+async def _win_rate(rollout, policies, scenarios, pool, rc, ruler, max_concurrency) -> dict[str, Any]:
+    """One rollout (by the agent `rollout`) of each model per scenario, ranked together by RULER; a tie counts half."""
     from judges import score_groups
     from mcprl.gather import gather_trajectory_groups
-    from mcprl.rollout import rollout
 
     groups = await gather_trajectory_groups(
         [[rollout(p, s, pool, rc) for p in policies] for s in scenarios], max_concurrency=max_concurrency)

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mcprl.recording import Recorder
 from mcprl.types import Message, Scenario, ToolSchema, Trajectory
@@ -48,6 +48,9 @@ class RolloutConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # Which agent rolls out (mcprl.agents.load): every kind records the same tokens and metrics.
+    agent: str = Field(default="plain", description="plain (the tool loop), langgraph (the prebuilt ReAct graph), "
+                       "module:function (your agent on the OpenAI SDK) or module:Class (a ToolAgent subclass)")
     max_turns: int = Field(default=4, ge=1, description="assistant turns per episode")
     max_tokens: int = Field(default=128, ge=1, description="tokens per assistant turn")
     temperature: float = Field(default=1.0, ge=0, description="sampling temperature, training and evaluation")
@@ -60,6 +63,12 @@ class RolloutConfig(BaseModel):
     # tool's schema.
     demonstration: bool = Field(default=True, description="show one example exchange (a request and a tool-call reply) before the task")
     example: list[Message] | None = Field(default=None, description="the example exchange: chat messages")
+
+    @model_validator(mode="after")
+    def _langgraph_ends_on_text(self) -> RolloutConfig:
+        if self.agent == "langgraph" and self.finish != "text":
+            raise ValueError('the langgraph agent ends on a text reply; set finish = "text" (complete_task is the plain loop\'s)')
+        return self
 
 
 def example_arguments(parameters: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import time
 from contextlib import AsyncExitStack
 from typing import Any, Callable
 
-from mcprl import memory, tasks
+from mcprl import agents, memory, tasks
 from mcprl.errors import UserError
 from mcprl.metrics import MetricsLog, rollout_metrics
 from mcprl.run_config import RunConfig, load_saved
@@ -105,6 +105,7 @@ class TrainingRun:
         done = checkpoints.latest_step(self.model.checkpoints_dir)
         if done and not self.resume:
             raise UserError(f"{self.dir} already has {done} trained step(s); pass --resume to continue it, or --name NEW for a new run")
+        self.agent = agents.load(cfg.rollout.agent)  # a bad agent spec stops the run before any work
         self.dir.mkdir(parents=True, exist_ok=True)
         shipped = tasks.get(cfg.scenarios.tasks) if cfg.scenarios.tasks else None
         async with AsyncExitStack() as stack:
@@ -167,7 +168,6 @@ class TrainingRun:
 
     async def _rollouts(self, pool, scenarios: list[Scenario], per: int, label: str) -> list[TrajectoryGroup]:
         from mcprl.gather import gather_trajectory_groups
-        from mcprl.rollout import rollout
 
         rc = self.cfg.rollout
         total = len(scenarios) * per
@@ -178,7 +178,7 @@ class TrainingRun:
                 self.progress.update(task, completed=done)
 
         groups = await gather_trajectory_groups(
-            [[rollout(self.model, s, pool, rc) for _ in range(per)] for s in scenarios],
+            [[self.agent(self.model, s, pool, rc) for _ in range(per)] for s in scenarios],
             max_concurrency=self.cfg.max_concurrency, progress=tick,
         )
         if self.progress is not None:

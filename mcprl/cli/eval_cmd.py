@@ -21,6 +21,7 @@ def eval_(
     max_turns: int = typer.Option(None, "--max-turns", help="default: what the model was trained with (else 4)"),
     max_tokens: int = typer.Option(None, "--max-tokens", help="per turn; default: as trained (else 128)"),
     temperature: float = typer.Option(None, "--temperature", help="default: as trained (else 1.0)"),
+    agent: str = typer.Option(None, "--agent", help="plain|langgraph|module:function|module:Class; default: as trained (else plain)"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Evaluate a model on scenarios: success (95% CI), reward, tool-call validity, errors, turns."""
@@ -34,7 +35,7 @@ def eval_(
     scen = load_jsonl(scenarios, Scenario)
     result = anyio.run(lambda: evaluate(server=server, model=model, scenarios=scen, project=project, baseline=baseline,
                                         judge=judge, judge_model=judge_model, api_base=api_base, samples=samples,
-                                        max_turns=max_turns, max_tokens=max_tokens, temperature=temperature))
+                                        max_turns=max_turns, max_tokens=max_tokens, temperature=temperature, agent=agent))
     if as_json:
         print(json.dumps(result, indent=2))
         return
