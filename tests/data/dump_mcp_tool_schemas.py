@@ -16,12 +16,12 @@ or a real credential to list its tools, the API keys below are dummies):
         @playwright/mcp@0.0.83 @upstash/context7-mcp@4.1.1
     python3 -m venv /tmp/mcpservers && /tmp/mcpservers/bin/pip install mcp-server-fetch==2026.10.24 \\
         mcp-server-git==2026.10.19 mcp-server-time==2026.10.19 excel-mcp-server==2.2.2 duckduckgo-mcp-server==0.7.0 \\
-        email-validator==2.4.0   # with mcp 2.3.0 and pydantic 2.14.3 (for pydantic_nested_server.py)
+        mcp==2.3.0 pydantic==2.14.3 email-validator==2.4.0   # the last three: pydantic_nested_server.py
     # mcp-server-sqlite 2025.4.25 fails to start on mcp 2 ('Server' object has no attribute 'list_resources')
     python3 -m venv /tmp/mcpsqlite && /tmp/mcpsqlite/bin/pip install mcp-server-sqlite==2025.4.25 'mcp<2'
 
 (`PUPPETEER_SKIP_DOWNLOAD=true` skips puppeteer's browser download: listing tools needs no browser.)
-Then, from the repo root:
+Then, from the repo root, with the project's Python (mcprl installed):
 
     python tests/data/dump_mcp_tool_schemas.py [--npm /tmp/mcpnpm] [--venv /tmp/mcpservers] \\
         [--sqlite-venv /tmp/mcpsqlite]
