@@ -69,7 +69,7 @@ def test_unknown_keys_name_the_known_keys_and_sections(tmp_path):
     with pytest.raises(UserError, match=r"unknown key\(s\) stepz; known keys: model, name, .*steps.*; sections: \[server\] \[scenarios\] \[rollout\] \[judge\] \[train\]$"):
         load_config(f, {})
     f.write_text("[rollout]\nmax_turnz = 3\n")
-    with pytest.raises(UserError, match=r"unknown key\(s\) rollout.max_turnz; known keys in \[rollout\]: max_turns, max_tokens"):
+    with pytest.raises(UserError, match=r"unknown key\(s\) rollout.max_turnz; known keys in \[rollout\]: agent, max_turns, max_tokens"):
         load_config(f, {})
     f.write_text("rollout = 3\n")
     with pytest.raises(UserError, match=r"rollout must be a table"):
