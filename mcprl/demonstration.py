@@ -8,7 +8,8 @@ that looks like the real tasks works far better than a made-up one. In order of 
     task-module   the task set's hand-written EXAMPLE (`--tasks NAME`, unless `--no-task-help`)
     scenario:<id> built from one real training scenario, which is then kept out of training and
                   evaluation: the generator model writes the first tool call, constrained by that
-                  tool's own input schema, and the call is executed against the server; the
+                  tool's own input schema (strings and arrays kept short, strings first made of
+                  the task's words), and the call is executed against the server; the
                   exchange is kept only if the tool answers without error
     generic       `Example request: use <first tool>.` with placeholder arguments (mcprl.rollout)
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -34,6 +36,11 @@ if TYPE_CHECKING:
     from mcprl.tools import ToolPool
 
 CANDIDATES = 3  # scenarios tried before falling back to the generic example (each costs 1-2 generator calls)
+# A demonstration's call is short: every string and array of the constraint gets at most this many
+# characters or items unless its schema bounds it already, so that a small generator repeating
+# itself inside a string (greedy decoding loops) still ends with a complete call instead of
+# running out of tokens mid-string.
+MAX_STRING, MAX_ITEMS = 48, 4
 WRITER_PROMPT = (
     "You are an agent that solves the user's task by calling tools. Write the arguments of your first call "
     "to the tool `{name}`{description} for the task the user gives. Use the values the task mentions."
@@ -75,6 +82,33 @@ def load_example(path: Path) -> list[Message]:
     return data
 
 
+def task_words_pattern(task: str) -> str:
+    """A regex for strings made of the task's own words (one or more, space-separated)."""
+    words = sorted({w.strip(".,;:!?\"'()") for w in task.split()} - {""}, key=len, reverse=True)
+    word = "(?:" + "|".join(re.escape(w) for w in words) + ")"
+    return f"^{word}(?: {word})*$"
+
+
+def short_call_schema(schema: Any, words: str | None = None) -> Any:
+    """`schema` with MAX_STRING / MAX_ITEMS on every string and array that has no bound of its own
+    (nested ones, `$defs`, `anyOf` branches included), and, with `words` (a pattern), every free
+    string made of those words; nothing else changes."""
+    if isinstance(schema, list):
+        return [short_call_schema(s, words) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: short_call_schema(v, words) if k not in ("enum", "const", "default", "examples", "required") else v
+           for k, v in schema.items()}
+    types = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
+    if "string" in types and not {"maxLength", "enum", "const", "format", "pattern"} & set(schema):
+        out["maxLength"] = MAX_STRING
+        if words:
+            out["pattern"] = words
+    if "array" in types and "maxItems" not in schema:
+        out["maxItems"] = max(MAX_ITEMS, schema.get("minItems", 0))
+    return out
+
+
 def _tool_fn(tools: list[dict[str, Any]], name: str) -> dict[str, Any]:
     return next(t["function"] for t in tools if t["function"]["name"] == name)
 
@@ -111,27 +145,29 @@ async def _first_tool(scenario: Scenario, tools: list[dict[str, Any]], *, model:
 
 
 async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_base: str | None, seed: int) -> list[Message] | None:
-    """The exchange `task -> first tool call` for `scenario`, or None when the generator's call
-    does not run without error."""
+    """The exchange `task -> first tool call` for `scenario`, or None when no call the generator
+    writes runs without error. Its string arguments are first made of the task's own words (the
+    values a task names: an item, a city, a path), then, if that call fails, free (short_call_schema)."""
     tools = pool.toolset.tools
     name = await _first_tool(scenario, tools, model=model, api_base=api_base, seed=seed)
     fn = _tool_fn(tools, name)
     description = f" ({_summary(fn)})" if _summary(fn) else ""
     schema = fn.get("parameters") or {"type": "object", "properties": {}}
-    args = await _json(WRITER_PROMPT.format(name=name, description=description), scenario.task, schema,
-                       model=model, api_base=api_base, seed=seed)
-    if not isinstance(args, dict):
-        return None
-    async with pool.session() as session:
-        outcome = await session.call(name, args)
-    if outcome.is_error:
-        return None
-    return [
-        {"role": "user", "content": scenario.task},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "call_example", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-        ]},
-    ]
+    for words in (task_words_pattern(scenario.task), None):
+        args = await _json(WRITER_PROMPT.format(name=name, description=description), scenario.task,
+                           short_call_schema(schema, words), model=model, api_base=api_base, seed=seed)
+        if not isinstance(args, dict):
+            continue
+        async with pool.session() as session:
+            outcome = await session.call(name, args)
+        if not outcome.is_error:
+            return [
+                {"role": "user", "content": scenario.task},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "call_example", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                ]},
+            ]
+    return None
 
 
 async def build(train: list[Scenario], pool: ToolPool, *, model: str, api_base: str | None, seed: int,

@@ -62,14 +62,48 @@ async def test_without_a_named_tool_the_generator_picks_one_from_an_enum():
 async def test_calls_that_fail_fall_back_to_the_generic_example():
     """Division by zero (a tool error), schema-invalid arguments, and a reply with no JSON: the
     exchange is kept only if the tool answers without error, so none is, and nothing leaves training."""
-    replies = iter(['{"a": 1, "b": 0}', '{"a": "one"}', "no idea"])
+    replies = iter(['{"a": 1, "b": 0}', '{"a": 2, "b": 0}', '{"a": "one"}', '{"a": "two"}', "no idea"])
     train = scenarios(6, ["divide"])
     said = []
     with FakeLLM(handler=lambda body: next(replies)) as llm:
         async with ToolPool(ServerSpec.parse("python -m servers.calculator")) as pool:
             demo, rest = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=0, say=said.append)
     assert demo.source == "generic" and demo.messages is None and rest == train
-    assert len(llm.requests) == demonstration.CANDIDATES and "generic" in said[-1]
+    # two writer calls (the task's words, then free) for each of the first two, one for the last
+    assert len(llm.requests) == 5 and "generic" in said[-1]
+
+
+async def test_a_failing_call_from_the_tasks_words_is_written_again_freely():
+    replies = iter(['{"a": 1, "b": 0}', '{"a": 8, "b": 2}'])
+    with FakeLLM(handler=lambda body: next(replies)) as llm:
+        async with ToolPool(ServerSpec.parse("python -m servers.calculator")) as pool:
+            demo, _ = await demonstration.build(scenarios(4, ["divide"]), pool, model="openai/gen", api_base=llm.base_url, seed=0)
+    assert json.loads(demo.messages[1]["tool_calls"][0]["function"]["arguments"]) == {"a": 8, "b": 2}
+    assert len(llm.requests) == 2
+
+
+def test_a_demonstration_call_is_short_and_made_of_the_tasks_words():
+    """Every unbounded string and array of the constraint gets a bound (nested, $defs and anyOf
+    included); strings with their own bound, enum, format or pattern keep theirs; the words
+    pattern admits the task's words and nothing else."""
+    import re
+
+    schema = {"type": "object", "properties": {
+        "query": {"type": "string"}, "mode": {"type": "string", "enum": ["a", "b"]}, "when": {"type": "string", "format": "date"},
+        "tags": {"type": "array", "items": {"type": "string"}}, "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "ids": {"type": "array", "minItems": 6, "items": {"$ref": "#/$defs/Id"}}, "n": {"type": "integer"}},
+        "$defs": {"Id": {"type": ["string", "null"], "maxLength": 8}}, "required": ["query"]}
+    words = demonstration.task_words_pattern("How many heavy-duty nail box (SKU-1000) units are in stock?")
+    out = demonstration.short_call_schema(schema, words)
+    props = out["properties"]
+    assert props["query"] == {"type": "string", "maxLength": demonstration.MAX_STRING, "pattern": words}
+    assert props["mode"] == schema["properties"]["mode"] and props["when"] == schema["properties"]["when"]
+    assert props["tags"]["maxItems"] == demonstration.MAX_ITEMS and props["tags"]["items"]["pattern"] == words
+    assert props["note"]["anyOf"][0]["pattern"] == words and props["ids"]["maxItems"] == 6
+    assert out["$defs"]["Id"] == schema["$defs"]["Id"] and props["n"] == {"type": "integer"} and out["required"] == ["query"]
+    assert re.fullmatch(words, "heavy-duty nail box") and re.fullmatch(words, "SKU-1000")
+    assert not re.fullmatch(words, "drill") and not re.fullmatch(words, "heavy-duty  box") and not re.fullmatch(words, "")
+    assert "pattern" not in demonstration.short_call_schema(schema)["properties"]["query"]
 
 
 @pytest.mark.parametrize("content,problem", [
