@@ -6,13 +6,13 @@ are imported on first use, so reading a run's settings loads no judge."""
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcprl.errors import UserError
+from mcprl.lazy import exports
 
 if TYPE_CHECKING:
     from judges.base import Judge, JudgeError, score_groups
@@ -38,11 +38,7 @@ _EXPORTS = {
 
 JudgeMode = Literal["ruler", "verify", "gate"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'judges' has no attribute {name!r}")
+__getattr__ = exports(__name__, _EXPORTS)
 
 
 def build_judge(mode: JudgeMode, ruler: RulerJudge | None = None, all_or_nothing: bool = False) -> Judge:

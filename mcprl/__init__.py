@@ -5,9 +5,9 @@ The public API is imported lazily so that `mcprl --help` stays instant.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from mcprl.lazy import exports
 __version__ = "0.1.0"
 
 _EXPORTS = {
@@ -31,11 +31,7 @@ if TYPE_CHECKING:
     from mcprl.train.config import TrainConfig
     from mcprl.types import Generation, Scenario, Trajectory, TrajectoryGroup
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'mcprl' has no attribute {name!r}")
+__getattr__ = exports(__name__, _EXPORTS)
 
 
 __all__ = sorted(_EXPORTS)

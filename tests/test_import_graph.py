@@ -28,6 +28,7 @@ LAYER_NAMES = ("foundations", "stages", "plug-ins", "applications")
 LAYERS = {
     "mcprl.types": FOUNDATIONS,
     "mcprl.errors": FOUNDATIONS,
+    "mcprl.lazy": FOUNDATIONS,
     "mcprl.paths": FOUNDATIONS,
     "mcprl.memory": FOUNDATIONS,
     "mcprl.chat_format": FOUNDATIONS,

@@ -12,9 +12,9 @@ now: a lazy name that is also a submodule's would be shadowed by the submodule o
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from mcprl.lazy import exports
 from mcprl.tools.redact import redact, redact_model, secret_values
 from mcprl.tools.spec import ServerSpec
 
@@ -40,11 +40,7 @@ if TYPE_CHECKING:
     from mcprl.tools.discovery import ServerConfig, open_tools
     from mcprl.tools.pool import ToolPool
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'mcprl.tools' has no attribute {name!r}")
+__getattr__ = exports(__name__, _EXPORTS)
 
 
 __all__ = sorted([*_EXPORTS, "ServerSpec", "redact", "redact_model", "secret_values"])
