@@ -27,7 +27,7 @@ def test_train_on_a_server_without_tasks_or_example(tmp_path, smollm2_dir):
     assert config["example_source"] == "generic" or config["example_source"].startswith("scenario:")
     if config["example_source"].startswith("scenario:"):
         # the demonstration's call ran against the server without error, so it names a real tool
-        call = config["example_messages"][1]["tool_calls"][0]["function"]
+        call = config["rollout"]["example"][1]["tool_calls"][0]["function"]
         assert call["name"] in {t["function"]["name"] for t in tools} and isinstance(json.loads(call["arguments"]), dict)
     rows = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
     train = [x for x in rows if x["kind"] == "train"]
