@@ -25,11 +25,13 @@ model: install
 demo: model
 	$(BIN)/mcprl train --config examples/calculator.toml --project demo --name calculator-$$(date +%Y%m%d-%H%M%S)
 
+# One worker per core (at most 4): most tests wait on subprocesses, servers and small matmuls
+# that keep one core busy, not two; tests/conftest.py gives each worker its share of threads.
 test: model
-	$(BIN)/python -m pytest -q --timeout=900
+	$(BIN)/python -m pytest -q --timeout=900 -n auto --maxprocesses 4 --dist worksteal
 
 test-fast: model
-	$(BIN)/python -m pytest -q -m "not integration" --timeout=300
+	$(BIN)/python -m pytest -q -m "not integration" --timeout=300 -n auto --maxprocesses 4 --dist worksteal
 
 bench: model
 	$(BIN)/pip install -q -e ".[bench]"

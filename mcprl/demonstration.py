@@ -7,10 +7,12 @@ that looks like the real tasks works far better than a made-up one. In order of 
                   run file: the user's own messages
     task-module   the task set's hand-written EXAMPLE (`--tasks NAME`, unless `--no-task-help`)
     scenario:<id> built from one real training scenario, which is then kept out of training and
-                  evaluation: the generator model writes the first tool call, constrained by that
-                  tool's own input schema (strings and arrays kept short, strings first made of
-                  the task's words), and the call is executed against the server; the
-                  exchange is kept only if the tool answers without error
+                  evaluation: the generator model writes a few candidate first tool calls,
+                  constrained by that tool's own input schema (strings and arrays kept short,
+                  strings first made of the task's words), each is executed against the server,
+                  and the most useful one that answers without error is kept: the one whose
+                  result holds the scenario's known answer, else the one whose result tells the
+                  most the task did not already say (`usefulness`)
     generic       `Example request: use <first tool>.` with placeholder arguments (mcprl.rollout)
 
 A scenario demonstration ends at the assistant's tool call, like the hand-written ones: there is
@@ -35,7 +37,8 @@ from mcprl.types import Message, Scenario
 if TYPE_CHECKING:
     from mcprl.tools import ToolPool
 
-CANDIDATES = 3  # scenarios tried before falling back to the generic example (each costs 1-2 generator calls)
+CANDIDATES = 3  # scenarios tried before falling back to the generic example
+SAMPLES = 4  # calls written at a time for a scenario (one round per constraint, up to two rounds)
 # A demonstration's call is short: every string and array of the constraint gets at most this many
 # characters or items unless its schema bounds it already, so that a small generator repeating
 # itself inside a string (greedy decoding loops) still ends with a complete call instead of
@@ -118,11 +121,12 @@ def _summary(fn: dict[str, Any]) -> str:
     return (fn.get("description") or "").strip().partition("\n")[0]
 
 
-async def _json(prompt: str, task: str, schema: dict[str, Any], *, model: str, api_base: str | None, seed: int) -> Any:
+async def _json(prompt: str, task: str, schema: dict[str, Any], *, model: str, api_base: str | None, seed: int,
+                temperature: float = 0.0) -> Any:
     from mcprl.llm import complete, extract_json
 
     messages = [{"role": "system", "content": prompt}, {"role": "user", "content": task}]
-    reply = await complete(model, messages, api_base=api_base, json_schema=schema, temperature=0.0,
+    reply = await complete(model, messages, api_base=api_base, json_schema=schema, temperature=temperature,
                            max_tokens=256, seed=seed)
     return extract_json(reply.text)
 
@@ -144,50 +148,109 @@ async def _first_tool(scenario: Scenario, tools: list[dict[str, Any]], *, model:
     return choice["tool"]
 
 
-async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_base: str | None, seed: int) -> list[Message] | None:
-    """The exchange `task -> first tool call` for `scenario`, or None when no call the generator
-    writes runs without error. Its string arguments are first made of the task's own words (the
-    values a task names: an item, a city, a path), then, if that call fails, free (short_call_schema)."""
+def _words(text: str) -> set[str]:
+    return {w.strip(".,;:!?\"'()[]{}|$") for w in text.lower().split()} - {""}
+
+
+def usefulness(scenario: Scenario, args: dict[str, Any], result: str) -> tuple[int, int]:
+    """How much a call that ran without error tells about its task, as a sort key (higher is
+    better). A result holding the scenario's known answer beats any other, and among those the one
+    with the fewest other new words (the answer found, not a dump that happens to contain it).
+    Otherwise: the more words the result brings that neither the task nor the call's arguments
+    hold, the better (a lookup that found something beats one that echoed "no match")."""
+    novel = len(_words(result) - _words(scenario.task) - _words(json.dumps(args)))
+    answer = " ".join(str(scenario.answer).lower().split()) if scenario.answer is not None else ""
+    if answer and answer in " ".join(result.lower().split()):
+        return 1, -novel
+    return 0, novel
+
+
+class Candidate(BaseModel):
+    """One written call that ran without error, and how useful its result is."""
+
+    rating: tuple[int, int]
+    messages: list[Message]
+
+    @property
+    def has_answer(self) -> bool:
+        return self.rating[0] == 1
+
+
+async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_base: str | None, seed: int) -> Candidate | None:
+    """The most useful exchange `task -> first tool call` for `scenario` (see `usefulness`), or
+    None when no call the generator writes runs without error. The generator writes SAMPLES calls
+    at a time, each run in its own session: first with string arguments made of the task's own
+    words (the values a task names: an item, a city, a path), then, unless one of those found the
+    scenario's answer, free (short_call_schema)."""
+    import anyio
+
     tools = pool.toolset.tools
     name = await _first_tool(scenario, tools, model=model, api_base=api_base, seed=seed)
     fn = _tool_fn(tools, name)
     description = f" ({_summary(fn)})" if _summary(fn) else ""
     schema = fn.get("parameters") or {"type": "object", "properties": {}}
-    for words in (task_words_pattern(scenario.task), None):
-        args = await _json(WRITER_PROMPT.format(name=name, description=description), scenario.task,
-                           short_call_schema(schema, words), model=model, api_base=api_base, seed=seed)
-        if not isinstance(args, dict):
-            continue
-        async with pool.session() as session:
-            outcome = await session.call(name, args)
-        if not outcome.is_error:
-            return [
-                {"role": "user", "content": scenario.task},
-                {"role": "assistant", "content": "", "tool_calls": [
-                    {"id": "call_example", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-                ]},
-            ]
-    return None
+    prompt = WRITER_PROMPT.format(name=name, description=description)
+    best: Candidate | None = None
+    constraints = [short_call_schema(schema, task_words_pattern(scenario.task)), short_call_schema(schema)]
+    for constraint in constraints[:1] if constraints[0] == constraints[1] else constraints:  # no strings: one round
+        written: list[Any] = [None] * SAMPLES
+
+        async def write(i: int, written: list[Any] = written, constraint: Any = constraint) -> None:
+            # the first greedy, the rest sampled: different values for the same argument
+            written[i] = await _json(prompt, scenario.task, constraint, model=model, api_base=api_base,
+                                     seed=seed + i, temperature=0.0 if i == 0 else 1.0)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(SAMPLES):
+                tg.start_soon(write, i)
+        calls = [args for i, args in enumerate(written) if isinstance(args, dict) and args not in written[:i]]
+        ran: list[Candidate] = []
+
+        async def run(args: dict[str, Any]) -> None:
+            async with pool.session() as session:
+                outcome = await session.call(name, args)
+            if not outcome.is_error:
+                ran.append(Candidate(rating=usefulness(scenario, args, outcome.text), messages=[
+                    {"role": "user", "content": scenario.task},
+                    {"role": "assistant", "content": "", "tool_calls": [
+                        {"id": "call_example", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                    ]},
+                ]))
+
+        async with anyio.create_task_group() as tg:
+            for args in calls:
+                tg.start_soon(run, args)
+        best = max([*ran, *([best] if best else [])], key=lambda c: c.rating, default=None)
+        if best is not None and best.has_answer:
+            break
+    return best
 
 
 async def build(train: list[Scenario], pool: ToolPool, *, model: str, api_base: str | None, seed: int,
                 say=print) -> tuple[Demonstration, list[Scenario]]:
     """A scenario demonstration from one of at most CANDIDATES training scenarios (picked by the
-    seed), and the training scenarios without it; the generic one when none works."""
+    seed): the first whose call found the scenario's answer, else the most useful; the training
+    scenarios without it. The generic one when no call runs without error."""
     from mcprl.llm import LLMError
 
     if len(train) < 2:
         return Demonstration(messages=None, source="generic"), train
+    best: tuple[Candidate, Scenario] | None = None
     for scenario in random.Random(f"{seed}/demonstration").sample(train, min(CANDIDATES, len(train) - 1)):
         try:
-            messages = await from_scenario(scenario, pool, model=model, api_base=api_base, seed=seed)
+            candidate = await from_scenario(scenario, pool, model=model, api_base=api_base, seed=seed)
         except (LLMError, UserError, ValueError) as e:
             say(f"warning: no demonstration from scenario {scenario.id}: {e}")
             continue
-        if messages is not None:
-            return Demonstration(messages=messages, source=f"scenario:{scenario.id}"), [s for s in train if s is not scenario]
-    say("no training scenario gave a tool call that runs without error; showing the generic example")
-    return Demonstration(messages=None, source="generic"), train
+        if candidate is not None and (best is None or candidate.rating > best[0].rating):
+            best = candidate, scenario
+            if candidate.has_answer:
+                break
+    if best is None:
+        say("no training scenario gave a tool call that runs without error; showing the generic example")
+        return Demonstration(messages=None, source="generic"), train
+    candidate, scenario = best
+    return Demonstration(messages=candidate.messages, source=f"scenario:{scenario.id}"), [s for s in train if s is not scenario]
 
 
 async def settle(train: list[Scenario], pool: ToolPool | None, *, enabled: bool, example: list[Message] | None,

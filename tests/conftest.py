@@ -11,6 +11,10 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Under pytest-xdist (`make test`), workers share the cores: each, and the subprocesses its tests
+# start, gets its share of threads instead of all of them (oversubscribed torch threads spin).
+if workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // int(workers))))
 # Tests share one model cache (the pulled SmolLM2 is reused across runs), but every test that
 # writes checkpoints points MCPRL_HOME at its own tmp dir through the `home` fixture.
 SHARED_HOME = Path(os.environ.get("MCPRL_TEST_HOME", Path.home() / ".cache" / "mcprl"))

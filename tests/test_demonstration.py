@@ -62,24 +62,87 @@ async def test_without_a_named_tool_the_generator_picks_one_from_an_enum():
 async def test_calls_that_fail_fall_back_to_the_generic_example():
     """Division by zero (a tool error), schema-invalid arguments, and a reply with no JSON: the
     exchange is kept only if the tool answers without error, so none is, and nothing leaves training."""
-    replies = iter(['{"a": 1, "b": 0}', '{"a": 2, "b": 0}', '{"a": "one"}', '{"a": "two"}', "no idea"])
+    replies = ['{"a": 1, "b": 0}', '{"a": "one"}', "no idea"]
     train = scenarios(6, ["divide"])
     said = []
-    with FakeLLM(handler=lambda body: next(replies)) as llm:
+    with FakeLLM(handler=lambda body: replies[len(said) % 3]) as llm:
         async with ToolPool(ServerSpec.parse("python -m servers.calculator")) as pool:
             demo, rest = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=0, say=said.append)
     assert demo.source == "generic" and demo.messages is None and rest == train
-    # two writer calls (the task's words, then free) for each of the first two, one for the last
-    assert len(llm.requests) == 5 and "generic" in said[-1]
+    # SAMPLES calls for each of the three candidate scenarios; one round each, as `divide` takes
+    # no strings (the task's words would constrain nothing)
+    assert len(llm.requests) == 3 * demonstration.SAMPLES and "generic" in said[-1]
 
 
-async def test_a_failing_call_from_the_tasks_words_is_written_again_freely():
-    replies = iter(['{"a": 1, "b": 0}', '{"a": 8, "b": 2}'])
-    with FakeLLM(handler=lambda body: next(replies)) as llm:
+async def test_of_the_calls_written_the_one_that_runs_is_kept():
+    """The first (greedy) call divides by zero; a sampled one runs and is kept."""
+    def handler(body):
+        return '{"a": 1, "b": 0}' if body["temperature"] == 0 else '{"a": 8, "b": 2}'
+
+    with FakeLLM(handler=handler) as llm:
         async with ToolPool(ServerSpec.parse("python -m servers.calculator")) as pool:
             demo, _ = await demonstration.build(scenarios(4, ["divide"]), pool, model="openai/gen", api_base=llm.base_url, seed=0)
     assert json.loads(demo.messages[1]["tool_calls"][0]["function"]["arguments"]) == {"a": 8, "b": 2}
-    assert len(llm.requests) == 2
+    assert {r["temperature"] for r in llm.requests} == {0, 1.0} and len({r["seed"] for r in llm.requests}) == demonstration.SAMPLES
+
+
+async def test_when_no_call_of_the_tasks_words_runs_the_call_is_written_freely():
+    """A SKU is not among the task's words: the words-only round's calls all fail, the free round's run."""
+    from servers.inventory.world import Warehouse
+
+    sku = next(iter(Warehouse(0).items))
+    scenario = Scenario(id="by-sku", task="Show me the details of our cheapest hammer.", tools=["get_item"])
+
+    def handler(body):
+        words_only = "pattern" in json.dumps(body["response_format"]["json_schema"]["schema"])
+        return json.dumps({"sku": "cheapest hammer" if words_only else sku})
+
+    with FakeLLM(handler=handler) as llm:
+        async with ToolPool(ServerSpec.parse("python -m servers.inventory")) as pool:
+            demo, _ = await demonstration.build([scenario, scenario.model_copy(update={"id": "again"})], pool,
+                                                model="openai/gen", api_base=llm.base_url, seed=0)
+    assert json.loads(demo.messages[1]["tool_calls"][0]["function"]["arguments"]) == {"sku": sku}
+    assert len(llm.requests) == 2 * demonstration.SAMPLES
+
+
+def _lookup_task(answer_known: bool) -> tuple[Scenario, str]:
+    from servers.inventory.world import Warehouse
+
+    item = next(i for i in Warehouse(0).items.values() if len(i.name.split()) == 2)
+    task = f"What does the {item.name} cost?"
+    return Scenario(id="lookup", task=task, tools=["search_items"], answer=item.price if answer_known else None), item.name
+
+
+@pytest.mark.parametrize("answer_known", [True, False])
+async def test_the_call_whose_result_tells_most_is_kept(answer_known):
+    """Searching with the whole question runs without error but finds nothing ("no items match");
+    searching with the item's name finds it. The name is kept: with a known answer because its
+    result holds the answer, without one because its result brings new words."""
+    scenario, name = _lookup_task(answer_known)
+
+    def handler(body):
+        query = scenario.task.rstrip("?") if body["temperature"] == 0 else name
+        return json.dumps({"query": query})
+
+    with FakeLLM(handler=handler) as llm:
+        async with ToolPool(ServerSpec.parse("python -m servers.inventory")) as pool:
+            train = [scenario, scenario.model_copy(update={"id": "lookup-too"})]
+            demo, rest = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=0)
+    assert demo.source.startswith("scenario:lookup") and len(rest) == 1
+    assert json.loads(demo.messages[1]["tool_calls"][0]["function"]["arguments"]) == {"query": name}
+
+
+def test_usefulness_prefers_the_answer_then_the_fewest_other_words_then_new_words():
+    scenario = Scenario(task="What does the steel hammer cost?", answer="12.99")
+    found = demonstration.usefulness(scenario, {"query": "steel hammer"}, "SKU-1 | steel hammer | price: $12.99")
+    dump = demonstration.usefulness(scenario, {"query": ""}, "SKU-1 | steel hammer | price: $12.99\nSKU-2 | brass saw | price: $3.10")
+    missed = demonstration.usefulness(scenario, {"query": "cost"}, "no items match 'cost'")
+    other = demonstration.usefulness(scenario, {"query": "hammer"}, "SKU-9 | pro hammer | tools | stock: 3 | price: $8.00")
+    assert found > dump > other > missed
+    # without a known answer, new words decide
+    blind = scenario.model_copy(update={"answer": None})
+    assert demonstration.usefulness(blind, {"query": "hammer"}, "SKU-9 | pro hammer | price: $8.00") > \
+        demonstration.usefulness(blind, {"query": "cost"}, "no items match 'cost'")
 
 
 def test_a_demonstration_call_is_short_and_made_of_the_tasks_words():

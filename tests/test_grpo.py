@@ -39,14 +39,14 @@ def test_loss_clips_ratio_and_stops_gradient():
     x = _inputs([0.0], [-1.0], [1.0], [1.0])
     loss, stats = grpo_loss(x, epsilon=0.2, epsilon_high=None, beta=0.0)
     loss.backward()
-    assert float(loss) == pytest.approx(-1.2)
+    assert float(loss.detach()) == pytest.approx(-1.2)
     assert float(x.logprobs.grad[0, 0]) == 0.0 and float(stats["clip_frac"]) == 1
     # asymmetric clip: a higher upper bound lets more through
     loss_hi, _ = grpo_loss(_inputs([0.0], [-1.0], [1.0], [1.0]), epsilon=0.2, epsilon_high=0.5, beta=0.0)
-    assert float(loss_hi) == pytest.approx(-1.5)
+    assert float(loss_hi.detach()) == pytest.approx(-1.5)
     # negative advantage with a large ratio is not clipped (pessimistic bound), nor counted as clipped
     loss_neg, st = grpo_loss(_inputs([0.0], [-1.0], [-1.0], [1.0]), epsilon=0.2, epsilon_high=None, beta=0.0)
-    assert float(loss_neg) == pytest.approx(math.e) and float(st["clip_frac"]) == 0
+    assert float(loss_neg.detach()) == pytest.approx(math.e) and float(st["clip_frac"]) == 0
 
 
 def test_clip_frac_counts_only_tokens_the_clip_takes_the_gradient_from():
@@ -61,9 +61,9 @@ def test_clip_frac_counts_only_tokens_the_clip_takes_the_gradient_from():
 
 def test_kl_term():
     same, st = grpo_loss(_inputs([-1.0], [-1.0], [0.0], [1.0], ref=[-1.0]), epsilon=0.2, epsilon_high=None, beta=0.5)
-    assert float(same) == pytest.approx(0.0) and float(st["kl"]) == pytest.approx(0.0)
+    assert float(same.detach()) == pytest.approx(0.0) and float(st["kl"]) == pytest.approx(0.0)
     diff, st = grpo_loss(_inputs([-1.0], [-1.0], [0.0], [1.0], ref=[-2.0]), epsilon=0.2, epsilon_high=None, beta=0.5)
-    assert float(st["kl"]) == pytest.approx(math.exp(-1) + 1 - 1) and float(diff) > 0
+    assert float(st["kl"]) == pytest.approx(math.exp(-1) + 1 - 1) and float(diff.detach()) > 0
 
 
 def _gen(prompt, completion, lp=-0.5):
