@@ -27,6 +27,7 @@ import json
 import random
 import re
 from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
 CANDIDATES = 3  # scenarios tried before falling back to the generic example
 SAMPLES = 4  # calls written at a time for a scenario (one round per constraint, up to two rounds)
+NARROWED = 32  # calls made of shorter runs of a written string's words, at most, for a scenario
 # A demonstration's call is short: every string and array of the constraint gets at most this many
 # characters or items unless its schema bounds it already, so that a small generator repeating
 # itself inside a string (greedy decoding loops) still ends with a complete call instead of
@@ -176,12 +178,27 @@ class Candidate(BaseModel):
         return self.rating[0] == 1
 
 
+def narrowed(args: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """Calls like `args` with one multi-word string argument cut to a shorter run of its own words,
+    each with the run's length, longest first: the value a task names (an item, a city, a file) is
+    often a part of the sentence a small writer copied whole."""
+    out = []
+    for key, value in args.items():
+        if isinstance(value, str) and len(words := value.split()) > 1:
+            out += [(n, {**args, key: " ".join(words[i:i + n])}) for n in range(len(words) - 1, 0, -1)
+                    for i in range(len(words) - n + 1)]
+    return sorted(out, key=lambda v: -v[0])
+
+
 async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_base: str | None, seed: int) -> Candidate | None:
     """The most useful exchange `task -> first tool call` for `scenario` (see `usefulness`), or
     None when no call the generator writes runs without error. The generator writes SAMPLES calls
     at a time, each run in its own session: first with string arguments made of the task's own
-    words (the values a task names: an item, a city, a path), then, unless one of those found the
-    scenario's answer, free (short_call_schema)."""
+    words (the values a task names: an item, a city, a path); unless one of those found the
+    scenario's answer, the same calls with a string cut to a shorter run of its words (`narrowed`,
+    longest runs first, at most NARROWED calls: the first that finds the known answer, or, with no
+    answer known and written calls that all told the same, the longest run that tells more); and unless that found it either, calls written
+    freely (short_call_schema). Ties go to the earlier call: the greedy one, the task's words."""
     import anyio
 
     tools = pool.toolset.tools
@@ -190,9 +207,33 @@ async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_b
     description = f" ({_summary(fn)})" if _summary(fn) else ""
     schema = fn.get("parameters") or {"type": "object", "properties": {}}
     prompt = WRITER_PROMPT.format(name=name, description=description)
+
+    async def execute(calls: list[dict[str, Any]]) -> list[Candidate]:
+        """The calls that run without error, as candidates, in the order given."""
+        ran: list[Candidate | None] = [None] * len(calls)
+
+        async def run(i: int, args: dict[str, Any]) -> None:
+            async with pool.session() as session:
+                outcome = await session.call(name, args)
+            if not outcome.is_error:
+                ran[i] = Candidate(rating=usefulness(scenario, args, outcome.text), messages=[
+                    {"role": "user", "content": scenario.task},
+                    {"role": "assistant", "content": "", "tool_calls": [
+                        {"id": "call_example", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                    ]},
+                ])
+
+        async with anyio.create_task_group() as tg:
+            for i, args in enumerate(calls):
+                tg.start_soon(run, i, args)
+        return [c for c in ran if c is not None]
+
+    def better(candidates: list[Candidate], than: Candidate | None) -> Candidate | None:
+        return max([*([than] if than else []), *candidates], key=lambda c: c.rating, default=None)  # first max wins
+
     best: Candidate | None = None
-    constraints = [short_call_schema(schema, task_words_pattern(scenario.task)), short_call_schema(schema)]
-    for constraint in constraints[:1] if constraints[0] == constraints[1] else constraints:  # no strings: one round
+    words = short_call_schema(schema, task_words_pattern(scenario.task))
+    for constraint in [words] if words == short_call_schema(schema) else [words, short_call_schema(schema)]:
         written: list[Any] = [None] * SAMPLES
 
         async def write(i: int, written: list[Any] = written, constraint: Any = constraint) -> None:
@@ -204,26 +245,39 @@ async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_b
             for i in range(SAMPLES):
                 tg.start_soon(write, i)
         calls = [args for i, args in enumerate(written) if isinstance(args, dict) and args not in written[:i]]
-        ran: list[Candidate] = []
-
-        async def run(args: dict[str, Any]) -> None:
-            async with pool.session() as session:
-                outcome = await session.call(name, args)
-            if not outcome.is_error:
-                ran.append(Candidate(rating=usefulness(scenario, args, outcome.text), messages=[
-                    {"role": "user", "content": scenario.task},
-                    {"role": "assistant", "content": "", "tool_calls": [
-                        {"id": "call_example", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-                    ]},
-                ]))
-
-        async with anyio.create_task_group() as tg:
-            for args in calls:
-                tg.start_soon(run, args)
-        best = max([*ran, *([best] if best else [])], key=lambda c: c.rating, default=None)
+        ran = await execute(calls)
+        best = better(ran, best)
         if best is not None and best.has_answer:
             break
+        # With no answer to seek, only when the calls told nothing to choose between them: a call
+        # that already found something stays as written (a shorter run finds more, not better).
+        if constraint is words and (scenario.answer is not None or len({c.rating for c in ran}) <= 1):
+            best = better([n] if (n := await narrow(calls, best, execute, seek_answer=scenario.answer is not None)) else [], best)
+            if best is not None and best.has_answer:
+                break
     return best
+
+
+async def narrow(calls: list[dict[str, Any]], floor: Candidate | None,
+                 execute: Callable[[list[dict[str, Any]]], Awaitable[list[Candidate]]], *, seek_answer: bool) -> Candidate | None:
+    """The best of the `narrowed` variants of `calls` (at most NARROWED) whose result beats `floor`,
+    run a length at a time, longest runs first: the first that holds the answer (`seek_answer`: the scenario has
+    one), else the longest run that told more."""
+    variants: list[tuple[int, dict[str, Any]]] = []
+    for length, args in (v for call in calls for v in narrowed(call)):
+        if args not in [a for _, a in variants] and args not in calls:
+            variants.append((length, args))
+    variants = variants[:NARROWED]  # the first (greedy) call's all, then the others' as they fit
+    fallback: Candidate | None = None
+    for length in sorted({n for n, _ in variants}, reverse=True):
+        ran = [c for c in await execute([a for n, a in variants if n == length]) if floor is None or c.rating > floor.rating]
+        top = max(ran, key=lambda c: c.rating, default=None)
+        if top is not None and top.has_answer:
+            return top
+        if top is not None and not seek_answer:
+            return top
+        fallback = fallback or top
+    return fallback
 
 
 async def build(train: list[Scenario], pool: ToolPool, *, model: str, api_base: str | None, seed: int,

@@ -132,6 +132,29 @@ async def test_the_call_whose_result_tells_most_is_kept(answer_known):
     assert json.loads(demo.messages[1]["tool_calls"][0]["function"]["arguments"]) == {"query": name}
 
 
+@pytest.mark.parametrize("answer_known", [True, False])
+async def test_a_whole_question_copied_into_a_string_is_narrowed_to_the_name_in_it(answer_known):
+    """Every call written searches with the whole question and finds nothing; the same call with a
+    shorter run of the question's words finds the item and is kept (with the answer known, without
+    asking the writer for free calls: it found the answer)."""
+    scenario, name = _lookup_task(answer_known)
+    with FakeLLM(handler=lambda body: json.dumps({"query": scenario.task.rstrip("?")})) as llm:
+        async with ToolPool(ServerSpec.parse("python -m servers.inventory")) as pool:
+            train = [scenario, scenario.model_copy(update={"id": "lookup-too"})]
+            demo, _ = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=0)
+    query = json.loads(demo.messages[1]["tool_calls"][0]["function"]["arguments"])["query"]
+    assert query == name if answer_known else name in query
+    assert len(llm.requests) == (1 if answer_known else 2) * demonstration.SAMPLES
+
+
+def test_narrowed_cuts_one_string_at_a_time_longest_runs_first():
+    variants = demonstration.narrowed({"query": "red steel hammer", "where": "a b", "limit": 3})
+    assert [n for n, _ in variants] == sorted((n for n, _ in variants), reverse=True)
+    assert (2, {"query": "steel hammer", "where": "a b", "limit": 3}) in variants
+    assert (1, {"query": "red steel hammer", "where": "b", "limit": 3}) in variants
+    assert len(variants) == 3 + 2 + 2 and demonstration.narrowed({"limit": 3, "q": "one"}) == []
+
+
 def test_usefulness_prefers_the_answer_then_the_fewest_other_words_then_new_words():
     scenario = Scenario(task="What does the steel hammer cost?", answer="12.99")
     found = demonstration.usefulness(scenario, {"query": "steel hammer"}, "SKU-1 | steel hammer | price: $12.99")
