@@ -9,10 +9,11 @@ that looks like the real tasks works far better than a made-up one. In order of 
     scenario:<id> built from one real training scenario, which is then kept out of training and
                   evaluation: the generator model writes a few candidate first tool calls,
                   constrained by that tool's own input schema (strings and arrays kept short,
-                  strings first made of the task's words), each is executed against the server,
-                  and the most useful one that answers without error is kept: the one whose
-                  result holds the scenario's known answer, else the one whose result tells the
-                  most the task did not already say (`usefulness`)
+                  strings first made of the task's words, then cut to shorter runs of those
+                  words, `narrowed`), each is executed against the server, and the most useful
+                  one that answers without error is kept: the one whose result holds the
+                  scenario's known answer, else the one whose result tells the most the task did
+                  not already say (`usefulness`)
     generic       `Example request: use <first tool>.` with placeholder arguments (mcprl.rollout)
 
 A scenario demonstration ends at the assistant's tool call, like the hand-written ones: there is
@@ -304,7 +305,8 @@ async def build(train: list[Scenario], pool: ToolPool, *, model: str, api_base: 
         say("no training scenario gave a tool call that runs without error; showing the generic example")
         return Demonstration(messages=None, source="generic"), train
     candidate, scenario = best
-    return Demonstration(messages=candidate.messages, source=f"scenario:{scenario.id}"), [s for s in train if s is not scenario]
+    # its task leaves training whole: copies of it (task generators repeat tasks) too
+    return Demonstration(messages=candidate.messages, source=f"scenario:{scenario.id}"), [s for s in train if s.task != scenario.task]
 
 
 async def settle(train: list[Scenario], pool: ToolPool | None, *, enabled: bool, example: list[Message] | None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
 
 from mcprl.errors import UserError
@@ -30,17 +31,29 @@ def split_train_val(scenarios: Sequence[Scenario], val_fraction: float = 0.2, se
 
 def split_for_run(scenarios: Sequence[Scenario], val_fraction: float, val_size: int | None, seed: int) -> tuple[list[Scenario], list[Scenario]]:
     """A training run's (train, val): the scenarios' own `split` when any has one, else a seeded
-    shuffle with round(n * val_fraction) (at least 1) held out; then val capped at `val_size`."""
+    shuffle of the distinct tasks with about round(n * val_fraction) scenarios (at least 1) held
+    out; then val capped at `val_size`. A task text is held out whole, once: its copies (task
+    generators repeat tasks) never land on both sides, where held-out success would count tasks
+    the policy trained on."""
     if any(s.split for s in scenarios):
         train = [s for s in scenarios if s.split != "val"]
         val = [s for s in scenarios if s.split == "val"]
     else:
-        order = list(scenarios)
-        random.Random(f"{seed}/split").shuffle(order)
-        n_val = max(1, round(len(order) * val_fraction))
-        val, train = order[:n_val], order[n_val:]
+        copies = Counter(s.task for s in scenarios)
+        first = {s.task: s for s in reversed(scenarios)}
+        tasks = list(copies)
+        random.Random(f"{seed}/split").shuffle(tasks)
+        n_val, held = max(1, round(len(scenarios) * val_fraction)), 0
+        val = []
+        for task in tasks:
+            if held >= n_val:
+                break
+            val.append(first[task])
+            held += copies[task]
+        train = [s for s in scenarios if s.task not in {v.task for v in val}]
     if val_size is not None:
         val = val[:val_size]
     if not train or not val:
-        raise UserError("the split left no train or no val scenarios; use more scenarios or another --val-fraction")
+        raise UserError("the split left no train or no val scenarios (tasks repeated count once); use more, "
+                        "or more distinct, scenarios or another --val-fraction")
     return train, val

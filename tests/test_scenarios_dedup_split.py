@@ -64,3 +64,17 @@ def test_histogram_and_coverage():
     ]
     assert difficulty_histogram(items) == {1: 2, 2: 0, 3: 0, 4: 1, 5: 0}
     assert tool_coverage(items, ["add", "multiply", "divide"]) == {"add": 2, "multiply": 0, "divide": 1}
+
+
+def test_a_run_holds_out_a_repeated_task_whole_and_once():
+    """Task generators repeat tasks: no task may be both trained on and held out."""
+    from scenarios import split_for_run
+
+    scenarios = [Scenario(id=f"s{i}", task=f"task {i % 7}") for i in range(40)]
+    for seed in range(5):
+        train, val = split_for_run(scenarios, 0.25, None, seed)
+        assert not {s.task for s in train} & {s.task for s in val}
+        assert len({s.task for s in val}) == len(val) and len(train) + sum(s.task == v.task for v in val for s in scenarios) == 40
+        assert len(val) >= 1 and len(train) >= 1
+    with pytest.raises(UserError, match="distinct"):
+        split_for_run([Scenario(id=f"s{i}", task="same") for i in range(5)], 0.25, None, 0)
