@@ -6,7 +6,7 @@ task (every group scores 0). This judge scores how far the agent's best tool cal
 
     1/4  its arguments parse as a JSON object
     2/4  ... and it names an offered tool
-    3/4  ... and the arguments validate against that tool's input schema
+    3/4  ... and the arguments validate against that tool's input schema (no undeclared names)
     4/4  ... and the tool answered without error
 
 An episode without a call (a prose answer, or a call the endpoint could not parse) scores 0.
@@ -40,7 +40,13 @@ def _schemas(trajectory: Trajectory) -> dict[str, dict[str, Any]]:
 
 
 def _valid(arguments: dict[str, Any], schema: dict[str, Any]) -> bool:
-    """As the MCP client checks a call; a broken schema cannot be held against the agent."""
+    """As the MCP client checks a call, and with no argument the tool does not declare unless its
+    schema allows more: servers drop or refuse those, and a call that runs only because the tool
+    ignored what it was given (`list_items {"query": ...}` listing everything) is not a call made
+    well. A broken schema cannot be held against the agent."""
+    declared = schema.get("properties")
+    if isinstance(declared, dict) and not schema.get("additionalProperties") and set(arguments) - set(declared):
+        return False
     validator = schema_validator(schema)
     return validator is None or validator.is_valid(arguments)
 

@@ -38,12 +38,23 @@ def call(name: str, arguments: str, result: str | None, cid: str = "c1") -> list
     (call("add", "{not json", "Error: bad"), 0.0),
     (call("mul", '{"a": 5, "b": 6}', "Error: there is no tool named 'mul'"), 0.25),
     (call("add", '{"a": "five", "b": 6}', "Error: bad arguments"), 0.5),
+    (call("add", '{"a": 5, "b": 6, "c": 1}', "11"), 0.5),  # an argument add does not declare: it ran regardless
     (call("add", '{"a": 5, "b": 6}', "Error: the server crashed"), 0.75),
     (call("add", '{"a": 5, "b": 6}', "11"), 1.0),
     (call("mul", "{}", "Error", "c1") + call("add", '{"a": 5, "b": 6}', "11", "c2"), 1.0),  # the best call counts
 ])
 def test_stages_of_the_best_call(agent, expected):
     assert tool_use_score(traj(*agent, answer="11")) == expected
+
+
+def test_undeclared_arguments_count_only_where_the_schema_allows_more():
+    from judges.shaping import call_stages
+
+    c = {"id": "c1", "function": {"name": "search", "arguments": '{"query": "x", "limit": 3}'}}
+    declared = {"type": "object", "properties": {"query": {"type": "string"}}}
+    assert call_stages(c, {"search": declared}, {"c1": "found"}) == 2
+    assert call_stages(c, {"search": {**declared, "additionalProperties": True}}, {"c1": "found"}) == 4
+    assert call_stages(c, {"search": {"type": "object"}}, {"c1": "found"}) == 4  # no properties listed: nothing to hold to
 
 
 @pytest.mark.anyio
