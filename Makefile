@@ -27,11 +27,13 @@ demo: model
 
 # One worker per core (at most 4): most tests wait on subprocesses, servers and small matmuls
 # that keep one core busy, not two; tests/conftest.py gives each worker its share of threads.
+PARALLEL := -n auto --maxprocesses 4 --dist worksteal
+
 test: model
-	$(BIN)/python -m pytest -q --timeout=900 -n auto --maxprocesses 4 --dist worksteal
+	$(BIN)/python -m pytest -q --timeout=900 $(PARALLEL)
 
 test-fast: model
-	$(BIN)/python -m pytest -q -m "not integration" --timeout=300 -n auto --maxprocesses 4 --dist worksteal
+	$(BIN)/python -m pytest -q -m "not integration" --timeout=300 $(PARALLEL)
 
 bench: model
 	$(BIN)/pip install -q -e ".[bench]"

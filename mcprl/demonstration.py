@@ -27,8 +27,8 @@ from __future__ import annotations
 import json
 import random
 import re
-from pathlib import Path
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -151,19 +151,20 @@ async def _first_tool(scenario: Scenario, tools: list[dict[str, Any]], *, model:
     return choice["tool"]
 
 
-def _words(text: str) -> set[str]:
-    return {w.strip(".,;:!?\"'()[]{}|$") for w in text.lower().split()} - {""}
-
-
 def usefulness(scenario: Scenario, args: dict[str, Any], result: str) -> tuple[int, int]:
     """How much a call that ran without error tells about its task, as a sort key (higher is
     better). A result holding the scenario's known answer beats any other, and among those the one
     with the fewest other new words (the answer found, not a dump that happens to contain it).
     Otherwise: the more words the result brings that neither the task nor the call's arguments
     hold, the better (a lookup that found something beats one that echoed "no match")."""
-    novel = len(_words(result) - _words(scenario.task) - _words(json.dumps(args)))
-    answer = " ".join(str(scenario.answer).lower().split()) if scenario.answer is not None else ""
-    if answer and answer in " ".join(result.lower().split()):
+    from judges.verify import normalize_text
+
+    def words(text: str) -> set[str]:
+        return set(normalize_text(text).split())
+
+    novel = len(words(result) - words(scenario.task) - words(json.dumps(args)))
+    answer = normalize_text(str(scenario.answer)) if scenario.answer is not None else ""
+    if answer and answer in normalize_text(result):
         return 1, -novel
     return 0, novel
 
@@ -196,10 +197,9 @@ async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_b
     None when no call the generator writes runs without error. The generator writes SAMPLES calls
     at a time, each run in its own session: first with string arguments made of the task's own
     words (the values a task names: an item, a city, a path); unless one of those found the
-    scenario's answer, the same calls with a string cut to a shorter run of its words (`narrowed`,
-    longest runs first, at most NARROWED calls: the first that finds the known answer, or, with no
-    answer known and written calls that all told the same, the longest run that tells more); and unless that found it either, calls written
-    freely (short_call_schema). Ties go to the earlier call: the greedy one, the task's words."""
+    scenario's answer, the same calls with a string cut to a shorter run of its words (`narrow`);
+    and unless that found it either, calls written freely (short_call_schema). Ties go to the
+    earlier call: the greedy one, the task's words."""
     import anyio
 
     tools = pool.toolset.tools
@@ -229,12 +229,10 @@ async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_b
                 tg.start_soon(run, i, args)
         return [c for c in ran if c is not None]
 
-    def better(candidates: list[Candidate], than: Candidate | None) -> Candidate | None:
-        return max([*([than] if than else []), *candidates], key=lambda c: c.rating, default=None)  # first max wins
-
     best: Candidate | None = None
-    words = short_call_schema(schema, task_words_pattern(scenario.task))
-    for constraint in [words] if words == short_call_schema(schema) else [words, short_call_schema(schema)]:
+    known = scenario.answer is not None
+    words, free = short_call_schema(schema, task_words_pattern(scenario.task)), short_call_schema(schema)
+    for constraint in [words] if words == free else [words, free]:  # no strings: one round
         written: list[Any] = [None] * SAMPLES
 
         async def write(i: int, written: list[Any] = written, constraint: Any = constraint) -> None:
@@ -247,35 +245,37 @@ async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_b
                 tg.start_soon(write, i)
         calls = [args for i, args in enumerate(written) if isinstance(args, dict) and args not in written[:i]]
         ran = await execute(calls)
-        best = better(ran, best)
+        best = most_useful(best, *ran)
+        # With no answer to seek, narrow only when the calls told nothing to choose between them: a
+        # call that already found something stays as written (a shorter run finds more, not better).
+        if constraint is words and not (best and best.has_answer) and (known or len({c.rating for c in ran}) <= 1):
+            best = most_useful(best, await narrow(calls, best, execute, seek_answer=known))
         if best is not None and best.has_answer:
             break
-        # With no answer to seek, only when the calls told nothing to choose between them: a call
-        # that already found something stays as written (a shorter run finds more, not better).
-        if constraint is words and (scenario.answer is not None or len({c.rating for c in ran}) <= 1):
-            best = better([n] if (n := await narrow(calls, best, execute, seek_answer=scenario.answer is not None)) else [], best)
-            if best is not None and best.has_answer:
-                break
     return best
+
+
+def most_useful(*candidates: Candidate | None) -> Candidate | None:
+    """The highest-rated candidate; on a tie the earliest."""
+    return max((c for c in candidates if c is not None), key=lambda c: c.rating, default=None)
 
 
 async def narrow(calls: list[dict[str, Any]], floor: Candidate | None,
                  execute: Callable[[list[dict[str, Any]]], Awaitable[list[Candidate]]], *, seek_answer: bool) -> Candidate | None:
-    """The best of the `narrowed` variants of `calls` (at most NARROWED) whose result beats `floor`,
-    run a length at a time, longest runs first: the first that holds the answer (`seek_answer`: the scenario has
-    one), else the longest run that told more."""
+    """The best of the `narrowed` variants of `calls` (at most NARROWED: the first, greedy, call's
+    all, then the others' as they fit) whose result beats `floor`, run a length at a time, longest
+    runs first: the first that holds the answer (`seek_answer`: the scenario has one), else the
+    longest run that told more."""
     variants: list[tuple[int, dict[str, Any]]] = []
     for length, args in (v for call in calls for v in narrowed(call)):
-        if args not in [a for _, a in variants] and args not in calls:
+        if args not in calls and all(args != a for _, a in variants):
             variants.append((length, args))
-    variants = variants[:NARROWED]  # the first (greedy) call's all, then the others' as they fit
+    variants = variants[:NARROWED]
     fallback: Candidate | None = None
     for length in sorted({n for n, _ in variants}, reverse=True):
-        ran = [c for c in await execute([a for n, a in variants if n == length]) if floor is None or c.rating > floor.rating]
-        top = max(ran, key=lambda c: c.rating, default=None)
-        if top is not None and top.has_answer:
-            return top
-        if top is not None and not seek_answer:
+        ran = await execute([a for n, a in variants if n == length])
+        top = most_useful(*(c for c in ran if floor is None or c.rating > floor.rating))
+        if top is not None and (top.has_answer or not seek_answer):
             return top
         fallback = fallback or top
     return fallback

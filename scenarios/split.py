@@ -43,14 +43,14 @@ def split_for_run(scenarios: Sequence[Scenario], val_fraction: float, val_size: 
         first = {s.task: s for s in reversed(scenarios)}
         tasks = list(copies)
         random.Random(f"{seed}/split").shuffle(tasks)
-        n_val, held = max(1, round(len(scenarios) * val_fraction)), 0
-        val = []
+        n_val, held, val = max(1, round(len(scenarios) * val_fraction)), 0, []
         for task in tasks:
             if held >= n_val:
                 break
             val.append(first[task])
             held += copies[task]
-        train = [s for s in scenarios if s.task not in {v.task for v in val}]
+        held_out = {v.task for v in val}
+        train = [s for s in scenarios if s.task not in held_out]
     if val_size is not None:
         val = val[:val_size]
     if not train or not val:
