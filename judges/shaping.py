@@ -9,6 +9,12 @@ task (every group scores 0). This judge scores how far the agent's best tool cal
     3/4  ... and the arguments validate against that tool's input schema (no undeclared names)
     4/4  ... and the tool answered without error
 
+When the scenario has a known answer, a fifth stage scores whether the call found it
+(`evidence`): scores are then out of 5, and a lookup that brought the answer back ranks above one
+that ran well and found nothing, or the wrong thing. That is the step between calling a tool
+and solving a lookup task: without it, shaping rewards the demonstration's call copied onto every
+task as much as the right one (measured on the inventory server: docs/benchmarks.md).
+
 An episode without a call (a prose answer, or a call the endpoint could not parse) scores 0.
 Only the agent's own turns count: the demonstration before the task is skipped. It is combined
 with the task's judge by `judges.combine.ShapedJudge`, which caps it below a solved task.
@@ -17,14 +23,55 @@ with the task's judge by `judges.combine.ShapedJudge`, which caps it below a sol
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from judges.base import zero_failed
+from judges.verify import as_number, normalize_text
 from mcprl.tools.client import schema_validator
 from mcprl.types import Message, Trajectory, TrajectoryGroup
 
 STAGES = 4
+# A result that brings at most this many words its call did not already hold counts as finding
+# the answer outright; a longer one (a listing that contains the answer among everything else)
+# earns EVIDENCE_WORDS / its new words. One inventory record brings ~8, a 60-item listing ~400.
+EVIDENCE_WORDS = 32
+
+
+def words(text: str) -> list[str]:
+    return normalize_text(text).split()
+
+
+# A number standing alone: not part of a token like SKU-1234 or A4; thousands separators dropped.
+_NUMBER = re.compile(r"(?<![\w-])-?\d+(?:\.\d+)?(?![\w-])")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+
+
+def holds_answer(text: str, answer: Any) -> bool:
+    """Whether `text` holds `answer`: a number as a number of the same value ("$22.60" holds
+    22.6, "SKU-1234" holds no 1234), anything else as whole words, both normalised."""
+    number = as_number(answer)
+    if number is not None:
+        return any(math.isclose(float(n), number, abs_tol=1e-9) for n in _NUMBER.findall(_THOUSANDS.sub("", text)))
+    needle = " ".join(words(str(answer)))
+    return bool(needle) and f" {needle} " in f" {' '.join(words(text))} "
+
+
+def novel_words(result: str, known: str) -> int:
+    """How many distinct words `result` brings that `known` (the task and the call) does not hold."""
+    return len(set(words(result)) - set(words(known)))
+
+
+def evidence(result: str, answer: Any, known: str) -> float:
+    """How squarely a tool result gives a known answer, in [0, 1]: 0 when it does not hold it, or
+    when `known` already did (a call that put a guess in its arguments and got it echoed back
+    found nothing), 1 when it holds it with at most EVIDENCE_WORDS new words, else
+    EVIDENCE_WORDS / new words."""
+    if answer is None or not holds_answer(result, answer) or holds_answer(known, answer):
+        return 0.0
+    return min(1.0, EVIDENCE_WORDS / max(1, novel_words(result, known)))
 
 
 def agent_messages(trajectory: Trajectory) -> list[Message]:
@@ -52,7 +99,7 @@ def _valid(arguments: dict[str, Any], schema: dict[str, Any]) -> bool:
 
 
 def call_stages(call: dict[str, Any], schemas: dict[str, dict[str, Any]], results: dict[str, str]) -> int:
-    """How many of the STAGES this tool call passes, in order."""
+    """How many of the STAGES this tool call passes, in order (the evidence stage aside)."""
     fn = call.get("function") or {}
     try:
         args = json.loads(fn.get("arguments") or "{}") if isinstance(fn.get("arguments"), str) else fn.get("arguments")
@@ -70,13 +117,21 @@ def call_stages(call: dict[str, Any], schemas: dict[str, dict[str, Any]], result
     return 4
 
 
-def tool_use_score(trajectory: Trajectory) -> float:
-    """The best call's stages / STAGES, in [0, 1]."""
+def tool_use_score(trajectory: Trajectory, answer: Any = None, task: str = "") -> float:
+    """The best call's stages / STAGES, in [0, 1]; with a known `answer`, (stages + evidence) /
+    (STAGES + 1), the evidence counted for a call that passed every other stage."""
     msgs = agent_messages(trajectory)
     schemas = _schemas(trajectory)
     results = {m.get("tool_call_id"): str(m.get("content") or "") for m in msgs if m.get("role") == "tool"}
     calls = [c for m in msgs if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
-    return max((call_stages(c, schemas, results) for c in calls), default=0) / STAGES
+
+    def score(call: dict[str, Any]) -> float:
+        stages = call_stages(call, schemas, results)
+        if answer is None or stages < STAGES:
+            return stages
+        return stages + evidence(results[call.get("id", "")], answer, f"{task} {(call.get('function') or {}).get('arguments')}")
+
+    return max((score(c) for c in calls), default=0) / (STAGES + (answer is not None))
 
 
 @dataclass
@@ -85,6 +140,8 @@ class ToolUseShaping:
 
     async def score_group(self, group: TrajectoryGroup) -> TrajectoryGroup:
         zero_failed(group)
+        scenario = group.scenario
+        answer, task = (scenario.answer, scenario.task) if scenario else (None, "")
         for t in group.valid:
-            t.reward = t.metrics[self.name] = tool_use_score(t)
+            t.reward = t.metrics[self.name] = tool_use_score(t, answer, task)
         return group

@@ -42,7 +42,7 @@ def normalize_text(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text).split())
 
 
-def _as_number(value: Any) -> float | None:
+def as_number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     try:
@@ -54,7 +54,7 @@ def _as_number(value: Any) -> float | None:
 
 def same_value(a: Any, b: Any) -> bool:
     """Equal as numbers when both read as numbers (so "42.0" matches 42), else as normalised text."""
-    x, y = _as_number(a), _as_number(b)
+    x, y = as_number(a), as_number(b)
     if x is not None and y is not None:
         return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9)
     return normalize_text(str(a)) == normalize_text(str(b))

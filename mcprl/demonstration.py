@@ -156,15 +156,12 @@ def usefulness(scenario: Scenario, args: dict[str, Any], result: str) -> tuple[i
     better). A result holding the scenario's known answer beats any other, and among those the one
     with the fewest other new words (the answer found, not a dump that happens to contain it).
     Otherwise: the more words the result brings that neither the task nor the call's arguments
-    hold, the better (a lookup that found something beats one that echoed "no match")."""
-    from judges.verify import normalize_text
+    hold, the better (a lookup that found something beats one that echoed "no match"). The same
+    measures as shaping's evidence stage (judges.shaping)."""
+    from judges.shaping import holds_answer, novel_words
 
-    def words(text: str) -> set[str]:
-        return set(normalize_text(text).split())
-
-    novel = len(words(result) - words(scenario.task) - words(json.dumps(args)))
-    answer = normalize_text(str(scenario.answer)) if scenario.answer is not None else ""
-    if answer and answer in normalize_text(result):
+    novel = novel_words(result, f"{scenario.task} {json.dumps(args)}")
+    if scenario.answer is not None and holds_answer(result, scenario.answer):
         return 1, -novel
     return 0, novel
 

@@ -104,3 +104,50 @@ async def test_all_or_nothing_drops_partial_credit():
     await VerifyJudge(all_or_nothing=True).score_group(group)
     assert group.rewards() == [0.0, 1.0]
     assert json.dumps(group.rewards())  # plain floats
+
+
+SEARCH = {"type": "function", "function": {"name": "search_items", "parameters": {
+    "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
+HAMMER = "SKU-1234 | steel hammer | tools | stock: 4 | price: $12.99"
+LISTING = "\n".join(f"SKU-{1000 + i} | item {i} | aisle {i % 7} | stock: {i} | price: ${i}.50" for i in range(60)) + "\n" + HAMMER
+
+
+def lookup(query: str, result: str) -> Trajectory:
+    msgs = [{"role": "user", "content": "What does the steel hammer cost?"}, *call("search_items", json.dumps({"query": query}), result)]
+    return Trajectory(messages=msgs, tools=[SEARCH])
+
+
+@pytest.mark.parametrize("query,result,expected", [
+    ("steel hammer", HAMMER, 1.0),  # the answer, found outright
+    ("basic faucet", "SKU-9684 | basic faucet | plumbing | stock: 82 | price: $131.01", 0.8),  # ran well, found the wrong item
+    ("12.99", "no items match '12.99'", 0.8),  # a guess echoed back finds nothing
+    ("", LISTING, None),  # the whole listing: some credit, far less than the item itself
+])
+def test_with_a_known_answer_the_call_that_found_it_ranks_first(query, result, expected):
+    score = tool_use_score(lookup(query, result), answer="12.99", task="What does the steel hammer cost?")
+    if expected is None:
+        assert 0.8 < score <= 0.85
+    else:
+        assert score == pytest.approx(expected)
+    # with no answer known every one of these calls is simply well made
+    assert tool_use_score(lookup(query, result)) == 1.0
+
+
+def test_holds_answer_reads_numbers_by_value_and_text_as_whole_words():
+    from judges.shaping import holds_answer
+
+    assert holds_answer("price: $22.60", 22.6) and holds_answer("stock: 1,204 units", "1204")
+    assert not holds_answer("SKU-1234 | hammer", 1234) and not holds_answer("stock: 12", "1")
+    assert holds_answer("SKU-5 | Steel  Hammer | tools", "steel hammer") and not holds_answer("steel hammers", "steel hammer")
+
+
+@pytest.mark.anyio
+async def test_evidence_gives_a_group_that_finds_nothing_but_the_right_item_its_ranking():
+    scenario = Scenario(task="What does the steel hammer cost?", answer="12.99", check={"kind": "normalized"})
+    group = TrajectoryGroup(scenario=scenario, trajectories=[
+        lookup("steel hammer", HAMMER), lookup("basic faucet", "SKU-9684 | basic faucet | stock: 82 | price: $131.01")])
+    for t in group.trajectories:
+        t.messages.append({"role": "assistant", "content": "I could not tell."})
+    await ShapedJudge(VerifyJudge(), ToolUseShaping(), 0.1).score_group(group)
+    found, wrong = group.rewards()
+    assert 0 < wrong < found <= 0.1
