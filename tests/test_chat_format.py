@@ -62,3 +62,27 @@ def test_template_renders_tools_calls_and_results(tiny_model_dir):
     # what the template renders for a call, the parser reads back
     rendered_call = text.split("<|im_start|>assistant\n")[1].split("<|im_end|>")[0]
     assert json.loads(parse_tool_calls(rendered_call).tool_calls[0]["function"]["arguments"]) == {"a": 2, "b": 3}
+
+
+def test_a_demonstrated_conversation_gets_no_placeholder_call_on_any_turn(tiny_model_dir):
+    """With a real call shown before the task, the system turn drops the first tool's placeholder
+    call, and keeps the same text on every turn of the episode (the agent's own calls, after the
+    task, change nothing)."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    call = {"id": "c", "type": "function", "function": {"name": "add", "arguments": '{"a": 3, "b": 4}'}}
+    demo = [{"role": "user", "content": "3+4?"}, {"role": "assistant", "content": "", "tool_calls": [call]}]
+    turns = [[{"role": "user", "content": "2+3?"}],
+             [{"role": "user", "content": "2+3?"}, {"role": "assistant", "content": "", "tool_calls": [call]},
+              {"role": "tool", "tool_call_id": "c", "content": "5"}]]
+
+    def system(msgs):
+        text = tok.apply_chat_template(msgs, tools=TOOLS, tokenize=False, add_generation_prompt=True)
+        return text.split("<|im_end|>")[0]
+
+    placeholder = '{"name": "add", "arguments": {"a": 1, "b": 1}}'
+    assert all(placeholder in system(t) for t in turns)  # no demonstration: the placeholder call, every turn
+    shown = [system(demo + t) for t in turns]
+    assert shown[0] == shown[1] and placeholder not in shown[0]
+    assert "inside <tool_call></tool_call> tags.\nThe tool results come back" in shown[0]
