@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 async def first_calls(name: str, server: str, project: str, samples: int) -> dict:
     from judges import VerifyJudge, score_groups
-    from judges.shaping import STAGES, tool_use_score
+    from judges.shaping import STAGES, agent_messages, tool_use_score
     from mcprl import agents
     from mcprl.evaluate import resolve_checkpoint, rollout_settings
     from mcprl.gather import gather_trajectory_groups
@@ -58,8 +58,7 @@ async def first_calls(name: str, server: str, project: str, samples: int) -> dic
     for g in groups:
         for t in g.trajectories:
             episodes += 1
-            task_at = max(i for i, m in enumerate(t.messages) if m.get("role") == "user")
-            calls = [c["function"]["name"] for m in t.messages[task_at:] if m.get("role") == "assistant"
+            calls = [c["function"]["name"] for m in agent_messages(t) if m.get("role") == "assistant"
                      for c in m.get("tool_calls") or []]
             first[calls[0] if calls else "(none)"] += 1
             solved += t.reward >= 0.999

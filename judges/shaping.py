@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from judges.base import zero_failed
-from judges.verify import as_number, normalize_text
+from judges.verify import as_number, normalize_text, numbers
 from mcprl.tools.client import schema_validator
 from mcprl.types import Message, Trajectory, TrajectoryGroup
 
@@ -44,17 +43,12 @@ def words(text: str) -> list[str]:
     return normalize_text(text).split()
 
 
-# A number standing alone: not part of a token like SKU-1234 or A4; thousands separators dropped.
-_NUMBER = re.compile(r"(?<![\w-])-?\d+(?:\.\d+)?(?![\w-])")
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-
-
 def holds_answer(text: str, answer: Any) -> bool:
     """Whether `text` holds `answer`: a number as a number of the same value ("$22.60" holds
     22.6, "SKU-1234" holds no 1234), anything else as whole words, both normalised."""
     number = as_number(answer)
     if number is not None:
-        return any(math.isclose(float(n), number, abs_tol=1e-9) for n in _NUMBER.findall(_THOUSANDS.sub("", text)))
+        return any(math.isclose(n, number, abs_tol=1e-9) for n in numbers(text))
     needle = " ".join(words(str(answer)))
     return bool(needle) and f" {needle} " in f" {' '.join(words(text))} "
 

@@ -42,6 +42,17 @@ def normalize_text(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text).split())
 
 
+# A number standing alone: not part of a token like SKU-1234 or A4. Thousands separators are
+# dropped before reading (`THOUSANDS`).
+NUMBER = re.compile(r"(?<![\w-])-?\d+(?:\.\d+)?(?![\w-])")
+THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+
+
+def numbers(text: str) -> set[float]:
+    """The values of the numbers standing alone in `text`."""
+    return {float(n) for n in NUMBER.findall(THOUSANDS.sub("", text))}
+
+
 def as_number(value: Any) -> float | None:
     if isinstance(value, bool):
         return None

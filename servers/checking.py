@@ -14,32 +14,25 @@ state the live server ended in, because the worlds are deterministic.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import Any
 
 from pydantic import validate_call
 
+from judges.verify import NUMBER, THOUSANDS, numbers
 from mcprl.types import Message, Trajectory
 
-# A number standing alone: not part of a token like SKU-1234 or A4.
-_NUMBER = re.compile(r"(?<![\w-])-?\d+(?:\.\d+)?(?![\w-])")
 MAX_OTHER_NUMBERS = 2
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
 def normalise(text: str) -> str:
-    return " ".join(_THOUSANDS.sub("", text).lower().split())
-
-
-def numbers(text: str) -> set[float]:
-    return {float(n) for n in _NUMBER.findall(normalise(text))}
+    return " ".join(THOUSANDS.sub("", text).lower().split())
 
 
 def answered(trajectory: Trajectory, answer: str | float, task: str = "") -> float:
     """1.0 when the final answer gives `answer` (see the module docstring), else 0.0."""
     final = trajectory.final_answer()
-    if isinstance(answer, int | float) or _NUMBER.fullmatch(str(answer).strip()):
+    if isinstance(answer, int | float) or NUMBER.fullmatch(str(answer).strip()):
         expected, given = float(answer), numbers(final)
         return float(expected in given and len(given - numbers(task) - {expected}) <= MAX_OTHER_NUMBERS)
     return float("".join(normalise(str(answer)).split()) in "".join(normalise(final).split()))

@@ -5,8 +5,9 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from judges.verify import numbers
 from mcprl.types import Scenario, Trajectory
-from servers.checking import answered, numbers, successful_tool_calls
+from servers.checking import answered, successful_tool_calls
 
 SERVER = "python -m servers.calculator --seed {seed}"  # the world these tasks ask about (mcprl.tasks)
 
