@@ -3,10 +3,13 @@ held-out scenarios: which tool each episode calls first, how many calls' results
 answer (shaping's evidence stage), and success. A prompt change is measured with it before a
 30-minute efficacy run (docs/benchmarks.md: the template's placeholder call).
 
-    python bench/first_calls.py RUN_NAME --server "python -m servers.inventory" [--project bench] [--samples 4]
+    python bench/first_calls.py RUN_NAME --server "python -m servers.inventory" [--project bench] [--samples 4] [--rebuild]
 
 RUN_NAME is a run of `--project` (its step-0 checkpoint, demonstration and held-out split); the
-prompt is rendered by the code this is run from, so two checkouts compare two prompts.
+prompt is rendered by the code this is run from, so two checkouts compare two prompts. `--rebuild`
+builds the demonstration anew with this checkout's mcprl.demonstration, from the run's training
+scenarios, the base model writing the calls (the run's offline generator). First calls are counted
+overall and by the first tool each held-out scenario names (`by_expected`).
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 
 
-async def first_calls(name: str, server: str, project: str, samples: int) -> dict:
+async def first_calls(name: str, server: str, project: str, samples: int, rebuild: bool) -> dict:
     from judges import VerifyJudge, score_groups
     from judges.shaping import STAGES, agent_messages, tool_use_score
-    from mcprl import agents
+    from mcprl import agents, demonstration
     from mcprl.evaluate import resolve_checkpoint, rollout_settings
     from mcprl.gather import gather_trajectory_groups
     from mcprl.model import Model
@@ -36,8 +39,11 @@ async def first_calls(name: str, server: str, project: str, samples: int) -> dic
     from mcprl.types import Scenario, TrajectoryGroup
 
     base, adapter, served = resolve_checkpoint(f"{name}@0", project)
-    held_out = model_dir(project, name) / "scenarios" / "val.jsonl"
-    scenarios = [Scenario.model_validate_json(line) for line in held_out.read_text().splitlines() if line.strip()]
+    def split(part: str) -> list[Scenario]:
+        text = (model_dir(project, name) / "scenarios" / f"{part}.jsonl").read_text()
+        return [Scenario.model_validate_json(line) for line in text.splitlines() if line.strip()]
+
+    scenarios = split("val")
     rc = rollout_settings(adapter, scenarios)
     rollout = agents.load(rc.agent)
     engine = await anyio.to_thread.run_sync(lambda: Engine(base, served_name=base))
@@ -46,6 +52,11 @@ async def first_calls(name: str, server: str, project: str, samples: int) -> dic
     try:
         async with ToolPool(ServerSpec.parse(server, env={"PYTHONPATH": str(ROOT)})) as pool:
             policy = Model(name=served, inference_base_url=endpoint.base_url, inference_model_name=served)
+            source = "run"
+            if rebuild:
+                demo, _ = await demonstration.build(split("train"), pool, model=f"openai/{base}",
+                                                    api_base=endpoint.base_url, seed=0)
+                rc, source = rc.model_copy(update={"example": demo.messages}), demo.source
             groups: list[TrajectoryGroup] = await gather_trajectory_groups(
                 [[rollout(policy, s, pool, rc) for _ in range(samples)] for s in scenarios], max_concurrency=16)
             for g, s in zip(groups, scenarios):
@@ -54,6 +65,7 @@ async def first_calls(name: str, server: str, project: str, samples: int) -> dic
     finally:
         endpoint.close()
     first: collections.Counter[str] = collections.Counter()
+    by_expected: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     found = solved = episodes = 0
     for g in groups:
         for t in g.trajectories:
@@ -61,11 +73,13 @@ async def first_calls(name: str, server: str, project: str, samples: int) -> dic
             calls = [c["function"]["name"] for m in agent_messages(t) if m.get("role") == "assistant"
                      for c in m.get("tool_calls") or []]
             first[calls[0] if calls else "(none)"] += 1
+            by_expected[g.scenario.tools[0] if g.scenario.tools else "(none named)"][calls[0] if calls else "(none)"] += 1
             solved += t.reward >= 0.999
             # a call past every stage and holding the answer scores above STAGES / (STAGES + 1)
             found += g.scenario.answer is not None and tool_use_score(t, g.scenario.answer, g.scenario.task) > STAGES / (STAGES + 1) + 1e-9
-    return {"run": name, "episodes": episodes, "success": solved / episodes, "answer_found": found / episodes,
-            "first_call": dict(first.most_common())}
+    return {"run": name, "demonstration": source, "episodes": episodes, "success": solved / episodes,
+            "answer_found": found / episodes, "first_call": dict(first.most_common()),
+            "by_expected": {k: dict(v.most_common()) for k, v in sorted(by_expected.items())}}
 
 
 def main() -> None:
@@ -74,9 +88,10 @@ def main() -> None:
     ap.add_argument("--server", required=True)
     ap.add_argument("--project", default="bench")
     ap.add_argument("--samples", type=int, default=4)
+    ap.add_argument("--rebuild", action="store_true", help="build the demonstration anew with this checkout's code")
     args = ap.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    print(json.dumps(anyio.run(first_calls, args.run, args.server, args.project, args.samples)))
+    print(json.dumps(anyio.run(first_calls, args.run, args.server, args.project, args.samples, args.rebuild)))
 
 
 if __name__ == "__main__":
