@@ -6,18 +6,14 @@ that looks like the real tasks works far better than a made-up one. In order of 
     file          `--example FILE` (a JSON list of OpenAI chat messages) or `rollout.example` in a
                   run file: the user's own messages
     task-module   the task set's hand-written EXAMPLE (`--tasks NAME`, unless `--no-task-help`)
-    scenario:<ids> built from real training scenarios, which are then kept out of training and
-                  evaluation: for each of at most CANDIDATES scenarios (different first tools first,
-                  as their `tools` name them), the generator model writes a few candidate first tool
-                  calls, constrained by that tool's own input schema (strings and arrays kept short,
-                  strings first made of the task's words, then cut to shorter runs of those words,
-                  `narrowed`), each is executed against the server, and the most useful one that
-                  answers without error is kept: the one whose result holds the scenario's known
-                  answer, else the one whose result tells the most the task did not already say
-                  (`usefulness`). The most useful call of each tool is kept, and up to SHOWN of
-                  them, each of a different tool, are shown one after the other, the most useful
-                  last: with one tool shown, a 135M policy used that tool for every task
-                  (docs/benchmarks.md: inventory's SKU lookups)
+    scenario:<id> built from one real training scenario, which is then kept out of training and
+                  evaluation: the generator model writes a few candidate first tool calls,
+                  constrained by that tool's own input schema (strings and arrays kept short,
+                  strings first made of the task's words, then cut to shorter runs of those
+                  words, `narrowed`), each is executed against the server, and the most useful
+                  one that answers without error is kept: the one whose result holds the
+                  scenario's known answer, else the one whose result tells the most the task did
+                  not already say (`usefulness`)
     generic       `Example request: use <first tool>.` with placeholder arguments (mcprl.rollout)
 
 A scenario demonstration ends at the assistant's tool call, like the hand-written ones: there is
@@ -44,7 +40,6 @@ if TYPE_CHECKING:
     from mcprl.tools import ToolPool
 
 CANDIDATES = 3  # scenarios tried before falling back to the generic example
-SHOWN = 2  # exchanges a scenario demonstration shows at most, each calling a different tool
 SAMPLES = 4  # calls written at a time for a scenario (one round per constraint, up to two rounds)
 NARROWED = 32  # calls made of shorter runs of a written string's words, at most, for a scenario
 # A demonstration's call is short: every string and array of the constraint gets at most this many
@@ -72,7 +67,7 @@ class ChatMessage(BaseModel):
 
 class Demonstration(BaseModel):
     messages: list[Message] | None  # None: the generic example, made up from the tool list
-    source: str  # "file" | "task-module" | "scenario:<id>[,<id>...]" | "generic"
+    source: str  # "file" | "task-module" | "scenario:<id>" | "generic"
 
 
 def load_example(path: Path) -> list[Message]:
@@ -181,10 +176,6 @@ class Candidate(BaseModel):
     def has_answer(self) -> bool:
         return self.rating[0] == 1
 
-    @property
-    def tool(self) -> str:
-        return self.messages[-1]["tool_calls"][0]["function"]["name"]
-
 
 def narrowed(args: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
     """Calls like `args` with one multi-word string argument cut to a shorter run of its own words,
@@ -287,59 +278,32 @@ async def narrow(calls: list[dict[str, Any]], floor: Candidate | None,
     return fallback
 
 
-def spread(scenarios: list[Scenario]) -> list[Scenario]:
-    """`scenarios` reordered so that every first tool they name (`Scenario.tools`) comes once
-    before any comes twice; a scenario that names none counts as a tool of its own."""
-    seen: set[str] = set()
-    first, again = [], []
-    for s in scenarios:
-        tool = s.tools[0] if s.tools else f"scenario:{s.id}"
-        (again if tool in seen else first).append(s)
-        seen.add(tool)
-    return first + again
-
-
-def shown(best: list[tuple[Candidate, Scenario]]) -> list[tuple[Candidate, Scenario]]:
-    """Of the most useful calls of each tool (and their scenarios), those a demonstration shows,
-    the most useful last: the ones that found their scenario's answer when any did, else the most
-    useful one and others whose results told something; at most SHOWN."""
-    ranked = sorted(best, key=lambda cs: cs[0].rating, reverse=True)
-    if ranked[0][0].has_answer:
-        keep = [cs for cs in ranked if cs[0].has_answer]
-    else:
-        keep = ranked[:1] + [cs for cs in ranked[1:] if cs[0].rating[1] > 0]
-    return keep[:SHOWN][::-1]
-
-
 async def build(train: list[Scenario], pool: ToolPool, *, model: str, api_base: str | None, seed: int,
                 say=print) -> tuple[Demonstration, list[Scenario]]:
-    """A scenario demonstration from at most CANDIDATES training scenarios (picked by the seed,
-    different first tools first: `spread`): the `shown` calls of the most useful call per tool,
-    stopping early once SHOWN tools have found their scenarios' answers; the training scenarios
-    without those shown. The generic one when no call runs without error."""
+    """A scenario demonstration from one of at most CANDIDATES training scenarios (picked by the
+    seed): the first whose call found the scenario's answer, else the most useful; the training
+    scenarios without it. The generic one when no call runs without error."""
     from mcprl.llm import LLMError
 
     if len(train) < 2:
         return Demonstration(messages=None, source="generic"), train
-    best: dict[str, tuple[Candidate, Scenario]] = {}  # per tool
-    for scenario in spread(random.Random(f"{seed}/demonstration").sample(train, len(train)))[:min(CANDIDATES, len(train) - 1)]:
+    best: tuple[Candidate, Scenario] | None = None
+    for scenario in random.Random(f"{seed}/demonstration").sample(train, min(CANDIDATES, len(train) - 1)):
         try:
             candidate = await from_scenario(scenario, pool, model=model, api_base=api_base, seed=seed)
         except (LLMError, UserError, ValueError) as e:
             say(f"warning: no demonstration from scenario {scenario.id}: {e}")
             continue
-        if candidate is not None and (candidate.tool not in best or candidate.rating > best[candidate.tool][0].rating):
-            best[candidate.tool] = candidate, scenario
-            if sum(c.has_answer for c, _ in best.values()) >= SHOWN:
+        if candidate is not None and (best is None or candidate.rating > best[0].rating):
+            best = candidate, scenario
+            if candidate.has_answer:
                 break
-    if not best:
+    if best is None:
         say("no training scenario gave a tool call that runs without error; showing the generic example")
         return Demonstration(messages=None, source="generic"), train
-    used = shown(list(best.values()))
-    tasks = {s.task for _, s in used}
-    # their tasks leave training whole: copies of them (task generators repeat tasks) too
-    return (Demonstration(messages=[m for c, _ in used for m in c.messages], source="scenario:" + ",".join(s.id for _, s in used)),
-            [s for s in train if s.task not in tasks])
+    candidate, scenario = best
+    # its task leaves training whole: copies of it (task generators repeat tasks) too
+    return Demonstration(messages=candidate.messages, source=f"scenario:{scenario.id}"), [s for s in train if s.task != scenario.task]
 
 
 async def settle(train: list[Scenario], pool: ToolPool | None, *, enabled: bool, example: list[Message] | None,

@@ -45,59 +45,6 @@ async def test_a_scenario_demonstration_runs_the_call_and_leaves_training():
     assert again.source == demo.source
 
 
-def _arithmetic(i: int, tool: str, answer: float | None = None) -> Scenario:
-    task = {"add": f"What is {i} plus 40?", "multiply": f"What is {i} times 7?"}[tool]
-    return Scenario(id=f"{tool}-{i}", task=task, tools=[tool], answer=answer)
-
-
-async def test_scenarios_of_different_tools_give_a_demonstration_of_each():
-    """Scenarios naming `add` and `multiply` first: the candidates are spread over both tools, a
-    call of each runs, and both exchanges are shown (no answers known: both results told something),
-    each call of its own scenario's tool; both scenarios leave training."""
-    train = [_arithmetic(i, "multiply" if i % 3 == 0 else "add") for i in range(1, 10)]
-    with FakeLLM(handler=lambda body: '{"a": 2, "b": 40}') as llm:
-        async with ToolPool(ServerSpec.parse("python -m servers.calculator")) as pool:
-            demo, rest = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=1)
-    used = demo.source.removeprefix("scenario:").split(",")
-    assert len(used) == 2 and len(demo.messages) == 4
-    by_id = {s.id: s for s in train}
-    for (user, assistant), scenario_id in zip(zip(demo.messages[::2], demo.messages[1::2]), used):
-        assert user == {"role": "user", "content": by_id[scenario_id].task}
-        assert assistant["tool_calls"][0]["function"]["name"] == by_id[scenario_id].tools[0]
-    assert {by_id[i].tools[0] for i in used} == {"add", "multiply"}
-    assert not {s.task for s in rest} & {by_id[i].task for i in used} and len(rest) == len(train) - 2
-
-
-@pytest.mark.parametrize("multiply_finds_it", [True, False])
-async def test_with_answers_known_only_calls_that_found_theirs_are_shown(multiply_finds_it):
-    """`add 2 40` answers 42; `multiply` with the same arguments answers 80. A multiply scenario
-    whose answer is 80 is shown beside the add one (and the third candidate is never written for:
-    two tools found their answers); one whose answer is 42 is not."""
-    train = [_arithmetic(i, tool, 42 if tool == "add" else 80 if multiply_finds_it else 42)
-             for i in range(1, 4) for tool in ("add", "multiply")]
-    with FakeLLM(handler=lambda body: '{"a": 2, "b": 40}') as llm:
-        async with ToolPool(ServerSpec.parse("python -m servers.calculator")) as pool:
-            demo, _ = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=0)
-    tools = [m["tool_calls"][0]["function"]["name"] for m in demo.messages[1::2]]
-    if multiply_finds_it:
-        assert sorted(tools) == ["add", "multiply"] and len(llm.requests) == 2 * demonstration.SAMPLES
-    else:
-        assert tools == ["add"] and len(llm.requests) == demonstration.CANDIDATES * demonstration.SAMPLES
-
-
-def test_the_most_useful_exchange_is_shown_last():
-    def candidate(tool: str, rating: tuple[int, int]) -> tuple[demonstration.Candidate, Scenario]:
-        call = {"id": "c", "type": "function", "function": {"name": tool, "arguments": "{}"}}
-        return (demonstration.Candidate(rating=rating, messages=[{"role": "user", "content": tool},
-                                                                {"role": "assistant", "tool_calls": [call]}]),
-                Scenario(id=tool, task=tool))
-
-    picked = demonstration.shown([candidate("a", (0, 3)), candidate("b", (0, 9)), candidate("c", (0, 0))])
-    assert [s.id for _, s in picked] == ["a", "b"]  # c's result told nothing; b told most: last
-    picked = demonstration.shown([candidate("a", (1, -2)), candidate("b", (0, 9)), candidate("c", (1, -1))])
-    assert [s.id for _, s in picked] == ["a", "c"]
-
-
 async def test_without_a_named_tool_the_generator_picks_one_from_an_enum():
     seen = []
 
