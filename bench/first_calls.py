@@ -39,6 +39,7 @@ async def first_calls(name: str, server: str, project: str, samples: int, rebuil
     from mcprl.types import Scenario, TrajectoryGroup
 
     base, adapter, served = resolve_checkpoint(f"{name}@0", project)
+
     def split(part: str) -> list[Scenario]:
         text = (model_dir(project, name) / "scenarios" / f"{part}.jsonl").read_text()
         return [Scenario.model_validate_json(line) for line in text.splitlines() if line.strip()]
@@ -64,19 +65,18 @@ async def first_calls(name: str, server: str, project: str, samples: int, rebuil
             await score_groups(VerifyJudge(), groups)
     finally:
         endpoint.close()
-    first: collections.Counter[str] = collections.Counter()
     by_expected: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
-    found = solved = episodes = 0
+    found = solved = 0
     for g in groups:
         for t in g.trajectories:
-            episodes += 1
             calls = [c["function"]["name"] for m in agent_messages(t) if m.get("role") == "assistant"
                      for c in m.get("tool_calls") or []]
-            first[calls[0] if calls else "(none)"] += 1
             by_expected[g.scenario.tools[0] if g.scenario.tools else "(none named)"][calls[0] if calls else "(none)"] += 1
             solved += t.reward >= 0.999
             # a call past every stage and holding the answer scores above STAGES / (STAGES + 1)
             found += g.scenario.answer is not None and tool_use_score(t, g.scenario.answer, g.scenario.task) > STAGES / (STAGES + 1) + 1e-9
+    first = sum(by_expected.values(), collections.Counter())
+    episodes = first.total()
     return {"run": name, "demonstration": source, "episodes": episodes, "success": solved / episodes,
             "answer_found": found / episodes, "first_call": dict(first.most_common()),
             "by_expected": {k: dict(v.most_common()) for k, v in sorted(by_expected.items())}}
