@@ -4,6 +4,7 @@ answer (shaping's evidence stage), and success. A prompt change is measured with
 30-minute efficacy run (docs/benchmarks.md: the template's placeholder call).
 
     python bench/first_calls.py RUN_NAME --server "python -m servers.inventory" [--project bench] [--samples 4] [--rebuild]
+                                [--constrain-tool-calls] [--out GROUPS.jsonl]
 
 RUN_NAME is a run of `--project` (its step-0 checkpoint, demonstration and held-out split); the
 prompt is rendered by the code this is run from, so two checkouts compare two prompts. `--rebuild`
@@ -25,7 +26,7 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 
 
-async def first_calls(name: str, server: str, project: str, samples: int, rebuild: bool) -> dict:
+async def first_calls(name: str, server: str, project: str, samples: int, rebuild: bool, constrain: bool, out: Path | None = None) -> dict:
     from judges import VerifyJudge, score_groups
     from judges.shaping import STAGES, agent_messages, tool_use_score
     from mcprl import agents, demonstration
@@ -46,6 +47,8 @@ async def first_calls(name: str, server: str, project: str, samples: int, rebuil
 
     scenarios = split("val")
     rc = rollout_settings(adapter, scenarios)
+    if constrain:
+        rc = rc.model_copy(update={"constrain_tool_calls": True})
     rollout = agents.load(rc.agent)
     engine = await anyio.to_thread.run_sync(lambda: Engine(base, served_name=base))
     engine.load_adapter(served, adapter)
@@ -65,6 +68,8 @@ async def first_calls(name: str, server: str, project: str, samples: int, rebuil
             await score_groups(VerifyJudge(), groups)
     finally:
         endpoint.close()
+    if out is not None:
+        out.write_text("".join(g.model_dump_json() + "\n" for g in groups))
     by_expected: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     found = solved = 0
     for g in groups:
@@ -77,7 +82,7 @@ async def first_calls(name: str, server: str, project: str, samples: int, rebuil
             found += g.scenario.answer is not None and tool_use_score(t, g.scenario.answer, g.scenario.task) > STAGES / (STAGES + 1) + 1e-9
     first = sum(by_expected.values(), collections.Counter())
     episodes = first.total()
-    return {"run": name, "demonstration": source, "episodes": episodes, "success": solved / episodes,
+    return {"run": name, "demonstration": source, "constrain_tool_calls": rc.constrain_tool_calls, "episodes": episodes, "success": solved / episodes,
             "answer_found": found / episodes, "first_call": dict(first.most_common()),
             "by_expected": {k: dict(v.most_common()) for k, v in sorted(by_expected.items())}}
 
@@ -89,9 +94,12 @@ def main() -> None:
     ap.add_argument("--project", default="bench")
     ap.add_argument("--samples", type=int, default=4)
     ap.add_argument("--rebuild", action="store_true", help="build the demonstration anew with this checkout's code")
+    ap.add_argument("--constrain-tool-calls", action="store_true", help="grammar-constrain the policy's tool calls")
+    ap.add_argument("--out", type=Path, help="write the scored groups here (JSON lines) to read the episodes")
     args = ap.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    print(json.dumps(anyio.run(first_calls, args.run, args.server, args.project, args.samples, args.rebuild)))
+    print(json.dumps(anyio.run(first_calls, args.run, args.server, args.project, args.samples, args.rebuild,
+                               args.constrain_tool_calls, args.out)))
 
 
 if __name__ == "__main__":

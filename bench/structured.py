@@ -1,6 +1,10 @@
 """Constrained decoding speed: tokens/s with and without a JSON Schema, batch 1 and 8.
 
-    python bench/structured.py [--model smollm2-135m] [--max-tokens 96] [--reps 3]
+    python bench/structured.py [--model smollm2-135m] [--max-tokens 96] [--reps 3] [--tool-calls]
+
+`--tool-calls` measures the rollouts' grammar instead (`RolloutConfig.constrain_tool_calls`):
+`mcprl.chat_format.tool_call_format` over the 9 tools of a real server (memory), so the rows write
+free text under the grammar, and any `<tool_call>` they start must become a valid call.
 
 Fairness: both sides run the engine's sampler on the same prompts (eight different user turns,
 rendered by the endpoint's own template code), same seeds and temperature, with no eos, so each
@@ -35,6 +39,7 @@ def main() -> None:
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--tool-calls", action="store_true", help="the rollouts' tool-call grammar instead of a JSON Schema")
     args = ap.parse_args()
 
     import torch
@@ -46,9 +51,17 @@ def main() -> None:
 
     torch.manual_seed(0)
     engine = Engine(args.model)
-    entity = json.loads(SCHEMAS.read_text())["schemas"]["memory/create_entities"]["properties"]["entities"]["items"]
-    schema = {"type": "object", "properties": {"entities": {"type": "array", "items": entity, "minItems": 1000}}, "required": ["entities"]}
-    fmt = ResponseFormat.model_validate({"type": "json_schema", "json_schema": {"name": "create_entities", "schema": schema}})
+    schemas = json.loads(SCHEMAS.read_text())["schemas"]
+    if args.tool_calls:
+        from mcprl.chat_format import tool_call_format
+
+        tools = [{"type": "function", "function": {"name": t.split("/")[1], "parameters": s}}
+                 for t, s in schemas.items() if t.startswith("memory/")]
+        fmt = ResponseFormat.model_validate(tool_call_format(tools))
+    else:
+        entity = schemas["memory/create_entities"]["properties"]["entities"]["items"]
+        schema = {"type": "object", "properties": {"entities": {"type": "array", "items": entity, "minItems": 1000}}, "required": ["entities"]}
+        fmt = ResponseFormat.model_validate({"type": "json_schema", "json_schema": {"name": "create_entities", "schema": schema}})
     t0 = time.perf_counter()
     start = engine.grammars.compile(fmt)
     compile_s = time.perf_counter() - t0
@@ -70,7 +83,7 @@ def main() -> None:
             for c in ((False, True) if rep % 2 == 0 else (True, False)):
                 rates[b, c].append(run(b, c))
     print(f"model {args.model}, dtype {next(engine.model.parameters()).dtype}, {args.max_tokens} tokens/row, "
-          f"{args.reps} reps, schema compile {compile_s * 1e3:.1f} ms (first, including the tokenizer's ~0.5 s)")
+          f"{args.reps} reps, {'tool-call grammar' if args.tool_calls else 'schema'} compile {compile_s * 1e3:.1f} ms (first, including the tokenizer's ~0.5 s)")
     print("| batch | free tok/s (best) | schema tok/s (best) | ratio of bests | median per-rep ratio |\n|---|---|---|---|---|")
     for b in (1, 8):
         free, con = max(rates[b, False]), max(rates[b, True])

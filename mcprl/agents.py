@@ -80,6 +80,7 @@ def load(spec: str) -> Agent:
         raise UserError(f"agent {spec!r} takes {inspect.signature(obj)}, not (rec, config); give {FORMS}") from None
 
     async def agent(model: Model, scenario: Scenario, pool: ToolPool | None = None, config: RolloutConfig | None = None) -> Trajectory:
-        return await Recorder(model, scenario, pool).run(obj, config or rollout.RolloutConfig())
+        config = config or rollout.RolloutConfig()
+        return await Recorder(model, scenario, pool, constrain_tool_calls=config.constrain_tool_calls).run(obj, config)
 
     return agent

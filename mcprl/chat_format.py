@@ -68,3 +68,16 @@ def parse_tool_calls(text: str) -> ParsedReply:
         )
     content = TOOL_CALL_RE.sub("", text).strip()
     return ParsedReply(content=content, tool_calls=calls)
+
+
+def tool_call_format(tools: list[dict]) -> dict:
+    """The `response_format` (vLLM's structural_tag) that holds Hermes tool calls to the offered
+    tools: free text, and each `<tool_call>` completed as a call of one of `tools` whose arguments
+    validate against its input schema, written as the chat template writes one."""
+    structures = []
+    for t in tools:
+        fn = t.get("function") or t
+        schema = fn.get("parameters") or {"type": "object"}
+        structures.append({"begin": f'<tool_call>\n{{"name": {json.dumps(fn["name"])}, "arguments": ',
+                           "schema": schema, "end": "}\n</tool_call>"})
+    return {"type": "structural_tag", "structures": structures, "triggers": ["<tool_call>"]}

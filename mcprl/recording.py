@@ -22,7 +22,9 @@ returns the final answer (a str, -> `metadata["final_answer"]`), a dict whose `r
 `metrics` and `metadata` are merged into the trajectory, or None.
 
 The mechanism is an httpx client (`async_http_client()`, `http_client()`): every request it
-sends to `.../chat/completions` asks for token ids and logprobs (training needs both), and
+sends to `.../chat/completions` asks for token ids and logprobs (training needs both), and, for
+a Recorder made with `constrain_tool_calls`, holds its tool calls to the offered tools' names and
+schemas (`mcprl.chat_format.tool_call_format`, unless the agent set a response_format itself); and
 every reply is recorded in the Recorder running in the current context (a
 `contextvars.ContextVar`, so concurrent rollouts in one event loop, and the threads LangGraph
 starts for sync nodes, each record only their own calls; calls outside `run` are not recorded).
@@ -54,6 +56,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
+from mcprl.chat_format import tool_call_format
 from mcprl.errors import UserError
 from mcprl.serving.prompts import message_key
 from mcprl.types import Generation, Message, Scenario, ToolSchema, Trajectory
@@ -112,10 +115,11 @@ class McpTools:
 class Recorder:
     """One rollout: its Trajectory, fed by the recording HTTP clients and `tools`."""
 
-    def __init__(self, model: Model, scenario: Scenario, pool: ToolPool | None = None) -> None:
+    def __init__(self, model: Model, scenario: Scenario, pool: ToolPool | None = None, *, constrain_tool_calls: bool = False) -> None:
         if not model.inference_base_url:
             raise UserError(f"model {model.name!r} has no endpoint; register it with a backend first")
         self.model, self.scenario, self.pool = model, scenario, pool
+        self.constrain_tool_calls = constrain_tool_calls  # see RolloutConfig.constrain_tool_calls
         self.model_name = model.get_inference_name()  # the served name (it changes with every step)
         self.trajectory = Trajectory(scenario_id=scenario.id, metadata={"task": scenario.task, "model": self.model_name})
         self.trajectory.metrics.update(dict.fromkeys(COUNTERS, 0.0))
@@ -246,11 +250,16 @@ def _is_chat(request: httpx.Request) -> bool:
 
 
 def _asking_for_tokens(request: httpx.Request) -> httpx.Request:
-    """The chat request with token ids and logprobs asked for, whatever the agent sent."""
+    """The chat request with token ids and logprobs asked for, whatever the agent sent, and with
+    its tool calls grammar-constrained when the rollout says so (and the agent set no format)."""
     import httpx
 
     body = json.loads(request.content)
     body.update(logprobs=True, return_token_ids=True)
+    rec = _CURRENT.get()
+    if rec is not None and rec.constrain_tool_calls and body.get("tools") and body.get("tool_choice") != "none" \
+            and not body.get("response_format"):
+        body["response_format"] = tool_call_format(body["tools"])
     headers = request.headers.copy()
     del headers["content-length"]
     return httpx.Request(request.method, request.url, headers=headers, content=json.dumps(body).encode(), extensions=request.extensions)

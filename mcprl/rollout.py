@@ -63,6 +63,11 @@ class RolloutConfig(BaseModel):
     # tool's schema.
     demonstration: bool = Field(default=True, description="show one example exchange (a request and a tool-call reply) before the task")
     example: list[Message] | None = Field(default=None, description="the example exchange: chat messages")
+    # Grammar-constrained tool calls (vLLM's structural_tag, which our endpoint speaks too): free
+    # text, but a call once begun names an offered tool and its arguments validate against that
+    # tool's input schema. A 135M policy otherwise writes arguments it saw elsewhere (another
+    # tool's, the demonstration's) and the call fails before it can find anything (docs/benchmarks.md).
+    constrain_tool_calls: bool = Field(default=False, description="hold the policy's tool calls to the offered tools' names and input schemas (grammar-constrained decoding)")
 
     @model_validator(mode="after")
     def _langgraph_ends_on_text(self) -> RolloutConfig:
@@ -148,7 +153,8 @@ class ToolAgent:
     """
 
     async def __call__(self, model: Model, scenario: Scenario, pool: ToolPool | None = None, config: RolloutConfig | None = None) -> Trajectory:
-        return await Recorder(model, scenario, pool).run(self._episode, config or RolloutConfig())
+        config = config or RolloutConfig()
+        return await Recorder(model, scenario, pool, constrain_tool_calls=config.constrain_tool_calls).run(self._episode, config)
 
     async def setup(self, episode: Episode) -> list[Message]:
         return initial_messages(episode.scenario, episode.tools, episode.config)

@@ -96,7 +96,7 @@ class TrainingRun:
         self.secrets: list[str] = []
 
     async def run(self) -> dict[str, Any]:
-        from mcprl.backends.local import LocalBackend
+        from mcprl.backends.local import LocalBackend, cuda_available
         from mcprl.tools import open_tools, secret_values
         from mcprl.train import checkpoints
         from scenarios import run_scenarios
@@ -106,6 +106,11 @@ class TrainingRun:
         if done and not self.resume:
             raise UserError(f"{self.dir} already has {done} trained step(s); pass --resume to continue it, or --name NEW for a new run")
         self.agent = agents.load(cfg.rollout.agent)  # a bad agent spec stops the run before any work
+        if cfg.rollout.constrain_tool_calls and cuda_available():
+            # vLLM applies a grammar's mask before it computes logprobs, so it would record masked
+            # ones, which the trainer cannot reproduce (mcprl.serving.sampler records the policy's own).
+            raise UserError("constrain_tool_calls is not supported on the GPU runtime yet (vLLM records grammar-masked "
+                            "logprobs, which would bias the GRPO ratio); drop --constrain-tool-calls")
         self.dir.mkdir(parents=True, exist_ok=True)
         shipped = tasks.get(cfg.scenarios.tasks) if cfg.scenarios.tasks else None
         async with AsyncExitStack() as stack:

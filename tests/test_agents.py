@@ -177,3 +177,24 @@ def test_a_bad_spec_is_one_line_saying_what_is_wrong(spec, problem):
     assert problem in message and "\n" not in message
     if "failed" not in message:
         assert "plain, langgraph, module:function" in message
+
+
+async def test_every_kind_sends_the_tool_call_grammar_when_the_rollout_constrains_calls(tiny_model_dir):
+    """With `constrain_tool_calls`, each policy request of every agent kind carries the structural
+    tag of the tools it offers (the endpoint compiles it: real schemas from a real server), and the
+    reply's tool calls are still parsed and run; without it, no request carries a format."""
+    replies = [call("multiply", a=17, b=25), "The answer is 425."]
+    for constrain, kinds in ((True, KINDS), (False, KINDS[:1])):
+        for kind in kinds:
+            with scripted_endpoint(tiny_model_dir, replies) as (model, engine):
+                async with ToolPool(ServerSpec.parse(CALC)) as pool:
+                    traj = await agents.load(kind)(model, TASK, pool, RolloutConfig(constrain_tool_calls=constrain))
+            assert traj.error is None and traj.metrics["calls/multiply"] == 1, kind
+            formats = [req["response_format"] for req in engine.seen]
+            if not constrain:
+                assert formats == [None, None], kind
+                continue
+            offered = {t["function"]["name"] for t in engine.seen[0]["tools"]}
+            for fmt in formats:
+                assert fmt["type"] == "structural_tag" and fmt["triggers"] == ["<tool_call>"], kind
+                assert {s["begin"] for s in fmt["structures"]} == {f'<tool_call>\n{{"name": "{n}", "arguments": ' for n in offered}

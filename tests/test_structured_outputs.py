@@ -185,3 +185,84 @@ def test_listed_properties_close_the_object_unless_said_otherwise():
     assert closed["properties"]["properties"]["additionalProperties"] is True  # a property named "properties"
     assert closed["$defs"]["d"]["additionalProperties"] is False and closed["anyOf"][0]["additionalProperties"] is False
     assert closed["anyOf"][1] == {"type": "string"}
+
+
+def test_constrained_rows_record_the_policys_own_logprobs(engine):
+    """Under a grammar a row draws only allowed tokens, but records each one's logprob under the
+    policy's own distribution at the row's settings, which is what the trainer scores (its
+    `token_logprobs`, the drawn token always in the top-p set): the GRPO ratio starts at 1 on
+    the tokens the grammar forced as on the rest."""
+    import torch
+
+    from mcprl.serving.protocol import ResponseFormat
+    from mcprl.serving.sampler import SampleRequest, sample
+    from mcprl.train.logprobs import token_logprobs
+
+    schema = SCHEMAS["enum_bool_bounded_int"]
+    start = engine.grammars.compile(ResponseFormat.model_validate(json_schema_format(schema)))
+    prompt = engine.tokenizer.apply_chat_template(MSGS, add_generation_prompt=True, tokenize=True, return_dict=False)
+    settings = [(1.0, 1.0), (0.7, 1.0), (0.7, 0.5)]
+    rows = [SampleRequest(prompt, 60, t, p, seed=11, constraint=engine.grammars.fork(start)) for t, p in settings]
+    out = sample(engine.model, rows, pad_id=engine.pad_id, eos_ids=engine.eos_ids)
+    for (t, p), s in zip(settings, out):
+        jsonschema.validate(json.loads(engine.tokenizer.decode(s.token_ids, skip_special_tokens=True)), schema)
+        ids = torch.tensor([prompt + s.token_ids])
+        n = len(s.token_ids)
+        with torch.no_grad():
+            lp, _ = token_logprobs(engine.model, ids, torch.ones_like(ids), chunk=7,
+                                   temperature=torch.full(ids.shape, t), top_p=torch.full(ids.shape, p))
+        assert lp[0, -n:].tolist() == pytest.approx(s.logprobs, abs=1e-4), (t, p)
+        # a random model puts next to no mass on the JSON the grammar forces: these are not renormalised
+        assert min(s.logprobs) < -5
+
+
+TOOLS = [
+    {"type": "function", "function": {"name": "get_item", "parameters": {
+        "type": "object", "properties": {"sku": {"type": "string", "pattern": "^SKU-[0-9]{4}$"}}, "required": ["sku"]}}},
+    {"type": "function", "function": {"name": "search_items", "parameters": {
+        "type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["query"]}}},
+]
+
+
+def tokens(engine, text):
+    return engine.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def test_tool_call_format_leaves_text_free_and_holds_calls_to_the_offered_tools(engine):
+    """`tool_call_format`'s structural tag: any text, but a `<tool_call>` must go on as a call of an
+    offered tool, written as the template writes it, with arguments valid against that tool's
+    schema (no undeclared key); after the call, free text again, and the end of the turn."""
+    from mcprl.chat_format import parse_tool_calls, tool_call_format
+    from mcprl.serving.protocol import ResponseFormat
+
+    start = engine.grammars.compile(ResponseFormat.model_validate(tool_call_format(TOOLS)))
+
+    def accepts(text: str) -> bool:
+        c = engine.grammars.fork(start)
+        return all(c.matcher.consume_token(t) for t in tokens(engine, text)) and not c.matcher.is_error()
+
+    good = 'Let me look it up.\n<tool_call>\n{"name": "get_item", "arguments": {"sku": "SKU-1234"}}\n</tool_call>'
+    assert accepts(good) and accepts(good + "\nand then some text")
+    assert parse_tool_calls(good).tool_calls[0]["function"] == {"name": "get_item", "arguments": '{"sku": "SKU-1234"}'}
+    assert accepts("Plain prose, with <tool_response> and <tool tags, is free text.")
+    assert accepts('<tool_call>\n{"name": "search_items", "arguments": {"query": "saw", "limit": 3}}\n</tool_call>')
+    assert not accepts('<tool_call>\n{"name": "delete_everything", "arguments": {}}')  # not an offered tool
+    assert not accepts('<tool_call>\n{"name": "get_item", "arguments": {"query": "saw"}}')  # another tool's argument
+    assert not accepts('<tool_call>\n{"name": "get_item", "arguments": {"sku": "1234"}}')  # the schema's pattern
+    c = engine.grammars.fork(start)
+    for t in tokens(engine, good):
+        c.advance(t)
+    c.advance(engine.tokenizer.eos_token_id)
+    assert c.matcher.is_accepting() and not c.matcher.is_error()
+
+
+def test_structural_tag_errors_are_400s(server):
+    bad_schema = {"type": "structural_tag", "triggers": ["<tool_call>"],
+                  "structures": [{"begin": "<tool_call>\n", "schema": {"type": "objekt"}, "end": "</tool_call>"}]}
+    r = post(server, {"response_format": bad_schema, "max_tokens": 4})
+    assert r.status_code == 400 and "structures[0].schema is not a valid JSON Schema" in r.json()["error"]["message"]
+    no_trigger = {"type": "structural_tag", "triggers": ["<call>"],
+                  "structures": [{"begin": "<tool_call>\n", "schema": {"type": "object"}, "end": ""}]}
+    r = post(server, {"response_format": no_trigger, "max_tokens": 4})
+    assert r.status_code == 400 and "starts with none of the triggers" in r.json()["error"]["message"]
+

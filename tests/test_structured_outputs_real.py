@@ -117,3 +117,62 @@ def test_json_object_is_a_json_object(engine):
     for choice in anyio.run(ask)["choices"]:
         assert choice["finish_reason"] == "stop"
         assert isinstance(json.loads(choice["message"]["content"]), dict)
+
+
+def test_every_dumped_server_compiles_as_a_tool_call_grammar(engine):
+    from mcprl.chat_format import tool_call_format
+
+    servers: dict[str, list[dict]] = {}
+    for tool, schema in SCHEMAS.items():
+        server, name = tool.split("/")
+        servers.setdefault(server, []).append({"type": "function", "function": {"name": name, "parameters": schema}})
+    for server, tools in servers.items():
+        assert engine.grammars.compile(ResponseFormat.model_validate(tool_call_format(tools))) is not None, server
+
+
+def test_constrained_tool_calls_of_real_servers_validate(engine):
+    """The real model, offered all of a real server's tools under `tool_call_format` (after a one-shot
+    demonstration, as in a rollout): every call it completes names an offered tool and its arguments
+    validate against that tool's inputSchema."""
+    from mcprl.chat_format import tool_call_format
+    from mcprl.rollout import example_arguments
+
+    servers = ("filesystem", "memory", "github", "notion")  # arrays of objects, enums, anyOf, $defs/$ref
+    results = {}
+
+    def request(server: str) -> ChatRequest:
+        tools = [{"type": "function", "function": {"name": t.split("/")[1], "parameters": s}}
+                 for t, s in SCHEMAS.items() if t.startswith(server + "/")]
+        first = tools[0]["function"]
+        demo_call = {"id": "call_demo", "type": "function",
+                     "function": {"name": first["name"], "arguments": json.dumps(example_arguments(first["parameters"]))}}
+        return ChatRequest.model_validate({
+            "model": "smol", "max_tokens": 128, "temperature": 0.7, "seed": 3, "n": 2, "tools": tools,
+            "response_format": tool_call_format(tools),
+            "messages": [{"role": "user", "content": f"Use the {server} tools."},
+                         {"role": "assistant", "content": "", "tool_calls": [demo_call]},
+                         {"role": "user", "content": f"Now do something else with the {server} tools."}],
+        })
+
+    async def ask_all():
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(engine.run_batcher)
+            async with anyio.create_task_group() as requests:
+                for server in servers:
+                    async def one(server=server):
+                        results[server] = await engine.chat(request(server))
+                    requests.start_soon(one)
+            tg.cancel_scope.cancel()
+
+    anyio.run(ask_all)
+    calls = 0
+    for server, body in results.items():
+        for choice in body["choices"]:
+            assert "tool_call_error" not in choice or choice["finish_reason"] == "length", choice  # only a cut-off call fails to parse
+            for tc in choice["message"].get("tool_calls") or []:
+                tool = f"{server}/{tc['function']['name']}"
+                assert tool in SCHEMAS, tool
+                jsonschema.validate(json.loads(tc["function"]["arguments"]), SCHEMAS[tool])
+                calls += 1
+    print(f"{calls} tool calls in {sum(len(b['choices']) for b in results.values())} replies, all valid")
+    assert calls >= 3

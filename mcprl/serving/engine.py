@@ -213,14 +213,14 @@ class Engine:
     def _response(self, req: ChatRequest, prompt_ids: list[int], samples: list[Sampled], budget: int) -> dict[str, Any]:
         choices = []
         completion_tokens = 0
-        structured = req.response_format is not None and req.response_format.type != "text"
+        whole_json = req.response_format is not None and req.response_format.is_json
         for i, s in enumerate(samples):
             completion_tokens += len(s.token_ids)
             text = self._decode(s.token_ids)
             if s.text_end is not None:
                 text = text[: s.text_end]
-            # With a response_format the grammar decides the content: no tool-call parsing.
-            parsed = parse_tool_calls(text) if req.tools and req.tool_choice != "none" and not structured else None
+            # With a JSON response_format the grammar decides the content: no tool-call parsing.
+            parsed = parse_tool_calls(text) if req.tools and req.tool_choice != "none" and not whole_json else None
             message: dict[str, Any] = {"role": "assistant", "content": text}
             finish = s.finish_reason
             choice: dict[str, Any] = {"index": i, "message": message, "finish_reason": finish}

@@ -17,17 +17,41 @@ class JsonSchemaFormat(BaseModel):
     strict: bool | None = None
 
 
-class ResponseFormat(BaseModel):
-    """OpenAI's `response_format`; enforced by grammar-constrained decoding (serving/structured.py)."""
+class TaggedStructure(BaseModel):
+    """A structure inside free text: `begin`, then JSON valid against `schema`, then `end`."""
 
-    type: Literal["text", "json_object", "json_schema"]
+    model_config = ConfigDict(populate_by_name=True)
+
+    begin: str = Field(min_length=1)
+    schema_: dict[str, Any] = Field(alias="schema")
+    end: str = ""
+
+
+class ResponseFormat(BaseModel):
+    """OpenAI's `response_format`, plus vLLM's `structural_tag` (free text, where each trigger
+    starts one of the `structures`); enforced by grammar-constrained decoding (serving/structured.py)."""
+
+    type: Literal["text", "json_object", "json_schema", "structural_tag"]
     json_schema: JsonSchemaFormat | None = None
+    structures: list[TaggedStructure] | None = None
+    triggers: list[str] | None = None
 
     @model_validator(mode="after")
     def _schema_given(self) -> ResponseFormat:
         if self.type == "json_schema" and self.json_schema is None:
             raise ValueError('type "json_schema" needs json_schema: {"name": ..., "schema": {...}}')
+        if self.type == "structural_tag":
+            if not self.structures or not self.triggers:
+                raise ValueError('type "structural_tag" needs structures: [{"begin", "schema", "end"}] and triggers: [...]')
+            for i, s in enumerate(self.structures):
+                if not any(s.begin.startswith(t) for t in self.triggers if t):
+                    raise ValueError(f"structures[{i}].begin {s.begin!r} starts with none of the triggers {self.triggers}")
         return self
+
+    @property
+    def is_json(self) -> bool:
+        """The whole reply is one JSON value (no room for tool calls)."""
+        return self.type in ("json_object", "json_schema")
 
 
 class ChatRequest(BaseModel):

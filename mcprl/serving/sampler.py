@@ -2,9 +2,17 @@
 token ids and logprobs of what was sampled.
 
 Rows of one batch share a model (and adapter) but may differ in prompt length, temperature,
-top_p, token budget, stop strings and seed. Each token's logprob is under the distribution it was
-drawn from (the row's temperature, renormalised over its top-p set), which the trainer recomputes
-for the GRPO ratio (see `mcprl.types.Generation`).
+top_p, token budget, stop strings, seed and grammar. Each token's logprob is under the policy's
+distribution at the row's settings (softmax(logits / T), renormalised over its top-p set), which
+the trainer recomputes for the GRPO ratio (see `mcprl.types.Generation`).
+
+A row with a grammar (`constraint`) draws only tokens the grammar allows (the top-p set is then
+taken among those, as vLLM does), but its logprobs are still the policy's own, unmasked, with
+the drawn token counted in the top-p set: the trainer cannot know the grammar, so a masked
+logprob would start the GRPO ratio below 1 exactly where the grammar overrode the policy, and
+the clipped loss would then learn least from those tokens (no gradient at all for a negative
+advantage once the ratio is under 1 - epsilon). Recorded this way, the update teaches the
+policy itself what the grammar made it write.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from dataclasses import dataclass, field
 import torch
 
 from mcprl import memory
-from mcprl.serving.structured import Constraint, mask_logits
+from mcprl.serving.structured import Constraint, allowed_tokens
 
 
 @dataclass
@@ -128,23 +136,30 @@ def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], 
     text_end: list[int | None] = [None] * b
     for _ in range(budget):
         logits = logits.float()
-        if constrained:  # before anything reads the logits: logprobs are under the masked distribution
-            mask_logits(logits, [r.constraint if finish[i] is None else None for i, r in enumerate(rows)])
-        # Logprobs under the distribution each token is drawn from (vLLM's processed_logprobs):
+        # Logprobs under the policy's distribution at the row's settings (vLLM's processed_logprobs):
         # softmax(logits / T), renormalised over the top-p set. Greedy rows take the argmax and
         # record their logprob at T=1 (as vLLM does; see Generation).
         scaled = logits / torch.where(temps > 0, temps, 1.0).unsqueeze(-1)
         logp = torch.log_softmax(scaled, dim=-1)
         probs = torch.softmax(scaled, dim=-1)
         truncated = bool((top_ps < 1).any())
+        if constrained:  # draw among the tokens each row's grammar allows
+            allowed = allowed_tokens([r.constraint if finish[i] is None else None for i, r in enumerate(rows)], logits.shape[-1])
+            logits = logits.masked_fill(~allowed.to(logits.device), float("-inf"))
+            drawn_from = torch.softmax(scaled.masked_fill(~allowed.to(logits.device), float("-inf")), dim=-1)
+        else:
+            drawn_from = probs
         if truncated:
-            probs = _filter_top_p(probs, top_ps)
-        next_ids = _draw(probs, generators)
+            drawn_from = _filter_top_p(drawn_from, top_ps)
+        next_ids = _draw(drawn_from, generators)
         if greedy_rows:
             next_ids = torch.where(temps == 0, logits.argmax(-1), next_ids)
         chosen_lp = logp.gather(-1, next_ids.unsqueeze(-1)).squeeze(-1)
-        if truncated:  # minus the log of the kept mass
-            chosen_lp -= torch.where((top_ps < 1) & (temps > 0), probs.sum(-1).log(), 0.0)
+        if truncated:  # minus the log of the policy's kept mass, the drawn token always counted in it
+            kept = drawn_from if not constrained else _filter_top_p(probs, top_ps)
+            p_next = probs.gather(-1, next_ids.unsqueeze(-1)).squeeze(-1)
+            mass = kept.sum(-1) + torch.where(kept.gather(-1, next_ids.unsqueeze(-1)).squeeze(-1) > 0, 0.0, p_next)
+            chosen_lp -= torch.where((top_ps < 1) & (temps > 0), mass.log(), 0.0)
         chosen_lp = chosen_lp.tolist()
         chosen = next_ids.tolist()
         for i, r in enumerate(rows):

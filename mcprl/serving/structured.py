@@ -16,6 +16,13 @@ Rules (also in docs/benchmarks.md, "Structured outputs"):
   `"additionalProperties": true` to allow them.
 - The end-of-sequence token is allowed only where the grammar accepts, so a complete answer ends
   with finish_reason "stop"; a budget that runs out first gives "length" and an incomplete text.
+- `structural_tag` (vLLM's): free text, until a trigger is written; from there the text must
+  complete one of the structures that begin with it (its begin string, JSON valid against its
+  schema, its end string), then free text again. llguidance's `StructTag` builds the grammar
+  (lazy lexemes: the trigger is matched on the decoded text, however it is tokenized). Its
+  schemas are always lenient: they are tools' input schemas, written by the tools' authors.
+- Logprobs stay those of the model's own distribution (see `mcprl.serving.sampler`): the grammar
+  decides which tokens can be drawn, not what they are recorded as.
 """
 
 from __future__ import annotations
@@ -52,7 +59,7 @@ class Constraint:
 
     def advance(self, token: int) -> None:
         # A rejected token (only possible through float rounding at the CDF's very end) leaves the
-        # matcher in its error state, where `mask_logits` allows only eos: the row then stops.
+        # matcher in its error state, where `allowed_tokens` allows only eos: the row then stops.
         self.matcher.consume_token(token)
 
 
@@ -77,6 +84,12 @@ class Grammars:
         SchemaError if the schema is unusable."""
         if fmt.type == "text":
             return None
+        # Cache keys: the grammar's source (key order kept: the grammar writes properties in that order).
+        if fmt.type == "structural_tag":
+            assert fmt.structures and fmt.triggers  # the protocol model requires them for this type
+            for i, st in enumerate(fmt.structures):
+                check_schema(st.schema_, where=f"response_format.structures[{i}].schema")
+            return Constraint(self._matcher(self._tags_grammar(fmt), "lark", False), self.eos_ids)
         if fmt.type == "json_object":
             schema, strict = {"type": "object"}, False
         else:
@@ -84,19 +97,39 @@ class Grammars:
             schema, strict = fmt.json_schema.schema_, bool(fmt.json_schema.strict)
             check_schema(schema)
             schema = closed_objects(schema)
-        # Cache key: the schema as sent (key order kept: the grammar writes properties in that order).
-        return Constraint(self._matcher(json.dumps(schema), strict), self.eos_ids)
+        return Constraint(self._matcher(json.dumps(schema), "json", strict), self.eos_ids)
+
+    def _tags_grammar(self, fmt: ResponseFormat) -> str:
+        """The Lark grammar of a structural_tag format: free text and the tagged structures."""
+        import llguidance
+
+        assert fmt.structures and fmt.triggers
+        triggers = sorted(fmt.triggers, key=len, reverse=True)  # the longest trigger a begin starts with
+        tags = [
+            llguidance.StructTag(
+                trigger=next(t for t in triggers if st.begin.startswith(t)), begin=st.begin, end=st.end,
+                grammar={**closed_objects(st.schema_), "x-guidance": {**JSON_OPTIONS, "lenient": True}},
+            )
+            for st in fmt.structures
+        ]
+        # A trigger that is one special token (Llama's <|python_tag|>) is matched as that token;
+        # otherwise as text, which is how a tool-less template's `<tool_call>` comes out.
+        special = set(self.tokenizer.all_special_tokens)
+        return llguidance.StructTag.to_grammar(tags, assume_special=any(t in special for t in triggers))
 
     @staticmethod
     def fork(constraint: Constraint | None) -> Constraint | None:
         """A row's own copy of a start-state constraint (each sample walks the grammar on its own)."""
         return None if constraint is None else Constraint(constraint.matcher.deep_copy(), constraint.eos_ids)
 
-    def _compile(self, schema_json: str, strict: bool) -> llguidance.LLMatcher:
+    def _compile(self, source: str, kind: str, strict: bool) -> llguidance.LLMatcher:
         import llguidance
 
         try:
-            grammar = llguidance.LLMatcher.grammar_from_json_schema(schema_json, defaults={**JSON_OPTIONS, "lenient": not strict})
+            if kind == "lark":
+                grammar = llguidance.LLMatcher.grammar_from_lark(source)
+            else:
+                grammar = llguidance.LLMatcher.grammar_from_json_schema(source, defaults={**JSON_OPTIONS, "lenient": not strict})
         except ValueError as e:
             raise SchemaError(f"response_format schema: {e}") from None
         matcher = llguidance.LLMatcher(self.lltokenizer, grammar, log_level=0)
@@ -108,7 +141,7 @@ class Grammars:
         return matcher
 
 
-def check_schema(schema: dict[str, Any]) -> None:
+def check_schema(schema: dict[str, Any], where: str = "response_format.json_schema.schema") -> None:
     """SchemaError unless `schema` is valid against its own draft's meta-schema (2020-12 by default)."""
     import jsonschema
 
@@ -116,8 +149,8 @@ def check_schema(schema: dict[str, Any]) -> None:
     try:
         cls.check_schema(schema)
     except jsonschema.SchemaError as e:
-        where = "/".join(str(p) for p in e.absolute_path) or "(root)"
-        raise SchemaError(f"response_format.json_schema.schema is not a valid JSON Schema at {where}: {e.message}") from None
+        at = "/".join(str(p) for p in e.absolute_path) or "(root)"
+        raise SchemaError(f"{where} is not a valid JSON Schema at {at}: {e.message}") from None
 
 
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
@@ -145,18 +178,17 @@ def closed_objects(schema: Any) -> Any:
     return out
 
 
-def mask_logits(logits: torch.Tensor, constraints: list[Constraint | None]) -> None:
-    """In place: in each row with a constraint, every token its grammar forbids gets logit -inf."""
-    b, vocab = logits.shape
+def allowed_tokens(constraints: list[Constraint | None], vocab: int) -> torch.Tensor:
+    """[rows, vocab] bool: the tokens each row's grammar allows next (all of them in a row without one)."""
     words = (vocab + 31) // 32
-    bitmask = torch.full((b, words), -1, dtype=torch.int32)  # unconstrained rows: all allowed
+    bitmask = torch.full((len(constraints), words), -1, dtype=torch.int32)  # unconstrained rows: all allowed
     # One row at a time: llguidance's thread-pool variant was slower on a few shared cores.
     for i, c in enumerate(constraints):
         if c is not None:
             c.matcher.unsafe_compute_mask_ptr(bitmask[i].data_ptr(), words * 4)  # bit t of the row: token t allowed
-    allowed = ((bitmask.unsqueeze(-1) >> _SHIFTS) & 1).view(b, -1)[:, :vocab].bool()
+    allowed = ((bitmask.unsqueeze(-1) >> _SHIFTS) & 1).view(len(constraints), -1)[:, :vocab].bool()
     for i, c in enumerate(constraints):
         if c is not None and c.matcher.is_error():  # see Constraint.advance
             allowed[i] = False
             allowed[i, c.eos_ids] = True
-    logits.masked_fill_(~allowed.to(logits.device), float("-inf"))
+    return allowed
