@@ -62,6 +62,24 @@ def call_request(tool: str, schema: dict) -> ChatRequest:
     })
 
 
+def chat_all(engine, requests: dict[str, ChatRequest]) -> dict[str, dict]:
+    """The engine's answers to `requests`, sent at once so that they share batches."""
+    results: dict[str, dict] = {}
+
+    async def ask_all():
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(engine.run_batcher)
+            async with anyio.create_task_group() as pending:
+                for key, req in requests.items():
+                    async def one(key=key, req=req):
+                        results[key] = await engine.chat(req)
+                    pending.start_soon(one)
+            tg.cancel_scope.cancel()
+
+    anyio.run(ask_all)
+    return results
+
+
 def test_every_dumped_schema_compiles(engine):
     """No real tool's schema is a 400: each passes the meta-schema check and compiles to a grammar."""
     for tool, schema in SCHEMAS.items():
@@ -73,19 +91,7 @@ def test_real_mcp_tool_arguments_validate(engine):
     assert len([t for t in SAMPLE if not t.startswith((*REPO_SERVERS, SYNTHETIC))]) >= 20
     for keyword in ("$defs", "$ref", "anyOf", "oneOf", "enum", "items", "format", "minimum"):
         assert any(f'"{keyword}"' in json.dumps(SCHEMAS[t]) for t in SAMPLE), keyword
-    results: dict[str, dict] = {}
-
-    async def ask_all():
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(engine.run_batcher)
-            async with anyio.create_task_group() as requests:
-                for tool in SAMPLE:
-                    async def one(tool=tool):
-                        results[tool] = await engine.chat(call_request(tool, SCHEMAS[tool]))
-                    requests.start_soon(one)
-            tg.cancel_scope.cancel()
-
-    anyio.run(ask_all)
+    results = chat_all(engine, {tool: call_request(tool, SCHEMAS[tool]) for tool in SAMPLE})
     assert set(results) == set(SAMPLE)
     # The grammar guarantees the syntax, not that the model ever stops: a 135M model at
     # temperature 0.7 sometimes repeats inside a string or an unbounded array until the budget
@@ -107,14 +113,7 @@ def test_json_object_is_a_json_object(engine):
         "response_format": {"type": "json_object"},
     })
 
-    async def ask():
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(engine.run_batcher)
-            body = await engine.chat(req)
-            tg.cancel_scope.cancel()
-        return body
-
-    for choice in anyio.run(ask)["choices"]:
+    for choice in chat_all(engine, {"cat": req})["cat"]["choices"]:
         assert choice["finish_reason"] == "stop"
         assert isinstance(json.loads(choice["message"]["content"]), dict)
 
@@ -138,8 +137,6 @@ def test_constrained_tool_calls_of_real_servers_validate(engine):
     from mcprl.rollout import example_arguments
 
     servers = ("filesystem", "memory", "github", "notion")  # arrays of objects, enums, anyOf, $defs/$ref
-    results = {}
-
     def request(server: str) -> ChatRequest:
         tools = [{"type": "function", "function": {"name": t.split("/")[1], "parameters": s}}
                  for t, s in SCHEMAS.items() if t.startswith(server + "/")]
@@ -154,17 +151,7 @@ def test_constrained_tool_calls_of_real_servers_validate(engine):
                          {"role": "user", "content": f"Now do something else with the {server} tools."}],
         })
 
-    async def ask_all():
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(engine.run_batcher)
-            async with anyio.create_task_group() as requests:
-                for server in servers:
-                    async def one(server=server):
-                        results[server] = await engine.chat(request(server))
-                    requests.start_soon(one)
-            tg.cancel_scope.cancel()
-
-    anyio.run(ask_all)
+    results = chat_all(engine, {server: request(server) for server in servers})
     calls = 0
     for server, body in results.items():
         for choice in body["choices"]:
