@@ -45,10 +45,10 @@ class Scenario(BaseModel):
 class Generation(BaseModel):
     """One assistant turn sampled from the policy, with the exact tokens that were sampled.
 
-    `logprobs[i]` is the log-probability of `completion_token_ids[i]` under the distribution it
-    was drawn from: softmax(logits / temperature), renormalised over the top-p set when top_p < 1
-    (vLLM's `processed_logprobs`), before any grammar's mask (our engine; see
-    `mcprl.serving.sampler`). The trainer scores the tokens under the same distribution, so
+    `logprobs[i]` is the log-probability of `completion_token_ids[i]` under the policy's
+    distribution at the sampling settings: softmax(logits / temperature), renormalised over the
+    top-p set when top_p < 1 (vLLM's `processed_logprobs`). Under a grammar, our engine draws
+    among the allowed tokens but records these unmasked logprobs (`mcprl.serving.sampler`). The trainer scores the tokens under the same distribution, so
     the GRPO ratio starts at 1 on-policy. A greedy turn (temperature 0) records, and is trained
     on, its logprobs at temperature 1 without top-p (a point mass has no useful gradient; vLLM
     records the same). The defaults (1, 1) are right for trajectories saved before these fields

@@ -145,8 +145,9 @@ def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], 
         truncated = bool((top_ps < 1).any())
         if constrained:  # draw among the tokens each row's grammar allows
             allowed = allowed_tokens([r.constraint if finish[i] is None else None for i, r in enumerate(rows)], logits.shape[-1])
-            logits = logits.masked_fill(~allowed.to(logits.device), float("-inf"))
-            drawn_from = torch.softmax(scaled.masked_fill(~allowed.to(logits.device), float("-inf")), dim=-1)
+            blocked = ~allowed.to(logits.device)
+            logits = logits.masked_fill(blocked, float("-inf"))  # for the greedy rows' argmax
+            drawn_from = torch.softmax(scaled.masked_fill(blocked, float("-inf")), dim=-1)
         else:
             drawn_from = probs
         if truncated:

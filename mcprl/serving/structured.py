@@ -64,7 +64,7 @@ class Constraint:
 
 
 class Grammars:
-    """Compile `response_format`s for one tokenizer, caching compiled grammars by schema."""
+    """Compile `response_format`s for one tokenizer, caching compiled grammars by format."""
 
     def __init__(self, tokenizer, eos_ids: set[int], vocab_size: int):
         self.tokenizer = tokenizer
@@ -81,50 +81,35 @@ class Grammars:
 
     def compile(self, fmt: ResponseFormat) -> Constraint | None:
         """The constraint for `fmt` in its start state, to `fork` for each row (None for type "text");
-        SchemaError if the schema is unusable."""
+        SchemaError if the schema is unusable. Checks, grammar and matcher are cached by the format
+        as sent (key order kept: the grammar writes properties in that order), so a rollout's turns,
+        which all send the same tools, pay for them once."""
         if fmt.type == "text":
             return None
-        # Cache keys: the grammar's source (key order kept: the grammar writes properties in that order).
-        if fmt.type == "structural_tag":
-            assert fmt.structures and fmt.triggers  # the protocol model requires them for this type
-            for i, st in enumerate(fmt.structures):
-                check_schema(st.schema_, where=f"response_format.structures[{i}].schema")
-            return Constraint(self._matcher(self._tags_grammar(fmt), "lark", False), self.eos_ids)
-        if fmt.type == "json_object":
-            schema, strict = {"type": "object"}, False
-        else:
-            assert fmt.json_schema is not None  # the protocol model requires it for this type
-            schema, strict = fmt.json_schema.schema_, bool(fmt.json_schema.strict)
-            check_schema(schema)
-            schema = closed_objects(schema)
-        return Constraint(self._matcher(json.dumps(schema), "json", strict), self.eos_ids)
-
-    def _tags_grammar(self, fmt: ResponseFormat) -> str:
-        """The Lark grammar of a structural_tag format: free text and the tagged structures."""
-        import llguidance
-
-        assert fmt.structures and fmt.triggers
-        triggers = sorted(fmt.triggers, key=len, reverse=True)  # the longest trigger a begin starts with
-        tags = [
-            llguidance.StructTag(
-                trigger=next(t for t in triggers if st.begin.startswith(t)), begin=st.begin, end=st.end,
-                grammar={**closed_objects(st.schema_), "x-guidance": {**JSON_OPTIONS, "lenient": True}},
-            )
-            for st in fmt.structures
-        ]
-        # A trigger that is one special token (Llama's <|python_tag|>) is matched as that token;
-        # otherwise as text, which is how a tool-less template's `<tool_call>` comes out.
-        special = set(self.tokenizer.all_special_tokens)
-        return llguidance.StructTag.to_grammar(tags, assume_special=any(t in special for t in triggers))
+        return Constraint(self._matcher(fmt.model_dump_json(by_alias=True, exclude_none=True)), self.eos_ids)
 
     @staticmethod
     def fork(constraint: Constraint | None) -> Constraint | None:
         """A row's own copy of a start-state constraint (each sample walks the grammar on its own)."""
         return None if constraint is None else Constraint(constraint.matcher.deep_copy(), constraint.eos_ids)
 
-    def _compile(self, source: str, kind: str, strict: bool) -> llguidance.LLMatcher:
+    def _compile(self, fmt_json: str) -> llguidance.LLMatcher:
         import llguidance
 
+        from mcprl.serving.protocol import ResponseFormat
+
+        fmt = ResponseFormat.model_validate_json(fmt_json)
+        strict = False
+        if fmt.type == "structural_tag":
+            source, kind = self._tags_grammar(fmt), "lark"
+        else:
+            schema: dict[str, Any] = {"type": "object"}  # json_object
+            if fmt.type == "json_schema":
+                assert fmt.json_schema is not None  # the protocol model requires it for this type
+                schema, strict = fmt.json_schema.schema_, bool(fmt.json_schema.strict)
+                check_schema(schema)
+                schema = closed_objects(schema)
+            source, kind = json.dumps(schema), "json"
         try:
             if kind == "lark":
                 grammar = llguidance.LLMatcher.grammar_from_lark(source)
@@ -139,6 +124,27 @@ class Grammars:
         if warnings := matcher.get_grammar_warnings():
             log.warning("response_format: %s (ignored; output may not satisfy them)", "; ".join(warnings))
         return matcher
+
+    def _tags_grammar(self, fmt: ResponseFormat) -> str:
+        """The Lark grammar of a structural_tag format: free text and the tagged structures, each
+        schema checked first. Its schemas are always lenient (tools' input schemas)."""
+        import llguidance
+
+        assert fmt.structures and fmt.triggers  # the protocol model requires them for this type
+        for i, st in enumerate(fmt.structures):
+            check_schema(st.schema_, where=f"response_format.structures[{i}].schema")
+        triggers = sorted(fmt.triggers, key=len, reverse=True)  # the longest trigger a begin starts with
+        tags = [
+            llguidance.StructTag(
+                trigger=next(t for t in triggers if st.begin.startswith(t)), begin=st.begin, end=st.end,
+                grammar={**closed_objects(st.schema_), "x-guidance": {**JSON_OPTIONS, "lenient": True}},
+            )
+            for st in fmt.structures
+        ]
+        # A trigger that is one special token (Llama's <|python_tag|>) is matched as that token;
+        # otherwise as text, which is how a tool-less template's `<tool_call>` comes out.
+        special = set(self.tokenizer.all_special_tokens)
+        return llguidance.StructTag.to_grammar(tags, assume_special=any(t in special for t in triggers))
 
 
 def check_schema(schema: dict[str, Any], where: str = "response_format.json_schema.schema") -> None:
