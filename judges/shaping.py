@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judges.base import zero_failed
-from judges.verify import as_number, normalize_text, numbers
+from judges.verify import holds_answer, words
 from mcprl.tools.client import schema_validator
 from mcprl.types import Message, Trajectory, TrajectoryGroup
 
@@ -37,20 +37,6 @@ STAGES = 4
 # the answer outright; a longer one (a listing that contains the answer among everything else)
 # earns EVIDENCE_WORDS / its new words. One inventory record brings ~8, a 60-item listing ~400.
 EVIDENCE_WORDS = 32
-
-
-def words(text: str) -> list[str]:
-    return normalize_text(text).split()
-
-
-def holds_answer(text: str, answer: Any) -> bool:
-    """Whether `text` holds `answer`: a number as a number of the same value ("$22.60" holds
-    22.6, "SKU-1234" holds no 1234), anything else as whole words, both normalised."""
-    number = as_number(answer)
-    if number is not None:
-        return any(math.isclose(n, number, abs_tol=1e-9) for n in numbers(text))
-    needle = " ".join(words(str(answer)))
-    return bool(needle) and f" {needle} " in f" {' '.join(words(text))} "
 
 
 def novel_words(result: str, known: str) -> int:

@@ -5,6 +5,8 @@
     {"kind": "exact", "value": "42"}                 stripped string equality
     {"kind": "normalized", "value": "New York"}      case/punctuation/space-insensitive; numbers by value
     {"kind": "contains", "value": ["Paris", "Rome"]} fraction of the values found (normalised) in the answer
+    {"kind": "holds", "value": 22.6}                 the answer holds the value (numbers by value, text as
+                                                     whole words; `any_of` a list), with at most 3 other numbers
     {"kind": "regex", "pattern": "\\b42\\b"}        1 if the pattern matches anywhere (`ignore_case` optional)
     {"kind": "json_field", "field": "order.total", "value": 12.5}  parse the answer as JSON, compare a field
     {"kind": "python", "function": "pkg.module:fn"}  fn(scenario, trajectory) -> float
@@ -71,6 +73,20 @@ def same_value(a: Any, b: Any) -> bool:
     return normalize_text(str(a)) == normalize_text(str(b))
 
 
+def words(text: str) -> list[str]:
+    return normalize_text(text).split()
+
+
+def holds_answer(text: str, answer: Any) -> bool:
+    """Whether `text` holds `answer`: a number as a number of the same value ("$22.60" holds
+    22.6, "SKU-1234" holds no 1234), anything else as whole words, both normalised."""
+    number = as_number(answer)
+    if number is not None:
+        return any(math.isclose(n, number, abs_tol=1e-9) for n in numbers(text))
+    needle = " ".join(words(str(answer)))
+    return bool(needle) and f" {needle} " in f" {' '.join(words(text))} "
+
+
 class _Check(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -88,6 +104,17 @@ class NormalizedCheck(_Check):
 class ContainsCheck(_Check):
     kind: Literal["contains"]
     value: str | list[str] | None = None
+
+
+class HoldsCheck(_Check):
+    """The answer holds the value (numbers by value, text as whole words), or with `any_of` one of
+    the values, and gives at most `max_other_numbers` numbers that are neither a value nor in the
+    task: an answer reciting a whole record does not pass for the one field asked for."""
+
+    kind: Literal["holds"]
+    value: Any = None
+    any_of: bool = False
+    max_other_numbers: int | None = Field(default=3, ge=0)
 
 
 class RegexCheck(_Check):
@@ -114,7 +141,7 @@ class ServerCheck(_Check):
 
 
 Check = Annotated[
-    ExactCheck | NormalizedCheck | ContainsCheck | RegexCheck | JsonFieldCheck | PythonCheck | ServerCheck,
+    ExactCheck | NormalizedCheck | ContainsCheck | HoldsCheck | RegexCheck | JsonFieldCheck | PythonCheck | ServerCheck,
     Field(discriminator="kind"),
 ]
 _CHECK = TypeAdapter(Check)
@@ -127,7 +154,7 @@ def parse_check(scenario: Scenario) -> Check:
     except ValidationError as e:
         raise UserError(
             f"scenario {scenario.id}: invalid check {scenario.check!r} ({first_problem(e)}); "
-            "kinds: exact, normalized, contains, regex, json_field, python, server"
+            "kinds: exact, normalized, contains, holds, regex, json_field, python, server"
         ) from None
 
 
@@ -162,6 +189,18 @@ def checker_for(scenario: Scenario) -> Checker:
         wanted = _truth(scenario, check.value)
         needles = [normalize_text(w) for w in ([wanted] if isinstance(wanted, str) else wanted)]
         return lambda s, t: sum(n in normalize_text(t.final_answer()) for n in needles) / max(1, len(needles))
+    if isinstance(check, HoldsCheck):
+        truth = _truth(scenario, check.value)
+        values = truth if check.any_of and isinstance(truth, list) else [truth]
+        given = numbers(scenario.task) | {n for v in values if (n := as_number(v)) is not None}
+
+        def holds(s: Scenario, t: Trajectory) -> float:
+            answer = t.final_answer()
+            if check.max_other_numbers is not None and len(numbers(answer) - given) > check.max_other_numbers:
+                return 0.0
+            return float(any(holds_answer(answer, v) for v in values))
+
+        return holds
     if isinstance(check, RegexCheck):
         try:
             pattern = re.compile(str(_truth(scenario, check.pattern)), re.IGNORECASE if check.ignore_case else 0)

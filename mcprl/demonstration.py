@@ -6,6 +6,8 @@ that looks like the real tasks works far better than a made-up one. In order of 
     file          `--example FILE` (a JSON list of OpenAI chat messages) or `rollout.example` in a
                   run file: the user's own messages
     task-module   the task set's hand-written EXAMPLE (`--tasks NAME`, unless `--no-task-help`)
+    grounded:<id> the first call of a grounded training scenario's reference chain (scenarios.grounded),
+                  known to run without error; the scenario then leaves training
     scenario:<id> built from one real training scenario, which is then kept out of training and
                   evaluation: the generator model writes a few candidate first tool calls,
                   constrained by that tool's own input schema (strings and arrays kept short,
@@ -158,7 +160,8 @@ def usefulness(scenario: Scenario, args: dict[str, Any], result: str) -> tuple[i
     Otherwise: the more words the result brings that neither the task nor the call's arguments
     hold, the better (a lookup that found something beats one that echoed "no match"). The same
     measures as shaping's evidence stage (judges.shaping)."""
-    from judges.shaping import holds_answer, novel_words
+    from judges.shaping import novel_words
+    from judges.verify import holds_answer
 
     novel = novel_words(result, f"{scenario.task} {json.dumps(args)}")
     if scenario.answer is not None and holds_answer(result, scenario.answer):
@@ -306,6 +309,24 @@ async def build(train: list[Scenario], pool: ToolPool, *, model: str, api_base: 
     return Demonstration(messages=candidate.messages, source=f"scenario:{scenario.id}"), [s for s in train if s.task != scenario.task]
 
 
+def from_reference(grounded: list[Scenario], train: list[Scenario], *, seed: int) -> tuple[Demonstration, list[Scenario]]:
+    """The first call of a grounded scenario's reference chain (scenarios.grounded), which ran
+    without error and was replayed before use: a demonstration known to be right, with no
+    generator call. One-call tasks first (the call is the whole solution), picked by the seed;
+    the scenario's task leaves training whole."""
+    rng = random.Random(f"{seed}/demonstration")
+    easiest = min(len(s.metadata["reference"]) for s in grounded)
+    scenario = rng.choice([s for s in grounded if len(s.metadata["reference"]) == easiest])
+    call = scenario.metadata["reference"][0]
+    messages = [
+        {"role": "user", "content": scenario.task},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_example", "type": "function", "function": {"name": call["tool"], "arguments": json.dumps(call["arguments"])}}
+        ]},
+    ]
+    return Demonstration(messages=messages, source=f"grounded:{scenario.id}"), [s for s in train if s.task != scenario.task]
+
+
 async def settle(train: list[Scenario], pool: ToolPool | None, *, enabled: bool, example: list[Message] | None,
                  example_file: str | None, shipped: list[Message] | None, model: str, api_base: str | None, seed: int,
                  say=print) -> tuple[Demonstration, list[Scenario]]:
@@ -322,5 +343,7 @@ async def settle(train: list[Scenario], pool: ToolPool | None, *, enabled: bool,
         return Demonstration(messages=shipped, source="task-module"), train
     if pool is None:
         return Demonstration(messages=None, source="generic"), train
+    if grounded := [s for s in train if s.metadata.get("reference")]:
+        return from_reference(grounded, train, seed=seed)
     say(f"building the demonstration from a training scenario with {model} ...")
     return await build(train, pool, model=model, api_base=api_base, seed=seed, say=say)

@@ -3,6 +3,7 @@ stage itself takes, so a setting has one name and one default wherever it is use
 
     [server]     mcprl.tools.ServerConfig      what to train against (discovery, mcprl.tools)
     [scenarios]  scenarios.ScenarioConfig      where the tasks come from, the train/val split
+    [explore]    scenarios.explore.ExploreConfig  how far the server is explored to ground tasks in it
     [rollout]    mcprl.rollout.RolloutConfig   how the agent is prompted and sampled
     [judge]      judges.JudgeConfig            how rollouts are scored (and who writes scenarios)
     [train]      mcprl.train.config.TrainConfig  the GRPO step
@@ -36,6 +37,7 @@ from mcprl.errors import UserError, first_problem
 from mcprl.rollout import RolloutConfig
 from mcprl.tools.discovery import ServerConfig
 from mcprl.train.config import TrainConfig
+from scenarios.explore import ExploreConfig
 from scenarios.source import ScenarioConfig
 
 WRITTEN_BY_THE_RUN = {"cli": False}  # a field the run fills in: in config.json, not a flag
@@ -68,6 +70,7 @@ class RunConfig(BaseModel):
 
     server: ServerConfig = Field(default_factory=ServerConfig)
     scenarios: ScenarioConfig = Field(default_factory=ScenarioConfig)
+    explore: ExploreConfig = Field(default_factory=ExploreConfig)
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)

@@ -117,9 +117,8 @@ class TrainingRun:
             pool = await stack.enter_async_context(open_tools(cfg.server, self.dir, say=self.say))
             self.secrets = secret_values(pool.spec if pool is not None else None)
             train, val = await run_scenarios(cfg.scenarios, self.dir / "scenarios", seed=cfg.seed, resume=self.resume,
-                                             toolset=pool.toolset if pool is not None else None,
-                                             generate=shipped.generate if shipped else None, model=cfg.judge.model,
-                                             api_base=cfg.judge.api_base, say=self.say)
+                                             pool=pool, generate=shipped.generate if shipped else None, model=cfg.judge.model,
+                                             api_base=cfg.judge.api_base, explore=cfg.explore, secrets=self.secrets, say=self.say)
             train = await self._demonstration(pool, train, shipped.example if shipped and cfg.scenarios.task_help else None)
             judge = cfg.judge.build(all_or_nothing=not cfg.scenarios.task_help, shaped=pool is not None, cache_dir=self.dir / "judge-cache")
             backend = await stack.enter_async_context(LocalBackend(dtype=cfg.dtype))

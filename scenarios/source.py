@@ -1,7 +1,9 @@
 """Where a run's scenarios come from (`[scenarios]` in a run file) and its train/val sets.
 
-In order: a JSONL file; a registered task set's generator of verifiable tasks (`tasks`); synthesis
-from the server's tool schemas. The sets are written to the run's `scenarios/{train,val}.jsonl`,
+In order: a JSONL file; a registered task set's generator of verifiable tasks (`tasks`); else, by
+`source`, tasks grounded in the live server's own answers (`grounded`, the default: the server is
+explored and every task's answer is checked by value, scenarios.grounded), or tasks synthesized by
+the generator model from the tool schemas (`synthesized`, judged by RULER). The sets are written to the run's `scenarios/{train,val}.jsonl`,
 and a resumed run reads them back, so it trains on exactly the scenarios it began with.
 """
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,7 +19,8 @@ from mcprl.errors import UserError
 from mcprl.types import Scenario, dump_jsonl, load_jsonl
 
 if TYPE_CHECKING:
-    from mcprl.tools import ToolSet
+    from mcprl.tools import ToolPool
+    from scenarios.explore import ExploreConfig
 
 
 class ScenarioConfig(BaseModel):
@@ -30,17 +33,23 @@ class ScenarioConfig(BaseModel):
     n: int = Field(default=48, ge=2, description="scenarios to generate or synthesize")
     val_fraction: float = Field(default=0.25, gt=0, lt=1, description="share of the scenarios held out for evaluation")
     val_size: int | None = Field(default=None, ge=1, description="cap on held-out scenarios")
+    source: Literal["grounded", "synthesized"] = Field(
+        default="grounded", description="without a file or task set: tasks grounded in the server's own answers (explored, "
+                                        "checked by value) or synthesized by the generator model (judged by RULER)")
     task_hint: str | None = Field(default=None, description="synthesis: what the tasks should be about")
     # False measures a server as if it were a user's: the demonstration is built from a scenario,
     # and every check is all-or-nothing (success 1, anything else 0).
     task_help: bool = Field(default=True, description="--tasks: use its hand-written example and partial credit")
 
 
-async def run_scenarios(cfg: ScenarioConfig, out_dir: Path, *, seed: int, resume: bool, toolset: ToolSet | None,
+async def run_scenarios(cfg: ScenarioConfig, out_dir: Path, *, seed: int, resume: bool, pool: ToolPool | None,
                         generate: Callable[..., list[Scenario]] | None, model: str, api_base: str | None,
+                        explore: ExploreConfig | None = None, secrets: list[str] | None = None,
                         say: Callable[[str], None] = print) -> tuple[list[Scenario], list[Scenario]]:
     """The run's (train, val), written to `out_dir` (read back from it when resuming). `generate`:
-    the task set `cfg.tasks` names; `toolset`, `model` and `api_base`: synthesis."""
+    the task set `cfg.tasks` names; `pool`: the server to ground tasks in or synthesize them for
+    (`explore` bounds grounding; its record goes to `out_dir/exploration.jsonl`, secrets masked);
+    `model`, `api_base`: synthesis."""
     from judges.verify import build_checks
     from scenarios.split import split_for_run
 
@@ -52,8 +61,12 @@ async def run_scenarios(cfg: ScenarioConfig, out_dir: Path, *, seed: int, resume
             scenarios, source = load_jsonl(Path(cfg.file), Scenario), cfg.file
         elif generate is not None:
             scenarios, source = generate(cfg.n, seed=seed, difficulties=cfg.difficulties), f"{cfg.tasks} task set"
+        elif pool is None:
+            raise UserError("no scenarios: pass --scenarios FILE, --tasks NAME, or --server to ground or synthesize them from")
+        elif cfg.source == "grounded":
+            scenarios, source = await grounded(pool, cfg.n, explore, out_dir, seed=seed, secrets=secrets, say=say), "grounded"
         else:
-            scenarios = await _synthesized(cfg, toolset, seed=seed, model=model, api_base=api_base, say=say)
+            scenarios = await _synthesized(cfg, pool, seed=seed, model=model, api_base=api_base, say=say)
             source = "synthesized"
         if len(scenarios) < 2:
             raise UserError(f"need at least 2 scenarios, got {len(scenarios)} from {source}")
@@ -65,12 +78,39 @@ async def run_scenarios(cfg: ScenarioConfig, out_dir: Path, *, seed: int, resume
     return train, val
 
 
-async def _synthesized(cfg: ScenarioConfig, toolset: ToolSet | None, *, seed: int, model: str, api_base: str | None,
+async def grounded(pool: ToolPool, n: int, explore: ExploreConfig | None, out_dir: Path, *, seed: int,
+                   secrets: list[str] | None = None, say: Callable[[str], None] = print) -> list[Scenario]:
+    """`n` tasks grounded in `pool`'s server (scenarios.grounded), with the exploration's record and
+    the grounding report written to `out_dir`; a server that grounds fewer than 2 is a UserError
+    naming the fix."""
+    import json
+
+    from scenarios.explore import ExploreConfig, explore as explore_server
+    from scenarios.grounded import ground
+
+    cfg = explore or ExploreConfig()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    say(f"exploring {pool.spec.target} (at most {cfg.calls} calls, {cfg.minutes:g} min) ...")
+    exploration = await explore_server(pool, cfg, seed=seed, say=say, record=out_dir / "exploration.jsonl", secrets=secrets)
+    say(exploration.summary())
+    scenarios, report = await ground(pool, n, exploration, seed=seed, say=say)
+    (out_dir / "grounding.json").write_text(json.dumps({"exploration": exploration.summary(), **report.model_dump(),
+                                                        "uncovered": report.uncovered}, indent=2))
+    say(report.summary())
+    if len(scenarios) < 2:
+        why = "every call it answered was an error" if exploration.calls and not exploration.answered() else \
+            "nothing it answered could be grounded in a task" if exploration.calls else "no tool could be called safely"
+        raise UserError(f"{pool.spec.target}: {why} ({report.kept} grounded tasks); pass --scenarios FILE with your own tasks, "
+                        "--example FILE with a solved call, or --scenario-source synthesized with a stronger --judge-model")
+    return scenarios
+
+
+async def _synthesized(cfg: ScenarioConfig, pool: ToolPool, *, seed: int, model: str, api_base: str | None,
                        say: Callable[[str], None]) -> list[Scenario]:
     from scenarios.synthesize import synthesize
 
-    if toolset is None:
-        raise UserError("no scenarios: pass --scenarios FILE, --tasks NAME, or --server to synthesize from")
+    toolset = pool.toolset
+    assert toolset is not None
     say(f"synthesizing {cfg.n} scenarios with {model} (one line per generator call) ...")
     result = await synthesize(toolset.tools, cfg.n, model, api_base=api_base, task_hint=cfg.task_hint, seed=seed,
                               say=say, resources=toolset.resources, prompts=toolset.prompts)

@@ -23,6 +23,8 @@ except ImportError:  # mcp 1.x
     from mcp.server.fastmcp import Image
     from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
 
+from mcp.types import ToolAnnotations
+
 __all__ = ["Image", "add_tools", "main", "new_server", "run"]
 
 TRANSPORTS = {"stdio": "stdio", "http": "streamable-http", "sse": "sse"}
@@ -32,10 +34,13 @@ def new_server(name: str, instructions: str) -> Any:
     return Server(name, instructions=instructions, log_level="WARNING")
 
 
-def add_tools(server: Any, tools: Sequence[Callable[..., Any]]) -> None:
-    """Register functions (or bound methods) as tools; the docstring is the description."""
+def add_tools(server: Any, tools: Sequence[Callable[..., Any]], writes: Sequence[str] = ()) -> None:
+    """Register functions (or bound methods) as tools; the docstring is the description. Every tool
+    not named in `writes` is annotated read-only (MCP's `readOnlyHint`), so clients such as
+    mcprl's explorer know what they may call on a shared server."""
     for fn in tools:
-        server.add_tool(_reporting(fn), name=fn.__name__, description=inspect.cleandoc(fn.__doc__ or ""))
+        hints = ToolAnnotations(readOnlyHint=fn.__name__ not in writes, destructiveHint=fn.__name__ in writes)
+        server.add_tool(_reporting(fn), name=fn.__name__, description=inspect.cleandoc(fn.__doc__ or ""), annotations=hints)
 
 
 def _reporting(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from mcprl.errors import UserError, first_problem
 from mcprl.tools import compat
-from mcprl.tools.convert import result_text, to_openai, tools_hash
+from mcprl.tools.convert import reports_error, result_text, to_openai, tools_hash
 from mcprl.tools.spec import ServerSpec
 from mcprl.tools.transport import Connection, connect, is_connection_lost
 from mcprl.types import ToolSchema
@@ -158,7 +158,9 @@ class ToolSession:
         structured = wire.get("structuredContent")
         if structured is not None and len(json.dumps(structured)) > self.spec.max_result_chars:
             structured = None  # the text already holds the truncated version; keep memory bounded
-        if wire.get("isError"):
+        # A result that says in its text that the call failed is an error like MCP's `isError`,
+        # for the model and for everything that reads outcomes (demonstrations, shaping, grounding).
+        if wire.get("isError") or reports_error(text):
             if not text.lstrip().lower().startswith("error"):
                 text = f"Error: {text}"
             return ToolOutcome(

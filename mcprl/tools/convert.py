@@ -6,6 +6,7 @@ Both work on the MCP wire format (plain JSON dicts), which is the same whichever
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from mcprl.types import ToolSchema, content_hash
@@ -129,3 +130,25 @@ def result_text(result: dict[str, Any], limit: int) -> str:
     if not out.parts and result.get("structuredContent") is not None:
         out.add(json.dumps(result["structuredContent"], ensure_ascii=False))
     return out.text()
+
+
+# A result that reports an error in its text without MCP's `isError` ("Database error: near
+# \"2026\": syntax error", "ValueError: ...", {"error": "not found"}): the first line opens with an
+# error word, or names one before a colon within its first few words, or the whole result is a
+# JSON object whose only keys are error fields. A listing whose later lines mention errors is data.
+_ERROR_OPENING = re.compile(
+    r"^\W*(?:error|exception|traceback|fatal|failed|failure)\b"
+    r"|^[\w .'-]{0,40}?\b\w*(?:error|exception)\b\s*[:!]",
+    re.IGNORECASE,
+)
+_ERROR_KEYS = {"error", "errors", "error_message", "message", "detail", "code", "status"}
+
+
+def reports_error(text: str) -> bool:
+    """Whether a tool result that MCP calls a success says in its text that the call failed."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return _ERROR_OPENING.search(text.lstrip().partition("\n")[0][:200]) is not None
+    return isinstance(data, dict) and bool(data.get("error") or data.get("errors")) and set(data) <= _ERROR_KEYS
+

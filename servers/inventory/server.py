@@ -15,7 +15,7 @@ def build(seed: int = 0) -> Any:
         "inventory",
         "A hardware warehouse. Look items up by SKU, name or category, and change stock levels.",
     )
-    serve.add_tools(server, [getattr(warehouse, name) for name in Warehouse.TOOL_NAMES])
+    serve.add_tools(server, [getattr(warehouse, name) for name in Warehouse.TOOL_NAMES], writes=["update_stock"])
 
     @server.resource(
         "inventory://categories", name="categories", description="The item categories.", mime_type="text/plain"

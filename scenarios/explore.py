@@ -1,0 +1,416 @@
+"""Exploring a live MCP server: a bounded, seeded walk over its tools that records every call and
+result. Grounded tasks (`scenarios.grounded`) are made from this record.
+
+Which tools are called. MCP's tool annotations decide first (`readOnlyHint`, `destructiveHint`),
+the tool's name and description second (`get_`/`list_`/`search_` read, `create_`/`delete_`/`send_`
+write); a tool that says neither may write. A tool that may write is called only where each
+session gets a fresh server (`isolated`: per-rollout stdio sessions by default), never on a
+shared HTTP/SSE server unless `writes` is on. A stdio command that names a file (a database given
+on the command line) keeps its state outside the process: such a server is not taken as isolated
+unless the user says it is (`--isolated`).
+
+Where arguments come from, in order of preference: values that earlier results in the same
+session held, matched to the parameter by name or by the shape of the examples its description
+gives (`SKU-1234`, `msg-0042`); the schema's enums, defaults and examples; values sampled from the
+schema. A value taken from an earlier result links the two calls, so the record holds chains
+(search, then get; list, then read), and multi-step tasks exist.
+
+Bounds: `calls` in all, `minutes` of wall time, `call_timeout` per call (a tool that hangs is
+skipped from then on); results are cut like the model's (`ServerSpec.max_result_chars`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcprl.errors import UserError
+
+if TYPE_CHECKING:
+    from mcprl.tools import ToolPool, ToolSession
+
+# Leading words of tool names (and descriptions) that say what a tool does to the server's state.
+READ_WORDS = frozenset(
+    "get list search find read show describe fetch lookup look query count calculate compute convert compare check "
+    "view info inspect explain summarize summarise resolve validate browse retrieve lookup stat status preview "
+    "estimate evaluate analyze analyse parse format render translate tell whoami echo ping".split()
+)
+WRITE_WORDS = frozenset(
+    "create delete remove update set write send post put patch insert move rename schedule cancel upload edit modify "
+    "append clear reset drop execute exec run restart kill stop start commit push merge publish book buy order pay "
+    "transfer grant revoke assign archive mark save store register subscribe invite apply install uninstall "
+    "enable disable close open lock unlock approve reject submit replace upsert import sync".split()
+)
+SESSION_CALLS = 6  # calls per session: one chain's worth of state
+SHOWN_VALUES = 24  # values remembered per session, the latest first
+SESSIONS_AT_ONCE = 4  # per-rollout sessions explored concurrently (each its own server process)
+
+
+class ExploreConfig(BaseModel):
+    """How far a run explores its server before grounding tasks in it (`[explore]` in a run file)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    calls: int = Field(default=120, ge=1, description="tool calls at most while exploring the server")
+    minutes: float = Field(default=3.0, gt=0, description="minutes at most while exploring the server")
+    call_timeout: float = Field(default=10.0, gt=0, description="seconds a call may take while exploring; a tool that hangs is skipped")
+    writes: bool = Field(default=False, description="also call tools that may write on a shared (HTTP/SSE) server")
+    isolated: bool | None = Field(
+        default=None, description="each session gets fresh server state (default: per-rollout stdio servers whose command names no file)")
+
+
+class ExploredCall(BaseModel):
+    """One call made while exploring, and what came back."""
+
+    index: int
+    session: int = Field(description="calls of one session share the server's state")
+    tool: str
+    arguments: dict[str, Any]
+    text: str
+    structured: Any = None
+    is_error: bool = False
+    error_kind: str | None = None
+    latency_s: float = 0.0
+    sources: dict[str, str] = Field(default_factory=dict, description="argument -> where its value came from")
+    parents: list[int] = Field(default_factory=list, description="calls whose results gave argument values")
+
+
+class Exploration(BaseModel):
+    calls: list[ExploredCall] = Field(default_factory=list)
+    skipped_tools: dict[str, str] = Field(default_factory=dict, description="tool -> why it was not called")
+    hung_tools: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
+
+    def answered(self) -> list[str]:
+        """The tools that answered at least once without error, in the order first seen."""
+        return list(dict.fromkeys(c.tool for c in self.calls if not c.is_error))
+
+    def summary(self) -> str:
+        errors = sum(c.is_error for c in self.calls)
+        chained = sum(bool(c.parents) and not c.is_error for c in self.calls)
+        line = (f"explored {len(self.calls)} calls in {self.seconds:.0f} s: {len(self.calls) - errors} answered, "
+                f"{errors} errors, {chained} chained; tools answering: {', '.join(self.answered()) or 'none'}")
+        if self.skipped_tools:
+            line += f"; not called: {', '.join(f'{t} ({why})' for t, why in self.skipped_tools.items())}"
+        return line
+
+
+def _words(name: str) -> list[str]:
+    """`getItemById` / `get_item-by id` -> ['get', 'item', 'by', 'id']."""
+    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)]
+
+
+def may_write(tool: dict[str, Any]) -> bool:
+    """Whether calling `tool` (an MCP tool definition) may change the server's state."""
+    hints = tool.get("annotations") or {}
+    if hints.get("readOnlyHint") is True:
+        return False
+    if hints.get("readOnlyHint") is False or hints.get("destructiveHint") is True:
+        return True
+    for text in (tool.get("name") or "", tool.get("description") or ""):
+        words = _words(text)[:2]
+        if any(w in WRITE_WORDS for w in words):
+            return True
+        if any(w in READ_WORDS for w in words):
+            return False
+    return True
+
+
+def names_a_file(command: list[str]) -> str | None:
+    """The first argument of a stdio command (after the program) that names an existing file or
+    looks like a database path: where a server keeps state that outlives its process."""
+    for arg in command[1:]:
+        value = arg.partition("=")[2] if arg.startswith("--") and "=" in arg else arg
+        if value.startswith("-") or "/" not in value and "." not in value or re.search(r"\.(py|m?js|ts|jar|rb)$", value):
+            continue  # a flag, a module name, or the server's own program
+        if re.search(r"\.(db|sqlite3?|json|csv|ya?ml|toml|txt|xlsx?|parquet)$", value, re.I) or (
+                Path(value).exists() and not Path(value).is_dir()):
+            return value
+    return None
+
+
+def is_isolated(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None]) -> bool:
+    """Whether each session of `pool` starts from fresh server state (see the module's docstring)."""
+    if cfg.isolated is not None:
+        return cfg.isolated
+    if not pool.per_rollout:
+        return False
+    if (path := names_a_file(pool.spec.command)) is not None:
+        say(f"note: the server's command names {path}: its state may live outside the process, so tools that may "
+            f"write are not explored (pass --isolated if each session really starts fresh)")
+        return False
+    return True
+
+
+class _Value(BaseModel):
+    value: Any
+    field: str
+    call: int
+
+
+def result_values(text: str, structured: Any) -> list[tuple[str, Any]]:
+    """(field, value) pairs a result holds: JSON fields (nested ones by their last key), `key: value`
+    segments of text lines, and the cells of `a | b | c` lines (field '')."""
+    out: list[tuple[str, Any]] = []
+
+    def walk(data: Any, key: str) -> None:
+        if isinstance(data, dict):
+            for k, v in data.items():
+                walk(v, str(k))
+        elif isinstance(data, list):
+            for v in data[:50]:
+                walk(v, key)
+        elif isinstance(data, (str, int, float)) and not isinstance(data, bool) and str(data).strip():
+            out.append((key, data))
+
+    data = structured
+    if isinstance(data, dict) and set(data) == {"result"} and isinstance(data["result"], str):
+        data = None  # an SDK wraps a plain string return; the text says the same
+    if data is None:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+    if data is not None:
+        walk(data, "")
+        return out
+    for line in text.splitlines()[:200]:
+        for cell in line.split(" | ") if " | " in line else [line]:
+            key, sep, value = cell.partition(": ")
+            if sep and len(key) <= 30 and value.strip():
+                out.append((key.strip(), value.strip()))
+            elif cell.strip():
+                out.append(("", cell.strip()))
+    return out
+
+
+def _shape(text: str) -> str:
+    """`SKU-1234` -> `A-9`: letters, digits and punctuation runs, for matching a value to an example."""
+    return re.sub(r"\d+", "9", re.sub(r"[A-Za-z]+", "A", text))
+
+
+def description_examples(description: str) -> list[str]:
+    """Example values a parameter's description gives: `e.g. SKU-1234`, `'drill'`, `like 2024-03-31`."""
+    found = re.findall(r"(?:e\.g\.|eg\.|for example|such as|like)\s*:?\s*['\"]?([\w@./:-]+(?: [\w@./:-]+)?)", description, re.I)
+    found += re.findall(r"['\"`]([^'\"`]{1,40})['\"`]", description)
+    return list(dict.fromkeys(v.rstrip(".,)") for v in found if v.strip()))
+
+
+class _Writer:
+    """Proposes arguments for one tool from a schema and the values a session has seen."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def arguments(self, schema: dict[str, Any], seen: list[_Value]) -> tuple[dict[str, Any], dict[str, str], list[int]]:
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        required = set(schema.get("required") or [])
+        args: dict[str, Any] = {}
+        sources: dict[str, str] = {}
+        parents: list[int] = []
+        for name, sub in props.items():
+            if not isinstance(sub, dict):
+                continue
+            if name not in required and ("default" in sub or self.rng.random() < 0.6):
+                continue  # optional: usually left to the server
+            value, source, parent = self.value(name, sub, seen)
+            if source == "none":
+                continue
+            args[name], sources[name] = value, source
+            if parent is not None:
+                parents.append(parent)
+        return args, sources, sorted(set(parents))
+
+    def value(self, name: str, schema: dict[str, Any], seen: list[_Value]) -> tuple[Any, str, int | None]:
+        kinds = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
+        if "const" in schema:
+            return schema["const"], "schema", None
+        if isinstance(schema.get("enum"), list) and schema["enum"]:
+            return self.rng.choice(schema["enum"]), "enum", None
+        for branch in schema.get("anyOf") or schema.get("oneOf") or []:
+            if isinstance(branch, dict) and branch.get("type") != "null":
+                return self.value(name, {**branch, "description": schema.get("description", "")}, seen)
+        examples = [*(schema.get("examples") or []), *description_examples(str(schema.get("description") or ""))]
+        if hit := self.from_results(name, schema, kinds, examples, seen):
+            return hit.value, f"result:{hit.call}", hit.call
+        if examples and self.rng.random() < 0.7:
+            return self.rng.choice(examples), "example", None
+        if "default" in schema:
+            return schema["default"], "default", None
+        return self.sample(name, schema, kinds), "schema", None
+
+    def from_results(self, name: str, schema: dict[str, Any], kinds: list[Any], examples: list[Any],
+                     seen: list[_Value]) -> _Value | None:
+        """A value seen earlier that fits the parameter: same field name, else the shape of one of
+        its examples, else (free-text parameters: query, name, ...) any short text."""
+        words = set(_words(name))
+        shapes = {_shape(str(e)) for e in examples}
+        fits = [v for v in seen if _fits_type(v.value, kinds)]
+        if not fits:
+            return None
+        by_name = [v for v in fits if v.field and (set(_words(v.field)) & words - {"the", "of"})]
+        by_shape = [v for v in fits if isinstance(v.value, str) and _shape(v.value) in shapes]
+        free = [v for v in fits if isinstance(v.value, str) and 1 <= len(v.value.split()) <= 3
+                and words & {"query", "q", "search", "text", "name", "term", "keyword", "keywords", "title", "topic"}]
+        # a number parameter may take any number a result gave (a computed value fed on)
+        numeric = [v for v in fits if "string" not in kinds and _number(str(v.value)) is not None]
+        for pool, chance in ((by_name, 0.85), (by_shape, 0.85), (free, 0.85), (numeric, 0.4)):
+            if pool and self.rng.random() < chance:
+                pick = self.rng.choice(pool)
+                if isinstance(pick.value, str) and pool is free and len(pick.value.split()) > 1 and self.rng.random() < 0.5:
+                    return pick.model_copy(update={"value": self.rng.choice(pick.value.split())})
+                return pick
+        return None
+
+    def sample(self, name: str, schema: dict[str, Any], kinds: list[Any]) -> Any:
+        if "integer" in kinds or "number" in kinds:
+            low = schema.get("minimum", schema.get("exclusiveMinimum", 0) + (1 if "exclusiveMinimum" in schema else 0))
+            high = schema.get("maximum", max(low, 0) + 20)
+            value = self.rng.randint(int(low), max(int(low), int(high)))
+            return value if "integer" in kinds or self.rng.random() < 0.7 else value + self.rng.choice([0.5, 0.25])
+        if "boolean" in kinds:
+            return self.rng.random() < 0.5
+        if "array" in kinds:
+            item = schema.get("items") if isinstance(schema.get("items"), dict) else {"type": "string"}
+            item_kinds = item.get("type") if isinstance(item.get("type"), list) else [item.get("type")]
+            return [self.sample(name, item, item_kinds) for _ in range(max(1, schema.get("minItems", 1)))]
+        if "object" in kinds:
+            return {}
+        if schema.get("format") == "date":
+            return "2024-03-01"
+        if schema.get("format") == "date-time":
+            return "2024-03-01T12:00:00Z"
+        words = [w for w in _words(str(schema.get("description") or "")) if len(w) > 3] or _words(name) or ["test"]
+        return self.rng.choice(words)[: schema.get("maxLength", 40)]
+
+
+def _fits_type(value: Any, kinds: list[Any]) -> bool:
+    if kinds == [None]:
+        return True
+    if isinstance(value, str):
+        if "string" in kinds:
+            return True
+        number = _number(value)
+        return number is not None and ("number" in kinds or "integer" in kinds and float(number).is_integer())
+    if isinstance(value, (int, float)):
+        return "number" in kinds or "integer" in kinds and float(value).is_integer()
+    return False
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _coerce(value: Any, schema: dict[str, Any]) -> Any:
+    """A value read from text, as the parameter's type wants it ("42" for an integer -> 42)."""
+    kinds = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
+    if isinstance(value, str) and "string" not in kinds and (number := _number(value)) is not None:
+        return int(number) if "integer" in kinds or number.is_integer() and "number" not in kinds else number
+    return value
+
+
+async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callable[[str], None] = print,
+                  record: Path | None = None, secrets: list[str] | None = None) -> Exploration:
+    """Explore `pool`'s server within `cfg`'s bounds; the record is also written to `record`
+    (JSONL, secrets masked) when given."""
+    import anyio
+
+    from mcprl.tools import ToolPool as Pool
+    from mcprl.tools import ServerGone, redact_model
+    from mcprl.tools.client import schema_validator
+
+    assert pool.toolset is not None
+    rng = random.Random(f"{seed}/explore")
+    writer = _Writer(rng)
+    isolated = is_isolated(pool, cfg, say)
+    out = Exploration()
+    tools: dict[str, dict[str, Any]] = {}
+    for tool in pool.toolset.mcp_tools:
+        if may_write(tool) and not (isolated or cfg.writes):
+            out.skipped_tools[tool["name"]] = "may write, and the server is shared" if not pool.per_rollout else \
+                "may write, and the server's state may outlive its process"
+        else:
+            tools[tool["name"]] = tool
+    if not tools:
+        return out
+    spec = pool.spec.model_copy(update={"call_timeout": cfg.call_timeout})
+    explorer = Pool(spec, per_rollout=pool.per_rollout)  # fresh temp dirs for stdio sessions
+    validators = {name: schema_validator(t.get("inputSchema") or {}) for name, t in tools.items()}
+    called: dict[str, int] = dict.fromkeys(tools, 0)
+    started = time.monotonic()
+
+    made = 0  # calls begun, finished or not: concurrent sessions share the bound
+
+    async def session_walk(session: ToolSession, number: int) -> None:
+        nonlocal made
+        seen: list[_Value] = []
+        for _ in range(SESSION_CALLS):
+            live = [n for n in tools if n not in out.hung_tools]
+            if made >= cfg.calls or not live:
+                return
+            made += 1
+            # least-called tools first, so every tool is tried; ties broken by the seed
+            name = min(live, key=lambda n: (called[n], rng.random()))
+            schema = tools[name].get("inputSchema") or {}
+            args, sources, parents = writer.arguments(schema, seen[-SHOWN_VALUES:])
+            props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+            args = {k: _coerce(v, props.get(k) or {}) for k, v in args.items()}
+            if validators[name] is not None and not validators[name].is_valid(args):
+                args, sources, parents = writer.arguments(schema, [])  # what a result gave did not fit
+                args = {k: _coerce(v, props.get(k) or {}) for k, v in args.items()}
+            called[name] += 1
+            try:
+                outcome = await session.call(name, args)
+            except ServerGone as e:
+                out.calls.append(ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args,
+                                              text=f"Error: the server went away ({e.reason})", is_error=True,
+                                              error_kind="protocol", sources=sources, parents=parents))
+                return
+            call = ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args, text=outcome.text,
+                                structured=outcome.structured, is_error=outcome.is_error, error_kind=outcome.error_kind,
+                                latency_s=round(outcome.latency_s, 3), sources=sources, parents=parents)
+            out.calls.append(call)
+            if outcome.error_kind == "timeout" and name not in out.hung_tools:
+                out.hung_tools.append(name)
+                say(f"warning: {name} did not answer within {cfg.call_timeout:g} s while exploring; skipping it")
+            if not outcome.is_error:
+                seen += [_Value(value=v, field=k, call=call.index) for k, v in result_values(outcome.text, outcome.structured)
+                         if not (isinstance(v, str) and len(v) > 80)]
+
+    sessions = iter(range(cfg.calls))  # session numbers: at most one per call
+
+    async def worker() -> None:
+        for number in sessions:
+            if made >= cfg.calls or len(out.hung_tools) >= len(tools):
+                return
+            try:
+                async with explorer.session() as session:
+                    await session_walk(session, number)
+            except ServerGone as e:
+                say(f"warning: exploring: {e.reason}")
+                if not out.calls:
+                    return
+            if number % 5 == 4:
+                say(f"exploring: {len(out.calls)}/{cfg.calls} calls, {len(out.answered())}/{len(tools)} tools answered")
+
+    async with explorer:
+        with anyio.move_on_after(cfg.minutes * 60):
+            async with anyio.create_task_group() as tg:
+                for _ in range(SESSIONS_AT_ONCE if explorer.per_rollout else 1):
+                    tg.start_soon(worker)
+    out.seconds = time.monotonic() - started
+    if record is not None:
+        from mcprl.types import dump_jsonl
+
+        dump_jsonl([redact_model(c, secrets or []) for c in out.calls], record)
+    return out

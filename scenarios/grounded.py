@@ -1,0 +1,302 @@
+"""Grounded scenarios: tasks whose answers a live server gave, checked by value, with the call
+chain that reached each one.
+
+From an exploration's record (`scenarios.explore`), every call that answered without error is a
+source of tasks whose answer is a value its result holds:
+
+    result   a short result (a computed number, a converted amount): "Add two numbers (a = 3, b = 4)."
+    field    a labelled field of a record the result holds, asked about the record by a name-like
+             value of its own or by the call's arguments: 'What is the price of the item "steel hammer"?'
+    chain    a `result` whose call took an argument from an earlier call's result: both calls, in order
+
+Each task carries a `holds` check (numbers by value, text as whole words; judges.verify), so the
+`verify` judge scores it with no LLM; its reference chain (`metadata["reference"]`: the calls, in
+order); and a difficulty, the chain's length. Tasks are phrased from templates made of the tool's
+description and argument names; a generator model may rephrase them (JSON via `response_format`),
+and a rephrasing that drops a value the task needs, or gives the answer away, is not used.
+
+Before use, every task's chain is replayed in a fresh session: a task whose answer does not come
+back (a clock, a random id, a chain that cannot reach it) is dropped. What is left is
+deduplicated and spread over the tools; the report says how many were kept and dropped, and why,
+and which tools no task covers.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from pydantic import BaseModel, Field
+
+from judges.verify import holds_answer, normalize_text, numbers
+from mcprl.types import Scenario
+from scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall, result_values
+
+if TYPE_CHECKING:
+    from mcprl.tools import ToolPool
+
+MAX_ANSWER_WORDS = 8  # a longer value is prose, not an answer a check can hold
+FIELDS_PER_RESULT = 3  # field tasks made from one result, at most
+TASK_VERBS = frozenset("get list search find read show describe fetch lookup look query retrieve view".split())
+
+
+class GroundingReport(BaseModel):
+    explored: int = 0
+    candidates: int = 0
+    kept: int = 0
+    dropped: dict[str, int] = Field(default_factory=dict)
+    tools: list[str] = Field(default_factory=list, description="the server's tools")
+    covered: dict[str, int] = Field(default_factory=dict, description="tool -> kept tasks whose chain calls it")
+    rephrased: int = 0
+
+    @property
+    def uncovered(self) -> list[str]:
+        return [t for t in self.tools if not self.covered.get(t)]
+
+    def summary(self) -> str:
+        dropped = ", ".join(f"{n} {why}" for why, n in self.dropped.items()) or "none"
+        line = (f"grounded {self.kept} tasks in {self.explored} explored calls ({self.candidates} candidates; "
+                f"dropped: {dropped}); tasks per tool: {', '.join(f'{t} {n}' for t, n in self.covered.items()) or 'none'}")
+        if self.uncovered:
+            line += f"; no task uses {', '.join(self.uncovered)}"
+        return line
+
+
+def _summary(description: str) -> str:
+    """A tool description's first sentence, without its final stop."""
+    first = re.split(r"(?<=[.!?])\s|\n", description.strip(), maxsplit=1)[0]
+    return first.rstrip(".!? ")
+
+
+def _shown(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) and (not value or " " in value or not value[0].isalnum()) else str(value)
+
+
+def _args_text(args: dict[str, Any]) -> str:
+    return ", ".join(f"{k.replace('_', ' ')} {_shown(v)}" for k, v in args.items())
+
+
+def _noun(tool: str) -> str:
+    """What a tool's results are about, from its name: `get_item` -> item, `search_emails` -> email."""
+    from scenarios.explore import _words
+
+    words = [w for w in _words(tool) if w not in TASK_VERBS and w not in {"by", "id", "all", "details", "info"}]
+    noun = words[-1] if words else "result"
+    return noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun
+
+
+def _answer(text: str) -> Any | None:
+    """The answer a short result gives: its one number when it has exactly one, else the text
+    itself when it is short; None when it is not an answer a check can hold."""
+    text = text.strip()
+    found = numbers(text)
+    if len(found) == 1:
+        (value,) = found
+        return int(value) if value.is_integer() else value
+    if found or not text or len(text.split()) > MAX_ANSWER_WORDS or "\n" in text:
+        return None
+    return text
+
+
+def _holds(value: Any) -> bool:
+    """Whether a value can be an answer: short, and with something a check can hold."""
+    text = str(value).strip()
+    return bool(normalize_text(text)) and len(text.split()) <= MAX_ANSWER_WORDS and len(numbers(text)) <= 1
+
+
+def _chain(calls: list[ExploredCall], call: ExploredCall) -> list[ExploredCall]:
+    """`call` and the calls its arguments came from, transitively, in the order they were made."""
+    by_index = {c.index: c for c in calls}
+    order: dict[int, ExploredCall] = {}
+    todo = [call]
+    while todo:
+        c = todo.pop()
+        if c.index not in order:
+            order[c.index] = c
+            todo += [by_index[p] for p in c.parents if p in by_index]
+    return [order[i] for i in sorted(order)]
+
+
+def _scenario(task: str, answer: Any, chain: list[ExploredCall], kind: str) -> Scenario:
+    return Scenario(
+        task=task, answer=answer, check={"kind": "holds"}, difficulty=min(5, len(chain)),
+        tools=list(dict.fromkeys(c.tool for c in chain)),
+        metadata={"source": "grounded", "kind": kind,
+                  "reference": [{"tool": c.tool, "arguments": c.arguments} for c in chain]},
+    )
+
+
+def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: int) -> list[Scenario]:
+    """Every task the record grounds (see the module's docstring), before verification."""
+    rng = random.Random(f"{seed}/grounded")
+    calls = exploration.calls
+    out: list[Scenario] = []
+    for call in calls:
+        if call.is_error:
+            continue
+        chain = _chain(calls, call)
+        if any(c.is_error for c in chain):
+            continue
+        summary = _summary(descriptions.get(call.tool, "")) or f"Use {call.tool}"
+        plain = call.structured is None or isinstance(call.structured, dict) and set(call.structured) == {"result"}
+        answer = _answer(call.text) if plain else None
+        said = [str(v) for v in call.arguments.values()]
+        # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer
+        echo = isinstance(answer, str) and any(v and normalize_text(v) in normalize_text(answer) for v in said)
+        if answer is not None and not echo and not holds_answer(" ".join(said), answer):
+            if len(chain) == 1:
+                task = f"{summary} ({_args_text(call.arguments)}). What is the result?" if call.arguments else \
+                    f"{summary}. What is the result?"
+            else:
+                steps = []
+                for c in chain:
+                    linked = {k: v for k, v in c.arguments.items() if c.sources.get(k, "").startswith("result:")}
+                    rest = {k: v for k, v in c.arguments.items() if k not in linked}
+                    given = [f"{k.replace('_', ' ')} from the previous result" for k in linked] + ([_args_text(rest)] if rest else [])
+                    steps.append(f"{_summary(descriptions.get(c.tool, '')) or 'Use ' + c.tool} ({', '.join(given)})")
+                task = ". Then ".join(steps) + ". What is the final result?"
+            out.append(_scenario(task, answer, chain, "chain" if len(chain) > 1 else "result"))
+            continue
+        out += _field_tasks(call, chain, rng)
+    return out
+
+
+def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Random) -> list[Scenario]:
+    """Tasks asking for a labelled field of one record of the result (one line of a listing, or
+    the whole result when it is one record)."""
+    pairs = result_values(call.text, call.structured)
+    lines = [line for line in call.text.splitlines() if line.strip()]
+    tabular = len(lines) > 1 and all(" | " in line for line in lines)
+    records = [result_values(line, None) for line in lines] if tabular else [pairs]
+    if tabular:  # a listing's fields are the keys every line has ("stock: 5"), not a colon inside a cell
+        keys = Counter(k for record in records for k in {k for k, _ in record if k})
+        records = [[(k, v) if keys[k] == len(records) else ("", v) for k, v in record] for record in records]
+    noun = _noun(call.tool)
+    given = normalize_text(" ".join(map(str, call.arguments.values())))
+    out: list[Scenario] = []
+    for record in rng.sample(records, min(2, len(records))):
+        labelled = [(k, v) for k, v in record if k and _holds(v) and normalize_text(str(v)) not in given]
+        names = [v for k, v in record if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v)
+                 and 1 <= len(v.split()) <= 5 and (not k or k.lower() in {"name", "title", "subject", "label"})]
+        names.sort(key=lambda v: (" " not in v, bool(re.search(r"\d", v))))  # names before codes
+        for field, value in rng.sample(labelled, min(FIELDS_PER_RESULT, len(labelled))):
+            label = next((n for n in names if n != value and sum(n in str(v) for _, v in pairs) == 1), None)
+            if label is not None:
+                task = f'What is the {field.lower()} of the {noun} "{label}"?'
+            elif not tabular and call.arguments:
+                task = f"What is the {field.lower()} of the {noun} with {_args_text(call.arguments)}?"
+            else:
+                continue
+            answer = value if not isinstance(value, str) or _number_of(value) is None else _number_of(value)
+            out.append(_scenario(task, answer, chain, "field"))
+    return out
+
+
+def _number_of(text: str) -> float | int | None:
+    found = numbers(text)
+    if len(found) != 1:
+        return None
+    (value,) = found
+    return int(value) if value.is_integer() else value
+
+
+async def verify(tasks: list[Scenario], pool: ToolPool, *, say: Callable[[str], None] = print) -> tuple[list[Scenario], Counter]:
+    """The tasks whose reference chain, replayed in a fresh session, still brings their answer back;
+    and why the others were dropped. Tasks sharing a chain share one replay."""
+    from mcprl.tools import ServerGone
+
+    by_chain: dict[str, list[Scenario]] = defaultdict(list)
+    for t in tasks:
+        by_chain[repr(t.metadata["reference"])].append(t)
+    kept: list[Scenario] = []
+    dropped: Counter = Counter()
+    limiter = anyio.CapacityLimiter(SESSIONS_AT_ONCE if pool.per_rollout else 1)
+    done = 0
+
+    async def replay(group: list[Scenario]) -> None:
+        nonlocal done
+        last: str | None = None
+        async with limiter:
+            try:
+                async with pool.session() as session:
+                    for step in group[0].metadata["reference"]:
+                        outcome = await session.call(step["tool"], step["arguments"])
+                        if outcome.is_error:
+                            last = None
+                            break
+                        last = outcome.text
+            except ServerGone:
+                last = None
+        for t in group:
+            if last is None:
+                dropped["chain failed on replay"] += 1
+            elif holds_answer(last, t.answer):
+                kept.append(t)
+            else:
+                dropped["answer not reproduced"] += 1
+        done += 1
+        if done % 20 == 0:
+            say(f"verifying grounded tasks: {done}/{len(by_chain)} chains replayed, {len(kept)} tasks kept")
+
+    async with anyio.create_task_group() as tg:
+        for group in by_chain.values():
+            tg.start_soon(replay, group)
+    order = {id(t): i for i, t in enumerate(tasks)}
+    return sorted(kept, key=lambda t: order[id(t)]), dropped
+
+
+def select(tasks: list[Scenario], n: int, *, seed: int) -> tuple[list[Scenario], Counter]:
+    """At most `n` tasks, one per distinct text, spread over the tools their chains end with
+    (round robin, each tool's tasks shuffled by the seed); and the count of those left out."""
+    rng = random.Random(f"{seed}/grounded/select")
+    dropped: Counter = Counter()
+    unique: dict[str, Scenario] = {}
+    for t in tasks:
+        key = normalize_text(t.task)
+        if key in unique:
+            dropped["duplicate"] += 1
+        else:
+            unique[key] = t
+    by_tool: dict[str, list[Scenario]] = defaultdict(list)
+    for t in unique.values():
+        by_tool[t.metadata["reference"][-1]["tool"]].append(t)
+    for group in by_tool.values():
+        rng.shuffle(group)
+        group.sort(key=lambda t: t.difficulty or 1)  # easy first within a tool: a curriculum's start
+    picked: list[Scenario] = []
+    while len(picked) < n and any(by_tool.values()):
+        for tool in sorted(by_tool):
+            if by_tool[tool] and len(picked) < n:
+                picked.append(by_tool[tool].pop(0))
+    if left := sum(map(len, by_tool.values())):
+        dropped["beyond the number asked for"] += left
+    return picked, dropped
+
+
+async def ground(pool: ToolPool, n: int, exploration: Exploration, *, seed: int,
+                 say: Callable[[str], None] = print) -> tuple[list[Scenario], GroundingReport]:
+    """Up to `n` verified grounded tasks from `exploration` of `pool`'s server, and the report.
+    Tasks are verified in the order `select` spreads them, a batch at a time, until `n` are kept."""
+    assert pool.toolset is not None
+    descriptions = {t["name"]: t.get("description") or "" for t in pool.toolset.mcp_tools}
+    found = candidates(exploration, descriptions, seed=seed)
+    ordered, dropped = select(found, len(found), seed=seed)
+    verified: list[Scenario] = []
+    while ordered and len(verified) < n:
+        batch, ordered = ordered[: n - len(verified)], ordered[n - len(verified):]
+        kept, lost = await verify(batch, pool, say=say)
+        verified += kept
+        dropped.update(lost)
+    picked, left = select(verified, n, seed=seed)  # spread again: what verification dropped was not even
+    dropped.update(left)
+    if ordered:
+        dropped["beyond the number asked for"] += len(ordered)
+    report = GroundingReport(explored=len(exploration.calls), candidates=len(found), kept=len(picked),
+                             dropped=dict(dropped), tools=list(descriptions))
+    covered: Counter = Counter(tool for t in picked for tool in t.tools)
+    report.covered = {t: covered[t] for t in descriptions if covered[t]}
+    return picked, report

@@ -1,0 +1,171 @@
+"""Grounded scenarios (scenarios.explore, scenarios.grounded): exploring real servers over real
+transports, tasks checked by value, verified by replay, errors reported in text counted as errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from judges import VerifyJudge
+from mcprl.errors import UserError
+from mcprl.tools import ServerSpec, ToolPool
+from mcprl.types import Scenario, Trajectory, TrajectoryGroup
+from scenarios.explore import ExploreConfig, explore, may_write, names_a_file
+from scenarios.grounded import ground
+from tests.conftest import _free_port, _wait_listening
+
+pytestmark = pytest.mark.anyio
+SHOP = Path(__file__).parent / "data" / "shop_server.py"
+
+
+def shop(*flags: str) -> ServerSpec:
+    return ServerSpec.parse(f"{sys.executable} {SHOP} {' '.join(flags)}")
+
+
+async def explore_and_ground(spec: ServerSpec, calls: int, n: int = 12, **cfg):
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=calls, **cfg), seed=0, say=lambda _: None)
+        tasks, report = await ground(pool, n, exploration, seed=0, say=lambda _: None)
+    return exploration, tasks, report
+
+
+def test_which_tools_may_write():
+    assert not may_write({"name": "delete_everything", "annotations": {"readOnlyHint": True}})
+    assert may_write({"name": "get_item", "annotations": {"destructiveHint": True}})
+    assert not may_write({"name": "searchEmails"}) and not may_write({"name": "list_units"})
+    assert may_write({"name": "send_email"}) and may_write({"name": "createIssue"})
+    assert may_write({"name": "frobnicate", "description": "Frobnicates."})  # says neither: assume it writes
+    assert not may_write({"name": "frobnicate", "description": "Get the frobnication level."})
+    assert names_a_file(["python", "server.py", "--db", "shop.db"]) == "shop.db"
+    assert names_a_file(["python", "-m", "servers.inventory"]) is None and names_a_file(["python", str(SHOP)]) is None
+
+
+async def test_a_result_that_reports_an_error_in_its_text_is_an_error():
+    from judges.shaping import call_stages
+
+    async with ToolPool(shop()) as pool, pool.session() as session:
+        outcome = await session.call("run_query", {"query": "2026-05"})
+        fine = await session.call("list_products", {})
+    assert outcome.is_error and outcome.text.startswith("Error: Database error") and not fine.is_error
+    call = {"id": "c1", "function": {"name": "run_query", "arguments": '{"query": "2026-05"}'}}
+    schemas = {"run_query": {"type": "object", "properties": {"query": {"type": "string"}}}}
+    assert call_stages(call, schemas, {"c1": outcome.text}) == 3  # not "answered without error"
+
+
+@pytest.fixture(scope="module")
+def shop_grounded():
+    """One exploration of the shop over stdio, grounded, shared by the tests that read it."""
+    import anyio
+
+    return anyio.run(lambda: explore_and_ground(shop(), calls=30))
+
+
+async def test_grounded_tasks_on_a_stdio_server_are_checked_by_value_and_replayed(shop_grounded):
+    exploration, tasks, report = shop_grounded
+    assert len(exploration.calls) <= 30
+    assert {"list_products", "get_product", "run_query", "add_to_cart"} <= {c.tool for c in exploration.calls}
+    assert all(c.is_error for c in exploration.calls if c.tool == "run_query")
+    assert any(c.parents for c in exploration.calls if c.tool == "get_product")  # an id from a listing, fed on
+    assert len(tasks) >= 4 and report.kept == len(tasks)
+    assert not any("run_query" in t.tools for t in tasks)
+    for t in tasks:
+        assert t.check == {"kind": "holds"} and t.metadata["reference"] and t.difficulty == len(t.metadata["reference"])
+    # the clock's tasks do not reproduce on replay, so none is kept
+    assert not any(t.tools == ["now"] for t in tasks)
+    assert report.dropped.get("answer not reproduced", 0) >= 1
+    prices = [t for t in tasks if t.task.startswith("What is the price of the product")]
+    assert prices and all(isinstance(t.answer, (int, float)) for t in prices)
+
+
+async def test_writes_stay_inside_a_fresh_session(shop_grounded):
+    exploration, tasks, _ = shop_grounded
+    assert any(c.tool == "add_to_cart" and not c.is_error for c in exploration.calls)
+    async with ToolPool(shop()) as pool, pool.session() as session:
+        assert (await session.call("cart_size", {})).text == "0"  # nothing the exploration added is here
+    # a cart size is only kept where a fresh session reproduces it
+    for t in tasks:
+        if t.tools[-1:] == ["cart_size"]:
+            assert t.answer == 0
+
+
+async def test_a_shared_server_is_never_sent_a_tool_that_may_write():
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, str(SHOP), "--transport", "http", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_listening(proc, port)
+        spec = ServerSpec.parse(f"http://127.0.0.1:{port}/mcp")
+        exploration, tasks, _ = await explore_and_ground(spec, calls=20)
+        assert "add_to_cart" not in {c.tool for c in exploration.calls}
+        assert "add_to_cart" in exploration.skipped_tools and tasks
+        opted_in, _, _ = await explore_and_ground(spec, calls=20, writes=True)
+        assert "add_to_cart" in {c.tool for c in opted_in.calls}
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+async def test_exploration_stays_within_its_bounds_and_skips_a_tool_that_hangs():
+    started = time.monotonic()
+    exploration, tasks, _ = await explore_and_ground(shop("--hang"), calls=16, call_timeout=1.0)
+    assert len(exploration.calls) <= 16 and exploration.hung_tools == ["wait_forever"]
+    assert sum(c.tool == "wait_forever" for c in exploration.calls) <= 4  # once per concurrent session at most
+    assert tasks and time.monotonic() - started < 60
+    async with ToolPool(shop()) as pool:
+        bounded = await explore(pool, ExploreConfig(calls=1000, minutes=0.05), seed=0, say=lambda _: None)
+    assert bounded.seconds < 10 and len(bounded.calls) < 1000
+
+
+async def test_grounded_tasks_on_the_shipped_servers():
+    _, inventory, _ = await explore_and_ground(ServerSpec.parse("python -m servers.inventory"), calls=24, n=8)
+    assert any(t.task.startswith(("What is the price of the item", "What is the stock of the item")) for t in inventory)
+    _, calculator, report = await explore_and_ground(ServerSpec.parse("python -m servers.calculator"), calls=24, n=8)
+    assert len(calculator) == 8 and all(isinstance(t.answer, (int, float)) for t in calculator)
+    assert len(report.covered) >= 3  # spread over the tools
+
+
+async def test_a_server_with_nothing_to_ground_stops_with_the_fix(tmp_path):
+    from scenarios.source import ScenarioConfig, run_scenarios
+
+    spec = ServerSpec.parse(f"{sys.executable} {SHOP}", allow=["run_query"])
+    async with ToolPool(spec) as pool:
+        with pytest.raises(UserError, match="every call it answered was an error.*--scenarios FILE"):
+            await run_scenarios(ScenarioConfig(n=8), tmp_path, seed=0, resume=False, pool=pool, generate=None,
+                                model="local", api_base=None, explore=ExploreConfig(calls=6), say=lambda _: None)
+    assert (tmp_path / "exploration.jsonl").exists()
+
+
+async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_reference_call(tmp_path):
+    from mcprl.demonstration import settle
+    from scenarios.source import ScenarioConfig, run_scenarios
+
+    async with ToolPool(ServerSpec.parse("python -m servers.calculator")) as pool:
+        train, val = await run_scenarios(ScenarioConfig(n=8), tmp_path, seed=0, resume=False, pool=pool, generate=None,
+                                         model="local", api_base=None, explore=ExploreConfig(calls=16), say=lambda _: None)
+        demo, kept = await settle(train, pool, enabled=True, example=None, example_file=None, shipped=None,
+                                  model="local", api_base=None, seed=0, say=lambda _: None)
+    assert all(s.metadata["source"] == "grounded" for s in train + val)
+    assert (tmp_path / "grounding.json").exists() and (tmp_path / "exploration.jsonl").exists()
+    assert demo.source.startswith("grounded:") and len(kept) == len(train) - 1
+    shown = next(s for s in train if s.id == demo.source.split(":")[1])
+    call = demo.messages[1]["tool_calls"][0]["function"]
+    assert call["name"] == shown.metadata["reference"][0]["tool"]
+
+
+async def test_the_holds_check_reads_numbers_by_value_and_refuses_a_recital():
+    scenario = Scenario(task="What is the price of the blue mug?", answer=12.5, check={"kind": "holds"})
+
+    def answered(text: str) -> Trajectory:
+        return Trajectory(messages=[{"role": "assistant", "content": text}])
+
+    texts = ["The blue mug costs $12.50.", "It costs 13.", "P-101 | blue mug | price: 12.5 | stock: 4 | aisle 3, bin 9, row 2"]
+    group = await VerifyJudge().score_group(TrajectoryGroup(trajectories=[answered(t) for t in texts], scenario=scenario))
+    assert [t.reward for t in group.trajectories] == [1.0, 0.0, 0.0]
+    names = Scenario(task="Name a unit of mass.", answer=["kg", "lb"], check={"kind": "holds", "any_of": True})
+    group = await VerifyJudge().score_group(TrajectoryGroup(trajectories=[answered("lb"), answered("metre")], scenario=names))
+    assert [t.reward for t in group.trajectories] == [1.0, 0.0]
+
