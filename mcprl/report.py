@@ -111,6 +111,16 @@ def write_report(run_dir: Path) -> Path:
             return f"{r['success_rate']:.0%} (95% CI {lo:.0%}–{hi:.0%}) at step {r['step']}"
         return f"mean score {r['reward_mean']:.3f} at step {r['step']}"
 
+    grounding = run_dir / "scenarios" / "grounding.json"
+    grounded = ""
+    if grounding.exists():  # the run's tasks were grounded in the server (scenarios.grounded)
+        g = json.loads(grounding.read_text())
+        dropped_why = ", ".join(f"{n} {why}" for why, n in g.get("dropped", {}).items()) or "none"
+        per_tool = "".join(f"<tr><td>{html.escape(t)}</td><td>{g.get('covered', {}).get(t, 0)}</td></tr>" for t in g.get("tools", []))
+        grounded = (f"<h2>Grounded tasks</h2><p>{html.escape(g.get('exploration', ''))}</p>"
+                    f"<p>{g.get('kept', 0)} tasks kept of {g.get('candidates', 0)} candidates; dropped: {html.escape(dropped_why)}. "
+                    f"The record of every call is in scenarios/exploration.jsonl.</p>"
+                    f"<table><tr><th>tool</th><th>tasks using it</th></tr>{per_tool}</table>")
     first_file = f"step_{train[0]['step']:04d}.jsonl" if train else ""
     last_file = f"step_{train[-1]['step']:04d}.jsonl" if train else ""
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>mcprl report: {html.escape(run_dir.name)}</title>
@@ -123,6 +133,7 @@ Judge cost: ${cost:.4f} ({judge_s:.1f} s of judge calls).</p>
 <p>Demonstration: {html.escape(str(settings.example_source or "n/a"))}. Tool-use shaping weight: {settings.judge.shaping}.
 Task help: {"on" if settings.scenarios.task_help else "off"}. Dynamic sampling: {drawn:.0f} extra groups drawn, {dropped:.0f} groups without reward variance dropped.</p>
 <div class="cols"><div><img src="report/reward.png"></div><div><img src="report/val.png"></div><div><img src="report/turns.png"></div></div>
+{grounded}
 <h2>Tools</h2><table><tr><th>tool</th><th>calls</th><th>calls per episode</th><th>error rate</th></tr>{''.join(tool_rows) or '<tr><td colspan=4>no tool calls</td></tr>'}</table>
 <h2>Sample trajectories (best of the step)</h2><div class="cols"><div><h3>first step</h3>{_sample(run_dir, first_file) if train else ''}</div>
 <div><h3>last step</h3>{_sample(run_dir, last_file) if train else ''}</div></div>

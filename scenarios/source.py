@@ -64,7 +64,9 @@ async def run_scenarios(cfg: ScenarioConfig, out_dir: Path, *, seed: int, resume
         elif pool is None:
             raise UserError("no scenarios: pass --scenarios FILE, --tasks NAME, or --server to ground or synthesize them from")
         elif cfg.source == "grounded":
-            scenarios, source = await grounded(pool, cfg.n, explore, out_dir, seed=seed, secrets=secrets, say=say), "grounded"
+            scenarios = await grounded(pool, cfg.n, explore, out_dir / "exploration.jsonl", out_dir / "grounding.json",
+                                       seed=seed, secrets=secrets, say=say)
+            source = "grounded"
         else:
             scenarios = await _synthesized(cfg, pool, seed=seed, model=model, api_base=api_base, say=say)
             source = "synthesized"
@@ -78,23 +80,23 @@ async def run_scenarios(cfg: ScenarioConfig, out_dir: Path, *, seed: int, resume
     return train, val
 
 
-async def grounded(pool: ToolPool, n: int, explore: ExploreConfig | None, out_dir: Path, *, seed: int,
+async def grounded(pool: ToolPool, n: int, explore: ExploreConfig | None, record: Path, report_file: Path, *, seed: int,
                    secrets: list[str] | None = None, say: Callable[[str], None] = print) -> list[Scenario]:
-    """`n` tasks grounded in `pool`'s server (scenarios.grounded), with the exploration's record and
-    the grounding report written to `out_dir`; a server that grounds fewer than 2 is a UserError
-    naming the fix."""
+    """`n` tasks grounded in `pool`'s server (scenarios.grounded), with the exploration's record
+    (JSONL, secrets masked) and the grounding report (JSON) written; a server that grounds fewer
+    than 2 is a UserError naming the fix."""
     import json
 
     from scenarios.explore import ExploreConfig, explore as explore_server
     from scenarios.grounded import ground
 
     cfg = explore or ExploreConfig()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    record.parent.mkdir(parents=True, exist_ok=True)
     say(f"exploring {pool.spec.target} (at most {cfg.calls} calls, {cfg.minutes:g} min) ...")
-    exploration = await explore_server(pool, cfg, seed=seed, say=say, record=out_dir / "exploration.jsonl", secrets=secrets)
+    exploration = await explore_server(pool, cfg, seed=seed, say=say, record=record, secrets=secrets)
     say(exploration.summary())
     scenarios, report = await ground(pool, n, exploration, seed=seed, say=say)
-    (out_dir / "grounding.json").write_text(json.dumps({"exploration": exploration.summary(), **report.model_dump(),
+    report_file.write_text(json.dumps({"exploration": exploration.summary(), **report.model_dump(),
                                                         "uncovered": report.uncovered}, indent=2))
     say(report.summary())
     if len(scenarios) < 2:

@@ -28,7 +28,7 @@ def model_home(smollm2_dir):
 
 def test_scenarios_n8_gives_at_least_6_valid_distinct(model_home, tmp_path):
     out = tmp_path / "calc.jsonl"
-    r = run(["scenarios", "--server", "python -m servers.calculator", "-n", "8", "-o", str(out)], model_home)
+    r = run(["scenarios", "--source", "synthesized", "--server", "python -m servers.calculator", "-n", "8", "-o", str(out)], model_home)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stderr.count("generator call ") >= 2  # a line per call
     scenarios = load_jsonl(out, Scenario)

@@ -54,7 +54,7 @@ def test_scenarios_command_discovers_synthesizes_splits_and_writes(monkeypatch, 
     out_file = tmp_path / "scenarios.jsonl"
     with FakeLLM(handler=numbered_tasks) as llm:
         code, out, err = run_cli(
-            monkeypatch, capsys, "scenarios", "--server", "python -m orders_server", "-n", "7", "--model", "openai/gen",
+            monkeypatch, capsys, "scenarios", "--source", "synthesized", "--server", "python -m orders_server", "-n", "7", "--model", "openai/gen",
             "--api-base", llm.base_url, "--env", "TOKEN=x", "--seed", "3", "--val-fraction", "0.3", "-o", str(out_file),
         )
     assert code == 0, err
@@ -70,14 +70,14 @@ def test_scenarios_command_discovers_synthesizes_splits_and_writes(monkeypatch, 
 
 
 def test_a_server_without_tools_is_a_user_error(monkeypatch, capsys, tmp_path, fake_tools):
-    code, _, err = run_cli(monkeypatch, capsys, "scenarios", "--server", "empty-server", "-n", "3", "-o", str(tmp_path / "s.jsonl"))
+    code, _, err = run_cli(monkeypatch, capsys, "scenarios", "--source", "synthesized", "--server", "empty-server", "-n", "3", "-o", str(tmp_path / "s.jsonl"))
     assert code == 2 and "the server offers no tools" in err
 
 
 def test_a_generator_that_yields_nothing_is_a_user_error(monkeypatch, capsys, tmp_path, fake_tools):
     with FakeLLM(handler=lambda r: "Sorry, I can't help with that.") as llm:
         code, _, err = run_cli(
-            monkeypatch, capsys, "scenarios", "--server", "s", "-n", "3", "--model", "openai/gen",
+            monkeypatch, capsys, "scenarios", "--source", "synthesized", "--server", "s", "-n", "3", "--model", "openai/gen",
             "--api-base", llm.base_url, "-o", str(tmp_path / "s.jsonl"),
         )
     *progress, last = err.strip().splitlines()
@@ -95,7 +95,7 @@ def test_a_generator_that_stops_midway_keeps_what_it_made_and_names_the_fix(monk
     out_file = tmp_path / "s.jsonl"
     with FakeLLM([first] + ["I cannot."] * 4) as llm:
         code, _, err = run_cli(
-            monkeypatch, capsys, "scenarios", "--server", "s", "-n", "8", "--model", "openai/gen",
+            monkeypatch, capsys, "scenarios", "--source", "synthesized", "--server", "s", "-n", "8", "--model", "openai/gen",
             "--api-base", llm.base_url, "-o", str(out_file),
         )
     last = err.strip().splitlines()[-1]

@@ -1,6 +1,6 @@
-"""`mcprl train` end to end, offline, on a shipped server that has no task generator and no example
-(`servers.units`): scenarios synthesized by the local model, a demonstration built from one of them
-with the tool's schema as the generator's constraint, tool-use shaping, one GRPO step."""
+"""`mcprl train --server X` with nothing else, end to end, offline, on a shipped server that has no
+task generator and no example (`servers.units`): the server explored, tasks grounded in its answers
+and checked by value, the demonstration a reference call, tool-use shaping, one GRPO step."""
 
 import json
 import os
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 def test_train_on_a_server_without_tasks_or_example(tmp_path, smollm2_dir):
     env = {**os.environ, "MCPRL_HOME": str(tmp_path / "home")}
     r = subprocess.run([sys.executable, "-m", "mcprl.cli", "train", "--server", "python -m servers.units",
-                        "--model", str(smollm2_dir), "--judge-model", "local", "--judge", "ruler", "-n", "8",
+                        "--model", str(smollm2_dir), "-n", "8", "--explore-calls", "24",
                         "--steps", "1", "--group-size", "2", "--groups-per-step", "2", "--max-turns", "2",
                         "--max-tokens", "64", "--eval-every", "0", "--val-size", "2", "--name", "units"],
                        capture_output=True, text=True, env=env, timeout=1800)
@@ -24,11 +24,13 @@ def test_train_on_a_server_without_tasks_or_example(tmp_path, smollm2_dir):
     tools = json.loads((d / "tools.json").read_text())["tools"]
     assert {t["function"]["name"] for t in tools} == {"convert", "convert_temperature", "compare", "list_units"}
     config = json.loads((d / "config.json").read_text())
-    assert config["example_source"] == "generic" or config["example_source"].startswith("scenario:")
-    if config["example_source"].startswith("scenario:"):
-        # the demonstration's call ran against the server without error, so it names a real tool
-        call = config["rollout"]["example"][1]["tool_calls"][0]["function"]
-        assert call["name"] in {t["function"]["name"] for t in tools} and isinstance(json.loads(call["arguments"]), dict)
+    assert config["example_source"].startswith("grounded:") and config["judge"]["mode"] == "verify"
+    # the demonstration is a grounded task's reference call, which ran against the server without error
+    call = config["rollout"]["example"][1]["tool_calls"][0]["function"]
+    assert call["name"] in {t["function"]["name"] for t in tools} and isinstance(json.loads(call["arguments"]), dict)
+    scenarios = [json.loads(x) for x in (d / "scenarios" / "train.jsonl").read_text().splitlines()]
+    assert scenarios and all(s["check"] == {"kind": "holds"} and s["metadata"]["reference"] for s in scenarios)
+    assert (d / "scenarios" / "exploration.jsonl").exists() and "Grounded tasks" in (d / "report.html").read_text()
     rows = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
     train = [x for x in rows if x["kind"] == "train"]
     assert len(train) == 1 and "groups_drawn" in train[0] and "groups_dropped" in train[0]

@@ -1,4 +1,5 @@
-"""`mcprl scenarios`: synthesize task inputs for an MCP server's tools and write them as JSONL."""
+"""`mcprl scenarios`: write scenarios for an MCP server as JSONL: grounded in the live server's own
+answers (scenarios.grounded), or synthesized from its tool schemas."""
 
 from __future__ import annotations
 
@@ -61,16 +62,41 @@ def scenarios(
     transport: str = typer.Option("auto", "--transport", help="auto, stdio, http or sse"),
     header: list[str] = typer.Option([], "--header", help="'Name: value' sent to an HTTP/SSE server; repeatable"),
     env: list[str] = typer.Option([], "--env", help="KEY=value for a stdio server; repeatable"),
+    source: str = typer.Option("grounded", "--source", help="grounded: explore the server and write tasks its answers "
+                               "ground, checked by value; synthesized: the generator writes task inputs from the schemas"),
+    explore_calls: int = typer.Option(120, "--explore-calls", help="grounded: tool calls at most while exploring"),
+    explore_writes: bool = typer.Option(False, "--explore-writes", help="grounded: also call tools that may write on a shared server"),
 ) -> None:
-    """Synthesize scenarios (task inputs) from a server's tools, resources and prompts."""
+    """Write scenarios for a server: grounded in its own answers (default), or synthesized from its tools."""
     import anyio
     from rich.console import Console
 
-    from mcprl.tools import ServerSpec, discover
+    from mcprl.errors import UserError
+    from mcprl.tools import ServerSpec, ToolPool, discover
 
     console = Console(stderr=True)
+    if source not in ("grounded", "synthesized"):
+        raise UserError(f"--source {source!r}: choose grounded or synthesized")
+
+    def say(line: str) -> None:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    async def write_grounded() -> str:
+        from mcprl.types import dump_jsonl
+        from scenarios import split_train_val
+        from scenarios.explore import ExploreConfig
+        from scenarios.source import grounded
+
+        async with ToolPool(ServerSpec.parse(server, transport=transport, headers=header, env=env)) as pool:
+            found = await grounded(pool, n, ExploreConfig(calls=explore_calls, writes=explore_writes),
+                                   output.with_suffix(".exploration.jsonl"), output.with_suffix(".grounding.json"),
+                                   seed=seed, say=say)
+        dump_jsonl(split_train_val(found, val_fraction, seed), output)
+        return f"wrote {len(found)} grounded scenarios to {output} (the exploration beside it)"
 
     async def run() -> str:
+        if source == "grounded":
+            return await write_grounded()
         toolset = await discover(ServerSpec.parse(server, transport=transport, headers=header, env=env))
         return await write_scenarios(
             toolset.tools,
@@ -85,7 +111,7 @@ def scenarios(
             api_key=api_key,
             task_hint=task_hint,
             batch_size=batch_size,
-            say=lambda line: console.print(line, markup=False, highlight=False, soft_wrap=True),
+            say=say,
         )
 
     print(anyio.run(run))
