@@ -309,22 +309,26 @@ async def build(train: list[Scenario], pool: ToolPool, *, model: str, api_base: 
     return Demonstration(messages=candidate.messages, source=f"scenario:{scenario.id}"), [s for s in train if s.task != scenario.task]
 
 
-def from_reference(grounded: list[Scenario], train: list[Scenario], *, seed: int) -> tuple[Demonstration, list[Scenario]]:
-    """The first call of a grounded scenario's reference chain (scenarios.grounded), which ran
-    without error and was replayed before use: a demonstration known to be right, with no
-    generator call. One-call tasks first (the call is the whole solution), picked by the seed;
-    the scenario's task leaves training whole."""
-    rng = random.Random(f"{seed}/demonstration")
-    easiest = min(len(s.metadata["reference"]) for s in grounded)
-    scenario = rng.choice([s for s in grounded if len(s.metadata["reference"]) == easiest])
+def reference_exchange(scenario: Scenario) -> list[Message]:
+    """`task -> the first call of its reference chain` (a grounded scenario's, scenarios.grounded):
+    an exchange known to be right, since the call ran without error and was replayed before use."""
     call = scenario.metadata["reference"][0]
-    messages = [
+    return [
         {"role": "user", "content": scenario.task},
         {"role": "assistant", "content": "", "tool_calls": [
             {"id": "call_example", "type": "function", "function": {"name": call["tool"], "arguments": json.dumps(call["arguments"])}}
         ]},
     ]
-    return Demonstration(messages=messages, source=f"grounded:{scenario.id}"), [s for s in train if s.task != scenario.task]
+
+
+def from_reference(grounded: list[Scenario], train: list[Scenario], *, seed: int) -> tuple[Demonstration, list[Scenario]]:
+    """The `reference_exchange` of a grounded training scenario, with no generator call: one-call
+    tasks first (the call is the whole solution), picked by the seed; its task leaves training whole."""
+    rng = random.Random(f"{seed}/demonstration")
+    easiest = min(len(s.metadata["reference"]) for s in grounded)
+    scenario = rng.choice([s for s in grounded if len(s.metadata["reference"]) == easiest])
+    return Demonstration(messages=reference_exchange(scenario), source=f"grounded:{scenario.id}"), \
+        [s for s in train if s.task != scenario.task]
 
 
 async def settle(train: list[Scenario], pool: ToolPool | None, *, enabled: bool, example: list[Message] | None,

@@ -58,6 +58,8 @@ class RunConfig(BaseModel):
     max_extra_groups: int | None = Field(
         default=None, ge=0, description="extra scenarios a step may draw when groups have no reward variance (default: groups per step; 0: off)")
     sft_warmup_steps: int = Field(default=0, ge=0, description="first steps reinforce only successful rollouts")
+    guided_retry: bool = Field(default=False, description="a grounded task no rollout solved is rolled out again with its "
+                                                          "own first reference call shown, and trained on when that solves it")
     eval_every: int = Field(default=5, ge=0, description="evaluate every E steps (0: only first and last)")
     eval_samples: int = Field(default=1, ge=1, description="rollouts per held-out scenario")
     max_concurrency: int = Field(default=16, ge=1, description="rollouts at once")

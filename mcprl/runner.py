@@ -170,10 +170,11 @@ class TrainingRun:
         self.cfg = cfg.model_copy(update={"rollout": cfg.rollout.model_copy(update={"example": messages}), "example_source": source})
         return train
 
-    async def _rollouts(self, pool, scenarios: list[Scenario], per: int, label: str) -> list[TrajectoryGroup]:
+    async def _rollouts(self, pool, scenarios: list[Scenario], per: int, label: str, configs=None) -> list[TrajectoryGroup]:
+        """`per` rollouts of each scenario, under the run's rollout settings or each scenario's own (`configs`)."""
         from mcprl.gather import gather_trajectory_groups
 
-        rc = self.cfg.rollout
+        configs = configs or [self.cfg.rollout] * len(scenarios)
         total = len(scenarios) * per
         task = self.progress.add_task(label, total=total) if self.progress else None
 
@@ -182,7 +183,7 @@ class TrainingRun:
                 self.progress.update(task, completed=done)
 
         groups = await gather_trajectory_groups(
-            [[self.agent(self.model, s, pool, rc) for _ in range(per)] for s in scenarios],
+            [[self.agent(self.model, s, pool, rc) for _ in range(per)] for s, rc in zip(scenarios, configs)],
             max_concurrency=self.cfg.max_concurrency, progress=tick,
         )
         if self.progress is not None:
@@ -206,10 +207,12 @@ class TrainingRun:
         while extra and (need := cfg.groups_per_step - sum(map(learnable, groups))) > 0:
             more, extra = extra[:need], extra[need:]
             groups += await score_groups(judge, await self._rollouts(pool, more, cfg.group_size, f"{label}, {len(more)} more"))
+        retried = await self._guided_retries(pool, judge, groups, label) if cfg.guided_retry and not warmup else 0
         dump_jsonl([redact_model(g, self.secrets) for g in groups], self.dir / "trajectories" / f"step_{step + 1:04d}.jsonl")
         tc = cfg.train.model_copy(update={"advantage": "reward"}) if warmup else cfg.train
         train_metrics = await self.model.train(groups, tc)
-        sampling = {"groups_drawn": len(groups) - len(batch), "groups_dropped": 0 if warmup else sum(not learnable(g) for g in groups)}
+        sampling = {"groups_drawn": len(groups) - len(batch), "groups_dropped": 0 if warmup else sum(not learnable(g) for g in groups),
+                    "groups_guided": retried}
         row = {"kind": "train", "step": self.model.get_step(), "sft_warmup": warmup, **rollout_metrics(groups), **sampling,
                **{f"train/{k}": v for k, v in train_metrics.items()}, "peak_rss_mb": memory.peak_rss_mb()}
         self.metrics.append(row)
@@ -218,6 +221,31 @@ class TrainingRun:
             f"success {row.get('success_rate', float('nan')):.0%}, trained groups "
             f"{int(train_metrics.get('groups_trained', 0))}/{int(row['groups'])}"
         )
+
+    async def _guided_retries(self, pool, judge, groups: list[TrajectoryGroup], label: str) -> int:
+        """A group in which no rollout solved its task teaches GRPO nothing. Where the task is
+        grounded (its reference chain is known), roll it out again with the task's own first
+        reference call shown before it (mcprl.demonstration.reference_exchange), and train on the
+        retry when some rollout of it solved the task; returns how many groups were replaced."""
+        from judges import score_groups
+        from judges.verify import SOLVED
+        from mcprl.demonstration import reference_exchange
+
+        failed = [i for i, g in enumerate(groups) if g.scenario is not None and g.scenario.metadata.get("reference")
+                  and not g.skipped and g.valid and max(t.metrics.get("verify", t.reward) for t in g.valid) < SOLVED]
+        if not failed:
+            return 0
+        rc = self.cfg.rollout
+        guided = [rc.model_copy(update={"example": reference_exchange(groups[i].scenario)}) for i in failed]
+        retries = await self._rollouts(pool, [groups[i].scenario for i in failed], self.cfg.group_size,
+                                       f"{label}, {len(failed)} guided", configs=guided)
+        retries = await score_groups(judge, retries)
+        replaced = 0
+        for i, retry in zip(failed, retries):
+            if learnable(retry) and max(t.metrics.get("verify", t.reward) for t in retry.valid) >= SOLVED:
+                retry.metadata["guided"] = True
+                groups[i], replaced = retry, replaced + 1
+        return replaced
 
     async def _evaluate(self, pool, val: list[Scenario], step: int) -> None:
         from judges import VerifyJudge, score_groups

@@ -169,3 +169,33 @@ async def test_the_holds_check_reads_numbers_by_value_and_refuses_a_recital():
     group = await VerifyJudge().score_group(TrajectoryGroup(trajectories=[answered("lb"), answered("metre")], scenario=names))
     assert [t.reward for t in group.trajectories] == [1.0, 0.0]
 
+
+
+async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_call(tiny_model_dir, home):
+    from itertools import count
+
+    from judges import VerifyJudge, score_groups
+    from mcprl import agents
+    from mcprl.run_config import RunConfig
+    from mcprl.runner import TrainingRun
+    from tests.scripted_policy import call, scripted_endpoint
+
+    task = "Add two numbers and return a + b (a 2, b 3). What is the result?"
+    scenario = Scenario(task=task, answer=5, check={"kind": "holds"}, metadata={"reference": [{"tool": "add", "arguments": {"a": 2, "b": 3}}]})
+    turns = count()
+
+    def reply(request: dict) -> str:
+        """Guided (the task's own call shown before it): every other rollout solves it; else never."""
+        users = [m["content"] for m in request["messages"] if m["role"] == "user"]
+        if request["messages"][-1]["role"] == "tool":
+            return "5"
+        return call("add", a=2, b=3) if users.count(task) == 2 and next(turns) % 2 else "I do not know."
+
+    run = TrainingRun(RunConfig(group_size=2, rollout={"max_turns": 2}), say=lambda _: None)
+    async with ToolPool(ServerSpec.parse("python -m servers.calculator")) as pool:
+        with scripted_endpoint(tiny_model_dir, handler=reply) as (policy, _):
+            run.model, run.agent = policy, agents.load("plain")
+            groups = await score_groups(VerifyJudge(), await run._rollouts(pool, [scenario], 2, "step"))
+            assert [t.reward for t in groups[0].trajectories] == [0.0, 0.0]
+            assert await run._guided_retries(pool, VerifyJudge(), groups, "step") == 1
+    assert groups[0].metadata["guided"] and sorted(t.reward for t in groups[0].trajectories) == [0.0, 1.0]
