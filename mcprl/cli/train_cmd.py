@@ -31,6 +31,8 @@ FLAG_NAMES = {
     "judge.mode": "--judge",
     "judge.model": "--judge-model",
     "time_budget_minutes": "--time-budget",
+    "cluster.engine": "--cluster",
+    "cluster.address": "--ray-address",
 }
 SCALARS = (str, int, float, bool)
 
