@@ -45,11 +45,6 @@ def node_ids(cluster) -> set[str]:
     return {n.node_id for n in cluster.list_all_nodes()}
 
 
-def mcprl(home: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MCPRL_HOME": str(home), "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "mcprl.cli", *args], capture_output=True, text=True, env=env, timeout=300)
-
-
 def rows(run_dir: Path) -> list[dict]:
     return [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
@@ -58,79 +53,87 @@ def groups(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()]
 
 
+def train_in_process(home: Path, tiny_model_dir: Path, name: str, during=None, **cluster) -> Path:
+    """A 2-step run of the tiny model against the calculator server (in this process: no second
+    interpreter to start); `during(run)` runs beside it. Returns the run's directory."""
+    from mcprl.run_config import load_config
+    from mcprl.runner import TrainingRun
+
+    cfg = load_config(None, {"server.target": "python -m servers.calculator", "scenarios.tasks": "calculator", "scenarios.n": 12,
+                             "scenarios.val_size": 1, "group_size": 2, "groups_per_step": 2, "max_extra_groups": 0, "seed": 3,
+                             "rollout.max_tokens": 6, "rollout.max_turns": 2, "eval_every": 0, "steps": 2, "model": str(tiny_model_dir),
+                             "name": name, **{f"cluster.{k}": v for k, v in cluster.items()}})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MCPRL_HOME", str(home))
+        run = TrainingRun(cfg, say=lambda _: None)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            if during is not None:
+                tg.start_soon(during, run)
+            await run.run()
+            tg.cancel_scope.cancel()
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MCPRL_HOME", str(home))
+        anyio.run(main)
+    return run.dir
+
+
+killed: list[int] = []
+
+
+async def kill_a_worker_mid_step_1(run) -> None:
+    """After the base evaluation, SIGKILL the first rollout worker that takes a group of step 1."""
+    log = run.dir / "metrics.jsonl"
+    while not (log.exists() and '"eval"' in log.read_text()):
+        await anyio.sleep(0.02)
+    while not (busy := [w for w in run.cluster.workers if w is not None and w.busy]):
+        await anyio.sleep(0.005)
+    os.kill(busy[0].pid, signal.SIGKILL)
+    killed.append(busy[0].pid)
+
+
 @pytest.fixture(scope="module")
 def ray_run(cluster, tiny_model_dir, tmp_path_factory) -> Path:
-    """A 2-step run whose rollouts ran on the cluster's two rollout workers."""
-    home = tmp_path_factory.mktemp("ray-home")
-    r = mcprl(home, "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "2", "--name", "r",
-              "--cluster", "ray", "--ray-address", cluster.address, "--rollout-workers", "2", "--worker-cpus", "1")
-    assert r.returncode == 0, r.stderr[-3000:]
-    return home / "default" / "r"
+    """A 2-step run on the cluster's two rollout workers, one of them killed during step 1."""
+    return train_in_process(tmp_path_factory.mktemp("ray-home"), tiny_model_dir, "r", kill_a_worker_mid_step_1,
+                            engine="ray", address=cluster.address, rollout_workers=2, worker_cpus=1)
+
+
+def per_node(row: dict) -> dict[str, float]:
+    return {k.removeprefix("cluster/rollouts/"): v for k, v in row.items() if k.startswith("cluster/rollouts/")}
 
 
 def test_a_two_step_run_rolls_out_on_both_nodes(ray_run, cluster):
     train = [r for r in rows(ray_run) if r["kind"] == "train"]
     assert [r["step"] for r in train] == [1, 2]
-    seen = set()
     for row in train:
-        per_node = {k.removeprefix("cluster/rollouts/"): v for k, v in row.items() if k.startswith("cluster/rollouts/")}
-        assert sum(per_node.values()) == 4  # 2 groups of 2, each rollout counted once
-        assert row["cluster/worker_restarts"] == 0 and row["cluster/groups_rerun"] == 0
-        seen |= set(per_node)
-    assert seen == node_ids(cluster)  # SPREAD: one worker per node, and both took groups
+        assert sum(per_node(row).values()) == 4  # 2 groups of 2, each rollout counted once
+    assert set(per_node(train[0])) | set(per_node(train[1])) == node_ids(cluster)  # SPREAD: both nodes took groups
+    assert train[1]["cluster/worker_restarts"] == 0 and train[1]["cluster/groups_rerun"] == 0
     for step in (1, 2):
         gs = groups(ray_run / "trajectories" / f"step_{step:04d}.jsonl")
-        assert [len(g["trajectories"]) for g in gs] == [2, 2]
+        assert [len(g["trajectories"]) for g in gs] == [2, 2] and not any(g["exceptions"] for g in gs)
         assert all(t["generations"] for g in gs for t in g["trajectories"])  # the policy was sampled, from the workers
 
 
+def test_a_worker_killed_mid_step_is_replaced_and_its_group_rerun(ray_run):
+    assert killed
+    row = next(r for r in rows(ray_run) if r["kind"] == "train")
+    assert row["cluster/worker_restarts"] == 1 and row["cluster/groups_rerun"] >= 1
+    gs = groups(ray_run / "trajectories" / "step_0001.jsonl")
+    ids = [t["id"] for g in gs for t in g["trajectories"]]
+    assert len(ids) == len(set(ids)) == 4  # none lost, none twice
+    assert any(g["metadata"]["ray_reruns"] == 1 for g in gs)
+
+
 def test_the_same_seed_sees_the_same_scenarios_in_the_same_order_on_local_and_ray(ray_run, tiny_model_dir, tmp_path):
-    r = mcprl(tmp_path, "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "2", "--name", "l")
-    assert r.returncode == 0, r.stderr[-3000:]
-    local = tmp_path / "default" / "l"
+    local = train_in_process(tmp_path, tiny_model_dir, "l")
     assert not any(k.startswith("cluster/") for row in rows(local) for k in row)
     for f in ["trajectories/step_0001.jsonl", "trajectories/step_0002.jsonl", "eval/step_0000.jsonl", "eval/step_0002.jsonl"]:
         ids = [[g["scenario"]["id"] for g in groups(d / f)] for d in (local, ray_run)]
         assert ids[0] == ids[1] and ids[0], f
-
-
-def test_a_worker_killed_mid_step_is_replaced_and_its_group_rerun(cluster, tiny_model_dir, home):
-    from mcprl.run_config import load_config
-    from mcprl.runner import TrainingRun
-
-    cfg = load_config(None, {"server.target": "python -m servers.calculator", "scenarios.tasks": "calculator", "scenarios.n": 12,
-                             "scenarios.val_size": 1, "group_size": 2, "groups_per_step": 2, "max_extra_groups": 0,
-                             "rollout.max_tokens": 6, "rollout.max_turns": 2, "eval_every": 0, "steps": 1, "model": str(tiny_model_dir),
-                             "name": "k", "cluster.engine": "ray", "cluster.address": cluster.address, "cluster.rollout_workers": 2})
-    run = TrainingRun(cfg, say=lambda _: None)
-    killed: list[int] = []
-
-    async def kill_one_mid_step() -> None:
-        # after the base evaluation (step 0), the first worker to take a group of step 1 is killed
-        log = run.dir / "metrics.jsonl"
-        while not (log.exists() and '"eval"' in log.read_text()):
-            await anyio.sleep(0.02)
-        while not (busy := [w for w in run.cluster.workers if w is not None and w.busy]):
-            await anyio.sleep(0.005)
-        os.kill(busy[0].pid, signal.SIGKILL)
-        killed.append(busy[0].pid)
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(kill_one_mid_step)
-            await run.run()
-            tg.cancel_scope.cancel()
-
-    anyio.run(main)
-    assert killed
-    [row] = [r for r in rows(run.dir) if r["kind"] == "train"]
-    assert row["cluster/worker_restarts"] == 1 and row["cluster/groups_rerun"] >= 1
-    assert sum(v for k, v in row.items() if k.startswith("cluster/rollouts/")) == 4
-    gs = groups(run.dir / "trajectories" / "step_0001.jsonl")
-    assert [len(g["trajectories"]) for g in gs] == [2, 2] and not any(g["exceptions"] for g in gs)
-    ids = [t["id"] for g in gs for t in g["trajectories"]]
-    assert len(set(ids)) == 4  # none lost, none twice
-    assert any(g["metadata"]["ray_reruns"] == 1 for g in gs)
 
 
 def test_an_unreachable_ray_address_is_one_line_before_any_work(home, monkeypatch, capsys):

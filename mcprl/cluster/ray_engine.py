@@ -148,9 +148,19 @@ class RayRollouts:
             check_resources(self.config)
             self.workers = [None] * self.config.rollout_workers
             self._slots = [anyio.Lock() for _ in self.workers]
+            failed: list[UserError] = []
+
+            async def start(i: int) -> None:
+                try:
+                    await self._start(i)
+                except UserError as e:
+                    failed.append(e)
+
             async with anyio.create_task_group() as tg:
                 for i in range(len(self.workers)):
-                    tg.start_soon(self._start, i)
+                    tg.start_soon(start, i)
+            if failed:
+                raise failed[0]
         except BaseException:
             await self.__aexit__()
             raise
