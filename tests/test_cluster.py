@@ -171,3 +171,11 @@ def test_the_ray_engine_without_ray_says_how_to_install_it(monkeypatch):
     monkeypatch.delitem(sys.modules, "mcprl.cluster.ray_engine", raising=False)
     with pytest.raises(UserError, match=r'pip install "mcprl\[ray\]"'):
         import mcprl.cluster.ray_engine  # noqa: F401
+
+
+def test_workers_on_other_machines_reach_an_endpoint_listening_on_every_address():
+    from mcprl.cluster.ray_engine import reachable
+
+    url = reachable("http://0.0.0.0:8123/v1")
+    assert url.startswith("http://") and url.endswith(":8123/v1") and "0.0.0.0" not in url
+    assert reachable("http://127.0.0.1:8123/v1") == "http://127.0.0.1:8123/v1"

@@ -259,7 +259,9 @@ class RayRollouts:
                 except RayActorError:
                     reruns[i] += 1
                     if reruns[i] > MAX_RERUNS:
-                        finish(i, TrajectoryGroup(exceptions=[f"rollout worker died {reruns[i]} times running this group; given up"]))
+                        reason = f"rollout worker died {reruns[i]} times running this group; given up"
+                        self.say(f"scenario {scenarios[i].id}: {reason} (it is not trained on)")
+                        finish(i, TrajectoryGroup(exceptions=[reason]))
                     else:
                         todo.appendleft(i)
                         changed()
