@@ -7,6 +7,7 @@ stage itself takes, so a setting has one name and one default wherever it is use
     [rollout]    mcprl.rollout.RolloutConfig   how the agent is prompted and sampled
     [judge]      judges.JudgeConfig            how rollouts are scored (and who writes scenarios)
     [train]      mcprl.train.config.TrainConfig  the GRPO step
+    [cluster]    mcprl.cluster.ClusterConfig   where rollouts run: this process, or Ray workers
 
 The rest is the run's own: what it trains and where it writes (model, name, project, seed,
 dtype, wandb), and the loop no stage owns (steps, time budget, groups, dynamic sampling,
@@ -33,6 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judges import JudgeConfig
+from mcprl.cluster import ClusterConfig
 from mcprl.errors import UserError, first_problem
 from mcprl.rollout import RolloutConfig
 from mcprl.tools.discovery import ServerConfig
@@ -76,6 +78,7 @@ class RunConfig(BaseModel):
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
 
     @property
     def extra_groups(self) -> int:

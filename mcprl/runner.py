@@ -94,9 +94,11 @@ class TrainingRun:
         self.dir = self.model.dir
         self.metrics = MetricsLog(self.dir / "metrics.jsonl")
         self.secrets: list[str] = []
+        self.cluster = None  # the Ray rollout workers (mcprl.cluster), or None: rollouts run in this process
 
     async def run(self) -> dict[str, Any]:
         from mcprl.backends.local import LocalBackend, cuda_available
+        from mcprl.cluster import open_rollouts
         from mcprl.tools import open_tools, secret_values
         from mcprl.train import checkpoints
         from scenarios import run_scenarios
@@ -114,6 +116,7 @@ class TrainingRun:
         self.dir.mkdir(parents=True, exist_ok=True)
         shipped = tasks.get(cfg.scenarios.tasks) if cfg.scenarios.tasks else None
         async with AsyncExitStack() as stack:
+            self.cluster = await stack.enter_async_context(open_rollouts(cfg.cluster, cfg.server, cfg.rollout.agent, say=self.say))
             pool = await stack.enter_async_context(open_tools(cfg.server, self.dir, say=self.say))
             self.secrets = secret_values(pool.spec if pool is not None else None)
             train, val = await run_scenarios(cfg.scenarios, self.dir / "scenarios", seed=cfg.seed, resume=self.resume,
@@ -121,7 +124,8 @@ class TrainingRun:
                                              api_base=cfg.judge.api_base, explore=cfg.explore, secrets=self.secrets, say=self.say)
             train = await self._demonstration(pool, train, shipped.example if shipped and cfg.scenarios.task_help else None)
             judge = cfg.judge.build(all_or_nothing=not cfg.scenarios.task_help, shaped=pool is not None, cache_dir=self.dir / "judge-cache")
-            backend = await stack.enter_async_context(LocalBackend(dtype=cfg.dtype))
+            serve = {"host": cfg.cluster.policy_host} if self.cluster else {}  # where the workers reach the policy
+            backend = await stack.enter_async_context(LocalBackend(dtype=cfg.dtype, **serve))
             self.say(f"loading {cfg.model} and serving {cfg.name} ({'GPU: vLLM + Unsloth' if backend.device == 'cuda' else 'CPU'})...")
             await self.model.register(backend)
             step = self.model.get_step()
@@ -182,15 +186,21 @@ class TrainingRun:
             if self.progress is not None:
                 self.progress.update(task, completed=done)
 
-        groups = await gather_trajectory_groups(
-            [[self.agent(self.model, s, pool, rc) for _ in range(per)] for s, rc in zip(scenarios, configs)],
-            max_concurrency=self.cfg.max_concurrency, progress=tick,
-        )
+        if self.cluster is not None:
+            groups = await self.cluster.run(self.model, scenarios, per, configs, max_concurrency=self.cfg.max_concurrency, progress=tick)
+        else:
+            groups = await gather_trajectory_groups(
+                [[self.agent(self.model, s, pool, rc) for _ in range(per)] for s, rc in zip(scenarios, configs)],
+                max_concurrency=self.cfg.max_concurrency, progress=tick,
+            )
         if self.progress is not None:
             self.progress.remove_task(task)
         for g, s in zip(groups, scenarios):
             g.scenario = s
         return groups
+
+    def _cluster_metrics(self, groups: list[TrajectoryGroup]) -> dict[str, float]:
+        return self.cluster.metrics(groups) if self.cluster is not None else {}
 
     async def _train_step(self, pool, judge, train: list[Scenario], step: int) -> None:
         from judges import score_groups
@@ -214,7 +224,7 @@ class TrainingRun:
         sampling = {"groups_drawn": len(groups) - len(batch), "groups_dropped": 0 if warmup else sum(not learnable(g) for g in groups),
                     "groups_guided": retried}
         row = {"kind": "train", "step": self.model.get_step(), "sft_warmup": warmup, **rollout_metrics(groups), **sampling,
-               **{f"train/{k}": v for k, v in train_metrics.items()}, "peak_rss_mb": memory.peak_rss_mb()}
+               **{f"train/{k}": v for k, v in train_metrics.items()}, "peak_rss_mb": memory.peak_rss_mb(), **self._cluster_metrics(groups)}
         self.metrics.append(row)
         self.say(
             f"step {row['step']}/{cfg.steps}: reward {row['reward_mean']:.3f}, tool calls {row['tool_call_rate']:.0%}, "
@@ -260,7 +270,7 @@ class TrainingRun:
             judge = cfg.judge.build(all_or_nothing=not cfg.scenarios.task_help, cache_dir=self.dir / "judge-cache")
         groups = await score_groups(judge, groups)
         dump_jsonl([redact_model(g, self.secrets) for g in groups], self.dir / "eval" / f"step_{step:04d}.jsonl")
-        row = {"kind": "eval", "step": step, **rollout_metrics(groups)}
+        row = {"kind": "eval", "step": step, **rollout_metrics(groups), **self._cluster_metrics(groups)}
         self.metrics.append(row)
         what = f"success {row['success_rate']:.0%}" if "success_rate" in row else f"mean judge score {row['reward_mean']:.3f}"
         self.say(f"eval at step {step}: {what} on {len(val)} held-out scenarios")

@@ -57,6 +57,7 @@ LAYERS = {
     "mcprl.report": APPLICATIONS,
     "mcprl.metrics": APPLICATIONS,
     "mcprl.demonstration": APPLICATIONS,
+    "mcprl.cluster": APPLICATIONS,  # puts the stages on Ray workers; the stages never import Ray
 }
 # Modules placed by their exact name only. The `mcprl` package holds the version and resolves
 # its public names on first access (importlib), so loading it loads nothing else.

@@ -66,7 +66,7 @@ def test_a_key_given_both_flat_and_in_its_section_is_refused(tmp_path):
 def test_unknown_keys_name_the_known_keys_and_sections(tmp_path):
     f = tmp_path / "run.toml"
     f.write_text("stepz = 3\n")
-    with pytest.raises(UserError, match=r"unknown key\(s\) stepz; known keys: model, name, .*steps.*; sections: \[server\] \[scenarios\] \[rollout\] \[judge\] \[train\]$"):
+    with pytest.raises(UserError, match=r"unknown key\(s\) stepz; known keys: model, name, .*steps.*; sections: \[server\] \[scenarios\] \[rollout\] \[judge\] \[train\] \[cluster\]$"):
         load_config(f, {})
     f.write_text("[rollout]\nmax_turnz = 3\n")
     with pytest.raises(UserError, match=r"unknown key\(s\) rollout.max_turnz; known keys in \[rollout\]: agent, max_turns, max_tokens"):
@@ -147,7 +147,8 @@ def test_flags_override_the_file_and_a_bad_value_names_the_setting(parse, tmp_pa
 def test_every_setting_has_a_flag_named_after_it():
     flagged = {place for place, _, _ in train_cmd.FLAGS.values()}
     unflagged = {place for place, _ in train_cmd.settings()} - flagged
-    assert unflagged == {"example_source", "rollout.example"}  # written by the run; chat messages (a run file can)
+    # written by the run; chat messages and Ray's custom resources (a run file can give them)
+    assert unflagged == {"example_source", "rollout.example", "cluster.worker_resources"}
     names = [train_cmd.flag_name(p) for p in flagged]
     assert len(names) == len(set(names))
     assert {p: train_cmd.flag_name(p) for p in ("rollout.max_turns", "train.epsilon", "train.beta", "scenarios.n")} == {

@@ -36,6 +36,8 @@ FLAG_NAMES = {
     "explore.minutes": "--explore-minutes",
     "explore.call_timeout": "--explore-call-timeout",
     "explore.writes": "--explore-writes",
+    "cluster.engine": "--cluster",
+    "cluster.address": "--ray-address",
 }
 SCALARS = (str, int, float, bool)
 

@@ -1,0 +1,310 @@
+"""Rollouts on a Ray cluster: `RayRollouts` (the driver's side) and `RolloutWorker` (the actor).
+
+A worker owns a ToolPool opened on its own node (a stdio server starts there, per rollout as in
+the local loop) and rolls a group out with the local loop's own code: the agent `rollout.agent`
+names (mcprl.agents), recording through mcprl.recording against the policy endpoint, collected
+by mcprl.gather. The driver hands groups to the workers (each runs up to `max_concurrency`
+rollouts at once) and puts the groups back in the scenarios' order, so a seed sees the same
+scenarios in the same order on either engine.
+
+Faults: a worker that dies (killed, its node lost) fails the calls it had in flight with a
+RayActorError; the driver starts a replacement and hands those groups to whichever worker is
+free next. A group is accepted once, from the one call that returned it, so none is lost and
+none is counted twice. A group that kills its worker MAX_RERUNS times is given up (recorded
+with the reason in its `exceptions`, not trained on) rather than killing workers forever.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+from collections import Counter, deque
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+
+from mcprl.errors import UserError
+from mcprl.types import Scenario, TrajectoryGroup
+
+try:
+    import ray
+    from ray.exceptions import RayActorError, RayTaskError
+except ImportError:  # the local engine never gets here; say how to get the extra
+    raise UserError('cluster.engine = "ray" needs Ray: pip install "mcprl[ray]"') from None
+
+if TYPE_CHECKING:
+    from mcprl.cluster import ClusterConfig
+    from mcprl.model import Model
+    from mcprl.rollout import RolloutConfig
+    from mcprl.tools.discovery import ServerConfig
+
+MAX_RERUNS = 2  # times a group is handed out again after its worker died running it
+
+
+class RolloutWorker:
+    """A Ray actor (async: its calls share one event loop) that rolls out groups on its node."""
+
+    def __init__(self, server: dict[str, Any], agent: str, cwd: str):
+        if os.path.isdir(cwd):  # a module:function agent imports from the driver's directory, when the node has it
+            os.chdir(cwd)
+        self.server, self.agent_spec = server, agent
+        self.stack = AsyncExitStack()
+        self.pool = self.agent = None
+
+    async def start(self) -> dict[str, Any]:
+        """Open the MCP tools on this node and load the agent: where this worker runs, or what failed."""
+        from mcprl import agents
+        from mcprl.tools.discovery import ServerConfig
+        from mcprl.tools.pool import ToolPool
+
+        where = {"node": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(), "pid": os.getpid()}
+        try:
+            server = ServerConfig.model_validate(self.server)
+            if server.target is not None:  # the spec is parsed here: `python` is this node's interpreter
+                self.pool = await self.stack.enter_async_context(ToolPool(server.spec()))
+            self.agent = agents.load(self.agent_spec)
+        except UserError as e:
+            return {**where, "error": str(e)}
+        return where
+
+    async def run_group(self, model: dict[str, Any], scenario: dict[str, Any], per: int, config: dict[str, Any]) -> dict[str, Any]:
+        """`per` rollouts of one scenario, all at once, as the local loop runs them."""
+        from mcprl.gather import gather_trajectory_groups
+        from mcprl.model import Model
+        from mcprl.rollout import RolloutConfig
+
+        m, s, rc = Model.model_validate(model), Scenario.model_validate(scenario), RolloutConfig.model_validate(config)
+        [group] = await gather_trajectory_groups([[self.agent(m, s, self.pool, rc) for _ in range(per)]], max_concurrency=per)
+        return group.model_dump(mode="json")
+
+    async def stop(self) -> None:
+        await self.stack.aclose()
+
+
+@dataclass
+class Worker:
+    actor: Any  # the actor handle
+    node: str  # its Ray node id
+    ip: str
+    pid: int
+    busy: int = 0  # groups in flight
+
+
+def connect(address: str | None) -> bool:
+    """Join (or, with no address, start) a Ray cluster; True when this call did (and shuts it down)."""
+    if ray.is_initialized():
+        return False
+    if address and address != "auto":
+        hostport = address.removeprefix("ray://")
+        host, _, port = hostport.rpartition(":")
+        if not host or not port.isdigit():
+            raise UserError(f"cluster.address {address!r} is not auto, HOST:PORT or ray://HOST:PORT")
+        try:
+            socket.create_connection((host, int(port)), timeout=5).close()
+        except OSError as e:
+            raise UserError(f"cannot reach the Ray cluster at {address} ({e.strerror or e}); start it there "
+                            f"(`ray start --head --port={port}`) or fix cluster.address") from None
+    extra = {} if address else {"include_dashboard": False}
+    try:
+        ray.init(address=address, logging_level="WARNING", log_to_driver=False, **extra)
+    except ConnectionError as e:
+        raise UserError(f"cannot join the Ray cluster {address or ''}: {e}; start one with `ray start --head` "
+                        "or set cluster.address") from None
+    return True
+
+
+def check_resources(config: ClusterConfig) -> None:
+    """The cluster has room for every rollout worker, or a UserError saying what is short."""
+    need = {k: v for k, v in config.actor_resources.items() if v > 0}
+    nodes = [n["Resources"] for n in ray.nodes() if n["Alive"]]
+    room = sum(min((math.floor(r.get(k, 0) / v + 1e-9) for k, v in need.items()), default=config.rollout_workers) for r in nodes)
+    if room >= config.rollout_workers:
+        return
+    asked = ", ".join(f"{k}={v:g}" for k, v in need.items())
+    have = ", ".join(f"{k}={sum(r.get(k, 0) for r in nodes):g}" for k in need)
+    raise UserError(f"the Ray cluster ({len(nodes)} node(s), {have} in all) has room for {room} rollout worker(s) of {asked}, "
+                    f"not the {config.rollout_workers} asked for; lower cluster.rollout_workers or the worker resources "
+                    "(worker_cpus, worker_gpus, worker_resources), or add nodes that have them")
+
+
+class RayRollouts:
+    """The run's rollout workers: started and checked on entry, killed on exit; `run` rolls out groups."""
+
+    def __init__(self, config: ClusterConfig, server: ServerConfig, agent: str, *, say: Callable[[str], None] = print):
+        self.config, self.server, self.agent, self.say = config, server, agent, say
+        self.workers: list[Worker | None] = []
+        self.restarts = 0  # workers replaced since the last `metrics`
+        self._started_ray = False
+        self._slots: list[anyio.Lock] = []  # held while a slot's worker is being replaced
+
+    async def __aenter__(self) -> RayRollouts:
+        self._started_ray = connect(self.config.address)
+        try:
+            check_resources(self.config)
+            self.workers = [None] * self.config.rollout_workers
+            self._slots = [anyio.Lock() for _ in self.workers]
+            failed: list[UserError] = []
+
+            async def start(i: int) -> None:
+                try:
+                    await self._start(i)
+                except UserError as e:
+                    failed.append(e)
+
+            async with anyio.create_task_group() as tg:
+                for i in range(len(self.workers)):
+                    tg.start_soon(start, i)
+            if failed:
+                raise failed[0]
+        except BaseException:
+            await self.__aexit__()
+            raise
+        nodes = Counter(w.node for w in self.workers)
+        self.say(f"{len(self.workers)} rollout workers on {len(nodes)} Ray node(s): "
+                 + ", ".join(f"{n[:8]}: {k}" for n, k in nodes.items()))
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        for w in self.workers:
+            if w is not None:
+                with anyio.move_on_after(5):
+                    try:
+                        await w.actor.stop.remote()
+                    except RayActorError:
+                        pass
+                ray.kill(w.actor)
+        self.workers = []
+        if self._started_ray:
+            ray.shutdown()
+
+    async def _start(self, i: int) -> None:
+        c = self.config
+        actor = ray.remote(RolloutWorker).options(num_cpus=c.worker_cpus, num_gpus=c.worker_gpus, resources=c.worker_resources,
+                                                  scheduling_strategy="SPREAD", max_restarts=0)
+        handle = actor.remote(self.server.model_dump(mode="json"), self.agent, os.getcwd())
+        with anyio.move_on_after(c.start_timeout_s) as scope:
+            info = await handle.start.remote()
+        if scope.cancelled_caught:
+            ray.kill(handle)
+            raise UserError(f"a rollout worker did not start within {c.start_timeout_s:g} s (`ray status` shows what the "
+                            "cluster is short of); raise cluster.start_timeout_s or free the resources it asks for")
+        if "error" in info:
+            ray.kill(handle)
+            raise UserError(f"rollout worker on Ray node {info['node'][:8]} ({info['ip']}) failed: {info['error']} "
+                            "(every node that runs rollout workers needs the MCP server's command and the agent's code)")
+        self.workers[i] = Worker(handle, info["node"], info["ip"], info["pid"])
+
+    async def _replace(self, i: int, dead: Worker) -> bool:
+        """Start a worker in place of `dead` at slot `i` (once, however many calls saw it die); False when none could start."""
+        async with self._slots[i]:
+            if self.workers[i] is not dead:
+                return self.workers[i] is not None
+            self.restarts += 1
+            self.say(f"rollout worker {i} (pid {dead.pid} on node {dead.node[:8]}) died; starting another")
+            try:
+                await self._start(i)
+            except UserError as e:
+                self.workers[i] = None
+                self.say(f"could not replace rollout worker {i}: {e}")
+                return False
+            return True
+
+    async def run(self, model: Model, scenarios: list[Scenario], per: int, configs: list[RolloutConfig], *,
+                  max_concurrency: int, progress: Callable[[int, int], None] | None = None) -> list[TrajectoryGroup]:
+        """One group of `per` rollouts per scenario, each under its own rollout settings (`configs`),
+        in the scenarios' order; each worker runs up to `max_concurrency` rollouts (whole groups) at once."""
+        from mcprl.model import Model as PlainModel
+
+        sent = PlainModel.model_validate(model.model_dump(include=set(PlainModel.model_fields)))
+        sent.inference_base_url = reachable(sent.inference_base_url)
+        sent_model = sent.model_dump(mode="json")
+        todo = deque(range(len(scenarios)))
+        out: list[TrajectoryGroup | None] = [None] * len(scenarios)
+        reruns = [0] * len(scenarios)
+        state = {"done": 0, "changed": anyio.Event()}
+
+        def changed() -> None:
+            state["changed"].set()
+            state["changed"] = anyio.Event()
+
+        def finish(i: int, group: TrajectoryGroup) -> None:
+            group.scenario = scenarios[i]
+            group.metadata["ray_reruns"] = reruns[i]
+            out[i] = group
+            state["done"] += 1
+            if progress:
+                progress(state["done"] * per, len(scenarios) * per)
+            changed()
+
+        async def lane(slot: int) -> None:
+            while state["done"] < len(scenarios):
+                if not todo:
+                    await state["changed"].wait()
+                    continue
+                async with self._slots[slot]:  # wait while the slot's worker is being replaced
+                    worker = self.workers[slot]
+                if worker is None:  # the slot could not be refilled: the other lanes run the rest
+                    return
+                if not todo:
+                    continue
+                i = todo.popleft()
+                worker.busy += 1
+                try:
+                    result = await worker.actor.run_group.remote(sent_model, scenarios[i].model_dump(mode="json"), per,
+                                                                 configs[i].model_dump(mode="json"))
+                except RayActorError:
+                    reruns[i] += 1
+                    if reruns[i] > MAX_RERUNS:
+                        reason = f"rollout worker died {reruns[i]} times running this group; given up"
+                        self.say(f"scenario {scenarios[i].id}: {reason} (it is not trained on)")
+                        finish(i, TrajectoryGroup(exceptions=[reason]))
+                    else:
+                        todo.appendleft(i)
+                        changed()
+                    if not await self._replace(slot, worker):
+                        return
+                    continue
+                except RayTaskError as e:  # the worker's own code failed (not a rollout: those are caught there)
+                    finish(i, TrajectoryGroup(exceptions=[f"rollout worker failed: {e}"]))
+                    continue
+                finally:
+                    worker.busy -= 1
+                group = TrajectoryGroup.model_validate(result)
+                group.metadata["ray_node"] = worker.node
+                finish(i, group)
+
+        lanes = max(1, max_concurrency // per)
+        async with anyio.create_task_group() as tg:
+            for _ in range(lanes):  # interleaved, so the first groups go one to each worker
+                for slot in range(len(self.workers)):
+                    tg.start_soon(lane, slot)
+        if state["done"] < len(scenarios):
+            raise RuntimeError(f"every rollout worker was lost with {len(scenarios) - state['done']} group(s) to go; see the lines above")
+        return out
+
+    def metrics(self, groups: list[TrajectoryGroup]) -> dict[str, float]:
+        """Rollouts per Ray node id, groups handed out again, and workers replaced since the last call."""
+        per_node = Counter()
+        for g in groups:
+            if node := g.metadata.get("ray_node"):
+                per_node[node] += len(g.trajectories)
+        restarts, self.restarts = self.restarts, 0
+        return {**{f"cluster/rollouts/{node}": float(n) for node, n in sorted(per_node.items())},
+                "cluster/groups_rerun": float(sum(g.metadata.get("ray_reruns", 0) > 0 for g in groups)),
+                "cluster/worker_restarts": float(restarts)}
+
+
+def reachable(url: str | None) -> str | None:
+    """The policy endpoint's URL as other nodes reach it: an endpoint listening on every address
+    (0.0.0.0, ::) is reached at this node's IP."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.hostname not in ("0.0.0.0", "::"):
+        return url
+    return urlunsplit(parts._replace(netloc=f"{ray.util.get_node_ip_address()}:{parts.port}"))
