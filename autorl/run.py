@@ -5,12 +5,14 @@
 
     task.txt           the description it was made from
     system_prompt.txt  the policy's system prompt
-    inputs.jsonl       the task inputs (Scenario lines; `{"task": "..."}` is enough)
+    inputs.jsonl       the task inputs (Scenario lines; `{"task": "..."}` is enough): with a server,
+                       tasks grounded in its own answers (scenarios.grounded), checked by value and
+                       ranked by RULER; without one, written by the generator and judged by RULER
     rubric.md          the RULER rubric
 
 A file that already exists is used as it is, so a user can edit any of them (or delete one to
 have it generated again) and rerun; `reuse=False` (`--regenerate`) makes all of them anew.
-`autorl` then trains on them with RULER as the judge: the usual `TrainingRun`.
+`autorl` then trains on them: the usual `TrainingRun`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from mcprl.errors import UserError, first_problem
 from mcprl.llm import LOCAL_MODEL
 from mcprl.paths import model_dir
 from mcprl.run_config import RunConfig
-from mcprl.types import Scenario, ToolSchema
+from mcprl.types import Scenario, ToolSchema, load_jsonl
 
 TASK, SYSTEM_PROMPT, INPUTS, RUBRIC = "task.txt", "system_prompt.txt", "inputs.jsonl", "rubric.md"
 
@@ -81,9 +83,9 @@ async def plan(task: str, cfg: RunConfig, *, gen_model: str = LOCAL_MODEL, reuse
         say(f"using the saved {path} (edit it, or delete it or pass --regenerate to generate it again)")
         return text
 
-    async def generate(filename: str, making: Awaitable[str]) -> str:
+    async def generate(filename: str, making: Awaitable[str], by: str = gen_model) -> str:
         path = d / filename
-        say(f"generating {path.name} with {gen_model} ...")
+        say(f"generating {path.name} with {by} ...")
         try:
             text = await making
         except UserError as e:
@@ -99,14 +101,29 @@ async def plan(task: str, cfg: RunConfig, *, gen_model: str = LOCAL_MODEL, reuse
                                                                              seed=seed, say=say))
     if inputs is None:
         n = cfg.scenarios.n if "n" in cfg.scenarios.model_fields_set else inputs_needed(cfg)
-        made = await generate(INPUTS, inputs_jsonl(generate_inputs(task, n, gen_model, api_base=api_base, tools=tools,
-                                                                   seed=seed, say=say)))
+        if cfg.server.target:  # tasks grounded in the server's own answers, each with its check
+            made = await generate(INPUTS, inputs_jsonl(grounded_inputs(cfg, n, d, say)), by="the server's own answers")
+        else:
+            made = await generate(INPUTS, inputs_jsonl(generate_inputs(task, n, gen_model, api_base=api_base, tools=tools,
+                                                                       seed=seed, say=say)))
         say(f"{len(made.splitlines())} of {n} inputs written (-n sets how many)")
     if rubric is None:
         await generate(RUBRIC, generate_rubric(task, gen_model, api_base=api_base, seed=seed, say=say))
+    # inputs that all carry checks are judged by them, RULER ranking the ones that pass; others by RULER
+    checked = all(s.check is not None for s in load_jsonl(d / INPUTS, Scenario))
     return cfg.model_copy(update={"scenarios": cfg.scenarios.model_copy(update={"file": str(d / INPUTS)}),
                                   "rollout": cfg.rollout.model_copy(update={"system_prompt": system_prompt}),
-                                  "judge": cfg.judge.model_copy(update={"mode": "ruler", "rubric": str(d / RUBRIC)})})
+                                  "judge": cfg.judge.model_copy(update={"mode": "both" if checked else "ruler",
+                                                                        "rubric": str(d / RUBRIC)})})
+
+
+async def grounded_inputs(cfg: RunConfig, n: int, d: Path, say: Callable[[str], None]) -> list[Scenario]:
+    """`n` tasks grounded in the run's server (scenarios.grounded); the exploration is saved beside them."""
+    from mcprl.tools import ToolPool
+    from scenarios.source import grounded
+
+    async with ToolPool(cfg.server.spec()) as pool:
+        return await grounded(pool, n, cfg.explore, d / "exploration.jsonl", d / "grounding.json", seed=cfg.seed, say=say)
 
 
 async def autorl(task: str, *, gen_model: str = LOCAL_MODEL, api_base: str | None = None, reuse: bool = True,

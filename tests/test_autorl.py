@@ -154,24 +154,15 @@ async def test_plan_saves_what_it_generated_and_reuses_edited_files(home):
             await plan(TASK, config(llm), gen_model="openai/gen", say=said.append)
 
 
-async def test_plan_with_a_server_writes_tasks_for_its_tools(home, monkeypatch):
-    seen = {}
-
-    async def discover(spec):
-        seen["spec"] = spec
-        return types.SimpleNamespace(tools=TOOLS)
-
-    module = types.ModuleType("mcprl.tools")
-    module.discover = discover
-    monkeypatch.setitem(sys.modules, "mcprl.tools", module)
+async def test_plan_with_a_server_grounds_its_inputs_in_the_server(home):
     gen = Generator()
     with FakeLLM(handler=gen) as llm:
-        cfg = await plan(TASK, config(llm, server={"target": "python -m servers.orders", "env": ["K=v"]}), gen_model="openai/gen",
-                         say=lambda _: None)
-    assert seen["spec"].target == "python -m servers.orders" and seen["spec"].env == {"K": "v"}
-    assert gen.counts == {"system_prompt": 1, "tasks": 1, "rubric": 1}
-    assert all(s.tools == ["lookup_order"] for s in load_jsonl(cfg.scenarios.file, Scenario))
-    assert cfg.server.target == "python -m servers.orders"
+        cfg = await plan(TASK, config(llm, server={"target": "python -m servers.calculator"}, explore={"calls": 12}),
+                         gen_model="openai/gen", say=lambda _: None)
+    assert gen.counts == {"system_prompt": 1, "rubric": 1}  # the inputs came from the server, not the generator
+    inputs = load_jsonl(cfg.scenarios.file, Scenario)
+    assert len(inputs) >= 2 and all(s.check == {"kind": "holds"} and s.metadata["reference"] for s in inputs)
+    assert cfg.judge.mode == "both" and (autorl_dir("default", cfg.name) / "exploration.jsonl").exists()
 
 
 @pytest.mark.parametrize("argv", [["autorl"], ["mcprl", "autorl"]])

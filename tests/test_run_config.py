@@ -66,7 +66,7 @@ def test_a_key_given_both_flat_and_in_its_section_is_refused(tmp_path):
 def test_unknown_keys_name_the_known_keys_and_sections(tmp_path):
     f = tmp_path / "run.toml"
     f.write_text("stepz = 3\n")
-    with pytest.raises(UserError, match=r"unknown key\(s\) stepz; known keys: model, name, .*steps.*; sections: \[server\] \[scenarios\] \[rollout\] \[judge\] \[train\] \[cluster\]$"):
+    with pytest.raises(UserError, match=r"unknown key\(s\) stepz; known keys: model, name, .*steps.*; sections: \[server\] \[scenarios\] \[explore\] \[rollout\] \[judge\] \[train\] \[cluster\]$"):
         load_config(f, {})
     f.write_text("[rollout]\nmax_turnz = 3\n")
     with pytest.raises(UserError, match=r"unknown key\(s\) rollout.max_turnz; known keys in \[rollout\]: agent, max_turns, max_tokens"):
