@@ -91,7 +91,7 @@ def test_sampling_settings_reach_the_sequence_and_split_it():
     assert (s1.input_ids, s1.temperature, s1.top_p) == ([1, 2, 3, 4], 0.7, 0.9)
     assert (s2.input_ids, s2.temperature, s2.top_p) == ([1, 2, 3, 4, 5, 6], 1.0, 1.0)  # same tokens, other settings
     assert (s3.temperature, s3.top_p) == (1.0, 1.0)  # greedy: scored at temperature 1, as recorded
-    batch = packing.collate([packing.PrefixBranches([], [s1])], pad_id=0, total_tokens=2, n_seqs=1)
+    batch = packing.collate([packing.PrefixBranches([], [s1])], pad_id=0, total_tokens=2, n_trajectories=1)
     assert batch["temperature"].tolist() == [pytest.approx([0.7] * 4)] and batch["top_p"].tolist() == [pytest.approx([0.9] * 4)]
 
 
@@ -137,7 +137,7 @@ def test_rows_and_micro_batches_respect_token_budget():
 
 def test_packed_mask_isolates_branches():
     a, b = _seq([1, 2, 3, 4], 2), _seq([1, 2, 5], 2)
-    batch = packing.collate([packing.PrefixBranches([1, 2], [a, b])], pad_id=0, total_tokens=3, n_seqs=2)
+    batch = packing.collate([packing.PrefixBranches([1, 2], [a, b])], pad_id=0, total_tokens=3, n_trajectories=2)
     assert batch["input_ids"].tolist() == [[1, 2, 3, 4, 5]]
     assert batch["position_ids"].tolist() == [[0, 1, 2, 3, 2]]
     assert batch["pred_index"].tolist() == [[0, 0, 1, 2, 1]]
@@ -146,7 +146,7 @@ def test_packed_mask_isolates_branches():
     assert batch["weights"].tolist() == [pytest.approx([0, 0, 1 / 3, 1 / 3, 1 / 3])]
     # unshared rows (share=False) are plain padded sequences
     rows = packing.pack_rows([[a, b]], 100, share=False)
-    plain = packing.collate(rows, pad_id=0, total_tokens=3, n_seqs=2)
+    plain = packing.collate(rows, pad_id=0, total_tokens=3, n_trajectories=2)
     assert plain["attention_mask"].tolist() == [[1, 1, 1, 1], [1, 1, 1, 0]]
     assert plain["pred_index"].tolist() == [[0, 0, 1, 2], [0, 0, 1, 0]]
 
