@@ -16,9 +16,9 @@ from pathlib import Path
 import torch
 
 from mcprl import memory
+from mcprl.serving.logits import output_head
 from mcprl.train import packing
 from mcprl.train.config import LoraSettings, TrainConfig
-from mcprl.serving.logits import output_head
 from mcprl.train.logprobs import token_logprobs
 from mcprl.train.loss import LossInputs, group_advantages, grpo_loss
 from mcprl.train.sequences import Sequence, trajectory_sequences
