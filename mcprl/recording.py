@@ -33,7 +33,8 @@ LangChain's ChatOpenAI as `http_async_client`/`http_client` (`mcprl.langgraph.in
 Streamed replies are not recorded (the endpoint answers whole completions only).
 
 What a reply records: the prompt and completion token ids, the logprobs, the request's
-temperature and top_p (what the logprobs were sampled under), `metrics` turns,
+temperature, top_p, top_k and min_p (what the logprobs were sampled under) and whether it was
+grammar-constrained (a structured `response_format`), `metrics` turns,
 invalid_tool_calls (with a log line), and finished/truncated from the last reply. A reply with
 completion token ids but no `prompt_token_ids` fails the rollout at once. Tool calls through
 `rec.tools` count tool_calls, calls/NAME, and on error tool_errors, errors/NAME,
@@ -206,8 +207,9 @@ class Recorder:
                     prompt_token_ids=body["prompt_token_ids"],
                     completion_token_ids=choice["token_ids"],
                     logprobs=[t["logprob"] for t in ((choice.get("logprobs") or {}).get("content") or [])],
-                    # the settings the request sampled with (absent: the OpenAI default of 1, Generation's)
-                    **{k: request[k] for k in ("temperature", "top_p") if request.get(k) is not None},
+                    # the settings the request sampled with (absent: the defaults, Generation's)
+                    **{k: request[k] for k in ("temperature", "top_p", "top_k", "min_p") if request.get(k) is not None},
+                    constrained=(request.get("response_format") or {}).get("type", "text") != "text",
                     model=body.get("model", ""), finish_reason=choice.get("finish_reason") or "stop",
                 )
                 traj.generations.append(gen)
@@ -265,6 +267,26 @@ def _asking_for_tokens(request: httpx.Request) -> httpx.Request:
     return httpx.Request(request.method, request.url, headers=headers, content=json.dumps(body).encode(), extensions=request.extensions)
 
 
+# Sampling penalties depend on the history of each sequence; the trainer does not reproduce them, so
+# a token drawn under one would be trained under another distribution than its own.
+NEUTRAL_PENALTIES = {"presence_penalty": 0.0, "frequency_penalty": 0.0, "repetition_penalty": 1.0}
+
+
+def _refusal(request: httpx.Request) -> httpx.Response | None:
+    """A 400 reply, made here without sending the request (to any endpoint, vLLM included), for a
+    chat request with a sampling penalty away from its neutral value; None for any other request."""
+    import httpx
+
+    body = json.loads(request.content)
+    for k, neutral in NEUTRAL_PENALTIES.items():
+        if body.get(k) is not None and body[k] != neutral:
+            message = (f"{k}={body[k]}: sampling penalties are not reproduced by the trainer, so it would train on "
+                       f"another distribution than the one sampled; leave {k} at {neutral:g}")
+            error = {"message": message, "type": "invalid_request_error", "param": k, "code": None}
+            return httpx.Response(400, json={"error": error}, request=request)
+    return None
+
+
 def _recorder_for(response: httpx.Response) -> Recorder | None:
     rec = _CURRENT.get()
     if rec is None or response.status_code != 200:
@@ -286,6 +308,8 @@ def _client_classes() -> tuple[type[httpx.Client], type[httpx.AsyncClient]]:
         def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
             if not _is_chat(request):
                 return super().send(request, **kwargs)
+            if (refused := _refusal(request)) is not None:
+                return refused
             response = super().send(_asking_for_tokens(request), **kwargs)
             if (rec := _recorder_for(response)) is not None:
                 response.read()
@@ -296,6 +320,8 @@ def _client_classes() -> tuple[type[httpx.Client], type[httpx.AsyncClient]]:
         async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
             if not _is_chat(request):
                 return await super().send(request, **kwargs)
+            if (refused := _refusal(request)) is not None:
+                return refused
             response = await super().send(_asking_for_tokens(request), **kwargs)
             if (rec := _recorder_for(response)) is not None:
                 await response.aread()

@@ -97,7 +97,7 @@ class TrainingRun:
         self.cluster = None  # the Ray rollout workers (mcprl.cluster), or None: rollouts run in this process
 
     async def run(self) -> dict[str, Any]:
-        from mcprl.backends.local import LocalBackend, cuda_available
+        from mcprl.backends.local import LocalBackend
         from mcprl.cluster import open_rollouts
         from mcprl.tools import open_tools, secret_values
         from mcprl.train import checkpoints
@@ -108,11 +108,6 @@ class TrainingRun:
         if done and not self.resume:
             raise UserError(f"{self.dir} already has {done} trained step(s); pass --resume to continue it, or --name NEW for a new run")
         self.agent = agents.load(cfg.rollout.agent)  # a bad agent spec stops the run before any work
-        if cfg.rollout.constrain_tool_calls and cuda_available():
-            # vLLM applies a grammar's mask before it computes logprobs, so it would record masked
-            # ones, which the trainer cannot reproduce (mcprl.serving.sampler records the policy's own).
-            raise UserError("constrain_tool_calls is not supported on the GPU runtime yet (vLLM records grammar-masked "
-                            "logprobs, which would bias the GRPO ratio); drop --constrain-tool-calls")
         self.dir.mkdir(parents=True, exist_ok=True)
         shipped = tasks.get(cfg.scenarios.tasks) if cfg.scenarios.tasks else None
         async with AsyncExitStack() as stack:
@@ -230,6 +225,9 @@ class TrainingRun:
             f"step {row['step']}/{cfg.steps}: reward {row['reward_mean']:.3f}, tool calls {row['tool_call_rate']:.0%}, "
             f"success {row.get('success_rate', float('nan')):.0%}, trained groups "
             f"{int(train_metrics.get('groups_trained', 0))}/{int(row['groups'])}"
+            # trainer vs sampler logprobs before the update: about 0 unless the two compute different distributions
+            + (f", logprob mismatch {train_metrics['logprob_mismatch']:.2g} (max {train_metrics['logprob_mismatch_max']:.2g})"
+               if "logprob_mismatch" in train_metrics else "")
         )
 
     async def _guided_retries(self, pool, judge, groups: list[TrajectoryGroup], label: str) -> int:

@@ -47,12 +47,18 @@ class Generation(BaseModel):
 
     `logprobs[i]` is the log-probability of `completion_token_ids[i]` under the policy's
     distribution at the sampling settings: softmax(logits / temperature), renormalised over the
-    top-p set when top_p < 1 (vLLM's `processed_logprobs`). Under a grammar, our engine draws
-    among the allowed tokens but records these unmasked logprobs (`mcprl.serving.sampler`). The trainer scores the tokens under the same distribution, so
-    the GRPO ratio starts at 1 on-policy. A greedy turn (temperature 0) records, and is trained
-    on, its logprobs at temperature 1 without top-p (a point mass has no useful gradient; vLLM
-    records the same). The defaults (1, 1) are right for trajectories saved before these fields
-    existed, whose logprobs were recorded at temperature 1 whatever the sampling temperature.
+    tokens the truncations keep (min_p, then top_k, then top_p; vLLM's `processed_logprobs`; see
+    `mcprl.serving.logits.truncation_cut`). The trainer scores the tokens under the same
+    distribution, so the GRPO ratio starts at 1 on-policy. A greedy turn (temperature 0) records,
+    and is trained on, its logprobs at temperature 1 without truncation (a point mass has no useful
+    gradient; vLLM records the same). The defaults (1, 1, 0, 0) are right for trajectories saved
+    before these fields existed, whose logprobs were recorded at temperature 1 whatever the
+    sampling temperature.
+
+    `constrained`: the turn was sampled under a grammar (a structured `response_format`). Our
+    engine records the policy's own unmasked logprobs then (`mcprl.serving.sampler`), vLLM masked
+    ones, which the trainer does not use: on the GPU runtime it computes these turns' old-policy
+    logprobs itself (`GRPOTrainer.step`, `rescore_constrained`).
     `message_index` points at the assistant message in `Trajectory.messages` this generation produced.
     """
 
@@ -62,6 +68,9 @@ class Generation(BaseModel):
     logprobs: list[float]
     temperature: float = Field(default=1.0, ge=0)
     top_p: float = Field(default=1.0, gt=0, le=1)
+    top_k: int = Field(default=0, ge=-1, description="0 or -1: no top-k")
+    min_p: float = Field(default=0.0, ge=0, le=1)
+    constrained: bool = False
     model: str = ""
     finish_reason: str = "stop"
     message_index: int = -1

@@ -91,7 +91,7 @@ def test_sampling_settings_reach_the_sequence_and_split_it():
     assert (s1.input_ids, s1.temperature, s1.top_p) == ([1, 2, 3, 4], 0.7, 0.9)
     assert (s2.input_ids, s2.temperature, s2.top_p) == ([1, 2, 3, 4, 5, 6], 1.0, 1.0)  # same tokens, other settings
     assert (s3.temperature, s3.top_p) == (1.0, 1.0)  # greedy: scored at temperature 1, as recorded
-    batch = packing.collate([packing.PrefixBranches([], [s1])], pad_id=0, total_tokens=2, n_seqs=1)
+    batch = packing.collate([packing.PrefixBranches([], [s1])], pad_id=0, total_tokens=2, n_trajectories=1)
     assert batch["temperature"].tolist() == [pytest.approx([0.7] * 4)] and batch["top_p"].tolist() == [pytest.approx([0.9] * 4)]
 
 
@@ -137,7 +137,7 @@ def test_rows_and_micro_batches_respect_token_budget():
 
 def test_packed_mask_isolates_branches():
     a, b = _seq([1, 2, 3, 4], 2), _seq([1, 2, 5], 2)
-    batch = packing.collate([packing.PrefixBranches([1, 2], [a, b])], pad_id=0, total_tokens=3, n_seqs=2)
+    batch = packing.collate([packing.PrefixBranches([1, 2], [a, b])], pad_id=0, total_tokens=3, n_trajectories=2)
     assert batch["input_ids"].tolist() == [[1, 2, 3, 4, 5]]
     assert batch["position_ids"].tolist() == [[0, 1, 2, 3, 2]]
     assert batch["pred_index"].tolist() == [[0, 0, 1, 2, 1]]
@@ -146,7 +146,7 @@ def test_packed_mask_isolates_branches():
     assert batch["weights"].tolist() == [pytest.approx([0, 0, 1 / 3, 1 / 3, 1 / 3])]
     # unshared rows (share=False) are plain padded sequences
     rows = packing.pack_rows([[a, b]], 100, share=False)
-    plain = packing.collate(rows, pad_id=0, total_tokens=3, n_seqs=2)
+    plain = packing.collate(rows, pad_id=0, total_tokens=3, n_trajectories=2)
     assert plain["attention_mask"].tolist() == [[1, 1, 1, 1], [1, 1, 1, 0]]
     assert plain["pred_index"].tolist() == [[0, 0, 1, 2], [0, 0, 1, 0]]
 
@@ -328,3 +328,146 @@ def test_reward_advantage_reinforces_only_successes(trainer):
     assert all(s.advantage == 1.0 for g in groups_seqs for s in g)
     m = trainer.step(groups, TrainConfig(advantage="reward", learning_rate=1e-3))
     assert m["trained"] == 1 and m["loss_tokens"] == sum(len(t.generations[0].completion_token_ids) for t in successes)
+
+
+TRUNCATIONS = [(0.3, 1.0, 0, 0.5), (0.7, 1.0, 20, 0.0), (0.5, 0.9, 40, 0.3), (1.0, 1.0, 3, 0.0)]  # temperature, top_p, top_k, min_p
+
+
+@pytest.mark.anyio
+async def test_top_k_and_min_p_are_recorded_and_scored_as_sampled(trainer, tiny_model_dir):
+    """An agent's requests with top_k and min_p (vLLM's extensions, alone, together, with top-p):
+    the endpoint samples under them, the recording client keeps them on each Generation, and the
+    trainer's logprobs equal the recorded ones (ratio 1, logprob mismatch ~0); scoring without the
+    truncations would be far off. A turn under a response_format is recorded as constrained. Penalties, which nobody reproduces, are a 400 on our endpoint and
+    from the recording client (before any endpoint, vLLM included, sees the request)."""
+    import anyio
+    import httpx
+    import openai
+
+    from mcprl import weights
+    from mcprl.model import Model
+    from mcprl.recording import Recorder
+    from mcprl.serving.engine import Engine
+    from mcprl.serving.local import LocalServer
+    from mcprl.types import Scenario
+
+    async def agent(rec, refused):
+        client = rec.openai_client()
+        for t, p, k, m in TRUNCATIONS:
+            await client.chat.completions.create(model=rec.model_name, messages=[{"role": "user", "content": f"Say {k}."}],
+                                                 max_tokens=6, temperature=t, top_p=p, extra_body={"top_k": k, "min_p": m})
+        await client.chat.completions.create(model=rec.model_name, messages=[{"role": "user", "content": "JSON."}], max_tokens=4,
+                                             response_format={"type": "json_object"})
+        try:
+            await client.chat.completions.create(model=rec.model_name, messages=[{"role": "user", "content": "Hi."}], max_tokens=4,
+                                                 presence_penalty=0.5)
+        except openai.BadRequestError as e:
+            refused.append(str(e))
+
+    server = LocalServer(Engine(str(tiny_model_dir), model=weights.load_model(str(tiny_model_dir), dtype="float32"), served_name="tiny"))
+    refused: list[str] = []
+    try:
+        model = Model(name="tiny", inference_base_url=server.base_url)
+        trajs = [None, None]
+
+        async def run(i):
+            trajs[i] = await Recorder(model, Scenario(task="t")).run(agent, refused)
+
+        async with anyio.create_task_group() as tg:  # side by side: the engine samples both in one batch
+            for i in range(2):
+                tg.start_soon(run, i)
+        direct = httpx.post(f"{server.base_url}/chat/completions", json={"model": "tiny", "messages": [{"role": "user", "content": "Hi."}],
+                                                                          "repetition_penalty": 1.2})
+    finally:
+        server.close()
+    assert direct.status_code == 400 and "leave repetition_penalty at 1" in direct.text
+    assert len(refused) == 2 and all("leave presence_penalty at 0" in r for r in refused)
+    for i, traj in enumerate(trajs):
+        assert traj.error is None and [(g.temperature, g.top_p, g.top_k, g.min_p) for g in traj.generations[:-1]] == TRUNCATIONS
+        assert [g.constrained for g in traj.generations] == [False] * len(TRUNCATIONS) + [True]  # under a grammar
+        traj.reward = float(i)
+    groups = [TrajectoryGroup(trajectories=trajs)]
+    groups_seqs, counts = trainer.build_sequences(groups, TrainConfig())
+    assert counts["trajectories_trained"] == 2
+    rows = packing.pack_rows(groups_seqs, 10_000)
+    b = trainer._collate(rows, 1, 2, TrainConfig())
+    on = b["weights"] > 0
+    inputs = (trainer.model, b["input_ids"], b["attention_mask"], 16, on, b["position_ids"], b["pred_index"])
+    with torch.no_grad():
+        lp, _ = token_logprobs(*inputs, temperature=b["temperature"], top_p=b["top_p"], top_k=b["top_k"], min_p=b["min_p"])
+        untruncated, _ = token_logprobs(*inputs, temperature=b["temperature"], top_p=b["top_p"])
+    assert (lp - b["old_logprobs"])[on].abs().max() < 1e-5
+    assert (untruncated - b["old_logprobs"])[on].abs().max() > 1e-2
+    m = trainer.step(groups, TrainConfig(learning_rate=1e-12))
+    assert m["ratio_mean"] == pytest.approx(1.0, abs=1e-5) and m["logprob_mismatch"] < 1e-5
+
+
+def test_logprob_mismatch_is_reported_before_the_update(trainer):
+    """The step reports mean and max |trainer - sampler logprob| over the completion tokens: ~0 on
+    policy, and exactly the offset when the recorded logprobs are off by one."""
+    groups = _groups(trainer)
+    m = trainer.step(groups, TrainConfig(learning_rate=1e-12))
+    assert m["logprob_mismatch"] < 1e-5 and m["logprob_mismatch_max"] < 1e-5
+    for g in groups:
+        for t in g.trajectories:
+            t.generations[0].logprobs = [x - 1.0 for x in t.generations[0].logprobs]
+    m = trainer.step(groups, TrainConfig(learning_rate=1e-12))
+    assert m["logprob_mismatch"] == pytest.approx(1.0, abs=1e-4) and m["logprob_mismatch_max"] == pytest.approx(1.0, abs=1e-4)
+
+
+def _split(traj: Trajectory) -> Trajectory:
+    """The same sampled tokens as `traj`'s one turn, recorded as two turns whose second prompt does
+    not extend the first (re-tokenisation): two training sequences instead of one."""
+    (g,) = traj.generations
+    half = len(g.completion_token_ids) // 2
+    first = g.model_copy(update={"completion_token_ids": g.completion_token_ids[:half], "logprobs": g.logprobs[:half]})
+    # a re-tokenised prompt: the same text, but the first token differs, so the two do not merge
+    second = g.model_copy(update={"prompt_token_ids": [g.prompt_token_ids[0] + 1, *g.prompt_token_ids[1:], *g.completion_token_ids[:half]],
+                                  "completion_token_ids": g.completion_token_ids[half:], "logprobs": g.logprobs[half:]})
+    return traj.model_copy(update={"generations": [first, second]})
+
+
+def test_sequence_normalisation_weighs_every_trajectory_alike(trainer):
+    """With "sequence" normalisation a trajectory's tokens weigh 1 / (its loss tokens x trajectories),
+    however many sequences it was split into: split in two, it gets the same total weight (1/3 of 3)."""
+    (group,) = _groups(trainer, rewards=((1.0, 0.0, 0.5),))
+    split = group.model_copy(update={"trajectories": [_split(group.trajectories[0]), *group.trajectories[1:]]})
+    cfg = TrainConfig(loss_normalization="sequence")
+    for g, n_seqs in ((group, 3), (split, 4)):
+        groups_seqs, counts = trainer.build_sequences([g], cfg)
+        assert len(groups_seqs[0]) == n_seqs and counts["trajectories_trained"] == 3
+        total = sum(s.n_loss_tokens for s in groups_seqs[0])
+        b = packing.collate(packing.pack_rows(groups_seqs, 10_000, share=False), trainer.pad_id, total, 3, "sequence")
+        first = b["weights"][: n_seqs - 2].sum()  # the first trajectory's rows (one, or its two halves)
+        assert float(first) == pytest.approx(1 / 3) and float(b["weights"].sum()) == pytest.approx(1.0)
+
+
+def test_constrained_turns_are_scored_by_the_trainer_where_the_sampler_masked_them(trainer):
+    """Where the server records grammar-masked logprobs (vLLM), the step computes the old-policy
+    logprobs of constrained turns itself, before the update: with masked (here: wrong) recorded
+    logprobs, the update is exactly the one from the policy's own, and the mismatch metric leaves
+    those turns out. Without rescoring, the same groups give another update."""
+    import copy
+
+    groups = _groups(trainer)
+    masked = copy.deepcopy(groups)
+    for g in masked:
+        for t in g.trajectories:
+            gen = t.generations[0]
+            t.generations[0] = gen.model_copy(update={"constrained": True, "logprobs": [0.0] * len(gen.logprobs)})  # a forced token: log 1
+    start = copy.deepcopy(trainer.model.state_dict())
+    cfg = TrainConfig(learning_rate=1e-2)
+
+    def update(gs, **kw):
+        trainer.model.load_state_dict(start)
+        trainer.optimizer = None
+        m = trainer.step(gs, cfg, **kw)
+        return m, _lora_params(trainer)
+
+    m_true, true = update(groups)
+    m_rescored, rescored = update(masked, rescore_constrained=True)
+    _, unrescored = update(masked)
+    assert m_rescored["rescored_tokens"] == m_true["loss_tokens"] and "logprob_mismatch" not in m_rescored
+    assert m_rescored["ratio_mean"] == 1.0 and m_true["ratio_mean"] == pytest.approx(1.0, abs=1e-5)
+    assert all(torch.allclose(true[k], rescored[k], atol=1e-6) for k in true)
+    assert any(not torch.allclose(true[k], unrescored[k], atol=1e-6) for k in true)

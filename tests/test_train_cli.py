@@ -169,15 +169,3 @@ def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path, form):
     base = rollout_settings(None, scen)
     assert base.temperature == 1.0 and base.example == tasks.get("calculator").example
     assert rollout_settings(None, [s.model_copy(update={"check": None}) for s in scen]).example is None
-
-
-def test_constrained_tool_calls_refused_on_the_gpu_runtime_before_any_work(tmp_path, monkeypatch, capsys, tiny_model_dir):
-    """vLLM records grammar-masked logprobs, so the run stops at once with the one-line fix."""
-    from cli_runner import run_cli
-    from mcprl.backends import local
-
-    monkeypatch.setenv("MCPRL_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(local, "cuda_available", lambda: True)
-    code, _, err = run_cli(monkeypatch, capsys, "train", *ARGS, "--model", str(tiny_model_dir), "--constrain-tool-calls")
-    assert code != 0 and "drop --constrain-tool-calls" in err
-    assert not (tmp_path / "home").exists() or not any((tmp_path / "home").rglob("*.jsonl"))

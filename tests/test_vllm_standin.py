@@ -271,3 +271,22 @@ async def test_resumes_the_latest_step_with_its_optimizer_state(home, tiny_model
     resumed = again.trainer.optimizer.state_dict()
     k = next(iter(saved["state"]))
     assert torch.equal(resumed["state"][k]["exp_avg"], saved["state"][k]["exp_avg"])
+
+
+@pytest.mark.anyio
+async def test_constrained_turns_train_on_the_trainers_own_old_logprobs(home, tiny_model_dir, fake_vllm):
+    """vLLM records grammar-masked logprobs for a constrained turn (here: 0, a token the grammar
+    forced), which the trainer cannot reproduce: behind vLLM the runtime has the step score those
+    turns' old-policy logprobs itself (ratio exactly 1, none counted in the logprob mismatch), and the
+    unconstrained turns keep the sampler's."""
+    rt = await _started(fake_vllm, tiny_model_dir, shared=True)
+    assert rt.server.masks_constrained_logprobs
+    groups = _groups()
+    for t in groups[0].trajectories[:2]:
+        gen = t.generations[0]
+        t.generations[0] = gen.model_copy(update={"constrained": True, "logprobs": [0.0] * len(gen.logprobs)})
+    metrics = await rt.train(groups, TrainConfig(learning_rate=1e-12))
+    assert metrics["rescored_tokens"] == 6 and metrics["loss_tokens"] == 12
+    # the unconstrained turns' recorded logprobs (-1, -2, -1.5) are not the tiny model's: they show as the mismatch
+    assert metrics["logprob_mismatch"] > 1
+    assert checkpoints.read_state(rt.root / "0001")["metrics"]["rescored_tokens"] == 6

@@ -32,8 +32,10 @@ class Trainer(Protocol):
 
     model: Any  # the PEFT model being trained
 
-    def step(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
-        """One optimizer update on `groups`; its metrics (also when there was nothing to train)."""
+    def step(self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False) -> dict[str, float]:
+        """One optimizer update on `groups`; its metrics (also when there was nothing to train).
+        `rescore_constrained`: the old-policy logprobs of grammar-constrained turns are the trainer's
+        own, not the recorded ones (see `Server.masks_constrained_logprobs`)."""
         ...
 
     def save(self, out: Path) -> None:
@@ -52,6 +54,10 @@ class Server(Protocol):
     # Whether a step's metrics carry this server's control times: `swap_seconds` (load the new
     # step, unload the old) and, when it slept, `sleep_seconds` and `wake_seconds`.
     reports_timings: bool
+    # Whether the logprobs it records for a grammar-constrained turn are under the grammar's mask
+    # (vLLM's), not the policy's own (our engine's): the trainer then computes those turns' old-policy
+    # logprobs itself (`Trainer.step(rescore_constrained=True)`).
+    masks_constrained_logprobs: bool
 
     @property
     def base_url(self) -> str:
@@ -160,7 +166,7 @@ class Runtime:
         return metrics
 
     def _step(self, groups: list[TrajectoryGroup], config: TrainConfig, step: int) -> tuple[dict[str, float], Path]:
-        metrics = self.trainer.step(groups, config)
+        metrics = self.trainer.step(groups, config, rescore_constrained=self.server.masks_constrained_logprobs)
         return metrics, checkpoints.write_checkpoint(self.root, step, self.trainer.save, self.checkpoint_state(metrics))
 
     async def close(self) -> None:

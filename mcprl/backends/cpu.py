@@ -21,6 +21,7 @@ class EngineServer:
     in the same memory the trainer steps in, with nothing to free for a step, so it never sleeps."""
 
     reports_timings = False
+    masks_constrained_logprobs = False  # the engine records the policy's own logprobs under a grammar (sampler.py)
     api_key = "mcprl"
 
     def __init__(self, engine: Engine, host: str, port: int):

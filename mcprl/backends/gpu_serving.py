@@ -269,6 +269,9 @@ class VllmEndpoint:
     Where it shares the trainer's GPU (`shares_gpu`) it sleeps through each step at level 1."""
 
     reports_timings = True
+    # vLLM applies a grammar's mask before it computes (processed) logprobs, so the trainer scores
+    # constrained turns itself.
+    masks_constrained_logprobs = True
 
     def __init__(self, server: VllmServer, shares_gpu: bool):
         self.server = server

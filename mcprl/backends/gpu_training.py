@@ -50,19 +50,19 @@ class UnslothGRPOTrainer(GRPOTrainer):
         super().__init__(model, tokenizer, lora)
         self.device = device
 
-    def step(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
+    def step(self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False) -> dict[str, float]:
         """GRPOTrainer's step, plus `peak_gpu_memory_gb`: what torch reserved on the trainer's GPU during it."""
         gpu = self.device.type == "cuda"
         if gpu:
             torch.cuda.reset_peak_memory_stats(self.device)
-        metrics = super().step(groups, config.model_copy(update={"gradient_checkpointing": False}))
+        metrics = super().step(groups, config.model_copy(update={"gradient_checkpointing": False}), rescore_constrained)
         if gpu:
             metrics["peak_gpu_memory_gb"] = torch.cuda.max_memory_reserved(self.device) / 2**30
             torch.cuda.empty_cache()  # hand the activations' memory back before vLLM wakes up
         return metrics
 
-    def _collate(self, mb: list[PrefixBranches], total_tokens: int, n_seqs: int, config: TrainConfig) -> dict[str, torch.Tensor]:
-        return {k: v.to(self.device, non_blocking=True) for k, v in super()._collate(mb, total_tokens, n_seqs, config).items()}
+    def _collate(self, mb: list[PrefixBranches], total_tokens: int, n_trajectories: int, config: TrainConfig) -> dict[str, torch.Tensor]:
+        return {k: v.to(self.device, non_blocking=True) for k, v in super()._collate(mb, total_tokens, n_trajectories, config).items()}
 
 
 def lora_arguments(lora: LoraSettings, adapter_dir: Path | None) -> dict[str, Any]:

@@ -72,7 +72,7 @@ def scenarios(
     from rich.console import Console
 
     from mcprl.errors import UserError
-    from mcprl.tools import ServerSpec, ToolPool, discover
+    from mcprl.tools import ServerSpec, discover
 
     console = Console(stderr=True)
     if source not in ("grounded", "synthesized"):
@@ -82,6 +82,7 @@ def scenarios(
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     async def write_grounded() -> str:
+        from mcprl.tools import ToolPool
         from mcprl.types import dump_jsonl
         from scenarios import split_train_val
         from scenarios.explore import ExploreConfig

@@ -185,7 +185,8 @@ class Engine:
             budget = min(r.max_new_tokens(self.default_max_tokens), self.max_model_len - len(p.prompt_ids))
             for k in range(r.n):
                 seed = None if r.seed is None else r.seed + k
-                rows.append(SampleRequest(p.prompt_ids, budget, r.temperature, r.top_p, r.stops, seed, self.grammars.fork(p.constraint)))
+                rows.append(SampleRequest(p.prompt_ids, budget, r.temperature, r.top_p, r.stops, seed, self.grammars.fork(p.constraint),
+                                          top_k=r.top_k, min_p=r.min_p))
         with self._lock:
             from peft import PeftModel
 

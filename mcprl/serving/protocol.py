@@ -65,6 +65,13 @@ class ChatRequest(BaseModel):
     n: int = Field(default=1, ge=1, le=64)
     temperature: float = Field(default=1.0, ge=0.0, le=2.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    # vLLM's extensions, reproduced by the trainer (mcprl.serving.logits.truncation_cut); 0 or -1: no top-k.
+    top_k: int = Field(default=0, ge=-1)
+    min_p: float = Field(default=0.0, ge=0.0, le=1.0)
+    # Accepted at their neutral values only: the trainer does not reproduce history-dependent penalties.
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
     stop: str | list[str] | None = None
@@ -82,6 +89,15 @@ class ChatRequest(BaseModel):
             if m.get("role") not in {"system", "user", "assistant", "tool", "developer"}:
                 raise ValueError(f"messages[{i}].role must be system, user, assistant or tool")
         return messages
+
+    @field_validator("presence_penalty", "frequency_penalty", "repetition_penalty")
+    @classmethod
+    def _neutral_penalty(cls, v: float, info) -> float:
+        neutral = 1.0 if info.field_name == "repetition_penalty" else 0.0
+        if v != neutral:
+            raise ValueError(f"sampling penalties are not reproduced by the trainer, so it would train on another "
+                             f"distribution than the one sampled; leave {info.field_name} at {neutral:g}")
+        return v
 
     @property
     def stops(self) -> list[str]:

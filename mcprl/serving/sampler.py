@@ -2,13 +2,15 @@
 token ids and logprobs of what was sampled.
 
 Rows of one batch share a model (and adapter) but may differ in prompt length, temperature,
-top_p, token budget, stop strings, seed and grammar. Each token's logprob is under the policy's
-distribution at the row's settings (softmax(logits / T), renormalised over its top-p set), which
-the trainer recomputes for the GRPO ratio (see `mcprl.types.Generation`).
+top_p, top_k, min_p, token budget, stop strings, seed and grammar. The logits are the model's own
+(`mcprl.serving.logits.output_head`: the LM head and its forward's logit processing). Each
+token's logprob is under the policy's distribution at the row's settings (softmax(logits / T),
+renormalised over the set its truncations keep, `mcprl.serving.logits.truncation_cut`), which the
+trainer recomputes for the GRPO ratio (see `mcprl.types.Generation`).
 
-A row with a grammar (`constraint`) draws only tokens the grammar allows (the top-p set is then
-taken among those, as vLLM does), but its logprobs are still the policy's own, unmasked, with
-the drawn token counted in the top-p set: the trainer cannot know the grammar, so a masked
+A row with a grammar (`constraint`) draws only tokens the grammar allows (the truncations then
+apply among those, as vLLM does), but its logprobs are still the policy's own, unmasked, with
+the drawn token counted in the truncated set: the trainer cannot know the grammar, so a masked
 logprob would start the GRPO ratio below 1 exactly where the grammar overrode the policy, and
 the clipped loss would then learn least from those tokens (no gradient at all for a negative
 advantage once the ratio is under 1 - epsilon). Recorded this way, the update teaches the
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 import torch
 
 from mcprl import memory
+from mcprl.serving.logits import output_head, truncation_cut
 from mcprl.serving.structured import Constraint, allowed_tokens
 
 
@@ -36,6 +39,8 @@ class SampleRequest:
     stop: list[str] = field(default_factory=list)
     seed: int | None = None
     constraint: Constraint | None = None  # structured output: a grammar masks the logits (structured.py)
+    top_k: int = 0  # 0 or less: off
+    min_p: float = 0.0
 
 
 @dataclass
@@ -44,14 +49,6 @@ class Sampled:
     logprobs: list[float]
     finish_reason: str  # "stop" (eos or stop string) or "length"
     text_end: int | None = None  # when a stop string hit: cut the decoded text here
-
-
-def _filter_top_p(probs: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
-    sorted_p, idx = probs.sort(dim=-1, descending=True)
-    cum = sorted_p.cumsum(-1)
-    drop = (cum - sorted_p) > top_p.unsqueeze(-1)
-    sorted_p = sorted_p.masked_fill(drop, 0.0)
-    return torch.zeros_like(probs).scatter(-1, idx, sorted_p)
 
 
 def _draw(probs: torch.Tensor, generators: list[torch.Generator | None]) -> torch.Tensor:
@@ -85,7 +82,7 @@ def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], 
 
     device = next(model.parameters()).device
     causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model  # PEFT's layers sit inside
-    decoder, lm_head = causal_lm.get_decoder(), causal_lm.get_output_embeddings()
+    decoder, lm_head = causal_lm.get_decoder(), output_head(causal_lm)
 
     def next_logits(**inputs) -> torch.Tensor:
         """Logits of the next token after each row. The LM head gets a contiguous [B, H] input: a strided
@@ -124,7 +121,11 @@ def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], 
         cache.batch_select_indices(rows_of)
         logits, mask, positions = logits[rows_of], mask[rows_of], positions[rows_of, -1:]
     temps = torch.tensor([r.temperature for r in rows], device=device)
-    top_ps = torch.tensor([r.top_p for r in rows], device=device)
+    # The truncations of the sampling rows (a greedy row records its logprob without them, see Generation).
+    truncation = {"top_p": torch.tensor([r.top_p if r.temperature > 0 else 1.0 for r in rows], device=device),
+                  "top_k": torch.tensor([r.top_k if r.temperature > 0 else 0 for r in rows], device=device),
+                  "min_p": torch.tensor([r.min_p if r.temperature > 0 else 0.0 for r in rows], device=device)}
+    truncated = bool((truncation["top_p"] < 1).any() | (truncation["top_k"] > 0).any() | (truncation["min_p"] > 0).any())
     generators = [torch.Generator(device=device).manual_seed(r.seed) if r.seed is not None else None for r in rows]
     greedy_rows = any(r.temperature == 0 for r in rows)
     constrained = any(r.constraint is not None for r in rows)
@@ -137,30 +138,31 @@ def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], 
     for _ in range(budget):
         logits = logits.float()
         # Logprobs under the policy's distribution at the row's settings (vLLM's processed_logprobs):
-        # softmax(logits / T), renormalised over the top-p set. Greedy rows take the argmax and
-        # record their logprob at T=1 (as vLLM does; see Generation).
+        # softmax(logits / T), renormalised over the set the truncations keep. Greedy rows take the
+        # argmax and record their logprob at T=1 without truncation (as vLLM does; see Generation).
         scaled = logits / torch.where(temps > 0, temps, 1.0).unsqueeze(-1)
         logp = torch.log_softmax(scaled, dim=-1)
         probs = torch.softmax(scaled, dim=-1)
-        truncated = bool((top_ps < 1).any())
-        if constrained:  # draw among the tokens each row's grammar allows
+        # The policy's kept tokens (all without a truncation), with their probabilities.
+        kept = probs.masked_fill(scaled < truncation_cut(scaled, **truncation).unsqueeze(-1), 0.0) if truncated else probs
+        if constrained:  # draw among the tokens each row's grammar allows, truncated among those
             allowed = allowed_tokens([r.constraint if finish[i] is None else None for i, r in enumerate(rows)], logits.shape[-1])
             blocked = ~allowed.to(logits.device)
             logits = logits.masked_fill(blocked, float("-inf"))  # for the greedy rows' argmax
-            drawn_from = torch.softmax(scaled.masked_fill(blocked, float("-inf")), dim=-1)
+            masked = scaled.masked_fill(blocked, float("-inf"))
+            drawn_from = torch.softmax(masked, dim=-1)
+            if truncated:
+                drawn_from = drawn_from.masked_fill(masked < truncation_cut(masked, **truncation).unsqueeze(-1), 0.0)
         else:
-            drawn_from = probs
-        if truncated:
-            drawn_from = _filter_top_p(drawn_from, top_ps)
+            drawn_from = kept
         next_ids = _draw(drawn_from, generators)
         if greedy_rows:
             next_ids = torch.where(temps == 0, logits.argmax(-1), next_ids)
         chosen_lp = logp.gather(-1, next_ids.unsqueeze(-1)).squeeze(-1)
         if truncated:  # minus the log of the policy's kept mass, the drawn token always counted in it
-            kept = drawn_from if not constrained else _filter_top_p(probs, top_ps)
             p_next = probs.gather(-1, next_ids.unsqueeze(-1)).squeeze(-1)
             mass = kept.sum(-1) + torch.where(kept.gather(-1, next_ids.unsqueeze(-1)).squeeze(-1) > 0, 0.0, p_next)
-            chosen_lp -= torch.where((top_ps < 1) & (temps > 0), mass.log(), 0.0)
+            chosen_lp -= mass.log()
         chosen_lp = chosen_lp.tolist()
         chosen = next_ids.tolist()
         for i, r in enumerate(rows):

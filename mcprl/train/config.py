@@ -27,8 +27,9 @@ class TrainConfig(BaseModel):
     epsilon_high: float | None = Field(default=None, ge=0, description="upper clip range (DAPO); default: epsilon")
     # KL to the base model (the adapter disabled), k3 estimator; 0 skips the reference pass.
     beta: float = Field(default=0.0, ge=0, description="weight of the KL penalty to the base model (0: no reference pass)")
-    # "token": every loss token of the step weighs the same; "sequence": every sequence does.
-    loss_normalization: Literal["token", "sequence"] = Field(default="token", description="weigh every loss token alike, or every sequence")
+    # "token": every loss token of the step weighs the same; "sequence": every sampled sequence (a
+    # trajectory, its tokens averaged) does, however many training sequences it was split into.
+    loss_normalization: Literal["token", "sequence"] = Field(default="token", description="weigh every loss token alike, or every trajectory")
     max_grad_norm: float | None = Field(default=1.0, gt=0, description="gradient clipping norm")
     weight_decay: float = Field(default=0.0, ge=0, description="AdamW weight decay")
     # Memory bounds: padded tokens per micro-batch, and positions per logprob chunk. Fewer, larger

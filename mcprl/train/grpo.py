@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from mcprl import memory
+from mcprl.serving.logits import output_head
 from mcprl.train import packing
 from mcprl.train.config import LoraSettings, TrainConfig
 from mcprl.train.logprobs import token_logprobs
@@ -44,6 +45,8 @@ class GRPOTrainer:
             cfg = LoraConfig(r=self.lora.rank, lora_alpha=self.lora.alpha, lora_dropout=self.lora.dropout,
                              target_modules=self.lora.target_modules, task_type="CAUSAL_LM")
             self.model = get_peft_model(model, cfg)
+        # Refuse, at load, a model whose forward processes its logits in a way the trainer does not reproduce.
+        output_head(self.model.get_base_model())
         self.optimizer: torch.optim.Optimizer | None = None
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
 
@@ -71,7 +74,7 @@ class GRPOTrainer:
         """Each trainable group's loss-carrying sequences (a list per group), and counts of what was skipped."""
         seqs: list[list[Sequence]] = []
         counts = {"groups": 0.0, "groups_skipped_zero_variance": 0.0, "groups_skipped_judge": 0.0, "groups_skipped_too_small": 0.0,
-                  "groups_skipped_no_success": 0.0, "trajectories": 0.0}
+                  "groups_skipped_no_success": 0.0, "trajectories": 0.0, "trajectories_trained": 0.0}
         for g in groups:
             counts["groups"] += 1
             if g.skipped:
@@ -98,14 +101,25 @@ class GRPOTrainer:
             group_seqs = []
             for t, a in zip(valid, adv):
                 counts["trajectories"] += 1
-                group_seqs += [s for s in trajectory_sequences(t, a) if s.n_loss_tokens > 0]
+                t_seqs = trajectory_sequences(t, a)
+                counts["trajectories_trained"] += bool(t_seqs)
+                group_seqs += t_seqs
             if group_seqs:
                 seqs.append(group_seqs)
         counts["groups_trained"] = float(len(seqs))
         return seqs, counts
 
-    def step(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
-        """One optimizer step over all trainable groups. Returns metrics (always, even with nothing to train)."""
+    def step(self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False) -> dict[str, float]:
+        """One optimizer step over all trainable groups. Returns metrics (always, even with nothing to train).
+
+        `rescore_constrained`: the sampler recorded grammar-masked logprobs for constrained turns
+        (vLLM does), so the old-policy logprobs of those tokens are the trainer's own, computed before
+        the update: the one update of a step follows every micro-batch's forward, so each forward is
+        still the policy that sampled, and its logprobs, detached, are that no-grad pass for free.
+
+        `logprob_mismatch` (and `_max`): mean (max) |trainer - sampler logprob| over the completion
+        tokens whose sampler logprobs the loss uses, on this pre-update pass: about 0 where sampler
+        and trainer compute the same distribution; a broken path or an unsupported model shows here."""
         from peft.helpers import disable_input_dtype_casting
 
         t0 = time.perf_counter()
@@ -122,7 +136,8 @@ class GRPOTrainer:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         opt = self._optimizer(config)
         opt.zero_grad(set_to_none=True)
-        sums: dict[str, float] = {"loss": 0.0, "clip_frac": 0.0, "ratio": 0.0, "kl": 0.0, "entropy": 0.0, "tokens": 0.0}
+        sums: dict[str, float] = {"loss": 0.0, "clip_frac": 0.0, "ratio": 0.0, "kl": 0.0, "entropy": 0.0, "tokens": 0.0,
+                                  "mismatch": 0.0, "mismatch_max": 0.0, "sampler_tokens": 0.0, "rescored_tokens": 0.0}
         budget = config.micro_batch_tokens or self.default_micro_batch_tokens
         rows = packing.pack_rows(groups_seqs, budget, share=self.share_prefix)
         low = self._lora_compute_dtype()
@@ -131,21 +146,29 @@ class GRPOTrainer:
         # undoes at once) is two copies per LoRA layer, forward and backward, for nothing.
         with disable_input_dtype_casting(model, active=low is not None):
             for mb in packing.micro_batches(rows, budget):
-                batch = self._collate(mb, total_tokens, len(seqs), config)
+                batch = self._collate(mb, total_tokens, int(metrics["trajectories_trained"]), config)
                 inputs = (batch["input_ids"], batch["attention_mask"], config.logprob_chunk)
                 # Which tokens to score and how: the packed layout's positions, and for each sampled token
                 # the distribution it was drawn from (the reference is scored under it too).
                 scoring = {"scored": batch["weights"] > 0,  # the LM head runs only where the loss needs a logprob
                            "position_ids": batch["position_ids"], "pred_index": batch["pred_index"],
-                           "temperature": batch["temperature"], "top_p": batch["top_p"]}
+                           **{k: batch[k] for k in ("temperature", "top_p", "top_k", "min_p")}}
                 with torch.autocast(device, dtype=low) if low else nullcontext():
                     lp, ent = token_logprobs(model, *inputs, **scoring)
                     ref = None
                     if config.beta > 0:
                         with torch.no_grad(), model.disable_adapter():
                             ref, _ = token_logprobs(model, *inputs, **scoring)
+                on = batch["weights"] > 0
+                rescored = on & batch["constrained"] if rescore_constrained else torch.zeros_like(on)
+                old = torch.where(rescored, lp.detach(), batch["old_logprobs"])
+                gap = (lp.detach() - old).abs()[on & ~rescored]
+                sums["mismatch"] += float(gap.sum())
+                sums["mismatch_max"] = max(sums["mismatch_max"], float(gap.max()) if gap.numel() else 0.0)
+                sums["sampler_tokens"] += gap.numel()
+                sums["rescored_tokens"] += float(rescored.sum())
                 loss, stats = grpo_loss(
-                    LossInputs(lp, batch["old_logprobs"], batch["advantages"], batch["weights"], ref),
+                    LossInputs(lp, old, batch["advantages"], batch["weights"], ref),
                     epsilon=config.epsilon, epsilon_high=config.epsilon_high, beta=config.beta,
                 )
                 memory.release()  # what the forward freed (HF allocates and drops per-layer temporaries)
@@ -154,7 +177,7 @@ class GRPOTrainer:
                 sums["entropy"] += float((ent.detach() * (batch["weights"] > 0)).sum())
                 for k, v in stats.items():
                     sums[k] += float(v)
-                del loss, lp, ent, ref, batch, inputs, scoring
+                del loss, lp, ent, ref, batch, inputs, scoring, old
                 memory.release()  # the micro-batch's activations, before the next one allocates its own
         grad_norm = torch.nn.utils.clip_grad_norm_(
             [p for p in model.parameters() if p.requires_grad], config.max_grad_norm or float("inf")
@@ -170,10 +193,14 @@ class GRPOTrainer:
         )
         if config.beta > 0:
             metrics["kl"] = sums["kl"] / n
+        if sums["sampler_tokens"]:
+            metrics.update(logprob_mismatch=sums["mismatch"] / sums["sampler_tokens"], logprob_mismatch_max=sums["mismatch_max"])
+        if sums["rescored_tokens"]:
+            metrics["rescored_tokens"] = sums["rescored_tokens"]
         return metrics
 
-    def _collate(self, rows: list[packing.PrefixBranches], total_tokens: int, n_seqs: int, config: TrainConfig) -> dict[str, torch.Tensor]:
-        return packing.collate(rows, self.pad_id, total_tokens, n_seqs, config.loss_normalization)
+    def _collate(self, rows: list[packing.PrefixBranches], total_tokens: int, n_trajectories: int, config: TrainConfig) -> dict[str, torch.Tensor]:
+        return packing.collate(rows, self.pad_id, total_tokens, n_trajectories, config.loss_normalization)
 
     def save(self, out: Path) -> None:
         """Write the adapter and optimizer into `out` (a fresh directory)."""

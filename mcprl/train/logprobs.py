@@ -6,15 +6,18 @@ and the backward of log-softmax is written out: per chunk, logits once more, the
 grad_logits = g * (onehot(target) - softmax(logits)) in place, then the head's own backward. Only
 the hidden states and one logsumexp per position are kept between forward and backward.
 
-Each position may have its own sampling temperature and top-p (`temperature`, `top_p`: [N], None
-for 1): its logprob is then that of the distribution the sampler drew from, softmax(logits / T)
-renormalised over the top-p set, the distribution the endpoint recorded the sampled token's
-logprob under. Its backward is the same with s = logits / T and the softmax over the kept set:
-grad_logits = g / T * (onehot(target) - softmax_kept(s)). The kept set is the sampler's rule (the
-smallest set of most likely tokens whose mass reaches top-p), always with the target in it: the
+The logits are the model's own: the LM head followed by the logit processing its forward applies
+(`mcprl.serving.logits.output_head`, the sampler's too).
+
+Each position may have its own sampling temperature and truncations (`temperature`, `top_p`,
+`top_k`, `min_p`: [N], None for off): its logprob is then that of the distribution the sampler
+drew from, softmax(logits / T) renormalised over the truncated set, the distribution the endpoint
+recorded the sampled token's logprob under. Its backward is the same with s = logits / T and the
+softmax over the kept set: grad_logits = g / T * (onehot(target) - softmax_kept(s)). The kept set
+is the sampler's rule (`mcprl.serving.logits.truncation_cut`), always with the target in it: the
 sampled token is in the set it was drawn from even where rounding moves a tie at the boundary.
-A temperature costs a division of each chunk's logits and a top-p below 1 a sort of them, the
-costliest pass of all; a setting of 1 skips its pass (`head_logprobs`).
+A temperature costs a division of each chunk's logits and a top-p or top-k a sort of them, the
+costliest pass of all; a neutral setting skips its pass (`head_logprobs`).
 
 Against the plain route (autograd through `lm_head -> float -> logsumexp -> gather`, each chunk
 checkpointed) this is the same arithmetic with a third of the full-vocabulary passes, which
@@ -26,37 +29,28 @@ from __future__ import annotations
 
 import torch
 
-
-def _top_p_cut(s: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
-    """Per row of [C, V] scaled logits, the smallest value still in the top-p set (-inf where
-    top_p is 1): a token is kept while the probability mass ranked before it is at most top_p."""
-    ranked, _ = s.sort(-1, descending=True)
-    p = (ranked - ranked[:, :1]).exp_()
-    before = p.cumsum(-1).sub_(p)
-    kept = (before <= top_p.unsqueeze(-1) * p.sum(-1, keepdim=True)).sum(-1)
-    cut = ranked.gather(-1, (kept - 1).unsqueeze(-1)).squeeze(-1)
-    return torch.where(top_p < 1, cut, float("-inf"))
+from mcprl.serving.logits import output_head, truncation_cut
 
 
 def _dropped(s: torch.Tensor, cut: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """[C, V] True outside the top-p set (the target always kept)."""
+    """[C, V] True outside the truncated set (the target always kept)."""
     return (s < cut.unsqueeze(-1)).scatter_(-1, targets.unsqueeze(-1), False)
 
 
-def _chunk_stats(logits: torch.Tensor, targets: torch.Tensor, temperature: torch.Tensor | None, top_p: torch.Tensor | None,
+def _chunk_stats(logits: torch.Tensor, targets: torch.Tensor, temperature: torch.Tensor | None, truncation: dict[str, torch.Tensor] | None,
                  z: torch.Tensor, e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """logprob of `targets`, entropy, logsumexp and top-p cut (None without `top_p`) of [C, V] logits
-    scaled by 1 / `temperature` and restricted to the top-p set, in float32 (autocast off), in three
-    passes over the vocabulary (more with a temperature or top-p), in the [C, V] float32 buffers
-    `z` and `e`."""
+    """logprob of `targets`, entropy, logsumexp and truncation cut (None without `truncation`: the
+    [C] top_p / top_k / min_p of `truncation_cut`) of [C, V] logits scaled by 1 / `temperature` and
+    restricted to the truncated set, in float32 (autocast off), in three passes over the vocabulary
+    (more with a temperature or a truncation), in the [C, V] float32 buffers `z` and `e`."""
     with torch.autocast(logits.device.type, enabled=False):
         if temperature is None:
             z.copy_(logits)
         else:
             torch.div(logits, temperature.unsqueeze(-1), out=z)
-        cut = _top_p_cut(z, top_p) if top_p is not None else None
+        cut = truncation_cut(z, **truncation) if truncation else None
         drop = _dropped(z, cut, targets) if cut is not None else None
-        peak = z.amax(-1, keepdim=True)  # always in the top-p set
+        peak = z.amax(-1, keepdim=True)  # always in the truncated set
         z.sub_(peak)
         torch.exp(z, out=e)
         if drop is not None:
@@ -76,8 +70,8 @@ def _scratch(n: int, logits: torch.Tensor) -> torch.Tensor:
 
 class _HeadLogprobs(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, hidden: torch.Tensor, targets: torch.Tensor, temperature: torch.Tensor | None, top_p: torch.Tensor | None,
-                lm_head: torch.nn.Module, chunk: int, *head_params: torch.Tensor):
+    def forward(ctx, hidden: torch.Tensor, targets: torch.Tensor, temperature: torch.Tensor | None,
+                truncation: dict[str, torch.Tensor], lm_head: torch.nn.Module, chunk: int, *head_params: torch.Tensor):
         device = hidden.device.type  # backward recomputes the head under the same autocast as here
         ctx.autocast = (device, torch.get_autocast_dtype(device), torch.is_autocast_enabled(device))
         logps, ents, lses, cuts, buffers = [], [], [], [], ()
@@ -87,14 +81,15 @@ class _HeadLogprobs(torch.autograd.Function):
                 if not buffers:
                     n = min(chunk, hidden.shape[0])
                     buffers = (_scratch(n, logits), _scratch(n, logits))
-                t, p = (x[s : s + chunk] if x is not None else None for x in (temperature, top_p))
-                lp, ent, lse, cut = _chunk_stats(logits, targets[s : s + chunk], t, p, *(b[: logits.shape[0]] for b in buffers))
+                t = temperature[s : s + chunk] if temperature is not None else None
+                trunc = {k: v[s : s + chunk] for k, v in truncation.items()}
+                lp, ent, lse, cut = _chunk_stats(logits, targets[s : s + chunk], t, trunc, *(b[: logits.shape[0]] for b in buffers))
                 cuts.append(cut)
                 logps.append(lp)
                 ents.append(ent)
                 lses.append(lse)
         logp, entropy, lse = (torch.cat(x) if x else hidden.new_zeros(0, dtype=torch.float32) for x in (logps, ents, lses))
-        cut = None if top_p is None else torch.cat(cuts) if cuts else lse.new_zeros(0)  # [N]: the top-p set is s >= cut
+        cut = None if not truncation else torch.cat(cuts) if cuts else lse.new_zeros(0)  # [N]: the kept set is s >= cut
         ctx.save_for_backward(hidden, targets, lse, temperature, cut)
         ctx.lm_head, ctx.chunk = lm_head, chunk
         ctx.mark_non_differentiable(entropy)
@@ -120,7 +115,7 @@ class _HeadLogprobs(torch.autograd.Function):
                 torch.div(logits.detach(), t, out=grad)
                 g = g / t
             drop = _dropped(grad, cut[s : s + ctx.chunk], targets[s : s + ctx.chunk]) if cut is not None else None
-            grad.sub_(lse[s : s + ctx.chunk].unsqueeze(-1)).exp_()  # softmax (over the top-p set below)
+            grad.sub_(lse[s : s + ctx.chunk].unsqueeze(-1)).exp_()  # softmax (over the truncated set below)
             if drop is not None:
                 grad.masked_fill_(drop, 0.0)
             grad.mul_(-g).scatter_add_(-1, targets[s : s + ctx.chunk].unsqueeze(-1), g)
@@ -132,33 +127,35 @@ class _HeadLogprobs(torch.autograd.Function):
 
 
 def head_logprobs(hidden: torch.Tensor, targets: torch.Tensor, lm_head: torch.nn.Module, chunk: int,
-                  temperature: torch.Tensor | None = None, top_p: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                  temperature: torch.Tensor | None = None, top_p: torch.Tensor | None = None, top_k: torch.Tensor | None = None,
+                  min_p: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Logprob of each of `targets` [N] under `lm_head(hidden)` for [N, H] hidden states, and the
     entropy of each position's distribution (a metric: no gradient), both float32 [N]. With
-    `temperature` / `top_p` ([N], positive), the distribution is that of the sampler at those settings."""
+    `temperature` / `top_p` / `top_k` / `min_p` ([N]), the distribution is that of the sampler at
+    those settings (`mcprl.serving.logits.truncation_cut`)."""
     # Settings that change nothing cost nothing: no division by 1, no sort for a top-p of 1.
     if temperature is not None and bool((temperature == 1).all()):
         temperature = None
-    if top_p is not None and not bool((top_p < 1).any()):
-        top_p = None
+    truncation = {k: v for k, v, on in (("top_p", top_p, lambda x: x < 1), ("top_k", top_k, lambda x: x > 0),
+                                        ("min_p", min_p, lambda x: x > 0)) if v is not None and bool(on(v).any())}
     # The head's trainable parameters go in as inputs so autograd knows the output depends on them
     # (their gradients are accumulated by the head's own backward, inside ours).
     params = [p for p in lm_head.parameters() if p.requires_grad]
-    return _HeadLogprobs.apply(hidden, targets, temperature, top_p, lm_head, chunk, *params)
+    return _HeadLogprobs.apply(hidden, targets, temperature, truncation, lm_head, chunk, *params)
 
 
 def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, chunk: int,
                    scored: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
-                   pred_index: torch.Tensor | None = None, temperature: torch.Tensor | None = None,
-                   top_p: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                   pred_index: torch.Tensor | None = None, temperature: torch.Tensor | None = None, top_p: torch.Tensor | None = None,
+                   top_k: torch.Tensor | None = None, min_p: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Logprob (and entropy) of each token given what precedes it, [B, T].
 
     `attention_mask` is [B, T] (padding) or [B, 1, T, T] (a packed batch, see `packing.collate`, with
     its `position_ids`, and `pred_index`: the position whose hidden state predicts each token; by
     default the one before). Only positions in `scored` ([B, T] bool; default: every token after the
-    first, padding excluded) are scored; the rest get 0. `temperature` and `top_p` ([B, T], default 1)
-    are the sampling settings each token was drawn with. The LM head runs on `chunk` scored
-    positions at a time, taken across the whole batch."""
+    first, padding excluded) are scored; the rest get 0. `temperature`, `top_p`, `top_k`, `min_p`
+    ([B, T], default off) are the sampling settings each token was drawn with. The LM head (with the model's
+    logit processing) runs on `chunk` scored positions at a time, taken across the whole batch."""
     causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
     hidden = causal_lm.get_decoder()(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
                                      use_cache=False).last_hidden_state
@@ -169,7 +166,8 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     if pred_index is None:
         pred_index = (torch.arange(t, device=input_ids.device) - 1).clamp(min=0).expand(b, t)
     rows, cols = scored.nonzero(as_tuple=True)
-    settings = {k: v[rows, cols] for k, v in (("temperature", temperature), ("top_p", top_p)) if v is not None}
-    lp, ent = head_logprobs(hidden[rows, pred_index[rows, cols]], input_ids[rows, cols], causal_lm.get_output_embeddings(), chunk, **settings)
+    sampling = {"temperature": temperature, "top_p": top_p, "top_k": top_k, "min_p": min_p}
+    settings = {k: v[rows, cols] for k, v in sampling.items() if v is not None}
+    lp, ent = head_logprobs(hidden[rows, pred_index[rows, cols]], input_ids[rows, cols], output_head(causal_lm), chunk, **settings)
     zeros = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
     return zeros.index_put((rows, cols), lp), zeros.index_put((rows, cols), ent)

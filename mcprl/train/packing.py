@@ -74,14 +74,16 @@ def micro_batches(rows: list[PrefixBranches], max_tokens: int) -> list[list[Pref
     return out
 
 
-def collate(rows: list[PrefixBranches], pad_id: int, total_tokens: int, n_seqs: int,
+def collate(rows: list[PrefixBranches], pad_id: int, total_tokens: int, n_trajectories: int,
             normalization: Literal["token", "sequence"] = "token") -> dict[str, torch.Tensor]:
     """Tensors of one micro-batch, [B, T] unless noted, aligned to the predicted token:
     input_ids, position_ids, attention_mask ([B, 1, T, T] bool, True = may attend; plain [B, T] padding
     when every row is one unshared sequence), pred_index (the
     position whose hidden state predicts each token), old_logprobs, advantages, weights (0 off the
-    sampled tokens; the loss normalisation folded in), temperature and top_p (each branch's sampling
-    settings, 1 elsewhere)."""
+    sampled tokens; the loss normalisation folded in: each of the step's `total_tokens` loss tokens
+    alike, or with "sequence" each of its `n_trajectories` sampled trajectories alike, however many
+    sequences a trajectory was split into), temperature, top_p, top_k and min_p (each branch's
+    sampling settings, neutral elsewhere) and constrained (True on a grammar-constrained branch)."""
     b, width = len(rows), max(len(r) for r in rows)
     ids = torch.full((b, width), pad_id, dtype=torch.long)
     pos = torch.zeros((b, width), dtype=torch.long)
@@ -90,7 +92,9 @@ def collate(rows: list[PrefixBranches], pad_id: int, total_tokens: int, n_seqs: 
     lo = torch.zeros((b, width), dtype=torch.long)  # [lo, hi): the prefix a branch token also sees
     hi = torch.zeros((b, width), dtype=torch.long)
     old, adv, w = (torch.zeros((b, width)) for _ in range(3))
-    temp, top_p = torch.ones((b, width)), torch.ones((b, width))
+    temp, top_p, min_p = torch.ones((b, width)), torch.ones((b, width)), torch.zeros((b, width))
+    top_k = torch.zeros((b, width), dtype=torch.long)
+    constrained = torch.zeros((b, width), dtype=torch.bool)
     for i, r in enumerate(rows):
         p = len(r.prefix)
         ids[i, :p] = torch.tensor(r.prefix, dtype=torch.long)
@@ -109,18 +113,18 @@ def collate(rows: list[PrefixBranches], pad_id: int, total_tokens: int, n_seqs: 
             pred[i, at] = p - 1 if p else at  # a branch's first token follows the prefix (unscored without one)
             old[i, sl] = torch.tensor(s.old_logprobs[p:])
             adv[i, sl] = s.advantage
-            temp[i, sl], top_p[i, sl] = s.temperature, s.top_p
+            temp[i, sl], top_p[i, sl], top_k[i, sl], min_p[i, sl] = s.temperature, s.top_p, s.top_k, s.min_p
+            constrained[i, sl] = s.constrained
             mask = torch.tensor(s.loss_mask[p:], dtype=torch.float32)
-            w[i, sl] = mask / total_tokens if normalization == "token" else mask / (s.n_loss_tokens * n_seqs)
+            w[i, sl] = mask / total_tokens if normalization == "token" else mask / (s.trajectory_loss_tokens * n_trajectories)
             at += n
+    out = {"input_ids": ids, "position_ids": pos, "pred_index": pred, "old_logprobs": old, "advantages": adv, "weights": w,
+           "temperature": temp, "top_p": top_p, "top_k": top_k, "min_p": min_p, "constrained": constrained}
     if all(not r.prefix and len(r.branches) == 1 for r in rows):
-        attn = (torch.arange(width) < torch.tensor([len(r) for r in rows]).unsqueeze(-1)).long()
-        return {"input_ids": ids, "position_ids": pos, "attention_mask": attn, "pred_index": pred,
-                "old_logprobs": old, "advantages": adv, "weights": w, "temperature": temp, "top_p": top_p}
+        return {**out, "attention_mask": (torch.arange(width) < torch.tensor([len(r) for r in rows]).unsqueeze(-1)).long()}
     k = torch.arange(width)
     q = k.view(1, width, 1)
     k = k.view(1, 1, width)
     own = (k >= start.unsqueeze(-1)) & (k <= q)
     shared = (k >= lo.unsqueeze(-1)) & (k < hi.unsqueeze(-1))
-    return {"input_ids": ids, "position_ids": pos, "attention_mask": (own | shared).unsqueeze(1), "pred_index": pred,
-            "old_logprobs": old, "advantages": adv, "weights": w, "temperature": temp, "top_p": top_p}
+    return {**out, "attention_mask": (own | shared).unsqueeze(1)}

@@ -1,8 +1,8 @@
 """Trajectories -> training sequences on exactly the sampled tokens.
 
 An assistant turn is merged with the next one into one sequence only when the next prompt
-extends prompt+completion token for token and both were sampled with the same settings;
-otherwise it is its own sequence. Only sampled completion tokens carry loss; prompt, tool-result
+extends prompt+completion token for token and both were sampled with the same settings (and
+both or neither under a grammar); otherwise it is its own sequence. Only sampled completion tokens carry loss; prompt, tool-result
 and template tokens are context.
 """
 
@@ -22,6 +22,11 @@ class Sequence:
     # The distribution the loss tokens were drawn from (and their old logprobs recorded under).
     temperature: float = 1.0
     top_p: float = 1.0
+    top_k: int = 0
+    min_p: float = 0.0
+    constrained: bool = False  # sampled under a grammar (Generation.constrained)
+    # Loss tokens of the whole trajectory this sequence belongs to ("sequence" loss normalisation).
+    trajectory_loss_tokens: int = 0
 
     def extend(self, ids: list[int], logprobs: list[float] | None) -> None:
         self.input_ids += ids
@@ -33,13 +38,16 @@ class Sequence:
         return sum(self.loss_mask)
 
 
-def sampling_settings(g: Generation) -> tuple[float, float]:
-    """(temperature, top_p) the trainer scores `g`'s tokens at: a greedy turn's logprobs were
-    recorded at temperature 1 without top-p (see Generation)."""
-    return (g.temperature, g.top_p) if g.temperature > 0 else (1.0, 1.0)
+def sampling_settings(g: Generation) -> dict[str, float | int | bool]:
+    """The settings the trainer scores `g`'s tokens at (Sequence's fields): a greedy turn's logprobs
+    were recorded at temperature 1 without truncation (see Generation)."""
+    if g.temperature == 0:
+        return {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "constrained": g.constrained}
+    return {"temperature": g.temperature, "top_p": g.top_p, "top_k": max(g.top_k, 0), "min_p": g.min_p, "constrained": g.constrained}
 
 
 def trajectory_sequences(traj: Trajectory, advantage: float) -> list[Sequence]:
+    """`traj`'s training sequences (those carrying loss), each knowing the trajectory's loss tokens."""
     seqs: list[Sequence] = []
     cur: Sequence | None = None
     for g in traj.generations:
@@ -47,14 +55,16 @@ def trajectory_sequences(traj: Trajectory, advantage: float) -> list[Sequence]:
             continue
         if len(g.logprobs) != len(g.completion_token_ids):
             raise ValueError(f"trajectory {traj.id}: {len(g.logprobs)} logprobs for {len(g.completion_token_ids)} tokens")
-        temperature, top_p = sampling_settings(g)
+        settings = sampling_settings(g)
         n = len(cur.input_ids) if cur else 0
-        if (cur is not None and (cur.temperature, cur.top_p) == (temperature, top_p)
+        if (cur is not None and all(getattr(cur, k) == v for k, v in settings.items())
                 and len(g.prompt_token_ids) >= n and g.prompt_token_ids[:n] == cur.input_ids):
             cur.extend(g.prompt_token_ids[n:], None)
         else:
-            cur = Sequence(advantage=advantage, temperature=temperature, top_p=top_p)
+            cur = Sequence(advantage=advantage, **settings)
             seqs.append(cur)
             cur.extend(g.prompt_token_ids, None)
         cur.extend(g.completion_token_ids, g.logprobs)
+    for s in seqs:  # each began with a generation's completion: none is without loss tokens
+        s.trajectory_loss_tokens = sum(x.n_loss_tokens for x in seqs)
     return seqs
