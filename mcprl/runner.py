@@ -90,13 +90,13 @@ class TrainingRun:
         self.resume = resume
         self.say = say
         self.progress = progress  # a rich Progress, or None
-        self.model = TrainableModel(name=cfg.name, project=cfg.project, base_model=cfg.model)
+        self.model = TrainableModel(name=cfg.name, project=cfg.project, base_model=cfg.model, lora=cfg.lora)
         self.dir = self.model.dir
         self.metrics = MetricsLog(self.dir / "metrics.jsonl")
         self.secrets: list[str] = []
 
     async def run(self) -> dict[str, Any]:
-        from mcprl.backends.local import LocalBackend, cuda_available
+        from mcprl.backends.local import LocalBackend, resolve_device
         from mcprl.tools import open_tools, secret_values
         from mcprl.train import checkpoints
         from scenarios import run_scenarios
@@ -106,7 +106,7 @@ class TrainingRun:
         if done and not self.resume:
             raise UserError(f"{self.dir} already has {done} trained step(s); pass --resume to continue it, or --name NEW for a new run")
         self.agent = agents.load(cfg.rollout.agent)  # a bad agent spec stops the run before any work
-        if cfg.rollout.constrain_tool_calls and cuda_available():
+        if cfg.rollout.constrain_tool_calls and resolve_device(cfg.runtime.device) == "cuda":
             # vLLM applies a grammar's mask before it computes logprobs, so it would record masked
             # ones, which the trainer cannot reproduce (mcprl.serving.sampler records the policy's own).
             raise UserError("constrain_tool_calls is not supported on the GPU runtime yet (vLLM records grammar-masked "
@@ -122,7 +122,7 @@ class TrainingRun:
                                              api_base=cfg.judge.api_base, say=self.say)
             train = await self._demonstration(pool, train, shipped.example if shipped and cfg.scenarios.task_help else None)
             judge = cfg.judge.build(all_or_nothing=not cfg.scenarios.task_help, shaped=pool is not None, cache_dir=self.dir / "judge-cache")
-            backend = await stack.enter_async_context(LocalBackend(dtype=cfg.dtype))
+            backend = await stack.enter_async_context(LocalBackend.from_config(cfg.runtime))
             self.say(f"loading {cfg.model} and serving {cfg.name} ({'GPU: vLLM + Unsloth' if backend.device == 'cuda' else 'CPU'})...")
             await self.model.register(backend)
             step = self.model.get_step()
@@ -221,16 +221,13 @@ class TrainingRun:
         )
 
     async def _evaluate(self, pool, val: list[Scenario], step: int) -> None:
-        from judges import VerifyJudge, score_groups
+        from judges import score_groups
 
         cfg = self.cfg
         verifiable = all(s.check is not None for s in val)
         per = cfg.eval_samples if verifiable else max(cfg.eval_samples, 2)
         groups = await self._rollouts(pool, val, per, f"eval at step {step}")
-        if verifiable:
-            judge = VerifyJudge(all_or_nothing=not cfg.scenarios.task_help)
-        else:
-            judge = cfg.judge.build(all_or_nothing=not cfg.scenarios.task_help, cache_dir=self.dir / "judge-cache")
+        judge = cfg.judge.held_out(verifiable, all_or_nothing=not cfg.scenarios.task_help, cache_dir=self.dir / "judge-cache")
         groups = await score_groups(judge, groups)
         dump_jsonl([redact_model(g, self.secrets) for g in groups], self.dir / "eval" / f"step_{step:04d}.jsonl")
         row = {"kind": "eval", "step": step, **rollout_metrics(groups)}

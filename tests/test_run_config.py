@@ -2,6 +2,7 @@
 the flags of `mcprl train` (made from the model), with the flat files of earlier versions moved
 into their sections."""
 
+import inspect
 import json
 import typing
 
@@ -9,7 +10,7 @@ import pytest
 from cli_runner import run_cli
 from pydantic import BaseModel, Field
 
-from mcprl.cli import train_cmd
+from mcprl.cli import flags, train_cmd
 from mcprl.errors import UserError
 from mcprl.rollout import RolloutConfig
 from mcprl.run_config import MOVED, RunConfig, load_config, load_saved
@@ -66,7 +67,7 @@ def test_a_key_given_both_flat_and_in_its_section_is_refused(tmp_path):
 def test_unknown_keys_name_the_known_keys_and_sections(tmp_path):
     f = tmp_path / "run.toml"
     f.write_text("stepz = 3\n")
-    with pytest.raises(UserError, match=r"unknown key\(s\) stepz; known keys: model, name, .*steps.*; sections: \[server\] \[scenarios\] \[rollout\] \[judge\] \[train\]$"):
+    with pytest.raises(UserError, match=r"unknown key\(s\) stepz; known keys: model, name, .*steps.*; sections: \[server\] \[scenarios\] \[rollout\] \[judge\] \[train\] \[lora\] \[runtime\]$"):
         load_config(f, {})
     f.write_text("[rollout]\nmax_turnz = 3\n")
     with pytest.raises(UserError, match=r"unknown key\(s\) rollout.max_turnz; known keys in \[rollout\]: agent, max_turns, max_tokens"):
@@ -145,13 +146,14 @@ def test_flags_override_the_file_and_a_bad_value_names_the_setting(parse, tmp_pa
 
 
 def test_every_setting_has_a_flag_named_after_it():
-    flagged = {place for place, _, _ in train_cmd.FLAGS.values()}
-    unflagged = {place for place, _ in train_cmd.settings()} - flagged
+    flagged = {place for place, _, _ in flags.FLAGS.values()}
+    unflagged = {place for place, _ in flags.settings()} - flagged
     assert unflagged == {"example_source", "rollout.example"}  # written by the run; chat messages (a run file can)
-    names = [train_cmd.flag_name(p) for p in flagged]
+    names = [flags.flag_name(p) for p in flagged]
     assert len(names) == len(set(names))
-    assert {p: train_cmd.flag_name(p) for p in ("rollout.max_turns", "train.epsilon", "train.beta", "scenarios.n")} == {
-        "rollout.max_turns": "--max-turns", "train.epsilon": "--epsilon", "train.beta": "--beta", "scenarios.n": "-n"}
+    assert {p: flags.flag_name(p) for p in ("rollout.max_turns", "train.epsilon", "train.beta", "scenarios.n", "lora.rank")} == {
+        "rollout.max_turns": "--max-turns", "train.epsilon": "--epsilon", "train.beta": "--beta", "scenarios.n": "-n",
+        "lora.rank": "--lora-rank"}
 
 
 def test_a_new_setting_gets_its_flag():
@@ -161,13 +163,17 @@ def test_a_new_setting_gets_its_flag():
     class Run(RunConfig):
         rollout: Rollout = Field(default_factory=Rollout)
 
-    found = train_cmd.flags(Run)
+    found = flags.flags(Run)
     place, kind, field = found["rollout__new_knob"]
-    assert (place, kind, train_cmd.flag_name(place), train_cmd.flag_help(field, kind)) == (
+    assert (place, kind, flags.flag_name(place), flags.flag_help(field, kind)) == (
         "rollout.new_knob", int, "--new-knob", "turns the knob \\[3]")
-    option = train_cmd.signature(found).parameters["rollout__new_knob"].default
+
+    def command(**given):
+        pass
+
+    option = inspect.signature(flags.with_flags(command, found)).parameters["rollout__new_knob"].default
     assert option.param_decls == ("--new-knob",) and option.rich_help_panel == "\\[rollout]"
-    assert typing.get_origin(train_cmd.flag_type(RunConfig.model_fields["server"].annotation.model_fields["allow"].annotation)) is list
+    assert typing.get_origin(flags.flag_type(RunConfig.model_fields["server"].annotation.model_fields["allow"].annotation)) is list
 
 
 def test_a_flat_config_json_of_an_earlier_run_loads(tmp_path):

@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from mcprl.cli.flags import SERVER_FLAGS, with_flags
 from mcprl.types import ToolSchema
 
 
@@ -48,7 +49,6 @@ async def write_scenarios(
 
 
 def scenarios(
-    server: str = typer.Option(..., "--server", help="MCP server: a URL (http/sse) or a command line (stdio)"),
     n: int = typer.Option(..., "-n", help="how many scenarios to synthesize"),
     output: Path = typer.Option(..., "-o", "--output", help="JSONL file to write"),
     model: str = typer.Option("local", "--model", help="generator: any litellm model string, or 'local' (our base policy model)"),
@@ -58,20 +58,20 @@ def scenarios(
     seed: int = typer.Option(0, "--seed", help="seeds generation and the train/val split"),
     val_fraction: float = typer.Option(0.2, "--val-fraction", help="share of scenarios held out for validation"),
     batch_size: int | None = typer.Option(None, "--batch-size", help="tasks asked for per generator call \\[1 for local, else 5]"),
-    transport: str = typer.Option("auto", "--transport", help="auto, stdio, http or sse"),
-    header: list[str] = typer.Option([], "--header", help="'Name: value' sent to an HTTP/SSE server; repeatable"),
-    env: list[str] = typer.Option([], "--env", help="KEY=value for a stdio server; repeatable"),
+    **given: Any,
 ) -> None:
     """Synthesize scenarios (task inputs) from a server's tools, resources and prompts."""
     import anyio
     from rich.console import Console
 
-    from mcprl.tools import ServerSpec, discover
+    from mcprl.cli.tools_cmd import server_settings
+    from mcprl.tools import discover
 
     console = Console(stderr=True)
+    spec = server_settings(given).spec()
 
     async def run() -> str:
-        toolset = await discover(ServerSpec.parse(server, transport=transport, headers=header, env=env))
+        toolset = await discover(spec)
         return await write_scenarios(
             toolset.tools,
             n,
@@ -89,3 +89,6 @@ def scenarios(
         )
 
     print(anyio.run(run))
+
+
+with_flags(scenarios, SERVER_FLAGS)
