@@ -212,3 +212,25 @@ def test_reading_the_settings_loads_no_sdk_and_the_packages_export_what_they_nam
             " if isinstance(getattr(importlib.import_module(p), n), types.ModuleType)])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[:2] == ["[]", "[]"]
+
+
+def test_every_command_that_connects_to_a_server_takes_the_same_server_flags():
+    """`[server]`'s flags are made once (mcprl.cli.flags.SERVER_FLAGS): the same names, help and types everywhere."""
+    import typer
+
+    from autorl.cli import app as autorl_app
+    from mcprl.cli.main import app
+
+    def server_options(command):
+        return {tuple(p.opts + p.secondary_opts): (p.help, p.multiple) for p in command.params if p.name.startswith("server__")}
+
+    group = typer.main.get_command(app)
+    commands = {name: group.commands[name] for name in ("tools", "validate", "scenarios", "eval", "train", "autorl")}
+    commands["autorl (its own command)"] = typer.main.get_command(autorl_app)
+    expected = server_options(commands["train"])
+    assert {opt for opts in expected for opt in opts} >= {"--server", "-s", "--header", "-H", "--env", "-e", "--transport", "--cwd",
+                                                           "--allow", "--deny", "--connect-timeout", "--call-timeout"}
+    for name, command in commands.items():
+        found = server_options(command)
+        # eval's help leaves out the defaults: they are the run's own
+        assert {k: v[1] for k, v in found.items()} == {k: v[1] for k, v in expected.items()}, name

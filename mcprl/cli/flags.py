@@ -89,9 +89,8 @@ def flag_name(place: str) -> str:
 def flag_help(field: FieldInfo, kind: type, show_default: bool = True) -> str:
     """The field's description, its choices, 'repeatable' for a list, and its default in brackets."""
     text = field.description or ""
-    literals = [a for a in typing.get_args(field.annotation) if typing.get_origin(a) is Literal] or [field.annotation]
-    if typing.get_origin(literals[0]) is Literal:
-        text += f" ({'|'.join(typing.get_args(literals[0]))})"
+    if typing.get_origin(field.annotation) is Literal:
+        text += f" ({'|'.join(typing.get_args(field.annotation))})"
     if typing.get_origin(kind) is list:
         text += "; repeatable"
     default = field.get_default(call_default_factory=True)
