@@ -52,7 +52,6 @@ def run_settings(run_dir: Path | None, scenarios: list[Scenario], overrides: Map
     config = run_dir / "config.json" if run_dir is not None else None
     if config is not None and config.exists():
         cfg = load_config(config, overrides, saved=True)
-        check_secrets_given(cfg, config)
     else:
         shipped = {(s.check or {}).get("server") for s in scenarios}
         if len(shipped) == 1 and None not in shipped:
@@ -65,20 +64,6 @@ def run_settings(run_dir: Path | None, scenarios: list[Scenario], overrides: Map
         except UserError:  # a check naming a server that is not a shipped one
             pass
     return cfg.model_copy(update={"rollout": rc})
-
-
-def check_secrets_given(cfg: RunConfig, config: Path) -> None:
-    """A run's config.json masks its secrets (header values, secret-looking env values); connecting
-    with the mask in their place would fail obscurely, so each must be given again as a flag."""
-    from mcprl.tools.redact import MASK
-
-    server = cfg.server
-    for flag, table, sep in (("--header", server.headers, ": "), ("--env", server.env, "=")):
-        if masked := [k for k, v in table.items() if MASK in v]:
-            raise UserError(f"{config} does not hold the value of {', '.join(masked)} (secrets are masked); "
-                            f"give it again: {flag} '{masked[0]}{sep}...'")
-    if server.target is not None and MASK in server.target:
-        raise UserError(f"{config} does not hold the server's full address (a secret in it is masked); give it again: --server ...")
 
 
 async def evaluate(cfg: RunConfig, *, model: str, scenarios: list[Scenario], baseline: str | None = None,

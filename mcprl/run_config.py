@@ -38,6 +38,7 @@ from mcprl.backends.config import RuntimeConfig
 from mcprl.errors import UserError, first_problem
 from mcprl.rollout import RolloutConfig
 from mcprl.tools.discovery import ServerConfig
+from mcprl.tools.redact import MASK
 from mcprl.train.config import LoraSettings, TrainConfig
 from scenarios.source import ScenarioConfig
 
@@ -181,9 +182,24 @@ def load_config(path: Path | None, overrides: Mapping[str, Any], *, saved: bool 
         target[leaf] = value
     check_keys(data, "settings")
     try:
-        return RunConfig.model_validate(data)
+        cfg = RunConfig.model_validate(data)
     except ValidationError as e:
         raise UserError(f"bad setting {first_problem(e)}") from None
+    if path is not None:
+        check_secrets_given(cfg, path)
+    return cfg
+
+
+def check_secrets_given(cfg: RunConfig, config: Path) -> None:
+    """A run's config.json masks its secrets (header values, secret-looking env values); connecting
+    with the mask in their place would fail obscurely, so each must be given again as a flag."""
+    server = cfg.server
+    for flag, table, sep in (("--header", server.headers, ": "), ("--env", server.env, "=")):
+        if masked := [k for k, v in table.items() if MASK in v]:
+            raise UserError(f"{config} does not hold the value of {', '.join(masked)} (secrets are masked); "
+                            f"give it again: {flag} '{masked[0]}{sep}...'")
+    if server.target is not None and MASK in server.target:
+        raise UserError(f"{config} does not hold the server's full address (a secret in it is masked); give it again: --server ...")
 
 
 def saved_settings(path: Path) -> dict[str, Any]:

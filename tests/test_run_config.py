@@ -182,9 +182,12 @@ def test_a_flat_config_json_of_an_earlier_run_loads(tmp_path):
     cfg = load_saved(saved)
     assert (cfg.rollout.max_turns, cfg.rollout.example, cfg.example_source, cfg.judge.mode) == (2, FLAT["example_messages"], "file", "both")
     assert cfg.scenarios.file is None and cfg.rollout.system_prompt == RolloutConfig().system_prompt and cfg.server.headers == {"X": "***"}
-    # this version's config.json loads back as it was, and serves as a run file
+    # this version's config.json loads back as it was, and serves as a run file once its masked secrets are given again
     saved.write_text(json.dumps(cfg.redacted([])))
-    assert load_saved(saved) == cfg == load_config(saved, {})
+    assert load_saved(saved) == cfg
+    with pytest.raises(UserError, match=r"config.json does not hold the value of X \(secrets are masked\); give it again: --header 'X: ...'$"):
+        load_config(saved, {})
+    assert load_config(saved, {"server.headers": ["X: v"]}) == cfg.model_copy(update={"server": cfg.server.model_copy(update={"headers": {"X": "v"}})})
 
 
 async def test_a_resumed_run_keeps_the_demonstration_of_its_flat_config_json(home):
