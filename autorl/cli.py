@@ -4,14 +4,15 @@ command, so `--help` stays instant."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+
+from mcprl.cli.flags import SERVER_FLAGS, overrides, with_flags
 
 
 def autorl_command(
     task: str = typer.Argument(..., help="what the model should do, in a sentence, e.g. 'Turn a customer email into a one-line summary'"),
-    server: str = typer.Option(None, "--server", help="MCP server whose tools the task uses: URL or stdio command (optional)"),
-    header: list[str] = typer.Option([], "--header", help="'Name: value' sent to HTTP servers; repeatable"),
-    env: list[str] = typer.Option([], "--env", help="K=V for a stdio server's environment; repeatable"),
     steps: int = typer.Option(None, "--steps", help="training steps \\[10]"),
     n: int = typer.Option(None, "-n", help="inputs to generate \\[enough for --steps: 8 to 48]"),
     model: str = typer.Option(None, "--model", help="base model to train: alias, local dir or HF id \\[smollm2-135m]"),
@@ -27,11 +28,13 @@ def autorl_command(
     learning_rate: float = typer.Option(None, "--learning-rate", help="\\[5e-5]"),
     resume: bool = typer.Option(False, "--resume", help="continue from the last checkpoint"),
     regenerate: bool = typer.Option(False, "--regenerate", help="generate the prompt, inputs and rubric anew, ignoring saved files"),
+    **given: Any,
 ) -> None:
     """AutoRL: generate a system prompt, inputs and a rubric from a task description, then train.
 
     The generated files are saved next to the run (<MCPRL_HOME>/<project>/<name>/autorl/): edit
-    any of them and rerun to use your version, or pass --regenerate."""
+    any of them and rerun to use your version, or pass --regenerate. A server (optional) gives
+    the task its tools."""
     import anyio
     from rich.console import Console
 
@@ -40,7 +43,7 @@ def autorl_command(
     from mcprl.run_config import load_config
 
     cfg = load_config(None, {
-        "server.target": server, "server.headers": header, "server.env": env, "steps": steps, "scenarios.n": n, "model": model,
+        **overrides(given, SERVER_FLAGS), "steps": steps, "scenarios.n": n, "model": model,
         "judge.model": judge_model, "judge.api_base": api_base, "name": name, "project": project, "group_size": group_size,
         "groups_per_step": groups_per_step, "rollout.max_turns": max_turns, "rollout.max_tokens": max_tokens,
         "train.learning_rate": learning_rate,
@@ -59,6 +62,8 @@ def autorl_command(
     if summary["interrupted"]:
         raise typer.Exit(130)
 
+
+with_flags(autorl_command, SERVER_FLAGS)
 
 app = typer.Typer(name="autorl", no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
 app.command()(autorl_command)

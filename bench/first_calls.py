@@ -30,7 +30,7 @@ async def first_calls(name: str, server: str, project: str, samples: int, rebuil
     from judges import VerifyJudge, score_groups
     from judges.shaping import STAGES, agent_messages, tool_use_score
     from mcprl import agents, demonstration
-    from mcprl.evaluate import resolve_checkpoint, rollout_settings
+    from mcprl.evaluate import resolve_checkpoint, run_settings
     from mcprl.gather import gather_trajectory_groups
     from mcprl.model import Model
     from mcprl.paths import model_dir
@@ -46,7 +46,7 @@ async def first_calls(name: str, server: str, project: str, samples: int, rebuil
         return [Scenario.model_validate_json(line) for line in text.splitlines() if line.strip()]
 
     scenarios = split("val")
-    rc = rollout_settings(adapter, scenarios)
+    rc = run_settings(adapter.parent.parent, scenarios).rollout
     if constrain:
         rc = rc.model_copy(update={"constrain_tool_calls": True})
     rollout = agents.load(rc.agent)

@@ -85,5 +85,16 @@ class JudgeConfig(BaseModel):
         judge = build_judge(mode, ruler, all_or_nothing=all_or_nothing)
         return ShapedJudge(judge, ToolUseShaping(), self.shaping) if shaped and self.shaping > 0 else judge
 
+    def held_out(self, verifiable: bool, *, all_or_nothing: bool = False, cache_dir: Path | None = None) -> Judge:
+        """How held-out scenarios are scored, by a run's evaluations and by `mcprl eval` alike: by
+        their checks when every one has one (`verifiable`), else by RULER (with the checks gating
+        where the mode is both); never shaped, so a score is the task's alone."""
+        from judges.verify import VerifyJudge
+
+        if verifiable:
+            return VerifyJudge(all_or_nothing=all_or_nothing)
+        mode = "ruler" if self.mode == "verify" else self.mode  # without checks only RULER can judge
+        return self.model_copy(update={"mode": mode}).build(all_or_nothing=all_or_nothing, cache_dir=cache_dir)
+
 
 __all__ = sorted([*_EXPORTS, "JudgeConfig", "JudgeMode", "build_judge"])

@@ -4,27 +4,32 @@ with a baseline, RULER's win rate of the model against it."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcprl.errors import UserError
 from mcprl.metrics import rollout_metrics, wilson_interval
 from mcprl.types import Scenario
 
+if TYPE_CHECKING:
+    from mcprl.run_config import RunConfig
 
-def resolve_checkpoint(spec: str, project: str) -> tuple[str, Path | None, str]:
+
+def resolve_checkpoint(spec: str, project: str, root: Path | None = None) -> tuple[str, Path | None, str]:
     """`NAME@STEP` / `NAME` of a trained model -> (base model, adapter dir, served name);
-    anything else is a base model spec served as itself."""
+    anything else is a base model spec served as itself. `root`: the checkpoints directory to
+    look in (a run's own); default: the project's model NAME."""
     from mcprl import paths
     from mcprl.train import checkpoints
 
     name, _, step = spec.partition("@")
-    root = paths.checkpoints_dir(project, name)
+    given = root is not None
+    root = root or paths.checkpoints_dir(project, name)
     steps = checkpoints.list_steps(root)
     if not steps:
-        if step:
+        if step or given:
             raise UserError(f"no trained model {name!r} in project {project!r} (looked in {root}); check --project and the name")
         return spec, None, spec
     if step and (not step.isdigit() or int(step) not in steps):
@@ -34,54 +39,61 @@ def resolve_checkpoint(spec: str, project: str) -> tuple[str, Path | None, str]:
     return checkpoints.read_state(ckpt)["base_model"], ckpt, f"{name}@{s}"
 
 
-def rollout_settings(checkpoint: Path | None, scenarios: list[Scenario]):
-    """The prompt and sampling a trained model was trained with (its run's config.json, of this
-    version or an earlier one), so that it is evaluated as it learned; for a base model, a run's
-    defaults. Without a recorded example, scenarios of a registered task set get its
-    worked example, as a run on them would (unless that run turned their help off)."""
+def run_settings(run_dir: Path | None, scenarios: list[Scenario], overrides: Mapping[str, Any] | None = None) -> RunConfig:
+    """The settings a model is evaluated with: its run's own (`run_dir`/config.json, of this
+    version or an earlier one: server, prompt and sampling, judge, evaluation samples, runtime),
+    so that it is evaluated as it learned and scored as its run scored it; without a run, a run's
+    defaults. `overrides` (flags) win. Without a recorded example, scenarios of a registered task
+    set get its worked example, as a run on them would (unless that run turned their help off)."""
     from mcprl import tasks
-    from mcprl.run_config import RunConfig, load_saved
+    from mcprl.run_config import load_config
 
-    config = checkpoint.parent.parent / "config.json" if checkpoint is not None else None
+    overrides = dict(overrides or {})
+    config = run_dir / "config.json" if run_dir is not None else None
     if config is not None and config.exists():
-        cfg = load_saved(config)
+        cfg = load_config(config, overrides, saved=True)
     else:
         shipped = {(s.check or {}).get("server") for s in scenarios}
-        cfg = RunConfig(scenarios={"tasks": shipped.pop()} if len(shipped) == 1 and None not in shipped else {})
+        if len(shipped) == 1 and None not in shipped:
+            overrides.setdefault("scenarios.tasks", shipped.pop())
+        cfg = load_config(None, overrides)
     rc = cfg.rollout
     if rc.example is None and cfg.scenarios.tasks and cfg.scenarios.task_help:
         try:
             rc = rc.model_copy(update={"example": tasks.get(cfg.scenarios.tasks).example})
         except UserError:  # a check naming a server that is not a shipped one
             pass
-    return rc
+    return cfg.model_copy(update={"rollout": rc})
 
 
-async def evaluate(*, server: str | None, model: str, scenarios: list[Scenario], project: str = "default",
-                   baseline: str | None = None, judge: str = "verify", judge_model: str = "local",
-                   api_base: str | None = None, samples: int = 1, max_turns: int | None = None,
-                   max_tokens: int | None = None, temperature: float | None = None, agent: str | None = None,
-                   max_concurrency: int = 16, headers: dict[str, str] | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
+async def evaluate(cfg: RunConfig, *, model: str, scenarios: list[Scenario], baseline: str | None = None,
+                   checkpoints: Path | None = None, cache_dir: Path | None = None) -> dict[str, Any]:
+    """`model` (a spec for `resolve_checkpoint`, in `checkpoints` when given) on `scenarios` with the
+    settings `cfg` (see `run_settings`): its server, rollout, held-out judge (`JudgeConfig.held_out`),
+    evaluation samples, concurrency and runtime dtype and threads; RULER's verdicts cached in `cache_dir`."""
     import anyio
 
-    from judges import GateJudge, RulerJudge, VerifyJudge, score_groups
+    from judges import score_groups
+    from mcprl import agents, weights
     from mcprl.gather import gather_trajectory_groups
-    from mcprl import agents
     from mcprl.model import Model
     from mcprl.serving.engine import Engine
     from mcprl.serving.local import LocalServer
-    from mcprl.tools import ServerSpec, ToolPool
+    from mcprl.tools import ToolPool
 
-    base, adapter, served = resolve_checkpoint(model, project)
-    rc = rollout_settings(adapter, scenarios).model_copy(update={k: v for k, v in (
-        ("max_turns", max_turns), ("max_tokens", max_tokens), ("temperature", temperature), ("agent", agent)) if v is not None})
-    rollout = agents.load(rc.agent)  # the run's own agent unless `agent` says otherwise
-    engine = await anyio.to_thread.run_sync(lambda: Engine(base, served_name=base))
+    base, adapter, served = resolve_checkpoint(model, cfg.project, checkpoints)
+    rc = cfg.rollout
+    rollout = agents.load(rc.agent)  # the run's own agent unless --agent says otherwise
+    if cfg.runtime.threads:
+        import torch
+
+        torch.set_num_threads(cfg.runtime.threads)
+    engine = await anyio.to_thread.run_sync(lambda: Engine(base, model=weights.load_model(base, dtype=cfg.runtime.dtype), served_name=base))
     if adapter is not None:
         engine.load_adapter(served, adapter)
     names = [served]
     if baseline:
-        b_base, b_adapter, b_served = resolve_checkpoint(baseline, project)
+        b_base, b_adapter, b_served = resolve_checkpoint(baseline, cfg.project)
         if b_base != base:
             raise UserError(f"--baseline {baseline} is built on {b_base}, the model on {base}; compare models of the same base")
         if b_adapter is not None:
@@ -89,22 +101,22 @@ async def evaluate(*, server: str | None, model: str, scenarios: list[Scenario],
         names.append(b_served)
     server_ = LocalServer(engine)
     verifiable = all(s.check is not None for s in scenarios)
-    ruler = RulerJudge(judge_model, api_base=api_base) if (judge != "verify" or baseline or not verifiable) else None
+    judge = cfg.judge.held_out(verifiable, all_or_nothing=not cfg.scenarios.task_help, cache_dir=cache_dir)
     try:
-        pool_cm = ToolPool(ServerSpec.parse(server, headers=headers or {}, env=env or {})) if server else None
+        pool_cm = ToolPool(cfg.server.spec()) if cfg.server.target else None
         async with (pool_cm if pool_cm is not None else nullcontext()) as pool:
             policies = [Model(name=n, inference_base_url=server_.base_url, inference_model_name=n) for n in names]
-            per = samples if verifiable else max(samples, 2)
+            per = cfg.eval_samples if verifiable else max(cfg.eval_samples, 2)
             groups = await gather_trajectory_groups(
-                [[rollout(policies[0], s, pool, rc) for _ in range(per)] for s in scenarios], max_concurrency=max_concurrency)
+                [[rollout(policies[0], s, pool, rc) for _ in range(per)] for s in scenarios], max_concurrency=cfg.max_concurrency)
             for g, s in zip(groups, scenarios):
                 g.scenario = s
-            scorer = VerifyJudge() if verifiable and judge == "verify" else GateJudge(VerifyJudge(), ruler) if verifiable else ruler
-            await score_groups(scorer, groups)
+            await score_groups(judge, groups)
             result: dict[str, Any] = {"model": served, "scenarios": len(scenarios), **rollout_metrics(groups)}
             if baseline:
+                ruler = cfg.judge.model_copy(update={"mode": "ruler"}).build(cache_dir=cache_dir)
                 result["baseline"] = names[1]
-                result.update(await _win_rate(rollout, policies, scenarios, pool, rc, ruler, max_concurrency))
+                result.update(await _win_rate(rollout, policies, scenarios, pool, rc, ruler, cfg.max_concurrency))
     finally:
         server_.close()
     return result

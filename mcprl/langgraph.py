@@ -21,7 +21,9 @@ import warnings
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from mcprl.errors import UserError
+from pydantic import ValidationError
+
+from mcprl.errors import UserError, first_problem
 from mcprl.recording import McpTools, Recorder, async_http_client, http_client
 from mcprl.rollout import RolloutConfig, initial_messages
 from mcprl.types import Scenario, Trajectory
@@ -37,17 +39,20 @@ __all__ = ["create_mcp_agent", "init_chat_model", "mcp_tools", "react_agent", "w
 
 
 def init_chat_model(model: Model, **kwargs: Any) -> ChatOpenAI:
-    """A ChatOpenAI at `model`'s endpoint (temperature 1) that records its calls into the
-    current rollout. `kwargs` override the defaults."""
+    """A ChatOpenAI at `model`'s endpoint, sampling as a run does by default (`RolloutConfig`'s
+    temperature and top_p), that records its calls into the current rollout. `kwargs` override
+    the defaults."""
     from langchain_openai import ChatOpenAI
 
     if not model.inference_base_url:
         raise UserError(f"model {model.name!r} has no endpoint; register it with a backend first")
+    sampling = RolloutConfig()
     settings: dict[str, Any] = {
         "model": model.get_inference_name(),
         "base_url": model.inference_base_url,
         "api_key": model.inference_api_key or "mcprl",
-        "temperature": 1.0,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
         "max_retries": 0,
         "timeout": 600,
         "disable_streaming": True,  # the endpoint answers whole completions only
@@ -91,18 +96,14 @@ def _mcp_tool(tools: McpTools, fn: dict[str, Any]) -> BaseTool:
     return StructuredTool(name=fn["name"], description=fn.get("description") or fn["name"], args_schema=schema, coroutine=call)
 
 
-def create_mcp_agent(
-    model: Model,
-    pool: ToolPool,
-    *,
-    system_prompt: str | None = None,
-    max_turns: int = 6,
-    max_tokens: int = 192,
-    demonstration: bool = True,
-) -> Callable[[Scenario], Awaitable[Trajectory]]:
-    """`react_agent` over `pool` with these settings, as a rollout `(scenario) -> Trajectory`."""
-    config = RolloutConfig(max_turns=max_turns, max_tokens=max_tokens, demonstration=demonstration,
-                           **({"system_prompt": system_prompt} if system_prompt else {}))
+def create_mcp_agent(model: Model, pool: ToolPool, config: RolloutConfig | None = None, **settings: Any) -> Callable[[Scenario], Awaitable[Trajectory]]:
+    """`react_agent` over `pool` as a rollout `(scenario) -> Trajectory`, with the rollout settings
+    `config` (default: a run's, `RolloutConfig()`) and any of them changed by keyword
+    (`max_turns=2`, `system_prompt=...`)."""
+    try:
+        config = RolloutConfig.model_validate({**(config or RolloutConfig()).model_dump(), **settings})
+    except ValidationError as e:
+        raise UserError(f"bad rollout setting {first_problem(e)}") from None
 
     async def agent(scenario: Scenario) -> Trajectory:
         return await react_agent(model, scenario, pool, config)

@@ -8,16 +8,18 @@ stage itself takes, so a setting has one name and one default wherever it is use
     [judge]      judges.JudgeConfig            how rollouts are scored (and who writes scenarios)
     [train]      mcprl.train.config.TrainConfig  the GRPO step
     [cluster]    mcprl.cluster.ClusterConfig   where rollouts run: this process, or Ray workers
+    [lora]       mcprl.train.config.LoraSettings  the adapter it trains (rank, alpha, dropout, modules)
+    [runtime]    mcprl.backends.config.RuntimeConfig  where it trains and serves (device, dtype, CPU threads, GPUs)
 
 The rest is the run's own: what it trains and where it writes (model, name, project, seed,
-dtype, wandb), and the loop no stage owns (steps, time budget, groups, dynamic sampling,
+wandb), and the loop no stage owns (steps, time budget, groups, dynamic sampling,
 warm-up, evaluation cadence, concurrency), which mcprl.runner reads. The demonstration's file
 (`example`) is the run's too: the run settles the example exchange from it (mcprl.demonstration)
 and records it in `rollout.example`, with where it came from in `example_source`.
 
 A run file (`--config run.toml`, or a run's own config.json) holds these keys, sections as
 tables (`[rollout]` then `max_turns = 2`); every setting is also a flag of `mcprl train`
-(`--max-turns 2`, mcprl.cli.train_cmd), and flags win over the file. An unknown key is an
+(`--max-turns 2`, mcprl.cli.flags), and flags win over the file. An unknown key is an
 error. The flat keys of earlier versions still load, each moved to its place with a one-line
 note (`max_turns is now rollout.max_turns`).
 """
@@ -29,16 +31,18 @@ import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judges import JudgeConfig
+from mcprl.backends.config import RuntimeConfig
 from mcprl.cluster import ClusterConfig
 from mcprl.errors import UserError, first_problem
 from mcprl.rollout import RolloutConfig
 from mcprl.tools.discovery import ServerConfig
-from mcprl.train.config import TrainConfig
+from mcprl.tools.redact import MASK
+from mcprl.train.config import LoraSettings, TrainConfig
 from scenarios.explore import ExploreConfig
 from scenarios.source import ScenarioConfig
 
@@ -65,8 +69,6 @@ class RunConfig(BaseModel):
     eval_every: int = Field(default=5, ge=0, description="evaluate every E steps (0: only first and last)")
     eval_samples: int = Field(default=1, ge=1, description="rollouts per held-out scenario")
     max_concurrency: int = Field(default=16, ge=1, description="rollouts at once")
-    dtype: Literal["auto", "float32", "bfloat16"] = Field(
-        default="auto", description="base weights, CPU or GPU (auto: bfloat16 on CPUs that compute it natively; the model's on a GPU)")
     wandb: bool = Field(default=False, description="log to Weights & Biases when installed")
     example: str | None = Field(default=None, description="JSON list of chat messages shown before each task (else built from a scenario)")
     example_source: str | None = Field(default=None, description="where rollout.example came from (mcprl.demonstration)",
@@ -79,6 +81,8 @@ class RunConfig(BaseModel):
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    lora: LoraSettings = Field(default_factory=LoraSettings)
+    runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)
 
     @property
     def extra_groups(self) -> int:
@@ -108,6 +112,7 @@ MOVED = {
     "judge": "judge.mode", "judge_model": "judge.model", "judge_api_base": "judge.api_base", "rubric": "judge.rubric",
     "shaping": "judge.shaping",
     "learning_rate": "train.learning_rate", "beta": "train.beta", "scale_rewards": "train.scale_rewards",
+    "dtype": "runtime.dtype",
 }
 
 _noted: set[str] = set()
@@ -170,23 +175,42 @@ def read_run_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_config(path: Path | None, overrides: Mapping[str, Any]) -> RunConfig:
-    """The run file's settings, then the overrides (flags) the user gave: `{"rollout.max_turns": 2}`;
-    None, [] and {} mean not given."""
-    data = read_run_file(path) if path is not None else {}
+def load_config(path: Path | None, overrides: Mapping[str, Any], *, saved: bool = False) -> RunConfig:
+    """The run file's settings (`saved`: a run's own config.json, see `saved_settings`), then the
+    overrides (flags) the user gave: `{"rollout.max_turns": 2}`; None, [] and {} mean not given,
+    and a table given (headers, env) adds to the file's."""
+    data = {} if path is None else saved_settings(path) if saved else read_run_file(path)
     for place, value in overrides.items():
         if value is None or value == [] or value == {}:
             continue
         section, _, leaf = place.rpartition(".")
-        (data.setdefault(section, {}) if section else data)[leaf] = value
+        target = data.setdefault(section, {}) if section else data
+        if isinstance(target.get(leaf), dict) and section:  # a table's entries ('Name: value' lines) add to the file's
+            value = {**target[leaf], **getattr(SECTIONS[section].model_validate({leaf: value}), leaf)}
+        target[leaf] = value
     check_keys(data, "settings")
     try:
-        return RunConfig.model_validate(data)
+        cfg = RunConfig.model_validate(data)
     except ValidationError as e:
         raise UserError(f"bad setting {first_problem(e)}") from None
+    if path is not None:
+        check_secrets_given(cfg, path)
+    return cfg
 
 
-def load_saved(path: Path) -> RunConfig:
+def check_secrets_given(cfg: RunConfig, config: Path) -> None:
+    """A run's config.json masks its secrets (header values, secret-looking env values); connecting
+    with the mask in their place would fail obscurely, so each must be given again as a flag."""
+    server = cfg.server
+    for flag, table, sep in (("--header", server.headers, ": "), ("--env", server.env, "=")):
+        if masked := [k for k, v in table.items() if MASK in v]:
+            raise UserError(f"{config} does not hold the value of {', '.join(masked)} (secrets are masked); "
+                            f"give it again: {flag} '{masked[0]}{sep}...'")
+    if server.target is not None and MASK in server.target:
+        raise UserError(f"{config} does not hold the server's full address (a secret in it is masked); give it again: --server ...")
+
+
+def saved_settings(path: Path) -> dict[str, Any]:
     """A run's own config.json, as written by this version or (flat) an earlier one; keys this
     version does not know are left out, so an old run still evaluates and resumes."""
     data, _ = migrate(json.loads(path.read_text()))
@@ -195,7 +219,12 @@ def load_saved(path: Path) -> RunConfig:
         if isinstance(data.get(section), dict):
             fields = SECTIONS[section].model_fields
             data[section] = {k: v for k, v in data[section].items() if k in fields}
+    return data
+
+
+def load_saved(path: Path) -> RunConfig:
+    """A run's own config.json (see `saved_settings`) as settings."""
     try:
-        return RunConfig.model_validate(data)
+        return RunConfig.model_validate(saved_settings(path))
     except ValidationError as e:
         raise UserError(f"{path}: cannot read this run's settings ({first_problem(e)})") from None

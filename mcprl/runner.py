@@ -90,7 +90,7 @@ class TrainingRun:
         self.resume = resume
         self.say = say
         self.progress = progress  # a rich Progress, or None
-        self.model = TrainableModel(name=cfg.name, project=cfg.project, base_model=cfg.model)
+        self.model = TrainableModel(name=cfg.name, project=cfg.project, base_model=cfg.model, lora=cfg.lora)
         self.dir = self.model.dir
         self.metrics = MetricsLog(self.dir / "metrics.jsonl")
         self.secrets: list[str] = []
@@ -120,7 +120,7 @@ class TrainingRun:
             train = await self._demonstration(pool, train, shipped.example if shipped and cfg.scenarios.task_help else None)
             judge = cfg.judge.build(all_or_nothing=not cfg.scenarios.task_help, shaped=pool is not None, cache_dir=self.dir / "judge-cache")
             serve = {"host": cfg.cluster.policy_host} if self.cluster else {}  # where the workers reach the policy
-            backend = await stack.enter_async_context(LocalBackend(dtype=cfg.dtype, **serve))
+            backend = await stack.enter_async_context(LocalBackend.from_config(cfg.runtime, **serve))
             self.say(f"loading {cfg.model} and serving {cfg.name} ({'GPU: vLLM + Unsloth' if backend.device == 'cuda' else 'CPU'})...")
             await self.model.register(backend)
             step = self.model.get_step()
@@ -256,16 +256,13 @@ class TrainingRun:
         return replaced
 
     async def _evaluate(self, pool, val: list[Scenario], step: int) -> None:
-        from judges import VerifyJudge, score_groups
+        from judges import score_groups
 
         cfg = self.cfg
         verifiable = all(s.check is not None for s in val)
         per = cfg.eval_samples if verifiable else max(cfg.eval_samples, 2)
         groups = await self._rollouts(pool, val, per, f"eval at step {step}")
-        if verifiable:
-            judge = VerifyJudge(all_or_nothing=not cfg.scenarios.task_help)
-        else:
-            judge = cfg.judge.build(all_or_nothing=not cfg.scenarios.task_help, cache_dir=self.dir / "judge-cache")
+        judge = cfg.judge.held_out(verifiable, all_or_nothing=not cfg.scenarios.task_help, cache_dir=self.dir / "judge-cache")
         groups = await score_groups(judge, groups)
         dump_jsonl([redact_model(g, self.secrets) for g in groups], self.dir / "eval" / f"step_{step:04d}.jsonl")
         row = {"kind": "eval", "step": step, **rollout_metrics(groups), **self._cluster_metrics(groups)}

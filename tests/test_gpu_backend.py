@@ -110,6 +110,39 @@ def test_dtype_applies_to_unsloth_and_vllm_on_a_gpu():
         LocalBackend(device="cuda", dtype="bfloat16", unsloth={"dtype": "float16"})
 
 
+def test_a_runs_runtime_and_lora_settings_reach_the_gpu_runtime(monkeypatch, capsys):
+    """`mcprl train`'s [runtime] and [lora] flags build the GPU runtime the run registers with:
+    placement, vLLM's memory share, Unsloth's 4-bit base, dtype on both sides, and the adapter's shape."""
+    from cli_runner import run_cli
+
+    from mcprl.backends.config import RuntimeConfig
+    from mcprl.backends.gpu_serving import VllmSettings
+    from mcprl.backends.gpu_training import UnslothSettings
+    from mcprl.cli import train_cmd
+    from mcprl.runner import TrainingRun
+
+    seen = {}
+
+    async def capture(cfg, resume, console):
+        seen["cfg"] = cfg
+        raise UserError("stop here")
+
+    monkeypatch.setattr(train_cmd, "run_with_progress", capture)
+    code, _, err = run_cli(monkeypatch, capsys, "train", "--device", "cuda", "--placement", "split", "--train-gpu", "1", "--serve-gpus", "0",
+                           "--gpu-memory-utilization", "0.5", "--load-in-4bit", "--dtype", "bfloat16", "--lora-rank", "16",
+                           "--lora-alpha", "32", "--lora-target-modules", "all-linear")
+    assert code == 2 and "stop here" in err, err
+    cfg = seen["cfg"]
+    run = TrainingRun(cfg)
+    rt = LocalBackend.from_config(cfg.runtime)._runtime(run.model)
+    assert isinstance(rt, GpuRuntime) and rt.settings == GpuSettings(
+        placement="split", train_gpu=1, serve_gpus=[0], vllm=VllmSettings(gpu_memory_utilization=0.5, dtype="bfloat16"),
+        unsloth=UnslothSettings(load_in_4bit=True, dtype="bfloat16"))
+    assert lora_arguments(rt.model.lora, None) == {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": "all-linear"}
+    with pytest.raises(UserError, match=r"runtime.threads is a setting of the CPU runtime, but this run uses the CUDA one"):
+        LocalBackend.from_config(RuntimeConfig(device="cuda", threads=2))
+
+
 def test_lora_rank_bucket():
     assert [lora_rank_bucket(r) for r in (1, 2, 8, 9, 64, 300, 320, 321, 512)] == [1, 8, 8, 16, 64, 320, 320, 512, 512]
     with pytest.raises(UserError, match="smaller rank"):

@@ -75,6 +75,21 @@ async def test_agent_stops_after_max_turns(tiny_model_dir):
     _one_sequence(traj)
 
 
+async def test_the_prebuilt_agent_defaults_to_a_runs_rollout_settings(tiny_model_dir):
+    """Without settings, `create_mcp_agent` prompts and samples as a run's plain loop does (RolloutConfig)."""
+    from mcprl.errors import UserError
+    from mcprl.rollout import RolloutConfig
+
+    defaults = RolloutConfig()
+    with scripted_endpoint(tiny_model_dir, [call("add", a=1, b=2)] * 8) as (model, engine):
+        async with ToolPool(ServerSpec.parse(CALC)) as pool:
+            traj = await create_mcp_agent(model, pool)(TASK)
+            with pytest.raises(UserError, match="bad rollout setting max_turns"):
+                create_mcp_agent(model, pool, max_turns=0)
+    assert len(traj.generations) == len(engine.seen) == defaults.max_turns
+    assert {(r["max_completion_tokens"] or r["max_tokens"], r["temperature"], r["top_p"]) for r in engine.seen} == {(defaults.max_tokens, defaults.temperature, defaults.top_p)}
+
+
 def _draft_and_revise(model):
     """A user's own graph: a sync node drafts, an async node revises; returns the final text."""
     from langchain_core.messages import HumanMessage

@@ -2,6 +2,7 @@
 the flags of `mcprl train` (made from the model), with the flat files of earlier versions moved
 into their sections."""
 
+import inspect
 import json
 import typing
 
@@ -9,7 +10,7 @@ import pytest
 from cli_runner import run_cli
 from pydantic import BaseModel, Field
 
-from mcprl.cli import train_cmd
+from mcprl.cli import flags, train_cmd
 from mcprl.errors import UserError
 from mcprl.rollout import RolloutConfig
 from mcprl.run_config import MOVED, RunConfig, load_config, load_saved
@@ -66,7 +67,7 @@ def test_a_key_given_both_flat_and_in_its_section_is_refused(tmp_path):
 def test_unknown_keys_name_the_known_keys_and_sections(tmp_path):
     f = tmp_path / "run.toml"
     f.write_text("stepz = 3\n")
-    with pytest.raises(UserError, match=r"unknown key\(s\) stepz; known keys: model, name, .*steps.*; sections: \[server\] \[scenarios\] \[explore\] \[rollout\] \[judge\] \[train\] \[cluster\]$"):
+    with pytest.raises(UserError, match=r"unknown key\(s\) stepz; known keys: model, name, .*steps.*; sections: \[server\] \[scenarios\] \[explore\] \[rollout\] \[judge\] \[train\] \[cluster\] \[lora\] \[runtime\]$"):
         load_config(f, {})
     f.write_text("[rollout]\nmax_turnz = 3\n")
     with pytest.raises(UserError, match=r"unknown key\(s\) rollout.max_turnz; known keys in \[rollout\]: agent, max_turns, max_tokens"):
@@ -145,14 +146,15 @@ def test_flags_override_the_file_and_a_bad_value_names_the_setting(parse, tmp_pa
 
 
 def test_every_setting_has_a_flag_named_after_it():
-    flagged = {place for place, _, _ in train_cmd.FLAGS.values()}
-    unflagged = {place for place, _ in train_cmd.settings()} - flagged
+    flagged = {place for place, _, _ in flags.FLAGS.values()}
+    unflagged = {place for place, _ in flags.settings()} - flagged
     # written by the run; chat messages and Ray's custom resources (a run file can give them)
     assert unflagged == {"example_source", "rollout.example", "cluster.worker_resources"}
-    names = [train_cmd.flag_name(p) for p in flagged]
+    names = [flags.flag_name(p) for p in flagged]
     assert len(names) == len(set(names))
-    assert {p: train_cmd.flag_name(p) for p in ("rollout.max_turns", "train.epsilon", "train.beta", "scenarios.n")} == {
-        "rollout.max_turns": "--max-turns", "train.epsilon": "--epsilon", "train.beta": "--beta", "scenarios.n": "-n"}
+    assert {p: flags.flag_name(p) for p in ("rollout.max_turns", "train.epsilon", "train.beta", "scenarios.n", "lora.rank")} == {
+        "rollout.max_turns": "--max-turns", "train.epsilon": "--epsilon", "train.beta": "--beta", "scenarios.n": "-n",
+        "lora.rank": "--lora-rank"}
 
 
 def test_a_new_setting_gets_its_flag():
@@ -162,13 +164,17 @@ def test_a_new_setting_gets_its_flag():
     class Run(RunConfig):
         rollout: Rollout = Field(default_factory=Rollout)
 
-    found = train_cmd.flags(Run)
+    found = flags.flags(Run)
     place, kind, field = found["rollout__new_knob"]
-    assert (place, kind, train_cmd.flag_name(place), train_cmd.flag_help(field, kind)) == (
+    assert (place, kind, flags.flag_name(place), flags.flag_help(field, kind)) == (
         "rollout.new_knob", int, "--new-knob", "turns the knob \\[3]")
-    option = train_cmd.signature(found).parameters["rollout__new_knob"].default
+
+    def command(**given):
+        pass
+
+    option = inspect.signature(flags.with_flags(command, found)).parameters["rollout__new_knob"].default
     assert option.param_decls == ("--new-knob",) and option.rich_help_panel == "\\[rollout]"
-    assert typing.get_origin(train_cmd.flag_type(RunConfig.model_fields["server"].annotation.model_fields["allow"].annotation)) is list
+    assert typing.get_origin(flags.flag_type(RunConfig.model_fields["server"].annotation.model_fields["allow"].annotation)) is list
 
 
 def test_a_flat_config_json_of_an_earlier_run_loads(tmp_path):
@@ -177,9 +183,12 @@ def test_a_flat_config_json_of_an_earlier_run_loads(tmp_path):
     cfg = load_saved(saved)
     assert (cfg.rollout.max_turns, cfg.rollout.example, cfg.example_source, cfg.judge.mode) == (2, FLAT["example_messages"], "file", "both")
     assert cfg.scenarios.file is None and cfg.rollout.system_prompt == RolloutConfig().system_prompt and cfg.server.headers == {"X": "***"}
-    # this version's config.json loads back as it was, and serves as a run file
+    # this version's config.json loads back as it was, and serves as a run file once its masked secrets are given again
     saved.write_text(json.dumps(cfg.redacted([])))
-    assert load_saved(saved) == cfg == load_config(saved, {})
+    assert load_saved(saved) == cfg
+    with pytest.raises(UserError, match=r"config.json does not hold the value of X \(secrets are masked\); give it again: --header 'X: ...'$"):
+        load_config(saved, {})
+    assert load_config(saved, {"server.headers": ["X: v"]}) == cfg.model_copy(update={"server": cfg.server.model_copy(update={"headers": {"X": "v"}})})
 
 
 async def test_a_resumed_run_keeps_the_demonstration_of_its_flat_config_json(home):
@@ -207,3 +216,25 @@ def test_reading_the_settings_loads_no_sdk_and_the_packages_export_what_they_nam
             " if isinstance(getattr(importlib.import_module(p), n), types.ModuleType)])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[:2] == ["[]", "[]"]
+
+
+def test_every_command_that_connects_to_a_server_takes_the_same_server_flags():
+    """`[server]`'s flags are made once (mcprl.cli.flags.SERVER_FLAGS): the same names, help and types everywhere."""
+    import typer
+
+    from autorl.cli import app as autorl_app
+    from mcprl.cli.main import app
+
+    def server_options(command):
+        return {tuple(p.opts + p.secondary_opts): (p.help, p.multiple) for p in command.params if p.name.startswith("server__")}
+
+    group = typer.main.get_command(app)
+    commands = {name: group.commands[name] for name in ("tools", "validate", "scenarios", "eval", "train", "autorl")}
+    commands["autorl (its own command)"] = typer.main.get_command(autorl_app)
+    expected = server_options(commands["train"])
+    assert {opt for opts in expected for opt in opts} >= {"--server", "-s", "--header", "-H", "--env", "-e", "--transport", "--cwd",
+                                                           "--allow", "--deny", "--connect-timeout", "--call-timeout"}
+    for name, command in commands.items():
+        found = server_options(command)
+        # eval's help leaves out the defaults: they are the run's own
+        assert {k: v[1] for k, v in found.items()} == {k: v[1] for k, v in expected.items()}, name

@@ -31,20 +31,15 @@ class FakeToolset:
 
 @pytest.fixture
 def fake_tools(monkeypatch):
-    """mcprl.tools' discovery API, serving TOOLS without a real MCP server."""
+    """mcprl.tools' discovery, serving TOOLS without a real MCP server; it records the spec it was given."""
     seen: dict = {}
 
-    class ServerSpec:
-        @classmethod
-        def parse(cls, target, **options):
-            seen.update(target=target, **options)
-            return cls()
-
     async def discover(spec):
-        return FakeToolset(tools=TOOLS if seen["target"] != "empty-server" else [], resources=[{"uri": "orders://recent"}])
+        seen.update(spec.model_dump())
+        return FakeToolset(tools=TOOLS if seen["target"] != "python -m empty_server" else [], resources=[{"uri": "orders://recent"}])
 
     module = types.ModuleType("mcprl.tools")
-    module.ServerSpec, module.discover = ServerSpec, discover
+    module.discover = discover
     monkeypatch.setitem(sys.modules, "mcprl.tools", module)
     return seen
 
@@ -58,7 +53,7 @@ def test_scenarios_command_discovers_synthesizes_splits_and_writes(monkeypatch, 
             "--api-base", llm.base_url, "--env", "TOKEN=x", "--seed", "3", "--val-fraction", "0.3", "-o", str(out_file),
         )
     assert code == 0, err
-    assert fake_tools["target"] == "python -m orders_server" and fake_tools["env"] == ["TOKEN=x"]
+    assert fake_tools["target"] == "python -m orders_server" and fake_tools["env"] == {"TOKEN": "x"}
     assert "orders://recent" in message_text(llm.requests[0], "system")
     scenarios = load_jsonl(out_file, Scenario)
     assert len(scenarios) == 7 and len(llm.requests) == 2
@@ -70,7 +65,7 @@ def test_scenarios_command_discovers_synthesizes_splits_and_writes(monkeypatch, 
 
 
 def test_a_server_without_tools_is_a_user_error(monkeypatch, capsys, tmp_path, fake_tools):
-    code, _, err = run_cli(monkeypatch, capsys, "scenarios", "--source", "synthesized", "--server", "empty-server", "-n", "3", "-o", str(tmp_path / "s.jsonl"))
+    code, _, err = run_cli(monkeypatch, capsys, "scenarios", "--source", "synthesized", "--server", "python -m empty_server", "-n", "3", "-o", str(tmp_path / "s.jsonl"))
     assert code == 2 and "the server offers no tools" in err
 
 

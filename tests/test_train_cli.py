@@ -151,21 +151,108 @@ def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path, form):
     version or (flat) an earlier one; a base model on a shipped server's tasks gets that server's
     worked example."""
     from mcprl import tasks
-    from mcprl.evaluate import rollout_settings
+    from mcprl.evaluate import run_settings
     from servers.calculator.tasks import generate
 
     scen = generate(2)
     run = tmp_path / "proj" / "t"
-    (run / "checkpoints" / "0003").mkdir(parents=True)
+    run.mkdir(parents=True)
     saved = {"tasks": "calculator", "temperature": 0.7, "max_turns": 2, "max_tokens": 48, "system_prompt": "Be exact.",
-             "headers": {"X": "***"}, "example_messages": None, "scenarios": None, "a_key_of_an_older_version": 1}
+             "headers": {"X": "v"}, "example_messages": None, "scenarios": None, "a_key_of_an_older_version": 1}
     if form == "nested":
-        saved = {"scenarios": {"tasks": "calculator"}, "server": {"headers": {"X": "***"}},
+        saved = {"scenarios": {"tasks": "calculator"}, "server": {"headers": {"X": "v"}},
                  "rollout": {"temperature": 0.7, "max_turns": 2, "max_tokens": 48, "system_prompt": "Be exact.", "example": None}}
     (run / "config.json").write_text(json.dumps(saved))
-    rc = rollout_settings(run / "checkpoints" / "0003", scen)
+    rc = run_settings(run, scen).rollout
     assert (rc.temperature, rc.max_turns, rc.max_tokens, rc.system_prompt) == (0.7, 2, 48, "Be exact.")
     assert rc.example == tasks.get("calculator").example
-    base = rollout_settings(None, scen)
+    base = run_settings(None, scen).rollout
     assert base.temperature == 1.0 and base.example == tasks.get("calculator").example
-    assert rollout_settings(None, [s.model_copy(update={"check": None}) for s in scen]).example is None
+    assert run_settings(None, [s.model_copy(update={"check": None}) for s in scen]).rollout.example is None
+
+
+def test_eval_connects_and_scores_as_the_run_did(tmp_path):
+    """A run's server (with its masked secrets given again, header tables merged), judge and
+    samples are what `mcprl eval` uses; flags change them."""
+    from mcprl.evaluate import run_settings
+    from mcprl.run_config import RunConfig
+
+    run = tmp_path / "r"
+    run.mkdir()
+    cfg = RunConfig(server={"target": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer tok-123456", "X-Team": "a"},
+                            "allow": ["add"], "deny": ["power"]},
+                    scenarios={"task_help": False}, judge={"model": "openai/j", "api_base": "http://judge"}, eval_samples=3)
+    (run / "config.json").write_text(json.dumps(cfg.redacted(["tok-123456"])))
+    with pytest.raises(UserError, match=r"does not hold the value of Authorization, X-Team \(secrets are masked\); "
+                                        r"give it again: --header 'Authorization: ...'"):
+        run_settings(run, [])
+    given = run_settings(run, [], {"server.headers": ["Authorization: Bearer tok-123456", "X-Team: a"], "server.deny": ["sub*"]})
+    assert given.server == cfg.server.model_copy(update={"deny": ["sub*"]})
+    assert (given.judge, given.scenarios.task_help, given.eval_samples) == (cfg.judge, False, 3)
+    assert given.judge.held_out(True, all_or_nothing=not given.scenarios.task_help).all_or_nothing
+
+
+def test_eval_of_a_run_gives_the_score_the_run_gave(tmp_path, tiny_model_dir, monkeypatch, capsys):
+    """One checkpoint, one score: `mcprl eval --run DIR` (and `--model NAME@STEP`) score as the run's own
+    evaluation did. Its checks give half marks, which a run without task help does not credit."""
+    from cli_runner import run_cli
+
+    monkeypatch.setenv("MCPRL_HOME", str(tmp_path / "home"))
+    scen = tmp_path / "s.jsonl"
+    scen.write_text("".join(json.dumps({"id": str(i), "task": f"What is {i} + {i}?", "check": {"kind": "python", "function": "user_agents:half_credit"}}) + "\n"
+                            for i in range(6)))
+    secret = "MCPRL_TEST_TOKEN=tok-abcdef-123"
+    code, _, err = run_cli(monkeypatch, capsys, "train", "--server", "python -m servers.calculator", "--env", secret, "--allow", "add",
+                           "--scenarios", str(scen), "--val-size", "2", "--no-task-help", "--no-demonstration", "--steps", "0", "--max-tokens", "6",
+                           "--max-turns", "1", "--model", str(tiny_model_dir), "--name", "r")
+    assert code == 0, err[-3000:]
+    d = tmp_path / "home" / "default" / "r"
+    (row,) = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
+    assert row["reward_mean"] == 0.0  # half marks are no marks without task help
+    code, _, err = run_cli(monkeypatch, capsys, "eval", "--run", str(d), "--json")
+    assert code == 2 and "give it again: --env 'MCPRL_TEST_TOKEN=...'" in err
+    for args in (["--run", str(d)], ["--model", "r@0", "--scenarios", str(d / "scenarios" / "val.jsonl")]):
+        code, out, err = run_cli(monkeypatch, capsys, "eval", *args, "--env", secret, "--json")
+        assert code == 0, err[-3000:]
+        result = json.loads(out)
+        assert (result["model"], result["scenarios"], result["reward_mean"]) == ("r@0", 2, row["reward_mean"]), args
+    code, out, err = run_cli(monkeypatch, capsys, "eval", "--run", str(d), "--env", secret, "--json", "--task-help")
+    assert code == 2 and "No such option: --task-help" in err  # the run's scoring is not a flag of eval
+
+
+def test_lora_and_runtime_settings_reach_the_cpu_runtime(tmp_path, tiny_model_dir, monkeypatch, capsys):
+    """[lora] shapes the adapter the run trains and [runtime] threads are the torch threads it runs on;
+    config.json records both, and a resumed run refuses other [lora] settings."""
+    import threading
+
+    import torch
+    from cli_runner import run_cli
+
+    monkeypatch.setenv("MCPRL_HOME", str(tmp_path / "home"))
+    threads = torch.get_num_threads()
+    args = ["--server", "python -m servers.calculator", "--tasks", "calculator", "-n", "4", "--val-size", "1", "--steps", "0",
+            "--max-tokens", "4", "--max-turns", "1", "--model", str(tiny_model_dir), "--name", "l", "--eval-every", "0"]
+    try:
+        code, _, err = run_cli(monkeypatch, capsys, "train", *args, "--lora-rank", "4", "--lora-alpha", "12", "--lora-dropout", "0.1",
+                               "--lora-target-modules", "q_proj", "--lora-target-modules", "v_proj", "--threads", str(threads + 1))
+        assert code == 0, err[-3000:]
+        # torch's thread count is per thread once a thread has used it: a new one (as the engine's
+        # and the trainer's are) starts with the count last set
+        seen = []
+        worker = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+        worker.start()
+        worker.join()
+        assert seen == [threads + 1]
+    finally:
+        torch.set_num_threads(threads)
+    d = tmp_path / "home" / "default" / "l"
+    adapter = json.loads((d / "checkpoints" / "0000" / "adapter_config.json").read_text())
+    assert (adapter["r"], adapter["lora_alpha"], adapter["lora_dropout"], sorted(adapter["target_modules"])) == (4, 12, 0.1, ["q_proj", "v_proj"])
+    saved = json.loads((d / "config.json").read_text())
+    assert saved["lora"] == {"rank": 4, "alpha": 12, "dropout": 0.1, "target_modules": ["q_proj", "v_proj"]}
+    assert saved["runtime"]["threads"] == threads + 1 and saved["runtime"]["device"] == "auto"
+    code, _, err = run_cli(monkeypatch, capsys, "train", *args, "--resume", "--lora-rank", "8")
+    assert code == 2 and "checkpoints were trained with lora.rank=4, not 8" in err
+    code, _, err = run_cli(monkeypatch, capsys, "train", *args, "--device", "cpu", "--load-in-4bit")
+    assert code == 2 and "runtime.load_in_4bit is a setting of the GPU runtime" in err
+

@@ -44,3 +44,9 @@ async def three_args(rec, config, extra):
 
 
 NOT_CALLABLE = 42
+
+
+def half_credit(scenario, trajectory) -> float:
+    """A scenario check as a user writes it (`{"kind": "python", "function": "user_agents:half_credit"}`):
+    half marks for any answer, so partial credit shows in a score."""
+    return 0.5

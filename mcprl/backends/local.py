@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcprl.backends.base import Runtime, write_model_card
+from mcprl.backends.config import CPU_ONLY, GPU_ONLY, RuntimeConfig
 from mcprl.errors import UserError
 
 if TYPE_CHECKING:
@@ -17,6 +18,13 @@ def cuda_available() -> bool:
     except ImportError:
         return False
     return torch.cuda.is_available()
+
+
+def resolve_device(device: str) -> Literal["cpu", "cuda"]:
+    """The runtime `device` (auto, cpu, cuda) names on this machine: auto is cuda when CUDA is available."""
+    if device not in ("auto", "cpu", "cuda"):
+        raise UserError(f"device must be auto, cpu or cuda, not {device!r}")
+    return "cuda" if device == "cuda" or (device == "auto" and cuda_available()) else "cpu"
 
 
 def gpu_dtype_settings(settings: dict[str, Any], dtype: str) -> dict[str, Any]:
@@ -41,11 +49,25 @@ class LocalBackend:
     threads; GPU: see `GpuSettings`)."""
 
     def __init__(self, device: Literal["auto", "cpu", "cuda"] = "auto", dtype: str = "auto", **settings: Any):
-        if device not in ("auto", "cpu", "cuda"):
-            raise UserError(f"device must be auto, cpu or cuda, not {device!r}")
-        self.device = "cuda" if device == "cuda" or (device == "auto" and cuda_available()) else "cpu"
+        self.device = resolve_device(device)
         self.settings = gpu_dtype_settings(settings, dtype) if self.device == "cuda" else {**settings, "dtype": dtype}
         self.runtimes: dict[str, Runtime] = {}
+
+    @classmethod
+    def from_config(cls, config: RuntimeConfig, **settings: Any) -> LocalBackend:
+        """The backend a run's `[runtime]` settings describe (`settings`: more for the runtime, e.g. the
+        endpoint's host); a setting only the other runtime reads is an error."""
+        device = resolve_device(config.device)
+        defaults = RuntimeConfig()
+        if given := [k for k in (GPU_ONLY if device == "cpu" else CPU_ONLY) if getattr(config, k) != getattr(defaults, k)]:
+            other = "GPU" if device == "cpu" else "CPU"
+            raise UserError(f"runtime.{given[0]} is a setting of the {other} runtime, but this run uses the {device.upper()} one "
+                            f"(runtime.device={config.device}); drop it, or set --device")
+        if device == "cpu":
+            return cls("cpu", config.dtype, threads=config.threads, **settings)
+        vllm = {"gpu_memory_utilization": config.gpu_memory_utilization} if config.gpu_memory_utilization else {}
+        return cls("cuda", config.dtype, placement=config.placement, train_gpu=config.train_gpu, serve_gpus=config.serve_gpus,
+                   vllm=vllm, unsloth={"load_in_4bit": config.load_in_4bit}, **settings)
 
     def _runtime(self, model: TrainableModel) -> Runtime:
         if self.device == "cuda":

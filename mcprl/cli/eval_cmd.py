@@ -4,38 +4,65 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
+from mcprl.cli.flags import flags, overrides, with_flags
+
+# What `mcprl eval` may change of the settings it evaluates with: the server, the agent's prompt
+# and sampling, and the RULER judge (which scores scenarios without checks and the win rate).
+# Scenarios with checks are scored as the run scored them, unshaped (`JudgeConfig.held_out`).
+EVAL_FLAGS = flags(only=lambda place: place.startswith(("server.", "rollout.")) or place in ("judge.model", "judge.api_base", "judge.rubric"))
+
 
 def eval_(
-    server: str = typer.Option(None, "--server", help="MCP server URL or stdio command"),
-    model: str = typer.Option(..., "--model", help="NAME@STEP (or NAME for its latest step) of a trained model, or a base model spec"),
-    scenarios: Path = typer.Option(..., "--scenarios", help="scenarios JSONL (e.g. a run's scenarios/val.jsonl)"),
-    project: str = typer.Option("default", "--project"),
+    run: Path = typer.Option(None, "--run", help="a run directory (<MCPRL_HOME>/<project>/<name>): its latest step (or --step) "
+                             "with the run's own settings (config.json) on its held-out scenarios"),
+    step: int = typer.Option(None, "--step", help="with --run: the checkpoint to evaluate \\[latest]"),
+    model: str = typer.Option(None, "--model", help="NAME@STEP (or NAME for its latest step) of a trained model, evaluated with its "
+                              "run's settings, or a base model spec; with --run, evaluated with that run's settings"),
+    scenarios: Path = typer.Option(None, "--scenarios", help="scenarios JSONL \\[the run's scenarios/val.jsonl]"),
+    project: str = typer.Option(None, "--project", help="the project of --model and --baseline \\[default; with --run, the run's]"),
     baseline: str = typer.Option(None, "--baseline", help="a model to compare against with RULER (win rate)"),
-    judge: str = typer.Option("verify", "--judge", help="verify|ruler|both"),
-    judge_model: str = typer.Option("local", "--judge-model"),
-    api_base: str = typer.Option(None, "--api-base"),
-    samples: int = typer.Option(1, "--samples", help="rollouts per scenario"),
-    max_turns: int = typer.Option(None, "--max-turns", help="default: what the model was trained with (else 4)"),
-    max_tokens: int = typer.Option(None, "--max-tokens", help="per turn; default: as trained (else 128)"),
-    temperature: float = typer.Option(None, "--temperature", help="default: as trained (else 1.0)"),
-    agent: str = typer.Option(None, "--agent", help="plain|langgraph|module:function|module:Class; default: as trained (else plain)"),
+    samples: int = typer.Option(None, "--samples", help="rollouts per scenario \\[as the run evaluated: eval_samples, else 1]"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+    **given: Any,
 ) -> None:
-    """Evaluate a model on scenarios: success (95% CI), reward, tool-call validity, errors, turns."""
+    """Evaluate a model on scenarios: success (95% CI), reward, tool-call validity, errors, turns.
+
+    A trained model is evaluated as its run trained and scored it (the run's server, prompt, sampling and judge, from its config.json), so one checkpoint gets one score; flags change them."""
     import anyio
     from rich.console import Console
     from rich.table import Table
 
-    from mcprl.evaluate import evaluate
+    from mcprl.errors import UserError
+    from mcprl.evaluate import evaluate, resolve_checkpoint, run_settings
     from mcprl.types import Scenario, load_jsonl
 
+    settings = {**overrides(given, EVAL_FLAGS), "project": project, "eval_samples": samples}
+    if step is not None and (run is None or model is not None):
+        raise UserError("--step picks a checkpoint of --run; name another model's step with --model NAME@STEP")
+    if run is not None:
+        if not (run / "config.json").exists():
+            raise UserError(f"{run}: no config.json; point --run at a run directory written by `mcprl train`")
+        run_dir = run
+    elif model is None:
+        raise UserError("give --run DIR (a training run) or --model NAME@STEP (a trained model, or a base model)")
+    else:  # a trained model's run directory holds the checkpoint
+        adapter = resolve_checkpoint(model, project or "default")[1]
+        run_dir = adapter.parent.parent if adapter is not None else None
+    if scenarios is None:
+        if run_dir is None:
+            raise UserError("give --scenarios FILE (a JSONL of scenarios, e.g. a run's scenarios/val.jsonl)")
+        scenarios = run_dir / "scenarios" / "val.jsonl"
     scen = load_jsonl(scenarios, Scenario)
-    result = anyio.run(lambda: evaluate(server=server, model=model, scenarios=scen, project=project, baseline=baseline,
-                                        judge=judge, judge_model=judge_model, api_base=api_base, samples=samples,
-                                        max_turns=max_turns, max_tokens=max_tokens, temperature=temperature, agent=agent))
+    cfg = run_settings(run_dir, scen, settings)
+    root = None
+    if model is None:  # the run's own checkpoint
+        model, root = (f"{cfg.name}@{step}" if step is not None else cfg.name), run / "checkpoints"
+    result = anyio.run(lambda: evaluate(cfg, model=model, scenarios=scen, baseline=baseline, checkpoints=root,
+                                        cache_dir=run_dir / "judge-cache" if run_dir is not None else None))
     if as_json:
         print(json.dumps(result, indent=2))
         return
@@ -56,6 +83,9 @@ def eval_(
         lo, hi = result["win_rate_ci"]
         t.add_row(f"RULER win rate vs {result['baseline']}", f"{result['win_rate']:.1%}  (95% CI {lo:.1%} – {hi:.1%}, {result['win_rate_judged']} judged)")
     Console().print(t)
+
+
+with_flags(eval_, EVAL_FLAGS, show_defaults=False, panel_note=" (default: the run's own)")
 
 
 def report(run_dir: Path = typer.Argument(..., help="a run directory (<MCPRL_HOME>/<project>/<name>)")) -> None:

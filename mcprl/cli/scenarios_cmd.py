@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from mcprl.cli.flags import SERVER_FLAGS, with_flags
 from mcprl.types import ToolSchema
 
 
@@ -49,7 +50,6 @@ async def write_scenarios(
 
 
 def scenarios(
-    server: str = typer.Option(..., "--server", help="MCP server: a URL (http/sse) or a command line (stdio)"),
     n: int = typer.Option(..., "-n", help="how many scenarios to synthesize"),
     output: Path = typer.Option(..., "-o", "--output", help="JSONL file to write"),
     model: str = typer.Option("local", "--model", help="generator: any litellm model string, or 'local' (our base policy model)"),
@@ -59,22 +59,22 @@ def scenarios(
     seed: int = typer.Option(0, "--seed", help="seeds generation and the train/val split"),
     val_fraction: float = typer.Option(0.2, "--val-fraction", help="share of scenarios held out for validation"),
     batch_size: int | None = typer.Option(None, "--batch-size", help="tasks asked for per generator call \\[1 for local, else 5]"),
-    transport: str = typer.Option("auto", "--transport", help="auto, stdio, http or sse"),
-    header: list[str] = typer.Option([], "--header", help="'Name: value' sent to an HTTP/SSE server; repeatable"),
-    env: list[str] = typer.Option([], "--env", help="KEY=value for a stdio server; repeatable"),
     source: str = typer.Option("grounded", "--source", help="grounded: explore the server and write tasks its answers "
                                "ground, checked by value; synthesized: the generator writes task inputs from the schemas"),
     explore_calls: int = typer.Option(120, "--explore-calls", help="grounded: tool calls at most while exploring"),
     explore_writes: bool = typer.Option(False, "--explore-writes", help="grounded: also call tools that may write on a shared server"),
+    **given: Any,
 ) -> None:
     """Write scenarios for a server: grounded in its own answers (default), or synthesized from its tools."""
     import anyio
     from rich.console import Console
 
+    from mcprl.cli.tools_cmd import server_settings
     from mcprl.errors import UserError
-    from mcprl.tools import ServerSpec, discover
+    from mcprl.tools import discover
 
     console = Console(stderr=True)
+    spec = server_settings(given).spec()
     if source not in ("grounded", "synthesized"):
         raise UserError(f"--source {source!r}: choose grounded or synthesized")
 
@@ -88,7 +88,7 @@ def scenarios(
         from scenarios.explore import ExploreConfig
         from scenarios.source import grounded
 
-        async with ToolPool(ServerSpec.parse(server, transport=transport, headers=header, env=env)) as pool:
+        async with ToolPool(spec) as pool:
             found = await grounded(pool, n, ExploreConfig(calls=explore_calls, writes=explore_writes),
                                    output.with_suffix(".exploration.jsonl"), output.with_suffix(".grounding.json"),
                                    seed=seed, say=say)
@@ -98,7 +98,7 @@ def scenarios(
     async def run() -> str:
         if source == "grounded":
             return await write_grounded()
-        toolset = await discover(ServerSpec.parse(server, transport=transport, headers=header, env=env))
+        toolset = await discover(spec)
         return await write_scenarios(
             toolset.tools,
             n,
@@ -116,3 +116,6 @@ def scenarios(
         )
 
     print(anyio.run(run))
+
+
+with_flags(scenarios, SERVER_FLAGS)

@@ -1,66 +1,36 @@
-"""`mcprl tools` (what a server offers the model) and `mcprl validate` (is it fit for a model)."""
+"""`mcprl tools` (what a server offers the model) and `mcprl validate` (is it fit for a model).
+Both take the server's flags of every command (mcprl.cli.flags.SERVER_FLAGS)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from mcprl.cli.flags import SERVER_FLAGS, overrides, with_flags
 
 if TYPE_CHECKING:
     from mcprl.tools import ToolSet
 
-Server = Annotated[str, typer.Option("--server", "-s", help="MCP server: a URL (http/sse) or a command line (stdio)")]
-Transport = Annotated[str, typer.Option("--transport", help="auto, stdio, http or sse")]
-Header = Annotated[
-    list[str] | None, typer.Option("--header", "-H", help="'Name: value' sent to an HTTP/SSE server; repeatable")
-]
-Env = Annotated[list[str] | None, typer.Option("--env", "-e", help="KEY=value for a stdio server; repeatable")]
-Cwd = Annotated[str | None, typer.Option("--cwd", help="working directory of a stdio server (default: a temp dir)")]
-Allow = Annotated[list[str] | None, typer.Option("--allow", help="only tools matching this name or glob; repeatable")]
-Deny = Annotated[
-    list[str] | None,
-    typer.Option("--deny", help="hide tools matching this name or glob; repeatable; wins over --allow"),
-]
-ConnectTimeout = Annotated[float, typer.Option("--connect-timeout", help="seconds to wait for the MCP handshake")]
+
+def server_settings(given: dict[str, Any]):
+    """The `[server]` settings the server flags in `given` name (a bad one is a one-line error)."""
+    from mcprl.run_config import load_config
+
+    return load_config(None, overrides(given, SERVER_FLAGS)).server
 
 
-def _discover(
-    server: str,
-    transport: str,
-    header: list[str] | None,
-    env: list[str] | None,
-    cwd: str | None,
-    allow: list[str] | None,
-    deny: list[str] | None,
-    connect_timeout: float,
-) -> ToolSet:
+def _discover(given: dict[str, Any]) -> ToolSet:
     import anyio
 
-    from mcprl.tools import ServerSpec, discover
+    from mcprl.tools import discover
 
-    spec = ServerSpec.parse(
-        server,
-        transport=transport,
-        headers=header,
-        env=env,
-        cwd=cwd,
-        allow=allow or [],
-        deny=deny or [],
-        connect_timeout=connect_timeout,
-    )
-    return anyio.run(discover, spec)
+    return anyio.run(discover, server_settings(given).spec())
 
 
 def tools(
-    server: Server,
-    transport: Transport = "auto",
-    header: Header = None,
-    env: Env = None,
-    cwd: Cwd = None,
-    allow: Allow = None,
-    deny: Deny = None,
-    connect_timeout: ConnectTimeout = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="print the OpenAI function schemas as JSON")] = False,
+    **given: Any,
 ) -> None:
     """List the tools an MCP server offers, as the model will see them."""
     import json
@@ -68,7 +38,7 @@ def tools(
     from rich.console import Console
     from rich.table import Table
 
-    toolset = _discover(server, transport, header, env, cwd, allow, deny, connect_timeout)
+    toolset = _discover(given)
     if as_json:
         print(json.dumps(toolset.tools, indent=2))
         return
@@ -80,23 +50,14 @@ def tools(
     Console().print(table)
 
 
-def validate(
-    server: Server,
-    transport: Transport = "auto",
-    header: Header = None,
-    env: Env = None,
-    cwd: Cwd = None,
-    allow: Allow = None,
-    deny: Deny = None,
-    connect_timeout: ConnectTimeout = 30.0,
-) -> None:
+def validate(**given: Any) -> None:
     """Check a server's tools for what breaks or confuses a model; exits 1 when there are errors."""
     from rich.console import Console
     from rich.text import Text
 
     from mcprl.tools.validate import check_tools
 
-    toolset = _discover(server, transport, header, env, cwd, allow, deny, connect_timeout)
+    toolset = _discover(given)
     findings = check_tools(toolset.mcp_tools)
     console = Console(highlight=False, soft_wrap=True)
     for f in findings:
@@ -105,3 +66,7 @@ def validate(
     console.print(f"{len(toolset.mcp_tools)} tools checked: {errors} errors, {len(findings) - errors} warnings")
     if errors:
         raise typer.Exit(1)
+
+
+with_flags(tools, SERVER_FLAGS)
+with_flags(validate, SERVER_FLAGS)

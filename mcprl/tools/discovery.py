@@ -34,6 +34,8 @@ class ServerConfig(BaseModel):
     cwd: str | None = Field(default=None, description="working directory of a stdio server")
     allow: list[str] = Field(default_factory=list, description="only tools matching this name/glob")
     deny: list[str] = Field(default_factory=list, description="never offer or call tools matching this name/glob")
+    connect_timeout: float = Field(default=30.0, gt=0, description="seconds to wait for the MCP handshake")
+    call_timeout: float = Field(default=60.0, gt=0, description="seconds a tool call may take")
 
     @field_validator("headers", mode="before")
     @classmethod
@@ -51,7 +53,7 @@ class ServerConfig(BaseModel):
         if self.target is None:
             raise UserError("no MCP server given; pass --server URL-or-command")
         return ServerSpec.parse(self.target, transport=self.transport, headers=self.headers, env=self.env, cwd=self.cwd,
-                                allow=self.allow, deny=self.deny)
+                                allow=self.allow, deny=self.deny, connect_timeout=self.connect_timeout, call_timeout=self.call_timeout)
 
 
 @asynccontextmanager

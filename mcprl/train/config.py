@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class TrainConfig(BaseModel):
@@ -44,9 +44,18 @@ class TrainConfig(BaseModel):
 
 
 class LoraSettings(BaseModel):
+    """The LoRA adapter a run trains (`[lora]`); a resumed run keeps its checkpoint's."""
+
     model_config = ConfigDict(extra="forbid")
 
-    rank: int = Field(default=8, ge=1)
-    alpha: int = Field(default=16, ge=1)
-    dropout: float = Field(default=0.0, ge=0, lt=1)
-    target_modules: list[str] | Literal["all-linear"] = "all-linear"
+    rank: int = Field(default=8, ge=1, description="LoRA rank r of the adapter's matrices")
+    alpha: int = Field(default=16, ge=1, description="LoRA alpha: the update is scaled by alpha / rank")
+    dropout: float = Field(default=0.0, ge=0, lt=1, description="dropout on the adapter's input while training")
+    target_modules: list[str] | Literal["all-linear"] = Field(
+        default="all-linear", description="the modules that get an adapter: names (q_proj, v_proj, ...) or all-linear")
+
+    @field_validator("target_modules", mode="before")
+    @classmethod
+    def _all_linear(cls, value: Any) -> Any:
+        """`--lora-target-modules all-linear` (a list of that one word) is all-linear."""
+        return "all-linear" if value == ["all-linear"] else value

@@ -1,0 +1,56 @@
+"""What exploring a server grounds: for each server, the calls made, the tools that answered, the
+tasks kept and dropped (and why), and the tools no task covers; nothing is trained.
+
+    python bench/grounding.py "python -m servers.inventory" "uvx mcp-server-time" [--calls 120] [-n 48]
+
+Each server gets the exploration and verification `mcprl train --server X` runs by default
+(scenarios.explore, scenarios.grounded), with the same seed; the sample tasks show what the
+policy would be asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import anyio
+
+from mcprl.tools import ServerSpec, ToolPool
+from scenarios.explore import ExploreConfig, explore
+from scenarios.grounded import ground
+
+
+async def measure(target: str, calls: int, n: int, seed: int) -> dict:
+    started = time.monotonic()
+    async with ToolPool(ServerSpec.parse(target)) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=calls), seed=seed, say=lambda _: None)
+        tasks, report = await ground(pool, n, exploration, seed=seed, say=lambda _: None)
+    return {"server": target, "seconds": round(time.monotonic() - started, 1), "exploration": exploration.summary(),
+            "calls": len(exploration.calls), "errors": sum(c.is_error for c in exploration.calls),
+            "not_called": exploration.skipped_tools, **report.model_dump(), "uncovered": report.uncovered,
+            "samples": [{"task": t.task, "answer": t.answer, "difficulty": t.difficulty} for t in tasks[:6]]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("servers", nargs="+")
+    ap.add_argument("--calls", type=int, default=120)
+    ap.add_argument("-n", type=int, default=48)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    results = [anyio.run(measure, s, args.calls, args.n, args.seed) for s in args.servers]
+    for r in results:
+        print(f"{r['server']}: {r['calls']} calls ({r['errors']} errors) -> {r['candidates']} candidates -> {r['kept']} kept; "
+              f"dropped {r['dropped']}; tools covered {len(r['covered'])}/{len(r['tools'])}"
+              + (f" (not: {', '.join(r['uncovered'])})" if r["uncovered"] else "") + f"; {r['seconds']} s")
+        for sample in r["samples"]:
+            print(f"    [{sample['difficulty']}] {sample['task']}  => {sample['answer']!r}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
