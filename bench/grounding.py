@@ -16,6 +16,7 @@ import time
 
 import anyio
 
+from mcprl.errors import UserError
 from mcprl.tools import ServerSpec, ToolPool
 from scenarios.explore import ExploreConfig, explore
 from scenarios.grounded import ground
@@ -40,7 +41,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out")
     args = ap.parse_args()
-    results = [anyio.run(measure, s, args.calls, args.n, args.seed) for s in args.servers]
+    results = []
+    for server in args.servers:
+        try:
+            results.append(anyio.run(measure, server, args.calls, args.n, args.seed))
+        except UserError as e:  # a server that cannot be grounded (or started) is a line of the table
+            print(f"{server}: {e}")
     for r in results:
         print(f"{r['server']}: {r['calls']} calls ({r['errors']} errors) -> {r['candidates']} candidates -> {r['kept']} kept; "
               f"dropped {r['dropped']}; tools covered {len(r['covered'])}/{len(r['tools'])}"

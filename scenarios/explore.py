@@ -64,6 +64,8 @@ class ExploreConfig(BaseModel):
     writes: bool = Field(default=False, description="also call tools that may write on a shared (HTTP/SSE) server")
     isolated: bool | None = Field(
         default=None, description="each session gets fresh server state (default: per-rollout stdio servers whose command names no file)")
+    phrase: bool | None = Field(
+        default=None, description="rephrase grounded tasks with the generator model (--judge-model); default: unless it is the offline local one")
 
 
 class ExploredCall(BaseModel):

@@ -12,8 +12,9 @@ source of tasks whose answer is a value its result holds:
 Each task carries a `holds` check (numbers by value, text as whole words; judges.verify), so the
 `verify` judge scores it with no LLM; its reference chain (`metadata["reference"]`: the calls, in
 order); and a difficulty, the chain's length. Tasks are phrased from templates made of the tool's
-description and argument names; a generator model may rephrase them (JSON via `response_format`),
-and a rephrasing that drops a value the task needs, or gives the answer away, is not used.
+description and argument names; a generator model may rephrase them (JSON via `response_format`;
+`ExploreConfig.phrase`), and a rephrasing that drops a value the task needs, or gives the answer
+away, is not used.
 
 Before use, every task's chain is replayed in a fresh session: a task whose answer does not come
 back (a clock, a random id, a chain that cannot reach it) is dropped. What is left is
@@ -59,7 +60,7 @@ class GroundingReport(BaseModel):
 
     def summary(self) -> str:
         dropped = ", ".join(f"{n} {why}" for why, n in self.dropped.items()) or "none"
-        line = (f"grounded {self.kept} tasks in {self.explored} explored calls ({self.candidates} candidates; "
+        line = (f"grounded {self.kept} tasks ({self.rephrased} rephrased) in {self.explored} explored calls ({self.candidates} candidates; "
                 f"dropped: {dropped}); tasks per tool: {', '.join(f'{t} {n}' for t, n in self.covered.items()) or 'none'}")
         if self.uncovered:
             line += f"; no task uses {', '.join(self.uncovered)}"
@@ -277,10 +278,55 @@ def select(tasks: list[Scenario], n: int, *, seed: int) -> tuple[list[Scenario],
     return picked, dropped
 
 
-async def ground(pool: ToolPool, n: int, exploration: Exploration, *, seed: int,
-                 say: Callable[[str], None] = print) -> tuple[list[Scenario], GroundingReport]:
+PHRASE_PROMPT = ("Rewrite the task as one short, natural question a user would ask an assistant that has tools. "
+                 "Keep every name, id and number in it exactly as written. Do not answer it.")
+PHRASE_SCHEMA = {"type": "object", "properties": {"question": {"type": "string", "minLength": 10, "maxLength": 200}},
+                 "required": ["question"], "additionalProperties": False}
+
+
+def keeps(template: str, answer: Any, question: str) -> bool:
+    """Whether a rephrasing keeps what the task needs (every quoted value and number of the
+    template) and does not give its answer away."""
+    needed = re.findall(r'"([^"]+)"', template) + [str(int(x) if x.is_integer() else x) for x in numbers(template)]
+    # a template with no value to keep gives nothing to check a rewrite against: it stays
+    return bool(needed) and all(holds_answer(question, v) for v in needed) and (
+        holds_answer(template, answer) or not holds_answer(question, answer))
+
+
+async def phrase(tasks: list[Scenario], model: str, *, api_base: str | None, seed: int) -> int:
+    """Rephrase tasks with the generator model (JSON via `response_format`) where the rewrite
+    `keeps` the task; the template stays otherwise, and in `metadata["template"]`. Returns how
+    many were rephrased; a failed generator call leaves its task as it is."""
+    from mcprl.errors import UserError
+    from mcprl.llm import LLMError, complete, extract_json
+
+    done = 0
+    limiter = anyio.CapacityLimiter(4)
+
+    async def one(t: Scenario) -> None:
+        nonlocal done
+        messages = [{"role": "system", "content": PHRASE_PROMPT}, {"role": "user", "content": t.task}]
+        async with limiter:
+            try:
+                reply = await complete(model, messages, api_base=api_base, json_schema=PHRASE_SCHEMA, temperature=0.0,
+                                       max_tokens=96, seed=seed)
+                question = str(extract_json(reply.text)["question"]).strip()
+            except (LLMError, UserError, ValueError, KeyError, TypeError):
+                return
+        if keeps(t.task, t.answer, question):
+            t.metadata["template"], t.task, done = t.task, question, done + 1
+
+    async with anyio.create_task_group() as tg:
+        for t in tasks:
+            tg.start_soon(one, t)
+    return done
+
+
+async def ground(pool: ToolPool, n: int, exploration: Exploration, *, seed: int, phrase_with: str | None = None,
+                 api_base: str | None = None, say: Callable[[str], None] = print) -> tuple[list[Scenario], GroundingReport]:
     """Up to `n` verified grounded tasks from `exploration` of `pool`'s server, and the report.
-    Tasks are verified in the order `select` spreads them, a batch at a time, until `n` are kept."""
+    Tasks are verified in the order `select` spreads them, a batch at a time, until `n` are kept;
+    `phrase_with` (a generator model) rephrases the ones kept."""
     assert pool.toolset is not None
     descriptions = {t["name"]: t.get("description") or "" for t in pool.toolset.mcp_tools}
     found = candidates(exploration, descriptions, seed=seed)
@@ -293,10 +339,11 @@ async def ground(pool: ToolPool, n: int, exploration: Exploration, *, seed: int,
         dropped.update(lost)
     picked, left = select(verified, n, seed=seed)  # spread again: what verification dropped was not even
     dropped.update(left)
+    rephrased = await phrase(picked, phrase_with, api_base=api_base, seed=seed) if phrase_with and picked else 0
     if ordered:
         dropped["beyond the number asked for"] += len(ordered)
     report = GroundingReport(explored=len(exploration.calls), candidates=len(found), kept=len(picked),
-                             dropped=dict(dropped), tools=list(descriptions))
+                             dropped=dict(dropped), tools=list(descriptions), rephrased=rephrased)
     covered: Counter = Counter(tool for t in picked for tool in t.tools)
     report.covered = {t: covered[t] for t in descriptions if covered[t]}
     return picked, report

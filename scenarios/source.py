@@ -65,7 +65,7 @@ async def run_scenarios(cfg: ScenarioConfig, out_dir: Path, *, seed: int, resume
             raise UserError("no scenarios: pass --scenarios FILE, --tasks NAME, or --server to ground or synthesize them from")
         elif cfg.source == "grounded":
             scenarios = await grounded(pool, cfg.n, explore, out_dir / "exploration.jsonl", out_dir / "grounding.json",
-                                       seed=seed, secrets=secrets, say=say)
+                                       seed=seed, secrets=secrets, model=model, api_base=api_base, say=say)
             source = "grounded"
         else:
             scenarios = await _synthesized(cfg, pool, seed=seed, model=model, api_base=api_base, say=say)
@@ -81,21 +81,25 @@ async def run_scenarios(cfg: ScenarioConfig, out_dir: Path, *, seed: int, resume
 
 
 async def grounded(pool: ToolPool, n: int, explore: ExploreConfig | None, record: Path, report_file: Path, *, seed: int,
-                   secrets: list[str] | None = None, say: Callable[[str], None] = print) -> list[Scenario]:
+                   secrets: list[str] | None = None, model: str = "local", api_base: str | None = None,
+                   say: Callable[[str], None] = print) -> list[Scenario]:
     """`n` tasks grounded in `pool`'s server (scenarios.grounded), with the exploration's record
     (JSONL, secrets masked) and the grounding report (JSON) written; a server that grounds fewer
-    than 2 is a UserError naming the fix."""
+    than 2 is a UserError naming the fix. `model` (the generator) rephrases them when `explore.phrase` says so."""
     import json
 
+    from mcprl.llm import is_local
     from scenarios.explore import ExploreConfig, explore as explore_server
     from scenarios.grounded import ground
 
     cfg = explore or ExploreConfig()
+    phrase = cfg.phrase if cfg.phrase is not None else not is_local(model)
     record.parent.mkdir(parents=True, exist_ok=True)
     say(f"exploring {pool.spec.target} (at most {cfg.calls} calls, {cfg.minutes:g} min) ...")
     exploration = await explore_server(pool, cfg, seed=seed, say=say, record=record, secrets=secrets)
     say(exploration.summary())
-    scenarios, report = await ground(pool, n, exploration, seed=seed, say=say)
+    scenarios, report = await ground(pool, n, exploration, seed=seed, phrase_with=model if phrase else None,
+                                     api_base=api_base, say=say)
     report_file.write_text(json.dumps({"exploration": exploration.summary(), **report.model_dump(),
                                                         "uncovered": report.uncovered}, indent=2))
     say(report.summary())

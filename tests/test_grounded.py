@@ -199,3 +199,27 @@ async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_
             assert [t.reward for t in groups[0].trajectories] == [0.0, 0.0]
             assert await run._guided_retries(pool, VerifyJudge(), groups, "step") == 1
     assert groups[0].metadata["guided"] and sorted(t.reward for t in groups[0].trajectories) == [0.0, 1.0]
+
+
+async def test_a_generator_rephrases_a_task_only_where_the_rewrite_keeps_it():
+    import json
+
+    from scenarios.grounded import keeps, phrase
+    from tests.fake_llm import FakeLLM
+
+    template = 'What is the price of the item "steel level"?'
+    assert keeps(template, 53.63, "How much does the steel level cost?")
+    assert not keeps(template, 53.63, "How much does a level cost?")  # the item is gone
+    assert not keeps(template, 53.63, "Is the steel level 53.63?")  # the answer is given away
+    assert not keeps("List the categories. What is the result?", "tools", "What are the categories?")  # nothing to check
+
+    rewrites = {template: "How much does the steel level cost?", "Add two numbers and return a + b (a 2, b 3). What is the result?": "What is two plus three?"}
+
+    def reply(request: dict) -> str:
+        return json.dumps({"question": rewrites[request["messages"][-1]["content"]]})
+
+    tasks = [Scenario(task=t, answer=a, check={"kind": "holds"}) for t, a in ((template, 53.63), (list(rewrites)[1], 5))]
+    with FakeLLM(handler=reply) as llm:
+        assert await phrase(tasks, "openai/gen", api_base=llm.base_url, seed=0) == 1
+    assert tasks[0].task == "How much does the steel level cost?" and tasks[0].metadata["template"] == template
+    assert tasks[1].task == list(rewrites)[1] and "template" not in tasks[1].metadata  # "two plus three" dropped 2 and 3
