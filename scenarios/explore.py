@@ -21,6 +21,7 @@ skipped from then on); results are cut like the model's (`ServerSpec.max_result_
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 import re
@@ -157,40 +158,64 @@ class _Value(BaseModel):
     call: int
 
 
-def result_values(text: str, structured: Any) -> list[tuple[str, Any]]:
-    """(field, value) pairs a result holds: JSON fields (nested ones by their last key), `key: value`
-    segments of text lines, and the cells of `a | b | c` lines (field '')."""
-    out: list[tuple[str, Any]] = []
-
-    def walk(data: Any, key: str) -> None:
-        if isinstance(data, dict):
-            for k, v in data.items():
-                walk(v, str(k))
-        elif isinstance(data, list):
-            for v in data[:50]:
-                walk(v, key)
-        elif isinstance(data, (str, int, float)) and not isinstance(data, bool) and str(data).strip():
-            out.append((key, data))
-
-    data = structured
-    if isinstance(data, dict) and set(data) == {"result"} and isinstance(data["result"], str):
-        data = None  # an SDK wraps a plain string return; the text says the same
-    if data is None:
+def result_data(text: str, structured: Any) -> Any:
+    """The data a result holds: its structured content (unless that only wraps plain text), else
+    its text read as JSON or as a Python literal (servers that print `repr()`); None for text."""
+    if structured is not None and not (isinstance(structured, dict) and set(structured) == {"result"}
+                                       and isinstance(structured["result"], str)):
+        return structured
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    if text.lstrip()[:1] in ("[", "{", "("):
         try:
-            data = json.loads(text)
-        except ValueError:
-            data = None
+            return ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+    return None
+
+
+def flatten(data: Any, key: str = "") -> list[tuple[str, Any]]:
+    """(field, value) pairs of the scalars in `data`, each under its nearest key."""
+    if isinstance(data, dict):
+        return [pair for k, v in data.items() for pair in flatten(v, str(k))]
+    if isinstance(data, (list, tuple)):
+        return [pair for v in list(data)[:50] for pair in flatten(v, key)]
+    if isinstance(data, (str, int, float)) and not isinstance(data, bool) and str(data).strip():
+        return [(key, data)]
+    return []
+
+
+def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
+    """The records a result holds, each its (field, value) pairs: the objects of a list, a single
+    object, the lines of an `a | b | c` listing (cells as field '', `key: value` cells by key), or
+    the `key: value` lines of a text."""
+    data = result_data(text, structured)
+    if isinstance(data, (list, tuple)) and data and all(isinstance(d, dict) for d in data):
+        return [flatten(d) for d in list(data)[:50]]
     if data is not None:
-        walk(data, "")
-        return out
-    for line in text.splitlines()[:200]:
+        return [flatten(data)]
+
+    def cells(line: str) -> list[tuple[str, Any]]:
+        out = []
         for cell in line.split(" | ") if " | " in line else [line]:
             key, sep, value = cell.partition(": ")
             if sep and len(key) <= 30 and value.strip():
                 out.append((key.strip(), value.strip()))
             elif cell.strip():
                 out.append(("", cell.strip()))
-    return out
+        return out
+
+    lines = [line for line in text.splitlines()[:200] if line.strip()]
+    if len(lines) > 1 and all(" | " in line for line in lines):
+        return [cells(line) for line in lines]
+    return [[pair for line in lines for pair in cells(line)]]
+
+
+def result_values(text: str, structured: Any) -> list[tuple[str, Any]]:
+    """(field, value) pairs a result holds, over all its records (`result_records`)."""
+    return [pair for record in result_records(text, structured) for pair in record]
 
 
 def _shape(text: str) -> str:
@@ -203,6 +228,20 @@ def description_examples(description: str) -> list[str]:
     found = re.findall(r"(?:e\.g\.|eg\.|for example|such as|like)\s*:?\s*['\"]?([\w@./:-]+(?: [\w@./:-]+)?)", description, re.I)
     found += re.findall(r"['\"`]([^'\"`]{1,40})['\"`]", description)
     return list(dict.fromkeys(v.rstrip(".,)") for v in found if v.strip()))
+
+
+# What a string parameter's description (or format) says its value looks like -> a value of that shape.
+FORMAT_HINTS: tuple[tuple[re.Pattern[str], Callable[[random.Random], str]], ...] = (
+    (re.compile(r"\bHH:MM\b|\btime\b", re.I), lambda rng: f"{rng.randint(0, 23):02d}:{rng.choice([0, 15, 30, 45]):02d}"),
+    (re.compile(r"YYYY-MM-DD|\bdate\b", re.I), lambda rng: f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"),
+    (re.compile(r"e-?mail", re.I), lambda rng: "user@example.com"),
+    (re.compile(r"\bur[li]\b", re.I), lambda rng: "https://example.com"),
+)
+SQL = re.compile(r"\bsql\b|\bselect\b", re.I)
+
+
+def _is_sql(name: str, schema: dict[str, Any]) -> bool:
+    return bool(SQL.search(f"{name} {schema.get('description') or ''}"))
 
 
 class _Writer:
@@ -240,6 +279,12 @@ class _Writer:
             if isinstance(branch, dict) and branch.get("type") != "null":
                 return self.value(name, {**branch, "description": schema.get("description", "")}, seen)
         examples = [*(schema.get("examples") or []), *description_examples(str(schema.get("description") or ""))]
+        if _is_sql(name, schema):  # a query over a table some result named
+            tables = [v for v in seen if isinstance(v.value, str) and re.fullmatch(r"[A-Za-z_]\w*", v.value)
+                      and set(_words(v.field)) & {"table", "name", "tbl"}]
+            if tables:
+                pick = self.rng.choice(tables)
+                return f"SELECT * FROM {pick.value} LIMIT 5", f"result:{pick.call}", pick.call
         if hit := self.from_results(name, schema, kinds, examples, seen):
             return hit.value, f"result:{hit.call}", hit.call
         if examples and self.rng.random() < 0.7:
@@ -285,10 +330,12 @@ class _Writer:
             return [self.sample(name, item, item_kinds) for _ in range(max(1, schema.get("minItems", 1)))]
         if "object" in kinds:
             return {}
-        if schema.get("format") == "date":
-            return "2024-03-01"
         if schema.get("format") == "date-time":
             return "2024-03-01T12:00:00Z"
+        hints = f"{schema.get('format') or ''} {schema.get('description') or ''} {name}"
+        for pattern, make in FORMAT_HINTS:
+            if pattern.search(hints):
+                return make(self.rng)
         words = [w for w in _words(str(schema.get("description") or "")) if len(w) > 3] or _words(name) or ["test"]
         return self.rng.choice(words)[: schema.get("maxLength", 40)]
 

@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 
 from judges.verify import holds_answer, normalize_text, numbers
 from mcprl.types import Scenario
-from scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall, result_values
+from scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall, result_data, result_records, result_values
 
 if TYPE_CHECKING:
     from mcprl.tools import ToolPool
@@ -143,8 +143,8 @@ def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: 
         if any(c.is_error for c in chain):
             continue
         summary = _summary(descriptions.get(call.tool, "")) or f"Use {call.tool}"
-        plain = call.structured is None or isinstance(call.structured, dict) and set(call.structured) == {"result"}
-        answer = _answer(call.text) if plain else None
+        data = result_data(call.text, call.structured)
+        answer = _answer(str(data) if data is not None else call.text) if data is None or isinstance(data, (str, int, float)) else None
         said = [str(v) for v in call.arguments.values()]
         # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer
         echo = isinstance(answer, str) and any(v and normalize_text(v) in normalize_text(answer) for v in said)
@@ -170,10 +170,9 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
     """Tasks asking for a labelled field of one record of the result (one line of a listing, or
     the whole result when it is one record)."""
     pairs = result_values(call.text, call.structured)
-    lines = [line for line in call.text.splitlines() if line.strip()]
-    tabular = len(lines) > 1 and all(" | " in line for line in lines)
-    records = [result_values(line, None) for line in lines] if tabular else [pairs]
-    if tabular:  # a listing's fields are the keys every line has ("stock: 5"), not a colon inside a cell
+    records = result_records(call.text, call.structured)
+    listing = len(records) > 1
+    if listing:  # a listing's fields are the keys every record has ("stock: 5"), not a colon inside a cell
         keys = Counter(k for record in records for k in {k for k, _ in record if k})
         records = [[(k, v) if keys[k] == len(records) else ("", v) for k, v in record] for record in records]
     noun = _noun(call.tool)
@@ -187,9 +186,9 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
         for field, value in rng.sample(labelled, min(FIELDS_PER_RESULT, len(labelled))):
             label = next((n for n in names if n != value and sum(n in str(v) for _, v in pairs) == 1), None)
             if label is not None:
-                task = f'What is the {field.lower()} of the {noun} "{label}"?'
-            elif not tabular and call.arguments:
-                task = f"What is the {field.lower()} of the {noun} with {_args_text(call.arguments)}?"
+                task = f'What is the {field.lower().replace("_", " ")} of the {noun} "{label}"?'
+            elif not listing and call.arguments:
+                task = f"What is the {field.lower().replace('_', ' ')} of the {noun} with {_args_text(call.arguments)}?"
             else:
                 continue
             answer = value if not isinstance(value, str) or _number_of(value) is None else _number_of(value)

@@ -33,6 +33,23 @@ async def explore_and_ground(spec: ServerSpec, calls: int, n: int = 12, **cfg):
     return exploration, tasks, report
 
 
+def test_results_are_read_as_records_and_arguments_take_the_shape_their_description_asks_for():
+    import random
+
+    from scenarios.explore import _Value, _Writer, result_records
+
+    # a server that prints Python's repr() of its rows
+    assert result_records("[{'name': 'customers'}, {'name': 'orders'}]", None) == [[("name", "customers")], [("name", "orders")]]
+    assert result_records("P-1 | mug | price: 2\nP-2 | cup | price: 3", None)[1] == [("", "P-2"), ("", "cup"), ("price", "3")]
+    assert result_records("From: a@b.c\nSubject: hi", {"result": "From: a@b.c\nSubject: hi"}) == [[("From", "a@b.c"), ("Subject", "hi")]]
+    writer = _Writer(random.Random(0))
+    seen = [_Value(value="orders", field="name", call=3)]
+    sql = {"type": "string", "description": "SELECT SQL query to execute"}
+    assert writer.value("query", sql, seen) == ("SELECT * FROM orders LIMIT 5", "result:3", 3)
+    time_of_day, source, _ = writer.value("time", {"type": "string", "description": "Time to convert in 24-hour format (HH:MM)"}, [])
+    assert source == "schema" and len(time_of_day) == 5 and time_of_day[2] == ":"
+
+
 def test_which_tools_may_write():
     assert not may_write({"name": "delete_everything", "annotations": {"readOnlyHint": True}})
     assert may_write({"name": "get_item", "annotations": {"destructiveHint": True}})
@@ -111,8 +128,8 @@ async def test_a_shared_server_is_never_sent_a_tool_that_may_write():
 
 async def test_exploration_stays_within_its_bounds_and_skips_a_tool_that_hangs():
     started = time.monotonic()
-    exploration, tasks, _ = await explore_and_ground(shop("--hang"), calls=16, call_timeout=1.0)
-    assert len(exploration.calls) <= 16 and exploration.hung_tools == ["wait_forever"]
+    exploration, tasks, _ = await explore_and_ground(shop("--hang"), calls=12, call_timeout=1.0)
+    assert len(exploration.calls) <= 12 and exploration.hung_tools == ["wait_forever"]
     assert sum(c.tool == "wait_forever" for c in exploration.calls) <= 4  # once per concurrent session at most
     assert tasks and time.monotonic() - started < 60
     async with ToolPool(shop()) as pool:
@@ -121,10 +138,10 @@ async def test_exploration_stays_within_its_bounds_and_skips_a_tool_that_hangs()
 
 
 async def test_grounded_tasks_on_the_shipped_servers():
-    _, inventory, _ = await explore_and_ground(ServerSpec.parse("python -m servers.inventory"), calls=24, n=8)
+    _, inventory, _ = await explore_and_ground(ServerSpec.parse("python -m servers.inventory"), calls=18, n=6)
     assert any(t.task.startswith(("What is the price of the item", "What is the stock of the item")) for t in inventory)
-    _, calculator, report = await explore_and_ground(ServerSpec.parse("python -m servers.calculator"), calls=24, n=8)
-    assert len(calculator) == 8 and all(isinstance(t.answer, (int, float)) for t in calculator)
+    _, calculator, report = await explore_and_ground(ServerSpec.parse("python -m servers.calculator"), calls=18, n=6)
+    assert len(calculator) == 6 and all(isinstance(t.answer, (int, float)) for t in calculator)
     assert len(report.covered) >= 3  # spread over the tools
 
 
