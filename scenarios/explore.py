@@ -128,13 +128,12 @@ def may_write(tool: dict[str, Any]) -> bool:
 
 def names_a_file(command: list[str]) -> str | None:
     """The first argument of a stdio command (after the program) that names an existing file or
-    looks like a database path: where a server keeps state that outlives its process."""
+    folder, or looks like a data file's path: where a server keeps state that outlives its process."""
     for arg in command[1:]:
         value = arg.partition("=")[2] if arg.startswith("--") and "=" in arg else arg
         if value.startswith("-") or "/" not in value and "." not in value or re.search(r"\.(py|m?js|ts|jar|rb)$", value):
             continue  # a flag, a module name, or the server's own program
-        if re.search(r"\.(db|sqlite3?|json|csv|ya?ml|toml|txt|xlsx?|parquet)$", value, re.I) or (
-                Path(value).exists() and not Path(value).is_dir()):
+        if re.search(r"\.(db|sqlite3?|json|csv|ya?ml|toml|txt|xlsx?|parquet)$", value, re.I) or Path(value).exists():
             return value
     return None
 

@@ -58,6 +58,7 @@ def test_which_tools_may_write():
     assert may_write({"name": "frobnicate", "description": "Frobnicates."})  # says neither: assume it writes
     assert not may_write({"name": "frobnicate", "description": "Get the frobnication level."})
     assert names_a_file(["python", "server.py", "--db", "shop.db"]) == "shop.db"
+    assert names_a_file(["npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"]) == "/tmp"
     assert names_a_file(["python", "-m", "servers.inventory"]) is None and names_a_file(["python", str(SHOP)]) is None
 
 
