@@ -84,6 +84,14 @@ def missing_prompt_tokens(endpoint: str | None) -> str:
             "return_token_ids=true with prompt_token_ids")
 
 
+def mismatched_logprobs(endpoint: str | None, logprobs: int, tokens: int) -> str:
+    """Why a reply whose logprobs do not match its token ids one to one fails its rollout: the
+    trainer needs the sampled logprob of every token it trains (the GRPO ratio's denominator)."""
+    return (f"policy endpoint {endpoint} returned {tokens} completion token ids with {logprobs} usable logprobs, "
+            "so this rollout cannot be trained on; serve the policy with an endpoint that answers logprobs=true "
+            "with one logprob per token")
+
+
 class Untrainable(RuntimeError):
     """A reply that cannot be trained on: it ends the rollout (its trajectory holds the reason)."""
 
@@ -202,10 +210,14 @@ class Recorder:
                 if not body.get("prompt_token_ids"):
                     traj.error = traj.error or missing_prompt_tokens(endpoint)
                     raise Untrainable(traj.error)
+                logprobs = [t.get("logprob") for t in ((choice.get("logprobs") or {}).get("content") or [])]
+                if len(logprobs) != len(choice["token_ids"]) or not all(isinstance(x, int | float) for x in logprobs):
+                    traj.error = traj.error or mismatched_logprobs(endpoint, len(logprobs), len(choice["token_ids"]))
+                    raise Untrainable(traj.error)
                 gen = Generation(
                     prompt_token_ids=body["prompt_token_ids"],
                     completion_token_ids=choice["token_ids"],
-                    logprobs=[t["logprob"] for t in ((choice.get("logprobs") or {}).get("content") or [])],
+                    logprobs=logprobs,
                     # the settings the request sampled with (absent: the OpenAI default of 1, Generation's)
                     **{k: request[k] for k in ("temperature", "top_p") if request.get(k) is not None},
                     model=body.get("model", ""), finish_reason=choice.get("finish_reason") or "stop",

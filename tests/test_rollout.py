@@ -183,3 +183,22 @@ async def test_generations_carry_the_request_sampling_settings(tiny_model_dir):
         traj = await rollout(model, TASK, None, RolloutConfig(temperature=0.7, top_p=0.9))
     assert (engine.seen[0]["temperature"], engine.seen[0]["top_p"]) == (0.7, 0.9)
     assert [(g.temperature, g.top_p) for g in traj.generations] == [(0.7, 0.9)]
+
+
+@pytest.mark.parametrize("drop", ["all", "some"])
+async def test_token_ids_without_their_logprobs_fail_the_rollout_not_the_training_step(tiny_model_dir, drop):
+    """Issue 28.3: a reply with token ids but no logprobs (or fewer) was recorded, then raised
+    inside the training step (train.sequences) and ended the run; now it fails its own rollout."""
+    from mcprl.model import Model
+    from mcprl.serving.local import LocalServer
+    from scripted_policy import NoLogprobs
+
+    server = LocalServer(NoLogprobs(tiny_model_dir, ["The answer is 425."], drop=drop))
+    try:
+        model = Model(name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy")
+        traj = await rollout(model, TASK, None, RolloutConfig(temperature=0.7))
+    finally:
+        server.close()
+    assert traj.generations == []
+    assert "completion token ids with" in traj.error and "usable logprobs" in traj.error
+    assert trajectory_sequences(traj, 1.0) == []
