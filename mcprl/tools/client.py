@@ -24,9 +24,9 @@ import jsonschema
 from mcp.types import PaginatedRequestParams
 from pydantic import BaseModel, Field, ValidationError
 
-from mcprl.errors import UserError, first_problem
+from mcprl.errors import UserError, clip, first_problem
 from mcprl.tools import compat
-from mcprl.tools.convert import result_text, to_openai, tools_hash
+from mcprl.tools.convert import result_text, schema_problem, to_openai, tools_hash
 from mcprl.tools.spec import ServerSpec
 from mcprl.tools.transport import Connection, connect, is_connection_lost
 from mcprl.types import ToolSchema
@@ -71,18 +71,23 @@ class ToolSet(BaseModel):
 
 
 def _error(kind: ErrorKind, message: str, started: float) -> ToolOutcome:
+    """An error outcome; its message cut to MAX_MESSAGE characters (it can quote a schema or an
+    argument, and it goes into the model's context)."""
     return ToolOutcome(
-        text=f"Error: {message}", is_error=True, error_kind=kind, latency_s=time.perf_counter() - started
+        text=f"Error: {clip(message)}", is_error=True, error_kind=kind, latency_s=time.perf_counter() - started
     )
 
 
 def schema_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator | None:
-    """A validator for a tool's input schema, or None when the schema itself is broken (the
-    server then judges the arguments; `mcprl validate` reports the schema)."""
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    """A validator for a tool's input schema, or None when the schema itself is broken (not JSON
+    Schema, a `$ref` cycle, nested too deep: the server then judges the arguments, `mcprl
+    validate` reports the schema)."""
+    if schema_problem(schema) is not None:
+        return None
     try:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         cls.check_schema(schema)
-    except jsonschema.SchemaError:
+    except (jsonschema.SchemaError, RecursionError):
         return None
     return cls(schema)
 
@@ -97,6 +102,8 @@ class ToolSession:
         self.listed = mcp_tools
         self.mcp_tools = [t for t in mcp_tools if self.spec.allows(t["name"])]
         self._validators = {t["name"]: schema_validator(t.get("inputSchema") or {}) for t in self.mcp_tools}
+        # tools whose input schema no validator can follow: a call to one is refused with why
+        self._unusable = {t["name"]: problem for t in self.mcp_tools if (problem := schema_problem(t.get("inputSchema") or {}))}
         self.gone: str | None = None
 
     @property
@@ -116,6 +123,9 @@ class ToolSession:
         if name not in self._validators:
             available = ", ".join(self._validators) or "none"
             return _error("unknown_tool", f"there is no tool named {name!r}; available tools: {available}", started)
+        if name in self._unusable:
+            return _error("protocol", f"the input schema of {name!r} cannot be used ({self._unusable[name]}); "
+                          "this tool cannot be called until the server fixes it", started)
         args = _parse_arguments(name, arguments, self._validators[name])
         if isinstance(args, str):
             return _error("bad_arguments", args, started)
@@ -183,12 +193,17 @@ def _parse_arguments(
                 arguments = json.loads(arguments)
             except ValueError as e:
                 return f"the arguments for {name!r} are not valid JSON ({e.args[0] if e.args else e})"
+            except RecursionError:
+                return f"the arguments for {name!r} are nested too deep"
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
         return f"the arguments for {name!r} must be a JSON object, not {type(arguments).__name__}"
     if validator is not None:
-        error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        try:
+            error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        except RecursionError:
+            return f"the arguments for {name!r} are nested too deep to check"
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path)
             return f"bad arguments for {name!r}" + (f" at {where!r}" if where else "") + f": {error.message}"

@@ -1,0 +1,70 @@
+"""Hostile and broken servers, settings and names, outside the endpoint (issues 28 and 29): a
+strange schema, a secret, a garbage server or a path-like name gets a one-line error or a failed
+call, never a traceback, and nothing secret is written. Real stdio servers (tests/data/hostile_server.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from cli_runner import run_cli
+from fake_llm import FakeLLM
+
+from mcprl import demonstration
+from mcprl.tools import ServerSpec, ToolPool
+from mcprl.tools.client import open_session
+from mcprl.types import Scenario
+
+pytestmark = pytest.mark.anyio
+HOSTILE = Path(__file__).parent / "data" / "hostile_server.py"
+
+
+def hostile(mode: str) -> str:
+    return f"{sys.executable} {HOSTILE} {mode}"
+
+
+# --- issue 29.6: a $ref cycle in a tool's inputSchema
+
+
+def test_validate_reports_a_ref_cycle_as_an_error(monkeypatch, capsys):
+    code, out, err = run_cli(monkeypatch, capsys, "validate", "-s", hostile("ref-cycle"))
+    assert code == 1, (out, err)
+    assert "loop" in out and "$ref cycle: #/$defs/A -> #/$defs/B -> #/$defs/A" in out and "Traceback" not in err
+
+
+async def test_a_call_against_a_ref_cycle_is_an_error_not_a_recursion_error():
+    async with open_session(ServerSpec.parse(hostile("ref-cycle"))) as session:
+        out = await session.call("loop", {"node": {"x": 1}})
+        fine = await session.call("lookup", {"q": "x"})
+    assert out.is_error and "$ref cycle" in out.text
+    assert not fine.is_error  # the server's other tools still work
+
+
+async def test_a_ref_cycle_tool_never_ends_the_demonstration():
+    """The demonstration writer's call against the cyclic tool used to raise RecursionError inside
+    a task group: an ExceptionGroup ending `mcprl train`. Now it is a failed call, and with no
+    call that runs the run shows the generic example."""
+    train = [Scenario(id=f"s{i}", task=f"Follow node {i}", tools=["loop"]) for i in range(2)]
+    said: list[str] = []
+    with FakeLLM(handler=lambda body: '{"node": {"x": 1}}') as llm:
+        async with ToolPool(ServerSpec.parse(hostile("ref-cycle"))) as pool:
+            demo, rest = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=0, say=said.append)
+    assert demo.source == "generic" and rest == train and "generic" in said[-1]
+
+
+def test_schema_problem_tells_cycles_from_recursive_schemas():
+    from mcprl.tools.convert import schema_problem
+
+    tree = {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#"}}}}
+    assert schema_problem(tree) is None  # recursion that descends into the instance is fine
+    assert schema_problem({"$ref": "#"}) == "$ref cycle: # -> #"
+    assert "$ref cycle" in schema_problem({"anyOf": [{"$ref": "#/$defs/x"}], "$defs": {"x": {"allOf": [{"$ref": "#"}]}}})
+    deep: dict = {"type": "string"}
+    for _ in range(300):
+        deep = {"anyOf": [deep]}
+    assert "nested more than" in schema_problem(deep)
+    # a fan-out of 2^25 paths through the refs is walked once per ref
+    defs = {f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}] * 2} for i in range(25)} | {"d25": {"type": "string"}}
+    assert schema_problem({"$ref": "#/$defs/d0", "$defs": defs}) is None
