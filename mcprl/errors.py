@@ -18,7 +18,8 @@ def first_problem(error: ValidationError, whole: str = "") -> str:
     request body's `body` prefix is dropped, so an HTTP client sees its own field names."""
     first = error.errors()[0]
     where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or whole
-    return f"{where}: {first['msg']}" if where else first["msg"]
+    message = first["msg"].removeprefix("Value error, ")  # a validator's own ValueError says it all
+    return f"{where}: {message}" if where else message
 
 
 MAX_MESSAGE = 500  # characters of an error message shown to the model or on the console

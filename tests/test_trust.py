@@ -68,3 +68,32 @@ def test_schema_problem_tells_cycles_from_recursive_schemas():
     # a fan-out of 2^25 paths through the refs is walked once per ref
     defs = {f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}] * 2} for i in range(25)} | {"d25": {"type": "string"}}
     assert schema_problem({"$ref": "#/$defs/d0", "$defs": defs}) is None
+
+
+# --- issue 29.8: names that would leave MCPRL_HOME
+
+
+@pytest.mark.parametrize("flag,value", [("--name", "../../escape"), ("--project", ".."), ("--name", "."), ("--name", "a/b")])
+def test_a_name_that_leaves_mcprl_home_is_a_one_line_error(monkeypatch, capsys, tmp_path, flag, value):
+    home = tmp_path / "home"
+    monkeypatch.setenv("MCPRL_HOME", str(home))
+    code, out, err = run_cli(monkeypatch, capsys, "train", flag, value, "--steps", "1", "--server", "python -m servers.calculator")
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert f"bad setting {flag.removeprefix('--')}: {value!r} is not a usable name" in err
+    assert not any(tmp_path.iterdir()) or list(tmp_path.iterdir()) == [home]
+
+
+def test_no_path_helper_or_model_leaves_mcprl_home(monkeypatch, tmp_path):
+    from pydantic import ValidationError
+
+    from mcprl import paths
+    from mcprl.errors import UserError
+    from mcprl.model import TrainableModel
+
+    monkeypatch.setenv("MCPRL_HOME", str(tmp_path))
+    assert paths.model_dir("p", "...x") == tmp_path / "p" / "...x"
+    for project, name in [("..", "x"), ("p", ".."), ("p", "../x"), ("p", "")]:
+        with pytest.raises(UserError):
+            paths.checkpoints_dir(project, name)
+        with pytest.raises(ValidationError):
+            TrainableModel(name=name, project=project)
