@@ -21,7 +21,7 @@ from mcprl import agents, memory, tasks
 from mcprl.errors import UserError
 from mcprl.metrics import MetricsLog, rollout_metrics
 from mcprl.run_config import RunConfig, load_saved
-from mcprl.tools.redact import redact_model
+from mcprl.tools.redact import redact, redact_model
 from mcprl.types import Scenario, TrajectoryGroup, dump_jsonl
 
 
@@ -172,7 +172,8 @@ class TrainingRun:
         return train
 
     async def _rollouts(self, pool, scenarios: list[Scenario], per: int, label: str) -> list[TrajectoryGroup]:
-        from mcprl.gather import gather_trajectory_groups
+        from mcprl.errors import clip
+        from mcprl.gather import gather_trajectory_groups, untrainable
 
         rc = self.cfg.rollout
         total = len(scenarios) * per
@@ -190,6 +191,10 @@ class TrainingRun:
             self.progress.remove_task(task)
         for g, s in zip(groups, scenarios):
             g.scenario = s
+        if (bad := untrainable(groups)) is not None:
+            count, total, reason = bad
+            raise UserError(f"{label}: {count} of {total} rollouts failed or sampled nothing, so the run would train nothing; "
+                            f"most common: {clip(redact(reason, self.secrets), 300)}")
         return groups
 
     async def _train_step(self, pool, judge, train: list[Scenario], step: int) -> None:

@@ -202,3 +202,46 @@ async def test_token_ids_without_their_logprobs_fail_the_rollout_not_the_trainin
     assert traj.generations == []
     assert "completion token ids with" in traj.error and "usable logprobs" in traj.error
     assert trajectory_sequences(traj, 1.0) == []
+
+
+async def test_a_conversation_over_the_context_ends_truncated_and_stays_in_its_group(tiny_model_dir):
+    """Issue 28.4: the endpoint's 400 for a prompt over the context used to fail the rollout, which
+    then left its group before the baseline. Now the episode ends truncated: its first turn (sampled
+    before the overflow) is kept whole, the refused turn is not recorded."""
+    from scripted_policy import ScriptedEngine
+
+    class Tight(ScriptedEngine):
+        def _sample_batch(self, batch, n_rows):
+            self.max_model_len = len(batch[0].prompt_ids) + 20  # the first turn fits, the second will not
+            return super()._sample_batch(batch, n_rows)
+
+    with scripted_endpoint(tiny_model_dir, [call("multiply", a=17, b=25), "The answer is 425."]) as (model, engine):
+        engine.__class__ = Tight
+        async with ToolPool(ServerSpec.parse(CALC)) as pool:
+            (group,) = await gather_trajectory_groups([[rollout(model, TASK, pool)]])
+    (traj,) = group.trajectories
+    assert traj.error is None and group.exceptions == []
+    assert traj.metrics["truncated"] == 1 and traj.metrics["finished"] == 0
+    assert "no longer fits the model's context" in traj.metadata["truncated"]
+    assert len(traj.generations) == 1 and traj.metrics["tool_calls"] == 1
+    (seq,) = trajectory_sequences(traj, 1.0)
+    assert seq.n_loss_tokens == len(traj.generations[0].completion_token_ids)
+
+
+async def test_an_episode_past_its_time_limit_ends_truncated(tiny_model_dir):
+    import time as _time
+
+    replies = iter([call("multiply", a=17, b=25)])
+
+    def slow_second_turn(request):
+        reply = next(replies, None)
+        if reply is None:
+            _time.sleep(5)  # the engine's thread; the episode's time limit ends it first
+            return "late"
+        return reply
+
+    with scripted_endpoint(tiny_model_dir, handler=slow_second_turn) as (model, _):
+        async with ToolPool(ServerSpec.parse(CALC)) as pool:
+            traj = await rollout(model, TASK, pool, RolloutConfig(episode_timeout_s=2))
+    assert traj.error is None and traj.metrics["truncated"] == 1 and "time limit of 2 s" in traj.metadata["truncated"]
+    assert len(traj.generations) == 1 and traj.messages[-1]["role"] == "tool"

@@ -97,3 +97,48 @@ def test_no_path_helper_or_model_leaves_mcprl_home(monkeypatch, tmp_path):
             paths.checkpoints_dir(project, name)
         with pytest.raises(ValidationError):
             TrainableModel(name=name, project=project)
+
+
+# --- issues 28.2 and 29.9: settings the endpoint refuses, and a run that would train nothing
+
+
+def test_a_temperature_the_endpoint_refuses_is_refused_where_it_is_read():
+    from pydantic import ValidationError
+
+    from mcprl.rollout import RolloutConfig
+
+    assert RolloutConfig(temperature=2.0).temperature == 2.0
+    with pytest.raises(ValidationError, match="temperature"):
+        RolloutConfig(temperature=2.5)
+
+
+def test_a_run_whose_rollouts_all_fail_stops_with_the_reason(tmp_path, tiny_model_dir):
+    """Every rollout raising (here a user's agent; in the issue a temperature of 2.5 or a prompt
+    over the context) used to print rewards of 0.000, train nothing and exit 0."""
+    import os
+    import subprocess
+
+    tests = Path(__file__).parent
+    env = {**os.environ, "MCPRL_HOME": str(tmp_path), "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])}
+    args = ["--server", "python -m servers.calculator", "--tasks", "calculator", "-n", "6", "--group-size", "2",
+            "--groups-per-step", "1", "--max-tokens", "4", "--max-turns", "1", "--eval-every", "0", "--val-size", "2",
+            "--model", str(tiny_model_dir), "--steps", "1", "--name", "dead", "--agent", "user_agents:crash"]
+    r = subprocess.run([sys.executable, "-m", "mcprl.cli", "train", *args], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 2, r.stderr[-2000:]
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: eval at step 0: 2 of 2 rollouts failed or sampled nothing") and "ValueError: boom" in last, r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "default" / "dead" / "checkpoints" / "step_0001").exists()
+
+
+def test_untrainable_names_the_most_common_reason():
+    from mcprl.gather import untrainable
+    from mcprl.types import Generation, Trajectory, TrajectoryGroup
+
+    gen = Generation(prompt_token_ids=[1], completion_token_ids=[2], logprobs=[-0.1])
+    ok = Trajectory(generations=[gen])
+    over = [Trajectory(metadata={"truncated": f"prompt is {n} tokens; the model's limit is 2048"}, metrics={"truncated": 1.0})
+            for n in (3000, 4100, 5200)]
+    groups = [TrajectoryGroup(trajectories=[ok, *over[:1]]), TrajectoryGroup(trajectories=over[1:], exceptions=["ValueError: x"])]
+    count, total, reason = untrainable(groups)
+    assert (count, total) == (4, 5) and reason == "prompt is 3000 tokens; the model's limit is 2048"
+    assert untrainable([TrajectoryGroup(trajectories=[ok, ok, over[0]])]) is None
