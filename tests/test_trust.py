@@ -142,3 +142,34 @@ def test_untrainable_names_the_most_common_reason():
     count, total, reason = untrainable(groups)
     assert (count, total) == (4, 5) and reason == "prompt is 3000 tokens; the model's limit is 2048"
     assert untrainable([TrajectoryGroup(trajectories=[ok, ok, over[0]])]) is None
+
+
+# --- issue 29.7: secrets a server repeats, and secrets in the server's URL
+
+
+async def test_a_secret_the_server_repeats_in_a_description_is_masked_in_tools_json(tmp_path):
+    from mcprl.tools.discovery import ServerConfig, open_tools
+
+    token = "tok-0123456789-secret"
+    server = ServerConfig(target=hostile("echo-secret"), env={"SERVICE_TOKEN": token})
+    said: list[str] = []
+    async with open_tools(server, tmp_path, say=said.append) as pool:
+        assert token in pool.toolset.tools[0]["function"]["description"]  # the server did repeat it
+    written = (tmp_path / "tools.json").read_text()
+    assert token not in written and "authenticated as ***" in written
+
+
+def test_a_key_in_the_server_url_is_masked_in_config_json_and_the_console():
+    from mcprl.run_config import RunConfig
+    from mcprl.tools import ServerSpec, secret_values
+    from mcprl.tools.redact import redact
+
+    url = "https://tasks.example.com/mcp?api_key=sk-live-abcdef123456&region=eu&token=tk-987654321"
+    secrets = secret_values(ServerSpec.parse(url), environ={})
+    assert set(secrets) == {"sk-live-abcdef123456", "tk-987654321"}  # region is no secret
+    saved = json.dumps(RunConfig(server={"target": url}).redacted(secrets))
+    assert "sk-live" not in saved and "tk-987654321" not in saved and "region=eu" in saved
+    assert redact("https://bob:pa55word-long@host/mcp", secret_values(ServerSpec.parse("https://bob:pa55word-long@host/mcp"), environ={})) \
+        == "https://bob:***@host/mcp"
+    # a stdio command line is not parsed as a URL
+    assert secret_values(ServerSpec.parse("python -m servers.calculator --x?token=abcdefgh"), environ={}) == []
