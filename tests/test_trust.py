@@ -173,3 +173,30 @@ def test_a_key_in_the_server_url_is_masked_in_config_json_and_the_console():
         == "https://bob:***@host/mcp"
     # a stdio command line is not parsed as a URL
     assert secret_values(ServerSpec.parse("python -m servers.calculator --x?token=abcdefgh"), environ={}) == []
+
+
+# --- issue 29.10: bounded error messages, garbage and deep answers reported at once
+
+
+async def test_a_bad_argument_against_a_huge_enum_gives_a_short_error():
+    """A 75,000-value enum: jsonschema's message lists them all (1.27 million characters)."""
+    from mcprl.errors import MAX_MESSAGE
+
+    async with open_session(ServerSpec.parse(hostile("big-enum"))) as session:
+        out = await session.call("pick", {"color": "mauve"})
+    assert out.is_error and out.error_kind == "bad_arguments" and "more characters" in out.text
+    assert len(out.text) < MAX_MESSAGE + 100
+
+
+@pytest.mark.parametrize("mode,problem", [
+    ("garbage", "wrote something that is not MCP JSON-RPC to stdout"),
+    ("deep", "its tools/list answer could not be read"),
+])
+def test_a_garbage_or_too_deep_server_is_reported_at_once(monkeypatch, capsys, mode, problem):
+    import time
+
+    t0 = time.monotonic()
+    code, out, err = run_cli(monkeypatch, capsys, "tools", "--server", hostile(mode))
+    took = time.monotonic() - t0
+    assert code == 2 and problem in err and len(err.strip().splitlines()) == 1, err
+    assert took < 15  # not the 30 s connect timeout

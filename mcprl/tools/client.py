@@ -210,15 +210,37 @@ def _parse_arguments(
     return arguments
 
 
+class Unreadable(Exception):
+    """The server answered with something the MCP SDK could not read (the SDK would wait on)."""
+
+
 async def _list_all(conn: Connection, method: str, key: str) -> list[dict[str, Any]]:
-    """Every item of a paginated listing (tools/resources/prompts), following cursors."""
+    """Every item of a paginated listing (tools/resources/prompts), following cursors. A page
+    the SDK cannot read (not JSON-RPC, nested past its parser's limit) raises Unreadable at once
+    instead of waiting out the timeout."""
     items: list[dict[str, Any]] = []
     cursor: str | None = None
     seen: set[str] = set()
     for _ in range(MAX_PAGES):
         params = PaginatedRequestParams(cursor=cursor) if cursor else None
+        page: Any = None
+        conn.unreadable = anyio.Event()
         with anyio.fail_after(conn.spec.connect_timeout):
-            page = await getattr(conn.session, method)(params=params)
+            async with anyio.create_task_group() as tg:
+
+                async def fetch() -> None:
+                    nonlocal page
+                    page = await getattr(conn.session, method)(params=params)
+                    tg.cancel_scope.cancel()
+
+                async def watch() -> None:
+                    await conn.unreadable.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(fetch)
+                tg.start_soon(watch)
+        if page is None:
+            raise Unreadable(str(conn.stream_error))
         wire = page.model_dump(by_alias=True, mode="json", exclude_none=True)
         items.extend(wire.get(key) or [])
         cursor = wire.get("nextCursor")
@@ -246,6 +268,13 @@ async def open_session(spec: ServerSpec, *, workdir: Path | None = None) -> Asyn
 
 
 def _listing_error(spec: ServerSpec, error: Exception) -> UserError:
+    if isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        return _listing_error(spec, error.exceptions[0])
+    if isinstance(error, Unreadable):
+        return UserError(
+            f"{spec.target}: its tools/list answer could not be read ({clip(str(error), 200)}); "
+            "fix the server (is a tool's schema nested hundreds of levels deep?)"
+        )
     if isinstance(error, TimeoutError):
         return UserError(
             f"{spec.target}: tools/list got no answer within {spec.connect_timeout:g} s; is the server stuck?"
@@ -255,9 +284,8 @@ def _listing_error(spec: ServerSpec, error: Exception) -> UserError:
             f"{spec.target}: its tools/list answer is not valid MCP ({first_problem(error)}); "
             "fix the server (every tool needs a name and an object inputSchema)"
         )
-    message = " ".join(str(error).split())
     return UserError(
-        f"{spec.target}: listing its tools failed ({type(error).__name__}: {message}); check the server's logs"
+        f"{spec.target}: listing its tools failed ({type(error).__name__}: {clip(str(error), 300)}); check the server's logs"
     )
 
 
