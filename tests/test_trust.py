@@ -200,3 +200,30 @@ def test_a_garbage_or_too_deep_server_is_reported_at_once(monkeypatch, capsys, m
     took = time.monotonic() - t0
     assert code == 2 and problem in err and len(err.strip().splitlines()) == 1, err
     assert took < 15  # not the 30 s connect timeout
+
+
+def test_a_user_error_inside_a_task_group_is_still_one_line(capsys, monkeypatch):
+    import anyio
+    import typer
+
+    from mcprl.cli.console_script import run_app
+    from mcprl.errors import UserError
+
+    app = typer.Typer()
+
+    @app.command()
+    def go() -> None:
+        async def fail() -> None:
+            raise UserError("openai/gen: no API key; set OPENAI_API_KEY")
+
+        async def main() -> None:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(fail)
+
+        anyio.run(main)
+
+    monkeypatch.setattr(sys, "argv", ["mcprl"])
+    with pytest.raises(SystemExit) as exit_:
+        run_app(app)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == "error: openai/gen: no API key; set OPENAI_API_KEY\n"
