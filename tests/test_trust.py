@@ -142,6 +142,10 @@ def test_untrainable_names_the_most_common_reason():
     count, total, reason = untrainable(groups)
     assert (count, total) == (4, 5) and reason == "prompt is 3000 tokens; the model's limit is 2048"
     assert untrainable([TrajectoryGroup(trajectories=[ok, ok, over[0]])]) is None
+    from mcprl.metrics import rollout_metrics
+
+    row = rollout_metrics(groups)
+    assert row["truncated_episodes"] == 3 and row["failed_rollouts"] == 0 and row["truncated_rate"] == 0.75
 
 
 # --- issue 29.7: secrets a server repeats, and secrets in the server's URL
