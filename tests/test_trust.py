@@ -231,3 +231,9 @@ def test_a_user_error_inside_a_task_group_is_still_one_line(capsys, monkeypatch)
         run_app(app)
     assert exit_.value.code == 2
     assert capsys.readouterr().err == "error: openai/gen: no API key; set OPENAI_API_KEY\n"
+
+
+def test_train_refuses_a_temperature_over_2_in_one_line(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("MCPRL_HOME", str(tmp_path))
+    code, out, err = run_cli(monkeypatch, capsys, "train", "--temperature", "2.5", "--steps", "1", "--server", "python -m servers.calculator")
+    assert code == 2 and "temperature" in err and "2" in err and len(err.strip().splitlines()) == 1, err
