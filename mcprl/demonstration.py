@@ -270,14 +270,15 @@ async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_b
     # (a server can use keywords that, combined with our bounds, leave nothing to write).
     rounds += [schema] if schema != free else []
     refused = True  # every round so far: no call written at all
-    for constraint in rounds:
+    for n, constraint in enumerate(rounds):
         if constraint is schema and not refused:
             break
         written, problems = await write_all(constraint)
         refused = refused and len(problems) == SAMPLES
         if len(problems) == SAMPLES:
+            looser = n + 1 < len(rounds) and (rounds[n + 1] is not schema or refused)
             say(f"demonstration from scenario {scenario.id}: the generator wrote no call to `{name}` "
-                f"({clip(problems[0], 300)})" + ("; trying a looser constraint" if constraint is not rounds[-1] else ""))
+                f"({clip(problems[0], 300)})" + ("; trying a looser constraint" if looser else ""))
             continue
         calls = [args for i, args in enumerate(written) if isinstance(args, dict) and args not in written[:i]]
         ran = await execute(calls)
