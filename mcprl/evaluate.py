@@ -21,6 +21,8 @@ def resolve_checkpoint(spec: str, project: str) -> tuple[str, Path | None, str]:
     from mcprl.train import checkpoints
 
     name, _, step = spec.partition("@")
+    if paths.name_problem(name) and not step:  # a path or a hub id: no run could have that name
+        return spec, None, spec
     root = paths.checkpoints_dir(project, name)
     steps = checkpoints.list_steps(root)
     if not steps:

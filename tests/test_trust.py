@@ -97,6 +97,12 @@ def test_no_path_helper_or_model_leaves_mcprl_home(monkeypatch, tmp_path):
             paths.checkpoints_dir(project, name)
         with pytest.raises(ValidationError):
             TrainableModel(name=name, project=project)
+    # `mcprl eval --model`: a path or hub id is a base model; a project that leaves home is refused
+    from mcprl.evaluate import resolve_checkpoint
+
+    assert resolve_checkpoint("/models/tiny-llama", "default") == ("/models/tiny-llama", None, "/models/tiny-llama")
+    with pytest.raises(UserError, match="--project"):
+        resolve_checkpoint("agent", "..")
 
 
 # --- issues 28.2 and 29.9: settings the endpoint refuses, and a run that would train nothing
