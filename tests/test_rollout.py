@@ -245,3 +245,18 @@ async def test_an_episode_past_its_time_limit_ends_truncated(tiny_model_dir):
             traj = await rollout(model, TASK, pool, RolloutConfig(episode_timeout_s=2))
     assert traj.error is None and traj.metrics["truncated"] == 1 and "time limit of 2 s" in traj.metadata["truncated"]
     assert len(traj.generations) == 1 and traj.messages[-1]["role"] == "tool"
+
+
+async def test_500_tools_over_the_context_make_a_batch_that_stops_the_run(tiny_model_dir):
+    """Issue 29.9: a server with 500 tools made every prompt longer than the model's context; every
+    rollout failed and the run printed 0.000 and exited 0. Now each episode ends truncated before its
+    first turn (nothing sampled), and gather.untrainable names the reason the runner stops with."""
+    from mcprl.gather import untrainable
+
+    with scripted_endpoint(tiny_model_dir, ["unused"] * 4) as (model, engine):
+        async with ToolPool(ServerSpec.parse("python -m servers.bare_jsonrpc --tools 500")) as pool:
+            groups = await gather_trajectory_groups([[rollout(model, TASK, pool) for _ in range(2)]])
+    assert engine.seen == []  # refused before any sampling
+    assert all(t.error is None and t.metrics["truncated"] == 1 and not t.generations for t in groups[0].trajectories)
+    count, total, reason = untrainable(groups)
+    assert (count, total) == (2, 2) and "no longer fits the model's context" in reason and "limit is 2048" in reason
