@@ -81,6 +81,7 @@ def load(spec: str) -> Agent:
 
     async def agent(model: Model, scenario: Scenario, pool: ToolPool | None = None, config: RolloutConfig | None = None) -> Trajectory:
         config = config or rollout.RolloutConfig()
-        return await Recorder(model, scenario, pool, constrain_tool_calls=config.constrain_tool_calls).run(obj, config)
+        return await Recorder(model, scenario, pool, constrain_tool_calls=config.constrain_tool_calls,
+                          time_limit_s=config.episode_timeout_s).run(obj, config)
 
     return agent

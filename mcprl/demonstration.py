@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from mcprl.errors import UserError, first_problem
+from mcprl.errors import UserError, clip, first_problem
 from mcprl.types import Message, Scenario
 
 if TYPE_CHECKING:
@@ -90,17 +90,24 @@ def load_example(path: Path) -> list[Message]:
     return data
 
 
-def task_words_pattern(task: str) -> str:
-    """A regex for strings made of the task's own words (one or more, space-separated)."""
-    words = sorted({w.strip(".,;:!?\"'()") for w in task.split()} - {""}, key=len, reverse=True)
+def task_words(task: str) -> list[str]:
+    """The task's own words (punctuation around them dropped), longest first, each once."""
+    return sorted({w.strip(".,;:!?\"'()") for w in task.split()} - {""}, key=len, reverse=True)
+
+
+def words_pattern(words: list[str]) -> str:
+    """A regex for strings made of `words` (one or more, space-separated)."""
     word = "(?:" + "|".join(re.escape(w) for w in words) + ")"
     return f"^{word}(?: {word})*$"
 
 
-def short_call_schema(schema: Any, words: str | None = None) -> Any:
+def short_call_schema(schema: Any, words: list[str] | None = None) -> Any:
     """`schema` with MAX_STRING / MAX_ITEMS on every string and array that has no bound of its own
-    (nested ones, `$defs`, `anyOf` branches included), and, with `words` (a pattern), every free
-    string made of those words; nothing else changes."""
+    (nested ones, `$defs`, `anyOf` branches included), and, with `words`, every free string made of
+    those words; nothing else changes. A bound never goes below the schema's own minimum, and a
+    string gets the words pattern only where one of the words alone fits its length bounds, so the
+    constraint is satisfiable wherever the schema is (a task word longer than the bound, a
+    `minLength` above it, would otherwise leave a required string nothing to match)."""
     if isinstance(schema, list):
         return [short_call_schema(s, words) for s in schema]
     if not isinstance(schema, dict):
@@ -109,11 +116,13 @@ def short_call_schema(schema: Any, words: str | None = None) -> Any:
            for k, v in schema.items()}
     types = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
     if "string" in types and not {"maxLength", "enum", "const", "format", "pattern"} & set(schema):
-        out["maxLength"] = MAX_STRING
-        if words:
-            out["pattern"] = words
+        least = schema.get("minLength", 0) if isinstance(schema.get("minLength", 0), int) else 0
+        out["maxLength"] = most = max(MAX_STRING, least)
+        if any(least <= len(w) <= most for w in words or ()):
+            out["pattern"] = words_pattern([w for w in words or () if len(w) <= most])
     if "array" in types and "maxItems" not in schema:
-        out["maxItems"] = max(MAX_ITEMS, schema.get("minItems", 0))
+        least = schema.get("minItems", 0) if isinstance(schema.get("minItems", 0), int) else 0
+        out["maxItems"] = max(MAX_ITEMS, least)
     return out
 
 
@@ -192,15 +201,21 @@ def narrowed(args: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
     return sorted(out, key=lambda v: -v[0])
 
 
-async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_base: str | None, seed: int) -> Candidate | None:
+async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_base: str | None, seed: int,
+                        say: Callable[[str], None] = print) -> Candidate | None:
     """The most useful exchange `task -> first tool call` for `scenario` (see `usefulness`), or
     None when no call the generator writes runs without error. The generator writes SAMPLES calls
     at a time, each run in its own session: first with string arguments made of the task's own
     words (the values a task names: an item, a city, a path); unless one of those found the
     scenario's answer, the same calls with a string cut to a shorter run of its words (`narrow`);
     and unless that found it either, calls written freely (short_call_schema). Ties go to the
-    earlier call: the greedy one, the task's words."""
+    earlier call: the greedy one, the task's words. A failed generator call or tool call is one
+    call fewer; a constraint the generator refuses outright (every call of the round failed, e.g. an
+    endpoint's 400) says so in one line and the next, looser, constraint is tried: the tool's own
+    schema last."""
     import anyio
+
+    from mcprl.llm import LLMError
 
     tools = pool.toolset.tools
     name = await _first_tool(scenario, tools, model=model, api_base=api_base, seed=seed)
@@ -214,8 +229,11 @@ async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_b
         ran: list[Candidate | None] = [None] * len(calls)
 
         async def run(i: int, args: dict[str, Any]) -> None:
-            async with pool.session() as session:
-                outcome = await session.call(name, args)
+            try:
+                async with pool.session() as session:
+                    outcome = await session.call(name, args)
+            except Exception:  # a session the server broke is one failed call, like an error result
+                return
             if not outcome.is_error:
                 ran[i] = Candidate(rating=usefulness(scenario, args, outcome.text), messages=[
                     {"role": "user", "content": scenario.task},
@@ -229,20 +247,42 @@ async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_b
                 tg.start_soon(run, i, args)
         return [c for c in ran if c is not None]
 
-    best: Candidate | None = None
-    known = scenario.answer is not None
-    words, free = short_call_schema(schema, task_words_pattern(scenario.task)), short_call_schema(schema)
-    for constraint in [words] if words == free else [words, free]:  # no strings: one round
+    async def write_all(constraint: Any) -> tuple[list[Any], list[str]]:
+        """SAMPLES calls written under `constraint` (None where a write failed), and why each failed."""
         written: list[Any] = [None] * SAMPLES
+        problems: list[str] = []
 
-        async def write(i: int, written: list[Any] = written, constraint: Any = constraint) -> None:
+        async def write(i: int) -> None:
             # the first greedy, the rest sampled: different values for the same argument
-            written[i] = await _json(prompt, scenario.task, constraint, model=model, api_base=api_base,
-                                     seed=seed + i, temperature=0.0 if i == 0 else 1.0)
+            try:
+                written[i] = await _json(prompt, scenario.task, constraint, model=model, api_base=api_base,
+                                         seed=seed + i, temperature=0.0 if i == 0 else 1.0)
+            except Exception as e:  # one failed generator call never ends the run (nor the other writes)
+                problems.append(str(e) if isinstance(e, (LLMError, ValueError, UserError)) else f"{type(e).__name__}: {e}")
 
         async with anyio.create_task_group() as tg:
             for i in range(SAMPLES):
                 tg.start_soon(write, i)
+        return written, problems
+
+    best: Candidate | None = None
+    known = scenario.answer is not None
+    words, free = short_call_schema(schema, task_words(scenario.task)), short_call_schema(schema)
+    rounds = [words] if words == free else [words, free]  # no strings: one round
+    # The tool's own schema, unshortened, only when the generator refused every shortened one
+    # (a server can use keywords that, combined with our bounds, leave nothing to write).
+    rounds += [schema] if schema != free else []
+    refused = True  # every round so far: no call written at all
+    for n, constraint in enumerate(rounds):
+        if constraint is schema and not refused:
+            break
+        written, problems = await write_all(constraint)
+        refused = refused and len(problems) == SAMPLES
+        if len(problems) == SAMPLES:
+            looser = n + 1 < len(rounds) and (rounds[n + 1] is not schema or refused)
+            say(f"demonstration from scenario {scenario.id}: the generator wrote no call to `{name}` "
+                f"({clip(problems[0], 300)})" + ("; trying a looser constraint" if looser else ""))
+            continue
         calls = [args for i, args in enumerate(written) if isinstance(args, dict) and args not in written[:i]]
         ran = await execute(calls)
         best = most_useful(best, *ran)
@@ -293,9 +333,10 @@ async def build(train: list[Scenario], pool: ToolPool, *, model: str, api_base: 
     best: tuple[Candidate, Scenario] | None = None
     for scenario in random.Random(f"{seed}/demonstration").sample(train, min(CANDIDATES, len(train) - 1)):
         try:
-            candidate = await from_scenario(scenario, pool, model=model, api_base=api_base, seed=seed)
-        except (LLMError, UserError, ValueError) as e:
-            say(f"warning: no demonstration from scenario {scenario.id}: {e}")
+            candidate = await from_scenario(scenario, pool, model=model, api_base=api_base, seed=seed, say=say)
+        except Exception as e:  # the demonstration is a help: no failure of it ends the run
+            reason = str(e) if isinstance(e, (LLMError, UserError, ValueError)) else f"{type(e).__name__}: {e}"
+            say(f"warning: no demonstration from scenario {scenario.id}: {clip(reason, 300)}")
             continue
         if candidate is not None and (best is None or candidate.rating > best[0].rating):
             best = candidate, scenario

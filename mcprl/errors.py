@@ -18,4 +18,16 @@ def first_problem(error: ValidationError, whole: str = "") -> str:
     request body's `body` prefix is dropped, so an HTTP client sees its own field names."""
     first = error.errors()[0]
     where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or whole
-    return f"{where}: {first['msg']}" if where else first["msg"]
+    message = first["msg"].removeprefix("Value error, ")  # a validator's own ValueError says it all
+    return f"{where}: {message}" if where else message
+
+
+MAX_MESSAGE = 500  # characters of an error message shown to the model or on the console
+
+
+def clip(message: str, limit: int = MAX_MESSAGE) -> str:
+    """`message` on one line and at most about `limit` characters: an error can quote its input
+    (a 75,000-value enum, a server's whole output), and neither a model's context nor a console
+    line is the place for that."""
+    line = " ".join(message.split())
+    return line if len(line) <= limit else f"{line[:limit]}... ({len(line) - limit} more characters)"

@@ -26,6 +26,8 @@ def resolve_checkpoint(spec: str, project: str, root: Path | None = None) -> tup
 
     name, _, step = spec.partition("@")
     given = root is not None
+    if paths.name_problem(name) and not step and not given:  # a path or a hub id: no run could have that name
+        return spec, None, spec
     root = root or paths.checkpoints_dir(project, name)
     steps = checkpoints.list_steps(root)
     if not steps:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from typing import Awaitable, Callable, Iterable
 
 import anyio
@@ -73,3 +75,28 @@ async def gather_trajectory_groups(
     for (group, _), trajs in zip(plan, results):
         group.trajectories.extend(t for t in trajs if t is not None)
     return [g for g, _ in plan]
+
+
+MOST = 0.5  # a batch where more than this share of rollouts gave nothing to train stops the run
+
+
+def untrainable(groups: list[TrajectoryGroup]) -> tuple[int, int, str] | None:
+    """(count, total, most common reason) when more than MOST of the groups' rollouts failed or
+    sampled no token (a prompt longer than the context truncates an episode before its first
+    turn), else None. Such a batch trains nothing however long the run goes on: the run stops
+    with the reason instead of printing rewards of 0 (a temperature the endpoint refuses, every
+    prompt over the context, a broken agent)."""
+    reasons: list[str] = []
+    total = 0
+    for g in groups:
+        errored = sum(t.error is not None for t in g.trajectories)
+        total += len(g.trajectories) + len(g.exceptions) - errored  # raised rollouts left no trajectory
+        reasons += g.exceptions
+        reasons += [str(t.metadata.get("truncated") or "the episode sampled no token")
+                    for t in g.trajectories if t.error is None and not t.generations]
+    if not total or len(reasons) <= MOST * total:
+        return None
+    # the same failure worded with different numbers (token counts, ids) counts as one
+    common, _ = Counter(re.sub(r"\d+", "N", r)[:200] for r in reasons).most_common(1)[0]
+    example = next(r for r in reasons if re.sub(r"\d+", "N", r)[:200] == common)
+    return len(reasons), total, example

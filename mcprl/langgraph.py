@@ -122,7 +122,8 @@ async def react_agent(model: Model, scenario: Scenario, pool: ToolPool | None = 
     config = config or RolloutConfig()
     if config.finish != "text":
         raise UserError('the langgraph agent ends on a text reply; set finish = "text" (complete_task is the plain loop\'s)')
-    return await Recorder(model, scenario, pool, constrain_tool_calls=config.constrain_tool_calls).run(_react_episode, config)
+    return await Recorder(model, scenario, pool, constrain_tool_calls=config.constrain_tool_calls,
+                          time_limit_s=config.episode_timeout_s).run(_react_episode, config)
 
 
 async def _react_episode(rec: Recorder, config: RolloutConfig) -> None:

@@ -48,8 +48,8 @@ class TrainableModel(Model):
     """A base model plus a LoRA adapter trained with GRPO; checkpoints under `<MCPRL_HOME>/<project>/<name>/`."""
 
     # name and project become directory names
-    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
-    project: str = Field(default="default", pattern=r"^[A-Za-z0-9._-]+$")
+    name: paths.DirName
+    project: paths.DirName = "default"
     base_model: str = "smollm2-135m"
     lora: LoraSettings = Field(default_factory=LoraSettings)
     _runtime: Runtime | None = PrivateAttr(default=None)

@@ -36,7 +36,17 @@ What a reply records: the prompt and completion token ids, the logprobs, the req
 temperature, top_p, top_k and min_p (what the logprobs were sampled under) and whether it was
 grammar-constrained (a structured `response_format`), `metrics` turns,
 invalid_tool_calls (with a log line), and finished/truncated from the last reply. A reply with
-completion token ids but no `prompt_token_ids` fails the rollout at once. Tool calls through
+completion token ids but no `prompt_token_ids`, or without one logprob per token, fails the
+rollout at once.
+
+Truncated episodes stay in their group (scored as they are, so the group's baseline is not
+biased toward short episodes): a request the endpoint refuses because the conversation no
+longer fits the model's context (HTTP 400 naming the context length), and an episode past
+`time_limit_s` (RolloutConfig.episode_timeout_s), end the episode with `metrics["truncated"]`
+= 1 and the reason in `metadata["truncated"]`, not as a failure. The rule for their tokens, as
+verifiers': every turn sampled before the truncation is recorded whole and trained like any
+other; the turn that did not come back (refused, or cut off by the time limit) is not recorded,
+so no partial turn is trained. Tool calls through
 `rec.tools` count tool_calls, calls/NAME, and on error tool_errors, errors/NAME,
 error_kind/KIND; a dead server fails the rollout.
 
@@ -51,6 +61,8 @@ from __future__ import annotations
 import contextvars
 import functools
 import json
+import math
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -58,7 +70,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
 from mcprl.chat_format import tool_call_format
-from mcprl.errors import UserError
+from mcprl.errors import UserError, clip
 from mcprl.serving.prompts import message_key
 from mcprl.types import Generation, Message, Scenario, ToolSchema, Trajectory
 
@@ -83,6 +95,24 @@ def missing_prompt_tokens(endpoint: str | None) -> str:
     return (f"policy endpoint {endpoint} returned completion token ids without prompt_token_ids, so this "
             "rollout cannot be trained on; serve the policy with mcprl's endpoint or a vLLM that answers "
             "return_token_ids=true with prompt_token_ids")
+
+
+# How an OpenAI-compatible endpoint words "the prompt does not fit the context": ours ("prompt is N
+# tokens; the model's limit is M"), vLLM's ("maximum context length"), OpenAI's (the same, and
+# "context_length_exceeded").
+_CONTEXT_OVERFLOW = re.compile(r"context length|context_length|model's limit is|max_model_len|prompt is too long", re.I)
+
+
+def is_context_overflow(message: str) -> bool:
+    return bool(_CONTEXT_OVERFLOW.search(message))
+
+
+def mismatched_logprobs(endpoint: str | None, logprobs: int, tokens: int) -> str:
+    """Why a reply whose logprobs do not match its token ids one to one fails its rollout: the
+    trainer needs the sampled logprob of every token it trains (the GRPO ratio's denominator)."""
+    return (f"policy endpoint {endpoint} returned {tokens} completion token ids with {logprobs} usable logprobs, "
+            "so this rollout cannot be trained on; serve the policy with an endpoint that answers logprobs=true "
+            "with one logprob per token")
 
 
 class Untrainable(RuntimeError):
@@ -116,11 +146,13 @@ class McpTools:
 class Recorder:
     """One rollout: its Trajectory, fed by the recording HTTP clients and `tools`."""
 
-    def __init__(self, model: Model, scenario: Scenario, pool: ToolPool | None = None, *, constrain_tool_calls: bool = False) -> None:
+    def __init__(self, model: Model, scenario: Scenario, pool: ToolPool | None = None, *, constrain_tool_calls: bool = False,
+                 time_limit_s: float | None = None) -> None:
         if not model.inference_base_url:
             raise UserError(f"model {model.name!r} has no endpoint; register it with a backend first")
         self.model, self.scenario, self.pool = model, scenario, pool
         self.constrain_tool_calls = constrain_tool_calls  # see RolloutConfig.constrain_tool_calls
+        self.time_limit_s = time_limit_s  # see RolloutConfig.episode_timeout_s
         self.model_name = model.get_inference_name()  # the served name (it changes with every step)
         self.trajectory = Trajectory(scenario_id=scenario.id, metadata={"task": scenario.task, "model": self.model_name})
         self.trajectory.metrics.update(dict.fromkeys(COUNTERS, 0.0))
@@ -143,6 +175,7 @@ class Recorder:
 
     async def run(self, agent: Callable[..., Awaitable[Any]], *args: Any) -> Trajectory:
         """`await agent(self, *args)` with this rollout recording; the finished Trajectory."""
+        import anyio
         import openai
 
         from mcprl.tools import ServerGone
@@ -157,13 +190,20 @@ class Recorder:
                     assert self.pool.toolset is not None
                     self.tools = McpTools(await stack.enter_async_context(self.pool.session()), self.pool.toolset.tools)
                 stack.push_async_callback(self._close_clients)
-                result = await agent(self, *args)
+                result = None
+                with anyio.move_on_after(self.time_limit_s or math.inf) as limit:
+                    result = await agent(self, *args)
+                if limit.cancelled_caught:
+                    self._truncate(f"the episode's time limit of {self.time_limit_s:g} s was reached")
         except ServerGone as e:
             traj.error = traj.error or f"MCP server gone: {e}"
         except openai.APIError as e:
-            traj.error = traj.error or f"policy endpoint error: {type(e).__name__}: {e}"
+            if isinstance(e, openai.BadRequestError) and is_context_overflow(str(e)):
+                self._truncate(f"the conversation no longer fits the model's context ({clip(str(e), 200)})")
+            else:
+                traj.error = traj.error or f"policy endpoint error: {type(e).__name__}: {clip(str(e))}"
         except Exception as e:
-            traj.error = traj.error or f"{type(e).__name__}: {e}"
+            traj.error = traj.error or f"{type(e).__name__}: {clip(str(e))}"
         else:
             self._merge(result)
         finally:
@@ -171,6 +211,13 @@ class Recorder:
         self._finish()
         traj.metrics["seconds"] = time.perf_counter() - t0
         return traj
+
+    def _truncate(self, reason: str) -> None:
+        """End the episode truncated (see the module's docstring): kept, scored, not failed."""
+        traj = self.trajectory
+        traj.metadata["truncated"] = reason
+        traj.metrics["truncated"], traj.metrics["finished"] = 1.0, 0.0
+        traj.log(f"truncated: {reason}")
 
     async def _close_clients(self) -> None:
         for client in self._clients:
@@ -203,10 +250,14 @@ class Recorder:
                 if not body.get("prompt_token_ids"):
                     traj.error = traj.error or missing_prompt_tokens(endpoint)
                     raise Untrainable(traj.error)
+                logprobs = [t.get("logprob") for t in ((choice.get("logprobs") or {}).get("content") or [])]
+                if len(logprobs) != len(choice["token_ids"]) or not all(isinstance(x, int | float) for x in logprobs):
+                    traj.error = traj.error or mismatched_logprobs(endpoint, len(logprobs), len(choice["token_ids"]))
+                    raise Untrainable(traj.error)
                 gen = Generation(
                     prompt_token_ids=body["prompt_token_ids"],
                     completion_token_ids=choice["token_ids"],
-                    logprobs=[t["logprob"] for t in ((choice.get("logprobs") or {}).get("content") or [])],
+                    logprobs=logprobs,
                     # the settings the request sampled with (absent: the defaults, Generation's)
                     **{k: request[k] for k in ("temperature", "top_p", "top_k", "min_p") if request.get(k) is not None},
                     constrained=(request.get("response_format") or {}).get("type", "text") != "text",

@@ -53,8 +53,12 @@ class RolloutConfig(BaseModel):
                        "module:function (your agent on the OpenAI SDK) or module:Class (a ToolAgent subclass)")
     max_turns: int = Field(default=4, ge=1, description="assistant turns per episode")
     max_tokens: int = Field(default=128, ge=1, description="tokens per assistant turn")
-    temperature: float = Field(default=1.0, ge=0, description="sampling temperature, training and evaluation")
+    # bounded as the OpenAI API, our endpoint and vLLM bound it: a value they refuse fails every request
+    temperature: float = Field(default=1.0, ge=0, le=2, description="sampling temperature, training and evaluation (0-2)")
     top_p: float = Field(default=1.0, gt=0, le=1, description="nucleus sampling: the smallest set of tokens with this much probability")
+    # An episode past its time limit ends truncated: its complete turns so far are kept, scored and
+    # trained like any others (mcprl.recording), the request under way is dropped.
+    episode_timeout_s: float | None = Field(default=None, gt=0, description="seconds an episode may take before it ends truncated (default: no limit)")
     system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, description="the policy's system prompt (a scenario's own wins)")
     finish: Literal["text", "tool"] = Field(
         default="text", description="how the agent ends: a plain-text reply, or a call to a complete_task(answer) tool")
@@ -154,7 +158,8 @@ class ToolAgent:
 
     async def __call__(self, model: Model, scenario: Scenario, pool: ToolPool | None = None, config: RolloutConfig | None = None) -> Trajectory:
         config = config or RolloutConfig()
-        return await Recorder(model, scenario, pool, constrain_tool_calls=config.constrain_tool_calls).run(self._episode, config)
+        return await Recorder(model, scenario, pool, constrain_tool_calls=config.constrain_tool_calls,
+                              time_limit_s=config.episode_timeout_s).run(self._episode, config)
 
     async def setup(self, episode: Episode) -> list[Message]:
         return initial_messages(episode.scenario, episode.tools, episode.config)

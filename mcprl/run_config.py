@@ -39,6 +39,7 @@ from judges import JudgeConfig
 from mcprl.backends.config import RuntimeConfig
 from mcprl.cluster import ClusterConfig
 from mcprl.errors import UserError, first_problem
+from mcprl.paths import DirName
 from mcprl.rollout import RolloutConfig
 from mcprl.tools.discovery import ServerConfig
 from mcprl.tools.redact import MASK
@@ -53,8 +54,8 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = Field(default="smollm2-135m", description="base model: alias, local dir or HF id")
-    name: str = Field(default="agent", description="model name")
-    project: str = Field(default="default", description="project")
+    name: DirName = Field(default="agent", description="model name")
+    project: DirName = Field(default="default", description="project")
     seed: int = Field(default=0, description="seeds the scenarios, the split and each step's batch")
     steps: int = Field(default=10, ge=0, description="training steps")
     time_budget_minutes: float | None = Field(default=None, gt=0, description="minutes of training after which to stop and evaluate")

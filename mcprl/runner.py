@@ -21,7 +21,7 @@ from mcprl import agents, memory, tasks
 from mcprl.errors import UserError
 from mcprl.metrics import MetricsLog, rollout_metrics
 from mcprl.run_config import RunConfig, load_saved
-from mcprl.tools.redact import redact_model
+from mcprl.tools.redact import redact, redact_model
 from mcprl.types import Scenario, TrajectoryGroup, dump_jsonl
 
 
@@ -171,7 +171,8 @@ class TrainingRun:
 
     async def _rollouts(self, pool, scenarios: list[Scenario], per: int, label: str, configs=None) -> list[TrajectoryGroup]:
         """`per` rollouts of each scenario, under the run's rollout settings or each scenario's own (`configs`)."""
-        from mcprl.gather import gather_trajectory_groups
+        from mcprl.errors import clip
+        from mcprl.gather import gather_trajectory_groups, untrainable
 
         configs = configs or [self.cfg.rollout] * len(scenarios)
         total = len(scenarios) * per
@@ -192,6 +193,10 @@ class TrainingRun:
             self.progress.remove_task(task)
         for g, s in zip(groups, scenarios):
             g.scenario = s
+        if (bad := untrainable(groups)) is not None:
+            count, total, reason = bad
+            raise UserError(f"{label}: {count} of {total} rollouts failed or sampled nothing, so the run would train nothing; "
+                            f"most common: {clip(redact(reason, self.secrets), 300)}")
         return groups
 
     def _cluster_metrics(self, groups: list[TrajectoryGroup]) -> dict[str, float]:

@@ -71,3 +71,20 @@ class NoPromptIds(ScriptedEngine):
         body = super()._response(*args, **kwargs)
         del body["prompt_token_ids"]
         return body
+
+
+class NoLogprobs(ScriptedEngine):
+    """An endpoint that returns token ids but drops the logprobs (`drop`: all of them, or all but the first)."""
+
+    def __init__(self, *args, drop: str = "all", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.drop = drop
+
+    def _response(self, *args, **kwargs):
+        body = super()._response(*args, **kwargs)
+        for choice in body["choices"]:
+            if self.drop == "all":
+                choice["logprobs"] = None
+            else:
+                choice["logprobs"]["content"] = choice["logprobs"]["content"][:1]
+        return body

@@ -180,8 +180,9 @@ def test_a_demonstration_call_is_short_and_made_of_the_tasks_words():
         "tags": {"type": "array", "items": {"type": "string"}}, "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
         "ids": {"type": "array", "minItems": 6, "items": {"$ref": "#/$defs/Id"}}, "n": {"type": "integer"}},
         "$defs": {"Id": {"type": ["string", "null"], "maxLength": 8}}, "required": ["query"]}
-    words = demonstration.task_words_pattern("How many heavy-duty nail box (SKU-1000) units are in stock?")
-    out = demonstration.short_call_schema(schema, words)
+    task_words = demonstration.task_words("How many heavy-duty nail box (SKU-1000) units are in stock?")
+    out = demonstration.short_call_schema(schema, task_words)
+    words = demonstration.words_pattern(task_words)
     props = out["properties"]
     assert props["query"] == {"type": "string", "maxLength": demonstration.MAX_STRING, "pattern": words}
     assert props["mode"] == schema["properties"]["mode"] and props["when"] == schema["properties"]["when"]
@@ -191,6 +192,71 @@ def test_a_demonstration_call_is_short_and_made_of_the_tasks_words():
     assert re.fullmatch(words, "heavy-duty nail box") and re.fullmatch(words, "SKU-1000")
     assert not re.fullmatch(words, "drill") and not re.fullmatch(words, "heavy-duty  box") and not re.fullmatch(words, "")
     assert "pattern" not in demonstration.short_call_schema(schema)["properties"]["query"]
+
+
+def _unsatisfiable(schema) -> list[str]:
+    """What llguidance (the endpoint's grammar compiler) says is unsatisfiable in `schema`."""
+    import llguidance
+
+    grammar = llguidance.LLMatcher.grammar_from_json_schema(json.dumps(schema), defaults={"lenient": True})
+    is_error, warnings = llguidance.LLMatcher.validate_grammar_with_warnings(grammar)
+    return [w for w in warnings if "nsatisfiable" in w] + (["error"] if is_error else [])
+
+
+LONG_TASK = "Schedule task 12 at https://calendar.example.com/teams/platform/boards/q3-planning?view=week now"
+
+
+@pytest.mark.parametrize("due", [
+    {"type": "string"},  # a task word longer than MAX_STRING (the URL) left the words pattern nothing to match
+    {"type": "string", "minLength": 60},  # a minimum above MAX_STRING
+    {"type": "string", "minLength": 20},  # no single task word this long, and none of these words fits alone
+    {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
+    {"type": "string", "format": "date-time"},
+    {"type": "string", "enum": ["today", "tomorrow"]},
+    {"type": "array", "items": {"type": "string", "minLength": 3}, "minItems": 9},
+    {"anyOf": [{"type": "string", "minLength": 50}, {"type": "null"}]},
+])
+def test_a_demonstration_constraint_is_satisfiable_wherever_the_tools_schema_is(due):
+    """schedule_task(id: integer, due: ..., both required): the words-first and the free
+    constraints the writer is asked for compile as satisfiable grammars (issue 28.1: the endpoint
+    answered 400 "required property 'due' is unsatisfiable" and the run died)."""
+    schema = {"type": "object", "properties": {"id": {"type": "integer"}, "due": due}, "required": ["id", "due"]}
+    assert _unsatisfiable(schema) == []
+    words = demonstration.task_words(LONG_TASK) + demonstration.task_words("a bb")
+    for constraint in (demonstration.short_call_schema(schema, words), demonstration.short_call_schema(schema)):
+        assert _unsatisfiable(constraint) == [], constraint
+
+
+async def test_a_constraint_the_endpoint_refuses_falls_back_with_one_line():
+    """Every words-first call is refused with a 400 (as an endpoint refuses a schema it finds
+    unsatisfiable): the run goes on with the free constraint, saying why, instead of an
+    ExceptionGroup ending it."""
+    from fake_llm import Reply
+
+    def handler(body):
+        if "pattern" in json.dumps(body["response_format"]["json_schema"]["schema"]):
+            return Reply(status=400, content="Unsatisfiable schema: required property 'city' is unsatisfiable")
+        return '{"city": "Oslo"}'
+
+    train = [Scenario(id=f"s{i}", task=f"Weather in Oslo, day {i}?", tools=["get_forecast"]) for i in range(2)]
+    said = []
+    with FakeLLM(handler=handler) as llm:
+        async with ToolPool(ServerSpec.parse(f"{sys.executable} {Path(__file__).parent / 'one_tool_server.py'}")) as pool:
+            demo, _ = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=0, say=said.append)
+    assert demo.source.startswith("scenario:"), said
+    assert any("wrote no call to `get_forecast`" in line and "looser constraint" in line for line in said)
+    assert all("\n" not in line for line in said)
+
+
+async def test_a_generator_that_always_fails_gives_the_generic_example():
+    from fake_llm import Reply
+
+    said = []
+    with FakeLLM(handler=lambda body: Reply(status=400, content="bad request")) as llm:
+        async with ToolPool(ServerSpec.parse("python -m servers.inventory")) as pool:
+            demo, rest = await demonstration.build(scenarios(4, ["get_item"]), pool, model="openai/gen",
+                                                   api_base=llm.base_url, seed=0, say=said.append)
+    assert demo.source == "generic" and len(rest) == 4 and "generic" in said[-1]
 
 
 @pytest.mark.parametrize("content,problem", [

@@ -183,3 +183,80 @@ async def test_generations_carry_the_request_sampling_settings(tiny_model_dir):
         traj = await rollout(model, TASK, None, RolloutConfig(temperature=0.7, top_p=0.9))
     assert (engine.seen[0]["temperature"], engine.seen[0]["top_p"]) == (0.7, 0.9)
     assert [(g.temperature, g.top_p) for g in traj.generations] == [(0.7, 0.9)]
+
+
+@pytest.mark.parametrize("drop", ["all", "some"])
+async def test_token_ids_without_their_logprobs_fail_the_rollout_not_the_training_step(tiny_model_dir, drop):
+    """Issue 28.3: a reply with token ids but no logprobs (or fewer) was recorded, then raised
+    inside the training step (train.sequences) and ended the run; now it fails its own rollout."""
+    from mcprl.model import Model
+    from mcprl.serving.local import LocalServer
+    from scripted_policy import NoLogprobs
+
+    server = LocalServer(NoLogprobs(tiny_model_dir, ["The answer is 425."], drop=drop))
+    try:
+        model = Model(name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy")
+        traj = await rollout(model, TASK, None, RolloutConfig(temperature=0.7))
+    finally:
+        server.close()
+    assert traj.generations == []
+    assert "completion token ids with" in traj.error and "usable logprobs" in traj.error
+    assert trajectory_sequences(traj, 1.0) == []
+
+
+async def test_a_conversation_over_the_context_ends_truncated_and_stays_in_its_group(tiny_model_dir):
+    """Issue 28.4: the endpoint's 400 for a prompt over the context used to fail the rollout, which
+    then left its group before the baseline. Now the episode ends truncated: its first turn (sampled
+    before the overflow) is kept whole, the refused turn is not recorded."""
+    from scripted_policy import ScriptedEngine
+
+    class Tight(ScriptedEngine):
+        def _sample_batch(self, batch, n_rows):
+            self.max_model_len = len(batch[0].prompt_ids) + 20  # the first turn fits, the second will not
+            return super()._sample_batch(batch, n_rows)
+
+    with scripted_endpoint(tiny_model_dir, [call("multiply", a=17, b=25), "The answer is 425."]) as (model, engine):
+        engine.__class__ = Tight
+        async with ToolPool(ServerSpec.parse(CALC)) as pool:
+            (group,) = await gather_trajectory_groups([[rollout(model, TASK, pool)]])
+    (traj,) = group.trajectories
+    assert traj.error is None and group.exceptions == []
+    assert traj.metrics["truncated"] == 1 and traj.metrics["finished"] == 0
+    assert "no longer fits the model's context" in traj.metadata["truncated"]
+    assert len(traj.generations) == 1 and traj.metrics["tool_calls"] == 1
+    (seq,) = trajectory_sequences(traj, 1.0)
+    assert seq.n_loss_tokens == len(traj.generations[0].completion_token_ids)
+
+
+async def test_an_episode_past_its_time_limit_ends_truncated(tiny_model_dir):
+    import time as _time
+
+    replies = iter([call("multiply", a=17, b=25)])
+
+    def slow_second_turn(request):
+        reply = next(replies, None)
+        if reply is None:
+            _time.sleep(5)  # the engine's thread; the episode's time limit ends it first
+            return "late"
+        return reply
+
+    with scripted_endpoint(tiny_model_dir, handler=slow_second_turn) as (model, _):
+        async with ToolPool(ServerSpec.parse(CALC)) as pool:
+            traj = await rollout(model, TASK, pool, RolloutConfig(episode_timeout_s=2))
+    assert traj.error is None and traj.metrics["truncated"] == 1 and "time limit of 2 s" in traj.metadata["truncated"]
+    assert len(traj.generations) == 1 and traj.messages[-1]["role"] == "tool"
+
+
+async def test_500_tools_over_the_context_make_a_batch_that_stops_the_run(tiny_model_dir):
+    """Issue 29.9: a server with 500 tools made every prompt longer than the model's context; every
+    rollout failed and the run printed 0.000 and exited 0. Now each episode ends truncated before its
+    first turn (nothing sampled), and gather.untrainable names the reason the runner stops with."""
+    from mcprl.gather import untrainable
+
+    with scripted_endpoint(tiny_model_dir, ["unused"] * 4) as (model, engine):
+        async with ToolPool(ServerSpec.parse("python -m servers.bare_jsonrpc --tools 500")) as pool:
+            groups = await gather_trajectory_groups([[rollout(model, TASK, pool) for _ in range(2)]])
+    assert engine.seen == []  # refused before any sampling
+    assert all(t.error is None and t.metrics["truncated"] == 1 and not t.generations for t in groups[0].trajectories)
+    count, total, reason = untrainable(groups)
+    assert (count, total) == (2, 2) and "no longer fits the model's context" in reason and "limit is 2048" in reason

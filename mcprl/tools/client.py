@@ -24,9 +24,9 @@ import jsonschema
 from mcp.types import PaginatedRequestParams
 from pydantic import BaseModel, Field, ValidationError
 
-from mcprl.errors import UserError, first_problem
+from mcprl.errors import UserError, clip, first_problem
 from mcprl.tools import compat
-from mcprl.tools.convert import reports_error, result_text, to_openai, tools_hash
+from mcprl.tools.convert import reports_error, result_text, schema_problem, to_openai, tools_hash
 from mcprl.tools.spec import ServerSpec
 from mcprl.tools.transport import Connection, connect, is_connection_lost
 from mcprl.types import ToolSchema
@@ -71,18 +71,23 @@ class ToolSet(BaseModel):
 
 
 def _error(kind: ErrorKind, message: str, started: float) -> ToolOutcome:
+    """An error outcome; its message cut to MAX_MESSAGE characters (it can quote a schema or an
+    argument, and it goes into the model's context)."""
     return ToolOutcome(
-        text=f"Error: {message}", is_error=True, error_kind=kind, latency_s=time.perf_counter() - started
+        text=f"Error: {clip(message)}", is_error=True, error_kind=kind, latency_s=time.perf_counter() - started
     )
 
 
 def schema_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator | None:
-    """A validator for a tool's input schema, or None when the schema itself is broken (the
-    server then judges the arguments; `mcprl validate` reports the schema)."""
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    """A validator for a tool's input schema, or None when the schema itself is broken (not JSON
+    Schema, a `$ref` cycle, nested too deep: the server then judges the arguments, `mcprl
+    validate` reports the schema)."""
+    if schema_problem(schema) is not None:
+        return None
     try:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         cls.check_schema(schema)
-    except jsonschema.SchemaError:
+    except (jsonschema.SchemaError, RecursionError):
         return None
     return cls(schema)
 
@@ -97,6 +102,8 @@ class ToolSession:
         self.listed = mcp_tools
         self.mcp_tools = [t for t in mcp_tools if self.spec.allows(t["name"])]
         self._validators = {t["name"]: schema_validator(t.get("inputSchema") or {}) for t in self.mcp_tools}
+        # tools whose input schema no validator can follow: a call to one is refused with why
+        self._unusable = {t["name"]: problem for t in self.mcp_tools if (problem := schema_problem(t.get("inputSchema") or {}))}
         self.gone: str | None = None
 
     @property
@@ -116,6 +123,9 @@ class ToolSession:
         if name not in self._validators:
             available = ", ".join(self._validators) or "none"
             return _error("unknown_tool", f"there is no tool named {name!r}; available tools: {available}", started)
+        if name in self._unusable:
+            return _error("protocol", f"the input schema of {name!r} cannot be used ({self._unusable[name]}); "
+                          "this tool cannot be called until the server fixes it", started)
         args = _parse_arguments(name, arguments, self._validators[name])
         if isinstance(args, str):
             return _error("bad_arguments", args, started)
@@ -185,27 +195,54 @@ def _parse_arguments(
                 arguments = json.loads(arguments)
             except ValueError as e:
                 return f"the arguments for {name!r} are not valid JSON ({e.args[0] if e.args else e})"
+            except RecursionError:
+                return f"the arguments for {name!r} are nested too deep"
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
         return f"the arguments for {name!r} must be a JSON object, not {type(arguments).__name__}"
     if validator is not None:
-        error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        try:
+            error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+        except RecursionError:
+            return f"the arguments for {name!r} are nested too deep to check"
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path)
             return f"bad arguments for {name!r}" + (f" at {where!r}" if where else "") + f": {error.message}"
     return arguments
 
 
+class Unreadable(Exception):
+    """The server answered with something the MCP SDK could not read (the SDK would wait on)."""
+
+
 async def _list_all(conn: Connection, method: str, key: str) -> list[dict[str, Any]]:
-    """Every item of a paginated listing (tools/resources/prompts), following cursors."""
+    """Every item of a paginated listing (tools/resources/prompts), following cursors. A page
+    the SDK cannot read (not JSON-RPC, nested past its parser's limit) raises Unreadable at once
+    instead of waiting out the timeout."""
     items: list[dict[str, Any]] = []
     cursor: str | None = None
     seen: set[str] = set()
     for _ in range(MAX_PAGES):
         params = PaginatedRequestParams(cursor=cursor) if cursor else None
+        page: Any = None
+        conn.unreadable = anyio.Event()
         with anyio.fail_after(conn.spec.connect_timeout):
-            page = await getattr(conn.session, method)(params=params)
+            async with anyio.create_task_group() as tg:
+
+                async def fetch() -> None:
+                    nonlocal page
+                    page = await getattr(conn.session, method)(params=params)
+                    tg.cancel_scope.cancel()
+
+                async def watch() -> None:
+                    await conn.unreadable.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(fetch)
+                tg.start_soon(watch)
+        if page is None:
+            raise Unreadable(str(conn.stream_error))
         wire = page.model_dump(by_alias=True, mode="json", exclude_none=True)
         items.extend(wire.get(key) or [])
         cursor = wire.get("nextCursor")
@@ -233,6 +270,13 @@ async def open_session(spec: ServerSpec, *, workdir: Path | None = None) -> Asyn
 
 
 def _listing_error(spec: ServerSpec, error: Exception) -> UserError:
+    if isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        return _listing_error(spec, error.exceptions[0])
+    if isinstance(error, Unreadable):
+        return UserError(
+            f"{spec.target}: its tools/list answer could not be read ({clip(str(error), 200)}); "
+            "fix the server (is a tool's schema nested hundreds of levels deep?)"
+        )
     if isinstance(error, TimeoutError):
         return UserError(
             f"{spec.target}: tools/list got no answer within {spec.connect_timeout:g} s; is the server stuck?"
@@ -242,9 +286,8 @@ def _listing_error(spec: ServerSpec, error: Exception) -> UserError:
             f"{spec.target}: its tools/list answer is not valid MCP ({first_problem(error)}); "
             "fix the server (every tool needs a name and an object inputSchema)"
         )
-    message = " ".join(str(error).split())
     return UserError(
-        f"{spec.target}: listing its tools failed ({type(error).__name__}: {message}); check the server's logs"
+        f"{spec.target}: listing its tools failed ({type(error).__name__}: {clip(str(error), 300)}); check the server's logs"
     )
 
 

@@ -53,6 +53,71 @@ def _without_titles(schema: Any) -> Any:
     return out
 
 
+# Keywords that apply their schema(s) to the same instance: a $ref cycle through only these never
+# reaches a smaller part of the instance, so a validator following it recurses forever.
+_SAME_INSTANCE = ("not", "if", "then", "else")
+_SAME_INSTANCE_LISTS = ("allOf", "anyOf", "oneOf")
+MAX_SCHEMA_DEPTH = 64  # applicators nested deeper than this (through $refs included) are refused
+
+
+def schema_problem(schema: Any) -> str | None:
+    """Why a tool's input schema cannot be used to check arguments, or None: a local `$ref` that
+    leads back to itself without descending into the instance (`#/$defs/A` -> `#/$defs/B` ->
+    `#/$defs/A`: jsonschema raises RecursionError on it, a grammar compiler loops or refuses),
+    or applicators nested past MAX_SCHEMA_DEPTH. A recursive schema that does descend (a tree
+    whose `children` items refer to the root) is fine."""
+
+    def resolve(ref: str) -> Any:
+        node = schema
+        for part in ref.removeprefix("#").split("/")[1:]:
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                return None
+        return node
+
+    clean: set[str] = set()  # refs whose every path was followed without a problem
+
+    def walk(node: Any, refs: tuple[str, ...], depth: int) -> str | None:
+        if not isinstance(node, dict):
+            return None
+        if depth > MAX_SCHEMA_DEPTH:
+            return f"applicators nested more than {MAX_SCHEMA_DEPTH} levels deep"
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#") and ref not in clean:
+            if ref in refs:
+                return "$ref cycle: " + " -> ".join([*refs[refs.index(ref):], ref])
+            if (found := walk(resolve(ref), (*refs, ref), depth + 1)) is not None:
+                return found
+            clean.add(ref)
+        for key in _SAME_INSTANCE:
+            if (found := walk(node.get(key), refs, depth + 1)) is not None:
+                return found
+        for key in _SAME_INSTANCE_LISTS:
+            for sub in node.get(key) if isinstance(node.get(key), list) else ():
+                if (found := walk(sub, refs, depth + 1)) is not None:
+                    return found
+        return None
+
+    # every subschema of the document, each walked along what applies to the same instance;
+    # iterative, as a server's schema can nest deeper than Python's recursion limit
+    stack: list[tuple[Any, int]] = [(schema, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > 4 * MAX_SCHEMA_DEPTH:
+            return f"nested more than {4 * MAX_SCHEMA_DEPTH} levels deep"
+        if isinstance(node, dict):
+            if (found := walk(node, (), 0)) is not None:
+                return found
+            stack += [(v, depth + 1) for v in node.values()]
+        elif isinstance(node, list):
+            stack += [(v, depth + 1) for v in node]
+    return None
+
+
 def tools_hash(tools: list[ToolSchema]) -> str:
     """Stable across listing order: the same tools hash the same however the server orders them."""
     return content_hash(sorted(tools, key=lambda t: t["function"]["name"]))

@@ -69,20 +69,23 @@ async def open_tools(server: ServerConfig, run_dir: Path, *, say: Callable[[str]
         yield None
         return
     spec = server.spec()
+    secrets = secret_values(spec)
+    shown = redact(server.target, secrets)  # the URL may hold a key (?api_key=...)
     workdir = None
     if spec.transport == "stdio" and spec.cwd is None:
         workdir = run_dir / "server-workdir"
         workdir.mkdir(parents=True, exist_ok=True)
-    say(f"discovering tools of {server.target} ...")
+    say(f"discovering tools of {shown} ...")
     async with ToolPool(spec, workdir=workdir) as pool:
         toolset = pool.toolset
         if not toolset.tools:
-            raise UserError(f"{server.target} offers no tools (after --allow/--deny); nothing to train on")
+            raise UserError(f"{shown} offers no tools (after --allow/--deny); nothing to train on")
         tools_file = run_dir / "tools.json"
         previous = json.loads(tools_file.read_text())["hash"] if tools_file.exists() else None
-        if warning := hash_change_warning(previous, toolset.hash, server.target):
+        if warning := hash_change_warning(previous, toolset.hash, shown):
             say(f"warning: {warning}")
-        record = {"server": redact(server.target, secret_values(spec)), "hash": toolset.hash, "tools": toolset.tools}
+        # a server can repeat a secret it was given (an --env token) in a tool's description
+        record = redact({"server": server.target, "hash": toolset.hash, "tools": toolset.tools}, secrets)
         tools_file.write_text(json.dumps(record, indent=2))
         say(f"{len(toolset.tools)} tools: {', '.join(t['function']['name'] for t in toolset.tools)}")
         yield pool

@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import BaseModel
 
@@ -25,11 +26,17 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def secret_values(spec: ServerSpec | None = None, environ: Mapping[str, str] | None = None) -> list[str]:
-    """Values to mask: the spec's secret-looking headers (Authorization, X-API-Key, Cookie, ...) and
-    env entries, and this process's secret-looking environment variables (`environ`, default
-    `os.environ`: *_KEY, *_TOKEN, *SECRET*, *PASSWORD*). Longest first; short values are ignored."""
+    """Values to mask: the spec's secret-looking headers (Authorization, X-API-Key, Cookie, ...),
+    env entries and URL query parameters (`?api_key=...`, `&token=...`) and the URL's password,
+    and this process's secret-looking environment variables (`environ`, default `os.environ`:
+    *_KEY, *_TOKEN, *SECRET*, *PASSWORD*). Longest first; short values are ignored."""
     found: set[str] = set()
     named = list((spec.headers | spec.env).items()) if spec is not None else []
+    if spec is not None and spec.transport != "stdio":
+        url = urlsplit(spec.target)
+        named += parse_qsl(url.query, keep_blank_values=False)
+        if url.password:
+            found.add(url.password)
     for name, value in named:
         if SECRET_NAME.search(name):
             found.add(value)

@@ -23,12 +23,13 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CONNECTION_CLOSED, Implementation
 
 from mcprl import __version__
-from mcprl.errors import UserError
+from mcprl.errors import UserError, clip
 from mcprl.tools import compat
 from mcprl.tools.spec import ServerSpec
 
 CLOSE_TIMEOUT = 5.0  # closing never waits longer on a hung server (stdio shutdown bounds itself)
 PROBE_TIMEOUT = 5.0
+GARBAGE_GRACE_S = 3.0  # after an unreadable line on stdout, how long the handshake may still take
 STDERR_TAIL_BYTES = 4000
 CLIENT_INFO = Implementation(name="mcprl", version=__version__)
 
@@ -59,13 +60,20 @@ class Connection:
         self.session: Any = None  # ClientSession (mcp 1.x and 2.x differ in type details)
         self.initialize_result: dict[str, Any] = {}
         self.ended = False  # the transport has shut down (the server died, or we closed it)
+        self.started = False  # through the handshake
+        self.unreadable = anyio.Event()  # set when the server sends something that is not a JSON-RPC message
         self._closing = anyio.Event()
         self._scope = anyio.CancelScope()
 
     async def on_message(self, message: Any) -> None:
-        """ClientSession's message handler: notes transport exceptions for the error messages."""
+        """ClientSession's message handler: notes transport exceptions for the error messages. The
+        SDK drops what it cannot read and waits on, so a server writing only garbage would be
+        reported after the whole connect timeout: the handshake gets GARBAGE_GRACE_S more."""
         if isinstance(message, Exception):
             self.stream_error = message
+            self.unreadable.set()
+            if not self.started:
+                self._scope.deadline = min(self._scope.deadline, anyio.current_time() + GARBAGE_GRACE_S)
 
     def stderr_tail(self) -> str:
         """The last non-empty line the stdio server wrote to stderr (its error, usually)."""
@@ -106,7 +114,7 @@ class Connection:
                     self.initialize_result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
                     self._scope.deadline = math.inf
                     task_status.started()
-                    started = True
+                    started = self.started = True
                     await self._closing.wait()
             except BaseException as e:
                 errors = list(leaves(e))
@@ -211,15 +219,15 @@ def _diagnose_stdio(conn: Connection, errors: list[BaseException], timed_out: bo
         )
     tail = conn.stderr_tail()
     said = f" (stderr: {tail})" if tail else ""
+    if conn.stream_error is not None and not is_connection_lost(conn.stream_error):
+        return UserError(
+            f"{spec.target}: the server wrote something that is not MCP JSON-RPC to stdout "
+            f"({clip(str(conn.stream_error), 200)}){said}; is this an MCP stdio server (logs go to stderr)?"
+        )
     if timed_out:
         return UserError(
             f"{spec.target}: no MCP handshake within {spec.connect_timeout:g} s{said}; "
             "check that the command starts an MCP server on stdio"
-        )
-    if conn.stream_error is not None and not is_connection_lost(conn.stream_error):
-        return UserError(
-            f"{spec.target}: the server wrote something that is not MCP JSON-RPC to stdout{said}; "
-            "is this an MCP stdio server?"
         )
     return UserError(
         f"{spec.target}: the server exited before completing the MCP handshake{said}; "

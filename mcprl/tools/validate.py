@@ -10,7 +10,7 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import BaseModel
 
-from mcprl.tools.convert import to_openai
+from mcprl.tools.convert import schema_problem, to_openai
 
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MAX_DESCRIPTION_CHARS = 1024  # OpenAI's limit for a function description
@@ -24,7 +24,7 @@ class Finding(BaseModel):
 
 def check_tools(mcp_tools: list[dict[str, Any]]) -> list[Finding]:
     """Errors: an illegal or duplicate name, no description, an input schema that is not valid
-    JSON Schema or not an object schema, a tool that does not convert to an OpenAI function.
+    JSON Schema, has a `$ref` cycle or nests too deep (convert.schema_problem), or is not an object schema, a tool that does not convert to an OpenAI function.
     Warnings: parameters without descriptions, required parameters that are not defined,
     descriptions longer than OpenAI accepts."""
     findings: list[Finding] = []
@@ -55,8 +55,12 @@ def check_tools(mcp_tools: list[dict[str, Any]]) -> list[Finding]:
             add("error", "no input schema (an object schema is required, even with no parameters)")
             continue
         schema_ok = True
+        if problem := schema_problem(schema):
+            schema_ok = False
+            add("error", f"the input schema cannot be used to check arguments ({problem})")
         try:
-            jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
+            if schema_ok:
+                jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
         except jsonschema.SchemaError as e:
             schema_ok = False
             where = "/".join(str(p) for p in e.absolute_path)
