@@ -21,13 +21,15 @@ class EngineServer:
     in the same memory the trainer steps in, with nothing to free for a step, so it never sleeps."""
 
     reports_timings = False
-    api_key = "mcprl"
 
     def __init__(self, engine: Engine, host: str, port: int):
+        import secrets
+
         from mcprl.serving.local import LocalServer
 
         self.engine = engine
-        self.endpoint = LocalServer(engine, host=host, port=port)
+        self.api_key = secrets.token_urlsafe(24)  # the run's clients get it through Model.inference_api_key
+        self.endpoint = LocalServer(engine, host=host, port=port, api_key=self.api_key)
 
     @property
     def base_url(self) -> str:

@@ -19,6 +19,9 @@ def check_port_free(host: str, port: int) -> None:
             raise UserError(f"port {port} on {host} is busy; pass a free --port (or stop what holds it)") from None
 
 
+SHUTDOWN_GRACE_S = 2  # how long closing waits for requests in flight before cancelling them
+
+
 class LocalServer:
     """uvicorn serving `create_app(engine)` on a background thread. Port 0 picks a free port."""
 
@@ -31,7 +34,8 @@ class LocalServer:
             check_port_free(host, port)
         self.engine = engine
         self.api_key = api_key
-        config = uvicorn.Config(create_app(engine, api_key), host=host, port=port, log_level="warning", lifespan="on")
+        config = uvicorn.Config(create_app(engine, api_key), host=host, port=port, log_level="warning", lifespan="on",
+                                timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="mcprl-endpoint", daemon=True)
         self._thread.start()

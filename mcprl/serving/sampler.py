@@ -17,6 +17,7 @@ policy itself what the grammar made it write.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import torch
@@ -36,6 +37,7 @@ class SampleRequest:
     stop: list[str] = field(default_factory=list)
     seed: int | None = None
     constraint: Constraint | None = None  # structured output: a grammar masks the logits (structured.py)
+    cancelled: threading.Event | None = None  # once set, the row stops (its caller is gone)
 
 
 @dataclass
@@ -165,6 +167,9 @@ def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], 
         chosen = next_ids.tolist()
         for i, r in enumerate(rows):
             if finish[i] is not None:
+                continue
+            if r.cancelled is not None and r.cancelled.is_set():
+                finish[i] = "cancelled"
                 continue
             tok = chosen[i]
             out_ids[i].append(tok)
