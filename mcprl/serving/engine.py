@@ -121,7 +121,7 @@ class Engine:
         raise UnknownModel(f"model {name!r} is not served; available: {', '.join(self.served_models())}")
 
     # ---- requests -------------------------------------------------------------------------
-    def check(self, req: ChatRequest) -> None:
+    def _check(self, req: ChatRequest) -> None:
         """BadRequest for a request over one of the limits that need no work to check."""
         limits, refuse = self.limits, self.limits.refuse
         if req.stream:
@@ -146,10 +146,7 @@ class Engine:
         """Answer one chat-completions request (batched with whatever else is in flight). Everything
         that grows with the request (rendering, tokenizing, compiling, decoding) runs off the event loop."""
         try:
-            self.check(req)
-            adapter = self.resolve(req.model)
-            prompt_ids = await anyio.to_thread.run_sync(self._render, req)
-            pending = self._admit(req, adapter, prompt_ids)
+            pending = await anyio.to_thread.run_sync(self._prepare, req)
         except BadRequest:
             self.metrics["refused"] += 1
             raise
@@ -172,17 +169,18 @@ class Engine:
             self._in_flight.discard(pending)
         if pending.error is not None:
             raise pending.error
-        return await anyio.to_thread.run_sync(self._response, req, prompt_ids, pending.result or [])
+        return await anyio.to_thread.run_sync(self._response, req, pending.prompt_ids, pending.result or [])
 
-    def _render(self, req: ChatRequest) -> list[int]:
+    def _prepare(self, req: ChatRequest) -> _Pending:
+        """The request's place in the queue: checked, rendered, and within the prompt and token
+        limits (BadRequest otherwise)."""
+        self._check(req)
+        adapter = self.resolve(req.model)
         tools = None if req.tool_choice == "none" else req.tools
         try:
-            return render_prompt(self.tokenizer, req.messages, tools, self.turns)
+            prompt_ids = render_prompt(self.tokenizer, req.messages, tools, self.turns)
         except Exception as e:  # template errors are the request's fault
             raise BadRequest(f"could not render messages with the chat template: {e}") from None
-
-    def _admit(self, req: ChatRequest, adapter: str | None, prompt_ids: list[int]) -> _Pending:
-        """The request's place in the queue, if its prompt and token budget are within the limits."""
         longest = min(self.limits.max_prompt_tokens or self.max_model_len, self.max_model_len - 1)
         if len(prompt_ids) > longest:
             limit = "max_prompt_tokens" if longest == self.limits.max_prompt_tokens else None

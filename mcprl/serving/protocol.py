@@ -107,7 +107,7 @@ class ServeLimits(BaseModel):
     max_request_tokens: int = Field(default=32768, ge=1, description="most tokens one request may hold: n x (prompt + max_tokens)")
     max_batch_tokens: int = Field(default=65536, ge=1, description="most tokens one batch may hold: rows x (longest prompt + largest max_tokens)")
     max_schema_bytes: int = Field(default=128 * 2**10, ge=1, description="largest response_format, in bytes of JSON")
-    max_schema_depth: int = Field(default=48, ge=1, description="deepest nesting of a response_format's JSON")
+    max_schema_depth: int = Field(default=64, ge=1, description="deepest nesting of a response_format's JSON")
 
     @staticmethod
     def flag(name: str) -> str:

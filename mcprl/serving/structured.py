@@ -150,13 +150,13 @@ class Grammars:
 def json_depth(value: Any) -> int:
     """How deeply `value`'s lists and objects nest (a scalar is 0), without recursion: a hostile
     schema may nest deeper than Python's stack."""
-    deepest, stack = 0, [(value, 1)]
+    deepest, stack = 0, [(value, 1)] if isinstance(value, (dict, list)) else []
     while stack:
         v, depth = stack.pop()
-        children = v.values() if isinstance(v, dict) else v if isinstance(v, list) else None
-        if children is not None:
-            deepest = max(deepest, depth)
-            stack.extend((c, depth + 1) for c in children)
+        deepest = max(deepest, depth)
+        for c in v.values() if isinstance(v, dict) else v:
+            if isinstance(c, (dict, list)):
+                stack.append((c, depth + 1))
     return deepest
 
 
