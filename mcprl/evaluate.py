@@ -5,6 +5,7 @@ with a baseline, RULER's win rate of the model against it."""
 from __future__ import annotations
 
 import json
+import secrets
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -87,13 +88,14 @@ async def evaluate(*, server: str | None, model: str, scenarios: list[Scenario],
         if b_adapter is not None:
             engine.load_adapter(b_served, b_adapter)
         names.append(b_served)
-    server_ = LocalServer(engine)
+    server_ = LocalServer(engine, api_key=secrets.token_urlsafe(24))
     verifiable = all(s.check is not None for s in scenarios)
     ruler = RulerJudge(judge_model, api_base=api_base) if (judge != "verify" or baseline or not verifiable) else None
     try:
         pool_cm = ToolPool(ServerSpec.parse(server, headers=headers or {}, env=env or {})) if server else None
         async with (pool_cm if pool_cm is not None else nullcontext()) as pool:
-            policies = [Model(name=n, inference_base_url=server_.base_url, inference_model_name=n) for n in names]
+            policies = [Model(name=n, inference_base_url=server_.base_url, inference_api_key=server_.api_key, inference_model_name=n)
+                        for n in names]
             per = samples if verifiable else max(samples, 2)
             groups = await gather_trajectory_groups(
                 [[rollout(policies[0], s, pool, rc) for _ in range(per)] for s in scenarios], max_concurrency=max_concurrency)

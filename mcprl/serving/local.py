@@ -67,12 +67,16 @@ def _close_local() -> None:
         server.close()
 
 
-def local_endpoint(model_spec: str = "smollm2-135m") -> str:
-    """Base URL of an in-process endpoint serving `model_spec` (started once per process).
+def local_endpoint(model_spec: str = "smollm2-135m") -> tuple[str, str]:
+    """Base URL and API key of an in-process endpoint serving `model_spec` (started once per
+    process, with a random key: other users of the machine can reach its loopback port).
 
     This is what the model name `local` means for scenario generation and judging: the base
     policy model, weak but real, offline."""
+    import secrets
+
     with _LOCAL_LOCK:
         if model_spec not in _LOCAL:
-            _LOCAL[model_spec] = LocalServer(Engine(model_spec))
-        return _LOCAL[model_spec].base_url
+            _LOCAL[model_spec] = LocalServer(Engine(model_spec), api_key=secrets.token_urlsafe(24))
+        server = _LOCAL[model_spec]
+        return server.base_url, server.api_key
