@@ -262,13 +262,12 @@ def test_the_batch_token_budget_splits_batches(own_engine):
 def test_a_disconnected_client_stops_its_generation(server, engine):
     """A client that gave up on a long generation kept the batcher busy: a 4-token request sent
     after it waited for the whole of it."""
-    before = engine.metrics["cancelled"]
     with pytest.raises(httpx.ReadTimeout):
         post(server, {"model": "tiny", "messages": MSGS, "max_tokens": LONG, "temperature": 1.0}, timeout=1.0)
     start = time.monotonic()
     assert post(server, {"model": "tiny", "messages": MSGS, "max_tokens": 4}).status_code == 200
     assert time.monotonic() - start < 5
-    assert engine.metrics["cancelled"] == before + 1
+    assert engine.metrics["cancelled"] == 1
 
 
 def test_closing_the_server_stops_generation_within_seconds(own_engine):
