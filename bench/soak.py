@@ -27,6 +27,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from datetime import datetime, timezone
@@ -183,7 +184,7 @@ def main() -> None:
     env = {**os.environ, "MCPRL_API_KEY": key, "PYTHONPATH": str(REPO)}
     cmd = [sys.executable, "-c", "from mcprl.cli.main import main; main()", "serve", "--model", args.model, "--port", str(port)]
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    log = open(args.out.with_suffix(".server.log"), "w")
+    log = tempfile.NamedTemporaryFile("w", prefix="mcprl-soak-server-", suffix=".log", delete=False)  # kept for a look after
     server = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -199,10 +200,13 @@ def main() -> None:
             if time.monotonic() - started > 300:
                 sys.exit("mcprl serve did not answer /health within 300 s")
             time.sleep(0.5)
+        # One request first: the weights are memory-mapped, and resident once a forward pass has read them.
+        httpx.post(f"{base}/v1/chat/completions", json={"model": args.served_name, "messages": MSGS, "max_tokens": 4},
+                   headers={"Authorization": f"Bearer {key}"}, timeout=300).raise_for_status()
         baseline = rss_mb(server.pid, "VmRSS")
         result = asyncio.run(soak(args, base, key, server.pid))
         result["rss_mb_peak"] = round(rss_mb(server.pid, "VmHWM"), 1)
-        result["rss_mb_idle_start"] = round(baseline, 1)
+        result["rss_mb_warm_start"] = round(baseline, 1)
         time.sleep(3)  # what is in flight when the time is up is cancelled; then the memory should be back
         result["rss_mb_idle_end"] = round(rss_mb(server.pid, "VmRSS"), 1)
         stop = time.monotonic()
@@ -219,7 +223,7 @@ def main() -> None:
         log.close()
     result |= {"minutes": args.minutes, "model": args.model, "clients": args.clients,
                "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "cpus": os.cpu_count(),
-               "command": "python bench/soak.py " + " ".join(sys.argv[1:])}
+               "command": "python bench/soak.py " + " ".join(sys.argv[1:]), "server_log": log.name}
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     exit_s = result["sigterm_exit_s"]
     ok = result["5xx"] == 0 and result["health_p99_s"] < 1 and result["rss_mb_peak"] < 2048 and exit_s is not None and exit_s < 10

@@ -152,6 +152,24 @@ def test_a_big_body_is_refused_before_it_is_parsed(server):
     assert max(latencies) < 1
 
 
+@pytest.mark.integration  # tokenizes 13 MB of prompt: ~20 s on a busy 2-core machine
+def test_the_memory_a_refused_request_took_is_given_back(server):
+    """A 4 MB prompt (under the body limit) is parsed, rendered and tokenized before its length
+    refuses it; what that took goes back to the system, not held by the allocator."""
+    from mcprl.memory import release
+
+    def rss_mb() -> float:
+        release()
+        return int(next(line for line in open("/proc/self/status") if line.startswith("VmRSS:")).split()[1]) / 1024
+
+    post(server, {"model": "tiny", "messages": [{"role": "user", "content": "w " * 2**19}]})  # warm the paths up
+    before = rss_mb()
+    for _ in range(3):
+        r = post(server, {"model": "tiny", "messages": [{"role": "user", "content": "w " * 2 * 2**20}]})
+        assert r.status_code == 400 and "model's limit" in r.json()["error"]["message"]
+    assert rss_mb() - before < 50
+
+
 def test_malformed_bodies_are_400_naming_the_problem(server):
     url = f"{server.base_url}/chat/completions"
     for content, frag in [(b"{not json", "JSON"), (b"[1, 2]", "the request body"), (b"", "JSON")]:
