@@ -202,14 +202,16 @@ def test_hostile_schemas_are_refused_before_compiling_and_the_next_request_is_se
     deep = post(server, {"model": "tiny", "messages": MSGS, "response_format": json_schema_format(nested(300))})
     assert deep.status_code == 400 and "recursion limit" in deep.json()["error"]["message"], deep.text  # the JSON parser's own bound
     assert_refused(post(server, {"model": "tiny", "messages": MSGS, "response_format": json_schema_format(nested(40))}), "max_schema_depth")
-    big = json_schema_format(nested_any_of(6, 3))  # 280 KB: ~4 s of schema checks alone
+    # 280 KB: ~4 s of schema checks alone. Encoded once: the test's own JSON encoding would hold
+    # this process's GIL, which the in-process server shares.
+    big = json.dumps({"model": "tiny", "messages": MSGS, "response_format": json_schema_format(nested_any_of(6, 3))}).encode()
     with health_watch(server) as latencies:
         start = time.monotonic()
 
         async def six():
             async with httpx.AsyncClient(timeout=60) as c:
                 async def one():
-                    r = await c.post(f"{server.base_url}/chat/completions", json={"model": "tiny", "messages": MSGS, "response_format": big})
+                    r = await c.post(f"{server.base_url}/chat/completions", content=big, headers={"content-type": "application/json"})
                     assert_refused(r, "max_schema_bytes")
 
                 async with anyio.create_task_group() as tg:
