@@ -162,7 +162,7 @@ def test_the_memory_a_refused_request_took_is_given_back(server):
         release()
         return int(next(line for line in open("/proc/self/status") if line.startswith("VmRSS:")).split()[1]) / 1024
 
-    post(server, {"model": "tiny", "messages": [{"role": "user", "content": "w " * 2**19}]})  # warm the paths up
+    post(server, {"model": "tiny", "messages": [{"role": "user", "content": "w " * 2 * 2**20}]})  # first-time buffers and threads
     before = rss_mb()
     for _ in range(3):
         r = post(server, {"model": "tiny", "messages": [{"role": "user", "content": "w " * 2 * 2**20}]})
