@@ -4,6 +4,7 @@ with a baseline, RULER's win rate of the model against it."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
 from contextlib import nullcontext
 from pathlib import Path
@@ -101,13 +102,14 @@ async def evaluate(cfg: RunConfig, *, model: str, scenarios: list[Scenario], bas
         if b_adapter is not None:
             engine.load_adapter(b_served, b_adapter)
         names.append(b_served)
-    server_ = LocalServer(engine)
+    server_ = LocalServer(engine, api_key=secrets.token_urlsafe(24))
     verifiable = all(s.check is not None for s in scenarios)
     judge = cfg.judge.held_out(verifiable, all_or_nothing=not cfg.scenarios.task_help, cache_dir=cache_dir)
     try:
         pool_cm = ToolPool(cfg.server.spec()) if cfg.server.target else None
         async with (pool_cm if pool_cm is not None else nullcontext()) as pool:
-            policies = [Model(name=n, inference_base_url=server_.base_url, inference_model_name=n) for n in names]
+            policies = [Model(name=n, inference_base_url=server_.base_url, inference_api_key=server_.api_key, inference_model_name=n)
+                        for n in names]
             per = cfg.eval_samples if verifiable else max(cfg.eval_samples, 2)
             groups = await gather_trajectory_groups(
                 [[rollout(policies[0], s, pool, rc) for _ in range(per)] for s in scenarios], max_concurrency=cfg.max_concurrency)

@@ -82,8 +82,8 @@ async def resolve_model(model: str, api_base: str | None, api_key: str | None) -
         from mcprl.serving.local import local_endpoint
 
         spec = model.partition("/")[2] or DEFAULT_LOCAL_SPEC
-        url = await anyio.to_thread.run_sync(local_endpoint, spec)
-        return f"openai/{spec}", url, "local"
+        url, key = await anyio.to_thread.run_sync(local_endpoint, spec)
+        return f"openai/{spec}", url, key
     if api_base is None:
         return model, None, api_key
     providers = {str(getattr(p, "value", p)) for p in _litellm().provider_list}

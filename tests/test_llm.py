@@ -103,9 +103,9 @@ async def test_local_model_resolves_to_our_endpoint(monkeypatch):
     with FakeLLM(["from local", "from spec"]) as llm:
         asked: list[str] = []
 
-        def local_endpoint(model_spec: str = "smollm2-135m") -> str:
+        def local_endpoint(model_spec: str = "smollm2-135m") -> tuple[str, str]:
             asked.append(model_spec)
-            return llm.base_url
+            return llm.base_url, "key"
 
         fake_module = types.ModuleType("mcprl.serving.local")
         fake_module.local_endpoint = local_endpoint

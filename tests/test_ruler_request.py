@@ -56,7 +56,7 @@ async def test_a_provider_judge_gets_the_ids_as_an_enum_and_a_bounded_reply():
 async def test_the_local_judge_gets_the_ids_in_order_strictly(monkeypatch):
     with FakeLLM(handler=ruler_handler(lambda body: 0.25 if '"hi"' in body else 1.0)) as llm:
         module = types.ModuleType("mcprl.serving.local")
-        module.local_endpoint = lambda spec="smollm2-135m": llm.base_url
+        module.local_endpoint = lambda spec="smollm2-135m": (llm.base_url, "key")
         monkeypatch.setitem(sys.modules, "mcprl.serving.local", module)
         group = await RulerJudge("local").score_group(group_of("hi", "hello there", "howdy"))
     assert [t.reward for t in group.trajectories] == [0.25, 1.0, 1.0]

@@ -148,7 +148,7 @@ def local_is_fake(monkeypatch):
 
     def use(llm: FakeLLM) -> None:
         module = types.ModuleType("mcprl.serving.local")
-        module.local_endpoint = lambda spec="smollm2-135m": llm.base_url
+        module.local_endpoint = lambda spec="smollm2-135m": (llm.base_url, "key")
         monkeypatch.setitem(sys.modules, "mcprl.serving.local", module)
 
     return use

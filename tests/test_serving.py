@@ -109,7 +109,7 @@ def test_tool_calls_become_openai_tool_calls(server, engine):
     ok = tok('<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool_call>', add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
     bad = tok('<tool_call>\n{"name": "add", "arguments": {"a": \n</tool_call>', add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
     req = ChatRequest(model="tiny", messages=MSGS, tools=TOOLS, return_token_ids=True)
-    body = engine._response(req, [1, 2], [Sampled(ok, [0.0] * len(ok), "stop"), Sampled(bad, [0.0] * len(bad), "stop")], 10)
+    body = engine._response(req, [1, 2], [Sampled(ok, [0.0] * len(ok), "stop"), Sampled(bad, [0.0] * len(bad), "stop")])
     good, broken = body["choices"]
     assert good["finish_reason"] == "tool_calls"
     assert good["message"]["tool_calls"][0]["function"] == {"name": "add", "arguments": '{"a": 1}'}

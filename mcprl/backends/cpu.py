@@ -22,13 +22,15 @@ class EngineServer:
 
     reports_timings = False
     masks_constrained_logprobs = False  # the engine records the policy's own logprobs under a grammar (sampler.py)
-    api_key = "mcprl"
 
     def __init__(self, engine: Engine, host: str, port: int):
+        import secrets
+
         from mcprl.serving.local import LocalServer
 
         self.engine = engine
-        self.endpoint = LocalServer(engine, host=host, port=port)
+        self.api_key = secrets.token_urlsafe(24)  # the run's clients get it through Model.inference_api_key
+        self.endpoint = LocalServer(engine, host=host, port=port, api_key=self.api_key)
 
     @property
     def base_url(self) -> str:

@@ -15,9 +15,9 @@ import anyio
 from mcprl.chat_format import parse_tool_calls
 from mcprl.errors import UserError
 from mcprl.serving.prompts import TurnCache, render_prompt
-from mcprl.serving.protocol import ChatRequest
+from mcprl.serving.protocol import ChatRequest, ServeLimits
 from mcprl.serving.sampler import SampleRequest, Sampled, sample
-from mcprl.serving.structured import COMPILE_TIMEOUT_S, Constraint, Grammars, SchemaError
+from mcprl.serving.structured import COMPILE_TIMEOUT_S, Constraint, Grammars, SchemaError, json_depth
 
 
 class BadRequest(ValueError):
@@ -28,15 +28,23 @@ class UnknownModel(BadRequest):
     pass
 
 
-@dataclass
+@dataclass(eq=False)  # by identity: a set holds those in flight
 class _Pending:
     request: ChatRequest
     adapter: str | None
     prompt_ids: list[int]
+    max_new_tokens: int
     constraint: Constraint | None = None  # response_format's grammar in its start state
     done: anyio.Event = field(default_factory=anyio.Event)
+    # Set when the caller is gone (disconnected, shut down): the sampler drops its rows.
+    cancelled: threading.Event = field(default_factory=threading.Event)
     result: list[Sampled] | None = None
     error: BaseException | None = None
+
+    @property
+    def tokens(self) -> int:
+        """What the request holds in the KV cache at most: n x (prompt + max_tokens)."""
+        return self.request.n * (len(self.prompt_ids) + self.max_new_tokens)
 
 
 class Engine:
@@ -44,7 +52,7 @@ class Engine:
 
     def __init__(self, model_spec: str, *, model=None, tokenizer=None, served_name: str | None = None,
                  max_batch_rows: int = 32, batch_window_s: float = 0.01, default_max_tokens: int = 512,
-                 max_model_len: int | None = None):
+                 max_model_len: int | None = None, limits: ServeLimits | None = None):
         from mcprl import weights
 
         self.tokenizer = tokenizer or weights.load_tokenizer(model_spec)
@@ -54,10 +62,13 @@ class Engine:
         self.batch_window_s = batch_window_s
         self.default_max_tokens = default_max_tokens
         self.max_model_len = max_model_len or getattr(self.model.config, "max_position_embeddings", 8192)
+        self.limits = limits or ServeLimits()
         self.turns = TurnCache()
         self.adapters: dict[str, Path] = {}
         self._lock = threading.RLock()  # guards the model: sampling and adapter loads
         self._queue: list[_Pending] = []
+        self._in_flight: set[_Pending] = set()  # queued or sampling: what `close` cancels
+        self._compile_slot = threading.Lock()  # one grammar compile at a time (each can take seconds)
         self._wakeup: anyio.Event | None = None
         eos = {self.tokenizer.eos_token_id}
         gen_eos = getattr(self.model.generation_config, "eos_token_id", None)
@@ -65,7 +76,8 @@ class Engine:
         self.eos_ids = {e for e in eos if e is not None}
         self.grammars = Grammars(self.tokenizer, self.eos_ids, self.model.config.vocab_size)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
-        self.metrics = {"requests": 0, "batches": 0, "rows": 0, "tool_call_parse_errors": 0, "completion_tokens": 0}
+        self.metrics = {"requests": 0, "batches": 0, "rows": 0, "tool_call_parse_errors": 0, "completion_tokens": 0,
+                        "cancelled": 0, "refused": 0}
 
     # ---- adapters -------------------------------------------------------------------------
     def load_adapter(self, name: str, path: str | Path) -> None:
@@ -109,44 +121,106 @@ class Engine:
         raise UnknownModel(f"model {name!r} is not served; available: {', '.join(self.served_models())}")
 
     # ---- requests -------------------------------------------------------------------------
-    async def chat(self, req: ChatRequest) -> dict[str, Any]:
-        """Answer one chat-completions request (batched with whatever else is in flight)."""
+    def _check(self, req: ChatRequest) -> None:
+        """BadRequest for a request over one of the limits that need no work to check."""
+        limits, refuse = self.limits, self.limits.refuse
         if req.stream:
             raise BadRequest("streaming is not supported; set stream=false")
         if req.top_logprobs:
             raise BadRequest("top_logprobs is not supported; use logprobs=true for the sampled tokens' logprobs")
         if isinstance(req.tool_choice, dict) or req.tool_choice not in (None, "auto", "none"):
             raise BadRequest("tool_choice must be 'auto' or 'none'")
+        if req.n > limits.max_n:
+            raise BadRequest(refuse("max_n", f"n={req.n}"))
+        if (asked := req.max_completion_tokens or req.max_tokens or 0) > limits.max_tokens_limit:
+            raise BadRequest(refuse("max_tokens_limit", f"max_tokens={asked}"))
+        if len(req.messages) > limits.max_messages:
+            raise BadRequest(refuse("max_messages", f"{len(req.messages)} messages"))
+        if req.response_format is not None:
+            if (size := len(req.response_format.model_dump_json(by_alias=True, exclude_none=True))) > limits.max_schema_bytes:
+                raise BadRequest(refuse("max_schema_bytes", f"response_format of {size} bytes"))
+            if (depth := json_depth(req.response_format.model_dump(by_alias=True, exclude_none=True))) > limits.max_schema_depth:
+                raise BadRequest(refuse("max_schema_depth", f"response_format nested {depth} levels"))
+
+    async def chat(self, req: ChatRequest) -> dict[str, Any]:
+        """Answer one chat-completions request (batched with whatever else is in flight). Everything
+        that grows with the request (rendering, tokenizing, compiling, decoding) runs off the event loop."""
+        try:
+            pending = await anyio.to_thread.run_sync(self._prepare, req)
+        except BadRequest:
+            self.metrics["refused"] += 1
+            raise
+        if req.response_format:
+            pending.constraint = await self._constraint(req)
+        self.metrics["requests"] += 1
+        self._queue.append(pending)
+        self._in_flight.add(pending)
+        if self._wakeup is not None:
+            self._wakeup.set()
+        try:
+            await pending.done.wait()
+        except BaseException:  # the caller is gone: its rows leave the queue, or the batch at the next token
+            pending.cancelled.set()
+            if pending in self._queue:
+                self._queue.remove(pending)
+            self.metrics["cancelled"] += 1
+            raise
+        finally:
+            self._in_flight.discard(pending)
+        if pending.error is not None:
+            raise pending.error
+        return await anyio.to_thread.run_sync(self._response, req, pending.prompt_ids, pending.result or [])
+
+    def _prepare(self, req: ChatRequest) -> _Pending:
+        """The request's place in the queue: checked, rendered, and within the prompt and token
+        limits (BadRequest otherwise)."""
+        self._check(req)
         adapter = self.resolve(req.model)
         tools = None if req.tool_choice == "none" else req.tools
         try:
             prompt_ids = render_prompt(self.tokenizer, req.messages, tools, self.turns)
         except Exception as e:  # template errors are the request's fault
             raise BadRequest(f"could not render messages with the chat template: {e}") from None
-        budget = req.max_new_tokens(self.default_max_tokens)
-        if len(prompt_ids) + 1 > self.max_model_len:
-            raise BadRequest(f"prompt is {len(prompt_ids)} tokens; the model's limit is {self.max_model_len}")
-        budget = min(budget, self.max_model_len - len(prompt_ids))
-        constraint = await self._constraint(req) if req.response_format else None
-        pending = _Pending(req, adapter, prompt_ids, constraint)
-        self.metrics["requests"] += 1
-        self._queue.append(pending)
-        if self._wakeup is not None:
-            self._wakeup.set()
-        await pending.done.wait()
-        if pending.error is not None:
-            raise pending.error
-        return self._response(req, prompt_ids, pending.result or [], budget)
+        longest = min(self.limits.max_prompt_tokens or self.max_model_len, self.max_model_len - 1)
+        if len(prompt_ids) > longest:
+            limit = "max_prompt_tokens" if longest == self.limits.max_prompt_tokens else None
+            what = f"prompt of {len(prompt_ids)} tokens"
+            raise BadRequest(self.limits.refuse(limit, what) if limit else f"{what} is over the model's limit of {longest}")
+        budget = min(req.max_new_tokens(self.default_max_tokens), self.max_model_len - len(prompt_ids))
+        pending = _Pending(req, adapter, prompt_ids, budget)
+        if pending.tokens > self.limits.max_request_tokens:
+            what = f"n x (prompt + max_tokens) = {req.n} x ({len(prompt_ids)} + {budget}) tokens"
+            raise BadRequest(self.limits.refuse("max_request_tokens", what))
+        return pending
 
     async def _constraint(self, req: ChatRequest) -> Constraint | None:
-        """Compile the request's response_format off the event loop (llguidance releases the GIL)."""
+        """Compile the request's response_format on a worker thread, one compile at a time (llguidance
+        bounds its own work with its default parser limits; `ServeLimits.max_schema_*` bound the
+        schema checks before it). A compile still waiting for its turn when the request times out
+        or goes away never starts."""
+        abandoned = threading.Event()
+
+        def compile_in_turn() -> Constraint | None:
+            with self._compile_slot:
+                return None if abandoned.is_set() else self.grammars.compile(req.response_format)
+
         try:
             with anyio.fail_after(COMPILE_TIMEOUT_S):
-                return await anyio.to_thread.run_sync(self.grammars.compile, req.response_format, abandon_on_cancel=True)
+                return await anyio.to_thread.run_sync(compile_in_turn, abandon_on_cancel=True)
         except SchemaError as e:
+            self.metrics["refused"] += 1
             raise BadRequest(str(e)) from None
         except TimeoutError:
+            self.metrics["refused"] += 1
             raise BadRequest(f"response_format: the schema took over {COMPILE_TIMEOUT_S:.0f} s to compile; simplify it") from None
+        finally:
+            abandoned.set()
+
+    def close(self) -> None:
+        """Cancel everything queued or sampling (the server is shutting down)."""
+        for p in list(self._in_flight):
+            p.cancelled.set()
+        self._queue.clear()
 
     async def run_batcher(self) -> None:
         """Loop forever: gather what is queued (waiting `batch_window_s` for stragglers) and sample it."""
@@ -155,38 +229,49 @@ class Engine:
                 self._wakeup = anyio.Event()
                 await self._wakeup.wait()
             await anyio.sleep(self.batch_window_s)
-            batch, rows = self._take_batch()
-            try:
-                results = await anyio.to_thread.run_sync(self._sample_batch, batch, rows)
-                for p, res in zip(batch, results):
-                    p.result = res
-            except Exception as e:  # never leave a caller waiting
-                for p in batch:
-                    p.error = e
-            for p in batch:
-                p.done.set()
+            if self._queue:
+                await self._serve(self._take_batch())
 
-    def _take_batch(self) -> tuple[list[_Pending], int]:
+    async def _serve(self, batch: list[_Pending]) -> None:
+        """Sample `batch`; if that fails, each request alone, so that a request's own bad value
+        fails that request only, never its batch-mates."""
+        try:
+            results = await anyio.to_thread.run_sync(self._sample_batch, batch, sum(p.request.n for p in batch))
+        except Exception as e:  # never leave a caller waiting
+            if len(batch) > 1:
+                for p in batch:
+                    await self._serve([p])
+                return
+            batch[0].error = e
+        else:
+            for p, res in zip(batch, results):
+                p.result = res
+        for p in batch:
+            p.done.set()
+
+    def _take_batch(self) -> list[_Pending]:
+        """The next batch: queued requests for the first one's adapter, up to `max_batch_rows` rows
+        and `max_batch_tokens` (rows x (longest prompt + largest budget), the padded KV cache)."""
         adapter = self._queue[0].adapter
-        batch, rows, rest = [], 0, []
+        batch, rest, rows, longest, budget = [], [], 0, 0, 0
         for p in self._queue:
-            if p.adapter == adapter and (rows + p.request.n <= self.max_batch_rows or not batch):
+            grown = (rows + p.request.n) * (max(longest, len(p.prompt_ids)) + max(budget, p.max_new_tokens))
+            if p.adapter == adapter and (not batch or rows + p.request.n <= self.max_batch_rows and grown <= self.limits.max_batch_tokens):
                 batch.append(p)
-                rows += p.request.n
+                rows, longest, budget = rows + p.request.n, max(longest, len(p.prompt_ids)), max(budget, p.max_new_tokens)
             else:
                 rest.append(p)
         self._queue[:] = rest
-        return batch, rows
+        return batch
 
     def _sample_batch(self, batch: list[_Pending], n_rows: int) -> list[list[Sampled]]:
         rows = []
         for p in batch:
             r = p.request
-            budget = min(r.max_new_tokens(self.default_max_tokens), self.max_model_len - len(p.prompt_ids))
             for k in range(r.n):
                 seed = None if r.seed is None else r.seed + k
-                rows.append(SampleRequest(p.prompt_ids, budget, r.temperature, r.top_p, r.stops, seed, self.grammars.fork(p.constraint),
-                                          top_k=r.top_k, min_p=r.min_p))
+                rows.append(SampleRequest(p.prompt_ids, p.max_new_tokens, r.temperature, r.top_p, r.stops, seed,
+                                          self.grammars.fork(p.constraint), top_k=r.top_k, min_p=r.min_p, cancelled=p.cancelled))
         with self._lock:
             from peft import PeftModel
 
@@ -211,7 +296,7 @@ class Engine:
     def _decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
-    def _response(self, req: ChatRequest, prompt_ids: list[int], samples: list[Sampled], budget: int) -> dict[str, Any]:
+    def _response(self, req: ChatRequest, prompt_ids: list[int], samples: list[Sampled]) -> dict[str, Any]:
         choices = []
         completion_tokens = 0
         whole_json = req.response_format is not None and req.response_format.is_json

@@ -19,6 +19,9 @@ def check_port_free(host: str, port: int) -> None:
             raise UserError(f"port {port} on {host} is busy; pass a free --port (or stop what holds it)") from None
 
 
+SHUTDOWN_GRACE_S = 2  # how long closing waits for requests in flight before cancelling them
+
+
 class LocalServer:
     """uvicorn serving `create_app(engine)` on a background thread. Port 0 picks a free port."""
 
@@ -31,7 +34,8 @@ class LocalServer:
             check_port_free(host, port)
         self.engine = engine
         self.api_key = api_key
-        config = uvicorn.Config(create_app(engine, api_key), host=host, port=port, log_level="warning", lifespan="on")
+        config = uvicorn.Config(create_app(engine, api_key), host=host, port=port, log_level="warning", lifespan="on",
+                                timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="mcprl-endpoint", daemon=True)
         self._thread.start()
@@ -63,12 +67,16 @@ def _close_local() -> None:
         server.close()
 
 
-def local_endpoint(model_spec: str = "smollm2-135m") -> str:
-    """Base URL of an in-process endpoint serving `model_spec` (started once per process).
+def local_endpoint(model_spec: str = "smollm2-135m") -> tuple[str, str]:
+    """Base URL and API key of an in-process endpoint serving `model_spec` (started once per
+    process, with a random key: other users of the machine can reach its loopback port).
 
     This is what the model name `local` means for scenario generation and judging: the base
     policy model, weak but real, offline."""
+    import secrets
+
     with _LOCAL_LOCK:
         if model_spec not in _LOCAL:
-            _LOCAL[model_spec] = LocalServer(Engine(model_spec))
-        return _LOCAL[model_spec].base_url
+            _LOCAL[model_spec] = LocalServer(Engine(model_spec), api_key=secrets.token_urlsafe(24))
+        server = _LOCAL[model_spec]
+        return server.base_url, server.api_key

@@ -39,12 +39,16 @@ def message_key(message: dict[str, Any]) -> str:
     return json.dumps([(message.get("content") or "").strip(), calls], sort_keys=True, ensure_ascii=False)
 
 
-def turn_key(before: list[dict[str, Any]], message: dict[str, Any]) -> str:
-    """What identifies an assistant message in its conversation: the messages before it (role and
-    text; assistant messages by `message_key`) and the message itself, as one digest."""
-    parts = [[m.get("role"), message_key(m) if m.get("role") == "assistant" else _text(m.get("content"))] for m in before]
-    parts.append(["assistant", message_key(message)])
-    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
+def turn_keys(messages: list[dict[str, Any]]) -> list[str]:
+    """The key of each message in its conversation: a digest of it and every message before it
+    (role and text; assistant messages by `message_key`). One running hash, so a conversation's
+    keys cost time linear in its length."""
+    running, keys = hashlib.sha256(), []
+    for m in messages:
+        part = message_key(m) if m.get("role") == "assistant" else _text(m.get("content"))
+        running.update(json.dumps([m.get("role"), part], ensure_ascii=False).encode() + b"\n")  # JSON has no raw newline
+        keys.append(running.copy().hexdigest())
+    return keys
 
 
 def _text(content: Any) -> str:
@@ -65,27 +69,29 @@ class TurnCache:
 
     def put(self, before: list[dict[str, Any]], message: dict[str, Any], token_ids: list[int]) -> None:
         """Remember `message`, sampled as the reply to the conversation `before`."""
+        key = turn_keys([*before, message])[-1]  # message is an assistant message
         with self._lock:
-            key = turn_key(before, message)
             self._items[key] = token_ids
             self._items.move_to_end(key)
             while len(self._items) > self._capacity:
                 self._items.popitem(last=False)
 
-    def get(self, before: list[dict[str, Any]], message: dict[str, Any]) -> list[int] | None:
+    def get(self, key: str) -> list[int] | None:
+        """The tokens of the assistant message whose `turn_keys` entry is `key`."""
         with self._lock:
-            return self._items.get(turn_key(before, message))
+            return self._items.get(key)
 
 
 def render_prompt(tokenizer, messages: list[dict[str, Any]], tools: list[dict] | None, cache: TurnCache | None) -> list[int]:
     """Token ids of the prompt for the next assistant turn."""
     spliced: list[list[int]] = []
     msgs = []
+    keys = turn_keys(messages) if cache is not None else []
     for i, m in enumerate(messages):
         m = dict(m)
         if m.get("role") == "developer":
             m["role"] = "system"
-        ids = cache.get(messages[:i], m) if cache is not None and m.get("role") == "assistant" else None
+        ids = cache.get(keys[i]) if cache is not None and m.get("role") == "assistant" else None
         if ids is not None:
             m = {"role": "assistant", "content": SENTINEL.format(len(spliced))}
             spliced.append(ids)

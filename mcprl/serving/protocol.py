@@ -62,7 +62,7 @@ class ChatRequest(BaseModel):
     messages: list[dict[str, Any]] = Field(min_length=1)
     tools: list[dict[str, Any]] | None = None
     tool_choice: Literal["auto", "none"] | dict[str, Any] | str | None = None
-    n: int = Field(default=1, ge=1, le=64)
+    n: int = Field(default=1, ge=1)  # at most ServeLimits.max_n
     temperature: float = Field(default=1.0, ge=0.0, le=2.0)
     top_p: float = Field(default=1.0, gt=0.0, le=1.0)
     # vLLM's extensions, reproduced by the trainer (mcprl.serving.logits.truncation_cut); 0 or -1: no top-k.
@@ -75,7 +75,7 @@ class ChatRequest(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
     stop: str | list[str] | None = None
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1)  # what torch's generators take (seed + k for row k)
     logprobs: bool = False
     top_logprobs: int | None = None
     return_token_ids: bool = False
@@ -105,6 +105,33 @@ class ChatRequest(BaseModel):
 
     def max_new_tokens(self, default: int) -> int:
         return self.max_completion_tokens or self.max_tokens or default
+
+
+class ServeLimits(BaseModel):
+    """Bounds on the work and memory one request may cost the endpoint, each checked before that
+    work starts; a request over one gets a 400 naming it and its `mcprl serve` flag. The token
+    budgets bound the KV cache: a batch holds rows x (longest prompt + largest max_tokens) tokens
+    (SmolLM2-135M: 23 KB a token in bfloat16, 46 KB in float32)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_body_bytes: int = Field(default=8 * 2**20, ge=1, description="largest request body, in bytes")
+    max_messages: int = Field(default=1024, ge=1, description="most messages in one request")
+    max_prompt_tokens: int | None = Field(default=None, ge=1, description="longest prompt in tokens (default: the model's context)")
+    max_tokens_limit: int = Field(default=4096, ge=1, description="largest max_tokens a request may ask for")
+    max_n: int = Field(default=64, ge=1, description="most completions (n) in one request")
+    max_request_tokens: int = Field(default=32768, ge=1, description="most tokens one request may hold: n x (prompt + max_tokens)")
+    max_batch_tokens: int = Field(default=65536, ge=1, description="most tokens one batch may hold: rows x (longest prompt + largest max_tokens)")
+    max_schema_bytes: int = Field(default=128 * 2**10, ge=1, description="largest response_format, in bytes of JSON")
+    max_schema_depth: int = Field(default=64, ge=1, description="deepest nesting of a response_format's JSON")
+
+    @staticmethod
+    def flag(name: str) -> str:
+        return "--" + name.replace("_", "-")
+
+    def refuse(self, name: str, what: str) -> str:
+        """The one-line refusal for a request over the limit `name`."""
+        return f"{what} is over this server's limit {name}={getattr(self, name)} (raised with `mcprl serve {self.flag(name)}`)"
 
 
 def error_body(message: str, kind: str = "invalid_request_error", param: str | None = None, code: str | None = None) -> dict:

@@ -19,6 +19,7 @@ policy itself what the grammar made it write.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import torch
@@ -41,6 +42,7 @@ class SampleRequest:
     constraint: Constraint | None = None  # structured output: a grammar masks the logits (structured.py)
     top_k: int = 0  # 0 or less: off
     min_p: float = 0.0
+    cancelled: threading.Event | None = None  # once set, the row stops (its caller is gone)
 
 
 @dataclass
@@ -167,6 +169,9 @@ def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], 
         chosen = next_ids.tolist()
         for i, r in enumerate(rows):
             if finish[i] is not None:
+                continue
+            if r.cancelled is not None and r.cancelled.is_set():
+                finish[i] = "cancelled"
                 continue
             tok = chosen[i]
             out_ids[i].append(tok)

@@ -147,6 +147,19 @@ class Grammars:
         return llguidance.StructTag.to_grammar(tags, assume_special=any(t in special for t in triggers))
 
 
+def json_depth(value: Any) -> int:
+    """How deeply `value`'s lists and objects nest (a scalar is 0), without recursion: a hostile
+    schema may nest deeper than Python's stack."""
+    deepest, stack = 0, [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        v, depth = stack.pop()
+        deepest = max(deepest, depth)
+        for c in v.values() if isinstance(v, dict) else v:
+            if isinstance(c, (dict, list)):
+                stack.append((c, depth + 1))
+    return deepest
+
+
 def check_schema(schema: dict[str, Any], where: str = "response_format.json_schema.schema") -> None:
     """SchemaError unless `schema` is valid against its own draft's meta-schema (2020-12 by default)."""
     import jsonschema
