@@ -30,10 +30,10 @@ demo: model
 PARALLEL := -n auto --maxprocesses 4 --dist worksteal
 
 test: model
-	$(BIN)/python -m pytest -q --timeout=900 $(PARALLEL)
+	$(BIN)/python -m pytest -q --timeout=900 --durations=15 $(PARALLEL)
 
 test-fast: model
-	$(BIN)/python -m pytest -q -m "not integration" --timeout=300 $(PARALLEL)
+	$(BIN)/python -m pytest -q -m "not integration" --timeout=300 --durations=15 $(PARALLEL)
 
 bench: model
 	$(BIN)/pip install -q -e ".[bench]"
