@@ -21,8 +21,6 @@ skipped from then on); results are cut like the model's (`ServerSpec.max_result_
 
 from __future__ import annotations
 
-import ast
-import json
 import random
 import re
 import time
@@ -33,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcprl.errors import UserError
+from scenarios.results import result_values
 
 if TYPE_CHECKING:
     from mcprl.tools import ToolPool, ToolSession
@@ -155,66 +154,6 @@ class _Value(BaseModel):
     value: Any
     field: str
     call: int
-
-
-def result_data(text: str, structured: Any) -> Any:
-    """The data a result holds: its structured content (unless that only wraps plain text), else
-    its text read as JSON or as a Python literal (servers that print `repr()`); None for text."""
-    if structured is not None and not (isinstance(structured, dict) and set(structured) == {"result"}
-                                       and isinstance(structured["result"], str)):
-        return structured
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    if text.lstrip()[:1] in ("[", "{", "("):
-        try:
-            return ast.literal_eval(text.strip())
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return None
-    return None
-
-
-def flatten(data: Any, key: str = "") -> list[tuple[str, Any]]:
-    """(field, value) pairs of the scalars in `data`, each under its nearest key."""
-    if isinstance(data, dict):
-        return [pair for k, v in data.items() for pair in flatten(v, str(k))]
-    if isinstance(data, (list, tuple)):
-        return [pair for v in list(data)[:50] for pair in flatten(v, key)]
-    if isinstance(data, (str, int, float)) and not isinstance(data, bool) and str(data).strip():
-        return [(key, data)]
-    return []
-
-
-def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
-    """The records a result holds, each its (field, value) pairs: the objects of a list, a single
-    object, the lines of an `a | b | c` listing (cells as field '', `key: value` cells by key), or
-    the `key: value` lines of a text."""
-    data = result_data(text, structured)
-    if isinstance(data, (list, tuple)) and data and all(isinstance(d, dict) for d in data):
-        return [flatten(d) for d in list(data)[:50]]
-    if data is not None:
-        return [flatten(data)]
-
-    def cells(line: str) -> list[tuple[str, Any]]:
-        out = []
-        for cell in line.split(" | ") if " | " in line else [line]:
-            key, sep, value = cell.partition(": ")
-            if sep and len(key) <= 30 and value.strip():
-                out.append((key.strip(), value.strip()))
-            elif cell.strip():
-                out.append(("", cell.strip()))
-        return out
-
-    lines = [line for line in text.splitlines()[:200] if line.strip()]
-    if len(lines) > 1 and all(" | " in line for line in lines):
-        return [cells(line) for line in lines]
-    return [[pair for line in lines for pair in cells(line)]]
-
-
-def result_values(text: str, structured: Any) -> list[tuple[str, Any]]:
-    """(field, value) pairs a result holds, over all its records (`result_records`)."""
-    return [pair for record in result_records(text, structured) for pair in record]
 
 
 def _shape(text: str) -> str:

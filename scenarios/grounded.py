@@ -35,7 +35,8 @@ from pydantic import BaseModel, Field
 
 from judges.verify import holds_answer, normalize_text, numbers
 from mcprl.types import Scenario
-from scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall, result_data, result_records, result_values
+from scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall
+from scenarios.results import result_data, result_records, result_values
 
 if TYPE_CHECKING:
     from mcprl.tools import ToolPool

@@ -36,7 +36,8 @@ async def explore_and_ground(spec: ServerSpec, calls: int, n: int = 12, **cfg):
 def test_results_are_read_as_records_and_arguments_take_the_shape_their_description_asks_for():
     import random
 
-    from scenarios.explore import _Value, _Writer, result_records
+    from scenarios.explore import _Value, _Writer
+    from scenarios.results import result_records
 
     # a server that prints Python's repr() of its rows
     assert result_records("[{'name': 'customers'}, {'name': 'orders'}]", None) == [[("name", "customers")], [("name", "orders")]]
