@@ -29,7 +29,7 @@ EVAL_SEED = 9001  # the held-out tasks' seed: no run trains on it
 
 def main() -> None:
     from mcprl import tasks
-    from mcprl.evaluate import evaluate
+    from mcprl.evaluate import evaluate, run_settings
     from mcprl.train import checkpoints
 
     ap = argparse.ArgumentParser()
@@ -40,20 +40,24 @@ def main() -> None:
     ap.add_argument("--difficulty", type=int, action="append")
     ap.add_argument("--name", default=f"grounded-{time.strftime('%Y%m%d-%H%M%S')}")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--eval-only", action="store_true", help="evaluate the run --name already trained")
     args, extra = ap.parse_known_args()
     home = Path(os.environ.get("MCPRL_HOME", Path.home() / ".cache" / "mcprl"))
     cmd = [sys.executable, "-m", "mcprl.cli", "train", "--server", args.server, "--steps", "1000",
            "--time-budget", str(args.minutes), "--project", "bench", "--name", args.name, *extra]
-    print("$", " ".join(cmd), flush=True)
     t0 = time.time()
-    subprocess.run(cmd, check=True)
+    if not args.eval_only:
+        print("$", " ".join(cmd), flush=True)
+        subprocess.run(cmd, check=True)
     wall = time.time() - t0
     run_dir = home / "bench" / args.name
     held_out = tasks.get(args.tasks).generate(args.eval_n, seed=EVAL_SEED, difficulties=args.difficulty or [1, 2, 3, 4, 5])
     last = checkpoints.latest_step(run_dir / "checkpoints")
 
+    settings = run_settings(run_dir, held_out)  # the run's own server, prompt, demonstration and sampling
+
     async def score(step: int) -> dict:
-        return await evaluate(server=args.server, model=f"{args.name}@{step}", scenarios=held_out, project="bench")
+        return await evaluate(settings, model=f"{args.name}@{step}", scenarios=held_out, checkpoints=run_dir / "checkpoints")
 
     before, after = anyio.run(score, 0), anyio.run(score, last)
     delta = (after["success_rate"] - before["success_rate"]) * 100

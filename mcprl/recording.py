@@ -97,10 +97,10 @@ def missing_prompt_tokens(endpoint: str | None) -> str:
             "return_token_ids=true with prompt_token_ids")
 
 
-# How an OpenAI-compatible endpoint words "the prompt does not fit the context": ours ("prompt is N
-# tokens; the model's limit is M"), vLLM's ("maximum context length"), OpenAI's (the same, and
-# "context_length_exceeded").
-_CONTEXT_OVERFLOW = re.compile(r"context length|context_length|model's limit is|max_model_len|prompt is too long", re.I)
+# How an OpenAI-compatible endpoint words "the prompt does not fit the context": ours ("prompt of N
+# tokens is over the model's limit of M", or over its --max-prompt-tokens), vLLM's ("maximum context
+# length"), OpenAI's (the same, and "context_length_exceeded").
+_CONTEXT_OVERFLOW = re.compile(r"context length|context_length|model's limit|max_prompt_tokens|max_model_len|prompt is too long", re.I)
 
 
 def is_context_overflow(message: str) -> bool:

@@ -51,6 +51,13 @@ def post(server, body, timeout=30, **kw) -> httpx.Response:
     return httpx.post(f"{server.base_url}/chat/completions", json=body, timeout=timeout, **kw)
 
 
+# The endpoint's target is /health within 1 s (bench/soak.py holds it against `mcprl serve` in its
+# own process: p99 0.05 s). Here the server runs in the test's process, sharing its GIL and the
+# two cores with the suite's other worker: a poll can wait on those, not on the endpoint (1.8 s
+# once, with a training run beside the suite). Before the fixes these stalls were 13-60 s.
+HEALTH_S = 2.0
+
+
 @contextmanager
 def health_watch(server):
     """Poll `/health` every 50 ms while the block runs; yields the list of latencies (seconds),
@@ -109,7 +116,7 @@ def test_thousands_of_messages_are_refused_at_once_and_health_keeps_answering(se
             start = time.monotonic()
             assert_refused(post(server, {"model": "tiny", "messages": conversation(n)}), "max_messages")
             assert time.monotonic() - start < 2
-    assert latencies and max(latencies) < 1
+    assert latencies and max(latencies) < HEALTH_S
 
 
 def test_a_long_conversation_within_the_limit_is_hashed_and_rendered_off_the_loop(server):
@@ -121,7 +128,7 @@ def test_a_long_conversation_within_the_limit_is_hashed_and_rendered_off_the_loo
         r = post(server, {"model": "tiny", "messages": conversation(1_000)})
         took = time.monotonic() - start
     assert r.status_code == 400 and "over the model's limit of 2047" in r.json()["error"]["message"], r.text
-    assert took < 10 and max(latencies) < 1
+    assert took < 10 and max(latencies) < HEALTH_S
 
 
 def test_turn_keys_take_linear_time():
@@ -149,7 +156,7 @@ def test_a_big_body_is_refused_before_it_is_parsed(server):
                 yield junk[i : i + 2**20]
 
         assert_refused(httpx.post(f"{server.base_url}/chat/completions", content=chunks(), timeout=30), "max_body_bytes")
-    assert max(latencies) < 1
+    assert max(latencies) < HEALTH_S
 
 
 @pytest.mark.integration  # tokenizes 13 MB of prompt: ~20 s on a busy 2-core machine
@@ -221,7 +228,7 @@ def test_hostile_schemas_are_refused_before_compiling_and_the_next_request_is_se
         anyio.run(six)
         assert post(server, {"model": "tiny", "messages": MSGS, "max_tokens": 2}).status_code == 200
         assert time.monotonic() - start < 10
-    assert max(latencies) < 1
+    assert max(latencies) < HEALTH_S
 
 
 def test_a_schema_within_the_limits_still_compiles(server):

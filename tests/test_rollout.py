@@ -259,4 +259,4 @@ async def test_500_tools_over_the_context_make_a_batch_that_stops_the_run(tiny_m
     assert engine.seen == []  # refused before any sampling
     assert all(t.error is None and t.metrics["truncated"] == 1 and not t.generations for t in groups[0].trajectories)
     count, total, reason = untrainable(groups)
-    assert (count, total) == (2, 2) and "no longer fits the model's context" in reason and "limit is 2048" in reason
+    assert (count, total) == (2, 2) and "no longer fits the model's context" in reason and "model's limit of 2047" in reason
