@@ -120,8 +120,10 @@ class ServeLimits(BaseModel):
     max_prompt_tokens: int | None = Field(default=None, ge=1, description="longest prompt in tokens (default: the model's context)")
     max_tokens_limit: int = Field(default=4096, ge=1, description="largest max_tokens a request may ask for")
     max_n: int = Field(default=64, ge=1, description="most completions (n) in one request")
-    max_request_tokens: int = Field(default=32768, ge=1, description="most tokens one request may hold: n x (prompt + max_tokens)")
-    max_batch_tokens: int = Field(default=65536, ge=1, description="most tokens one batch may hold: rows x (longest prompt + largest max_tokens)")
+    # 20,480 tokens of SmolLM2-135M's float32 KV cache are 0.9 GB, beside ~0.9 GB of weights and
+    # runtime: a 10-minute soak at 65,536 peaked at 2.1 GB (docs/reliability.md)
+    max_request_tokens: int = Field(default=20480, ge=1, description="most tokens one request may hold: n x (prompt + max_tokens)")
+    max_batch_tokens: int = Field(default=20480, ge=1, description="most tokens one batch may hold: rows x (longest prompt + largest max_tokens)")
     max_schema_bytes: int = Field(default=128 * 2**10, ge=1, description="largest response_format, in bytes of JSON")
     max_schema_depth: int = Field(default=64, ge=1, description="deepest nesting of a response_format's JSON")
 
