@@ -49,8 +49,10 @@ class ScriptedEngine(Engine):
 
 
 @contextmanager
-def scripted_endpoint(model_dir: Path, replies: Sequence[str] = (), handler=None) -> Iterator[tuple[Model, ScriptedEngine]]:
-    engine = ScriptedEngine(model_dir, replies, handler)
+def scripted_endpoint(model_dir: Path, replies: Sequence[str] = (), handler=None,
+                      engine: ScriptedEngine | None = None) -> Iterator[tuple[Model, ScriptedEngine]]:
+    """The policy behind a real endpoint; `engine`: a ScriptedEngine of another kind (NoPromptIds, ...)."""
+    engine = engine or ScriptedEngine(model_dir, replies, handler)
     server = LocalServer(engine)
     try:
         yield Model(name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy"), engine

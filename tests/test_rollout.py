@@ -163,18 +163,12 @@ def test_calculator_partial_credit_orders_progress():
 
 async def test_an_endpoint_without_prompt_token_ids_fails_the_rollout(tiny_model_dir):
     """Never trained on: without the prompt the first completion token would be scored from its own position."""
-    from mcprl.model import Model
-    from mcprl.serving.local import LocalServer
     from scripted_policy import NoPromptIds
 
-    server = LocalServer(NoPromptIds(tiny_model_dir, ["The answer is 425."]))
-    try:
-        model = Model(name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy")
+    with scripted_endpoint(tiny_model_dir, engine=NoPromptIds(tiny_model_dir, ["The answer is 425."])) as (model, _):
         traj = await rollout(model, TASK, None, RolloutConfig(temperature=0.7))
-    finally:
-        server.close()
     assert traj.generations == []
-    assert traj.error.startswith(f"policy endpoint {server.base_url} returned completion token ids without prompt_token_ids")
+    assert traj.error.startswith(f"policy endpoint {model.inference_base_url} returned completion token ids without prompt_token_ids")
     assert "mcprl's endpoint" in traj.error
 
 
@@ -189,16 +183,10 @@ async def test_generations_carry_the_request_sampling_settings(tiny_model_dir):
 async def test_token_ids_without_their_logprobs_fail_the_rollout_not_the_training_step(tiny_model_dir, drop):
     """Issue 28.3: a reply with token ids but no logprobs (or fewer) was recorded, then raised
     inside the training step (train.sequences) and ended the run; now it fails its own rollout."""
-    from mcprl.model import Model
-    from mcprl.serving.local import LocalServer
     from scripted_policy import NoLogprobs
 
-    server = LocalServer(NoLogprobs(tiny_model_dir, ["The answer is 425."], drop=drop))
-    try:
-        model = Model(name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy")
+    with scripted_endpoint(tiny_model_dir, engine=NoLogprobs(tiny_model_dir, ["The answer is 425."], drop=drop)) as (model, _):
         traj = await rollout(model, TASK, None, RolloutConfig(temperature=0.7))
-    finally:
-        server.close()
     assert traj.generations == []
     assert "completion token ids with" in traj.error and "usable logprobs" in traj.error
     assert trajectory_sequences(traj, 1.0) == []
