@@ -95,11 +95,9 @@ def _answer(text: str) -> Any | None:
     """The answer a short result gives: its one number when it has exactly one, else the text
     itself when it is short; None when it is not an answer a check can hold."""
     text = text.strip()
-    found = numbers(text)
-    if len(found) == 1:
-        (value,) = found
-        return int(value) if value.is_integer() else value
-    if found or not text or len(text.split()) > MAX_ANSWER_WORDS or "\n" in text:
+    if (number := _number_of(text)) is not None:
+        return number
+    if numbers(text) or not text or len(text.split()) > MAX_ANSWER_WORDS or "\n" in text:
         return None
     return text
 
