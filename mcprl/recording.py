@@ -71,8 +71,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcprl.chat_format import tool_call_format
 from mcprl.errors import UserError, clip
-from mcprl.serving.prompts import message_key
-from mcprl.types import Generation, Message, Scenario, ToolSchema, Trajectory
+from mcprl.types import Generation, Message, Scenario, ToolSchema, Trajectory, message_key
 
 if TYPE_CHECKING:
     import ssl

@@ -35,7 +35,7 @@ class Scenario(BaseModel):
     difficulty: int | None = Field(default=None, ge=1, le=5)
     answer: Any = None
     # A verifiable check, e.g. {"kind": "exact", "value": "42"} or
-    # {"kind": "server", "server": "inventory", "spec": {...}} (see judges.verify).
+    # {"kind": "server", "server": "inventory", "spec": {...}} (see mcprl.judges.verify).
     check: dict[str, Any] | None = None
     tools: list[str] = Field(default_factory=list, description="tools the task is expected to use")
     split: Literal["train", "val"] | None = None
@@ -157,3 +157,20 @@ def content_hash(obj: Any) -> str:
     """Stable short hash of any JSON-able value (tool lists, prompts, verdict cache keys)."""
     blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def message_key(message: Message) -> str:
+    """What identifies an assistant message across re-serialisation by clients: its text and its
+    calls' names and parsed arguments. The endpoint splices a reply's sampled tokens back in by it
+    (serving/prompts.py), and the recorder (recording.py) finds the reply's generation by it."""
+    calls = []
+    for tc in message.get("tool_calls") or []:
+        fn = tc.get("function", tc)
+        args = fn.get("arguments")
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except json.JSONDecodeError:
+                pass
+        calls.append([fn.get("name"), args])
+    return json.dumps([(message.get("content") or "").strip(), calls], sort_keys=True, ensure_ascii=False)

@@ -21,22 +21,9 @@ from collections import OrderedDict
 from threading import Lock
 from typing import Any
 
+from mcprl.types import message_key
+
 SENTINEL = "\u2063MCPRL_TURN_{}\u2063"
-
-
-def message_key(message: dict[str, Any]) -> str:
-    """What identifies an assistant message across re-serialisation by clients."""
-    calls = []
-    for tc in message.get("tool_calls") or []:
-        fn = tc.get("function", tc)
-        args = fn.get("arguments")
-        if isinstance(args, str):
-            try:
-                args = json.loads(args)
-            except json.JSONDecodeError:
-                pass
-        calls.append([fn.get("name"), args])
-    return json.dumps([(message.get("content") or "").strip(), calls], sort_keys=True, ensure_ascii=False)
 
 
 def turn_keys(messages: list[dict[str, Any]]) -> list[str]:

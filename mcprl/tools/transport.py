@@ -22,10 +22,10 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CONNECTION_CLOSED, Implementation
 
-from mcprl import __version__
 from mcprl.errors import UserError, clip
 from mcprl.tools import compat
 from mcprl.tools.spec import ServerSpec
+from mcprl.version import __version__
 
 CLOSE_TIMEOUT = 5.0  # closing never waits longer on a hung server (stdio shutdown bounds itself)
 PROBE_TIMEOUT = 5.0
