@@ -38,7 +38,7 @@ def autorl_command(
     import anyio
     from rich.console import Console
 
-    from autorl.run import plan
+    from mcprl.autorl.run import plan
     from mcprl.cli.train_cmd import print_summary, run_with_progress
     from mcprl.run_config import load_config
 

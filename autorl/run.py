@@ -6,7 +6,7 @@
     task.txt           the description it was made from
     system_prompt.txt  the policy's system prompt
     inputs.jsonl       the task inputs (Scenario lines; `{"task": "..."}` is enough): with a server,
-                       tasks grounded in its own answers (scenarios.grounded), checked by value and
+                       tasks grounded in its own answers (mcprl.scenarios.grounded), checked by value and
                        ranked by RULER; without one, written by the generator and judged by RULER
     rubric.md          the RULER rubric
 
@@ -59,7 +59,7 @@ async def plan(task: str, cfg: RunConfig, *, gen_model: str = LOCAL_MODEL, reuse
     """`cfg` set up to train on the saved (or newly generated) system prompt, inputs and rubric,
     judged by RULER. Generation uses `gen_model` at `cfg.judge.api_base` and `cfg.seed`; it writes
     `cfg.scenarios.n` inputs when that was set, else `inputs_needed(cfg)`."""
-    from autorl.generate import generate_inputs, generate_rubric, generate_system_prompt
+    from mcprl.autorl.generate import generate_inputs, generate_rubric, generate_system_prompt
 
     task = task.strip()
     if not task:
@@ -118,9 +118,9 @@ async def plan(task: str, cfg: RunConfig, *, gen_model: str = LOCAL_MODEL, reuse
 
 
 async def grounded_inputs(cfg: RunConfig, n: int, d: Path, say: Callable[[str], None]) -> list[Scenario]:
-    """`n` tasks grounded in the run's server (scenarios.grounded); the exploration is saved beside them."""
+    """`n` tasks grounded in the run's server (mcprl.scenarios.grounded); the exploration is saved beside them."""
     from mcprl.tools import ToolPool
-    from scenarios.source import grounded
+    from mcprl.scenarios.source import grounded
 
     async with ToolPool(cfg.server.spec()) as pool:
         return await grounded(pool, n, cfg.explore, d / "exploration.jsonl", d / "grounding.json", seed=cfg.seed, say=say)

@@ -3,7 +3,7 @@ held-out scenarios: which tool each episode calls first, how many calls' results
 answer (shaping's evidence stage), and success. A prompt change is measured with it before a
 30-minute efficacy run (docs/benchmarks.md: the template's placeholder call).
 
-    python bench/first_calls.py RUN_NAME --server "python -m servers.inventory" [--project bench] [--samples 4] [--rebuild]
+    python bench/first_calls.py RUN_NAME --server "python -m mcprl.servers.inventory" [--project bench] [--samples 4] [--rebuild]
                                 [--constrain-tool-calls] [--out GROUPS.jsonl]
 
 RUN_NAME is a run of `--project` (its step-0 checkpoint, demonstration and held-out split); the
@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 async def first_calls(name: str, server: str, project: str, samples: int, rebuild: bool, constrain: bool, out: Path | None = None) -> dict:
-    from judges import VerifyJudge, score_groups
-    from judges.shaping import STAGES, agent_messages, tool_use_score
+    from mcprl.judges import VerifyJudge, score_groups
+    from mcprl.judges.shaping import STAGES, agent_messages, tool_use_score
     from mcprl import agents, demonstration
     from mcprl.evaluate import resolve_checkpoint, run_settings
     from mcprl.gather import gather_trajectory_groups

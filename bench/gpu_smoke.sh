@@ -57,7 +57,7 @@ trap 'kill $SMI 2>/dev/null || true; cp "$MCPRL_HOME"/default/smoke/vllm.log "$L
 
 echo "== mcprl train: $STEPS steps on $MODEL_DIR (log: $LOGS/gpu_smoke_train.log)"
 START=$(date +%s)
-(cd "$REPO" && "$PY" -m mcprl.cli train --server "$PY -m servers.calculator" --tasks calculator --model "$MODEL_DIR" \
+(cd "$REPO" && "$PY" -m mcprl.cli train --server "$PY -m mcprl.servers.calculator" --tasks calculator --model "$MODEL_DIR" \
   --name smoke --steps "$STEPS" --group-size 4 --groups-per-step 2 --eval-every 0 --val-size 8) 2>&1 | tee "$LOGS/gpu_smoke_train.log"
 echo "== wall time: $(( $(date +%s) - START )) s"
 kill $SMI 2>/dev/null || true

@@ -2,7 +2,7 @@
 then held-out success on tasks the run never saw: a shipped server's own task generator, with its
 hand-written help off (no example, no partial credit: success means solved).
 
-    python bench/grounded.py --server "python -m servers.calculator" --tasks calculator [--minutes 30]
+    python bench/grounded.py --server "python -m mcprl.servers.calculator" --tasks calculator [--minutes 30]
         [--eval-n 48] [--difficulty 1 --difficulty 2] [extra mcprl train flags]
 
 The run's step 0 (the base weights) and its last checkpoint are evaluated with the run's own

@@ -1,10 +1,10 @@
 """What exploring a server grounds: for each server, the calls made, the tools that answered, the
 tasks kept and dropped (and why), and the tools no task covers; nothing is trained.
 
-    python bench/grounding.py "python -m servers.inventory" "uvx mcp-server-time" [--calls 120] [-n 48]
+    python bench/grounding.py "python -m mcprl.servers.inventory" "uvx mcp-server-time" [--calls 120] [-n 48]
 
 Each server gets the exploration and verification `mcprl train --server X` runs by default
-(scenarios.explore, scenarios.grounded), with the same seed; the sample tasks show what the
+(mcprl.scenarios.explore, mcprl.scenarios.grounded), with the same seed; the sample tasks show what the
 policy would be asked.
 """
 
@@ -18,8 +18,8 @@ import anyio
 
 from mcprl.errors import UserError
 from mcprl.tools import ServerSpec, ToolPool
-from scenarios.explore import ExploreConfig, explore
-from scenarios.grounded import ground
+from mcprl.scenarios.explore import ExploreConfig, explore
+from mcprl.scenarios.grounded import ground
 
 
 async def measure(target: str, calls: int, n: int, seed: int) -> dict:

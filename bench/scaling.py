@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 async def measure(args: argparse.Namespace) -> list[dict]:
     import ray
 
-    from judges import VerifyJudge, score_groups
+    from mcprl.judges import VerifyJudge, score_groups
     from mcprl import agents, tasks
     from mcprl.backends.local import LocalBackend
     from mcprl.cluster import ClusterConfig
@@ -43,7 +43,7 @@ async def measure(args: argparse.Namespace) -> list[dict]:
 
     shipped = tasks.get("calculator")
     scenarios = shipped.generate(args.groups * args.steps, seed=0, difficulties=(1,))
-    server = ServerConfig(target="python -m servers.calculator")
+    server = ServerConfig(target="python -m mcprl.servers.calculator")
     rc = RolloutConfig(max_turns=2, max_tokens=48, temperature=0.7, example=shipped.example)
     judge = VerifyJudge()
     agent = agents.load("plain")

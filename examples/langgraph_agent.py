@@ -11,7 +11,7 @@ import anyio
 from mcprl import LocalBackend, TrainableModel, TrainConfig, gather_trajectory_groups
 from mcprl.langgraph import create_mcp_agent
 from mcprl.tools import ServerSpec, ToolPool
-from servers.calculator import tasks
+from mcprl.servers.calculator import tasks
 
 STEPS, GROUPS, ROLLOUTS = 2, 2, 4
 
@@ -19,7 +19,7 @@ STEPS, GROUPS, ROLLOUTS = 2, 2, 4
 async def main() -> None:
     model = TrainableModel(name="langgraph-calculator", project="examples", base_model="smollm2-135m")
     scenarios = tasks.generate(STEPS * GROUPS, seed=0, difficulties=[1])
-    async with LocalBackend(device="cpu") as backend, ToolPool(ServerSpec.parse("python -m servers.calculator")) as pool:
+    async with LocalBackend(device="cpu") as backend, ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
         await model.register(backend)
         agent = create_mcp_agent(model, pool, max_turns=2, max_tokens=64)  # follows the served step by itself
         for step in range(STEPS):

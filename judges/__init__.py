@@ -1,5 +1,5 @@
 """Judges score TrajectoryGroups: RULER (LLM, relative), verifiers (ground truth), and
-combinations of them. See judges.base for the interface.
+combinations of them. See mcprl.judges.base for the interface.
 
 `JudgeConfig` is a run's judging (`[judge]` in a run file) and builds its judge. The other names
 are imported on first use, so reading a run's settings loads no judge."""
@@ -15,25 +15,25 @@ from mcprl.errors import UserError
 from mcprl.lazy import exports
 
 if TYPE_CHECKING:
-    from judges.base import Judge, JudgeError, score_groups
-    from judges.combine import GateJudge, ShapedJudge, WeightedJudge
-    from judges.ruler import DEFAULT_RUBRIC, RulerJudge, ruler_score_group
-    from judges.shaping import ToolUseShaping
-    from judges.verify import VerifyJudge, checker_for
+    from mcprl.judges.base import Judge, JudgeError, score_groups
+    from mcprl.judges.combine import GateJudge, ShapedJudge, WeightedJudge
+    from mcprl.judges.ruler import DEFAULT_RUBRIC, RulerJudge, ruler_score_group
+    from mcprl.judges.shaping import ToolUseShaping
+    from mcprl.judges.verify import VerifyJudge, checker_for
 
 _EXPORTS = {
-    "Judge": "judges.base",
-    "JudgeError": "judges.base",
-    "score_groups": "judges.base",
-    "GateJudge": "judges.combine",
-    "ShapedJudge": "judges.combine",
-    "WeightedJudge": "judges.combine",
-    "DEFAULT_RUBRIC": "judges.ruler",
-    "RulerJudge": "judges.ruler",
-    "ruler_score_group": "judges.ruler",
-    "ToolUseShaping": "judges.shaping",
-    "VerifyJudge": "judges.verify",
-    "checker_for": "judges.verify",
+    "Judge": "mcprl.judges.base",
+    "JudgeError": "mcprl.judges.base",
+    "score_groups": "mcprl.judges.base",
+    "GateJudge": "mcprl.judges.combine",
+    "ShapedJudge": "mcprl.judges.combine",
+    "WeightedJudge": "mcprl.judges.combine",
+    "DEFAULT_RUBRIC": "mcprl.judges.ruler",
+    "RulerJudge": "mcprl.judges.ruler",
+    "ruler_score_group": "mcprl.judges.ruler",
+    "ToolUseShaping": "mcprl.judges.shaping",
+    "VerifyJudge": "mcprl.judges.verify",
+    "checker_for": "mcprl.judges.verify",
 }
 
 JudgeMode = Literal["ruler", "verify", "gate"]
@@ -45,8 +45,8 @@ def build_judge(mode: JudgeMode, ruler: RulerJudge | None = None, all_or_nothing
     """The judge a `--judge` option names: RULER alone, the scenarios' checks alone, or the
     gate (checks decide pass/fail, RULER ranks the passing ones). `all_or_nothing`: the checks
     give no partial credit (see VerifyJudge)."""
-    from judges.combine import GateJudge
-    from judges.verify import VerifyJudge
+    from mcprl.judges.combine import GateJudge
+    from mcprl.judges.verify import VerifyJudge
 
     if mode == "verify":
         return VerifyJudge(all_or_nothing=all_or_nothing)
@@ -65,15 +65,15 @@ class JudgeConfig(BaseModel):
     model: str = Field(default="local", description="litellm model for RULER/synthesis, or 'local'")
     api_base: str | None = Field(default=None, description="OpenAI-compatible base URL for the judge model")
     rubric: str | None = Field(default=None, description="RULER rubric file")
-    # Tool-use shaping (judges.shaping), when training against tools; 0 turns it off. Default: docs/benchmarks.md.
+    # Tool-use shaping (mcprl.judges.shaping), when training against tools; 0 turns it off. Default: docs/benchmarks.md.
     shaping: float = Field(default=0.1, ge=0, lt=1, description="tool-use shaping weight W in [0, 1): a failed task earns up to W for well-formed calls")
 
     def build(self, *, all_or_nothing: bool = False, shaped: bool = False, cache_dir: Path | None = None) -> Judge:
         """The judge these settings name; `shaped` (training against tools) adds the capped tool-use
         shaping; RULER's verdicts are cached in `cache_dir`."""
-        from judges.combine import ShapedJudge
-        from judges.ruler import RulerJudge
-        from judges.shaping import ToolUseShaping
+        from mcprl.judges.combine import ShapedJudge
+        from mcprl.judges.ruler import RulerJudge
+        from mcprl.judges.shaping import ToolUseShaping
 
         mode: JudgeMode = "gate" if self.mode == "both" else self.mode
         ruler = None
@@ -89,7 +89,7 @@ class JudgeConfig(BaseModel):
         """How held-out scenarios are scored, by a run's evaluations and by `mcprl eval` alike: by
         their checks when every one has one (`verifiable`), else by RULER (with the checks gating
         where the mode is both); never shaped, so a score is the task's alone."""
-        from judges.verify import VerifyJudge
+        from mcprl.judges.verify import VerifyJudge
 
         if verifiable:
             return VerifyJudge(all_or_nothing=all_or_nothing)

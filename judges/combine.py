@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from judges.base import Judge
+from mcprl.judges.base import Judge
 from mcprl.errors import UserError
 from mcprl.types import TrajectoryGroup
 

@@ -17,7 +17,7 @@ task as much as the right one (measured on the inventory server: docs/benchmarks
 
 An episode without a call (a prose answer, or a call the endpoint could not parse) scores 0.
 Only the agent's own turns count: the demonstration before the task is skipped. It is combined
-with the task's judge by `judges.combine.ShapedJudge`, which caps it below a solved task.
+with the task's judge by `mcprl.judges.combine.ShapedJudge`, which caps it below a solved task.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from judges.base import zero_failed
-from judges.verify import holds_answer, words
+from mcprl.judges.base import zero_failed
+from mcprl.judges.verify import holds_answer, words
 from mcprl.tools.client import schema_validator
 from mcprl.types import Message, Trajectory, TrajectoryGroup
 

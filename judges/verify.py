@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from judges.base import zero_failed
+from mcprl.judges.base import zero_failed
 from mcprl import tasks
 from mcprl.errors import UserError, first_problem
 from mcprl.llm import extract_json

@@ -5,10 +5,19 @@ The public API is imported lazily so that `mcprl --help` stays instant.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from mcprl.lazy import exports
-__version__ = "0.1.0"
+from mcprl.version import __version__
+
+# A wheel installs the repository's top-level judges/, scenarios/, servers/ and autorl/ inside this
+# package (pyproject.toml's package-dir). A source checkout (PYTHONPATH=., a stdio server's
+# `--env PYTHONPATH=...`) keeps them beside it, and mcprl.judges etc. are found there.
+_here = os.path.dirname(os.path.abspath(__file__))
+if not os.path.isdir(os.path.join(_here, "judges")):
+    __path__.append(os.path.dirname(_here))
+del _here
 
 _EXPORTS = {
     "Scenario": "mcprl.types",

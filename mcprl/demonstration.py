@@ -6,7 +6,7 @@ that looks like the real tasks works far better than a made-up one. In order of 
     file          `--example FILE` (a JSON list of OpenAI chat messages) or `rollout.example` in a
                   run file: the user's own messages
     task-module   the task set's hand-written EXAMPLE (`--tasks NAME`, unless `--no-task-help`)
-    grounded:<id> the first call of a grounded training scenario's reference chain (scenarios.grounded),
+    grounded:<id> the first call of a grounded training scenario's reference chain (mcprl.scenarios.grounded),
                   known to run without error; the scenario then leaves training
     scenario:<id> built from one real training scenario, which is then kept out of training and
                   evaluation: the generator model writes a few candidate first tool calls,
@@ -168,9 +168,9 @@ def usefulness(scenario: Scenario, args: dict[str, Any], result: str) -> tuple[i
     with the fewest other new words (the answer found, not a dump that happens to contain it).
     Otherwise: the more words the result brings that neither the task nor the call's arguments
     hold, the better (a lookup that found something beats one that echoed "no match"). The same
-    measures as shaping's evidence stage (judges.shaping)."""
-    from judges.shaping import novel_words
-    from judges.verify import holds_answer
+    measures as shaping's evidence stage (mcprl.judges.shaping)."""
+    from mcprl.judges.shaping import novel_words
+    from mcprl.judges.verify import holds_answer
 
     novel = novel_words(result, f"{scenario.task} {json.dumps(args)}")
     if scenario.answer is not None and holds_answer(result, scenario.answer):
@@ -351,7 +351,7 @@ async def build(train: list[Scenario], pool: ToolPool, *, model: str, api_base: 
 
 
 def reference_exchange(scenario: Scenario) -> list[Message]:
-    """`task -> the first call of its reference chain` (a grounded scenario's, scenarios.grounded):
+    """`task -> the first call of its reference chain` (a grounded scenario's, mcprl.scenarios.grounded):
     an exchange known to be right, since the call ran without error and was replayed before use."""
     call = scenario.metadata["reference"][0]
     return [

@@ -76,7 +76,7 @@ async def evaluate(cfg: RunConfig, *, model: str, scenarios: list[Scenario], bas
     evaluation samples, concurrency and runtime dtype and threads; RULER's verdicts cached in `cache_dir`."""
     import anyio
 
-    from judges import score_groups
+    from mcprl.judges import score_groups
     from mcprl import agents, weights
     from mcprl.gather import gather_trajectory_groups
     from mcprl.model import Model
@@ -128,7 +128,7 @@ async def evaluate(cfg: RunConfig, *, model: str, scenarios: list[Scenario], bas
 
 async def _win_rate(rollout, policies, scenarios, pool, rc, ruler, max_concurrency) -> dict[str, Any]:
     """One rollout (by the agent `rollout`) of each model per scenario, ranked together by RULER; a tie counts half."""
-    from judges import score_groups
+    from mcprl.judges import score_groups
     from mcprl.gather import gather_trajectory_groups
 
     groups = await gather_trajectory_groups(

@@ -113,7 +113,7 @@ def write_report(run_dir: Path) -> Path:
 
     grounding = run_dir / "scenarios" / "grounding.json"
     grounded = ""
-    if grounding.exists():  # the run's tasks were grounded in the server (scenarios.grounded)
+    if grounding.exists():  # the run's tasks were grounded in the server (mcprl.scenarios.grounded)
         g = json.loads(grounding.read_text())
         dropped_why = ", ".join(f"{n} {why}" for why, n in g.get("dropped", {}).items()) or "none"
         per_tool = "".join(f"<tr><td>{html.escape(t)}</td><td>{g.get('covered', {}).get(t, 0)}</td></tr>" for t in g.get("tools", []))

@@ -2,10 +2,10 @@
 stage itself takes, so a setting has one name and one default wherever it is used:
 
     [server]     mcprl.tools.ServerConfig      what to train against (discovery, mcprl.tools)
-    [scenarios]  scenarios.ScenarioConfig      where the tasks come from, the train/val split
-    [explore]    scenarios.explore.ExploreConfig  how far the server is explored to ground tasks in it
+    [scenarios]  mcprl.scenarios.ScenarioConfig  where the tasks come from, the train/val split
+    [explore]    mcprl.scenarios.explore.ExploreConfig  how far the server is explored to ground tasks in it
     [rollout]    mcprl.rollout.RolloutConfig   how the agent is prompted and sampled
-    [judge]      judges.JudgeConfig            how rollouts are scored (and who writes scenarios)
+    [judge]      mcprl.judges.JudgeConfig      how rollouts are scored (and who writes scenarios)
     [train]      mcprl.train.config.TrainConfig  the GRPO step
     [cluster]    mcprl.cluster.ClusterConfig   where rollouts run: this process, or Ray workers
     [lora]       mcprl.train.config.LoraSettings  the adapter it trains (rank, alpha, dropout, modules)
@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from judges import JudgeConfig
+from mcprl.judges import JudgeConfig
 from mcprl.backends.config import RuntimeConfig
 from mcprl.cluster import ClusterConfig
 from mcprl.errors import UserError, first_problem
@@ -44,8 +44,8 @@ from mcprl.rollout import RolloutConfig
 from mcprl.tools.discovery import ServerConfig
 from mcprl.tools.redact import MASK
 from mcprl.train.config import LoraSettings, TrainConfig
-from scenarios.explore import ExploreConfig
-from scenarios.source import ScenarioConfig
+from mcprl.scenarios.explore import ExploreConfig
+from mcprl.scenarios.source import ScenarioConfig
 
 WRITTEN_BY_THE_RUN = {"cli": False}  # a field the run fills in: in config.json, not a flag
 

@@ -101,7 +101,7 @@ class TrainingRun:
         from mcprl.cluster import open_rollouts
         from mcprl.tools import open_tools, secret_values
         from mcprl.train import checkpoints
-        from scenarios import run_scenarios
+        from mcprl.scenarios import run_scenarios
 
         cfg = self.cfg
         done = checkpoints.latest_step(self.model.checkpoints_dir)
@@ -203,7 +203,7 @@ class TrainingRun:
         return self.cluster.metrics(groups) if self.cluster is not None else {}
 
     async def _train_step(self, pool, judge, train: list[Scenario], step: int) -> None:
-        from judges import score_groups
+        from mcprl.judges import score_groups
 
         cfg = self.cfg
         warmup = step < cfg.sft_warmup_steps  # reinforce successes only, before GRPO takes over
@@ -240,8 +240,8 @@ class TrainingRun:
         grounded (its reference chain is known), roll it out again with the task's own first
         reference call shown before it (mcprl.demonstration.reference_exchange), and train on the
         retry when some rollout of it solved the task; returns how many groups were replaced."""
-        from judges import score_groups
-        from judges.verify import SOLVED
+        from mcprl.judges import score_groups
+        from mcprl.judges.verify import SOLVED
         from mcprl.demonstration import reference_exchange
 
         failed = [i for i, g in enumerate(groups) if g.scenario is not None and g.scenario.metadata.get("reference")
@@ -261,7 +261,7 @@ class TrainingRun:
         return replaced
 
     async def _evaluate(self, pool, val: list[Scenario], step: int) -> None:
-        from judges import score_groups
+        from mcprl.judges import score_groups
 
         cfg = self.cfg
         verifiable = all(s.check is not None for s in val)

@@ -5,7 +5,7 @@ A task set is registered under the entry-point group `mcprl.tasks`; the value na
 
     generate(n, seed=0, difficulties=(1, 2, 3, 4, 5)) -> list[Scenario]
         the scenarios; each one's `check` is `{"kind": "server", "server": NAME, ...}` so that
-        `judges.verify` hands it back to this task set's `check`
+        `mcprl.judges.verify` hands it back to this task set's `check`
     check(scenario, trajectory) -> float        1.0 solved .. 0.0 not (or an awaitable of it)
     EXAMPLE (optional)                          a solved first turn shown to the policy (RolloutConfig.example)
     SERVER (optional)                           the MCP server serving the world the tasks ask
@@ -17,7 +17,7 @@ task module need not live in the package of the server it is about (or the serve
 all). The shipped ones are registered in mcprl's own pyproject.toml:
 
     [project.entry-points."mcprl.tasks"]
-    calculator = "servers.calculator.tasks"
+    calculator = "mcprl.servers.calculator.tasks"
 
 and a package of yours registers its own the same way (`pip install -e .` makes it visible);
 `mcprl train --tasks NAME` and a scenario's `{"kind": "server", "server": NAME}` check find it.

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcprl.errors import UserError
-from scenarios.results import result_values
+from mcprl.scenarios.results import result_values
 
 if TYPE_CHECKING:
     from mcprl.tools import ToolPool, ToolSession

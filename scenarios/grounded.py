@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, Field
 
-from judges.verify import holds_answer, normalize_text, numbers
+from mcprl.judges.verify import holds_answer, normalize_text, numbers
 from mcprl.types import Scenario
-from scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall
-from scenarios.results import result_data, result_records, result_values
+from mcprl.scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall
+from mcprl.scenarios.results import result_data, result_records, result_values
 
 if TYPE_CHECKING:
     from mcprl.tools import ToolPool
@@ -84,7 +84,7 @@ def _args_text(args: dict[str, Any]) -> str:
 
 def _noun(tool: str) -> str:
     """What a tool's results are about, from its name: `get_item` -> item, `search_emails` -> email."""
-    from scenarios.explore import _words
+    from mcprl.scenarios.explore import _words
 
     words = [w for w in _words(tool) if w not in TASK_VERBS and w not in {"by", "id", "all", "details", "info"}]
     noun = words[-1] if words else "result"

@@ -1,7 +1,7 @@
 """Reading a tool's result as data: the records it holds and their fields, whatever the server
 printed (structured content, JSON, a Python literal, an `a | b | c` listing, `key: value` lines).
-Exploration feeds the values on to later calls (scenarios.explore); grounding asks about them
-(scenarios.grounded)."""
+Exploration feeds the values on to later calls (mcprl.scenarios.explore); grounding asks about them
+(mcprl.scenarios.grounded)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import anyio
 from pydantic import BaseModel, Field
 
-from judges.base import Judge
+from mcprl.judges.base import Judge
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 
 Attempt = Callable[[Scenario], "Trajectory | Awaitable[Trajectory]"]

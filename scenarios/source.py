@@ -2,7 +2,7 @@
 
 In order: a JSONL file; a registered task set's generator of verifiable tasks (`tasks`); else, by
 `source`, tasks grounded in the live server's own answers (`grounded`, the default: the server is
-explored and every task's answer is checked by value, scenarios.grounded), or tasks synthesized by
+explored and every task's answer is checked by value, mcprl.scenarios.grounded), or tasks synthesized by
 the generator model from the tool schemas (`synthesized`, judged by RULER). The sets are written to the run's `scenarios/{train,val}.jsonl`,
 and a resumed run reads them back, so it trains on exactly the scenarios it began with.
 """
@@ -20,7 +20,7 @@ from mcprl.types import Scenario, dump_jsonl, load_jsonl
 
 if TYPE_CHECKING:
     from mcprl.tools import ToolPool
-    from scenarios.explore import ExploreConfig
+    from mcprl.scenarios.explore import ExploreConfig
 
 
 class ScenarioConfig(BaseModel):
@@ -50,8 +50,8 @@ async def run_scenarios(cfg: ScenarioConfig, out_dir: Path, *, seed: int, resume
     the task set `cfg.tasks` names; `pool`: the server to ground tasks in or synthesize them for
     (`explore` bounds grounding; its record goes to `out_dir/exploration.jsonl`, secrets masked);
     `model`, `api_base`: synthesis."""
-    from judges.verify import build_checks
-    from scenarios.split import split_for_run
+    from mcprl.judges.verify import build_checks
+    from mcprl.scenarios.split import split_for_run
 
     train_file, val_file = out_dir / "train.jsonl", out_dir / "val.jsonl"
     if resume and train_file.exists() and val_file.exists():
@@ -83,14 +83,14 @@ async def run_scenarios(cfg: ScenarioConfig, out_dir: Path, *, seed: int, resume
 async def grounded(pool: ToolPool, n: int, explore: ExploreConfig | None, record: Path, report_file: Path, *, seed: int,
                    secrets: list[str] | None = None, model: str = "local", api_base: str | None = None,
                    say: Callable[[str], None] = print) -> list[Scenario]:
-    """`n` tasks grounded in `pool`'s server (scenarios.grounded), with the exploration's record
+    """`n` tasks grounded in `pool`'s server (mcprl.scenarios.grounded), with the exploration's record
     (JSONL, secrets masked) and the grounding report (JSON) written; a server that grounds fewer
     than 2 is a UserError naming the fix. `model` (the generator) rephrases them when `explore.phrase` says so."""
     import json
 
     from mcprl.llm import is_local
-    from scenarios.explore import ExploreConfig, explore as explore_server
-    from scenarios.grounded import ground
+    from mcprl.scenarios.explore import ExploreConfig, explore as explore_server
+    from mcprl.scenarios.grounded import ground
 
     cfg = explore or ExploreConfig()
     phrase = cfg.phrase if cfg.phrase is not None else not is_local(model)
@@ -113,7 +113,7 @@ async def grounded(pool: ToolPool, n: int, explore: ExploreConfig | None, record
 
 async def _synthesized(cfg: ScenarioConfig, pool: ToolPool, *, seed: int, model: str, api_base: str | None,
                        say: Callable[[str], None]) -> list[Scenario]:
-    from scenarios.synthesize import synthesize
+    from mcprl.scenarios.synthesize import synthesize
 
     toolset = pool.toolset
     assert toolset is not None

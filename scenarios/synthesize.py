@@ -7,7 +7,7 @@ consecutive calls differ and a small model does not write the same task again. T
 as `response_format` (mcprl.llm): its tool names are an `enum` of the offered tools and the task
 length is bounded, so a grammar-constrained model can only write a usable item. Bad output
 never crashes the run: the JSON is dug out of any surrounding prose, invalid items are dropped,
-unknown tool names removed, duplicates (scenarios.dedup) skipped, and a call that yields nothing
+unknown tool names removed, duplicates (mcprl.scenarios.dedup) skipped, and a call that yields nothing
 new is retried; after `max_attempts` such calls in a row (`report.gave_up`) or `max_calls` in
 all, synthesis stops and the report states the shortfall.
 """
@@ -26,8 +26,8 @@ from pydantic import BaseModel, Field, ValidationError, computed_field, field_va
 
 from mcprl.llm import LLMError, LLMReply, complete, extract_json, is_local, stronger_model_fix
 from mcprl.types import Message, Scenario, ToolSchema, content_hash
-from scenarios.coverage import DIFFICULTIES, difficulty_histogram, tool_coverage
-from scenarios.dedup import DEFAULT_THRESHOLD, Deduper
+from mcprl.scenarios.coverage import DIFFICULTIES, difficulty_histogram, tool_coverage
+from mcprl.scenarios.dedup import DEFAULT_THRESHOLD, Deduper
 
 MAX_LISTED = 50  # resources / prompts shown to the generator; big servers list thousands
 RECENT_SHOWN = 15  # accepted tasks shown back as "do not repeat"

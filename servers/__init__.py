@@ -1,4 +1,4 @@
-"""MCP servers shipped with mcprl, each runnable as `python -m servers.NAME [--transport stdio|http|sse]
+"""MCP servers shipped with mcprl, each runnable as `python -m mcprl.servers.NAME [--transport stdio|http|sse]
 [--port P] [--seed S]` on mcp 1.x or 2.x.
 
 Training environments (with `NAME.tasks.generate(n, seed)` and `NAME.tasks.check(scenario, trajectory)`,

@@ -5,7 +5,7 @@ serve no tools at all (`--tools 0`), tools `mcprl validate` must reject (`--brok
 that is not valid MCP (`--malformed`), and answers calls to `explode` (with `--explode`) or to an
 unknown tool with a JSON-RPC error instead of an `isError` result.
 
-    python -m servers.bare_jsonrpc --tools 25 --page-size 10 --explode --broken
+    python -m mcprl.servers.bare_jsonrpc --tools 25 --page-size 10 --explode --broken
 """
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ def serve_http():
     def start(name: str, transport: str = "http", python: str = sys.executable, port: int | None = None) -> RunningServer:
         port = port or _free_port()
         proc = subprocess.Popen(
-            [python, "-m", f"servers.{name}", "--transport", transport, "--port", str(port)],
+            [python, "-m", f"mcprl.servers.{name}", "--transport", transport, "--port", str(port)],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         server = RunningServer(proc, f"http://127.0.0.1:{port}/{'mcp' if transport == 'http' else 'sse'}")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 TESTS = Path(__file__).parent
-ARGS = ["--server", "python -m servers.calculator", "--tasks", "calculator", "-n", "8", "--group-size", "2",
+ARGS = ["--server", "python -m mcprl.servers.calculator", "--tasks", "calculator", "-n", "8", "--group-size", "2",
         "--groups-per-step", "1", "--max-tokens", "6", "--max-turns", "2", "--eval-every", "0", "--val-size", "2"]
 
 
@@ -33,7 +33,7 @@ def test_train_and_eval_with_the_langgraph_agent_and_a_users_agent(tmp_path, tin
     # the trained model, evaluated by a user's agent (one that raises after its first call) instead
     # of the one it was trained with: its rollouts fail, and are counted, instead of the run
     for agent, failed in (("user_agents:solve", 0), ("user_agents:crash", 2)):
-        r = mcprl(home, "eval", "--server", "python -m servers.calculator", "--model", "lg", "--scenarios",
+        r = mcprl(home, "eval", "--server", "python -m mcprl.servers.calculator", "--model", "lg", "--scenarios",
                   str(d / "scenarios" / "val.jsonl"), "--agent", agent, "--json")
         assert r.returncode == 0, r.stderr[-3000:]
         result = json.loads(r.stdout)

@@ -14,10 +14,10 @@ from mcprl.serving.engine import Engine
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario
 from scripted_policy import ScriptedEngine, call, scripted_endpoint
-from servers.calculator import tasks as calc
+from mcprl.servers.calculator import tasks as calc
 
 pytestmark = pytest.mark.anyio
-CALC = "python -m servers.calculator"
+CALC = "python -m mcprl.servers.calculator"
 TASK = Scenario(id="t1", task="What is 17 * 25? Use the tools.", answer="425", check={"kind": "server", "server": "calculator", "answer": "425"})
 KINDS = ["plain", "langgraph", "user_agents:solve"]
 
@@ -138,7 +138,7 @@ async def test_a_user_agent_failing_or_untrainable_fails_only_its_rollout(tiny_m
     assert traj.generations == [] and traj.error.startswith(f"policy endpoint {server.base_url} returned completion token ids without prompt_token_ids")
 
     with scripted_endpoint(tiny_model_dir, [call("crash")]) as (model, _):
-        async with ToolPool(ServerSpec.parse("python -m servers.echo_env")) as pool:
+        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.echo_env")) as pool:
             traj = await agents.load("user_agents:solve")(model, Scenario(task="crash please"), pool, RolloutConfig(demonstration=False))
     assert traj.error is not None and traj.error.startswith("MCP server gone")
 

@@ -6,8 +6,8 @@ from collections import Counter
 import pytest
 from fake_llm import FakeLLM, message_text
 
-from autorl.generate import generate_inputs, generate_rubric, generate_system_prompt
-from autorl.run import autorl_dir, plan
+from mcprl.autorl.generate import generate_inputs, generate_rubric, generate_system_prompt
+from mcprl.autorl.run import autorl_dir, plan
 from mcprl.errors import UserError
 from mcprl.run_config import RunConfig
 from mcprl.types import Scenario, load_jsonl
@@ -157,7 +157,7 @@ async def test_plan_saves_what_it_generated_and_reuses_edited_files(home):
 async def test_plan_with_a_server_grounds_its_inputs_in_the_server(home):
     gen = Generator()
     with FakeLLM(handler=gen) as llm:
-        cfg = await plan(TASK, config(llm, server={"target": "python -m servers.calculator"}, explore={"calls": 12}),
+        cfg = await plan(TASK, config(llm, server={"target": "python -m mcprl.servers.calculator"}, explore={"calls": 12}),
                          gen_model="openai/gen", say=lambda _: None)
     assert gen.counts == {"system_prompt": 1, "rubric": 1}  # the inputs came from the server, not the generator
     inputs = load_jsonl(cfg.scenarios.file, Scenario)
@@ -167,7 +167,7 @@ async def test_plan_with_a_server_grounds_its_inputs_in_the_server(home):
 
 @pytest.mark.parametrize("argv", [["autorl"], ["mcprl", "autorl"]])
 def test_the_cli_reports_a_generator_without_valid_output_in_one_line(argv, home, monkeypatch, capsys):
-    from autorl.cli import main as autorl_main
+    from mcprl.autorl.cli import main as autorl_main
     from mcprl.cli.main import main as mcprl_main
 
     with FakeLLM(handler=lambda request: "I am sorry, I cannot help with that.") as llm:

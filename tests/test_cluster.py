@@ -22,7 +22,7 @@ from tests.cli_runner import run_cli
 
 pytestmark = pytest.mark.integration
 
-ARGS = ["--server", "python -m servers.calculator", "--tasks", "calculator", "-n", "12", "--group-size", "2",
+ARGS = ["--server", "python -m mcprl.servers.calculator", "--tasks", "calculator", "-n", "12", "--group-size", "2",
         "--groups-per-step", "2", "--max-extra-groups", "0", "--max-tokens", "6", "--max-turns", "2",
         "--eval-every", "0", "--val-size", "2", "--seed", "3"]
 
@@ -59,7 +59,7 @@ def train_in_process(home: Path, tiny_model_dir: Path, name: str, during=None, *
     from mcprl.run_config import load_config
     from mcprl.runner import TrainingRun
 
-    cfg = load_config(None, {"server.target": "python -m servers.calculator", "scenarios.tasks": "calculator", "scenarios.n": 12,
+    cfg = load_config(None, {"server.target": "python -m mcprl.servers.calculator", "scenarios.tasks": "calculator", "scenarios.n": 12,
                              "scenarios.val_size": 1, "group_size": 2, "groups_per_step": 2, "max_extra_groups": 0, "seed": 3,
                              "rollout.max_tokens": 6, "rollout.max_turns": 2, "eval_every": 0, "steps": 2, "model": str(tiny_model_dir),
                              "name": name, **{f"cluster.{k}": v for k, v in cluster.items()}})
@@ -154,7 +154,7 @@ def test_a_cluster_short_of_resources_is_one_line(cluster, home, monkeypatch, ca
 
 
 def test_a_node_without_the_server_command_is_named(cluster, home, monkeypatch, capsys):
-    args = [a if a != "python -m servers.calculator" else "no-such-mcp-server --stdio" for a in ARGS]
+    args = [a if a != "python -m mcprl.servers.calculator" else "no-such-mcp-server --stdio" for a in ARGS]
     code, _, err = run_cli(monkeypatch, capsys, "train", *args, "--cluster", "ray", "--ray-address", cluster.address, "--rollout-workers", "1")
     assert code != 0 and len(err.strip().splitlines()) == 1, err
     assert "rollout worker on Ray node" in err and "'no-such-mcp-server' not found" in err

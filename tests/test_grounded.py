@@ -1,4 +1,4 @@
-"""Grounded scenarios (scenarios.explore, scenarios.grounded): exploring real servers over real
+"""Grounded scenarios (mcprl.scenarios.explore, mcprl.scenarios.grounded): exploring real servers over real
 transports, tasks checked by value, verified by replay, errors reported in text counted as errors."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from judges import VerifyJudge
+from mcprl.judges import VerifyJudge
 from mcprl.errors import UserError
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
-from scenarios.explore import ExploreConfig, explore, may_write, names_a_file
-from scenarios.grounded import ground
+from mcprl.scenarios.explore import ExploreConfig, explore, may_write, names_a_file
+from mcprl.scenarios.grounded import ground
 from tests.conftest import _free_port, _wait_listening
 
 pytestmark = pytest.mark.anyio
@@ -36,8 +36,8 @@ async def explore_and_ground(spec: ServerSpec, calls: int, n: int = 12, **cfg):
 def test_results_are_read_as_records_and_arguments_take_the_shape_their_description_asks_for():
     import random
 
-    from scenarios.explore import _Value, _Writer
-    from scenarios.results import result_records
+    from mcprl.scenarios.explore import _Value, _Writer
+    from mcprl.scenarios.results import result_records
 
     # a server that prints Python's repr() of its rows
     assert result_records("[{'name': 'customers'}, {'name': 'orders'}]", None) == [[("name", "customers")], [("name", "orders")]]
@@ -60,11 +60,11 @@ def test_which_tools_may_write():
     assert not may_write({"name": "frobnicate", "description": "Get the frobnication level."})
     assert names_a_file(["python", "server.py", "--db", "shop.db"]) == "shop.db"
     assert names_a_file(["npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"]) == "/tmp"
-    assert names_a_file(["python", "-m", "servers.inventory"]) is None and names_a_file(["python", str(SHOP)]) is None
+    assert names_a_file(["python", "-m", "mcprl.servers.inventory"]) is None and names_a_file(["python", str(SHOP)]) is None
 
 
 async def test_a_result_that_reports_an_error_in_its_text_is_an_error():
-    from judges.shaping import call_stages
+    from mcprl.judges.shaping import call_stages
 
     async with ToolPool(shop()) as pool, pool.session() as session:
         outcome = await session.call("run_query", {"query": "2026-05"})
@@ -140,15 +140,15 @@ async def test_exploration_stays_within_its_bounds_and_skips_a_tool_that_hangs()
 
 
 async def test_grounded_tasks_on_the_shipped_servers():
-    _, inventory, _ = await explore_and_ground(ServerSpec.parse("python -m servers.inventory"), calls=18, n=6)
+    _, inventory, _ = await explore_and_ground(ServerSpec.parse("python -m mcprl.servers.inventory"), calls=18, n=6)
     assert any(t.task.startswith(("What is the price of the item", "What is the stock of the item")) for t in inventory)
-    _, calculator, report = await explore_and_ground(ServerSpec.parse("python -m servers.calculator"), calls=18, n=6)
+    _, calculator, report = await explore_and_ground(ServerSpec.parse("python -m mcprl.servers.calculator"), calls=18, n=6)
     assert len(calculator) == 6 and all(isinstance(t.answer, (int, float)) for t in calculator)
     assert len(report.covered) >= 3  # spread over the tools
 
 
 async def test_a_server_with_nothing_to_ground_stops_with_the_fix(tmp_path):
-    from scenarios.source import ScenarioConfig, run_scenarios
+    from mcprl.scenarios.source import ScenarioConfig, run_scenarios
 
     spec = ServerSpec.parse(f"{sys.executable} {SHOP}", allow=["run_query"])
     async with ToolPool(spec) as pool:
@@ -160,9 +160,9 @@ async def test_a_server_with_nothing_to_ground_stops_with_the_fix(tmp_path):
 
 async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_reference_call(tmp_path):
     from mcprl.demonstration import settle
-    from scenarios.source import ScenarioConfig, run_scenarios
+    from mcprl.scenarios.source import ScenarioConfig, run_scenarios
 
-    async with ToolPool(ServerSpec.parse("python -m servers.calculator")) as pool:
+    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
         train, val = await run_scenarios(ScenarioConfig(n=8), tmp_path, seed=0, resume=False, pool=pool, generate=None,
                                          model="local", api_base=None, explore=ExploreConfig(calls=16), say=lambda _: None)
         demo, kept = await settle(train, pool, enabled=True, example=None, example_file=None, shipped=None,
@@ -193,7 +193,7 @@ async def test_the_holds_check_reads_numbers_by_value_and_refuses_a_recital():
 async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_call(tiny_model_dir, home):
     from itertools import count
 
-    from judges import VerifyJudge, score_groups
+    from mcprl.judges import VerifyJudge, score_groups
     from mcprl import agents
     from mcprl.run_config import RunConfig
     from mcprl.runner import TrainingRun
@@ -211,7 +211,7 @@ async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_
         return call("add", a=2, b=3) if users.count(task) == 2 and next(turns) % 2 else "I do not know."
 
     run = TrainingRun(RunConfig(group_size=2, rollout={"max_turns": 2}), say=lambda _: None)
-    async with ToolPool(ServerSpec.parse("python -m servers.calculator")) as pool:
+    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
         with scripted_endpoint(tiny_model_dir, handler=reply) as (policy, _):
             run.model, run.agent = policy, agents.load("plain")
             groups = await score_groups(VerifyJudge(), await run._rollouts(pool, [scenario], 2, "step"))
@@ -223,7 +223,7 @@ async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_
 async def test_a_generator_rephrases_a_task_only_where_the_rewrite_keeps_it():
     import json
 
-    from scenarios.grounded import keeps, phrase
+    from mcprl.scenarios.grounded import keeps, phrase
     from tests.fake_llm import FakeLLM
 
     template = 'What is the price of the item "steel level"?'

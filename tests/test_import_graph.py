@@ -1,24 +1,30 @@
 """Imports run one way. The module import graph of our packages, read from the source with `ast`
 (imports inside functions included, since they run too, only later), must have no cycle, no
-import of `servers` from outside it, and no import of a module in a higher layer:
+import of `mcprl.servers` from outside it, and no import of a module in a higher layer:
 
     foundations   leaf mechanisms: types, errors, paths, memory, weights, ...
     stages        the steps of the pipeline: tools, serving, scenarios, rollout, judges, train, ...
     plug-ins      servers/: MCP servers and their task sets, found through entry points
     applications  what puts the stages together for a user: CLIs, AutoRL, the training run, ...
+                  and the package face `mcprl`, which re-exports names from every layer
 
-A module may import its own layer and the layers below it."""
+A module may import its own layer and the layers below it, except where APART keeps two apart.
+The repository's judges/, scenarios/, servers/ and autorl/ folders install as mcprl.judges, ...
+(pyproject.toml), and are imported by those names only."""
 
 from __future__ import annotations
 
 import ast
 import graphlib
 import textwrap
+import tomllib
 from pathlib import Path
 from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("mcprl", "autorl", "judges", "scenarios", "servers")
+# Folder -> the package it installs as (pyproject.toml's package-dir).
+PACKAGES = {"mcprl": "mcprl", "autorl": "mcprl.autorl", "judges": "mcprl.judges", "scenarios": "mcprl.scenarios",
+            "servers": "mcprl.servers"}
 FOUNDATIONS, STAGES, PLUGINS, APPLICATIONS = range(4)
 LAYER_NAMES = ("foundations", "stages", "plug-ins", "applications")
 
@@ -34,23 +40,24 @@ LAYERS = {
     "mcprl.chat_format": FOUNDATIONS,
     "mcprl.attention": FOUNDATIONS,
     "mcprl.weights": FOUNDATIONS,
+    "mcprl.version": FOUNDATIONS,
     "mcprl.tools": STAGES,
     "mcprl.serving": STAGES,
     "mcprl.llm": STAGES,  # any LLM endpoint, our own in-process one (mcprl.serving) included
-    "scenarios": STAGES,
+    "mcprl.scenarios": STAGES,
     "mcprl.rollout": STAGES,
     "mcprl.langgraph": STAGES,
     "mcprl.gather": STAGES,
     "mcprl.recording": STAGES,
     "mcprl.agents": STAGES,
-    "judges": STAGES,
+    "mcprl.judges": STAGES,
     "mcprl.train": STAGES,
     "mcprl.backends": STAGES,
     "mcprl.model": STAGES,
     "mcprl.tasks": STAGES,
-    "servers": PLUGINS,
+    "mcprl.servers": PLUGINS,
     "mcprl.cli": APPLICATIONS,
-    "autorl": APPLICATIONS,
+    "mcprl.autorl": APPLICATIONS,
     "mcprl.runner": APPLICATIONS,
     "mcprl.run_config": APPLICATIONS,
     "mcprl.evaluate": APPLICATIONS,
@@ -59,9 +66,18 @@ LAYERS = {
     "mcprl.demonstration": APPLICATIONS,
     "mcprl.cluster": APPLICATIONS,  # puts the stages on Ray workers; the stages never import Ray
 }
-# Modules placed by their exact name only. The `mcprl` package holds the version and resolves
-# its public names on first access (importlib), so loading it loads nothing else.
-EXACT = {"mcprl": FOUNDATIONS}
+# Modules placed by their exact name only. The package face `mcprl` resolves its public names on
+# first access (importlib), so loading it loads nothing else; but those names come from every
+# layer (LocalBackend, gather_trajectory_groups, ...), so no module of ours imports a name from it:
+# each imports the module that defines the name (the version: mcprl.version).
+EXACT = {"mcprl": APPLICATIONS}
+# Modules the layers would let import each other, kept apart: the rollout and the MCP client are
+# clients of any OpenAI-compatible endpoint (ours, vLLM, a hosted one) and import nothing of our
+# endpoint's; what both sides need (mcprl.types.message_key) sits in a lower layer.
+APART = {
+    ("mcprl.tools", "mcprl.serving"), ("mcprl.rollout", "mcprl.serving"), ("mcprl.recording", "mcprl.serving"),
+    ("mcprl.agents", "mcprl.serving"), ("mcprl.langgraph", "mcprl.serving"), ("mcprl.gather", "mcprl.serving"),
+}
 
 
 class Import(NamedTuple):
@@ -72,10 +88,10 @@ class Import(NamedTuple):
 
 def modules(root: Path) -> dict[str, Path]:
     found = {}
-    for package in PACKAGES:
-        for path in sorted((root / package).rglob("*.py")):
-            parts = path.relative_to(root).with_suffix("").parts
-            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    for folder, package in PACKAGES.items():
+        for path in sorted((root / folder).rglob("*.py")):
+            parts = path.relative_to(root / folder).with_suffix("").parts
+            found[".".join([package, *(parts[:-1] if parts[-1] == "__init__" else parts)])] = path
     return found
 
 
@@ -94,7 +110,7 @@ def _statements(node: ast.AST):
 def imports(root: Path) -> list[Import]:
     known = modules(root)
 
-    def nearest(name: str) -> str | None:  # `servers.registry` that no longer exists is still `servers`
+    def nearest(name: str) -> str | None:  # `mcprl.servers.registry` that no longer exists is still `mcprl.servers`
         while name and name not in known:
             name = name.rpartition(".")[0]
         return name or None
@@ -114,10 +130,14 @@ def imports(root: Path) -> list[Import]:
                 continue
             where = f"{path.relative_to(root)}:{node.lineno}"
             for name in names:
-                target = nearest(name) if name.split(".")[0] in PACKAGES else None
+                target = nearest(name) if name.split(".")[0] == "mcprl" else None
                 if target and target != module:
                     found.append(Import(module, where, target))
     return found
+
+
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
 
 
 def layer(module: str) -> int | None:
@@ -141,16 +161,40 @@ def _reachable(graph: dict[str, dict[str, None]], start: str) -> set[str]:
     return seen
 
 
+def by_folder_name(root: Path) -> list[str]:
+    """Imports anywhere in the repository (tests, bench and examples too; not in .gitignore's build
+    outputs) of a folder by its own name, `from judges import ...`: that runs from the repository's
+    root only, never installed."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        if any(part.startswith(".") or part in ("__pycache__", "build", "dist", "runs") for part in path.relative_to(root).parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            for name in names:
+                folder = name.split(".")[0]
+                if folder != "mcprl" and folder in PACKAGES:
+                    out.append(f"{path.relative_to(root)}:{node.lineno}: imports {name}, which runs from the repository's "
+                               f"root only; import {PACKAGES[folder]}{name[len(folder):]}")
+    return out
+
+
 def problems(root: Path) -> list[str]:
     """What breaks the rules, one line each, naming the import (path:line) that breaks it."""
     found = imports(root)
     out = [f"{path.relative_to(root)}: {module} is in no layer; add it (or its package) to LAYERS in tests/test_import_graph.py"
            for module, path in modules(root).items() if layer(module) is None]
+    out += by_folder_name(root)
     for imp in found:
         source_layer, target_layer = layer(imp.source), layer(imp.target)
-        if imp.target.split(".")[0] == "servers" and imp.source.split(".")[0] != "servers":
-            out.append(f"{imp.where}: {imp.source} imports {imp.target}: only servers/ may import servers "
+        apart = next((pair for pair in sorted(APART) if _under(imp.source, pair[0]) and _under(imp.target, pair[1])), None)
+        if _under(imp.target, "mcprl.servers") and not _under(imp.source, "mcprl.servers"):
+            out.append(f"{imp.where}: {imp.source} imports {imp.target}: only servers/ may import mcprl.servers "
                        "(plug-ins are found through entry points, e.g. mcprl.tasks)")
+        elif apart:
+            out.append(f"{imp.where}: {imp.source} imports {imp.target}: {apart[0]} and {apart[1]} are kept apart "
+                       "(APART in tests/test_import_graph.py); move what both need to a lower layer")
         elif source_layer is not None and target_layer is not None and target_layer > source_layer:
             out.append(f"{imp.where}: {imp.source} ({LAYER_NAMES[source_layer]}) imports {imp.target} "
                        f"({LAYER_NAMES[target_layer]}), a higher layer; import downward only")
@@ -180,7 +224,17 @@ def test_imports_run_one_way():
     assert not found, "\n".join(found)
 
 
-def test_the_check_reports_cycles_servers_imports_upward_imports_and_unplaced_modules(tmp_path):
+def test_the_wheel_installs_every_package_under_its_name():
+    """pyproject.toml lists the packages a wheel installs (a folder installs under another name, so
+    setuptools cannot find them): every folder, by the name imported here (mcprl/templates too)."""
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setuptools["package-dir"] == {package: folder for folder, package in PACKAGES.items()}
+    folders = [".".join([package, *d.relative_to(REPO / folder).parts]) for folder, package in PACKAGES.items()
+               for d in [REPO / folder, *(REPO / folder).rglob("*")] if d.is_dir() and d.name != "__pycache__"]
+    assert sorted(setuptools["packages"]) == sorted(folders)
+
+
+def test_the_check_reports_every_kind_of_break(tmp_path):
     """The checks above on a small tree that breaks every rule once, and keeps to them otherwise."""
     files = {
         "mcprl/__init__.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from mcprl.runner import run\n",
@@ -190,18 +244,28 @@ def test_the_check_reports_cycles_servers_imports_upward_imports_and_unplaced_mo
         "mcprl/run_config.py": "from .runner import run\n",  # closes a cycle
         "mcprl/tasks.py": "import mcprl.types\n",
         "mcprl/brand_new.py": "",
-        "judges/__init__.py": "from servers.calculator import tasks\n",
+        "mcprl/version.py": "",
+        "mcprl/tools/transport.py": "from mcprl import __version__\nfrom mcprl.version import __version__\n",  # the face
+        "mcprl/serving/prompts.py": "from mcprl.types import Message\n",
+        "mcprl/recording.py": "from mcprl.serving.prompts import key\n",  # kept apart
+        "judges/__init__.py": "from mcprl.servers.calculator import tasks\nfrom . import base\n",
+        "judges/base.py": "",
         "servers/__init__.py": "",
-        "servers/calculator/__init__.py": "from mcprl.tasks import get\n",
+        "servers/calculator/__init__.py": "from mcprl.tasks import get\nfrom mcprl.servers import calculator\n",
         "autorl/__init__.py": "", "scenarios/__init__.py": "",
+        "tests/test_it.py": "import mcprl.judges\nfrom scenarios import split\n",  # by the folder's name
     }
     for name, source in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(textwrap.dedent(source))
     assert problems(tmp_path) == [
         "mcprl/brand_new.py: mcprl.brand_new is in no layer; add it (or its package) to LAYERS in tests/test_import_graph.py",
+        "tests/test_it.py:2: imports scenarios, which runs from the repository's root only; import mcprl.scenarios",
         "mcprl/errors.py:2: mcprl.errors (foundations) imports mcprl.runner (applications), a higher layer; import downward only",
-        "judges/__init__.py:1: judges imports servers.calculator: only servers/ may import servers "
+        "mcprl/recording.py:1: mcprl.recording imports mcprl.serving.prompts: mcprl.recording and mcprl.serving are kept apart "
+        "(APART in tests/test_import_graph.py); move what both need to a lower layer",
+        "mcprl/tools/transport.py:1: mcprl.tools.transport (stages) imports mcprl (applications), a higher layer; import downward only",
+        "judges/__init__.py:1: mcprl.judges imports mcprl.servers.calculator: only servers/ may import mcprl.servers "
         "(plug-ins are found through entry points, e.g. mcprl.tasks)",
         "import cycle mcprl.run_config -> mcprl.runner -> mcprl.run_config: "
         "mcprl/run_config.py:1 imports mcprl.runner, mcprl/runner.py:1 imports mcprl.run_config",

@@ -3,8 +3,8 @@ import re
 import pytest
 from fake_llm import FakeLLM, Reply, ruler_handler, shown_trajectories
 
-from judges import GateJudge, RulerJudge, VerifyJudge, WeightedJudge, build_judge, score_groups
-from judges.base import JudgeError
+from mcprl.judges import GateJudge, RulerJudge, VerifyJudge, WeightedJudge, build_judge, score_groups
+from mcprl.judges.base import JudgeError
 from mcprl.errors import UserError
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 

@@ -5,8 +5,8 @@ import time
 import pytest
 from fake_llm import FakeLLM, Reply, message_text, ruler_handler, shown_trajectories
 
-from judges import DEFAULT_RUBRIC, JudgeError, RulerJudge, ruler_score_group
-from judges.ruler import InvalidVerdict, common_prefix_len, parse_verdict
+from mcprl.judges import DEFAULT_RUBRIC, JudgeError, RulerJudge, ruler_score_group
+from mcprl.judges.ruler import InvalidVerdict, common_prefix_len, parse_verdict
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 
 TOOLS = [{"type": "function", "function": {"name": "lookup", "description": "look up a fact", "parameters": {"type": "object"}}}]

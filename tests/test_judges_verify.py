@@ -1,6 +1,6 @@
 import pytest
 
-from judges import VerifyJudge, checker_for
+from mcprl.judges import VerifyJudge, checker_for
 from mcprl import tasks
 from mcprl.errors import UserError
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup

@@ -10,10 +10,10 @@ from mcprl.tools import ServerSpec, ToolPool
 from mcprl.train.sequences import trajectory_sequences
 from mcprl.types import Scenario, TrajectoryGroup
 from scripted_policy import call, scripted_endpoint
-from servers.calculator import tasks as calc
+from mcprl.servers.calculator import tasks as calc
 
 pytestmark = pytest.mark.anyio
-CALC = "python -m servers.calculator"
+CALC = "python -m mcprl.servers.calculator"
 TASK = Scenario(id="t1", task="What is 17 * 25? Use the tools.", answer="425", check={"kind": "server", "server": "calculator", "answer": "425"})
 
 
@@ -197,7 +197,7 @@ async def test_failing_user_code_and_dead_server_fail_only_that_rollout(tiny_mod
     assert traj.error == "ValueError: boom" and len(traj.generations) == 1
 
     with scripted_endpoint(tiny_model_dir, [call("crash")]) as (model, _):
-        async with ToolPool(ServerSpec.parse("python -m servers.echo_env")) as pool:
+        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.echo_env")) as pool:
             traj = await create_mcp_agent(model, pool, demonstration=False)(Scenario(task="crash please"))
     assert traj.error is not None and traj.error.startswith("MCP server gone")
 

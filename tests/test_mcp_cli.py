@@ -14,7 +14,7 @@ from cli_runner import run_cli
 
 def test_tools_json_prints_the_openai_schemas(monkeypatch, capsys):
     code, out, err = run_cli(
-        monkeypatch, capsys, "tools", "--server", "python -m servers.calculator", "--json", "--deny", "power"
+        monkeypatch, capsys, "tools", "--server", "python -m mcprl.servers.calculator", "--json", "--deny", "power"
     )
     assert code == 0, err
     tools = json.loads(out)
@@ -38,7 +38,7 @@ def test_tools_json_prints_the_openai_schemas(monkeypatch, capsys):
 
 def test_tools_table_shows_names_descriptions_and_required_arguments(monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "200")
-    code, out, err = run_cli(monkeypatch, capsys, "tools", "-s", "python -m servers.email")
+    code, out, err = run_cli(monkeypatch, capsys, "tools", "-s", "python -m mcprl.servers.email")
     assert code == 0, err
     assert "2 tools" in out
     search = next(line for line in out.splitlines() if "search_emails" in line)
@@ -49,13 +49,13 @@ def test_tools_table_shows_names_descriptions_and_required_arguments(monkeypatch
 
 @pytest.mark.parametrize("name", ["calculator", "inventory", "email", "echo_env"])
 def test_every_shipped_server_passes_validate(monkeypatch, capsys, name):
-    code, out, err = run_cli(monkeypatch, capsys, "validate", "--server", f"python -m servers.{name}")
+    code, out, err = run_cli(monkeypatch, capsys, "validate", "--server", f"python -m mcprl.servers.{name}")
     assert code == 0, out + err
     assert out.strip().endswith("0 errors, 0 warnings")
 
 
 def test_validate_reports_findings_and_exits_1_on_errors(monkeypatch, capsys):
-    code, out, err = run_cli(monkeypatch, capsys, "validate", "-s", "python -m servers.bare_jsonrpc --tools 1 --broken")
+    code, out, err = run_cli(monkeypatch, capsys, "validate", "-s", "python -m mcprl.servers.bare_jsonrpc --tools 1 --broken")
     assert code == 1, err
     assert "error has space: the name must be 1-64 letters" in out
     assert "error undescribed: no description" in out
@@ -68,9 +68,9 @@ def test_validate_reports_findings_and_exits_1_on_errors(monkeypatch, capsys):
     ("args", "message"),
     [
         (["tools", "-s", "no-such-command-xyz"], "error: no-such-command-xyz: command 'no-such-command-xyz' not found"),
-        (["validate", "-s", "python -m servers.bare_jsonrpc --malformed"], "its tools/list answer is not valid MCP"),
+        (["validate", "-s", "python -m mcprl.servers.bare_jsonrpc --malformed"], "its tools/list answer is not valid MCP"),
         (["tools", "-s", "http://127.0.0.1:9/mcp", "--header", "nocolon"], "--header 'nocolon': expected"),
-        (["tools", "-s", "python -m servers.echo_env", "--deny", "*"], "--allow/--deny hide all of its tools"),
+        (["tools", "-s", "python -m mcprl.servers.echo_env", "--deny", "*"], "--allow/--deny hide all of its tools"),
     ],
 )
 def test_user_errors_are_one_line_and_exit_2(monkeypatch, capsys, args, message):

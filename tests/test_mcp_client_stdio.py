@@ -19,11 +19,11 @@ from mcprl.tools import ServerGone, ServerSpec, ToolPool, discover, open_session
 
 pytestmark = pytest.mark.anyio
 
-ECHO = "python -m servers.echo_env"
+ECHO = "python -m mcprl.servers.echo_env"
 
 
 async def test_discover_lists_tools_as_openai_schemas():
-    toolset = await discover(ServerSpec.parse("python -m servers.inventory"))
+    toolset = await discover(ServerSpec.parse("python -m mcprl.servers.inventory"))
     assert toolset.names() == ["list_categories", "list_items", "search_items", "get_item", "update_stock"]
     update = next(t for t in toolset.tools if t["function"]["name"] == "update_stock")
     assert update["function"]["parameters"]["required"] == ["sku", "change"]
@@ -36,7 +36,7 @@ async def test_discover_lists_tools_as_openai_schemas():
 
 
 async def test_the_tool_hash_is_stable_across_connections_and_follows_the_filter():
-    target = "python -m servers.bare_jsonrpc --tools 4"
+    target = "python -m mcprl.servers.bare_jsonrpc --tools 4"
     first, second = await discover(ServerSpec.parse(target)), await discover(ServerSpec.parse(target))
     assert first.hash == second.hash
     filtered = await discover(ServerSpec.parse(target, deny=["tool_3"]))
@@ -44,7 +44,7 @@ async def test_the_tool_hash_is_stable_across_connections_and_follows_the_filter
 
 
 async def test_discover_follows_pagination_cursors():
-    toolset = await discover(ServerSpec.parse("python -m servers.bare_jsonrpc --tools 25 --page-size 10"))
+    toolset = await discover(ServerSpec.parse("python -m mcprl.servers.bare_jsonrpc --tools 25 --page-size 10"))
     assert toolset.names() == [f"tool_{i}" for i in range(25)]
     async with open_session(toolset.spec) as session:
         assert (await session.call("tool_17", {"x": 1})).text == "17"
@@ -91,7 +91,7 @@ async def test_call_outcomes_for_results_huge_results_and_every_error_kind():
 
 
 async def test_json_rpc_errors_are_protocol_outcomes():
-    async with open_session(ServerSpec.parse("python -m servers.bare_jsonrpc --tools 1 --explode")) as session:
+    async with open_session(ServerSpec.parse("python -m mcprl.servers.bare_jsonrpc --tools 1 --explode")) as session:
         outcome = await session.call("explode", {})
     assert (outcome.is_error, outcome.error_kind) == (True, "protocol")
     assert "the tool exploded" in outcome.text
@@ -148,8 +148,8 @@ async def test_a_server_killed_from_outside_during_a_call_raises_server_gone_pro
     ("target", "options", "message"),
     [
         ("no-such-command-xyz --flag", {}, "command 'no-such-command-xyz' not found"),
-        ("python -m servers.no_such_server", {}, "exited before completing the MCP handshake .*No module named"),
-        ("python -m servers.bare_jsonrpc --tools 0", {}, "the server offers no tools"),
+        ("python -m mcprl.servers.no_such_server", {}, "exited before completing the MCP handshake .*No module named"),
+        ("python -m mcprl.servers.bare_jsonrpc --tools 0", {}, "the server offers no tools"),
         ("python -c 'print(12345)'", {}, "not MCP JSON-RPC"),
         ("python -c 'import time; time.sleep(60)'", {"connect_timeout": 1}, "no MCP handshake within 1 s"),
         (ECHO, {"allow": ["nothing_*"]}, "--allow/--deny hide all of its tools"),

@@ -19,10 +19,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.mark.anyio
 async def test_a_server_on_mcp_1x_works_with_our_client_over_stdio(mcp1_python):
-    spec = ServerSpec.parse(f"{mcp1_python} -m servers.inventory", env={"PYTHONPATH": str(REPO)})
+    spec = ServerSpec.parse(f"{mcp1_python} -m mcprl.servers.inventory", env={"PYTHONPATH": str(REPO)})
     toolset = await discover(spec)
     assert toolset.names() == ["list_categories", "list_items", "search_items", "get_item", "update_stock"]
-    assert toolset.tools == (await discover(ServerSpec.parse("python -m servers.inventory"))).tools
+    assert toolset.tools == (await discover(ServerSpec.parse("python -m mcprl.servers.inventory"))).tools
     async with open_session(spec) as session:
         assert "SKU-" in (await session.call("search_items", {"query": "paint"})).text
         missing = await session.call("get_item", {"sku": "SKU-0000"})
@@ -52,8 +52,8 @@ CLIENT_UNDER_MCP1 = textwrap.dedent(
     async def main(url):
         out = {}
         repo = sys.argv[2]
-        stdio = ServerSpec.parse(sys.executable + " -m servers.echo_env", env={"PYTHONPATH": repo}, call_timeout=1)
-        paged = ServerSpec.parse("python -m servers.bare_jsonrpc --tools 12 --page-size 5", cwd=repo)
+        stdio = ServerSpec.parse(sys.executable + " -m mcprl.servers.echo_env", env={"PYTHONPATH": repo}, call_timeout=1)
+        paged = ServerSpec.parse("python -m mcprl.servers.bare_jsonrpc --tools 12 --page-size 5", cwd=repo)
         out["pages"] = len((await discover(paged)).tools)
         async with open_session(stdio) as s:
             out["kinds"] = [(await s.call(*c)).error_kind for c in

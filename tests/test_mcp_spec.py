@@ -23,7 +23,7 @@ from mcprl.tools.validate import check_tools
         ("http://localhost:8000/sse/", "auto", "sse"),
         ("http://localhost:8000/mcp", "sse", "sse"),
         ("npx -y @modelcontextprotocol/server-memory", "auto", "stdio"),
-        ("python -m servers.inventory", "stdio", "stdio"),
+        ("python -m mcprl.servers.inventory", "stdio", "stdio"),
     ],
 )
 def test_transport_is_inferred_from_the_target(target, transport, expected):
@@ -31,8 +31,8 @@ def test_transport_is_inferred_from_the_target(target, transport, expected):
 
 
 def test_stdio_commands_are_shell_split_and_python_means_this_interpreter():
-    spec = ServerSpec.parse("python -m servers.inventory --seed '4'", env=["TOKEN=abc=def", "MODE = fast"], cwd="/tmp")
-    assert spec.command == [sys.executable, "-m", "servers.inventory", "--seed", "4"]
+    spec = ServerSpec.parse("python -m mcprl.servers.inventory --seed '4'", env=["TOKEN=abc=def", "MODE = fast"], cwd="/tmp")
+    assert spec.command == [sys.executable, "-m", "mcprl.servers.inventory", "--seed", "4"]
     assert spec.env == {"TOKEN": "abc=def", "MODE": "fast"} and spec.cwd == "/tmp" and spec.url is None
     npx = ServerSpec.parse('npx -y "@modelcontextprotocol/server-memory"')
     assert npx.command == ["npx", "-y", "@modelcontextprotocol/server-memory"]
@@ -137,8 +137,8 @@ def test_tool_hash_is_stable_across_order_and_changes_with_content():
 def test_hash_change_warning_only_when_the_hash_changed():
     assert hash_change_warning(None, "abc", "srv") is None
     assert hash_change_warning("abc", "abc", "srv") is None
-    warning = hash_change_warning("abc", "def", "python -m servers.inventory")
-    assert warning and "python -m servers.inventory" in warning and "abc -> def" in warning
+    warning = hash_change_warning("abc", "def", "python -m mcprl.servers.inventory")
+    assert warning and "python -m mcprl.servers.inventory" in warning and "abc -> def" in warning
 
 
 # ---- tool results as text -------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from mcprl.types import Scenario, load_jsonl
-from scenarios.dedup import Deduper
+from mcprl.scenarios.dedup import Deduper
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +28,7 @@ def model_home(smollm2_dir):
 
 def test_scenarios_n8_gives_at_least_6_valid_distinct(model_home, tmp_path):
     out = tmp_path / "calc.jsonl"
-    r = run(["scenarios", "--source", "synthesized", "--server", "python -m servers.calculator", "-n", "8", "-o", str(out)], model_home)
+    r = run(["scenarios", "--source", "synthesized", "--server", "python -m mcprl.servers.calculator", "-n", "8", "-o", str(out)], model_home)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stderr.count("generator call ") >= 2  # a line per call
     scenarios = load_jsonl(out, Scenario)
@@ -57,11 +57,11 @@ def test_every_schema_we_send_compiles_strictly_on_our_endpoint(smollm2_dir):
     """A schema keyword the grammar cannot enforce would be an HTTP 400 from `local` (strict)."""
     from transformers import AutoTokenizer
 
-    from autorl.generate import RUBRIC_SCHEMA, SYSTEM_PROMPT_SCHEMA, inputs_schema
-    from judges.ruler import verdict_schema
+    from mcprl.autorl.generate import RUBRIC_SCHEMA, SYSTEM_PROMPT_SCHEMA, inputs_schema
+    from mcprl.judges.ruler import verdict_schema
     from mcprl.serving.protocol import ResponseFormat
     from mcprl.serving.structured import Grammars
-    from scenarios.synthesize import drafts_schema
+    from mcprl.scenarios.synthesize import drafts_schema
 
     tok = AutoTokenizer.from_pretrained(smollm2_dir)
     grammars = Grammars(tok, {tok.eos_token_id}, len(tok))

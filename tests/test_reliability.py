@@ -31,7 +31,7 @@ GARBAGE = [
 async def test_hundreds_of_malformed_tool_calls_zero_crashes(tiny_model_dir):
     rng = random.Random(0)
     with scripted_endpoint(tiny_model_dir, handler=lambda req: rng.choice(GARBAGE)(rng)) as (model, engine):
-        async with ToolPool(ServerSpec.parse("python -m servers.calculator"), per_rollout=False) as pool:
+        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator"), per_rollout=False) as pool:
             cfg = RolloutConfig(max_turns=3, demonstration=False)
             scen = [Scenario(task=f"What is {i} * 3?") for i in range(20)]
             groups = await gather_trajectory_groups([[rollout(model, s, pool, cfg) for _ in range(10)] for s in scen], max_concurrency=16)
@@ -48,7 +48,7 @@ async def test_hundreds_of_malformed_tool_calls_zero_crashes(tiny_model_dir):
 async def test_judge_garbage_skips_groups_and_training_goes_on(tiny_model_dir, home):
     from fake_llm import FakeLLM, Reply
 
-    from judges import RulerJudge, score_groups
+    from mcprl.judges import RulerJudge, score_groups
     from mcprl import LocalBackend, TrainableModel, TrainConfig
     from mcprl.types import Generation, Trajectory, TrajectoryGroup
 

@@ -14,10 +14,10 @@ from mcprl.tools import ServerSpec, ToolPool
 from mcprl.train.sequences import trajectory_sequences
 from mcprl.types import Scenario
 from scripted_policy import call, scripted_endpoint
-from servers.calculator import tasks as calc
+from mcprl.servers.calculator import tasks as calc
 
 pytestmark = pytest.mark.anyio
-CALC = "python -m servers.calculator"
+CALC = "python -m mcprl.servers.calculator"
 TASK = Scenario(id="t1", task="What is 17 * 25? Use the tools.", answer="425", check={"kind": "server", "server": "calculator", "answer": "425"})
 
 
@@ -78,7 +78,7 @@ def _free_port():
 @pytest.fixture(params=["http", "sse"])
 def remote_calculator(request):
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "servers.calculator", "--transport", request.param, "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "mcprl.servers.calculator", "--transport", request.param, "--port", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 30
     while time.time() < deadline:
@@ -110,7 +110,7 @@ async def test_server_killed_mid_rollout_fails_that_rollout_only(tiny_model_dir)
         return call("working_directory")
 
     with scripted_endpoint(tiny_model_dir, handler=policy) as (model, _):
-        async with ToolPool(ServerSpec.parse("python -m servers.echo_env")) as pool:
+        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.echo_env")) as pool:
             cfg = RolloutConfig(demonstration=False)
             tasks = [Scenario(task="please crash"), Scenario(task="where are you"), Scenario(task="where are you")]
             (group,) = await gather_trajectory_groups([[rollout(model, s, pool, cfg) for s in tasks]])
@@ -242,7 +242,7 @@ async def test_500_tools_over_the_context_make_a_batch_that_stops_the_run(tiny_m
     from mcprl.gather import untrainable
 
     with scripted_endpoint(tiny_model_dir, ["unused"] * 4) as (model, engine):
-        async with ToolPool(ServerSpec.parse("python -m servers.bare_jsonrpc --tools 500")) as pool:
+        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.bare_jsonrpc --tools 500")) as pool:
             groups = await gather_trajectory_groups([[rollout(model, TASK, pool) for _ in range(2)]])
     assert engine.seen == []  # refused before any sampling
     assert all(t.error is None and t.metrics["truncated"] == 1 and not t.generations for t in groups[0].trajectories)

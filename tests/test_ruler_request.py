@@ -8,8 +8,8 @@ import jsonschema
 import pytest
 from fake_llm import FakeLLM, ruler_handler
 
-from judges import RulerJudge
-from judges.ruler import verdict_schema
+from mcprl.judges import RulerJudge
+from mcprl.judges.ruler import verdict_schema
 from mcprl.types import Trajectory, TrajectoryGroup
 
 

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.anyio
 
 # Every key of the flat RunConfig of earlier versions, with a value other than its default.
 FLAT = {
-    "server": "python -m servers.calculator", "transport": "stdio", "headers": {}, "env": {"K": "v"}, "cwd": "/tmp",
+    "server": "python -m mcprl.servers.calculator", "transport": "stdio", "headers": {}, "env": {"K": "v"}, "cwd": "/tmp",
     "allow": ["add"], "deny": ["power"], "model": "m", "name": "n1", "project": "p1", "scenarios": "s.jsonl",
     "tasks": "calculator", "difficulties": [1, 2], "n": 12, "val_fraction": 0.5, "val_size": 3, "task_hint": "sums",
     "judge": "both", "judge_model": "openai/x", "judge_api_base": "http://judge", "rubric": "r.md", "steps": 3,
@@ -118,7 +118,7 @@ def test_every_train_setting_has_a_flag(parse):
 
 
 def test_the_flags_of_earlier_versions_set_the_same_settings(parse, tmp_path):
-    cfg = parse("--server", "python -m servers.calculator", "--transport", "stdio", "--env", "K=v", "--cwd", "/tmp",
+    cfg = parse("--server", "python -m mcprl.servers.calculator", "--transport", "stdio", "--env", "K=v", "--cwd", "/tmp",
                 "--allow", "add", "--allow", "sub*", "--deny", "power", "--model", "m", "--scenarios", "s.jsonl",
                 "--tasks", "calculator", "--difficulty", "1", "--difficulty", "2", "-n", "12", "--judge", "both",
                 "--judge-model", "openai/x", "--api-base", "http://judge", "--rubric", "r.md", "--steps", "3",
@@ -210,9 +210,9 @@ def test_reading_the_settings_loads_no_sdk_and_the_packages_export_what_they_nam
 
     code = ("import sys, types, importlib, pkgutil, mcprl.run_config; "
             "print(sorted({'mcp', 'litellm', 'torch'} & set(sys.modules))); "
-            "[importlib.import_module(m.name) for p in ('mcprl.tools', 'judges', 'scenarios') "
+            "[importlib.import_module(m.name) for p in ('mcprl.tools', 'mcprl.judges', 'mcprl.scenarios') "
             " for m in pkgutil.iter_modules(importlib.import_module(p).__path__, p + '.')]; "
-            "print([f'{p}.{n}' for p in ('mcprl.tools', 'judges', 'scenarios') for n in importlib.import_module(p).__all__ "
+            "print([f'{p}.{n}' for p in ('mcprl.tools', 'mcprl.judges', 'mcprl.scenarios') for n in importlib.import_module(p).__all__ "
             " if isinstance(getattr(importlib.import_module(p), n), types.ModuleType)])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[:2] == ["[]", "[]"]
@@ -222,7 +222,7 @@ def test_every_command_that_connects_to_a_server_takes_the_same_server_flags():
     """`[server]`'s flags are made once (mcprl.cli.flags.SERVER_FLAGS): the same names, help and types everywhere."""
     import typer
 
-    from autorl.cli import app as autorl_app
+    from mcprl.autorl.cli import app as autorl_app
     from mcprl.cli.main import app
 
     def server_options(command):

@@ -1,8 +1,8 @@
 import pytest
 
-from judges import VerifyJudge
+from mcprl.judges import VerifyJudge
 from mcprl.types import Scenario, Trajectory
-from scenarios import filter_solvable
+from mcprl.scenarios import filter_solvable
 
 
 def scenario(sid: str, answer: str) -> Scenario:

@@ -4,8 +4,8 @@ import pytest
 from fake_llm import FakeLLM, Reply, message_text
 
 from mcprl.types import content_hash
-from scenarios import synthesize
-from scenarios.synthesize import target_difficulties
+from mcprl.scenarios import synthesize
+from mcprl.scenarios.synthesize import target_difficulties
 
 TOOLS = [
     {"type": "function", "function": {"name": name, "description": f"{name} two numbers", "parameters": {"type": "object"}}}

@@ -10,8 +10,8 @@ import pytest
 
 from mcprl import tasks
 from mcprl.types import Trajectory
-from servers.email.mailbox import Mailbox
-from servers.inventory.world import Warehouse
+from mcprl.servers.email.mailbox import Mailbox
+from mcprl.servers.inventory.world import Warehouse
 
 
 def scripted(calls: list[tuple[str, dict[str, Any], str]], answer: str) -> Trajectory:
@@ -49,7 +49,7 @@ def test_generators_are_deterministic_by_seed_and_cover_all_difficulties(name):
         assert s.check is not None and s.check["kind"] == "server" and s.check["server"] == name
         assert s.tools and set(s.tools) <= tool_names
     assert {s.difficulty for s in server.generate(10, seed=3, difficulties=(1,))} == {1}
-    assert server.command(seed=4) == f"python -m servers.{name} --seed 4"
+    assert server.command(seed=4) == f"python -m mcprl.servers.{name} --seed 4"
 
 
 # ---- calculator ----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Tool-use shaping (judges.shaping) and its cap (judges.combine.ShapedJudge): a failed task never
+"""Tool-use shaping (mcprl.judges.shaping) and its cap (mcprl.judges.combine.ShapedJudge): a failed task never
 earns a solved task's reward, whatever the trajectory."""
 
 import itertools
@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from judges import ShapedJudge, ToolUseShaping, VerifyJudge
-from judges.shaping import tool_use_score
+from mcprl.judges import ShapedJudge, ToolUseShaping, VerifyJudge
+from mcprl.judges.shaping import tool_use_score
 from mcprl.errors import UserError
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 
@@ -48,7 +48,7 @@ def test_stages_of_the_best_call(agent, expected):
 
 
 def test_undeclared_arguments_count_only_where_the_schema_allows_more():
-    from judges.shaping import call_stages
+    from mcprl.judges.shaping import call_stages
 
     c = {"id": "c1", "function": {"name": "search", "arguments": '{"query": "x", "limit": 3}'}}
     declared = {"type": "object", "properties": {"query": {"type": "string"}}}
@@ -134,7 +134,7 @@ def test_with_a_known_answer_the_call_that_found_it_ranks_first(query, result, e
 
 
 def test_holds_answer_reads_numbers_by_value_and_text_as_whole_words():
-    from judges.verify import holds_answer
+    from mcprl.judges.verify import holds_answer
 
     assert holds_answer("price: $22.60", 22.6) and holds_answer("stock: 1,204 units", "1204")
     assert not holds_answer("SKU-1234 | hammer", 1234) and not holds_answer("stock: 12", "1")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from judges.verify import VerifyJudge, build_checks
+from mcprl.judges.verify import VerifyJudge, build_checks
 from mcprl import tasks
 from mcprl.errors import UserError
 from mcprl.types import Trajectory, TrajectoryGroup
@@ -82,7 +82,7 @@ async def test_a_users_package_registers_a_task_set_and_the_verify_judge_dispatc
 
 
 def test_a_shipped_task_set_names_the_server_serving_its_world():
-    assert tasks.get("inventory").command(seed=4) == "python -m servers.inventory --seed 4"
+    assert tasks.get("inventory").command(seed=4) == "python -m mcprl.servers.inventory --seed 4"
 
 
 def test_an_unknown_task_set_lists_the_registered_ones_and_how_to_register_one():

@@ -9,7 +9,7 @@ from mcprl.types import Scenario
 from scripted_policy import call, scripted_endpoint
 
 pytestmark = pytest.mark.anyio
-CALC = "python -m servers.calculator"
+CALC = "python -m mcprl.servers.calculator"
 TASK = Scenario(id="t1", task="What is 17 * 25? Use the tools.")
 
 

@@ -17,7 +17,7 @@ from mcprl.run_config import load_config
 from mcprl.runner import step_batch
 from mcprl.types import Scenario
 
-ARGS = ["--server", "python -m servers.calculator", "--tasks", "calculator", "-n", "12", "--group-size", "2",
+ARGS = ["--server", "python -m mcprl.servers.calculator", "--tasks", "calculator", "-n", "12", "--group-size", "2",
         "--groups-per-step", "2", "--max-tokens", "6", "--max-turns", "2", "--eval-every", "2", "--val-size", "2"]
 
 
@@ -35,7 +35,7 @@ def test_step_batches_are_deterministic_and_cover_epochs():
 
 def test_config_file_flags_override_and_unknown_keys(tmp_path):
     f = tmp_path / "run.toml"
-    f.write_text('steps = 3\n[train]\nlearning_rate = 1e-4\n[server]\ntarget = "python -m servers.calculator"\n')
+    f.write_text('steps = 3\n[train]\nlearning_rate = 1e-4\n[server]\ntarget = "python -m mcprl.servers.calculator"\n')
     cfg = load_config(f, {"steps": 7, "name": None})
     assert cfg.steps == 7 and cfg.train.learning_rate == 1e-4 and cfg.name == "agent"
     f.write_text("stepz = 3\n")
@@ -66,7 +66,7 @@ def test_train_writes_the_run_directory(tmp_path, tiny_model_dir):
 
     val = d / "scenarios" / "val.jsonl"
     with FakeLLM(handler=ruler_handler(lambda body: float(len(body) % 7) / 7)) as judge:
-        r = mcprl(home, "eval", "--server", "python -m servers.calculator", "--model", "t@2", "--scenarios", str(val),
+        r = mcprl(home, "eval", "--server", "python -m mcprl.servers.calculator", "--model", "t@2", "--scenarios", str(val),
                   "--baseline", str(tiny_model_dir), "--judge-model", "openai/judge", "--api-base", judge.base_url,
                   "--max-tokens", "6", "--json")
     assert r.returncode == 0, r.stderr[-3000:]
@@ -152,7 +152,7 @@ def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path, form):
     worked example."""
     from mcprl import tasks
     from mcprl.evaluate import run_settings
-    from servers.calculator.tasks import generate
+    from mcprl.servers.calculator.tasks import generate
 
     scen = generate(2)
     run = tmp_path / "proj" / "t"
@@ -202,7 +202,7 @@ def test_eval_of_a_run_gives_the_score_the_run_gave(tmp_path, tiny_model_dir, mo
     scen.write_text("".join(json.dumps({"id": str(i), "task": f"What is {i} + {i}?", "check": {"kind": "python", "function": "user_agents:half_credit"}}) + "\n"
                             for i in range(6)))
     secret = "MCPRL_TEST_TOKEN=tok-abcdef-123"
-    code, _, err = run_cli(monkeypatch, capsys, "train", "--server", "python -m servers.calculator", "--env", secret, "--allow", "add",
+    code, _, err = run_cli(monkeypatch, capsys, "train", "--server", "python -m mcprl.servers.calculator", "--env", secret, "--allow", "add",
                            "--scenarios", str(scen), "--val-size", "2", "--no-task-help", "--no-demonstration", "--steps", "0", "--max-tokens", "6",
                            "--max-turns", "1", "--model", str(tiny_model_dir), "--name", "r")
     assert code == 0, err[-3000:]
@@ -230,7 +230,7 @@ def test_lora_and_runtime_settings_reach_the_cpu_runtime(tmp_path, tiny_model_di
 
     monkeypatch.setenv("MCPRL_HOME", str(tmp_path / "home"))
     threads = torch.get_num_threads()
-    args = ["--server", "python -m servers.calculator", "--tasks", "calculator", "-n", "4", "--val-size", "1", "--steps", "0",
+    args = ["--server", "python -m mcprl.servers.calculator", "--tasks", "calculator", "-n", "4", "--val-size", "1", "--steps", "0",
             "--max-tokens", "4", "--max-turns", "1", "--model", str(tiny_model_dir), "--name", "l", "--eval-every", "0"]
     try:
         code, _, err = run_cli(monkeypatch, capsys, "train", *args, "--lora-rank", "4", "--lora-alpha", "12", "--lora-dropout", "0.1",

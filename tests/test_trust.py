@@ -77,7 +77,7 @@ def test_schema_problem_tells_cycles_from_recursive_schemas():
 def test_a_name_that_leaves_mcprl_home_is_a_one_line_error(monkeypatch, capsys, tmp_path, flag, value):
     home = tmp_path / "home"
     monkeypatch.setenv("MCPRL_HOME", str(home))
-    code, out, err = run_cli(monkeypatch, capsys, "train", flag, value, "--steps", "1", "--server", "python -m servers.calculator")
+    code, out, err = run_cli(monkeypatch, capsys, "train", flag, value, "--steps", "1", "--server", "python -m mcprl.servers.calculator")
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert f"bad setting {flag.removeprefix('--')}: {value!r} is not a usable name" in err
     assert not any(tmp_path.iterdir()) or list(tmp_path.iterdir()) == [home]
@@ -126,7 +126,7 @@ def test_a_run_whose_rollouts_all_fail_stops_with_the_reason(tmp_path, tiny_mode
 
     tests = Path(__file__).parent
     env = {**os.environ, "MCPRL_HOME": str(tmp_path), "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])}
-    args = ["--server", "python -m servers.calculator", "--tasks", "calculator", "-n", "6", "--group-size", "2",
+    args = ["--server", "python -m mcprl.servers.calculator", "--tasks", "calculator", "-n", "6", "--group-size", "2",
             "--groups-per-step", "1", "--max-tokens", "4", "--max-turns", "1", "--eval-every", "0", "--val-size", "2",
             "--model", str(tiny_model_dir), "--steps", "1", "--name", "dead", "--agent", "user_agents:crash"]
     r = subprocess.run([sys.executable, "-m", "mcprl.cli", "train", *args], capture_output=True, text=True, env=env, timeout=600)
@@ -182,7 +182,7 @@ def test_a_key_in_the_server_url_is_masked_in_config_json_and_the_console():
     assert redact("https://bob:pa55word-long@host/mcp", secret_values(ServerSpec.parse("https://bob:pa55word-long@host/mcp"), environ={})) \
         == "https://bob:***@host/mcp"
     # a stdio command line is not parsed as a URL
-    assert secret_values(ServerSpec.parse("python -m servers.calculator --x?token=abcdefgh"), environ={}) == []
+    assert secret_values(ServerSpec.parse("python -m mcprl.servers.calculator --x?token=abcdefgh"), environ={}) == []
 
 
 # --- issue 29.10: bounded error messages, garbage and deep answers reported at once
@@ -241,5 +241,5 @@ def test_a_user_error_inside_a_task_group_is_still_one_line(capsys, monkeypatch)
 
 def test_train_refuses_a_temperature_over_2_in_one_line(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("MCPRL_HOME", str(tmp_path))
-    code, out, err = run_cli(monkeypatch, capsys, "train", "--temperature", "2.5", "--steps", "1", "--server", "python -m servers.calculator")
+    code, out, err = run_cli(monkeypatch, capsys, "train", "--temperature", "2.5", "--steps", "1", "--server", "python -m mcprl.servers.calculator")
     assert code == 2 and "temperature" in err and "2" in err and len(err.strip().splitlines()) == 1, err

@@ -1,5 +1,5 @@
 """`mcprl train --server X` with nothing else, end to end, offline, on a shipped server that has no
-task generator and no example (`servers.units`): the server explored, tasks grounded in its answers
+task generator and no example (`mcprl.servers.units`): the server explored, tasks grounded in its answers
 and checked by value, the demonstration a reference call, tool-use shaping, one GRPO step."""
 
 import json
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 
 def test_train_on_a_server_without_tasks_or_example(tmp_path, smollm2_dir):
     env = {**os.environ, "MCPRL_HOME": str(tmp_path / "home")}
-    r = subprocess.run([sys.executable, "-m", "mcprl.cli", "train", "--server", "python -m servers.units",
+    r = subprocess.run([sys.executable, "-m", "mcprl.cli", "train", "--server", "python -m mcprl.servers.units",
                         "--model", str(smollm2_dir), "-n", "8", "--explore-calls", "24",
                         "--steps", "1", "--group-size", "2", "--groups-per-step", "2", "--max-turns", "2",
                         "--max-tokens", "64", "--eval-every", "0", "--val-size", "2", "--name", "units"],

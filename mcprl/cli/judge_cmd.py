@@ -11,7 +11,7 @@ import typer
 from mcprl.types import TrajectoryGroup
 
 if TYPE_CHECKING:
-    from judges import JudgeMode
+    from mcprl.judges import JudgeMode
 
 
 def summarize(groups: Sequence[TrajectoryGroup]) -> str:
@@ -51,7 +51,7 @@ def judge(
     """Re-score saved trajectory groups with RULER and/or the scenarios' checks."""
     import anyio
 
-    from judges import JudgeError, RulerJudge, build_judge, score_groups
+    from mcprl.judges import JudgeError, RulerJudge, build_judge, score_groups
     from mcprl import paths
     from mcprl.errors import UserError
     from mcprl.types import dump_jsonl, load_jsonl

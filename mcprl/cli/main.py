@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from autorl import cli as autorl_cli
+from mcprl.autorl import cli as autorl_cli
 from mcprl.cli import eval_cmd, judge_cmd, models_cmd, scenarios_cmd, serve_cmd, tools_cmd, train_cmd
 from mcprl.cli.console_script import run_app
 

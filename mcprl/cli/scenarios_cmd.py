@@ -1,5 +1,5 @@
 """`mcprl scenarios`: write scenarios for an MCP server as JSONL: grounded in the live server's own
-answers (scenarios.grounded), or synthesized from its tool schemas."""
+answers (mcprl.scenarios.grounded), or synthesized from its tool schemas."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ async def write_scenarios(
     """Synthesize, split and write; returns the report to print. `synthesis` goes to `synthesize`."""
     from mcprl.errors import UserError
     from mcprl.types import dump_jsonl
-    from scenarios import split_train_val, synthesize
-    from scenarios.split import check_val_fraction
+    from mcprl.scenarios import split_train_val, synthesize
+    from mcprl.scenarios.split import check_val_fraction
 
     if not tools:
         raise UserError("the server offers no tools, so there is nothing to write tasks for; check --server")
@@ -84,9 +84,9 @@ def scenarios(
     async def write_grounded() -> str:
         from mcprl.tools import ToolPool
         from mcprl.types import dump_jsonl
-        from scenarios import split_train_val
-        from scenarios.explore import ExploreConfig
-        from scenarios.source import grounded
+        from mcprl.scenarios import split_train_val
+        from mcprl.scenarios.explore import ExploreConfig
+        from mcprl.scenarios.source import grounded
 
         async with ToolPool(spec) as pool:
             found = await grounded(pool, n, ExploreConfig(calls=explore_calls, writes=explore_writes),

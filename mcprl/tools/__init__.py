@@ -1,6 +1,6 @@
 """The MCP client and tool layer: server specs, discovery, sessions, conversion, redaction.
 
-spec = ServerSpec.parse("python -m servers.inventory")
+spec = ServerSpec.parse("python -m mcprl.servers.inventory")
 toolset = await discover(spec)
 async with open_session(spec) as session:
     outcome = await session.call("get_item", {"sku": "SKU-1234"})

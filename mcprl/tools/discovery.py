@@ -1,7 +1,7 @@
 """The server a run trains against: its settings (`[server]` in a run file) and opening it for
 a run, which discovers its tools and records them in the run directory's tools.json.
 
-    async with open_tools(ServerConfig(target="python -m servers.calculator"), run_dir) as pool:
+    async with open_tools(ServerConfig(target="python -m mcprl.servers.calculator"), run_dir) as pool:
         ...  # pool.toolset: the tools the model sees; None when the run has no server
 """
 

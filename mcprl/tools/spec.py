@@ -58,7 +58,7 @@ class ServerSpec(BaseModel):
         `env` `"KEY=value"` strings (as the CLI passes them); other options are the fields above.
 
         A command starting with `python`/`python3` runs the current interpreter, so the shipped
-        servers (`python -m servers.inventory`) work whether or not the venv is activated.
+        servers (`python -m mcprl.servers.inventory`) work whether or not the venv is activated.
         """
         target = target.strip()
         if transport not in TRANSPORT_CHOICES:
@@ -99,7 +99,7 @@ def _argv(command: str) -> list[str]:
     except ValueError as e:
         raise UserError(f"{command!r}: cannot split the command line ({e}); check the quoting") from None
     if not argv:
-        raise UserError("the server spec is empty; give a URL or a command like 'python -m servers.inventory'")
+        raise UserError("the server spec is empty; give a URL or a command like 'python -m mcprl.servers.inventory'")
     if argv[0] in ("python", "python3"):
         argv[0] = sys.executable
     return argv

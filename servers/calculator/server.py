@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from servers import serve
+from mcprl.servers import serve
 
 
 def format_number(x: float) -> str:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from judges.verify import numbers
+from mcprl.judges.verify import numbers
 from mcprl.types import Scenario, Trajectory
-from servers.checking import answered, successful_tool_calls
+from mcprl.servers.checking import answered, successful_tool_calls
 
-SERVER = "python -m servers.calculator --seed {seed}"  # the world these tasks ask about (mcprl.tasks)
+SERVER = "python -m mcprl.servers.calculator --seed {seed}"  # the world these tasks ask about (mcprl.tasks)
 
 TOOL_FOR = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide"}
 PHRASES = ("What is {}? Use the tools.", "Compute {} using the tools.", "Use the calculator tools to work out {}.")

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import anyio
 from pydantic import Field
 
-from servers import serve
+from mcprl.servers import serve
 
 # A 1x1 transparent PNG.
 PIXEL = base64.b64decode(

@@ -1,4 +1,4 @@
-from servers import serve
-from servers.email.server import build
+from mcprl.servers import serve
+from mcprl.servers.email.server import build
 
 serve.main(build, "The email MCP server: a seeded mailbox to search and read.")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from servers import serve
-from servers.email.mailbox import Mailbox
+from mcprl.servers import serve
+from mcprl.servers.email.mailbox import Mailbox
 
 
 def build(seed: int = 0) -> Any:

@@ -7,10 +7,10 @@ import random
 from collections.abc import Sequence
 
 from mcprl.types import Scenario, Trajectory
-from servers.checking import answered
-from servers.email.mailbox import Mailbox
+from mcprl.servers.checking import answered
+from mcprl.servers.email.mailbox import Mailbox
 
-SERVER = "python -m servers.email --seed {seed}"  # the world these tasks ask about (mcprl.tasks)
+SERVER = "python -m mcprl.servers.email --seed {seed}"  # the world these tasks ask about (mcprl.tasks)
 
 
 # One solved first turn, shown to the policy before its task (RolloutConfig.example): small models
@@ -27,7 +27,7 @@ EXAMPLE = [
 def generate(
     n: int, seed: int = 0, difficulties: Sequence[int] = (1, 2, 3, 4, 5), world_seed: int = 0
 ) -> list[Scenario]:
-    """Questions about the mailbox `python -m servers.email --seed {world_seed}` serves."""
+    """Questions about the mailbox `python -m mcprl.servers.email --seed {world_seed}` serves."""
     rng = random.Random(f"email-tasks/{seed}")
     facts = [f for f in Mailbox(world_seed).facts if f.difficulty in difficulties]
     if not facts:

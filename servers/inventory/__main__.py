@@ -1,4 +1,4 @@
-from servers import serve
-from servers.inventory.server import build
+from mcprl.servers import serve
+from mcprl.servers.inventory.server import build
 
 serve.main(build, "The inventory MCP server: a seeded hardware warehouse.")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from servers import serve
-from servers.inventory.world import Warehouse
+from mcprl.servers import serve
+from mcprl.servers.inventory.world import Warehouse
 
 
 def build(seed: int = 0) -> Any:

@@ -7,10 +7,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mcprl.types import Scenario, Trajectory
-from servers.checking import answered, replay
-from servers.inventory.world import CATALOGUE, Item, Warehouse
+from mcprl.servers.checking import answered, replay
+from mcprl.servers.inventory.world import CATALOGUE, Item, Warehouse
 
-SERVER = "python -m servers.inventory --seed {seed}"  # the world these tasks ask about (mcprl.tasks)
+SERVER = "python -m mcprl.servers.inventory --seed {seed}"  # the world these tasks ask about (mcprl.tasks)
 
 Task = tuple[str, dict[str, Any], list[str]]  # text, check fields, tools
 
@@ -101,7 +101,7 @@ KINDS: dict[int, Callable[[random.Random, Warehouse], Task]] = {
 def generate(
     n: int, seed: int = 0, difficulties: Sequence[int] = (1, 2, 3, 4, 5), world_seed: int = 0
 ) -> list[Scenario]:
-    """Tasks about the warehouse `python -m servers.inventory --seed {world_seed}` serves."""
+    """Tasks about the warehouse `python -m mcprl.servers.inventory --seed {world_seed}` serves."""
     rng = random.Random(f"inventory-tasks/{seed}")
     world = Warehouse(world_seed)
     scenarios = []

@@ -1,4 +1,4 @@
-from servers import serve
-from servers.units.server import build
+from mcprl.servers import serve
+from mcprl.servers.units.server import build
 
 serve.main(build, "The units MCP server: convert and compare lengths, masses, volumes, durations and temperatures.")

@@ -6,8 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from servers import serve
-from servers.calculator.server import format_number
+from mcprl.servers import serve
+from mcprl.servers.calculator.server import format_number
 
 # Each unit's size in its quantity's base unit (metre, kilogram, litre, second).
 FACTORS: dict[str, dict[str, float]] = {

@@ -57,9 +57,9 @@ class Server(NamedTuple):
 
 
 SERVERS = [
-    Server("calculator", "repo", "servers.calculator", "python -m servers.calculator"),
-    Server("inventory", "repo", "servers.inventory", "python -m servers.inventory"),
-    Server("email", "repo", "servers.email", "python -m servers.email"),
+    Server("calculator", "repo", "mcprl.servers.calculator", "python -m mcprl.servers.calculator"),
+    Server("inventory", "repo", "mcprl.servers.inventory", "python -m mcprl.servers.inventory"),
+    Server("email", "repo", "mcprl.servers.email", "python -m mcprl.servers.email"),
     Server("filesystem", "npm", "@modelcontextprotocol/server-filesystem", "{bin}/mcp-server-filesystem {tmp}"),
     Server("memory", "npm", "@modelcontextprotocol/server-memory", "{bin}/mcp-server-memory",
            ("MEMORY_FILE_PATH={tmp}/memory.jsonl",)),

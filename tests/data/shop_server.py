@@ -14,7 +14,7 @@ from typing import Annotated
 from pydantic import Field
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from servers import serve  # noqa: E402
+from mcprl.servers import serve  # noqa: E402
 
 PRODUCTS = {
     "P-101": ("blue mug", 12.5, 4),
