@@ -152,6 +152,7 @@ def test_every_setting_has_a_flag_named_after_it():
     assert unflagged == {"example_source", "rollout.example", "cluster.worker_resources"}
     names = [flags.flag_name(p) for p in flagged]
     assert len(names) == len(set(names))
+    assert set(flags.FLAG_NAMES) <= flagged, "a FLAG_NAMES key names no setting, so its flag keeps the default name"
     assert {p: flags.flag_name(p) for p in ("rollout.max_turns", "train.epsilon", "train.beta", "scenarios.n", "lora.rank")} == {
         "rollout.max_turns": "--max-turns", "train.epsilon": "--epsilon", "train.beta": "--beta", "scenarios.n": "-n",
         "lora.rank": "--lora-rank"}

@@ -37,7 +37,7 @@ FLAG_NAMES = {
     "judge.mode": ("--judge",),
     "judge.model": ("--judge-model",),
     "time_budget_minutes": ("--time-budget",),
-    "mcprl.scenarios.source": ("--scenario-source",),
+    "scenarios.source": ("--scenario-source",),
     "explore.calls": ("--explore-calls",),
     "explore.minutes": ("--explore-minutes",),
     "explore.call_timeout": ("--explore-call-timeout",),
