@@ -51,6 +51,7 @@ WRITE_WORDS = frozenset(
 SESSION_CALLS = 6  # calls per session: one chain's worth of state
 SHOWN_VALUES = 24  # values remembered per session, the latest first
 SESSIONS_AT_ONCE = 4  # per-rollout sessions explored concurrently (each its own server process)
+READ_BACKS = 2  # earlier reads repeated after a write, per write: what the write changed
 
 
 class ExploreConfig(BaseModel):
@@ -82,6 +83,9 @@ class ExploredCall(BaseModel):
     latency_s: float = 0.0
     sources: dict[str, str] = Field(default_factory=dict, description="argument -> where its value came from")
     parents: list[int] = Field(default_factory=list, description="calls whose results gave argument values")
+    writes: bool = Field(default=False, description="the tool may change the server's state")
+    reads_back: int | None = Field(default=None, description="the write call this call reads back: it repeats `repeats` after it")
+    repeats: int | None = Field(default=None, description="the earlier read of the same session this call repeats")
 
 
 class Exploration(BaseModel):
@@ -338,9 +342,28 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
 
     made = 0  # calls begun, finished or not: concurrent sessions share the bound
 
+    async def call(session: ToolSession, number: int, name: str, args: dict[str, Any], **fields: Any) -> ExploredCall | None:
+        """Make and record one call; None when the server went away (the session ends)."""
+        try:
+            outcome = await session.call(name, args)
+        except ServerGone as e:
+            out.calls.append(ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args,
+                                          text=f"Error: the server went away ({e.reason})", is_error=True,
+                                          error_kind="protocol", **fields))
+            return None
+        recorded = ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args, text=outcome.text,
+                                structured=outcome.structured, is_error=outcome.is_error, error_kind=outcome.error_kind,
+                                latency_s=round(outcome.latency_s, 3), writes=may_write(tools[name]), **fields)
+        out.calls.append(recorded)
+        if outcome.error_kind == "timeout" and name not in out.hung_tools:
+            out.hung_tools.append(name)
+            say(f"warning: {name} did not answer within {cfg.call_timeout:g} s while exploring; skipping it")
+        return recorded
+
     async def session_walk(session: ToolSession, number: int) -> None:
         nonlocal made
         seen: list[_Value] = []
+        reads: dict[str, ExploredCall] = {}  # the session's answered reads, by call: what a write may change
         for _ in range(SESSION_CALLS):
             live = [n for n in tools if n not in out.hung_tools]
             if made >= cfg.calls or not live:
@@ -356,23 +379,27 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
                 args, sources, parents = writer.arguments(schema, [])  # what a result gave did not fit
                 args = {k: _coerce(v, props.get(k) or {}) for k, v in args.items()}
             called[name] += 1
-            try:
-                outcome = await session.call(name, args)
-            except ServerGone as e:
-                out.calls.append(ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args,
-                                              text=f"Error: the server went away ({e.reason})", is_error=True,
-                                              error_kind="protocol", sources=sources, parents=parents))
+            made_call = await call(session, number, name, args, sources=sources, parents=parents)
+            if made_call is None:
                 return
-            call = ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args, text=outcome.text,
-                                structured=outcome.structured, is_error=outcome.is_error, error_kind=outcome.error_kind,
-                                latency_s=round(outcome.latency_s, 3), sources=sources, parents=parents)
-            out.calls.append(call)
-            if outcome.error_kind == "timeout" and name not in out.hung_tools:
-                out.hung_tools.append(name)
-                say(f"warning: {name} did not answer within {cfg.call_timeout:g} s while exploring; skipping it")
-            if not outcome.is_error:
-                seen += [_Value(value=v, field=k, call=call.index) for k, v in result_values(outcome.text, outcome.structured)
-                         if not (isinstance(v, str) and len(v) > 80)]
+            if made_call.is_error:
+                continue
+            seen += [_Value(value=v, field=k, call=made_call.index) for k, v in result_values(made_call.text, made_call.structured)
+                     if not (isinstance(v, str) and len(v) > 80)]
+            if not made_call.writes:
+                reads[repr((name, args))] = made_call
+                continue
+            # a write: read again what the session read before it, so the record shows what it changed
+            for before in list(reads.values())[-READ_BACKS:][::-1]:
+                if made >= cfg.calls or before.tool in out.hung_tools:
+                    break
+                made += 1
+                again = await call(session, number, before.tool, before.arguments, reads_back=made_call.index,
+                                   repeats=before.index, sources=before.sources, parents=before.parents)
+                if again is None:
+                    return
+                if not again.is_error:
+                    reads[repr((again.tool, again.arguments))] = again
 
     sessions = iter(range(cfg.calls))  # session numbers: at most one per call
 

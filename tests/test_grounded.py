@@ -92,7 +92,8 @@ async def test_grounded_tasks_on_a_stdio_server_are_checked_by_value_and_replaye
     assert len(tasks) >= 4 and report.kept == len(tasks)
     assert not any("run_query" in t.tools for t in tasks)
     for t in tasks:
-        assert t.check == {"kind": "holds"} and t.metadata["reference"] and t.difficulty == len(t.metadata["reference"])
+        on = {} if t.read_back is None else {"on": "read_back", "max_other_numbers": None}
+        assert t.check == {"kind": "holds", **on} and t.metadata["reference"] and t.difficulty == len(t.metadata["reference"])
     # the clock's tasks do not reproduce on replay, so none is kept
     assert not any(t.tools == ["now"] for t in tasks)
     assert report.dropped.get("answer not reproduced", 0) >= 1
@@ -109,6 +110,27 @@ async def test_writes_stay_inside_a_fresh_session(shop_grounded):
     for t in tasks:
         if t.tools[-1:] == ["cart_size"]:
             assert t.answer == 0
+
+
+async def test_a_write_is_a_task_checked_by_reading_back_the_rollouts_own_session(shop_grounded, tiny_model_dir):
+    from scripted_policy import call, scripted_endpoint
+
+    from mcprl.rollout import rollout
+
+    exploration, tasks, _ = shop_grounded
+    # exploring repeated the session's earlier reads after the write: the cart's size went 0 -> 1
+    assert any(c.reads_back is not None and c.tool == "cart_size" and c.text == "1" for c in exploration.calls)
+    task = next(t for t in tasks if t.read_back)
+    assert task.read_back == {"tool": "cart_size", "arguments": {}} and task.answer == 1
+    assert task.metadata["reference"][-1]["tool"] == "add_to_cart" and "Add a product to the cart" in task.task
+    product = task.metadata["reference"][-1]["arguments"]["product_id"]
+    judge = VerifyJudge()
+    async with ToolPool(shop()) as pool:
+        with scripted_endpoint(tiny_model_dir, [call("add_to_cart", product_id=product), "Added.", "Done."]) as (model, _):
+            did, didnt = await rollout(model, task, pool), await rollout(model, task, pool)
+    assert did.metadata["read_back"] == "1" and didnt.metadata["read_back"] == "0"  # each its own fresh session
+    group = await judge.score_group(TrajectoryGroup(scenario=task, trajectories=[did, didnt]))
+    assert [t.reward for t in group.trajectories] == [1.0, 0.0]  # the answer's words do not matter: the state does
 
 
 async def test_a_shared_server_is_never_sent_a_tool_that_may_write():
