@@ -232,7 +232,8 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
         names.sort(key=lambda v: (" " not in v, bool(re.search(r"\d", v))))  # names before codes
         for field, value in rng.sample(labelled, min(FIELDS_PER_RESULT, len(labelled))):
             label = next((n for n in names if n != value and sum(n in str(v) for _, v in pairs) == 1), None)
-            if label is not None:
+            # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user might
+            if label is not None and (listing or not call.arguments or rng.random() < 0.5):
                 task = f'What is the {field.lower().replace("_", " ")} of the {noun} "{label}"?'
             elif not listing and call.arguments:
                 task = f"What is the {field.lower().replace('_', ' ')} of the {noun} with {_args_text(call.arguments)}?"
