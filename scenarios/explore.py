@@ -12,7 +12,8 @@ unless the user says it is (`--isolated`).
 Where arguments come from, in order of preference: values that earlier results in the same
 session held, matched to the parameter by name or by the shape of the examples its description
 gives (`SKU-1234`, `msg-0042`); the schema's enums, defaults and examples; values sampled from the
-schema. A value taken from an earlier result links the two calls, so the record holds chains
+schema, or, for a few calls where nothing else gave a value, written by the generator model as
+JSON under the tool's input schema (a city a weather tool knows, a real-looking query). A value taken from an earlier result links the two calls, so the record holds chains
 (search, then get; list, then read), and multi-step tasks exist.
 
 Bounds: `calls` in all, `minutes` of wall time, `call_timeout` per call (a tool that hangs is
@@ -24,7 +25,7 @@ from __future__ import annotations
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,9 @@ class ExploreConfig(BaseModel):
     minutes: float = Field(default=3.0, gt=0, description="minutes at most while exploring the server")
     call_timeout: float = Field(default=10.0, gt=0, description="seconds a call may take while exploring; a tool that hangs is skipped")
     writes: bool = Field(default=False, description="also call tools that may write on a shared (HTTP/SSE) server")
+    generated: int = Field(default=8, ge=0, description="calls at most whose arguments the generator model writes (JSON under "
+                                                        "the tool's input schema), where nothing else gave a value; "
+                                                        "unset: none with the offline local generator")
     isolated: bool | None = Field(
         default=None, description="each session gets fresh server state (default: per-rollout stdio servers whose command names no file)")
     phrase: bool | None = Field(
@@ -310,10 +314,15 @@ def _coerce(value: Any, schema: dict[str, Any]) -> Any:
     return value
 
 
+# Writes a call's arguments for a tool (its MCP definition), given values seen in the session; None if it cannot.
+Proposer = Callable[[dict[str, Any], list[Any]], Awaitable["dict[str, Any] | None"]]
+
+
 async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callable[[str], None] = print,
-                  record: Path | None = None, secrets: list[str] | None = None) -> Exploration:
+                  record: Path | None = None, secrets: list[str] | None = None, propose: Proposer | None = None) -> Exploration:
     """Explore `pool`'s server within `cfg`'s bounds; the record is also written to `record`
-    (JSONL, secrets masked) when given."""
+    (JSONL, secrets masked) when given. `propose` (the generator model) writes the arguments of up
+    to `cfg.generated` calls whose every value would otherwise be sampled from the schema."""
     import anyio
 
     from mcprl.tools import ToolPool as Pool
@@ -341,6 +350,7 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
     started = time.monotonic()
 
     made = 0  # calls begun, finished or not: concurrent sessions share the bound
+    generated = 0  # calls whose arguments `propose` wrote
 
     async def call(session: ToolSession, number: int, name: str, args: dict[str, Any], **fields: Any) -> ExploredCall | None:
         """Make and record one call; None when the server went away (the session ends)."""
@@ -361,7 +371,7 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
         return recorded
 
     async def session_walk(session: ToolSession, number: int) -> None:
-        nonlocal made
+        nonlocal made, generated
         seen: list[_Value] = []
         reads: dict[str, ExploredCall] = {}  # the session's answered reads, by call: what a write may change
         for _ in range(SESSION_CALLS):
@@ -378,6 +388,11 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
             if validators[name] is not None and not validators[name].is_valid(args):
                 args, sources, parents = writer.arguments(schema, [])  # what a result gave did not fit
                 args = {k: _coerce(v, props.get(k) or {}) for k, v in args.items()}
+            if propose is not None and generated < cfg.generated and sources and set(sources.values()) == {"schema"}:
+                generated += 1  # nothing but the schema gave a value: a model may know what the tool wants
+                written = await propose(tools[name], [v.value for v in seen[-SHOWN_VALUES:]])
+                if isinstance(written, dict) and written and (validators[name] is None or validators[name].is_valid(written)):
+                    args, sources, parents = written, dict.fromkeys(written, "generator"), []
             called[name] += 1
             made_call = await call(session, number, name, args, sources=sources, parents=parents)
             if made_call is None:

@@ -39,6 +39,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from judges.verify import holds_answer, normalize_text, numbers
+from mcprl.errors import clip
 from mcprl.types import Scenario
 from scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall
 from scenarios.results import result_data, result_records, result_values
@@ -159,7 +160,7 @@ def _scenario(task: str, answer: Any, chain: list[ExploredCall], kind: str, read
         check={"kind": "holds"} if read_back is None else {"kind": "holds", "on": "read_back", "max_other_numbers": None},
         read_back=None if read_back is None else {"tool": read_back.tool, "arguments": read_back.arguments},
         metadata={"source": "grounded", "kind": kind,
-                  "reference": [{"tool": c.tool, "arguments": c.arguments} for c in chain]},
+                  "reference": [{"tool": c.tool, "arguments": c.arguments, "result": clip(c.text, 400)} for c in chain]},
     )
 
 
@@ -259,7 +260,7 @@ async def verify(tasks: list[Scenario], pool: ToolPool, *, say: Callable[[str], 
 
     by_chain: dict[str, list[Scenario]] = defaultdict(list)
     for t in tasks:
-        by_chain[repr((t.metadata["reference"], t.read_back))].append(t)
+        by_chain[repr(([(c["tool"], c["arguments"]) for c in t.metadata["reference"]], t.read_back))].append(t)
     kept: list[Scenario] = []
     dropped: Counter = Counter()
     limiter = anyio.CapacityLimiter(SESSIONS_AT_ONCE if pool.per_rollout else 1)

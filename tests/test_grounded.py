@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from judges import VerifyJudge
+from judges.verify import holds_answer
 from mcprl.errors import UserError
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
@@ -180,6 +181,34 @@ async def test_a_server_with_nothing_to_ground_stops_with_the_fix(tmp_path):
     assert (tmp_path / "exploration.jsonl").exists()
 
 
+async def test_the_generator_writes_arguments_where_only_the_schema_gave_values(tmp_path, monkeypatch):
+    import json
+
+    from scenarios.source import grounded
+    from tests.fake_llm import FakeLLM
+
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    weather = ServerSpec.parse(f"{sys.executable} {Path(__file__).parent / 'one_tool_server.py'}")
+    cities = iter(["Oslo", "Cairo", "Atlantis", "Lima"] * 4)
+
+    def reply(body):
+        assert body["response_format"]["json_schema"]["schema"]["properties"]["city"]["type"] == "string"
+        return json.dumps({"city": next(cities)})
+
+    files = tmp_path / "exploration.jsonl", tmp_path / "grounding.json"
+    async with ToolPool(weather) as pool:
+        # sampled from the schema, the city is a word of the description: no forecast, nothing to ground
+        with pytest.raises(UserError, match="nothing it answered could be grounded"):
+            await grounded(pool, 4, ExploreConfig(calls=6, generated=0, phrase=False), *files, seed=0,
+                           model="openai/fake", say=lambda _: None)
+        with FakeLLM(handler=reply) as llm:
+            tasks = await grounded(pool, 4, ExploreConfig(calls=6, generated=4, phrase=False), *files, seed=0,
+                                   model="openai/fake", api_base=llm.base_url, say=lambda _: None)
+    assert len(llm.requests) == 4  # the bound: the two calls after it sampled
+    answers = {t.metadata["reference"][0]["arguments"]["city"]: t.answer for t in tasks}
+    assert answers == {"Oslo": -3, "Cairo": 31, "Lima": 19}  # "no forecast for Atlantis" grounds nothing
+
+
 async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_reference_call(tmp_path):
     from mcprl.demonstration import settle
     from scenarios.source import ScenarioConfig, run_scenarios
@@ -195,6 +224,9 @@ async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_refer
     shown = next(s for s in train if s.id == demo.source.split(":")[1])
     call = demo.messages[1]["tool_calls"][0]["function"]
     assert call["name"] == shown.metadata["reference"][0]["tool"]
+    # a one-call question: the whole episode, its recorded result and the answer
+    assert [m["role"] for m in demo.messages] == ["user", "assistant", "tool", "assistant"]
+    assert holds_answer(demo.messages[2]["content"], shown.answer) and demo.messages[3]["content"] == f"The answer is {shown.answer}."
 
 
 async def test_the_holds_check_reads_numbers_by_value_and_refuses_a_recital():
