@@ -64,9 +64,9 @@ class ExploreConfig(BaseModel):
     minutes: float = Field(default=3.0, gt=0, description="minutes at most while exploring the server")
     call_timeout: float = Field(default=10.0, gt=0, description="seconds a call may take while exploring; a tool that hangs is skipped")
     writes: bool = Field(default=False, description="also call tools that may write on a shared (HTTP/SSE) server")
-    generated: int = Field(default=8, ge=0, description="calls at most whose arguments the generator model writes (JSON under "
-                                                        "the tool's input schema), where nothing else gave a value; "
-                                                        "unset: none with the offline local generator")
+    generated: int | None = Field(default=None, ge=0, description="calls at most whose arguments the generator model writes "
+                                  "(JSON under the tool's input schema) where only the schema gave values; default: 8, "
+                                  "none with the offline local generator")
     isolated: bool | None = Field(
         default=None, description="each session gets fresh server state (default: per-rollout stdio servers whose command names no file)")
     phrase: bool | None = Field(
@@ -388,7 +388,7 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
             if validators[name] is not None and not validators[name].is_valid(args):
                 args, sources, parents = writer.arguments(schema, [])  # what a result gave did not fit
                 args = {k: _coerce(v, props.get(k) or {}) for k, v in args.items()}
-            if propose is not None and generated < cfg.generated and sources and set(sources.values()) == {"schema"}:
+            if propose is not None and generated < (cfg.generated or 0) and sources and set(sources.values()) == {"schema"}:
                 generated += 1  # nothing but the schema gave a value: a model may know what the tool wants
                 written = await propose(tools[name], [v.value for v in seen[-SHOWN_VALUES:]])
                 if isinstance(written, dict) and written and (validators[name] is None or validators[name].is_valid(written)):

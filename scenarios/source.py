@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from scenarios.explore import ExploreConfig
 
 
+GENERATED = 8  # exploration calls whose arguments a generator other than the local one writes, by default
 PROPOSE_PROMPT = ("Write the arguments of one call of this tool as JSON: realistic values a user would ask it about, "
                   "taken from the values seen when one fits.")
 
@@ -116,10 +117,9 @@ async def grounded(pool: ToolPool, n: int, explore: ExploreConfig | None, record
             say(f"warning: the generator wrote no arguments for {tool['name']} ({clip(str(e), 160)}); sampling them")
             return None
 
-    # the offline 135M writes arguments no better than sampling does, and would load a second model: only when asked
-    writes_arguments = "generated" in cfg.model_fields_set or not is_local(model)
-    exploration = await explore_server(pool, cfg, seed=seed, say=say, record=record, secrets=secrets,
-                                       propose=propose if writes_arguments else None)
+    if cfg.generated is None:  # the offline 135M writes arguments no better than sampling does, and would load a second model
+        cfg = cfg.model_copy(update={"generated": 0 if is_local(model) else GENERATED})
+    exploration = await explore_server(pool, cfg, seed=seed, say=say, record=record, secrets=secrets, propose=propose)
     say(exploration.summary())
     scenarios, report = await ground(pool, n, exploration, seed=seed, phrase_with=model if phrase else None,
                                      api_base=api_base, say=say)
