@@ -11,11 +11,16 @@ A step's lines are only appended after its checkpoint is committed, so a killed 
 from __future__ import annotations
 
 import json
+import math
 import random
 import signal
 import time
+from collections.abc import Awaitable
 from contextlib import AsyncExitStack
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, TypeVar
+
+import anyio
 
 from mcprl import agents, memory, tasks
 from mcprl.errors import UserError
@@ -79,6 +84,100 @@ def learnable(group: TrajectoryGroup) -> bool:
     return not group.skipped and len({t.reward for t in group.valid}) > 1
 
 
+def policy_version(group: TrajectoryGroup) -> int | None:
+    """The step whose policy sampled the group (its oldest rollout's), None when none says."""
+    return min((t.policy_version for t in group.trajectories if t.policy_version is not None), default=None)
+
+
+def split_stale(groups: list[TrajectoryGroup], step: int, k: int) -> tuple[list[TrajectoryGroup], list[TrajectoryGroup]]:
+    """(fresh, stale): a group sampled by the policy of step v is trained at step `step` (the
+    policy being updated, 0-based) only if step - v <= k."""
+    fresh, stale = [], []
+    for g in groups:
+        v = policy_version(g)
+        (stale if v is not None and step - v > k else fresh).append(g)
+    return fresh, stale
+
+
+Batch = TypeVar("Batch")
+
+
+class Pipeline(Generic[Batch]):
+    """The batches of steps `start`, `start`+1, ...: `await next()` is the next step's, and
+    `trained()` says that step was trained (the policy moved on one version).
+
+    `ahead` = K = 0: nothing runs in the background; `next` collects the step itself, after the
+    previous step was trained (the synchronous loop). K > 0: a producer task collects the steps in
+    order while steps train, and starts step t only once the policy is at version t - K or later
+    (t - K - `start` steps trained), so every rollout of step t was sampled at most K versions
+    before step t trains it. An exception collecting a step is raised by the `next` that asks for
+    that step, after the steps before it were trained, as in the synchronous loop; the producer
+    stops there. Leaving the `async with` cancels the producer: rollouts of steps that will not be
+    trained end there (a resumed run collects them again: a step's batch is a function of the step).
+    """
+
+    def __init__(self, collect: Callable[[int], Awaitable[Batch]], start: int, stop: int, ahead: int):
+        self.collect, self.start, self.stop, self.ahead = collect, start, stop, ahead
+        self.step = start  # the step `next` returns
+        self._credits = anyio.Semaphore(ahead + 1)  # steps the producer may start before the next is trained
+        self._send, self._receive = anyio.create_memory_object_stream[Any](math.inf)
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    async def __aenter__(self) -> Pipeline[Batch]:
+        if self.ahead:
+            self._tg = anyio.create_task_group()
+            await self._tg.__aenter__()
+            self._tg.start_soon(self._produce)
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+            try:
+                await self._tg.__aexit__(*exc)
+            except BaseExceptionGroup:
+                if exc[1] is None:
+                    raise
+                # else the body's own exception, which the task group wraps: it goes on as it was raised
+        self._send.close()
+        self._receive.close()
+
+    async def _produce(self) -> None:
+        for step in range(self.start, self.stop):
+            await self._credits.acquire()
+            try:
+                batch: Any = await self.collect(step)
+            except Exception as e:
+                batch = e
+            await self._send.send(batch)
+            if isinstance(batch, Exception):
+                return
+
+    async def next(self) -> Batch:
+        step, self.step = self.step, self.step + 1
+        if not self.ahead:
+            return await self.collect(step)
+        batch = await self._receive.receive()
+        if isinstance(batch, Exception):
+            raise batch
+        return batch
+
+    def trained(self) -> None:
+        if self.ahead:
+            self._credits.release()
+
+
+@dataclass
+class Collected:
+    """A step's groups as collected (rolled out, scored, topped up, retried), before training."""
+
+    step: int  # 0-based: the policy version it trains
+    groups: list[TrajectoryGroup]
+    batch_size: int  # groups of its batch (the rest were drawn by dynamic sampling)
+    warmup: bool
+    retried: int  # groups replaced by guided retries
+
+
 class TrainingRun:
     """The loop: evaluate the base model, then train steps (evaluating every `eval_every`), then
     the final evaluation; each stage's work is its own module's (see mcprl.run_config)."""
@@ -133,13 +232,16 @@ class TrainingRun:
             budget_s = cfg.time_budget_minutes * 60 if cfg.time_budget_minutes else float("inf")
             spent = 0.0
             with Interrupt(self.say) as interrupt:
-                while step < cfg.steps and not interrupt.requested and spent < budget_s:
-                    t0 = time.monotonic()
-                    await self._train_step(pool, judge, train, step)
-                    spent += time.monotonic() - t0
-                    step = self.model.get_step()
-                    if step < cfg.steps and cfg.eval_every and step % cfg.eval_every == 0:
-                        await self._evaluate(pool, val, step)
+                async with Pipeline(lambda s: self._collect(pool, judge, train, s), step, cfg.steps,
+                                    cfg.train.max_off_policy_steps) as pipeline:
+                    while step < cfg.steps and not interrupt.requested and spent < budget_s:
+                        t0 = time.monotonic()
+                        await self._learn(await pipeline.next())
+                        pipeline.trained()
+                        spent += time.monotonic() - t0
+                        step = self.model.get_step()
+                        if step < cfg.steps and cfg.eval_every and step % cfg.eval_every == 0:
+                            await self._evaluate(pool, val, step)
             interrupted = interrupt.requested and step < cfg.steps
             if spent >= budget_s:
                 self.say(f"time budget of {cfg.time_budget_minutes:g} min used after {step} steps")
@@ -175,6 +277,9 @@ class TrainingRun:
         from mcprl.gather import gather_trajectory_groups, untrainable
 
         configs = configs or [self.cfg.rollout] * len(scenarios)
+        # Every rollout of this call samples the step served now, however long it waits for a slot
+        # and whatever steps are trained meanwhile (the asynchronous pipeline), and says which.
+        policy, version = self.model.pinned(), self.model.get_step()
         total = len(scenarios) * per
         task = self.progress.add_task(label, total=total) if self.progress else None
 
@@ -183,16 +288,18 @@ class TrainingRun:
                 self.progress.update(task, completed=done)
 
         if self.cluster is not None:
-            groups = await self.cluster.run(self.model, scenarios, per, configs, max_concurrency=self.cfg.max_concurrency, progress=tick)
+            groups = await self.cluster.run(policy, scenarios, per, configs, max_concurrency=self.cfg.max_concurrency, progress=tick)
         else:
             groups = await gather_trajectory_groups(
-                [[self.agent(self.model, s, pool, rc) for _ in range(per)] for s, rc in zip(scenarios, configs)],
+                [[self.agent(policy, s, pool, rc) for _ in range(per)] for s, rc in zip(scenarios, configs)],
                 max_concurrency=self.cfg.max_concurrency, progress=tick,
             )
         if self.progress is not None:
             self.progress.remove_task(task)
         for g, s in zip(groups, scenarios):
             g.scenario = s
+            for t in g.trajectories:
+                t.policy_version = version
         if (bad := untrainable(groups)) is not None:
             count, total, reason = bad
             raise UserError(f"{label}: {count} of {total} rollouts failed or sampled nothing, so the run would train nothing; "
@@ -202,7 +309,8 @@ class TrainingRun:
     def _cluster_metrics(self, groups: list[TrajectoryGroup]) -> dict[str, float]:
         return self.cluster.metrics(groups) if self.cluster is not None else {}
 
-    async def _train_step(self, pool, judge, train: list[Scenario], step: int) -> None:
+    async def _collect(self, pool, judge, train: list[Scenario], step: int) -> Collected:
+        """Step `step`'s groups: its batch rolled out and scored, topped up and retried."""
         from judges import score_groups
 
         cfg = self.cfg
@@ -218,21 +326,38 @@ class TrainingRun:
             more, extra = extra[:need], extra[need:]
             groups += await score_groups(judge, await self._rollouts(pool, more, cfg.group_size, f"{label}, {len(more)} more"))
         retried = await self._guided_retries(pool, judge, groups, label) if cfg.guided_retry and not warmup else 0
-        dump_jsonl([redact_model(g, self.secrets) for g in groups], self.dir / "trajectories" / f"step_{step + 1:04d}.jsonl")
+        return Collected(step, groups, len(batch), warmup, retried)
+
+    async def _learn(self, c: Collected) -> None:
+        """Train step `c.step` on its groups, but those sampled more than max_off_policy_steps
+        versions ago (dropped, counted in `stale_dropped`); record the step."""
+        cfg, groups, warmup = self.cfg, c.groups, c.warmup
+        assert self.model.get_step() == c.step, (self.model.get_step(), c.step)
+        fresh, stale = split_stale(groups, c.step, cfg.train.max_off_policy_steps)
+        for g in stale:
+            g.metadata["stale"] = True
+        dump_jsonl([redact_model(g, self.secrets) for g in groups], self.dir / "trajectories" / f"step_{c.step + 1:04d}.jsonl")
         tc = cfg.train.model_copy(update={"advantage": "reward"}) if warmup else cfg.train
-        train_metrics = await self.model.train(groups, tc)
-        sampling = {"groups_drawn": len(groups) - len(batch), "groups_dropped": 0 if warmup else sum(not learnable(g) for g in groups),
-                    "groups_guided": retried}
-        row = {"kind": "train", "step": self.model.get_step(), "sft_warmup": warmup, **rollout_metrics(groups), **sampling,
+        train_metrics = await self.model.train(fresh, tc)
+        sampling = {"groups_drawn": len(groups) - c.batch_size, "groups_dropped": 0 if warmup else sum(not learnable(g) for g in groups),
+                    "groups_guided": c.retried}
+        # How many versions behind the trained policy its groups were sampled (0 in the synchronous loop)
+        ages = [c.step - v for g in fresh if (v := policy_version(g)) is not None]
+        staleness = {"staleness_mean": sum(ages) / len(ages) if ages else 0.0, "staleness_max": max(ages, default=0),
+                     "stale_dropped": len(stale)}
+        row = {"kind": "train", "step": self.model.get_step(), "sft_warmup": warmup, **rollout_metrics(groups), **sampling, **staleness,
                **{f"train/{k}": v for k, v in train_metrics.items()}, "peak_rss_mb": memory.peak_rss_mb(), **self._cluster_metrics(groups)}
         self.metrics.append(row)
         self.say(
             f"step {row['step']}/{cfg.steps}: reward {row['reward_mean']:.3f}, tool calls {row['tool_call_rate']:.0%}, "
             f"success {row.get('success_rate', float('nan')):.0%}, trained groups "
             f"{int(train_metrics.get('groups_trained', 0))}/{int(row['groups'])}"
-            # trainer vs sampler logprobs before the update: about 0 unless the two compute different distributions
+            # trainer vs sampler logprobs before the update: about 0 unless the two compute different
+            # distributions, or (the asynchronous pipeline) the sampler's policy was an older step's
             + (f", logprob mismatch {train_metrics['logprob_mismatch']:.2g} (max {train_metrics['logprob_mismatch_max']:.2g})"
                if "logprob_mismatch" in train_metrics else "")
+            + (f", staleness {staleness['staleness_mean']:.2g} (max {staleness['staleness_max']}), {len(stale)} stale group(s) dropped"
+               if cfg.train.max_off_policy_steps else "")
         )
 
     async def _guided_retries(self, pool, judge, groups: list[TrajectoryGroup], label: str) -> int:
