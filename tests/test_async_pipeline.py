@@ -126,16 +126,16 @@ async def test_the_server_keeps_the_adapters_of_the_last_k_plus_1_steps(home, ti
         assert served() == ["agent@3"]  # K = 0: the previous step goes at once, as before
 
 
-def train_run(name: str, k: int, tiny_model_dir, run_class=None) -> tuple[list[dict], "Path"]:
-    """A 3-step run of the tiny model against the calculator server, in this process; its train rows."""
+def train_run(name: str, k: int, tiny_model_dir, run_class=None, resume: bool = False, **settings) -> tuple[list[dict], "Path"]:
+    """A 2-step run of the tiny model against the calculator server, in this process; its train rows."""
     from mcprl.run_config import load_config
     from mcprl.runner import TrainingRun
 
     cfg = load_config(None, {"server.target": "python -m servers.calculator", "scenarios.tasks": "calculator", "scenarios.n": 12,
                              "scenarios.val_size": 1, "group_size": 2, "groups_per_step": 2, "max_extra_groups": 0, "seed": 3,
-                             "rollout.max_tokens": 6, "rollout.max_turns": 2, "eval_every": 0, "steps": 3,
-                             "model": str(tiny_model_dir), "name": name, "train.max_off_policy_steps": k})
-    run = (run_class or TrainingRun)(cfg, say=lambda _: None)
+                             "rollout.max_tokens": 6, "rollout.max_turns": 2, "eval_every": 0, "steps": 2,
+                             "model": str(tiny_model_dir), "name": name, "train.max_off_policy_steps": k, **settings})
+    run = (run_class or TrainingRun)(cfg, resume=resume, say=lambda _: None)
     anyio.run(run.run)
     rows = [json.loads(x) for x in (run.dir / "metrics.jsonl").read_text().splitlines()]
     return [r for r in rows if r["kind"] == "train"], run.dir
@@ -148,18 +148,18 @@ def step_groups(run_dir, step: int) -> list[dict]:
 def test_a_k_1_run_trains_on_groups_one_step_stale_and_k_0_is_the_synchronous_loop(home, tiny_model_dir):
     sync, sync_dir = train_run("sync", 0, tiny_model_dir)
     ahead, ahead_dir = train_run("ahead", 1, tiny_model_dir)
-    assert [r["step"] for r in sync] == [r["step"] for r in ahead] == [1, 2, 3]
+    assert [r["step"] for r in sync] == [r["step"] for r in ahead] == [1, 2]
     for row in sync:  # every group sampled by the policy it trains
         assert (row["staleness_mean"], row["staleness_max"], row["stale_dropped"]) == (0, 0, 0)
-    for step in (1, 2, 3):
+    for step in (1, 2):
         versions = {t["policy_version"] for g in step_groups(sync_dir, step) for t in g["trajectories"]}
         assert versions == {step - 1}
-    # K = 1: step 1 starts on the base; steps 2 and 3 were rolled out while the step before trained
-    assert [r["staleness_max"] for r in ahead] == [0, 1, 1]
+    # K = 1: step 1 starts on the base; step 2 was rolled out while step 1 trained
+    assert [r["staleness_max"] for r in ahead] == [0, 1]
     assert all(0 <= r["staleness_mean"] <= 1 and r["stale_dropped"] == 0 and r["failed_rollouts"] == 0 for r in ahead)
     assert all("train/logprob_mismatch" in r for r in ahead if r["train/trained"])
     # the same scenarios in the same order, whichever K
-    for step in (1, 2, 3):
+    for step in (1, 2):
         ids = [[g["scenario"]["id"] for g in step_groups(d, step)] for d in (sync_dir, ahead_dir)]
         assert ids[0] == ids[1] and ids[0]
         assert {t["policy_version"] for g in step_groups(ahead_dir, step) for t in g["trajectories"]} <= {step - 2, step - 1}
@@ -179,6 +179,34 @@ def test_a_group_older_than_k_is_dropped_and_counted(home, tiny_model_dir):
             return collected
 
     rows, run_dir = train_run("aged", 1, tiny_model_dir, AgedRun)
-    assert [r["stale_dropped"] for r in rows] == [0, 1, 0]
+    assert [r["stale_dropped"] for r in rows] == [0, 1]
     assert rows[1]["staleness_max"] <= 1 and rows[1]["train/groups"] == 1  # the trainer saw only the fresh group
     assert [g["metadata"].get("stale", False) for g in step_groups(run_dir, 2)] == [True, False]
+
+
+def calculator_children() -> list[int]:
+    """The calculator servers this process started that are still running."""
+    import os
+    from pathlib import Path
+
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (proc / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid() and b"servers.calculator" in cmd:
+            found.append(int(proc.name))
+    return found
+
+
+def test_a_k_1_run_stopped_by_its_time_budget_ends_its_rollouts_and_resumes(home, tiny_model_dir):
+    """The budget ends the run after step 1 while step 2's rollouts run: they end with it (no server
+    left running), and the resumed run trains step 2 from scratch, its groups all fresh."""
+    rows, run_dir = train_run("budget", 1, tiny_model_dir, time_budget_minutes=1e-4)
+    assert [r["step"] for r in rows] == [1] and not (run_dir / "trajectories" / "step_0002.jsonl").exists()
+    assert calculator_children() == []
+    rows, run_dir = train_run("budget", 1, tiny_model_dir, resume=True)
+    assert [r["step"] for r in rows] == [1, 2] and rows[1]["staleness_max"] == 0
+    assert {t["policy_version"] for g in step_groups(run_dir, 2) for t in g["trajectories"]} == {1}
