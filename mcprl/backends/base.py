@@ -164,9 +164,9 @@ class Runtime:
         self.step = step
         self.served.append(self.served_name)
         # With the asynchronous pipeline (K = max_off_policy_steps > 0), rollouts started on any of
-        # the last K+1 steps may still be running (mcprl.runner.Pipeline starts step t's rollouts
-        # on step t-K or later, and only while step t-1's batch is the newest one trained or being
-        # trained): those adapters stay served until a newer step replaces them.
+        # the last K+1 steps may still be running: mcprl.runner.Pipeline starts step t's rollouts on
+        # version t-K or later, and training cannot pass version t before step t is collected.
+        # Those adapters stay served; older ones no rollout uses go.
         while len(self.served) > config.max_off_policy_steps + 1:
             await server.unload_adapter(self.served.pop(0))
         if server.reports_timings:
