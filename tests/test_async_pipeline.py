@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from mcprl.errors import UserError
-from mcprl.runner import Pipeline, split_stale
+from mcprl.pipeline import Pipeline, split_stale
 from mcprl.types import Trajectory, TrajectoryGroup
 
 
