@@ -202,10 +202,40 @@ def calculator_children() -> list[int]:
 
 
 def test_a_k_1_run_stopped_by_its_time_budget_ends_its_rollouts_and_resumes(home, tiny_model_dir):
-    """The budget ends the run after step 1 while step 2's rollouts run: they end with it (no server
-    left running), and the resumed run trains step 2 from scratch, its groups all fresh."""
-    rows, run_dir = train_run("budget", 1, tiny_model_dir, time_budget_minutes=1e-4)
-    assert [r["step"] for r in rows] == [1] and not (run_dir / "trajectories" / "step_0002.jsonl").exists()
+    """The budget ends the run after step 1 while step 2's rollouts hold their MCP sessions open:
+    they end with it (no server left running), and the resumed run trains step 2 afresh."""
+    from mcprl.runner import TrainingRun
+
+    hanging: list[str] = []
+
+    class HangingStep2(TrainingRun):
+        """Step 2's rollouts open their MCP session, then wait for ever; step 1 trains once they all do."""
+
+        async def _collect(self, pool, judge, train, step):
+            if step != 1:
+                return await super()._collect(pool, judge, train, step)
+
+            async def hang(model, scenario, pool, config):
+                async with pool.session():  # a calculator server for this rollout
+                    hanging.append(scenario.id)
+                    await anyio.sleep(3600)
+
+            plain, self.agent = self.agent, hang
+            try:
+                return await super()._collect(pool, judge, train, step)
+            finally:
+                self.agent = plain
+
+        async def _learn(self, collected):
+            with anyio.fail_after(300):
+                while len(hanging) < 4:  # 2 groups of 2
+                    await anyio.sleep(0.05)
+            assert len(calculator_children()) == 4
+            await super()._learn(collected)
+
+    rows, run_dir = train_run("budget", 1, tiny_model_dir, HangingStep2, time_budget_minutes=1e-4)
+    assert [r["step"] for r in rows] == [1] and len(hanging) == 4
+    assert not (run_dir / "trajectories" / "step_0002.jsonl").exists()
     assert calculator_children() == []
     rows, run_dir = train_run("budget", 1, tiny_model_dir, resume=True)
     assert [r["step"] for r in rows] == [1, 2] and rows[1]["staleness_max"] == 0
