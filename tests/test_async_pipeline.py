@@ -9,6 +9,7 @@ import pytest
 
 from mcprl.errors import UserError
 from mcprl.pipeline import Pipeline, split_stale
+from mcprl.runner import TrainingRun
 from mcprl.types import Trajectory, TrajectoryGroup
 
 
@@ -129,7 +130,6 @@ async def test_the_server_keeps_the_adapters_of_the_last_k_plus_1_steps(home, ti
 def train_run(name: str, k: int, tiny_model_dir, run_class=None, resume: bool = False, **settings) -> tuple[list[dict], "Path"]:
     """A 2-step run of the tiny model against the calculator server, in this process; its train rows."""
     from mcprl.run_config import load_config
-    from mcprl.runner import TrainingRun
 
     cfg = load_config(None, {"server.target": "python -m servers.calculator", "scenarios.tasks": "calculator", "scenarios.n": 12,
                              "scenarios.val_size": 1, "group_size": 2, "groups_per_step": 2, "max_extra_groups": 0, "seed": 3,
@@ -145,9 +145,20 @@ def step_groups(run_dir, step: int) -> list[dict]:
     return [json.loads(x) for x in (run_dir / "trajectories" / f"step_{step:04d}.jsonl").read_text().splitlines()]
 
 
-def test_a_k_1_run_trains_on_groups_one_step_stale_and_k_0_is_the_synchronous_loop(home, tiny_model_dir):
+class AgedRun(TrainingRun):
+    """A run whose step 2's first group says it was sampled 2 versions before step 2's policy."""
+
+    async def _collect(self, pool, judge, train, step):
+        collected = await super()._collect(pool, judge, train, step)
+        if step == 1:
+            for t in collected.groups[0].trajectories:
+                t.policy_version = -1
+        return collected
+
+
+def test_a_k_1_run_trains_on_groups_one_step_stale_drops_older_ones_and_k_0_is_the_synchronous_loop(home, tiny_model_dir):
     sync, sync_dir = train_run("sync", 0, tiny_model_dir)
-    ahead, ahead_dir = train_run("ahead", 1, tiny_model_dir)
+    ahead, ahead_dir = train_run("ahead", 1, tiny_model_dir, AgedRun)
     assert [r["step"] for r in sync] == [r["step"] for r in ahead] == [1, 2]
     for row in sync:  # every group sampled by the policy it trains
         assert (row["staleness_mean"], row["staleness_max"], row["stale_dropped"]) == (0, 0, 0)
@@ -156,32 +167,16 @@ def test_a_k_1_run_trains_on_groups_one_step_stale_and_k_0_is_the_synchronous_lo
         assert versions == {step - 1}
     # K = 1: step 1 starts on the base; step 2 was rolled out while step 1 trained
     assert [r["staleness_max"] for r in ahead] == [0, 1]
-    assert all(0 <= r["staleness_mean"] <= 1 and r["stale_dropped"] == 0 and r["failed_rollouts"] == 0 for r in ahead)
+    assert all(0 <= r["staleness_mean"] <= 1 and r["failed_rollouts"] == 0 for r in ahead)
     assert all("train/logprob_mismatch" in r for r in ahead if r["train/trained"])
+    # the group older than K is dropped, counted and marked; the trainer sees only the other one
+    assert [r["stale_dropped"] for r in ahead] == [0, 1] and ahead[1]["train/groups"] == 1
+    assert [g["metadata"].get("stale", False) for g in step_groups(ahead_dir, 2)] == [True, False]
     # the same scenarios in the same order, whichever K
     for step in (1, 2):
         ids = [[g["scenario"]["id"] for g in step_groups(d, step)] for d in (sync_dir, ahead_dir)]
         assert ids[0] == ids[1] and ids[0]
-        assert {t["policy_version"] for g in step_groups(ahead_dir, step) for t in g["trajectories"]} <= {step - 2, step - 1}
-
-
-def test_a_group_older_than_k_is_dropped_and_counted(home, tiny_model_dir):
-    from mcprl.runner import TrainingRun
-
-    class AgedRun(TrainingRun):
-        """Step 2's first group says it was sampled by a policy 2 versions older than step 2's."""
-
-        async def _collect(self, pool, judge, train, step):
-            collected = await super()._collect(pool, judge, train, step)
-            if step == 1:
-                for t in collected.groups[0].trajectories:
-                    t.policy_version = -1
-            return collected
-
-    rows, run_dir = train_run("aged", 1, tiny_model_dir, AgedRun)
-    assert [r["stale_dropped"] for r in rows] == [0, 1]
-    assert rows[1]["staleness_max"] <= 1 and rows[1]["train/groups"] == 1  # the trainer saw only the fresh group
-    assert [g["metadata"].get("stale", False) for g in step_groups(run_dir, 2)] == [True, False]
+    assert {t["policy_version"] for g in step_groups(ahead_dir, 2) for t in g["trajectories"]} == {-1, 0}
 
 
 def calculator_children() -> list[int]:
@@ -204,7 +199,6 @@ def calculator_children() -> list[int]:
 def test_a_k_1_run_stopped_by_its_time_budget_ends_its_rollouts_and_resumes(home, tiny_model_dir):
     """The budget ends the run after step 1 while step 2's rollouts hold their MCP sessions open:
     they end with it (no server left running), and the resumed run trains step 2 afresh."""
-    from mcprl.runner import TrainingRun
 
     hanging: list[str] = []
 
