@@ -92,6 +92,9 @@ class Trajectory(BaseModel):
     # is kept for inspection but never trained on.
     error: str | None = None
     scenario_id: str | None = None
+    # The training step whose adapter sampled it (served as NAME@STEP), set by the training run;
+    # the asynchronous pipeline trains it at a later step s only while s - policy_version <= K.
+    policy_version: int | None = None
 
     def log(self, line: str) -> None:
         self.logs.append(line)

@@ -52,6 +52,7 @@ LAYERS = {
     "mcprl.cli": APPLICATIONS,
     "autorl": APPLICATIONS,
     "mcprl.runner": APPLICATIONS,
+    "mcprl.pipeline": APPLICATIONS,  # the training run's asynchronous pipeline
     "mcprl.run_config": APPLICATIONS,
     "mcprl.evaluate": APPLICATIONS,
     "mcprl.report": APPLICATIONS,
