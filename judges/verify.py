@@ -6,7 +6,9 @@
     {"kind": "normalized", "value": "New York"}      case/punctuation/space-insensitive; numbers by value
     {"kind": "contains", "value": ["Paris", "Rome"]} fraction of the values found (normalised) in the answer
     {"kind": "holds", "value": 22.6}                 the answer holds the value (numbers by value, text as
-                                                     whole words; `any_of` a list), with at most 3 other numbers
+                                                     whole words; `any_of` a list), with at most 3 other numbers;
+                                                     `"on": "read_back"`: the result of the scenario's read-back
+                                                     call, made in the rollout's session after it (state changes)
     {"kind": "regex", "pattern": "\\b42\\b"}        1 if the pattern matches anywhere (`ignore_case` optional)
     {"kind": "json_field", "field": "order.total", "value": 12.5}  parse the answer as JSON, compare a field
     {"kind": "python", "function": "pkg.module:fn"}  fn(scenario, trajectory) -> float
@@ -113,6 +115,8 @@ class HoldsCheck(_Check):
 
     kind: Literal["holds"]
     value: Any = None
+    on: Literal["answer", "read_back"] = Field(
+        default="answer", description="what must hold it: the final answer, or the scenario's read-back call's result")
     any_of: bool = False
     max_other_numbers: int | None = Field(default=3, ge=0)
 
@@ -195,7 +199,7 @@ def checker_for(scenario: Scenario) -> Checker:
         given = numbers(scenario.task) | {n for v in values if (n := as_number(v)) is not None}
 
         def holds(s: Scenario, t: Trajectory) -> float:
-            answer = t.final_answer()
+            answer = t.final_answer() if check.on == "answer" else str(t.metadata.get("read_back") or "")
             if check.max_other_numbers is not None and len(numbers(answer) - given) > check.max_other_numbers:
                 return 0.0
             return float(any(holds_answer(answer, v) for v in values))

@@ -78,6 +78,11 @@ class TrainableModel(Model):
             raise UserError(f"model {self.name!r} is not registered; call `await model.register(LocalBackend())` first")
         return self._runtime
 
+    def pinned(self) -> Model:
+        """The policy as it is served now, pinned: a Model naming this step's adapter (`NAME@STEP`),
+        so a rollout given it samples this step throughout, whatever later steps serve."""
+        return Model.model_validate(self.model_dump(include=set(Model.model_fields)))
+
     def get_step(self) -> int:
         """Training steps taken (the step being served)."""
         if self._runtime is not None:

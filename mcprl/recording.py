@@ -194,6 +194,8 @@ class Recorder:
                     result = await agent(self, *args)
                 if limit.cancelled_caught:
                     self._truncate(f"the episode's time limit of {self.time_limit_s:g} s was reached")
+                if self.scenario.read_back and self.tools is not None:
+                    await self._read_back(self.tools.session, self.scenario.read_back)
         except ServerGone as e:
             traj.error = traj.error or f"MCP server gone: {e}"
         except openai.APIError as e:
@@ -210,6 +212,13 @@ class Recorder:
         self._finish()
         traj.metrics["seconds"] = time.perf_counter() - t0
         return traj
+
+    async def _read_back(self, session: ToolSession, call: dict[str, Any]) -> None:
+        """The scenario's read-back call, made in the episode's own session once it is over (not a
+        turn of the policy's): its result is the state a check `on: read_back` scores."""
+        outcome = await session.call(call["tool"], call.get("arguments") or {})  # timed out like any call
+        self.trajectory.metadata["read_back"] = "" if outcome.is_error else outcome.text
+        self.trajectory.log(f"read back {call['tool']}: {clip(outcome.text, 200)}")
 
     def _truncate(self, reason: str) -> None:
         """End the episode truncated (see the module's docstring): kept, scored, not failed."""

@@ -15,11 +15,13 @@ import random
 import signal
 import time
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from mcprl import agents, memory, tasks
 from mcprl.errors import UserError
 from mcprl.metrics import MetricsLog, rollout_metrics
+from mcprl.pipeline import Pipeline, policy_version, split_stale
 from mcprl.run_config import RunConfig, load_saved
 from mcprl.tools.redact import redact, redact_model
 from mcprl.types import Scenario, TrajectoryGroup, dump_jsonl
@@ -79,6 +81,17 @@ def learnable(group: TrajectoryGroup) -> bool:
     return not group.skipped and len({t.reward for t in group.valid}) > 1
 
 
+@dataclass
+class Collected:
+    """A step's groups as collected (rolled out, scored, topped up, retried), before training."""
+
+    step: int  # 0-based: the policy version it trains
+    groups: list[TrajectoryGroup]
+    batch_size: int  # groups of its batch (the rest were drawn by dynamic sampling)
+    warmup: bool
+    retried: int  # groups replaced by guided retries
+
+
 class TrainingRun:
     """The loop: evaluate the base model, then train steps (evaluating every `eval_every`), then
     the final evaluation; each stage's work is its own module's (see mcprl.run_config)."""
@@ -133,13 +146,16 @@ class TrainingRun:
             budget_s = cfg.time_budget_minutes * 60 if cfg.time_budget_minutes else float("inf")
             spent = 0.0
             with Interrupt(self.say) as interrupt:
-                while step < cfg.steps and not interrupt.requested and spent < budget_s:
-                    t0 = time.monotonic()
-                    await self._train_step(pool, judge, train, step)
-                    spent += time.monotonic() - t0
-                    step = self.model.get_step()
-                    if step < cfg.steps and cfg.eval_every and step % cfg.eval_every == 0:
-                        await self._evaluate(pool, val, step)
+                async with Pipeline(lambda s: self._collect(pool, judge, train, s), step, cfg.steps,
+                                    cfg.train.max_off_policy_steps) as pipeline:
+                    while step < cfg.steps and not interrupt.requested and spent < budget_s:
+                        t0 = time.monotonic()
+                        await self._learn(await pipeline.next())
+                        pipeline.trained()
+                        spent += time.monotonic() - t0
+                        step = self.model.get_step()
+                        if step < cfg.steps and cfg.eval_every and step % cfg.eval_every == 0:
+                            await self._evaluate(pool, val, step)
             interrupted = interrupt.requested and step < cfg.steps
             if spent >= budget_s:
                 self.say(f"time budget of {cfg.time_budget_minutes:g} min used after {step} steps")
@@ -175,6 +191,9 @@ class TrainingRun:
         from mcprl.gather import gather_trajectory_groups, untrainable
 
         configs = configs or [self.cfg.rollout] * len(scenarios)
+        # Every rollout of this call samples the step served now, however long it waits for a slot
+        # and whatever steps are trained meanwhile (the asynchronous pipeline), and says which.
+        policy, version = self.model.pinned(), self.model.get_step()
         total = len(scenarios) * per
         task = self.progress.add_task(label, total=total) if self.progress else None
 
@@ -183,16 +202,18 @@ class TrainingRun:
                 self.progress.update(task, completed=done)
 
         if self.cluster is not None:
-            groups = await self.cluster.run(self.model, scenarios, per, configs, max_concurrency=self.cfg.max_concurrency, progress=tick)
+            groups = await self.cluster.run(policy, scenarios, per, configs, max_concurrency=self.cfg.max_concurrency, progress=tick)
         else:
             groups = await gather_trajectory_groups(
-                [[self.agent(self.model, s, pool, rc) for _ in range(per)] for s, rc in zip(scenarios, configs)],
+                [[self.agent(policy, s, pool, rc) for _ in range(per)] for s, rc in zip(scenarios, configs)],
                 max_concurrency=self.cfg.max_concurrency, progress=tick,
             )
         if self.progress is not None:
             self.progress.remove_task(task)
         for g, s in zip(groups, scenarios):
             g.scenario = s
+            for t in g.trajectories:
+                t.policy_version = version
         if (bad := untrainable(groups)) is not None:
             count, total, reason = bad
             raise UserError(f"{label}: {count} of {total} rollouts failed or sampled nothing, so the run would train nothing; "
@@ -202,7 +223,8 @@ class TrainingRun:
     def _cluster_metrics(self, groups: list[TrajectoryGroup]) -> dict[str, float]:
         return self.cluster.metrics(groups) if self.cluster is not None else {}
 
-    async def _train_step(self, pool, judge, train: list[Scenario], step: int) -> None:
+    async def _collect(self, pool, judge, train: list[Scenario], step: int) -> Collected:
+        """Step `step`'s groups: its batch rolled out and scored, topped up and retried."""
         from mcprl.judges import score_groups
 
         cfg = self.cfg
@@ -218,21 +240,38 @@ class TrainingRun:
             more, extra = extra[:need], extra[need:]
             groups += await score_groups(judge, await self._rollouts(pool, more, cfg.group_size, f"{label}, {len(more)} more"))
         retried = await self._guided_retries(pool, judge, groups, label) if cfg.guided_retry and not warmup else 0
-        dump_jsonl([redact_model(g, self.secrets) for g in groups], self.dir / "trajectories" / f"step_{step + 1:04d}.jsonl")
+        return Collected(step, groups, len(batch), warmup, retried)
+
+    async def _learn(self, c: Collected) -> None:
+        """Train step `c.step` on its groups, but those sampled more than max_off_policy_steps
+        versions ago (dropped, counted in `stale_dropped`); record the step."""
+        cfg, groups, warmup = self.cfg, c.groups, c.warmup
+        assert self.model.get_step() == c.step, (self.model.get_step(), c.step)
+        fresh, stale = split_stale(groups, c.step, cfg.train.max_off_policy_steps)
+        for g in stale:
+            g.metadata["stale"] = True
+        dump_jsonl([redact_model(g, self.secrets) for g in groups], self.dir / "trajectories" / f"step_{c.step + 1:04d}.jsonl")
         tc = cfg.train.model_copy(update={"advantage": "reward"}) if warmup else cfg.train
-        train_metrics = await self.model.train(groups, tc)
-        sampling = {"groups_drawn": len(groups) - len(batch), "groups_dropped": 0 if warmup else sum(not learnable(g) for g in groups),
-                    "groups_guided": retried}
-        row = {"kind": "train", "step": self.model.get_step(), "sft_warmup": warmup, **rollout_metrics(groups), **sampling,
+        train_metrics = await self.model.train(fresh, tc)
+        sampling = {"groups_drawn": len(groups) - c.batch_size, "groups_dropped": 0 if warmup else sum(not learnable(g) for g in groups),
+                    "groups_guided": c.retried}
+        # How many versions behind the trained policy its groups were sampled (0 in the synchronous loop)
+        ages = [c.step - v for g in fresh if (v := policy_version(g)) is not None]
+        staleness = {"staleness_mean": sum(ages) / len(ages) if ages else 0.0, "staleness_max": max(ages, default=0),
+                     "stale_dropped": len(stale)}
+        row = {"kind": "train", "step": self.model.get_step(), "sft_warmup": warmup, **rollout_metrics(groups), **sampling, **staleness,
                **{f"train/{k}": v for k, v in train_metrics.items()}, "peak_rss_mb": memory.peak_rss_mb(), **self._cluster_metrics(groups)}
         self.metrics.append(row)
         self.say(
             f"step {row['step']}/{cfg.steps}: reward {row['reward_mean']:.3f}, tool calls {row['tool_call_rate']:.0%}, "
             f"success {row.get('success_rate', float('nan')):.0%}, trained groups "
             f"{int(train_metrics.get('groups_trained', 0))}/{int(row['groups'])}"
-            # trainer vs sampler logprobs before the update: about 0 unless the two compute different distributions
+            # trainer vs sampler logprobs before the update: about 0 unless the two compute different
+            # distributions, or (the asynchronous pipeline) the sampler's policy was an older step's
             + (f", logprob mismatch {train_metrics['logprob_mismatch']:.2g} (max {train_metrics['logprob_mismatch_max']:.2g})"
                if "logprob_mismatch" in train_metrics else "")
+            + (f", staleness {staleness['staleness_mean']:.2g} (max {staleness['staleness_max']}), {len(stale)} stale group(s) dropped"
+               if cfg.train.max_off_policy_steps else "")
         )
 
     async def _guided_retries(self, pool, judge, groups: list[TrajectoryGroup], label: str) -> int:

@@ -38,6 +38,9 @@ class Scenario(BaseModel):
     # {"kind": "server", "server": "inventory", "spec": {...}} (see mcprl.judges.verify).
     check: dict[str, Any] | None = None
     tools: list[str] = Field(default_factory=list, description="tools the task is expected to use")
+    read_back: dict[str, Any] | None = Field(
+        default=None, description='{"tool": ..., "arguments": {...}}: a call made in the rollout\'s own session after the '
+        'episode, whose result a check `"on": "read_back"` scores (a task that changes state)')
     split: Literal["train", "val"] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -89,6 +92,9 @@ class Trajectory(BaseModel):
     # is kept for inspection but never trained on.
     error: str | None = None
     scenario_id: str | None = None
+    # The training step whose adapter sampled it (served as NAME@STEP), set by the training run;
+    # the asynchronous pipeline trains it at a later step s only while s - policy_version <= K.
+    policy_version: int | None = None
 
     def log(self, line: str) -> None:
         self.logs.append(line)

@@ -1,5 +1,5 @@
 """Exploring a live MCP server: a bounded, seeded walk over its tools that records every call and
-result. Grounded tasks (`scenarios.grounded`) are made from this record.
+result. Grounded tasks (`mcprl.scenarios.grounded`) are made from this record.
 
 Which tools are called. MCP's tool annotations decide first (`readOnlyHint`, `destructiveHint`),
 the tool's name and description second (`get_`/`list_`/`search_` read, `create_`/`delete_`/`send_`
@@ -12,7 +12,8 @@ unless the user says it is (`--isolated`).
 Where arguments come from, in order of preference: values that earlier results in the same
 session held, matched to the parameter by name or by the shape of the examples its description
 gives (`SKU-1234`, `msg-0042`); the schema's enums, defaults and examples; values sampled from the
-schema. A value taken from an earlier result links the two calls, so the record holds chains
+schema, or, for a few calls where nothing else gave a value, written by the generator model as
+JSON under the tool's input schema (a city a weather tool knows, a real-looking query). A value taken from an earlier result links the two calls, so the record holds chains
 (search, then get; list, then read), and multi-step tasks exist.
 
 Bounds: `calls` in all, `minutes` of wall time, `call_timeout` per call (a tool that hangs is
@@ -24,7 +25,7 @@ from __future__ import annotations
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,7 @@ WRITE_WORDS = frozenset(
 SESSION_CALLS = 6  # calls per session: one chain's worth of state
 SHOWN_VALUES = 24  # values remembered per session, the latest first
 SESSIONS_AT_ONCE = 4  # per-rollout sessions explored concurrently (each its own server process)
+READ_BACKS = 2  # earlier reads repeated after a write, per write: what the write changed
 
 
 class ExploreConfig(BaseModel):
@@ -62,6 +64,9 @@ class ExploreConfig(BaseModel):
     minutes: float = Field(default=3.0, gt=0, description="minutes at most while exploring the server")
     call_timeout: float = Field(default=10.0, gt=0, description="seconds a call may take while exploring; a tool that hangs is skipped")
     writes: bool = Field(default=False, description="also call tools that may write on a shared (HTTP/SSE) server")
+    generated: int | None = Field(default=None, ge=0, description="calls at most whose arguments the generator model writes "
+                                  "(JSON under the tool's input schema) where only the schema gave values; default: 8, "
+                                  "none with the offline local generator")
     isolated: bool | None = Field(
         default=None, description="each session gets fresh server state (default: per-rollout stdio servers whose command names no file)")
     phrase: bool | None = Field(
@@ -82,6 +87,9 @@ class ExploredCall(BaseModel):
     latency_s: float = 0.0
     sources: dict[str, str] = Field(default_factory=dict, description="argument -> where its value came from")
     parents: list[int] = Field(default_factory=list, description="calls whose results gave argument values")
+    writes: bool = Field(default=False, description="the tool may change the server's state")
+    reads_back: int | None = Field(default=None, description="the write call this call reads back: it repeats `repeats` after it")
+    repeats: int | None = Field(default=None, description="the earlier read of the same session this call repeats")
 
 
 class Exploration(BaseModel):
@@ -306,10 +314,15 @@ def _coerce(value: Any, schema: dict[str, Any]) -> Any:
     return value
 
 
+# Writes a call's arguments for a tool (its MCP definition), given values seen in the session; None if it cannot.
+Proposer = Callable[[dict[str, Any], list[Any]], Awaitable["dict[str, Any] | None"]]
+
+
 async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callable[[str], None] = print,
-                  record: Path | None = None, secrets: list[str] | None = None) -> Exploration:
+                  record: Path | None = None, secrets: list[str] | None = None, propose: Proposer | None = None) -> Exploration:
     """Explore `pool`'s server within `cfg`'s bounds; the record is also written to `record`
-    (JSONL, secrets masked) when given."""
+    (JSONL, secrets masked) when given. `propose` (the generator model) writes the arguments of up
+    to `cfg.generated` calls whose every value would otherwise be sampled from the schema."""
     import anyio
 
     from mcprl.tools import ToolPool as Pool
@@ -337,10 +350,30 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
     started = time.monotonic()
 
     made = 0  # calls begun, finished or not: concurrent sessions share the bound
+    generated = 0  # calls whose arguments `propose` wrote
+
+    async def call(session: ToolSession, number: int, name: str, args: dict[str, Any], **fields: Any) -> ExploredCall | None:
+        """Make and record one call; None when the server went away (the session ends)."""
+        try:
+            outcome = await session.call(name, args)
+        except ServerGone as e:
+            out.calls.append(ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args,
+                                          text=f"Error: the server went away ({e.reason})", is_error=True,
+                                          error_kind="protocol", **fields))
+            return None
+        recorded = ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args, text=outcome.text,
+                                structured=outcome.structured, is_error=outcome.is_error, error_kind=outcome.error_kind,
+                                latency_s=round(outcome.latency_s, 3), writes=may_write(tools[name]), **fields)
+        out.calls.append(recorded)
+        if outcome.error_kind == "timeout" and name not in out.hung_tools:
+            out.hung_tools.append(name)
+            say(f"warning: {name} did not answer within {cfg.call_timeout:g} s while exploring; skipping it")
+        return recorded
 
     async def session_walk(session: ToolSession, number: int) -> None:
-        nonlocal made
+        nonlocal made, generated
         seen: list[_Value] = []
+        reads: dict[str, ExploredCall] = {}  # the session's answered reads, by call: what a write may change
         for _ in range(SESSION_CALLS):
             live = [n for n in tools if n not in out.hung_tools]
             if made >= cfg.calls or not live:
@@ -355,24 +388,33 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
             if validators[name] is not None and not validators[name].is_valid(args):
                 args, sources, parents = writer.arguments(schema, [])  # what a result gave did not fit
                 args = {k: _coerce(v, props.get(k) or {}) for k, v in args.items()}
+            if propose is not None and generated < (cfg.generated or 0) and sources and set(sources.values()) == {"schema"}:
+                generated += 1  # nothing but the schema gave a value: a model may know what the tool wants
+                written = await propose(tools[name], [v.value for v in seen[-SHOWN_VALUES:]])
+                if isinstance(written, dict) and written and (validators[name] is None or validators[name].is_valid(written)):
+                    args, sources, parents = written, dict.fromkeys(written, "generator"), []
             called[name] += 1
-            try:
-                outcome = await session.call(name, args)
-            except ServerGone as e:
-                out.calls.append(ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args,
-                                              text=f"Error: the server went away ({e.reason})", is_error=True,
-                                              error_kind="protocol", sources=sources, parents=parents))
+            made_call = await call(session, number, name, args, sources=sources, parents=parents)
+            if made_call is None:
                 return
-            call = ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args, text=outcome.text,
-                                structured=outcome.structured, is_error=outcome.is_error, error_kind=outcome.error_kind,
-                                latency_s=round(outcome.latency_s, 3), sources=sources, parents=parents)
-            out.calls.append(call)
-            if outcome.error_kind == "timeout" and name not in out.hung_tools:
-                out.hung_tools.append(name)
-                say(f"warning: {name} did not answer within {cfg.call_timeout:g} s while exploring; skipping it")
-            if not outcome.is_error:
-                seen += [_Value(value=v, field=k, call=call.index) for k, v in result_values(outcome.text, outcome.structured)
-                         if not (isinstance(v, str) and len(v) > 80)]
+            if made_call.is_error:
+                continue
+            seen += [_Value(value=v, field=k, call=made_call.index) for k, v in result_values(made_call.text, made_call.structured)
+                     if not (isinstance(v, str) and len(v) > 80)]
+            if not made_call.writes:
+                reads[repr((name, args))] = made_call
+                continue
+            # a write: read again what the session read before it, so the record shows what it changed
+            for before in list(reads.values())[-READ_BACKS:][::-1]:
+                if made >= cfg.calls or before.tool in out.hung_tools:
+                    break
+                made += 1
+                again = await call(session, number, before.tool, before.arguments, reads_back=made_call.index,
+                                   repeats=before.index, sources=before.sources, parents=before.parents)
+                if again is None:
+                    return
+                if not again.is_error:
+                    reads[repr((again.tool, again.arguments))] = again
 
     sessions = iter(range(cfg.calls))  # session numbers: at most one per call
 

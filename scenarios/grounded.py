@@ -1,15 +1,20 @@
 """Grounded scenarios: tasks whose answers a live server gave, checked by value, with the call
 chain that reached each one.
 
-From an exploration's record (`scenarios.explore`), every call that answered without error is a
+From an exploration's record (`mcprl.scenarios.explore`), every call that answered without error is a
 source of tasks whose answer is a value its result holds:
 
-    result   a short result (a computed number, a converted amount): "Add two numbers (a = 3, b = 4)."
+    result   a short result (a computed number, a converted amount): "Add two numbers and return 3 + 4.
+             What is the result?" (the description with the call's values in place of its arguments)
     field    a labelled field of a record the result holds, asked about the record by a name-like
              value of its own or by the call's arguments: 'What is the price of the item "steel hammer"?'
     chain    a `result` whose call took an argument from an earlier call's result: both calls, in order
+    write    a call that changed the server's state ("Add a product to the cart (product id P-101)."),
+             checked by reading it back: a read the exploration repeated after the write, whose result
+             then held a value it did not hold before (`Scenario.read_back`; the rollout makes that
+             call in its own session once the episode is over)
 
-Each task carries a `holds` check (numbers by value, text as whole words; judges.verify), so the
+Each task carries a `holds` check (numbers by value, text as whole words; mcprl.judges.verify), so the
 `verify` judge scores it with no LLM; its reference chain (`metadata["reference"]`: the calls, in
 order); and a difficulty, the chain's length. Tasks are phrased from templates made of the tool's
 description and argument names; a generator model may rephrase them (JSON via `response_format`;
@@ -34,6 +39,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from mcprl.judges.verify import holds_answer, normalize_text, numbers
+from mcprl.errors import clip
 from mcprl.types import Scenario
 from mcprl.scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall
 from mcprl.scenarios.results import result_data, result_records, result_values
@@ -82,6 +88,32 @@ def _args_text(args: dict[str, Any]) -> str:
     return ", ".join(f"{k.replace('_', ' ')} {_shown(v)}" for k, v in args.items())
 
 
+def _instruction(description: str, tool: str, args: dict[str, Any], linked: frozenset[str] = frozenset()) -> str:
+    """What a call does, from its tool's description with the call's values in place of the
+    argument names it mentions ("Subtract b from a" -> "Subtract 6.25 from 12"); the arguments it
+    does not mention follow in brackets. A `linked` argument is "the previous result"."""
+    text = _summary(description) or f"Use {tool}"
+    rest: dict[str, str] = {}
+    for name, value in args.items():
+        shown = "the previous result" if name in linked else _shown(value)
+        # a one-letter name beside an operator ("a - b") is a variable everywhere; elsewhere only where
+        # no word follows it, so that an article ("a number") stays
+        operand = len(name) > 1 or re.search(rf"(?<!\w){name}\s*[-+*/%^=<>]|[-+*/%^=<>]\s*{name}(?!\w)", text)
+        tail = "" if operand else r"(?!\s+[A-Za-z]{3})"
+        pattern = rf"(?<![\w-]){re.escape(name.replace('_', ' '))}(?![\w-]){tail}"
+        # (never the first word: that is the verb, "Change an item's stock" with an argument `change`)
+        word = len(name) > 1
+        text, hits = re.subn(rf"(?<=.){pattern}" if word else pattern, lambda _: shown, text, flags=re.IGNORECASE if word else 0)
+        if not hits:
+            rest[name.replace("_", " ")] = shown
+    return f"{text} ({', '.join(f'{k} {v}' for k, v in rest.items())})" if rest else text
+
+
+# How a task asks for a result: a few wordings, so that no one sentence shape is what the policy learns
+ASKS = ("{}. What is the result?", "{}: what do you get?", "{}, and tell me the result.", "What is the result? {}.")
+DOES = ("{}.", "Please do this: {}.", "{}, please.")  # how a task asks for a change
+
+
 def _noun(tool: str) -> str:
     """What a tool's results are about, from its name: `get_item` -> item, `search_emails` -> email."""
     from mcprl.scenarios.explore import _words
@@ -121,13 +153,35 @@ def _chain(calls: list[ExploredCall], call: ExploredCall) -> list[ExploredCall]:
     return [order[i] for i in sorted(order)]
 
 
-def _scenario(task: str, answer: Any, chain: list[ExploredCall], kind: str) -> Scenario:
+def _scenario(task: str, answer: Any, chain: list[ExploredCall], kind: str, read_back: ExploredCall | None = None) -> Scenario:
     return Scenario(
-        task=task, answer=answer, check={"kind": "holds"}, difficulty=min(5, len(chain)),
-        tools=list(dict.fromkeys(c.tool for c in chain)),
+        task=task, answer=answer, difficulty=min(5, len(chain)), tools=list(dict.fromkeys(c.tool for c in chain)),
+        # a task that changes state is checked on the state it leaves (its read-back), a record: any numbers
+        check={"kind": "holds"} if read_back is None else {"kind": "holds", "on": "read_back", "max_other_numbers": None},
+        read_back=None if read_back is None else {"tool": read_back.tool, "arguments": read_back.arguments},
         metadata={"source": "grounded", "kind": kind,
-                  "reference": [{"tool": c.tool, "arguments": c.arguments} for c in chain]},
+                  "reference": [{"tool": c.tool, "arguments": c.arguments, "result": clip(c.text, 400)} for c in chain]},
     )
+
+
+def _write_tasks(calls: list[ExploredCall], again: ExploredCall, descriptions: dict[str, str], rng: random.Random) -> list[Scenario]:
+    """A task to make the write that `again` (a read repeated after it) shows the effect of,
+    checked by that read in the rollout's own session: it must hold a value that changed."""
+    by_index = {c.index: c for c in calls}
+    write, before = by_index.get(again.reads_back), by_index.get(again.repeats)  # type: ignore[arg-type]
+    if write is None or before is None or write.is_error or before.is_error or again.is_error:
+        return []
+    chain = _chain(calls, write)
+    if any(c.is_error for c in chain):
+        return []
+    old = {(k, str(v)) for k, v in result_values(before.text, before.structured)}
+    # a value the read did not hold before the write: holding it afterwards is the write's doing
+    changed = [v for k, v in result_values(again.text, again.structured)
+               if (k, str(v)) not in old and _holds(v) and not holds_answer(before.text, v)]
+    if not changed:
+        return []
+    action = _instruction(descriptions.get(write.tool, ""), write.tool, write.arguments)
+    return [_scenario(rng.choice(DOES).format(action), rng.choice(changed), chain, "write", read_back=again)]
 
 
 def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: int) -> list[Scenario]:
@@ -136,29 +190,24 @@ def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: 
     calls = exploration.calls
     out: list[Scenario] = []
     for call in calls:
+        if call.reads_back is not None:  # what a write changed: a task to make it, not a question on it
+            out += _write_tasks(calls, call, descriptions, rng)
+            continue
         if call.is_error:
             continue
         chain = _chain(calls, call)
         if any(c.is_error for c in chain):
             continue
-        summary = _summary(descriptions.get(call.tool, "")) or f"Use {call.tool}"
         data = result_data(call.text, call.structured)
         answer = _answer(str(data) if data is not None else call.text) if data is None or isinstance(data, (str, int, float)) else None
         said = [str(v) for v in call.arguments.values()]
         # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer
         echo = isinstance(answer, str) and any(v and normalize_text(v) in normalize_text(answer) for v in said)
         if answer is not None and not echo and not holds_answer(" ".join(said), answer):
-            if len(chain) == 1:
-                task = f"{summary} ({_args_text(call.arguments)}). What is the result?" if call.arguments else \
-                    f"{summary}. What is the result?"
-            else:
-                steps = []
-                for c in chain:
-                    linked = {k: v for k, v in c.arguments.items() if c.sources.get(k, "").startswith("result:")}
-                    rest = {k: v for k, v in c.arguments.items() if k not in linked}
-                    given = [f"{k.replace('_', ' ')} from the previous result" for k in linked] + ([_args_text(rest)] if rest else [])
-                    steps.append(f"{_summary(descriptions.get(c.tool, '')) or 'Use ' + c.tool} ({', '.join(given)})")
-                task = ". Then ".join(steps) + ". What is the final result?"
+            steps = [_instruction(descriptions.get(c.tool, ""), c.tool, c.arguments,
+                                  frozenset(k for k in c.arguments if c.sources.get(k, "").startswith("result:")))
+                     for c in chain]
+            task = rng.choice(ASKS).format(". Then ".join(steps))
             out.append(_scenario(task, answer, chain, "chain" if len(chain) > 1 else "result"))
             continue
         out += _field_tasks(call, chain, rng)
@@ -184,7 +233,8 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
         names.sort(key=lambda v: (" " not in v, bool(re.search(r"\d", v))))  # names before codes
         for field, value in rng.sample(labelled, min(FIELDS_PER_RESULT, len(labelled))):
             label = next((n for n in names if n != value and sum(n in str(v) for _, v in pairs) == 1), None)
-            if label is not None:
+            # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user might
+            if label is not None and (listing or not call.arguments or rng.random() < 0.5):
                 task = f'What is the {field.lower().replace("_", " ")} of the {noun} "{label}"?'
             elif not listing and call.arguments:
                 task = f"What is the {field.lower().replace('_', ' ')} of the {noun} with {_args_text(call.arguments)}?"
@@ -210,7 +260,7 @@ async def verify(tasks: list[Scenario], pool: ToolPool, *, say: Callable[[str], 
 
     by_chain: dict[str, list[Scenario]] = defaultdict(list)
     for t in tasks:
-        by_chain[repr(t.metadata["reference"])].append(t)
+        by_chain[repr(([(c["tool"], c["arguments"]) for c in t.metadata["reference"]], t.read_back))].append(t)
     kept: list[Scenario] = []
     dropped: Counter = Counter()
     limiter = anyio.CapacityLimiter(SESSIONS_AT_ONCE if pool.per_rollout else 1)
@@ -222,7 +272,8 @@ async def verify(tasks: list[Scenario], pool: ToolPool, *, say: Callable[[str], 
         async with limiter:
             try:
                 async with pool.session() as session:
-                    for step in group[0].metadata["reference"]:
+                    read_back = [group[0].read_back] if group[0].read_back else []
+                    for step in [*group[0].metadata["reference"], *read_back]:
                         outcome = await session.call(step["tool"], step["arguments"])
                         if outcome.is_error:
                             last = None

@@ -11,16 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcprl.errors import UserError
+from mcprl.errors import UserError, clip
 from mcprl.types import Scenario, dump_jsonl, load_jsonl
 
 if TYPE_CHECKING:
     from mcprl.tools import ToolPool
     from mcprl.scenarios.explore import ExploreConfig
+
+
+GENERATED = 8  # exploration calls whose arguments a generator other than the local one writes, by default
+PROPOSE_PROMPT = ("Write the arguments of one call of this tool as JSON: realistic values a user would ask it about, "
+                  "taken from the values seen when one fits.")
 
 
 class ScenarioConfig(BaseModel):
@@ -96,7 +101,25 @@ async def grounded(pool: ToolPool, n: int, explore: ExploreConfig | None, record
     phrase = cfg.phrase if cfg.phrase is not None else not is_local(model)
     record.parent.mkdir(parents=True, exist_ok=True)
     say(f"exploring {pool.spec.target} (at most {cfg.calls} calls, {cfg.minutes:g} min) ...")
-    exploration = await explore_server(pool, cfg, seed=seed, say=say, record=record, secrets=secrets)
+
+    async def propose(tool: dict[str, Any], seen: list[Any]) -> dict[str, Any] | None:
+        """Arguments for one call of `tool`, by the generator; None when its call fails (exploring goes on)."""
+        from mcprl.llm import LLMError, complete, extract_json
+
+        shown = json.dumps(seen[:12], default=str)[:600]
+        messages = [{"role": "system", "content": PROPOSE_PROMPT},
+                    {"role": "user", "content": f"Tool: {tool['name']}\n{tool.get('description') or ''}\nValues seen: {shown}"}]
+        try:
+            reply = await complete(model, messages, api_base=api_base, json_schema=tool.get("inputSchema") or {"type": "object"},
+                                   temperature=0.7, max_tokens=160, seed=seed, num_retries=0)
+            return extract_json(reply.text)
+        except (LLMError, UserError, ValueError) as e:
+            say(f"warning: the generator wrote no arguments for {tool['name']} ({clip(str(e), 160)}); sampling them")
+            return None
+
+    if cfg.generated is None:  # the offline 135M writes arguments no better than sampling does, and would load a second model
+        cfg = cfg.model_copy(update={"generated": 0 if is_local(model) else GENERATED})
+    exploration = await explore_server(pool, cfg, seed=seed, say=say, record=record, secrets=secrets, propose=propose)
     say(exploration.summary())
     scenarios, report = await ground(pool, n, exploration, seed=seed, phrase_with=model if phrase else None,
                                      api_base=api_base, say=say)

@@ -53,16 +53,17 @@ def groups(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines()]
 
 
-def train_in_process(home: Path, tiny_model_dir: Path, name: str, during=None, **cluster) -> Path:
+def train_in_process(home: Path, tiny_model_dir: Path, name: str, during=None, k: int = 0, **cluster) -> Path:
     """A 2-step run of the tiny model against the calculator server (in this process: no second
-    interpreter to start); `during(run)` runs beside it. Returns the run's directory."""
+    interpreter to start), its rollouts up to `k` steps ahead of training (train.max_off_policy_steps);
+    `during(run)` runs beside it. Returns the run's directory."""
     from mcprl.run_config import load_config
     from mcprl.runner import TrainingRun
 
     cfg = load_config(None, {"server.target": "python -m mcprl.servers.calculator", "scenarios.tasks": "calculator", "scenarios.n": 12,
                              "scenarios.val_size": 1, "group_size": 2, "groups_per_step": 2, "max_extra_groups": 0, "seed": 3,
                              "rollout.max_tokens": 6, "rollout.max_turns": 2, "eval_every": 0, "steps": 2, "model": str(tiny_model_dir),
-                             "name": name, **{f"cluster.{k}": v for k, v in cluster.items()}})
+                             "name": name, "train.max_off_policy_steps": k, **{f"cluster.{key}": v for key, v in cluster.items()}})
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MCPRL_HOME", str(home))
         run = TrainingRun(cfg, say=lambda _: None)
@@ -134,6 +135,16 @@ def test_the_same_seed_sees_the_same_scenarios_in_the_same_order_on_local_and_ra
     for f in ["trajectories/step_0001.jsonl", "trajectories/step_0002.jsonl", "eval/step_0000.jsonl", "eval/step_0002.jsonl"]:
         ids = [[g["scenario"]["id"] for g in groups(d / f)] for d in (local, ray_run)]
         assert ids[0] == ids[1] and ids[0], f
+
+
+def test_a_k_1_run_rolls_out_step_2_on_the_workers_while_step_1_trains(cluster, tiny_model_dir, tmp_path):
+    run_dir = train_in_process(tmp_path, tiny_model_dir, "a", k=1, engine="ray", address=cluster.address, rollout_workers=2, worker_cpus=1)
+    train = [r for r in rows(run_dir) if r["kind"] == "train"]
+    assert [(r["step"], r["staleness_max"], r["stale_dropped"]) for r in train] == [(1, 0, 0), (2, 1, 0)]
+    for step, row in zip((1, 2), train):
+        assert sum(per_node(row).values()) == 4 and row["failed_rollouts"] == 0  # step 2's sampled by step 0's adapter, still served
+        gs = groups(run_dir / "trajectories" / f"step_{step:04d}.jsonl")
+        assert {t["policy_version"] for g in gs for t in g["trajectories"]} == {0}
 
 
 def test_an_unreachable_ray_address_is_one_line_before_any_work(home, monkeypatch, capsys):

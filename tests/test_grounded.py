@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mcprl.judges import VerifyJudge
+from mcprl.judges.verify import holds_answer
 from mcprl.errors import UserError
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
@@ -92,7 +93,8 @@ async def test_grounded_tasks_on_a_stdio_server_are_checked_by_value_and_replaye
     assert len(tasks) >= 4 and report.kept == len(tasks)
     assert not any("run_query" in t.tools for t in tasks)
     for t in tasks:
-        assert t.check == {"kind": "holds"} and t.metadata["reference"] and t.difficulty == len(t.metadata["reference"])
+        on = {} if t.read_back is None else {"on": "read_back", "max_other_numbers": None}
+        assert t.check == {"kind": "holds", **on} and t.metadata["reference"] and t.difficulty == len(t.metadata["reference"])
     # the clock's tasks do not reproduce on replay, so none is kept
     assert not any(t.tools == ["now"] for t in tasks)
     assert report.dropped.get("answer not reproduced", 0) >= 1
@@ -109,6 +111,27 @@ async def test_writes_stay_inside_a_fresh_session(shop_grounded):
     for t in tasks:
         if t.tools[-1:] == ["cart_size"]:
             assert t.answer == 0
+
+
+async def test_a_write_is_a_task_checked_by_reading_back_the_rollouts_own_session(shop_grounded, tiny_model_dir):
+    from scripted_policy import call, scripted_endpoint
+
+    from mcprl.rollout import rollout
+
+    exploration, tasks, _ = shop_grounded
+    # exploring repeated the session's earlier reads after the write: the cart's size went 0 -> 1
+    assert any(c.reads_back is not None and c.tool == "cart_size" and c.text == "1" for c in exploration.calls)
+    task = next(t for t in tasks if t.read_back)
+    assert task.read_back == {"tool": "cart_size", "arguments": {}} and task.answer == 1
+    assert task.metadata["reference"][-1]["tool"] == "add_to_cart" and "Add a product to the cart" in task.task
+    product = task.metadata["reference"][-1]["arguments"]["product_id"]
+    judge = VerifyJudge()
+    async with ToolPool(shop()) as pool:
+        with scripted_endpoint(tiny_model_dir, [call("add_to_cart", product_id=product), "Added.", "Done."]) as (model, _):
+            did, didnt = await rollout(model, task, pool), await rollout(model, task, pool)
+    assert did.metadata["read_back"] == "1" and didnt.metadata["read_back"] == "0"  # each its own fresh session
+    group = await judge.score_group(TrajectoryGroup(scenario=task, trajectories=[did, didnt]))
+    assert [t.reward for t in group.trajectories] == [1.0, 0.0]  # the answer's words do not matter: the state does
 
 
 async def test_a_shared_server_is_never_sent_a_tool_that_may_write():
@@ -158,6 +181,34 @@ async def test_a_server_with_nothing_to_ground_stops_with_the_fix(tmp_path):
     assert (tmp_path / "exploration.jsonl").exists()
 
 
+async def test_the_generator_writes_arguments_where_only_the_schema_gave_values(tmp_path, monkeypatch):
+    import json
+
+    from mcprl.scenarios.source import grounded
+    from tests.fake_llm import FakeLLM
+
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    weather = ServerSpec.parse(f"{sys.executable} {Path(__file__).parent / 'one_tool_server.py'}")
+    cities = iter(["Oslo", "Cairo", "Atlantis", "Lima"] * 4)
+
+    def reply(body):
+        assert body["response_format"]["json_schema"]["schema"]["properties"]["city"]["type"] == "string"
+        return json.dumps({"city": next(cities)})
+
+    files = tmp_path / "exploration.jsonl", tmp_path / "grounding.json"
+    async with ToolPool(weather) as pool:
+        # sampled from the schema, the city is a word of the description: no forecast, nothing to ground
+        with pytest.raises(UserError, match="nothing it answered could be grounded"):
+            await grounded(pool, 4, ExploreConfig(calls=6, generated=0, phrase=False), *files, seed=0,
+                           model="openai/fake", say=lambda _: None)
+        with FakeLLM(handler=reply) as llm:
+            tasks = await grounded(pool, 4, ExploreConfig(calls=6, generated=4, phrase=False), *files, seed=0,
+                                   model="openai/fake", api_base=llm.base_url, say=lambda _: None)
+    assert len(llm.requests) == 4  # the bound: the two calls after it sampled
+    answers = {t.metadata["reference"][0]["arguments"]["city"]: t.answer for t in tasks}
+    assert answers == {"Oslo": -3, "Cairo": 31, "Lima": 19}  # "no forecast for Atlantis" grounds nothing
+
+
 async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_reference_call(tmp_path):
     from mcprl.demonstration import settle
     from mcprl.scenarios.source import ScenarioConfig, run_scenarios
@@ -173,6 +224,8 @@ async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_refer
     shown = next(s for s in train if s.id == demo.source.split(":")[1])
     call = demo.messages[1]["tool_calls"][0]["function"]
     assert call["name"] == shown.metadata["reference"][0]["tool"]
+    assert [m["role"] for m in demo.messages] == ["user", "assistant"]  # ends at the call
+    assert holds_answer(shown.metadata["reference"][0]["result"], shown.answer)  # the reference keeps what it returned
 
 
 async def test_the_holds_check_reads_numbers_by_value_and_refuses_a_recital():

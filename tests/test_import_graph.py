@@ -59,6 +59,7 @@ LAYERS = {
     "mcprl.cli": APPLICATIONS,
     "mcprl.autorl": APPLICATIONS,
     "mcprl.runner": APPLICATIONS,
+    "mcprl.pipeline": APPLICATIONS,  # the training run's asynchronous pipeline
     "mcprl.run_config": APPLICATIONS,
     "mcprl.evaluate": APPLICATIONS,
     "mcprl.report": APPLICATIONS,

@@ -187,3 +187,25 @@ async def test_shared_pool_session_reconnects_after_the_server_died():
                 await s1.call("crash")
         async with pool.session() as s3:
             assert s3 is not s1 and (await s3.call("process_id")).text != first
+
+
+async def test_per_rollout_servers_start_a_few_at_a_time(tmp_path):
+    """Sixteen rollouts of a step start their servers at once; on a small machine every one then
+    misses the handshake timeout. The pool starts as many at a time as there are cores (at least 2)."""
+    import sys
+
+    spec = ServerSpec.parse(f"{sys.executable} {Path(__file__).parent / 'data' / 'slow_start_server.py'}",
+                            env=[f"MARK_DIR={tmp_path}"])
+    pool = ToolPool(spec, per_rollout=True)
+    answers = []
+
+    async def rollout() -> None:
+        async with pool.session() as session:
+            answers.append((await session.call("ping", {})).text)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(6):
+            tg.start_soon(rollout)
+    assert answers == ["pong"] * 6
+    most = max(int(p.read_text()) for p in tmp_path.glob("*.concurrent"))
+    assert most <= max(2, os.cpu_count() or 2) < 6

@@ -80,7 +80,7 @@ def test_unknown_keys_name_the_known_keys_and_sections(tmp_path):
 # A valid value other than the default, for every TrainConfig field.
 TRAIN = {"learning_rate": 1e-3, "scale_rewards": False, "advantage": "reward", "success_threshold": 0.5, "epsilon": 0.3,
          "epsilon_high": 0.28, "beta": 0.04, "loss_normalization": "sequence", "max_grad_norm": 0.5, "weight_decay": 0.01,
-         "micro_batch_tokens": 512, "logprob_chunk": 32, "gradient_checkpointing": False}
+         "micro_batch_tokens": 512, "logprob_chunk": 32, "gradient_checkpointing": False, "max_off_policy_steps": 2}
 
 
 def test_every_train_setting_is_settable_from_a_run_file(tmp_path):

@@ -106,6 +106,7 @@ class Runtime:
         self.start_server = start_server
         self.trainer: Trainer | None = None
         self.server: Server | None = None
+        self.served: list[str] = []  # the adapters being served, oldest first
 
     @property
     def served_name(self) -> str:
@@ -127,6 +128,7 @@ class Runtime:
         self.server = await self.start_server(self.trainer)
         try:
             await self.server.load_adapter(self.served_name, checkpoints.step_dir(self.root, self.step))
+            self.served = [self.served_name]
         except BaseException:
             await self.close()
             raise
@@ -142,8 +144,9 @@ class Runtime:
 
     async def train(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
         """One GRPO step (the server asleep through it where it shares the trainer's device), checkpoint
-        `step+1`, then serve it as `NAME@STEP+1` and drop the previous step."""
-        server, step, previous = self.server, self.step + 1, self.served_name
+        `step+1`, then serve it as `NAME@STEP+1` and drop the steps before the last
+        `config.max_off_policy_steps + 1` (with 0: the previous step)."""
+        server, step = self.server, self.step + 1
         timings: dict[str, float] = {}
         t = time.perf_counter()
         slept = await server.sleep()
@@ -159,7 +162,13 @@ class Runtime:
         t = time.perf_counter()
         await server.load_adapter(f"{self.model.name}@{step}", ckpt)
         self.step = step
-        await server.unload_adapter(previous)
+        self.served.append(self.served_name)
+        # With the asynchronous pipeline (K = max_off_policy_steps > 0), rollouts started on any of
+        # the last K+1 steps may still be running: mcprl.pipeline.Pipeline starts step t's rollouts on
+        # version t-K or later, and training cannot pass version t before step t is collected.
+        # Those adapters stay served; older ones no rollout uses go.
+        while len(self.served) > config.max_off_policy_steps + 1:
+            await server.unload_adapter(self.served.pop(0))
         if server.reports_timings:
             metrics.update(timings, swap_seconds=time.perf_counter() - t)
             await anyio.to_thread.run_sync(checkpoints.record_metrics, ckpt, metrics)

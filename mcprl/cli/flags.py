@@ -42,6 +42,7 @@ FLAG_NAMES = {
     "explore.minutes": ("--explore-minutes",),
     "explore.call_timeout": ("--explore-call-timeout",),
     "explore.writes": ("--explore-writes",),
+    "explore.generated": ("--explore-generated",),
     "cluster.engine": ("--cluster",),
     "cluster.address": ("--ray-address",),
 }
@@ -124,6 +125,7 @@ def flags(model: type[BaseModel] = RunConfig, only: Callable[[str], bool] = lamb
 
 FLAGS = flags()
 SERVER_FLAGS = flags(only=lambda place: place.startswith("server."))
+EXPLORE_FLAGS = flags(only=lambda place: place.startswith("explore."))
 
 
 def with_flags(command: Callable[..., Any], found: Found, *, show_defaults: bool = True, panel_note: str = "") -> Callable[..., Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from mcprl.cli.flags import SERVER_FLAGS, with_flags
+from mcprl.cli.flags import EXPLORE_FLAGS, SERVER_FLAGS, with_flags
 from mcprl.types import ToolSchema
 
 
@@ -61,20 +61,21 @@ def scenarios(
     batch_size: int | None = typer.Option(None, "--batch-size", help="tasks asked for per generator call \\[1 for local, else 5]"),
     source: str = typer.Option("grounded", "--source", help="grounded: explore the server and write tasks its answers "
                                "ground, checked by value; synthesized: the generator writes task inputs from the schemas"),
-    explore_calls: int = typer.Option(120, "--explore-calls", help="grounded: tool calls at most while exploring"),
-    explore_writes: bool = typer.Option(False, "--explore-writes", help="grounded: also call tools that may write on a shared server"),
     **given: Any,
 ) -> None:
     """Write scenarios for a server: grounded in its own answers (default), or synthesized from its tools."""
     import anyio
     from rich.console import Console
 
+    from mcprl.cli.flags import overrides
     from mcprl.cli.tools_cmd import server_settings
+    from mcprl.run_config import load_config
     from mcprl.errors import UserError
     from mcprl.tools import discover
 
     console = Console(stderr=True)
     spec = server_settings(given).spec()
+    explore = load_config(None, overrides(given, EXPLORE_FLAGS)).explore
     if source not in ("grounded", "synthesized"):
         raise UserError(f"--source {source!r}: choose grounded or synthesized")
 
@@ -85,13 +86,11 @@ def scenarios(
         from mcprl.tools import ToolPool
         from mcprl.types import dump_jsonl
         from mcprl.scenarios import split_train_val
-        from mcprl.scenarios.explore import ExploreConfig
         from mcprl.scenarios.source import grounded
 
         async with ToolPool(spec) as pool:
-            found = await grounded(pool, n, ExploreConfig(calls=explore_calls, writes=explore_writes),
-                                   output.with_suffix(".exploration.jsonl"), output.with_suffix(".grounding.json"),
-                                   seed=seed, say=say)
+            found = await grounded(pool, n, explore, output.with_suffix(".exploration.jsonl"), output.with_suffix(".grounding.json"),
+                                   seed=seed, model=model, api_base=api_base, say=say)
         dump_jsonl(split_train_val(found, val_fraction, seed), output)
         return f"wrote {len(found)} grounded scenarios to {output} (the exploration beside it)"
 
@@ -118,4 +117,4 @@ def scenarios(
     print(anyio.run(run))
 
 
-with_flags(scenarios, SERVER_FLAGS)
+with_flags(scenarios, {**SERVER_FLAGS, **EXPLORE_FLAGS})

@@ -13,6 +13,7 @@ long-lived session for all rollouts and reconnects when it has died.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -42,6 +43,10 @@ class ToolPool:
         self._shared: ToolSession | None = None
         self._release: anyio.Event | None = None
         self._lock = anyio.Lock()
+        # Server processes started at once, per-rollout mode: started together on a small machine
+        # (16 rollouts of a step, 2 cores) each one's imports crawl, and all miss the handshake
+        # timeout; a few at a time, each starts in its usual second or two.
+        self._starting = anyio.CapacityLimiter(max(2, os.cpu_count() or 2))
 
     async def __aenter__(self) -> ToolPool:
         stack = AsyncExitStack()
@@ -73,7 +78,8 @@ class ToolPool:
             return
         stack = AsyncExitStack()
         try:
-            session = await stack.enter_async_context(open_session(self.spec, workdir=self.workdir))
+            async with self._starting:
+                session = await stack.enter_async_context(open_session(self.spec, workdir=self.workdir))
         except UserError as e:
             raise ServerGone(f"could not start a session: {e}") from None
         async with stack:
