@@ -372,14 +372,19 @@ async def phrase(tasks: list[Scenario], model: str, *, api_base: str | None, see
 
 
 async def ground(pool: ToolPool, n: int, exploration: Exploration, *, seed: int, phrase_with: str | None = None,
-                 api_base: str | None = None, say: Callable[[str], None] = print) -> tuple[list[Scenario], GroundingReport]:
+                 api_base: str | None = None, max_calls: int | None = None,
+                 say: Callable[[str], None] = print) -> tuple[list[Scenario], GroundingReport]:
     """Up to `n` verified grounded tasks from `exploration` of `pool`'s server, and the report.
     Tasks are verified in the order `select` spreads them, a batch at a time, until `n` are kept;
-    `phrase_with` (a generator model) rephrases the ones kept."""
+    `phrase_with` (a generator model) rephrases the ones kept. `max_calls`: the calls an episode
+    has room for; a task whose chain is longer no rollout could solve, and is not kept."""
     assert pool.toolset is not None
     descriptions = {t["name"]: t.get("description") or "" for t in pool.toolset.mcp_tools}
     found = candidates(exploration, descriptions, seed=seed)
-    ordered, dropped = select(found, len(found), seed=seed)
+    fits = [t for t in found if max_calls is None or len(t.metadata["reference"]) <= max_calls]
+    ordered, dropped = select(fits, len(fits), seed=seed)
+    if len(fits) < len(found):
+        dropped[f"more calls than an episode's {max_calls}"] += len(found) - len(fits)
     verified: list[Scenario] = []
     while ordered and len(verified) < n:
         batch, ordered = ordered[: n - len(verified)], ordered[n - len(verified):]

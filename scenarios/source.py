@@ -49,12 +49,12 @@ class ScenarioConfig(BaseModel):
 
 async def run_scenarios(cfg: ScenarioConfig, out_dir: Path, *, seed: int, resume: bool, pool: ToolPool | None,
                         generate: Callable[..., list[Scenario]] | None, model: str, api_base: str | None,
-                        explore: ExploreConfig | None = None, secrets: list[str] | None = None,
+                        explore: ExploreConfig | None = None, secrets: list[str] | None = None, max_calls: int | None = None,
                         say: Callable[[str], None] = print) -> tuple[list[Scenario], list[Scenario]]:
     """The run's (train, val), written to `out_dir` (read back from it when resuming). `generate`:
     the task set `cfg.tasks` names; `pool`: the server to ground tasks in or synthesize them for
     (`explore` bounds grounding; its record goes to `out_dir/exploration.jsonl`, secrets masked);
-    `model`, `api_base`: synthesis."""
+    `model`, `api_base`: synthesis; `max_calls`: the calls an episode has room for (grounded tasks that need more are not kept)."""
     from mcprl.judges.verify import build_checks
     from mcprl.scenarios.split import split_for_run
 
@@ -70,7 +70,7 @@ async def run_scenarios(cfg: ScenarioConfig, out_dir: Path, *, seed: int, resume
             raise UserError("no scenarios: pass --scenarios FILE, --tasks NAME, or --server to ground or synthesize them from")
         elif cfg.source == "grounded":
             scenarios = await grounded(pool, cfg.n, explore, out_dir / "exploration.jsonl", out_dir / "grounding.json",
-                                       seed=seed, secrets=secrets, model=model, api_base=api_base, say=say)
+                                       seed=seed, secrets=secrets, model=model, api_base=api_base, max_calls=max_calls, say=say)
             source = "grounded"
         else:
             scenarios = await _synthesized(cfg, pool, seed=seed, model=model, api_base=api_base, say=say)
@@ -87,7 +87,7 @@ async def run_scenarios(cfg: ScenarioConfig, out_dir: Path, *, seed: int, resume
 
 async def grounded(pool: ToolPool, n: int, explore: ExploreConfig | None, record: Path, report_file: Path, *, seed: int,
                    secrets: list[str] | None = None, model: str = "local", api_base: str | None = None,
-                   say: Callable[[str], None] = print) -> list[Scenario]:
+                   max_calls: int | None = None, say: Callable[[str], None] = print) -> list[Scenario]:
     """`n` tasks grounded in `pool`'s server (mcprl.scenarios.grounded), with the exploration's record
     (JSONL, secrets masked) and the grounding report (JSON) written; a server that grounds fewer
     than 2 is a UserError naming the fix. `model` (the generator) rephrases them when `explore.phrase` says so."""
@@ -122,7 +122,7 @@ async def grounded(pool: ToolPool, n: int, explore: ExploreConfig | None, record
     exploration = await explore_server(pool, cfg, seed=seed, say=say, record=record, secrets=secrets, propose=propose)
     say(exploration.summary())
     scenarios, report = await ground(pool, n, exploration, seed=seed, phrase_with=model if phrase else None,
-                                     api_base=api_base, say=say)
+                                     api_base=api_base, max_calls=max_calls, say=say)
     report_file.write_text(json.dumps({"exploration": exploration.summary(), **report.model_dump(),
                                                         "uncovered": report.uncovered}, indent=2))
     say(report.summary())

@@ -165,9 +165,14 @@ async def test_exploration_stays_within_its_bounds_and_skips_a_tool_that_hangs()
 async def test_grounded_tasks_on_the_shipped_servers():
     _, inventory, _ = await explore_and_ground(ServerSpec.parse("python -m mcprl.servers.inventory"), calls=18, n=6)
     assert any(t.task.startswith(("What is the price of the item", "What is the stock of the item")) for t in inventory)
-    _, calculator, report = await explore_and_ground(ServerSpec.parse("python -m mcprl.servers.calculator"), calls=18, n=6)
+    calc = ServerSpec.parse("python -m mcprl.servers.calculator")
+    async with ToolPool(calc) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=18), seed=0, say=lambda _: None)
+        calculator, report = await ground(pool, 6, exploration, seed=0, max_calls=1, say=lambda _: None)
     assert len(calculator) == 6 and all(isinstance(t.answer, (int, float)) for t in calculator)
     assert len(report.covered) >= 3  # spread over the tools
+    # chains the exploration made, but longer than an episode of 2 turns allows (a call, then the answer)
+    assert all(t.difficulty == 1 for t in calculator) and report.dropped["more calls than an episode's 1"] >= 1
 
 
 async def test_a_server_with_nothing_to_ground_stops_with_the_fix(tmp_path):
