@@ -20,7 +20,7 @@ import math
 import os
 import socket
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,6 +39,7 @@ except ImportError:  # the local engine never gets here; say how to get the extr
 
 if TYPE_CHECKING:
     from mcprl.cluster import ClusterConfig
+    from mcprl.cluster.replicas import PolicyReplicas
     from mcprl.model import Model
     from mcprl.rollout import RolloutConfig
     from mcprl.tools.discovery import ServerConfig
@@ -119,17 +120,27 @@ def connect(address: str | None) -> bool:
 
 
 def check_resources(config: ClusterConfig) -> None:
-    """The cluster has room for every rollout worker, or a UserError saying what is short."""
-    need = {k: v for k, v in config.actor_resources.items() if v > 0}
-    nodes = [n["Resources"] for n in ray.nodes() if n["Alive"]]
-    room = sum(min((math.floor(r.get(k, 0) / v + 1e-9) for k, v in need.items()), default=config.rollout_workers) for r in nodes)
-    if room >= config.rollout_workers:
-        return
-    asked = ", ".join(f"{k}={v:g}" for k, v in need.items())
-    have = ", ".join(f"{k}={sum(r.get(k, 0) for r in nodes):g}" for k in need)
-    raise UserError(f"the Ray cluster ({len(nodes)} node(s), {have} in all) has room for {room} rollout worker(s) of {asked}, "
-                    f"not the {config.rollout_workers} asked for; lower cluster.rollout_workers or the worker resources "
-                    "(worker_cpus, worker_gpus, worker_resources), or add nodes that have them")
+    """The cluster has room for every policy replica and then every rollout worker (placed node by
+    node, first fit), or a UserError saying which is short, of what, and how to fix it."""
+    nodes = [dict(n["Resources"]) for n in ray.nodes() if n["Alive"]]
+    kinds = [("policy replica", config.policy_replicas, config.replica_resources, "cluster.policy_replicas", "replica_cpus"),
+             ("rollout worker", config.rollout_workers, config.actor_resources, "cluster.rollout_workers",
+              "worker_cpus, worker_gpus, worker_resources")]
+    for what, count, asks, lower, settings in kinds:
+        need = {k: v for k, v in asks.items() if v > 0}
+        room = 0
+        for free in nodes:
+            while room < count and all(free.get(k, 0) + 1e-9 >= v for k, v in need.items()):
+                for k, v in need.items():
+                    free[k] = free.get(k, 0) - v
+                room += 1
+        if room >= count:
+            continue
+        asked = ", ".join(f"{k}={v:g}" for k, v in need.items())
+        have = ", ".join(f"{k}={sum(n['Resources'].get(k, 0) for n in ray.nodes() if n['Alive']):g}" for k in need)
+        besides = " besides the policy replicas" if what == "rollout worker" and config.policy_replicas else ""
+        raise UserError(f"the Ray cluster ({len(nodes)} node(s), {have} in all) has room for {room} {what}(s) of {asked}{besides}, "
+                        f"not the {count} asked for; lower {lower} or the {what}'s resources ({settings}), or add nodes that have them")
 
 
 class RayRollouts:
@@ -141,6 +152,7 @@ class RayRollouts:
         self.restarts = 0  # workers replaced since the last `metrics`
         self._started_ray = False
         self._slots: list[anyio.Lock] = []  # held while a slot's worker is being replaced
+        self.replicas: PolicyReplicas | None = None  # the policy's replicas, once the runtime started them
 
     async def __aenter__(self) -> RayRollouts:
         self._started_ray = connect(self.config.address)
@@ -181,6 +193,21 @@ class RayRollouts:
         self.workers = []
         if self._started_ray:
             ray.shutdown()
+
+    def policy_server(self, model_spec: str) -> Callable[[Any], Awaitable[PolicyReplicas]]:
+        """The Runtime's server factory (`StartServer`) for `policy_replicas` replicas of `model_spec`."""
+        from mcprl.cluster.replicas import PolicyReplicas
+
+        async def start(trainer: Any) -> PolicyReplicas:  # the replicas load their own copy of the base model
+            self.replicas = PolicyReplicas(self.config, model_spec, say=self.say)
+            try:
+                await self.replicas.start()
+            except BaseException:
+                self.replicas.close()
+                raise
+            return self.replicas
+
+        return start
 
     async def _start(self, i: int) -> None:
         c = self.config
@@ -288,15 +315,20 @@ class RayRollouts:
         return out
 
     def metrics(self, groups: list[TrajectoryGroup]) -> dict[str, float]:
-        """Rollouts per Ray node id, groups handed out again, and workers replaced since the last call."""
-        per_node = Counter()
+        """Rollouts per Ray node id, groups handed out again, and workers replaced since the last call;
+        with policy replicas, the generations each replica answered and the replicas replaced."""
+        per_node, per_replica = Counter(), Counter()
         for g in groups:
             if node := g.metadata.get("ray_node"):
                 per_node[node] += len(g.trajectories)
+            per_replica.update(gen.replica for t in g.trajectories for gen in t.generations if gen.replica)
         restarts, self.restarts = self.restarts, 0
+        replicas = {} if self.replicas is None else {
+            **{f"cluster/generations/{r}": float(n) for r, n in sorted(per_replica.items())},
+            "cluster/replica_restarts": float(self.replicas.take_restarts())}
         return {**{f"cluster/rollouts/{node}": float(n) for node, n in sorted(per_node.items())},
                 "cluster/groups_rerun": float(sum(g.metadata.get("ray_reruns", 0) > 0 for g in groups)),
-                "cluster/worker_restarts": float(restarts)}
+                "cluster/worker_restarts": float(restarts), **replicas}
 
 
 def reachable(url: str | None) -> str | None:

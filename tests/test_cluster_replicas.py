@@ -1,0 +1,86 @@
+"""Policy replicas on Ray ([cluster] policy_replicas, mcprl.cluster.replicas and .router): the
+least-outstanding choice, and on the two-node loopback cluster of test_cluster a run whose
+rollouts sample from two replicas, one of them killed during step 1."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mcprl.cluster.router import Replica, least_outstanding
+from tests.cli_runner import run_cli
+from tests.test_cluster import ARGS, cluster, groups, rows, train_in_process  # noqa: F401 (cluster: the fixture)
+
+
+def test_a_request_goes_to_the_replica_with_the_fewest_outstanding():
+    a, b, c = (Replica(n, f"http://{n}/v1", "k") for n in "abc")
+    assert least_outstanding([a, b, c]) is a  # a tie: the first
+    a.outstanding, b.outstanding, c.outstanding = 2, 1, 1
+    assert least_outstanding([a, b, c]) is b
+    b.outstanding = 3
+    assert least_outstanding([a, b, c]) is c
+
+
+killed: list[str] = []
+
+
+async def kill_a_replica_at_step_1(run) -> None:
+    """After the base evaluation, SIGKILL the first serving replica, before step 1's rollouts ask it."""
+    log = run.dir / "metrics.jsonl"
+    while not (log.exists() and '"eval"' in log.read_text()):
+        await anyio.sleep(0.02)
+    replica = run.cluster.replicas.serving[0]
+    os.kill(replica.pid, signal.SIGKILL)
+    killed.append(replica.name)
+
+
+@pytest.fixture(scope="module")
+def replica_run(cluster, tiny_model_dir, tmp_path_factory) -> Path:  # noqa: F811
+    """A 2-step run sampling from 2 replicas (half a CPU each, beside 2 rollout workers), one killed at step 1."""
+    return train_in_process(tmp_path_factory.mktemp("replica-home"), tiny_model_dir, "rr", kill_a_replica_at_step_1,
+                            engine="ray", address=cluster.address, rollout_workers=2, worker_cpus=0.5,
+                            policy_replicas=2, replica_cpus=0.5)
+
+
+def generations(run_dir: Path, f: str) -> list[dict]:
+    return [gen for g in groups(run_dir / f) for t in g["trajectories"] for gen in t["generations"]]
+
+
+@pytest.mark.integration
+def test_each_step_samples_its_own_version_from_every_replica(replica_run):
+    """Step 2's generations name the step-1 adapter: it went through the object store to every replica."""
+    train = [r for r in rows(replica_run) if r["kind"] == "train"]
+    assert [r["step"] for r in train] == [1, 2] and all(r["failed_rollouts"] == 0 for r in train)
+    step1, step2 = (generations(replica_run, f"trajectories/step_{s:04d}.jsonl") for s in (1, 2))
+    assert {g["model"] for g in step1} == {"rr@0"} and {g["model"] for g in step2} == {"rr@1"}
+    # r0 was killed before step 1's rollouts; r1 and its replacement r2 served steps 1 and 2
+    assert {g["replica"] for g in step1 + step2} == {"r1", "r2"}
+    assert {g["replica"] for g in step2} == {"r1", "r2"}  # both loaded the step-1 adapter
+    final = generations(replica_run, "eval/step_0002.jsonl")
+    assert final and {g["model"] for g in final} == {"rr@2"}
+    for row, gens in zip(train, (step1, step2)):
+        per_replica = {k.removeprefix("cluster/generations/"): v for k, v in row.items() if k.startswith("cluster/generations/")}
+        assert sum(per_replica.values()) == len(gens)
+
+
+@pytest.mark.integration
+def test_a_replica_killed_mid_step_is_replaced_and_the_step_completes(replica_run):
+    assert killed == ["r0"]
+    train = [r for r in rows(replica_run) if r["kind"] == "train"]
+    assert train[0]["cluster/replica_restarts"] == 1 and train[1]["cluster/replica_restarts"] == 0
+    gs = groups(replica_run / "trajectories" / "step_0001.jsonl")
+    ids = [t["id"] for g in gs for t in g["trajectories"]]
+    assert len(ids) == len(set(ids)) == 4  # none lost, none twice
+    assert not any(t["error"] for g in gs for t in g["trajectories"])
+
+
+@pytest.mark.integration
+def test_a_cluster_short_of_replica_cpus_is_one_line(cluster, home, monkeypatch, capsys):  # noqa: F811
+    code, _, err = run_cli(monkeypatch, capsys, "train", *ARGS, "--cluster", "ray", "--ray-address", cluster.address,
+                           "--policy-replicas", "2", "--replica-cpus", "2")
+    assert code != 0 and len(err.strip().splitlines()) == 1, err
+    assert "has room for 0 policy replica(s) of CPU=2, not the 2 asked for" in err and "cluster.policy_replicas" in err
