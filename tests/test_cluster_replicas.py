@@ -17,12 +17,15 @@ from tests.test_cluster import ARGS, cluster, groups, rows, train_in_process  # 
 
 
 def test_a_request_goes_to_the_replica_with_the_fewest_outstanding():
-    a, b, c = (Replica(n, f"http://{n}/v1", "k") for n in "abc")
-    assert least_outstanding([a, b, c]) is a  # a tie: the first
+    a, b, c = replicas = [Replica(n, f"http://{n}/v1", "k") for n in "abc"]
     a.outstanding, b.outstanding, c.outstanding = 2, 1, 1
-    assert least_outstanding([a, b, c]) is b
+    assert least_outstanding(replicas) is b
     b.outstanding = 3
-    assert least_outstanding([a, b, c]) is c
+    assert least_outstanding(replicas) is c
+    for r in replicas:
+        r.outstanding = 0
+    # requests that never overlap take turns (ties go to the replica chosen least recently)
+    assert [least_outstanding(replicas).name for _ in range(6)] == ["a", "b", "c"] * 2
 
 
 killed: list[str] = []
@@ -57,9 +60,10 @@ def test_each_step_samples_its_own_version_from_every_replica(replica_run):
     assert [r["step"] for r in train] == [1, 2] and all(r["failed_rollouts"] == 0 for r in train)
     step1, step2 = (generations(replica_run, f"trajectories/step_{s:04d}.jsonl") for s in (1, 2))
     assert {g["model"] for g in step1} == {"rr@0"} and {g["model"] for g in step2} == {"rr@1"}
-    # r0 was killed before step 1's rollouts; r1 and its replacement r2 served steps 1 and 2
-    assert {g["replica"] for g in step1 + step2} == {"r1", "r2"}
-    assert {g["replica"] for g in step2} == {"r1", "r2"}  # both loaded the step-1 adapter
+    # one of r0, r1 was killed before step 1's rollouts; the other and its replacement r2 served the rest
+    [survivor] = {"r0", "r1"} - set(killed)
+    assert {g["replica"] for g in step1 + step2} <= {survivor, "r2"}
+    assert {g["replica"] for g in step2} == {survivor, "r2"}  # both loaded the step-1 adapter
     final = generations(replica_run, "eval/step_0002.jsonl")
     assert final and {g["model"] for g in final} == {"rr@2"}
     for row, gens in zip(train, (step1, step2)):
@@ -69,7 +73,7 @@ def test_each_step_samples_its_own_version_from_every_replica(replica_run):
 
 @pytest.mark.integration
 def test_a_replica_killed_mid_step_is_replaced_and_the_step_completes(replica_run):
-    assert killed == ["r0"]
+    assert len(killed) == 1 and killed[0] in ("r0", "r1")
     train = [r for r in rows(replica_run) if r["kind"] == "train"]
     assert train[0]["cluster/replica_restarts"] == 1 and train[1]["cluster/replica_restarts"] == 0
     gs = groups(replica_run / "trajectories" / "step_0001.jsonl")

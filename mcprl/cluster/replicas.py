@@ -107,6 +107,7 @@ class PolicyReplicas:
         self._thread = threading.Thread(target=self.loop.run_forever, name="mcprl-replicas", daemon=True)
         self._thread.start()
         self._server = None
+        self._replacing: set[asyncio.Task] = set()  # replacements under way
         self.base_url = ""
 
     # -- the Runtime's side: each call runs on the pool's loop --------------------------------------
@@ -155,7 +156,7 @@ class PolicyReplicas:
         c = self.config
         self._server = uvicorn.Server(uvicorn.Config(proxy_app(self, self.api_key), host=c.policy_host, port=0, log_level="warning",
                                                      lifespan="off"))
-        self.loop.create_task(self._server.serve())
+        self._proxy = self.loop.create_task(self._server.serve())
         while not self._server.started:
             await asyncio.sleep(0.01)
         port = self._server.servers[0].sockets[0].getsockname()[1]
@@ -207,6 +208,8 @@ class PolicyReplicas:
                 raise result
 
     async def _load(self, name: str, files: dict[str, bytes]) -> None:
+        # A new version is served at full strength: replacements under way join first (bounded by start_timeout_s).
+        await asyncio.gather(*self._replacing, return_exceptions=True)
         async with self._adapters:
             ref = ray.put(files)  # once: every replica reads it from the object store
 
@@ -248,7 +251,9 @@ class PolicyReplicas:
         ray.kill(replica.actor)
         self.restarts += 1
         self.say(f"policy replica {replica.name} (pid {replica.pid} on node {replica.node[:8]}) died; starting another")
-        self.loop.create_task(self._replace(replica))  # the request that saw it die goes on meanwhile, on another replica
+        task = self.loop.create_task(self._replace(replica))  # the request that saw it die goes on meanwhile, on another replica
+        self._replacing.add(task)
+        task.add_done_callback(self._replacing.discard)
 
     async def _replace(self, dead: Replica) -> None:
         try:
@@ -262,8 +267,11 @@ class PolicyReplicas:
                 self._changed.notify_all()
 
     async def _close(self) -> None:
+        for task in list(self._replacing):
+            task.cancel()
         if self._server is not None:
             self._server.should_exit = True
+            await asyncio.wait_for(self._proxy, 10)
         for r in self.all:
             ray.kill(r.actor)
         self.all, self.serving = [], []

@@ -13,6 +13,7 @@ Nothing here imports Ray: the pool does."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -33,12 +34,19 @@ class Replica:
     node: str = ""
     pid: int = 0
     outstanding: int = 0  # requests sent to it and not yet answered
+    chosen: int = 0  # when it was last chosen (a count of choices): ties go to the least recent
     adapters: set[str] = field(default_factory=set)  # the adapter names it serves
 
 
+_choices = itertools.count(1)
+
+
 def least_outstanding(replicas: Sequence[Replica]) -> Replica:
-    """The replica with the fewest requests outstanding (the first of those, on a tie)."""
-    return min(replicas, key=lambda r: r.outstanding)
+    """The replica with the fewest requests outstanding; on a tie, the one chosen least recently
+    (so short requests that never overlap still take turns)."""
+    replica = min(replicas, key=lambda r: (r.outstanding, r.chosen))
+    replica.chosen = next(_choices)
+    return replica
 
 
 class Pool(Protocol):
