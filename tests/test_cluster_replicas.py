@@ -28,6 +28,51 @@ def test_a_request_goes_to_the_replica_with_the_fewest_outstanding():
     assert [least_outstanding(replicas).name for _ in range(6)] == ["a", "b", "c"] * 2
 
 
+def test_a_request_a_dead_replica_cannot_answer_goes_to_another():
+    """The proxy: the caller's key checked, a replica that refuses the connection handed to the
+    pool's `failed`, the request answered by the next one, which the reply's header names."""
+    import socket
+
+    import httpx
+
+    from mcprl.cluster.router import REPLICA_HEADER, proxy_app
+    from tests.fake_llm import FakeLLM
+
+    with socket.socket() as s:  # a port nothing listens on: a dead replica's
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    class Pool:
+        def __init__(self, replicas):
+            self.serving, self.failures = replicas, []
+
+        async def acquire(self):
+            return least_outstanding(self.serving)
+
+        async def failed(self, replica):
+            self.serving.remove(replica)
+            self.failures.append(replica.name)
+
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    with FakeLLM(["hello"]) as llm:
+        dead, live = Replica("r0", f"http://127.0.0.1:{port}/v1", "k0"), Replica("r1", llm.base_url, "k1")
+        pool = Pool([dead, live])
+
+        async def main():
+            transport = httpx.ASGITransport(app=proxy_app(pool, "key"))
+            async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+                denied = await client.post("/v1/chat/completions", json=request, headers={"authorization": "Bearer k1"})
+                answered = await client.post("/v1/chat/completions", json=request, headers={"authorization": "Bearer key"})
+            return denied, answered
+
+        denied, answered = anyio.run(main)
+        assert len(llm.requests) == 1
+    assert denied.status_code == 401
+    assert answered.status_code == 200 and answered.json()["choices"][0]["message"]["content"] == "hello"
+    assert answered.headers[REPLICA_HEADER] == "r1" and pool.failures == ["r0"]
+    assert dead.outstanding == live.outstanding == 0
+
+
 killed: list[str] = []
 
 
