@@ -34,7 +34,8 @@ Streamed replies are not recorded (the endpoint answers whole completions only).
 
 What a reply records: the prompt and completion token ids, the logprobs, the request's
 temperature, top_p, top_k and min_p (what the logprobs were sampled under) and whether it was
-grammar-constrained (a structured `response_format`), `metrics` turns,
+grammar-constrained (a structured `response_format`), the policy replica that answered (the
+reply's `x-mcprl-replica` header, set by mcprl.cluster.router), `metrics` turns,
 invalid_tool_calls (with a log line), and finished/truncated from the last reply. A reply with
 completion token ids but no `prompt_token_ids`, or without one logprob per token, fails the
 rollout at once.

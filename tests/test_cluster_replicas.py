@@ -73,6 +73,14 @@ def test_a_request_a_dead_replica_cannot_answer_goes_to_another():
     assert dead.outstanding == live.outstanding == 0
 
 
+def test_policy_replicas_without_the_ray_engine_is_an_error():
+    from mcprl.errors import UserError
+    from mcprl.run_config import load_config
+
+    with pytest.raises(UserError, match=r"policy_replicas runs the policy on Ray actors: set cluster.engine"):
+        load_config(None, {"cluster.policy_replicas": 2})
+
+
 killed: list[str] = []
 
 
