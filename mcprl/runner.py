@@ -135,6 +135,8 @@ class TrainingRun:
             serve = {"host": cfg.cluster.policy_host} if self.cluster else {}  # where the workers reach the policy
             if self.cluster is not None and cfg.cluster.policy_replicas:  # served by replica actors instead
                 serve = {"start_server": self.cluster.policy_server(cfg.model)}
+                if cfg.cluster.trainer_actor:  # and the steps taken in an actor
+                    serve["load_trainer"] = self.cluster.trainer_loader(self.model, cfg.runtime.dtype)
             backend = await stack.enter_async_context(LocalBackend.from_config(cfg.runtime, **serve))
             self.say(f"loading {cfg.model} and serving {cfg.name} ({'GPU: vLLM + Unsloth' if backend.device == 'cuda' else 'CPU'})...")
             await self.model.register(backend)

@@ -82,6 +82,7 @@ def test_policy_replicas_without_the_ray_engine_is_an_error():
 
 
 killed: list[str] = []
+trainer: list[int] = []
 
 
 async def kill_a_replica_at_step_1(run) -> None:
@@ -92,14 +93,16 @@ async def kill_a_replica_at_step_1(run) -> None:
     replica = run.cluster.replicas.serving[0]
     os.kill(replica.pid, signal.SIGKILL)
     killed.append(replica.name)
+    trainer.append(run.cluster.trainer.where["pid"])
 
 
 @pytest.fixture(scope="module")
 def replica_run(cluster, tiny_model_dir, tmp_path_factory) -> Path:  # noqa: F811
-    """A 2-step run sampling from 2 replicas (half a CPU each, beside 2 rollout workers), one killed at step 1."""
+    """A 2-step run sampling from 2 replicas (half a CPU each, beside 2 rollout workers and the
+    trainer actor, a quarter each), one killed at step 1; the driver holds no model."""
     return train_in_process(tmp_path_factory.mktemp("replica-home"), tiny_model_dir, "rr", kill_a_replica_at_step_1,
-                            engine="ray", address=cluster.address, rollout_workers=2, worker_cpus=0.5,
-                            policy_replicas=2, replica_cpus=0.5)
+                            engine="ray", address=cluster.address, rollout_workers=2, worker_cpus=0.25,
+                            policy_replicas=2, replica_cpus=0.5, trainer_actor=True, trainer_cpus=0.25)
 
 
 def generations(run_dir: Path, f: str) -> list[dict]:
@@ -125,6 +128,18 @@ def test_each_step_samples_its_own_version_from_every_replica(replica_run):
 
 
 @pytest.mark.integration
+def test_the_trainer_actor_trains_and_the_driver_writes_its_checkpoints(replica_run):
+    assert trainer and trainer[0] != os.getpid()
+    train = [r for r in rows(replica_run) if r["kind"] == "train"]
+    assert [r["train/groups"] for r in train] == [2, 2]  # the actor's step metrics came back
+    for step in (1, 2):  # the actor's files, written by the driver: what a resume reads
+        ckpt = replica_run / "checkpoints" / f"{step:04d}"
+        files = {p.name for p in ckpt.iterdir()}
+        assert {"adapter_config.json", "adapter_model.safetensors"} <= files
+        assert ("optimizer.pt" in files) == any(r["train/groups_trained"] for r in train[:step])  # once a step has trained
+
+
+@pytest.mark.integration
 def test_a_replica_killed_mid_step_is_replaced_and_the_step_completes(replica_run):
     assert len(killed) == 1 and killed[0] in ("r0", "r1")
     train = [r for r in rows(replica_run) if r["kind"] == "train"]
@@ -140,4 +155,5 @@ def test_a_cluster_short_of_replica_cpus_is_one_line(cluster, home, monkeypatch,
     code, _, err = run_cli(monkeypatch, capsys, "train", *ARGS, "--cluster", "ray", "--ray-address", cluster.address,
                            "--policy-replicas", "2", "--replica-cpus", "2")
     assert code != 0 and len(err.strip().splitlines()) == 1, err
-    assert "has room for 0 policy replica(s) of CPU=2, not the 2 asked for" in err and "cluster.policy_replicas" in err
+    assert "has room for 0 policy replica(s) of CPU=2 beside the rollout workers, not the 2 asked for" in err
+    assert "lower cluster.policy_replicas or the policy replica's resources (replica_cpus)" in err

@@ -48,12 +48,17 @@ class ClusterConfig(BaseModel):
     replica_cpus: float = Field(default=1.0, gt=0, description="CPUs each policy replica reserves (and its torch threads)")
     replica_host: str = Field(default="127.0.0.1", description="address each policy replica listens on (always behind its own API key); 0.0.0.0 when replicas run on other machines than the driver")
     replica_batch_rows: int = Field(default=32, ge=1, description="rows each policy replica samples in one batch")
+    trainer_actor: bool = Field(default=False, description="take the GRPO steps in a Ray actor rather than in this process (needs policy_replicas)")
+    trainer_cpus: float = Field(default=1.0, gt=0, description="CPUs the trainer actor reserves (and its torch threads)")
     start_timeout_s: float = Field(default=120.0, gt=0, description="seconds a rollout worker may take to start (and discover the tools)")
 
     @model_validator(mode="after")
     def _replicas_need_ray(self) -> ClusterConfig:
         if self.policy_replicas and self.engine != "ray":
             raise ValueError("policy_replicas runs the policy on Ray actors: set cluster.engine = \"ray\" (--cluster ray) too")
+        if self.trainer_actor and not self.policy_replicas:
+            raise ValueError("trainer_actor needs the policy served by replicas (the driver then holds no model): "
+                             "set cluster.policy_replicas to 1 or more")
         return self
 
     @property

@@ -38,9 +38,12 @@ except ImportError:  # the local engine never gets here; say how to get the extr
     raise UserError('cluster.engine = "ray" needs Ray: pip install "mcprl[ray]"') from None
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from mcprl.cluster import ClusterConfig
     from mcprl.cluster.replicas import PolicyReplicas
-    from mcprl.model import Model
+    from mcprl.cluster.trainer import RemoteTrainer
+    from mcprl.model import Model, TrainableModel
     from mcprl.rollout import RolloutConfig
     from mcprl.tools.discovery import ServerConfig
 
@@ -120,27 +123,36 @@ def connect(address: str | None) -> bool:
 
 
 def check_resources(config: ClusterConfig) -> None:
-    """The cluster has room for every policy replica and then every rollout worker (placed node by
-    node, first fit), or a UserError saying which is short, of what, and how to fix it."""
+    """The cluster has room for every actor the run asks for, or a UserError saying which kind is
+    short, of what, and how to fix it. The actors are placed on paper in the order the run starts
+    them: the rollout workers and the policy replicas SPREAD (each on the fitting node with the
+    fewest of its kind), the trainer actor on the first node that fits."""
     nodes = [dict(n["Resources"]) for n in ray.nodes() if n["Alive"]]
-    kinds = [("policy replica", config.policy_replicas, config.replica_resources, "cluster.policy_replicas", "replica_cpus"),
-             ("rollout worker", config.rollout_workers, config.actor_resources, "cluster.rollout_workers",
-              "worker_cpus, worker_gpus, worker_resources")]
-    for what, count, asks, lower, settings in kinds:
+    totals = {k: sum(n.get(k, 0) for n in nodes) for k in {k for n in nodes for k in n}}
+    kinds = [("rollout worker", config.rollout_workers, config.actor_resources, True, "cluster.rollout_workers",
+              "worker_cpus, worker_gpus, worker_resources"),
+             ("trainer actor", int(config.trainer_actor), {"CPU": config.trainer_cpus}, False, "cluster.trainer_cpus", "trainer_cpus"),
+             ("policy replica", config.policy_replicas, config.replica_resources, True, "cluster.policy_replicas", "replica_cpus")]
+    placed: list[str] = []
+    for what, count, asks, spread, lower, settings in kinds:
         need = {k: v for k, v in asks.items() if v > 0}
-        room = 0
-        for free in nodes:
-            while room < count and all(free.get(k, 0) + 1e-9 >= v for k, v in need.items()):
-                for k, v in need.items():
-                    free[k] = free.get(k, 0) - v
-                room += 1
-        if room >= count:
-            continue
-        asked = ", ".join(f"{k}={v:g}" for k, v in need.items())
-        have = ", ".join(f"{k}={sum(n['Resources'].get(k, 0) for n in ray.nodes() if n['Alive']):g}" for k in need)
-        besides = " besides the policy replicas" if what == "rollout worker" and config.policy_replicas else ""
-        raise UserError(f"the Ray cluster ({len(nodes)} node(s), {have} in all) has room for {room} {what}(s) of {asked}{besides}, "
-                        f"not the {count} asked for; lower {lower} or the {what}'s resources ({settings}), or add nodes that have them")
+        per_node = [0] * len(nodes)
+        for _ in range(count):
+            fits = [i for i, free in enumerate(nodes) if all(free.get(k, 0) + 1e-9 >= v for k, v in need.items())]
+            if not fits:
+                break
+            i = min(fits, key=lambda i: per_node[i]) if spread else fits[0]
+            for k, v in need.items():
+                nodes[i][k] -= v
+            per_node[i] += 1
+        if (room := sum(per_node)) < count:
+            asked = ", ".join(f"{k}={v:g}" for k, v in need.items())
+            have = ", ".join(f"{k}={totals.get(k, 0):g}" for k in need)
+            besides = f" beside the {' and the '.join(placed)}" if placed else ""
+            raise UserError(f"the Ray cluster ({len(nodes)} node(s), {have} in all) has room for {room} {what}(s) of {asked}{besides}, "
+                            f"not the {count} asked for; lower {lower} or the {what}'s resources ({settings}), or add nodes that have them")
+        if count:
+            placed.append(what + ("s" if count > 1 else ""))
 
 
 class RayRollouts:
@@ -153,6 +165,7 @@ class RayRollouts:
         self._started_ray = False
         self._slots: list[anyio.Lock] = []  # held while a slot's worker is being replaced
         self.replicas: PolicyReplicas | None = None  # the policy's replicas, once the runtime started them
+        self.trainer: RemoteTrainer | None = None  # the trainer actor, once the runtime started it
 
     async def __aenter__(self) -> RayRollouts:
         self._started_ray = connect(self.config.address)
@@ -191,6 +204,8 @@ class RayRollouts:
                         pass
                 ray.kill(w.actor)
         self.workers = []
+        if self.trainer is not None:
+            ray.kill(self.trainer.actor)
         if self._started_ray:
             ray.shutdown()
 
@@ -208,6 +223,17 @@ class RayRollouts:
             return self.replicas
 
         return start
+
+    def trainer_loader(self, model: TrainableModel, dtype: str) -> Callable[[Path | None], RemoteTrainer]:
+        """The Runtime's trainer factory (`LoadTrainer`) for a trainer actor of `model` (blocks)."""
+        from mcprl.cluster.trainer import RemoteTrainer
+
+        def load(checkpoint: Path | None) -> RemoteTrainer:
+            self.trainer = RemoteTrainer(self.config, model, checkpoint, dtype)
+            self.say(f"trainer actor on Ray node {self.trainer.where['node'][:8]} (pid {self.trainer.where['pid']})")
+            return self.trainer
+
+        return load
 
     async def _start(self, i: int) -> None:
         c = self.config
