@@ -61,8 +61,10 @@ class PolicyReplica:
             self.engine = Engine(self.spec, max_batch_rows=self.max_batch_rows)
             key = secrets.token_urlsafe(24)
             self.endpoint = LocalServer(self.engine, host=self.host, api_key=key)
-        except (UserError, OSError) as e:
+        except UserError as e:
             return {**where, "error": str(e)}
+        except Exception as e:  # e.g. a model directory transformers cannot read: said in one line by the driver
+            return {**where, "error": f"{type(e).__name__}: {e}"}
         host = where["ip"] if self.host in ("0.0.0.0", "::") else self.host
         return {**where, "url": f"http://{host}:{self.endpoint.port}/v1", "key": key}
 
