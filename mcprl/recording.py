@@ -34,7 +34,8 @@ Streamed replies are not recorded (the endpoint answers whole completions only).
 
 What a reply records: the prompt and completion token ids, the logprobs, the request's
 temperature, top_p, top_k and min_p (what the logprobs were sampled under) and whether it was
-grammar-constrained (a structured `response_format`), `metrics` turns,
+grammar-constrained (a structured `response_format`), the policy replica that answered (the
+reply's `x-mcprl-replica` header, set by mcprl.cluster.router), `metrics` turns,
 invalid_tool_calls (with a log line), and finished/truncated from the last reply. A reply with
 completion token ids but no `prompt_token_ids`, or without one logprob per token, fails the
 rollout at once.
@@ -240,8 +241,9 @@ class Recorder:
             traj.metrics.update(result.get("metrics") or {})
             traj.metadata.update(result.get("metadata") or {})
 
-    def completion(self, endpoint: str, request: dict[str, Any], body: dict[str, Any]) -> None:
-        """Record one chat completion: `request` as sent to `endpoint`, `body` as it came back."""
+    def completion(self, endpoint: str, request: dict[str, Any], body: dict[str, Any], replica: str | None = None) -> None:
+        """Record one chat completion: `request` as sent to `endpoint`, `body` as it came back (from
+        policy replica `replica`, when the endpoint says which)."""
         messages: list[Message] = request.get("messages") or []
         choice = body["choices"][0]
         reply = {k: v for k, v in choice["message"].items() if v is not None and k not in _DROPPED_REPLY_KEYS}
@@ -269,7 +271,7 @@ class Recorder:
                     # the settings the request sampled with (absent: the defaults, Generation's)
                     **{k: request[k] for k in ("temperature", "top_p", "top_k", "min_p") if request.get(k) is not None},
                     constrained=(request.get("response_format") or {}).get("type", "text") != "text",
-                    model=body.get("model", ""), finish_reason=choice.get("finish_reason") or "stop",
+                    model=body.get("model", ""), replica=replica, finish_reason=choice.get("finish_reason") or "stop",
                 )
                 traj.generations.append(gen)
                 self._turns.append((gen, len(messages), message_key(reply)))
@@ -355,7 +357,7 @@ def _recorder_for(response: httpx.Response) -> Recorder | None:
 
 def _record(rec: Recorder, response: httpx.Response) -> None:
     endpoint = str(response.request.url).removesuffix("/chat/completions")
-    rec.completion(endpoint, json.loads(response.request.content), response.json())
+    rec.completion(endpoint, json.loads(response.request.content), response.json(), response.headers.get("x-mcprl-replica"))
 
 
 @functools.cache

@@ -63,6 +63,8 @@ class Generation(BaseModel):
     ones, which the trainer does not use: on the GPU runtime it computes these turns' old-policy
     logprobs itself (`GRPOTrainer.step`, `rescore_constrained`).
     `message_index` points at the assistant message in `Trajectory.messages` this generation produced.
+    `model` is the served name that sampled it (`NAME@STEP`: the policy version); `replica`, the
+    policy replica that answered, when the policy is served by several (mcprl.cluster.router).
     """
 
     # Never empty: without the prompt, the first completion token would be trained from its own position.
@@ -75,6 +77,7 @@ class Generation(BaseModel):
     min_p: float = Field(default=0.0, ge=0, le=1)
     constrained: bool = False
     model: str = ""
+    replica: str | None = None
     finish_reason: str = "stop"
     message_index: int = -1
 

@@ -73,6 +73,9 @@ class LocalBackend:
         if self.device == "cuda":
             from mcprl.backends.gpu import GpuRuntime
 
+            if "start_server" in self.settings:
+                raise UserError("cluster.policy_replicas serves the policy with the CPU engine, and this run trains on the GPU "
+                                "runtime (vLLM replicas are not supported yet); set cluster.policy_replicas = 0 or --device cpu")
             return GpuRuntime(model, **self.settings)
         from mcprl.backends.cpu import CpuRuntime
 

@@ -6,11 +6,15 @@ workers spread over a Ray cluster (`engine = "ray"`, `pip install "mcprl[ray]"`)
     address = "auto"          # or "HOST:PORT" of a running cluster; unset: a Ray started by the run
     rollout_workers = 4
     worker_cpus = 1
+    policy_replicas = 2       # 0 (the default): the policy is served in the driver
+    replica_cpus = 2
 
 Each Ray worker is an actor (scheduled SPREAD over the nodes) that owns its MCP sessions: a stdio
 server runs on the worker's node, beside its rollouts. It runs the stage code the local loop runs
 (the agent of `rollout.agent`, mcprl.recording, mcprl.gather) against the policy endpoint; the
-driver sends it scenarios and gets TrajectoryGroups back (mcprl.cluster.ray_engine).
+driver sends it scenarios and gets TrajectoryGroups back (mcprl.cluster.ray_engine). With
+`policy_replicas`, the policy is sampled from replica actors behind one proxy in the driver
+(mcprl.cluster.replicas, mcprl.cluster.router) rather than from the driver's own engine.
 
 This module holds the settings only: nothing here imports Ray, so a local run never loads it.
 """
@@ -21,7 +25,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 if TYPE_CHECKING:
     from mcprl.cluster.ray_engine import RayRollouts
@@ -40,12 +44,32 @@ class ClusterConfig(BaseModel):
     worker_gpus: float = Field(default=0.0, ge=0, description="GPUs each rollout worker reserves")
     worker_resources: dict[str, float] = Field(default_factory=dict, description="custom Ray resources each rollout worker reserves")
     policy_host: str = Field(default="127.0.0.1", description="address the policy endpoint listens on; 0.0.0.0 when workers run on other machines")
+    policy_replicas: int = Field(default=0, ge=0, description="policy replicas (Ray actors, each our CPU engine) that serve the rollouts; 0: the policy is served in this process")
+    replica_cpus: float = Field(default=1.0, gt=0, description="CPUs each policy replica reserves (and its torch threads)")
+    replica_host: str = Field(default="127.0.0.1", description="address each policy replica listens on (always behind its own API key); 0.0.0.0 when replicas run on other machines than the driver")
+    replica_batch_rows: int = Field(default=32, ge=1, description="rows each policy replica samples in one batch")
+    trainer_actor: bool = Field(default=False, description="take the GRPO steps in a Ray actor rather than in this process (needs policy_replicas)")
+    trainer_cpus: float = Field(default=1.0, gt=0, description="CPUs the trainer actor reserves (and its torch threads)")
     start_timeout_s: float = Field(default=120.0, gt=0, description="seconds a rollout worker may take to start (and discover the tools)")
+
+    @model_validator(mode="after")
+    def _replicas_need_ray(self) -> ClusterConfig:
+        if self.policy_replicas and self.engine != "ray":
+            raise ValueError("policy_replicas runs the policy on Ray actors: set cluster.engine = \"ray\" (--cluster ray) too")
+        if self.trainer_actor and not self.policy_replicas:
+            raise ValueError("trainer_actor needs the policy served by replicas (the driver then holds no model): "
+                             "set cluster.policy_replicas to 1 or more")
+        return self
 
     @property
     def actor_resources(self) -> dict[str, float]:
         """What one rollout worker asks Ray for, in Ray's resource names."""
         return {"CPU": self.worker_cpus, "GPU": self.worker_gpus, **self.worker_resources}
+
+    @property
+    def replica_resources(self) -> dict[str, float]:
+        """What one policy replica asks Ray for."""
+        return {"CPU": self.replica_cpus}
 
 
 @asynccontextmanager

@@ -20,7 +20,7 @@ import math
 import os
 import socket
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,8 +38,12 @@ except ImportError:  # the local engine never gets here; say how to get the extr
     raise UserError('cluster.engine = "ray" needs Ray: pip install "mcprl[ray]"') from None
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from mcprl.cluster import ClusterConfig
-    from mcprl.model import Model
+    from mcprl.cluster.replicas import PolicyReplicas
+    from mcprl.cluster.trainer import RemoteTrainer
+    from mcprl.model import Model, TrainableModel
     from mcprl.rollout import RolloutConfig
     from mcprl.tools.discovery import ServerConfig
 
@@ -119,17 +123,36 @@ def connect(address: str | None) -> bool:
 
 
 def check_resources(config: ClusterConfig) -> None:
-    """The cluster has room for every rollout worker, or a UserError saying what is short."""
-    need = {k: v for k, v in config.actor_resources.items() if v > 0}
-    nodes = [n["Resources"] for n in ray.nodes() if n["Alive"]]
-    room = sum(min((math.floor(r.get(k, 0) / v + 1e-9) for k, v in need.items()), default=config.rollout_workers) for r in nodes)
-    if room >= config.rollout_workers:
-        return
-    asked = ", ".join(f"{k}={v:g}" for k, v in need.items())
-    have = ", ".join(f"{k}={sum(r.get(k, 0) for r in nodes):g}" for k in need)
-    raise UserError(f"the Ray cluster ({len(nodes)} node(s), {have} in all) has room for {room} rollout worker(s) of {asked}, "
-                    f"not the {config.rollout_workers} asked for; lower cluster.rollout_workers or the worker resources "
-                    "(worker_cpus, worker_gpus, worker_resources), or add nodes that have them")
+    """The cluster has room for every actor the run asks for, or a UserError saying which kind is
+    short, of what, and how to fix it. The actors are placed on paper in the order the run starts
+    them: the rollout workers and the policy replicas SPREAD (each on the fitting node with the
+    fewest of its kind), the trainer actor on the first node that fits."""
+    nodes = [dict(n["Resources"]) for n in ray.nodes() if n["Alive"]]
+    totals = {k: sum(n.get(k, 0) for n in nodes) for k in {k for n in nodes for k in n}}
+    kinds = [("rollout worker", config.rollout_workers, config.actor_resources, True, "cluster.rollout_workers",
+              "worker_cpus, worker_gpus, worker_resources"),
+             ("trainer actor", int(config.trainer_actor), {"CPU": config.trainer_cpus}, False, "cluster.trainer_cpus", "trainer_cpus"),
+             ("policy replica", config.policy_replicas, config.replica_resources, True, "cluster.policy_replicas", "replica_cpus")]
+    placed: list[str] = []
+    for what, count, asks, spread, lower, settings in kinds:
+        need = {k: v for k, v in asks.items() if v > 0}
+        per_node = [0] * len(nodes)
+        for _ in range(count):
+            fits = [i for i, free in enumerate(nodes) if all(free.get(k, 0) + 1e-9 >= v for k, v in need.items())]
+            if not fits:
+                break
+            i = min(fits, key=lambda i: per_node[i]) if spread else fits[0]
+            for k, v in need.items():
+                nodes[i][k] -= v
+            per_node[i] += 1
+        if (room := sum(per_node)) < count:
+            asked = ", ".join(f"{k}={v:g}" for k, v in need.items())
+            have = ", ".join(f"{k}={totals.get(k, 0):g}" for k in need)
+            besides = f" beside the {' and the '.join(placed)}" if placed else ""
+            raise UserError(f"the Ray cluster ({len(nodes)} node(s), {have} in all) has room for {room} {what}(s) of {asked}{besides}, "
+                            f"not the {count} asked for; lower {lower} or the {what}'s resources ({settings}), or add nodes that have them")
+        if count:
+            placed.append(what + ("s" if count > 1 else ""))
 
 
 class RayRollouts:
@@ -141,6 +164,8 @@ class RayRollouts:
         self.restarts = 0  # workers replaced since the last `metrics`
         self._started_ray = False
         self._slots: list[anyio.Lock] = []  # held while a slot's worker is being replaced
+        self.replicas: PolicyReplicas | None = None  # the policy's replicas, once the runtime started them
+        self.trainer: RemoteTrainer | None = None  # the trainer actor, once the runtime started it
 
     async def __aenter__(self) -> RayRollouts:
         self._started_ray = connect(self.config.address)
@@ -179,8 +204,36 @@ class RayRollouts:
                         pass
                 ray.kill(w.actor)
         self.workers = []
+        if self.trainer is not None:
+            ray.kill(self.trainer.actor)
         if self._started_ray:
             ray.shutdown()
+
+    def policy_server(self, model_spec: str) -> Callable[[Any], Awaitable[PolicyReplicas]]:
+        """The Runtime's server factory (`StartServer`) for `policy_replicas` replicas of `model_spec`."""
+        from mcprl.cluster.replicas import PolicyReplicas
+
+        async def start(trainer: Any) -> PolicyReplicas:  # the replicas load their own copy of the base model
+            self.replicas = PolicyReplicas(self.config, model_spec, say=self.say)
+            try:
+                await self.replicas.start()
+            except BaseException:
+                self.replicas.close()
+                raise
+            return self.replicas
+
+        return start
+
+    def trainer_loader(self, model: TrainableModel, dtype: str) -> Callable[[Path | None], RemoteTrainer]:
+        """The Runtime's trainer factory (`LoadTrainer`) for a trainer actor of `model` (blocks)."""
+        from mcprl.cluster.trainer import RemoteTrainer
+
+        def load(checkpoint: Path | None) -> RemoteTrainer:
+            self.trainer = RemoteTrainer(self.config, model, checkpoint, dtype)
+            self.say(f"trainer actor on Ray node {self.trainer.where['node'][:8]} (pid {self.trainer.where['pid']})")
+            return self.trainer
+
+        return load
 
     async def _start(self, i: int) -> None:
         c = self.config
@@ -288,15 +341,20 @@ class RayRollouts:
         return out
 
     def metrics(self, groups: list[TrajectoryGroup]) -> dict[str, float]:
-        """Rollouts per Ray node id, groups handed out again, and workers replaced since the last call."""
-        per_node = Counter()
+        """Rollouts per Ray node id, groups handed out again, and workers replaced since the last call;
+        with policy replicas, the generations each replica answered and the replicas replaced."""
+        per_node, per_replica = Counter(), Counter()
         for g in groups:
             if node := g.metadata.get("ray_node"):
                 per_node[node] += len(g.trajectories)
+            per_replica.update(gen.replica for t in g.trajectories for gen in t.generations if gen.replica)
         restarts, self.restarts = self.restarts, 0
+        replicas = {} if self.replicas is None else {
+            **{f"cluster/generations/{r}": float(n) for r, n in sorted(per_replica.items())},
+            "cluster/replica_restarts": float(self.replicas.take_restarts())}
         return {**{f"cluster/rollouts/{node}": float(n) for node, n in sorted(per_node.items())},
                 "cluster/groups_rerun": float(sum(g.metadata.get("ray_reruns", 0) > 0 for g in groups)),
-                "cluster/worker_restarts": float(restarts)}
+                "cluster/worker_restarts": float(restarts), **replicas}
 
 
 def reachable(url: str | None) -> str | None:

@@ -1,0 +1,279 @@
+"""Policy replicas on a Ray cluster (`[cluster] policy_replicas = N`): N `PolicyReplica` actors,
+each our CPU engine behind its own OpenAI-compatible endpoint, and `PolicyReplicas`, the driver's
+side, which the Runtime drives as its `Server` (mcprl.backends.base): `base_url` is the proxy in
+front of the replicas (mcprl.cluster.router), and `load_adapter`/`unload_adapter` reach every
+replica.
+
+What travels how: each replica loads the base model from the run's model spec on its own node
+(a path, or a name under that node's MCPRL_HOME); a new adapter's files (adapter_config.json,
+adapter_model.safetensors: not the optimizer state) are read by the driver, put in Ray's object
+store once, and each replica writes them into its own temporary directory and loads them, all
+before `load_adapter` returns, so before any rollout asks for that version. No filesystem is
+shared.
+
+State (the replicas serving, the adapters loaded, the replacements) lives on one event loop, the
+proxy's, on its own thread; the Runtime's calls are handed to it. A replica joins service only
+with exactly the adapters the run serves loaded (`_join`, under the adapters' lock), so every
+serving replica can answer for every version a rollout may ask for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import threading
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import ray
+from ray.exceptions import RayActorError
+
+from mcprl.cluster.router import Replica, least_outstanding, proxy_app
+from mcprl.errors import UserError
+
+if TYPE_CHECKING:
+    from mcprl.cluster import ClusterConfig
+
+PING_TIMEOUT_S = 10  # a replica that does not answer a ping in this long is taken for dead
+
+
+class PolicyReplica:
+    """A Ray actor: the engine serving the base model from `model_spec` on `host` (a random port), with
+    the adapters it is sent. Its methods run one at a time; the endpoint serves on its own thread."""
+
+    def __init__(self, model_spec: str, host: str, threads: int, max_batch_rows: int):
+        self.spec, self.host, self.threads, self.max_batch_rows = model_spec, host, threads, max_batch_rows
+        self.dir = Path(__import__("tempfile").mkdtemp(prefix="mcprl-replica-"))
+        self.engine = self.endpoint = None
+
+    def start(self) -> dict[str, Any]:
+        """Load the model and serve it: where this replica runs and its endpoint, or what failed."""
+        import torch
+
+        from mcprl.serving.engine import Engine
+        from mcprl.serving.local import LocalServer
+
+        where = {"node": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(), "pid": os.getpid()}
+        torch.set_num_threads(self.threads)
+        try:
+            self.engine = Engine(self.spec, max_batch_rows=self.max_batch_rows)
+            key = secrets.token_urlsafe(24)
+            self.endpoint = LocalServer(self.engine, host=self.host, api_key=key)
+        except UserError as e:
+            return {**where, "error": str(e)}
+        except Exception as e:  # e.g. a model directory transformers cannot read: said in one line by the driver
+            return {**where, "error": f"{type(e).__name__}: {e}"}
+        host = where["ip"] if self.host in ("0.0.0.0", "::") else self.host
+        return {**where, "url": f"http://{host}:{self.endpoint.port}/v1", "key": key}
+
+    def load_adapter(self, name: str, files: dict[str, bytes]) -> None:
+        """Write the adapter's files into this replica's own directory and serve them as `name`."""
+        out = self.dir / name.replace("/", "_")
+        out.mkdir(parents=True, exist_ok=True)
+        for file, data in files.items():
+            (out / file).write_bytes(data)
+        self.engine.load_adapter(name, out)
+
+    def unload_adapter(self, name: str) -> None:
+        import shutil
+
+        self.engine.unload_adapter(name)
+        shutil.rmtree(self.dir / name.replace("/", "_"), ignore_errors=True)
+
+    def ping(self) -> bool:
+        return True
+
+
+def adapter_files(path: Path) -> dict[str, bytes]:
+    """What a replica needs of a checkpoint directory to serve its adapter (not the optimizer state)."""
+    return {p.name: p.read_bytes() for p in sorted(path.iterdir()) if p.is_file() and p.name.startswith("adapter_")}
+
+
+class PolicyReplicas:
+    """The Runtime's `Server` over `config.policy_replicas` replica actors (see the module doc)."""
+
+    reports_timings = False
+    masks_constrained_logprobs = False  # our engine records the policy's own logprobs under a grammar
+
+    def __init__(self, config: ClusterConfig, model_spec: str, *, say: Callable[[str], None] = print):
+        self.config, self.spec, self.say = config, model_spec, say
+        self.api_key = secrets.token_urlsafe(24)  # the proxy's: the run's clients get it through Model.inference_api_key
+        self.serving: list[Replica] = []
+        self.all: list[Replica] = []  # started and not given up: serving, joining, or dead until replaced
+        self.loaded: dict[str, ray.ObjectRef] = {}  # adapter name -> its files in the object store, in load order
+        self.restarts = 0  # replicas replaced since the last `take_restarts`
+        self.started = 0  # replicas started, to name the next one
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="mcprl-replicas", daemon=True)
+        self._thread.start()
+        self._server = None
+        self._replacing: set[asyncio.Task] = set()  # replacements under way
+        self.base_url = ""
+
+    # -- the Runtime's side: each call runs on the pool's loop --------------------------------------
+
+    def _on_loop(self, coro: Coroutine) -> asyncio.Future:
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    async def start(self) -> None:
+        await self._on_loop(self._start())
+
+    async def load_adapter(self, name: str, path: Path) -> None:
+        await self._on_loop(self._load(name, adapter_files(path)))
+
+    async def unload_adapter(self, name: str) -> None:
+        await self._on_loop(self._unload(name))
+
+    async def sleep(self) -> bool:
+        return False
+
+    async def wake(self) -> None:
+        pass
+
+    def close(self) -> None:
+        if self.loop.is_running():
+            asyncio.run_coroutine_threadsafe(self._close(), self.loop).result(timeout=30)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=10)
+
+    def take_restarts(self) -> int:
+        restarts, self.restarts = self.restarts, 0
+        return restarts
+
+    # -- on the pool's loop ------------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        import uvicorn
+
+        self._changed = asyncio.Condition()
+        self._adapters = asyncio.Lock()  # held while the served adapters change or a replica joins
+        replicas = await asyncio.gather(*(self._start_one() for _ in range(self.config.policy_replicas)), return_exceptions=True)
+        if failed := [r for r in replicas if isinstance(r, BaseException)]:
+            await self._close()
+            raise failed[0]
+        for r in replicas:
+            await self._join(r)
+        c = self.config
+        self._server = uvicorn.Server(uvicorn.Config(proxy_app(self, self.api_key), host=c.policy_host, port=0, log_level="warning",
+                                                     lifespan="off"))
+        self._proxy = self.loop.create_task(self._server.serve())
+        while not self._server.started:
+            await asyncio.sleep(0.01)
+        port = self._server.servers[0].sockets[0].getsockname()[1]
+        self.base_url = f"http://{c.policy_host}:{port}/v1"
+        nodes = {r.node[:8] for r in replicas}
+        self.say(f"{len(replicas)} policy replicas on {len(nodes)} Ray node(s), behind {self.base_url}")
+
+    async def _start_one(self) -> Replica:
+        c = self.config
+        actor = ray.remote(PolicyReplica).options(num_cpus=c.replica_cpus, scheduling_strategy="SPREAD", max_restarts=0)
+        handle = actor.remote(self.spec, c.replica_host, max(1, int(c.replica_cpus)), c.replica_batch_rows)
+        try:
+            info = await asyncio.wait_for(handle.start.remote(), c.start_timeout_s)
+        except asyncio.TimeoutError:
+            ray.kill(handle)
+            raise UserError(f"a policy replica did not start within {c.start_timeout_s:g} s (`ray status` shows what the "
+                            "cluster is short of); raise cluster.start_timeout_s or free the resources it asks for") from None
+        if "error" in info:
+            ray.kill(handle)
+            raise UserError(f"policy replica on Ray node {info['node'][:8]} ({info['ip']}) failed: {info['error']} "
+                            f"(every node that runs a replica needs the model {self.spec!r}: the same path, or under its MCPRL_HOME)")
+        replica = Replica(f"r{self.started}", info["url"], info["key"], handle, info["node"], info["pid"])
+        self.started += 1
+        self.all.append(replica)
+        return replica
+
+    async def _join(self, r: Replica) -> None:
+        """Bring `r` into service with exactly the run's adapters loaded."""
+        async with self._adapters:
+            for name, ref in self.loaded.items():
+                if name not in r.adapters:
+                    await r.actor.load_adapter.remote(name, ref)
+                    r.adapters.add(name)
+            for name in r.adapters - set(self.loaded):
+                await r.actor.unload_adapter.remote(name)
+                r.adapters.discard(name)
+            self.serving.append(r)
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def _each_serving(self, call: Callable[[Replica], Coroutine]) -> None:
+        """`call` on every serving replica at once; one that died meanwhile goes to `failed`."""
+        replicas = list(self.serving)
+        results = await asyncio.gather(*(call(r) for r in replicas), return_exceptions=True)
+        for r, result in zip(replicas, results):
+            if isinstance(result, RayActorError):
+                self.loop.create_task(self.failed(r))
+            elif isinstance(result, BaseException):
+                raise result
+
+    async def _load(self, name: str, files: dict[str, bytes]) -> None:
+        # A new version is served at full strength: replacements under way join first (bounded by start_timeout_s).
+        await asyncio.gather(*self._replacing, return_exceptions=True)
+        async with self._adapters:
+            ref = ray.put(files)  # once: every replica reads it from the object store
+
+            async def load(r: Replica) -> None:
+                await r.actor.load_adapter.remote(name, ref)
+                r.adapters.add(name)
+
+            await self._each_serving(load)
+            self.loaded[name] = ref
+
+    async def _unload(self, name: str) -> None:
+        async with self._adapters:
+            self.loaded.pop(name, None)
+
+            async def unload(r: Replica) -> None:
+                await r.actor.unload_adapter.remote(name)
+                r.adapters.discard(name)
+
+            await self._each_serving(unload)
+
+    async def acquire(self) -> Replica:
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.serving or not self.all)
+        if not self.serving:
+            raise RuntimeError("every policy replica was lost; see the lines above")
+        return least_outstanding(self.serving)
+
+    async def failed(self, replica: Replica) -> None:
+        if replica not in self.serving:  # already being checked, or replaced
+            return
+        self.serving.remove(replica)
+        try:
+            await asyncio.wait_for(replica.actor.ping.remote(), PING_TIMEOUT_S)
+        except (RayActorError, asyncio.TimeoutError):
+            pass
+        else:  # alive after all (a dropped connection): back into service
+            await self._join(replica)
+            return
+        ray.kill(replica.actor)
+        self.restarts += 1
+        self.say(f"policy replica {replica.name} (pid {replica.pid} on node {replica.node[:8]}) died; starting another")
+        task = self.loop.create_task(self._replace(replica))  # the request that saw it die goes on meanwhile, on another replica
+        self._replacing.add(task)
+        task.add_done_callback(self._replacing.discard)
+
+    async def _replace(self, dead: Replica) -> None:
+        try:
+            await self._join(await self._start_one())
+        except (UserError, RayActorError) as e:
+            self.say(f"could not replace policy replica {dead.name}: {e}")
+        finally:
+            if dead in self.all:
+                self.all.remove(dead)  # only now: until then, a request waits for the replacement
+            async with self._changed:
+                self._changed.notify_all()
+
+    async def _close(self) -> None:
+        for task in list(self._replacing):
+            task.cancel()
+        if self._server is not None:
+            self._server.should_exit = True
+            await asyncio.wait_for(self._proxy, 10)
+        for r in self.all:
+            ray.kill(r.actor)
+        self.all, self.serving = [], []

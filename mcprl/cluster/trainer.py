@@ -1,0 +1,93 @@
+"""The trainer as a Ray actor (`[cluster] trainer_actor = true`, with policy replicas): the GRPO
+steps run in a `TrainerActor` on whichever node has room for `trainer_cpus`, and the driver's
+Runtime drives it as its `Trainer` (mcprl.backends.base) through `RemoteTrainer`, so checkpoints,
+resume and the adapters' swap into the replicas are the Runtime's as in the local loop.
+
+What travels how: the actor loads the base model from the run's model spec on its node (as a
+replica does); a step's groups go to it as arguments, its metrics come back; `save` brings the
+adapter's and the optimizer's files back as bytes, which the driver writes into the checkpoint
+directory (and from there the replicas get the adapter through the object store); resuming sends
+the checkpoint's adapter files and optimizer state the other way. No filesystem is shared.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import ray
+
+from mcprl.cluster.replicas import adapter_files
+from mcprl.errors import UserError
+
+if TYPE_CHECKING:
+    from mcprl.cluster import ClusterConfig
+    from mcprl.model import TrainableModel
+    from mcprl.train.config import TrainConfig
+    from mcprl.types import TrajectoryGroup
+
+
+class TrainerActor:
+    """A Ray actor holding a GRPOTrainer over its own copy of the base model."""
+
+    def __init__(self, model_spec: str, lora: Any, adapter: dict[str, bytes] | None, threads: int, dtype: str):
+        import torch
+
+        from mcprl import weights
+        from mcprl.train.grpo import GRPOTrainer
+
+        torch.set_num_threads(threads)
+        self.dir = Path(tempfile.mkdtemp(prefix="mcprl-trainer-"))
+        if adapter is not None:
+            for name, data in adapter.items():
+                (self.dir / name).write_bytes(data)
+        self.trainer = GRPOTrainer(weights.load_model(model_spec, dtype=dtype), weights.load_tokenizer(model_spec), lora,
+                                   adapter_dir=self.dir if adapter is not None else None)
+
+    def where(self) -> dict[str, Any]:
+        return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+
+    def step(self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool) -> dict[str, float]:
+        return self.trainer.step(groups, config, rescore_constrained)
+
+    def save(self) -> dict[str, bytes]:
+        out = Path(tempfile.mkdtemp(dir=self.dir))
+        self.trainer.save(out)
+        return {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+
+    def load_optimizer(self, state: bytes, config: TrainConfig) -> None:
+        path = self.dir / "optimizer.pt"
+        path.write_bytes(state)
+        self.trainer.load_optimizer(path, config)
+
+
+class RemoteTrainer:
+    """The Runtime's `Trainer` over a `TrainerActor`; its methods block (the Runtime calls them off the event loop)."""
+
+    model = None  # the PEFT model lives in the actor
+
+    def __init__(self, config: ClusterConfig, model: TrainableModel, checkpoint: Path | None, dtype: str):
+        actor = ray.remote(TrainerActor).options(num_cpus=config.trainer_cpus, max_restarts=0)
+        self.actor = actor.remote(model.base_model, model.lora, None if checkpoint is None else adapter_files(checkpoint),
+                                  max(1, int(config.trainer_cpus)), dtype)
+        try:
+            self.where = ray.get(self.actor.where.remote(), timeout=config.start_timeout_s)
+        except ray.exceptions.GetTimeoutError:
+            ray.kill(self.actor)
+            raise UserError(f"the trainer actor did not start within {config.start_timeout_s:g} s (`ray status` shows what the "
+                            "cluster is short of); raise cluster.start_timeout_s or lower cluster.trainer_cpus") from None
+        except ray.exceptions.RayActorError as e:
+            raise UserError(f"the trainer actor failed to start: {e.error_msg.strip().splitlines()[-1] if e.error_msg else e} "
+                            f"(the node that runs it needs the model {model.base_model!r})") from None
+
+    def step(self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False) -> dict[str, float]:
+        return ray.get(self.actor.step.remote(groups, config, rescore_constrained))
+
+    def save(self, out: Path) -> None:
+        for name, data in ray.get(self.actor.save.remote()).items():
+            (out / name).write_bytes(data)
+
+    def load_optimizer(self, path: Path, config: TrainConfig) -> None:
+        ray.get(self.actor.load_optimizer.remote(path.read_bytes(), config))
