@@ -271,7 +271,14 @@ async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_
     run = TrainingRun(RunConfig(group_size=2, rollout={"max_turns": 2}), say=lambda _: None)
     async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
         with scripted_endpoint(tiny_model_dir, handler=reply) as (policy, _):
-            run.model, run.agent = policy, agents.load("plain")
+            class Served(type(policy)):  # the run's policy as `_rollouts` asks it: its served step, pinned
+                def pinned(self):
+                    return self
+
+                def get_step(self):
+                    return 0
+
+            run.model, run.agent = Served(**policy.model_dump()), agents.load("plain")
             groups = await score_groups(VerifyJudge(), await run._rollouts(pool, [scenario], 2, "step"))
             assert [t.reward for t in groups[0].trajectories] == [0.0, 0.0]
             assert await run._guided_retries(pool, VerifyJudge(), groups, "step") == 1
