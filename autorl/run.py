@@ -124,7 +124,7 @@ async def grounded_inputs(cfg: RunConfig, n: int, d: Path, say: Callable[[str], 
 
     async with ToolPool(cfg.server.spec()) as pool:
         return await grounded(pool, n, cfg.explore, d / "exploration.jsonl", d / "grounding.json", seed=cfg.seed,
-                              max_calls=max(1, cfg.rollout.max_turns - 1), say=say)
+                              max_calls=cfg.rollout.calls_per_episode, say=say)
 
 
 async def autorl(task: str, *, gen_model: str = LOCAL_MODEL, api_base: str | None = None, reuse: bool = True,

@@ -6,7 +6,7 @@ that looks like the real tasks works far better than a made-up one. In order of 
     file          `--example FILE` (a JSON list of OpenAI chat messages) or `rollout.example` in a
                   run file: the user's own messages
     task-module   the task set's hand-written EXAMPLE (`--tasks NAME`, unless `--no-task-help`)
-    grounded:<id> the first call of a grounded training scenario's reference chain (mcprl.mcprl.scenarios.grounded),
+    grounded:<id> the first call of a grounded training scenario's reference chain (mcprl.scenarios.grounded),
                   known to run without error; the scenario then leaves training
     scenario:<id> built from one real training scenario, which is then kept out of training and
                   evaluation: the generator model writes a few candidate first tool calls,

@@ -73,6 +73,11 @@ class RolloutConfig(BaseModel):
     # tool's, the demonstration's) and the call fails before it can find anything (docs/benchmarks.md).
     constrain_tool_calls: bool = Field(default=False, description="hold the policy's tool calls to the offered tools' names and input schemas (grammar-constrained decoding)")
 
+    @property
+    def calls_per_episode(self) -> int:
+        """Sequential tool calls an episode has room for: a turn each, then one for the answer."""
+        return max(1, self.max_turns - 1)
+
     @model_validator(mode="after")
     def _langgraph_ends_on_text(self) -> RolloutConfig:
         if self.agent == "langgraph" and self.finish != "text":

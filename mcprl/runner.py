@@ -130,8 +130,7 @@ class TrainingRun:
             train, val = await run_scenarios(cfg.scenarios, self.dir / "scenarios", seed=cfg.seed, resume=self.resume,
                                              pool=pool, generate=shipped.generate if shipped else None, model=cfg.judge.model,
                                              api_base=cfg.judge.api_base, explore=cfg.explore, secrets=self.secrets,
-                                             # a chain of calls, then the answer: each a turn of the episode
-                                             max_calls=max(1, cfg.rollout.max_turns - 1), say=self.say)
+                                             max_calls=cfg.rollout.calls_per_episode, say=self.say)
             train = await self._demonstration(pool, train, shipped.example if shipped and cfg.scenarios.task_help else None)
             judge = cfg.judge.build(all_or_nothing=not cfg.scenarios.task_help, shaped=pool is not None, cache_dir=self.dir / "judge-cache")
             serve = {"host": cfg.cluster.policy_host} if self.cluster else {}  # where the workers reach the policy

@@ -9,12 +9,12 @@ shared HTTP/SSE server unless `writes` is on. A stdio command that names a file 
 on the command line) keeps its state outside the process: such a server is not taken as isolated
 unless the user says it is (`--isolated`).
 
-Where arguments come from, in order of preference: values that earlier results in the same
-session held, matched to the parameter by name or by the shape of the examples its description
-gives (`SKU-1234`, `msg-0042`); the schema's enums, defaults and examples; values sampled from the
-schema, or, for a few calls where nothing else gave a value, written by the generator model as
-JSON under the tool's input schema (a city a weather tool knows, a real-looking query). A value taken from an earlier result links the two calls, so the record holds chains
-(search, then get; list, then read), and multi-step tasks exist.
+Where arguments come from: `mcprl.scenarios.arguments` (earlier results of the session first, then
+the schema), or, for a few calls where only the schema gave values, the generator model writing
+JSON under the tool's input schema (a city a weather tool knows, a real-looking query). A value
+taken from an earlier result links the two calls, so the record holds chains (search, then get;
+list, then read), and multi-step tasks exist. After a write, the session's earlier reads are made
+again, so the record shows what the write changed.
 
 Bounds: `calls` in all, `minutes` of wall time, `call_timeout` per call (a tool that hangs is
 skipped from then on); results are cut like the model's (`ServerSpec.max_result_chars`).
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcprl.errors import UserError
+from mcprl.scenarios.arguments import ArgumentWriter, SeenValue, coerce, words_of
 from mcprl.scenarios.results import result_values
 
 if TYPE_CHECKING:
@@ -87,7 +87,6 @@ class ExploredCall(BaseModel):
     latency_s: float = 0.0
     sources: dict[str, str] = Field(default_factory=dict, description="argument -> where its value came from")
     parents: list[int] = Field(default_factory=list, description="calls whose results gave argument values")
-    writes: bool = Field(default=False, description="the tool may change the server's state")
     reads_back: int | None = Field(default=None, description="the write call this call reads back: it repeats `repeats` after it")
     repeats: int | None = Field(default=None, description="the earlier read of the same session this call repeats")
 
@@ -112,11 +111,6 @@ class Exploration(BaseModel):
         return line
 
 
-def _words(name: str) -> list[str]:
-    """`getItemById` / `get_item-by id` -> ['get', 'item', 'by', 'id']."""
-    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)]
-
-
 def may_write(tool: dict[str, Any]) -> bool:
     """Whether calling `tool` (an MCP tool definition) may change the server's state."""
     hints = tool.get("annotations") or {}
@@ -125,7 +119,7 @@ def may_write(tool: dict[str, Any]) -> bool:
     if hints.get("readOnlyHint") is False or hints.get("destructiveHint") is True:
         return True
     for text in (tool.get("name") or "", tool.get("description") or ""):
-        words = _words(text)[:2]
+        words = words_of(text)[:2]
         if any(w in WRITE_WORDS for w in words):
             return True
         if any(w in READ_WORDS for w in words):
@@ -158,162 +152,6 @@ def is_isolated(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None]) 
     return True
 
 
-class _Value(BaseModel):
-    value: Any
-    field: str
-    call: int
-
-
-def _shape(text: str) -> str:
-    """`SKU-1234` -> `A-9`: letters, digits and punctuation runs, for matching a value to an example."""
-    return re.sub(r"\d+", "9", re.sub(r"[A-Za-z]+", "A", text))
-
-
-def description_examples(description: str) -> list[str]:
-    """Example values a parameter's description gives: `e.g. SKU-1234`, `'drill'`, `like 2024-03-31`."""
-    found = re.findall(r"(?:e\.g\.|eg\.|for example|such as|like)\s*:?\s*['\"]?([\w@./:-]+(?: [\w@./:-]+)?)", description, re.I)
-    found += re.findall(r"['\"`]([^'\"`]{1,40})['\"`]", description)
-    return list(dict.fromkeys(v.rstrip(".,)") for v in found if v.strip()))
-
-
-# What a string parameter's description (or format) says its value looks like -> a value of that shape.
-FORMAT_HINTS: tuple[tuple[re.Pattern[str], Callable[[random.Random], str]], ...] = (
-    (re.compile(r"\bHH:MM\b|\btime\b", re.I), lambda rng: f"{rng.randint(0, 23):02d}:{rng.choice([0, 15, 30, 45]):02d}"),
-    (re.compile(r"YYYY-MM-DD|\bdate\b", re.I), lambda rng: f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"),
-    (re.compile(r"e-?mail", re.I), lambda rng: "user@example.com"),
-    (re.compile(r"\bur[li]\b", re.I), lambda rng: "https://example.com"),
-)
-SQL = re.compile(r"\bsql\b|\bselect\b", re.I)
-
-
-def _is_sql(name: str, schema: dict[str, Any]) -> bool:
-    return bool(SQL.search(f"{name} {schema.get('description') or ''}"))
-
-
-class _Writer:
-    """Proposes arguments for one tool from a schema and the values a session has seen."""
-
-    def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
-
-    def arguments(self, schema: dict[str, Any], seen: list[_Value]) -> tuple[dict[str, Any], dict[str, str], list[int]]:
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        required = set(schema.get("required") or [])
-        args: dict[str, Any] = {}
-        sources: dict[str, str] = {}
-        parents: list[int] = []
-        for name, sub in props.items():
-            if not isinstance(sub, dict):
-                continue
-            if name not in required and ("default" in sub or self.rng.random() < 0.6):
-                continue  # optional: usually left to the server
-            value, source, parent = self.value(name, sub, seen)
-            if source == "none":
-                continue
-            args[name], sources[name] = value, source
-            if parent is not None:
-                parents.append(parent)
-        return args, sources, sorted(set(parents))
-
-    def value(self, name: str, schema: dict[str, Any], seen: list[_Value]) -> tuple[Any, str, int | None]:
-        kinds = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
-        if "const" in schema:
-            return schema["const"], "schema", None
-        if isinstance(schema.get("enum"), list) and schema["enum"]:
-            return self.rng.choice(schema["enum"]), "enum", None
-        for branch in schema.get("anyOf") or schema.get("oneOf") or []:
-            if isinstance(branch, dict) and branch.get("type") != "null":
-                return self.value(name, {**branch, "description": schema.get("description", "")}, seen)
-        examples = [*(schema.get("examples") or []), *description_examples(str(schema.get("description") or ""))]
-        if _is_sql(name, schema):  # a query over a table some result named
-            tables = [v for v in seen if isinstance(v.value, str) and re.fullmatch(r"[A-Za-z_]\w*", v.value)
-                      and set(_words(v.field)) & {"table", "name", "tbl"}]
-            if tables:
-                pick = self.rng.choice(tables)
-                return f"SELECT * FROM {pick.value} LIMIT 5", f"result:{pick.call}", pick.call
-        if hit := self.from_results(name, schema, kinds, examples, seen):
-            return hit.value, f"result:{hit.call}", hit.call
-        if examples and self.rng.random() < 0.7:
-            return self.rng.choice(examples), "example", None
-        if "default" in schema:
-            return schema["default"], "default", None
-        return self.sample(name, schema, kinds), "schema", None
-
-    def from_results(self, name: str, schema: dict[str, Any], kinds: list[Any], examples: list[Any],
-                     seen: list[_Value]) -> _Value | None:
-        """A value seen earlier that fits the parameter: same field name, else the shape of one of
-        its examples, else (free-text parameters: query, name, ...) any short text."""
-        words = set(_words(name))
-        shapes = {_shape(str(e)) for e in examples}
-        fits = [v for v in seen if _fits_type(v.value, kinds)]
-        if not fits:
-            return None
-        by_name = [v for v in fits if v.field and (set(_words(v.field)) & words - {"the", "of"})]
-        by_shape = [v for v in fits if isinstance(v.value, str) and _shape(v.value) in shapes]
-        free = [v for v in fits if isinstance(v.value, str) and 1 <= len(v.value.split()) <= 3
-                and words & {"query", "q", "search", "text", "name", "term", "keyword", "keywords", "title", "topic"}]
-        # a number parameter may take any number a result gave (a computed value fed on)
-        numeric = [v for v in fits if "string" not in kinds and _number(str(v.value)) is not None]
-        for pool, chance in ((by_name, 0.85), (by_shape, 0.85), (free, 0.85), (numeric, 0.4)):
-            if pool and self.rng.random() < chance:
-                pick = self.rng.choice(pool)
-                if isinstance(pick.value, str) and pool is free and len(pick.value.split()) > 1 and self.rng.random() < 0.5:
-                    return pick.model_copy(update={"value": self.rng.choice(pick.value.split())})
-                return pick
-        return None
-
-    def sample(self, name: str, schema: dict[str, Any], kinds: list[Any]) -> Any:
-        if "integer" in kinds or "number" in kinds:
-            low = schema.get("minimum", schema.get("exclusiveMinimum", 0) + (1 if "exclusiveMinimum" in schema else 0))
-            high = schema.get("maximum", max(low, 0) + 20)
-            value = self.rng.randint(int(low), max(int(low), int(high)))
-            return value if "integer" in kinds or self.rng.random() < 0.7 else value + self.rng.choice([0.5, 0.25])
-        if "boolean" in kinds:
-            return self.rng.random() < 0.5
-        if "array" in kinds:
-            item = schema.get("items") if isinstance(schema.get("items"), dict) else {"type": "string"}
-            item_kinds = item.get("type") if isinstance(item.get("type"), list) else [item.get("type")]
-            return [self.sample(name, item, item_kinds) for _ in range(max(1, schema.get("minItems", 1)))]
-        if "object" in kinds:
-            return {}
-        if schema.get("format") == "date-time":
-            return "2024-03-01T12:00:00Z"
-        hints = f"{schema.get('format') or ''} {schema.get('description') or ''} {name}"
-        for pattern, make in FORMAT_HINTS:
-            if pattern.search(hints):
-                return make(self.rng)
-        words = [w for w in _words(str(schema.get("description") or "")) if len(w) > 3] or _words(name) or ["test"]
-        return self.rng.choice(words)[: schema.get("maxLength", 40)]
-
-
-def _fits_type(value: Any, kinds: list[Any]) -> bool:
-    if kinds == [None]:
-        return True
-    if isinstance(value, str):
-        if "string" in kinds:
-            return True
-        number = _number(value)
-        return number is not None and ("number" in kinds or "integer" in kinds and float(number).is_integer())
-    if isinstance(value, (int, float)):
-        return "number" in kinds or "integer" in kinds and float(value).is_integer()
-    return False
-
-
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def _coerce(value: Any, schema: dict[str, Any]) -> Any:
-    """A value read from text, as the parameter's type wants it ("42" for an integer -> 42)."""
-    kinds = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
-    if isinstance(value, str) and "string" not in kinds and (number := _number(value)) is not None:
-        return int(number) if "integer" in kinds or number.is_integer() and "number" not in kinds else number
-    return value
-
-
 # Writes a call's arguments for a tool (its MCP definition), given values seen in the session; None if it cannot.
 Proposer = Callable[[dict[str, Any], list[Any]], Awaitable["dict[str, Any] | None"]]
 
@@ -331,7 +169,7 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
 
     assert pool.toolset is not None
     rng = random.Random(f"{seed}/explore")
-    writer = _Writer(rng)
+    writer = ArgumentWriter(rng)
     isolated = is_isolated(pool, cfg, say)
     out = Exploration()
     tools: dict[str, dict[str, Any]] = {}
@@ -345,6 +183,7 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
         return out
     spec = pool.spec.model_copy(update={"call_timeout": cfg.call_timeout})
     explorer = Pool(spec, per_rollout=pool.per_rollout)  # fresh temp dirs for stdio sessions
+    writers = {name for name, tool in tools.items() if may_write(tool)}
     validators = {name: schema_validator(t.get("inputSchema") or {}) for name, t in tools.items()}
     called: dict[str, int] = dict.fromkeys(tools, 0)
     started = time.monotonic()
@@ -363,7 +202,7 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
             return None
         recorded = ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args, text=outcome.text,
                                 structured=outcome.structured, is_error=outcome.is_error, error_kind=outcome.error_kind,
-                                latency_s=round(outcome.latency_s, 3), writes=may_write(tools[name]), **fields)
+                                latency_s=round(outcome.latency_s, 3), **fields)
         out.calls.append(recorded)
         if outcome.error_kind == "timeout" and name not in out.hung_tools:
             out.hung_tools.append(name)
@@ -372,7 +211,7 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
 
     async def session_walk(session: ToolSession, number: int) -> None:
         nonlocal made, generated
-        seen: list[_Value] = []
+        seen: list[SeenValue] = []
         reads: dict[str, ExploredCall] = {}  # the session's answered reads, by call: what a write may change
         for _ in range(SESSION_CALLS):
             live = [n for n in tools if n not in out.hung_tools]
@@ -384,10 +223,10 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
             schema = tools[name].get("inputSchema") or {}
             args, sources, parents = writer.arguments(schema, seen[-SHOWN_VALUES:])
             props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-            args = {k: _coerce(v, props.get(k) or {}) for k, v in args.items()}
+            args = {k: coerce(v, props.get(k) or {}) for k, v in args.items()}
             if validators[name] is not None and not validators[name].is_valid(args):
                 args, sources, parents = writer.arguments(schema, [])  # what a result gave did not fit
-                args = {k: _coerce(v, props.get(k) or {}) for k, v in args.items()}
+                args = {k: coerce(v, props.get(k) or {}) for k, v in args.items()}
             if propose is not None and generated < (cfg.generated or 0) and sources and set(sources.values()) == {"schema"}:
                 generated += 1  # nothing but the schema gave a value: a model may know what the tool wants
                 written = await propose(tools[name], [v.value for v in seen[-SHOWN_VALUES:]])
@@ -399,9 +238,9 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
                 return
             if made_call.is_error:
                 continue
-            seen += [_Value(value=v, field=k, call=made_call.index) for k, v in result_values(made_call.text, made_call.structured)
+            seen += [SeenValue(value=v, field=k, call=made_call.index) for k, v in result_values(made_call.text, made_call.structured)
                      if not (isinstance(v, str) and len(v) > 80)]
-            if not made_call.writes:
+            if name not in writers:
                 reads[repr((name, args))] = made_call
                 continue
             # a write: read again what the session read before it, so the record shows what it changed

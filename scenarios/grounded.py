@@ -17,7 +17,7 @@ source of tasks whose answer is a value its result holds:
 Each task carries a `holds` check (numbers by value, text as whole words; mcprl.judges.verify), so the
 `verify` judge scores it with no LLM; its reference chain (`metadata["reference"]`: the calls, in
 order); and a difficulty, the chain's length. Tasks are phrased from templates made of the tool's
-description and argument names; a generator model may rephrase them (JSON via `response_format`;
+description and the call's values (`mcprl.scenarios.phrasing`); a generator model may rephrase them (JSON via `response_format`;
 `ExploreConfig.phrase`), and a rephrasing that drops a value the task needs, or gives the answer
 away, is not used.
 
@@ -38,18 +38,18 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, Field
 
-from mcprl.judges.verify import holds_answer, normalize_text, numbers
 from mcprl.errors import clip
-from mcprl.types import Scenario
+from mcprl.judges.verify import holds_answer, normalize_text, numbers
 from mcprl.scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall
+from mcprl.scenarios.phrasing import ASKS, DOES, args_text, instruction, noun_of, phrase
 from mcprl.scenarios.results import result_data, result_records, result_values
+from mcprl.types import Scenario
 
 if TYPE_CHECKING:
     from mcprl.tools import ToolPool
 
 MAX_ANSWER_WORDS = 8  # a longer value is prose, not an answer a check can hold
 FIELDS_PER_RESULT = 3  # field tasks made from one result, at most
-TASK_VERBS = frozenset("get list search find read show describe fetch lookup look query retrieve view".split())
 
 
 class GroundingReport(BaseModel):
@@ -72,55 +72,6 @@ class GroundingReport(BaseModel):
         if self.uncovered:
             line += f"; no task uses {', '.join(self.uncovered)}"
         return line
-
-
-def _summary(description: str) -> str:
-    """A tool description's first sentence, without its final stop."""
-    first = re.split(r"(?<=[.!?])\s|\n", description.strip(), maxsplit=1)[0]
-    return first.rstrip(".!? ")
-
-
-def _shown(value: Any) -> str:
-    return f'"{value}"' if isinstance(value, str) and (not value or " " in value or not value[0].isalnum()) else str(value)
-
-
-def _args_text(args: dict[str, Any]) -> str:
-    return ", ".join(f"{k.replace('_', ' ')} {_shown(v)}" for k, v in args.items())
-
-
-def _instruction(description: str, tool: str, args: dict[str, Any], linked: frozenset[str] = frozenset()) -> str:
-    """What a call does, from its tool's description with the call's values in place of the
-    argument names it mentions ("Subtract b from a" -> "Subtract 6.25 from 12"); the arguments it
-    does not mention follow in brackets. A `linked` argument is "the previous result"."""
-    text = _summary(description) or f"Use {tool}"
-    rest: dict[str, str] = {}
-    for name, value in args.items():
-        shown = "the previous result" if name in linked else _shown(value)
-        # a one-letter name beside an operator ("a - b") is a variable everywhere; elsewhere only where
-        # no word follows it, so that an article ("a number") stays
-        operand = len(name) > 1 or re.search(rf"(?<!\w){name}\s*[-+*/%^=<>]|[-+*/%^=<>]\s*{name}(?!\w)", text)
-        tail = "" if operand else r"(?!\s+[A-Za-z]{3})"
-        pattern = rf"(?<![\w-]){re.escape(name.replace('_', ' '))}(?![\w-]){tail}"
-        # (never the first word: that is the verb, "Change an item's stock" with an argument `change`)
-        word = len(name) > 1
-        text, hits = re.subn(rf"(?<=.){pattern}" if word else pattern, lambda _: shown, text, flags=re.IGNORECASE if word else 0)
-        if not hits:
-            rest[name.replace("_", " ")] = shown
-    return f"{text} ({', '.join(f'{k} {v}' for k, v in rest.items())})" if rest else text
-
-
-# How a task asks for a result: a few wordings, so that no one sentence shape is what the policy learns
-ASKS = ("{}. What is the result?", "{}: what do you get?", "{}, and tell me the result.", "What is the result? {}.")
-DOES = ("{}.", "Please do this: {}.", "{}, please.")  # how a task asks for a change
-
-
-def _noun(tool: str) -> str:
-    """What a tool's results are about, from its name: `get_item` -> item, `search_emails` -> email."""
-    from mcprl.scenarios.explore import _words
-
-    words = [w for w in _words(tool) if w not in TASK_VERBS and w not in {"by", "id", "all", "details", "info"}]
-    noun = words[-1] if words else "result"
-    return noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun
 
 
 def _answer(text: str) -> Any | None:
@@ -180,7 +131,7 @@ def _write_tasks(calls: list[ExploredCall], again: ExploredCall, descriptions: d
                if (k, str(v)) not in old and _holds(v) and not holds_answer(before.text, v)]
     if not changed:
         return []
-    action = _instruction(descriptions.get(write.tool, ""), write.tool, write.arguments)
+    action = instruction(descriptions.get(write.tool, ""), write.tool, write.arguments)
     return [_scenario(rng.choice(DOES).format(action), rng.choice(changed), chain, "write", read_back=again)]
 
 
@@ -204,7 +155,7 @@ def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: 
         # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer
         echo = isinstance(answer, str) and any(v and normalize_text(v) in normalize_text(answer) for v in said)
         if answer is not None and not echo and not holds_answer(" ".join(said), answer):
-            steps = [_instruction(descriptions.get(c.tool, ""), c.tool, c.arguments,
+            steps = [instruction(descriptions.get(c.tool, ""), c.tool, c.arguments,
                                   frozenset(k for k in c.arguments if c.sources.get(k, "").startswith("result:")))
                      for c in chain]
             task = rng.choice(ASKS).format(". Then ".join(steps))
@@ -223,7 +174,7 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
     if listing:  # a listing's fields are the keys every record has ("stock: 5"), not a colon inside a cell
         keys = Counter(k for record in records for k in {k for k, _ in record if k})
         records = [[(k, v) if keys[k] == len(records) else ("", v) for k, v in record] for record in records]
-    noun = _noun(call.tool)
+    noun = noun_of(call.tool)
     given = normalize_text(" ".join(map(str, call.arguments.values())))
     out: list[Scenario] = []
     for record in rng.sample(records, min(2, len(records))):
@@ -237,7 +188,7 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
             if label is not None and (listing or not call.arguments or rng.random() < 0.5):
                 task = f'What is the {field.lower().replace("_", " ")} of the {noun} "{label}"?'
             elif not listing and call.arguments:
-                task = f"What is the {field.lower().replace('_', ' ')} of the {noun} with {_args_text(call.arguments)}?"
+                task = f"What is the {field.lower().replace('_', ' ')} of the {noun} with {args_text(call.arguments)}?"
             else:
                 continue
             answer = value if not isinstance(value, str) or _number_of(value) is None else _number_of(value)
@@ -325,50 +276,6 @@ def select(tasks: list[Scenario], n: int, *, seed: int) -> tuple[list[Scenario],
     if left := sum(map(len, by_tool.values())):
         dropped["beyond the number asked for"] += left
     return picked, dropped
-
-
-PHRASE_PROMPT = ("Rewrite the task as one short, natural question a user would ask an assistant that has tools. "
-                 "Keep every name, id and number in it exactly as written. Do not answer it.")
-PHRASE_SCHEMA = {"type": "object", "properties": {"question": {"type": "string", "minLength": 10, "maxLength": 200}},
-                 "required": ["question"], "additionalProperties": False}
-
-
-def keeps(template: str, answer: Any, question: str) -> bool:
-    """Whether a rephrasing keeps what the task needs (every quoted value and number of the
-    template) and does not give its answer away."""
-    needed = re.findall(r'"([^"]+)"', template) + [str(int(x) if x.is_integer() else x) for x in numbers(template)]
-    # a template with no value to keep gives nothing to check a rewrite against: it stays
-    return bool(needed) and all(holds_answer(question, v) for v in needed) and (
-        holds_answer(template, answer) or not holds_answer(question, answer))
-
-
-async def phrase(tasks: list[Scenario], model: str, *, api_base: str | None, seed: int) -> int:
-    """Rephrase tasks with the generator model (JSON via `response_format`) where the rewrite
-    `keeps` the task; the template stays otherwise, and in `metadata["template"]`. Returns how
-    many were rephrased; a failed generator call leaves its task as it is."""
-    from mcprl.errors import UserError
-    from mcprl.llm import LLMError, complete, extract_json
-
-    done = 0
-    limiter = anyio.CapacityLimiter(4)
-
-    async def one(t: Scenario) -> None:
-        nonlocal done
-        messages = [{"role": "system", "content": PHRASE_PROMPT}, {"role": "user", "content": t.task}]
-        async with limiter:
-            try:
-                reply = await complete(model, messages, api_base=api_base, json_schema=PHRASE_SCHEMA, temperature=0.0,
-                                       max_tokens=96, seed=seed)
-                question = str(extract_json(reply.text)["question"]).strip()
-            except (LLMError, UserError, ValueError, KeyError, TypeError):
-                return
-        if keeps(t.task, t.answer, question):
-            t.metadata["template"], t.task, done = t.task, question, done + 1
-
-    async with anyio.create_task_group() as tg:
-        for t in tasks:
-            tg.start_soon(one, t)
-    return done
 
 
 async def ground(pool: ToolPool, n: int, exploration: Exploration, *, seed: int, phrase_with: str | None = None,

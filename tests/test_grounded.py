@@ -37,15 +37,15 @@ async def explore_and_ground(spec: ServerSpec, calls: int, n: int = 12, **cfg):
 def test_results_are_read_as_records_and_arguments_take_the_shape_their_description_asks_for():
     import random
 
-    from mcprl.scenarios.explore import _Value, _Writer
+    from mcprl.scenarios.arguments import SeenValue, ArgumentWriter
     from mcprl.scenarios.results import result_records
 
     # a server that prints Python's repr() of its rows
     assert result_records("[{'name': 'customers'}, {'name': 'orders'}]", None) == [[("name", "customers")], [("name", "orders")]]
     assert result_records("P-1 | mug | price: 2\nP-2 | cup | price: 3", None)[1] == [("", "P-2"), ("", "cup"), ("price", "3")]
     assert result_records("From: a@b.c\nSubject: hi", {"result": "From: a@b.c\nSubject: hi"}) == [[("From", "a@b.c"), ("Subject", "hi")]]
-    writer = _Writer(random.Random(0))
-    seen = [_Value(value="orders", field="name", call=3)]
+    writer = ArgumentWriter(random.Random(0))
+    seen = [SeenValue(value="orders", field="name", call=3)]
     sql = {"type": "string", "description": "SELECT SQL query to execute"}
     assert writer.value("query", sql, seen) == ("SELECT * FROM orders LIMIT 5", "result:3", 3)
     time_of_day, source, _ = writer.value("time", {"type": "string", "description": "Time to convert in 24-hour format (HH:MM)"}, [])
@@ -288,7 +288,7 @@ async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_
 async def test_a_generator_rephrases_a_task_only_where_the_rewrite_keeps_it():
     import json
 
-    from mcprl.scenarios.grounded import keeps, phrase
+    from mcprl.scenarios.phrasing import keeps, phrase
     from tests.fake_llm import FakeLLM
 
     template = 'What is the price of the item "steel level"?'

@@ -1,0 +1,106 @@
+"""How a grounded task is worded: templates from the tool's description and the call's values
+(`instruction`, `ASKS`, `DOES`, `noun_of`), and a generator's rephrasing, used only where it keeps
+every value of the template and does not give the answer away (`keeps`, `phrase`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import anyio
+
+from mcprl.judges.verify import holds_answer, numbers
+from mcprl.scenarios.arguments import words_of
+from mcprl.types import Scenario
+
+TASK_VERBS = frozenset("get list search find read show describe fetch lookup look query retrieve view".split())
+
+
+def first_sentence(description: str) -> str:
+    """A tool description's first sentence, without its final stop."""
+    first = re.split(r"(?<=[.!?])\s|\n", description.strip(), maxsplit=1)[0]
+    return first.rstrip(".!? ")
+
+
+def quoted(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) and (not value or " " in value or not value[0].isalnum()) else str(value)
+
+
+def args_text(args: dict[str, Any]) -> str:
+    return ", ".join(f"{k.replace('_', ' ')} {quoted(v)}" for k, v in args.items())
+
+
+def instruction(description: str, tool: str, args: dict[str, Any], linked: frozenset[str] = frozenset()) -> str:
+    """What a call does, from its tool's description with the call's values in place of the
+    argument names it mentions ("Subtract b from a" -> "Subtract 6.25 from 12"); the arguments it
+    does not mention follow in brackets. A `linked` argument is "the previous result"."""
+    text = first_sentence(description) or f"Use {tool}"
+    rest: dict[str, str] = {}
+    for name, value in args.items():
+        shown = "the previous result" if name in linked else quoted(value)
+        pattern = rf"(?<![\w-]){re.escape(name.replace('_', ' '))}(?![\w-])"
+        if len(name) > 1:  # a word, but never the first one: that is the verb ("Change an item's stock", argument `change`)
+            text, hits = re.subn(rf"(?<=.){pattern}", lambda _: shown, text, flags=re.IGNORECASE)
+        else:  # a letter: a variable everywhere when beside an operator ("a - b"), else only where no word
+            # follows it, so that an article ("a number") stays
+            operand = re.search(rf"(?<!\w){name}\s*[-+*/%^=<>]|[-+*/%^=<>]\s*{name}(?!\w)", text)
+            text, hits = re.subn(pattern if operand else rf"{pattern}(?!\s+[A-Za-z]{{3}})", lambda _: shown, text)
+        if not hits:
+            rest[name.replace("_", " ")] = shown
+    return f"{text} ({', '.join(f'{k} {v}' for k, v in rest.items())})" if rest else text
+
+
+# How a task asks for a result: a few wordings, so that no one sentence shape is what the policy learns
+ASKS = ("{}. What is the result?", "{}: what do you get?", "{}, and tell me the result.", "What is the result? {}.")
+DOES = ("{}.", "Please do this: {}.", "{}, please.")  # how a task asks for a change
+
+
+def noun_of(tool: str) -> str:
+    """What a tool's results are about, from its name: `get_item` -> item, `search_emails` -> email."""
+    words = [w for w in words_of(tool) if w not in TASK_VERBS and w not in {"by", "id", "all", "details", "info"}]
+    noun = words[-1] if words else "result"
+    return noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun
+
+
+PHRASE_PROMPT = ("Rewrite the task as one short, natural question a user would ask an assistant that has tools. "
+                 "Keep every name, id and number in it exactly as written. Do not answer it.")
+PHRASE_SCHEMA = {"type": "object", "properties": {"question": {"type": "string", "minLength": 10, "maxLength": 200}},
+                 "required": ["question"], "additionalProperties": False}
+
+
+def keeps(template: str, answer: Any, question: str) -> bool:
+    """Whether a rephrasing keeps what the task needs (every quoted value and number of the
+    template) and does not give its answer away."""
+    needed = re.findall(r'"([^"]+)"', template) + [str(int(x) if x.is_integer() else x) for x in numbers(template)]
+    # a template with no value to keep gives nothing to check a rewrite against: it stays
+    return bool(needed) and all(holds_answer(question, v) for v in needed) and (
+        holds_answer(template, answer) or not holds_answer(question, answer))
+
+
+async def phrase(tasks: list[Scenario], model: str, *, api_base: str | None, seed: int) -> int:
+    """Rephrase tasks with the generator model (JSON via `response_format`) where the rewrite
+    `keeps` the task; the template stays otherwise, and in `metadata["template"]`. Returns how
+    many were rephrased; a failed generator call leaves its task as it is."""
+    from mcprl.errors import UserError
+    from mcprl.llm import LLMError, complete, extract_json
+
+    done = 0
+    limiter = anyio.CapacityLimiter(4)
+
+    async def one(t: Scenario) -> None:
+        nonlocal done
+        messages = [{"role": "system", "content": PHRASE_PROMPT}, {"role": "user", "content": t.task}]
+        async with limiter:
+            try:
+                reply = await complete(model, messages, api_base=api_base, json_schema=PHRASE_SCHEMA, temperature=0.0,
+                                       max_tokens=96, seed=seed)
+                question = str(extract_json(reply.text)["question"]).strip()
+            except (LLMError, UserError, ValueError, KeyError, TypeError):
+                return
+        if keeps(t.task, t.answer, question):
+            t.metadata["template"], t.task, done = t.task, question, done + 1
+
+    async with anyio.create_task_group() as tg:
+        for t in tasks:
+            tg.start_soon(one, t)
+    return done
