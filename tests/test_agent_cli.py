@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 TESTS = Path(__file__).parent
-ARGS = ["--server", "python -m mcprl.servers.calculator", "--tasks", "calculator", "-n", "8", "--group-size", "2",
+ARGS = ["--server", "python -m mcprl.servers.calculator", "--no-per-rollout", "--tasks", "calculator", "-n", "8", "--group-size", "2",
         "--groups-per-step", "1", "--max-tokens", "6", "--max-turns", "2", "--eval-every", "0", "--val-size", "2"]
 
 

@@ -22,7 +22,7 @@ from tests.cli_runner import run_cli
 
 pytestmark = pytest.mark.integration
 
-ARGS = ["--server", "python -m mcprl.servers.calculator", "--tasks", "calculator", "-n", "12", "--group-size", "2",
+ARGS = ["--server", "python -m mcprl.servers.calculator", "--no-per-rollout", "--tasks", "calculator", "-n", "12", "--group-size", "2",
         "--groups-per-step", "2", "--max-extra-groups", "0", "--max-tokens", "6", "--max-turns", "2",
         "--eval-every", "0", "--val-size", "2", "--seed", "3"]
 

@@ -25,7 +25,7 @@ def scenarios(n: int, tools: list[str]) -> list[Scenario]:
 async def test_a_scenario_demonstration_runs_the_call_and_leaves_training():
     train = scenarios(5, ["add"])
     with FakeLLM(handler=lambda body: '{"a": 2, "b": 40}') as llm:
-        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
+        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator"), per_rollout=False) as pool:
             demo, rest = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=3)
     assert demo.source.startswith("scenario:")
     used = demo.source.removeprefix("scenario:")
@@ -40,7 +40,7 @@ async def test_a_scenario_demonstration_runs_the_call_and_leaves_training():
     assert schema_text in llm.requests[0]["messages"][0]["content"] and llm.requests[0]["messages"][-1]["content"] == task
     # the same seed picks the same scenario
     with FakeLLM(handler=lambda body: '{"a": 2, "b": 40}') as llm:
-        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
+        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator"), per_rollout=False) as pool:
             again, _ = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=3)
     assert again.source == demo.source
 
@@ -53,7 +53,7 @@ async def test_without_a_named_tool_the_generator_picks_one_from_an_enum():
         return '{"tool": "multiply"}' if len(seen) == 1 else '{"a": 6, "b": 7}'
 
     with FakeLLM(handler=handler) as llm:
-        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
+        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator"), per_rollout=False) as pool:
             demo, _ = await demonstration.build(scenarios(3, []), pool, model="openai/gen", api_base=llm.base_url, seed=0)
     assert '"enum":["add","subtract","multiply","divide","power"]' in seen[0]
     assert demo.messages[1]["tool_calls"][0]["function"]["name"] == "multiply"
@@ -66,7 +66,7 @@ async def test_calls_that_fail_fall_back_to_the_generic_example():
     train = scenarios(6, ["divide"])
     said = []
     with FakeLLM(handler=lambda body: replies[len(said) % 3]) as llm:
-        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
+        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator"), per_rollout=False) as pool:
             demo, rest = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=0, say=said.append)
     assert demo.source == "generic" and demo.messages is None and rest == train
     # SAMPLES calls for each of the three candidate scenarios; one round each, as `divide` takes
@@ -80,7 +80,7 @@ async def test_of_the_calls_written_the_one_that_runs_is_kept():
         return '{"a": 1, "b": 0}' if body["temperature"] == 0 else '{"a": 8, "b": 2}'
 
     with FakeLLM(handler=handler) as llm:
-        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
+        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator"), per_rollout=False) as pool:
             demo, _ = await demonstration.build(scenarios(4, ["divide"]), pool, model="openai/gen", api_base=llm.base_url, seed=0)
     assert json.loads(demo.messages[1]["tool_calls"][0]["function"]["arguments"]) == {"a": 8, "b": 2}
     assert {r["temperature"] for r in llm.requests} == {0, 1.0} and len({r["seed"] for r in llm.requests}) == demonstration.SAMPLES
@@ -98,7 +98,7 @@ async def test_when_no_call_of_the_tasks_words_runs_the_call_is_written_freely()
         return json.dumps({"sku": "cheapest hammer" if words_only else sku})
 
     with FakeLLM(handler=handler) as llm:
-        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory")) as pool:
+        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory"), per_rollout=False) as pool:
             demo, _ = await demonstration.build([scenario, scenario.model_copy(update={"id": "again"})], pool,
                                                 model="openai/gen", api_base=llm.base_url, seed=0)
     assert json.loads(demo.messages[1]["tool_calls"][0]["function"]["arguments"]) == {"sku": sku}
@@ -125,7 +125,7 @@ async def test_the_call_whose_result_tells_most_is_kept(answer_known):
         return json.dumps({"query": query})
 
     with FakeLLM(handler=handler) as llm:
-        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory")) as pool:
+        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory"), per_rollout=False) as pool:
             train = [scenario, scenario.model_copy(update={"id": "lookup-too"})]
             demo, rest = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=0)
     # the demonstration's task leaves training whole: its copy too
@@ -140,7 +140,7 @@ async def test_a_whole_question_copied_into_a_string_is_narrowed_to_the_name_in_
     asking the writer for free calls: it found the answer)."""
     scenario, name = _lookup_task(answer_known)
     with FakeLLM(handler=lambda body: json.dumps({"query": scenario.task.rstrip("?")})) as llm:
-        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory")) as pool:
+        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory"), per_rollout=False) as pool:
             train = [scenario, scenario.model_copy(update={"id": "lookup-too"})]
             demo, _ = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=0)
     query = json.loads(demo.messages[1]["tool_calls"][0]["function"]["arguments"])["query"]
@@ -253,7 +253,7 @@ async def test_a_generator_that_always_fails_gives_the_generic_example():
 
     said = []
     with FakeLLM(handler=lambda body: Reply(status=400, content="bad request")) as llm:
-        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory")) as pool:
+        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory"), per_rollout=False) as pool:
             demo, rest = await demonstration.build(scenarios(4, ["get_item"]), pool, model="openai/gen",
                                                    api_base=llm.base_url, seed=0, say=said.append)
     assert demo.source == "generic" and len(rest) == 4 and "generic" in said[-1]

@@ -35,7 +35,7 @@ def test_a_step_with_no_variance_draws_up_to_the_bound(tmp_path, tiny_model_dir)
     """The tiny random model solves nothing; with shaping off and all-or-nothing checks no group has
     variance, so each step draws its full bound of extra scenarios and drops every group."""
     env = {**os.environ, "MCPRL_HOME": str(tmp_path / "home")}
-    base = ["train", "--server", "python -m mcprl.servers.calculator", "--tasks", "calculator", "--no-task-help", "--shaping", "0",
+    base = ["train", "--server", "python -m mcprl.servers.calculator", "--no-per-rollout", "--tasks", "calculator", "--no-task-help", "--shaping", "0",
             "-n", "16", "--group-size", "2", "--groups-per-step", "2", "--max-tokens", "6", "--max-turns", "1",
             "--eval-every", "0", "--val-size", "2", "--steps", "1", "--model", str(tiny_model_dir)]
     with FakeLLM(handler=lambda body: '{"a": 1, "b": 2}') as gen:

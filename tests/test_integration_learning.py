@@ -1,5 +1,7 @@
 """The real SmolLM2-135M learns: a few GRPO steps on a simple reward (shorter replies) raise the
-mean reward, with fixed seeds. Marked integration: ~1-2 minutes on 2 CPU cores."""
+mean reward, with fixed seeds. Marked integration: ~1.5 minutes on one core (4 prompts x 4
+samples, 5 steps at 1e-3: 0.10 -> 0.75; the 6 x 6, 8 steps at 3e-4 it replaced took three times
+as long for 0.14 -> 0.65)."""
 
 import pytest
 
@@ -7,7 +9,7 @@ from mcprl import LocalBackend, TrainableModel, TrainConfig
 from mcprl.types import Generation, Trajectory, TrajectoryGroup
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
-PROMPTS = ["Name a color.", "Name an animal.", "Name a fruit.", "Name a country.", "Name a planet.", "Name a sport."]
+PROMPTS = ["Name a color.", "Name an animal.", "Name a fruit.", "Name a country."]
 MAX_TOKENS = 24
 
 
@@ -15,7 +17,7 @@ def reward(token_ids: list[int]) -> float:
     return 1.0 - len(token_ids) / MAX_TOKENS
 
 
-async def _groups(model, step: int, per: int = 6) -> list[TrajectoryGroup]:
+async def _groups(model, step: int, per: int = 4) -> list[TrajectoryGroup]:
     groups = []
     for i, p in enumerate(PROMPTS):
         msgs = [{"role": "user", "content": p}]
@@ -40,9 +42,9 @@ async def test_grpo_raises_mean_reward(home, smollm2_dir):
     async with LocalBackend(device="cpu") as backend:
         await model.register(backend)
         before = _mean(await _groups(model, step=99))
-        for step in range(8):
-            m = await model.train(await _groups(model, step), TrainConfig(learning_rate=3e-4))
+        for step in range(5):
+            m = await model.train(await _groups(model, step), TrainConfig(learning_rate=1e-3))
             assert m["trained"] == 1
         after = _mean(await _groups(model, step=99))  # the same seeds as `before`
-    assert model.get_step() == 8
-    assert after > before + 0.1, (before, after)
+    assert model.get_step() == 5
+    assert after > before + 0.25, (before, after)

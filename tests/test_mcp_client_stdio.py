@@ -178,6 +178,20 @@ async def test_pool_gives_each_rollout_its_own_stdio_server():
         assert len(set(pids)) == 2
 
 
+@pytest.mark.parametrize("per_rollout", [True, False])
+async def test_the_per_rollout_setting_decides_whether_rollouts_share_a_process(per_rollout):
+    """`--no-per-rollout` (`server.per_rollout = false`) gives every rollout the same stdio server."""
+    from mcprl.tools.discovery import ServerConfig
+
+    spec = ServerConfig(target=ECHO, per_rollout=per_rollout).spec()
+    async with ToolPool(spec) as pool:
+        pids = []
+        for _ in range(2):
+            async with pool.session() as session:
+                pids.append((await session.call("process_id")).text)
+    assert len(set(pids)) == (2 if per_rollout else 1)
+
+
 async def test_shared_pool_session_reconnects_after_the_server_died():
     async with ToolPool(ServerSpec.parse(ECHO), per_rollout=False) as pool:
         async with pool.session() as s1, pool.session() as s2:

@@ -42,8 +42,8 @@ def test_autorl_one_step_finishes_offline(model_home, tmp_path):
     home = tmp_path / "home"
     (home / "models").mkdir(parents=True)
     (home / "models" / "smollm2-135m").symlink_to(model_home / "models" / "smollm2-135m")
-    r = run(["autorl", "Answer a question about geography in one sentence", "--steps", "1", "--group-size", "2",
-             "--groups-per-step", "2", "--max-turns", "1", "--max-tokens", "48", "--name", "geo"], home)
+    r = run(["autorl", "Answer a question about geography in one sentence", "--steps", "1", "-n", "4", "--group-size", "2",
+             "--groups-per-step", "1", "--max-turns", "1", "--max-tokens", "48", "--name", "geo"], home)
     assert r.returncode == 0, r.stderr[-3000:]
     d = home / "default" / "geo"
     assert len(load_jsonl(d / "autorl" / "inputs.jsonl", Scenario)) >= 4

@@ -17,7 +17,9 @@ from mcprl.run_config import load_config
 from mcprl.runner import step_batch
 from mcprl.types import Scenario
 
-ARGS = ["--server", "python -m mcprl.servers.calculator", "--tasks", "calculator", "-n", "12", "--group-size", "2",
+# --no-per-rollout: the calculator keeps no state, so one server serves every rollout (a process
+# per rollout costs ~2 s of CPU each to start: most of a tiny-model run)
+ARGS = ["--server", "python -m mcprl.servers.calculator", "--no-per-rollout", "--tasks", "calculator", "-n", "12", "--group-size", "2",
         "--groups-per-step", "2", "--max-tokens", "6", "--max-turns", "2", "--eval-every", "2", "--val-size", "2"]
 
 

@@ -126,7 +126,7 @@ def test_a_run_whose_rollouts_all_fail_stops_with_the_reason(tmp_path, tiny_mode
 
     tests = Path(__file__).parent
     env = {**os.environ, "MCPRL_HOME": str(tmp_path), "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])}
-    args = ["--server", "python -m mcprl.servers.calculator", "--tasks", "calculator", "-n", "6", "--group-size", "2",
+    args = ["--server", "python -m mcprl.servers.calculator", "--no-per-rollout", "--tasks", "calculator", "-n", "6", "--group-size", "2",
             "--groups-per-step", "1", "--max-tokens", "4", "--max-turns", "1", "--eval-every", "0", "--val-size", "2",
             "--model", str(tiny_model_dir), "--steps", "1", "--name", "dead", "--agent", "user_agents:crash"]
     r = subprocess.run([sys.executable, "-m", "mcprl.cli", "train", *args], capture_output=True, text=True, env=env, timeout=600)

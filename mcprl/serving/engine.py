@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,8 +148,12 @@ class Engine:
         that grows with the request (rendering, tokenizing, compiling, decoding) runs off the event loop."""
         try:
             pending = await anyio.to_thread.run_sync(self._prepare, req)
-        except BadRequest:
+        except BadRequest as e:
             self.metrics["refused"] += 1
+            # The refusal's traceback holds _prepare's frame, and with it the rendered prompt's
+            # tokens (80 MB for a 4 MB prompt); crossing the worker thread leaves it in a reference
+            # cycle that only a full collection would free. Clearing the frames frees them now.
+            traceback.clear_frames(e.__traceback__)
             raise
         if req.response_format:
             pending.constraint = await self._constraint(req)

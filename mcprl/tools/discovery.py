@@ -36,6 +36,10 @@ class ServerConfig(BaseModel):
     deny: list[str] = Field(default_factory=list, description="never offer or call tools matching this name/glob")
     connect_timeout: float = Field(default=30.0, gt=0, description="seconds to wait for the MCP handshake")
     call_timeout: float = Field(default=60.0, gt=0, description="seconds a tool call may take")
+    per_rollout: bool | None = Field(
+        default=None, description="a fresh session per rollout, so no rollout sees another's writes (default: on for stdio, "
+                                  "each its own process; off for HTTP/SSE); --no-per-rollout shares one: a stdio server that "
+                                  "keeps no state then starts once, not once per rollout")
 
     @field_validator("headers", mode="before")
     @classmethod
@@ -53,7 +57,8 @@ class ServerConfig(BaseModel):
         if self.target is None:
             raise UserError("no MCP server given; pass --server URL-or-command")
         return ServerSpec.parse(self.target, transport=self.transport, headers=self.headers, env=self.env, cwd=self.cwd,
-                                allow=self.allow, deny=self.deny, connect_timeout=self.connect_timeout, call_timeout=self.call_timeout)
+                                allow=self.allow, deny=self.deny, connect_timeout=self.connect_timeout, call_timeout=self.call_timeout,
+                                per_rollout=self.per_rollout)
 
 
 @asynccontextmanager
