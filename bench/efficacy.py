@@ -53,7 +53,8 @@ def main() -> None:
            "--time-budget", str(args.minutes), "--project", "bench", "--name", args.name, *extra]
     print("$", " ".join(cmd), flush=True)
     t0 = time.time()
-    subprocess.run(cmd, check=True)
+    if code := subprocess.run(cmd).returncode:
+        sys.exit(code)  # the run printed its own one-line reason
     wall = time.time() - t0
     run_dir = home / "bench" / args.name
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]

@@ -49,7 +49,8 @@ def main() -> None:
     t0 = time.time()
     if not args.eval_only:
         print("$", " ".join(cmd), flush=True)
-        subprocess.run(cmd, check=True)
+        if code := subprocess.run(cmd).returncode:
+            sys.exit(code)  # the run printed its own one-line reason
     wall = time.time() - t0
     run_dir = home / "bench" / args.name
     if args.tasks:
