@@ -19,7 +19,6 @@ def words_of(name: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)]
 
 
-
 class SeenValue(BaseModel):
     value: Any
     field: str

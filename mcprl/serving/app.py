@@ -45,9 +45,10 @@ def bad_request(message: str, param: str | None = None) -> JSONResponse:
 
 
 def give_back_memory() -> None:
-    """Free what a refused request took (a sampled batch frees its own): its prompt's tokens stay
-    referenced from the refusal's traceback, a reference cycle, until the collector's young
-    generations are collected (~0.1 s after a 4 MB prompt); then the allocator returns the pages."""
+    """Free what a refused request took (a sampled batch frees its own): what parsing it left in
+    reference cycles (a validation error made on a worker thread, holding the body's values) is
+    collected, and the allocator returns the pages. (An engine refusal clears its own frames,
+    `Engine.chat`, so its rendered prompt's tokens are already gone.)"""
     gc.collect(1)
     memory.release()
 
