@@ -4,8 +4,9 @@ checkpoint -> hot swap -> evaluate every E steps] -> report.
 Everything a run writes lives in the model's directory `<MCPRL_HOME>/<project>/<name>/`:
 config.json (secrets redacted), tools.json (tool list + hash), scenarios/{train,val}.jsonl,
 trajectories/step_NNNN.jsonl, eval/step_NNNN.jsonl, metrics.jsonl, checkpoints/, report.html.
-A step's lines are only appended after its checkpoint is committed, so a killed run resumes
-(`--resume`) with no lost and no repeated steps.
+A step's lines are only appended after its checkpoint is committed, and its train line is set
+aside (step.pending.json) before the commit, so a killed run resumes (`--resume`) with no lost and
+no repeated steps.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from mcprl.pipeline import Pipeline, policy_version, split_stale
 from mcprl.run_config import RunConfig, load_saved
 from mcprl.tools.redact import redact, redact_model
 from mcprl.types import Scenario, TrajectoryGroup, dump_jsonl
+
+
+PENDING_LINE = "step.pending.json"
 
 
 class Interrupt:
@@ -143,6 +147,7 @@ class TrainingRun:
             await self.model.register(backend)
             step = self.model.get_step()
             self.metrics.truncate_after(step)
+            self._recover_line(step)
             (self.dir / "config.json").write_text(json.dumps(self.cfg.redacted(self.secrets), indent=2))
             if self.cfg.wandb:
                 self.metrics.wandb = {"project": cfg.project, "name": cfg.name, "config": self.cfg.redacted(self.secrets)}
@@ -247,6 +252,20 @@ class TrainingRun:
         retried = await self._guided_retries(pool, judge, groups, label) if cfg.guided_retry and not warmup else 0
         return Collected(step, groups, len(batch), warmup, retried)
 
+    def _recover_line(self, step: int) -> None:
+        """A run killed after committing step `step`'s checkpoint but before appending its line: the
+        line is the one set aside before the step plus the trainer's figures kept in the checkpoint."""
+        from mcprl.train import checkpoints
+
+        pending = self.dir / PENDING_LINE
+        if not pending.exists():
+            return
+        row = json.loads(pending.read_text())
+        if row["step"] == step and not any(r["kind"] == "train" and r["step"] == step for r in self.metrics.read()):
+            state = checkpoints.read_state(checkpoints.step_dir(self.model.checkpoints_dir, step))
+            self.metrics.append({**row, **{f"train/{k}": v for k, v in state.get("metrics", {}).items()}})
+        pending.unlink()
+
     async def _learn(self, c: Collected) -> None:
         """Train step `c.step` on its groups, but those sampled more than max_off_policy_steps
         versions ago (dropped, counted in `stale_dropped`); record the step."""
@@ -257,16 +276,20 @@ class TrainingRun:
             g.metadata["stale"] = True
         dump_jsonl([redact_model(g, self.secrets) for g in groups], self.dir / "trajectories" / f"step_{c.step + 1:04d}.jsonl")
         tc = cfg.train.model_copy(update={"advantage": "reward"}) if warmup else cfg.train
-        train_metrics = await self.model.train(fresh, tc)
         sampling = {"groups_drawn": len(groups) - c.batch_size, "groups_dropped": 0 if warmup else sum(not learnable(g) for g in groups),
                     "groups_guided": c.retried}
         # How many versions behind the trained policy its groups were sampled (0 in the synchronous loop)
         ages = [c.step - v for g in fresh if (v := policy_version(g)) is not None]
         staleness = {"staleness_mean": sum(ages) / len(ages) if ages else 0.0, "staleness_max": max(ages, default=0),
                      "stale_dropped": len(stale)}
-        row = {"kind": "train", "step": self.model.get_step(), "sft_warmup": warmup, **rollout_metrics(groups), **sampling, **staleness,
-               **{f"train/{k}": v for k, v in train_metrics.items()}, "peak_rss_mb": memory.peak_rss_mb(), **self._cluster_metrics(groups)}
+        row = {"kind": "train", "step": c.step + 1, "sft_warmup": warmup, **rollout_metrics(groups), **sampling, **staleness,
+               **self._cluster_metrics(groups)}
+        pending = self.dir / PENDING_LINE
+        pending.write_text(json.dumps(row))  # what a kill between the checkpoint and the line would lose
+        train_metrics = await self.model.train(fresh, tc)
+        row.update({f"train/{k}": v for k, v in train_metrics.items()}, peak_rss_mb=memory.peak_rss_mb())
         self.metrics.append(row)
+        pending.unlink()
         self.say(
             f"step {row['step']}/{cfg.steps}: reward {row['reward_mean']:.3f}, tool calls {row['tool_call_rate']:.0%}, "
             f"success {row.get('success_rate', float('nan')):.0%}, trained groups "

@@ -168,8 +168,6 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
     from mcprl.tools.client import schema_validator
 
     assert pool.toolset is not None
-    rng = random.Random(f"{seed}/explore")
-    writer = ArgumentWriter(rng)
     isolated = is_isolated(pool, cfg, say)
     out = Exploration()
     tools: dict[str, dict[str, Any]] = {}
@@ -185,7 +183,11 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
     explorer = Pool(spec, per_rollout=pool.per_rollout)  # fresh temp dirs for stdio sessions
     writers = {name for name, tool in tools.items() if may_write(tool)}
     validators = {name: schema_validator(t.get("inputSchema") or {}) for name, t in tools.items()}
-    called: dict[str, int] = dict.fromkeys(tools, 0)
+    # The tools in a seeded order, dealt out to the sessions in turn: every tool is tried about as
+    # often as the others, and what session N calls (and with what, from its own generator) does not
+    # depend on how the concurrent sessions interleave
+    order = list(tools)
+    random.Random(f"{seed}/explore").shuffle(order)
     started = time.monotonic()
 
     made = 0  # calls begun, finished or not: concurrent sessions share the bound
@@ -211,15 +213,20 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
 
     async def session_walk(session: ToolSession, number: int) -> None:
         nonlocal made, generated
+        rng = random.Random(f"{seed}/explore/{number}")
+        writer = ArgumentWriter(rng)
         seen: list[SeenValue] = []
         reads: dict[str, ExploredCall] = {}  # the session's answered reads, by call: what a write may change
-        for _ in range(SESSION_CALLS):
-            live = [n for n in tools if n not in out.hung_tools]
-            if made >= cfg.calls or not live:
+        deal = [order[(number * SESSION_CALLS + i) % len(order)] for i in range(SESSION_CALLS)]
+        rng.shuffle(deal)  # (sessions dealt the same tools call them in different orders)
+        # a read first where the deal has one: a write shows what it changed by the reads before it
+        deal.insert(0, deal.pop(next((i for i, n in enumerate(deal) if n not in writers), 0)))
+        for name in deal:
+            if made >= cfg.calls or len(out.hung_tools) >= len(tools):
                 return
+            if name in out.hung_tools:
+                continue
             made += 1
-            # least-called tools first, so every tool is tried; ties broken by the seed
-            name = min(live, key=lambda n: (called[n], rng.random()))
             schema = tools[name].get("inputSchema") or {}
             args, sources, parents = writer.arguments(schema, seen[-SHOWN_VALUES:])
             props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
@@ -232,7 +239,6 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
                 written = await propose(tools[name], [v.value for v in seen[-SHOWN_VALUES:]])
                 if isinstance(written, dict) and written and (validators[name] is None or validators[name].is_valid(written)):
                     args, sources, parents = written, dict.fromkeys(written, "generator"), []
-            called[name] += 1
             made_call = await call(session, number, name, args, sources=sources, parents=parents)
             if made_call is None:
                 return
@@ -243,8 +249,12 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
             if name not in writers:
                 reads[repr((name, args))] = made_call
                 continue
-            # a write: read again what the session read before it, so the record shows what it changed
-            for before in list(reads.values())[-READ_BACKS:][::-1]:
+            # a write: read again what the session read before it, so the record shows what it changed;
+            # first the reads of what the write named (a value in common), then of the whole state (no
+            # arguments), then the latest
+            named = {repr(v) for v in args.values()}
+            backs = sorted(reads.values(), key=lambda c: (not named & {repr(v) for v in c.arguments.values()}, bool(c.arguments), -c.index))
+            for before in backs[:READ_BACKS]:
                 if made >= cfg.calls or before.tool in out.hung_tools:
                     break
                 made += 1

@@ -80,6 +80,34 @@ def test_train_writes_the_run_directory(tmp_path, tiny_model_dir):
     assert bad.returncode == 2 and "no checkpoint '9'" in bad.stderr
 
 
+@pytest.mark.anyio
+async def test_a_run_dying_between_the_checkpoint_and_its_line_resumes_with_the_line(tmp_path, tiny_model_dir, monkeypatch):
+    from mcprl.metrics import MetricsLog
+    from mcprl.runner import TrainingRun
+
+    monkeypatch.setenv("MCPRL_HOME", str(tmp_path / "home"))
+    given = {"server.target": "python -m mcprl.servers.calculator", "server.per_rollout": False, "scenarios.tasks": "calculator",
+             "scenarios.n": 8, "group_size": 2, "groups_per_step": 2, "rollout.max_tokens": 6, "rollout.max_turns": 2,
+             "eval_every": 0, "scenarios.val_size": 2, "model": str(tiny_model_dir), "steps": 2, "name": "d"}
+    real_append = MetricsLog.append
+
+    def dies_at_the_first_train_line(self, row):
+        if row["kind"] == "train":
+            raise SystemExit("killed")  # step 1's checkpoint is committed; its line is not written
+        real_append(self, row)
+
+    monkeypatch.setattr(MetricsLog, "append", dies_at_the_first_train_line)
+    with pytest.raises(SystemExit):
+        await TrainingRun(load_config(None, given), say=lambda _: None).run()
+    monkeypatch.setattr(MetricsLog, "append", real_append)
+    summary = await TrainingRun(load_config(None, given), resume=True, say=lambda _: None).run()
+    rows = MetricsLog(tmp_path / "home" / "default" / "d" / "metrics.jsonl").read()
+    # (a resumed run first scores the step it resumes from)
+    assert [(r["kind"], r["step"]) for r in rows] == [("eval", 0), ("train", 1), ("eval", 1), ("train", 2), ("eval", 2)], summary
+    assert "train/groups" in rows[1] and "reward_mean" in rows[1]  # the trainer's figures and the rollouts'
+    assert not (tmp_path / "home" / "default" / "d" / "step.pending.json").exists()
+
+
 def test_sigkill_at_random_points_then_resume_loses_and_repeats_nothing(tmp_path, tiny_model_dir):
     home = tmp_path / "home"
     env = {**os.environ, "MCPRL_HOME": str(home)}
