@@ -41,7 +41,7 @@ from pydantic import BaseModel, Field
 from mcprl.errors import clip
 from mcprl.judges.verify import holds_answer, normalize_text, numbers
 from mcprl.scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall
-from mcprl.scenarios.phrasing import ASKS, DOES, args_text, instruction, noun_of, phrase
+from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, args_text, formula, instruction, noun_of, phrase
 from mcprl.scenarios.results import result_data, result_records, result_values
 from mcprl.types import Scenario
 
@@ -155,14 +155,29 @@ def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: 
         # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer
         echo = isinstance(answer, str) and any(v and normalize_text(v) in normalize_text(answer) for v in said)
         if answer is not None and not echo and not holds_answer(" ".join(said), answer):
-            steps = [instruction(descriptions.get(c.tool, ""), c.tool, c.arguments,
-                                  frozenset(k for k in c.arguments if c.sources.get(k, "").startswith("result:")))
-                     for c in chain]
+            linked = [frozenset(k for k in c.arguments if c.sources.get(k, "").startswith("result:")) for c in chain]
+            steps = [instruction(descriptions.get(c.tool, ""), c.tool, c.arguments, ln) for c, ln in zip(chain, linked)]
             task = rng.choice(ASKS).format(". Then ".join(steps))
+            expression = _expression(chain, linked, descriptions)
+            if expression is not None and rng.random() < 0.5:  # as often asked as an expression ("What is 18.5 * 10?") as in words
+                task = rng.choice(FORMULA_ASKS).format(expression)
             out.append(_scenario(task, answer, chain, "chain" if len(chain) > 1 else "result"))
             continue
         out += _field_tasks(call, chain, rng)
     return out
+
+
+def _expression(chain: list[ExploredCall], linked: list[frozenset[str]], descriptions: dict[str, str]) -> str | None:
+    """The chain as one expression, where each call's description states one and each call after
+    the first takes the previous result ("(18.5 * 10) - 3"); else None."""
+    expression = ""
+    for i, (c, ln) in enumerate(zip(chain, linked)):
+        if bool(i) != bool(ln):
+            return None
+        expression = formula(descriptions.get(c.tool, ""), c.tool, c.arguments, ln, expression)
+        if expression is None:
+            return None
+    return expression
 
 
 def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Random) -> list[Scenario]:

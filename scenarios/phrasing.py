@@ -1,5 +1,6 @@
 """How a grounded task is worded: templates from the tool's description and the call's values
-(`instruction`, `ASKS`, `DOES`, `noun_of`), and a generator's rephrasing, used only where it keeps
+(`instruction`, `ASKS`, `DOES`, `noun_of`), or as the expression a description states
+(`formula`, `FORMULA_ASKS`), and a generator's rephrasing, used only where it keeps
 every value of the template and does not give the answer away (`keeps`, `phrase`)."""
 
 from __future__ import annotations
@@ -30,14 +31,13 @@ def args_text(args: dict[str, Any]) -> str:
     return ", ".join(f"{k.replace('_', ' ')} {quoted(v)}" for k, v in args.items())
 
 
-def instruction(description: str, tool: str, args: dict[str, Any], linked: frozenset[str] = frozenset()) -> str:
-    """What a call does, from its tool's description with the call's values in place of the
-    argument names it mentions ("Subtract b from a" -> "Subtract 6.25 from 12"); the arguments it
-    does not mention follow in brackets. A `linked` argument is "the previous result"."""
+def _fill(description: str, tool: str, args: dict[str, Any], linked: frozenset[str], previous: str) -> tuple[str, dict[str, str]]:
+    """The description's first sentence with the call's values in place of the argument names it
+    mentions, and the arguments it does not mention."""
     text = first_sentence(description) or f"Use {tool}"
     rest: dict[str, str] = {}
     for name, value in args.items():
-        shown = "the previous result" if name in linked else quoted(value)
+        shown = previous if name in linked else quoted(value)
         pattern = rf"(?<![\w-]){re.escape(name.replace('_', ' '))}(?![\w-])"
         if len(name) > 1:  # a word, but never the first one: that is the verb ("Change an item's stock", argument `change`)
             text, hits = re.subn(rf"(?<=.){pattern}", lambda _: shown, text, flags=re.IGNORECASE)
@@ -47,12 +47,36 @@ def instruction(description: str, tool: str, args: dict[str, Any], linked: froze
             text, hits = re.subn(pattern if operand else rf"{pattern}(?!\s+[A-Za-z]{{3}})", lambda _: shown, text)
         if not hits:
             rest[name.replace("_", " ")] = shown
+    return text, rest
+
+
+def instruction(description: str, tool: str, args: dict[str, Any], linked: frozenset[str] = frozenset()) -> str:
+    """What a call does, from its tool's description with the call's values in place of the
+    argument names it mentions ("Subtract b from a" -> "Subtract 6.25 from 12"); the arguments it
+    does not mention follow in brackets. A `linked` argument is "the previous result"."""
+    text, rest = _fill(description, tool, args, linked, "the previous result")
     return f"{text} ({', '.join(f'{k} {v}' for k, v in rest.items())})" if rest else text
+
+
+def formula(description: str, tool: str, args: dict[str, Any], linked: frozenset[str] = frozenset(), previous: str = "") -> str | None:
+    """The call as an expression of its values, where its description states one over every
+    argument ("Multiply two numbers and return a * b" -> "18.5 * 10"); a `linked` argument is the
+    previous call's expression, `previous`, in brackets ("(18.5 * 10) - 3"). None otherwise."""
+    text, rest = _fill(description, tool, args, linked, f"({previous})")
+    if rest:
+        return None
+    for clause in re.split(r",\s*|;\s*|\s+and\s+", text):
+        verb, _, body = clause.partition(" ")
+        body = body if verb.isalpha() else clause  # "return 18.5 * 10": the expression after its verb
+        if re.fullmatch(r"[-+*/%^().\d\s]+", body) and re.search(r"[\d)]\s*[-+*/%^]+\s*[-\d(]", body):
+            return body.strip()
+    return None
 
 
 # How a task asks for a result: a few wordings, so that no one sentence shape is what the policy learns
 ASKS = ("{}. What is the result?", "{}: what do you get?", "{}, and tell me the result.", "What is the result? {}.")
 DOES = ("{}.", "Please do this: {}.", "{}, please.")  # how a task asks for a change
+FORMULA_ASKS = ("What is {}?", "Compute {}.", "Work out {}.", "{} = ?")  # how a task asks for an expression's value
 
 
 def noun_of(tool: str) -> str:

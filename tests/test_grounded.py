@@ -3,6 +3,7 @@ transports, tasks checked by value, verified by replay, errors reported in text 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -170,9 +171,22 @@ async def test_grounded_tasks_on_the_shipped_servers():
         exploration = await explore(pool, ExploreConfig(calls=18), seed=0, say=lambda _: None)
         calculator, report = await ground(pool, 6, exploration, seed=0, max_calls=1, say=lambda _: None)
     assert len(calculator) == 6 and all(isinstance(t.answer, (int, float)) for t in calculator)
+    assert any(re.fullmatch(r"(What is |Compute |Work out )?[-+*/() .\d]+( = )?[?.]", t.task) for t in calculator)  # "What is 8.5 * 19?"
     assert len(report.covered) >= 3  # spread over the tools
     # chains the exploration made, but longer than an episode of 2 turns allows (a call, then the answer)
     assert all(t.difficulty == 1 for t in calculator) and report.dropped["more calls than an episode's 1"] >= 1
+
+
+def test_a_description_that_states_an_expression_words_the_task_as_that_expression():
+    from mcprl.scenarios.phrasing import formula
+
+    assert formula("Multiply two numbers and return a * b.", "multiply", {"a": 18.5, "b": 10}) == "18.5 * 10"
+    # the previous call's expression in brackets where its result is fed on
+    assert formula("Subtract b from a and return a - b.", "subtract", {"a": 184, "b": 6}, frozenset({"a"}), "18.5 * 10") == "(18.5 * 10) - 6"
+    assert formula("Raise base to the power exponent and return base ** exponent.", "power", {"base": 2, "exponent": -1.5}) == "2 ** -1.5"
+    # none where the description states no expression, or one without every argument
+    assert formula("Convert an amount from one unit to another.", "convert", {"value": 3, "to_unit": "km"}) is None
+    assert formula("Divide a by b and return a / b.", "divide", {"a": 2, "c": 1}) is None
 
 
 async def test_a_server_with_nothing_to_ground_stops_with_the_fix(tmp_path):
