@@ -18,6 +18,7 @@ that importing it never reaches for the network.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -69,6 +70,9 @@ def _litellm() -> Any:
     import litellm
 
     litellm.suppress_debug_info = True
+    # its own bookkeeping's warnings ("LoggingWorker: event loop changed", each new event loop a
+    # command runs) are noise on a command's stderr, which says what went wrong in one line
+    logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     return litellm
 
 

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from mcprl.paths import replace_text
 from mcprl.types import TrajectoryGroup
 
 
@@ -102,7 +103,7 @@ class MetricsLog:
     def truncate_after(self, step: int) -> None:
         """Drop lines of steps past the last checkpoint (written by a run killed mid-step)."""
         rows = [r for r in self.read() if r["step"] <= step]
-        self.path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        replace_text(self.path, "".join(json.dumps(r) + "\n" for r in rows))
 
     def _log_wandb(self, row: dict[str, Any]) -> None:
         try:

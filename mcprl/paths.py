@@ -14,6 +14,14 @@ from mcprl.errors import UserError
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 
+def replace_text(path: Path, text: str) -> None:
+    """Write `path` whole or not at all (a temporary file beside it, then renamed): a process
+    killed mid-write leaves the old file, never half of the new one."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def home() -> Path:
     return Path(os.environ.get("MCPRL_HOME") or Path.home() / ".cache" / "mcprl").expanduser()
 

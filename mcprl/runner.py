@@ -22,6 +22,7 @@ from typing import Any, Callable
 from mcprl import agents, memory, tasks
 from mcprl.errors import UserError
 from mcprl.metrics import MetricsLog, rollout_metrics
+from mcprl.paths import replace_text
 from mcprl.pipeline import Pipeline, policy_version, split_stale
 from mcprl.run_config import RunConfig, load_saved
 from mcprl.tools.redact import redact, redact_model
@@ -285,7 +286,7 @@ class TrainingRun:
         row = {"kind": "train", "step": c.step + 1, "sft_warmup": warmup, **rollout_metrics(groups), **sampling, **staleness,
                **self._cluster_metrics(groups)}
         pending = self.dir / PENDING_LINE
-        pending.write_text(json.dumps(row))  # what a kill between the checkpoint and the line would lose
+        replace_text(pending, json.dumps(row))  # what a kill between the checkpoint and the line would lose
         train_metrics = await self.model.train(fresh, tc)
         row.update({f"train/{k}": v for k, v in train_metrics.items()}, peak_rss_mb=memory.peak_rss_mb())
         self.metrics.append(row)

@@ -22,6 +22,7 @@ skipped from then on); results are cut like the model's (`ServerSpec.max_result_
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import time
@@ -183,11 +184,14 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
     explorer = Pool(spec, per_rollout=pool.per_rollout)  # fresh temp dirs for stdio sessions
     writers = {name for name, tool in tools.items() if may_write(tool)}
     validators = {name: schema_validator(t.get("inputSchema") or {}) for name, t in tools.items()}
-    # The tools in a seeded order, dealt out to the sessions in turn: every tool is tried about as
-    # often as the others, and what session N calls (and with what, from its own generator) does not
-    # depend on how the concurrent sessions interleave
+    # The tools in a seeded order, dealt out in turn to the sessions that run at once, each session
+    # starting with its share and going on to the others in its own seeded order: the first
+    # len(tools) calls try every tool (a small budget still covers them), each is tried about as
+    # often as the others, and what session N calls (and with what, from its own generator) does
+    # not depend on how the concurrent sessions interleave
     order = list(tools)
     random.Random(f"{seed}/explore").shuffle(order)
+    at_once = SESSIONS_AT_ONCE if explorer.per_rollout else 1
     started = time.monotonic()
 
     made = 0  # calls begun, finished or not: concurrent sessions share the bound
@@ -217,10 +221,13 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
         writer = ArgumentWriter(rng)
         seen: list[SeenValue] = []
         reads: dict[str, ExploredCall] = {}  # the session's answered reads, by call: what a write may change
-        deal = [order[(number * SESSION_CALLS + i) % len(order)] for i in range(SESSION_CALLS)]
-        rng.shuffle(deal)  # (sessions dealt the same tools call them in different orders)
-        # a read first where the deal has one: a write shows what it changed by the reads before it
-        deal.insert(0, deal.pop(next((i for i, n in enumerate(deal) if n not in writers), 0)))
+        share = list(dict.fromkeys(order[j % len(order)] for j in range(number, number + len(order), at_once)))
+        rest = [n for n in order if n not in share]
+        rng.shuffle(rest)
+        deal = ([*share, *rest] * math.ceil(SESSION_CALLS / len(order)))[:SESSION_CALLS]
+        # the calls that need no argument first (listings: their values feed the others' arguments,
+        # so chains form), and reads before writes (a write shows what it changed by the reads before it)
+        deal.sort(key=lambda n: (bool((tools[n].get("inputSchema") or {}).get("required")), n in writers))
         for name in deal:
             if made >= cfg.calls or len(out.hung_tools) >= len(tools):
                 return
@@ -284,7 +291,7 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
     async with explorer:
         with anyio.move_on_after(cfg.minutes * 60):
             async with anyio.create_task_group() as tg:
-                for _ in range(SESSIONS_AT_ONCE if explorer.per_rollout else 1):
+                for _ in range(at_once):
                     tg.start_soon(worker)
     out.seconds = time.monotonic() - started
     if record is not None:

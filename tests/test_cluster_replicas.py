@@ -1,6 +1,6 @@
 """Policy replicas on Ray ([cluster] policy_replicas, mcprl.cluster.replicas and .router): the
 least-outstanding choice, and on the two-node loopback cluster of test_cluster a run whose
-rollouts sample from two replicas, one of them killed during step 1."""
+rollouts sample from two replicas, one of them killed during step 1, as is the trainer actor."""
 
 from __future__ import annotations
 
@@ -86,7 +86,8 @@ trainer: list[int] = []
 
 
 async def kill_a_replica_at_step_1(run) -> None:
-    """After the base evaluation, SIGKILL the first serving replica, before step 1's rollouts ask it."""
+    """After the base evaluation, SIGKILL the first serving replica, before step 1's rollouts ask it,
+    and the trainer actor, before step 1 is trained."""
     log = run.dir / "metrics.jsonl"
     while not (log.exists() and '"eval"' in log.read_text()):
         await anyio.sleep(0.02)
@@ -94,6 +95,7 @@ async def kill_a_replica_at_step_1(run) -> None:
     os.kill(replica.pid, signal.SIGKILL)
     killed.append(replica.name)
     trainer.append(run.cluster.trainer.where["pid"])
+    os.kill(trainer[0], signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +134,8 @@ def test_the_trainer_actor_trains_and_the_driver_writes_its_checkpoints(replica_
     assert trainer and trainer[0] != os.getpid()
     train = [r for r in rows(replica_run) if r["kind"] == "train"]
     assert [r["train/groups"] for r in train] == [2, 2]  # the actor's step metrics came back
+    # the actor killed before step 1 was replaced from checkpoint 0, and step 1 taken by the new one
+    assert [r["train/trainer_restarts"] for r in train] == [1, 0]
     for step in (1, 2):  # the actor's files, written by the driver: what a resume reads
         ckpt = replica_run / "checkpoints" / f"{step:04d}"
         files = {p.name for p in ckpt.iterdir()}

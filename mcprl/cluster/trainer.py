@@ -64,14 +64,27 @@ class TrainerActor:
 
 
 class RemoteTrainer:
-    """The Runtime's `Trainer` over a `TrainerActor`; its methods block (the Runtime calls them off the event loop)."""
+    """The Runtime's `Trainer` over a `TrainerActor`; its methods block (the Runtime calls them off the event loop).
+
+    An actor that dies (killed, its node lost) is replaced from the run's latest checkpoint (its
+    adapter and optimizer state), and the call it died in is made again: a step's groups are
+    kept until the step is saved, so a death between the step and its save takes the step again
+    rather than saving the checkpoint's weights as the new step. A second death in one call ends
+    the run (`--resume` continues it). The step's metrics count the replacements (`trainer_restarts`)."""
 
     model = None  # the PEFT model lives in the actor
 
     def __init__(self, config: ClusterConfig, model: TrainableModel, checkpoint: Path | None, dtype: str):
+        self.config, self.trainable, self.dtype = config, model, dtype
+        self.restarts = 0
+        self.taken: tuple | None = None  # the step taken since the last save: what a replacement takes again
+        self._start(checkpoint)
+
+    def _start(self, checkpoint: Path | None) -> None:
+        config, model = self.config, self.trainable
         actor = ray.remote(TrainerActor).options(num_cpus=config.trainer_cpus, max_restarts=0)
         self.actor = actor.remote(model.base_model, model.lora, None if checkpoint is None else adapter_files(checkpoint),
-                                  max(1, int(config.trainer_cpus)), dtype)
+                                  max(1, int(config.trainer_cpus)), self.dtype)
         try:
             self.where = ray.get(self.actor.where.remote(), timeout=config.start_timeout_s)
         except ray.exceptions.GetTimeoutError:
@@ -82,11 +95,37 @@ class RemoteTrainer:
             raise UserError(f"the trainer actor failed to start: {e.error_msg.strip().splitlines()[-1] if e.error_msg else e} "
                             f"(the node that runs it needs the model {model.base_model!r})") from None
 
+    def _replace(self) -> None:
+        from mcprl.train import checkpoints
+        from mcprl.train.config import TrainConfig
+
+        latest = checkpoints.latest_step(self.trainable.checkpoints_dir)
+        ckpt = None if latest is None else checkpoints.step_dir(self.trainable.checkpoints_dir, latest)
+        self._start(ckpt)
+        self.restarts += 1
+        if ckpt is not None and (ckpt / "optimizer.pt").exists():
+            self.load_optimizer(ckpt / "optimizer.pt", self.taken[1] if self.taken else TrainConfig())
+
     def step(self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False) -> dict[str, float]:
-        return ray.get(self.actor.step.remote(groups, config, rescore_constrained))
+        self.taken = (groups, config, rescore_constrained)
+        try:
+            metrics = ray.get(self.actor.step.remote(*self.taken))
+        except ray.exceptions.RayActorError:
+            self._replace()
+            metrics = ray.get(self.actor.step.remote(*self.taken))
+        restarts, self.restarts = self.restarts, 0
+        return {**metrics, "trainer_restarts": float(restarts)}
 
     def save(self, out: Path) -> None:
-        for name, data in ray.get(self.actor.save.remote()).items():
+        try:
+            files = ray.get(self.actor.save.remote())
+        except ray.exceptions.RayActorError:
+            self._replace()
+            if self.taken is not None:
+                ray.get(self.actor.step.remote(*self.taken))
+            files = ray.get(self.actor.save.remote())
+        self.taken = None
+        for name, data in files.items():
             (out / name).write_bytes(data)
 
     def load_optimizer(self, path: Path, config: TrainConfig) -> None:

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mcprl.paths import replace_text
+
 STATE_FILE = "trainer_state.json"
 
 
@@ -67,9 +69,7 @@ def record_metrics(ckpt: Path, metrics: dict[str, float]) -> None:
     """Replace the metrics in a checkpoint's state with `metrics` (a step's, completed after it was written)."""
     state = read_state(ckpt)
     state["metrics"] = metrics
-    tmp = ckpt / f".{STATE_FILE}.tmp"
-    tmp.write_text(json.dumps(state, indent=2))
-    os.replace(tmp, ckpt / STATE_FILE)
+    replace_text(ckpt / STATE_FILE, json.dumps(state, indent=2))
 
 
 def delete_checkpoints(root: Path, keep: int = 1, keep_steps: set[int] = frozenset()) -> list[int]:
