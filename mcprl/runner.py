@@ -149,7 +149,7 @@ class TrainingRun:
             step = self.model.get_step()
             self.metrics.truncate_after(step)
             self._recover_line(step)
-            (self.dir / "config.json").write_text(json.dumps(self.cfg.redacted(self.secrets), indent=2))
+            replace_text(self.dir / "config.json", json.dumps(self.cfg.redacted(self.secrets), indent=2))  # what --resume reads
             if self.cfg.wandb:
                 self.metrics.wandb = {"project": cfg.project, "name": cfg.name, "config": self.cfg.redacted(self.secrets)}
             if not any(r["kind"] == "eval" and r["step"] == step for r in self.metrics.read()):

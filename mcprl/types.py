@@ -15,6 +15,7 @@ from typing import Any, Iterable, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcprl.errors import UserError, first_problem
+from mcprl.paths import replace_text
 
 Message = dict[str, Any]
 ToolSchema = dict[str, Any]  # {"type": "function", "function": {"name", "description", "parameters"}}
@@ -136,11 +137,15 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def dump_jsonl(items: Iterable[BaseModel], path: str | Path, append: bool = False) -> Path:
+    """Write `items` one per line; a whole file is replaced whole (a killed run leaves the old one)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a" if append else "w") as f:
-        for item in items:
-            f.write(item.model_dump_json() + "\n")
+    text = "".join(item.model_dump_json() + "\n" for item in items)
+    if append:
+        with path.open("a") as f:
+            f.write(text)
+    else:
+        replace_text(path, text)
     return path
 
 
