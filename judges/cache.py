@@ -4,10 +4,10 @@ re-scoring the same trajectories with the same judge and rubric costs nothing.""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from mcprl.paths import replace_text
 
 
 class VerdictCache:
@@ -29,7 +29,4 @@ class VerdictCache:
         """Write atomically, so concurrent judges and crashes never leave half a file."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(verdict, f)
-        os.replace(tmp, path)
+        replace_text(path, json.dumps(verdict))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -15,10 +16,12 @@ _NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 
 def replace_text(path: Path, text: str) -> None:
-    """Write `path` whole or not at all (a temporary file beside it, then renamed): a process
-    killed mid-write leaves the old file, never half of the new one."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
+    """Write `path` whole or not at all (a temporary file of its own beside it, then renamed): a
+    process killed mid-write leaves the old file, never half of the new one, and concurrent
+    writers never share a temporary file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
     os.replace(tmp, path)
 
 

@@ -104,7 +104,7 @@ class RemoteTrainer:
         self._start(ckpt)
         self.restarts += 1
         if ckpt is not None and (ckpt / "optimizer.pt").exists():
-            self.load_optimizer(ckpt / "optimizer.pt", self.taken[1] if self.taken else TrainConfig())
+            self.load_optimizer(ckpt / "optimizer.pt", TrainConfig())  # (each step sets its own learning rate)
 
     def step(self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False) -> dict[str, float]:
         self.taken = (groups, config, rescore_constrained)
