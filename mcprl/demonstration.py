@@ -7,7 +7,9 @@ that looks like the real tasks works far better than a made-up one. In order of 
                   run file: the user's own messages
     task-module   the task set's hand-written EXAMPLE (`--tasks NAME`, unless `--no-task-help`)
     grounded:<id> the first call of a grounded training scenario's reference chain (mcprl.scenarios.grounded),
-                  known to run without error; the scenario then leaves training
+                  known to run without error; the scenario then leaves training. With
+                  `demonstrations = "per-tool"`, one such exchange per tool, each scenario shown
+                  one of them (chosen by its id, so a group shares one)
     scenario:<id> built from one real training scenario, which is then kept out of training and
                   evaluation: the generator model writes a few candidate first tool calls,
                   constrained by that tool's own input schema (strings and arrays kept short,
@@ -71,7 +73,9 @@ class ChatMessage(BaseModel):
 
 class Demonstration(BaseModel):
     messages: list[Message] | None  # None: the generic example, made up from the tool list
-    source: str  # "file" | "task-module" | "scenario:<id>" | "generic"
+    source: str  # "file" | "task-module" | "grounded:<id>[,<id>...]" | "scenario:<id>" | "generic"
+    # per_tool: one exchange per tool, each scenario shown one (RolloutConfig.examples)
+    examples: list[list[Message]] | None = None
 
 
 def load_example(path: Path) -> list[Message]:
@@ -365,19 +369,34 @@ def reference_exchange(scenario: Scenario) -> list[Message]:
     ]
 
 
-def from_reference(grounded: list[Scenario], train: list[Scenario], *, seed: int) -> tuple[Demonstration, list[Scenario]]:
+def from_reference(grounded: list[Scenario], train: list[Scenario], *, seed: int, per_tool: bool = False) -> tuple[Demonstration, list[Scenario]]:
     """The `reference_exchange` of a grounded training scenario, with no generator call: one-call
-    tasks first (the call is the whole solution), picked by the seed; its task leaves training whole."""
+    tasks first (the call is the whole solution), picked by the seed; its task leaves training whole.
+
+    `per_tool`: one such exchange for each tool a reference chain starts with (its shortest chains
+    first), each scenario shown one of them (RolloutConfig.examples). With a single exchange the
+    small policy sends every task to the tool it was shown (`8 * 9.25` to `divide`); shown a
+    different tool from task to task, copying the example's tool stops paying."""
     rng = random.Random(f"{seed}/demonstration")
-    easiest = min(len(s.metadata["reference"]) for s in grounded)
-    scenario = rng.choice([s for s in grounded if len(s.metadata["reference"]) == easiest])
-    return Demonstration(messages=reference_exchange(scenario), source=f"grounded:{scenario.id}"), \
-        [s for s in train if s.task != scenario.task]
+    by_tool: dict[str, list[Scenario]] = {}
+    for s in grounded:
+        by_tool.setdefault(s.metadata["reference"][0]["tool"], []).append(s)
+    groups = list(by_tool.values()) if per_tool else [grounded]
+    chosen = []
+    for group in groups:
+        easiest = min(len(s.metadata["reference"]) for s in group)
+        chosen.append(rng.choice([s for s in group if len(s.metadata["reference"]) == easiest]))
+    shown = {s.task for s in chosen}
+    source = "grounded:" + ",".join(s.id for s in chosen)
+    kept = [s for s in train if s.task not in shown]
+    if not per_tool:
+        return Demonstration(messages=reference_exchange(chosen[0]), source=source), kept
+    return Demonstration(messages=reference_exchange(chosen[0]), examples=[reference_exchange(s) for s in chosen], source=source), kept
 
 
 async def settle(train: list[Scenario], pool: ToolPool | None, *, enabled: bool, example: list[Message] | None,
                  example_file: str | None, shipped: list[Message] | None, model: str, api_base: str | None, seed: int,
-                 say=print) -> tuple[Demonstration, list[Scenario]]:
+                 per_tool: bool = False, say=print) -> tuple[Demonstration, list[Scenario]]:
     """The run's demonstration, in the order of preference above (`example`: messages given as
     they are; `shipped`: the task set's EXAMPLE, when its help is on), and the training
     scenarios without one it was built from."""
@@ -392,6 +411,6 @@ async def settle(train: list[Scenario], pool: ToolPool | None, *, enabled: bool,
     if pool is None:
         return Demonstration(messages=None, source="generic"), train
     if grounded := [s for s in train if s.metadata.get("reference")]:
-        return from_reference(grounded, train, seed=seed)
+        return from_reference(grounded, train, seed=seed, per_tool=per_tool)
     say(f"building the demonstration from a training scenario with {model} ...")
     return await build(train, pool, model=model, api_base=api_base, seed=seed, say=say)

@@ -11,6 +11,7 @@ calls is never cut off by a budget meant for one reply.
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -67,6 +68,8 @@ class RolloutConfig(BaseModel):
     # tool's schema.
     demonstration: bool = Field(default=True, description="show one example exchange (a request and a tool-call reply) before the task")
     example: list[Message] | None = Field(default=None, description="the example exchange: chat messages")
+    examples: list[list[Message]] | None = Field(
+        default=None, description="several example exchanges, each scenario shown one chosen by its id (wins over example)")
     # Grammar-constrained tool calls (vLLM's structural_tag, which our endpoint speaks too): free
     # text, but a call once begun names an offered tool and its arguments validate against that
     # tool's input schema. A 135M policy otherwise writes arguments it saw elsewhere (another
@@ -121,7 +124,10 @@ def initial_messages(scenario: Scenario, tools: list[dict[str, Any]], config: Ro
     system = scenario.system_prompt or config.system_prompt
     msgs: list[Message] = [{"role": "system", "content": system}]
     if config.demonstration and tools:
-        msgs += config.example or demonstration(tools)
+        if config.examples:  # by a stable hash of the id: every rollout of a scenario sees the same one
+            msgs += config.examples[zlib.crc32(scenario.id.encode()) % len(config.examples)]
+        else:
+            msgs += config.example or demonstration(tools)
     msgs.append({"role": "user", "content": scenario.task})
     return msgs
 

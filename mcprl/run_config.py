@@ -31,7 +31,7 @@ import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -65,6 +65,9 @@ class RunConfig(BaseModel):
     max_extra_groups: int | None = Field(
         default=None, ge=0, description="extra scenarios a step may draw when groups have no reward variance (default: groups per step; 0: off)")
     sft_warmup_steps: int = Field(default=0, ge=0, description="first steps reinforce only successful rollouts")
+    demonstrations: Literal["one", "per-tool"] = Field(
+        default="one", description="a zero-data run's example exchange: one grounded reference call for every task, "
+                                   "or one per tool, each task shown one of them")
     guided_retry: bool = Field(default=False, description="a grounded task no rollout solved is rolled out again with its "
                                                           "own first reference call shown, and trained on when that solves it")
     eval_every: int = Field(default=5, ge=0, description="evaluate every E steps (0: only first and last)")

@@ -183,17 +183,18 @@ class TrainingRun:
         previous = self.dir / "config.json"
         if self.resume and previous.exists():
             old = load_saved(previous)
-            messages, source = old.rollout.example, old.example_source
+            messages, examples, source = old.rollout.example, old.rollout.examples, old.example_source
         else:
             demo, kept = await demonstration.settle(train, pool, enabled=cfg.rollout.demonstration, example=cfg.rollout.example,
                                                     example_file=cfg.example,
                                                     shipped=shipped, model=cfg.judge.model, api_base=cfg.judge.api_base,
-                                                    seed=cfg.seed, say=self.say)
+                                                    seed=cfg.seed, per_tool=cfg.demonstrations == "per-tool", say=self.say)
             if kept is not train:
                 dump_jsonl(kept, self.dir / "scenarios" / "train.jsonl")
-            train, messages, source = kept, demo.messages, demo.source
+            train, messages, examples, source = kept, demo.messages, demo.examples, demo.source
             self.say(f"demonstration: {source}")
-        self.cfg = cfg.model_copy(update={"rollout": cfg.rollout.model_copy(update={"example": messages}), "example_source": source})
+        self.cfg = cfg.model_copy(update={"rollout": cfg.rollout.model_copy(update={"example": messages, "examples": examples}),
+                                          "example_source": source})
         return train
 
     async def _rollouts(self, pool, scenarios: list[Scenario], per: int, label: str, configs=None) -> list[TrajectoryGroup]:

@@ -194,7 +194,25 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
     at_once = SESSIONS_AT_ONCE if explorer.per_rollout else 1
     started = time.monotonic()
 
-    made = 0  # calls begun, finished or not: concurrent sessions share the bound
+    def deal(number: int) -> list[str]:
+        """The tools session `number` calls, in order: its share of the seeded order, then the rest."""
+        share = list(dict.fromkeys(order[j % len(order)] for j in range(number, number + len(order), at_once)))
+        rest = [n for n in order if n not in share]
+        random.Random(f"{seed}/explore/{number}/deal").shuffle(rest)
+        dealt = ([*share, *rest] * math.ceil(SESSION_CALLS / len(order)))[:SESSION_CALLS]
+        # the calls that need no argument first (listings: their values feed the others' arguments,
+        # so chains form), and reads before writes (a write shows what it changed by the reads before it)
+        dealt.sort(key=lambda n: (bool((tools[n].get("inputSchema") or {}).get("required")), n in writers))
+        return dealt
+
+    # The bound shared out in session order before any call: session N makes at most `budgets[N]`
+    # calls (its deal and the read-backs its writes may need), so which calls are made does not
+    # depend on which session finished first (the generator's `generated` calls excepted: first
+    # come, first served). A session that needs fewer leaves its rest unused.
+    budgets: list[int] = []
+    while sum(budgets) < cfg.calls:
+        dealt = deal(len(budgets))
+        budgets.append(min(len(dealt) + READ_BACKS * sum(n in writers for n in dealt), cfg.calls - sum(budgets)))
     generated = 0  # calls whose arguments `propose` wrote
 
     async def call(session: ToolSession, number: int, name: str, args: dict[str, Any], **fields: Any) -> ExploredCall | None:
@@ -216,20 +234,14 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
         return recorded
 
     async def session_walk(session: ToolSession, number: int) -> None:
-        nonlocal made, generated
+        nonlocal generated
         rng = random.Random(f"{seed}/explore/{number}")
         writer = ArgumentWriter(rng)
         seen: list[SeenValue] = []
         reads: dict[str, ExploredCall] = {}  # the session's answered reads, by call: what a write may change
-        share = list(dict.fromkeys(order[j % len(order)] for j in range(number, number + len(order), at_once)))
-        rest = [n for n in order if n not in share]
-        rng.shuffle(rest)
-        deal = ([*share, *rest] * math.ceil(SESSION_CALLS / len(order)))[:SESSION_CALLS]
-        # the calls that need no argument first (listings: their values feed the others' arguments,
-        # so chains form), and reads before writes (a write shows what it changed by the reads before it)
-        deal.sort(key=lambda n: (bool((tools[n].get("inputSchema") or {}).get("required")), n in writers))
-        for name in deal:
-            if made >= cfg.calls or len(out.hung_tools) >= len(tools):
+        made = 0
+        for name in deal(number):
+            if made >= budgets[number] or len(out.hung_tools) >= len(tools):
                 return
             if name in out.hung_tools:
                 continue
@@ -262,7 +274,7 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
             named = {repr(v) for v in args.values()}
             backs = sorted(reads.values(), key=lambda c: (not named & {repr(v) for v in c.arguments.values()}, bool(c.arguments), -c.index))
             for before in backs[:READ_BACKS]:
-                if made >= cfg.calls or before.tool in out.hung_tools:
+                if made >= budgets[number] or before.tool in out.hung_tools:
                     break
                 made += 1
                 again = await call(session, number, before.tool, before.arguments, reads_back=made_call.index,
@@ -272,11 +284,11 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
                 if not again.is_error:
                     reads[repr((again.tool, again.arguments))] = again
 
-    sessions = iter(range(cfg.calls))  # session numbers: at most one per call
+    sessions = iter(range(len(budgets)))
 
     async def worker() -> None:
         for number in sessions:
-            if made >= cfg.calls or len(out.hung_tools) >= len(tools):
+            if len(out.hung_tools) >= len(tools):
                 return
             try:
                 async with explorer.session() as session:
@@ -294,6 +306,16 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
                 for _ in range(at_once):
                     tg.start_soon(worker)
     out.seconds = time.monotonic() - started
+    # numbered by session, then by order within it, not by when concurrent sessions finished
+    out.calls.sort(key=lambda c: (c.session, c.index))
+    new = {c.index: i for i, c in enumerate(out.calls)}
+    def renumbered(source: str) -> str:
+        return f"result:{new[int(source[7:])]}" if source.startswith("result:") and int(source[7:]) in new else source
+
+    out.calls = [c.model_copy(update={"index": new[c.index], "parents": [new[p] for p in c.parents if p in new],
+                                      "sources": {k: renumbered(v) for k, v in c.sources.items()},
+                                      "reads_back": new.get(c.reads_back), "repeats": new.get(c.repeats)})
+                 for c in out.calls]
     if record is not None:
         from mcprl.types import dump_jsonl
 

@@ -29,6 +29,8 @@ and which tools no task covers.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import re
 from collections import Counter, defaultdict
@@ -104,9 +106,29 @@ def _chain(calls: list[ExploredCall], call: ExploredCall) -> list[ExploredCall]:
     return [order[i] for i in sorted(order)]
 
 
+def _needed(task: str, chain: list[ExploredCall]) -> list[ExploredCall]:
+    """The calls of `chain` a rollout must make: the last, and the earlier ones whose results gave
+    it a value the task does not state. `What is the price of the item with sku SKU-3000?` needs
+    `get_item` alone, although exploring found SKU-3000 by `list_items` first."""
+    by_index = {c.index: c for c in chain}
+    needed, todo = set(), [chain[-1]]
+    while todo:
+        c = todo.pop()
+        needed.add(c.index)
+        for k, v in c.arguments.items():
+            source = c.sources.get(k, "")
+            if source.startswith("result:") and not holds_answer(task, v) and (parent := by_index.get(int(source[7:]))):
+                todo.append(parent)
+    return [c for c in chain if c.index in needed]
+
+
 def _scenario(task: str, answer: Any, chain: list[ExploredCall], kind: str, read_back: ExploredCall | None = None) -> Scenario:
+    if read_back is None:  # a write's chain made the state it changed: all of it stays
+        chain = _needed(task, chain)
+    # the id is the task's and its chain's: the same seed grounds the same ids (what a scenario is shown keys on it)
+    key = json.dumps([task, [[c.tool, c.arguments] for c in chain]], sort_keys=True, default=str)
     return Scenario(
-        task=task, answer=answer, difficulty=min(5, len(chain)), tools=list(dict.fromkeys(c.tool for c in chain)),
+        id=hashlib.sha256(key.encode()).hexdigest()[:12], task=task, answer=answer, difficulty=min(5, len(chain)), tools=list(dict.fromkeys(c.tool for c in chain)),
         # a task that changes state is checked on the state it leaves (its read-back), a record: any numbers
         check={"kind": "holds"} if read_back is None else {"kind": "holds", "on": "read_back", "max_other_numbers": None},
         read_back=None if read_back is None else {"tool": read_back.tool, "arguments": read_back.arguments},

@@ -175,6 +175,28 @@ async def test_grounded_tasks_on_the_shipped_servers():
     assert len(report.covered) >= 3  # spread over the tools
     # chains the exploration made, but longer than an episode of 2 turns allows (a call, then the answer)
     assert all(t.difficulty == 1 for t in calculator) and report.dropped["more calls than an episode's 1"] >= 1
+    async with ToolPool(calc) as pool:  # the same seed grounds the same tasks, ids and all
+        again, _ = await ground(pool, 6, await explore(pool, ExploreConfig(calls=18), seed=0, say=lambda _: None),
+                                seed=0, max_calls=1, say=lambda _: None)
+    assert [(t.id, t.task) for t in again] == [(t.id, t.task) for t in calculator]
+
+
+def test_a_task_that_states_a_value_needs_no_call_that_found_it():
+    """Exploring found SKU-3000 by listing first; asked for by its sku, the item needs `get_item`
+    alone, asked for by its name, the listing too (what the rollout must find)."""
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+
+    listing = ExploredCall(index=0, session=0, tool="list_items", arguments={},
+                           text="SKU-3000 | mini hook | 167.07\nSKU-4000 | steel level | 53.63")
+    item = ExploredCall(index=1, session=0, tool="get_item", arguments={"sku": "SKU-3000"}, sources={"sku": "result:0"}, parents=[0],
+                        text='{"sku": "SKU-3000", "name": "mini hook", "price": 167.07, "stock": 40}')
+    found = {}
+    for seed in range(8):  # both wordings: by the sku the call took, by the record's name
+        for t in candidates(Exploration(calls=[listing, item]), {}, seed=seed):
+            if t.metadata["reference"][-1]["tool"] == "get_item":
+                found["SKU-3000" in t.task] = [c["tool"] for c in t.metadata["reference"]]
+    assert found == {True: ["get_item"], False: ["list_items", "get_item"]}
 
 
 def test_a_description_that_states_an_expression_words_the_task_as_that_expression():
@@ -245,6 +267,20 @@ async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_refer
     assert call["name"] == shown.metadata["reference"][0]["tool"]
     assert [m["role"] for m in demo.messages] == ["user", "assistant"]  # ends at the call
     assert holds_answer(shown.metadata["reference"][0]["result"], shown.answer)  # the reference keeps what it returned
+
+    # demonstrations = "per-tool": one reference call per tool a chain starts with, each scenario shown one
+    from mcprl.demonstration import from_reference
+    from mcprl.rollout import RolloutConfig, initial_messages
+
+    per, kept = from_reference(train, train, seed=0, per_tool=True)
+    first_tools = {s.metadata["reference"][0]["tool"] for s in train}
+    shown_tools = [e[1]["tool_calls"][0]["function"]["name"] for e in per.examples]
+    assert sorted(shown_tools) == sorted(first_tools) and len(first_tools) >= 2
+    assert len(kept) == len(train) - len(first_tools) and per.source.count(",") == len(first_tools) - 1
+    config = RolloutConfig(examples=per.examples)
+    seen = {initial_messages(s, [{"type": "function", "function": {"name": "x"}}], config)[1]["content"] for s in train + val}
+    assert len(seen) >= 2  # scenarios see different tools' exchanges ...
+    assert initial_messages(val[0], [{}], config) == initial_messages(val[0].model_copy(), [{}], config)  # ... a scenario always the same
 
 
 async def test_the_holds_check_reads_numbers_by_value_and_refuses_a_recital():

@@ -149,7 +149,7 @@ def test_every_setting_has_a_flag_named_after_it():
     flagged = {place for place, _, _ in flags.FLAGS.values()}
     unflagged = {place for place, _ in flags.settings()} - flagged
     # written by the run; chat messages and Ray's custom resources (a run file can give them)
-    assert unflagged == {"example_source", "rollout.example", "cluster.worker_resources"}
+    assert unflagged == {"example_source", "rollout.example", "rollout.examples", "cluster.worker_resources"}
     names = [flags.flag_name(p) for p in flagged]
     assert len(names) == len(set(names))
     assert set(flags.FLAG_NAMES) <= flagged, "a FLAG_NAMES key names no setting, so its flag keeps the default name"
