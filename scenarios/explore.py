@@ -26,7 +26,7 @@ import math
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +86,7 @@ class ExploredCall(BaseModel):
     is_error: bool = False
     error_kind: str | None = None
     latency_s: float = 0.0
+    writes: bool = Field(default=False, description="the tool may change the server's state (may_write)")
     sources: dict[str, str] = Field(default_factory=dict, description="argument -> where its value came from")
     parents: list[int] = Field(default_factory=list, description="calls whose results gave argument values")
     reads_back: int | None = Field(default=None, description="the write call this call reads back: it repeats `repeats` after it")
@@ -208,11 +209,18 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
     # The bound shared out in session order before any call: session N makes at most `budgets[N]`
     # calls (its deal and the read-backs its writes may need), so which calls are made does not
     # depend on which session finished first (the generator's `generated` calls excepted: first
-    # come, first served). A session that needs fewer leaves its rest unused.
+    # come, first served). What sessions left unused (a write that failed needs no read-back) is
+    # shared out again to new sessions once they are all done, a round at a time.
     budgets: list[int] = []
-    while sum(budgets) < cfg.calls:
-        dealt = deal(len(budgets))
-        budgets.append(min(len(dealt) + READ_BACKS * sum(n in writers for n in dealt), cfg.calls - sum(budgets)))
+
+    def plan(calls: int) -> range:
+        first, total = len(budgets), 0
+        while total < calls:
+            dealt = deal(len(budgets))
+            budgets.append(min(len(dealt) + READ_BACKS * sum(n in writers for n in dealt), calls - total))
+            total += budgets[-1]
+        return range(first, len(budgets))
+
     generated = 0  # calls whose arguments `propose` wrote
 
     async def call(session: ToolSession, number: int, name: str, args: dict[str, Any], **fields: Any) -> ExploredCall | None:
@@ -220,11 +228,11 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
         try:
             outcome = await session.call(name, args)
         except ServerGone as e:
-            out.calls.append(ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args,
+            out.calls.append(ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args, writes=name in writers,
                                           text=f"Error: the server went away ({e.reason})", is_error=True,
                                           error_kind="protocol", **fields))
             return None
-        recorded = ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args, text=outcome.text,
+        recorded = ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args, writes=name in writers, text=outcome.text,
                                 structured=outcome.structured, is_error=outcome.is_error, error_kind=outcome.error_kind,
                                 latency_s=round(outcome.latency_s, 3), **fields)
         out.calls.append(recorded)
@@ -284,9 +292,7 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
                 if not again.is_error:
                     reads[repr((again.tool, again.arguments))] = again
 
-    sessions = iter(range(len(budgets)))
-
-    async def worker() -> None:
+    async def worker(sessions: Iterator[int]) -> None:
         for number in sessions:
             if len(out.hung_tools) >= len(tools):
                 return
@@ -302,9 +308,14 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
 
     async with explorer:
         with anyio.move_on_after(cfg.minutes * 60):
-            async with anyio.create_task_group() as tg:
-                for _ in range(at_once):
-                    tg.start_soon(worker)
+            while (left := cfg.calls - len(out.calls)) > 0 and len(out.hung_tools) < len(tools):
+                before = len(out.calls)
+                sessions = iter(plan(left))
+                async with anyio.create_task_group() as tg:
+                    for _ in range(at_once):
+                        tg.start_soon(worker, sessions)
+                if len(out.calls) == before:  # the server answers nothing more: no round will
+                    break
     out.seconds = time.monotonic() - started
     # numbered by session, then by order within it, not by when concurrent sessions finished
     out.calls.sort(key=lambda c: (c.session, c.index))

@@ -107,11 +107,12 @@ def _chain(calls: list[ExploredCall], call: ExploredCall) -> list[ExploredCall]:
 
 
 def _needed(task: str, chain: list[ExploredCall]) -> list[ExploredCall]:
-    """The calls of `chain` a rollout must make: the last, and the earlier ones whose results gave
-    it a value the task does not state. `What is the price of the item with sku SKU-3000?` needs
-    `get_item` alone, although exploring found SKU-3000 by `list_items` first."""
+    """The calls of `chain` a rollout must make: the last, the writes (they made the state the
+    others read), and the earlier calls whose results gave one of those a value the task does not
+    state. `What is the price of the item with sku SKU-3000?` needs `get_item` alone, although
+    exploring found SKU-3000 by `list_items` first."""
     by_index = {c.index: c for c in chain}
-    needed, todo = set(), [chain[-1]]
+    needed, todo = set(), [chain[-1], *(c for c in chain if c.writes)]
     while todo:
         c = todo.pop()
         needed.add(c.index)
@@ -123,8 +124,7 @@ def _needed(task: str, chain: list[ExploredCall]) -> list[ExploredCall]:
 
 
 def _scenario(task: str, answer: Any, chain: list[ExploredCall], kind: str, read_back: ExploredCall | None = None) -> Scenario:
-    if read_back is None:  # a write's chain made the state it changed: all of it stays
-        chain = _needed(task, chain)
+    chain = _needed(task, chain)
     # the id is the task's and its chain's: the same seed grounds the same ids (what a scenario is shown keys on it)
     key = json.dumps([task, [[c.tool, c.arguments] for c in chain]], sort_keys=True, default=str)
     return Scenario(

@@ -197,6 +197,13 @@ def test_a_task_that_states_a_value_needs_no_call_that_found_it():
             if t.metadata["reference"][-1]["tool"] == "get_item":
                 found["SKU-3000" in t.task] = [c["tool"] for c in t.metadata["reference"]]
     assert found == {True: ["get_item"], False: ["list_items", "get_item"]}
+    # a write the chain made stays: it made the state the read reads
+    from mcprl.scenarios.grounded import _needed
+
+    write = ExploredCall(index=2, session=0, tool="update_stock", arguments={"sku": "SKU-3000", "change": 7}, writes=True,
+                         sources={"sku": "result:0"}, parents=[0], text="SKU-3000 (mini hook): stock 40 -> 47")
+    read = item.model_copy(update={"index": 3})
+    assert [c.tool for c in _needed("What is the stock of the item with sku SKU-3000?", [listing, write, read])] == ["update_stock", "get_item"]
 
 
 def test_a_description_that_states_an_expression_words_the_task_as_that_expression():

@@ -134,6 +134,7 @@ def test_the_flags_of_earlier_versions_set_the_same_settings(parse, tmp_path):
             continue  # no flag before the sections (now they have one)
         assert at(cfg, MOVED.get(key, key)) == value, key
     assert parse("--header", "Authorization: Bearer abc", "--server", "http://x/mcp").server.headers == {"Authorization": "Bearer abc"}
+    assert parse("--server", "python -m x", "--max-result-chars", "1500").server.spec().max_result_chars == 1500
 
 
 def test_flags_override_the_file_and_a_bad_value_names_the_setting(parse, tmp_path, monkeypatch, capsys):

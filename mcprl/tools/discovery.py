@@ -40,6 +40,9 @@ class ServerConfig(BaseModel):
         default=None, description="a fresh session per rollout, so no rollout sees another's writes (default: on for stdio, "
                                   "each its own process; off for HTTP/SSE); --no-per-rollout shares one: a stdio server that "
                                   "keeps no state then starts once, not once per rollout")
+    # what a result costs the prompt: a whole listing carried into the next turn makes every
+    # trained sequence long (an inventory listing: 4,000 characters a call)
+    max_result_chars: int = Field(default=4000, gt=0, description="tool results longer than this are cut, for the model and the checks alike")
 
     @field_validator("headers", mode="before")
     @classmethod
@@ -58,7 +61,7 @@ class ServerConfig(BaseModel):
             raise UserError("no MCP server given; pass --server URL-or-command")
         return ServerSpec.parse(self.target, transport=self.transport, headers=self.headers, env=self.env, cwd=self.cwd,
                                 allow=self.allow, deny=self.deny, connect_timeout=self.connect_timeout, call_timeout=self.call_timeout,
-                                per_rollout=self.per_rollout)
+                                per_rollout=self.per_rollout, max_result_chars=self.max_result_chars)
 
 
 @asynccontextmanager
