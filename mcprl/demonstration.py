@@ -389,9 +389,8 @@ def from_reference(grounded: list[Scenario], train: list[Scenario], *, seed: int
     shown = {s.task for s in chosen}
     source = "grounded:" + ",".join(s.id for s in chosen)
     kept = [s for s in train if s.task not in shown]
-    if not per_tool:
-        return Demonstration(messages=reference_exchange(chosen[0]), source=source), kept
-    return Demonstration(messages=reference_exchange(chosen[0]), examples=[reference_exchange(s) for s in chosen], source=source), kept
+    examples = [reference_exchange(s) for s in chosen] if per_tool else None
+    return Demonstration(messages=reference_exchange(chosen[0]), examples=examples, source=source), kept
 
 
 async def settle(train: list[Scenario], pool: ToolPool | None, *, enabled: bool, example: list[Message] | None,

@@ -74,6 +74,11 @@ class ExploreConfig(BaseModel):
         default=None, description="rephrase grounded tasks with the generator model (--judge-model); default: unless it is the offline local one")
 
 
+def source_call(source: str) -> int | None:
+    """The call an argument's value came from (`ExploredCall.sources`: "result:<index>"), if a call's."""
+    return int(source[7:]) if source.startswith("result:") else None
+
+
 class ExploredCall(BaseModel):
     """One call made while exploring, and what came back."""
 
@@ -321,7 +326,7 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
     out.calls.sort(key=lambda c: (c.session, c.index))
     new = {c.index: i for i, c in enumerate(out.calls)}
     def renumbered(source: str) -> str:
-        return f"result:{new[int(source[7:])]}" if source.startswith("result:") and int(source[7:]) in new else source
+        return f"result:{new[i]}" if (i := source_call(source)) in new else source
 
     out.calls = [c.model_copy(update={"index": new[c.index], "parents": [new[p] for p in c.parents if p in new],
                                       "sources": {k: renumbered(v) for k, v in c.sources.items()},

@@ -42,7 +42,7 @@ from pydantic import BaseModel, Field
 
 from mcprl.errors import clip
 from mcprl.judges.verify import holds_answer, normalize_text, numbers
-from mcprl.scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall
+from mcprl.scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall, source_call
 from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, args_text, formula, instruction, noun_of, phrase
 from mcprl.scenarios.results import result_data, result_records, result_values
 from mcprl.types import Scenario
@@ -115,10 +115,11 @@ def _needed(task: str, chain: list[ExploredCall]) -> list[ExploredCall]:
     needed, todo = set(), [chain[-1], *(c for c in chain if c.writes)]
     while todo:
         c = todo.pop()
+        if c.index in needed:
+            continue
         needed.add(c.index)
         for k, v in c.arguments.items():
-            source = c.sources.get(k, "")
-            if source.startswith("result:") and not holds_answer(task, v) and (parent := by_index.get(int(source[7:]))):
+            if (parent := by_index.get(source_call(c.sources.get(k, "")))) and not holds_answer(task, v):
                 todo.append(parent)
     return [c for c in chain if c.index in needed]
 
