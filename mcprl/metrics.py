@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mcprl.paths import replace_text
-from mcprl.types import TrajectoryGroup
+from mcprl.types import Trajectory, TrajectoryGroup
 
 
 def _mean(xs: list[float]) -> float:
@@ -38,14 +38,18 @@ def mean_interval(xs: list[float], z: float = 1.96) -> tuple[float, float]:
 
 
 def rollout_metrics(groups: list[TrajectoryGroup]) -> dict[str, Any]:
-    trajs = [t for g in groups for t in g.trajectories]
+    """What the policy did: trajectories the run wrote (a reference chain, `Generation.written`) are not counted."""
+    def sampled(ts: list[Trajectory]) -> list[Trajectory]:
+        return [t for t in ts if t.written_from is None]
+
+    trajs = sampled([t for g in groups for t in g.trajectories])
     valid = [t for t in trajs if t.error is None]
-    scored = [t for g in groups if not g.skipped for t in g.valid]
+    scored = sampled([t for g in groups if not g.skipped for t in g.valid])
     rewards = [t.reward for t in scored]
     out: dict[str, Any] = {
         "groups": len(groups),
         "groups_skipped": sum(1 for g in groups if g.skipped),
-        "zero_variance_groups": sum(1 for g in groups if not g.skipped and len(g.valid) > 1 and len({t.reward for t in g.valid}) == 1),
+        "zero_variance_groups": sum(1 for g in groups if not g.skipped and len(sampled(g.valid)) > 1 and len({t.reward for t in sampled(g.valid)}) == 1),
         "trajectories": len(trajs),
         "failed_rollouts": len(trajs) - len(valid),
         "reward_mean": _mean(rewards),

@@ -68,8 +68,11 @@ class RunConfig(BaseModel):
     demonstrations: Literal["one", "per-tool"] = Field(
         default="one", description="a zero-data run's example exchange: one grounded reference call for every task, "
                                    "or one per tool, each task shown one of them")
-    guided_retry: bool = Field(default=False, description="a grounded task no rollout solved is rolled out again with its "
-                                                          "own first reference call shown, and trained on when that solves it")
+    # A group in which no rollout solved its (grounded) task teaches GRPO nothing; what to do with one.
+    unsolved: Literal["skip", "guided-retry", "reference"] = Field(
+        default="skip", description="a grounded task no rollout solved: skip it; roll it out again with its first reference call "
+        "shown, trained on when that solves it (guided-retry); or add its reference chain, written as the policy should have "
+        "written it, to the group as its one success (reference)")
     eval_every: int = Field(default=5, ge=0, description="evaluate every E steps (0: only first and last)")
     eval_samples: int = Field(default=1, ge=1, description="rollouts per held-out scenario")
     max_concurrency: int = Field(default=16, ge=1, description="rollouts at once")

@@ -86,6 +86,14 @@ def learnable(group: TrajectoryGroup) -> bool:
     return not group.skipped and len({t.reward for t in group.valid}) > 1
 
 
+def unsolved(groups: list[TrajectoryGroup]) -> list[TrajectoryGroup]:
+    """The groups of grounded tasks (reference chain known) that no rollout solved."""
+    from mcprl.judges.verify import SOLVED
+
+    return [g for g in groups if g.scenario is not None and g.scenario.metadata.get("reference") and not g.skipped and g.valid
+            and max(t.metrics.get("verify", t.reward) for t in g.valid) < SOLVED]
+
+
 @dataclass
 class Collected:
     """A step's groups as collected (rolled out, scored, topped up, retried), before training."""
@@ -94,7 +102,6 @@ class Collected:
     groups: list[TrajectoryGroup]
     batch_size: int  # groups of its batch (the rest were drawn by dynamic sampling)
     warmup: bool
-    retried: int  # groups replaced by guided retries
 
 
 class TrainingRun:
@@ -243,16 +250,23 @@ class TrainingRun:
         warmup = step < cfg.sft_warmup_steps  # reinforce successes only, before GRPO takes over
         batch = step_batch(train, step, cfg.groups_per_step, cfg.seed)
         label = f"step {step + 1}: rollouts"
-        groups = await score_groups(judge, await self._rollouts(pool, batch, cfg.group_size, label))
+        referenced = cfg.unsolved == "reference" and not warmup
+
+        async def scored(scenarios: list[Scenario], what: str) -> list[TrajectoryGroup]:
+            groups = await score_groups(judge, await self._rollouts(pool, scenarios, cfg.group_size, what))
+            return await self._add_references(judge, groups) if referenced else groups
+
+        groups = await scored(batch, label)
         # Dynamic sampling (DAPO): a group whose rewards are all equal teaches GRPO nothing, so draw
         # more scenarios, a bounded number, until the step has groups_per_step groups to learn from.
         # Warm-up steps learn from rewards, not differences: they need no more.
         extra = [] if warmup else extra_scenarios(train, batch, step, cfg.extra_groups, cfg.seed)
         while extra and (need := cfg.groups_per_step - sum(map(learnable, groups))) > 0:
             more, extra = extra[:need], extra[need:]
-            groups += await score_groups(judge, await self._rollouts(pool, more, cfg.group_size, f"{label}, {len(more)} more"))
-        retried = await self._guided_retries(pool, judge, groups, label) if cfg.guided_retry and not warmup else 0
-        return Collected(step, groups, len(batch), warmup, retried)
+            groups += await scored(more, f"{label}, {len(more)} more")
+        if cfg.unsolved == "guided-retry" and not warmup:
+            await self._guided_retries(pool, judge, groups, label)
+        return Collected(step, groups, len(batch), warmup)
 
     def _recover_line(self, step: int) -> None:
         """A run killed after committing step `step`'s checkpoint but before appending its line: the
@@ -279,7 +293,7 @@ class TrainingRun:
         dump_jsonl([redact_model(g, self.secrets) for g in groups], self.dir / "trajectories" / f"step_{c.step + 1:04d}.jsonl")
         tc = cfg.train.model_copy(update={"advantage": "reward"}) if warmup else cfg.train
         sampling = {"groups_drawn": len(groups) - c.batch_size, "groups_dropped": 0 if warmup else sum(not learnable(g) for g in groups),
-                    "groups_guided": c.retried}
+                    "groups_helped": sum(bool(g.metadata.get("helped")) for g in groups)}  # cfg.unsolved's help
         # How many versions behind the trained policy its groups were sampled (0 in the synchronous loop)
         ages = [c.step - v for g in fresh if (v := policy_version(g)) is not None]
         staleness = {"staleness_mean": sum(ages) / len(ages) if ages else 0.0, "staleness_max": max(ages, default=0),
@@ -304,30 +318,52 @@ class TrainingRun:
                if cfg.train.max_off_policy_steps else "")
         )
 
-    async def _guided_retries(self, pool, judge, groups: list[TrajectoryGroup], label: str) -> int:
-        """A group in which no rollout solved its task teaches GRPO nothing. Where the task is
-        grounded (its reference chain is known), roll it out again with the task's own first
-        reference call shown before it (mcprl.demonstration.reference_exchange), and train on the
-        retry when some rollout of it solved the task; returns how many groups were replaced."""
+    async def _add_references(self, judge, groups: list[TrajectoryGroup]) -> list[TrajectoryGroup]:
+        """Each group that solved none of its grounded task gets the task's reference chain, written
+        as the policy should have written it (mcprl.demonstration.reference_trajectory), scored with
+        the group; a reference the judge does not score as solved is not kept."""
+        from mcprl.demonstration import reference_trajectory
+        from mcprl.judges import score_groups
+        from mcprl.judges.verify import SOLVED
+
+        helped = []
+        for g in unsolved(groups):
+            if (ref := reference_trajectory(g, self.cfg.rollout.finish)) is not None:
+                g.trajectories.append(ref)
+                helped.append(g)
+        rejected = []
+        for g in await score_groups(judge, helped):
+            ref = g.trajectories[-1]
+            if ref.metrics.get("verify", ref.reward) >= SOLVED:
+                g.metadata["helped"] = "reference"
+            else:
+                g.trajectories.pop()
+                rejected.append(g)
+                self.say(f"the reference chain of scenario {g.scenario.id} does not solve it by the judge; not added")
+        await score_groups(judge, rejected)  # a judge that ranks the group (RULER) saw the reference
+        return groups
+
+    async def _guided_retries(self, pool, judge, groups: list[TrajectoryGroup], label: str) -> None:
+        """Where no rollout of a group solved its grounded task, roll it out again with the task's own
+        first reference call shown before it (mcprl.demonstration.reference_exchange), and train on the
+        retry when some rollout of it solved the task."""
         from mcprl.judges import score_groups
         from mcprl.judges.verify import SOLVED
         from mcprl.demonstration import reference_exchange
 
-        failed = [i for i, g in enumerate(groups) if g.scenario is not None and g.scenario.metadata.get("reference")
-                  and not g.skipped and g.valid and max(t.metrics.get("verify", t.reward) for t in g.valid) < SOLVED]
+        stuck = {id(g) for g in unsolved(groups)}
+        failed = [i for i, g in enumerate(groups) if id(g) in stuck]
         if not failed:
-            return 0
+            return
         rc = self.cfg.rollout
         guided = [rc.model_copy(update={"example": reference_exchange(groups[i].scenario)}) for i in failed]
         retries = await self._rollouts(pool, [groups[i].scenario for i in failed], self.cfg.group_size,
                                        f"{label}, {len(failed)} guided", configs=guided)
         retries = await score_groups(judge, retries)
-        replaced = 0
         for i, retry in zip(failed, retries):
             if learnable(retry) and max(t.metrics.get("verify", t.reward) for t in retry.valid) >= SOLVED:
-                retry.metadata["guided"] = True
-                groups[i], replaced = retry, replaced + 1
-        return replaced
+                retry.metadata["helped"] = "guided-retry"
+                groups[i] = retry
 
     async def _evaluate(self, pool, val: list[Scenario], step: int) -> None:
         from mcprl.judges import score_groups

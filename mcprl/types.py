@@ -63,6 +63,9 @@ class Generation(BaseModel):
     engine records the policy's own unmasked logprobs then (`mcprl.serving.sampler`), vLLM masked
     ones, which the trainer does not use: on the GPU runtime it computes these turns' old-policy
     logprobs itself (`GRPOTrainer.step`, `rescore_constrained`).
+    `written`: not sampled but written by the run (a grounded task's reference chain given to a
+    group no rollout solved, mcprl.runner); `logprobs` are then placeholders and the trainer scores
+    these tokens itself before the update, as the policy that would have had to sample them.
     `message_index` points at the assistant message in `Trajectory.messages` this generation produced.
     `model` is the served name that sampled it (`NAME@STEP`: the policy version); `replica`, the
     policy replica that answered, when the policy is served by several (mcprl.cluster.router).
@@ -77,6 +80,7 @@ class Generation(BaseModel):
     top_k: int = Field(default=0, ge=-1, description="0 or -1: no top-k")
     min_p: float = Field(default=0.0, ge=0, le=1)
     constrained: bool = False
+    written: bool = False
     model: str = ""
     replica: str | None = None
     finish_reason: str = "stop"
@@ -99,6 +103,9 @@ class Trajectory(BaseModel):
     # The training step whose adapter sampled it (served as NAME@STEP), set by the training run;
     # the asynchronous pipeline trains it at a later step s only while s - policy_version <= K.
     policy_version: int | None = None
+    # Not a rollout: the run wrote the messages from this index on (a grounded task's reference chain,
+    # given to a group no rollout solved, mcprl.runner); the trainer tokenizes them (Generation.written).
+    written_from: int | None = None
 
     def log(self, line: str) -> None:
         self.logs.append(line)

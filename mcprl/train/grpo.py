@@ -21,7 +21,7 @@ from mcprl.train import packing
 from mcprl.train.config import LoraSettings, TrainConfig
 from mcprl.train.logprobs import token_logprobs
 from mcprl.train.loss import LossInputs, group_advantages, grpo_loss
-from mcprl.train.sequences import Sequence, trajectory_sequences
+from mcprl.train.sequences import Sequence, trajectory_sequences, written_generations
 from mcprl.types import TrajectoryGroup
 
 
@@ -80,7 +80,10 @@ class GRPOTrainer:
             if g.skipped:
                 counts["groups_skipped_judge"] += 1
                 continue
-            valid = [t for t in g.valid if t.generations]
+            # A trajectory the run wrote (Generation.written) gets its tokens here, from the policy's own template.
+            valid = [t.model_copy(update={"generations": written_generations(t, self.tokenizer)}) if t.written_from is not None
+                     and not t.generations else t for t in g.valid]
+            valid = [t for t in valid if t.generations]
             if len(valid) < (1 if config.advantage == "reward" else 2):
                 counts["groups_skipped_too_small"] += 1
                 continue
@@ -113,8 +116,8 @@ class GRPOTrainer:
         """One optimizer step over all trainable groups. Returns metrics (always, even with nothing to train).
 
         `rescore_constrained`: the sampler recorded grammar-masked logprobs for constrained turns
-        (vLLM does), so the old-policy logprobs of those tokens are the trainer's own, computed before
-        the update: the one update of a step follows every micro-batch's forward, so each forward is
+        (vLLM does), so the old-policy logprobs of those tokens are the trainer's own, as are those of
+        turns no sampler drew (`Generation.written`), computed before the update: the one update of a step follows every micro-batch's forward, so each forward is
         still the policy that sampled, and its logprobs, detached, are that no-grad pass for free.
 
         `logprob_mismatch` (and `_max`): mean (max) |trainer - sampler logprob| over the completion
@@ -160,7 +163,7 @@ class GRPOTrainer:
                         with torch.no_grad(), model.disable_adapter():
                             ref, _ = token_logprobs(model, *inputs, **scoring)
                 on = batch["weights"] > 0
-                rescored = on & batch["constrained"] if rescore_constrained else torch.zeros_like(on)
+                rescored = on & (batch["written"] | (batch["constrained"] if rescore_constrained else torch.zeros_like(on)))
                 old = torch.where(rescored, lp.detach(), batch["old_logprobs"])
                 gap = (lp.detach() - old).abs()[on & ~rescored]
                 sums["mismatch"] += float(gap.sum())

@@ -83,7 +83,8 @@ def collate(rows: list[PrefixBranches], pad_id: int, total_tokens: int, n_trajec
     sampled tokens; the loss normalisation folded in: each of the step's `total_tokens` loss tokens
     alike, or with "sequence" each of its `n_trajectories` sampled trajectories alike, however many
     sequences a trajectory was split into), temperature, top_p, top_k and min_p (each branch's
-    sampling settings, neutral elsewhere) and constrained (True on a grammar-constrained branch)."""
+    sampling settings, neutral elsewhere), constrained (True on a grammar-constrained branch) and
+    written (True on a branch the run wrote, `Generation.written`)."""
     b, width = len(rows), max(len(r) for r in rows)
     ids = torch.full((b, width), pad_id, dtype=torch.long)
     pos = torch.zeros((b, width), dtype=torch.long)
@@ -94,7 +95,7 @@ def collate(rows: list[PrefixBranches], pad_id: int, total_tokens: int, n_trajec
     old, adv, w = (torch.zeros((b, width)) for _ in range(3))
     temp, top_p, min_p = torch.ones((b, width)), torch.ones((b, width)), torch.zeros((b, width))
     top_k = torch.zeros((b, width), dtype=torch.long)
-    constrained = torch.zeros((b, width), dtype=torch.bool)
+    constrained, written = torch.zeros((b, width), dtype=torch.bool), torch.zeros((b, width), dtype=torch.bool)
     for i, r in enumerate(rows):
         p = len(r.prefix)
         ids[i, :p] = torch.tensor(r.prefix, dtype=torch.long)
@@ -114,12 +115,13 @@ def collate(rows: list[PrefixBranches], pad_id: int, total_tokens: int, n_trajec
             old[i, sl] = torch.tensor(s.old_logprobs[p:])
             adv[i, sl] = s.advantage
             temp[i, sl], top_p[i, sl], top_k[i, sl], min_p[i, sl] = s.temperature, s.top_p, s.top_k, s.min_p
-            constrained[i, sl] = s.constrained
+            constrained[i, sl], written[i, sl] = s.constrained, s.written
             mask = torch.tensor(s.loss_mask[p:], dtype=torch.float32)
             w[i, sl] = mask / total_tokens if normalization == "token" else mask / (s.trajectory_loss_tokens * n_trajectories)
             at += n
     out = {"input_ids": ids, "position_ids": pos, "pred_index": pred, "old_logprobs": old, "advantages": adv, "weights": w,
-           "temperature": temp, "top_p": top_p, "top_k": top_k, "min_p": min_p, "constrained": constrained}
+           "temperature": temp, "top_p": top_p, "top_k": top_k, "min_p": min_p, "constrained": constrained,
+           "written": written}
     if all(not r.prefix and len(r.branches) == 1 for r in rows):
         return {**out, "attention_mask": (torch.arange(width) < torch.tensor([len(r) for r in rows]).unsqueeze(-1)).long()}
     k = torch.arange(width)

@@ -25,6 +25,7 @@ class Sequence:
     top_k: int = 0
     min_p: float = 0.0
     constrained: bool = False  # sampled under a grammar (Generation.constrained)
+    written: bool = False  # written by the run, not sampled (Generation.written): the trainer scores its old logprobs
     # Loss tokens of the whole trajectory this sequence belongs to ("sequence" loss normalisation).
     trajectory_loss_tokens: int = 0
 
@@ -41,9 +42,35 @@ class Sequence:
 def sampling_settings(g: Generation) -> dict[str, float | int | bool]:
     """The settings the trainer scores `g`'s tokens at (Sequence's fields): a greedy turn's logprobs
     were recorded at temperature 1 without truncation (see Generation)."""
+    flags = {"constrained": g.constrained, "written": g.written}
     if g.temperature == 0:
-        return {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "constrained": g.constrained}
-    return {"temperature": g.temperature, "top_p": g.top_p, "top_k": max(g.top_k, 0), "min_p": g.min_p, "constrained": g.constrained}
+        return {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, **flags}
+    return {"temperature": g.temperature, "top_p": g.top_p, "top_k": max(g.top_k, 0), "min_p": g.min_p, **flags}
+
+
+def written_generations(traj: Trajectory, tokenizer) -> list[Generation]:
+    """The generations of a trajectory the run wrote instead of sampling (`Generation.written`): each
+    assistant message from `written_from` on (the messages before it, system prompt,
+    demonstration and task, were the policy's input) as the policy's chat template renders it
+    after the messages before it, its completion ending at the end-of-turn token, as a sampled turn ends."""
+    def text(messages: list, prompt: bool) -> str:
+        return tokenizer.apply_chat_template(messages, tools=traj.tools or None, tokenize=False, add_generation_prompt=prompt)
+
+    eos = tokenizer.eos_token or ""
+    out = []
+    for i in range(traj.written_from or 0, len(traj.messages)):
+        if traj.messages[i].get("role") != "assistant":
+            continue
+        before, whole = text(traj.messages[:i], True), text(traj.messages[: i + 1], False)
+        if not whole.startswith(before):
+            raise ValueError(f"trajectory {traj.id}: the chat template renders message {i} into the text before it")
+        reply = whole[len(before):]
+        if eos and eos in reply:
+            reply = reply[: reply.index(eos) + len(eos)]
+        ids = tokenizer(reply, add_special_tokens=False)["input_ids"]
+        out.append(Generation(prompt_token_ids=tokenizer(before, add_special_tokens=False)["input_ids"],
+                              completion_token_ids=ids, logprobs=[0.0] * len(ids), written=True, message_index=i))
+    return out
 
 
 def trajectory_sequences(traj: Trajectory, advantage: float) -> list[Sequence]:
