@@ -59,7 +59,7 @@ def _sample(run_dir: Path, step_file: str) -> str:
     if not p.exists():
         return "<p>(none)</p>"
     groups = load_jsonl(p, TrajectoryGroup)
-    best = max((t for g in groups for t in g.valid), key=lambda t: t.reward, default=None)
+    best = max((t for g in groups for t in g.valid if t.written_from is None), key=lambda t: t.reward, default=None)  # the policy's
     if best is None:
         return "<p>(no valid trajectory)</p>"
     # from the task (the last user message) on: the system prompt and demonstration are the same in every one
