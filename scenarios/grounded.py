@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, Field
 
-from mcprl.errors import clip
 from mcprl.judges.verify import holds_answer, normalize_text, numbers
 from mcprl.scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall, source_call
 from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, args_text, formula, instruction, noun_of, phrase
@@ -134,7 +133,7 @@ def _scenario(task: str, answer: Any, chain: list[ExploredCall], kind: str, read
         check={"kind": "holds"} if read_back is None else {"kind": "holds", "on": "read_back", "max_other_numbers": None},
         read_back=None if read_back is None else {"tool": read_back.tool, "arguments": read_back.arguments},
         metadata={"source": "grounded", "kind": kind,
-                  "reference": [{"tool": c.tool, "arguments": c.arguments, "result": clip(c.text, 400)} for c in chain]},
+                  "reference": [{"tool": c.tool, "arguments": c.arguments, "result": c.text} for c in chain]},
     )
 
 
@@ -216,7 +215,9 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
     given = normalize_text(" ".join(map(str, call.arguments.values())))
     out: list[Scenario] = []
     for record in rng.sample(records, min(2, len(records))):
-        labelled = [(k, v) for k, v in record if k and _holds(v) and normalize_text(str(v)) not in given]
+        # a key the record holds more than once (lines that were not read as a listing) names no one value
+        twice = {k for k, n in Counter(k for k, _ in record).items() if n > 1}
+        labelled = [(k, v) for k, v in record if k and k not in twice and _holds(v) and normalize_text(str(v)) not in given]
         names = [v for k, v in record if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v)
                  and 1 <= len(v.split()) <= 5 and (not k or k.lower() in {"name", "title", "subject", "label"})]
         names.sort(key=lambda v: (" " not in v, bool(re.search(r"\d", v))))  # names before codes

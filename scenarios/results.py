@@ -9,6 +9,8 @@ import ast
 import json
 from typing import Any
 
+from mcprl.tools.convert import untruncated
+
 
 def result_data(text: str, structured: Any) -> Any:
     """The data a result holds: its structured content (unless that only wraps plain text), else
@@ -59,7 +61,10 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
                 out.append(("", cell.strip()))
         return out
 
+    text, cut = untruncated(text)
     lines = [line for line in text.splitlines()[:200] if line.strip()]
+    if cut and len(lines) > 1:
+        lines.pop()  # cut mid-record: not a record
     if len(lines) > 1 and all(" | " in line for line in lines):
         return [cells(line) for line in lines]
     return [[pair for line in lines for pair in cells(line)]]

@@ -206,6 +206,28 @@ def test_a_task_that_states_a_value_needs_no_call_that_found_it():
     assert [c.tool for c in _needed("What is the stock of the item with sku SKU-3000?", [listing, write, read])] == ["update_stock", "get_item"]
 
 
+def test_a_listing_cut_by_max_result_chars_grounds_each_field_in_its_own_record():
+    """A long listing is cut mid-record, and the client says so on a last line: neither the cut
+    record nor that line is a record, the rest is still a listing (not one record whose keys repeat,
+    which asked for one item's stock with another's), and a reference keeps the result whole."""
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+    from mcprl.tools.convert import _BoundedText
+
+    rows = [f"SKU-{1000 + i} | item {chr(97 + i)}{chr(97 + i)}x | tools | stock: {10 + i} | price: ${i}.50" for i in range(12)]
+    bounded = _BoundedText(300)
+    bounded.add("\n".join(rows))
+    listing = ExploredCall(index=0, session=0, tool="list_items", arguments={}, text=bounded.text())
+    assert listing.text.endswith("more characters]")
+    fields = [t for seed in range(6) for t in candidates(Exploration(calls=[listing]), {}, seed=seed) if t.metadata["kind"] == "field"]
+    assert fields
+    for t in fields:
+        name = t.task.split('"')[1]
+        row = next(r for r in rows if f"| {name} |" in r)
+        assert row in listing.text and str(t.answer) in row, (t.task, t.answer)
+        assert t.metadata["reference"][0]["result"] == listing.text
+
+
 def test_a_description_that_states_an_expression_words_the_task_as_that_expression():
     from mcprl.scenarios.phrasing import formula
 
@@ -305,11 +327,25 @@ async def test_the_holds_check_reads_numbers_by_value_and_refuses_a_recital():
 
 
 
+def serve(run, policy) -> None:
+    """Give a training run the scripted `policy` as `_rollouts` asks for it (its served step, pinned)
+    and the plain agent."""
+    from mcprl import agents
+
+    class Served(type(policy)):
+        def pinned(self):
+            return self
+
+        def get_step(self):
+            return 0
+
+    run.model, run.agent = Served(**policy.model_dump()), agents.load("plain")
+
+
 async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_call(tiny_model_dir, home):
     from itertools import count
 
     from mcprl.judges import VerifyJudge, score_groups
-    from mcprl import agents
     from mcprl.run_config import RunConfig
     from mcprl.runner import TrainingRun
     from tests.scripted_policy import call, scripted_endpoint
@@ -328,14 +364,7 @@ async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_
     run = TrainingRun(RunConfig(group_size=2, rollout={"max_turns": 2}), say=lambda _: None)
     async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
         with scripted_endpoint(tiny_model_dir, handler=reply) as (policy, _):
-            class Served(type(policy)):  # the run's policy as `_rollouts` asks it: its served step, pinned
-                def pinned(self):
-                    return self
-
-                def get_step(self):
-                    return 0
-
-            run.model, run.agent = Served(**policy.model_dump()), agents.load("plain")
+            serve(run, policy)
             groups = await score_groups(VerifyJudge(), await run._rollouts(pool, [scenario], 2, "step"))
             assert [t.reward for t in groups[0].trajectories] == [0.0, 0.0]
             await run._guided_retries(pool, VerifyJudge(), groups, "step")
@@ -346,7 +375,7 @@ async def test_a_grounded_group_no_rollout_solved_gets_its_reference_chain_and_t
     """`unsolved = "reference"`: the task's reference chain, written after the group's own prompt, joins
     the group as its one success; the trainer tokenizes it as the endpoint renders prompts and scores
     its tokens itself (no sampler logprobs); the policy's figures do not count it."""
-    from mcprl import agents, weights
+    from mcprl import weights
     from mcprl.judges import VerifyJudge, score_groups
     from mcprl.metrics import rollout_metrics
     from mcprl.run_config import RunConfig
@@ -369,14 +398,7 @@ async def test_a_grounded_group_no_rollout_solved_gets_its_reference_chain_and_t
     run = TrainingRun(RunConfig(group_size=2, rollout={"max_turns": 3}, unsolved="reference"), say=lambda _: None)
     async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
         with scripted_endpoint(tiny_model_dir, handler=reply) as (policy, _):
-            class Served(type(policy)):  # the run's policy as `_rollouts` asks it: its served step, pinned
-                def pinned(self):
-                    return self
-
-                def get_step(self):
-                    return 0
-
-            run.model, run.agent = Served(**policy.model_dump()), agents.load("plain")
+            serve(run, policy)
             groups = await score_groups(VerifyJudge(), await run._rollouts(pool, [scenario], 2, "step"))
             await run._add_references(VerifyJudge(), groups)
     group = groups[0]

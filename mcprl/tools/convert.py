@@ -133,6 +133,16 @@ def hash_change_warning(previous: str | None, current: str, server: str) -> str 
     )
 
 
+TRUNCATED = re.compile(r"\n\[\.\.\. truncated: \d+ more characters\]$")  # what _BoundedText ends a cut result with
+
+
+def untruncated(text: str) -> tuple[str, bool]:
+    """A result's text without the line saying it was cut, and whether it was cut (its last line,
+    then, may end mid-record)."""
+    kept = TRUNCATED.sub("", text)
+    return kept, kept != text
+
+
 class _BoundedText:
     """Joins parts up to `limit` characters and only counts the rest, so a huge result stays cheap."""
 
