@@ -44,12 +44,12 @@ def rollout_metrics(groups: list[TrajectoryGroup]) -> dict[str, Any]:
 
     trajs = sampled([t for g in groups for t in g.trajectories])
     valid = [t for t in trajs if t.error is None]
-    scored = sampled([t for g in groups if not g.skipped for t in g.valid])
-    rewards = [t.reward for t in scored]
+    scored_groups = [sampled(g.valid) for g in groups if not g.skipped]
+    rewards = [t.reward for ts in scored_groups for t in ts]
     out: dict[str, Any] = {
         "groups": len(groups),
         "groups_skipped": sum(1 for g in groups if g.skipped),
-        "zero_variance_groups": sum(1 for g in groups if not g.skipped and len(sampled(g.valid)) > 1 and len({t.reward for t in sampled(g.valid)}) == 1),
+        "zero_variance_groups": sum(1 for ts in scored_groups if len(ts) > 1 and len({t.reward for t in ts}) == 1),
         "trajectories": len(trajs),
         "failed_rollouts": len(trajs) - len(valid),
         "reward_mean": _mean(rewards),

@@ -26,7 +26,7 @@ from mcprl.paths import replace_text
 from mcprl.pipeline import Pipeline, policy_version, split_stale
 from mcprl.run_config import RunConfig, load_saved
 from mcprl.tools.redact import redact, redact_model
-from mcprl.types import Scenario, TrajectoryGroup, dump_jsonl
+from mcprl.types import Scenario, Trajectory, TrajectoryGroup, dump_jsonl
 
 
 PENDING_LINE = "step.pending.json"
@@ -86,12 +86,17 @@ def learnable(group: TrajectoryGroup) -> bool:
     return not group.skipped and len({t.reward for t in group.valid}) > 1
 
 
-def unsolved(groups: list[TrajectoryGroup]) -> list[TrajectoryGroup]:
-    """The groups of grounded tasks (reference chain known) that no rollout solved."""
+def solved(t: Trajectory) -> bool:
+    """Whether the trajectory solved its task: by its checks where it has them, else by its reward."""
     from mcprl.judges.verify import SOLVED
 
-    return [g for g in groups if g.scenario is not None and g.scenario.metadata.get("reference") and not g.skipped and g.valid
-            and max(t.metrics.get("verify", t.reward) for t in g.valid) < SOLVED]
+    return t.metrics.get("verify", t.reward) >= SOLVED
+
+
+def unsolved(group: TrajectoryGroup) -> bool:
+    """A scored group of a grounded task (its reference chain known) that no rollout solved."""
+    return (group.scenario is not None and bool(group.scenario.metadata.get("reference")) and not group.skipped
+            and bool(group.valid) and not any(map(solved, group.valid)))
 
 
 @dataclass
@@ -254,7 +259,9 @@ class TrainingRun:
 
         async def scored(scenarios: list[Scenario], what: str) -> list[TrajectoryGroup]:
             groups = await score_groups(judge, await self._rollouts(pool, scenarios, cfg.group_size, what))
-            return await self._add_references(judge, groups) if referenced else groups
+            if referenced:
+                await self._add_references(judge, groups)
+            return groups
 
         groups = await scored(batch, label)
         # Dynamic sampling (DAPO): a group whose rewards are all equal teaches GRPO nothing, so draw
@@ -318,41 +325,36 @@ class TrainingRun:
                if cfg.train.max_off_policy_steps else "")
         )
 
-    async def _add_references(self, judge, groups: list[TrajectoryGroup]) -> list[TrajectoryGroup]:
+    async def _add_references(self, judge, groups: list[TrajectoryGroup]) -> None:
         """Each group that solved none of its grounded task gets the task's reference chain, written
-        as the policy should have written it (mcprl.demonstration.reference_trajectory), scored with
+        as the policy should have written it (mcprl.references.reference_trajectory), scored with
         the group; a reference the judge does not score as solved is not kept."""
-        from mcprl.demonstration import reference_trajectory
         from mcprl.judges import score_groups
-        from mcprl.judges.verify import SOLVED
+        from mcprl.references import reference_trajectory
 
         helped = []
-        for g in unsolved(groups):
+        for g in filter(unsolved, groups):
             if (ref := reference_trajectory(g, self.cfg.rollout.finish)) is not None:
                 g.trajectories.append(ref)
                 helped.append(g)
         rejected = []
         for g in await score_groups(judge, helped):
-            ref = g.trajectories[-1]
-            if ref.metrics.get("verify", ref.reward) >= SOLVED:
+            if solved(g.trajectories[-1]):
                 g.metadata["helped"] = "reference"
             else:
                 g.trajectories.pop()
                 rejected.append(g)
                 self.say(f"the reference chain of scenario {g.scenario.id} does not solve it by the judge; not added")
         await score_groups(judge, rejected)  # a judge that ranks the group (RULER) saw the reference
-        return groups
 
     async def _guided_retries(self, pool, judge, groups: list[TrajectoryGroup], label: str) -> None:
         """Where no rollout of a group solved its grounded task, roll it out again with the task's own
-        first reference call shown before it (mcprl.demonstration.reference_exchange), and train on the
+        first reference call shown before it (mcprl.references.reference_exchange), and train on the
         retry when some rollout of it solved the task."""
         from mcprl.judges import score_groups
-        from mcprl.judges.verify import SOLVED
-        from mcprl.demonstration import reference_exchange
+        from mcprl.references import reference_exchange
 
-        stuck = {id(g) for g in unsolved(groups)}
-        failed = [i for i, g in enumerate(groups) if id(g) in stuck]
+        failed = [i for i, g in enumerate(groups) if unsolved(g)]
         if not failed:
             return
         rc = self.cfg.rollout
@@ -361,7 +363,7 @@ class TrainingRun:
                                        f"{label}, {len(failed)} guided", configs=guided)
         retries = await score_groups(judge, retries)
         for i, retry in zip(failed, retries):
-            if learnable(retry) and max(t.metrics.get("verify", t.reward) for t in retry.valid) >= SOLVED:
+            if learnable(retry) and any(map(solved, retry.valid)):
                 retry.metadata["helped"] = "guided-retry"
                 groups[i] = retry
 

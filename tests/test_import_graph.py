@@ -50,6 +50,7 @@ LAYERS = {
     "mcprl.gather": STAGES,
     "mcprl.recording": STAGES,
     "mcprl.agents": STAGES,
+    "mcprl.references": STAGES,  # a grounded task's reference chain as messages (demonstration, unsolved groups)
     "mcprl.judges": STAGES,
     "mcprl.train": STAGES,
     "mcprl.backends": STAGES,

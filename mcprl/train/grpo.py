@@ -116,9 +116,10 @@ class GRPOTrainer:
         """One optimizer step over all trainable groups. Returns metrics (always, even with nothing to train).
 
         `rescore_constrained`: the sampler recorded grammar-masked logprobs for constrained turns
-        (vLLM does), so the old-policy logprobs of those tokens are the trainer's own, as are those of
-        turns no sampler drew (`Generation.written`), computed before the update: the one update of a step follows every micro-batch's forward, so each forward is
-        still the policy that sampled, and its logprobs, detached, are that no-grad pass for free.
+        (vLLM does), so the old-policy logprobs of those tokens are the trainer's own, as are those
+        of turns no sampler drew (`Generation.written`), computed before the update: the one update
+        of a step follows every micro-batch's forward, so each forward is still the policy that
+        sampled, and its logprobs, detached, are that no-grad pass for free.
 
         `logprob_mismatch` (and `_max`): mean (max) |trainer - sampler logprob| over the completion
         tokens whose sampler logprobs the loss uses, on this pre-update pass: about 0 where sampler
@@ -163,7 +164,7 @@ class GRPOTrainer:
                         with torch.no_grad(), model.disable_adapter():
                             ref, _ = token_logprobs(model, *inputs, **scoring)
                 on = batch["weights"] > 0
-                rescored = on & (batch["written"] | (batch["constrained"] if rescore_constrained else torch.zeros_like(on)))
+                rescored = on & (batch["written"] | batch["constrained"] if rescore_constrained else batch["written"])
                 old = torch.where(rescored, lp.detach(), batch["old_logprobs"])
                 gap = (lp.detach() - old).abs()[on & ~rescored]
                 sums["mismatch"] += float(gap.sum())

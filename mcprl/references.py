@@ -1,0 +1,61 @@
+"""A grounded task's reference chain (mcprl.scenarios.grounded: recorded while exploring, replayed
+before use, so known to be right) as messages the policy could have written: its first call as
+an example exchange (the demonstration, a guided retry), or the whole chain as a trajectory the
+run adds to a group no rollout solved (`unsolved = "reference"`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from mcprl.types import Message, Scenario, Trajectory, TrajectoryGroup
+
+
+def reference_exchange(scenario: Scenario) -> list[Message]:
+    """`task -> the first call of its reference chain` (a grounded scenario's, mcprl.scenarios.grounded):
+    an exchange known to be right, since the call ran without error and was replayed before use.
+    It ends at the call, as every demonstration does (see mcprl.demonstration's docstring)."""
+    call = scenario.metadata["reference"][0]
+    return [
+        {"role": "user", "content": scenario.task},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_example", "type": "function", "function": {"name": call["tool"], "arguments": json.dumps(call["arguments"])}}
+        ]},
+    ]
+
+
+def reference_trajectory(group: TrajectoryGroup, finish: Literal["text", "tool"] = "text") -> Trajectory | None:
+    """A grounded task's whole reference chain as the policy should have written it, after the same
+    prompt the group's rollouts had (system prompt, demonstration, task): each reference call and its
+    recorded result (replayed before use), then the answer (`The answer is ...`, or complete_task's).
+    Written, not sampled (`Trajectory.written_from`): the run adds it to a group no rollout solved
+    (`unsolved = "reference"`), where it is the one success GRPO can learn from, a supervised step
+    on the reference in the policy's own context. None where the group has no sampled turn to take
+    the prompt from, or the task is checked by reading state back (a written chain changed nothing)."""
+    s = group.scenario
+    sampled = next((t for t in group.valid if t.generations), None)
+    if s is None or not s.metadata.get("reference") or s.read_back is not None or sampled is None:
+        return None
+    start = sampled.generations[0].message_index
+    messages = [dict(m) for m in sampled.messages[:start]]
+    for k, call in enumerate(s.metadata["reference"]):
+        call_id = f"call_reference_{k}"
+        messages += [
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": call["tool"], "arguments": json.dumps(call["arguments"])}}]},
+            {"role": "tool", "tool_call_id": call_id, "content": str(call.get("result", ""))},
+        ]
+    values = s.answer if isinstance(s.answer, list) else [s.answer]
+    answer = ", ".join(v if isinstance(v, str) else json.dumps(v) for v in values)
+    if finish == "tool":
+        messages.append({"role": "assistant", "content": "", "tool_calls": [{"id": "call_reference_answer", "type": "function",
+                         "function": {"name": "complete_task", "arguments": json.dumps({"answer": answer})}}]})
+    else:
+        answer = f"The answer is {answer}."
+        messages.append({"role": "assistant", "content": answer})
+    metadata = {"final_answer": answer}
+    calls = [c["tool"] for c in s.metadata["reference"]]
+    metrics = {"turns": float(len(calls) + 1), "tool_calls": float(len(calls)), "tool_errors": 0.0, "finished": 1.0,
+               **{f"calls/{name}": float(calls.count(name)) for name in set(calls)}}
+    return Trajectory(messages=messages, tools=sampled.tools, metadata=metadata, metrics=metrics, scenario_id=sampled.scenario_id,
+                      policy_version=sampled.policy_version, written_from=start)

@@ -1,0 +1,107 @@
+"""A group in which no rollout solved its grounded task (`RunConfig.unsolved`): a guided retry, or
+the task's reference chain written into the group as its one success and trained on."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcprl.tools import ServerSpec, ToolPool
+from mcprl.types import Scenario
+
+pytestmark = pytest.mark.anyio
+
+
+def serve(run, policy) -> None:
+    """Give a training run the scripted `policy` as `_rollouts` asks for it (its served step, pinned)
+    and the plain agent."""
+    from mcprl import agents
+
+    class Served(type(policy)):
+        def pinned(self):
+            return self
+
+        def get_step(self):
+            return 0
+
+    run.model, run.agent = Served(**policy.model_dump()), agents.load("plain")
+
+
+async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_call(tiny_model_dir, home):
+    from itertools import count
+
+    from mcprl.judges import VerifyJudge, score_groups
+    from mcprl.run_config import RunConfig
+    from mcprl.runner import TrainingRun
+    from tests.scripted_policy import call, scripted_endpoint
+
+    task = "Add two numbers and return a + b (a 2, b 3). What is the result?"
+    scenario = Scenario(task=task, answer=5, check={"kind": "holds"}, metadata={"reference": [{"tool": "add", "arguments": {"a": 2, "b": 3}}]})
+    turns = count()
+
+    def reply(request: dict) -> str:
+        """Guided (the task's own call shown before it): every other rollout solves it; else never."""
+        users = [m["content"] for m in request["messages"] if m["role"] == "user"]
+        if request["messages"][-1]["role"] == "tool":
+            return "5"
+        return call("add", a=2, b=3) if users.count(task) == 2 and next(turns) % 2 else "I do not know."
+
+    run = TrainingRun(RunConfig(group_size=2, rollout={"max_turns": 2}), say=lambda _: None)
+    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
+        with scripted_endpoint(tiny_model_dir, handler=reply) as (policy, _):
+            serve(run, policy)
+            groups = await score_groups(VerifyJudge(), await run._rollouts(pool, [scenario], 2, "step"))
+            assert [t.reward for t in groups[0].trajectories] == [0.0, 0.0]
+            await run._guided_retries(pool, VerifyJudge(), groups, "step")
+    assert groups[0].metadata["helped"] == "guided-retry" and sorted(t.reward for t in groups[0].trajectories) == [0.0, 1.0]
+
+
+async def test_a_grounded_group_no_rollout_solved_gets_its_reference_chain_and_trains_on_it(tiny_model_dir, home):
+    """`unsolved = "reference"`: the task's reference chain, written after the group's own prompt, joins
+    the group as its one success; the trainer tokenizes it as the endpoint renders prompts and scores
+    its tokens itself (no sampler logprobs); the policy's figures do not count it."""
+    from mcprl import weights
+    from mcprl.judges import VerifyJudge, score_groups
+    from mcprl.metrics import rollout_metrics
+    from mcprl.run_config import RunConfig
+    from mcprl.runner import TrainingRun
+    from mcprl.train.config import LoraSettings, TrainConfig
+    from mcprl.train.grpo import GRPOTrainer
+    from mcprl.train.sequences import written_generations
+    from tests.scripted_policy import call, scripted_endpoint
+
+    task = "What is (2 + 3) * 4?"
+    chain = [{"tool": "add", "arguments": {"a": 2, "b": 3}, "result": "5"},
+             {"tool": "multiply", "arguments": {"a": 5, "b": 4}, "result": "20"}]
+    scenario = Scenario(task=task, answer=20, check={"kind": "holds"}, metadata={"reference": chain})
+    first = call("add", a=2, b=3)
+
+    def reply(request: dict) -> str:
+        """Calls add(2, 3) as the reference does, then gives up: no rollout solves the task."""
+        return "I do not know." if request["messages"][-1]["role"] == "tool" else first
+
+    run = TrainingRun(RunConfig(group_size=2, rollout={"max_turns": 3}, unsolved="reference"), say=lambda _: None)
+    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
+        with scripted_endpoint(tiny_model_dir, handler=reply) as (policy, _):
+            serve(run, policy)
+            groups = await score_groups(VerifyJudge(), await run._rollouts(pool, [scenario], 2, "step"))
+            await run._add_references(VerifyJudge(), groups)
+    group = groups[0]
+    sampled, ref = group.trajectories[0], group.trajectories[-1]
+    assert [t.reward for t in group.trajectories] == [0.0, 0.0, 1.0] and group.metadata["helped"] == "reference"
+    assert ref.written_from == sampled.generations[0].message_index and not ref.generations
+    assert ref.messages[-1]["content"] == "The answer is 20." and ref.metrics["tool_calls"] == 2
+    assert rollout_metrics(groups)["success_rate"] == 0.0 and rollout_metrics(groups)["trajectories"] == 2
+
+    tokenizer = weights.load_tokenizer(str(tiny_model_dir))
+    written = written_generations(ref, tokenizer)
+    assert [g.message_index for g in written] == [i for i, m in enumerate(ref.messages) if m["role"] == "assistant"][-3:]
+    # The trainer renders the prompt as the endpoint did, and a call as the policy writes one.
+    assert written[0].prompt_token_ids == sampled.generations[0].prompt_token_ids
+    assert written[0].completion_token_ids == sampled.generations[0].completion_token_ids
+    assert tokenizer.decode(written[-1].completion_token_ids) == "The answer is 20." + tokenizer.eos_token
+    assert all(g.written for g in written) and written[1].prompt_token_ids[: len(written[0].prompt_token_ids)] == written[0].prompt_token_ids
+
+    trainer = GRPOTrainer(weights.load_model(str(tiny_model_dir), dtype="float32"), tokenizer, LoraSettings(rank=4, alpha=8))
+    metrics = trainer.step(groups, TrainConfig(learning_rate=1e-3))
+    assert metrics["trained"] == 1.0 and metrics["trajectories_trained"] == 3
+    assert metrics["rescored_tokens"] == sum(len(g.completion_token_ids) for g in written)
