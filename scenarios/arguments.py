@@ -41,9 +41,11 @@ def description_examples(description: str) -> list[str]:
 FORMAT_HINTS: tuple[tuple[re.Pattern[str], Callable[[random.Random], str]], ...] = (
     (re.compile(r"\bHH:MM\b|\btime\b", re.I), lambda rng: f"{rng.randint(0, 23):02d}:{rng.choice([0, 15, 30, 45]):02d}"),
     (re.compile(r"YYYY-MM-DD|\bdate\b", re.I), lambda rng: f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"),
-    (re.compile(r"e-?mail", re.I), lambda rng: "user@example.com"),
+    # an address, not a parameter that searches e-mails ("words that must appear in the email")
+    (re.compile(r"^email\b|e-?mail address|\bemail$", re.I), lambda rng: "user@example.com"),
     (re.compile(r"\bur[li]\b", re.I), lambda rng: "https://example.com"),
 )
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")  # a word of four letters or more
 SQL = re.compile(r"\bsql\b|\bselect\b", re.I)
 
 
@@ -67,8 +69,19 @@ class ArgumentWriter:
             if not isinstance(sub, dict):
                 continue
             if name not in required and ("default" in sub or self.rng.random() < 0.6):
-                continue  # optional: usually left to the server
-            value, source, parent = self.value(name, sub, seen)
+                # optional: usually left to the server, but sometimes given a value an earlier result held
+                # (a search's query), or one of the schema's (another page, date window or size): else every
+                # search is the same listing of the newest records
+                draw = self.rng.random()
+                hit = self.from_results(name, sub, _kinds(sub), _examples(sub), seen) if seen and draw < 0.5 else None
+                if hit is not None:
+                    value, source, parent = hit.value, f"result:{hit.call}", hit.call
+                elif draw > 0.75 and "default" in sub and (value := self.sample(name, sub, _kinds(sub), guess=False)) is not None:
+                    source, parent = "schema", None
+                else:
+                    continue
+            else:
+                value, source, parent = self.value(name, sub, seen)
             if source == "none":
                 continue
             args[name], sources[name] = value, source
@@ -77,7 +90,7 @@ class ArgumentWriter:
         return args, sources, sorted(set(parents))
 
     def value(self, name: str, schema: dict[str, Any], seen: list[SeenValue]) -> tuple[Any, str, int | None]:
-        kinds = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
+        kinds = _kinds(schema)
         if "const" in schema:
             return schema["const"], "schema", None
         if isinstance(schema.get("enum"), list) and schema["enum"]:
@@ -85,7 +98,7 @@ class ArgumentWriter:
         for branch in schema.get("anyOf") or schema.get("oneOf") or []:
             if isinstance(branch, dict) and branch.get("type") != "null":
                 return self.value(name, {**branch, "description": schema.get("description", "")}, seen)
-        examples = [*(schema.get("examples") or []), *description_examples(str(schema.get("description") or ""))]
+        examples = _examples(schema)
         if _is_sql(name, schema):  # a query over a table some result named
             tables = [v for v in seen if isinstance(v.value, str) and re.fullmatch(r"[A-Za-z_]\w*", v.value)
                       and set(words_of(v.field)) & {"table", "name", "tbl"}]
@@ -111,19 +124,25 @@ class ArgumentWriter:
             return None
         by_name = [v for v in fits if v.field and (set(words_of(v.field)) & words - {"the", "of"})]
         by_shape = [v for v in fits if isinstance(v.value, str) and _shape(v.value) in shapes]
-        free = [v for v in fits if isinstance(v.value, str) and 1 <= len(v.value.split()) <= 3
+        # words a person would search for: a name's or a subject's, not an id's or a date's
+        free = [v for v in fits if isinstance(v.value, str) and 1 <= len(v.value.split()) <= 8 and _WORD.search(v.value)
                 and words & {"query", "q", "search", "text", "name", "term", "keyword", "keywords", "title", "topic"}]
         # a number parameter may take any number a result gave (a computed value fed on)
         numeric = [v for v in fits if "string" not in kinds and _number(str(v.value)) is not None]
         for pool, chance in ((by_name, 0.85), (by_shape, 0.85), (free, 0.85), (numeric, 0.4)):
             if pool and self.rng.random() < chance:
                 pick = self.rng.choice(pool)
-                if isinstance(pick.value, str) and pool is free and len(pick.value.split()) > 1 and self.rng.random() < 0.5:
-                    return pick.model_copy(update={"value": self.rng.choice(pick.value.split())})
+                said = pick.value.split() if isinstance(pick.value, str) else []
+                if pool is free and len(said) > 1 and (len(said) > 3 or self.rng.random() < 0.5):
+                    # one word of a name or a subject, as a person searches ("Porto" from "Your flight to Porto is confirmed")
+                    words_in = [w for w in said if _WORD.fullmatch(w)] or said
+                    return pick.model_copy(update={"value": self.rng.choice(words_in)})
                 return pick
         return None
 
-    def sample(self, name: str, schema: dict[str, Any], kinds: list[Any]) -> Any:
+    def sample(self, name: str, schema: dict[str, Any], kinds: list[Any], guess: bool = True) -> Any:
+        """A value of the schema's type and shape; a free string is a word of the description
+        (None unless `guess`: a filter given a random word matches nothing)."""
         if "integer" in kinds or "number" in kinds:
             low = schema.get("minimum", schema.get("exclusiveMinimum", 0) + (1 if "exclusiveMinimum" in schema else 0))
             high = schema.get("maximum", max(low, 0) + 20)
@@ -139,12 +158,21 @@ class ArgumentWriter:
             return {}
         if schema.get("format") == "date-time":
             return "2024-03-01T12:00:00Z"
-        hints = f"{schema.get('format') or ''} {schema.get('description') or ''} {name}"
         for pattern, make in FORMAT_HINTS:
-            if pattern.search(hints):
+            if any(pattern.search(hint) for hint in (schema.get("format") or "", schema.get("description") or "", name)):
                 return make(self.rng)
+        if not guess:
+            return None
         words = [w for w in words_of(str(schema.get("description") or "")) if len(w) > 3] or words_of(name) or ["test"]
         return self.rng.choice(words)[: schema.get("maxLength", 40)]
+
+
+def _kinds(schema: dict[str, Any]) -> list[Any]:
+    return schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
+
+
+def _examples(schema: dict[str, Any]) -> list[Any]:
+    return [*(schema.get("examples") or []), *description_examples(str(schema.get("description") or ""))]
 
 
 def _fits_type(value: Any, kinds: list[Any]) -> bool:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcprl.scenarios.arguments import ArgumentWriter, SeenValue, coerce, words_of
-from mcprl.scenarios.results import result_values
+from mcprl.scenarios.results import MESSAGE, result_values
 
 if TYPE_CHECKING:
     from mcprl.tools import ToolPool, ToolSession
@@ -260,9 +260,12 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
                 continue
             made += 1
             schema = tools[name].get("inputSchema") or {}
-            args, sources, parents = writer.arguments(schema, seen[-SHOWN_VALUES:])
             props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-            args = {k: coerce(v, props.get(k) or {}) for k, v in args.items()}
+            for _ in range(3):  # a call the session already made tells nothing new: draw again
+                args, sources, parents = writer.arguments(schema, seen[-SHOWN_VALUES:])
+                args = {k: coerce(v, props.get(k) or {}) for k, v in args.items()}
+                if repr((name, args)) not in reads:
+                    break
             if validators[name] is not None and not validators[name].is_valid(args):
                 args, sources, parents = writer.arguments(schema, [])  # what a result gave did not fit
                 args = {k: coerce(v, props.get(k) or {}) for k, v in args.items()}
@@ -276,8 +279,10 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
                 return
             if made_call.is_error:
                 continue
+            # a result that is one sentence ("No items match.") is a message, not a value to pass on
+            message = MESSAGE.fullmatch(made_call.text.strip()) is not None
             seen += [SeenValue(value=v, field=k, call=made_call.index) for k, v in result_values(made_call.text, made_call.structured)
-                     if not (isinstance(v, str) and len(v) > 80)]
+                     if not (isinstance(v, str) and (len(v) > 80 or message and v == made_call.text.strip()))]
             if name not in writers:
                 reads[repr((name, args))] = made_call
                 continue

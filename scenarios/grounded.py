@@ -43,7 +43,7 @@ from pydantic import BaseModel, Field
 from mcprl.judges.verify import holds_answer, normalize_text, numbers
 from mcprl.scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall, source_call
 from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, args_text, formula, instruction, noun_of, phrase
-from mcprl.scenarios.results import result_data, result_records, result_values
+from mcprl.scenarios.results import MESSAGE, result_data, result_records, result_values, sentence_fields
 from mcprl.types import Scenario
 
 if TYPE_CHECKING:
@@ -79,6 +79,8 @@ def _answer(text: str) -> Any | None:
     """The answer a short result gives: its one number when it has exactly one, else the text
     itself when it is short; None when it is not an answer a check can hold."""
     text = text.strip()
+    if " | " in text or MESSAGE.fullmatch(text):  # a row of a listing, or a message ("No items match.")
+        return None
     if (number := _number_of(text)) is not None:
         return number
     if numbers(text) or not text or len(text.split()) > MAX_ANSWER_WORDS or "\n" in text:
@@ -161,6 +163,16 @@ def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: 
     """Every task the record grounds (see the module's docstring), before verification."""
     rng = random.Random(f"{seed}/grounded")
     calls = exploration.calls
+    # a field that held one value in every record a tool returned ("To: <the user>") tells no record apart
+    values: dict[tuple[str, str], set[str]] = defaultdict(set)
+    records: Counter = Counter()
+    for call in calls:
+        if not call.is_error:
+            for record in result_records(call.text, call.structured):
+                records[call.tool] += 1
+                for k, v in record:
+                    values[call.tool, k].add(str(v))
+    constant = {key for key, seen in values.items() if len(seen) == 1 and records[key[0]] >= 3}
     out: list[Scenario] = []
     for call in calls:
         if call.reads_back is not None:  # what a write changed: a task to make it, not a question on it
@@ -185,7 +197,7 @@ def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: 
                 task = rng.choice(FORMULA_ASKS).format(expression)
             out.append(_scenario(task, answer, chain, "chain" if len(chain) > 1 else "result"))
             continue
-        out += _field_tasks(call, chain, rng)
+        out += _field_tasks(call, chain, rng, constant)
     return out
 
 
@@ -202,26 +214,34 @@ def _expression(chain: list[ExploredCall], linked: list[frozenset[str]], descrip
     return expression
 
 
-def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Random) -> list[Scenario]:
+def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Random,
+                 constant: set[tuple[str, str]] = frozenset()) -> list[Scenario]:  # type: ignore[assignment]
     """Tasks asking for a labelled field of one record of the result (one line of a listing, or
-    the whole result when it is one record)."""
+    the whole result when it is one record); not for a field `constant` names (tool, field)."""
     pairs = result_values(call.text, call.structured)
     records = result_records(call.text, call.structured)
     listing = len(records) > 1
     if listing:  # a listing's fields are the keys every record has ("stock: 5"), not a colon inside a cell
         keys = Counter(k for record in records for k in {k for k, _ in record if k})
-        records = [[(k, v) if keys[k] == len(records) else ("", v) for k, v in record] for record in records]
+        records = [[(k, v) if keys[k] == len(records) else ("", f"{k}: {v}" if k else v) for k, v in record] for record in records]
     noun = noun_of(call.tool)
     given = normalize_text(" ".join(map(str, call.arguments.values())))
     out: list[Scenario] = []
     for record in rng.sample(records, min(2, len(records))):
+        # prose (a message's body, a description) may state labelled values of its own: "Tracking number: 1Z99."
+        record = record + [pair for k, v in record if isinstance(v, str) and not _holds(v)
+                           for pair in sentence_fields(f"{k}: {v}" if k else v)]
         # a key the record holds more than once (lines that were not read as a listing) names no one value
         twice = {k for k, n in Counter(k for k, _ in record).items() if n > 1}
-        labelled = [(k, v) for k, v in record if k and k not in twice and _holds(v) and normalize_text(str(v)) not in given]
+        labelled = [(k, v) for k, v in record if k and k not in twice and (call.tool, k) not in constant
+                    and _holds(v) and normalize_text(str(v)) not in given]
         names = [v for k, v in record if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v)
-                 and 1 <= len(v.split()) <= 5 and (not k or k.lower() in {"name", "title", "subject", "label"})]
+                 and 1 <= len(v.split()) <= MAX_ANSWER_WORDS and not re.search(r"@|://", v)
+                 and (not k or k.lower() in {"name", "title", "subject", "label"})]
         names.sort(key=lambda v: (" " not in v, bool(re.search(r"\d", v))))  # names before codes
-        for field, value in rng.sample(labelled, min(FIELDS_PER_RESULT, len(labelled))):
+        # values with a digit first (an amount, a code, a count): what a person asks a record for
+        picked = sorted(rng.sample(labelled, len(labelled)), key=lambda kv: not re.search(r"\d", str(kv[1])))
+        for field, value in picked[:FIELDS_PER_RESULT]:
             label = next((n for n in names if n != value and sum(n in str(v) for _, v in pairs) == 1), None)
             # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user might
             if label is not None and (listing or not call.arguments or rng.random() < 0.5):
@@ -230,14 +250,17 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
                 task = f"What is the {field.lower().replace('_', ' ')} of the {noun} with {args_text(call.arguments)}?"
             else:
                 continue
-            answer = value if not isinstance(value, str) or _number_of(value) is None else _number_of(value)
+            number = _number_of(value, words=1) if isinstance(value, str) else None  # a field's value states a number, or a name
+            answer = value if number is None else number
             out.append(_scenario(task, answer, chain, "field"))
     return out
 
 
-def _number_of(text: str) -> float | int | None:
+def _number_of(text: str, words: int | None = None) -> float | int | None:
+    """The one number a text holds; with `words`, only if it has at most that many words besides
+    ("$88.88", "37 units", but not "48 hours in Porto", "Invoice for March 2024")."""
     found = numbers(text)
-    if len(found) != 1:
+    if len(found) != 1 or words is not None and len(re.findall(r"[A-Za-z]+", text)) > words:
         return None
     (value,) = found
     return int(value) if value.is_integer() else value

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from typing import Any
 
 from mcprl.tools.convert import untruncated
+
+
+MESSAGE = re.compile(r"[^\n|]*\w \w[^\n|]*[.!]")  # a result that is one sentence ("No items match."): a message, not data
 
 
 def result_data(text: str, structured: Any) -> Any:
@@ -65,9 +69,28 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     lines = [line for line in text.splitlines()[:200] if line.strip()]
     if cut and len(lines) > 1:
         lines.pop()  # cut mid-record: not a record
-    if len(lines) > 1 and all(" | " in line for line in lines):
-        return [cells(line) for line in lines]
+    rows = [line for line in lines if " | " in line]
+    # a listing: every line a row of cells, but for a note before or after the rows ("(10 of 11 shown)")
+    if len(rows) > 1 and rows in (lines, lines[1:], lines[:-1]):
+        return [cells(line) for line in rows]
     return [[pair for line in lines for pair in cells(line)]]
+
+
+# A value a sentence labels: "Confirmation code: ZOE67V.", "Your reservation number is 4F2A9C01." The label is
+# a short noun phrase at a sentence's start, up to its first preposition (after "Your"/"The" for "is"); the value one token that looks
+# like an identifier or an amount (it holds a digit), so "is on its way" labels nothing.
+_LABELLED = re.compile(
+    r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?:(?:[Yy]our|[Tt]he|[Mm]y) )?(?P<label>[A-Za-z][\w-]*(?: [\w-]+){0,5}?)"
+    r"(?:: | is )(?P<value>[$€£]?[\w-]*\d[\w.,-]*?)(?=[.,;:!?]?(?:\s|$))")
+
+
+def sentence_fields(text: str) -> list[tuple[str, Any]]:
+    """(label, value) pairs that sentences of a prose text state (`_LABELLED`), each label once."""
+    found: dict[str, Any] = {}
+    for m in _LABELLED.finditer(text):
+        label = re.split(r" (?:at|for|of|in|on|to) ", m["label"].strip())[0]  # "Wi-Fi password at Lake Cabin"
+        found.setdefault(label, m["value"].rstrip(".,"))
+    return list(found.items())
 
 
 def result_values(text: str, structured: Any) -> list[tuple[str, Any]]:
