@@ -125,7 +125,8 @@ def _needed(task: str, chain: list[ExploredCall]) -> list[ExploredCall]:
     return [c for c in chain if c.index in needed]
 
 
-def _scenario(task: str, answer: Any, chain: list[ExploredCall], kind: str, read_back: ExploredCall | None = None) -> Scenario:
+def _scenario(task: str, answer: Any, chain: list[ExploredCall], kind: str, read_back: ExploredCall | None = None,
+              field: str | None = None) -> Scenario:
     chain = _needed(task, chain)
     # the id is the task's and its chain's: the same seed grounds the same ids (what a scenario is shown keys on it)
     key = json.dumps([task, [[c.tool, c.arguments] for c in chain]], sort_keys=True, default=str)
@@ -134,7 +135,7 @@ def _scenario(task: str, answer: Any, chain: list[ExploredCall], kind: str, read
         # a task that changes state is checked on the state it leaves (its read-back), a record: any numbers
         check={"kind": "holds"} if read_back is None else {"kind": "holds", "on": "read_back", "max_other_numbers": None},
         read_back=None if read_back is None else {"tool": read_back.tool, "arguments": read_back.arguments},
-        metadata={"source": "grounded", "kind": kind,
+        metadata={"source": "grounded", "kind": kind, **({"field": field} if field else {}),
                   "reference": [{"tool": c.tool, "arguments": c.arguments, "result": c.text} for c in chain]},
     )
 
@@ -165,14 +166,14 @@ def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: 
     calls = exploration.calls
     # a field that held one value in every record a tool returned ("To: <the user>") tells no record apart
     values: dict[tuple[str, str], set[str]] = defaultdict(set)
-    records: Counter = Counter()
+    held: Counter = Counter()  # (tool, field) -> the records that held it
     for call in calls:
         if not call.is_error:
             for record in result_records(call.text, call.structured):
-                records[call.tool] += 1
                 for k, v in record:
                     values[call.tool, k].add(str(v))
-    constant = {key for key, seen in values.items() if len(seen) == 1 and records[key[0]] >= 3}
+                    held[call.tool, k] += 1
+    constant = {key for key, seen in values.items() if len(seen) == 1 and held[key] >= 3}
     out: list[Scenario] = []
     for call in calls:
         if call.reads_back is not None:  # what a write changed: a task to make it, not a question on it
@@ -229,8 +230,8 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
     out: list[Scenario] = []
     for record in rng.sample(records, min(2, len(records))):
         # prose (a message's body, a description) may state labelled values of its own: "Tracking number: 1Z99."
-        record = record + [pair for k, v in record if isinstance(v, str) and not _holds(v)
-                           for pair in sentence_fields(f"{k}: {v}" if k else v)]
+        # ("Confirmation code", "ZOE67V. Flight SW 764 ...") stands for ("Confirmation code", "ZOE67V"), and keeps the rest
+        record = list(dict.fromkeys(pair for k, v in record for pair in _stated(k, v)))
         # a key the record holds more than once (lines that were not read as a listing) names no one value
         twice = {k for k, n in Counter(k for k, _ in record).items() if n > 1}
         labelled = [(k, v) for k, v in record if k and k not in twice and (call.tool, k) not in constant
@@ -252,8 +253,15 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
                 continue
             number = _number_of(value, words=1) if isinstance(value, str) else None  # a field's value states a number, or a name
             answer = value if number is None else number
-            out.append(_scenario(task, answer, chain, "field"))
+            out.append(_scenario(task, answer, chain, "field", field=normalize_text(field)))
     return out
+
+
+def _stated(key: str, value: Any) -> list[tuple[str, Any]]:
+    """A record's pair, with the labelled values its text states (`sentence_fields`) after it; the
+    pair itself gives way to the value its own label states."""
+    stated = sentence_fields(f"{key}: {value}" if key else value) if isinstance(value, str) else []
+    return stated if key and any(k == key for k, _ in stated) else [(key, value), *stated]
 
 
 def _number_of(text: str, words: int | None = None) -> float | int | None:
@@ -313,8 +321,10 @@ async def verify(tasks: list[Scenario], pool: ToolPool, *, say: Callable[[str], 
 
 
 def select(tasks: list[Scenario], n: int, *, seed: int) -> tuple[list[Scenario], Counter]:
-    """At most `n` tasks, one per distinct text, spread over the tools their chains end with
-    (round robin, each tool's tasks shuffled by the seed); and the count of those left out."""
+    """At most `n` tasks, one per distinct text, spread over the tools their chains end with and,
+    within a tool, over what they ask for (the field; round robin, each group's tasks shuffled by
+    the seed): a mailbox's every email has a subject, few a confirmation code, and both are asked
+    about as often. Also the count of those left out."""
     rng = random.Random(f"{seed}/grounded/select")
     dropped: Counter = Counter()
     unique: dict[str, Scenario] = {}
@@ -324,18 +334,26 @@ def select(tasks: list[Scenario], n: int, *, seed: int) -> tuple[list[Scenario],
             dropped["duplicate"] += 1
         else:
             unique[key] = t
-    by_tool: dict[str, list[Scenario]] = defaultdict(list)
+    by_tool: dict[str, dict[str, list[Scenario]]] = defaultdict(lambda: defaultdict(list))
     for t in unique.values():
-        by_tool[t.metadata["reference"][-1]["tool"]].append(t)
-    for group in by_tool.values():
-        rng.shuffle(group)
-        group.sort(key=lambda t: t.difficulty or 1)  # easy first within a tool: a curriculum's start
+        by_tool[t.metadata["reference"][-1]["tool"]][t.metadata.get("field", t.metadata["kind"])].append(t)
+    for asks in by_tool.values():
+        for group in asks.values():
+            rng.shuffle(group)
+            group.sort(key=lambda t: t.difficulty or 1)  # easy first within a group: a curriculum's start
+    turn = {tool: 0 for tool in by_tool}  # the next group of each tool's to take from
+
+    def take(tool: str) -> Scenario:
+        groups = [g for _, g in sorted(by_tool[tool].items()) if g]
+        turn[tool] += 1
+        return groups[(turn[tool] - 1) % len(groups)].pop(0)
+
     picked: list[Scenario] = []
-    while len(picked) < n and any(by_tool.values()):
+    while len(picked) < n and any(g for asks in by_tool.values() for g in asks.values()):
         for tool in sorted(by_tool):
-            if by_tool[tool] and len(picked) < n:
-                picked.append(by_tool[tool].pop(0))
-    if left := sum(map(len, by_tool.values())):
+            if any(by_tool[tool].values()) and len(picked) < n:
+                picked.append(take(tool))
+    if left := sum(len(g) for asks in by_tool.values() for g in asks.values()):
         dropped["beyond the number asked for"] += left
     return picked, dropped
 

@@ -228,6 +228,42 @@ def test_a_listing_cut_by_max_result_chars_grounds_each_field_in_its_own_record(
         assert t.metadata["reference"][0]["result"] == listing.text
 
 
+def test_prose_states_labelled_values_and_a_listing_may_end_with_a_note():
+    """A message's body says what a person asks about ("Confirmation code: ZOE67V.", "Your
+    reservation number is 4F2A9C01."); a search's listing ends with a note that is not a record;
+    a one-sentence result is a message, not an answer; a subject that holds a number is a name."""
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+    from mcprl.scenarios.results import result_records, sentence_fields
+
+    assert sentence_fields("Confirmation code: ZOE67V. Flight SW 764 to Porto is booked. Check in 24 hours before.") == [
+        ("Confirmation code", "ZOE67V")]
+    assert sentence_fields("Dear Alex, thank you. Your reservation number is 4F2A9C01. We look forward to it.") == [
+        ("reservation number", "4F2A9C01")]
+    assert sentence_fields("The Wi-Fi password at Lake Cabin is k3j2h1x9. Enjoy!") == [("Wi-Fi password", "k3j2h1x9")]
+    assert sentence_fields("Good news: your order is on its way. Please keep noise down after 10 PM.") == []
+    listing = ("msg-0296 | 2024-12-18 | SkyWay <b@sky.example> | Your flight to Porto is confirmed | Confirmation code: ZOE67V. Flight ...\n"
+               "msg-0266 | 2024-11-14 | City Guides <h@cg.example> | 48 hours in Porto | Where to eat in Porto.\n"
+               "(2 of 11 matching emails shown)")
+    assert len(result_records(listing, None)) == 2
+    calls = [ExploredCall(index=0, session=0, tool="search_emails", arguments={"query": "Porto"}, text=listing),
+             ExploredCall(index=1, session=0, tool="search_emails", arguments={"query": "Oslo"}, text="No emails match.")]
+    tasks = {t.task: t.answer for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
+    assert tasks == {'What is the confirmation code of the email "Your flight to Porto is confirmed"?': "ZOE67V"}
+
+
+async def test_a_search_with_optional_filters_is_explored_past_its_first_page():
+    """The shipped mailbox's search has only optional parameters: exploring fills some with words
+    and date windows from earlier results, so grounded tasks reach facts beyond the newest emails,
+    stated in their bodies."""
+    exploration, tasks, _ = await explore_and_ground(ServerSpec.parse("python -m mcprl.servers.email"), calls=120, n=96)
+    searches = [c for c in exploration.calls if c.tool == "search_emails"]
+    assert len({repr(c.arguments) for c in searches}) > len(searches) / 2  # not the same listing again and again
+    assert any(c.sources.get("query", "").startswith("result:") for c in searches)
+    assert any(re.match(r"What is the (confirmation code|amount due|reservation number|tracking number)", t.task) for t in tasks)
+    assert not any("user@example.com" in str(c.arguments.get("query")) for c in searches)
+
+
 def test_a_description_that_states_an_expression_words_the_task_as_that_expression():
     from mcprl.scenarios.phrasing import formula
 
