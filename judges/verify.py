@@ -111,7 +111,8 @@ class ContainsCheck(_Check):
 class HoldsCheck(_Check):
     """The answer holds the value (numbers by value, text as whole words), or with `any_of` one of
     the values, and gives at most `max_other_numbers` numbers that are neither a value nor in the
-    task: an answer reciting a whole record does not pass for the one field asked for."""
+    task, and at most `max_words` words: an answer reciting a whole record (or pasting a tool's
+    result) does not pass for the one field asked for."""
 
     kind: Literal["holds"]
     value: Any = None
@@ -119,6 +120,7 @@ class HoldsCheck(_Check):
         default="answer", description="what must hold it: the final answer, or the scenario's read-back call's result")
     any_of: bool = False
     max_other_numbers: int | None = Field(default=3, ge=0)
+    max_words: int | None = Field(default=None, ge=1, description="an answer of more words recites rather than answers")
 
 
 class RegexCheck(_Check):
@@ -201,6 +203,8 @@ def checker_for(scenario: Scenario) -> Checker:
         def holds(s: Scenario, t: Trajectory) -> float:
             answer = t.final_answer() if check.on == "answer" else str(t.metadata.get("read_back") or "")
             if check.max_other_numbers is not None and len(numbers(answer) - given) > check.max_other_numbers:
+                return 0.0
+            if check.max_words is not None and len(answer.split()) > check.max_words:
                 return 0.0
             return float(any(holds_answer(answer, v) for v in values))
 

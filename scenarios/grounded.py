@@ -6,8 +6,9 @@ source of tasks whose answer is a value its result holds:
 
     result   a short result (a computed number, a converted amount): "Add two numbers and return 3 + 4.
              What is the result?" (the description with the call's values in place of its arguments)
-    field    a labelled field of a record the result holds, asked about the record by a name-like
-             value of its own or by the call's arguments: 'What is the price of the item "steel hammer"?'
+    field    a labelled field of a record the result holds ("price: 12.5", or a value its text states:
+             "Confirmation code: ZOE67V."), asked about the record by a name-like value of its own or by
+             the call's arguments: 'What is the price of the item "steel hammer"?'
     chain    a `result` whose call took an argument from an earlier call's result: both calls, in order
     write    a call that changed the server's state ("Add a product to the cart (product id P-101)."),
              checked by reading it back: a read the exploration repeated after the write, whose result
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 
 MAX_ANSWER_WORDS = 8  # a longer value is prose, not an answer a check can hold
 FIELDS_PER_RESULT = 3  # field tasks made from one result, at most
+ANSWER_WORDS = 12  # words an answer may add around the value ("The confirmation code of the email is ZOE67V.")
 
 
 class GroundingReport(BaseModel):
@@ -133,7 +135,9 @@ def _scenario(task: str, answer: Any, chain: list[ExploredCall], kind: str, read
     return Scenario(
         id=hashlib.sha256(key.encode()).hexdigest()[:12], task=task, answer=answer, difficulty=min(5, len(chain)), tools=list(dict.fromkeys(c.tool for c in chain)),
         # a task that changes state is checked on the state it leaves (its read-back), a record: any numbers
-        check={"kind": "holds"} if read_back is None else {"kind": "holds", "on": "read_back", "max_other_numbers": None},
+        # an answer is a sentence around the value, not a pasted result (a recital held every field: trained on, it was learnt)
+        check={"kind": "holds", "max_words": len(str(answer).split()) + ANSWER_WORDS} if read_back is None else
+        {"kind": "holds", "on": "read_back", "max_other_numbers": None},
         read_back=None if read_back is None else {"tool": read_back.tool, "arguments": read_back.arguments},
         metadata={"source": "grounded", "kind": kind, **({"field": field} if field else {}),
                   "reference": [{"tool": c.tool, "arguments": c.arguments, "result": c.text} for c in chain]},
@@ -215,8 +219,7 @@ def _expression(chain: list[ExploredCall], linked: list[frozenset[str]], descrip
     return expression
 
 
-def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Random,
-                 constant: set[tuple[str, str]] = frozenset()) -> list[Scenario]:  # type: ignore[assignment]
+def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Random, constant: set[tuple[str, str]]) -> list[Scenario]:
     """Tasks asking for a labelled field of one record of the result (one line of a listing, or
     the whole result when it is one record); not for a field `constant` names (tool, field)."""
     pairs = result_values(call.text, call.structured)

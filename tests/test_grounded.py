@@ -360,6 +360,16 @@ async def test_the_holds_check_reads_numbers_by_value_and_refuses_a_recital():
     names = Scenario(task="Name a unit of mass.", answer=["kg", "lb"], check={"kind": "holds", "any_of": True})
     group = await VerifyJudge().score_group(TrajectoryGroup(trajectories=[answered("lb"), answered("metre")], scenario=names))
     assert [t.reward for t in group.trajectories] == [1.0, 0.0]
+    # a grounded text field: a pasted result holds it too, with few numbers (what a run's policy learnt to do)
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+
+    text = "From: Aisha Bello <aisha.bello@work.example>\nTo: Alex Morgan <alex.morgan@example.com>\nSubject: Lunch on Tuesday?"
+    call = ExploredCall(index=0, session=0, tool="read_email", arguments={"email_id": "msg-0143"}, text=text)
+    sender = next(t for seed in range(8) for t in candidates(Exploration(calls=[call]), {}, seed=seed) if t.answer.startswith("Aisha"))
+    replies = ["The sender is Aisha Bello <aisha.bello@work.example>.", f"<tool_response>\n{text} Hi Alex, are you free for lunch?"]
+    group = await VerifyJudge().score_group(TrajectoryGroup(trajectories=[answered(r) for r in replies], scenario=sender))
+    assert [t.reward for t in group.trajectories] == [1.0, 0.0]
 
 
 
