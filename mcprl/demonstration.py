@@ -359,7 +359,9 @@ async def build(train: list[Scenario], pool: ToolPool, *, model: str, api_base: 
 
 def from_reference(grounded: list[Scenario], train: list[Scenario], *, seed: int, per_tool: bool = False) -> tuple[Demonstration, list[Scenario]]:
     """The `reference_exchange` of a grounded training scenario, with no generator call: one-call
-    tasks first (the call is the whole solution), picked by the seed; its task leaves training whole.
+    tasks first (the call is the whole solution), of those the ones whose answer is in a one-record
+    result (`records`: a lookup, not a listing the small policy then cannot read), and reads before
+    writes, picked by the seed; its task leaves training whole.
 
     `per_tool`: one such exchange for each tool a reference chain starts with (its shortest chains
     first), each scenario shown one of them (RolloutConfig.examples). With a single exchange the
@@ -371,9 +373,15 @@ def from_reference(grounded: list[Scenario], train: list[Scenario], *, seed: int
         by_tool.setdefault(s.metadata["reference"][0]["tool"], []).append(s)
     groups = list(by_tool.values()) if per_tool else [grounded]
     chosen = []
+    def cost(s: Scenario) -> tuple[bool, int, int]:
+        # a read (a policy that copies a write changes state on every task), the fewest calls, then
+        # the answer in the fewest records (a lookup, not a listing)
+        calls = s.metadata["reference"]
+        return any(c.get("writes") for c in calls), len(calls), s.metadata.get("records", 1)
+
     for group in groups:
-        easiest = min(len(s.metadata["reference"]) for s in group)
-        chosen.append(rng.choice([s for s in group if len(s.metadata["reference"]) == easiest]))
+        easiest = min(map(cost, group))
+        chosen.append(rng.choice([s for s in group if cost(s) == easiest]))
     shown = {s.task for s in chosen}
     source = "grounded:" + ",".join(s.id for s in chosen)
     kept = [s for s in train if s.task not in shown]

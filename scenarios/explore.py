@@ -51,7 +51,8 @@ WRITE_WORDS = frozenset(
     "enable disable close open lock unlock approve reject submit replace upsert import sync".split()
 )
 SESSION_CALLS = 6  # calls per session: one chain's worth of state
-SHOWN_VALUES = 24  # values remembered per session, the latest first
+SHOWN_VALUES = 24  # values shown to the generator model writing a call's arguments, the latest first
+KNOWN_VALUES = 400  # distinct values an argument may be drawn from, the latest first
 SESSIONS_AT_ONCE = 4  # per-rollout sessions explored concurrently (each its own server process)
 READ_BACKS = 2  # earlier reads repeated after a write, per write: what the write changed
 
@@ -72,6 +73,17 @@ class ExploreConfig(BaseModel):
         default=None, description="each session gets fresh server state (default: per-rollout stdio servers whose command names no file)")
     phrase: bool | None = Field(
         default=None, description="rephrase grounded tasks with the generator model (--judge-model); default: unless it is the offline local one")
+
+
+def known(seen: list[SeenValue]) -> list[SeenValue]:
+    """The distinct values a session has seen, each from the latest call that gave it, oldest first.
+    Every record of a listing is a source, not only its last lines: drawn from the latest few
+    values, every lookup took one of the last records' ids (a warehouse of 36 items explored 4)."""
+    latest: dict[str, SeenValue] = {}
+    for v in seen:
+        latest.pop(repr(v.value), None)
+        latest[repr(v.value)] = v
+    return list(latest.values())[-KNOWN_VALUES:]
 
 
 def source_call(source: str) -> int | None:
@@ -262,7 +274,7 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
             schema = tools[name].get("inputSchema") or {}
             props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
             for _ in range(3):  # a call the session already made tells nothing new: draw again
-                args, sources, parents = writer.arguments(schema, seen[-SHOWN_VALUES:])
+                args, sources, parents = writer.arguments(schema, known(seen))
                 args = {k: coerce(v, props.get(k) or {}) for k, v in args.items()}
                 if repr((name, args)) not in reads:
                     break

@@ -140,7 +140,10 @@ def _scenario(task: str, answer: Any, chain: list[ExploredCall], kind: str, read
         {"kind": "holds", "on": "read_back", "max_other_numbers": None},
         read_back=None if read_back is None else {"tool": read_back.tool, "arguments": read_back.arguments},
         metadata={"source": "grounded", "kind": kind, **({"field": field} if field else {}),
-                  "reference": [{"tool": c.tool, "arguments": c.arguments, "result": c.text} for c in chain]},
+                  # how many records the result that holds the answer has: one to read, or a line of a listing to find
+                  "records": len(result_records(chain[-1].text, chain[-1].structured)) if read_back is None else 1,
+                  "reference": [{"tool": c.tool, "arguments": c.arguments, "result": c.text, **({"writes": True} if c.writes else {})}
+                                for c in chain]},
     )
 
 
@@ -323,6 +326,12 @@ async def verify(tasks: list[Scenario], pool: ToolPool, *, say: Callable[[str], 
     return sorted(kept, key=lambda t: order[id(t)]), dropped
 
 
+def focus(task: Scenario) -> tuple[int, int]:
+    """How hard a grounded task's reference is to follow: the records of the result that holds its
+    answer (one, or a listing to find a line in), then its calls."""
+    return task.metadata.get("records", 1), len(task.metadata["reference"])
+
+
 def select(tasks: list[Scenario], n: int, *, seed: int) -> tuple[list[Scenario], Counter]:
     """At most `n` tasks, one per distinct text, spread over the tools their chains end with and,
     within a tool, over what they ask for (the field; round robin, each group's tasks shuffled by
@@ -335,6 +344,10 @@ def select(tasks: list[Scenario], n: int, *, seed: int) -> tuple[list[Scenario],
         key = normalize_text(t.task)
         if key in unique:
             dropped["duplicate"] += 1
+            # of the chains that answer one task, the one a rollout can best follow: the answer in the
+            # fewest records (`get_item` over a listing's fifteenth line), then the fewest calls
+            if focus(t) < focus(unique[key]):
+                unique[key] = t
         else:
             unique[key] = t
     by_tool: dict[str, dict[str, list[Scenario]]] = defaultdict(lambda: defaultdict(list))

@@ -94,7 +94,8 @@ async def test_grounded_tasks_on_a_stdio_server_are_checked_by_value_and_replaye
     assert len(tasks) >= 4 and report.kept == len(tasks)
     assert not any("run_query" in t.tools for t in tasks)
     for t in tasks:
-        on = {} if t.read_back is None else {"on": "read_back", "max_other_numbers": None}
+        # a question's answer is a sentence around the value, not a pasted result; a write's, the state it reads back
+        on = {"max_words": len(str(t.answer).split()) + 12} if t.read_back is None else {"on": "read_back", "max_other_numbers": None}
         assert t.check == {"kind": "holds", **on} and t.metadata["reference"] and t.difficulty == len(t.metadata["reference"])
     # the clock's tasks do not reproduce on replay, so none is kept
     assert not any(t.tools == ["now"] for t in tasks)
@@ -395,3 +396,37 @@ async def test_a_generator_rephrases_a_task_only_where_the_rewrite_keeps_it():
         assert await phrase(tasks, "openai/gen", api_base=llm.base_url, seed=0) == 1
     assert tasks[0].task == "How much does the steel level cost?" and tasks[0].metadata["template"] == template
     assert tasks[1].task == list(rewrites)[1] and "template" not in tasks[1].metadata  # "two plus three" dropped 2 and 3
+
+
+async def test_a_task_follows_its_most_focused_chain_and_exploring_draws_from_every_record():
+    """A warehouse's listing names 36 items: exploring draws its lookups' ids from every record of
+    it (drawn from the latest few values, every lookup took one of the last records' ids: 4 SKUs
+    in 120 calls). Of the chains that answer one task, the kept one has its answer in the fewest
+    records (a lookup, not a listing's line), and the demonstration is a one-record read, never a write."""
+    from mcprl.demonstration import from_reference
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates, select
+
+    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
+    looked_up = {c.arguments.get("sku") for c in exploration.calls if c.tool == "get_item" and not c.is_error}
+    assert len(looked_up) >= 6, looked_up
+
+    listing = ExploredCall(index=0, session=0, tool="list_items", arguments={},
+                           text="\n".join(f"SKU-{3000 + i} | item {chr(97 + i) * 3} | stock: {40 + i} | price: ${i}.75" for i in range(8)))
+    item = ExploredCall(index=1, session=0, tool="get_item", arguments={"sku": "SKU-3002"}, sources={"sku": "result:0"}, parents=[0],
+                        text="SKU-3002 | item ccc | stock: 42 | price: $2.75 | location: aisle 3")
+    write = ExploredCall(index=2, session=0, tool="update_stock", arguments={"sku": "SKU-3002", "change": 5}, writes=True,
+                         text="47")
+    found = [t for seed in range(8) for t in candidates(Exploration(calls=[listing, item, write]), {}, seed=seed)]
+    asked = [t for t in found if t.task == 'What is the stock of the item "item ccc"?']
+    assert {t.metadata["reference"][-1]["tool"] for t in asked} == {"list_items", "get_item"}
+    for order in (asked, asked[::-1]):
+        kept, _ = select(order, 10, seed=0)
+        assert [t.metadata["reference"][-1]["tool"] for t in kept if t.task == asked[0].task] == ["get_item"]
+    one_call = [t for t in found if len(t.metadata["reference"]) == 1]
+    assert {t.metadata["reference"][0]["tool"] for t in one_call} >= {"list_items", "update_stock"}
+    for seed in range(6):
+        demo, _ = from_reference(one_call, one_call, seed=seed)
+        shown = next(t for t in one_call if t.id == demo.source.split(":")[1])
+        assert shown.metadata["records"] == 1 and not shown.metadata["reference"][0].get("writes"), shown.task
