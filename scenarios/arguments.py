@@ -45,7 +45,7 @@ FORMAT_HINTS: tuple[tuple[re.Pattern[str], Callable[[random.Random], str]], ...]
     (re.compile(r"^email\b|e-?mail address|\bemail$", re.I), lambda rng: "user@example.com"),
     (re.compile(r"\bur[li]\b", re.I), lambda rng: "https://example.com"),
 )
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]{3,}")  # a word of four letters or more
+_WORD = re.compile(r"[A-Za-z][A-Za-z']{3,}")  # a word of four letters or more ("SKU-5222" has none)
 SQL = re.compile(r"\bsql\b|\bselect\b", re.I)
 
 
@@ -129,7 +129,8 @@ class ArgumentWriter:
                 and words & {"query", "q", "search", "text", "name", "term", "keyword", "keywords", "title", "topic"}]
         # a number parameter may take any number a result gave (a computed value fed on)
         numeric = [v for v in fits if "string" not in kinds and _number(str(v.value)) is not None]
-        for pool, chance in ((by_name, 0.85), (by_shape, 0.85), (free, 0.85), (numeric, 0.4)):
+        # a search takes words of a name before a value of its example's shape ('drill' has a category's shape too)
+        for pool, chance in ((by_name, 0.85), (free, 0.85), (by_shape, 0.85), (numeric, 0.4)):
             if pool and self.rng.random() < chance:
                 pick = self.rng.choice(pool)
                 said = pick.value.split() if isinstance(pick.value, str) else []

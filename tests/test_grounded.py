@@ -401,7 +401,7 @@ async def test_a_generator_rephrases_a_task_only_where_the_rewrite_keeps_it():
 async def test_a_task_follows_its_most_focused_chain_and_exploring_draws_from_every_record():
     """A warehouse's listing names 36 items: exploring draws its lookups' ids from every record of
     it (drawn from the latest few values, every lookup took one of the last records' ids: 4 SKUs
-    in 120 calls). Of the chains that answer one task, the kept one has its answer in the fewest
+    in 120 calls), and its searches' words from names. Of the chains that answer one task, the kept one has its answer in the fewest
     records (a lookup, not a listing's line), and the demonstration is a one-record read, never a write."""
     from mcprl.demonstration import from_reference
     from mcprl.scenarios.explore import Exploration, ExploredCall
@@ -411,6 +411,12 @@ async def test_a_task_follows_its_most_focused_chain_and_exploring_draws_from_ev
         exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
     looked_up = {c.arguments.get("sku") for c in exploration.calls if c.tool == "get_item" and not c.is_error}
     assert len(looked_up) >= 6, looked_up
+    # a search takes words of a name (one item found), not a category's one word, which has the shape of its example ('drill')
+    from mcprl.scenarios.results import result_records
+
+    searched = {c.arguments["query"] for c in exploration.calls if c.tool == "search_items" and not c.is_error
+                and len(result_records(c.text, None)) == 1}
+    assert len(searched) >= 2, searched
 
     listing = ExploredCall(index=0, session=0, tool="list_items", arguments={},
                            text="\n".join(f"SKU-{3000 + i} | item {chr(97 + i) * 3} | stock: {40 + i} | price: ${i}.75" for i in range(8)))
