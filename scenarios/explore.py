@@ -52,7 +52,7 @@ WRITE_WORDS = frozenset(
 )
 SESSION_CALLS = 6  # calls per session: one chain's worth of state
 SHOWN_VALUES = 24  # values shown to the generator model writing a call's arguments, the latest first
-KNOWN_VALUES = 400  # distinct values an argument may be drawn from, the latest first
+KNOWN_VALUES = 400  # distinct values an argument may be drawn from (the latest, where a session saw more)
 SESSIONS_AT_ONCE = 4  # per-rollout sessions explored concurrently (each its own server process)
 READ_BACKS = 2  # earlier reads repeated after a write, per write: what the write changed
 
