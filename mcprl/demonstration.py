@@ -372,13 +372,14 @@ def from_reference(grounded: list[Scenario], train: list[Scenario], *, seed: int
     for s in grounded:
         by_tool.setdefault(s.metadata["reference"][0]["tool"], []).append(s)
     groups = list(by_tool.values()) if per_tool else [grounded]
-    chosen = []
+
     def cost(s: Scenario) -> tuple[bool, int, int]:
         # a read (a policy that copies a write changes state on every task), the fewest calls, then
         # the answer in the fewest records (a lookup, not a listing)
         calls = s.metadata["reference"]
         return any(c.get("writes") for c in calls), len(calls), s.metadata.get("records", 1)
 
+    chosen = []
     for group in groups:
         easiest = min(map(cost, group))
         chosen.append(rng.choice([s for s in group if cost(s) == easiest]))

@@ -273,8 +273,9 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
             made += 1
             schema = tools[name].get("inputSchema") or {}
             props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+            values = known(seen)
             for _ in range(3):  # a call the session already made tells nothing new: draw again
-                args, sources, parents = writer.arguments(schema, known(seen))
+                args, sources, parents = writer.arguments(schema, values)
                 args = {k: coerce(v, props.get(k) or {}) for k, v in args.items()}
                 if repr((name, args)) not in reads:
                     break

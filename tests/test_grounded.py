@@ -17,7 +17,7 @@ from mcprl.errors import UserError
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 from mcprl.scenarios.explore import ExploreConfig, explore, may_write, names_a_file
-from mcprl.scenarios.grounded import ground
+from mcprl.scenarios.grounded import ANSWER_WORDS, ground
 from tests.conftest import _free_port, _wait_listening
 
 pytestmark = pytest.mark.anyio
@@ -95,7 +95,7 @@ async def test_grounded_tasks_on_a_stdio_server_are_checked_by_value_and_replaye
     assert not any("run_query" in t.tools for t in tasks)
     for t in tasks:
         # a question's answer is a sentence around the value, not a pasted result; a write's, the state it reads back
-        on = {"max_words": len(str(t.answer).split()) + 12} if t.read_back is None else {"on": "read_back", "max_other_numbers": None}
+        on = {"max_words": len(str(t.answer).split()) + ANSWER_WORDS} if t.read_back is None else {"on": "read_back", "max_other_numbers": None}
         assert t.check == {"kind": "holds", **on} and t.metadata["reference"] and t.difficulty == len(t.metadata["reference"])
     # the clock's tasks do not reproduce on replay, so none is kept
     assert not any(t.tools == ["now"] for t in tasks)
@@ -401,19 +401,19 @@ async def test_a_generator_rephrases_a_task_only_where_the_rewrite_keeps_it():
 async def test_a_task_follows_its_most_focused_chain_and_exploring_draws_from_every_record():
     """A warehouse's listing names 36 items: exploring draws its lookups' ids from every record of
     it (drawn from the latest few values, every lookup took one of the last records' ids: 4 SKUs
-    in 120 calls), and its searches' words from names. Of the chains that answer one task, the kept one has its answer in the fewest
-    records (a lookup, not a listing's line), and the demonstration is a one-record read, never a write."""
+    in 120 calls), and its searches' words from names. Of the chains that answer one task, the kept
+    one has its answer in the fewest records (a lookup, not a listing's line), and the
+    demonstration is a one-record read, never a write."""
     from mcprl.demonstration import from_reference
     from mcprl.scenarios.explore import Exploration, ExploredCall
     from mcprl.scenarios.grounded import candidates, select
+    from mcprl.scenarios.results import result_records
 
     async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory")) as pool:
         exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
     looked_up = {c.arguments.get("sku") for c in exploration.calls if c.tool == "get_item" and not c.is_error}
     assert len(looked_up) >= 6, looked_up
     # a search takes words of a name (one item found), not a category's one word, which has the shape of its example ('drill')
-    from mcprl.scenarios.results import result_records
-
     searched = {c.arguments["query"] for c in exploration.calls if c.tool == "search_items" and not c.is_error
                 and len(result_records(c.text, None)) == 1}
     assert len(searched) >= 2, searched
