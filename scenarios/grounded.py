@@ -8,7 +8,8 @@ source of tasks whose answer is a value its result holds:
              What is the result?" (the description with the call's values in place of its arguments)
     field    a labelled field of a record the result holds ("price: 12.5", or a value its text states:
              "Confirmation code: ZOE67V."), asked about the record by a name-like value of its own or by
-             the call's arguments: 'What is the price of the item "steel hammer"?'
+             the call's arguments, in one of a few wordings: 'What is the price of the item "steel hammer"?',
+             'What is the price of the steel hammer?', 'What is the price of item SKU-3000?'
     chain    a `result` whose call took an argument from an earlier call's result: both calls, in order
     write    a call that changed the server's state ("Add a product to the cart (product id P-101)."),
              checked by reading it back: a read the exploration repeated after the write, whose result
@@ -43,7 +44,8 @@ from pydantic import BaseModel, Field
 
 from mcprl.judges.verify import holds_answer, normalize_text, numbers
 from mcprl.scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall, source_call
-from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, args_text, formula, instruction, noun_of, phrase
+from mcprl.scenarios.phrasing import (ARGS_ASKS, ASKS, DOES, FORMULA_ASKS, NAME_ASKS, args_text, formula, instruction, noun_of,
+                                     phrase, quoted)
 from mcprl.scenarios.results import MESSAGE, result_data, result_records, result_values, sentence_fields
 from mcprl.types import Scenario
 
@@ -128,7 +130,7 @@ def _needed(task: str, chain: list[ExploredCall]) -> list[ExploredCall]:
 
 
 def _scenario(task: str, answer: Any, chain: list[ExploredCall], kind: str, read_back: ExploredCall | None = None,
-              field: str | None = None) -> Scenario:
+              field: str | None = None, given: list[str] | None = None) -> Scenario:
     chain = _needed(task, chain)
     # the id is the task's and its chain's: the same seed grounds the same ids (what a scenario is shown keys on it)
     key = json.dumps([task, [[c.tool, c.arguments] for c in chain]], sort_keys=True, default=str)
@@ -140,6 +142,7 @@ def _scenario(task: str, answer: Any, chain: list[ExploredCall], kind: str, read
         {"kind": "holds", "on": "read_back", "max_other_numbers": None},
         read_back=None if read_back is None else {"tool": read_back.tool, "arguments": read_back.arguments},
         metadata={"source": "grounded", "kind": kind, **({"field": field} if field else {}),
+                  **({"given": given} if given else {}),  # the values it states, which a rephrasing keeps
                   # how many records the result that holds the answer has: one to read, or a line of a listing to find
                   "records": len(result_records(chain[-1].text, chain[-1].structured)) if read_back is None else 1,
                   "reference": [{"tool": c.tool, "arguments": c.arguments, "result": c.text, **({"writes": True} if c.writes else {})}
@@ -250,17 +253,30 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
         picked = sorted(rng.sample(labelled, len(labelled)), key=lambda kv: not re.search(r"\d", str(kv[1])))
         for field, value in picked[:FIELDS_PER_RESULT]:
             label = next((n for n in names if n != value and sum(n in str(v) for _, v in pairs) == 1), None)
-            # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user might
+            asked = field.lower().replace("_", " ")
+            # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user
+            # might; one question is worded one way, whichever call grounds it, so that duplicates stay duplicates
             if label is not None and (listing or not call.arguments or rng.random() < 0.5):
-                task = f'What is the {field.lower().replace("_", " ")} of the {noun} "{label}"?'
+                # bare, only a name that reads as one ("steel hammer", "Alice Smith"), not a subject ("Your flight is confirmed")
+                words = label.split()
+                bare = len(words) <= 4 and not re.search(r"\d", label) and len({w[:1].isupper() for w in words}) == 1
+                task = _worded(NAME_ASKS if bare else NAME_ASKS[:1], label, asked).format(field=asked, noun=noun, name=label)
+                given = [label]
             elif not listing and call.arguments:
-                task = f"What is the {field.lower().replace('_', ' ')} of the {noun} with {args_text(call.arguments)}?"
+                given = [str(v) for v in call.arguments.values()]
+                asks = ARGS_ASKS if len(given) == 1 else ARGS_ASKS[:1]
+                task = _worded(asks, given, asked).format(field=asked, noun=noun, args=args_text(call.arguments), values=quoted(given[0]))
             else:
                 continue
             number = _number_of(value, words=1) if isinstance(value, str) else None  # a field's value states a number, or a name
             answer = value if number is None else number
-            out.append(_scenario(task, answer, chain, "field", field=normalize_text(field)))
+            out.append(_scenario(task, answer, chain, "field", field=normalize_text(field), given=given))
     return out
+
+
+def _worded(asks: tuple[str, ...], *about: Any) -> str:
+    """One of `asks`, the same for the same question (its record and field) in every exploration."""
+    return asks[int(hashlib.sha256(json.dumps(about).encode()).hexdigest(), 16) % len(asks)]
 
 
 def _stated(key: str, value: Any) -> list[tuple[str, Any]]:

@@ -1,11 +1,13 @@
 """How a grounded task is worded: templates from the tool's description and the call's values
 (`instruction`, `ASKS`, `DOES`, `noun_of`), or as the expression a description states
-(`formula`, `FORMULA_ASKS`), and a generator's rephrasing, used only where it keeps
+(`formula`, `FORMULA_ASKS`), a record's field by name or by arguments (`NAME_ASKS`,
+`ARGS_ASKS`), and a generator's rephrasing, used only where it keeps
 every value of the template and does not give the answer away (`keeps`, `phrase`)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -77,6 +79,12 @@ def formula(description: str, tool: str, args: dict[str, Any], linked: frozenset
 ASKS = ("{}. What is the result?", "{}: what do you get?", "{}, and tell me the result.", "What is the result? {}.")
 DOES = ("{}.", "Please do this: {}.", "{}, please.")  # how a task asks for a change
 FORMULA_ASKS = ("What is {}?", "Compute {}.", "Work out {}.", "{} = ?")  # how a task asks for an expression's value
+# how a task asks for a field of one record, by its name: quoted or not, as people write ("What does the
+# steel hammer cost?" names it bare); a policy that saw only quotes learnt to copy quoted words alone
+NAME_ASKS = ('What is the {field} of the {noun} "{name}"?', "What is the {field} of the {name}?",
+             "What is the {name}'s {field}?", "Find the {name} and tell me its {field}.")
+# ... and by the values of the call's arguments: named ("with sku SKU-3000"), or bare where there is one
+ARGS_ASKS = ("What is the {field} of the {noun} with {args}?", "What is the {field} of {noun} {values}?")
 
 
 def noun_of(tool: str) -> str:
@@ -92,10 +100,10 @@ PHRASE_SCHEMA = {"type": "object", "properties": {"question": {"type": "string",
                  "required": ["question"], "additionalProperties": False}
 
 
-def keeps(template: str, answer: Any, question: str) -> bool:
+def keeps(template: str, answer: Any, question: str, given: Sequence[str] = ()) -> bool:
     """Whether a rephrasing keeps what the task needs (every quoted value and number of the
-    template) and does not give its answer away."""
-    needed = re.findall(r'"([^"]+)"', template) + [str(int(x) if x.is_integer() else x) for x in numbers(template)]
+    template, and the values it states bare: `given`) and does not give its answer away."""
+    needed = [*re.findall(r'"([^"]+)"', template), *given, *(str(int(x) if x.is_integer() else x) for x in numbers(template))]
     # a template with no value to keep gives nothing to check a rewrite against: it stays
     return bool(needed) and all(holds_answer(question, v) for v in needed) and (
         holds_answer(template, answer) or not holds_answer(question, answer))
@@ -121,7 +129,7 @@ async def phrase(tasks: list[Scenario], model: str, *, api_base: str | None, see
                 question = str(extract_json(reply.text)["question"]).strip()
             except (LLMError, UserError, ValueError, KeyError, TypeError):
                 return
-        if keeps(t.task, t.answer, question):
+        if keeps(t.task, t.answer, question, t.metadata.get("given", [])):
             t.metadata["template"], t.task, done = t.task, question, done + 1
 
     async with anyio.create_task_group() as tg:
