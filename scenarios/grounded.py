@@ -235,7 +235,7 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
         keys = Counter(k for record in records for k in {k for k, _ in record if k})
         records = [[(k, v) if keys[k] == len(records) else ("", f"{k}: {v}" if k else v) for k, v in record] for record in records]
     noun = noun_of(call.tool)
-    given = normalize_text(" ".join(map(str, call.arguments.values())))
+    said = normalize_text(" ".join(map(str, call.arguments.values())))
     out: list[Scenario] = []
     for record in rng.sample(records, min(2, len(records))):
         # prose (a message's body, a description) may state labelled values of its own: "Tracking number: 1Z99."
@@ -244,7 +244,7 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
         # a key the record holds more than once (lines that were not read as a listing) names no one value
         twice = {k for k, n in Counter(k for k, _ in record).items() if n > 1}
         labelled = [(k, v) for k, v in record if k and k not in twice and (call.tool, k) not in constant
-                    and _holds(v) and normalize_text(str(v)) not in given]
+                    and _holds(v) and normalize_text(str(v)) not in said]
         names = [v for k, v in record if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v)
                  and 1 <= len(v.split()) <= MAX_ANSWER_WORDS and not re.search(r"@|://", v)
                  and (not k or k.lower() in {"name", "title", "subject", "label"})]
