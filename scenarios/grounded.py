@@ -9,7 +9,8 @@ source of tasks whose answer is a value its result holds:
     field    a labelled field of a record the result holds ("price: 12.5", or a value its text states:
              "Confirmation code: ZOE67V."), asked about the record by a name-like value of its own or by
              the call's arguments, in one of a few wordings: 'What is the price of the item "steel hammer"?',
-             'What is the price of the steel hammer?', 'What is the price of item SKU-3000?'
+             'What is the price of the steel hammer?', 'What is the price of item SKU-3000?', or, one record of
+             a search's listing, by what the search was about: 'What is the confirmation code in the email about Porto?'
     chain    a `result` whose call took an argument from an earlier call's result: both calls, in order
     write    a call that changed the server's state ("Add a product to the cart (product id P-101)."),
              checked by reading it back: a read the exploration repeated after the write, whose result
@@ -44,8 +45,8 @@ from pydantic import BaseModel, Field
 
 from mcprl.judges.verify import holds_answer, normalize_text, numbers
 from mcprl.scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall, source_call
-from mcprl.scenarios.phrasing import (ARGS_ASKS, ASKS, DOES, FORMULA_ASKS, NAME_ASKS, args_text, formula, instruction, noun_of,
-                                     phrase, quoted)
+from mcprl.scenarios.phrasing import (ARGS_ASKS, ASKS, DOES, FORMULA_ASKS, NAME_ASKS, TOPIC_ASKS, args_text, formula,
+                                     instruction, noun_of, phrase, quoted)
 from mcprl.scenarios.results import MESSAGE, result_data, result_records, result_values, sentence_fields
 from mcprl.types import Scenario
 
@@ -236,11 +237,16 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
         records = [[(k, v) if keys[k] == len(records) else ("", f"{k}: {v}" if k else v) for k, v in record] for record in records]
     noun = noun_of(call.tool)
     said = normalize_text(" ".join(map(str, call.arguments.values())))
+    # prose (a message's body, a description) may state labelled values of its own: "Tracking number: 1Z99."
+    # ("Confirmation code", "ZOE67V. Flight SW 764 ...") stands for ("Confirmation code", "ZOE67V"), and keeps the rest
+    records = [list(dict.fromkeys(pair for k, v in record for pair in _stated(k, v))) for record in records]
+    held = Counter(k for record in records for k in {k for k, _ in record if k})
+    # a search's words (one argument, a word or more): a field that one record of its listing holds is asked
+    # for by what the search was about ("the confirmation code in the email about Porto"), as a user asks it
+    (topic,) = call.arguments.values() if len(call.arguments) == 1 else (None,)
+    topic = topic if listing and isinstance(topic, str) and re.search(r"[A-Za-z]{3}", topic) else None
     out: list[Scenario] = []
     for record in rng.sample(records, min(2, len(records))):
-        # prose (a message's body, a description) may state labelled values of its own: "Tracking number: 1Z99."
-        # ("Confirmation code", "ZOE67V. Flight SW 764 ...") stands for ("Confirmation code", "ZOE67V"), and keeps the rest
-        record = list(dict.fromkeys(pair for k, v in record for pair in _stated(k, v)))
         # a key the record holds more than once (lines that were not read as a listing) names no one value
         twice = {k for k, n in Counter(k for k, _ in record).items() if n > 1}
         labelled = [(k, v) for k, v in record if k and k not in twice and (call.tool, k) not in constant
@@ -256,7 +262,9 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
             asked = field.lower().replace("_", " ")
             # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user
             # might; one question is worded one way, whichever call grounds it, so that duplicates stay duplicates
-            if label is not None and (listing or not call.arguments or rng.random() < 0.5):
+            if topic is not None and held[field] == 1 and (label is None or rng.random() < 0.5):
+                task, given = _worded(TOPIC_ASKS, topic, asked).format(field=asked, noun=noun, topic=topic), [topic]
+            elif label is not None and (listing or not call.arguments or rng.random() < 0.5):
                 # bare, only a name that reads as one ("steel hammer", "Alice Smith"), not a subject ("Your flight is confirmed")
                 words = label.split()
                 bare = len(words) <= 4 and not re.search(r"\d", label) and len({w[:1].isupper() for w in words}) == 1

@@ -1,7 +1,7 @@
 """How a grounded task is worded: templates from the tool's description and the call's values
 (`instruction`, `ASKS`, `DOES`, `noun_of`), or as the expression a description states
 (`formula`, `FORMULA_ASKS`), a record's field by name or by arguments (`NAME_ASKS`,
-`ARGS_ASKS`), and a generator's rephrasing, used only where it keeps
+`ARGS_ASKS`, `TOPIC_ASKS`), and a generator's rephrasing, used only where it keeps
 every value of the template and does not give the answer away (`keeps`, `phrase`)."""
 
 from __future__ import annotations
@@ -85,6 +85,8 @@ NAME_ASKS = ('What is the {field} of the {noun} "{name}"?', "What is the {field}
              "What is the {name}'s {field}?", "Find the {name} and tell me its {field}.")
 # ... and by the values of the call's arguments: named ("with sku SKU-3000"), or bare where there is one
 ARGS_ASKS = ("What is the {field} of the {noun} with {args}?", "What is the {field} of {noun} {values}?")
+# ... and by what a search that found it was about
+TOPIC_ASKS = ("What is the {field} in the {noun} about {topic}?", "Find the {noun} about {topic} and tell me its {field}.")
 
 
 def noun_of(tool: str) -> str:
