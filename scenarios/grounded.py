@@ -44,7 +44,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from mcprl.judges.verify import holds_answer, normalize_text, numbers
-from mcprl.scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall, source_call
+from mcprl.scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall, may_write, source_call
 from mcprl.scenarios.phrasing import (ARGS_ASKS, ASKS, DOES, FORMULA_ASKS, NAME_ASKS, TOPIC_ASKS, args_text, formula,
                                      instruction, noun_of, phrase, quoted)
 from mcprl.scenarios.results import MESSAGE, result_data, result_records, result_values, sentence_fields
@@ -66,6 +66,7 @@ class GroundingReport(BaseModel):
     tools: list[str] = Field(default_factory=list, description="the server's tools")
     covered: dict[str, int] = Field(default_factory=dict, description="tool -> kept tasks whose chain calls it")
     rephrased: int = 0
+    shortened: int = Field(default=0, description="candidates given a one-call chain by `shortcut`")
 
     @property
     def uncovered(self) -> list[str]:
@@ -73,7 +74,8 @@ class GroundingReport(BaseModel):
 
     def summary(self) -> str:
         dropped = ", ".join(f"{n} {why}" for why, n in self.dropped.items()) or "none"
-        line = (f"grounded {self.kept} tasks ({self.rephrased} rephrased) in {self.explored} explored calls ({self.candidates} candidates; "
+        line = (f"grounded {self.kept} tasks ({self.rephrased} rephrased) in {self.explored} explored calls ({self.candidates} candidates, "
+                f"{self.shortened} chains shortened; "
                 f"dropped: {dropped}); tasks per tool: {', '.join(f'{t} {n}' for t, n in self.covered.items()) or 'none'}")
         if self.uncovered:
             line += f"; no task uses {', '.join(self.uncovered)}"
@@ -130,13 +132,18 @@ def _needed(task: str, chain: list[ExploredCall]) -> list[ExploredCall]:
     return [c for c in chain if c.index in needed]
 
 
+def _id(task: str, reference: list[dict[str, Any]]) -> str:
+    """A grounded task's id: its text's and its chain's, so the same seed grounds the same ids (what
+    a scenario is shown keys on it)."""
+    key = json.dumps([task, [[c["tool"], c["arguments"]] for c in reference]], sort_keys=True, default=str)
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
 def _scenario(task: str, answer: Any, chain: list[ExploredCall], kind: str, read_back: ExploredCall | None = None,
               field: str | None = None, given: list[str] | None = None) -> Scenario:
     chain = _needed(task, chain)
-    # the id is the task's and its chain's: the same seed grounds the same ids (what a scenario is shown keys on it)
-    key = json.dumps([task, [[c.tool, c.arguments] for c in chain]], sort_keys=True, default=str)
     return Scenario(
-        id=hashlib.sha256(key.encode()).hexdigest()[:12], task=task, answer=answer, difficulty=min(5, len(chain)), tools=list(dict.fromkeys(c.tool for c in chain)),
+        id=_id(task, [{"tool": c.tool, "arguments": c.arguments} for c in chain]), task=task, answer=answer, difficulty=min(5, len(chain)), tools=list(dict.fromkeys(c.tool for c in chain)),
         # a task that changes state is checked on the state it leaves (its read-back), a record: any numbers
         # an answer is a sentence around the value, not a pasted result (a recital held every field: trained on, it was learnt)
         check={"kind": "holds", "max_words": len(str(answer).split()) + ANSWER_WORDS} if read_back is None else
@@ -350,6 +357,55 @@ async def verify(tasks: list[Scenario], pool: ToolPool, *, say: Callable[[str], 
     return sorted(kept, key=lambda t: order[id(t)]), dropped
 
 
+def _text_parameter(tool: dict[str, Any]) -> str | None:
+    """The one text parameter a tool can be called with alone (its one required parameter, or its
+    one parameter when none is required), if it has one."""
+    schema = tool.get("inputSchema") or {}
+    props, required = schema.get("properties") or {}, schema.get("required") or []
+    names = required if required else list(props)
+    if len(names) == 1 and (props.get(names[0]) or {}).get("type") == "string":
+        return names[0]
+    return None
+
+
+async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
+    """Give a task that names its record (`metadata["given"]`, a name it states) but whose chain finds
+    it the long way (a listing's line; a listing, then a lookup by its id; a category's search) a
+    one-call chain where one exists: a read-only tool of one text parameter, called with the name,
+    whose result holds the answer in fewer records. That chain is what the demonstration and the
+    references of unsolved groups show, and what a person would do: search for the steel level,
+    not list 36 items first. Returns how many chains were shortened."""
+    assert pool.toolset is not None
+    tools = [(t["name"], p) for t in pool.toolset.mcp_tools if not may_write(t) and (p := _text_parameter(t))]
+    long = [t for t in tasks if t.metadata.get("given") and t.read_back is None and focus(t) > (1, 1)]
+    if not tools or not long:
+        return 0
+    from mcprl.tools import ServerGone
+
+    found: dict[tuple[str, str], tuple[int, str] | None] = {}  # (tool, name) -> its result's records and text; None: an error
+    shortened = 0
+    try:  # a server gone leaves the rest of the chains as they were
+        async with pool.session() as session:
+            for t in long:
+                name = t.metadata["given"][0]
+                for tool, parameter in tools:
+                    if (tool, name) not in found:
+                        outcome = await session.call(tool, {parameter: name})
+                        found[tool, name] = None if outcome.is_error else (
+                            len(result_records(outcome.text, outcome.structured)), outcome.text)
+                options = [(got, tool, parameter) for tool, parameter in tools
+                           if (got := found[tool, name]) and holds_answer(got[1], t.answer)]
+                if options and (min(options)[0][0], 1) < focus(t):
+                    (records, text), tool, parameter = min(options)
+                    reference = [{"tool": tool, "arguments": {parameter: name}, "result": text}]
+                    t.id, t.tools, t.difficulty = _id(t.task, reference), [tool], 1
+                    t.metadata.update(reference=reference, records=records)
+                    shortened += 1
+    except ServerGone:
+        pass
+    return shortened
+
+
 def focus(task: Scenario) -> tuple[int, int]:
     """How hard a grounded task's reference is to follow: the records of the result that holds its
     answer (one, or a listing to find a line in), then its calls."""
@@ -409,6 +465,7 @@ async def ground(pool: ToolPool, n: int, exploration: Exploration, *, seed: int,
     descriptions = {t["name"]: t.get("description") or "" for t in pool.toolset.mcp_tools}
     found = candidates(exploration, descriptions, seed=seed)
     fits = [t for t in found if max_calls is None or len(t.metadata["reference"]) <= max_calls]
+    shortened = await shortcut(fits, pool)
     ordered, dropped = select(fits, len(fits), seed=seed)
     if len(fits) < len(found):
         dropped[f"more calls than an episode's {max_calls}"] += len(found) - len(fits)
@@ -424,7 +481,7 @@ async def ground(pool: ToolPool, n: int, exploration: Exploration, *, seed: int,
     if ordered:
         dropped["beyond the number asked for"] += len(ordered)
     report = GroundingReport(explored=len(exploration.calls), candidates=len(found), kept=len(picked),
-                             dropped=dict(dropped), tools=list(descriptions), rephrased=rephrased)
+                             dropped=dict(dropped), tools=list(descriptions), rephrased=rephrased, shortened=shortened)
     covered: Counter = Counter(tool for t in picked for tool in t.tools)
     report.covered = {t: covered[t] for t in descriptions if covered[t]}
     return picked, report

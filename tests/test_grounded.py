@@ -443,3 +443,25 @@ async def test_a_task_follows_its_most_focused_chain_and_exploring_draws_from_ev
         demo, _ = from_reference(one_call, one_call, seed=seed)
         shown = next(t for t in one_call if t.id == demo.source.split(":")[1])
         assert shown.metadata["records"] == 1 and not shown.metadata["reference"][0].get("writes"), shown.task
+
+
+async def test_a_task_that_names_its_record_is_shown_the_one_call_a_person_would_make():
+    """A task about one line of a 36-item listing, asked by the item's name: its chain becomes a
+    search for that name (one record), the call a person makes, not the listing; a task whose
+    answer no one-call result holds keeps its chain."""
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates, shortcut
+
+    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory")) as pool:
+        async with pool.session() as session:
+            listing = await session.call("list_items", {})
+        call = ExploredCall(index=0, session=0, tool="list_items", arguments={}, text=listing.text)
+        named = [t for t in candidates(Exploration(calls=[call]), {}, seed=0) if t.metadata.get("given")]
+        assert named and all(t.metadata["records"] == 36 for t in named)
+        unheld = named[0].model_copy(deep=True, update={"answer": 123456.5})
+        assert await shortcut([*named, unheld], pool) == len(named)
+    for t in named:
+        assert t.metadata["reference"][0]["tool"] == "search_items" and t.metadata["records"] == 1, t.task
+        assert t.metadata["reference"][0]["arguments"] == {"query": t.metadata["given"][0]}
+        assert str(t.answer) in t.metadata["reference"][0]["result"].replace("$", "")
+    assert unheld.metadata["reference"][0]["tool"] == "list_items"
