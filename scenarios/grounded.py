@@ -24,7 +24,9 @@ description and the call's values (`mcprl.scenarios.phrasing`); a generator mode
 `ExploreConfig.phrase`), and a rephrasing that drops a value the task needs, or gives the answer
 away, is not used.
 
-Before use, every task's chain is replayed in a fresh session: a task whose answer does not come
+A task that names its record but whose chain found it the long way (a listing's line) is given the
+one call a person would make where one exists (`shortcut`: a search for the name). Before use,
+every task's chain is replayed in a fresh session: a task whose answer does not come
 back (a clock, a random id, a chain that cannot reach it) is dropped. What is left is
 deduplicated and spread over the tools; the report says how many were kept and dropped, and why,
 and which tools no task covers.
@@ -375,24 +377,26 @@ async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
     whose result holds the answer in fewer records. That chain is what the demonstration and the
     references of unsolved groups show, and what a person would do: search for the steel level,
     not list 36 items first. Returns how many chains were shortened."""
+    from mcprl.tools import ServerGone
+
     assert pool.toolset is not None
     tools = [(t["name"], p) for t in pool.toolset.mcp_tools if not may_write(t) and (p := _text_parameter(t))]
     long = [t for t in tasks if t.metadata.get("given") and t.read_back is None and focus(t) > (1, 1)]
     if not tools or not long:
         return 0
-    from mcprl.tools import ServerGone
-
     found: dict[tuple[str, str], tuple[int, str] | None] = {}  # (tool, name) -> its result's records and text; None: an error
     shortened = 0
     try:  # a server gone leaves the rest of the chains as they were
         async with pool.session() as session:
             for t in long:
                 name = t.metadata["given"][0]
-                for tool, parameter in tools:
+                for tool, parameter in list(tools):
                     if (tool, name) not in found:
                         outcome = await session.call(tool, {parameter: name})
                         found[tool, name] = None if outcome.is_error else (
                             len(result_records(outcome.text, outcome.structured)), outcome.text)
+                        if outcome.error_kind == "timeout":  # a tool that hangs is tried no more
+                            tools.remove((tool, parameter))
                 options = [(got, tool, parameter) for tool, parameter in tools
                            if (got := found[tool, name]) and holds_answer(got[1], t.answer)]
                 if options and (min(options)[0][0], 1) < focus(t):
