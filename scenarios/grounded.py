@@ -252,8 +252,8 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
     held = Counter(k for record in records for k in {k for k, _ in record if k})
     # a search's words (one argument, a word or more): a field that one record of its listing holds is asked
     # for by what the search was about ("the confirmation code in the email about Porto"), as a user asks it
-    (topic,) = call.arguments.values() if len(call.arguments) == 1 else (None,)
-    topic = topic if listing and isinstance(topic, str) and re.search(r"[A-Za-z]{3}", topic) else None
+    words_given = [v for v in call.arguments.values() if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v)]
+    topic = words_given[0] if listing and len(call.arguments) == 1 and words_given else None
     out: list[Scenario] = []
     for record in rng.sample(records, min(2, len(records))):
         # a key the record holds more than once (lines that were not read as a listing) names no one value
