@@ -4,7 +4,7 @@
     python bench/scaling.py [--model smollm2-135m] [--workers 1 2 4] [--steps 2] [--groups 4] [--group-size 4]
 
 One policy (the CPU runtime, as `mcprl train` serves it) and one set of scenarios; for each
-engine (local, then Ray with 1, 2, 4 workers on a one-node Ray this script starts), `--steps`
+engine (local, then Ray with 1, 2, 4 workers on a one-node Ray this script starts, then local again), `--steps`
 steps of the training loop's own parts: roll out `--groups` groups (the local loop's gather, or
 RayRollouts.run), score them (VerifyJudge), one GRPO step (which swaps the new adapter in).
 Episodes/s is rollouts over rollout seconds; s/step is the whole step. Worker start-up (once per
@@ -53,7 +53,9 @@ async def measure(args: argparse.Namespace) -> list[dict]:
         await model.register(backend)
         ray.init(num_cpus=max(args.workers), include_dashboard=False, logging_level="WARNING", log_to_driver=False)
         try:
-            for engine in ["local", *(f"ray-{n}" for n in args.workers)]:
+            # local first and last: the policy trains on between engines, and the first engine warms the
+            # process up; the ratios are against the mean of the two local measurements
+            for engine in ["local", *(f"ray-{n}" for n in args.workers), "local"]:
                 t = time.perf_counter()
                 cluster = None
                 if engine != "local":
@@ -100,9 +102,9 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # Ray on 127.0.0.1 only
     results = anyio.run(measure, args)
-    local = next(r for r in results if r["engine"] == "local")
+    local = statistics.mean(r["s_per_step"] for r in results if r["engine"] == "local")
     for r in results:
-        r["s_per_step_vs_local"] = round(r["s_per_step"] / local["s_per_step"], 3)
+        r["s_per_step_vs_local"] = round(r["s_per_step"] / local, 3)
     out = {"machine_cpus": os.cpu_count(), "model": args.model, "steps": args.steps, "groups": args.groups,
            "group_size": args.group_size, "results": results}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -83,6 +83,8 @@ def test_policy_replicas_without_the_ray_engine_is_an_error():
 
 killed: list[str] = []
 trainer: list[int] = []
+killed_dirs: list[str] = []  # the working directories of the replica and the trainer actor killed
+dirs: list[str] = []  # every replica's and trainer actor's working directory
 
 
 async def kill_a_replica_at_step_1(run) -> None:
@@ -95,7 +97,12 @@ async def kill_a_replica_at_step_1(run) -> None:
     os.kill(replica.pid, signal.SIGKILL)
     killed.append(replica.name)
     trainer.append(run.cluster.trainer.where["pid"])
+    killed_dirs.extend([replica.dir, run.cluster.trainer.where["dir"]])
     os.kill(trainer[0], signal.SIGKILL)
+    # every actor's working directory, the replacements' included (the replacing trainer starts once step 1 trains)
+    while not any(r.name == "r2" for r in run.cluster.replicas.all) or run.cluster.trainer.where["pid"] == trainer[0]:
+        await anyio.sleep(0.02)
+    dirs.extend([*killed_dirs, *(r.dir for r in run.cluster.replicas.all), run.cluster.trainer.where["dir"]])
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +159,15 @@ def test_a_replica_killed_mid_step_is_replaced_and_the_step_completes(replica_ru
     ids = [t["id"] for g in gs for t in g["trajectories"]]
     assert len(ids) == len(set(ids)) == 4  # none lost, none twice
     assert not any(t["error"] for g in gs for t in g["trajectories"])
+
+
+@pytest.mark.integration
+def test_the_actors_that_ended_with_the_run_leave_no_files(replica_run):
+    """The replicas and the trainer actor alive at the end deleted their adapters and checkpoints
+    (a trainer's steps are not kept where it ran: the driver writes them); only the two killed at
+    step 1 could not."""
+    assert len(set(dirs)) == 5 and all(dirs)  # r0, r1, the replacement r2; the trainer and its replacement
+    assert {d for d in dirs if Path(d).exists()} == set(killed_dirs)
 
 
 @pytest.mark.integration

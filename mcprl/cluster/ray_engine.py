@@ -205,7 +205,9 @@ class RayRollouts:
                 ray.kill(w.actor)
         self.workers = []
         if self.trainer is not None:
-            ray.kill(self.trainer.actor)
+            from mcprl.cluster.replicas import retire
+
+            await retire(self.trainer.actor)
         if self._started_ray:
             ray.shutdown()
 

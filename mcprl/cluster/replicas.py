@@ -55,7 +55,8 @@ class PolicyReplica:
         from mcprl.serving.engine import Engine
         from mcprl.serving.local import LocalServer
 
-        where = {"node": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(), "pid": os.getpid()}
+        where = {"node": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(), "pid": os.getpid(),
+                 "dir": str(self.dir)}
         torch.set_num_threads(self.threads)
         try:
             self.engine = Engine(self.spec, max_batch_rows=self.max_batch_rows)
@@ -84,6 +85,23 @@ class PolicyReplica:
 
     def ping(self) -> bool:
         return True
+
+    def close(self) -> None:
+        """Stop serving and delete the adapters written here (a replica that is killed outright leaves them)."""
+        import shutil
+
+        if self.endpoint is not None:
+            self.endpoint.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+async def retire(actor: Any, grace_s: float = 10) -> None:
+    """End an actor that has a `close()`: closed if it answers within `grace_s`, killed either way."""
+    try:
+        await asyncio.wait_for(actor.close.remote(), grace_s)
+    except (RayActorError, asyncio.TimeoutError):
+        pass
+    ray.kill(actor)
 
 
 def adapter_files(path: Path) -> dict[str, bytes]:
@@ -177,10 +195,10 @@ class PolicyReplicas:
             raise UserError(f"a policy replica did not start within {c.start_timeout_s:g} s (`ray status` shows what the "
                             "cluster is short of); raise cluster.start_timeout_s or free the resources it asks for") from None
         if "error" in info:
-            ray.kill(handle)
+            await retire(handle)
             raise UserError(f"policy replica on Ray node {info['node'][:8]} ({info['ip']}) failed: {info['error']} "
                             f"(every node that runs a replica needs the model {self.spec!r}: the same path, or under its MCPRL_HOME)")
-        replica = Replica(f"r{self.started}", info["url"], info["key"], handle, info["node"], info["pid"])
+        replica = Replica(f"r{self.started}", info["url"], info["key"], handle, info["node"], info["pid"], info["dir"])
         self.started += 1
         self.all.append(replica)
         return replica
@@ -274,6 +292,5 @@ class PolicyReplicas:
         if self._server is not None:
             self._server.should_exit = True
             await asyncio.wait_for(self._proxy, 10)
-        for r in self.all:
-            ray.kill(r.actor)
+        await asyncio.gather(*(retire(r.actor) for r in self.all))
         self.all, self.serving = [], []

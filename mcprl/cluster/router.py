@@ -33,6 +33,7 @@ class Replica:
     actor: Any = None  # the Ray actor handle
     node: str = ""
     pid: int = 0
+    dir: str = ""  # its working directory on its node (the adapters it was sent)
     outstanding: int = 0  # requests sent to it and not yet answered
     chosen: int = 0  # when it was last chosen (a count of choices): ties go to the least recent
     adapters: set[str] = field(default_factory=set)  # the adapter names it serves

@@ -13,6 +13,7 @@ the checkpoint's adapter files and optimizer state the other way. No filesystem 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,15 +48,21 @@ class TrainerActor:
                                    adapter_dir=self.dir if adapter is not None else None)
 
     def where(self) -> dict[str, Any]:
-        return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+        return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "dir": str(self.dir)}
 
     def step(self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool) -> dict[str, float]:
         return self.trainer.step(groups, config, rescore_constrained)
 
     def save(self) -> dict[str, bytes]:
         out = Path(tempfile.mkdtemp(dir=self.dir))
-        self.trainer.save(out)
-        return {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+        try:
+            self.trainer.save(out)
+            return {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+        finally:  # the driver writes the checkpoint: nothing of it stays here
+            shutil.rmtree(out, ignore_errors=True)
+
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def load_optimizer(self, state: bytes, config: TrainConfig) -> None:
         path = self.dir / "optimizer.pt"
