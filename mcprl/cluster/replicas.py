@@ -22,6 +22,8 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -45,7 +47,7 @@ class PolicyReplica:
 
     def __init__(self, model_spec: str, host: str, threads: int, max_batch_rows: int):
         self.spec, self.host, self.threads, self.max_batch_rows = model_spec, host, threads, max_batch_rows
-        self.dir = Path(__import__("tempfile").mkdtemp(prefix="mcprl-replica-"))
+        self.dir = Path(tempfile.mkdtemp(prefix="mcprl-replica-"))
         self.engine = self.endpoint = None
 
     def start(self) -> dict[str, Any]:
@@ -78,8 +80,6 @@ class PolicyReplica:
         self.engine.load_adapter(name, out)
 
     def unload_adapter(self, name: str) -> None:
-        import shutil
-
         self.engine.unload_adapter(name)
         shutil.rmtree(self.dir / name.replace("/", "_"), ignore_errors=True)
 
@@ -88,8 +88,6 @@ class PolicyReplica:
 
     def close(self) -> None:
         """Stop serving and delete the adapters written here (a replica that is killed outright leaves them)."""
-        import shutil
-
         if self.endpoint is not None:
             self.endpoint.close()
         shutil.rmtree(self.dir, ignore_errors=True)
