@@ -14,13 +14,16 @@ A task set is registered under the entry-point group `mcprl.tasks`; the value na
 
 The server is named by `SERVER` rather than derived from the module path, because a user's
 task module need not live in the package of the server it is about (or the server in Python at
-all). The shipped ones are registered in mcprl's own pyproject.toml:
+all). A package of yours registers its own in its pyproject.toml (`pip install -e .` makes it
+visible):
 
     [project.entry-points."mcprl.tasks"]
-    calculator = "mcprl.servers.calculator.tasks"
+    words = "my_package.words_tasks"
 
-and a package of yours registers its own the same way (`pip install -e .` makes it visible);
-`mcprl train --tasks NAME` and a scenario's `{"kind": "server", "server": NAME}` check find it.
+and `mcprl train --tasks NAME` and a scenario's `{"kind": "server", "server": NAME}` check find
+it. The task sets of the servers mcprl ships (`SHIPPED`) are known without entry points, which
+exist only once mcprl is installed: a source tree on PYTHONPATH (an offline GPU machine, a Ray
+worker handed the checkout) finds them too.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from mcprl.errors import UserError
 from mcprl.types import Scenario, Trajectory
 
 GROUP = "mcprl.tasks"
+SHIPPED = {name: EntryPoint(name, f"mcprl.servers.{name}.tasks", GROUP) for name in ("calculator", "email", "inventory")}
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,10 @@ class TaskSet:
 
 
 def _registered() -> dict[str, list[EntryPoint]]:
-    found: dict[str, list[EntryPoint]] = {}
+    found = {name: [ep] for name, ep in SHIPPED.items()}
     for ep in entry_points(group=GROUP):
-        found.setdefault(ep.name, []).append(ep)
+        if ep.value != getattr(SHIPPED.get(ep.name), "value", None):  # (an install of mcprl from before SHIPPED registers them too)
+            found.setdefault(ep.name, []).append(ep)
     return found
 
 

@@ -2,8 +2,7 @@
 [--port P] [--seed S]` on mcp 1.x or 2.x.
 
 Training environments (with `NAME.tasks.generate(n, seed)` and `NAME.tasks.check(scenario, trajectory)`,
-registered as task sets under the `mcprl.tasks` entry points in pyproject.toml, so `mcprl.tasks.get(NAME)`
-finds them as it finds a user's; see mcprl/tasks.py):
+task sets that `mcprl.tasks.get(NAME)` finds as it finds a user's, listed in `mcprl.tasks.SHIPPED`):
     calculator  arithmetic on two numbers; 1-5 operation expressions (the demo's target)
     inventory   a seeded hardware warehouse: lookups, aggregates, stock changes checked on the final state
     email       a seeded mailbox of 300 emails: questions whose answer is in exactly one email

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -120,6 +121,23 @@ async def test_stdio_servers_run_in_a_run_scoped_directory(tmp_path):
         assert (await session.call("working_directory")).text == str(tmp_path / "given")
     with pytest.raises(UserError, match=r"working directory .* does not exist"):
         await discover(ServerSpec.parse(ECHO, cwd=str(tmp_path / "missing")))
+
+
+async def test_paths_in_the_command_mean_what_they_mean_where_it_was_given(tmp_path, monkeypatch):
+    """The server runs in a directory of the run's own, not where `python server.py` was typed."""
+    project = tmp_path / "project"
+    (project / "bin").mkdir(parents=True)
+    script = Path(__file__).resolve().parent.parent / "servers" / "bare_jsonrpc.py"
+    (project / "server.py").write_text(script.read_text())
+    (project / "bin" / "serve").write_text(f"#!/bin/sh\nexec {sys.executable} {project / 'server.py'} \"$@\"\n")
+    (project / "bin" / "serve").chmod(0o755)
+    monkeypatch.chdir(project)
+    for target in ("python server.py --tools 2", "bin/serve --tools 2"):
+        spec = ServerSpec.parse(target)
+        assert spec.command[0] != "bin/serve" and str(project) in " ".join(spec.command)
+        assert (await discover(spec, workdir=tmp_path)).names() == ["tool_0", "tool_1"]
+    # a bare program name is looked up in PATH, as a shell would; a word naming nothing here stays a word
+    assert ServerSpec.parse("serve -m server --tools 2").command == ["serve", "-m", "server", "--tools", "2"]
 
 
 async def test_a_server_that_crashes_mid_call_raises_server_gone_promptly_and_closes_quietly():

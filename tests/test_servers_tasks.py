@@ -33,7 +33,7 @@ def answering(text: str) -> Trajectory:
 
 @pytest.mark.parametrize("name", ["calculator", "email", "inventory"])
 def test_generators_are_deterministic_by_seed_and_cover_all_difficulties(name):
-    assert name in tasks.names()  # registered under the mcprl.tasks entry points in pyproject.toml
+    assert name in tasks.names()  # mcprl.tasks.SHIPPED
     server = tasks.get(name)
     first, again, other = server.generate(60, seed=1), server.generate(60, seed=1), server.generate(60, seed=2)
     assert [s.model_dump() for s in first] == [s.model_dump() for s in again]

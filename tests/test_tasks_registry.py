@@ -85,6 +85,17 @@ def test_a_shipped_task_set_names_the_server_serving_its_world():
     assert tasks.get("inventory").command(seed=4) == "python -m mcprl.servers.inventory --seed 4"
 
 
+def test_the_shipped_task_sets_are_found_without_installed_metadata(monkeypatch):
+    """A source tree on PYTHONPATH (an offline GPU machine, a worker handed the checkout) has no entry points."""
+    monkeypatch.setattr(tasks, "entry_points", lambda group: [])
+    tasks.get.cache_clear()
+    try:
+        assert tasks.names() == ("calculator", "email", "inventory")
+        assert tasks.get("calculator").generate(1)[0].check["server"] == "calculator"
+    finally:
+        tasks.get.cache_clear()
+
+
 def test_an_unknown_task_set_lists_the_registered_ones_and_how_to_register_one():
     with pytest.raises(UserError) as e:
         tasks.get("nope")

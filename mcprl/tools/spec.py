@@ -8,6 +8,7 @@ split like a shell would (`"npx -y @modelcontextprotocol/server-memory"`).
 from __future__ import annotations
 
 import fnmatch
+import os
 import shlex
 import sys
 from collections.abc import Iterable, Mapping
@@ -59,6 +60,8 @@ class ServerSpec(BaseModel):
 
         A command starting with `python`/`python3` runs the current interpreter, so the shipped
         servers (`python -m mcprl.servers.inventory`) work whether or not the venv is activated.
+        Without `cwd` a stdio server runs in a directory of the run's own, so a path in the command
+        that exists here (`python server.py`, `./bin/serve`) is made absolute.
         """
         target = target.strip()
         if transport not in TRANSPORT_CHOICES:
@@ -74,7 +77,10 @@ class ServerSpec(BaseModel):
                 raise UserError(f"{target}: a URL cannot be run as a stdio command; use --transport http or sse")
             if header_map:
                 raise UserError(f"{target}: headers apply to HTTP/SSE servers; pass a stdio server secrets with --env")
-            fields.update(command=_argv(target), cwd=cwd)
+            argv = _argv(target)
+            if cwd is None:  # it runs in a directory of the run's own, not here: paths keep meaning what they mean here
+                argv = [_from_here(argv[0], program=True), *(_from_here(arg) for arg in argv[1:])]
+            fields.update(command=argv, cwd=cwd)
         else:
             if not is_url:
                 raise UserError(f"{target!r}: --transport {transport} needs a URL like http://localhost:8000/mcp")
@@ -103,6 +109,14 @@ def _argv(command: str) -> list[str]:
     if argv[0] in ("python", "python3"):
         argv[0] = sys.executable
     return argv
+
+
+def _from_here(arg: str, program: bool = False) -> str:
+    """`arg` as an absolute path when it names a file or directory relative to the current directory
+    (`server.py`, `build/index.js`; a program only with a slash, as a shell looks a bare name up in PATH)."""
+    if arg.startswith("-") or os.path.isabs(arg) or (program and "/" not in arg) or not os.path.exists(arg):
+        return arg
+    return os.path.abspath(arg)
 
 
 def _pairs(values: Mapping[str, str] | Iterable[str] | None, sep: str, option: str, example: str) -> dict[str, str]:
