@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -79,6 +81,33 @@ def test_policy_replicas_without_the_ray_engine_is_an_error():
 
     with pytest.raises(UserError, match=r"policy_replicas runs the policy on Ray actors: set cluster.engine"):
         load_config(None, {"cluster.policy_replicas": 2})
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"policy_replicas": 1, "replica_gpus": 1}, r"vLLM replicas \(replica_gpus > 0\) leave the driver no GPU runtime to train in: set cluster.trainer_actor = true"),
+    ({"policy_replicas": 1, "replica_gpus": 1.5, "trainer_actor": True}, r"replica_gpus=1.5: vLLM splits a model over whole GPUs"),
+    ({"policy_replicas": 1, "trainer_gpus": 1}, r"trainer_gpus is what the trainer actor reserves: set cluster.trainer_actor = true"),
+])
+def test_gpu_settings_that_cannot_work_together_are_one_line(settings, message):
+    from mcprl.errors import UserError
+    from mcprl.run_config import load_config
+
+    with pytest.raises(UserError, match=message):
+        load_config(None, {"cluster.engine": "ray", **{f"cluster.{k}": v for k, v in settings.items()}})
+
+
+def test_vllm_replicas_have_the_trainer_rescore_constrained_turns():
+    """vLLM's logprobs under a grammar are under its mask, not the policy's: the trainer computes those turns' own."""
+    from mcprl.cluster import ClusterConfig
+    from mcprl.cluster.replicas import PolicyReplicas
+
+    for gpus, masks in ((0, False), (0.5, True)):
+        config = ClusterConfig(engine="ray", policy_replicas=1, replica_gpus=gpus, trainer_actor=True)
+        pool = PolicyReplicas(config, "m", 8, say=lambda _: None)
+        try:
+            assert pool.masks_constrained_logprobs is masks
+        finally:
+            pool.close()
 
 
 killed: list[str] = []
@@ -176,4 +205,97 @@ def test_a_cluster_short_of_replica_cpus_is_one_line(cluster, home, monkeypatch,
                            "--policy-replicas", "2", "--replica-cpus", "2")
     assert code != 0 and len(err.strip().splitlines()) == 1, err
     assert "has room for 0 policy replica(s) of CPU=2 beside the rollout workers, not the 2 asked for" in err
-    assert "lower cluster.policy_replicas or the policy replica's resources (replica_cpus)" in err
+    assert "lower cluster.policy_replicas or the policy replica's resources (replica_cpus, replica_gpus)" in err
+
+
+@pytest.mark.integration
+def test_a_cluster_without_the_gpus_asked_for_is_one_line(cluster, home, monkeypatch, capsys):  # noqa: F811
+    code, _, err = run_cli(monkeypatch, capsys, "train", *ARGS, "--cluster", "ray", "--ray-address", cluster.address, "--worker-cpus", "0.25",
+                           "--policy-replicas", "1", "--replica-cpus", "0.25", "--replica-gpus", "1", "--trainer-actor", "--trainer-cpus", "0.25")
+    assert code != 0 and len(err.strip().splitlines()) == 1, err
+    assert "has room for 0 policy replica(s) of CPU=0.25, GPU=1 beside the rollout workers and the trainer actor, not the 1 asked for" in err
+    assert "GPU=0 in all" in err
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie, exited but not yet reaped, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+STANDIN_VLLM = Path(__file__).resolve().parent / "standin_vllm"
+
+
+@pytest.fixture(scope="module")
+def gpu_cluster():
+    """One loopback node that says it has a GPU, its Ray workers with the stand-in vLLM of
+    tests/standin_vllm (our engine behind vLLM's command line and control API) on their PYTHONPATH."""
+    from ray.cluster_utils import Cluster
+
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(STANDIN_VLLM), *sys.path])  # the raylet's, so its workers'; not this process's
+    try:
+        c = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 1, "include_dashboard": False})
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH")
+        else:
+            os.environ["PYTHONPATH"] = before
+    try:
+        c.wait_for_nodes()
+        yield c
+    finally:
+        c.shutdown()
+
+
+vllm_replicas: list[dict] = []  # the first replica's launch, as its stand-in vLLM saw it
+
+
+async def kill_the_vllm_replica_at_step_1(run) -> None:
+    """After the base evaluation, note how the replica's vLLM was started, then SIGKILL the replica's actor (not its vLLM)."""
+    import httpx
+
+    log = run.dir / "metrics.jsonl"
+    while not (log.exists() and '"eval"' in log.read_text()):
+        await anyio.sleep(0.02)
+    replica = run.cluster.replicas.serving[0]
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {replica.key}"}) as client:
+        launch = (await client.get(replica.url.removesuffix("/v1") + "/standin/launch")).json()
+    vllm_replicas.append({"name": replica.name, **launch})
+    os.kill(replica.pid, signal.SIGKILL)
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie, exited but not yet reaped, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.integration
+def test_a_run_on_vllm_replicas_trains_and_a_killed_replica_takes_its_vllm_with_it(gpu_cluster, tiny_model_dir, tmp_path):
+    """A 2-step run whose policy is a vLLM replica on half a GPU (the stand-in vLLM on CPU) and whose
+    steps the trainer actor takes: vLLM started as the GPU runtime's less sleep mode, with a share of
+    the GPU; each step's adapter served through it; the replica killed at step 1 is replaced, and its
+    vLLM, orphaned, ends too (else it would hold the GPU the replacement needs)."""
+    run_dir = train_in_process(tmp_path, tiny_model_dir, "vr", kill_the_vllm_replica_at_step_1, engine="ray", address=gpu_cluster.address,
+                               rollout_workers=1, worker_cpus=0.25, policy_replicas=1, replica_cpus=0.25, replica_gpus=0.5,
+                               trainer_actor=True, trainer_cpus=0.25)
+    [first] = vllm_replicas
+    argv = first["argv"]
+    assert argv[:2] == ["serve", str(tiny_model_dir)] and "--enable-sleep-mode" not in argv and first["cuda_visible_devices"] == "0"
+    assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.45" and argv[argv.index("--tensor-parallel-size") + 1] == "1"
+    assert argv[argv.index("--logprobs-mode") + 1] == "processed_logprobs" and argv[argv.index("--tool-call-parser") + 1] == "mcprl"
+    deadline = time.monotonic() + 30
+    while alive(first["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(first["pid"])
+    train = [r for r in rows(run_dir) if r["kind"] == "train"]
+    assert [r["step"] for r in train] == [1, 2] and [r["cluster/replica_restarts"] for r in train] == [1, 0]
+    step2 = generations(run_dir, "trajectories/step_0002.jsonl")
+    assert {g["model"] for g in step2} == {"vr@1"} and {g["replica"] for g in step2} == {"r1"}
+    assert all(g["prompt_token_ids"] and len(g["completion_token_ids"]) == len(g["logprobs"]) for g in step2)

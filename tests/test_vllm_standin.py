@@ -182,6 +182,27 @@ async def test_wait_ready_times_out_and_stops_the_process(tmp_path):
     assert proc.poll() is not None and server.process is None
 
 
+def test_the_server_ends_with_the_thread_that_started_it(tmp_path):
+    """A run or replica that is killed outright leaves no vLLM holding the GPU: the server gets SIGTERM
+    when the thread that started it ends (here a thread; a SIGKILLed process ends all of its threads)."""
+    started: list[VllmServer] = []
+    cmd = [sys.executable, "-c", "import time; print('serving', flush=True); time.sleep(600)"]
+
+    def start() -> None:  # and live until the server runs (it asks for the signal once it runs)
+        started.append(VllmServer.start(cmd, {}, tmp_path / "vllm.log", "http://127.0.0.1:1", KEY))
+        while "serving" not in started[0].last_log_line():
+            time.sleep(0.05)
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    starter.join()
+    proc = started[0].process
+    try:
+        assert proc.wait(timeout=20) == -15  # SIGTERM
+    finally:
+        started[0].close()
+
+
 # ---- the runtime with vLLM as its server: the stand-in vLLM, and the CPU trainer ----------------
 def _runtime(fake_vllm, tiny_model_dir, shared: bool) -> Runtime:
     """The GPU runtime's server (`VllmEndpoint`) on the stand-in; GRPOTrainer on CPU where Unsloth's would be."""

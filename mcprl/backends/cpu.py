@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from mcprl.backends.base import LoadTrainer, Runtime, StartServer
+from mcprl.backends.base import Runtime, StartServer
 
 if TYPE_CHECKING:
     from mcprl.serving.engine import Engine
@@ -54,12 +54,11 @@ class EngineServer:
 
 class CpuRuntime(Runtime):
     """`Runtime` with a GRPOTrainer and an `EngineServer` over one copy of the base weights, or
-    the server `start_server` starts and the trainer `load_trainer` loads (the policy replicas and
-    the trainer actor of mcprl.cluster)."""
+    with the server `start_server` starts (the policy replicas of mcprl.cluster)."""
 
     def __init__(self, model, *, host: str = "127.0.0.1", port: int = 0, max_batch_rows: int = 32, threads: int | None = None,
-                 dtype: str = "auto", start_server: StartServer | None = None, load_trainer: LoadTrainer | None = None):
-        super().__init__(model, load_trainer or self._load_trainer, start_server or self._start_server)
+                 dtype: str = "auto", start_server: StartServer | None = None):
+        super().__init__(model, self._load_trainer, start_server or self._start_server)
         self._host, self._port, self._max_batch_rows, self._threads, self._dtype = host, port, max_batch_rows, threads, dtype
         self._serve_model = self._tokenizer = None
 

@@ -34,6 +34,12 @@ TOOL_PARSER_PLUGIN = Path(__file__).with_name("vllm_tool_parser.py")
 # PYTHONPATH, Triton flags, ...); the vLLM server starts from the environment as it was before.
 UNSLOTH_PREFIXES = ("UNSLOTH_",)
 
+# A server started under this prefix gets SIGTERM when the thread that started it ends, even when its
+# process is SIGKILLed (Linux's parent-death signal, kept across exec; the pid passed is the parent's, in
+# case it died before the signal was set): a killed run or Ray replica leaves no vLLM holding the GPU.
+DIE_WITH_PARENT = [sys.executable, "-c", "import ctypes, os, signal, sys; ctypes.CDLL(None).prctl(1, signal.SIGTERM); "
+                   "os.getppid() == int(sys.argv[1]) or sys.exit(1); os.execvp(sys.argv[2], sys.argv[2:])"]
+
 # The values vLLM 0.26-0.33 accept for --max-lora-rank (vllm.config.lora.MaxLoRARanks).
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
@@ -157,8 +163,11 @@ class VllmServer:
 
     @classmethod
     def start(cls, command: list[str], env: Mapping[str, str], log_path: Path, base_url: str, api_key: str) -> VllmServer:
-        """Start `command` in its own process group (vLLM forks engine workers), logging to `log_path`."""
+        """Start `command` in its own process group (vLLM forks engine workers), logging to `log_path`;
+        on Linux it ends with the thread that started it (`DIE_WITH_PARENT`)."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        if sys.platform == "linux":
+            command = [*DIE_WITH_PARENT, str(os.getpid()), *command]
         with log_path.open("wb") as log:
             proc = subprocess.Popen(command, env=dict(env), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         server = cls(base_url, api_key, proc, log_path)

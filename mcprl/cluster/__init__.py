@@ -8,6 +8,9 @@ workers spread over a Ray cluster (`engine = "ray"`, `pip install "mcprl[ray]"`)
     worker_cpus = 1
     policy_replicas = 2       # 0 (the default): the policy is served in the driver
     replica_cpus = 2
+    replica_gpus = 1          # 0 (the default): each replica is our CPU engine; else vLLM on its GPUs
+    trainer_actor = true      # the GRPO steps in an actor (needed with vLLM replicas)
+    trainer_gpus = 1          # 0: the actor trains on CPU; else with Unsloth on its GPU
 
 Each Ray worker is an actor (scheduled SPREAD over the nodes) that owns its MCP sessions: a stdio
 server runs on the worker's node, beside its rollouts. It runs the stage code the local loop runs
@@ -44,13 +47,15 @@ class ClusterConfig(BaseModel):
     worker_gpus: float = Field(default=0.0, ge=0, description="GPUs each rollout worker reserves")
     worker_resources: dict[str, float] = Field(default_factory=dict, description="custom Ray resources each rollout worker reserves")
     policy_host: str = Field(default="127.0.0.1", description="address the policy endpoint listens on; 0.0.0.0 when workers run on other machines")
-    policy_replicas: int = Field(default=0, ge=0, description="policy replicas (Ray actors, each our CPU engine) that serve the rollouts; 0: the policy is served in this process")
+    policy_replicas: int = Field(default=0, ge=0, description="policy replicas (Ray actors, each our CPU engine or vLLM) that serve the rollouts; 0: the policy is served in this process")
     replica_cpus: float = Field(default=1.0, gt=0, description="CPUs each policy replica reserves (and its torch threads)")
+    replica_gpus: float = Field(default=0.0, ge=0, description="GPUs each policy replica reserves; above 0 it serves with vLLM on them (tensor parallel over whole GPUs, a share of one below 1), at 0 with our CPU engine")
     replica_host: str = Field(default="127.0.0.1", description="address each policy replica listens on (always behind its own API key); 0.0.0.0 when replicas run on other machines than the driver")
     replica_batch_rows: int = Field(default=32, ge=1, description="rows each policy replica samples in one batch")
     trainer_actor: bool = Field(default=False, description="take the GRPO steps in a Ray actor rather than in this process (needs policy_replicas)")
     trainer_cpus: float = Field(default=1.0, gt=0, description="CPUs the trainer actor reserves (and its torch threads)")
-    start_timeout_s: float = Field(default=120.0, gt=0, description="seconds a rollout worker may take to start (and discover the tools)")
+    trainer_gpus: float = Field(default=0.0, ge=0, description="GPUs the trainer actor reserves; above 0 it trains with Unsloth on its GPU")
+    start_timeout_s: float = Field(default=120.0, gt=0, description="seconds a rollout worker, replica or the trainer actor may take to start (a vLLM replica: at least its vLLM's startup_timeout_s)")
 
     @model_validator(mode="after")
     def _replicas_need_ray(self) -> ClusterConfig:
@@ -59,6 +64,13 @@ class ClusterConfig(BaseModel):
         if self.trainer_actor and not self.policy_replicas:
             raise ValueError("trainer_actor needs the policy served by replicas (the driver then holds no model): "
                              "set cluster.policy_replicas to 1 or more")
+        if self.replica_gpus and not self.trainer_actor:
+            raise ValueError("vLLM replicas (replica_gpus > 0) leave the driver no GPU runtime to train in: "
+                             "set cluster.trainer_actor = true (and trainer_gpus = 1 to train on a GPU)")
+        if self.replica_gpus > 1 and self.replica_gpus != int(self.replica_gpus):
+            raise ValueError(f"replica_gpus={self.replica_gpus:g}: vLLM splits a model over whole GPUs; give a whole number, or a share of one below 1")
+        if self.trainer_gpus and not self.trainer_actor:
+            raise ValueError("trainer_gpus is what the trainer actor reserves: set cluster.trainer_actor = true too")
         return self
 
     @property
@@ -69,7 +81,12 @@ class ClusterConfig(BaseModel):
     @property
     def replica_resources(self) -> dict[str, float]:
         """What one policy replica asks Ray for."""
-        return {"CPU": self.replica_cpus}
+        return {"CPU": self.replica_cpus, "GPU": self.replica_gpus}
+
+    @property
+    def trainer_resources(self) -> dict[str, float]:
+        """What the trainer actor asks Ray for."""
+        return {"CPU": self.trainer_cpus, "GPU": self.trainer_gpus}
 
 
 @asynccontextmanager

@@ -131,8 +131,8 @@ def check_resources(config: ClusterConfig) -> None:
     totals = {k: sum(n.get(k, 0) for n in nodes) for k in {k for n in nodes for k in n}}
     kinds = [("rollout worker", config.rollout_workers, config.actor_resources, True, "cluster.rollout_workers",
               "worker_cpus, worker_gpus, worker_resources"),
-             ("trainer actor", int(config.trainer_actor), {"CPU": config.trainer_cpus}, False, "cluster.trainer_cpus", "trainer_cpus"),
-             ("policy replica", config.policy_replicas, config.replica_resources, True, "cluster.policy_replicas", "replica_cpus")]
+             ("trainer actor", int(config.trainer_actor), config.trainer_resources, False, "cluster.trainer_cpus", "trainer_cpus, trainer_gpus"),
+             ("policy replica", config.policy_replicas, config.replica_resources, True, "cluster.policy_replicas", "replica_cpus, replica_gpus")]
     placed: list[str] = []
     for what, count, asks, spread, lower, settings in kinds:
         need = {k: v for k, v in asks.items() if v > 0}
@@ -211,12 +211,12 @@ class RayRollouts:
         if self._started_ray:
             ray.shutdown()
 
-    def policy_server(self, model_spec: str) -> Callable[[Any], Awaitable[PolicyReplicas]]:
-        """The Runtime's server factory (`StartServer`) for `policy_replicas` replicas of `model_spec`."""
+    def policy_server(self, model: TrainableModel) -> Callable[[Any], Awaitable[PolicyReplicas]]:
+        """The Runtime's server factory (`StartServer`) for `policy_replicas` replicas of `model`'s base."""
         from mcprl.cluster.replicas import PolicyReplicas
 
         async def start(trainer: Any) -> PolicyReplicas:  # the replicas load their own copy of the base model
-            self.replicas = PolicyReplicas(self.config, model_spec, say=self.say)
+            self.replicas = PolicyReplicas(self.config, model.base_model, model.lora.rank, say=self.say)
             try:
                 await self.replicas.start()
             except BaseException:

@@ -1,8 +1,8 @@
-"""Policy replicas on a Ray cluster (`[cluster] policy_replicas = N`): N `PolicyReplica` actors,
-each our CPU engine behind its own OpenAI-compatible endpoint, and `PolicyReplicas`, the driver's
-side, which the Runtime drives as its `Server` (mcprl.backends.base): `base_url` is the proxy in
-front of the replicas (mcprl.cluster.router), and `load_adapter`/`unload_adapter` reach every
-replica.
+"""Policy replicas on a Ray cluster (`[cluster] policy_replicas = N`): N replica actors, each
+behind its own OpenAI-compatible endpoint (`PolicyReplica`: our CPU engine; `VllmReplica`, with
+`replica_gpus > 0`: vLLM on the GPUs Ray gave it), and `PolicyReplicas`, the driver's side, which
+the Runtime drives as its `Server` (mcprl.backends.base): `base_url` is the proxy in front of the
+replicas (mcprl.cluster.router), and `load_adapter`/`unload_adapter` reach every replica.
 
 What travels how: each replica loads the base model from the run's model spec on its own node
 (a path, or a name under that node's MCPRL_HOME); a new adapter's files (adapter_config.json,
@@ -29,9 +29,11 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import ray
 from ray.exceptions import RayActorError
 
+from mcprl.backends.gpu_serving import VllmLaunch, VllmServer, VllmSettings, free_port
 from mcprl.cluster.router import Replica, least_outstanding, proxy_app
 from mcprl.errors import UserError
 
@@ -93,6 +95,62 @@ class PolicyReplica:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class VllmReplica:
+    """A Ray actor: `vllm serve` (a subprocess, mcprl.backends.gpu_serving) on the GPUs Ray gave this
+    actor, serving the base model from `model_spec` and the adapters it is sent; PolicyReplica's methods.
+    It never sleeps (no trainer shares its GPUs), and its server dies with the actor, even a killed
+    one (`VllmServer.start`), so a replacement finds the GPUs free."""
+
+    def __init__(self, model_spec: str, host: str, lora_rank: int, settings: VllmSettings, memory_utilization: float):
+        self.spec, self.host, self.lora_rank, self.settings, self.memory_utilization = model_spec, host, lora_rank, settings, memory_utilization
+        self.dir = Path(tempfile.mkdtemp(prefix="mcprl-replica-"))
+        self.server: VllmServer | None = None
+
+    def start(self) -> dict[str, Any]:
+        """Start vLLM and wait until it serves: where this replica runs and its endpoint, or what failed."""
+        from mcprl import weights
+        from mcprl.backends.gpu import tool_chat_template, visible_devices
+
+        where = {"node": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(), "pid": os.getpid(),
+                 "dir": str(self.dir)}
+        try:
+            path = weights.resolve(self.spec)
+            # Ray set CUDA_VISIBLE_DEVICES to this actor's GPUs (one, for a share of a GPU)
+            gpus = visible_devices(list(range(max(1, len(ray.get_gpu_ids())))), os.environ.get("CUDA_VISIBLE_DEVICES"))
+            key = secrets.token_urlsafe(24)
+            launch = VllmLaunch(settings=self.settings, model_path=path, served_name=self.spec, host=self.host, port=free_port(self.host),
+                                lora_rank=self.lora_rank, gpus=gpus, gpu_memory_utilization=self.memory_utilization, sleep_mode=False,
+                                chat_template=tool_chat_template(path, self.dir), api_key=key)
+            self.server = VllmServer.start(launch.command(), launch.env(os.environ), self.dir / "vllm.log", launch.base_url, key)
+            anyio.run(self.server.wait_ready, self.settings.startup_timeout_s)
+        except UserError as e:
+            return {**where, "error": str(e)}
+        except Exception as e:  # e.g. a model directory transformers cannot read: said in one line by the driver
+            return {**where, "error": f"{type(e).__name__}: {e}"}
+        host = where["ip"] if self.host in ("0.0.0.0", "::") else self.host
+        return {**where, "url": f"http://{host}:{launch.port}/v1", "key": key}
+
+    def load_adapter(self, name: str, files: dict[str, bytes]) -> None:
+        out = self.dir / name.replace("/", "_")
+        out.mkdir(parents=True, exist_ok=True)
+        for file, data in files.items():
+            (out / file).write_bytes(data)
+        anyio.run(self.server.load_adapter, name, out)
+
+    def unload_adapter(self, name: str) -> None:
+        anyio.run(self.server.unload_adapter, name)
+        shutil.rmtree(self.dir / name.replace("/", "_"), ignore_errors=True)
+
+    def ping(self) -> bool:
+        """Whether vLLM still runs (the actor answering is not enough)."""
+        return self.server is not None and self.server.process is not None and self.server.process.poll() is None
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 async def retire(actor: Any, grace_s: float = 10) -> None:
     """End an actor that has a `close()`: closed if it answers within `grace_s`, killed either way."""
     try:
@@ -111,10 +169,11 @@ class PolicyReplicas:
     """The Runtime's `Server` over `config.policy_replicas` replica actors (see the module doc)."""
 
     reports_timings = False
-    masks_constrained_logprobs = False  # our engine records the policy's own logprobs under a grammar
 
-    def __init__(self, config: ClusterConfig, model_spec: str, *, say: Callable[[str], None] = print):
-        self.config, self.spec, self.say = config, model_spec, say
+    def __init__(self, config: ClusterConfig, model_spec: str, lora_rank: int, *, say: Callable[[str], None] = print):
+        self.config, self.spec, self.lora_rank, self.say = config, model_spec, lora_rank, say
+        # Our engine records the policy's own logprobs under a grammar; vLLM's are under the grammar's mask.
+        self.masks_constrained_logprobs = config.replica_gpus > 0
         self.api_key = secrets.token_urlsafe(24)  # the proxy's: the run's clients get it through Model.inference_api_key
         self.serving: list[Replica] = []
         self.all: list[Replica] = []  # started and not given up: serving, joining, or dead until replaced
@@ -184,13 +243,21 @@ class PolicyReplicas:
 
     async def _start_one(self) -> Replica:
         c = self.config
-        actor = ray.remote(PolicyReplica).options(num_cpus=c.replica_cpus, scheduling_strategy="SPREAD", max_restarts=0)
-        handle = actor.remote(self.spec, c.replica_host, max(1, int(c.replica_cpus)), c.replica_batch_rows)
+        options = {"num_cpus": c.replica_cpus, "num_gpus": c.replica_gpus, "scheduling_strategy": "SPREAD", "max_restarts": 0}
+        timeout = c.start_timeout_s
+        if c.replica_gpus:
+            vllm = VllmSettings()
+            timeout = max(timeout, vllm.startup_timeout_s)  # a cold vLLM compiles for minutes
+            share = 0.9 * min(1.0, c.replica_gpus)  # of each of its GPUs, as a GPU runtime of its own takes
+            handle = ray.remote(VllmReplica).options(**options).remote(self.spec, c.replica_host, self.lora_rank, vllm, share)
+        else:
+            handle = ray.remote(PolicyReplica).options(**options).remote(self.spec, c.replica_host, max(1, int(c.replica_cpus)),
+                                                                         c.replica_batch_rows)
         try:
-            info = await asyncio.wait_for(handle.start.remote(), c.start_timeout_s)
+            info = await asyncio.wait_for(handle.start.remote(), timeout)
         except asyncio.TimeoutError:
             ray.kill(handle)
-            raise UserError(f"a policy replica did not start within {c.start_timeout_s:g} s (`ray status` shows what the "
+            raise UserError(f"a policy replica did not start within {timeout:g} s (`ray status` shows what the "
                             "cluster is short of); raise cluster.start_timeout_s or free the resources it asks for") from None
         if "error" in info:
             await retire(handle)
@@ -260,13 +327,13 @@ class PolicyReplicas:
             return
         self.serving.remove(replica)
         try:
-            await asyncio.wait_for(replica.actor.ping.remote(), PING_TIMEOUT_S)
+            alive = await asyncio.wait_for(replica.actor.ping.remote(), PING_TIMEOUT_S)
         except (RayActorError, asyncio.TimeoutError):
-            pass
-        else:  # alive after all (a dropped connection): back into service
+            alive = False
+        if alive:  # after all (a dropped connection): back into service
             await self._join(replica)
             return
-        ray.kill(replica.actor)
+        await retire(replica.actor)  # (a VllmReplica whose vLLM died closes what it holds)
         self.restarts += 1
         self.say(f"policy replica {replica.name} (pid {replica.pid} on node {replica.node[:8]}) died; starting another")
         task = self.loop.create_task(self._replace(replica))  # the request that saw it die goes on meanwhile, on another replica

@@ -31,21 +31,30 @@ if TYPE_CHECKING:
 
 
 class TrainerActor:
-    """A Ray actor holding a GRPOTrainer over its own copy of the base model."""
+    """A Ray actor holding a GRPOTrainer over its own copy of the base model: on CPU, or with `gpu`
+    Unsloth's (mcprl.backends.gpu_training) on the GPU Ray gave it."""
 
-    def __init__(self, model_spec: str, lora: Any, adapter: dict[str, bytes] | None, threads: int, dtype: str):
+    def __init__(self, model_spec: str, lora: Any, adapter: dict[str, bytes] | None, threads: int, dtype: str, gpu: bool):
         import torch
 
         from mcprl import weights
-        from mcprl.train.grpo import GRPOTrainer
 
         torch.set_num_threads(threads)
         self.dir = Path(tempfile.mkdtemp(prefix="mcprl-trainer-"))
         if adapter is not None:
             for name, data in adapter.items():
                 (self.dir / name).write_bytes(data)
-        self.trainer = GRPOTrainer(weights.load_model(model_spec, dtype=dtype), weights.load_tokenizer(model_spec), lora,
-                                   adapter_dir=self.dir if adapter is not None else None)
+        adapter_dir = self.dir if adapter is not None else None
+        if gpu:
+            from mcprl.backends.gpu_training import UnslothSettings, load_trainer
+
+            # Ray set CUDA_VISIBLE_DEVICES to this actor's GPU: torch's device 0
+            self.trainer = load_trainer(weights.resolve(model_spec), lora, adapter_dir, UnslothSettings(dtype=dtype), 0)
+        else:
+            from mcprl.train.grpo import GRPOTrainer
+
+            self.trainer = GRPOTrainer(weights.load_model(model_spec, dtype=dtype), weights.load_tokenizer(model_spec), lora,
+                                       adapter_dir=adapter_dir)
 
     def where(self) -> dict[str, Any]:
         return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "dir": str(self.dir)}
@@ -89,9 +98,9 @@ class RemoteTrainer:
 
     def _start(self, checkpoint: Path | None) -> None:
         config, model = self.config, self.trainable
-        actor = ray.remote(TrainerActor).options(num_cpus=config.trainer_cpus, max_restarts=0)
+        actor = ray.remote(TrainerActor).options(num_cpus=config.trainer_cpus, num_gpus=config.trainer_gpus, max_restarts=0)
         self.actor = actor.remote(model.base_model, model.lora, None if checkpoint is None else adapter_files(checkpoint),
-                                  max(1, int(config.trainer_cpus)), self.dtype)
+                                  max(1, int(config.trainer_cpus)), self.dtype, config.trainer_gpus > 0)
         try:
             self.where = ray.get(self.actor.where.remote(), timeout=config.start_timeout_s)
         except ray.exceptions.GetTimeoutError:
