@@ -1,5 +1,5 @@
 """Policy replicas on a Ray cluster (`[cluster] policy_replicas = N`): N replica actors, each
-behind its own OpenAI-compatible endpoint (`PolicyReplica`: our CPU engine; `VllmReplica`, with
+behind its own OpenAI-compatible endpoint (`EngineReplica`: our CPU engine; `VllmReplica`, with
 `replica_gpus > 0`: vLLM on the GPUs Ray gave it), and `PolicyReplicas`, the driver's side, which
 the Runtime drives as its `Server` (mcprl.backends.base): `base_url` is the proxy in front of the
 replicas (mcprl.cluster.router), and `load_adapter`/`unload_adapter` reach every replica.
@@ -43,35 +43,29 @@ if TYPE_CHECKING:
 PING_TIMEOUT_S = 10  # a replica that does not answer a ping in this long is taken for dead
 
 
-class PolicyReplica:
-    """A Ray actor: the engine serving the base model from `model_spec` on `host` (a random port), with
-    the adapters it is sent. Its methods run one at a time; the endpoint serves on its own thread."""
+class ReplicaActor:
+    """What every replica actor does around its server: start it and say where it runs (or, in one
+    line, what failed), write each adapter it is sent into its own directory, delete them at the end.
+    A kind of replica says how it serves (`serve`, `load`, `unload`, `running`, `stop`). Its methods
+    run one at a time."""
 
-    def __init__(self, model_spec: str, host: str, threads: int, max_batch_rows: int):
-        self.spec, self.host, self.threads, self.max_batch_rows = model_spec, host, threads, max_batch_rows
+    def __init__(self, model_spec: str, host: str):
+        self.spec, self.host = model_spec, host
         self.dir = Path(tempfile.mkdtemp(prefix="mcprl-replica-"))
-        self.engine = self.endpoint = None
 
     def start(self) -> dict[str, Any]:
-        """Load the model and serve it: where this replica runs and its endpoint, or what failed."""
-        import torch
-
-        from mcprl.serving.engine import Engine
-        from mcprl.serving.local import LocalServer
-
+        """Serve the base model: where this replica runs and its endpoint, or what failed."""
         where = {"node": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(), "pid": os.getpid(),
                  "dir": str(self.dir)}
-        torch.set_num_threads(self.threads)
+        key = secrets.token_urlsafe(24)
         try:
-            self.engine = Engine(self.spec, max_batch_rows=self.max_batch_rows)
-            key = secrets.token_urlsafe(24)
-            self.endpoint = LocalServer(self.engine, host=self.host, api_key=key)
+            port = self.serve(key)
         except UserError as e:
             return {**where, "error": str(e)}
         except Exception as e:  # e.g. a model directory transformers cannot read: said in one line by the driver
             return {**where, "error": f"{type(e).__name__}: {e}"}
         host = where["ip"] if self.host in ("0.0.0.0", "::") else self.host
-        return {**where, "url": f"http://{host}:{self.endpoint.port}/v1", "key": key}
+        return {**where, "url": f"http://{host}:{port}/v1", "key": key}
 
     def load_adapter(self, name: str, files: dict[str, bytes]) -> None:
         """Write the adapter's files into this replica's own directory and serve them as `name`."""
@@ -79,76 +73,110 @@ class PolicyReplica:
         out.mkdir(parents=True, exist_ok=True)
         for file, data in files.items():
             (out / file).write_bytes(data)
-        self.engine.load_adapter(name, out)
+        self.load(name, out)
 
     def unload_adapter(self, name: str) -> None:
-        self.engine.unload_adapter(name)
+        self.unload(name)
         shutil.rmtree(self.dir / name.replace("/", "_"), ignore_errors=True)
 
     def ping(self) -> bool:
-        return True
+        """Whether it still serves (the actor answering is not enough where the server is a process)."""
+        return self.running()
 
     def close(self) -> None:
         """Stop serving and delete the adapters written here (a replica that is killed outright leaves them)."""
-        if self.endpoint is not None:
-            self.endpoint.close()
+        self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    # -- the override points --
+    def serve(self, key: str) -> int:
+        """Start serving behind `key`; the port."""
+        raise NotImplementedError
 
-class VllmReplica:
+    def load(self, name: str, path: Path) -> None:
+        raise NotImplementedError
+
+    def unload(self, name: str) -> None:
+        raise NotImplementedError
+
+    def running(self) -> bool:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+
+class EngineReplica(ReplicaActor):
+    """A Ray actor: our engine serving the base model from `model_spec` on `host` (a random port), with
+    the adapters it is sent; the endpoint serves on its own thread."""
+
+    def __init__(self, model_spec: str, host: str, threads: int, max_batch_rows: int):
+        super().__init__(model_spec, host)
+        self.threads, self.max_batch_rows = threads, max_batch_rows
+        self.engine = self.endpoint = None
+
+    def serve(self, key: str) -> int:
+        import torch
+
+        from mcprl.serving.engine import Engine
+        from mcprl.serving.local import LocalServer
+
+        torch.set_num_threads(self.threads)
+        self.engine = Engine(self.spec, max_batch_rows=self.max_batch_rows)
+        self.endpoint = LocalServer(self.engine, host=self.host, api_key=key)
+        return self.endpoint.port
+
+    def load(self, name: str, path: Path) -> None:
+        self.engine.load_adapter(name, path)
+
+    def unload(self, name: str) -> None:
+        self.engine.unload_adapter(name)
+
+    def running(self) -> bool:
+        return True  # the engine runs in the actor's own process
+
+    def stop(self) -> None:
+        if self.endpoint is not None:
+            self.endpoint.close()
+
+
+class VllmReplica(ReplicaActor):
     """A Ray actor: `vllm serve` (a subprocess, mcprl.backends.gpu_serving) on the GPUs Ray gave this
-    actor, serving the base model from `model_spec` and the adapters it is sent; PolicyReplica's methods.
-    It never sleeps (no trainer shares its GPUs), and its server dies with the actor, even a killed
-    one (`VllmServer.start`), so a replacement finds the GPUs free."""
+    actor, serving the base model from `model_spec` and the adapters it is sent. It never sleeps (no
+    trainer shares its GPUs), and its server dies with the actor, even a killed one
+    (`VllmServer.start`), so a replacement finds the GPUs free."""
 
     def __init__(self, model_spec: str, host: str, lora_rank: int, settings: VllmSettings, memory_utilization: float):
-        self.spec, self.host, self.lora_rank, self.settings, self.memory_utilization = model_spec, host, lora_rank, settings, memory_utilization
-        self.dir = Path(tempfile.mkdtemp(prefix="mcprl-replica-"))
+        super().__init__(model_spec, host)
+        self.lora_rank, self.settings, self.memory_utilization = lora_rank, settings, memory_utilization
         self.server: VllmServer | None = None
 
-    def start(self) -> dict[str, Any]:
-        """Start vLLM and wait until it serves: where this replica runs and its endpoint, or what failed."""
+    def serve(self, key: str) -> int:
         from mcprl import weights
         from mcprl.backends.gpu import tool_chat_template, visible_devices
 
-        where = {"node": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(), "pid": os.getpid(),
-                 "dir": str(self.dir)}
-        try:
-            path = weights.resolve(self.spec)
-            # Ray set CUDA_VISIBLE_DEVICES to this actor's GPUs (one, for a share of a GPU)
-            gpus = visible_devices(list(range(max(1, len(ray.get_gpu_ids())))), os.environ.get("CUDA_VISIBLE_DEVICES"))
-            key = secrets.token_urlsafe(24)
-            launch = VllmLaunch(settings=self.settings, model_path=path, served_name=self.spec, host=self.host, port=free_port(self.host),
-                                lora_rank=self.lora_rank, gpus=gpus, gpu_memory_utilization=self.memory_utilization, sleep_mode=False,
-                                chat_template=tool_chat_template(path, self.dir), api_key=key)
-            self.server = VllmServer.start(launch.command(), launch.env(os.environ), self.dir / "vllm.log", launch.base_url, key)
-            anyio.run(self.server.wait_ready, self.settings.startup_timeout_s)
-        except UserError as e:
-            return {**where, "error": str(e)}
-        except Exception as e:  # e.g. a model directory transformers cannot read: said in one line by the driver
-            return {**where, "error": f"{type(e).__name__}: {e}"}
-        host = where["ip"] if self.host in ("0.0.0.0", "::") else self.host
-        return {**where, "url": f"http://{host}:{launch.port}/v1", "key": key}
+        path = weights.resolve(self.spec)
+        # Ray set CUDA_VISIBLE_DEVICES to this actor's GPUs (one, for a share of a GPU)
+        gpus = visible_devices(list(range(max(1, len(ray.get_gpu_ids())))), os.environ.get("CUDA_VISIBLE_DEVICES"))
+        launch = VllmLaunch(settings=self.settings, model_path=path, served_name=self.spec, host=self.host, port=free_port(self.host),
+                            lora_rank=self.lora_rank, gpus=gpus, gpu_memory_utilization=self.memory_utilization, sleep_mode=False,
+                            chat_template=tool_chat_template(path, self.dir), api_key=key)
+        self.server = VllmServer.start(launch.command(), launch.env(os.environ), self.dir / "vllm.log", launch.base_url, key)
+        anyio.run(self.server.wait_ready, self.settings.startup_timeout_s)
+        return launch.port
 
-    def load_adapter(self, name: str, files: dict[str, bytes]) -> None:
-        out = self.dir / name.replace("/", "_")
-        out.mkdir(parents=True, exist_ok=True)
-        for file, data in files.items():
-            (out / file).write_bytes(data)
-        anyio.run(self.server.load_adapter, name, out)
+    def load(self, name: str, path: Path) -> None:
+        anyio.run(self.server.load_adapter, name, path)
 
-    def unload_adapter(self, name: str) -> None:
+    def unload(self, name: str) -> None:
         anyio.run(self.server.unload_adapter, name)
-        shutil.rmtree(self.dir / name.replace("/", "_"), ignore_errors=True)
 
-    def ping(self) -> bool:
-        """Whether vLLM still runs (the actor answering is not enough)."""
+    def running(self) -> bool:
         return self.server is not None and self.server.process is not None and self.server.process.poll() is None
 
-    def close(self) -> None:
+    def stop(self) -> None:
         if self.server is not None:
             self.server.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 async def retire(actor: Any, grace_s: float = 10) -> None:
@@ -251,7 +279,7 @@ class PolicyReplicas:
             share = 0.9 * min(1.0, c.replica_gpus)  # of each of its GPUs, as a GPU runtime of its own takes
             handle = ray.remote(VllmReplica).options(**options).remote(self.spec, c.replica_host, self.lora_rank, vllm, share)
         else:
-            handle = ray.remote(PolicyReplica).options(**options).remote(self.spec, c.replica_host, max(1, int(c.replica_cpus)),
+            handle = ray.remote(EngineReplica).options(**options).remote(self.spec, c.replica_host, max(1, int(c.replica_cpus)),
                                                                          c.replica_batch_rows)
         try:
             info = await asyncio.wait_for(handle.start.remote(), timeout)
