@@ -138,6 +138,11 @@ async def test_paths_in_the_command_mean_what_they_mean_where_it_was_given(tmp_p
         assert (await discover(spec, workdir=tmp_path)).names() == ["tool_0", "tool_1"]
     # a bare program name is looked up in PATH, as a shell would; a word naming nothing here stays a word
     assert ServerSpec.parse("serve -m server --tools 2").command == ["serve", "-m", "server", "--tools", "2"]
+    # a module of this directory is not found from the run's own: the error says where it ran and what fixes it
+    with pytest.raises(UserError, match=r"No module named server.*by hand to see why \(it started in a directory of the run's own, "
+                                        r"not here: --cwd DIR starts it in DIR\)$"):
+        await discover(ServerSpec.parse("python -m server --tools 2"), workdir=tmp_path)
+    assert (await discover(ServerSpec.parse("python -m server --tools 2", cwd="."), workdir=tmp_path)).names() == ["tool_0", "tool_1"]
 
 
 async def test_a_server_that_crashes_mid_call_raises_server_gone_promptly_and_closes_quietly():

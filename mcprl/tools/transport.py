@@ -224,14 +224,17 @@ def _diagnose_stdio(conn: Connection, errors: list[BaseException], timed_out: bo
             f"{spec.target}: the server wrote something that is not MCP JSON-RPC to stdout "
             f"({clip(str(conn.stream_error), 200)}){said}; is this an MCP stdio server (logs go to stderr)?"
         )
+    # A server that needs the directory it was given in (`python -m my_server`, `uv run ...` of a
+    # project) fails in the run's own: say so, since by hand, there, it works.
+    where = "" if spec.cwd else " (it started in a directory of the run's own, not here: --cwd DIR starts it in DIR)"
     if timed_out:
         return UserError(
             f"{spec.target}: no MCP handshake within {spec.connect_timeout:g} s{said}; "
-            "check that the command starts an MCP server on stdio"
+            f"check that the command starts an MCP server on stdio{where}"
         )
     return UserError(
         f"{spec.target}: the server exited before completing the MCP handshake{said}; "
-        "run the command by hand to see why"
+        f"run the command by hand to see why{where}"
     )
 
 
