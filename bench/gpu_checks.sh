@@ -4,10 +4,12 @@
 #
 #   bench/gpu_checks.sh MODEL_DIR [SECONDS [CHECK...]]   # SECONDS: the whole budget, default 570
 #
-# CHECKs, in the order given (default: tests smoke ray trl):
+# CHECKs, in the order given (default: tests smoke constrained ray trl):
 #   tests  the suite's GPU tests: tests/test_gpu_backend.py (vLLM's command line, our tool-parser
 #          plugin inside vLLM), tests/test_backend_contract.py on vLLM + Unsloth, tests/test_gpu_unsloth.py
 #   smoke  bench/gpu_smoke.sh MODEL_DIR 10 (`mcprl train` against the calculator server)
+#   constrained  the same, 5 steps with --constrain-tool-calls: vLLM's grammar-masked logprobs, the
+#          trainer rescoring those turns itself (rescored_tokens in each step's row)
 #   ray    3 steps of `mcprl train --cluster ray` on this one GPU: a vLLM policy replica on half of
 #          it, the trainer actor (Unsloth) on the other half (needs ray: the project's gpu-wheels.txt)
 #   trl    bench/gpu_grpo_vs_trl.py (our GPU step against TRL's colocated vLLM)
@@ -16,10 +18,10 @@
 # them for the others). Logs go to $OUT (else a temporary directory); the last lines are a summary.
 set -uo pipefail
 
-MODEL_DIR=${1:?usage: bench/gpu_checks.sh MODEL_DIR [SECONDS [tests|smoke|ray|trl ...]]}
+MODEL_DIR=${1:?usage: bench/gpu_checks.sh MODEL_DIR [SECONDS [tests|smoke|constrained|ray|trl ...]]}
 BUDGET=${2:-570}
 shift $(( $# < 2 ? $# : 2 ))
-CHECKS=("${@:-tests smoke ray trl}")
+CHECKS=("${@:-tests smoke constrained ray trl}")
 CHECKS=(${CHECKS[*]})
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 LOGS=${OUT:-$(mktemp -d -t mcprl-gpu-checks-XXXX)}
@@ -54,13 +56,15 @@ for c in "${CHECKS[@]}"; do
     tests) check "GPU tests" 120 gpu_tests.log env MCPRL_GPU_TEST_MODEL="$MODEL_DIR" "$PY" -m pytest -s -q -rA -p no:cacheprovider \
              --durations=15 tests/test_gpu_backend.py tests/test_backend_contract.py tests/test_gpu_unsloth.py ;;
     smoke) check "smoke, 10 steps" 150 gpu_smoke.log env MCPRL_GPU_PYTHON="$PY" bash bench/gpu_smoke.sh "$MODEL_DIR" 10 ;;
+    constrained) check "smoke, 5 steps, constrained tool calls" 130 gpu_constrained.log env MCPRL_GPU_PYTHON="$PY" \
+             bash bench/gpu_smoke.sh "$MODEL_DIR" 5 --constrain-tool-calls ;;
     ray)   check "ray: vLLM replica + Unsloth trainer actor, 3 steps" 180 gpu_ray.log env MCPRL_HOME="$(mktemp -d)" \
              RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 "$PY" -m mcprl.cli train --server "$PY -m mcprl.servers.calculator" --tasks calculator \
              --model "$MODEL_DIR" --name ray-gpu --steps 3 --group-size 4 --groups-per-step 2 --eval-every 0 --val-size 8 \
              --cluster ray --rollout-workers 2 --worker-cpus 1 --policy-replicas 1 --replica-cpus 2 --replica-gpus 0.5 \
              --trainer-actor --trainer-cpus 2 --trainer-gpus 0.5 ;;
     trl)   check "mcprl vs TRL" 240 gpu_grpo_vs_trl.log "$PY" bench/gpu_grpo_vs_trl.py --model "$MODEL_DIR" --steps 3 --warmup 1 --out "$LOGS" ;;
-    *)     echo "unknown check $c (tests, smoke, ray, trl)"; exit 2 ;;
+    *)     echo "unknown check $c (tests, smoke, constrained, ray, trl)"; exit 2 ;;
   esac
 done
 

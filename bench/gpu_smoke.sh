@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU smoke run, one command on a machine with an NVIDIA GPU:
 #
-#   bench/gpu_smoke.sh MODEL_DIR [STEPS]      e.g. bench/gpu_smoke.sh "$MODEL_DIR" 10
+#   bench/gpu_smoke.sh MODEL_DIR [STEPS [TRAIN_FLAG...]]   e.g. bench/gpu_smoke.sh "$MODEL_DIR" 10
+#                                                          or bench/gpu_smoke.sh "$MODEL_DIR" 5 --constrain-tool-calls
 #
 # Uses the Python that already imports vllm, unsloth and mcprl (MCPRL_GPU_PYTHON, else python3)
 # when there is one, else installs the gpu extra into a venv of its own (MCPRL_GPU_VENV, default
@@ -12,8 +13,9 @@
 # Logs go to $OUT when set (gpu_smoke_train.log, gpu_smoke_vllm.log), else to a temporary directory.
 set -euo pipefail
 
-MODEL_DIR=${1:?usage: bench/gpu_smoke.sh MODEL_DIR [STEPS]}
+MODEL_DIR=${1:?usage: bench/gpu_smoke.sh MODEL_DIR [STEPS [TRAIN_FLAG...]]}
 STEPS=${2:-3}
+EXTRA=("${@:3}")  # more `mcprl train` flags
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 VENV=${MCPRL_GPU_VENV:-$REPO/.venv-gpu}
 TORCH=${MCPRL_GPU_TORCH:-2.11.0}  # the CUDA torch to install a venv with (vLLM 0.26; 2.13.0 gives vLLM 0.32)
@@ -58,7 +60,7 @@ trap 'kill $SMI 2>/dev/null || true; cp "$MCPRL_HOME"/default/smoke/vllm.log "$L
 echo "== mcprl train: $STEPS steps on $MODEL_DIR (log: $LOGS/gpu_smoke_train.log)"
 START=$(date +%s)
 (cd "$REPO" && "$PY" -m mcprl.cli train --server "$PY -m mcprl.servers.calculator" --tasks calculator --model "$MODEL_DIR" \
-  --name smoke --steps "$STEPS" --group-size 4 --groups-per-step 2 --eval-every 0 --val-size 8) 2>&1 | tee "$LOGS/gpu_smoke_train.log"
+  --name smoke --steps "$STEPS" --group-size 4 --groups-per-step 2 --eval-every 0 --val-size 8 "${EXTRA[@]}") 2>&1 | tee "$LOGS/gpu_smoke_train.log"
 echo "== wall time: $(( $(date +%s) - START )) s"
 kill $SMI 2>/dev/null || true
 
@@ -72,7 +74,7 @@ rows = [json.loads(p.read_text()) for p in states]
 rows = [r for r in rows if r.get("step", 0) > 0]
 if not rows:
     sys.exit(f"error: no trained checkpoints under {home}; see the train log")
-cols = ["train_seconds", "swap_seconds", "sleep_seconds", "wake_seconds", "peak_gpu_memory_gb", "loss", "trained"]
+cols = ["train_seconds", "swap_seconds", "sleep_seconds", "wake_seconds", "peak_gpu_memory_gb", "loss", "trained", "rescored_tokens"]
 print("step  " + "  ".join(f"{c:>18}" for c in cols))
 for r in rows:
     m = r["metrics"]
