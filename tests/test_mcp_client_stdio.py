@@ -136,8 +136,11 @@ async def test_paths_in_the_command_mean_what_they_mean_where_it_was_given(tmp_p
         spec = ServerSpec.parse(target)
         assert spec.command[0] != "bin/serve" and str(project) in " ".join(spec.command)
         assert (await discover(spec, workdir=tmp_path)).names() == ["tool_0", "tool_1"]
-    # a bare program name is looked up in PATH, as a shell would; a word naming nothing here stays a word
+    # a bare program name is looked up in PATH, as a shell would; a word naming nothing here, or a
+    # directory by its bare name, stays a word; a directory written as a relative path does not
     assert ServerSpec.parse("serve -m server --tools 2").command == ["serve", "-m", "server", "--tools", "2"]
+    assert ServerSpec.parse("docker run -i bin").command[1:] == ["run", "-i", "bin"]
+    assert ServerSpec.parse("files ./bin .").command[1:] == [str(project / "bin"), str(project)]
     # a module of this directory is not found from the run's own: the error says where it ran and what fixes it
     with pytest.raises(UserError, match=r"No module named server.*by hand to see why \(it started in a directory of the run's own, "
                                         r"not here: --cwd DIR starts it in DIR\)$"):

@@ -61,7 +61,7 @@ class ServerSpec(BaseModel):
         A command starting with `python`/`python3` runs the current interpreter, so the shipped
         servers (`python -m mcprl.servers.inventory`) work whether or not the venv is activated.
         Without `cwd` a stdio server runs in a directory of the run's own, so a path in the command
-        that exists here (`python server.py`, `./bin/serve`) is made absolute.
+        (a file here, `python server.py`, or a relative path, `./bin/serve`) is made absolute.
         """
         target = target.strip()
         if transport not in TRANSPORT_CHOICES:
@@ -112,11 +112,16 @@ def _argv(command: str) -> list[str]:
 
 
 def _from_here(arg: str, program: bool = False) -> str:
-    """`arg` as an absolute path when it names a file or directory relative to the current directory
-    (`server.py`, `build/index.js`; a program only with a slash, as a shell looks a bare name up in PATH)."""
-    if arg.startswith("-") or os.path.isabs(arg) or (program and "/" not in arg) or not os.path.exists(arg):
+    """`arg` as an absolute path when it is one relative to the current directory: a file here
+    (`server.py`, `build/index.js`), or a path written as relative (`.`, `./data`, `../srv`). A
+    directory's bare name stays a word (`docker run mcp/fetch` names an image, whatever is here), and
+    a program's bare name too (a shell looks it up in PATH)."""
+    explicit = arg in (".", "..") or arg.startswith(("./", "../"))
+    if program and "/" not in arg:
         return arg
-    return os.path.abspath(arg)
+    if explicit and os.path.exists(arg) or not os.path.isabs(arg) and os.path.isfile(arg):
+        return os.path.abspath(arg)
+    return arg
 
 
 def _pairs(values: Mapping[str, str] | Iterable[str] | None, sep: str, option: str, example: str) -> dict[str, str]:
