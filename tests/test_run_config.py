@@ -5,6 +5,7 @@ into their sections."""
 import inspect
 import json
 import typing
+from pathlib import Path
 
 import pytest
 from cli_runner import run_cli
@@ -240,3 +241,9 @@ def test_every_command_that_connects_to_a_server_takes_the_same_server_flags():
         found = server_options(command)
         # eval's help leaves out the defaults: they are the run's own
         assert {k: v[1] for k, v in found.items()} == {k: v[1] for k, v in expected.items()}, name
+
+
+@pytest.mark.parametrize("example", sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.toml")), ids=lambda p: p.name)
+def test_the_shipped_run_files_load(example):
+    """A run file under examples/ is one a user copies: every key in it is a setting, every value valid."""
+    assert load_config(example, {}).server.target
