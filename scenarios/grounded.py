@@ -49,7 +49,7 @@ from mcprl.judges.verify import holds_answer, normalize_text, numbers
 from mcprl.scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall, may_write, source_call
 from mcprl.scenarios.phrasing import (ARGS_ASKS, ASKS, DOES, FORMULA_ASKS, NAME_ASKS, TOPIC_ASKS, args_text, formula,
                                      instruction, noun_of, phrase, quoted)
-from mcprl.scenarios.results import MESSAGE, result_data, result_records, result_values, sentence_fields
+from mcprl.scenarios.results import MESSAGE, result_data, result_records, result_values, sentence_fields, server_text
 from mcprl.types import Scenario
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: 
         if any(c.is_error for c in chain):
             continue
         data = result_data(call.text, call.structured)
-        answer = _answer(str(data) if data is not None else call.text) if data is None or isinstance(data, (str, int, float)) else None
+        answer = _answer(str(data) if data is not None else server_text(call.text)[0]) if data is None or isinstance(data, (str, int, float)) else None
         said = [str(v) for v in call.arguments.values()]
         # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer
         echo = isinstance(answer, str) and any(v and normalize_text(v) in normalize_text(answer) for v in said)
@@ -287,6 +287,8 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
                 continue
             number = _number_of(value, words=1) if isinstance(value, str) else None  # a field's value states a number, or a name
             answer = value if number is None else number
+            if holds_answer(task, answer):  # the record was named by what states the answer ("the sum 'The sum of 10 and 20 is 30.'")
+                continue
             out.append(_scenario(task, answer, chain, "field", field=normalize_text(field), given=given))
     return out
 

@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from mcprl.tools.convert import untruncated
+from mcprl.tools.convert import PLACEHOLDER, untruncated
 
 
 MESSAGE = re.compile(r"[^\n|]*\w \w[^\n|]*[.!]")  # a result that is one sentence ("No items match."): a message, not data
@@ -32,6 +32,14 @@ def result_data(text: str, structured: Any) -> Any:
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             return None
     return None
+
+
+def server_text(text: str) -> tuple[str, bool]:
+    """A rendered result's text as the server wrote it, and whether the client cut it: without our
+    truncation marker, and without the placeholders we write for content that is not text
+    (`[image/png, 4 KB]`: a size of ours is no value of the server's)."""
+    text, cut = untruncated(text)
+    return PLACEHOLDER.sub("", text), cut
 
 
 def flatten(data: Any, key: str = "") -> list[tuple[str, Any]]:
@@ -65,7 +73,7 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
                 out.append(("", cell.strip()))
         return out
 
-    text, cut = untruncated(text)
+    text, cut = server_text(text)
     lines = [line for line in text.splitlines()[:200] if line.strip()]
     if cut and len(lines) > 1:
         lines.pop()  # cut mid-record: not a record

@@ -207,6 +207,23 @@ def test_a_task_that_states_a_value_needs_no_call_that_found_it():
     assert [c.tool for c in _needed("What is the stock of the item with sku SKU-3000?", [listing, write, read])] == ["update_stock", "get_item"]
 
 
+def test_no_task_is_answered_by_our_rendering_or_by_its_own_wording():
+    """Seen on @modelcontextprotocol/server-everything: an image's placeholder (`[image/png, 4 KB]`,
+    written by our client) gave the answer 4, and a one-sentence result named its own record
+    ('What is the sum of the sum "The sum of 10 and 20 is 30."?')."""
+    from mcprl.judges.verify import holds_answer
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+
+    image = ExploredCall(index=0, session=0, tool="get-tiny-image", arguments={},
+                         text="Here's the image you requested:\n[image/png, 4 KB]\nThe image above is the MCP logo.")
+    total = ExploredCall(index=1, session=0, tool="get-sum", arguments={"a": 10, "b": 20}, text="The sum of 10 and 20 is 30.")
+    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=[image, total]), {"get-sum": "Returns the sum of two numbers."},
+                                                        seed=seed)]
+    assert not [t for t in tasks if t.metadata["reference"][-1]["tool"] == "get-tiny-image"]
+    assert tasks and all(t.answer == 30 and not holds_answer(t.task, 30) for t in tasks), [t.task for t in tasks]
+
+
 def test_a_listing_cut_by_max_result_chars_grounds_each_field_in_its_own_record():
     """A long listing is cut mid-record, and the client says so on a last line: neither the cut
     record nor that line is a record, the rest is still a listing (not one record whose keys repeat,

@@ -174,6 +174,10 @@ def _size(n_bytes: int) -> str:
     return f"{n_bytes / (1024 * 1024):.1f} MB"
 
 
+# What `result_text` writes for content that is not text: `[image/png, 4 KB]`, `[audio content]`.
+PLACEHOLDER = re.compile(r"\[[\w.+-]+/[\w.+-]+, \d+(?:\.\d+)? (?:B|KB|MB)\]|\[\w+ content\]")
+
+
 def _placeholder(mime: str | None, b64: str) -> str:
     n_bytes = len(b64) * 3 // 4 - b64[-2:].count("=") if b64 else 0
     return f"[{mime or 'application/octet-stream'}, {_size(n_bytes)}]"
