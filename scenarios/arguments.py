@@ -46,6 +46,10 @@ FORMAT_HINTS: tuple[tuple[re.Pattern[str], Callable[[random.Random], str]], ...]
     (re.compile(r"\bur[li]\b", re.I), lambda rng: "https://example.com"),
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z']{3,}")  # a word of four letters or more ("SKU-5222" has none)
+# A file's or a folder's path inside a value ("/srv/data", "notes/a.txt" in "[FILE] notes/a.txt"), and the
+# words that name a parameter taking one
+PATH = re.compile(r"(?<![\w/])(?:~?/[\w.@-]+(?:/[\w.@-]+)*/?|(?:[\w@-][\w.@-]*/)*[\w@-][\w@-]*\.[A-Za-z]\w{0,5})(?![\w/])")
+PATH_WORDS = {"path", "paths", "file", "files", "filename", "filepath", "dir", "directory", "folder", "source", "destination"}
 SQL = re.compile(r"\bsql\b|\bselect\b", re.I)
 
 
@@ -107,6 +111,9 @@ class ArgumentWriter:
                 return f"SELECT * FROM {pick.value} LIMIT 5", f"result:{pick.call}", pick.call
         if hit := self.from_results(name, schema, kinds, examples, seen):
             return hit.value, f"result:{hit.call}", hit.call
+        item = schema.get("items")
+        if "array" in kinds and isinstance(item, dict) and (hit := self.from_results(name, item, _kinds(item), _examples(item), seen)):
+            return [hit.value], f"result:{hit.call}", hit.call  # a list of one value a result held ("paths": ["notes/a.txt"])
         if examples and self.rng.random() < 0.7:
             return self.rng.choice(examples), "example", None
         if "default" in schema:
@@ -127,10 +134,13 @@ class ArgumentWriter:
         # words a person would search for: a name's or a subject's, not an id's or a date's
         free = [v for v in fits if isinstance(v.value, str) and 1 <= len(v.value.split()) <= 8 and _WORD.search(v.value)
                 and words & {"query", "q", "search", "text", "name", "term", "keyword", "keywords", "title", "topic"}]
+        # a path parameter takes a path a result held (a folder a listing named, a file in "[FILE] a.txt")
+        paths = [v.model_copy(update={"value": m.group()}) for v in fits if isinstance(v.value, str) and words & PATH_WORDS
+                 for m in [PATH.search(v.value)] if m]
         # a number parameter may take any number a result gave (a computed value fed on)
         numeric = [v for v in fits if "string" not in kinds and _number(str(v.value)) is not None]
         # a search takes words of a name before a value of its example's shape ('drill' has a category's shape too)
-        for pool, chance in ((by_name, 0.85), (free, 0.85), (by_shape, 0.85), (numeric, 0.4)):
+        for pool, chance in ((by_name, 0.85), (paths, 1.0), (free, 0.85), (by_shape, 0.85), (numeric, 0.4)):
             if pool and self.rng.random() < chance:
                 pick = self.rng.choice(pool)
                 said = pick.value.split() if isinstance(pick.value, str) else []

@@ -48,7 +48,7 @@ from pydantic import BaseModel, Field
 from mcprl.judges.verify import holds_answer, normalize_text, numbers
 from mcprl.scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall, may_write, source_call
 from mcprl.scenarios.phrasing import (ARGS_ASKS, ASKS, DOES, FORMULA_ASKS, NAME_ASKS, TOPIC_ASKS, args_text, formula,
-                                     instruction, noun_of, phrase, quoted)
+                                     instruction, noun_of, phrase, quoted, value_text)
 from mcprl.scenarios.results import MESSAGE, result_data, result_records, result_values, sentence_fields, server_text
 from mcprl.types import Scenario
 
@@ -58,6 +58,8 @@ if TYPE_CHECKING:
 MAX_ANSWER_WORDS = 8  # a longer value is prose, not an answer a check can hold
 FIELDS_PER_RESULT = 3  # field tasks made from one result, at most
 ANSWER_WORDS = 12  # words an answer may add around the value ("The confirmation code of the email is ZOE67V.")
+BASE64 = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
+NOTHING = re.compile(r"\W*(?:no\b.{0,30}\b(?:found|match(?:es|ed)?|results?)|nothing(?: found)?|not found|none|null|\[\]|\{\})\W*", re.I)
 
 
 class GroundingReport(BaseModel):
@@ -88,7 +90,8 @@ def _answer(text: str) -> Any | None:
     """The answer a short result gives: its one number when it has exactly one, else the text
     itself when it is short; None when it is not an answer a check can hold."""
     text = text.strip()
-    if " | " in text or MESSAGE.fullmatch(text):  # a row of a listing, or a message ("No items match.")
+    # a row of a listing, a message ("No items match."), or a search that found nothing ("No matches found")
+    if " | " in text or MESSAGE.fullmatch(text) or NOTHING.fullmatch(text):
         return None
     if (number := _number_of(text)) is not None:
         return number
@@ -98,9 +101,11 @@ def _answer(text: str) -> Any | None:
 
 
 def _holds(value: Any) -> bool:
-    """Whether a value can be an answer: short, and with something a check can hold."""
+    """Whether a value can be an answer: short, with something a check can hold, and not encoded
+    bytes (a file's base64 `blob`: no one asks for it)."""
     text = str(value).strip()
-    return bool(normalize_text(text)) and len(text.split()) <= MAX_ANSWER_WORDS and len(numbers(text)) <= 1
+    return (bool(normalize_text(text)) and len(text.split()) <= MAX_ANSWER_WORDS and len(numbers(text)) <= 1
+            and not BASE64.fullmatch(text))
 
 
 def _chain(calls: list[ExploredCall], call: ExploredCall) -> list[ExploredCall]:
@@ -206,7 +211,7 @@ def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: 
             continue
         data = result_data(call.text, call.structured)
         answer = _answer(str(data) if data is not None else server_text(call.text)[0]) if data is None or isinstance(data, (str, int, float)) else None
-        said = [str(v) for v in call.arguments.values()]
+        said = [value_text(v) for v in call.arguments.values()]
         # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer
         echo = isinstance(answer, str) and any(v and normalize_text(v) in normalize_text(answer) for v in said)
         if answer is not None and not echo and not holds_answer(" ".join(said), answer):
@@ -245,7 +250,7 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
         keys = Counter(k for record in records for k in {k for k, _ in record if k})
         records = [[(k, v) if keys[k] == len(records) else ("", f"{k}: {v}" if k else v) for k, v in record] for record in records]
     noun = noun_of(call.tool)
-    said = normalize_text(" ".join(map(str, call.arguments.values())))
+    said = normalize_text(" ".join(map(value_text, call.arguments.values())))
     # prose (a message's body, a description) may state labelled values of its own: "Tracking number: 1Z99."
     # ("Confirmation code", "ZOE67V. Flight SW 764 ...") stands for ("Confirmation code", "ZOE67V"), and keeps the rest
     records = [list(dict.fromkeys(pair for k, v in record for pair in _stated(k, v))) for record in records]
@@ -260,7 +265,8 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
         twice = {k for k, n in Counter(k for k, _ in record).items() if n > 1}
         labelled = [(k, v) for k, v in record if k and k not in twice and (call.tool, k) not in constant
                     and _holds(v) and normalize_text(str(v)) not in said]
-        names = [v for k, v in record if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v)
+        # (a line that introduces what follows, "README.md:", names it without its colon; markup, "# Project", names nothing)
+        names = [v.rstrip(":") for k, v in record if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v) and v[:1].isalnum()
                  and 1 <= len(v.split()) <= MAX_ANSWER_WORDS and not re.search(r"@|://", v)
                  and (not k or k.lower() in {"name", "title", "subject", "label"})]
         names.sort(key=lambda v: (" " not in v, bool(re.search(r"\d", v))))  # names before codes
@@ -280,7 +286,7 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
                 task = _worded(NAME_ASKS if bare else NAME_ASKS[:1], label, asked).format(field=asked, noun=noun, name=label)
                 given = [label]
             elif not listing and call.arguments:
-                given = [str(v) for v in call.arguments.values()]
+                given = [value_text(v) for v in call.arguments.values()]
                 asks = ARGS_ASKS if len(given) == 1 else ARGS_ASKS[:1]
                 task = _worded(asks, given, asked).format(field=asked, noun=noun, args=args_text(call.arguments), values=quoted(given[0]))
             else:

@@ -25,7 +25,14 @@ def first_sentence(description: str) -> str:
     return first.rstrip(".!? ")
 
 
+def value_text(value: Any) -> str:
+    """A value as a person writes it: a list as its items ("a.txt, b.txt"), not Python's repr of it."""
+    return ", ".join(value_text(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
+
+
 def quoted(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(quoted(v) for v in value)
     return f'"{value}"' if isinstance(value, str) and (not value or " " in value or not value[0].isalnum()) else str(value)
 
 

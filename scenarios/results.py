@@ -17,10 +17,11 @@ MESSAGE = re.compile(r"[^\n|]*\w \w[^\n|]*[.!]")  # a result that is one sentenc
 
 
 def result_data(text: str, structured: Any) -> Any:
-    """The data a result holds: its structured content (unless that only wraps plain text), else
-    its text read as JSON or as a Python literal (servers that print `repr()`); None for text."""
-    if structured is not None and not (isinstance(structured, dict) and set(structured) == {"result"}
-                                       and isinstance(structured["result"], str)):
+    """The data a result holds: its structured content (unless that only wraps plain text:
+    `{"result": "..."}`, `{"content": "..."}`), else its text read as JSON or as a Python literal
+    (servers that print `repr()`); None for text."""
+    if structured is not None and not (isinstance(structured, dict) and len(structured) == 1
+                                       and isinstance(next(iter(structured.values())), str)):
         return structured
     try:
         return json.loads(text)

@@ -53,6 +53,37 @@ def test_results_are_read_as_records_and_arguments_take_the_shape_their_descript
     assert source == "schema" and len(time_of_day) == 5 and time_of_day[2] == ":"
 
 
+def test_a_file_servers_paths_come_from_its_results_and_its_files_ground_tasks():
+    """Seen on @modelcontextprotocol/server-filesystem, which grounded no task: every `path` was the
+    word "path". Now a path parameter (or a list of them) takes a path a result held, a result that
+    wraps its text (`{"content": "..."}`) is read as that text, a list argument is phrased as its
+    items, and neither a file's base64 blob nor a search that found nothing is an answer."""
+    import random
+
+    from mcprl.scenarios.arguments import ArgumentWriter, SeenValue
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+
+    seen = [SeenValue(value="/srv/docs", field="", call=0), SeenValue(value="[FILE] README.md", field="", call=1)]
+    writer = ArgumentWriter(random.Random(0))
+    picked = {writer.value("path", {"type": "string", "description": "The path"}, seen)[0] for _ in range(20)}
+    assert picked == {"/srv/docs", "README.md"}
+    many, source, _ = writer.value("paths", {"type": "array", "items": {"type": "string"}}, seen[1:])
+    assert many == ["README.md"] and source == "result:1"
+
+    text = "README.md:\n# Project\nOwner: Dana Reyes\n"
+    read = ExploredCall(index=0, session=0, tool="read_multiple_files", arguments={"paths": ["README.md"]}, text=text,
+                        structured={"content": text})
+    media = ExploredCall(index=1, session=0, tool="read_media_file", arguments={"path": "README.md"}, text="[text/plain, 43 B]",
+                         structured={"blob": "IyBQcm9qZWN0Ck93bmVyOiBEYW5hIFJleWVzClZlcnNpb246IDIuNC4xCg==", "mimeType": "text/plain"})
+    search = ExploredCall(index=2, session=0, tool="search_files", arguments={"path": "/srv/docs", "pattern": "budget"}, text="No matches found")
+    tasks = [t for seed in range(6) for t in candidates(Exploration(calls=[read, media, search]), {}, seed=seed)]
+    asked = {(t.task, t.answer) for t in tasks}
+    assert ("What is the owner of the file with paths README.md?", "Dana Reyes") in asked
+    assert {answer for _, answer in asked} == {"Dana Reyes", "text/plain"}, asked
+    assert not [task for task, _ in asked if "['" in task or "# " in task or "README.md:" in task], asked
+
+
 def test_which_tools_may_write():
     assert not may_write({"name": "delete_everything", "annotations": {"readOnlyHint": True}})
     assert may_write({"name": "get_item", "annotations": {"destructiveHint": True}})
