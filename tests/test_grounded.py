@@ -96,6 +96,16 @@ def test_which_tools_may_write():
     assert names_a_file(["python", "-m", "mcprl.servers.inventory"]) is None and names_a_file(["python", str(SHOP)]) is None
 
 
+def test_which_result_texts_report_an_error():
+    from mcprl.tools.convert import reports_error
+
+    for text in ("Error: Database error", "ValueError: boom", "Database error: near \"2026\": syntax error",
+                 "notes.txt: Error - ENOENT: no such file or directory", "/srv/a: Error - EISDIR: illegal operation", '{"error": "not found"}'):
+        assert reports_error(text), text
+    for text in ("a.txt:\nhello\n---\nb.txt: Error - ENOENT", "status: error", "found: 0 errors", "price: 12"):
+        assert not reports_error(text), text
+
+
 async def test_a_result_that_reports_an_error_in_its_text_is_an_error():
     from mcprl.judges.shaping import call_stages
 

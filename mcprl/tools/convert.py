@@ -212,12 +212,14 @@ def result_text(result: dict[str, Any], limit: int) -> str:
 
 
 # A result that reports an error in its text without MCP's `isError` ("Database error: near
-# \"2026\": syntax error", "ValueError: ...", {"error": "not found"}): the first line opens with an
-# error word, or names one before a colon within its first few words, or the whole result is a
-# JSON object whose only keys are error fields. A listing whose later lines mention errors is data.
+# \"2026\": syntax error", "ValueError: ...", "notes.txt: Error - ENOENT: ...", {"error": "not found"}):
+# the first line opens with an error word, or names one before a colon within its first few words, or
+# says it of what it names ("NAME: Error - ..."), or the whole result is a JSON object whose only keys
+# are error fields. A listing whose later lines mention errors is data.
 _ERROR_OPENING = re.compile(
     r"^\W*(?:error|exception|traceback|fatal|failed|failure)\b"
-    r"|^[\w .'-]{0,40}?\b\w*(?:error|exception)\b\s*[:!]",
+    r"|^[\w .'-]{0,40}?\b\w*(?:error|exception)\b\s*[:!]"
+    r"|^[^\s:]{1,80}:\s+(?:error|exception)\b\s*[:!-]",
     re.IGNORECASE,
 )
 _ERROR_KEYS = {"error", "errors", "error_message", "message", "detail", "code", "status"}
