@@ -48,7 +48,7 @@ FORMAT_HINTS: tuple[tuple[re.Pattern[str], Callable[[random.Random], str]], ...]
 _WORD = re.compile(r"[A-Za-z][A-Za-z']{3,}")  # a word of four letters or more ("SKU-5222" has none)
 # A file's or a folder's path inside a value ("/srv/data", "notes/a.txt" in "[FILE] notes/a.txt"), and the
 # words that name a parameter taking one
-PATH = re.compile(r"(?<![\w/])(?:~?/[\w.@-]+(?:/[\w.@-]+)*/?|(?:[\w@-][\w.@-]*/)*[\w@-][\w@-]*\.[A-Za-z]\w{0,5})(?![\w/])")
+PATH = re.compile(r"(?<![\w/@])(?:~?/[\w.@-]+(?:/[\w.@-]+)*/?|(?:[\w-][\w.-]*/)*[\w-]+\.[A-Za-z]\w{0,5})(?![\w/@])")
 PATH_WORDS = {"path", "paths", "file", "files", "filename", "filepath", "dir", "directory", "folder", "source", "destination"}
 SQL = re.compile(r"\bsql\b|\bselect\b", re.I)
 
