@@ -58,8 +58,7 @@ class TaskSet:
 def _registered() -> dict[str, list[EntryPoint]]:
     found = {name: [ep] for name, ep in SHIPPED.items()}
     for ep in entry_points(group=GROUP):
-        if ep.value != getattr(SHIPPED.get(ep.name), "value", None):  # (an install of mcprl from before SHIPPED registers them too)
-            found.setdefault(ep.name, []).append(ep)
+        found.setdefault(ep.name, []).append(ep)
     return found
 
 

@@ -25,6 +25,7 @@ import secrets
 import shutil
 import tempfile
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 PING_TIMEOUT_S = 10  # a replica that does not answer a ping in this long is taken for dead
 
 
-class ReplicaActor:
+class ReplicaActor(ABC):
     """What every replica actor does around its server: start it and say where it runs (or, in one
     line, what failed), write each adapter it is sent into its own directory, delete them at the end.
     A kind of replica says how it serves (`serve`, `load`, `unload`, `running`, `stop`). Its methods
@@ -88,22 +89,24 @@ class ReplicaActor:
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    # -- the override points --
+    # -- what each kind of replica says --
+    @abstractmethod
     def serve(self, key: str) -> int:
         """Start serving behind `key`; the port."""
-        raise NotImplementedError
 
+    @abstractmethod
     def load(self, name: str, path: Path) -> None:
-        raise NotImplementedError
+        """Serve the adapter in `path` as `name`."""
 
-    def unload(self, name: str) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def unload(self, name: str) -> None: ...
 
+    @abstractmethod
     def running(self) -> bool:
-        raise NotImplementedError
+        """Whether the server still runs."""
 
-    def stop(self) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def stop(self) -> None: ...
 
 
 class EngineReplica(ReplicaActor):
