@@ -40,7 +40,7 @@ def autorl_command(
 
     from mcprl.autorl.run import plan
     from mcprl.cli.train_cmd import print_summary, run_with_progress
-    from mcprl.run_config import load_config
+    from mcprl.run.config import load_config
 
     cfg = load_config(None, {
         **overrides(given, SERVER_FLAGS), "steps": steps, "scenarios.n": n, "model": model,

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from mcprl.errors import UserError, first_problem
 from mcprl.llm import LOCAL_MODEL
 from mcprl.paths import model_dir
-from mcprl.run_config import RunConfig
+from mcprl.run.config import RunConfig
 from mcprl.types import Scenario, ToolSchema, load_jsonl
 
 TASK, SYSTEM_PROMPT, INPUTS, RUBRIC = "task.txt", "system_prompt.txt", "inputs.jsonl", "rubric.md"
@@ -134,7 +134,7 @@ async def autorl(task: str, *, gen_model: str = LOCAL_MODEL, api_base: str | Non
     `settings` are RunConfig fields, sections as dicts (`steps=3, scenarios={"n": 8},
     rollout={"max_turns": 2}`); `api_base` serves both `gen_model` and the judge. Returns
     TrainingRun's summary."""
-    from mcprl.runner import TrainingRun
+    from mcprl.run.runner import TrainingRun
 
     judge = {**settings.pop("judge", {}), **({"api_base": api_base} if api_base else {})}
     try:

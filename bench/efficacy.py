@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mcprl.run_config import load_saved, read_run_file
+from mcprl.run.config import load_saved, read_run_file
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,7 +8,7 @@ answer (shaping's evidence stage), and success. A prompt change is measured with
 
 RUN_NAME is a run of `--project` (its step-0 checkpoint, demonstration and held-out split); the
 prompt is rendered by the code this is run from, so two checkouts compare two prompts. `--rebuild`
-builds the demonstration anew with this checkout's mcprl.demonstration, from the run's training
+builds the demonstration anew with this checkout's mcprl.run.demonstration, from the run's training
 scenarios, the base model writing the calls (the run's offline generator). First calls are counted
 overall and by the first tool each held-out scenario names (`by_expected`).
 """
@@ -29,10 +29,11 @@ ROOT = Path(__file__).resolve().parent.parent
 async def first_calls(name: str, server: str, project: str, samples: int, rebuild: bool, constrain: bool, out: Path | None = None) -> dict:
     from mcprl.judges import VerifyJudge, score_groups
     from mcprl.judges.shaping import STAGES, agent_messages, tool_use_score
-    from mcprl import agents, demonstration
-    from mcprl.evaluate import resolve_checkpoint, run_settings
-    from mcprl.gather import gather_trajectory_groups
-    from mcprl.model import Model
+    from mcprl.rollout import agents
+    from mcprl.run import demonstration
+    from mcprl.run.evaluate import resolve_checkpoint, run_settings
+    from mcprl.rollout.gather import gather_trajectory_groups
+    from mcprl.model.trainable import Model
     from mcprl.paths import model_dir
     from mcprl.serving.engine import Engine
     from mcprl.serving.local import LocalServer

@@ -29,7 +29,7 @@ EVAL_SEED = 9001  # the held-out tasks' seed: no run trains on it
 
 def main() -> None:
     from mcprl import tasks
-    from mcprl.evaluate import evaluate, run_settings
+    from mcprl.run.evaluate import evaluate, run_settings
     from mcprl.train import checkpoints
 
     ap = argparse.ArgumentParser()

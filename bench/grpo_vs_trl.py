@@ -34,7 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from mcprl import memory
+from mcprl.model import memory
 
 MODEL = "smollm2-135m"
 PROMPTS = [
@@ -86,7 +86,7 @@ def report(**fields: Any) -> None:
 def run_mcprl(args: argparse.Namespace) -> None:
     import torch
 
-    from mcprl import weights
+    from mcprl.model import weights
     from mcprl.serving.sampler import SampleRequest, sample
     from mcprl.train.config import LoraSettings, TrainConfig
     from mcprl.train.grpo import GRPOTrainer
@@ -127,7 +127,7 @@ def run_trl(args: argparse.Namespace) -> None:
     from transformers import AutoModelForCausalLM, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from mcprl import weights
+    from mcprl.model import weights
 
     class TurnTaking(TrainerCallback):
         """Wait for the turn before each optimizer step (generation, scoring, 4 forward/backward
@@ -255,7 +255,7 @@ def main() -> None:
         return
 
     from mcprl.train.grpo import GRPOTrainer
-    from mcprl.weights import resolve_dtype
+    from mcprl.model.weights import resolve_dtype
 
     args.dtype = resolve_dtype(args.dtype)
     args.micro_batch_tokens = args.micro_batch_tokens or GRPOTrainer.default_micro_batch_tokens

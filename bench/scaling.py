@@ -30,13 +30,14 @@ async def measure(args: argparse.Namespace) -> list[dict]:
     import ray
 
     from mcprl.judges import VerifyJudge, score_groups
-    from mcprl import agents, tasks
+    from mcprl import tasks
+    from mcprl.rollout import agents
     from mcprl.backends.local import LocalBackend
     from mcprl.cluster import ClusterConfig
     from mcprl.cluster.ray_engine import RayRollouts
-    from mcprl.gather import gather_trajectory_groups
-    from mcprl.model import TrainableModel
-    from mcprl.rollout import RolloutConfig
+    from mcprl.rollout.gather import gather_trajectory_groups
+    from mcprl.model.trainable import TrainableModel
+    from mcprl.rollout.loop import RolloutConfig
     from mcprl.tools import ToolPool
     from mcprl.tools.discovery import ServerConfig
     from mcprl.train.config import TrainConfig

@@ -104,7 +104,7 @@ def main() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import torch
 
-    from mcprl import weights
+    from mcprl.model import weights
     from mcprl.serving.engine import Engine
     from mcprl.serving.local import LocalServer
 

@@ -3,7 +3,7 @@
     python bench/structured.py [--model smollm2-135m] [--max-tokens 96] [--reps 3] [--tool-calls]
 
 `--tool-calls` measures the rollouts' grammar instead (`RolloutConfig.constrain_tool_calls`):
-`mcprl.chat_format.tool_call_format` over the 9 tools of a real server (memory), so the rows write
+`mcprl.model.chat_format.tool_call_format` over the 9 tools of a real server (memory), so the rows write
 free text under the grammar, and any `<tool_call>` they start must become a valid call.
 
 Fairness: both sides run the engine's sampler on the same prompts (eight different user turns,
@@ -53,7 +53,7 @@ def main() -> None:
     engine = Engine(args.model)
     schemas = json.loads(SCHEMAS.read_text())["schemas"]
     if args.tool_calls:
-        from mcprl.chat_format import tool_call_format
+        from mcprl.model.chat_format import tool_call_format
 
         tools = [{"type": "function", "function": {"name": t.split("/")[1], "parameters": s}}
                  for t, s in schemas.items() if t.startswith("memory/")]

@@ -106,7 +106,7 @@ def main() -> None:
     ap.add_argument("--only", default=",".join(LIBRARIES))
     args = ap.parse_args()
 
-    from mcprl import weights
+    from mcprl.model import weights
 
     tok = weights.load_tokenizer(args.model)
     vocab = len(tok)

@@ -9,7 +9,7 @@ verifier and takes one GRPO step on the exact tokens the agent sampled.
 import anyio
 
 from mcprl import LocalBackend, TrainableModel, TrainConfig, gather_trajectory_groups
-from mcprl.langgraph import create_mcp_agent
+from mcprl.rollout.langgraph import create_mcp_agent
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.servers.calculator import tasks
 

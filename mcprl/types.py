@@ -64,7 +64,7 @@ class Generation(BaseModel):
     ones, which the trainer does not use: on the GPU runtime it computes these turns' old-policy
     logprobs itself (`GRPOTrainer.step`, `rescore_constrained`).
     `written`: not sampled but written by the run (a grounded task's reference chain given to a
-    group no rollout solved, mcprl.runner); `logprobs` are then placeholders and the trainer scores
+    group no rollout solved, mcprl.run.runner); `logprobs` are then placeholders and the trainer scores
     these tokens itself before the update, as the policy that would have had to sample them.
     `message_index` points at the assistant message in `Trajectory.messages` this generation produced.
     `model` is the served name that sampled it (`NAME@STEP`: the policy version); `replica`, the
@@ -104,7 +104,7 @@ class Trajectory(BaseModel):
     # the asynchronous pipeline trains it at a later step s only while s - policy_version <= K.
     policy_version: int | None = None
     # Not a rollout: the run wrote the messages from this index on (a grounded task's reference chain,
-    # given to a group no rollout solved, mcprl.runner); the trainer tokenizes them (Generation.written).
+    # given to a group no rollout solved, mcprl.run.runner); the trainer tokenizes them (Generation.written).
     written_from: int | None = None
 
     def log(self, line: str) -> None:

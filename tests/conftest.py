@@ -32,7 +32,7 @@ def smollm2_dir() -> Path:
     old = os.environ.get("MCPRL_HOME")
     os.environ["MCPRL_HOME"] = str(SHARED_HOME)
     try:
-        from mcprl import weights
+        from mcprl.model import weights
 
         return weights.pull("smollm2-135m")
     finally:
@@ -56,7 +56,7 @@ def tiny_model_dir(smollm2_dir: Path, tmp_path_factory) -> Path:
         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
         tie_word_embeddings=True,
     )
-    from mcprl.chat_format import tool_template
+    from mcprl.model.chat_format import tool_template
 
     tok.chat_template = tool_template()
     torch.manual_seed(0)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from mcprl.model import Model
+from mcprl.model.trainable import Model
 from mcprl.serving.engine import Engine
 from mcprl.serving.local import LocalServer
 from mcprl.serving.sampler import Sampled

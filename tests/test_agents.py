@@ -1,4 +1,4 @@
-"""Every kind of agent records the same things through `mcprl.recording`: the plain loop, the
+"""Every kind of agent records the same things through `mcprl.rollout.recording`: the plain loop, the
 prebuilt LangGraph agent and a user's agent on the plain OpenAI SDK (given as module:function),
 against our real endpoint (the tiny model, or scripted sampling) and a real MCP server; and
 `agents.load` names them, with one-line errors for a bad spec."""
@@ -7,9 +7,9 @@ import copy
 
 import pytest
 
-from mcprl import agents
+from mcprl.rollout import agents
 from mcprl.errors import UserError
-from mcprl.rollout import RolloutConfig
+from mcprl.rollout.loop import RolloutConfig
 from mcprl.serving.engine import Engine
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario
@@ -56,7 +56,7 @@ def _without_seconds(metrics):
 
 
 async def test_every_kind_records_the_sampled_tokens_and_logprobs(tiny_model_dir):
-    from mcprl.model import Model
+    from mcprl.model.trainable import Model
     from mcprl.serving.local import LocalServer
 
     config = RolloutConfig(temperature=0.7, top_p=0.9, max_tokens=8)
@@ -80,7 +80,7 @@ async def test_every_kind_records_the_sampled_tokens_and_logprobs(tiny_model_dir
 @pytest.mark.parametrize("kind", KINDS)
 async def test_each_kind_records_tool_calls_and_their_outcomes(tiny_model_dir, kind):
     from mcprl.serving.local import LocalServer
-    from mcprl.model import Model
+    from mcprl.model.trainable import Model
 
     config = RolloutConfig()
     replies = [call("multiply", a=17, b=25), "The answer is 425."]
@@ -121,7 +121,7 @@ async def test_every_kind_counts_tool_errors_and_malformed_calls_alike(tiny_mode
 
 
 async def test_a_user_agent_failing_or_untrainable_fails_only_its_rollout(tiny_model_dir):
-    from mcprl.model import Model
+    from mcprl.model.trainable import Model
     from mcprl.serving.local import LocalServer
     from scripted_policy import NoPromptIds
 
@@ -151,8 +151,8 @@ async def test_a_tool_agent_subclass_loads_as_an_agent(tiny_model_dir):
 
 
 def test_load_names_the_builtin_agents():
-    from mcprl.langgraph import react_agent
-    from mcprl.rollout import ToolAgent, rollout
+    from mcprl.rollout.langgraph import react_agent
+    from mcprl.rollout.loop import ToolAgent, rollout
 
     assert agents.load("plain") is rollout and agents.load("langgraph") is react_agent
     assert isinstance(agents.load("user_agents:OneTurn"), ToolAgent)

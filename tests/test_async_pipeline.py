@@ -8,8 +8,8 @@ import anyio
 import pytest
 
 from mcprl.errors import UserError
-from mcprl.pipeline import Pipeline, split_stale
-from mcprl.runner import TrainingRun
+from mcprl.run.pipeline import Pipeline, split_stale
+from mcprl.run.runner import TrainingRun
 from mcprl.types import Trajectory, TrajectoryGroup
 
 
@@ -129,7 +129,7 @@ async def test_the_server_keeps_the_adapters_of_the_last_k_plus_1_steps(home, ti
 
 def train_run(name: str, k: int, tiny_model_dir, run_class=None, resume: bool = False, **settings) -> tuple[list[dict], "Path"]:
     """A 2-step run of the tiny model against the calculator server, in this process; its train rows."""
-    from mcprl.run_config import load_config
+    from mcprl.run.config import load_config
 
     cfg = load_config(None, {"server.target": "python -m mcprl.servers.calculator", "scenarios.tasks": "calculator", "scenarios.n": 12,
                              "scenarios.val_size": 1, "group_size": 2, "groups_per_step": 2, "max_extra_groups": 0, "seed": 3,

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mcprl.attention import small_attention
+from mcprl.model.attention import small_attention
 
 
 def _reference(q, k, v, mask, is_causal):
@@ -75,7 +75,7 @@ def test_model_with_mcprl_attention_matches_sdpa(tiny_model_dir):
     transformers' own sdpa: same logits on a left-padded batch, same next-token logits from a cache."""
     from transformers import AutoModelForCausalLM
 
-    from mcprl import weights
+    from mcprl.model import weights
 
     ours = weights.load_model(str(tiny_model_dir), dtype="float32")
     assert ours.config._attn_implementation == "mcprl_sdpa"

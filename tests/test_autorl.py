@@ -9,7 +9,7 @@ from fake_llm import FakeLLM, message_text
 from mcprl.autorl.generate import generate_inputs, generate_rubric, generate_system_prompt
 from mcprl.autorl.run import autorl_dir, plan
 from mcprl.errors import UserError
-from mcprl.run_config import RunConfig
+from mcprl.run.config import RunConfig
 from mcprl.types import Scenario, load_jsonl
 
 pytestmark = pytest.mark.anyio

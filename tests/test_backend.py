@@ -92,7 +92,7 @@ def test_unregistered_model_says_how_to_fix():
 
 
 def test_dtype_auto_follows_the_hardware_and_can_be_forced(monkeypatch, tiny_model_dir):
-    from mcprl import weights
+    from mcprl.model import weights
 
     monkeypatch.delenv("MCPRL_DTYPE", raising=False)
     assert weights.resolve_dtype("auto") == ("bfloat16" if weights.native_bf16() else "float32")

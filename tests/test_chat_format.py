@@ -1,6 +1,6 @@
 import json
 
-from mcprl.chat_format import parse_tool_calls, tool_template
+from mcprl.model.chat_format import parse_tool_calls, tool_template
 
 TOOLS = [{"type": "function", "function": {"name": "add", "description": "Add", "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}}]
 

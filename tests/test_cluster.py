@@ -57,8 +57,8 @@ def train_in_process(home: Path, tiny_model_dir: Path, name: str, during=None, k
     """A 2-step run of the tiny model against the calculator server (in this process: no second
     interpreter to start), its rollouts up to `k` steps ahead of training (train.max_off_policy_steps);
     `during(run)` runs beside it. Returns the run's directory."""
-    from mcprl.run_config import load_config
-    from mcprl.runner import TrainingRun
+    from mcprl.run.config import load_config
+    from mcprl.run.runner import TrainingRun
 
     cfg = load_config(None, {"server.target": "python -m mcprl.servers.calculator", "scenarios.tasks": "calculator", "scenarios.n": 12,
                              "scenarios.val_size": 1, "group_size": 2, "groups_per_step": 2, "max_extra_groups": 0, "seed": 3,
@@ -173,7 +173,7 @@ def test_a_node_without_the_server_command_is_named(cluster, home, monkeypatch, 
 
 
 def test_without_the_cluster_engine_nothing_imports_ray():
-    code = "import sys, mcprl.cli.main, mcprl.runner, mcprl.run_config; assert not [m for m in sys.modules if m.split('.')[0] == 'ray']"
+    code = "import sys, mcprl.cli.main, mcprl.run.runner, mcprl.run.config; assert not [m for m in sys.modules if m.split('.')[0] == 'ray']"
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
 
 

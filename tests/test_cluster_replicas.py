@@ -77,7 +77,7 @@ def test_a_request_a_dead_replica_cannot_answer_goes_to_another():
 
 def test_policy_replicas_without_the_ray_engine_is_an_error():
     from mcprl.errors import UserError
-    from mcprl.run_config import load_config
+    from mcprl.run.config import load_config
 
     with pytest.raises(UserError, match=r"policy_replicas runs the policy on Ray actors: set cluster.engine"):
         load_config(None, {"cluster.policy_replicas": 2})
@@ -90,7 +90,7 @@ def test_policy_replicas_without_the_ray_engine_is_an_error():
 ])
 def test_gpu_settings_that_cannot_work_together_are_one_line(settings, message):
     from mcprl.errors import UserError
-    from mcprl.run_config import load_config
+    from mcprl.run.config import load_config
 
     with pytest.raises(UserError, match=message):
         load_config(None, {"cluster.engine": "ray", **{f"cluster.{k}": v for k, v in settings.items()}})

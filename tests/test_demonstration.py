@@ -1,4 +1,4 @@
-"""The task-shaped demonstration (mcprl.demonstration): built from a real training scenario against
+"""The task-shaped demonstration (mcprl.run.demonstration): built from a real training scenario against
 a real MCP server, with the generator (a local HTTP stand-in here) constrained by the tool's schema."""
 
 import json
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fake_llm import FakeLLM, Reply
 
-from mcprl import demonstration
+from mcprl.run import demonstration
 from mcprl.errors import UserError
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario

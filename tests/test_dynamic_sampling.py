@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fake_llm import FakeLLM
 
-from mcprl.runner import extra_scenarios, learnable, step_batch
+from mcprl.run.runner import extra_scenarios, learnable, step_batch
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 
 

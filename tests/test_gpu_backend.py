@@ -25,7 +25,7 @@ from mcprl.backends.gpu import (
 )
 from mcprl.backends.gpu_serving import TOOL_PARSER_PLUGIN, VllmLaunch, VllmSettings, lora_rank_bucket
 from mcprl.backends.gpu_training import UnslothGRPOTrainer, lora_arguments
-from mcprl.chat_format import tool_template
+from mcprl.model.chat_format import tool_template
 from mcprl.errors import UserError
 from mcprl.train.config import LoraSettings
 from mcprl.train.grpo import GRPOTrainer
@@ -119,7 +119,7 @@ def test_a_runs_runtime_and_lora_settings_reach_the_gpu_runtime(monkeypatch, cap
     from mcprl.backends.gpu_serving import VllmSettings
     from mcprl.backends.gpu_training import UnslothSettings
     from mcprl.cli import train_cmd
-    from mcprl.runner import TrainingRun
+    from mcprl.run.runner import TrainingRun
 
     seen = {}
 
@@ -274,7 +274,7 @@ def test_unsloth_trainer_keeps_the_wrapped_model_and_its_checkpointing(tiny_mode
 
 # ---- the tool-call parser vLLM runs: ours, as a plugin ------------------------------------------
 # Replies from the GPU run of SmolLM2-135M that vLLM's hermes parser left as text ("Extra data",
-# "string indices must be integers") and mcprl.chat_format.parse_tool_calls reads.
+# "string indices must be integers") and mcprl.model.chat_format.parse_tool_calls reads.
 HERMES_REJECTS = [
     '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\nI will add the numbers.\n</tool_call>',
     '<tool_call>\n{"name": "add", "arguments": "{\\"a\\": 2, \\"b\\": 3}"}\n</tool_call>',
@@ -290,7 +290,7 @@ def test_vllm_parses_tool_calls_with_our_parser():
     code = f"""
 import json
 from vllm.tool_parsers import ToolParserManager
-from mcprl.chat_format import parse_tool_calls
+from mcprl.model.chat_format import parse_tool_calls
 ToolParserManager.import_tool_parser({str(TOOL_PARSER_PLUGIN)!r})
 extract = ToolParserManager.get_tool_parser("mcprl").extract_tool_calls
 out = []

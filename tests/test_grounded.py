@@ -159,7 +159,7 @@ async def test_writes_stay_inside_a_fresh_session(shop_grounded):
 async def test_a_write_is_a_task_checked_by_reading_back_the_rollouts_own_session(shop_grounded, tiny_model_dir):
     from scripted_policy import call, scripted_endpoint
 
-    from mcprl.rollout import rollout
+    from mcprl.rollout.loop import rollout
 
     exploration, tasks, _ = shop_grounded
     # exploring repeated the session's earlier reads after the write: the cart's size went 0 -> 1
@@ -376,7 +376,7 @@ async def test_the_generator_writes_arguments_where_only_the_schema_gave_values(
 
 
 async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_reference_call(tmp_path):
-    from mcprl.demonstration import settle
+    from mcprl.run.demonstration import settle
     from mcprl.scenarios.source import ScenarioConfig, run_scenarios
 
     async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
@@ -394,8 +394,8 @@ async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_refer
     assert holds_answer(shown.metadata["reference"][0]["result"], shown.answer)  # the reference keeps what it returned
 
     # demonstrations = "per-tool": one reference call per tool a chain starts with, each scenario shown one
-    from mcprl.demonstration import from_reference
-    from mcprl.rollout import RolloutConfig, initial_messages
+    from mcprl.run.demonstration import from_reference
+    from mcprl.rollout.loop import RolloutConfig, initial_messages
 
     per, kept = from_reference(train, train, seed=0, per_tool=True)
     first_tools = {s.metadata["reference"][0]["tool"] for s in train}
@@ -465,7 +465,7 @@ async def test_a_task_follows_its_most_focused_chain_and_exploring_draws_from_ev
     in 120 calls), and its searches' words from names. Of the chains that answer one task, the kept
     one has its answer in the fewest records (a lookup, not a listing's line), and the
     demonstration is a one-record read, never a write."""
-    from mcprl.demonstration import from_reference
+    from mcprl.run.demonstration import from_reference
     from mcprl.scenarios.explore import Exploration, ExploredCall
     from mcprl.scenarios.grounded import candidates, select
     from mcprl.scenarios.results import result_records

@@ -153,7 +153,7 @@ def test_packed_mask_isolates_branches():
 
 @pytest.fixture
 def trainer(tiny_model_dir):
-    from mcprl import weights
+    from mcprl.model import weights
 
     torch.manual_seed(0)
     # float32: these tests compare numbers exactly; bfloat16 (the default on CPUs with native support) runs in test_bf16_step
@@ -246,9 +246,9 @@ async def test_on_policy_ratio_is_one_at_the_sampling_temperature_and_top_p(trai
     float32 each token's ratio is 1 to within 1e-5 in log space: the two passes differ only in
     summation order (KV-cached decoding vs one pass over the sequence), a few float32 ulps of an
     O(10) logsumexp, ~1e-6; a wrong temperature or top-p is off by orders of magnitude more."""
-    from mcprl import weights
-    from mcprl.model import Model
-    from mcprl.rollout import RolloutConfig, rollout
+    from mcprl.model import weights
+    from mcprl.model.trainable import Model
+    from mcprl.rollout.loop import RolloutConfig, rollout
     from mcprl.serving.engine import Engine
     from mcprl.serving.local import LocalServer
     from mcprl.types import Scenario
@@ -284,7 +284,7 @@ async def test_on_policy_ratio_is_one_at_the_sampling_temperature_and_top_p(trai
 
 def test_bf16_step(tiny_model_dir):
     """The default on CPUs with native bfloat16: frozen base in bfloat16, LoRA weights in float32."""
-    from mcprl import weights
+    from mcprl.model import weights
 
     torch.manual_seed(0)
     trainer = GRPOTrainer(weights.load_model(str(tiny_model_dir), dtype="bfloat16"), weights.load_tokenizer(str(tiny_model_dir)), LoraSettings(rank=4, alpha=8))
@@ -344,9 +344,9 @@ async def test_top_k_and_min_p_are_recorded_and_scored_as_sampled(trainer, tiny_
     import httpx
     import openai
 
-    from mcprl import weights
-    from mcprl.model import Model
-    from mcprl.recording import Recorder
+    from mcprl.model import weights
+    from mcprl.model.trainable import Model
+    from mcprl.rollout.recording import Recorder
     from mcprl.serving.engine import Engine
     from mcprl.serving.local import LocalServer
     from mcprl.types import Scenario

@@ -28,7 +28,7 @@ LONG = 1500  # tokens: ~20 s of sampling for one row of the tiny model on a shar
 
 @pytest.fixture(scope="module")
 def engine(tiny_model_dir):
-    from mcprl import weights
+    from mcprl.model import weights
 
     return Engine(str(tiny_model_dir), model=weights.load_model(str(tiny_model_dir), dtype="float32"), served_name="tiny")
 
@@ -163,7 +163,7 @@ def test_a_big_body_is_refused_before_it_is_parsed(server):
 def test_the_memory_a_refused_request_took_is_given_back(server):
     """A 4 MB prompt (under the body limit) is parsed, rendered and tokenized before its length
     refuses it; what that took goes back to the system, not held by the allocator."""
-    from mcprl.memory import release
+    from mcprl.model.memory import release
 
     def rss_mb() -> float:
         release()

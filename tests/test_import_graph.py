@@ -9,13 +9,16 @@ import of `mcprl.servers` from outside it, and no import of a module in a higher
                   and the package face `mcprl`, which re-exports names from every layer
 
 A module may import its own layer and the layers below it, except where APART keeps two apart.
-The repository's judges/, scenarios/, servers/ and autorl/ folders install as mcprl.judges, ...
-(pyproject.toml), and are imported by those names only."""
+The repository's judges/, scenarios/, servers/ and autorl/ folders are mcprl.judges, ... (relative
+symlinks in mcprl/), and are imported by those names only."""
 
 from __future__ import annotations
 
 import ast
 import graphlib
+import os
+import subprocess
+import sys
 import textwrap
 import tomllib
 from pathlib import Path
@@ -36,36 +39,25 @@ LAYERS = {
     "mcprl.errors": FOUNDATIONS,
     "mcprl.lazy": FOUNDATIONS,
     "mcprl.paths": FOUNDATIONS,
-    "mcprl.memory": FOUNDATIONS,
-    "mcprl.chat_format": FOUNDATIONS,
-    "mcprl.attention": FOUNDATIONS,
-    "mcprl.weights": FOUNDATIONS,
     "mcprl.version": FOUNDATIONS,
+    "mcprl.model.memory": FOUNDATIONS,
+    "mcprl.model.chat_format": FOUNDATIONS,
+    "mcprl.model.attention": FOUNDATIONS,
+    "mcprl.model.weights": FOUNDATIONS,
     "mcprl.tools": STAGES,
     "mcprl.serving": STAGES,
     "mcprl.llm": STAGES,  # any LLM endpoint, our own in-process one (mcprl.serving) included
     "mcprl.scenarios": STAGES,
     "mcprl.rollout": STAGES,
-    "mcprl.langgraph": STAGES,
-    "mcprl.gather": STAGES,
-    "mcprl.recording": STAGES,
-    "mcprl.agents": STAGES,
-    "mcprl.references": STAGES,  # a grounded task's reference chain as messages (demonstration, unsolved groups)
     "mcprl.judges": STAGES,
     "mcprl.train": STAGES,
     "mcprl.backends": STAGES,
-    "mcprl.model": STAGES,
+    "mcprl.model": STAGES,  # Model and TrainableModel (mcprl.model.trainable); the rest of it is foundations
     "mcprl.tasks": STAGES,
     "mcprl.servers": PLUGINS,
     "mcprl.cli": APPLICATIONS,
     "mcprl.autorl": APPLICATIONS,
-    "mcprl.runner": APPLICATIONS,
-    "mcprl.pipeline": APPLICATIONS,  # the training run's asynchronous pipeline
-    "mcprl.run_config": APPLICATIONS,
-    "mcprl.evaluate": APPLICATIONS,
-    "mcprl.report": APPLICATIONS,
-    "mcprl.metrics": APPLICATIONS,
-    "mcprl.demonstration": APPLICATIONS,
+    "mcprl.run": APPLICATIONS,  # the training run, its settings, evaluation, report, demonstration
     "mcprl.cluster": APPLICATIONS,  # puts the stages on Ray workers; the stages never import Ray
 }
 # Modules placed by their exact name only. The package face `mcprl` resolves its public names on
@@ -76,10 +68,7 @@ EXACT = {"mcprl": APPLICATIONS}
 # Modules the layers would let import each other, kept apart: the rollout and the MCP client are
 # clients of any OpenAI-compatible endpoint (ours, vLLM, a hosted one) and import nothing of our
 # endpoint's; what both sides need (mcprl.types.message_key) sits in a lower layer.
-APART = {
-    ("mcprl.tools", "mcprl.serving"), ("mcprl.rollout", "mcprl.serving"), ("mcprl.recording", "mcprl.serving"),
-    ("mcprl.agents", "mcprl.serving"), ("mcprl.langgraph", "mcprl.serving"), ("mcprl.gather", "mcprl.serving"),
-}
+APART = {("mcprl.tools", "mcprl.serving"), ("mcprl.rollout", "mcprl.serving")}
 
 
 class Import(NamedTuple):
@@ -227,29 +216,46 @@ def test_imports_run_one_way():
 
 
 def test_the_wheel_installs_every_package_under_its_name():
-    """pyproject.toml lists the packages a wheel installs (a folder installs under another name, so
-    setuptools cannot find them): every folder, by the name imported here (mcprl/templates too)."""
+    """pyproject.toml lists the packages a wheel installs: every folder, by the name imported here
+    (mcprl/templates too). The repository's judges/, scenarios/, servers/ and autorl/ are in mcprl/
+    as relative symlinks, so setuptools copies them from there and a checkout imports them by the
+    same names, with no package-dir and no path set at import time."""
     setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert setuptools["package-dir"] == {package: folder for folder, package in PACKAGES.items()}
+    assert "package-dir" not in setuptools
+    for folder in PACKAGES:
+        if folder != "mcprl":
+            assert (REPO / "mcprl" / folder).is_symlink() and os.readlink(REPO / "mcprl" / folder) == f"../{folder}"
     folders = [".".join([package, *d.relative_to(REPO / folder).parts]) for folder, package in PACKAGES.items()
-               for d in [REPO / folder, *(REPO / folder).rglob("*")] if d.is_dir() and d.name != "__pycache__"]
+               for d in [REPO / folder, *(REPO / folder).rglob("*")]
+               if d.is_dir() and not d.is_symlink() and d.name != "__pycache__"]
     assert sorted(setuptools["packages"]) == sorted(folders)
+
+
+def test_only_our_packages_import_under_mcprl(tmp_path):
+    """From a checkout (PYTHONPATH=the repository, run from elsewhere), the four folders import as
+    mcprl.*, and the repository's other folders (tests, bench, docs) do not."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    code = "import mcprl.scenarios, mcprl.judges, mcprl.servers.calculator, mcprl.autorl, mcprl.tasks"
+    subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True)
+    for name in ("tests", "bench", "docs"):
+        run = subprocess.run([sys.executable, "-c", f"import mcprl.{name}"], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert run.returncode != 0 and f"No module named 'mcprl.{name}'" in run.stderr
 
 
 def test_the_check_reports_every_kind_of_break(tmp_path):
     """The checks above on a small tree that breaks every rule once, and keeps to them otherwise."""
     files = {
-        "mcprl/__init__.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from mcprl.runner import run\n",
+        "mcprl/__init__.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from mcprl.run.runner import run\n",
         "mcprl/types.py": "import os\n",
-        "mcprl/errors.py": "def f():\n    from mcprl.runner import run\n",  # upward, lazily
-        "mcprl/runner.py": "from mcprl import types, run_config\nfrom . import tasks\n",
-        "mcprl/run_config.py": "from .runner import run\n",  # closes a cycle
+        "mcprl/errors.py": "def f():\n    from mcprl.run.runner import run\n",  # upward, lazily
+        "mcprl/run/runner.py": "from . import config\nfrom mcprl import types, tasks\n",
+        "mcprl/run/config.py": "from .runner import run\n",  # closes a cycle
         "mcprl/tasks.py": "import mcprl.types\n",
         "mcprl/brand_new.py": "",
         "mcprl/version.py": "",
         "mcprl/tools/transport.py": "from mcprl import __version__\nfrom mcprl.version import __version__\n",  # the face
         "mcprl/serving/prompts.py": "from mcprl.types import Message\n",
-        "mcprl/recording.py": "from mcprl.serving.prompts import key\n",  # kept apart
+        "mcprl/rollout/recording.py": "from mcprl.serving.prompts import key\n",  # kept apart
         "judges/__init__.py": "from mcprl.servers.calculator import tasks\nfrom . import base\n",
         "judges/base.py": "",
         "servers/__init__.py": "",
@@ -263,12 +269,12 @@ def test_the_check_reports_every_kind_of_break(tmp_path):
     assert problems(tmp_path) == [
         "mcprl/brand_new.py: mcprl.brand_new is in no layer; add it (or its package) to LAYERS in tests/test_import_graph.py",
         "tests/test_it.py:2: imports scenarios, which runs from the repository's root only; import mcprl.scenarios",
-        "mcprl/errors.py:2: mcprl.errors (foundations) imports mcprl.runner (applications), a higher layer; import downward only",
-        "mcprl/recording.py:1: mcprl.recording imports mcprl.serving.prompts: mcprl.recording and mcprl.serving are kept apart "
+        "mcprl/errors.py:2: mcprl.errors (foundations) imports mcprl.run.runner (applications), a higher layer; import downward only",
+        "mcprl/rollout/recording.py:1: mcprl.rollout.recording imports mcprl.serving.prompts: mcprl.rollout and mcprl.serving are kept apart "
         "(APART in tests/test_import_graph.py); move what both need to a lower layer",
         "mcprl/tools/transport.py:1: mcprl.tools.transport (stages) imports mcprl (applications), a higher layer; import downward only",
         "judges/__init__.py:1: mcprl.judges imports mcprl.servers.calculator: only servers/ may import mcprl.servers "
         "(plug-ins are found through entry points, e.g. mcprl.tasks)",
-        "import cycle mcprl.run_config -> mcprl.runner -> mcprl.run_config: "
-        "mcprl/run_config.py:1 imports mcprl.runner, mcprl/runner.py:1 imports mcprl.run_config",
+        "import cycle mcprl.run.config -> mcprl.run.runner -> mcprl.run.config: "
+        "mcprl/run/config.py:1 imports mcprl.run.runner, mcprl/run/runner.py:1 imports mcprl.run.config",
     ]

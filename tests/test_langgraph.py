@@ -4,8 +4,8 @@ prebuilt ReAct agent, against the scripted policy endpoint and real MCP servers.
 import anyio
 import pytest
 
-from mcprl.langgraph import create_mcp_agent, init_chat_model, wrap_rollout
-from mcprl.rollout import rollout
+from mcprl.rollout.langgraph import create_mcp_agent, init_chat_model, wrap_rollout
+from mcprl.rollout.loop import rollout
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.train.sequences import trajectory_sequences
 from mcprl.types import Scenario, TrajectoryGroup
@@ -78,7 +78,7 @@ async def test_agent_stops_after_max_turns(tiny_model_dir):
 async def test_the_prebuilt_agent_defaults_to_a_runs_rollout_settings(tiny_model_dir):
     """Without settings, `create_mcp_agent` prompts and samples as a run's plain loop does (RolloutConfig)."""
     from mcprl.errors import UserError
-    from mcprl.rollout import RolloutConfig
+    from mcprl.rollout.loop import RolloutConfig
 
     defaults = RolloutConfig()
     with scripted_endpoint(tiny_model_dir, [call("add", a=1, b=2)] * 8) as (model, engine):
@@ -205,7 +205,7 @@ async def test_failing_user_code_and_dead_server_fail_only_that_rollout(tiny_mod
 async def test_graph_trajectories_train_one_grpo_step(tiny_model_dir):
     import torch
 
-    from mcprl import weights
+    from mcprl.model import weights
     from mcprl.train.config import LoraSettings, TrainConfig
     from mcprl.train.grpo import GRPOTrainer
 
@@ -237,7 +237,7 @@ async def test_generations_carry_the_chat_model_sampling_settings(tiny_model_dir
 
 
 async def test_an_endpoint_without_prompt_token_ids_fails_the_rollout(tiny_model_dir):
-    from mcprl.model import Model
+    from mcprl.model.trainable import Model
     from mcprl.serving.local import LocalServer
     from scripted_policy import NoPromptIds
 

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from mcprl.gather import gather_trajectory_groups
-from mcprl.rollout import RolloutConfig, rollout
+from mcprl.rollout.gather import gather_trajectory_groups
+from mcprl.rollout.loop import RolloutConfig, rollout
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario
 from scripted_policy import scripted_endpoint

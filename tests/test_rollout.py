@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from mcprl.gather import gather_trajectory_groups
-from mcprl.rollout import RolloutConfig, example_arguments, rollout
+from mcprl.rollout.gather import gather_trajectory_groups
+from mcprl.rollout.loop import RolloutConfig, example_arguments, rollout
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.train.sequences import trajectory_sequences
 from mcprl.types import Scenario
@@ -123,7 +123,7 @@ async def test_server_killed_mid_rollout_fails_that_rollout_only(tiny_model_dir)
 async def test_tiny_model_rollout_records_exact_tokens(tiny_model_dir):
     from mcprl.serving.engine import Engine
     from mcprl.serving.local import LocalServer
-    from mcprl.model import Model
+    from mcprl.model.trainable import Model
 
     server = LocalServer(Engine(str(tiny_model_dir), served_name="tiny"))
     try:
@@ -239,7 +239,7 @@ async def test_500_tools_over_the_context_make_a_batch_that_stops_the_run(tiny_m
     """Issue 29.9: a server with 500 tools made every prompt longer than the model's context; every
     rollout failed and the run printed 0.000 and exited 0. Now each episode ends truncated before its
     first turn (nothing sampled), and gather.untrainable names the reason the runner stops with."""
-    from mcprl.gather import untrainable
+    from mcprl.rollout.gather import untrainable
 
     with scripted_endpoint(tiny_model_dir, ["unused"] * 4) as (model, engine):
         async with ToolPool(ServerSpec.parse("python -m mcprl.servers.bare_jsonrpc --tools 500")) as pool:

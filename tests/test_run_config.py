@@ -13,8 +13,8 @@ from pydantic import BaseModel, Field
 
 from mcprl.cli import flags, train_cmd
 from mcprl.errors import UserError
-from mcprl.rollout import RolloutConfig
-from mcprl.run_config import MOVED, RunConfig, load_config, load_saved
+from mcprl.rollout.loop import RolloutConfig
+from mcprl.run.config import MOVED, RunConfig, load_config, load_saved
 from mcprl.train.config import TrainConfig
 
 pytestmark = pytest.mark.anyio
@@ -195,7 +195,7 @@ def test_a_flat_config_json_of_an_earlier_run_loads(tmp_path):
 
 
 async def test_a_resumed_run_keeps_the_demonstration_of_its_flat_config_json(home):
-    from mcprl.runner import TrainingRun
+    from mcprl.run.runner import TrainingRun
 
     run = TrainingRun(RunConfig(name="old", rollout={"demonstration": True}), resume=True, say=lambda _: None)
     run.dir.mkdir(parents=True)
@@ -211,7 +211,7 @@ def test_reading_the_settings_loads_no_sdk_and_the_packages_export_what_they_nam
     import subprocess
     import sys
 
-    code = ("import sys, types, importlib, pkgutil, mcprl.run_config; "
+    code = ("import sys, types, importlib, pkgutil, mcprl.run.config; "
             "print(sorted({'mcp', 'litellm', 'torch'} & set(sys.modules))); "
             "[importlib.import_module(m.name) for p in ('mcprl.tools', 'mcprl.judges', 'mcprl.scenarios') "
             " for m in pkgutil.iter_modules(importlib.import_module(p).__path__, p + '.')]; "

@@ -20,7 +20,7 @@ def engine(tiny_model_dir):
     """float32, so that batch-composition tests compare exact arithmetic: in bfloat16 the rounding
     of a matmul depends on the batch around a row (and on which kernels torch picked earlier in the
     process), which moves logprobs by up to ~1e-3."""
-    from mcprl import weights
+    from mcprl.model import weights
 
     model = weights.load_model(str(tiny_model_dir), dtype="float32")
     return Engine(str(tiny_model_dir), model=model, served_name="tiny", max_batch_rows=64)

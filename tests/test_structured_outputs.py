@@ -58,7 +58,7 @@ def json_schema_format(schema, name="reply", **kw):
 def engine(tiny_model_dir):
     """float32, so that a row's samples do not depend on the batch around it (see test_serving); a
     batch window long enough for two concurrent requests to always share a batch."""
-    from mcprl import weights
+    from mcprl.model import weights
 
     model = weights.load_model(str(tiny_model_dir), dtype="float32")
     return Engine(str(tiny_model_dir), model=model, served_name="tiny", batch_window_s=0.3)
@@ -232,7 +232,7 @@ def test_tool_call_format_leaves_text_free_and_holds_calls_to_the_offered_tools(
     """`tool_call_format`'s structural tag: any text, but a `<tool_call>` must go on as a call of an
     offered tool, written as the template writes it, with arguments valid against that tool's
     schema (no undeclared key); after the call, free text again, and the end of the turn."""
-    from mcprl.chat_format import parse_tool_calls, tool_call_format
+    from mcprl.model.chat_format import parse_tool_calls, tool_call_format
     from mcprl.serving.protocol import ResponseFormat
 
     start = engine.grammars.compile(ResponseFormat.model_validate(tool_call_format(TOOLS)))

@@ -119,7 +119,7 @@ def test_json_object_is_a_json_object(engine):
 
 
 def test_every_dumped_server_compiles_as_a_tool_call_grammar(engine):
-    from mcprl.chat_format import tool_call_format
+    from mcprl.model.chat_format import tool_call_format
 
     servers: dict[str, list[dict]] = {}
     for tool, schema in SCHEMAS.items():
@@ -133,8 +133,8 @@ def test_constrained_tool_calls_of_real_servers_validate(engine):
     """The real model, offered all of a real server's tools under `tool_call_format` (after a one-shot
     demonstration, as in a rollout): every call it completes names an offered tool and its arguments
     validate against that tool's inputSchema."""
-    from mcprl.chat_format import tool_call_format
-    from mcprl.rollout import example_arguments
+    from mcprl.model.chat_format import tool_call_format
+    from mcprl.rollout.loop import example_arguments
 
     servers = ("filesystem", "memory", "github", "notion")  # arrays of objects, enums, anyOf, $defs/$ref
     def request(server: str) -> ChatRequest:

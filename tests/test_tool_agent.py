@@ -3,7 +3,7 @@ scripted policy endpoint and the real calculator server."""
 
 import pytest
 
-from mcprl.rollout import RolloutConfig, ToolAgent
+from mcprl.rollout.loop import RolloutConfig, ToolAgent
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario
 from scripted_policy import call, scripted_endpoint

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from mcprl.errors import UserError
-from mcprl.run_config import load_config
-from mcprl.runner import step_batch
+from mcprl.run.config import load_config
+from mcprl.run.runner import step_batch
 from mcprl.types import Scenario
 
 # --no-per-rollout: the calculator keeps no state, so one server serves every rollout (a process
@@ -82,8 +82,8 @@ def test_train_writes_the_run_directory(tmp_path, tiny_model_dir):
 
 @pytest.mark.anyio
 async def test_a_run_dying_between_the_checkpoint_and_its_line_resumes_with_the_line(tmp_path, tiny_model_dir, monkeypatch):
-    from mcprl.metrics import MetricsLog
-    from mcprl.runner import TrainingRun
+    from mcprl.run.metrics import MetricsLog
+    from mcprl.run.runner import TrainingRun
 
     monkeypatch.setenv("MCPRL_HOME", str(tmp_path / "home"))
     given = {"server.target": "python -m mcprl.servers.calculator", "server.per_rollout": False, "scenarios.tasks": "calculator",
@@ -181,7 +181,7 @@ def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path, form):
     version or (flat) an earlier one; a base model on a shipped server's tasks gets that server's
     worked example."""
     from mcprl import tasks
-    from mcprl.evaluate import run_settings
+    from mcprl.run.evaluate import run_settings
     from mcprl.servers.calculator.tasks import generate
 
     scen = generate(2)
@@ -204,8 +204,8 @@ def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path, form):
 def test_eval_connects_and_scores_as_the_run_did(tmp_path):
     """A run's server (with its masked secrets given again, header tables merged), judge and
     samples are what `mcprl eval` uses; flags change them."""
-    from mcprl.evaluate import run_settings
-    from mcprl.run_config import RunConfig
+    from mcprl.run.evaluate import run_settings
+    from mcprl.run.config import RunConfig
 
     run = tmp_path / "r"
     run.mkdir()

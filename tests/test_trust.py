@@ -12,7 +12,7 @@ import pytest
 from cli_runner import run_cli
 from fake_llm import FakeLLM
 
-from mcprl import demonstration
+from mcprl.run import demonstration
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.tools.client import open_session
 from mcprl.types import Scenario
@@ -88,7 +88,7 @@ def test_no_path_helper_or_model_leaves_mcprl_home(monkeypatch, tmp_path):
 
     from mcprl import paths
     from mcprl.errors import UserError
-    from mcprl.model import TrainableModel
+    from mcprl.model.trainable import TrainableModel
 
     monkeypatch.setenv("MCPRL_HOME", str(tmp_path))
     assert paths.model_dir("p", "...x") == tmp_path / "p" / "...x"
@@ -98,7 +98,7 @@ def test_no_path_helper_or_model_leaves_mcprl_home(monkeypatch, tmp_path):
         with pytest.raises(ValidationError):
             TrainableModel(name=name, project=project)
     # `mcprl eval --model`: a path or hub id is a base model; a project that leaves home is refused
-    from mcprl.evaluate import resolve_checkpoint
+    from mcprl.run.evaluate import resolve_checkpoint
 
     assert resolve_checkpoint("/models/tiny-llama", "default") == ("/models/tiny-llama", None, "/models/tiny-llama")
     with pytest.raises(UserError, match="--project"):
@@ -111,7 +111,7 @@ def test_no_path_helper_or_model_leaves_mcprl_home(monkeypatch, tmp_path):
 def test_a_temperature_the_endpoint_refuses_is_refused_where_it_is_read():
     from pydantic import ValidationError
 
-    from mcprl.rollout import RolloutConfig
+    from mcprl.rollout.loop import RolloutConfig
 
     assert RolloutConfig(temperature=2.0).temperature == 2.0
     with pytest.raises(ValidationError, match="temperature"):
@@ -137,7 +137,7 @@ def test_a_run_whose_rollouts_all_fail_stops_with_the_reason(tmp_path, tiny_mode
 
 
 def test_untrainable_names_the_most_common_reason():
-    from mcprl.gather import untrainable
+    from mcprl.rollout.gather import untrainable
     from mcprl.types import Generation, Trajectory, TrajectoryGroup
 
     gen = Generation(prompt_token_ids=[1], completion_token_ids=[2], logprobs=[-0.1])
@@ -148,7 +148,7 @@ def test_untrainable_names_the_most_common_reason():
     count, total, reason = untrainable(groups)
     assert (count, total) == (4, 5) and reason == "prompt is 3000 tokens; the model's limit is 2048"
     assert untrainable([TrajectoryGroup(trajectories=[ok, ok, over[0]])]) is None
-    from mcprl.metrics import rollout_metrics
+    from mcprl.run.metrics import rollout_metrics
 
     row = rollout_metrics(groups)
     assert row["truncated_episodes"] == 3 and row["failed_rollouts"] == 0 and row["truncated_rate"] == 0.75
@@ -170,7 +170,7 @@ async def test_a_secret_the_server_repeats_in_a_description_is_masked_in_tools_j
 
 
 def test_a_key_in_the_server_url_is_masked_in_config_json_and_the_console():
-    from mcprl.run_config import RunConfig
+    from mcprl.run.config import RunConfig
     from mcprl.tools import ServerSpec, secret_values
     from mcprl.tools.redact import redact
 

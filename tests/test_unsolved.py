@@ -14,7 +14,7 @@ pytestmark = pytest.mark.anyio
 def serve(run, policy) -> None:
     """Give a training run the scripted `policy` as `_rollouts` asks for it (its served step, pinned)
     and the plain agent."""
-    from mcprl import agents
+    from mcprl.rollout import agents
 
     class Served(type(policy)):
         def pinned(self):
@@ -30,8 +30,8 @@ async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_
     from itertools import count
 
     from mcprl.judges import VerifyJudge, score_groups
-    from mcprl.run_config import RunConfig
-    from mcprl.runner import TrainingRun
+    from mcprl.run.config import RunConfig
+    from mcprl.run.runner import TrainingRun
     from tests.scripted_policy import call, scripted_endpoint
 
     task = "Add two numbers and return a + b (a 2, b 3). What is the result?"
@@ -59,11 +59,11 @@ async def test_a_grounded_group_no_rollout_solved_gets_its_reference_chain_and_t
     """`unsolved = "reference"`: the task's reference chain, written after the group's own prompt, joins
     the group as its one success; the trainer tokenizes it as the endpoint renders prompts and scores
     its tokens itself (no sampler logprobs); the policy's figures do not count it."""
-    from mcprl import weights
+    from mcprl.model import weights
     from mcprl.judges import VerifyJudge, score_groups
-    from mcprl.metrics import rollout_metrics
-    from mcprl.run_config import RunConfig
-    from mcprl.runner import TrainingRun
+    from mcprl.run.metrics import rollout_metrics
+    from mcprl.run.config import RunConfig
+    from mcprl.run.runner import TrainingRun
     from mcprl.train.config import LoraSettings, TrainConfig
     from mcprl.train.grpo import GRPOTrainer
     from mcprl.train.sequences import written_generations

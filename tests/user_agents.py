@@ -1,6 +1,6 @@
-"""Agents as a user writes them, loaded by `mcprl.agents.load("user_agents:NAME")` in the tests."""
+"""Agents as a user writes them, loaded by `mcprl.rollout.agents.load("user_agents:NAME")` in the tests."""
 
-from mcprl.rollout import ToolAgent, initial_messages
+from mcprl.rollout.loop import ToolAgent, initial_messages
 
 
 async def solve(rec, config):

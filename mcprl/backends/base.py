@@ -22,7 +22,7 @@ from mcprl.train import checkpoints
 from mcprl.train.config import TrainConfig
 
 if TYPE_CHECKING:
-    from mcprl.model import TrainableModel
+    from mcprl.model.trainable import TrainableModel
     from mcprl.types import TrajectoryGroup
 
 
@@ -164,7 +164,7 @@ class Runtime:
         self.step = step
         self.served.append(self.served_name)
         # With the asynchronous pipeline (K = max_off_policy_steps > 0), rollouts started on any of
-        # the last K+1 steps may still be running: mcprl.pipeline.Pipeline starts step t's rollouts on
+        # the last K+1 steps may still be running: mcprl.run.pipeline.Pipeline starts step t's rollouts on
         # version t-K or later, and training cannot pass version t before step t is collected.
         # Those adapters stay served; older ones no rollout uses go.
         while len(self.served) > config.max_off_policy_steps + 1:

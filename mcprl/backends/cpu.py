@@ -65,7 +65,7 @@ class CpuRuntime(Runtime):
     def _load_trainer(self, checkpoint: Path | None):
         import torch
 
-        from mcprl import weights
+        from mcprl.model import weights
         from mcprl.train.grpo import GRPOTrainer
 
         if self._threads:

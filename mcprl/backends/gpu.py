@@ -100,10 +100,10 @@ def gpu_unavailable_reason(cuda_available: bool, missing: list[str]) -> str | No
 
 def tool_chat_template(model_path: str, out_dir: Path) -> Path | None:
     """The chat template file vLLM should use: None when the model's own template renders tools,
-    else ours (`mcprl.chat_format.tool_template()`) written into `out_dir`."""
+    else ours (`mcprl.model.chat_format.tool_template()`) written into `out_dir`."""
     from transformers import AutoTokenizer
 
-    from mcprl.chat_format import template_supports_tools, tool_template
+    from mcprl.model.chat_format import template_supports_tools, tool_template
 
     if template_supports_tools(AutoTokenizer.from_pretrained(model_path).chat_template):
         return None
@@ -142,7 +142,7 @@ class GpuRuntime(Runtime):
         await super().start()
 
     def _load_trainer(self, checkpoint: Path | None):
-        from mcprl import weights
+        from mcprl.model import weights
         from mcprl.backends.gpu_training import load_trainer
 
         return load_trainer(weights.resolve(self.model.base_model), self.model.lora, checkpoint, self.settings.unsloth, self.placement.train_gpu)
@@ -151,7 +151,7 @@ class GpuRuntime(Runtime):
         """vLLM on the placement's GPUs, sized to what the loaded trainer left where it shares the trainer's GPU."""
         import torch
 
-        from mcprl import weights
+        from mcprl.model import weights
         from mcprl.serving.local import check_port_free
 
         s, p = self.settings, self.placement

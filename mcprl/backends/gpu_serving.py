@@ -99,7 +99,7 @@ class VllmLaunch(BaseModel):
             "--served-model-name", self.served_name,
             "--host", self.host, "--port", str(self.port),
             "--enable-lora", "--max-lora-rank", str(lora_rank_bucket(self.lora_rank)), "--max-loras", str(s.max_loras),
-            # Our parser (mcprl.chat_format.parse_tool_calls), so both paths read the same calls.
+            # Our parser (mcprl.model.chat_format.parse_tool_calls), so both paths read the same calls.
             "--enable-auto-tool-choice", "--tool-parser-plugin", str(TOOL_PARSER_PLUGIN), "--tool-call-parser", "mcprl",
             "--exclude-tools-when-tool-choice-none",
             # Same sampling semantics as the CPU engine: the logprob of each sampled token under the

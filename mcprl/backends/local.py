@@ -9,7 +9,7 @@ from mcprl.backends.config import CPU_ONLY, GPU_ONLY, RuntimeConfig
 from mcprl.errors import UserError
 
 if TYPE_CHECKING:
-    from mcprl.model import TrainableModel
+    from mcprl.model.trainable import TrainableModel
 
 
 def cuda_available() -> bool:

@@ -3,7 +3,7 @@
 vLLM loads this file in its own process (`vllm serve --tool-parser-plugin THIS_FILE
 --tool-call-parser mcprl`, see `gpu_serving.VllmLaunch`); mcprl never imports it. The parser is
 vLLM's hermes parser (request handling, streaming) with the non-streaming extraction replaced by
-`mcprl.chat_format.parse_tool_calls`, which also takes what vLLM's rejects: a JSON value followed by
+`mcprl.model.chat_format.parse_tool_calls`, which also takes what vLLM's rejects: a JSON value followed by
 prose ("Extra data"), `parameters` for `arguments`, arguments given as a JSON string. Text that does
 not parse stays as content, as on CPU. Streamed replies still go through the hermes parser.
 """
@@ -15,7 +15,7 @@ try:  # vLLM >= 0.12
 except ImportError:  # older releases kept the parsers under the OpenAI entrypoint
     from vllm.entrypoints.openai.tool_parsers import ToolParserManager, hermes_tool_parser as hermes
 
-from mcprl.chat_format import parse_tool_calls
+from mcprl.model.chat_format import parse_tool_calls
 
 
 def extract(model_output: str):

@@ -37,7 +37,7 @@ def eval_(
     from rich.table import Table
 
     from mcprl.errors import UserError
-    from mcprl.evaluate import evaluate, resolve_checkpoint, run_settings
+    from mcprl.run.evaluate import evaluate, resolve_checkpoint, run_settings
     from mcprl.types import Scenario, load_jsonl
 
     settings = {**overrides(given, EVAL_FLAGS), "project": project, "eval_samples": samples}
@@ -91,7 +91,7 @@ with_flags(eval_, EVAL_FLAGS, show_defaults=False, panel_note=" (default: the ru
 def report(run_dir: Path = typer.Argument(..., help="a run directory (<MCPRL_HOME>/<project>/<name>)")) -> None:
     """(Re)build report.html for a run directory."""
     from mcprl.errors import UserError
-    from mcprl.report import write_report
+    from mcprl.run.report import write_report
 
     if not (run_dir / "metrics.jsonl").exists():
         raise UserError(f"{run_dir}: no metrics.jsonl; point at a run directory written by `mcprl train`")

@@ -1,4 +1,4 @@
-"""Command-line flags made from the run's settings (mcprl.run_config.RunConfig), for every command.
+"""Command-line flags made from the run's settings (mcprl.run.config.RunConfig), for every command.
 
 One flag per setting, named after the field (`rollout.max_turns` is `--max-turns`; the `[lora]`
 section's carry its name, `--lora-rank`), with the field's description as its help, the model's
@@ -9,7 +9,7 @@ being added to its section. The flags of earlier versions keep their names (`FLA
 A command takes the flags of the settings it uses (`mcprl train` all of them; every command
 that connects to a server those of `[server]`, `SERVER_FLAGS`) by declaring `**given` and
 passing through `with_flags`; `overrides(given)` turns what the user gave into
-`{"rollout.max_turns": 2}` for `mcprl.run_config.load_config`.
+`{"rollout.max_turns": 2}` for `mcprl.run.config.load_config`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import typer
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from mcprl.run_config import RunConfig
+from mcprl.run.config import RunConfig
 
 # Flags whose names predate the sections (the field's own name would be another, or taken), and
 # the short forms the server's flags had in `mcprl tools`.

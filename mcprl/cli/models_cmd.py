@@ -10,7 +10,7 @@ app = typer.Typer(help="Fetch and list the embedded models.", no_args_is_help=Tr
 @app.command("pull")
 def pull(alias: str = typer.Argument("smollm2-135m", help="model alias"), force: bool = False) -> None:
     """Download and convert a model alias into the cache."""
-    from mcprl import weights
+    from mcprl.model import weights
 
     print(weights.pull(alias, force=force))
 
@@ -21,7 +21,7 @@ def list_() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from mcprl import weights
+    from mcprl.model import weights
 
     cached = {alias: (d, size) for alias, d, size in weights.list_cached()}
     table = Table("alias", "cached", "size", "path", "description")

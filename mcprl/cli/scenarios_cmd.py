@@ -69,7 +69,7 @@ def scenarios(
 
     from mcprl.cli.flags import overrides
     from mcprl.cli.tools_cmd import server_settings
-    from mcprl.run_config import load_config
+    from mcprl.run.config import load_config
     from mcprl.errors import UserError
     from mcprl.tools import discover
 

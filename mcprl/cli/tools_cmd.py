@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def server_settings(given: dict[str, Any]):
     """The `[server]` settings the server flags in `given` name (a bad one is a one-line error)."""
-    from mcprl.run_config import load_config
+    from mcprl.run.config import load_config
 
     return load_config(None, overrides(given, SERVER_FLAGS)).server
 

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from mcprl.cli.flags import FLAGS, overrides, with_flags
-from mcprl.run_config import load_config
+from mcprl.run.config import load_config
 
 
 def train(
@@ -36,8 +36,8 @@ with_flags(train, FLAGS)
 async def run_with_progress(cfg, resume, console):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from mcprl.report import write_report
-    from mcprl.runner import TrainingRun
+    from mcprl.run.report import write_report
+    from mcprl.run.runner import TrainingRun
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as progress:

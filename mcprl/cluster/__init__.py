@@ -14,7 +14,7 @@ workers spread over a Ray cluster (`engine = "ray"`, `pip install "mcprl[ray]"`)
 
 Each Ray worker is an actor (scheduled SPREAD over the nodes) that owns its MCP sessions: a stdio
 server runs on the worker's node, beside its rollouts. It runs the stage code the local loop runs
-(the agent of `rollout.agent`, mcprl.recording, mcprl.gather) against the policy endpoint; the
+(the agent of `rollout.agent`, mcprl.rollout.recording, mcprl.rollout.gather) against the policy endpoint; the
 driver sends it scenarios and gets TrajectoryGroups back (mcprl.cluster.ray_engine). With
 `policy_replicas`, the policy is sampled from replica actors behind one proxy in the driver
 (mcprl.cluster.replicas, mcprl.cluster.router) rather than from the driver's own engine.

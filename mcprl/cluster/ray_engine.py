@@ -2,8 +2,8 @@
 
 A worker owns a ToolPool opened on its own node (a stdio server starts there, per rollout as in
 the local loop) and rolls a group out with the local loop's own code: the agent `rollout.agent`
-names (mcprl.agents), recording through mcprl.recording against the policy endpoint, collected
-by mcprl.gather. The driver hands groups to the workers (each runs up to `max_concurrency`
+names (mcprl.rollout.agents), recording through mcprl.rollout.recording against the policy endpoint, collected
+by mcprl.rollout.gather. The driver hands groups to the workers (each runs up to `max_concurrency`
 rollouts at once) and puts the groups back in the scenarios' order, so a seed sees the same
 scenarios in the same order on either engine.
 
@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from mcprl.cluster import ClusterConfig
     from mcprl.cluster.replicas import PolicyReplicas
     from mcprl.cluster.trainer import RemoteTrainer
-    from mcprl.model import Model, TrainableModel
-    from mcprl.rollout import RolloutConfig
+    from mcprl.model.trainable import Model, TrainableModel
+    from mcprl.rollout.loop import RolloutConfig
     from mcprl.tools.discovery import ServerConfig
 
 MAX_RERUNS = 2  # times a group is handed out again after its worker died running it
@@ -62,7 +62,7 @@ class RolloutWorker:
 
     async def start(self) -> dict[str, Any]:
         """Open the MCP tools on this node and load the agent: where this worker runs, or what failed."""
-        from mcprl import agents
+        from mcprl.rollout import agents
         from mcprl.tools.discovery import ServerConfig
         from mcprl.tools.pool import ToolPool
 
@@ -78,9 +78,9 @@ class RolloutWorker:
 
     async def run_group(self, model: dict[str, Any], scenario: dict[str, Any], per: int, config: dict[str, Any]) -> dict[str, Any]:
         """`per` rollouts of one scenario, all at once, as the local loop runs them."""
-        from mcprl.gather import gather_trajectory_groups
-        from mcprl.model import Model
-        from mcprl.rollout import RolloutConfig
+        from mcprl.rollout.gather import gather_trajectory_groups
+        from mcprl.model.trainable import Model
+        from mcprl.rollout.loop import RolloutConfig
 
         m, s, rc = Model.model_validate(model), Scenario.model_validate(scenario), RolloutConfig.model_validate(config)
         [group] = await gather_trajectory_groups([[self.agent(m, s, self.pool, rc) for _ in range(per)]], max_concurrency=per)
@@ -273,7 +273,7 @@ class RayRollouts:
                   max_concurrency: int, progress: Callable[[int, int], None] | None = None) -> list[TrajectoryGroup]:
         """One group of `per` rollouts per scenario, each under its own rollout settings (`configs`),
         in the scenarios' order; each worker runs up to `max_concurrency` rollouts (whole groups) at once."""
-        from mcprl.model import Model as PlainModel
+        from mcprl.model.trainable import Model as PlainModel
 
         sent = PlainModel.model_validate(model.model_dump(include=set(PlainModel.model_fields)))
         sent.inference_base_url = reachable(sent.inference_base_url)

@@ -155,7 +155,7 @@ class VllmReplica(ReplicaActor):
         self.server: VllmServer | None = None
 
     def serve(self, key: str) -> int:
-        from mcprl import weights
+        from mcprl.model import weights
         from mcprl.backends.gpu import tool_chat_template, visible_devices
 
         path = weights.resolve(self.spec)

@@ -25,7 +25,7 @@ from mcprl.errors import UserError
 
 if TYPE_CHECKING:
     from mcprl.cluster import ClusterConfig
-    from mcprl.model import TrainableModel
+    from mcprl.model.trainable import TrainableModel
     from mcprl.train.config import TrainConfig
     from mcprl.types import TrajectoryGroup
 
@@ -37,7 +37,7 @@ class TrainerActor:
     def __init__(self, model_spec: str, lora: Any, adapter: dict[str, bytes] | None, threads: int, dtype: str, gpu: bool):
         import torch
 
-        from mcprl import weights
+        from mcprl.model import weights
 
         torch.set_num_threads(threads)
         self.dir = Path(tempfile.mkdtemp(prefix="mcprl-trainer-"))

@@ -17,7 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 
-from mcprl import memory
+from mcprl.model import memory
 from mcprl.errors import first_problem
 from mcprl.serving.engine import BadRequest, Engine, UnknownModel
 from mcprl.serving.protocol import ChatRequest, error_body

@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 
-from mcprl.chat_format import parse_tool_calls
+from mcprl.model.chat_format import parse_tool_calls
 from mcprl.errors import UserError
 from mcprl.serving.prompts import TurnCache, render_prompt
 from mcprl.serving.protocol import ChatRequest, ServeLimits
@@ -54,7 +54,7 @@ class Engine:
     def __init__(self, model_spec: str, *, model=None, tokenizer=None, served_name: str | None = None,
                  max_batch_rows: int = 32, batch_window_s: float = 0.01, default_max_tokens: int = 512,
                  max_model_len: int | None = None, limits: ServeLimits | None = None):
-        from mcprl import weights
+        from mcprl.model import weights
 
         self.tokenizer = tokenizer or weights.load_tokenizer(model_spec)
         self.model = model if model is not None else weights.load_model(model_spec)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from mcprl import memory
+from mcprl.model import memory
 from mcprl.serving.logits import output_head, truncation_cut
 from mcprl.serving.structured import Constraint, allowed_tokens
 

@@ -41,7 +41,7 @@ class TrainConfig(BaseModel):
     micro_batch_tokens: int | None = Field(default=None, ge=64, description="padded tokens per micro-batch; default: the trainer's own")
     logprob_chunk: int = Field(default=64, ge=16, description="positions per logprob chunk")
     gradient_checkpointing: bool = Field(default=True, description="recompute activations in the backward pass to save memory")
-    # The asynchronous pipeline (mcprl.pipeline.Pipeline): rollouts for the next K steps run while a
+    # The asynchronous pipeline (mcprl.run.pipeline.Pipeline): rollouts for the next K steps run while a
     # step trains, and the server keeps the adapters of the last K+1 steps for them. A group sampled
     # by the adapter of step v is trained at step s only if s - v <= K, else dropped and counted.
     max_off_policy_steps: int = Field(default=0, ge=0, description="steps rollouts may run ahead of training, each group trained "

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from mcprl import memory
+from mcprl.model import memory
 from mcprl.serving.logits import output_head
 from mcprl.train import packing
 from mcprl.train.config import LoraSettings, TrainConfig

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mcprl.run_config import RunConfig, load_saved
+from mcprl.run.config import RunConfig, load_saved
 from mcprl.types import TrajectoryGroup, load_jsonl
 
 

@@ -57,7 +57,7 @@ def rollout_metrics(groups: list[TrajectoryGroup]) -> dict[str, Any]:
         "tool_call_rate": _mean([float(t.metrics.get("tool_calls", 0) > 0) for t in valid]),
         "invalid_tool_call_rate": _mean([float(t.metrics.get("invalid_tool_calls", 0) > 0) for t in valid]),
         "truncated_rate": _mean([t.metrics.get("truncated", 0.0) for t in valid]),
-        # of which ended early by the context or the episode time limit (kept, scored; mcprl.recording)
+        # of which ended early by the context or the episode time limit (kept, scored; mcprl.rollout.recording)
         "truncated_episodes": sum(1 for t in valid if t.metadata.get("truncated")),
         "turns_mean": _mean([t.metrics.get("turns", 0.0) for t in valid]),
         "completion_tokens_mean": _mean([float(sum(len(g.completion_token_ids) for g in t.generations)) for t in valid]),

@@ -83,7 +83,7 @@ def _convert_gguf(gguf_path: Path, out: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from mcprl.chat_format import tool_template
+    from mcprl.model.chat_format import tool_template
 
     tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
     model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
@@ -116,7 +116,7 @@ def resolve(spec: str) -> str:
 def load_tokenizer(spec: str) -> PreTrainedTokenizerBase:
     from transformers import AutoTokenizer
 
-    from mcprl.chat_format import template_supports_tools, tool_template
+    from mcprl.model.chat_format import template_supports_tools, tool_template
 
     tok = AutoTokenizer.from_pretrained(resolve(spec))
     # Our aliases always get the current template (a cached conversion may hold an older one).
@@ -154,7 +154,7 @@ def resolve_dtype(dtype: str = "auto", device: str = "cpu") -> str:
 
 def load_model(spec: str, *, dtype: str = "auto", device: str = "cpu") -> PreTrainedModel:
     """The base model in `dtype` (see `resolve_dtype`), in eval mode, with sdpa attention (on CPU with
-    `mcprl.attention`'s kernel choice for short inputs)."""
+    `mcprl.model.attention`'s kernel choice for short inputs)."""
     import torch
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
@@ -164,7 +164,7 @@ def load_model(spec: str, *, dtype: str = "auto", device: str = "cpu") -> PreTra
     path = model_path(spec, name)
     attn = "sdpa"
     if device == "cpu":
-        from mcprl import attention
+        from mcprl.model import attention
 
         attn = attention.register()
     model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, name), attn_implementation=attn)

@@ -18,7 +18,7 @@ that looks like the real tasks works far better than a made-up one. In order of 
                   one that answers without error is kept: the one whose result holds the
                   scenario's known answer, else the one whose result tells the most the task did
                   not already say (`usefulness`)
-    generic       `Example request: use <first tool>.` with placeholder arguments (mcprl.rollout)
+    generic       `Example request: use <first tool>.` with placeholder arguments (mcprl.rollout.loop)
 
 A scenario demonstration ends at the assistant's tool call, like the hand-written ones: there is
 no ground truth for a final answer in general, and a tool result in the prompt would put one
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from mcprl.errors import UserError, clip, first_problem
-from mcprl.references import reference_exchange
+from mcprl.run.references import reference_exchange
 from mcprl.types import Message, Scenario
 
 if TYPE_CHECKING:

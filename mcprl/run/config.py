@@ -4,7 +4,7 @@ stage itself takes, so a setting has one name and one default wherever it is use
     [server]     mcprl.tools.ServerConfig      what to train against (discovery, mcprl.tools)
     [scenarios]  mcprl.scenarios.ScenarioConfig  where the tasks come from, the train/val split
     [explore]    mcprl.scenarios.explore.ExploreConfig  how far the server is explored to ground tasks in it
-    [rollout]    mcprl.rollout.RolloutConfig   how the agent is prompted and sampled
+    [rollout]    mcprl.rollout.loop.RolloutConfig   how the agent is prompted and sampled
     [judge]      mcprl.judges.JudgeConfig      how rollouts are scored (and who writes scenarios)
     [train]      mcprl.train.config.TrainConfig  the GRPO step
     [cluster]    mcprl.cluster.ClusterConfig   where rollouts run: this process, or Ray workers
@@ -13,8 +13,8 @@ stage itself takes, so a setting has one name and one default wherever it is use
 
 The rest is the run's own: what it trains and where it writes (model, name, project, seed,
 wandb), and the loop no stage owns (steps, time budget, groups, dynamic sampling,
-warm-up, evaluation cadence, concurrency), which mcprl.runner reads. The demonstration's file
-(`example`) is the run's too: the run settles the example exchange from it (mcprl.demonstration)
+warm-up, evaluation cadence, concurrency), which mcprl.run.runner reads. The demonstration's file
+(`example`) is the run's too: the run settles the example exchange from it (mcprl.run.demonstration)
 and records it in `rollout.example`, with where it came from in `example_source`.
 
 A run file (`--config run.toml`, or a run's own config.json) holds these keys, sections as
@@ -40,7 +40,7 @@ from mcprl.backends.config import RuntimeConfig
 from mcprl.cluster import ClusterConfig
 from mcprl.errors import UserError, first_problem
 from mcprl.paths import DirName
-from mcprl.rollout import RolloutConfig
+from mcprl.rollout.loop import RolloutConfig
 from mcprl.tools.discovery import ServerConfig
 from mcprl.tools.redact import MASK
 from mcprl.train.config import LoraSettings, TrainConfig
@@ -80,7 +80,7 @@ class RunConfig(BaseModel):
     max_concurrency: int = Field(default=16, ge=1, description="rollouts at once")
     wandb: bool = Field(default=False, description="log to Weights & Biases when installed")
     example: str | None = Field(default=None, description="JSON list of chat messages shown before each task (else built from a scenario)")
-    example_source: str | None = Field(default=None, description="where rollout.example came from (mcprl.demonstration)",
+    example_source: str | None = Field(default=None, description="where rollout.example came from (mcprl.run.demonstration)",
                                        json_schema_extra=WRITTEN_BY_THE_RUN)
 
     server: ServerConfig = Field(default_factory=ServerConfig)

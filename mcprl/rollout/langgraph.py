@@ -4,12 +4,12 @@
     rollout = wrap_rollout(model, my_graph_fn)  # (scenario) -> Trajectory
     traj = await rollout(scenario)
 
-`init_chat_model` returns a ChatOpenAI over `mcprl.recording`'s HTTP clients, so every call
+`init_chat_model` returns a ChatOpenAI over `mcprl.rollout.recording`'s HTTP clients, so every call
 it makes inside a rollout is recorded in that rollout's Trajectory (the same recording as the
-plain loop's and any agent's; see `mcprl.recording` for what is recorded and how concurrent
+plain loop's and any agent's; see `mcprl.rollout.recording` for what is recorded and how concurrent
 rollouts and LangGraph's worker threads keep apart). Calls made outside a rollout are not
 recorded. `mcp_tools` are an MCP session's tools as LangChain tools, recorded likewise.
-`react_agent` is the prebuilt ReAct agent as an `Agent` (`mcprl.agents.load("langgraph")`).
+`react_agent` is the prebuilt ReAct agent as an `Agent` (`mcprl.rollout.agents.load("langgraph")`).
 
 Create the chat model per rollout (or after each training step): the served name changes
 with every step.
@@ -24,15 +24,15 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from mcprl.errors import UserError, first_problem
-from mcprl.recording import McpTools, Recorder, async_http_client, http_client
-from mcprl.rollout import RolloutConfig, initial_messages
+from mcprl.rollout.recording import McpTools, Recorder, async_http_client, http_client
+from mcprl.rollout.loop import RolloutConfig, initial_messages
 from mcprl.types import Scenario, Trajectory
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
     from langchain_openai import ChatOpenAI
 
-    from mcprl.model import Model
+    from mcprl.model.trainable import Model
     from mcprl.tools import ToolPool
 
 __all__ = ["create_mcp_agent", "init_chat_model", "mcp_tools", "react_agent", "wrap_rollout"]
@@ -114,7 +114,7 @@ def create_mcp_agent(model: Model, pool: ToolPool, config: RolloutConfig | None 
 async def react_agent(model: Model, scenario: Scenario, pool: ToolPool | None = None, config: RolloutConfig | None = None) -> Trajectory:
     """The prebuilt LangGraph ReAct agent over `pool`'s MCP tools, as an `Agent`.
 
-    It sees the same prompt as the plain loop (`mcprl.rollout.initial_messages`: system prompt,
+    It sees the same prompt as the plain loop (`mcprl.rollout.loop.initial_messages`: system prompt,
     optional one-shot demonstration, the task), samples with the config's temperature, top_p
     and max_tokens per turn, makes at most `max_turns` model calls, and opens one pool session
     per rollout. It ends on a text reply (`finish="text"`); an agent still calling tools after

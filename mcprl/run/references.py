@@ -14,7 +14,7 @@ from mcprl.types import Message, Scenario, Trajectory, TrajectoryGroup
 def reference_exchange(scenario: Scenario) -> list[Message]:
     """`task -> the first call of its reference chain` (a grounded scenario's, mcprl.scenarios.grounded):
     an exchange known to be right, since the call ran without error and was replayed before use.
-    It ends at the call, as every demonstration does (see mcprl.demonstration's docstring)."""
+    It ends at the call, as every demonstration does (see mcprl.run.demonstration's docstring)."""
     call = scenario.metadata["reference"][0]
     return [
         {"role": "user", "content": scenario.task},

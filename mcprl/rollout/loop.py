@@ -1,5 +1,5 @@
 """The plain agent loop: the policy (through its OpenAI-compatible endpoint) against an MCP
-server's real tools, recording the exact tokens of every assistant turn (`mcprl.recording`).
+server's real tools, recording the exact tokens of every assistant turn (`mcprl.rollout.recording`).
 
 `rollout(model, scenario, pool, config)` runs one episode; `ToolAgent` is the same loop with
 override points (the initial messages, the environment's reply to a turn, when it is done).
@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from mcprl.recording import Recorder
+from mcprl.rollout.recording import Recorder
 from mcprl.types import Message, Scenario, ToolSchema, Trajectory
 
 if TYPE_CHECKING:
-    from mcprl.model import Model
+    from mcprl.model.trainable import Model
     from mcprl.tools import ToolPool
 
 COMPLETE_TASK = {
@@ -49,7 +49,7 @@ class RolloutConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    # Which agent rolls out (mcprl.agents.load): every kind records the same tokens and metrics.
+    # Which agent rolls out (mcprl.rollout.agents.load): every kind records the same tokens and metrics.
     agent: str = Field(default="plain", description="plain (the tool loop), langgraph (the prebuilt ReAct graph), "
                        "module:function (your agent on the OpenAI SDK) or module:Class (a ToolAgent subclass)")
     max_turns: int = Field(default=4, ge=1, description="assistant turns per episode")
@@ -58,13 +58,13 @@ class RolloutConfig(BaseModel):
     temperature: float = Field(default=1.0, ge=0, le=2, description="sampling temperature, training and evaluation (0-2)")
     top_p: float = Field(default=1.0, gt=0, le=1, description="nucleus sampling: the smallest set of tokens with this much probability")
     # An episode past its time limit ends truncated: its complete turns so far are kept, scored and
-    # trained like any others (mcprl.recording), the request under way is dropped.
+    # trained like any others (mcprl.rollout.recording), the request under way is dropped.
     episode_timeout_s: float | None = Field(default=None, gt=0, description="seconds an episode may take before it ends truncated (default: no limit)")
     system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, description="the policy's system prompt (a scenario's own wins)")
     finish: Literal["text", "tool"] = Field(
         default="text", description="how the agent ends: a plain-text reply, or a call to a complete_task(answer) tool")
     # Small models make no tool calls zero-shot. `example` gives that exchange (best: a task like the
-    # real ones; a run settles it in mcprl.demonstration); without it, one is made up from the first
+    # real ones; a run settles it in mcprl.run.demonstration); without it, one is made up from the first
     # tool's schema.
     demonstration: bool = Field(default=True, description="show one example exchange (a request and a tool-call reply) before the task")
     example: list[Message] | None = Field(default=None, description="the example exchange: chat messages")

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcprl.errors import UserError
-from mcprl.metrics import rollout_metrics, wilson_interval
+from mcprl.run.metrics import rollout_metrics, wilson_interval
 from mcprl.types import Scenario
 
 if TYPE_CHECKING:
-    from mcprl.run_config import RunConfig
+    from mcprl.run.config import RunConfig
 
 
 def resolve_checkpoint(spec: str, project: str, root: Path | None = None) -> tuple[str, Path | None, str]:
@@ -49,7 +49,7 @@ def run_settings(run_dir: Path | None, scenarios: list[Scenario], overrides: Map
     defaults. `overrides` (flags) win. Without a recorded example, scenarios of a registered task
     set get its worked example, as a run on them would (unless that run turned their help off)."""
     from mcprl import tasks
-    from mcprl.run_config import load_config
+    from mcprl.run.config import load_config
 
     overrides = dict(overrides or {})
     config = run_dir / "config.json" if run_dir is not None else None
@@ -77,9 +77,10 @@ async def evaluate(cfg: RunConfig, *, model: str, scenarios: list[Scenario], bas
     import anyio
 
     from mcprl.judges import score_groups
-    from mcprl import agents, weights
-    from mcprl.gather import gather_trajectory_groups
-    from mcprl.model import Model
+    from mcprl.model import weights
+    from mcprl.rollout import agents
+    from mcprl.rollout.gather import gather_trajectory_groups
+    from mcprl.model.trainable import Model
     from mcprl.serving.engine import Engine
     from mcprl.serving.local import LocalServer
     from mcprl.tools import ToolPool
@@ -129,7 +130,7 @@ async def evaluate(cfg: RunConfig, *, model: str, scenarios: list[Scenario], bas
 async def _win_rate(rollout, policies, scenarios, pool, rc, ruler, max_concurrency) -> dict[str, Any]:
     """One rollout (by the agent `rollout`) of each model per scenario, ranked together by RULER; a tie counts half."""
     from mcprl.judges import score_groups
-    from mcprl.gather import gather_trajectory_groups
+    from mcprl.rollout.gather import gather_trajectory_groups
 
     groups = await gather_trajectory_groups(
         [[rollout(p, s, pool, rc) for p in policies] for s in scenarios], max_concurrency=max_concurrency)

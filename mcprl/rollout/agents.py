@@ -4,16 +4,16 @@
     traj = await agent(model, scenario, pool, rollout_config)
 
 An `Agent` is `async (model, scenario, pool, rollout_config) -> Trajectory`; every kind records
-through `mcprl.recording`, so their trajectories carry the same tokens, logprobs and metrics.
+through `mcprl.rollout.recording`, so their trajectories carry the same tokens, logprobs and metrics.
 
-    plain            the plain tool-calling loop (`mcprl.rollout.rollout`)
-    langgraph        the prebuilt LangGraph ReAct agent (`mcprl.langgraph.react_agent`)
+    plain            the plain tool-calling loop (`mcprl.rollout.loop.rollout`)
+    langgraph        the prebuilt LangGraph ReAct agent (`mcprl.rollout.langgraph.react_agent`)
     module:function  your agent: `async def function(rec: Recorder, config: RolloutConfig)` that
                      talks to the policy through `rec.openai_client()` (or any client over
-                     `mcprl.recording`'s HTTP clients, e.g. `mcprl.langgraph.init_chat_model`),
+                     `mcprl.rollout.recording`'s HTTP clients, e.g. `mcprl.rollout.langgraph.init_chat_model`),
                      calls tools through `rec.tools` and returns the final answer (a str), a dict
-                     with `reward`/`metrics`/`metadata`, or None (see `mcprl.recording`)
-    module:Class     a `mcprl.rollout.ToolAgent` subclass: the plain loop with your overrides of
+                     with `reward`/`metrics`/`metadata`, or None (see `mcprl.rollout.recording`)
+    module:Class     a `mcprl.rollout.loop.ToolAgent` subclass: the plain loop with your overrides of
                      `setup`, `env_response`, `is_done` (made with no arguments)
 
 `module` is imported with the current directory on `sys.path`, as `python -m` would.
@@ -31,26 +31,26 @@ from typing import TYPE_CHECKING
 from mcprl.errors import UserError
 
 if TYPE_CHECKING:
-    from mcprl.model import Model
-    from mcprl.rollout import RolloutConfig
+    from mcprl.model.trainable import Model
+    from mcprl.rollout.loop import RolloutConfig
     from mcprl.tools import ToolPool
     from mcprl.types import Scenario, Trajectory
 
 Agent = Callable[["Model", "Scenario", "ToolPool | None", "RolloutConfig | None"], Awaitable["Trajectory"]]
 
 FORMS = ("plain, langgraph, module:function (async def function(rec, config) -> str | dict | None) "
-         "or module:Class (a mcprl.rollout.ToolAgent subclass)")
+         "or module:Class (a mcprl.rollout.loop.ToolAgent subclass)")
 
 
 def load(spec: str) -> Agent:
     """The agent `spec` names; a bad spec is a one-line UserError saying what is wrong."""
-    from mcprl import rollout
-    from mcprl.recording import Recorder
+    from mcprl.rollout import loop
+    from mcprl.rollout.recording import Recorder
 
     if spec == "plain":
-        return rollout.rollout
+        return loop.rollout
     if spec == "langgraph":
-        from mcprl.langgraph import react_agent
+        from mcprl.rollout.langgraph import react_agent
 
         return react_agent
     module_name, colon, attr = spec.partition(":")
@@ -69,7 +69,7 @@ def load(spec: str) -> Agent:
     obj = getattr(module, attr, None)
     if obj is None:
         raise UserError(f"agent {spec!r}: module {module_name} has no {attr!r}; give {FORMS}")
-    if inspect.isclass(obj) and issubclass(obj, rollout.ToolAgent):
+    if inspect.isclass(obj) and issubclass(obj, loop.ToolAgent):
         return obj()
     if not inspect.iscoroutinefunction(obj):
         kind = "a sync function" if inspect.isfunction(obj) else f"of type {type(obj).__name__}"
@@ -80,7 +80,7 @@ def load(spec: str) -> Agent:
         raise UserError(f"agent {spec!r} takes {inspect.signature(obj)}, not (rec, config); give {FORMS}") from None
 
     async def agent(model: Model, scenario: Scenario, pool: ToolPool | None = None, config: RolloutConfig | None = None) -> Trajectory:
-        config = config or rollout.RolloutConfig()
+        config = config or loop.RolloutConfig()
         return await Recorder(model, scenario, pool, constrain_tool_calls=config.constrain_tool_calls,
                           time_limit_s=config.episode_timeout_s).run(obj, config)
 

@@ -19,12 +19,14 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from mcprl import agents, memory, tasks
+from mcprl import tasks
+from mcprl.model import memory
+from mcprl.rollout import agents
 from mcprl.errors import UserError
-from mcprl.metrics import MetricsLog, rollout_metrics
+from mcprl.run.metrics import MetricsLog, rollout_metrics
 from mcprl.paths import replace_text
-from mcprl.pipeline import Pipeline, policy_version, split_stale
-from mcprl.run_config import RunConfig, load_saved
+from mcprl.run.pipeline import Pipeline, policy_version, split_stale
+from mcprl.run.config import RunConfig, load_saved
 from mcprl.tools.redact import redact, redact_model
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup, dump_jsonl
 
@@ -111,10 +113,10 @@ class Collected:
 
 class TrainingRun:
     """The loop: evaluate the base model, then train steps (evaluating every `eval_every`), then
-    the final evaluation; each stage's work is its own module's (see mcprl.run_config)."""
+    the final evaluation; each stage's work is its own module's (see mcprl.run.config)."""
 
     def __init__(self, cfg: RunConfig, *, resume: bool = False, say: Callable[[str], None] = print, progress=None):
-        from mcprl.model import TrainableModel
+        from mcprl.model.trainable import TrainableModel
 
         self.cfg = cfg
         self.resume = resume
@@ -187,9 +189,9 @@ class TrainingRun:
         return self.summary(interrupted=interrupted)
 
     async def _demonstration(self, pool, train: list[Scenario], shipped: list[dict[str, Any]] | None) -> list[Scenario]:
-        """Settle the example exchange the policy sees (mcprl.demonstration) into the run's rollout
+        """Settle the example exchange the policy sees (mcprl.run.demonstration) into the run's rollout
         settings; a scenario it was built from leaves the training set. A resumed run keeps its own."""
-        from mcprl import demonstration
+        from mcprl.run import demonstration
 
         cfg = self.cfg
         previous = self.dir / "config.json"
@@ -212,7 +214,7 @@ class TrainingRun:
     async def _rollouts(self, pool, scenarios: list[Scenario], per: int, label: str, configs=None) -> list[TrajectoryGroup]:
         """`per` rollouts of each scenario, under the run's rollout settings or each scenario's own (`configs`)."""
         from mcprl.errors import clip
-        from mcprl.gather import gather_trajectory_groups, untrainable
+        from mcprl.rollout.gather import gather_trajectory_groups, untrainable
 
         configs = configs or [self.cfg.rollout] * len(scenarios)
         # Every rollout of this call samples the step served now, however long it waits for a slot
@@ -327,10 +329,10 @@ class TrainingRun:
 
     async def _add_references(self, judge, groups: list[TrajectoryGroup]) -> None:
         """Each group that solved none of its grounded task gets the task's reference chain, written
-        as the policy should have written it (mcprl.references.reference_trajectory), scored with
+        as the policy should have written it (mcprl.run.references.reference_trajectory), scored with
         the group; a reference the judge does not score as solved is not kept."""
         from mcprl.judges import score_groups
-        from mcprl.references import reference_trajectory
+        from mcprl.run.references import reference_trajectory
 
         helped = []
         for g in filter(unsolved, groups):
@@ -349,10 +351,10 @@ class TrainingRun:
 
     async def _guided_retries(self, pool, judge, groups: list[TrajectoryGroup], label: str) -> None:
         """Where no rollout of a group solved its grounded task, roll it out again with the task's own
-        first reference call shown before it (mcprl.references.reference_exchange), and train on the
+        first reference call shown before it (mcprl.run.references.reference_exchange), and train on the
         retry when some rollout of it solved the task."""
         from mcprl.judges import score_groups
-        from mcprl.references import reference_exchange
+        from mcprl.run.references import reference_exchange
 
         failed = [i for i, g in enumerate(groups) if unsolved(g)]
         if not failed:

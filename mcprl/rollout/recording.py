@@ -13,7 +13,7 @@ An agent on the plain OpenAI SDK is a function of the `Recorder` (and the rollou
         return resp.choices[0].message.content           # the final answer
 
     traj = await Recorder(model, scenario, pool).run(my_agent, config)
-    # or, as an Agent for training and evaluation: mcprl.agents.load("my_module:my_agent")
+    # or, as an Agent for training and evaluation: mcprl.rollout.agents.load("my_module:my_agent")
 
 `run` opens one MCP session from `pool` (none without a pool: `rec.tools` is None), runs the
 agent and returns the Trajectory. It never raises for tool or policy misbehaviour, nor for an
@@ -24,12 +24,12 @@ returns the final answer (a str, -> `metadata["final_answer"]`), a dict whose `r
 The mechanism is an httpx client (`async_http_client()`, `http_client()`): every request it
 sends to `.../chat/completions` asks for token ids and logprobs (training needs both), and, for
 a Recorder made with `constrain_tool_calls`, holds its tool calls to the offered tools' names and
-schemas (`mcprl.chat_format.tool_call_format`, unless the agent set a response_format itself); and
+schemas (`mcprl.model.chat_format.tool_call_format`, unless the agent set a response_format itself); and
 every reply is recorded in the Recorder running in the current context (a
 `contextvars.ContextVar`, so concurrent rollouts in one event loop, and the threads LangGraph
 starts for sync nodes, each record only their own calls; calls outside `run` are not recorded).
 The OpenAI SDK takes it as `AsyncOpenAI(http_client=...)` (`Recorder.openai_client` does that),
-LangChain's ChatOpenAI as `http_async_client`/`http_client` (`mcprl.langgraph.init_chat_model`).
+LangChain's ChatOpenAI as `http_async_client`/`http_client` (`mcprl.rollout.langgraph.init_chat_model`).
 Streamed replies are not recorded (the endpoint answers whole completions only).
 
 What a reply records: the prompt and completion token ids, the logprobs, the request's
@@ -70,7 +70,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
-from mcprl.chat_format import tool_call_format
+from mcprl.model.chat_format import tool_call_format
 from mcprl.errors import UserError, clip
 from mcprl.types import Generation, Message, Scenario, ToolSchema, Trajectory, message_key
 
@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     import httpx
     from openai import AsyncOpenAI
 
-    from mcprl.model import Model
+    from mcprl.model.trainable import Model
     from mcprl.tools import ToolOutcome, ToolPool, ToolSession
 
 __all__ = ["McpTools", "Recorder", "async_http_client", "http_client", "missing_prompt_tokens"]
