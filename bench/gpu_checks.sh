@@ -5,8 +5,8 @@
 #   bench/gpu_checks.sh MODEL_DIR [SECONDS [CHECK...]]   # SECONDS: the whole budget, default 570
 #
 # CHECKs, in the order given (default: tests smoke constrained ray trl):
-#   tests  the suite's GPU tests: tests/test_gpu_backend.py (vLLM's command line, our tool-parser
-#          plugin inside vLLM), tests/test_backend_contract.py on vLLM + Unsloth, tests/test_gpu_unsloth.py
+#   tests  the suite's GPU tests: tests/backends/test_gpu_backend.py (vLLM's command line, our tool-parser
+#          plugin inside vLLM), tests/backends/test_backend_contract.py on vLLM + Unsloth, tests/backends/test_gpu_unsloth.py
 #   smoke  bench/gpu_smoke.sh MODEL_DIR 10 (`mcprl train` against the calculator server)
 #   constrained  the same, 5 steps with --constrain-tool-calls: vLLM's grammar-masked logprobs, the
 #          trainer rescoring those turns itself (rescored_tokens in each step's row)
@@ -54,7 +54,7 @@ for c in "${CHECKS[@]}"; do
     # One pytest: the CPU cases here, and the GPU cases in the child it starts (Unsloth patches the
     # process it is imported in, after which the CPU cases cannot run there).
     tests) check "GPU tests" 120 gpu_tests.log env MCPRL_GPU_TEST_MODEL="$MODEL_DIR" "$PY" -m pytest -s -q -rA -p no:cacheprovider \
-             --durations=15 tests/test_gpu_backend.py tests/test_backend_contract.py tests/test_gpu_unsloth.py ;;
+             --durations=15 tests/backends/test_gpu_backend.py tests/backends/test_backend_contract.py tests/backends/test_gpu_unsloth.py ;;
     smoke) check "smoke, 10 steps" 150 gpu_smoke.log env MCPRL_GPU_PYTHON="$PY" bash bench/gpu_smoke.sh "$MODEL_DIR" 10 ;;
     constrained) check "smoke, 5 steps, constrained tool calls" 130 gpu_constrained.log env MCPRL_GPU_PYTHON="$PY" \
              bash bench/gpu_smoke.sh "$MODEL_DIR" 5 --constrain-tool-calls ;;

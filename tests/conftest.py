@@ -72,7 +72,7 @@ def home(tmp_path, monkeypatch) -> Path:
     return tmp_path / "home"
 
 
-# ---- mcp client and shipped servers (tests/test_mcp_*.py, tests/test_servers_*.py) ------------
+# ---- mcp client and shipped servers (tests/tools/test_mcp_*.py, tests/servers/test_servers_*.py) ---------
 REPO = Path(__file__).resolve().parents[1]
 MCP1_VENV = REPO / ".venv-mcp1"
 

@@ -4,7 +4,7 @@ import types
 
 import pytest
 from pydantic import BaseModel, Field
-from fake_llm import FakeLLM, Reply
+from tests.fake_llm import FakeLLM, Reply
 
 from mcprl.errors import UserError
 from mcprl.llm import GenerationFailed, LLMError, complete, complete_json, extract_json

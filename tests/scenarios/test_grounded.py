@@ -1,0 +1,525 @@
+"""Grounded scenarios (mcprl.scenarios.explore, mcprl.scenarios.grounded): exploring real servers over real
+transports, tasks checked by value, verified by replay, errors reported in text counted as errors."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mcprl.judges import VerifyJudge
+from mcprl.judges.verify import holds_answer
+from mcprl.errors import UserError
+from mcprl.tools import ServerSpec, ToolPool
+from mcprl.types import Scenario, Trajectory, TrajectoryGroup
+from mcprl.scenarios.explore import ExploreConfig, explore, may_write, names_a_file
+from mcprl.scenarios.grounded import ANSWER_WORDS, ground
+from tests.conftest import _free_port, _wait_listening
+
+pytestmark = pytest.mark.anyio
+SHOP = Path(__file__).resolve().parents[1] / "data" / "shop_server.py"
+
+
+def shop(*flags: str) -> ServerSpec:
+    return ServerSpec.parse(f"{sys.executable} {SHOP} {' '.join(flags)}")
+
+
+async def explore_and_ground(spec: ServerSpec, calls: int, n: int = 12, **cfg):
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=calls, **cfg), seed=0, say=lambda _: None)
+        tasks, report = await ground(pool, n, exploration, seed=0, say=lambda _: None)
+    return exploration, tasks, report
+
+
+def test_results_are_read_as_records_and_arguments_take_the_shape_their_description_asks_for():
+    import random
+
+    from mcprl.scenarios.arguments import SeenValue, ArgumentWriter
+    from mcprl.scenarios.results import result_records
+
+    # a server that prints Python's repr() of its rows
+    assert result_records("[{'name': 'customers'}, {'name': 'orders'}]", None) == [[("name", "customers")], [("name", "orders")]]
+    assert result_records("P-1 | mug | price: 2\nP-2 | cup | price: 3", None)[1] == [("", "P-2"), ("", "cup"), ("price", "3")]
+    assert result_records("From: a@b.c\nSubject: hi", {"result": "From: a@b.c\nSubject: hi"}) == [[("From", "a@b.c"), ("Subject", "hi")]]
+    writer = ArgumentWriter(random.Random(0))
+    seen = [SeenValue(value="orders", field="name", call=3)]
+    sql = {"type": "string", "description": "SELECT SQL query to execute"}
+    assert writer.value("query", sql, seen) == ("SELECT * FROM orders LIMIT 5", "result:3", 3)
+    time_of_day, source, _ = writer.value("time", {"type": "string", "description": "Time to convert in 24-hour format (HH:MM)"}, [])
+    assert source == "schema" and len(time_of_day) == 5 and time_of_day[2] == ":"
+
+
+def test_a_file_servers_paths_come_from_its_results_and_its_files_ground_tasks():
+    """Seen on @modelcontextprotocol/server-filesystem, which grounded no task: every `path` was the
+    word "path". Now a path parameter (or a list of them) takes a path a result held, a result that
+    wraps its text (`{"content": "..."}`) is read as that text, a list argument is phrased as its
+    items, and neither a file's base64 blob nor a search that found nothing is an answer."""
+    import random
+
+    from mcprl.scenarios.arguments import ArgumentWriter, SeenValue
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+
+    seen = [SeenValue(value="/srv/docs", field="", call=0), SeenValue(value="[FILE] README.md", field="", call=1)]
+    writer = ArgumentWriter(random.Random(0))
+    picked = {writer.value("path", {"type": "string", "description": "The path"}, seen)[0] for _ in range(20)}
+    assert picked == {"/srv/docs", "README.md"}
+    many, source, _ = writer.value("paths", {"type": "array", "items": {"type": "string"}}, seen[1:])
+    assert many == ["README.md"] and source == "result:1"
+
+    text = "README.md:\n# Project\nOwner: Dana Reyes\n"
+    read = ExploredCall(index=0, session=0, tool="read_multiple_files", arguments={"paths": ["README.md"]}, text=text,
+                        structured={"content": text})
+    media = ExploredCall(index=1, session=0, tool="read_media_file", arguments={"path": "README.md"}, text="[text/plain, 43 B]",
+                         structured={"blob": "IyBQcm9qZWN0Ck93bmVyOiBEYW5hIFJleWVzClZlcnNpb246IDIuNC4xCg==", "mimeType": "text/plain"})
+    search = ExploredCall(index=2, session=0, tool="search_files", arguments={"path": "/srv/docs", "pattern": "budget"}, text="No matches found")
+    tasks = [t for seed in range(6) for t in candidates(Exploration(calls=[read, media, search]), {}, seed=seed)]
+    asked = {(t.task, t.answer) for t in tasks}
+    assert ("What is the owner of the file with paths README.md?", "Dana Reyes") in asked
+    assert {answer for _, answer in asked} == {"Dana Reyes", "text/plain"}, asked
+    assert not [task for task, _ in asked if "['" in task or "# " in task or "README.md:" in task], asked
+
+
+def test_which_tools_may_write():
+    assert not may_write({"name": "delete_everything", "annotations": {"readOnlyHint": True}})
+    assert may_write({"name": "get_item", "annotations": {"destructiveHint": True}})
+    assert not may_write({"name": "searchEmails"}) and not may_write({"name": "list_units"})
+    assert may_write({"name": "send_email"}) and may_write({"name": "createIssue"})
+    assert may_write({"name": "frobnicate", "description": "Frobnicates."})  # says neither: assume it writes
+    assert not may_write({"name": "frobnicate", "description": "Get the frobnication level."})
+    assert names_a_file(["python", "server.py", "--db", "shop.db"]) == "shop.db"
+    assert names_a_file(["npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"]) == "/tmp"
+    assert names_a_file(["python", "-m", "mcprl.servers.inventory"]) is None and names_a_file(["python", str(SHOP)]) is None
+
+
+def test_which_result_texts_report_an_error():
+    from mcprl.tools.convert import reports_error
+
+    for text in ("Error: Database error", "ValueError: boom", "Database error: near \"2026\": syntax error",
+                 "notes.txt: Error - ENOENT: no such file or directory", "/srv/a: Error - EISDIR: illegal operation", '{"error": "not found"}'):
+        assert reports_error(text), text
+    for text in ("a.txt:\nhello\n---\nb.txt: Error - ENOENT", "status: error", "found: 0 errors", "price: 12"):
+        assert not reports_error(text), text
+
+
+async def test_a_result_that_reports_an_error_in_its_text_is_an_error():
+    from mcprl.judges.shaping import call_stages
+
+    async with ToolPool(shop()) as pool, pool.session() as session:
+        outcome = await session.call("run_query", {"query": "2026-05"})
+        fine = await session.call("list_products", {})
+    assert outcome.is_error and outcome.text.startswith("Error: Database error") and not fine.is_error
+    call = {"id": "c1", "function": {"name": "run_query", "arguments": '{"query": "2026-05"}'}}
+    schemas = {"run_query": {"type": "object", "properties": {"query": {"type": "string"}}}}
+    assert call_stages(call, schemas, {"c1": outcome.text}) == 3  # not "answered without error"
+
+
+@pytest.fixture(scope="module")
+def shop_grounded():
+    """One exploration of the shop over stdio, grounded, shared by the tests that read it."""
+    import anyio
+
+    return anyio.run(lambda: explore_and_ground(shop(), calls=30))
+
+
+async def test_grounded_tasks_on_a_stdio_server_are_checked_by_value_and_replayed(shop_grounded):
+    exploration, tasks, report = shop_grounded
+    assert len(exploration.calls) <= 30
+    assert {"list_products", "get_product", "run_query", "add_to_cart"} <= {c.tool for c in exploration.calls}
+    assert all(c.is_error for c in exploration.calls if c.tool == "run_query")
+    assert any(c.parents for c in exploration.calls if c.tool == "get_product")  # an id from a listing, fed on
+    assert len(tasks) >= 4 and report.kept == len(tasks)
+    assert not any("run_query" in t.tools for t in tasks)
+    for t in tasks:
+        # a question's answer is a sentence around the value, not a pasted result; a write's, the state it reads back
+        on = {"max_words": len(str(t.answer).split()) + ANSWER_WORDS} if t.read_back is None else {"on": "read_back", "max_other_numbers": None}
+        assert t.check == {"kind": "holds", **on} and t.metadata["reference"] and t.difficulty == len(t.metadata["reference"])
+    # the clock's tasks do not reproduce on replay, so none is kept
+    assert not any(t.tools == ["now"] for t in tasks)
+    assert report.dropped.get("answer not reproduced", 0) >= 1
+    prices = [t for t in tasks if t.task.startswith("What is the price of the product")]
+    assert prices and all(isinstance(t.answer, (int, float)) for t in prices)
+
+
+async def test_writes_stay_inside_a_fresh_session(shop_grounded):
+    exploration, tasks, _ = shop_grounded
+    assert any(c.tool == "add_to_cart" and not c.is_error for c in exploration.calls)
+    async with ToolPool(shop()) as pool, pool.session() as session:
+        assert (await session.call("cart_size", {})).text == "0"  # nothing the exploration added is here
+    # a cart size is only kept where a fresh session reproduces it
+    for t in tasks:
+        if t.tools[-1:] == ["cart_size"]:
+            assert t.answer == 0
+
+
+async def test_a_write_is_a_task_checked_by_reading_back_the_rollouts_own_session(shop_grounded, tiny_model_dir):
+    from tests.scripted_policy import call, scripted_endpoint
+
+    from mcprl.rollout.loop import rollout
+
+    exploration, tasks, _ = shop_grounded
+    # exploring repeated the session's earlier reads after the write: the cart's size went 0 -> 1
+    assert any(c.reads_back is not None and c.tool == "cart_size" and c.text == "1" for c in exploration.calls)
+    task = next(t for t in tasks if t.read_back)
+    assert task.read_back == {"tool": "cart_size", "arguments": {}} and task.answer == 1
+    assert task.metadata["reference"][-1]["tool"] == "add_to_cart" and "Add a product to the cart" in task.task
+    product = task.metadata["reference"][-1]["arguments"]["product_id"]
+    judge = VerifyJudge()
+    async with ToolPool(shop()) as pool:
+        with scripted_endpoint(tiny_model_dir, [call("add_to_cart", product_id=product), "Added.", "Done."]) as (model, _):
+            did, didnt = await rollout(model, task, pool), await rollout(model, task, pool)
+    assert did.metadata["read_back"] == "1" and didnt.metadata["read_back"] == "0"  # each its own fresh session
+    group = await judge.score_group(TrajectoryGroup(scenario=task, trajectories=[did, didnt]))
+    assert [t.reward for t in group.trajectories] == [1.0, 0.0]  # the answer's words do not matter: the state does
+
+
+async def test_a_shared_server_is_never_sent_a_tool_that_may_write():
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, str(SHOP), "--transport", "http", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_listening(proc, port)
+        spec = ServerSpec.parse(f"http://127.0.0.1:{port}/mcp")
+        exploration, tasks, _ = await explore_and_ground(spec, calls=20)
+        assert "add_to_cart" not in {c.tool for c in exploration.calls}
+        assert "add_to_cart" in exploration.skipped_tools and tasks
+        opted_in, _, _ = await explore_and_ground(spec, calls=20, writes=True)
+        assert "add_to_cart" in {c.tool for c in opted_in.calls}
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+async def test_exploration_stays_within_its_bounds_and_skips_a_tool_that_hangs():
+    started = time.monotonic()
+    exploration, tasks, _ = await explore_and_ground(shop("--hang"), calls=12, call_timeout=1.0)
+    assert len(exploration.calls) <= 12 and exploration.hung_tools == ["wait_forever"]
+    assert sum(c.tool == "wait_forever" for c in exploration.calls) <= 4  # once per concurrent session at most
+    assert tasks and time.monotonic() - started < 60
+    async with ToolPool(shop()) as pool:
+        bounded = await explore(pool, ExploreConfig(calls=1000, minutes=0.05), seed=0, say=lambda _: None)
+    assert bounded.seconds < 10 and len(bounded.calls) < 1000
+
+
+async def test_grounded_tasks_on_the_shipped_servers():
+    _, inventory, _ = await explore_and_ground(ServerSpec.parse("python -m mcprl.servers.inventory"), calls=18, n=6)
+    assert any(re.search(r"\b(price|stock)\b", t.task) and t.metadata["kind"] == "field" for t in inventory)
+    calc = ServerSpec.parse("python -m mcprl.servers.calculator")
+    async with ToolPool(calc) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=18), seed=0, say=lambda _: None)
+        calculator, report = await ground(pool, 6, exploration, seed=0, max_calls=1, say=lambda _: None)
+    assert len(calculator) == 6 and all(isinstance(t.answer, (int, float)) for t in calculator)
+    assert any(re.fullmatch(r"(What is |Compute |Work out )?[-+*/() .\d]+( = )?[?.]", t.task) for t in calculator)  # "What is 8.5 * 19?"
+    assert len(report.covered) >= 3  # spread over the tools
+    # chains the exploration made, but longer than an episode of 2 turns allows (a call, then the answer)
+    assert all(t.difficulty == 1 for t in calculator) and report.dropped["more calls than an episode's 1"] >= 1
+    async with ToolPool(calc) as pool:  # the same seed grounds the same tasks, ids and all
+        again, _ = await ground(pool, 6, await explore(pool, ExploreConfig(calls=18), seed=0, say=lambda _: None),
+                                seed=0, max_calls=1, say=lambda _: None)
+    assert [(t.id, t.task) for t in again] == [(t.id, t.task) for t in calculator]
+
+
+def test_a_task_that_states_a_value_needs_no_call_that_found_it():
+    """Exploring found SKU-3000 by listing first; asked for by its sku, the item needs `get_item`
+    alone, asked for by its name, the listing too (what the rollout must find)."""
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+
+    listing = ExploredCall(index=0, session=0, tool="list_items", arguments={},
+                           text="SKU-3000 | mini hook | 167.07\nSKU-4000 | steel level | 53.63")
+    item = ExploredCall(index=1, session=0, tool="get_item", arguments={"sku": "SKU-3000"}, sources={"sku": "result:0"}, parents=[0],
+                        text='{"sku": "SKU-3000", "name": "mini hook", "price": 167.07, "stock": 40}')
+    found = {}
+    for seed in range(8):  # both wordings: by the sku the call took, by the record's name
+        for t in candidates(Exploration(calls=[listing, item]), {}, seed=seed):
+            if t.metadata["reference"][-1]["tool"] == "get_item":
+                found["SKU-3000" in t.task] = [c["tool"] for c in t.metadata["reference"]]
+    assert found == {True: ["get_item"], False: ["list_items", "get_item"]}
+    # a write the chain made stays: it made the state the read reads
+    from mcprl.scenarios.grounded import _needed
+
+    write = ExploredCall(index=2, session=0, tool="update_stock", arguments={"sku": "SKU-3000", "change": 7}, writes=True,
+                         sources={"sku": "result:0"}, parents=[0], text="SKU-3000 (mini hook): stock 40 -> 47")
+    read = item.model_copy(update={"index": 3})
+    assert [c.tool for c in _needed("What is the stock of the item with sku SKU-3000?", [listing, write, read])] == ["update_stock", "get_item"]
+
+
+def test_no_task_is_answered_by_our_rendering_or_by_its_own_wording():
+    """Seen on @modelcontextprotocol/server-everything: an image's placeholder (`[image/png, 4 KB]`,
+    written by our client) gave the answer 4, and a one-sentence result named its own record
+    ('What is the sum of the sum "The sum of 10 and 20 is 30."?')."""
+    from mcprl.judges.verify import holds_answer
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+
+    image = ExploredCall(index=0, session=0, tool="get-tiny-image", arguments={},
+                         text="Here's the image you requested:\n[image/png, 4 KB]\nThe image above is the MCP logo.")
+    total = ExploredCall(index=1, session=0, tool="get-sum", arguments={"a": 10, "b": 20}, text="The sum of 10 and 20 is 30.")
+    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=[image, total]), {"get-sum": "Returns the sum of two numbers."},
+                                                        seed=seed)]
+    assert not [t for t in tasks if t.metadata["reference"][-1]["tool"] == "get-tiny-image"]
+    assert tasks and all(t.answer == 30 and not holds_answer(t.task, 30) for t in tasks), [t.task for t in tasks]
+
+
+def test_a_listing_cut_by_max_result_chars_grounds_each_field_in_its_own_record():
+    """A long listing is cut mid-record, and the client says so on a last line: neither the cut
+    record nor that line is a record, the rest is still a listing (not one record whose keys repeat,
+    which asked for one item's stock with another's), and a reference keeps the result whole."""
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+    from mcprl.tools.convert import _BoundedText
+
+    rows = [f"SKU-{1000 + i} | item {chr(97 + i)}{chr(97 + i)}x | tools | stock: {10 + i} | price: ${i}.50" for i in range(12)]
+    bounded = _BoundedText(300)
+    bounded.add("\n".join(rows))
+    listing = ExploredCall(index=0, session=0, tool="list_items", arguments={}, text=bounded.text())
+    assert listing.text.endswith("more characters]")
+    fields = [t for seed in range(6) for t in candidates(Exploration(calls=[listing]), {}, seed=seed) if t.metadata["kind"] == "field"]
+    assert fields
+    for t in fields:
+        name = t.metadata["given"][0]
+        row = next(r for r in rows if f"| {name} |" in r)
+        assert row in listing.text and str(t.answer) in row, (t.task, t.answer)
+        assert t.metadata["reference"][0]["result"] == listing.text
+
+
+def test_prose_states_labelled_values_and_a_listing_may_end_with_a_note():
+    """A message's body says what a person asks about ("Confirmation code: ZOE67V.", "Your
+    reservation number is 4F2A9C01."); a search's listing ends with a note that is not a record;
+    a one-sentence result is a message, not an answer; a subject that holds a number is a name."""
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+    from mcprl.scenarios.results import result_records, sentence_fields
+
+    assert sentence_fields("Confirmation code: ZOE67V. Flight SW 764 to Porto is booked. Check in 24 hours before.") == [
+        ("Confirmation code", "ZOE67V")]
+    assert sentence_fields("Dear Alex, thank you. Your reservation number is 4F2A9C01. We look forward to it.") == [
+        ("reservation number", "4F2A9C01")]
+    assert sentence_fields("The Wi-Fi password at Lake Cabin is k3j2h1x9. Enjoy!") == [("Wi-Fi password", "k3j2h1x9")]
+    assert sentence_fields("Good news: your order is on its way. Please keep noise down after 10 PM.") == []
+    listing = ("msg-0296 | 2024-12-18 | SkyWay <b@sky.example> | Your flight to Porto is confirmed | Confirmation code: ZOE67V. Flight ...\n"
+               "msg-0266 | 2024-11-14 | City Guides <h@cg.example> | 48 hours in Porto | Where to eat in Porto.\n"
+               "(2 of 11 matching emails shown)")
+    assert len(result_records(listing, None)) == 2
+    calls = [ExploredCall(index=0, session=0, tool="search_emails", arguments={"query": "Porto"}, text=listing),
+             ExploredCall(index=1, session=0, tool="search_emails", arguments={"query": "Oslo"}, text="No emails match.")]
+    tasks = {t.task: t.answer for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
+    assert tasks == {"Find the email about Porto and tell me its confirmation code.": "ZOE67V",  # what the search was about
+                     'What is the confirmation code of the email "Your flight to Porto is confirmed"?': "ZOE67V"}
+
+
+async def test_a_search_with_optional_filters_is_explored_past_its_first_page():
+    """The shipped mailbox's search has only optional parameters: exploring fills some with words
+    and date windows from earlier results, so grounded tasks reach facts beyond the newest emails,
+    stated in their bodies."""
+    exploration, tasks, _ = await explore_and_ground(ServerSpec.parse("python -m mcprl.servers.email"), calls=120, n=96)
+    searches = [c for c in exploration.calls if c.tool == "search_emails"]
+    assert len({repr(c.arguments) for c in searches}) > len(searches) / 2  # not the same listing again and again
+    assert any(c.sources.get("query", "").startswith("result:") for c in searches)
+    assert any(re.match(r"What is the (confirmation code|amount due|reservation number|tracking number)", t.task) for t in tasks)
+    assert not any("user@example.com" in str(c.arguments.get("query")) for c in searches)
+
+
+def test_a_description_that_states_an_expression_words_the_task_as_that_expression():
+    from mcprl.scenarios.phrasing import formula
+
+    assert formula("Multiply two numbers and return a * b.", "multiply", {"a": 18.5, "b": 10}) == "18.5 * 10"
+    # the previous call's expression in brackets where its result is fed on
+    assert formula("Subtract b from a and return a - b.", "subtract", {"a": 184, "b": 6}, frozenset({"a"}), "18.5 * 10") == "(18.5 * 10) - 6"
+    assert formula("Raise base to the power exponent and return base ** exponent.", "power", {"base": 2, "exponent": -1.5}) == "2 ** -1.5"
+    # none where the description states no expression, or one without every argument
+    assert formula("Convert an amount from one unit to another.", "convert", {"value": 3, "to_unit": "km"}) is None
+    assert formula("Divide a by b and return a / b.", "divide", {"a": 2, "c": 1}) is None
+
+
+async def test_a_server_with_nothing_to_ground_stops_with_the_fix(tmp_path):
+    from mcprl.scenarios.source import ScenarioConfig, run_scenarios
+
+    spec = ServerSpec.parse(f"{sys.executable} {SHOP}", allow=["run_query"])
+    async with ToolPool(spec) as pool:
+        with pytest.raises(UserError, match="every call it answered was an error.*--scenarios FILE"):
+            await run_scenarios(ScenarioConfig(n=8), tmp_path, seed=0, resume=False, pool=pool, generate=None,
+                                model="local", api_base=None, explore=ExploreConfig(calls=6), say=lambda _: None)
+    assert (tmp_path / "exploration.jsonl").exists()
+
+
+async def test_the_generator_writes_arguments_where_only_the_schema_gave_values(tmp_path, monkeypatch):
+    import json
+
+    from mcprl.scenarios.source import grounded
+    from tests.fake_llm import FakeLLM
+
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    weather = ServerSpec.parse(f"{sys.executable} {Path(__file__).resolve().parents[1] / 'one_tool_server.py'}")
+    cities = iter(["Oslo", "Cairo", "Atlantis", "Lima"] * 4)
+
+    def reply(body):
+        assert body["response_format"]["json_schema"]["schema"]["properties"]["city"]["type"] == "string"
+        return json.dumps({"city": next(cities)})
+
+    files = tmp_path / "exploration.jsonl", tmp_path / "grounding.json"
+    async with ToolPool(weather) as pool:
+        # sampled from the schema, the city is a word of the description: no forecast, nothing to ground
+        with pytest.raises(UserError, match="nothing it answered could be grounded"):
+            await grounded(pool, 4, ExploreConfig(calls=6, generated=0, phrase=False), *files, seed=0,
+                           model="openai/fake", say=lambda _: None)
+        with FakeLLM(handler=reply) as llm:
+            tasks = await grounded(pool, 4, ExploreConfig(calls=6, generated=4, phrase=False), *files, seed=0,
+                                   model="openai/fake", api_base=llm.base_url, say=lambda _: None)
+    assert len(llm.requests) == 4  # the bound: the two calls after it sampled
+    answers = {t.metadata["reference"][0]["arguments"]["city"]: t.answer for t in tasks}
+    assert answers == {"Oslo": -3, "Cairo": 31, "Lima": 19}  # "no forecast for Atlantis" grounds nothing
+
+
+async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_reference_call(tmp_path):
+    from mcprl.run.demonstration import settle
+    from mcprl.scenarios.source import ScenarioConfig, run_scenarios
+
+    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
+        train, val = await run_scenarios(ScenarioConfig(n=8), tmp_path, seed=0, resume=False, pool=pool, generate=None,
+                                         model="local", api_base=None, explore=ExploreConfig(calls=16), say=lambda _: None)
+        demo, kept = await settle(train, pool, enabled=True, example=None, example_file=None, shipped=None,
+                                  model="local", api_base=None, seed=0, say=lambda _: None)
+    assert all(s.metadata["source"] == "grounded" for s in train + val)
+    assert (tmp_path / "grounding.json").exists() and (tmp_path / "exploration.jsonl").exists()
+    assert demo.source.startswith("grounded:") and len(kept) == len(train) - 1
+    shown = next(s for s in train if s.id == demo.source.split(":")[1])
+    call = demo.messages[1]["tool_calls"][0]["function"]
+    assert call["name"] == shown.metadata["reference"][0]["tool"]
+    assert [m["role"] for m in demo.messages] == ["user", "assistant"]  # ends at the call
+    assert holds_answer(shown.metadata["reference"][0]["result"], shown.answer)  # the reference keeps what it returned
+
+    # demonstrations = "per-tool": one reference call per tool a chain starts with, each scenario shown one
+    from mcprl.run.demonstration import from_reference
+    from mcprl.rollout.loop import RolloutConfig, initial_messages
+
+    per, kept = from_reference(train, train, seed=0, per_tool=True)
+    first_tools = {s.metadata["reference"][0]["tool"] for s in train}
+    shown_tools = [e[1]["tool_calls"][0]["function"]["name"] for e in per.examples]
+    assert sorted(shown_tools) == sorted(first_tools) and len(first_tools) >= 2
+    assert len(kept) == len(train) - len(first_tools) and per.source.count(",") == len(first_tools) - 1
+    config = RolloutConfig(examples=per.examples)
+    seen = {initial_messages(s, [{"type": "function", "function": {"name": "x"}}], config)[1]["content"] for s in train + val}
+    assert len(seen) >= 2  # scenarios see different tools' exchanges ...
+    assert initial_messages(val[0], [{}], config) == initial_messages(val[0].model_copy(), [{}], config)  # ... a scenario always the same
+
+
+async def test_the_holds_check_reads_numbers_by_value_and_refuses_a_recital():
+    scenario = Scenario(task="What is the price of the blue mug?", answer=12.5, check={"kind": "holds"})
+
+    def answered(text: str) -> Trajectory:
+        return Trajectory(messages=[{"role": "assistant", "content": text}])
+
+    texts = ["The blue mug costs $12.50.", "It costs 13.", "P-101 | blue mug | price: 12.5 | stock: 4 | aisle 3, bin 9, row 2"]
+    group = await VerifyJudge().score_group(TrajectoryGroup(trajectories=[answered(t) for t in texts], scenario=scenario))
+    assert [t.reward for t in group.trajectories] == [1.0, 0.0, 0.0]
+    names = Scenario(task="Name a unit of mass.", answer=["kg", "lb"], check={"kind": "holds", "any_of": True})
+    group = await VerifyJudge().score_group(TrajectoryGroup(trajectories=[answered("lb"), answered("metre")], scenario=names))
+    assert [t.reward for t in group.trajectories] == [1.0, 0.0]
+    # a grounded text field: a pasted result holds it too, with few numbers (what a run's policy learnt to do)
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+
+    text = "From: Aisha Bello <aisha.bello@work.example>\nTo: Alex Morgan <alex.morgan@example.com>\nSubject: Lunch on Tuesday?"
+    call = ExploredCall(index=0, session=0, tool="read_email", arguments={"email_id": "msg-0143"}, text=text)
+    sender = next(t for seed in range(8) for t in candidates(Exploration(calls=[call]), {}, seed=seed) if t.answer.startswith("Aisha"))
+    replies = ["The sender is Aisha Bello <aisha.bello@work.example>.", f"<tool_response>\n{text} Hi Alex, are you free for lunch?"]
+    group = await VerifyJudge().score_group(TrajectoryGroup(trajectories=[answered(r) for r in replies], scenario=sender))
+    assert [t.reward for t in group.trajectories] == [1.0, 0.0]
+
+
+
+async def test_a_generator_rephrases_a_task_only_where_the_rewrite_keeps_it():
+    import json
+
+    from mcprl.scenarios.phrasing import keeps, phrase
+    from tests.fake_llm import FakeLLM
+
+    template = 'What is the price of the item "steel level"?'
+    assert keeps(template, 53.63, "How much does the steel level cost?")
+    assert not keeps(template, 53.63, "How much does a level cost?")  # the item is gone
+    assert not keeps(template, 53.63, "Is the steel level 53.63?")  # the answer is given away
+    assert not keeps("List the categories. What is the result?", "tools", "What are the categories?")  # nothing to check
+    # a name the task states bare is kept as a quoted one is
+    assert not keeps("What is the price of the steel level?", 53.63, "How much does a level cost?", ["steel level"])
+
+    rewrites = {template: "How much does the steel level cost?", "Add two numbers and return a + b (a 2, b 3). What is the result?": "What is two plus three?"}
+
+    def reply(request: dict) -> str:
+        return json.dumps({"question": rewrites[request["messages"][-1]["content"]]})
+
+    tasks = [Scenario(task=t, answer=a, check={"kind": "holds"}) for t, a in ((template, 53.63), (list(rewrites)[1], 5))]
+    with FakeLLM(handler=reply) as llm:
+        assert await phrase(tasks, "openai/gen", api_base=llm.base_url, seed=0) == 1
+    assert tasks[0].task == "How much does the steel level cost?" and tasks[0].metadata["template"] == template
+    assert tasks[1].task == list(rewrites)[1] and "template" not in tasks[1].metadata  # "two plus three" dropped 2 and 3
+
+
+async def test_a_task_follows_its_most_focused_chain_and_exploring_draws_from_every_record():
+    """A warehouse's listing names 36 items: exploring draws its lookups' ids from every record of
+    it (drawn from the latest few values, every lookup took one of the last records' ids: 4 SKUs
+    in 120 calls), and its searches' words from names. Of the chains that answer one task, the kept
+    one has its answer in the fewest records (a lookup, not a listing's line), and the
+    demonstration is a one-record read, never a write."""
+    from mcprl.run.demonstration import from_reference
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates, select
+    from mcprl.scenarios.results import result_records
+
+    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
+    looked_up = {c.arguments.get("sku") for c in exploration.calls if c.tool == "get_item" and not c.is_error}
+    assert len(looked_up) >= 6, looked_up
+    # a search takes words of a name (one item found), not a category's one word, which has the shape of its example ('drill')
+    searched = {c.arguments["query"] for c in exploration.calls if c.tool == "search_items" and not c.is_error
+                and len(result_records(c.text, None)) == 1}
+    assert len(searched) >= 2, searched
+
+    listing = ExploredCall(index=0, session=0, tool="list_items", arguments={},
+                           text="\n".join(f"SKU-{3000 + i} | item {chr(97 + i) * 3} | stock: {40 + i} | price: ${i}.75" for i in range(8)))
+    item = ExploredCall(index=1, session=0, tool="get_item", arguments={"sku": "SKU-3002"}, sources={"sku": "result:0"}, parents=[0],
+                        text="SKU-3002 | item ccc | stock: 42 | price: $2.75 | location: aisle 3")
+    write = ExploredCall(index=2, session=0, tool="update_stock", arguments={"sku": "SKU-3002", "change": 5}, writes=True,
+                         text="47")
+    found = [t for seed in range(8) for t in candidates(Exploration(calls=[listing, item, write]), {}, seed=seed)]
+    asked = [t for t in found if t.metadata.get("given") == ["item ccc"] and t.metadata["field"] == "stock"]
+    assert {t.metadata["reference"][-1]["tool"] for t in asked} == {"list_items", "get_item"}
+    assert len({t.task for t in asked}) == 1  # one question, one wording: whichever call grounds it, a duplicate
+    # names are asked for quoted and bare, as people write them ('What is the stock of the item ccc?')
+    by_name = [t for t in found if t.metadata.get("given") and t.metadata["given"][0].startswith("item ")]
+    assert {'"' in t.task for t in by_name} == {True, False}
+    for order in (asked, asked[::-1]):
+        kept, _ = select(order, 10, seed=0)
+        assert [t.metadata["reference"][-1]["tool"] for t in kept if t.task == asked[0].task] == ["get_item"]
+    one_call = [t for t in found if len(t.metadata["reference"]) == 1]
+    assert {t.metadata["reference"][0]["tool"] for t in one_call} >= {"list_items", "update_stock"}
+    for seed in range(6):
+        demo, _ = from_reference(one_call, one_call, seed=seed)
+        shown = next(t for t in one_call if t.id == demo.source.split(":")[1])
+        assert shown.metadata["records"] == 1 and not shown.metadata["reference"][0].get("writes"), shown.task
+
+
+async def test_a_task_that_names_its_record_is_shown_the_one_call_a_person_would_make():
+    """A task about one line of a 36-item listing, asked by the item's name: its chain becomes a
+    search for that name (one record), the call a person makes, not the listing; a task whose
+    answer no one-call result holds keeps its chain."""
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates, shortcut
+
+    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory")) as pool:
+        async with pool.session() as session:
+            listing = await session.call("list_items", {})
+        call = ExploredCall(index=0, session=0, tool="list_items", arguments={}, text=listing.text)
+        named = [t for t in candidates(Exploration(calls=[call]), {}, seed=0) if t.metadata.get("given")]
+        assert named and all(t.metadata["records"] == 36 for t in named)
+        unheld = named[0].model_copy(deep=True, update={"answer": 123456.5})
+        assert await shortcut([*named, unheld], pool) == len(named)
+    for t in named:
+        assert t.metadata["reference"][0]["tool"] == "search_items" and t.metadata["records"] == 1, t.task
+        assert t.metadata["reference"][0]["arguments"] == {"query": t.metadata["given"][0]}
+        assert str(t.answer) in t.metadata["reference"][0]["result"].replace("$", "")
+    assert unheld.metadata["reference"][0]["tool"] == "list_items"
