@@ -36,7 +36,7 @@ async def first_calls(name: str, server: str, project: str, samples: int, rebuil
     from mcprl.model.trainable import Model
     from mcprl.paths import model_dir
     from mcprl.serving.engine import Engine
-    from mcprl.serving.local import LocalServer
+    from mcprl.serving.local import LocalEndpoint
     from mcprl.tools import ServerSpec, ToolPool
     from mcprl.types import Scenario, TrajectoryGroup
 
@@ -53,7 +53,7 @@ async def first_calls(name: str, server: str, project: str, samples: int, rebuil
     rollout = agents.load(rc.agent)
     engine = await anyio.to_thread.run_sync(lambda: Engine(base, served_name=base))
     engine.load_adapter(served, adapter)
-    endpoint = LocalServer(engine)
+    endpoint = LocalEndpoint(engine)
     try:
         async with ToolPool(ServerSpec.parse(server, env={"PYTHONPATH": str(ROOT)})) as pool:
             policy = Model(name=served, inference_base_url=endpoint.base_url, inference_model_name=served)

@@ -3,7 +3,7 @@
 Same model (SmolLM2-135M, fp32), same 8 chat prompts (rendered with the same chat template),
 same sampling (temperature 1, no top-p/top-k), same token budget, both stopping at EOS:
 
-  mcprl: 8 concurrent HTTP requests (httpx.AsyncClient) to `LocalServer` + `Engine`, with the
+  mcprl: 8 concurrent HTTP requests (httpx.AsyncClient) to `LocalEndpoint` + `Engine`, with the
          endpoint's exact-token recording on (`logprobs`, `return_token_ids`), which the engine
          folds into one sampling batch
   HF:    one left-padded batch of the 8 prompts through `model.generate(do_sample=True)`
@@ -106,7 +106,7 @@ def main() -> None:
 
     from mcprl.model import weights
     from mcprl.serving.engine import Engine
-    from mcprl.serving.local import LocalServer
+    from mcprl.serving.local import LocalEndpoint
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -114,7 +114,7 @@ def main() -> None:
     tok = weights.load_tokenizer(MODEL)
     model = weights.load_model(MODEL)
     engine = Engine(MODEL, model=model, tokenizer=tok)
-    server = LocalServer(engine)
+    server = LocalEndpoint(engine)
 
     texts = [tok.apply_chat_template(messages(p), tokenize=False, add_generation_prompt=True) for p in PROMPTS]
     tok.padding_side = "left"

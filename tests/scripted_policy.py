@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mcprl.model.trainable import Model
 from mcprl.serving.engine import Engine
-from mcprl.serving.local import LocalServer
+from mcprl.serving.local import LocalEndpoint
 from mcprl.serving.sampler import Sampled
 
 
@@ -53,7 +53,7 @@ def scripted_endpoint(model_dir: Path, replies: Sequence[str] = (), handler=None
                       engine: ScriptedEngine | None = None) -> Iterator[tuple[Model, ScriptedEngine]]:
     """The policy behind a real endpoint; `engine`: a ScriptedEngine of another kind (NoPromptIds, ...)."""
     engine = engine or ScriptedEngine(model_dir, replies, handler)
-    server = LocalServer(engine)
+    server = LocalEndpoint(engine)
     try:
         yield Model(name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy"), engine
     finally:

@@ -4,7 +4,7 @@ one GRPO step at a time, and keep its checkpoints.
 `Runtime` owns that lifecycle once, for every device: resume from the latest checkpoint (or write
 step 0), serve it, and around each training step checkpoint the new step, swap it into serving
 and drop the old one. A runtime is built from two parts, passed in as factories: a `Trainer`
-(how gradient steps are taken) and a `Server` (how the policy is sampled). The CPU runtime
+(how gradient steps are taken) and an `Endpoint` (how the policy is sampled). The CPU runtime
 (`cpu.py`) and the GPU runtime (`gpu.py`) differ only in these parts."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class Trainer(Protocol):
     def step(self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False) -> dict[str, float]:
         """One optimizer update on `groups`; its metrics (also when there was nothing to train).
         `rescore_constrained`: the old-policy logprobs of grammar-constrained turns are the trainer's
-        own, not the recorded ones (see `Server.masks_constrained_logprobs`)."""
+        own, not the recorded ones (see `Endpoint.masks_constrained_logprobs`)."""
         ...
 
     def save(self, out: Path) -> None:
@@ -47,11 +47,11 @@ class Trainer(Protocol):
         ...
 
 
-class Server(Protocol):
+class Endpoint(Protocol):
     """The OpenAI-compatible endpoint that samples the base model and the adapters loaded into it,
     each by name. `close` blocks (the runtime calls it off the event loop); the rest are async."""
 
-    # Whether a step's metrics carry this server's control times: `swap_seconds` (load the new
+    # Whether a step's metrics carry this endpoint's control times: `swap_seconds` (load the new
     # step, unload the old) and, when it slept, `sleep_seconds` and `wake_seconds`.
     reports_timings: bool
     # Whether the logprobs it records for a grammar-constrained turn are under the grammar's mask
@@ -74,7 +74,7 @@ class Server(Protocol):
     async def unload_adapter(self, name: str) -> None: ...
 
     async def sleep(self) -> bool:
-        """Free the device for a training step, if the server shares it with the trainer. True when
+        """Free the device for a training step, if the endpoint shares it with the trainer. True when
         it did (and `wake` must follow the step), False when there was nothing to free."""
         ...
 
@@ -83,29 +83,29 @@ class Server(Protocol):
         ...
 
     def close(self) -> None:
-        """Stop serving and release what the server holds."""
+        """Stop serving and release what the endpoint holds."""
         ...
 
 
 # The parts' factories. `LoadTrainer(checkpoint)`: the trainer, with the adapter of the checkpoint
-# directory to resume from (None: a fresh adapter); it may block. `StartServer(trainer)`: a server
-# that is ready for requests (the trainer is loaded first: a server sharing its GPU sizes itself
+# directory to resume from (None: a fresh adapter); it may block. `StartEndpoint(trainer)`: an endpoint
+# that is ready for requests (the trainer is loaded first: an endpoint sharing its GPU sizes itself
 # to what the trainer left).
 LoadTrainer = Callable[[Path | None], Trainer]
-StartServer = Callable[[Trainer], Awaitable[Server]]
+StartEndpoint = Callable[[Trainer], Awaitable[Endpoint]]
 
 
 class Runtime:
-    """Serving + training for one registered model, from a trainer and a server (see the module doc)."""
+    """Serving + training for one registered model, from a trainer and an endpoint (see the module doc)."""
 
-    def __init__(self, model: TrainableModel, load_trainer: LoadTrainer, start_server: StartServer):
+    def __init__(self, model: TrainableModel, load_trainer: LoadTrainer, start_endpoint: StartEndpoint):
         self.model = model
         self.root = model.checkpoints_dir
         self.step = 0
         self.load_trainer = load_trainer
-        self.start_server = start_server
+        self.start_endpoint = start_endpoint
         self.trainer: Trainer | None = None
-        self.server: Server | None = None
+        self.endpoint: Endpoint | None = None
         self.served: list[str] = []  # the adapters being served, oldest first
 
     @property
@@ -114,20 +114,20 @@ class Runtime:
 
     @property
     def base_url(self) -> str:
-        return self.server.base_url
+        return self.endpoint.base_url
 
     @property
     def api_key(self) -> str:
-        return self.server.api_key
+        return self.endpoint.api_key
 
     async def start(self) -> None:
-        """Build the trainer from the latest checkpoint (writing step 0 if there is none), start the server, serve `NAME@STEP`."""
+        """Build the trainer from the latest checkpoint (writing step 0 if there is none), start the endpoint, serve `NAME@STEP`."""
         latest = self.check_resumable()
         self.trainer = await anyio.to_thread.run_sync(self._resume, latest)
         self.step = latest or 0
-        self.server = await self.start_server(self.trainer)
+        self.endpoint = await self.start_endpoint(self.trainer)
         try:
-            await self.server.load_adapter(self.served_name, checkpoints.step_dir(self.root, self.step))
+            await self.endpoint.load_adapter(self.served_name, checkpoints.step_dir(self.root, self.step))
             self.served = [self.served_name]
         except BaseException:
             await self.close()
@@ -143,13 +143,13 @@ class Runtime:
         return trainer
 
     async def train(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
-        """One GRPO step (the server asleep through it where it shares the trainer's device), checkpoint
+        """One GRPO step (the endpoint asleep through it where it shares the trainer's device), checkpoint
         `step+1`, then serve it as `NAME@STEP+1` and drop the steps before the last
         `config.max_off_policy_steps + 1` (with 0: the previous step)."""
-        server, step = self.server, self.step + 1
+        endpoint, step = self.endpoint, self.step + 1
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        slept = await server.sleep()
+        slept = await endpoint.sleep()
         if slept:
             timings["sleep_seconds"] = time.perf_counter() - t
         try:
@@ -157,10 +157,10 @@ class Runtime:
         finally:
             if slept:
                 t = time.perf_counter()
-                await server.wake()
+                await endpoint.wake()
                 timings["wake_seconds"] = time.perf_counter() - t
         t = time.perf_counter()
-        await server.load_adapter(f"{self.model.name}@{step}", ckpt)
+        await endpoint.load_adapter(f"{self.model.name}@{step}", ckpt)
         self.step = step
         self.served.append(self.served_name)
         # With the asynchronous pipeline (K = max_off_policy_steps > 0), rollouts started on any of
@@ -168,19 +168,19 @@ class Runtime:
         # version t-K or later, and training cannot pass version t before step t is collected.
         # Those adapters stay served; older ones no rollout uses go.
         while len(self.served) > config.max_off_policy_steps + 1:
-            await server.unload_adapter(self.served.pop(0))
-        if server.reports_timings:
+            await endpoint.unload_adapter(self.served.pop(0))
+        if endpoint.reports_timings:
             metrics.update(timings, swap_seconds=time.perf_counter() - t)
             await anyio.to_thread.run_sync(checkpoints.record_metrics, ckpt, metrics)
         return metrics
 
     def _step(self, groups: list[TrajectoryGroup], config: TrainConfig, step: int) -> tuple[dict[str, float], Path]:
-        metrics = self.trainer.step(groups, config, rescore_constrained=self.server.masks_constrained_logprobs)
+        metrics = self.trainer.step(groups, config, rescore_constrained=self.endpoint.masks_constrained_logprobs)
         return metrics, checkpoints.write_checkpoint(self.root, step, self.trainer.save, self.checkpoint_state(metrics))
 
     async def close(self) -> None:
-        if self.server is not None:
-            await anyio.to_thread.run_sync(self.server.close)
+        if self.endpoint is not None:
+            await anyio.to_thread.run_sync(self.endpoint.close)
 
     def checkpoint_state(self, metrics: dict[str, float] | None = None) -> dict:
         m = self.model

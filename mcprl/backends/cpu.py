@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from mcprl.backends.base import Runtime, StartServer
+from mcprl.backends.base import Runtime, StartEndpoint
 
 if TYPE_CHECKING:
     from mcprl.serving.engine import Engine
 
 
-class EngineServer:
-    """The CPU runtime's server: `engine` behind an in-process endpoint on `host:port`. It samples
+class EngineEndpoint:
+    """The CPU runtime's endpoint: `engine` behind an in-process endpoint on `host:port`. It samples
     in the same memory the trainer steps in, with nothing to free for a step, so it never sleeps."""
 
     reports_timings = False
@@ -26,15 +26,15 @@ class EngineServer:
     def __init__(self, engine: Engine, host: str, port: int):
         import secrets
 
-        from mcprl.serving.local import LocalServer
+        from mcprl.serving.local import LocalEndpoint
 
         self.engine = engine
         self.api_key = secrets.token_urlsafe(24)  # the run's clients get it through Model.inference_api_key
-        self.endpoint = LocalServer(engine, host=host, port=port, api_key=self.api_key)
+        self.http = LocalEndpoint(engine, host=host, port=port, api_key=self.api_key)
 
     @property
     def base_url(self) -> str:
-        return self.endpoint.base_url
+        return self.http.base_url
 
     async def load_adapter(self, name: str, path: Path) -> None:
         await anyio.to_thread.run_sync(self.engine.load_adapter, name, path)
@@ -49,16 +49,16 @@ class EngineServer:
         pass
 
     def close(self) -> None:
-        self.endpoint.close()
+        self.http.close()
 
 
 class CpuRuntime(Runtime):
-    """`Runtime` with a GRPOTrainer and an `EngineServer` over one copy of the base weights, or
-    with the server `start_server` starts (the policy replicas of mcprl.cluster)."""
+    """`Runtime` with a GRPOTrainer and an `EngineEndpoint` over one copy of the base weights, or
+    with the server `start_endpoint` starts (the policy replicas of mcprl.cluster)."""
 
     def __init__(self, model, *, host: str = "127.0.0.1", port: int = 0, max_batch_rows: int = 32, threads: int | None = None,
-                 dtype: str = "auto", start_server: StartServer | None = None):
-        super().__init__(model, self._load_trainer, start_server or self._start_server)
+                 dtype: str = "auto", start_endpoint: StartEndpoint | None = None):
+        super().__init__(model, self._load_trainer, start_endpoint or self._start_endpoint)
         self._host, self._port, self._max_batch_rows, self._threads, self._dtype = host, port, max_batch_rows, threads, dtype
         self._serve_model = self._tokenizer = None
 
@@ -77,9 +77,9 @@ class CpuRuntime(Runtime):
         memo = {id(t): t for t in [*self._serve_model.parameters(), *self._serve_model.buffers()]}
         return GRPOTrainer(copy.deepcopy(self._serve_model, memo=memo), self._tokenizer, self.model.lora, adapter_dir=checkpoint)
 
-    async def _start_server(self, trainer) -> EngineServer:
+    async def _start_endpoint(self, trainer) -> EngineEndpoint:
         from mcprl.serving.engine import Engine
 
         base = self.model.base_model
         engine = Engine(base, model=self._serve_model, tokenizer=self._tokenizer, served_name=base, max_batch_rows=self._max_batch_rows)
-        return await anyio.to_thread.run_sync(EngineServer, engine, self._host, self._port)
+        return await anyio.to_thread.run_sync(EngineEndpoint, engine, self._host, self._port)

@@ -123,7 +123,7 @@ class GpuRuntime(Runtime):
     `VllmEndpoint`) serving; see the module doc."""
 
     def __init__(self, model, **settings):
-        super().__init__(model, self._load_trainer, self._start_server)
+        super().__init__(model, self._load_trainer, self._start_endpoint)
         try:
             self.settings = GpuSettings.model_validate(settings)
         except ValidationError as e:
@@ -147,7 +147,7 @@ class GpuRuntime(Runtime):
 
         return load_trainer(weights.resolve(self.model.base_model), self.model.lora, checkpoint, self.settings.unsloth, self.placement.train_gpu)
 
-    async def _start_server(self, trainer) -> VllmEndpoint:
+    async def _start_endpoint(self, trainer) -> VllmEndpoint:
         """vLLM on the placement's GPUs, sized to what the loaded trainer left where it shares the trainer's GPU."""
         import torch
 

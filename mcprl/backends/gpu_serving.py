@@ -1,6 +1,6 @@
 """vLLM as the GPU policy endpoint: the `vllm serve` command line built from settings, the
 subprocess running it, the calls mcprl makes to it (LoRA load/unload, sleep/wake), and
-`VllmEndpoint`, the GPU runtime's `Server` part.
+`VllmEndpoint`, the GPU runtime's `Endpoint` part.
 
 vLLM (0.26 to 0.33) answers chat completions in the shape our clients read (`return_token_ids`
 gives a top-level `prompt_token_ids` and per-choice `token_ids`; `logprobs` the sampled tokens'
@@ -274,7 +274,7 @@ class VllmServer:
 
 
 class VllmEndpoint:
-    """The GPU runtime's server (`mcprl.backends.base.Server`): vLLM steered through `server`.
+    """The GPU runtime's endpoint (`mcprl.backends.base.Endpoint`): vLLM steered through `server`.
     Where it shares the trainer's GPU (`shares_gpu`) it sleeps through each step at level 1."""
 
     reports_timings = True

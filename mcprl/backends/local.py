@@ -70,12 +70,12 @@ class LocalBackend:
                    vllm=vllm, unsloth={"load_in_4bit": config.load_in_4bit}, **settings)
 
     def _runtime(self, model: TrainableModel) -> Runtime:
-        if "start_server" in self.settings and "load_trainer" in self.settings:  # both parts elsewhere (Ray actors): no device here
-            return Runtime(model, self.settings["load_trainer"], self.settings["start_server"])
+        if "start_endpoint" in self.settings and "load_trainer" in self.settings:  # both parts elsewhere (Ray actors): no device here
+            return Runtime(model, self.settings["load_trainer"], self.settings["start_endpoint"])
         if self.device == "cuda":
             from mcprl.backends.gpu import GpuRuntime
 
-            if "start_server" in self.settings:
+            if "start_endpoint" in self.settings:
                 raise UserError("with cluster.policy_replicas on a GPU machine, take the steps in a Ray actor too "
                                 "(cluster.trainer_actor = true, trainer_gpus = 1): the GPU runtime's trainer shares its GPU with its own vLLM")
             return GpuRuntime(model, **self.settings)

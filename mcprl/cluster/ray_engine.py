@@ -211,8 +211,8 @@ class RayRollouts:
         if self._started_ray:
             ray.shutdown()
 
-    def policy_server(self, model: TrainableModel) -> Callable[[Any], Awaitable[PolicyReplicas]]:
-        """The Runtime's server factory (`StartServer`) for `policy_replicas` replicas of `model`'s base."""
+    def policy_endpoint(self, model: TrainableModel) -> Callable[[Any], Awaitable[PolicyReplicas]]:
+        """The Runtime's endpoint factory (`StartEndpoint`) for `policy_replicas` replicas of `model`'s base."""
         from mcprl.cluster.replicas import PolicyReplicas
 
         async def start(trainer: Any) -> PolicyReplicas:  # the replicas load their own copy of the base model

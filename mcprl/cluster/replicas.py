@@ -1,7 +1,7 @@
 """Policy replicas on a Ray cluster (`[cluster] policy_replicas = N`): N replica actors, each
 behind its own OpenAI-compatible endpoint (`EngineReplica`: our CPU engine; `VllmReplica`, with
 `replica_gpus > 0`: vLLM on the GPUs Ray gave it), and `PolicyReplicas`, the driver's side, which
-the Runtime drives as its `Server` (mcprl.backends.base): `base_url` is the proxy in front of the
+the Runtime drives as its `Endpoint` (mcprl.backends.base): `base_url` is the proxy in front of the
 replicas (mcprl.cluster.router), and `load_adapter`/`unload_adapter` reach every replica.
 
 What travels how: each replica loads the base model from the run's model spec on its own node
@@ -122,11 +122,11 @@ class EngineReplica(ReplicaActor):
         import torch
 
         from mcprl.serving.engine import Engine
-        from mcprl.serving.local import LocalServer
+        from mcprl.serving.local import LocalEndpoint
 
         torch.set_num_threads(self.threads)
         self.engine = Engine(self.spec, max_batch_rows=self.max_batch_rows)
-        self.endpoint = LocalServer(self.engine, host=self.host, api_key=key)
+        self.endpoint = LocalEndpoint(self.engine, host=self.host, api_key=key)
         return self.endpoint.port
 
     def load(self, name: str, path: Path) -> None:
@@ -197,7 +197,7 @@ def adapter_files(path: Path) -> dict[str, bytes]:
 
 
 class PolicyReplicas:
-    """The Runtime's `Server` over `config.policy_replicas` replica actors (see the module doc)."""
+    """The Runtime's `Endpoint` over `config.policy_replicas` replica actors (see the module doc)."""
 
     reports_timings = False
 

@@ -82,7 +82,7 @@ async def evaluate(cfg: RunConfig, *, model: str, scenarios: list[Scenario], bas
     from mcprl.rollout.gather import gather_trajectory_groups
     from mcprl.model.trainable import Model
     from mcprl.serving.engine import Engine
-    from mcprl.serving.local import LocalServer
+    from mcprl.serving.local import LocalEndpoint
     from mcprl.tools import ToolPool
 
     base, adapter, served = resolve_checkpoint(model, cfg.project, checkpoints)
@@ -103,7 +103,7 @@ async def evaluate(cfg: RunConfig, *, model: str, scenarios: list[Scenario], bas
         if b_adapter is not None:
             engine.load_adapter(b_served, b_adapter)
         names.append(b_served)
-    server_ = LocalServer(engine, api_key=secrets.token_urlsafe(24))
+    server_ = LocalEndpoint(engine, api_key=secrets.token_urlsafe(24))
     verifiable = all(s.check is not None for s in scenarios)
     judge = cfg.judge.held_out(verifiable, all_or_nothing=not cfg.scenarios.task_help, cache_dir=cache_dir)
     try:

@@ -154,7 +154,7 @@ class TrainingRun:
             judge = cfg.judge.build(all_or_nothing=not cfg.scenarios.task_help, shaped=pool is not None, cache_dir=self.dir / "judge-cache")
             serve = {"host": cfg.cluster.policy_host} if self.cluster else {}  # where the workers reach the policy
             if self.cluster is not None and cfg.cluster.policy_replicas:  # served by replica actors instead
-                serve = {"start_server": self.cluster.policy_server(self.model)}
+                serve = {"start_endpoint": self.cluster.policy_endpoint(self.model)}
                 if cfg.cluster.trainer_actor:  # and the steps taken in an actor
                     serve["load_trainer"] = self.cluster.trainer_loader(self.model, cfg.runtime.dtype)
             backend = await stack.enter_async_context(LocalBackend.from_config(cfg.runtime, **serve))

@@ -22,7 +22,7 @@ def check_port_free(host: str, port: int) -> None:
 SHUTDOWN_GRACE_S = 2  # how long closing waits for requests in flight before cancelling them
 
 
-class LocalServer:
+class LocalEndpoint:
     """uvicorn serving `create_app(engine)` on a background thread. Port 0 picks a free port."""
 
     def __init__(self, engine: Engine, host: str = "127.0.0.1", port: int = 0, api_key: str | None = None):
@@ -56,7 +56,7 @@ class LocalServer:
         self._thread.join(timeout=10)
 
 
-_LOCAL: dict[str, LocalServer] = {}
+_LOCAL: dict[str, LocalEndpoint] = {}
 _LOCAL_LOCK = threading.Lock()
 
 
@@ -77,6 +77,6 @@ def local_endpoint(model_spec: str = "smollm2-135m") -> tuple[str, str]:
 
     with _LOCAL_LOCK:
         if model_spec not in _LOCAL:
-            _LOCAL[model_spec] = LocalServer(Engine(model_spec), api_key=secrets.token_urlsafe(24))
+            _LOCAL[model_spec] = LocalEndpoint(Engine(model_spec), api_key=secrets.token_urlsafe(24))
         server = _LOCAL[model_spec]
         return server.base_url, server.api_key

@@ -41,7 +41,7 @@ async def test_register_train_hot_swap_and_resume(home, tiny_model_dir):
         assert model.get_step() == 2 and m2["trained"] == 1
         # serving and training share one copy of the frozen base weights; only LoRA weights differ
         rt = backend.runtimes["p/agent"]
-        served_w = rt.server.engine.model.get_base_model().model.layers[0].mlp.down_proj.base_layer.weight
+        served_w = rt.endpoint.engine.model.get_base_model().model.layers[0].mlp.down_proj.base_layer.weight
         trained_w = rt.trainer.model.get_base_model().model.layers[0].mlp.down_proj.base_layer.weight
         assert served_w is trained_w and not served_w.requires_grad
         state = checkpoints.read_state(model.checkpoints_dir / "0002")

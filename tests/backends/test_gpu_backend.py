@@ -216,12 +216,12 @@ async def test_asking_for_cuda_without_it_is_one_line(home):
 @pytest.mark.anyio
 async def test_policy_replicas_beside_the_gpu_runtimes_own_trainer_is_one_line(home):
     """The GPU runtime's trainer and its own vLLM share the GPU; with replicas the steps go to a trainer actor."""
-    async def start_server(trainer):
+    async def start_endpoint(trainer):
         raise AssertionError("never started")
 
     model = TrainableModel(name="m", project="p", base_model="org/unused")
     with pytest.raises(UserError, match=r"with cluster.policy_replicas on a GPU machine, take the steps in a Ray actor too \(cluster.trainer_actor"):
-        async with LocalBackend(device="cuda", start_server=start_server) as backend:
+        async with LocalBackend(device="cuda", start_endpoint=start_endpoint) as backend:
             await model.register(backend)
 
 

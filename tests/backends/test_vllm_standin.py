@@ -214,10 +214,10 @@ def _runtime(fake_vllm, tiny_model_dir, shared: bool) -> Runtime:
         base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
         return GRPOTrainer(base, AutoTokenizer.from_pretrained(tiny_model_dir), model.lora, adapter_dir=checkpoint)
 
-    async def start_server(trainer: GRPOTrainer) -> VllmEndpoint:
+    async def start_endpoint(trainer: GRPOTrainer) -> VllmEndpoint:
         return VllmEndpoint(VllmServer(fake_vllm.state.url, KEY), shares_gpu=shared)
 
-    return Runtime(model, load_trainer, start_server)
+    return Runtime(model, load_trainer, start_endpoint)
 
 
 async def _started(fake_vllm, tiny_model_dir, shared: bool) -> Runtime:
@@ -301,7 +301,7 @@ async def test_constrained_turns_train_on_the_trainers_own_old_logprobs(home, ti
     turns' old-policy logprobs itself (ratio exactly 1, none counted in the logprob mismatch), and the
     unconstrained turns keep the sampler's."""
     rt = await _started(fake_vllm, tiny_model_dir, shared=True)
-    assert rt.server.masks_constrained_logprobs
+    assert rt.endpoint.masks_constrained_logprobs
     groups = _groups()
     for t in groups[0].trajectories[:2]:
         gen = t.generations[0]

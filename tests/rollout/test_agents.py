@@ -57,11 +57,11 @@ def _without_seconds(metrics):
 
 async def test_every_kind_records_the_sampled_tokens_and_logprobs(tiny_model_dir):
     from mcprl.model.trainable import Model
-    from mcprl.serving.local import LocalServer
+    from mcprl.serving.local import LocalEndpoint
 
     config = RolloutConfig(temperature=0.7, top_p=0.9, max_tokens=8)
     engine = CapturingEngine(str(tiny_model_dir), served_name="tiny")
-    server = LocalServer(engine)
+    server = LocalEndpoint(engine)
     trajs = {}
     try:
         model = Model(name="tiny", inference_base_url=server.base_url)
@@ -79,14 +79,14 @@ async def test_every_kind_records_the_sampled_tokens_and_logprobs(tiny_model_dir
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_each_kind_records_tool_calls_and_their_outcomes(tiny_model_dir, kind):
-    from mcprl.serving.local import LocalServer
+    from mcprl.serving.local import LocalEndpoint
     from mcprl.model.trainable import Model
 
     config = RolloutConfig()
     replies = [call("multiply", a=17, b=25), "The answer is 425."]
     engine = CapturingScripted(tiny_model_dir, replies)
     engine.bodies = []
-    server = LocalServer(engine)
+    server = LocalEndpoint(engine)
     try:
         model = Model(name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy")
         async with ToolPool(ServerSpec.parse(CALC)) as pool:
@@ -122,14 +122,14 @@ async def test_every_kind_counts_tool_errors_and_malformed_calls_alike(tiny_mode
 
 async def test_a_user_agent_failing_or_untrainable_fails_only_its_rollout(tiny_model_dir):
     from mcprl.model.trainable import Model
-    from mcprl.serving.local import LocalServer
+    from mcprl.serving.local import LocalEndpoint
     from tests.scripted_policy import NoPromptIds
 
     with scripted_endpoint(tiny_model_dir, ["partial"]) as (model, _):
         traj = await agents.load("user_agents:crash")(model, TASK, None, None)
     assert traj.error == "ValueError: boom" and len(traj.generations) == 1 and traj.metrics["turns"] == 1
 
-    server = LocalServer(NoPromptIds(tiny_model_dir, ["an answer", "never asked for"]))
+    server = LocalEndpoint(NoPromptIds(tiny_model_dir, ["an answer", "never asked for"]))
     try:
         model = Model(name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy")
         traj = await agents.load("user_agents:solve")(model, TASK, None, RolloutConfig())

@@ -238,10 +238,10 @@ async def test_generations_carry_the_chat_model_sampling_settings(tiny_model_dir
 
 async def test_an_endpoint_without_prompt_token_ids_fails_the_rollout(tiny_model_dir):
     from mcprl.model.trainable import Model
-    from mcprl.serving.local import LocalServer
+    from mcprl.serving.local import LocalEndpoint
     from tests.scripted_policy import NoPromptIds
 
-    server = LocalServer(NoPromptIds(tiny_model_dir, ["an answer"]))
+    server = LocalEndpoint(NoPromptIds(tiny_model_dir, ["an answer"]))
     try:
         model = Model(name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy")
         traj = await wrap_rollout(model, lambda s: init_chat_model(model).ainvoke(s.task))(TASK)

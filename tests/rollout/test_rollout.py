@@ -122,10 +122,10 @@ async def test_server_killed_mid_rollout_fails_that_rollout_only(tiny_model_dir)
 
 async def test_tiny_model_rollout_records_exact_tokens(tiny_model_dir):
     from mcprl.serving.engine import Engine
-    from mcprl.serving.local import LocalServer
+    from mcprl.serving.local import LocalEndpoint
     from mcprl.model.trainable import Model
 
-    server = LocalServer(Engine(str(tiny_model_dir), served_name="tiny"))
+    server = LocalEndpoint(Engine(str(tiny_model_dir), served_name="tiny"))
     try:
         model = Model(name="tiny", inference_base_url=server.base_url)
         async with ToolPool(ServerSpec.parse(CALC)) as pool:

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from mcprl.serving.engine import Engine
-from mcprl.serving.local import LocalServer
+from mcprl.serving.local import LocalEndpoint
 
 MSGS = [{"role": "user", "content": "hello"}]
 LONG = 1500  # tokens: ~20 s of sampling for one row of the tiny model on a shared core
@@ -42,7 +42,7 @@ def own_engine(engine):
 
 @pytest.fixture(scope="module")
 def server(engine):
-    s = LocalServer(engine)
+    s = LocalEndpoint(engine)
     yield s
     s.close()
 
@@ -299,7 +299,7 @@ def test_a_disconnected_client_stops_its_generation(server, engine):
 
 def test_closing_the_server_stops_generation_within_seconds(own_engine):
     """Shutting down (what SIGTERM does to `mcprl serve`) waited for the generations in flight."""
-    s = LocalServer(own_engine)
+    s = LocalEndpoint(own_engine)
     url = f"{s.base_url}/chat/completions"
 
     def long_request():
@@ -322,7 +322,7 @@ def test_closing_the_server_stops_generation_within_seconds(own_engine):
 
 # ---- the key --------------------------------------------------------------------------------
 def test_the_key_guards_everything_but_health(own_engine):
-    s = LocalServer(own_engine, api_key="s3cret")
+    s = LocalEndpoint(own_engine, api_key="s3cret")
     root = s.base_url.removesuffix("/v1")
     try:
         for path in ("/metrics", "/docs", "/openapi.json", "/v1/models"):
@@ -335,10 +335,10 @@ def test_the_key_guards_everything_but_health(own_engine):
 
 
 def test_the_cpu_runtime_endpoint_takes_a_random_key(own_engine, engine):
-    from mcprl.backends.cpu import EngineServer
+    from mcprl.backends.cpu import EngineEndpoint
 
     other = Engine(engine.base_name, model=engine.model, tokenizer=engine.tokenizer, served_name="tiny")
-    servers = [EngineServer(own_engine, "127.0.0.1", 0), EngineServer(other, "127.0.0.1", 0)]
+    servers = [EngineEndpoint(own_engine, "127.0.0.1", 0), EngineEndpoint(other, "127.0.0.1", 0)]
     try:
         a, b = servers
         assert a.api_key != b.api_key and len(a.api_key) >= 24

@@ -9,7 +9,7 @@ import pytest
 
 from mcprl.errors import UserError
 from mcprl.serving.engine import Engine
-from mcprl.serving.local import LocalServer
+from mcprl.serving.local import LocalEndpoint
 
 TOOLS = [{"type": "function", "function": {"name": "add", "description": "Add", "parameters": {"type": "object", "properties": {"a": {"type": "number"}}}}}]
 MSGS = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hello"}]
@@ -28,7 +28,7 @@ def engine(tiny_model_dir):
 
 @pytest.fixture(scope="module")
 def server(engine):
-    s = LocalServer(engine)
+    s = LocalEndpoint(engine)
     yield s
     s.close()
 
@@ -171,7 +171,7 @@ def test_concurrent_requests_are_batched(server, engine):
 
 
 def test_api_key_is_enforced(engine):
-    s = LocalServer(engine, api_key="s3cret")
+    s = LocalEndpoint(engine, api_key="s3cret")
     try:
         assert post(s, {"model": "tiny", "messages": MSGS, "max_tokens": 1}).status_code == 401
         r = post(s, {"model": "tiny", "messages": MSGS, "max_tokens": 1}, headers={"Authorization": "Bearer s3cret"})
@@ -186,7 +186,7 @@ def test_busy_port_is_a_one_line_error(engine):
         holder.listen()
         port = holder.getsockname()[1]
         with pytest.raises(UserError, match=f"port {port} .* busy"):
-            LocalServer(engine, port=port)
+            LocalEndpoint(engine, port=port)
 
 
 def test_adapters_are_served_by_name_and_step(engine, tiny_model_dir, tmp_path):
@@ -199,7 +199,7 @@ def test_adapters_are_served_by_name_and_step(engine, tiny_model_dir, tmp_path):
     engine.load_adapter("pol@2", tmp_path / "a")
     try:
         assert engine.resolve("pol") == "pol@2" and engine.resolve("pol@1") == "pol@1" and engine.resolve("tiny") is None
-        s = LocalServer(engine)
+        s = LocalEndpoint(engine)
         try:
             body = {"messages": MSGS, "max_tokens": 6, "temperature": 0, "return_token_ids": True}
             base = post(s, {**body, "model": "tiny"}).json()["choices"][0]["token_ids"]

@@ -14,7 +14,7 @@ import pytest
 
 from mcprl.serving import engine as engine_module
 from mcprl.serving.engine import Engine
-from mcprl.serving.local import LocalServer
+from mcprl.serving.local import LocalEndpoint
 
 MSGS = [{"role": "user", "content": "Answer in JSON."}]
 
@@ -66,7 +66,7 @@ def engine(tiny_model_dir):
 
 @pytest.fixture(scope="module")
 def server(engine):
-    s = LocalServer(engine)
+    s = LocalEndpoint(engine)
     yield s
     s.close()
 

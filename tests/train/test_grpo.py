@@ -250,11 +250,11 @@ async def test_on_policy_ratio_is_one_at_the_sampling_temperature_and_top_p(trai
     from mcprl.model.trainable import Model
     from mcprl.rollout.loop import RolloutConfig, rollout
     from mcprl.serving.engine import Engine
-    from mcprl.serving.local import LocalServer
+    from mcprl.serving.local import LocalEndpoint
     from mcprl.types import Scenario
 
     settings = [(1.0, 1.0), (0.7, 1.0), (0.7, 0.8), (1.3, 0.95), (0.0, 1.0)]
-    server = LocalServer(Engine(str(tiny_model_dir), model=weights.load_model(str(tiny_model_dir), dtype="float32"), served_name="tiny"))
+    server = LocalEndpoint(Engine(str(tiny_model_dir), model=weights.load_model(str(tiny_model_dir), dtype="float32"), served_name="tiny"))
     try:
         model = Model(name="tiny", inference_base_url=server.base_url)
         trajs = [await rollout(model, Scenario(task="Say something."), None, RolloutConfig(temperature=t, top_p=p, max_tokens=16))
@@ -348,7 +348,7 @@ async def test_top_k_and_min_p_are_recorded_and_scored_as_sampled(trainer, tiny_
     from mcprl.model.trainable import Model
     from mcprl.rollout.recording import Recorder
     from mcprl.serving.engine import Engine
-    from mcprl.serving.local import LocalServer
+    from mcprl.serving.local import LocalEndpoint
     from mcprl.types import Scenario
 
     async def agent(rec, refused):
@@ -364,7 +364,7 @@ async def test_top_k_and_min_p_are_recorded_and_scored_as_sampled(trainer, tiny_
         except openai.BadRequestError as e:
             refused.append(str(e))
 
-    server = LocalServer(Engine(str(tiny_model_dir), model=weights.load_model(str(tiny_model_dir), dtype="float32"), served_name="tiny"))
+    server = LocalEndpoint(Engine(str(tiny_model_dir), model=weights.load_model(str(tiny_model_dir), dtype="float32"), served_name="tiny"))
     refused: list[str] = []
     try:
         model = Model(name="tiny", inference_base_url=server.base_url)
