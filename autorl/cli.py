@@ -12,13 +12,19 @@ from mcprl.cli.flags import SERVER_FLAGS, overrides, with_flags
 
 
 def autorl_command(
-    task: str = typer.Argument(..., help="what the model should do, in a sentence, e.g. 'Turn a customer email into a one-line summary'"),
+    task: str = typer.Argument(
+        ..., help="what the model should do, in a sentence, e.g. 'Turn a customer email into a one-line summary'"
+    ),
     steps: int = typer.Option(None, "--steps", help="training steps \\[10]"),
     n: int = typer.Option(None, "-n", help="inputs to generate \\[enough for --steps: 8 to 48]"),
     model: str = typer.Option(None, "--model", help="base model to train: alias, local dir or HF id \\[smollm2-135m]"),
-    gen_model: str = typer.Option("local", "--gen-model", help="litellm model that writes the prompt, inputs and rubric, or 'local'"),
+    gen_model: str = typer.Option(
+        "local", "--gen-model", help="litellm model that writes the prompt, inputs and rubric, or 'local'"
+    ),
     judge_model: str = typer.Option(None, "--judge-model", help="litellm model for RULER, or 'local' \\[local]"),
-    api_base: str = typer.Option(None, "--api-base", help="OpenAI-compatible base URL for --gen-model and --judge-model"),
+    api_base: str = typer.Option(
+        None, "--api-base", help="OpenAI-compatible base URL for --gen-model and --judge-model"
+    ),
     name: str = typer.Option(None, "--name", help="model name; the generated files go to its directory \\[agent]"),
     project: str = typer.Option(None, "--project", help="project \\[default]"),
     group_size: int = typer.Option(None, "--group-size", help="rollouts per input \\[4]"),
@@ -27,7 +33,9 @@ def autorl_command(
     max_tokens: int = typer.Option(None, "--max-tokens", help="tokens per assistant turn \\[128]"),
     learning_rate: float = typer.Option(None, "--learning-rate", help="\\[5e-5]"),
     resume: bool = typer.Option(False, "--resume", help="continue from the last checkpoint"),
-    regenerate: bool = typer.Option(False, "--regenerate", help="generate the prompt, inputs and rubric anew, ignoring saved files"),
+    regenerate: bool = typer.Option(
+        False, "--regenerate", help="generate the prompt, inputs and rubric anew, ignoring saved files"
+    ),
     **given: Any,
 ) -> None:
     """AutoRL: generate a system prompt, inputs and a rubric from a task description, then train.
@@ -42,12 +50,24 @@ def autorl_command(
     from mcprl.cli.train_cmd import print_summary, run_with_progress
     from mcprl.run.config import load_config
 
-    cfg = load_config(None, {
-        **overrides(given, SERVER_FLAGS), "steps": steps, "scenarios.n": n, "model": model,
-        "judge.model": judge_model, "judge.api_base": api_base, "name": name, "project": project, "group_size": group_size,
-        "groups_per_step": groups_per_step, "rollout.max_turns": max_turns, "rollout.max_tokens": max_tokens,
-        "train.learning_rate": learning_rate,
-    })
+    cfg = load_config(
+        None,
+        {
+            **overrides(given, SERVER_FLAGS),
+            "steps": steps,
+            "scenarios.n": n,
+            "model": model,
+            "judge.model": judge_model,
+            "judge.api_base": api_base,
+            "name": name,
+            "project": project,
+            "group_size": group_size,
+            "groups_per_step": groups_per_step,
+            "rollout.max_turns": max_turns,
+            "rollout.max_tokens": max_tokens,
+            "train.learning_rate": learning_rate,
+        },
+    )
     console = Console(stderr=True)
 
     async def run() -> dict:

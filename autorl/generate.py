@@ -76,6 +76,7 @@ correct output must contain, its required format and length, what makes one atte
 than another, and which mistakes cost the most (for example invented facts, missing key \
 information, ignoring the format)."""
 
+
 def _object(**properties: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
@@ -86,13 +87,21 @@ INPUT_CHARS = 1000  # a grammar keeps the embedded model's inputs (and its calls
 
 
 def inputs_schema(k: int) -> dict[str, Any]:
-    item = _object(difficulty={"type": "integer", "minimum": 1, "maximum": 5},
-                   text={"type": "string", "minLength": 1, "maxLength": INPUT_CHARS})
+    item = _object(
+        difficulty={"type": "integer", "minimum": 1, "maximum": 5},
+        text={"type": "string", "minLength": 1, "maxLength": INPUT_CHARS},
+    )
     return _object(inputs={"type": "array", "items": item, "minItems": 1, "maxItems": k})
 
 
-RUBRIC_SCHEMA = _object(criteria={"type": "array", "items": {"type": "string", "minLength": 8, "maxLength": 200},
-                                  "minItems": 2, "maxItems": 8})
+RUBRIC_SCHEMA = _object(
+    criteria={
+        "type": "array",
+        "items": {"type": "string", "minLength": 8, "maxLength": 200},
+        "minItems": 2,
+        "maxItems": 8,
+    }
+)
 
 
 class SystemPromptReply(BaseModel):
@@ -131,28 +140,62 @@ def call_lines(say: Callable[[str], None] | None, what: str) -> Callable[[LLMRep
     return on_reply
 
 
-async def generate_system_prompt(task: str, model: str, *, api_base: str | None = None,
-                                 tools: Sequence[ToolSchema] | None = None, attempts: int = 3, seed: int = 0,
-                                 say: Callable[[str], None] | None = None) -> str:
+async def generate_system_prompt(
+    task: str,
+    model: str,
+    *,
+    api_base: str | None = None,
+    tools: Sequence[ToolSchema] | None = None,
+    attempts: int = 3,
+    seed: int = 0,
+    say: Callable[[str], None] | None = None,
+) -> str:
     """A system prompt for a policy doing `task` (using `tools` when given)."""
     shown = _TOOLS.format(tools=json.dumps(list(tools), ensure_ascii=False)) if tools else ""
     request = _SYSTEM_PROMPT_REQUEST.format(task=task, tools=shown, finish=_FINISH_WITH_TOOLS if tools else "")
     try:
-        reply = await complete_json(model, [{"role": "user", "content": request}], SYSTEM_PROMPT_SCHEMA, SystemPromptReply.model_validate,
-                                    api_base=api_base, attempts=attempts, temperature=0.3, max_tokens=400, seed=seed,
-                                    on_reply=call_lines(say, "system prompt"))
+        reply = await complete_json(
+            model,
+            [{"role": "user", "content": request}],
+            SYSTEM_PROMPT_SCHEMA,
+            SystemPromptReply.model_validate,
+            api_base=api_base,
+            attempts=attempts,
+            temperature=0.3,
+            max_tokens=400,
+            seed=seed,
+            on_reply=call_lines(say, "system prompt"),
+        )
     except GenerationFailed as e:
-        raise UserError(f"{model} gave no usable system prompt in {attempts} tries (last problem: {e}); {STRONGER}") from None
+        raise UserError(
+            f"{model} gave no usable system prompt in {attempts} tries (last problem: {e}); {STRONGER}"
+        ) from None
     return reply.system_prompt
 
 
-async def generate_rubric(task: str, model: str, *, api_base: str | None = None, attempts: int = 3, seed: int = 0,
-                          say: Callable[[str], None] | None = None) -> str:
+async def generate_rubric(
+    task: str,
+    model: str,
+    *,
+    api_base: str | None = None,
+    attempts: int = 3,
+    seed: int = 0,
+    say: Callable[[str], None] | None = None,
+) -> str:
     """A RULER rubric for `task`: the task, then the generated criteria as a markdown list."""
     try:
-        reply = await complete_json(model, [{"role": "user", "content": _RUBRIC_REQUEST.format(task=task)}], RUBRIC_SCHEMA,
-                                    RubricReply.model_validate, api_base=api_base, attempts=attempts, temperature=0.3,
-                                    max_tokens=600, seed=seed, on_reply=call_lines(say, "rubric"))
+        reply = await complete_json(
+            model,
+            [{"role": "user", "content": _RUBRIC_REQUEST.format(task=task)}],
+            RUBRIC_SCHEMA,
+            RubricReply.model_validate,
+            api_base=api_base,
+            attempts=attempts,
+            temperature=0.3,
+            max_tokens=600,
+            seed=seed,
+            on_reply=call_lines(say, "rubric"),
+        )
     except GenerationFailed as e:
         raise UserError(f"{model} gave no usable rubric in {attempts} tries (last problem: {e}); {STRONGER}") from None
     return f"The assistant's task: {task}\n\n" + "\n".join(f"- {c}" for c in reply.criteria) + "\n"
@@ -177,7 +220,9 @@ def parse_inputs(data: Any) -> list[InputDraft]:
 def inputs_request(k: int, difficulties: list[int], recent: list[str]) -> str:
     lines = [f"Write {k} new inputs, with these difficulties in order: {difficulties}."]
     if recent:
-        shown = (json.dumps(t if len(t) <= SHOWN_CHARS else t[:SHOWN_CHARS] + "...", ensure_ascii=False) for t in recent)
+        shown = (
+            json.dumps(t if len(t) <= SHOWN_CHARS else t[:SHOWN_CHARS] + "...", ensure_ascii=False) for t in recent
+        )
         lines.append("Do not repeat or reword these existing inputs:\n" + "\n".join(f"- {t}" for t in shown))
     lines.append('Answer with {"inputs": [{"difficulty": ..., "text": ...}, ...]}.')
     return "\n".join(lines)
@@ -189,8 +234,10 @@ def enough(inputs: list[Scenario], n: int, model: str, problem: str | None) -> l
     if len(inputs) >= max(2, math.ceil(n / 2)):
         return inputs
     why = f" (last problem: {problem})" if problem else ""
-    raise UserError(f"{model} gave only {len(inputs)} distinct usable inputs of the {n} asked for{why}; "
-                    f"{STRONGER}, or ask for fewer with -n")
+    raise UserError(
+        f"{model} gave only {len(inputs)} distinct usable inputs of the {n} asked for{why}; "
+        f"{STRONGER}, or ask for fewer with -n"
+    )
 
 
 async def generate_inputs(
@@ -210,8 +257,18 @@ async def generate_inputs(
     5). Generation stops after `max_attempts` calls in a row that add nothing (or `max_calls`
     in all); see `enough`. `say` gets one line per generator call."""
     if tools:
-        result = await synthesize(tools, n, model, api_base=api_base, task_hint=task, seed=seed, batch_size=batch_size,
-                                  max_attempts=max_attempts, max_calls=max_calls, say=say)
+        result = await synthesize(
+            tools,
+            n,
+            model,
+            api_base=api_base,
+            task_hint=task,
+            seed=seed,
+            batch_size=batch_size,
+            max_attempts=max_attempts,
+            max_calls=max_calls,
+            say=say,
+        )
         return enough(result.scenarios, n, model, result.report.problems[-1] if result.report.problems else None)
 
     batch_size = batch_size or (1 if is_local(model) else 5)
@@ -225,13 +282,23 @@ async def generate_inputs(
     calls = failures_in_a_row = 0
     while len(kept) < n and failures_in_a_row < max_attempts and calls < max_calls:
         k = min(batch_size, n - len(kept))
-        request = inputs_request(k, target_difficulties(difficulty_histogram(kept), k, rng), [s.task for s in kept[-RECENT_SHOWN:]])
+        request = inputs_request(
+            k, target_difficulties(difficulty_histogram(kept), k, rng), [s.task for s in kept[-RECENT_SHOWN:]]
+        )
         calls += 1
         try:
-            drafts = await complete_json(model, [{"role": "system", "content": system}, {"role": "user", "content": request}],
-                                         inputs_schema(k), parse_inputs, api_base=api_base, attempts=2, temperature=0.9,
-                                         max_tokens=300 * k + 100, seed=seed * 1000 + 10 * calls,
-                                         on_reply=call_lines(say, f"inputs, {len(kept)}/{n} so far"))
+            drafts = await complete_json(
+                model,
+                [{"role": "system", "content": system}, {"role": "user", "content": request}],
+                inputs_schema(k),
+                parse_inputs,
+                api_base=api_base,
+                attempts=2,
+                temperature=0.9,
+                max_tokens=300 * k + 100,
+                seed=seed * 1000 + 10 * calls,
+                on_reply=call_lines(say, f"inputs, {len(kept)}/{n} so far"),
+            )
         except GenerationFailed as e:
             problem, failures_in_a_row = str(e), failures_in_a_row + 1
             continue
@@ -240,7 +307,11 @@ async def generate_inputs(
             if len(kept) == n:
                 break
             if deduper.duplicate_of(d.text) is None:
-                kept.append(Scenario(id=content_hash(d.text)[:12], task=d.text, difficulty=d.difficulty, metadata=dict(provenance)))
+                kept.append(
+                    Scenario(
+                        id=content_hash(d.text)[:12], task=d.text, difficulty=d.difficulty, metadata=dict(provenance)
+                    )
+                )
                 added += 1
         if added:
             failures_in_a_row = 0

@@ -54,8 +54,9 @@ def inputs_needed(cfg: RunConfig) -> int:
     return min(cfg.scenarios.n, max(8, math.ceil(cfg.steps * cfg.groups_per_step / (1 - cfg.scenarios.val_fraction))))
 
 
-async def plan(task: str, cfg: RunConfig, *, gen_model: str = LOCAL_MODEL, reuse: bool = True,
-               say: Callable[[str], None] = print) -> RunConfig:
+async def plan(
+    task: str, cfg: RunConfig, *, gen_model: str = LOCAL_MODEL, reuse: bool = True, say: Callable[[str], None] = print
+) -> RunConfig:
     """`cfg` set up to train on the saved (or newly generated) system prompt, inputs and rubric,
     judged by RULER. Generation uses `gen_model` at `cfg.judge.api_base` and `cfg.seed`; it writes
     `cfg.scenarios.n` inputs when that was set, else `inputs_needed(cfg)`."""
@@ -68,8 +69,10 @@ async def plan(task: str, cfg: RunConfig, *, gen_model: str = LOCAL_MODEL, reuse
     d.mkdir(parents=True, exist_ok=True)
     saved_task = (d / TASK).read_text().strip() if (d / TASK).exists() else None
     if reuse and saved_task is not None and saved_task != task:
-        raise UserError(f"{d / TASK} holds another task ({saved_task[:60]!r}); pass --regenerate to replace what was "
-                        "generated for it, or --name NEW for a separate run")
+        raise UserError(
+            f"{d / TASK} holds another task ({saved_task[:60]!r}); pass --regenerate to replace what was "
+            "generated for it, or --name NEW for a separate run"
+        )
     (d / TASK).write_text(task + "\n")
 
     def saved(filename: str) -> str | None:
@@ -97,24 +100,30 @@ async def plan(task: str, cfg: RunConfig, *, gen_model: str = LOCAL_MODEL, reuse
     tools = await server_tools(cfg) if cfg.server.target and (system_prompt is None or inputs is None) else None
     api_base, seed = cfg.judge.api_base, cfg.seed
     if system_prompt is None:
-        system_prompt = await generate(SYSTEM_PROMPT, generate_system_prompt(task, gen_model, api_base=api_base, tools=tools,
-                                                                             seed=seed, say=say))
+        system_prompt = await generate(
+            SYSTEM_PROMPT, generate_system_prompt(task, gen_model, api_base=api_base, tools=tools, seed=seed, say=say)
+        )
     if inputs is None:
         n = cfg.scenarios.n if "n" in cfg.scenarios.model_fields_set else inputs_needed(cfg)
         if cfg.server.target:  # tasks grounded in the server's own answers, each with its check
             made = await generate(INPUTS, inputs_jsonl(grounded_inputs(cfg, n, d, say)), by="the server's own answers")
         else:
-            made = await generate(INPUTS, inputs_jsonl(generate_inputs(task, n, gen_model, api_base=api_base, tools=tools,
-                                                                       seed=seed, say=say)))
+            made = await generate(
+                INPUTS,
+                inputs_jsonl(generate_inputs(task, n, gen_model, api_base=api_base, tools=tools, seed=seed, say=say)),
+            )
         say(f"{len(made.splitlines())} of {n} inputs written (-n sets how many)")
     if rubric is None:
         await generate(RUBRIC, generate_rubric(task, gen_model, api_base=api_base, seed=seed, say=say))
     # inputs that all carry checks are judged by them, RULER ranking the ones that pass; others by RULER
     checked = all(s.check is not None for s in load_jsonl(d / INPUTS, Scenario))
-    return cfg.model_copy(update={"scenarios": cfg.scenarios.model_copy(update={"file": str(d / INPUTS)}),
-                                  "rollout": cfg.rollout.model_copy(update={"system_prompt": system_prompt}),
-                                  "judge": cfg.judge.model_copy(update={"mode": "both" if checked else "ruler",
-                                                                        "rubric": str(d / RUBRIC)})})
+    return cfg.model_copy(
+        update={
+            "scenarios": cfg.scenarios.model_copy(update={"file": str(d / INPUTS)}),
+            "rollout": cfg.rollout.model_copy(update={"system_prompt": system_prompt}),
+            "judge": cfg.judge.model_copy(update={"mode": "both" if checked else "ruler", "rubric": str(d / RUBRIC)}),
+        }
+    )
 
 
 async def grounded_inputs(cfg: RunConfig, n: int, d: Path, say: Callable[[str], None]) -> list[Scenario]:
@@ -123,12 +132,28 @@ async def grounded_inputs(cfg: RunConfig, n: int, d: Path, say: Callable[[str], 
     from mcprl.scenarios.source import grounded
 
     async with ToolPool(cfg.server.spec()) as pool:
-        return await grounded(pool, n, cfg.explore, d / "exploration.jsonl", d / "grounding.json", seed=cfg.seed,
-                              max_calls=cfg.rollout.calls_per_episode, say=say)
+        return await grounded(
+            pool,
+            n,
+            cfg.explore,
+            d / "exploration.jsonl",
+            d / "grounding.json",
+            seed=cfg.seed,
+            max_calls=cfg.rollout.calls_per_episode,
+            say=say,
+        )
 
 
-async def autorl(task: str, *, gen_model: str = LOCAL_MODEL, api_base: str | None = None, reuse: bool = True,
-                 resume: bool = False, say: Callable[[str], None] = print, **settings: Any) -> dict[str, Any]:
+async def autorl(
+    task: str,
+    *,
+    gen_model: str = LOCAL_MODEL,
+    api_base: str | None = None,
+    reuse: bool = True,
+    resume: bool = False,
+    say: Callable[[str], None] = print,
+    **settings: Any,
+) -> dict[str, Any]:
     """Generate (or reuse) a system prompt, inputs and a rubric for `task`, then train on them.
 
     `settings` are RunConfig fields, sections as dicts (`steps=3, scenarios={"n": 8},

@@ -49,8 +49,23 @@ def main() -> None:
         config = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False).name
         Path(config).write_text(json.dumps(settings))
         extra = ["--server", args.server, *extra]
-    cmd = [sys.executable, "-m", "mcprl.cli", "train", "--config", config, "--steps", "1000",
-           "--time-budget", str(args.minutes), "--project", "bench", "--name", args.name, *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mcprl.cli",
+        "train",
+        "--config",
+        config,
+        "--steps",
+        "1000",
+        "--time-budget",
+        str(args.minutes),
+        "--project",
+        "bench",
+        "--name",
+        args.name,
+        *extra,
+    ]
     print("$", " ".join(cmd), flush=True)
     t0 = time.time()
     if code := subprocess.run(cmd).returncode:
@@ -63,27 +78,48 @@ def main() -> None:
     train = [r for r in rows if r["kind"] == "train"]
     before, after = evals[0], evals[-1]
     if "success_rate" not in before:
-        sys.exit(f"{run_dir}: the held-out scenarios have no checks, so there is no success rate; give scenarios with checks")
+        sys.exit(
+            f"{run_dir}: the held-out scenarios have no checks, so there is no success rate; give scenarios with checks"
+        )
     delta = (after["success_rate"] - before["success_rate"]) * 100
     result = {
-        "command": " ".join(cmd), "wall_seconds": wall, "steps": len(train),
-        "server": run.server.target, "scenarios": run.scenarios.file, "tasks": run.scenarios.tasks,
-        "task_help": run.scenarios.task_help, "shaping": run.judge.shaping, "example_source": run.example_source,
+        "command": " ".join(cmd),
+        "wall_seconds": wall,
+        "steps": len(train),
+        "server": run.server.target,
+        "scenarios": run.scenarios.file,
+        "tasks": run.scenarios.tasks,
+        "task_help": run.scenarios.task_help,
+        "shaping": run.judge.shaping,
+        "example_source": run.example_source,
         "max_extra_groups": run.max_extra_groups,
         "train_seconds": sum(r.get("train/train_seconds", 0.0) for r in train),
         "before": {k: before[k] for k in ("success_rate", "success_ci", "tool_call_rate", "trajectories")},
         "after": {k: after[k] for k in ("success_rate", "success_ci", "tool_call_rate", "trajectories")},
-        "delta_points": delta, "target_points": 20, "met": delta >= 20,
-        "curve": [{"step": r["step"], "reward_mean": r["reward_mean"], "success_rate": r.get("success_rate"),
-                   "tool_call_rate": r["tool_call_rate"], "zero_variance_groups": r["zero_variance_groups"],
-                   "groups_drawn": r.get("groups_drawn", 0), "groups_dropped": r.get("groups_dropped", 0)} for r in train],
+        "delta_points": delta,
+        "target_points": 20,
+        "met": delta >= 20,
+        "curve": [
+            {
+                "step": r["step"],
+                "reward_mean": r["reward_mean"],
+                "success_rate": r.get("success_rate"),
+                "tool_call_rate": r["tool_call_rate"],
+                "zero_variance_groups": r["zero_variance_groups"],
+                "groups_drawn": r.get("groups_drawn", 0),
+                "groups_dropped": r.get("groups_dropped", 0),
+            }
+            for r in train
+        ],
         "report": str(run_dir / "report.html"),
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
-    print(f"held-out success: {before['success_rate']:.1%} -> {after['success_rate']:.1%} ({delta:+.1f} points; target +20: "
-          f"{'met' if result['met'] else 'NOT met'}) after {len(train)} steps, {wall / 60:.1f} min wall")
+    print(
+        f"held-out success: {before['success_rate']:.1%} -> {after['success_rate']:.1%} ({delta:+.1f} points; target +20: "
+        f"{'met' if result['met'] else 'NOT met'}) after {len(train)} steps, {wall / 60:.1f} min wall"
+    )
     print(f"curve and report: {run_dir / 'report.html'}; result: {out}")
 
 

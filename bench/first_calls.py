@@ -26,7 +26,9 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 
 
-async def first_calls(name: str, server: str, project: str, samples: int, rebuild: bool, constrain: bool, out: Path | None = None) -> dict:
+async def first_calls(
+    name: str, server: str, project: str, samples: int, rebuild: bool, constrain: bool, out: Path | None = None
+) -> dict:
     from mcprl.judges import VerifyJudge, score_groups
     from mcprl.judges.shaping import STAGES, agent_messages, tool_use_score
     from mcprl.rollout import agents
@@ -59,11 +61,13 @@ async def first_calls(name: str, server: str, project: str, samples: int, rebuil
             policy = Model(name=served, inference_base_url=endpoint.base_url, inference_model_name=served)
             source = "run"
             if rebuild:
-                demo, _ = await demonstration.build(split("train"), pool, model=f"openai/{base}",
-                                                    api_base=endpoint.base_url, seed=0)
+                demo, _ = await demonstration.build(
+                    split("train"), pool, model=f"openai/{base}", api_base=endpoint.base_url, seed=0
+                )
                 rc, source = rc.model_copy(update={"example": demo.messages}), demo.source
             groups: list[TrajectoryGroup] = await gather_trajectory_groups(
-                [[rollout(policy, s, pool, rc) for _ in range(samples)] for s in scenarios], max_concurrency=16)
+                [[rollout(policy, s, pool, rc) for _ in range(samples)] for s in scenarios], max_concurrency=16
+            )
             for g, s in zip(groups, scenarios):
                 g.scenario = s
             await score_groups(VerifyJudge(), groups)
@@ -75,17 +79,33 @@ async def first_calls(name: str, server: str, project: str, samples: int, rebuil
     found = solved = 0
     for g in groups:
         for t in g.trajectories:
-            calls = [c["function"]["name"] for m in agent_messages(t) if m.get("role") == "assistant"
-                     for c in m.get("tool_calls") or []]
-            by_expected[g.scenario.tools[0] if g.scenario.tools else "(none named)"][calls[0] if calls else "(none)"] += 1
+            calls = [
+                c["function"]["name"]
+                for m in agent_messages(t)
+                if m.get("role") == "assistant"
+                for c in m.get("tool_calls") or []
+            ]
+            by_expected[g.scenario.tools[0] if g.scenario.tools else "(none named)"][
+                calls[0] if calls else "(none)"
+            ] += 1
             solved += t.reward >= 0.999
             # a call past every stage and holding the answer scores above STAGES / (STAGES + 1)
-            found += g.scenario.answer is not None and tool_use_score(t, g.scenario.answer, g.scenario.task) > STAGES / (STAGES + 1) + 1e-9
+            found += (
+                g.scenario.answer is not None
+                and tool_use_score(t, g.scenario.answer, g.scenario.task) > STAGES / (STAGES + 1) + 1e-9
+            )
     first = sum(by_expected.values(), collections.Counter())
     episodes = first.total()
-    return {"run": name, "demonstration": source, "constrain_tool_calls": rc.constrain_tool_calls, "episodes": episodes, "success": solved / episodes,
-            "answer_found": found / episodes, "first_call": dict(first.most_common()),
-            "by_expected": {k: dict(v.most_common()) for k, v in sorted(by_expected.items())}}
+    return {
+        "run": name,
+        "demonstration": source,
+        "constrain_tool_calls": rc.constrain_tool_calls,
+        "episodes": episodes,
+        "success": solved / episodes,
+        "answer_found": found / episodes,
+        "first_call": dict(first.most_common()),
+        "by_expected": {k: dict(v.most_common()) for k, v in sorted(by_expected.items())},
+    }
 
 
 def main() -> None:
@@ -99,8 +119,20 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="write the scored groups here (JSON lines) to read the episodes")
     args = ap.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    print(json.dumps(anyio.run(first_calls, args.run, args.server, args.project, args.samples, args.rebuild,
-                               args.constrain_tool_calls, args.out)))
+    print(
+        json.dumps(
+            anyio.run(
+                first_calls,
+                args.run,
+                args.server,
+                args.project,
+                args.samples,
+                args.rebuild,
+                args.constrain_tool_calls,
+                args.out,
+            )
+        )
+    )
 
 
 if __name__ == "__main__":

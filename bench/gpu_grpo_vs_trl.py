@@ -57,8 +57,11 @@ async def run_mcprl(args: argparse.Namespace) -> None:
 
     os.environ["MCPRL_HOME"] = tempfile.mkdtemp(prefix="mcprl-gpu-bench-")  # a fresh model: no checkpoints to resume
     model = TrainableModel(name="bench", project="gpu-bench", base_model=args.model)
-    backend = LocalBackend(device="cuda", vllm={"gpu_memory_utilization": args.gpu_memory_utilization, "max_model_len": args.max_model_len},
-                           unsloth={"max_seq_length": args.max_model_len})
+    backend = LocalBackend(
+        device="cuda",
+        vllm={"gpu_memory_utilization": args.gpu_memory_utilization, "max_model_len": args.max_model_len},
+        unsloth={"max_seq_length": args.max_model_len},
+    )
     config = TrainConfig(learning_rate=LEARNING_RATE)
     async with backend:
         t = time.perf_counter()
@@ -68,12 +71,32 @@ async def run_mcprl(args: argparse.Namespace) -> None:
 
             async def sample(prompt: str, out: list) -> None:
                 r = await client.chat.completions.create(
-                    model=model.get_inference_name(), messages=[{"role": "user", "content": prompt}], n=args.group_size,
-                    max_tokens=args.max_new_tokens, temperature=1.0, logprobs=True, extra_body={"return_token_ids": True})
-                out.append(TrajectoryGroup(trajectories=[
-                    Trajectory(generations=[Generation(prompt_token_ids=r.model_extra["prompt_token_ids"], completion_token_ids=c.model_extra["token_ids"],
-                                                       logprobs=[x.logprob for x in c.logprobs.content], model=r.model)],
-                               reward=reward(c.message.content or "")) for c in r.choices]))
+                    model=model.get_inference_name(),
+                    messages=[{"role": "user", "content": prompt}],
+                    n=args.group_size,
+                    max_tokens=args.max_new_tokens,
+                    temperature=1.0,
+                    logprobs=True,
+                    extra_body={"return_token_ids": True},
+                )
+                out.append(
+                    TrajectoryGroup(
+                        trajectories=[
+                            Trajectory(
+                                generations=[
+                                    Generation(
+                                        prompt_token_ids=r.model_extra["prompt_token_ids"],
+                                        completion_token_ids=c.model_extra["token_ids"],
+                                        logprobs=[x.logprob for x in c.logprobs.content],
+                                        model=r.model,
+                                    )
+                                ],
+                                reward=reward(c.message.content or ""),
+                            )
+                            for c in r.choices
+                        ]
+                    )
+                )
 
             for step in range(args.warmup + args.steps):
                 t0 = time.perf_counter()
@@ -83,10 +106,18 @@ async def run_mcprl(args: argparse.Namespace) -> None:
                         tg.start_soon(sample, p, groups)
                 generation = time.perf_counter() - t0
                 metrics = await model.train(groups, config)
-                report(step=step, warmup=step < args.warmup, step_seconds=time.perf_counter() - t0, generation_seconds=generation,
-                       train_seconds=metrics.get("train_seconds", 0.0), swap_seconds=metrics["swap_seconds"],
-                       sleep_wake_seconds=metrics.get("sleep_seconds", 0.0) + metrics.get("wake_seconds", 0.0),
-                       completion_tokens=sum(len(g.completion_token_ids) for gr in groups for t in gr.trajectories for g in t.generations))
+                report(
+                    step=step,
+                    warmup=step < args.warmup,
+                    step_seconds=time.perf_counter() - t0,
+                    generation_seconds=generation,
+                    train_seconds=metrics.get("train_seconds", 0.0),
+                    swap_seconds=metrics["swap_seconds"],
+                    sleep_wake_seconds=metrics.get("sleep_seconds", 0.0) + metrics.get("wake_seconds", 0.0),
+                    completion_tokens=sum(
+                        len(g.completion_token_ids) for gr in groups for t in gr.trajectories for g in t.generations
+                    ),
+                )
             if args.concurrency:
                 for name, served in (("base", args.model), ("lora", model.get_inference_name())):
                     for _ in range(2):  # the first round warms up
@@ -101,8 +132,13 @@ async def throughput(client, served: str, args: argparse.Namespace) -> tuple[int
     counts: list[int] = []
 
     async def one(i: int) -> None:
-        r = await client.completions.create(model=served, prompt=PROMPTS[i % len(PROMPTS)], max_tokens=args.throughput_tokens,
-                                            temperature=1.0, extra_body={"ignore_eos": True})
+        r = await client.completions.create(
+            model=served,
+            prompt=PROMPTS[i % len(PROMPTS)],
+            max_tokens=args.throughput_tokens,
+            temperature=1.0,
+            extra_body={"ignore_eos": True},
+        )
         counts.append(r.usage.completion_tokens)
 
     t = time.perf_counter()
@@ -142,18 +178,49 @@ def run_trl(args: argparse.Namespace) -> None:
     per_step = len(PROMPTS) * args.group_size
     with tempfile.TemporaryDirectory() as out_dir:
         config = GRPOConfig(
-            output_dir=out_dir, bf16=True, report_to=[], logging_steps=1, save_strategy="no", disable_tqdm=True, seed=SEED,
-            max_steps=args.warmup + args.steps, learning_rate=LEARNING_RATE, lr_scheduler_type="constant", weight_decay=0.0, max_grad_norm=1.0,
+            output_dir=out_dir,
+            bf16=True,
+            report_to=[],
+            logging_steps=1,
+            save_strategy="no",
+            disable_tqdm=True,
+            seed=SEED,
+            max_steps=args.warmup + args.steps,
+            learning_rate=LEARNING_RATE,
+            lr_scheduler_type="constant",
+            weight_decay=0.0,
+            max_grad_norm=1.0,
             # One optimizer step = one generation batch of all prompts x group size, in 4 micro-batches.
-            per_device_train_batch_size=per_step // 4, gradient_accumulation_steps=4, steps_per_generation=4,
-            num_generations=args.group_size, max_completion_length=args.max_new_tokens,
-            temperature=1.0, top_p=1.0, top_k=0, beta=0.0, epsilon=0.2, loss_type="dapo", scale_rewards="group",
-            use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=args.gpu_memory_utilization,
-            vllm_enable_sleep_mode=True, vllm_max_model_length=args.max_model_len,
+            per_device_train_batch_size=per_step // 4,
+            gradient_accumulation_steps=4,
+            steps_per_generation=4,
+            num_generations=args.group_size,
+            max_completion_length=args.max_new_tokens,
+            temperature=1.0,
+            top_p=1.0,
+            top_k=0,
+            beta=0.0,
+            epsilon=0.2,
+            loss_type="dapo",
+            scale_rewards="group",
+            use_vllm=True,
+            vllm_mode="colocate",
+            vllm_gpu_memory_utilization=args.gpu_memory_utilization,
+            vllm_enable_sleep_mode=True,
+            vllm_max_model_length=args.max_model_len,
         )
-        lora = LoraConfig(r=LORA_RANK, lora_alpha=LORA_ALPHA, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
-        trainer = GRPOTrainer(model=model, reward_funcs=trl_reward, args=config, train_dataset=dataset, processing_class=tok,
-                              peft_config=lora, callbacks=[Timing()])
+        lora = LoraConfig(
+            r=LORA_RANK, lora_alpha=LORA_ALPHA, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM"
+        )
+        trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=trl_reward,
+            args=config,
+            train_dataset=dataset,
+            processing_class=tok,
+            peft_config=lora,
+            callbacks=[Timing()],
+        )
         report(startup_seconds=time.perf_counter() - t)
         trainer.train()
 
@@ -168,8 +235,11 @@ class GpuMemoryPeak:
 
     def _poll(self) -> None:
         while not self._stop.wait(0.2):
-            r = subprocess.run(["nvidia-smi", f"--id={self.gpu}", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
-                               capture_output=True, text=True)
+            r = subprocess.run(
+                ["nvidia-smi", f"--id={self.gpu}", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                capture_output=True,
+                text=True,
+            )
             if r.returncode == 0 and r.stdout.strip().isdigit():
                 self.peak_mib = max(self.peak_mib, int(r.stdout.strip()))
 
@@ -187,12 +257,14 @@ def run_child(system: str, args: argparse.Namespace, log_path: Path) -> tuple[li
     cmd = [sys.executable, __file__, "--child", system, *args.child_argv]
     rows: list[dict[str, Any]] = []
     with log_path.open("w") as log, GpuMemoryPeak() as mem:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL
+        )
         for line in proc.stdout:
             log.write(line)
             if line.startswith(MARK):
-                rows.append(json.loads(line[len(MARK):]))
-                print(f"  {system}: {line[len(MARK):].strip()}", flush=True)
+                rows.append(json.loads(line[len(MARK) :]))
+                print(f"  {system}: {line[len(MARK) :].strip()}", flush=True)
         rc = proc.wait()
     return rows, mem.peak_mib / 1024, rc
 
@@ -202,7 +274,11 @@ def summarize(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"systems": {}}
     for system, r in results.items():
         timed = [x for x in r["rows"] if "step_seconds" in x and not x["warmup"]]
-        s: dict[str, Any] = {"timed_steps": len(timed), "peak_gpu_gib": round(r["peak_gpu_gib"], 2), "exit_code": r["exit_code"]}
+        s: dict[str, Any] = {
+            "timed_steps": len(timed),
+            "peak_gpu_gib": round(r["peak_gpu_gib"], 2),
+            "exit_code": r["exit_code"],
+        }
         if timed:
             s["step_seconds"] = round(statistics.median(x["step_seconds"] for x in timed), 3)
             for k in ("generation_seconds", "train_seconds", "swap_seconds", "sleep_wake_seconds", "completion_tokens"):
@@ -229,11 +305,16 @@ def summarize(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 def table(summary: dict[str, Any]) -> str:
     """The result as a markdown table (docs/benchmarks.md)."""
-    rows = ["| system | s/step (median) | generation s | train s | swap s | peak GPU GiB | startup s |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    rows = [
+        "| system | s/step (median) | generation s | train s | swap s | peak GPU GiB | startup s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for name, s in summary["systems"].items():
         cell = lambda k: f"{s[k]:g}" if k in s else "-"  # noqa: E731
-        rows.append(f"| {name} | {cell('step_seconds')} | {cell('generation_seconds')} | {cell('train_seconds')} | {cell('swap_seconds')} | "
-                    f"{cell('peak_gpu_gib')} | {cell('startup_seconds')} |")
+        rows.append(
+            f"| {name} | {cell('step_seconds')} | {cell('generation_seconds')} | {cell('train_seconds')} | {cell('swap_seconds')} | "
+            f"{cell('peak_gpu_gib')} | {cell('startup_seconds')} |"
+        )
     lines = ["\n".join(rows)]
     if "time_ratio" in summary:
         verdict = "meets" if summary["time_target_met"] else "misses"
@@ -242,7 +323,9 @@ def table(summary: dict[str, Any]) -> str:
         lines.append(f"mcprl / TRL peak GPU memory: {summary['memory_ratio']:.2f}x")
     if "lora_vs_base_throughput" in summary:
         t = summary["systems"]["mcprl"]["throughput_tokens_per_second"]
-        lines.append(f"vLLM decoding throughput, LoRA step vs base: {t['lora']} vs {t['base']} tok/s ({summary['lora_vs_base_throughput']:.2f}x)")
+        lines.append(
+            f"vLLM decoding throughput, LoRA step vs base: {t['lora']} vs {t['base']} tok/s ({summary['lora_vs_base_throughput']:.2f}x)"
+        )
     return "\n".join(lines)
 
 
@@ -254,7 +337,9 @@ def missing_requirements(systems: list[str]) -> str | None:
         return "torch is not installed"
     if not torch.cuda.is_available():
         return "needs a CUDA GPU (torch.cuda.is_available() is False); run it on the GPU machine"
-    need = {"vllm"} | ({"unsloth"} if "mcprl" in systems else set()) | ({"trl", "datasets"} if "trl" in systems else set())
+    need = (
+        {"vllm"} | ({"unsloth"} if "mcprl" in systems else set()) | ({"trl", "datasets"} if "trl" in systems else set())
+    )
     missing = sorted(p for p in need if importlib.util.find_spec(p) is None)
     if missing:
         return f"missing packages: {', '.join(missing)} (pip install 'mcprl[gpu]')"
@@ -262,7 +347,9 @@ def missing_requirements(systems: list[str]) -> str | None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--model", required=True, help="local Hugging Face model directory (both systems)")
     ap.add_argument("--systems", default="mcprl,trl", help="which to run, in order (comma-separated: mcprl, trl)")
     ap.add_argument("--steps", type=int, default=3, help="timed steps per system")
@@ -271,10 +358,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--gpu-memory-utilization", type=float, default=0.3, help="both vLLMs' share of the GPU")
     ap.add_argument("--max-model-len", type=int, default=1024)
-    ap.add_argument("--concurrency", type=int, default=64, help="LoRA vs base throughput: concurrent requests (0: skip)")
+    ap.add_argument(
+        "--concurrency", type=int, default=64, help="LoRA vs base throughput: concurrent requests (0: skip)"
+    )
     ap.add_argument("--throughput-tokens", type=int, default=256, help="new tokens per throughput request")
-    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or Path(__file__).resolve().parent / "results"),
-                    help="directory for gpu_grpo_vs_trl.json and the children's logs")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=Path(os.environ.get("OUT") or Path(__file__).resolve().parent / "results"),
+        help="directory for gpu_grpo_vs_trl.json and the children's logs",
+    )
     ap.add_argument("--child", choices=SYSTEMS, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     args.systems_list = [s.strip() for s in args.systems.split(",") if s.strip()]
@@ -305,8 +398,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.model} has no config.json; pass a local Hugging Face model directory", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    settings = {k: getattr(args, k) for k in ("model", "steps", "warmup", "group_size", "max_new_tokens", "gpu_memory_utilization",
-                                              "max_model_len", "concurrency", "throughput_tokens")}
+    settings = {
+        k: getattr(args, k)
+        for k in (
+            "model",
+            "steps",
+            "warmup",
+            "group_size",
+            "max_new_tokens",
+            "gpu_memory_utilization",
+            "max_model_len",
+            "concurrency",
+            "throughput_tokens",
+        )
+    }
     settings.update(prompts=len(PROMPTS), lora_rank=LORA_RANK, learning_rate=LEARNING_RATE)
     path = args.out / "gpu_grpo_vs_trl.json"
     # A system measured by an earlier run with the same settings (--systems trl after --systems mcprl) joins the summary.

@@ -34,8 +34,11 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", required=True)
-    ap.add_argument("--tasks", help="the shipped task set whose tasks are the held-out set (default: the run's own "
-                    "held-out grounded tasks, each rolled out --eval-n / their number times)")
+    ap.add_argument(
+        "--tasks",
+        help="the shipped task set whose tasks are the held-out set (default: the run's own "
+        "held-out grounded tasks, each rolled out --eval-n / their number times)",
+    )
     ap.add_argument("--minutes", type=float, default=30.0)
     ap.add_argument("--eval-n", type=int, default=48)
     ap.add_argument("--difficulty", type=int, action="append")
@@ -44,8 +47,23 @@ def main() -> None:
     ap.add_argument("--eval-only", action="store_true", help="evaluate the run --name already trained")
     args, extra = ap.parse_known_args()
     home = Path(os.environ.get("MCPRL_HOME", Path.home() / ".cache" / "mcprl"))
-    cmd = [sys.executable, "-m", "mcprl.cli", "train", "--server", args.server, "--steps", "1000",
-           "--time-budget", str(args.minutes), "--project", "bench", "--name", args.name, *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mcprl.cli",
+        "train",
+        "--server",
+        args.server,
+        "--steps",
+        "1000",
+        "--time-budget",
+        str(args.minutes),
+        "--project",
+        "bench",
+        "--name",
+        args.name,
+        *extra,
+    ]
     t0 = time.time()
     if not args.eval_only:
         print("$", " ".join(cmd), flush=True)
@@ -54,39 +72,62 @@ def main() -> None:
     wall = time.time() - t0
     run_dir = home / "bench" / args.name
     if args.tasks:
-        held_out = tasks.get(args.tasks).generate(args.eval_n, seed=EVAL_SEED, difficulties=args.difficulty or [1, 2, 3, 4, 5])
+        held_out = tasks.get(args.tasks).generate(
+            args.eval_n, seed=EVAL_SEED, difficulties=args.difficulty or [1, 2, 3, 4, 5]
+        )
     else:  # a server with no task set of ours: the run's own val split, which it never trained on
         from mcprl.types import Scenario, load_jsonl
 
         val = load_jsonl(run_dir / "scenarios" / "val.jsonl", Scenario)
-        held_out = [s.model_copy(update={"id": f"{s.id}-{k}"}) for k in range(max(1, args.eval_n // len(val))) for s in val]
+        held_out = [
+            s.model_copy(update={"id": f"{s.id}-{k}"}) for k in range(max(1, args.eval_n // len(val))) for s in val
+        ]
     last = checkpoints.latest_step(run_dir / "checkpoints")
 
     settings = run_settings(run_dir, held_out)  # the run's own server, prompt, demonstration and sampling
 
     async def score(step: int) -> dict:
-        return await evaluate(settings, model=f"{args.name}@{step}", scenarios=held_out, checkpoints=run_dir / "checkpoints")
+        return await evaluate(
+            settings, model=f"{args.name}@{step}", scenarios=held_out, checkpoints=run_dir / "checkpoints"
+        )
 
     before, after = anyio.run(score, 0), anyio.run(score, last)
     delta = (after["success_rate"] - before["success_rate"]) * 100
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     grounding = json.loads((run_dir / "scenarios" / "grounding.json").read_text())
     result = {
-        "command": " ".join(cmd), "wall_seconds": wall, "steps": last, "server": args.server, "held_out": args.tasks or "the run's own val split",
-        "held_out_n": len(held_out), "grounding": grounding,
+        "command": " ".join(cmd),
+        "wall_seconds": wall,
+        "steps": last,
+        "server": args.server,
+        "held_out": args.tasks or "the run's own val split",
+        "held_out_n": len(held_out),
+        "grounding": grounding,
         "before": {k: before[k] for k in ("success_rate", "success_ci", "tool_call_rate", "trajectories")},
         "after": {k: after[k] for k in ("success_rate", "success_ci", "tool_call_rate", "trajectories")},
-        "delta_points": delta, "target_points": 15, "met": delta >= 15,
+        "delta_points": delta,
+        "target_points": 15,
+        "met": delta >= 15,
         "own_val": [{"step": r["step"], "success_rate": r.get("success_rate")} for r in rows if r["kind"] == "eval"],
-        "curve": [{"step": r["step"], "reward_mean": r["reward_mean"], "success_rate": r.get("success_rate"),
-                   "tool_call_rate": r["tool_call_rate"]} for r in rows if r["kind"] == "train"],
+        "curve": [
+            {
+                "step": r["step"],
+                "reward_mean": r["reward_mean"],
+                "success_rate": r.get("success_rate"),
+                "tool_call_rate": r["tool_call_rate"],
+            }
+            for r in rows
+            if r["kind"] == "train"
+        ],
     }
     out = Path(args.out or ROOT / "bench" / "results" / f"grounded-{args.name}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     print(grounding["exploration"])
-    print(f"held-out ({args.tasks or 'own val'}, {len(held_out)} tasks): {before['success_rate']:.1%} -> {after['success_rate']:.1%} "
-          f"({delta:+.1f} points; target +15: {'met' if result['met'] else 'NOT met'}) after {last} steps, {wall / 60:.1f} min wall")
+    print(
+        f"held-out ({args.tasks or 'own val'}, {len(held_out)} tasks): {before['success_rate']:.1%} -> {after['success_rate']:.1%} "
+        f"({delta:+.1f} points; target +15: {'met' if result['met'] else 'NOT met'}) after {last} steps, {wall / 60:.1f} min wall"
+    )
     print(f"result: {out}")
 
 

@@ -27,10 +27,17 @@ async def measure(target: str, calls: int, n: int, seed: int) -> dict:
     async with ToolPool(ServerSpec.parse(target)) as pool:
         exploration = await explore(pool, ExploreConfig(calls=calls), seed=seed, say=lambda _: None)
         tasks, report = await ground(pool, n, exploration, seed=seed, say=lambda _: None)
-    return {"server": target, "seconds": round(time.monotonic() - started, 1), "exploration": exploration.summary(),
-            "calls": len(exploration.calls), "errors": sum(c.is_error for c in exploration.calls),
-            "not_called": exploration.skipped_tools, **report.model_dump(), "uncovered": report.uncovered,
-            "samples": [{"task": t.task, "answer": t.answer, "difficulty": t.difficulty} for t in tasks[:6]]}
+    return {
+        "server": target,
+        "seconds": round(time.monotonic() - started, 1),
+        "exploration": exploration.summary(),
+        "calls": len(exploration.calls),
+        "errors": sum(c.is_error for c in exploration.calls),
+        "not_called": exploration.skipped_tools,
+        **report.model_dump(),
+        "uncovered": report.uncovered,
+        "samples": [{"task": t.task, "answer": t.answer, "difficulty": t.difficulty} for t in tasks[:6]],
+    }
 
 
 def main() -> None:
@@ -48,9 +55,12 @@ def main() -> None:
         except UserError as e:  # a server that cannot be grounded (or started) is a line of the table
             print(f"{server}: {e}")
     for r in results:
-        print(f"{r['server']}: {r['calls']} calls ({r['errors']} errors) -> {r['candidates']} candidates -> {r['kept']} kept; "
-              f"dropped {r['dropped']}; tools covered {len(r['covered'])}/{len(r['tools'])}"
-              + (f" (not: {', '.join(r['uncovered'])})" if r["uncovered"] else "") + f"; {r['seconds']} s")
+        print(
+            f"{r['server']}: {r['calls']} calls ({r['errors']} errors) -> {r['candidates']} candidates -> {r['kept']} kept; "
+            f"dropped {r['dropped']}; tools covered {len(r['covered'])}/{len(r['tools'])}"
+            + (f" (not: {', '.join(r['uncovered'])})" if r["uncovered"] else "")
+            + f"; {r['seconds']} s"
+        )
         for sample in r["samples"]:
             print(f"    [{sample['difficulty']}] {sample['task']}  => {sample['answer']!r}")
     if args.out:

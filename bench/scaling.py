@@ -60,21 +60,30 @@ async def measure(args: argparse.Namespace) -> list[dict]:
                 t = time.perf_counter()
                 cluster = None
                 if engine != "local":
-                    cluster = RayRollouts(ClusterConfig(engine="ray", rollout_workers=int(engine[4:])), server, "plain", say=lambda _: None)
+                    cluster = RayRollouts(
+                        ClusterConfig(engine="ray", rollout_workers=int(engine[4:])),
+                        server,
+                        "plain",
+                        say=lambda _: None,
+                    )
                     await cluster.__aenter__()
                 start_s = time.perf_counter() - t
                 rollout_s, step_s = [], []
                 try:
                     for step in range(args.steps):
-                        batch = scenarios[step * args.groups:(step + 1) * args.groups]
+                        batch = scenarios[step * args.groups : (step + 1) * args.groups]
                         t0 = time.perf_counter()
                         if cluster is None:
-                            groups = await gather_trajectory_groups([[agent(model, s, pool, rc) for _ in range(args.group_size)] for s in batch],
-                                                                    max_concurrency=16)
+                            groups = await gather_trajectory_groups(
+                                [[agent(model, s, pool, rc) for _ in range(args.group_size)] for s in batch],
+                                max_concurrency=16,
+                            )
                             for g, s in zip(groups, batch):
                                 g.scenario = s
                         else:
-                            groups = await cluster.run(model, batch, args.group_size, [rc] * len(batch), max_concurrency=16)
+                            groups = await cluster.run(
+                                model, batch, args.group_size, [rc] * len(batch), max_concurrency=16
+                            )
                         rollout_s.append(time.perf_counter() - t0)
                         await model.train(await score_groups(judge, groups), TrainConfig())
                         step_s.append(time.perf_counter() - t0)
@@ -82,9 +91,14 @@ async def measure(args: argparse.Namespace) -> list[dict]:
                     if cluster is not None:
                         await cluster.__aexit__()
                 episodes = args.groups * args.group_size
-                row = {"engine": engine, "start_s": round(start_s, 2), "episodes_per_step": episodes,
-                       "episodes_per_s": round(episodes / statistics.mean(rollout_s), 3),
-                       "rollout_s_per_step": round(statistics.mean(rollout_s), 2), "s_per_step": round(statistics.mean(step_s), 2)}
+                row = {
+                    "engine": engine,
+                    "start_s": round(start_s, 2),
+                    "episodes_per_step": episodes,
+                    "episodes_per_s": round(episodes / statistics.mean(rollout_s), 3),
+                    "rollout_s_per_step": round(statistics.mean(rollout_s), 2),
+                    "s_per_step": round(statistics.mean(step_s), 2),
+                }
                 print(json.dumps(row), flush=True)
                 results.append(row)
         finally:
@@ -106,8 +120,14 @@ def main() -> None:
     local = statistics.mean(r["s_per_step"] for r in results if r["engine"] == "local")
     for r in results:
         r["s_per_step_vs_local"] = round(r["s_per_step"] / local, 3)
-    out = {"machine_cpus": os.cpu_count(), "model": args.model, "steps": args.steps, "groups": args.groups,
-           "group_size": args.group_size, "results": results}
+    out = {
+        "machine_cpus": os.cpu_count(),
+        "model": args.model,
+        "steps": args.steps,
+        "groups": args.groups,
+        "group_size": args.group_size,
+        "results": results,
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -53,9 +53,16 @@ async def endpoint_round(base_url: str, model_name: str, max_tokens: int) -> tup
     import httpx
 
     async with httpx.AsyncClient(base_url=base_url, timeout=3600) as client:
+
         async def one(prompt: str) -> dict[str, Any]:
-            body = {"model": model_name, "messages": messages(prompt), "max_tokens": max_tokens,
-                    "temperature": 1.0, "logprobs": True, "return_token_ids": True}
+            body = {
+                "model": model_name,
+                "messages": messages(prompt),
+                "max_tokens": max_tokens,
+                "temperature": 1.0,
+                "logprobs": True,
+                "return_token_ids": True,
+            }
             r = await client.post("/chat/completions", json=body)
             r.raise_for_status()
             return r.json()
@@ -68,14 +75,24 @@ async def endpoint_round(base_url: str, model_name: str, max_tokens: int) -> tup
     return tokens, seconds, full
 
 
-def generate_round(model, batch: dict[str, Any], eos_ids: list[int], pad_id: int, max_tokens: int) -> tuple[int, float, int]:
+def generate_round(
+    model, batch: dict[str, Any], eos_ids: list[int], pad_id: int, max_tokens: int
+) -> tuple[int, float, int]:
     """(completion tokens up to and including EOS, seconds, rows that hit the budget) for one batched generate."""
     import torch
 
     t0 = time.perf_counter()
     with torch.inference_mode():
-        out = model.generate(**batch, do_sample=True, temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=max_tokens,
-                             eos_token_id=eos_ids, pad_token_id=pad_id)
+        out = model.generate(
+            **batch,
+            do_sample=True,
+            temperature=1.0,
+            top_p=1.0,
+            top_k=0,
+            max_new_tokens=max_tokens,
+            eos_token_id=eos_ids,
+            pad_token_id=pad_id,
+        )
     seconds = time.perf_counter() - t0
     tokens = full = 0
     for row in out[:, batch["input_ids"].shape[1] :].tolist():
@@ -89,13 +106,21 @@ def machine(threads: int) -> dict[str, Any]:
     import torch
     import transformers
 
-    return {"cpus": os.cpu_count(), "torch_threads": threads, "platform": platform.platform(),
-            "python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__}
+    return {
+        "cpus": os.cpu_count(),
+        "torch_threads": threads,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=6, help="timed rounds per system (alternating), after one warm-up each")
+    ap.add_argument(
+        "--rounds", type=int, default=6, help="timed rounds per system (alternating), after one warm-up each"
+    )
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--out", type=Path, default=RESULTS)
@@ -132,9 +157,14 @@ def main() -> None:
     for r in range(args.rounds):
         for system in ("mcprl", "hf") if r % 2 == 0 else ("hf", "mcprl"):
             tokens, seconds, full = run(system)
-            results[system].append({"tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds, "rows_at_budget": full})
-            print(f"round {r + 1} {system:5s}: {tokens} tokens in {seconds:.1f} s = {tokens / seconds:.1f} tok/s "
-                  f"({full}/{len(PROMPTS)} rows at the budget)", flush=True)
+            results[system].append(
+                {"tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds, "rows_at_budget": full}
+            )
+            print(
+                f"round {r + 1} {system:5s}: {tokens} tokens in {seconds:.1f} s = {tokens / seconds:.1f} tok/s "
+                f"({full}/{len(PROMPTS)} rows at the budget)",
+                flush=True,
+            )
     server.close()
     batches = (engine.metrics["batches"] - batches_before) / args.rounds
 
@@ -152,13 +182,22 @@ def main() -> None:
         print(f"equal-work rounds (all rows at the budget): HF time / mcprl time = {equal_work:.2f}")
 
     result = {
-        "benchmark": "serving", "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": "python bench/serving.py " + " ".join(sys.argv[1:]), "machine": machine(torch.get_num_threads()),
-        "work": {"model": MODEL, "requests": len(PROMPTS), "max_tokens": args.max_tokens, "temperature": 1.0,
-                 "dtype": str(model.dtype).removeprefix("torch."), "rounds": args.rounds},
+        "benchmark": "serving",
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": "python bench/serving.py " + " ".join(sys.argv[1:]),
+        "machine": machine(torch.get_num_threads()),
+        "work": {
+            "model": MODEL,
+            "requests": len(PROMPTS),
+            "max_tokens": args.max_tokens,
+            "temperature": 1.0,
+            "dtype": str(model.dtype).removeprefix("torch."),
+            "rounds": args.rounds,
+        },
         "mcprl": {"median_tokens_per_s": ours, "sampling_batches_per_round": batches, "rounds": results["mcprl"]},
         "hf_generate": {"median_tokens_per_s": peer, "rounds": results["hf"]},
-        "ratio": ratio, "equal_work_speed_ratio": equal_work,
+        "ratio": ratio,
+        "equal_work_speed_ratio": equal_work,
         "target": {"ratio_min": TARGET_RATIO, "met": ratio >= TARGET_RATIO},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

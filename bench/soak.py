@@ -38,11 +38,35 @@ import httpx
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "soak.json"
-MSGS = [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "What is the capital of France?"}]
-TOOLS = [{"type": "function", "function": {"name": "add", "description": "Add two numbers",
-          "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}}]
-ANSWER = {"type": "json_schema", "json_schema": {"name": "answer", "schema": {
-    "type": "object", "properties": {"city": {"type": "string"}, "sure": {"type": "boolean"}}, "required": ["city", "sure"]}}}
+MSGS = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": "What is the capital of France?"},
+]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "add",
+            "description": "Add two numbers",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                "required": ["a", "b"],
+            },
+        },
+    }
+]
+ANSWER = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "answer",
+        "schema": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "sure": {"type": "boolean"}},
+            "required": ["city", "sure"],
+        },
+    },
+}
 
 
 def nested(depth: int) -> dict:
@@ -60,7 +84,9 @@ def nested_any_of(depth: int, width: int) -> dict:
 
 
 def conversation(n: int) -> list[dict]:
-    return [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"} for i in range(n - 1)] + [MSGS[-1]]
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"} for i in range(n - 1)] + [
+        MSGS[-1]
+    ]
 
 
 def mix(model: str) -> list[tuple[str, int, dict[str, Any]]]:
@@ -74,17 +100,38 @@ def mix(model: str) -> list[tuple[str, int, dict[str, Any]]]:
         ("normal_n4", 8, {"json": {**base, "n": 4, "max_tokens": 16, "seed": 1}}),
         ("normal_schema", 8, {"json": {**base, "response_format": ANSWER, "max_tokens": 32}}),
         ("max_tokens_1e9", 3, {"json": {**base, "max_tokens": 10**9}}),
-        ("n64_budget", 3, {"json": {**base, "messages": [{"role": "user", "content": "word " * 3000}], "n": 64, "max_tokens": 512}}),
+        (
+            "n64_budget",
+            3,
+            {"json": {**base, "messages": [{"role": "user", "content": "word " * 3000}], "n": 64, "max_tokens": 512}},
+        ),
         ("messages_5000", 3, {"json": {**base, "messages": conversation(5000)}}),
-        ("body_10mb", 2, {"raw": json.dumps({**base, "messages": [{"role": "user", "content": "x" * 10 * 2**20}]}).encode()}),
-        ("schema_depth_300", 3, {"json": {**base, "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": nested(300)}}}}),
+        (
+            "body_10mb",
+            2,
+            {"raw": json.dumps({**base, "messages": [{"role": "user", "content": "x" * 10 * 2**20}]}).encode()},
+        ),
+        (
+            "schema_depth_300",
+            3,
+            {
+                "json": {
+                    **base,
+                    "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": nested(300)}},
+                }
+            },
+        ),
         ("schema_280kb", 2, {"json": {**base, "response_format": big_schema}}),
         ("seed_2_70", 3, {"json": {**base, "seed": 2**70}}),
         ("malformed", 3, {"raw": b'{"model": "x", "messages": [{"role": '}),
         ("no_key", 2, {"json": base, "headers": {}}),
         ("bare_key", 2, {"json": base, "headers": "bare"}),
         ("hang_up", 4, {"json": {**base, "max_tokens": 4096, "n": 4}, "hang_up": 1.0}),
-        ("long_prompt", 2, {"json": {**base, "messages": [{"role": "user", "content": "word " * 1500}], "max_tokens": 8}}),
+        (
+            "long_prompt",
+            2,
+            {"json": {**base, "messages": [{"role": "user", "content": "word " * 1500}], "max_tokens": 8}},
+        ),
     ]
 
 
@@ -121,7 +168,12 @@ async def soak(args: argparse.Namespace, base: str, key: str, pid: int) -> dict[
             start = time.monotonic()
             try:
                 if "raw" in spec:
-                    r = await c.post(f"{base}/v1/chat/completions", content=spec["raw"], headers={**headers, "content-type": "application/json"}, timeout=timeout)
+                    r = await c.post(
+                        f"{base}/v1/chat/completions",
+                        content=spec["raw"],
+                        headers={**headers, "content-type": "application/json"},
+                        timeout=timeout,
+                    )
                 else:
                     r = await c.post(f"{base}/v1/chat/completions", json=spec["json"], headers=headers, timeout=timeout)
                 statuses[kind][r.status_code] += 1
@@ -166,8 +218,14 @@ async def soak(args: argparse.Namespace, base: str, key: str, pid: int) -> dict[
         "health_p99_s": round(health[min(len(health) - 1, int(0.99 * len(health)))], 4),
         "health_max_s": round(health[-1], 4),
         "rss_mb_last": round(rss_samples[-1], 1) if rss_samples else None,
-        "by_kind": {k: {"statuses": {str(s): n for s, n in statuses[k].items()}, "median_s": round(statistics.median(latencies[k]), 3)}
-                    for k in statuses if latencies[k]},
+        "by_kind": {
+            k: {
+                "statuses": {str(s): n for s, n in statuses[k].items()},
+                "median_s": round(statistics.median(latencies[k]), 3),
+            }
+            for k in statuses
+            if latencies[k]
+        },
     }
 
 
@@ -182,9 +240,20 @@ def main() -> None:
     args.served_name = args.model
     port, key = free_port(), secrets.token_urlsafe(16)
     env = {**os.environ, "MCPRL_API_KEY": key, "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-c", "from mcprl.cli.main import main; main()", "serve", "--model", args.model, "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from mcprl.cli.main import main; main()",
+        "serve",
+        "--model",
+        args.model,
+        "--port",
+        str(port),
+    ]
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    log = tempfile.NamedTemporaryFile("w", prefix="mcprl-soak-server-", suffix=".log", delete=False)  # kept for a look after
+    log = tempfile.NamedTemporaryFile(
+        "w", prefix="mcprl-soak-server-", suffix=".log", delete=False
+    )  # kept for a look after
     server = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -201,8 +270,12 @@ def main() -> None:
                 sys.exit("mcprl serve did not answer /health within 300 s")
             time.sleep(0.5)
         # One request first: the weights are memory-mapped, and resident once a forward pass has read them.
-        httpx.post(f"{base}/v1/chat/completions", json={"model": args.served_name, "messages": MSGS, "max_tokens": 4},
-                   headers={"Authorization": f"Bearer {key}"}, timeout=300).raise_for_status()
+        httpx.post(
+            f"{base}/v1/chat/completions",
+            json={"model": args.served_name, "messages": MSGS, "max_tokens": 4},
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=300,
+        ).raise_for_status()
         baseline = rss_mb(server.pid, "VmRSS")
         result = asyncio.run(soak(args, base, key, server.pid))
         result["rss_mb_peak"] = round(rss_mb(server.pid, "VmHWM"), 1)
@@ -221,15 +294,29 @@ def main() -> None:
             server.kill()
             server.wait()
         log.close()
-    result |= {"minutes": args.minutes, "model": args.model, "clients": args.clients,
-               "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "cpus": os.cpu_count(),
-               "command": "python bench/soak.py " + " ".join(sys.argv[1:]), "server_log": log.name}
+    result |= {
+        "minutes": args.minutes,
+        "model": args.model,
+        "clients": args.clients,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "cpus": os.cpu_count(),
+        "command": "python bench/soak.py " + " ".join(sys.argv[1:]),
+        "server_log": log.name,
+    }
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     exit_s = result["sigterm_exit_s"]
-    ok = result["5xx"] == 0 and result["health_p99_s"] < 1 and result["rss_mb_peak"] < 2048 and exit_s is not None and exit_s < 10
-    print(f"soak {args.minutes:g} min: served {result['served']}, refused {result['refused_4xx']}, hung up {result['hung_up']}, "
-          f"5xx {result['5xx']}, /health p99 {result['health_p99_s']:.3f} s (max {result['health_max_s']:.3f}), "
-          f"peak RSS {result['rss_mb_peak']:.0f} MB, SIGTERM exit {'over 30' if exit_s is None else exit_s} s: {'PASS' if ok else 'FAIL'}")
+    ok = (
+        result["5xx"] == 0
+        and result["health_p99_s"] < 1
+        and result["rss_mb_peak"] < 2048
+        and exit_s is not None
+        and exit_s < 10
+    )
+    print(
+        f"soak {args.minutes:g} min: served {result['served']}, refused {result['refused_4xx']}, hung up {result['hung_up']}, "
+        f"5xx {result['5xx']}, /health p99 {result['health_p99_s']:.3f} s (max {result['health_max_s']:.3f}), "
+        f"peak RSS {result['rss_mb_peak']:.0f} MB, SIGTERM exit {'over 30' if exit_s is None else exit_s} s: {'PASS' if ok else 'FAIL'}"
+    )
 
 
 if __name__ == "__main__":

@@ -19,16 +19,39 @@ import statistics
 import time
 from pathlib import Path
 
-SCHEMAS = json.loads((Path(__file__).resolve().parents[1] / "tests" / "data" / "mcp_tool_schemas.json").read_text())["schemas"]
+SCHEMAS = json.loads((Path(__file__).resolve().parents[1] / "tests" / "data" / "mcp_tool_schemas.json").read_text())[
+    "schemas"
+]
 ANSWERS = {
-    "github/create_pull_request_review": {"owner": "octo", "repo": "hello-world", "pull_number": 42, "body": "Looks good overall, two nits.", "event": "COMMENT",
-                                          "comments": [{"path": "src/main.py", "line": 10, "body": "rename this"}, {"path": "README.md", "position": 3, "body": "typo"}]},
-    "memory/create_entities": {"entities": [{"name": "Alice", "entityType": "person", "observations": ["works at Acme", "likes tea"]},
-                                            {"name": "Acme", "entityType": "company", "observations": ["based in Berlin"]}]},
+    "github/create_pull_request_review": {
+        "owner": "octo",
+        "repo": "hello-world",
+        "pull_number": 42,
+        "body": "Looks good overall, two nits.",
+        "event": "COMMENT",
+        "comments": [
+            {"path": "src/main.py", "line": 10, "body": "rename this"},
+            {"path": "README.md", "position": 3, "body": "typo"},
+        ],
+    },
+    "memory/create_entities": {
+        "entities": [
+            {"name": "Alice", "entityType": "person", "observations": ["works at Acme", "likes tea"]},
+            {"name": "Acme", "entityType": "company", "observations": ["based in Berlin"]},
+        ]
+    },
     "fetch/fetch": {"url": "https://example.com/docs/page.html", "max_length": 2000, "start_index": 0, "raw": False},
-    "filesystem/edit_file": {"path": "/tmp/notes.txt", "edits": [{"oldText": "hello", "newText": "goodbye"}], "dryRun": True},
-    "pydantic-nested/schedule_meeting": {"title": "Weekly sync", "attendees": [{"email": "a@b.com", "role": "required"}],
-                                         "slot": {"start": "2025-01-02T10:00:00Z", "minutes": 30}, "room": None},
+    "filesystem/edit_file": {
+        "path": "/tmp/notes.txt",
+        "edits": [{"oldText": "hello", "newText": "goodbye"}],
+        "dryRun": True,
+    },
+    "pydantic-nested/schedule_meeting": {
+        "title": "Weekly sync",
+        "attendees": [{"email": "a@b.com", "role": "required"}],
+        "slot": {"start": "2025-01-02T10:00:00Z", "minutes": 30},
+        "room": None,
+    },
 }
 
 
@@ -50,6 +73,7 @@ def llguidance_lib(tok, vocab):
         for t in ids:
             m.unsafe_compute_mask_ptr(mask.data_ptr(), mask.numel() * 4)
             assert m.consume_token(t), m.get_error()
+
     return compile, walk
 
 
@@ -67,6 +91,7 @@ def xgrammar_lib(tok, vocab):
         for t in ids:
             m.fill_next_token_bitmask(mask)
             assert m.accept_token(t)
+
     return compile, walk
 
 
@@ -94,6 +119,7 @@ def outlines_core_lib(tok, vocab):
         for t in ids:
             fill_next_token_bitmask(guide, mask)
             guide.advance(t)
+
     return compile, walk
 
 
@@ -110,7 +136,9 @@ def main() -> None:
 
     tok = weights.load_tokenizer(args.model)
     vocab = len(tok)
-    answers = {k: tok.encode(json.dumps(v, separators=(",", ":")), add_special_tokens=False) for k, v in ANSWERS.items()}
+    answers = {
+        k: tok.encode(json.dumps(v, separators=(",", ":")), add_special_tokens=False) for k, v in ANSWERS.items()
+    }
     print("| library | compile ms per schema | per-step µs per schema | median µs/step |\n|---|---|---|---|")
     for name in args.only.split(","):
         compile, walk = LIBRARIES[name](tok, vocab)
@@ -125,7 +153,10 @@ def main() -> None:
                 walk(grammar, ids)
                 walks.append((time.perf_counter() - t) / len(ids) * 1e6)
             step_us.append(min(walks))
-        print(f"| {name} | {', '.join(f'{x:.1f}' for x in compile_ms)} | {', '.join(f'{x:.0f}' for x in step_us)} | {statistics.median(step_us):.0f} |", flush=True)
+        print(
+            f"| {name} | {', '.join(f'{x:.1f}' for x in compile_ms)} | {', '.join(f'{x:.0f}' for x in step_us)} | {statistics.median(step_us):.0f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -19,7 +19,10 @@ STEPS, GROUPS, ROLLOUTS = 2, 2, 4
 async def main() -> None:
     model = TrainableModel(name="langgraph-calculator", project="examples", base_model="smollm2-135m")
     scenarios = tasks.generate(STEPS * GROUPS, seed=0, difficulties=[1])
-    async with LocalBackend(device="cpu") as backend, ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
+    async with (
+        LocalBackend(device="cpu") as backend,
+        ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool,
+    ):
         await model.register(backend)
         agent = create_mcp_agent(model, pool, max_turns=2, max_tokens=64)  # follows the served step by itself
         for step in range(STEPS):
@@ -28,10 +31,14 @@ async def main() -> None:
             for scenario, group in zip(batch, groups):
                 for traj in group.trajectories:
                     traj.reward = tasks.check(scenario, traj)
-                print(f"step {model.get_step()} | {scenario.task} -> rewards {group.rewards()}"
-                      f" | answers {[t.final_answer()[:30] for t in group.valid]} | failed {group.exceptions}")
+                print(
+                    f"step {model.get_step()} | {scenario.task} -> rewards {group.rewards()}"
+                    f" | answers {[t.final_answer()[:30] for t in group.valid]} | failed {group.exceptions}"
+                )
             metrics = await model.train(groups, TrainConfig(learning_rate=1e-4))
-            print(f"trained: {metrics.get('trained', 0):.0f}, loss {metrics.get('loss', 0.0):.4f}, now serving {model.get_inference_name()}")
+            print(
+                f"trained: {metrics.get('trained', 0):.0f}, loss {metrics.get('loss', 0.0):.4f}, now serving {model.get_inference_name()}"
+            )
 
 
 if __name__ == "__main__":

@@ -61,12 +61,19 @@ class JudgeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    mode: Literal["ruler", "verify", "both"] = Field(default="verify", description="the scenarios' checks, RULER, or both (checks gate, RULER ranks)")
+    mode: Literal["ruler", "verify", "both"] = Field(
+        default="verify", description="the scenarios' checks, RULER, or both (checks gate, RULER ranks)"
+    )
     model: str = Field(default="local", description="litellm model for RULER/synthesis, or 'local'")
     api_base: str | None = Field(default=None, description="OpenAI-compatible base URL for the judge model")
     rubric: str | None = Field(default=None, description="RULER rubric file")
     # Tool-use shaping (mcprl.judges.shaping), when training against tools; 0 turns it off. Default: docs/benchmarks.md.
-    shaping: float = Field(default=0.1, ge=0, lt=1, description="tool-use shaping weight W in [0, 1): a failed task earns up to W for well-formed calls")
+    shaping: float = Field(
+        default=0.1,
+        ge=0,
+        lt=1,
+        description="tool-use shaping weight W in [0, 1): a failed task earns up to W for well-formed calls",
+    )
 
     def build(self, *, all_or_nothing: bool = False, shaped: bool = False, cache_dir: Path | None = None) -> Judge:
         """The judge these settings name; `shaped` (training against tools) adds the capped tool-use

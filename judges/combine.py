@@ -96,7 +96,9 @@ class ShapedJudge:
 
     def __post_init__(self) -> None:
         if not 0 <= self.weight < 1:
-            raise UserError(f"shaping weight {self.weight} must be in [0, 1) so a failed task never earns a solved task's reward")
+            raise UserError(
+                f"shaping weight {self.weight} must be in [0, 1) so a failed task never earns a solved task's reward"
+            )
 
     async def score_group(self, group: TrajectoryGroup) -> TrajectoryGroup:
         await self.shaping.score_group(group)
@@ -104,7 +106,9 @@ class ShapedJudge:
         if group.skipped:
             return group
         for t in group.valid:
-            t.reward = t.metrics[self.name] = self.combine(t.metrics[self.task.name], t.metrics[self.shaping.name], self.weight)
+            t.reward = t.metrics[self.name] = self.combine(
+                t.metrics[self.task.name], t.metrics[self.shaping.name], self.weight
+            )
         return group
 
     @staticmethod

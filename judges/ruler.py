@@ -166,7 +166,14 @@ def parse_verdict(text: str, ids: list[str], finish_reason: str = "stop") -> dic
 
 
 # What a RULER call records in group.metrics (summed over its attempts).
-JUDGE_METRICS = ("judge_latency_s", "judge_prompt_tokens", "judge_completion_tokens", "judge_cost_usd", "judge_retries", "judge_cache_hit")
+JUDGE_METRICS = (
+    "judge_latency_s",
+    "judge_prompt_tokens",
+    "judge_completion_tokens",
+    "judge_cost_usd",
+    "judge_retries",
+    "judge_cache_hit",
+)
 
 
 def _render(messages: list[Message]) -> str:

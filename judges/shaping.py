@@ -109,7 +109,9 @@ def tool_use_score(trajectory: Trajectory, answer: Any = None, task: str = "") -
         stages = call_stages(call, schemas, results)
         if answer is None or stages < STAGES:
             return stages
-        return stages + evidence(results[call.get("id", "")], answer, f"{task} {(call.get('function') or {}).get('arguments')}")
+        return stages + evidence(
+            results[call.get("id", "")], answer, f"{task} {(call.get('function') or {}).get('arguments')}"
+        )
 
     return max((score(c) for c in calls), default=0) / (STAGES + (answer is not None))
 

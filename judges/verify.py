@@ -117,7 +117,8 @@ class HoldsCheck(_Check):
     kind: Literal["holds"]
     value: Any = None
     on: Literal["answer", "read_back"] = Field(
-        default="answer", description="what must hold it: the final answer, or the scenario's read-back call's result")
+        default="answer", description="what must hold it: the final answer, or the scenario's read-back call's result"
+    )
     any_of: bool = False
     max_other_numbers: int | None = Field(default=3, ge=0)
     max_words: int | None = Field(default=None, ge=1, description="an answer of more words recites rather than answers")
@@ -232,7 +233,9 @@ def checker_for(scenario: Scenario) -> Checker:
             for part in attr.split("."):
                 target = getattr(target, part)
         except (ImportError, AttributeError) as e:
-            raise UserError(f"scenario {scenario.id}: cannot load check function {check.function} ({e}); make it importable as module:function") from None
+            raise UserError(
+                f"scenario {scenario.id}: cannot load check function {check.function} ({e}); make it importable as module:function"
+            ) from None
         return target
     return tasks.get(check.server).check
 

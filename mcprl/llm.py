@@ -151,7 +151,9 @@ async def complete(
     if api_key is None:
         env = litellm.validate_environment(model=llm_model, api_base=api_base)
         if missing := [k for k in env.get("missing_keys", []) if k.endswith("_API_KEY")]:
-            raise UserError(f"{model}: no API key; set {' or '.join(missing)} (or point --api-base at a server that needs none)")
+            raise UserError(
+                f"{model}: no API key; set {' or '.join(missing)} (or point --api-base at a server that needs none)"
+            )
     # Our endpoint enforces strict schemas by grammar (and the prompt then needs no copy of it).
     local = is_local(model)
     send_format = bool(json_schema) and (
@@ -161,7 +163,9 @@ async def complete(
     )
     kwargs: dict[str, Any] = {
         "model": llm_model,
-        "messages": with_schema_instruction(messages, json_schema) if json_schema and not (send_format and local) else messages,
+        "messages": with_schema_instruction(messages, json_schema)
+        if json_schema and not (send_format and local)
+        else messages,
         "temperature": temperature,
         "max_tokens": max_tokens,
         "timeout": timeout,
@@ -198,7 +202,9 @@ async def complete(
                 attempt -= 1
                 continue
             if status in (401, 403, 404):
-                raise UserError(f"{model}: {_first_line(e)}; check the model name, --api-base and the API key") from None
+                raise UserError(
+                    f"{model}: {_first_line(e)}; check the model name, --api-base and the API key"
+                ) from None
             transient = isinstance(e, openai.APIConnectionError) or status in (408, 429) or (status or 0) >= 500
             # Our endpoint timing out is its CPU being too slow: asking again only waits again.
             transient = transient and not (local and isinstance(e, openai.APITimeoutError))
@@ -279,6 +285,9 @@ async def complete_json(
             problem += f" (the reply was cut off at {options.get('max_tokens', 2048)} tokens)"
         if on_reply:
             on_reply(reply, problem)
-        messages = [*asked, {"role": "assistant", "content": reply.text},
-                    {"role": "user", "content": f"That reply is not usable: {problem}. Answer again with only the JSON."}]
+        messages = [
+            *asked,
+            {"role": "assistant", "content": reply.text},
+            {"role": "user", "content": f"That reply is not usable: {problem}. Answer again with only the JSON."},
+        ]
     raise GenerationFailed(problem)

@@ -33,8 +33,10 @@ def name_problem(value: str) -> str | None:
     """Why `value` cannot be a project or model name, or None: each becomes one directory under
     home(), so it is one path component (no separator, not `.` or `..`, which would step out)."""
     if not _NAME.fullmatch(value) or set(value) == {"."}:
-        return (f"{value!r} is not a usable name: give 1-128 letters, digits, '.', '_' or '-' "
-                "(one directory name, not '.' or '..')")
+        return (
+            f"{value!r} is not a usable name: give 1-128 letters, digits, '.', '_' or '-' "
+            "(one directory name, not '.' or '..')"
+        )
     return None
 
 

@@ -37,7 +37,9 @@ from mcprl.errors import UserError
 from mcprl.types import Scenario, Trajectory
 
 GROUP = "mcprl.tasks"
-SHIPPED = {name: EntryPoint(name, f"mcprl.servers.{name}.tasks", GROUP) for name in ("calculator", "email", "inventory")}
+SHIPPED = {
+    name: EntryPoint(name, f"mcprl.servers.{name}.tasks", GROUP) for name in ("calculator", "email", "inventory")
+}
 
 
 @dataclass(frozen=True)
@@ -77,16 +79,25 @@ def get(name: str) -> TaskSet:
             f"(a package registers one under the entry-point group {GROUP!r})"
         )
     if len({ep.value for ep in found}) > 1:
-        raise UserError(f"task set {name!r} is registered more than once ({', '.join(ep.value for ep in found)}); uninstall all but one")
+        raise UserError(
+            f"task set {name!r} is registered more than once ({', '.join(ep.value for ep in found)}); uninstall all but one"
+        )
     ep = found[0]
     where = f"task set {name!r} (entry point {ep.name} = {ep.value} in {GROUP!r})"
     try:
         target = ep.load()
     except Exception as e:  # a user's module can fail to import in any way
         reason = (str(e).splitlines() or [""])[0]
-        raise UserError(f"{where} cannot be imported ({type(e).__name__}: {reason}); fix the module or the entry point") from None
+        raise UserError(
+            f"{where} cannot be imported ({type(e).__name__}: {reason}); fix the module or the entry point"
+        ) from None
     missing = [attr for attr in ("generate", "check") if not callable(getattr(target, attr, None))]
     if missing:
         raise UserError(f"{where} has no {' and no '.join(f'{attr}()' for attr in missing)}; define it in {ep.value}")
-    return TaskSet(name=name, generate=target.generate, check=target.check,
-                   example=getattr(target, "EXAMPLE", None), server=getattr(target, "SERVER", None))
+    return TaskSet(
+        name=name,
+        generate=target.generate,
+        check=target.check,
+        example=getattr(target, "EXAMPLE", None),
+        server=getattr(target, "SERVER", None),
+    )

@@ -40,8 +40,10 @@ class Scenario(BaseModel):
     check: dict[str, Any] | None = None
     tools: list[str] = Field(default_factory=list, description="tools the task is expected to use")
     read_back: dict[str, Any] | None = Field(
-        default=None, description='{"tool": ..., "arguments": {...}}: a call made in the rollout\'s own session after the '
-        'episode, whose result a check `"on": "read_back"` scores (a task that changes state)')
+        default=None,
+        description='{"tool": ..., "arguments": {...}}: a call made in the rollout\'s own session after the '
+        'episode, whose result a check `"on": "read_back"` scores (a task that changes state)',
+    )
     split: Literal["train", "val"] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 

@@ -32,14 +32,19 @@ def _shape(text: str) -> str:
 
 def description_examples(description: str) -> list[str]:
     """Example values a parameter's description gives: `e.g. SKU-1234`, `'drill'`, `like 2024-03-31`."""
-    found = re.findall(r"(?:e\.g\.|eg\.|for example|such as|like)\s*:?\s*['\"]?([\w@./:-]+(?: [\w@./:-]+)?)", description, re.I)
+    found = re.findall(
+        r"(?:e\.g\.|eg\.|for example|such as|like)\s*:?\s*['\"]?([\w@./:-]+(?: [\w@./:-]+)?)", description, re.I
+    )
     found += re.findall(r"['\"`]([^'\"`]{1,40})['\"`]", description)
     return list(dict.fromkeys(v.rstrip(".,)") for v in found if v.strip()))
 
 
 # What a string parameter's description (or format) says its value looks like -> a value of that shape.
 FORMAT_HINTS: tuple[tuple[re.Pattern[str], Callable[[random.Random], str]], ...] = (
-    (re.compile(r"\bHH:MM\b|\btime\b", re.I), lambda rng: f"{rng.randint(0, 23):02d}:{rng.choice([0, 15, 30, 45]):02d}"),
+    (
+        re.compile(r"\bHH:MM\b|\btime\b", re.I),
+        lambda rng: f"{rng.randint(0, 23):02d}:{rng.choice([0, 15, 30, 45]):02d}",
+    ),
     (re.compile(r"YYYY-MM-DD|\bdate\b", re.I), lambda rng: f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"),
     # an address, not a parameter that searches e-mails ("words that must appear in the email")
     (re.compile(r"^email\b|e-?mail address|\bemail$", re.I), lambda rng: "user@example.com"),
@@ -49,7 +54,19 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z']{3,}")  # a word of four letters or more (
 # A file's or a folder's path inside a value ("/srv/data", "notes/a.txt" in "[FILE] notes/a.txt"), and the
 # words that name a parameter taking one
 PATH = re.compile(r"(?<![\w/@])(?:~?/[\w.@-]+(?:/[\w.@-]+)*/?|(?:[\w-][\w.-]*/)*[\w-]+\.[A-Za-z]\w{0,5})(?![\w/@])")
-PATH_WORDS = {"path", "paths", "file", "files", "filename", "filepath", "dir", "directory", "folder", "source", "destination"}
+PATH_WORDS = {
+    "path",
+    "paths",
+    "file",
+    "files",
+    "filename",
+    "filepath",
+    "dir",
+    "directory",
+    "folder",
+    "source",
+    "destination",
+}
 SQL = re.compile(r"\bsql\b|\bselect\b", re.I)
 
 
@@ -63,7 +80,9 @@ class ArgumentWriter:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
 
-    def arguments(self, schema: dict[str, Any], seen: list[SeenValue]) -> tuple[dict[str, Any], dict[str, str], list[int]]:
+    def arguments(
+        self, schema: dict[str, Any], seen: list[SeenValue]
+    ) -> tuple[dict[str, Any], dict[str, str], list[int]]:
         props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         required = set(schema.get("required") or [])
         args: dict[str, Any] = {}
@@ -80,7 +99,11 @@ class ArgumentWriter:
                 hit = self.from_results(name, sub, _kinds(sub), _examples(sub), seen) if seen and draw < 0.5 else None
                 if hit is not None:
                     value, source, parent = hit.value, f"result:{hit.call}", hit.call
-                elif draw > 0.75 and "default" in sub and (value := self.sample(name, sub, _kinds(sub), guess=False)) is not None:
+                elif (
+                    draw > 0.75
+                    and "default" in sub
+                    and (value := self.sample(name, sub, _kinds(sub), guess=False)) is not None
+                ):
                     source, parent = "schema", None
                 else:
                     continue
@@ -104,24 +127,38 @@ class ArgumentWriter:
                 return self.value(name, {**branch, "description": schema.get("description", "")}, seen)
         examples = _examples(schema)
         if _is_sql(name, schema):  # a query over a table some result named
-            tables = [v for v in seen if isinstance(v.value, str) and re.fullmatch(r"[A-Za-z_]\w*", v.value)
-                      and set(words_of(v.field)) & {"table", "name", "tbl"}]
+            tables = [
+                v
+                for v in seen
+                if isinstance(v.value, str)
+                and re.fullmatch(r"[A-Za-z_]\w*", v.value)
+                and set(words_of(v.field)) & {"table", "name", "tbl"}
+            ]
             if tables:
                 pick = self.rng.choice(tables)
                 return f"SELECT * FROM {pick.value} LIMIT 5", f"result:{pick.call}", pick.call
         if hit := self.from_results(name, schema, kinds, examples, seen):
             return hit.value, f"result:{hit.call}", hit.call
         item = schema.get("items")
-        if "array" in kinds and isinstance(item, dict) and (hit := self.from_results(name, item, _kinds(item), _examples(item), seen)):
-            return [hit.value], f"result:{hit.call}", hit.call  # a list of one value a result held ("paths": ["notes/a.txt"])
+        if (
+            "array" in kinds
+            and isinstance(item, dict)
+            and (hit := self.from_results(name, item, _kinds(item), _examples(item), seen))
+        ):
+            return (
+                [hit.value],
+                f"result:{hit.call}",
+                hit.call,
+            )  # a list of one value a result held ("paths": ["notes/a.txt"])
         if examples and self.rng.random() < 0.7:
             return self.rng.choice(examples), "example", None
         if "default" in schema:
             return schema["default"], "default", None
         return self.sample(name, schema, kinds), "schema", None
 
-    def from_results(self, name: str, schema: dict[str, Any], kinds: list[Any], examples: list[Any],
-                     seen: list[SeenValue]) -> SeenValue | None:
+    def from_results(
+        self, name: str, schema: dict[str, Any], kinds: list[Any], examples: list[Any], seen: list[SeenValue]
+    ) -> SeenValue | None:
         """A value seen earlier that fits the parameter: same field name, else the shape of one of
         its examples, else (free-text parameters: query, name, ...) any short text."""
         words = set(words_of(name))
@@ -132,11 +169,22 @@ class ArgumentWriter:
         by_name = [v for v in fits if v.field and (set(words_of(v.field)) & words - {"the", "of"})]
         by_shape = [v for v in fits if isinstance(v.value, str) and _shape(v.value) in shapes]
         # words a person would search for: a name's or a subject's, not an id's or a date's
-        free = [v for v in fits if isinstance(v.value, str) and 1 <= len(v.value.split()) <= 8 and _WORD.search(v.value)
-                and words & {"query", "q", "search", "text", "name", "term", "keyword", "keywords", "title", "topic"}]
+        free = [
+            v
+            for v in fits
+            if isinstance(v.value, str)
+            and 1 <= len(v.value.split()) <= 8
+            and _WORD.search(v.value)
+            and words & {"query", "q", "search", "text", "name", "term", "keyword", "keywords", "title", "topic"}
+        ]
         # a path parameter takes a path a result held (a folder a listing named, a file in "[FILE] a.txt")
-        paths = [v.model_copy(update={"value": m.group()}) for v in fits if isinstance(v.value, str) and words & PATH_WORDS
-                 for m in [PATH.search(v.value)] if m]
+        paths = [
+            v.model_copy(update={"value": m.group()})
+            for v in fits
+            if isinstance(v.value, str) and words & PATH_WORDS
+            for m in [PATH.search(v.value)]
+            if m
+        ]
         # a number parameter may take any number a result gave (a computed value fed on)
         numeric = [v for v in fits if "string" not in kinds and _number(str(v.value)) is not None]
         # a search takes words of a name before a value of its example's shape ('drill' has a category's shape too)
@@ -170,7 +218,9 @@ class ArgumentWriter:
         if schema.get("format") == "date-time":
             return "2024-03-01T12:00:00Z"
         for pattern, make in FORMAT_HINTS:
-            if any(pattern.search(hint) for hint in (schema.get("format") or "", schema.get("description") or "", name)):
+            if any(
+                pattern.search(hint) for hint in (schema.get("format") or "", schema.get("description") or "", name)
+            ):
                 return make(self.rng)
         if not guess:
             return None

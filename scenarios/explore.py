@@ -64,15 +64,25 @@ class ExploreConfig(BaseModel):
 
     calls: int = Field(default=120, ge=1, description="tool calls at most while exploring the server")
     minutes: float = Field(default=3.0, gt=0, description="minutes at most while exploring the server")
-    call_timeout: float = Field(default=10.0, gt=0, description="seconds a call may take while exploring; a tool that hangs is skipped")
+    call_timeout: float = Field(
+        default=10.0, gt=0, description="seconds a call may take while exploring; a tool that hangs is skipped"
+    )
     writes: bool = Field(default=False, description="also call tools that may write on a shared (HTTP/SSE) server")
-    generated: int | None = Field(default=None, ge=0, description="calls at most whose arguments the generator model writes "
-                                  "(JSON under the tool's input schema) where only the schema gave values; default: 8, "
-                                  "none with the offline local generator")
+    generated: int | None = Field(
+        default=None,
+        ge=0,
+        description="calls at most whose arguments the generator model writes "
+        "(JSON under the tool's input schema) where only the schema gave values; default: 8, "
+        "none with the offline local generator",
+    )
     isolated: bool | None = Field(
-        default=None, description="each session gets fresh server state (default: per-rollout stdio servers whose command names no file)")
+        default=None,
+        description="each session gets fresh server state (default: per-rollout stdio servers whose command names no file)",
+    )
     phrase: bool | None = Field(
-        default=None, description="rephrase grounded tasks with the generator model (--judge-model); default: unless it is the offline local one")
+        default=None,
+        description="rephrase grounded tasks with the generator model (--judge-model); default: unless it is the offline local one",
+    )
 
 
 def known(seen: list[SeenValue]) -> list[SeenValue]:
@@ -106,7 +116,9 @@ class ExploredCall(BaseModel):
     writes: bool = Field(default=False, description="the tool may change the server's state (may_write)")
     sources: dict[str, str] = Field(default_factory=dict, description="argument -> where its value came from")
     parents: list[int] = Field(default_factory=list, description="calls whose results gave argument values")
-    reads_back: int | None = Field(default=None, description="the write call this call reads back: it repeats `repeats` after it")
+    reads_back: int | None = Field(
+        default=None, description="the write call this call reads back: it repeats `repeats` after it"
+    )
     repeats: int | None = Field(default=None, description="the earlier read of the same session this call repeats")
 
 
@@ -123,8 +135,10 @@ class Exploration(BaseModel):
     def summary(self) -> str:
         errors = sum(c.is_error for c in self.calls)
         chained = sum(bool(c.parents) and not c.is_error for c in self.calls)
-        line = (f"explored {len(self.calls)} calls in {self.seconds:.0f} s: {len(self.calls) - errors} answered, "
-                f"{errors} errors, {chained} chained; tools answering: {', '.join(self.answered()) or 'none'}")
+        line = (
+            f"explored {len(self.calls)} calls in {self.seconds:.0f} s: {len(self.calls) - errors} answered, "
+            f"{errors} errors, {chained} chained; tools answering: {', '.join(self.answered()) or 'none'}"
+        )
         if self.skipped_tools:
             line += f"; not called: {', '.join(f'{t} ({why})' for t, why in self.skipped_tools.items())}"
         return line
@@ -151,7 +165,12 @@ def names_a_file(command: list[str]) -> str | None:
     folder, or looks like a data file's path: where a server keeps state that outlives its process."""
     for arg in command[1:]:
         value = arg.partition("=")[2] if arg.startswith("--") and "=" in arg else arg
-        if value.startswith("-") or "/" not in value and "." not in value or re.search(r"\.(py|m?js|ts|jar|rb)$", value):
+        if (
+            value.startswith("-")
+            or "/" not in value
+            and "." not in value
+            or re.search(r"\.(py|m?js|ts|jar|rb)$", value)
+        ):
             continue  # a flag, a module name, or the server's own program
         if re.search(r"\.(db|sqlite3?|json|csv|ya?ml|toml|txt|xlsx?|parquet)$", value, re.I) or Path(value).exists():
             return value
@@ -165,8 +184,10 @@ def is_isolated(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None]) 
     if not pool.per_rollout:
         return False
     if (path := names_a_file(pool.spec.command)) is not None:
-        say(f"note: the server's command names {path}: its state may live outside the process, so tools that may "
-            f"write are not explored (pass --isolated if each session really starts fresh)")
+        say(
+            f"note: the server's command names {path}: its state may live outside the process, so tools that may "
+            f"write are not explored (pass --isolated if each session really starts fresh)"
+        )
         return False
     return True
 
@@ -175,8 +196,16 @@ def is_isolated(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None]) 
 Proposer = Callable[[dict[str, Any], list[Any]], Awaitable["dict[str, Any] | None"]]
 
 
-async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callable[[str], None] = print,
-                  record: Path | None = None, secrets: list[str] | None = None, propose: Proposer | None = None) -> Exploration:
+async def explore(
+    pool: ToolPool,
+    cfg: ExploreConfig,
+    *,
+    seed: int,
+    say: Callable[[str], None] = print,
+    record: Path | None = None,
+    secrets: list[str] | None = None,
+    propose: Proposer | None = None,
+) -> Exploration:
     """Explore `pool`'s server within `cfg`'s bounds; the record is also written to `record`
     (JSONL, secrets masked) when given. `propose` (the generator model) writes the arguments of up
     to `cfg.generated` calls whose every value would otherwise be sampled from the schema."""
@@ -192,8 +221,11 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
     tools: dict[str, dict[str, Any]] = {}
     for tool in pool.toolset.mcp_tools:
         if may_write(tool) and not (isolated or cfg.writes):
-            out.skipped_tools[tool["name"]] = "may write, and the server is shared" if not pool.per_rollout else \
-                "may write, and the server's state may outlive its process"
+            out.skipped_tools[tool["name"]] = (
+                "may write, and the server is shared"
+                if not pool.per_rollout
+                else "may write, and the server's state may outlive its process"
+            )
         else:
             tools[tool["name"]] = tool
     if not tools:
@@ -240,18 +272,40 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
 
     generated = 0  # calls whose arguments `propose` wrote
 
-    async def call(session: ToolSession, number: int, name: str, args: dict[str, Any], **fields: Any) -> ExploredCall | None:
+    async def call(
+        session: ToolSession, number: int, name: str, args: dict[str, Any], **fields: Any
+    ) -> ExploredCall | None:
         """Make and record one call; None when the server went away (the session ends)."""
         try:
             outcome = await session.call(name, args)
         except ServerGone as e:
-            out.calls.append(ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args, writes=name in writers,
-                                          text=f"Error: the server went away ({e.reason})", is_error=True,
-                                          error_kind="protocol", **fields))
+            out.calls.append(
+                ExploredCall(
+                    index=len(out.calls),
+                    session=number,
+                    tool=name,
+                    arguments=args,
+                    writes=name in writers,
+                    text=f"Error: the server went away ({e.reason})",
+                    is_error=True,
+                    error_kind="protocol",
+                    **fields,
+                )
+            )
             return None
-        recorded = ExploredCall(index=len(out.calls), session=number, tool=name, arguments=args, writes=name in writers, text=outcome.text,
-                                structured=outcome.structured, is_error=outcome.is_error, error_kind=outcome.error_kind,
-                                latency_s=round(outcome.latency_s, 3), **fields)
+        recorded = ExploredCall(
+            index=len(out.calls),
+            session=number,
+            tool=name,
+            arguments=args,
+            writes=name in writers,
+            text=outcome.text,
+            structured=outcome.structured,
+            is_error=outcome.is_error,
+            error_kind=outcome.error_kind,
+            latency_s=round(outcome.latency_s, 3),
+            **fields,
+        )
         out.calls.append(recorded)
         if outcome.error_kind == "timeout" and name not in out.hung_tools:
             out.hung_tools.append(name)
@@ -282,10 +336,19 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
             if validators[name] is not None and not validators[name].is_valid(args):
                 args, sources, parents = writer.arguments(schema, [])  # what a result gave did not fit
                 args = {k: coerce(v, props.get(k) or {}) for k, v in args.items()}
-            if propose is not None and generated < (cfg.generated or 0) and sources and set(sources.values()) == {"schema"}:
+            if (
+                propose is not None
+                and generated < (cfg.generated or 0)
+                and sources
+                and set(sources.values()) == {"schema"}
+            ):
                 generated += 1  # nothing but the schema gave a value: a model may know what the tool wants
                 written = await propose(tools[name], [v.value for v in seen[-SHOWN_VALUES:]])
-                if isinstance(written, dict) and written and (validators[name] is None or validators[name].is_valid(written)):
+                if (
+                    isinstance(written, dict)
+                    and written
+                    and (validators[name] is None or validators[name].is_valid(written))
+                ):
                     args, sources, parents = written, dict.fromkeys(written, "generator"), []
             made_call = await call(session, number, name, args, sources=sources, parents=parents)
             if made_call is None:
@@ -294,8 +357,11 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
                 continue
             # a result that is one sentence ("No items match.") is a message, not a value to pass on
             message = MESSAGE.fullmatch(made_call.text.strip()) is not None
-            seen += [SeenValue(value=v, field=k, call=made_call.index) for k, v in result_values(made_call.text, made_call.structured)
-                     if not (isinstance(v, str) and (len(v) > 80 or message and v == made_call.text.strip()))]
+            seen += [
+                SeenValue(value=v, field=k, call=made_call.index)
+                for k, v in result_values(made_call.text, made_call.structured)
+                if not (isinstance(v, str) and (len(v) > 80 or message and v == made_call.text.strip()))
+            ]
             if name not in writers:
                 reads[repr((name, args))] = made_call
                 continue
@@ -303,13 +369,24 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
             # first the reads of what the write named (a value in common), then of the whole state (no
             # arguments), then the latest
             named = {repr(v) for v in args.values()}
-            backs = sorted(reads.values(), key=lambda c: (not named & {repr(v) for v in c.arguments.values()}, bool(c.arguments), -c.index))
+            backs = sorted(
+                reads.values(),
+                key=lambda c: (not named & {repr(v) for v in c.arguments.values()}, bool(c.arguments), -c.index),
+            )
             for before in backs[:READ_BACKS]:
                 if made >= budgets[number] or before.tool in out.hung_tools:
                     break
                 made += 1
-                again = await call(session, number, before.tool, before.arguments, reads_back=made_call.index,
-                                   repeats=before.index, sources=before.sources, parents=before.parents)
+                again = await call(
+                    session,
+                    number,
+                    before.tool,
+                    before.arguments,
+                    reads_back=made_call.index,
+                    repeats=before.index,
+                    sources=before.sources,
+                    parents=before.parents,
+                )
                 if again is None:
                     return
                 if not again.is_error:
@@ -343,13 +420,22 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
     # numbered by session, then by order within it, not by when concurrent sessions finished
     out.calls.sort(key=lambda c: (c.session, c.index))
     new = {c.index: i for i, c in enumerate(out.calls)}
+
     def renumbered(source: str) -> str:
         return f"result:{new[i]}" if (i := source_call(source)) in new else source
 
-    out.calls = [c.model_copy(update={"index": new[c.index], "parents": [new[p] for p in c.parents if p in new],
-                                      "sources": {k: renumbered(v) for k, v in c.sources.items()},
-                                      "reads_back": new.get(c.reads_back), "repeats": new.get(c.repeats)})
-                 for c in out.calls]
+    out.calls = [
+        c.model_copy(
+            update={
+                "index": new[c.index],
+                "parents": [new[p] for p in c.parents if p in new],
+                "sources": {k: renumbered(v) for k, v in c.sources.items()},
+                "reads_back": new.get(c.reads_back),
+                "repeats": new.get(c.repeats),
+            }
+        )
+        for c in out.calls
+    ]
     if record is not None:
         from mcprl.types import dump_jsonl
 

@@ -47,8 +47,21 @@ from pydantic import BaseModel, Field
 
 from mcprl.judges.verify import holds_answer, normalize_text, numbers
 from mcprl.scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall, may_write, source_call
-from mcprl.scenarios.phrasing import (ARGS_ASKS, ASKS, DOES, FORMULA_ASKS, NAME_ASKS, TOPIC_ASKS, args_text, formula,
-                                     instruction, noun_of, phrase, quoted, value_text)
+from mcprl.scenarios.phrasing import (
+    ARGS_ASKS,
+    ASKS,
+    DOES,
+    FORMULA_ASKS,
+    NAME_ASKS,
+    TOPIC_ASKS,
+    args_text,
+    formula,
+    instruction,
+    noun_of,
+    phrase,
+    quoted,
+    value_text,
+)
 from mcprl.scenarios.results import MESSAGE, result_data, result_records, result_values, sentence_fields, server_text
 from mcprl.types import Scenario
 
@@ -59,7 +72,9 @@ MAX_ANSWER_WORDS = 8  # a longer value is prose, not an answer a check can hold
 FIELDS_PER_RESULT = 3  # field tasks made from one result, at most
 ANSWER_WORDS = 12  # words an answer may add around the value ("The confirmation code of the email is ZOE67V.")
 BASE64 = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
-NOTHING = re.compile(r"\W*(?:no\b.{0,30}\b(?:found|match(?:es|ed)?|results?)|nothing(?: found)?|not found|none|null|\[\]|\{\})\W*", re.I)
+NOTHING = re.compile(
+    r"\W*(?:no\b.{0,30}\b(?:found|match(?:es|ed)?|results?)|nothing(?: found)?|not found|none|null|\[\]|\{\})\W*", re.I
+)
 
 
 class GroundingReport(BaseModel):
@@ -78,9 +93,11 @@ class GroundingReport(BaseModel):
 
     def summary(self) -> str:
         dropped = ", ".join(f"{n} {why}" for why, n in self.dropped.items()) or "none"
-        line = (f"grounded {self.kept} tasks ({self.rephrased} rephrased) in {self.explored} explored calls ({self.candidates} candidates, "
-                f"{self.shortened} chains shortened; "
-                f"dropped: {dropped}); tasks per tool: {', '.join(f'{t} {n}' for t, n in self.covered.items()) or 'none'}")
+        line = (
+            f"grounded {self.kept} tasks ({self.rephrased} rephrased) in {self.explored} explored calls ({self.candidates} candidates, "
+            f"{self.shortened} chains shortened; "
+            f"dropped: {dropped}); tasks per tool: {', '.join(f'{t} {n}' for t, n in self.covered.items()) or 'none'}"
+        )
         if self.uncovered:
             line += f"; no task uses {', '.join(self.uncovered)}"
         return line
@@ -104,8 +121,12 @@ def _holds(value: Any) -> bool:
     """Whether a value can be an answer: short, with something a check can hold, and not encoded
     bytes (a file's base64 `blob`: no one asks for it)."""
     text = str(value).strip()
-    return (bool(normalize_text(text)) and len(text.split()) <= MAX_ANSWER_WORDS and len(numbers(text)) <= 1
-            and not BASE64.fullmatch(text))
+    return (
+        bool(normalize_text(text))
+        and len(text.split()) <= MAX_ANSWER_WORDS
+        and len(numbers(text)) <= 1
+        and not BASE64.fullmatch(text)
+    )
 
 
 def _chain(calls: list[ExploredCall], call: ExploredCall) -> list[ExploredCall]:
@@ -146,26 +167,46 @@ def _id(task: str, reference: list[dict[str, Any]]) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
-def _scenario(task: str, answer: Any, chain: list[ExploredCall], kind: str, read_back: ExploredCall | None = None,
-              field: str | None = None, given: list[str] | None = None) -> Scenario:
+def _scenario(
+    task: str,
+    answer: Any,
+    chain: list[ExploredCall],
+    kind: str,
+    read_back: ExploredCall | None = None,
+    field: str | None = None,
+    given: list[str] | None = None,
+) -> Scenario:
     chain = _needed(task, chain)
     return Scenario(
-        id=_id(task, [{"tool": c.tool, "arguments": c.arguments} for c in chain]), task=task, answer=answer, difficulty=min(5, len(chain)), tools=list(dict.fromkeys(c.tool for c in chain)),
+        id=_id(task, [{"tool": c.tool, "arguments": c.arguments} for c in chain]),
+        task=task,
+        answer=answer,
+        difficulty=min(5, len(chain)),
+        tools=list(dict.fromkeys(c.tool for c in chain)),
         # a task that changes state is checked on the state it leaves (its read-back), a record: any numbers
         # an answer is a sentence around the value, not a pasted result (a recital held every field: trained on, it was learnt)
-        check={"kind": "holds", "max_words": len(str(answer).split()) + ANSWER_WORDS} if read_back is None else
-        {"kind": "holds", "on": "read_back", "max_other_numbers": None},
+        check={"kind": "holds", "max_words": len(str(answer).split()) + ANSWER_WORDS}
+        if read_back is None
+        else {"kind": "holds", "on": "read_back", "max_other_numbers": None},
         read_back=None if read_back is None else {"tool": read_back.tool, "arguments": read_back.arguments},
-        metadata={"source": "grounded", "kind": kind, **({"field": field} if field else {}),
-                  **({"given": given} if given else {}),  # the values it states, which a rephrasing keeps
-                  # how many records the result that holds the answer has: one to read, or a line of a listing to find
-                  "records": len(result_records(chain[-1].text, chain[-1].structured)) if read_back is None else 1,
-                  "reference": [{"tool": c.tool, "arguments": c.arguments, "result": c.text, **({"writes": True} if c.writes else {})}
-                                for c in chain]},
+        metadata={
+            "source": "grounded",
+            "kind": kind,
+            **({"field": field} if field else {}),
+            **({"given": given} if given else {}),  # the values it states, which a rephrasing keeps
+            # how many records the result that holds the answer has: one to read, or a line of a listing to find
+            "records": len(result_records(chain[-1].text, chain[-1].structured)) if read_back is None else 1,
+            "reference": [
+                {"tool": c.tool, "arguments": c.arguments, "result": c.text, **({"writes": True} if c.writes else {})}
+                for c in chain
+            ],
+        },
     )
 
 
-def _write_tasks(calls: list[ExploredCall], again: ExploredCall, descriptions: dict[str, str], rng: random.Random) -> list[Scenario]:
+def _write_tasks(
+    calls: list[ExploredCall], again: ExploredCall, descriptions: dict[str, str], rng: random.Random
+) -> list[Scenario]:
     """A task to make the write that `again` (a read repeated after it) shows the effect of,
     checked by that read in the rollout's own session: it must hold a value that changed."""
     by_index = {c.index: c for c in calls}
@@ -177,8 +218,11 @@ def _write_tasks(calls: list[ExploredCall], again: ExploredCall, descriptions: d
         return []
     old = {(k, str(v)) for k, v in result_values(before.text, before.structured)}
     # a value the read did not hold before the write: holding it afterwards is the write's doing
-    changed = [v for k, v in result_values(again.text, again.structured)
-               if (k, str(v)) not in old and _holds(v) and not holds_answer(before.text, v)]
+    changed = [
+        v
+        for k, v in result_values(again.text, again.structured)
+        if (k, str(v)) not in old and _holds(v) and not holds_answer(before.text, v)
+    ]
     if not changed:
         return []
     action = instruction(descriptions.get(write.tool, ""), write.tool, write.arguments)
@@ -210,7 +254,11 @@ def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: 
         if any(c.is_error for c in chain):
             continue
         data = result_data(call.text, call.structured)
-        answer = _answer(str(data) if data is not None else server_text(call.text)[0]) if data is None or isinstance(data, (str, int, float)) else None
+        answer = (
+            _answer(str(data) if data is not None else server_text(call.text)[0])
+            if data is None or isinstance(data, (str, int, float))
+            else None
+        )
         said = [value_text(v) for v in call.arguments.values()]
         # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer
         echo = isinstance(answer, str) and any(v and normalize_text(v) in normalize_text(answer) for v in said)
@@ -219,7 +267,9 @@ def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: 
             steps = [instruction(descriptions.get(c.tool, ""), c.tool, c.arguments, ln) for c, ln in zip(chain, linked)]
             task = rng.choice(ASKS).format(". Then ".join(steps))
             expression = _expression(chain, linked, descriptions)
-            if expression is not None and rng.random() < 0.5:  # as often asked as an expression ("What is 18.5 * 10?") as in words
+            if (
+                expression is not None and rng.random() < 0.5
+            ):  # as often asked as an expression ("What is 18.5 * 10?") as in words
                 task = rng.choice(FORMULA_ASKS).format(expression)
             out.append(_scenario(task, answer, chain, "chain" if len(chain) > 1 else "result"))
             continue
@@ -240,7 +290,9 @@ def _expression(chain: list[ExploredCall], linked: list[frozenset[str]], descrip
     return expression
 
 
-def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Random, constant: set[tuple[str, str]]) -> list[Scenario]:
+def _field_tasks(
+    call: ExploredCall, chain: list[ExploredCall], rng: random.Random, constant: set[tuple[str, str]]
+) -> list[Scenario]:
     """Tasks asking for a labelled field of one record of the result (one line of a listing, or
     the whole result when it is one record); not for a field `constant` names (tool, field)."""
     pairs = result_values(call.text, call.structured)
@@ -248,7 +300,10 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
     listing = len(records) > 1
     if listing:  # a listing's fields are the keys every record has ("stock: 5"), not a colon inside a cell
         keys = Counter(k for record in records for k in {k for k, _ in record if k})
-        records = [[(k, v) if keys[k] == len(records) else ("", f"{k}: {v}" if k else v) for k, v in record] for record in records]
+        records = [
+            [(k, v) if keys[k] == len(records) else ("", f"{k}: {v}" if k else v) for k, v in record]
+            for record in records
+        ]
     noun = noun_of(call.tool)
     said = normalize_text(" ".join(map(value_text, call.arguments.values())))
     # prose (a message's body, a description) may state labelled values of its own: "Tracking number: 1Z99."
@@ -263,12 +318,26 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
     for record in rng.sample(records, min(2, len(records))):
         # a key the record holds more than once (lines that were not read as a listing) names no one value
         twice = {k for k, n in Counter(k for k, _ in record).items() if n > 1}
-        labelled = [(k, v) for k, v in record if k and k not in twice and (call.tool, k) not in constant
-                    and _holds(v) and normalize_text(str(v)) not in said]
+        labelled = [
+            (k, v)
+            for k, v in record
+            if k
+            and k not in twice
+            and (call.tool, k) not in constant
+            and _holds(v)
+            and normalize_text(str(v)) not in said
+        ]
         # (a line that introduces what follows, "README.md:", names it without its colon; markup, "# Project", names nothing)
-        names = [v.rstrip(":") for k, v in record if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v) and v[:1].isalnum()
-                 and 1 <= len(v.split()) <= MAX_ANSWER_WORDS and not re.search(r"@|://", v)
-                 and (not k or k.lower() in {"name", "title", "subject", "label"})]
+        names = [
+            v.rstrip(":")
+            for k, v in record
+            if isinstance(v, str)
+            and re.search(r"[A-Za-z]{3}", v)
+            and v[:1].isalnum()
+            and 1 <= len(v.split()) <= MAX_ANSWER_WORDS
+            and not re.search(r"@|://", v)
+            and (not k or k.lower() in {"name", "title", "subject", "label"})
+        ]
         names.sort(key=lambda v: (" " not in v, bool(re.search(r"\d", v))))  # names before codes
         # values with a digit first (an amount, a code, a count): what a person asks a record for
         picked = sorted(rng.sample(labelled, len(labelled)), key=lambda kv: not re.search(r"\d", str(kv[1])))
@@ -283,17 +352,25 @@ def _field_tasks(call: ExploredCall, chain: list[ExploredCall], rng: random.Rand
                 # bare, only a name that reads as one ("steel hammer", "Alice Smith"), not a subject ("Your flight is confirmed")
                 words = label.split()
                 bare = len(words) <= 4 and not re.search(r"\d", label) and len({w[:1].isupper() for w in words}) == 1
-                task = _worded(NAME_ASKS if bare else NAME_ASKS[:1], label, asked).format(field=asked, noun=noun, name=label)
+                task = _worded(NAME_ASKS if bare else NAME_ASKS[:1], label, asked).format(
+                    field=asked, noun=noun, name=label
+                )
                 given = [label]
             elif not listing and call.arguments:
                 given = [value_text(v) for v in call.arguments.values()]
                 asks = ARGS_ASKS if len(given) == 1 else ARGS_ASKS[:1]
-                task = _worded(asks, given, asked).format(field=asked, noun=noun, args=args_text(call.arguments), values=quoted(given[0]))
+                task = _worded(asks, given, asked).format(
+                    field=asked, noun=noun, args=args_text(call.arguments), values=quoted(given[0])
+                )
             else:
                 continue
-            number = _number_of(value, words=1) if isinstance(value, str) else None  # a field's value states a number, or a name
+            number = (
+                _number_of(value, words=1) if isinstance(value, str) else None
+            )  # a field's value states a number, or a name
             answer = value if number is None else number
-            if holds_answer(task, answer):  # the record was named by what states the answer ("the sum 'The sum of 10 and 20 is 30.'")
+            if holds_answer(
+                task, answer
+            ):  # the record was named by what states the answer ("the sum 'The sum of 10 and 20 is 30.'")
                 continue
             out.append(_scenario(task, answer, chain, "field", field=normalize_text(field), given=given))
     return out
@@ -321,7 +398,9 @@ def _number_of(text: str, words: int | None = None) -> float | int | None:
     return int(value) if value.is_integer() else value
 
 
-async def verify(tasks: list[Scenario], pool: ToolPool, *, say: Callable[[str], None] = print) -> tuple[list[Scenario], Counter]:
+async def verify(
+    tasks: list[Scenario], pool: ToolPool, *, say: Callable[[str], None] = print
+) -> tuple[list[Scenario], Counter]:
     """The tasks whose reference chain, replayed in a fresh session, still brings their answer back;
     and why the others were dropped. Tasks sharing a chain share one replay."""
     from mcprl.tools import ServerGone
@@ -392,7 +471,9 @@ async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
     long = [t for t in tasks if t.metadata.get("given") and t.read_back is None and focus(t) > (1, 1)]
     if not tools or not long:
         return 0
-    found: dict[tuple[str, str], tuple[int, str] | None] = {}  # (tool, name) -> its result's records and text; None: an error
+    found: dict[
+        tuple[str, str], tuple[int, str] | None
+    ] = {}  # (tool, name) -> its result's records and text; None: an error
     shortened = 0
     try:  # a server gone leaves the rest of the chains as they were
         async with pool.session() as session:
@@ -401,12 +482,18 @@ async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
                 for tool, parameter in list(tools):
                     if (tool, name) not in found:
                         outcome = await session.call(tool, {parameter: name})
-                        found[tool, name] = None if outcome.is_error else (
-                            len(result_records(outcome.text, outcome.structured)), outcome.text)
+                        found[tool, name] = (
+                            None
+                            if outcome.is_error
+                            else (len(result_records(outcome.text, outcome.structured)), outcome.text)
+                        )
                         if outcome.error_kind == "timeout":  # a tool that hangs is tried no more
                             tools.remove((tool, parameter))
-                options = [(got, tool, parameter) for tool, parameter in tools
-                           if (got := found[tool, name]) and holds_answer(got[1], t.answer)]
+                options = [
+                    (got, tool, parameter)
+                    for tool, parameter in tools
+                    if (got := found[tool, name]) and holds_answer(got[1], t.answer)
+                ]
                 if options and (min(options)[0][0], 1) < focus(t):
                     (records, text), tool, parameter = min(options)
                     reference = [{"tool": tool, "arguments": {parameter: name}, "result": text}]
@@ -466,9 +553,17 @@ def select(tasks: list[Scenario], n: int, *, seed: int) -> tuple[list[Scenario],
     return picked, dropped
 
 
-async def ground(pool: ToolPool, n: int, exploration: Exploration, *, seed: int, phrase_with: str | None = None,
-                 api_base: str | None = None, max_calls: int | None = None,
-                 say: Callable[[str], None] = print) -> tuple[list[Scenario], GroundingReport]:
+async def ground(
+    pool: ToolPool,
+    n: int,
+    exploration: Exploration,
+    *,
+    seed: int,
+    phrase_with: str | None = None,
+    api_base: str | None = None,
+    max_calls: int | None = None,
+    say: Callable[[str], None] = print,
+) -> tuple[list[Scenario], GroundingReport]:
     """Up to `n` verified grounded tasks from `exploration` of `pool`'s server, and the report.
     Tasks are verified in the order `select` spreads them, a batch at a time, until `n` are kept;
     `phrase_with` (a generator model) rephrases the ones kept. `max_calls`: the calls an episode
@@ -483,7 +578,7 @@ async def ground(pool: ToolPool, n: int, exploration: Exploration, *, seed: int,
         dropped[f"more calls than an episode's {max_calls}"] += len(found) - len(fits)
     verified: list[Scenario] = []
     while ordered and len(verified) < n:
-        batch, ordered = ordered[: n - len(verified)], ordered[n - len(verified):]
+        batch, ordered = ordered[: n - len(verified)], ordered[n - len(verified) :]
         kept, lost = await verify(batch, pool, say=say)
         verified += kept
         dropped.update(lost)
@@ -492,8 +587,15 @@ async def ground(pool: ToolPool, n: int, exploration: Exploration, *, seed: int,
     rephrased = await phrase(picked, phrase_with, api_base=api_base, seed=seed) if phrase_with and picked else 0
     if ordered:
         dropped["beyond the number asked for"] += len(ordered)
-    report = GroundingReport(explored=len(exploration.calls), candidates=len(found), kept=len(picked),
-                             dropped=dict(dropped), tools=list(descriptions), rephrased=rephrased, shortened=shortened)
+    report = GroundingReport(
+        explored=len(exploration.calls),
+        candidates=len(found),
+        kept=len(picked),
+        dropped=dict(dropped),
+        tools=list(descriptions),
+        rephrased=rephrased,
+        shortened=shortened,
+    )
     covered: Counter = Counter(tool for t in picked for tool in t.tools)
     report.covered = {t: covered[t] for t in descriptions if covered[t]}
     return picked, report

@@ -33,14 +33,18 @@ def value_text(value: Any) -> str:
 def quoted(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(quoted(v) for v in value)
-    return f'"{value}"' if isinstance(value, str) and (not value or " " in value or not value[0].isalnum()) else str(value)
+    return (
+        f'"{value}"' if isinstance(value, str) and (not value or " " in value or not value[0].isalnum()) else str(value)
+    )
 
 
 def args_text(args: dict[str, Any]) -> str:
     return ", ".join(f"{k.replace('_', ' ')} {quoted(v)}" for k, v in args.items())
 
 
-def _fill(description: str, tool: str, args: dict[str, Any], linked: frozenset[str], previous: str) -> tuple[str, dict[str, str]]:
+def _fill(
+    description: str, tool: str, args: dict[str, Any], linked: frozenset[str], previous: str
+) -> tuple[str, dict[str, str]]:
     """The description's first sentence with the call's values in place of the argument names it
     mentions, and the arguments it does not mention."""
     text = first_sentence(description) or f"Use {tool}"
@@ -48,7 +52,9 @@ def _fill(description: str, tool: str, args: dict[str, Any], linked: frozenset[s
     for name, value in args.items():
         shown = previous if name in linked else quoted(value)
         pattern = rf"(?<![\w-]){re.escape(name.replace('_', ' '))}(?![\w-])"
-        if len(name) > 1:  # a word, but never the first one: that is the verb ("Change an item's stock", argument `change`)
+        if (
+            len(name) > 1
+        ):  # a word, but never the first one: that is the verb ("Change an item's stock", argument `change`)
             text, hits = re.subn(rf"(?<=.){pattern}", lambda _: shown, text, flags=re.IGNORECASE)
         else:  # a letter: a variable everywhere when beside an operator ("a - b"), else only where no word
             # follows it, so that an article ("a number") stays
@@ -67,7 +73,9 @@ def instruction(description: str, tool: str, args: dict[str, Any], linked: froze
     return f"{text} ({', '.join(f'{k} {v}' for k, v in rest.items())})" if rest else text
 
 
-def formula(description: str, tool: str, args: dict[str, Any], linked: frozenset[str] = frozenset(), previous: str = "") -> str | None:
+def formula(
+    description: str, tool: str, args: dict[str, Any], linked: frozenset[str] = frozenset(), previous: str = ""
+) -> str | None:
     """The call as an expression of its values, where its description states one over every
     argument ("Multiply two numbers and return a * b" -> "18.5 * 10"); a `linked` argument is the
     previous call's expression, `previous`, in brackets ("(18.5 * 10) - 3"). None otherwise."""
@@ -88,12 +96,19 @@ DOES = ("{}.", "Please do this: {}.", "{}, please.")  # how a task asks for a ch
 FORMULA_ASKS = ("What is {}?", "Compute {}.", "Work out {}.", "{} = ?")  # how a task asks for an expression's value
 # how a task asks for a field of one record, by its name: quoted or not, as people write ("What does the
 # steel hammer cost?" names it bare); a policy that saw only quotes learnt to copy quoted words alone
-NAME_ASKS = ('What is the {field} of the {noun} "{name}"?', "What is the {field} of the {name}?",
-             "What is the {name}'s {field}?", "Find the {name} and tell me its {field}.")
+NAME_ASKS = (
+    'What is the {field} of the {noun} "{name}"?',
+    "What is the {field} of the {name}?",
+    "What is the {name}'s {field}?",
+    "Find the {name} and tell me its {field}.",
+)
 # ... and by the values of the call's arguments: named ("with sku SKU-3000"), or bare where there is one
 ARGS_ASKS = ("What is the {field} of the {noun} with {args}?", "What is the {field} of {noun} {values}?")
 # ... and by what a search that found it was about
-TOPIC_ASKS = ("What is the {field} in the {noun} about {topic}?", "Find the {noun} about {topic} and tell me its {field}.")
+TOPIC_ASKS = (
+    "What is the {field} in the {noun} about {topic}?",
+    "Find the {noun} about {topic} and tell me its {field}.",
+)
 
 
 def noun_of(tool: str) -> str:
@@ -103,19 +118,32 @@ def noun_of(tool: str) -> str:
     return noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun
 
 
-PHRASE_PROMPT = ("Rewrite the task as one short, natural question a user would ask an assistant that has tools. "
-                 "Keep every name, id and number in it exactly as written. Do not answer it.")
-PHRASE_SCHEMA = {"type": "object", "properties": {"question": {"type": "string", "minLength": 10, "maxLength": 200}},
-                 "required": ["question"], "additionalProperties": False}
+PHRASE_PROMPT = (
+    "Rewrite the task as one short, natural question a user would ask an assistant that has tools. "
+    "Keep every name, id and number in it exactly as written. Do not answer it."
+)
+PHRASE_SCHEMA = {
+    "type": "object",
+    "properties": {"question": {"type": "string", "minLength": 10, "maxLength": 200}},
+    "required": ["question"],
+    "additionalProperties": False,
+}
 
 
 def keeps(template: str, answer: Any, question: str, given: Sequence[str] = ()) -> bool:
     """Whether a rephrasing keeps what the task needs (every quoted value and number of the
     template, and the values it states bare: `given`) and does not give its answer away."""
-    needed = [*re.findall(r'"([^"]+)"', template), *given, *(str(int(x) if x.is_integer() else x) for x in numbers(template))]
+    needed = [
+        *re.findall(r'"([^"]+)"', template),
+        *given,
+        *(str(int(x) if x.is_integer() else x) for x in numbers(template)),
+    ]
     # a template with no value to keep gives nothing to check a rewrite against: it stays
-    return bool(needed) and all(holds_answer(question, v) for v in needed) and (
-        holds_answer(template, answer) or not holds_answer(question, answer))
+    return (
+        bool(needed)
+        and all(holds_answer(question, v) for v in needed)
+        and (holds_answer(template, answer) or not holds_answer(question, answer))
+    )
 
 
 async def phrase(tasks: list[Scenario], model: str, *, api_base: str | None, seed: int) -> int:
@@ -133,8 +161,15 @@ async def phrase(tasks: list[Scenario], model: str, *, api_base: str | None, see
         messages = [{"role": "system", "content": PHRASE_PROMPT}, {"role": "user", "content": t.task}]
         async with limiter:
             try:
-                reply = await complete(model, messages, api_base=api_base, json_schema=PHRASE_SCHEMA, temperature=0.0,
-                                       max_tokens=96, seed=seed)
+                reply = await complete(
+                    model,
+                    messages,
+                    api_base=api_base,
+                    json_schema=PHRASE_SCHEMA,
+                    temperature=0.0,
+                    max_tokens=96,
+                    seed=seed,
+                )
                 question = str(extract_json(reply.text)["question"]).strip()
             except (LLMError, UserError, ValueError, KeyError, TypeError):
                 return

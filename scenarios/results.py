@@ -13,15 +13,18 @@ from typing import Any
 from mcprl.tools.convert import PLACEHOLDER, untruncated
 
 
-MESSAGE = re.compile(r"[^\n|]*\w \w[^\n|]*[.!]")  # a result that is one sentence ("No items match."): a message, not data
+MESSAGE = re.compile(
+    r"[^\n|]*\w \w[^\n|]*[.!]"
+)  # a result that is one sentence ("No items match."): a message, not data
 
 
 def result_data(text: str, structured: Any) -> Any:
     """The data a result holds: its structured content (unless that only wraps plain text:
     `{"result": "..."}`, `{"content": "..."}`), else its text read as JSON or as a Python literal
     (servers that print `repr()`); None for text."""
-    if structured is not None and not (isinstance(structured, dict) and len(structured) == 1
-                                       and isinstance(next(iter(structured.values())), str)):
+    if structured is not None and not (
+        isinstance(structured, dict) and len(structured) == 1 and isinstance(next(iter(structured.values())), str)
+    ):
         return structured
     try:
         return json.loads(text)
@@ -90,7 +93,8 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
 # like an identifier or an amount (it holds a digit), so "is on its way" labels nothing.
 _LABELLED = re.compile(
     r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?:(?:[Yy]our|[Tt]he|[Mm]y) )?(?P<label>[A-Za-z][\w-]*(?: [\w-]+){0,5}?)"
-    r"(?:: | is )(?P<value>[$€£]?[\w-]*\d[\w.,-]*?)(?=[.,;:!?]?(?:\s|$))")
+    r"(?:: | is )(?P<value>[$€£]?[\w-]*\d[\w.,-]*?)(?=[.,;:!?]?(?:\s|$))"
+)
 
 
 def sentence_fields(text: str) -> list[tuple[str, Any]]:

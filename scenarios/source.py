@@ -24,33 +24,52 @@ if TYPE_CHECKING:
 
 
 GENERATED = 8  # exploration calls whose arguments a generator other than the local one writes, by default
-PROPOSE_PROMPT = ("Write the arguments of one call of this tool as JSON: realistic values a user would ask it about, "
-                  "taken from the values seen when one fits.")
+PROPOSE_PROMPT = (
+    "Write the arguments of one call of this tool as JSON: realistic values a user would ask it about, "
+    "taken from the values seen when one fits."
+)
 
 
 class ScenarioConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     file: str | None = Field(default=None, description="scenarios JSONL (else --tasks or synthesis)")
-    tasks: str | None = Field(default=None, description="a task set's generator: calculator, inventory, email, or one a package registers (mcprl.tasks entry points)")
-    difficulties: list[int] = Field(default_factory=lambda: [1, 2, 3, 4, 5],
-                                    description="with --tasks: only these difficulties (1-5)")
+    tasks: str | None = Field(
+        default=None,
+        description="a task set's generator: calculator, inventory, email, or one a package registers (mcprl.tasks entry points)",
+    )
+    difficulties: list[int] = Field(
+        default_factory=lambda: [1, 2, 3, 4, 5], description="with --tasks: only these difficulties (1-5)"
+    )
     n: int = Field(default=48, ge=2, description="scenarios to generate or synthesize")
     val_fraction: float = Field(default=0.25, gt=0, lt=1, description="share of the scenarios held out for evaluation")
     val_size: int | None = Field(default=None, ge=1, description="cap on held-out scenarios")
     source: Literal["grounded", "synthesized"] = Field(
-        default="grounded", description="without a file or task set: tasks grounded in the server's own answers (explored, "
-                                        "checked by value) or synthesized by the generator model (judged by RULER)")
+        default="grounded",
+        description="without a file or task set: tasks grounded in the server's own answers (explored, "
+        "checked by value) or synthesized by the generator model (judged by RULER)",
+    )
     task_hint: str | None = Field(default=None, description="synthesis: what the tasks should be about")
     # False measures a server as if it were a user's: the demonstration is built from a scenario,
     # and every check is all-or-nothing (success 1, anything else 0).
     task_help: bool = Field(default=True, description="--tasks: use its hand-written example and partial credit")
 
 
-async def run_scenarios(cfg: ScenarioConfig, out_dir: Path, *, seed: int, resume: bool, pool: ToolPool | None,
-                        generate: Callable[..., list[Scenario]] | None, model: str, api_base: str | None,
-                        explore: ExploreConfig | None = None, secrets: list[str] | None = None, max_calls: int | None = None,
-                        say: Callable[[str], None] = print) -> tuple[list[Scenario], list[Scenario]]:
+async def run_scenarios(
+    cfg: ScenarioConfig,
+    out_dir: Path,
+    *,
+    seed: int,
+    resume: bool,
+    pool: ToolPool | None,
+    generate: Callable[..., list[Scenario]] | None,
+    model: str,
+    api_base: str | None,
+    explore: ExploreConfig | None = None,
+    secrets: list[str] | None = None,
+    max_calls: int | None = None,
+    say: Callable[[str], None] = print,
+) -> tuple[list[Scenario], list[Scenario]]:
     """The run's (train, val), written to `out_dir` (read back from it when resuming). `generate`:
     the task set `cfg.tasks` names; `pool`: the server to ground tasks in or synthesize them for
     (`explore` bounds grounding; its record goes to `out_dir/exploration.jsonl`, secrets masked);
@@ -67,10 +86,23 @@ async def run_scenarios(cfg: ScenarioConfig, out_dir: Path, *, seed: int, resume
         elif generate is not None:
             scenarios, source = generate(cfg.n, seed=seed, difficulties=cfg.difficulties), f"{cfg.tasks} task set"
         elif pool is None:
-            raise UserError("no scenarios: pass --scenarios FILE, --tasks NAME, or --server to ground or synthesize them from")
+            raise UserError(
+                "no scenarios: pass --scenarios FILE, --tasks NAME, or --server to ground or synthesize them from"
+            )
         elif cfg.source == "grounded":
-            scenarios = await grounded(pool, cfg.n, explore, out_dir / "exploration.jsonl", out_dir / "grounding.json",
-                                       seed=seed, secrets=secrets, model=model, api_base=api_base, max_calls=max_calls, say=say)
+            scenarios = await grounded(
+                pool,
+                cfg.n,
+                explore,
+                out_dir / "exploration.jsonl",
+                out_dir / "grounding.json",
+                seed=seed,
+                secrets=secrets,
+                model=model,
+                api_base=api_base,
+                max_calls=max_calls,
+                say=say,
+            )
             source = "grounded"
         else:
             scenarios = await _synthesized(cfg, pool, seed=seed, model=model, api_base=api_base, say=say)
@@ -85,9 +117,20 @@ async def run_scenarios(cfg: ScenarioConfig, out_dir: Path, *, seed: int, resume
     return train, val
 
 
-async def grounded(pool: ToolPool, n: int, explore: ExploreConfig | None, record: Path, report_file: Path, *, seed: int,
-                   secrets: list[str] | None = None, model: str = "local", api_base: str | None = None,
-                   max_calls: int | None = None, say: Callable[[str], None] = print) -> list[Scenario]:
+async def grounded(
+    pool: ToolPool,
+    n: int,
+    explore: ExploreConfig | None,
+    record: Path,
+    report_file: Path,
+    *,
+    seed: int,
+    secrets: list[str] | None = None,
+    model: str = "local",
+    api_base: str | None = None,
+    max_calls: int | None = None,
+    say: Callable[[str], None] = print,
+) -> list[Scenario]:
     """`n` tasks grounded in `pool`'s server (mcprl.scenarios.grounded), with the exploration's record
     (JSONL, secrets masked) and the grounding report (JSON) written; a server that grounds fewer
     than 2 is a UserError naming the fix. `model` (the generator) rephrases them when `explore.phrase` says so."""
@@ -107,42 +150,82 @@ async def grounded(pool: ToolPool, n: int, explore: ExploreConfig | None, record
         from mcprl.llm import LLMError, complete, extract_json
 
         shown = json.dumps(seen[:12], default=str)[:600]
-        messages = [{"role": "system", "content": PROPOSE_PROMPT},
-                    {"role": "user", "content": f"Tool: {tool['name']}\n{tool.get('description') or ''}\nValues seen: {shown}"}]
+        messages = [
+            {"role": "system", "content": PROPOSE_PROMPT},
+            {"role": "user", "content": f"Tool: {tool['name']}\n{tool.get('description') or ''}\nValues seen: {shown}"},
+        ]
         try:
-            reply = await complete(model, messages, api_base=api_base, json_schema=tool.get("inputSchema") or {"type": "object"},
-                                   temperature=0.7, max_tokens=160, seed=seed, num_retries=0)
+            reply = await complete(
+                model,
+                messages,
+                api_base=api_base,
+                json_schema=tool.get("inputSchema") or {"type": "object"},
+                temperature=0.7,
+                max_tokens=160,
+                seed=seed,
+                num_retries=0,
+            )
             return extract_json(reply.text)
         except (LLMError, UserError, ValueError) as e:
             say(f"warning: the generator wrote no arguments for {tool['name']} ({clip(str(e), 160)}); sampling them")
             return None
 
-    if cfg.generated is None:  # the offline 135M writes arguments no better than sampling does, and would load a second model
+    if (
+        cfg.generated is None
+    ):  # the offline 135M writes arguments no better than sampling does, and would load a second model
         cfg = cfg.model_copy(update={"generated": 0 if is_local(model) else GENERATED})
     exploration = await explore_server(pool, cfg, seed=seed, say=say, record=record, secrets=secrets, propose=propose)
     say(exploration.summary())
-    scenarios, report = await ground(pool, n, exploration, seed=seed, phrase_with=model if phrase else None,
-                                     api_base=api_base, max_calls=max_calls, say=say)
-    report_file.write_text(json.dumps({"exploration": exploration.summary(), **report.model_dump(),
-                                                        "uncovered": report.uncovered}, indent=2))
+    scenarios, report = await ground(
+        pool,
+        n,
+        exploration,
+        seed=seed,
+        phrase_with=model if phrase else None,
+        api_base=api_base,
+        max_calls=max_calls,
+        say=say,
+    )
+    report_file.write_text(
+        json.dumps(
+            {"exploration": exploration.summary(), **report.model_dump(), "uncovered": report.uncovered}, indent=2
+        )
+    )
     say(report.summary())
     if len(scenarios) < 2:
-        why = "every call it answered was an error" if exploration.calls and not exploration.answered() else \
-            "nothing it answered could be grounded in a task" if exploration.calls else "no tool could be called safely"
-        raise UserError(f"{pool.spec.target}: {why} ({report.kept} grounded tasks); pass --scenarios FILE with your own tasks, "
-                        "--example FILE with a solved call, or --scenario-source synthesized with a stronger --judge-model")
+        why = (
+            "every call it answered was an error"
+            if exploration.calls and not exploration.answered()
+            else "nothing it answered could be grounded in a task"
+            if exploration.calls
+            else "no tool could be called safely"
+        )
+        raise UserError(
+            f"{pool.spec.target}: {why} ({report.kept} grounded tasks); pass --scenarios FILE with your own tasks, "
+            "--example FILE with a solved call, or --scenario-source synthesized with a stronger --judge-model"
+        )
     return scenarios
 
 
-async def _synthesized(cfg: ScenarioConfig, pool: ToolPool, *, seed: int, model: str, api_base: str | None,
-                       say: Callable[[str], None]) -> list[Scenario]:
+async def _synthesized(
+    cfg: ScenarioConfig, pool: ToolPool, *, seed: int, model: str, api_base: str | None, say: Callable[[str], None]
+) -> list[Scenario]:
     from mcprl.scenarios.synthesize import synthesize
 
     toolset = pool.toolset
     assert toolset is not None
     say(f"synthesizing {cfg.n} scenarios with {model} (one line per generator call) ...")
-    result = await synthesize(toolset.tools, cfg.n, model, api_base=api_base, task_hint=cfg.task_hint, seed=seed,
-                              say=say, resources=toolset.resources, prompts=toolset.prompts)
+    result = await synthesize(
+        toolset.tools,
+        cfg.n,
+        model,
+        api_base=api_base,
+        task_hint=cfg.task_hint,
+        seed=seed,
+        say=say,
+        resources=toolset.resources,
+        prompts=toolset.prompts,
+    )
     if len(result.scenarios) < 2:
         raise UserError(f"{result.report.failure(model, '--judge-model')}, or pass --scenarios FILE")
     if result.report.shortfall:

@@ -29,7 +29,9 @@ def split_train_val(scenarios: Sequence[Scenario], val_fraction: float = 0.2, se
     return [s.model_copy(update={"split": "val" if i in val else "train"}) for i, s in enumerate(scenarios)]
 
 
-def split_for_run(scenarios: Sequence[Scenario], val_fraction: float, val_size: int | None, seed: int) -> tuple[list[Scenario], list[Scenario]]:
+def split_for_run(
+    scenarios: Sequence[Scenario], val_fraction: float, val_size: int | None, seed: int
+) -> tuple[list[Scenario], list[Scenario]]:
     """A training run's (train, val): the scenarios' own `split` when any has one, else a seeded
     shuffle of the distinct tasks with about round(n * val_fraction) scenarios (at least 1) held
     out; then val capped at `val_size`. A task text is held out whole, once: its copies (task
@@ -54,6 +56,8 @@ def split_for_run(scenarios: Sequence[Scenario], val_fraction: float, val_size: 
     if val_size is not None:
         val = val[:val_size]
     if not train or not val:
-        raise UserError("the split left no train or no val scenarios (tasks repeated count once); use more, "
-                        "or more distinct, scenarios or another --val-fraction")
+        raise UserError(
+            "the split left no train or no val scenarios (tasks repeated count once); use more, "
+            "or more distinct, scenarios or another --val-fraction"
+        )
     return train, val

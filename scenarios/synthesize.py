@@ -50,14 +50,19 @@ work across several tools.
 {tools}
 </tools>{extras}"""
 
+
 def drafts_schema(tool_names: Sequence[str], k: int, difficulties: Sequence[int] = DIFFICULTIES) -> dict[str, Any]:
     """The reply's schema: up to `k` items, each naming offered tools and one of the
     `difficulties` asked for (a small model left to choose writes 1 every time)."""
     item = {
         "type": "object",
         "properties": {
-            "tools": {"type": "array", "items": {"enum": list(tool_names)}, "minItems": 1,
-                      "maxItems": min(TOOLS_PER_TASK, len(tool_names))},
+            "tools": {
+                "type": "array",
+                "items": {"enum": list(tool_names)},
+                "minItems": 1,
+                "maxItems": min(TOOLS_PER_TASK, len(tool_names)),
+            },
             "task": {"type": "string", "minLength": TASK_CHARS[0], "maxLength": TASK_CHARS[1]},
             "difficulty": {"enum": sorted(set(difficulties))},
         },
@@ -110,8 +115,10 @@ class SynthesisReport(BaseModel):
         """One line: why synthesis came up short, and the fix (`flag` is the CLI's model option)."""
         last = f" (last problem: {self.problems[-1]})" if self.problems else ""
         why = "calls in a row added no new valid task" if self.gave_up else "calls were used up"
-        return (f"{model} wrote {self.produced} of the {self.requested} scenarios asked for: {self.failed_calls} of "
-                f"{self.calls} generator {why}{last}; {stronger_model_fix(flag)}")
+        return (
+            f"{model} wrote {self.produced} of the {self.requested} scenarios asked for: {self.failed_calls} of "
+            f"{self.calls} generator {why}{last}; {stronger_model_fix(flag)}"
+        )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -147,10 +154,14 @@ def _jsonable(item: Any) -> Any:
     return item.model_dump(mode="json", exclude_none=True) if isinstance(item, BaseModel) else item
 
 
-def system_prompt(tools: Sequence[ToolSchema], task_hint: str | None, resources: Sequence[Any], prompts: Sequence[Any]) -> str:
+def system_prompt(
+    tools: Sequence[ToolSchema], task_hint: str | None, resources: Sequence[Any], prompts: Sequence[Any]
+) -> str:
     extras = ""
     if resources:
-        extras += f"\n<resources>\n{json.dumps([_jsonable(r) for r in resources[:MAX_LISTED]], default=str)}\n</resources>"
+        extras += (
+            f"\n<resources>\n{json.dumps([_jsonable(r) for r in resources[:MAX_LISTED]], default=str)}\n</resources>"
+        )
     if prompts:
         extras += f"\n<prompts>\n{json.dumps([_jsonable(p) for p in prompts[:MAX_LISTED]], default=str)}\n</prompts>"
     hint = f"\nFocus on: {task_hint}\n" if task_hint else ""
@@ -251,13 +262,23 @@ async def synthesize(
     kept: list[Scenario] = []
     failures_in_a_row = 0
 
-    async def call(i: int, k: int, wanted: list[int], messages: list[Message], replies: list[LLMReply | LLMError]) -> None:
+    async def call(
+        i: int, k: int, wanted: list[int], messages: list[Message], replies: list[LLMReply | LLMError]
+    ) -> None:
         try:
-            replies[i] = await complete(model, messages, api_base=api_base, api_key=api_key,
-                                        json_schema=drafts_schema(tool_names, k, wanted),
-                                        temperature=temperature, max_tokens=150 * k + 100, timeout=timeout,
-                                        num_retries=num_retries, retry_backoff_s=retry_backoff_s,
-                                        seed=seed * 1000 + report.calls + i + 1)
+            replies[i] = await complete(
+                model,
+                messages,
+                api_base=api_base,
+                api_key=api_key,
+                json_schema=drafts_schema(tool_names, k, wanted),
+                temperature=temperature,
+                max_tokens=150 * k + 100,
+                timeout=timeout,
+                num_retries=num_retries,
+                retry_backoff_s=retry_backoff_s,
+                seed=seed * 1000 + report.calls + i + 1,
+            )
         except LLMError as e:
             replies[i] = e
 
@@ -276,7 +297,9 @@ async def synthesize(
             names = list(dict.fromkeys(focus[(offset + j) % len(focus)] for j in range(k)))
             wanted = sorted(difficulties[offset : offset + k])
             request = batch_request(k, wanted, names, coverage[names[0]] == 0, recent)
-            round_calls.append((k, wanted, [{"role": "system", "content": system}, {"role": "user", "content": request}]))
+            round_calls.append(
+                (k, wanted, [{"role": "system", "content": system}, {"role": "user", "content": request}])
+            )
             offset += k
         replies: list[LLMReply | LLMError] = [LLMError("not asked")] * len(sizes)
         async with anyio.create_task_group() as tg:
@@ -329,11 +352,15 @@ async def synthesize(
                 report.failed_calls += 1
                 failures_in_a_row += 1
                 if not parse_problem:
-                    report.problems.append(f"call {report.calls}: no new valid task ({invalid} invalid, {len(drafts)} duplicates)")
+                    report.problems.append(
+                        f"call {report.calls}: no new valid task ({invalid} invalid, {len(drafts)} duplicates)"
+                    )
             if say:
                 outcome = f"+{added}" if added else f"nothing new ({report.problems[-1]})"
-                say(f"generator call {report.calls}: {outcome}, {len(kept)}/{n} scenarios, "
-                    f"{reply.latency_s:.1f}s for {reply.completion_tokens} tokens")
+                say(
+                    f"generator call {report.calls}: {outcome}, {len(kept)}/{n} scenarios, "
+                    f"{reply.latency_s:.1f}s for {reply.completion_tokens} tokens"
+                )
 
     report.gave_up = len(kept) < n and failures_in_a_row >= max_attempts
     report.produced = len(kept)

@@ -40,7 +40,9 @@ def add_tools(server: Any, tools: Sequence[Callable[..., Any]], writes: Sequence
     mcprl's explorer know what they may call on a shared server."""
     for fn in tools:
         hints = ToolAnnotations(readOnlyHint=fn.__name__ not in writes, destructiveHint=fn.__name__ in writes)
-        server.add_tool(_reporting(fn), name=fn.__name__, description=inspect.cleandoc(fn.__doc__ or ""), annotations=hints)
+        server.add_tool(
+            _reporting(fn), name=fn.__name__, description=inspect.cleandoc(fn.__doc__ or ""), annotations=hints
+        )
 
 
 def _reporting(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -51,9 +51,16 @@ def tiny_model_dir(smollm2_dir: Path, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("tiny-llama")
     tok = AutoTokenizer.from_pretrained(smollm2_dir)
     cfg = LlamaConfig(
-        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
-        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
         tie_word_embeddings=True,
     )
     from mcprl.model.chat_format import tool_template
@@ -121,11 +128,15 @@ def serve_http():
 
     started: list[RunningServer] = []
 
-    def start(name: str, transport: str = "http", python: str = sys.executable, port: int | None = None) -> RunningServer:
+    def start(
+        name: str, transport: str = "http", python: str = sys.executable, port: int | None = None
+    ) -> RunningServer:
         port = port or _free_port()
         proc = subprocess.Popen(
             [python, "-m", f"mcprl.servers.{name}", "--transport", transport, "--port", str(port)],
-            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         server = RunningServer(proc, f"http://127.0.0.1:{port}/{'mcp' if transport == 'http' else 'sse'}")
         started.append(server)

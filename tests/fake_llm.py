@@ -40,7 +40,9 @@ Handler = Callable[[dict[str, Any]], "Reply | str"]
 
 
 class FakeLLM:
-    def __init__(self, replies: Sequence[Reply | str] = (), *, handler: Handler | None = None, response_format: bool = True):
+    def __init__(
+        self, replies: Sequence[Reply | str] = (), *, handler: Handler | None = None, response_format: bool = True
+    ):
         self._response_format = response_format
         self._script = [Reply(r) if isinstance(r, str) else r for r in replies]
         self._handler = handler
@@ -59,14 +61,19 @@ class FakeLLM:
         with self._lock:
             self.requests.append(body)
             if "response_format" in body and not self._response_format:
-                return Reply(status=400, body=json.dumps({"error": {"message": "Unrecognized request argument supplied: response_format"}}))
+                return Reply(
+                    status=400,
+                    body=json.dumps({"error": {"message": "Unrecognized request argument supplied: response_format"}}),
+                )
             index = sum("response_format" not in r or self._response_format for r in self.requests) - 1
         if self._handler is not None:
             reply = self._handler(body)
             return Reply(reply) if isinstance(reply, str) else reply
         if index < len(self._script):
             return self._script[index]
-        return Reply(status=500, body=json.dumps({"error": {"message": f"FakeLLM: no reply scripted for request {index + 1}"}}))
+        return Reply(
+            status=500, body=json.dumps({"error": {"message": f"FakeLLM: no reply scripted for request {index + 1}"}})
+        )
 
     def __enter__(self) -> FakeLLM:
         fake = self
@@ -84,7 +91,9 @@ class FakeLLM:
                 if reply.body is not None:
                     payload = reply.body
                 elif reply.status != 200:
-                    payload = json.dumps({"error": {"message": f"FakeLLM scripted HTTP {reply.status}", "type": "server_error"}})
+                    payload = json.dumps(
+                        {"error": {"message": f"FakeLLM scripted HTTP {reply.status}", "type": "server_error"}}
+                    )
                 else:
                     payload = json.dumps(_completion(body, reply))
                 data = payload.encode()

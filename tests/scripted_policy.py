@@ -49,13 +49,19 @@ class ScriptedEngine(Engine):
 
 
 @contextmanager
-def scripted_endpoint(model_dir: Path, replies: Sequence[str] = (), handler=None,
-                      engine: ScriptedEngine | None = None) -> Iterator[tuple[Model, ScriptedEngine]]:
+def scripted_endpoint(
+    model_dir: Path, replies: Sequence[str] = (), handler=None, engine: ScriptedEngine | None = None
+) -> Iterator[tuple[Model, ScriptedEngine]]:
     """The policy behind a real endpoint; `engine`: a ScriptedEngine of another kind (NoPromptIds, ...)."""
     engine = engine or ScriptedEngine(model_dir, replies, handler)
     server = LocalEndpoint(engine)
     try:
-        yield Model(name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy"), engine
+        yield (
+            Model(
+                name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy"
+            ),
+            engine,
+        )
     finally:
         server.close()
 
@@ -63,7 +69,7 @@ def scripted_endpoint(model_dir: Path, replies: Sequence[str] = (), handler=None
 def call(name: str, **arguments) -> str:
     import json
 
-    return f'<tool_call>\n{json.dumps({"name": name, "arguments": arguments})}\n</tool_call>'
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
 
 
 class NoPromptIds(ScriptedEngine):

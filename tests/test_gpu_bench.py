@@ -23,14 +23,21 @@ def _rows(step_seconds: list[float], warmup: int = 1, **extra) -> list[dict]:
 
 def test_summary_uses_timed_steps_and_gives_ratios():
     results = {
-        "mcprl": {"rows": _rows([9.0, 1.0, 3.0, 2.0], swap_seconds=0.1) + [
-            {"throughput": "base", "tokens": 16384, "seconds": 1.0, "tokens_per_second": 16384.0},
-            {"throughput": "lora", "tokens": 16384, "seconds": 1.25, "tokens_per_second": 13107.2}],
-            "peak_gpu_gib": 30.0, "exit_code": 0},
+        "mcprl": {
+            "rows": _rows([9.0, 1.0, 3.0, 2.0], swap_seconds=0.1)
+            + [
+                {"throughput": "base", "tokens": 16384, "seconds": 1.0, "tokens_per_second": 16384.0},
+                {"throughput": "lora", "tokens": 16384, "seconds": 1.25, "tokens_per_second": 13107.2},
+            ],
+            "peak_gpu_gib": 30.0,
+            "exit_code": 0,
+        },
         "trl": {"rows": _rows([20.0, 5.0, 4.0, 6.0]), "peak_gpu_gib": 40.0, "exit_code": 0},
     }
     s = bench.summarize(results)
-    assert s["systems"]["mcprl"]["step_seconds"] == 2.0 and s["systems"]["trl"]["step_seconds"] == 5.0  # warm-up left out
+    assert (
+        s["systems"]["mcprl"]["step_seconds"] == 2.0 and s["systems"]["trl"]["step_seconds"] == 5.0
+    )  # warm-up left out
     assert s["systems"]["mcprl"]["timed_steps"] == 3 and s["systems"]["mcprl"]["swap_seconds"] == 0.1
     assert "swap_seconds" not in s["systems"]["trl"] and s["systems"]["trl"]["startup_seconds"] == 60.0
     assert s["time_ratio"] == 0.4 and s["time_target_met"] and s["memory_ratio"] == 0.75
@@ -42,15 +49,22 @@ def test_summary_uses_timed_steps_and_gives_ratios():
 
 
 def test_a_failed_system_gives_no_ratio():
-    s = bench.summarize({"mcprl": {"rows": _rows([3.0, 3.0]), "peak_gpu_gib": 10.0, "exit_code": 0},
-                         "trl": {"rows": [], "peak_gpu_gib": 0.0, "exit_code": 1}})
+    s = bench.summarize(
+        {
+            "mcprl": {"rows": _rows([3.0, 3.0]), "peak_gpu_gib": 10.0, "exit_code": 0},
+            "trl": {"rows": [], "peak_gpu_gib": 0.0, "exit_code": 1},
+        }
+    )
     assert "time_ratio" not in s and "memory_ratio" not in s and s["systems"]["trl"]["exit_code"] == 1
     assert "misses" not in bench.table(s) and "| trl | - |" in bench.table(s)
 
 
 def test_arguments_are_checked():
-    for argv, message in [(["--systems", "mcprl,vllm"], "unknown ['vllm']"), (["--group-size", "1"], "at least 2"),
-                          (["--gpu-memory-utilization", "1.5"], "between 0 and 1")]:
+    for argv, message in [
+        (["--systems", "mcprl,vllm"], "unknown ['vllm']"),
+        (["--group-size", "1"], "at least 2"),
+        (["--gpu-memory-utilization", "1.5"], "between 0 and 1"),
+    ]:
         with pytest.raises(SystemExit):
             bench.parse_args(["--model", "/m", *argv])
     assert bench.parse_args(["--model", "/m", "--systems", "trl"]).systems_list == ["trl"]
@@ -58,9 +72,17 @@ def test_arguments_are_checked():
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the refusal on a machine without CUDA")
 def test_without_cuda_it_refuses_in_one_line(tmp_path):
-    r = subprocess.run([sys.executable, str(BENCH / "gpu_grpo_vs_trl.py"), "--model", str(tmp_path), "--out", str(tmp_path)],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and r.stderr.strip() == "error: needs a CUDA GPU (torch.cuda.is_available() is False); run it on the GPU machine"
+    r = subprocess.run(
+        [sys.executable, str(BENCH / "gpu_grpo_vs_trl.py"), "--model", str(tmp_path), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        r.returncode == 2
+        and r.stderr.strip()
+        == "error: needs a CUDA GPU (torch.cuda.is_available() is False); run it on the GPU machine"
+    )
     assert not list(tmp_path.iterdir())
 
 

@@ -26,8 +26,13 @@ from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 # Folder -> the package it installs as (pyproject.toml's package-dir).
-PACKAGES = {"mcprl": "mcprl", "autorl": "mcprl.autorl", "judges": "mcprl.judges", "scenarios": "mcprl.scenarios",
-            "servers": "mcprl.servers"}
+PACKAGES = {
+    "mcprl": "mcprl",
+    "autorl": "mcprl.autorl",
+    "judges": "mcprl.judges",
+    "scenarios": "mcprl.scenarios",
+    "servers": "mcprl.servers",
+}
 FOUNDATIONS, STAGES, PLUGINS, APPLICATIONS = range(4)
 LAYER_NAMES = ("foundations", "stages", "plug-ins", "applications")
 
@@ -158,37 +163,58 @@ def by_folder_name(root: Path) -> list[str]:
     root only, never installed."""
     out = []
     for path in sorted(root.rglob("*.py")):
-        if any(part.startswith(".") or part in ("__pycache__", "build", "dist", "runs") for part in path.relative_to(root).parts):
+        if any(
+            part.startswith(".") or part in ("__pycache__", "build", "dist", "runs")
+            for part in path.relative_to(root).parts
+        ):
             continue
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
             for name in names:
                 folder = name.split(".")[0]
                 if folder != "mcprl" and folder in PACKAGES:
-                    out.append(f"{path.relative_to(root)}:{node.lineno}: imports {name}, which runs from the repository's "
-                               f"root only; import {PACKAGES[folder]}{name[len(folder):]}")
+                    out.append(
+                        f"{path.relative_to(root)}:{node.lineno}: imports {name}, which runs from the repository's "
+                        f"root only; import {PACKAGES[folder]}{name[len(folder) :]}"
+                    )
     return out
 
 
 def problems(root: Path) -> list[str]:
     """What breaks the rules, one line each, naming the import (path:line) that breaks it."""
     found = imports(root)
-    out = [f"{path.relative_to(root)}: {module} is in no layer; add it (or its package) to LAYERS in tests/test_import_graph.py"
-           for module, path in modules(root).items() if layer(module) is None]
+    out = [
+        f"{path.relative_to(root)}: {module} is in no layer; add it (or its package) to LAYERS in tests/test_import_graph.py"
+        for module, path in modules(root).items()
+        if layer(module) is None
+    ]
     out += by_folder_name(root)
     for imp in found:
         source_layer, target_layer = layer(imp.source), layer(imp.target)
-        apart = next((pair for pair in sorted(APART) if _under(imp.source, pair[0]) and _under(imp.target, pair[1])), None)
+        apart = next(
+            (pair for pair in sorted(APART) if _under(imp.source, pair[0]) and _under(imp.target, pair[1])), None
+        )
         if _under(imp.target, "mcprl.servers") and not _under(imp.source, "mcprl.servers"):
-            out.append(f"{imp.where}: {imp.source} imports {imp.target}: only servers/ may import mcprl.servers "
-                       "(plug-ins are found through entry points, e.g. mcprl.tasks)")
+            out.append(
+                f"{imp.where}: {imp.source} imports {imp.target}: only servers/ may import mcprl.servers "
+                "(plug-ins are found through entry points, e.g. mcprl.tasks)"
+            )
         elif apart:
-            out.append(f"{imp.where}: {imp.source} imports {imp.target}: {apart[0]} and {apart[1]} are kept apart "
-                       "(APART in tests/test_import_graph.py); move what both need to a lower layer")
+            out.append(
+                f"{imp.where}: {imp.source} imports {imp.target}: {apart[0]} and {apart[1]} are kept apart "
+                "(APART in tests/test_import_graph.py); move what both need to a lower layer"
+            )
         elif source_layer is not None and target_layer is not None and target_layer > source_layer:
-            out.append(f"{imp.where}: {imp.source} ({LAYER_NAMES[source_layer]}) imports {imp.target} "
-                       f"({LAYER_NAMES[target_layer]}), a higher layer; import downward only")
+            out.append(
+                f"{imp.where}: {imp.source} ({LAYER_NAMES[source_layer]}) imports {imp.target} "
+                f"({LAYER_NAMES[target_layer]}), a higher layer; import downward only"
+            )
     graph: dict[str, dict[str, None]] = {}  # ordered, so that the same cycle is found every time
     for imp in found:
         graph.setdefault(imp.source, {})[imp.target] = None
@@ -200,8 +226,12 @@ def problems(root: Path) -> list[str]:
             cycle = e.args[1][::-1]  # graphlib lists a cycle against the import direction
             first = cycle.index(min(cycle))
             cycle = cycle[first:-1] + cycle[: first + 1]
-            hops = [next(imp.where for imp in found if (imp.source, imp.target) == pair) for pair in zip(cycle, cycle[1:])]
-            out.append(f"import cycle {' -> '.join(cycle)}: " + ", ".join(f"{w} imports {b}" for w, b in zip(hops, cycle[1:])))
+            hops = [
+                next(imp.where for imp in found if (imp.source, imp.target) == pair) for pair in zip(cycle, cycle[1:])
+            ]
+            out.append(
+                f"import cycle {' -> '.join(cycle)}: " + ", ".join(f"{w} imports {b}" for w, b in zip(hops, cycle[1:]))
+            )
             group = {m for m in _reachable(graph, cycle[0]) if cycle[0] in _reachable(graph, m)}
             if len(group) > len(cycle) - 1:
                 out[-1] += f"; the cycles through it join {len(group)} modules: {', '.join(sorted(group))}"
@@ -225,9 +255,12 @@ def test_the_wheel_installs_every_package_under_its_name():
     for folder in PACKAGES:
         if folder != "mcprl":
             assert (REPO / "mcprl" / folder).is_symlink() and os.readlink(REPO / "mcprl" / folder) == f"../{folder}"
-    folders = [".".join([package, *d.relative_to(REPO / folder).parts]) for folder, package in PACKAGES.items()
-               for d in [REPO / folder, *(REPO / folder).rglob("*")]
-               if d.is_dir() and not d.is_symlink() and d.name != "__pycache__"]
+    folders = [
+        ".".join([package, *d.relative_to(REPO / folder).parts])
+        for folder, package in PACKAGES.items()
+        for d in [REPO / folder, *(REPO / folder).rglob("*")]
+        if d.is_dir() and not d.is_symlink() and d.name != "__pycache__"
+    ]
     assert sorted(setuptools["packages"]) == sorted(folders)
 
 
@@ -238,7 +271,9 @@ def test_only_our_packages_import_under_mcprl(tmp_path):
     code = "import mcprl.scenarios, mcprl.judges, mcprl.servers.calculator, mcprl.autorl, mcprl.tasks"
     subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, check=True)
     for name in ("tests", "bench", "docs"):
-        run = subprocess.run([sys.executable, "-c", f"import mcprl.{name}"], cwd=tmp_path, env=env, capture_output=True, text=True)
+        run = subprocess.run(
+            [sys.executable, "-c", f"import mcprl.{name}"], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
         assert run.returncode != 0 and f"No module named 'mcprl.{name}'" in run.stderr
 
 
@@ -260,7 +295,8 @@ def test_the_check_reports_every_kind_of_break(tmp_path):
         "judges/base.py": "",
         "servers/__init__.py": "",
         "servers/calculator/__init__.py": "from mcprl.tasks import get\nfrom mcprl.servers import calculator\n",
-        "autorl/__init__.py": "", "scenarios/__init__.py": "",
+        "autorl/__init__.py": "",
+        "scenarios/__init__.py": "",
         "tests/test_it.py": "import mcprl.judges\nfrom scenarios import split\n",  # by the folder's name
     }
     for name, source in files.items():

@@ -46,9 +46,13 @@ async def test_an_api_base_server_gets_response_format_and_the_schema_in_the_pro
 
 @pytest.mark.anyio
 async def test_a_server_that_rejects_response_format_is_asked_again_without_it_and_remembered():
-    with FakeLLM(['{"x": 1}', '{"x": 2}', 'plain'], response_format=False) as llm:
-        first = await complete("openai/no-structured", MSGS, api_base=llm.base_url, api_key="k", json_schema=SCHEMA, num_retries=0)
-        second = await complete("openai/no-structured", MSGS, api_base=llm.base_url, api_key="k", json_schema=SCHEMA, num_retries=0)
+    with FakeLLM(['{"x": 1}', '{"x": 2}', "plain"], response_format=False) as llm:
+        first = await complete(
+            "openai/no-structured", MSGS, api_base=llm.base_url, api_key="k", json_schema=SCHEMA, num_retries=0
+        )
+        second = await complete(
+            "openai/no-structured", MSGS, api_base=llm.base_url, api_key="k", json_schema=SCHEMA, num_retries=0
+        )
         plain = await complete("openai/no-structured", MSGS, api_base=llm.base_url, api_key="k", num_retries=0)
     assert (first.text, first.attempts, second.text) == ('{"x": 1}', 1, '{"x": 2}')
     assert ["response_format" in r for r in llm.requests] == [True, False, False, False]
@@ -123,7 +127,7 @@ async def test_local_model_resolves_to_our_endpoint(monkeypatch):
 
 def test_extract_json_finds_the_value_inside_prose_and_fences():
     assert extract_json('Sure! Here it is:\n```json\n{"a": [1, 2]}\n```\nHope that helps.') == {"a": [1, 2]}
-    assert extract_json("items: [1, 2] and {\"b\": 1}") == [1, 2]
+    assert extract_json('items: [1, 2] and {"b": 1}') == [1, 2]
     assert extract_json('{bad} then {"ok": true}') == {"ok": True}
 
 
@@ -158,15 +162,30 @@ async def test_complete_json_repairs_and_retries_where_response_format_is_not_su
     replies = ["Sure! x is 3", '{"x": -1}', 'Here: {"x": 3}']
     seen: list[str | None] = []
     with FakeLLM(replies, response_format=False) as llm:
-        point = await complete_json("openai/m", MSGS, Point, api_base=llm.base_url, api_key="k", attempts=3, seed=7,
-                                    on_reply=lambda reply, problem: seen.append(problem))
+        point = await complete_json(
+            "openai/m",
+            MSGS,
+            Point,
+            api_base=llm.base_url,
+            api_key="k",
+            attempts=3,
+            seed=7,
+            on_reply=lambda reply, problem: seen.append(problem),
+        )
     assert point == Point(x=3)
-    assert seen[0].startswith("no complete JSON") and seen[1] == "x: Input should be greater than or equal to 0" and seen[2] is None
+    assert (
+        seen[0].startswith("no complete JSON")
+        and seen[1] == "x: Input should be greater than or equal to 0"
+        and seen[2] is None
+    )
     asked = [r for r in llm.requests if "response_format" not in r]
     assert [r["seed"] for r in asked] == [7, 8, 9]
     assert asked[2]["messages"][-2:] == [
         {"role": "assistant", "content": '{"x": -1}'},
-        {"role": "user", "content": "That reply is not usable: x: Input should be greater than or equal to 0. Answer again with only the JSON."},
+        {
+            "role": "user",
+            "content": "That reply is not usable: x: Input should be greater than or equal to 0. Answer again with only the JSON.",
+        },
     ]
 
 
@@ -174,4 +193,7 @@ async def test_complete_json_repairs_and_retries_where_response_format_is_not_su
 async def test_complete_json_gives_up_after_its_attempts_with_the_last_problem():
     with FakeLLM(["no"] * 2) as llm, pytest.raises(GenerationFailed, match="no complete JSON"):
         await complete_json("openai/m", MSGS, Point, api_base=llm.base_url, api_key="k", attempts=2)
-    assert len(llm.requests) == 2 and llm.requests[0]["response_format"]["json_schema"]["schema"] == Point.model_json_schema()
+    assert (
+        len(llm.requests) == 2
+        and llm.requests[0]["response_format"]["json_schema"]["schema"] == Point.model_json_schema()
+    )

@@ -16,7 +16,7 @@ from mcprl import tasks
 from mcprl.errors import UserError
 from mcprl.types import Trajectory, TrajectoryGroup
 
-WORDS_TASKS = '''
+WORDS_TASKS = """
 from mcprl.types import Scenario
 
 SERVER = "python -m words_server --seed {seed}"
@@ -31,7 +31,7 @@ def generate(n, seed=0, difficulties=(1,)):
 
 def check(scenario, trajectory):
     return float(trajectory.final_answer().strip() == scenario.check["word"])
-'''
+"""
 
 
 def install(site: Path, dist: str, entry_points: dict[str, str], modules: dict[str, str]) -> None:
@@ -65,8 +65,12 @@ def answering(text: str) -> Trajectory:
 
 @pytest.mark.anyio
 async def test_a_users_package_registers_a_task_set_and_the_verify_judge_dispatches_to_its_checker(site):
-    install(site, "user-words", {"words": "user_words.tasks"},
-            {"user_words.__init__": "", "user_words.tasks": WORDS_TASKS.replace("TASK_SET_NAME", "words")})
+    install(
+        site,
+        "user-words",
+        {"words": "user_words.tasks"},
+        {"user_words.__init__": "", "user_words.tasks": WORDS_TASKS.replace("TASK_SET_NAME", "words")},
+    )
 
     assert {"words", "calculator", "email", "inventory"} <= set(tasks.names())
     words = tasks.get("words")
@@ -99,18 +103,26 @@ def test_the_shipped_task_sets_are_found_without_installed_metadata(monkeypatch)
 def test_an_unknown_task_set_lists_the_registered_ones_and_how_to_register_one():
     with pytest.raises(UserError) as e:
         tasks.get("nope")
-    assert str(e.value) == (f"no task set named 'nope'; registered: {', '.join(tasks.names())} "
-                            "(a package registers one under the entry-point group 'mcprl.tasks')")
+    assert str(e.value) == (
+        f"no task set named 'nope'; registered: {', '.join(tasks.names())} "
+        "(a package registers one under the entry-point group 'mcprl.tasks')"
+    )
 
 
 @pytest.mark.parametrize(
     "entry_point, modules, message",
     [
-        ("user_broken.tasks", {"user_broken.tasks": "raise RuntimeError('needs WORDS_HOME\\nsecond line')"},
-         r"cannot be imported \(RuntimeError: needs WORDS_HOME\); fix the module or the entry point$"),
+        (
+            "user_broken.tasks",
+            {"user_broken.tasks": "raise RuntimeError('needs WORDS_HOME\\nsecond line')"},
+            r"cannot be imported \(RuntimeError: needs WORDS_HOME\); fix the module or the entry point$",
+        ),
         ("user_absent.tasks", {}, r"cannot be imported \(ModuleNotFoundError: No module named 'user_absent'\)"),
-        ("user_half.tasks", {"user_half.tasks": "def generate(n, seed=0, difficulties=(1,)):\n    return []\n"},
-         r"has no check\(\); define it in user_half.tasks$"),
+        (
+            "user_half.tasks",
+            {"user_half.tasks": "def generate(n, seed=0, difficulties=(1,)):\n    return []\n"},
+            r"has no check\(\); define it in user_half.tasks$",
+        ),
         ("user_empty.tasks", {"user_empty.tasks": "CHECK = 1\n"}, r"has no generate\(\) and no check\(\)"),
     ],
 )
@@ -127,12 +139,16 @@ def test_a_name_registered_by_two_packages_is_an_error_not_a_coin_toss(site, mon
         module = dist.replace("-", "_") + ".tasks"
         install(site / dist, dist, {"twice": module}, {module: WORDS_TASKS.replace("TASK_SET_NAME", "twice")})
         monkeypatch.syspath_prepend(str(site / dist))
-    with pytest.raises(UserError, match=r"task set 'twice' is registered more than once \(user_\w+.tasks, user_\w+.tasks\)"):
+    with pytest.raises(
+        UserError, match=r"task set 'twice' is registered more than once \(user_\w+.tasks, user_\w+.tasks\)"
+    ):
         tasks.get("twice")
 
 
 def test_a_task_set_without_a_server_says_so_when_asked_for_one(site):
-    source = WORDS_TASKS.replace('SERVER = "python -m words_server --seed {seed}"\n', "").replace("TASK_SET_NAME", "serverless")
+    source = WORDS_TASKS.replace('SERVER = "python -m words_server --seed {seed}"\n', "").replace(
+        "TASK_SET_NAME", "serverless"
+    )
     install(site, "user-serverless", {"serverless": "user_serverless"}, {"user_serverless": source})
     serverless = tasks.get("serverless")
     assert serverless.generate(1)[0].check["server"] == "serverless"

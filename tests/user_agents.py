@@ -10,8 +10,12 @@ async def solve(rec, config):
     messages = initial_messages(rec.scenario, schemas, config)
     for _ in range(config.max_turns):
         resp = await client.chat.completions.create(
-            model=rec.model_name, messages=messages, **({"tools": schemas} if schemas else {}),
-            temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens,
+            model=rec.model_name,
+            messages=messages,
+            **({"tools": schemas} if schemas else {}),
+            temperature=config.temperature,
+            top_p=config.top_p,
+            max_tokens=config.max_tokens,
         )
         reply = resp.choices[0].message
         messages.append(reply.model_dump(exclude_none=True))
@@ -24,7 +28,9 @@ async def solve(rec, config):
 
 
 async def crash(rec, config):
-    await rec.openai_client().chat.completions.create(model=rec.model_name, messages=[{"role": "user", "content": "hi"}])
+    await rec.openai_client().chat.completions.create(
+        model=rec.model_name, messages=[{"role": "user", "content": "hi"}]
+    )
     raise ValueError("boom")
 
 

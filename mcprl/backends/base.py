@@ -32,7 +32,9 @@ class Trainer(Protocol):
 
     model: Any  # the PEFT model being trained
 
-    def step(self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False) -> dict[str, float]:
+    def step(
+        self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False
+    ) -> dict[str, float]:
         """One optimizer update on `groups`; its metrics (also when there was nothing to train).
         `rescore_constrained`: the old-policy logprobs of grammar-constrained turns are the trainer's
         own, not the recorded ones (see `Endpoint.masks_constrained_logprobs`)."""
@@ -184,8 +186,14 @@ class Runtime:
 
     def checkpoint_state(self, metrics: dict[str, float] | None = None) -> dict:
         m = self.model
-        return {"name": m.name, "project": m.project, "base_model": m.base_model, "lora": m.lora.model_dump(),
-                "metrics": metrics or {}, "time": time.time()}
+        return {
+            "name": m.name,
+            "project": m.project,
+            "base_model": m.base_model,
+            "lora": m.lora.model_dump(),
+            "metrics": metrics or {},
+            "time": time.time(),
+        }
 
     def check_resumable(self) -> int | None:
         """Latest checkpoint step, after checking it belongs to this model's base."""
@@ -193,12 +201,16 @@ class Runtime:
         if latest is not None:
             st = checkpoints.read_state(checkpoints.step_dir(self.root, latest))
             if st.get("base_model") != self.model.base_model:
-                raise UserError(f"{self.root}: checkpoints were trained on {st.get('base_model')!r}, not {self.model.base_model!r}; use another --name or the same base model")
+                raise UserError(
+                    f"{self.root}: checkpoints were trained on {st.get('base_model')!r}, not {self.model.base_model!r}; use another --name or the same base model"
+                )
             lora = self.model.lora.model_dump()
             if (trained := st.get("lora", lora)) != lora:  # (checkpoints of earlier versions did not record it)
                 changed = next(k for k in lora if trained.get(k) != lora[k])
-                raise UserError(f"{self.root}: checkpoints were trained with lora.{changed}={trained.get(changed)!r}, not {lora[changed]!r}; "
-                                "use another --name or the run's own [lora] settings")
+                raise UserError(
+                    f"{self.root}: checkpoints were trained with lora.{changed}={trained.get(changed)!r}, not {lora[changed]!r}; "
+                    "use another --name or the run's own [lora] settings"
+                )
         return latest
 
 

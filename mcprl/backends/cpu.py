@@ -56,10 +56,25 @@ class CpuRuntime(Runtime):
     """`Runtime` with a GRPOTrainer and an `EngineEndpoint` over one copy of the base weights, or
     with the server `start_endpoint` starts (the policy replicas of mcprl.cluster)."""
 
-    def __init__(self, model, *, host: str = "127.0.0.1", port: int = 0, max_batch_rows: int = 32, threads: int | None = None,
-                 dtype: str = "auto", start_endpoint: StartEndpoint | None = None):
+    def __init__(
+        self,
+        model,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_batch_rows: int = 32,
+        threads: int | None = None,
+        dtype: str = "auto",
+        start_endpoint: StartEndpoint | None = None,
+    ):
         super().__init__(model, self._load_trainer, start_endpoint or self._start_endpoint)
-        self._host, self._port, self._max_batch_rows, self._threads, self._dtype = host, port, max_batch_rows, threads, dtype
+        self._host, self._port, self._max_batch_rows, self._threads, self._dtype = (
+            host,
+            port,
+            max_batch_rows,
+            threads,
+            dtype,
+        )
         self._serve_model = self._tokenizer = None
 
     def _load_trainer(self, checkpoint: Path | None):
@@ -75,11 +90,19 @@ class CpuRuntime(Runtime):
         self._serve_model = weights.load_model(base, dtype=self._dtype)
         # The trainer's own module tree (PEFT wraps modules in place) over the same frozen tensors.
         memo = {id(t): t for t in [*self._serve_model.parameters(), *self._serve_model.buffers()]}
-        return GRPOTrainer(copy.deepcopy(self._serve_model, memo=memo), self._tokenizer, self.model.lora, adapter_dir=checkpoint)
+        return GRPOTrainer(
+            copy.deepcopy(self._serve_model, memo=memo), self._tokenizer, self.model.lora, adapter_dir=checkpoint
+        )
 
     async def _start_endpoint(self, trainer) -> EngineEndpoint:
         from mcprl.serving.engine import Engine
 
         base = self.model.base_model
-        engine = Engine(base, model=self._serve_model, tokenizer=self._tokenizer, served_name=base, max_batch_rows=self._max_batch_rows)
+        engine = Engine(
+            base,
+            model=self._serve_model,
+            tokenizer=self._tokenizer,
+            served_name=base,
+            max_batch_rows=self._max_batch_rows,
+        )
         return await anyio.to_thread.run_sync(EngineEndpoint, engine, self._host, self._port)

@@ -56,14 +56,20 @@ def resolve_placement(settings: GpuSettings, device_count: int) -> Placement:
     placement = settings.placement or ("split" if device_count > 1 else "shared")
     if placement == "shared":
         if settings.serve_gpus not in (None, [settings.train_gpu]):
-            raise UserError(f"placement='shared' serves on train_gpu={settings.train_gpu}; drop serve_gpus or use placement='split'")
+            raise UserError(
+                f"placement='shared' serves on train_gpu={settings.train_gpu}; drop serve_gpus or use placement='split'"
+            )
         return Placement(True, settings.train_gpu, [settings.train_gpu])
     others = [i for i in range(device_count) if i != settings.train_gpu]
     serve = settings.serve_gpus if settings.serve_gpus is not None else others[:1]
     if not serve:
-        raise UserError(f"placement='split' needs a second GPU for vLLM, but {device_count} is visible; use placement='shared'")
+        raise UserError(
+            f"placement='split' needs a second GPU for vLLM, but {device_count} is visible; use placement='shared'"
+        )
     if settings.train_gpu in serve or any(i >= device_count or i < 0 for i in serve):
-        raise UserError(f"serve_gpus={serve} must be visible GPUs other than train_gpu={settings.train_gpu} (visible: 0..{device_count - 1})")
+        raise UserError(
+            f"serve_gpus={serve} must be visible GPUs other than train_gpu={settings.train_gpu} (visible: 0..{device_count - 1})"
+        )
     return Placement(False, settings.train_gpu, list(serve))
 
 
@@ -80,8 +86,10 @@ def shared_memory_utilization(free: int, total: int) -> float:
     """vLLM's share of a GPU it shares with the trainer: 90% of what the loaded trainer left free."""
     share = int(90 * free / total) / 100
     if share < 0.05:
-        raise UserError(f"only {free / 2**30:.1f} GiB of {total / 2**30:.1f} GiB GPU memory is free after loading the trainer; "
-                        "use a smaller model, unsloth.load_in_4bit, or placement='split'")
+        raise UserError(
+            f"only {free / 2**30:.1f} GiB of {total / 2**30:.1f} GiB GPU memory is free after loading the trainer; "
+            "use a smaller model, unsloth.load_in_4bit, or placement='split'"
+        )
     return share
 
 
@@ -145,7 +153,13 @@ class GpuRuntime(Runtime):
         from mcprl.model import weights
         from mcprl.backends.gpu_training import load_trainer
 
-        return load_trainer(weights.resolve(self.model.base_model), self.model.lora, checkpoint, self.settings.unsloth, self.placement.train_gpu)
+        return load_trainer(
+            weights.resolve(self.model.base_model),
+            self.model.lora,
+            checkpoint,
+            self.settings.unsloth,
+            self.placement.train_gpu,
+        )
 
     async def _start_endpoint(self, trainer) -> VllmEndpoint:
         """vLLM on the placement's GPUs, sized to what the loaded trainer left where it shares the trainer's GPU."""
@@ -165,10 +179,17 @@ class GpuRuntime(Runtime):
             check_port_free(s.host, s.port)
         model_path = weights.resolve(self.model.base_model)
         launch = VllmLaunch(
-            settings=s.vllm, model_path=model_path, served_name=self.model.base_model, host=s.host,
-            port=s.port or free_port(s.host), lora_rank=next(iter(trainer.model.peft_config.values())).r,
-            gpus=visible_devices(p.serve_gpus, os.environ.get("CUDA_VISIBLE_DEVICES")), gpu_memory_utilization=util,
-            sleep_mode=p.shared, chat_template=tool_chat_template(model_path, self.model.dir), api_key=self._api_key,
+            settings=s.vllm,
+            model_path=model_path,
+            served_name=self.model.base_model,
+            host=s.host,
+            port=s.port or free_port(s.host),
+            lora_rank=next(iter(trainer.model.peft_config.values())).r,
+            gpus=visible_devices(p.serve_gpus, os.environ.get("CUDA_VISIBLE_DEVICES")),
+            gpu_memory_utilization=util,
+            sleep_mode=p.shared,
+            chat_template=tool_chat_template(model_path, self.model.dir),
+            api_key=self._api_key,
         )
         log = self.model.dir / "vllm.log"
         say(f"starting vLLM (log: {log}; a first start compiles for minutes, later ones reuse its caches)")

@@ -37,8 +37,12 @@ UNSLOTH_PREFIXES = ("UNSLOTH_",)
 # A server started under this prefix gets SIGTERM when the thread that started it ends, even when its
 # process is SIGKILLed (Linux's parent-death signal, kept across exec; the pid passed is the parent's, in
 # case it died before the signal was set): a killed run or Ray replica leaves no vLLM holding the GPU.
-DIE_WITH_PARENT = [sys.executable, "-c", "import ctypes, os, signal, sys; ctypes.CDLL(None).prctl(1, signal.SIGTERM); "
-                   "os.getppid() == int(sys.argv[1]) or sys.exit(1); os.execvp(sys.argv[2], sys.argv[2:])"]
+DIE_WITH_PARENT = [
+    sys.executable,
+    "-c",
+    "import ctypes, os, signal, sys; ctypes.CDLL(None).prctl(1, signal.SIGTERM); "
+    "os.getppid() == int(sys.argv[1]) or sys.exit(1); os.execvp(sys.argv[2], sys.argv[2:])",
+]
 
 # The values vLLM 0.26-0.33 accept for --max-lora-rank (vllm.config.lora.MaxLoRARanks).
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -95,21 +99,43 @@ class VllmLaunch(BaseModel):
     def command(self) -> list[str]:
         s = self.settings
         cmd = [
-            sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", self.model_path,
-            "--served-model-name", self.served_name,
-            "--host", self.host, "--port", str(self.port),
-            "--enable-lora", "--max-lora-rank", str(lora_rank_bucket(self.lora_rank)), "--max-loras", str(s.max_loras),
+            sys.executable,
+            "-m",
+            "vllm.entrypoints.cli.main",
+            "serve",
+            self.model_path,
+            "--served-model-name",
+            self.served_name,
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--enable-lora",
+            "--max-lora-rank",
+            str(lora_rank_bucket(self.lora_rank)),
+            "--max-loras",
+            str(s.max_loras),
             # Our parser (mcprl.model.chat_format.parse_tool_calls), so both paths read the same calls.
-            "--enable-auto-tool-choice", "--tool-parser-plugin", str(TOOL_PARSER_PLUGIN), "--tool-call-parser", "mcprl",
+            "--enable-auto-tool-choice",
+            "--tool-parser-plugin",
+            str(TOOL_PARSER_PLUGIN),
+            "--tool-call-parser",
+            "mcprl",
             "--exclude-tools-when-tool-choice-none",
             # Same sampling semantics as the CPU engine: the logprob of each sampled token under the
             # distribution it was drawn from (after temperature and top-p; the trainer divides its
             # logits by the same temperature), and no sampling defaults from the model's
             # generation_config.json (a request without temperature samples at 1.0).
-            "--logprobs-mode", "processed_logprobs", "--generation-config", "vllm",
-            "--gpu-memory-utilization", f"{self.gpu_memory_utilization:.2f}",
-            "--dtype", s.dtype,
-            "--tensor-parallel-size", str(len(self.gpus)),
+            "--logprobs-mode",
+            "processed_logprobs",
+            "--generation-config",
+            "vllm",
+            "--gpu-memory-utilization",
+            f"{self.gpu_memory_utilization:.2f}",
+            "--dtype",
+            s.dtype,
+            "--tensor-parallel-size",
+            str(len(self.gpus)),
         ]
         if self.chat_template is not None:
             cmd += ["--chat-template", str(self.chat_template)]
@@ -155,26 +181,39 @@ class VllmError(RuntimeError):
 class VllmServer:
     """A running vLLM OpenAI server (our subprocess, or any at `base_url`) and its control calls."""
 
-    def __init__(self, base_url: str, api_key: str, process: subprocess.Popen | None = None, log_path: Path | None = None):
+    def __init__(
+        self, base_url: str, api_key: str, process: subprocess.Popen | None = None, log_path: Path | None = None
+    ):
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.process = process
         self.log_path = log_path
 
     @classmethod
-    def start(cls, command: list[str], env: Mapping[str, str], log_path: Path, base_url: str, api_key: str) -> VllmServer:
+    def start(
+        cls, command: list[str], env: Mapping[str, str], log_path: Path, base_url: str, api_key: str
+    ) -> VllmServer:
         """Start `command` in its own process group (vLLM forks engine workers), logging to `log_path`;
         on Linux it ends with the thread that started it (`DIE_WITH_PARENT`)."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
         if sys.platform == "linux":
             command = [*DIE_WITH_PARENT, str(os.getpid()), *command]
         with log_path.open("wb") as log:
-            proc = subprocess.Popen(command, env=dict(env), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                command,
+                env=dict(env),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         server = cls(base_url, api_key, proc, log_path)
         atexit.register(server.close)
         return server
 
-    async def wait_ready(self, timeout_s: float, report: Callable[[str], None] | None = None, every_s: float = 15) -> None:
+    async def wait_ready(
+        self, timeout_s: float, report: Callable[[str], None] | None = None, every_s: float = 15
+    ) -> None:
         """Poll /health until it answers 200; fail at once if the process exits. Every `every_s`
         seconds, `report` gets how long it has been starting and vLLM's latest log line (a cold start
         takes minutes: torch.compile, CUDA graph capture, FlashInfer's JIT kernels)."""
@@ -192,7 +231,9 @@ class VllmServer:
                     report(f"vLLM starting, {now - start:.0f}s{quiet}: {line[:200]}")
                     next_report = now + every_s
                 if self.process is not None and (rc := self.process.poll()) is not None:
-                    raise UserError(f"vLLM exited with code {rc} while starting: {self.last_log_line()} (log: {self.log_path})")
+                    raise UserError(
+                        f"vLLM exited with code {rc} while starting: {self.last_log_line()} (log: {self.log_path})"
+                    )
                 try:
                     if (await client.get(f"{self.base_url}/health")).status_code == 200:
                         return
@@ -200,7 +241,9 @@ class VllmServer:
                     pass
                 if time.monotonic() > deadline:
                     self.close()
-                    raise UserError(f"vLLM was not ready after {timeout_s:.0f}s; raise vllm.startup_timeout_s or see {self.log_path}")
+                    raise UserError(
+                        f"vLLM was not ready after {timeout_s:.0f}s; raise vllm.startup_timeout_s or see {self.log_path}"
+                    )
                 await anyio.sleep(0.5)
 
     def last_log_line(self) -> str:
@@ -250,7 +293,7 @@ class VllmServer:
         try:
             asleep = r.json()["is_sleeping"]
         except (ValueError, KeyError, TypeError):
-            raise VllmError(f"vLLM /is_sleeping answered {r.text[:200]!r}, not {{\"is_sleeping\": ...}}") from None
+            raise VllmError(f'vLLM /is_sleeping answered {r.text[:200]!r}, not {{"is_sleeping": ...}}') from None
         if asleep:
             raise VllmError("vLLM still reports is_sleeping=true after /wake_up; see its log")
 

@@ -50,7 +50,9 @@ class UnslothGRPOTrainer(GRPOTrainer):
         super().__init__(model, tokenizer, lora)
         self.device = device
 
-    def step(self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False) -> dict[str, float]:
+    def step(
+        self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False
+    ) -> dict[str, float]:
         """GRPOTrainer's step, plus `peak_gpu_memory_gb`: what torch reserved on the trainer's GPU during it."""
         gpu = self.device.type == "cuda"
         if gpu:
@@ -61,14 +63,24 @@ class UnslothGRPOTrainer(GRPOTrainer):
             torch.cuda.empty_cache()  # hand the activations' memory back before vLLM wakes up
         return metrics
 
-    def _collate(self, mb: list[PrefixBranches], total_tokens: int, n_trajectories: int, config: TrainConfig) -> dict[str, torch.Tensor]:
-        return {k: v.to(self.device, non_blocking=True) for k, v in super()._collate(mb, total_tokens, n_trajectories, config).items()}
+    def _collate(
+        self, mb: list[PrefixBranches], total_tokens: int, n_trajectories: int, config: TrainConfig
+    ) -> dict[str, torch.Tensor]:
+        return {
+            k: v.to(self.device, non_blocking=True)
+            for k, v in super()._collate(mb, total_tokens, n_trajectories, config).items()
+        }
 
 
 def lora_arguments(lora: LoraSettings, adapter_dir: Path | None) -> dict[str, Any]:
     """`get_peft_model` arguments: the checkpoint's own adapter config when resuming, else `lora`."""
     if adapter_dir is None:
-        return {"r": lora.rank, "lora_alpha": lora.alpha, "lora_dropout": lora.dropout, "target_modules": lora.target_modules}
+        return {
+            "r": lora.rank,
+            "lora_alpha": lora.alpha,
+            "lora_dropout": lora.dropout,
+            "target_modules": lora.target_modules,
+        }
     from peft import LoraConfig
 
     cfg = LoraConfig.from_pretrained(str(adapter_dir))
@@ -76,7 +88,9 @@ def lora_arguments(lora: LoraSettings, adapter_dir: Path | None) -> dict[str, An
     return {"r": cfg.r, "lora_alpha": cfg.lora_alpha, "lora_dropout": cfg.lora_dropout, "target_modules": targets}
 
 
-def load_trainer(model_path: str, lora: LoraSettings, adapter_dir: Path | None, settings: UnslothSettings, gpu: int) -> UnslothGRPOTrainer:
+def load_trainer(
+    model_path: str, lora: LoraSettings, adapter_dir: Path | None, settings: UnslothSettings, gpu: int
+) -> UnslothGRPOTrainer:
     """Load `model_path` with Unsloth on cuda:`gpu`, add LoRA (the weights of `adapter_dir` when resuming)."""
     from unsloth import FastLanguageModel  # noqa: I001  (first: it patches transformers and peft on import)
 
@@ -102,5 +116,7 @@ def load_trainer(model_path: str, lora: LoraSettings, adapter_dir: Path | None, 
     if adapter_dir is not None:
         loaded = set_peft_model_state_dict(model, load_peft_weights(str(adapter_dir), device=f"cuda:{gpu}"))
         if loaded.unexpected_keys:
-            raise UserError(f"{adapter_dir}: adapter weights do not fit the model ({loaded.unexpected_keys[0]} ...); was it trained on another base?")
+            raise UserError(
+                f"{adapter_dir}: adapter weights do not fit the model ({loaded.unexpected_keys[0]} ...); was it trained on another base?"
+            )
     return UnslothGRPOTrainer(model, tokenizer, lora, torch.device("cuda", gpu))

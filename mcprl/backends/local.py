@@ -59,25 +59,41 @@ class LocalBackend:
         endpoint's host); a setting only the other runtime reads is an error."""
         device = resolve_device(config.device)
         defaults = RuntimeConfig()
-        if given := [k for k in (GPU_ONLY if device == "cpu" else CPU_ONLY) if getattr(config, k) != getattr(defaults, k)]:
+        if given := [
+            k for k in (GPU_ONLY if device == "cpu" else CPU_ONLY) if getattr(config, k) != getattr(defaults, k)
+        ]:
             other = "GPU" if device == "cpu" else "CPU"
-            raise UserError(f"runtime.{given[0]} is a setting of the {other} runtime, but this run uses the {device.upper()} one "
-                            f"(runtime.device={config.device}); drop it, or set --device")
+            raise UserError(
+                f"runtime.{given[0]} is a setting of the {other} runtime, but this run uses the {device.upper()} one "
+                f"(runtime.device={config.device}); drop it, or set --device"
+            )
         if device == "cpu":
             return cls("cpu", config.dtype, threads=config.threads, **settings)
         vllm = {"gpu_memory_utilization": config.gpu_memory_utilization} if config.gpu_memory_utilization else {}
-        return cls("cuda", config.dtype, placement=config.placement, train_gpu=config.train_gpu, serve_gpus=config.serve_gpus,
-                   vllm=vllm, unsloth={"load_in_4bit": config.load_in_4bit}, **settings)
+        return cls(
+            "cuda",
+            config.dtype,
+            placement=config.placement,
+            train_gpu=config.train_gpu,
+            serve_gpus=config.serve_gpus,
+            vllm=vllm,
+            unsloth={"load_in_4bit": config.load_in_4bit},
+            **settings,
+        )
 
     def _runtime(self, model: TrainableModel) -> Runtime:
-        if "start_endpoint" in self.settings and "load_trainer" in self.settings:  # both parts elsewhere (Ray actors): no device here
+        if (
+            "start_endpoint" in self.settings and "load_trainer" in self.settings
+        ):  # both parts elsewhere (Ray actors): no device here
             return Runtime(model, self.settings["load_trainer"], self.settings["start_endpoint"])
         if self.device == "cuda":
             from mcprl.backends.gpu import GpuRuntime
 
             if "start_endpoint" in self.settings:
-                raise UserError("with cluster.policy_replicas on a GPU machine, take the steps in a Ray actor too "
-                                "(cluster.trainer_actor = true, trainer_gpus = 1): the GPU runtime's trainer shares its GPU with its own vLLM")
+                raise UserError(
+                    "with cluster.policy_replicas on a GPU machine, take the steps in a Ray actor too "
+                    "(cluster.trainer_actor = true, trainer_gpus = 1): the GPU runtime's trainer shares its GPU with its own vLLM"
+                )
             return GpuRuntime(model, **self.settings)
         from mcprl.backends.cpu import CpuRuntime
 

@@ -23,10 +23,16 @@ def extract(model_output: str):
     parser of this vLLM release uses: their module moved between releases)."""
     parsed = parse_tool_calls(model_output)
     calls = [
-        hermes.ToolCall(id=c["id"], type="function", function=hermes.FunctionCall(name=c["function"]["name"], arguments=c["function"]["arguments"]))
+        hermes.ToolCall(
+            id=c["id"],
+            type="function",
+            function=hermes.FunctionCall(name=c["function"]["name"], arguments=c["function"]["arguments"]),
+        )
         for c in parsed.tool_calls
     ]
-    return hermes.ExtractedToolCallInformation(tools_called=bool(calls), tool_calls=calls, content=(parsed.content or None) if calls else model_output)
+    return hermes.ExtractedToolCallInformation(
+        tools_called=bool(calls), tool_calls=calls, content=(parsed.content or None) if calls else model_output
+    )
 
 
 class McprlToolParser(hermes.Hermes2ProToolParser):

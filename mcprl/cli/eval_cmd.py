@@ -13,19 +13,35 @@ from mcprl.cli.flags import flags, overrides, with_flags
 # What `mcprl eval` may change of the settings it evaluates with: the server, the agent's prompt
 # and sampling, and the RULER judge (which scores scenarios without checks and the win rate).
 # Scenarios with checks are scored as the run scored them, unshaped (`JudgeConfig.held_out`).
-EVAL_FLAGS = flags(only=lambda place: place.startswith(("server.", "rollout.")) or place in ("judge.model", "judge.api_base", "judge.rubric"))
+EVAL_FLAGS = flags(
+    only=lambda place: (
+        place.startswith(("server.", "rollout.")) or place in ("judge.model", "judge.api_base", "judge.rubric")
+    )
+)
 
 
 def eval_(
-    run: Path = typer.Option(None, "--run", help="a run directory (<MCPRL_HOME>/<project>/<name>): its latest step (or --step) "
-                             "with the run's own settings (config.json) on its held-out scenarios"),
+    run: Path = typer.Option(
+        None,
+        "--run",
+        help="a run directory (<MCPRL_HOME>/<project>/<name>): its latest step (or --step) "
+        "with the run's own settings (config.json) on its held-out scenarios",
+    ),
     step: int = typer.Option(None, "--step", help="with --run: the checkpoint to evaluate \\[latest]"),
-    model: str = typer.Option(None, "--model", help="NAME@STEP (or NAME for its latest step) of a trained model, evaluated with its "
-                              "run's settings, or a base model spec; with --run, evaluated with that run's settings"),
+    model: str = typer.Option(
+        None,
+        "--model",
+        help="NAME@STEP (or NAME for its latest step) of a trained model, evaluated with its "
+        "run's settings, or a base model spec; with --run, evaluated with that run's settings",
+    ),
     scenarios: Path = typer.Option(None, "--scenarios", help="scenarios JSONL \\[the run's scenarios/val.jsonl]"),
-    project: str = typer.Option(None, "--project", help="the project of --model and --baseline \\[default; with --run, the run's]"),
+    project: str = typer.Option(
+        None, "--project", help="the project of --model and --baseline \\[default; with --run, the run's]"
+    ),
     baseline: str = typer.Option(None, "--baseline", help="a model to compare against with RULER (win rate)"),
-    samples: int = typer.Option(None, "--samples", help="rollouts per scenario \\[as the run evaluated: eval_samples, else 1]"),
+    samples: int = typer.Option(
+        None, "--samples", help="rollouts per scenario \\[as the run evaluated: eval_samples, else 1]"
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
     **given: Any,
 ) -> None:
@@ -61,8 +77,16 @@ def eval_(
     root = None
     if model is None:  # the run's own checkpoint
         model, root = (f"{cfg.name}@{step}" if step is not None else cfg.name), run / "checkpoints"
-    result = anyio.run(lambda: evaluate(cfg, model=model, scenarios=scen, baseline=baseline, checkpoints=root,
-                                        cache_dir=run_dir / "judge-cache" if run_dir is not None else None))
+    result = anyio.run(
+        lambda: evaluate(
+            cfg,
+            model=model,
+            scenarios=scen,
+            baseline=baseline,
+            checkpoints=root,
+            cache_dir=run_dir / "judge-cache" if run_dir is not None else None,
+        )
+    )
     if as_json:
         print(json.dumps(result, indent=2))
         return
@@ -81,7 +105,10 @@ def eval_(
     t.add_row("failed rollouts", str(result["failed_rollouts"]))
     if "win_rate" in result:
         lo, hi = result["win_rate_ci"]
-        t.add_row(f"RULER win rate vs {result['baseline']}", f"{result['win_rate']:.1%}  (95% CI {lo:.1%} – {hi:.1%}, {result['win_rate_judged']} judged)")
+        t.add_row(
+            f"RULER win rate vs {result['baseline']}",
+            f"{result['win_rate']:.1%}  (95% CI {lo:.1%} – {hi:.1%}, {result['win_rate_judged']} judged)",
+        )
     Console().print(t)
 
 

@@ -128,12 +128,23 @@ SERVER_FLAGS = flags(only=lambda place: place.startswith("server."))
 EXPLORE_FLAGS = flags(only=lambda place: place.startswith("explore."))
 
 
-def with_flags(command: Callable[..., Any], found: Found, *, show_defaults: bool = True, panel_note: str = "") -> Callable[..., Any]:
+def with_flags(
+    command: Callable[..., Any], found: Found, *, show_defaults: bool = True, panel_note: str = ""
+) -> Callable[..., Any]:
     """`command` (which takes `**given`) as Typer reads it: its own parameters, then a flag per
     setting in `found`, in a help panel per section. `show_defaults=False` leaves the model's
     defaults out of the help, for a command whose defaults come from elsewhere (a run's own)."""
-    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-    names = [d for p in own for info in (p.default, *typing.get_args(p.annotation)[1:]) for d in getattr(info, "param_decls", None) or ()]
+    own = [
+        p
+        for p in inspect.signature(command, eval_str=True).parameters.values()
+        if p.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
+    names = [
+        d
+        for p in own
+        for info in (p.default, *typing.get_args(p.annotation)[1:])
+        for d in getattr(info, "param_decls", None) or ()
+    ]
     names += [n for place, _, _ in found.values() for n in flag_names(place)]
     if clash := {n for n in names if names.count(n) > 1}:
         raise RuntimeError(f"settings share the flag(s) {', '.join(sorted(clash))}; name one of each in FLAG_NAMES")
@@ -143,8 +154,13 @@ def with_flags(command: Callable[..., Any], found: Found, *, show_defaults: bool
         decls = flag_names(place)
         if kind is bool:
             decls = (f"{decls[0]}/--no-{decls[0][2:]}", *decls[1:])
-        option = typer.Option([] if typing.get_origin(kind) is list else None, *decls, help=flag_help(field, kind, show_defaults),
-                              rich_help_panel=f"\\[{section}]{panel_note}" if section else None, show_default=False)
+        option = typer.Option(
+            [] if typing.get_origin(kind) is list else None,
+            *decls,
+            help=flag_help(field, kind, show_defaults),
+            rich_help_panel=f"\\[{section}]{panel_note}" if section else None,
+            show_default=False,
+        )
         params.append(inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=option))
     command.__signature__ = inspect.Signature(params)
     command.__annotations__ = {p.name: p.annotation for p in params}

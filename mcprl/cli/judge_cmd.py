@@ -23,7 +23,11 @@ def summarize(groups: Sequence[TrajectoryGroup]) -> str:
 
     lines = [
         f"judged {len(groups)} groups: {len(scored)} scored, {len(groups) - len(scored)} skipped",
-        (f"mean reward {sum(rewards) / len(rewards):.3f} over {len(rewards)} trajectories" if rewards else "no trajectory scored"),
+        (
+            f"mean reward {sum(rewards) / len(rewards):.3f} over {len(rewards)} trajectories"
+            if rewards
+            else "no trajectory scored"
+        ),
         (
             f"judge cost ${total('judge_cost_usd'):.4f} ({total('judge_prompt_tokens'):.0f}+{total('judge_completion_tokens'):.0f} tokens, "
             f"{total('judge_retries'):.0f} retries, {total('judge_cache_hit'):.0f} groups from cache)"
@@ -37,12 +41,20 @@ def summarize(groups: Sequence[TrajectoryGroup]) -> str:
 def judge(
     groups_file: Path = typer.Argument(..., help="TrajectoryGroups as JSONL, one group per line"),
     output: Path = typer.Option(..., "-o", "--output", help="where to write the re-scored groups (JSONL)"),
-    judge_model: str | None = typer.Option(None, "--judge-model", help="RULER judge: any litellm model string, or 'local'"),
-    mode: str = typer.Option("ruler", "--mode", help="ruler (LLM ranks), verify (scenario checks) or gate (checks decide, RULER ranks the passing)"),
+    judge_model: str | None = typer.Option(
+        None, "--judge-model", help="RULER judge: any litellm model string, or 'local'"
+    ),
+    mode: str = typer.Option(
+        "ruler",
+        "--mode",
+        help="ruler (LLM ranks), verify (scenario checks) or gate (checks decide, RULER ranks the passing)",
+    ),
     api_base: str | None = typer.Option(None, "--api-base", help="OpenAI-compatible base URL for --judge-model"),
     api_key: str | None = typer.Option(None, "--api-key", envvar="MCPRL_JUDGE_API_KEY", help="key for --api-base"),
     rubric: Path | None = typer.Option(None, "--rubric", help="text file replacing RULER's default rubric"),
-    on_failure: str = typer.Option("skip", "--on-failure", help="skip: record why a group could not be judged and go on; raise: stop"),
+    on_failure: str = typer.Option(
+        "skip", "--on-failure", help="skip: record why a group could not be judged and go on; raise: stop"
+    ),
     concurrency: int = typer.Option(4, "--concurrency", help="groups judged at once"),
     seed: int = typer.Option(0, "--seed", help="seeds the order trajectories are shown to the judge"),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="verdict cache (default: $MCPRL_HOME/judge-cache)"),

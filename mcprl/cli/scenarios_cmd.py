@@ -52,15 +52,23 @@ async def write_scenarios(
 def scenarios(
     n: int = typer.Option(..., "-n", help="how many scenarios to synthesize"),
     output: Path = typer.Option(..., "-o", "--output", help="JSONL file to write"),
-    model: str = typer.Option("local", "--model", help="generator: any litellm model string, or 'local' (our base policy model)"),
+    model: str = typer.Option(
+        "local", "--model", help="generator: any litellm model string, or 'local' (our base policy model)"
+    ),
     api_base: str | None = typer.Option(None, "--api-base", help="OpenAI-compatible base URL for --model (vLLM, ...)"),
     api_key: str | None = typer.Option(None, "--api-key", envvar="MCPRL_GENERATOR_API_KEY", help="key for --api-base"),
     task_hint: str | None = typer.Option(None, "--task-hint", help="what kind of tasks to write, in a sentence"),
     seed: int = typer.Option(0, "--seed", help="seeds generation and the train/val split"),
     val_fraction: float = typer.Option(0.2, "--val-fraction", help="share of scenarios held out for validation"),
-    batch_size: int | None = typer.Option(None, "--batch-size", help="tasks asked for per generator call \\[1 for local, else 5]"),
-    source: str = typer.Option("grounded", "--source", help="grounded: explore the server and write tasks its answers "
-                               "ground, checked by value; synthesized: the generator writes task inputs from the schemas"),
+    batch_size: int | None = typer.Option(
+        None, "--batch-size", help="tasks asked for per generator call \\[1 for local, else 5]"
+    ),
+    source: str = typer.Option(
+        "grounded",
+        "--source",
+        help="grounded: explore the server and write tasks its answers "
+        "ground, checked by value; synthesized: the generator writes task inputs from the schemas",
+    ),
     **given: Any,
 ) -> None:
     """Write scenarios for a server: grounded in its own answers (default), or synthesized from its tools."""
@@ -89,8 +97,17 @@ def scenarios(
         from mcprl.scenarios.source import grounded
 
         async with ToolPool(spec) as pool:
-            found = await grounded(pool, n, explore, output.with_suffix(".exploration.jsonl"), output.with_suffix(".grounding.json"),
-                                   seed=seed, model=model, api_base=api_base, say=say)
+            found = await grounded(
+                pool,
+                n,
+                explore,
+                output.with_suffix(".exploration.jsonl"),
+                output.with_suffix(".grounding.json"),
+                seed=seed,
+                model=model,
+                api_base=api_base,
+                say=say,
+            )
         dump_jsonl(split_train_val(found, val_fraction, seed), output)
         return f"wrote {len(found)} grounded scenarios to {output} (the exploration beside it)"
 

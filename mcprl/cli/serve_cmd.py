@@ -12,17 +12,25 @@ from mcprl.serving.protocol import ServeLimits
 def _limit(name: str):
     """The flag of the ServeLimits field `name`: its default and description."""
     field = ServeLimits.model_fields[name]
-    return typer.Option(field.default, ServeLimits.flag(name), help=field.description, rich_help_panel="Limits per request")
+    return typer.Option(
+        field.default, ServeLimits.flag(name), help=field.description, rich_help_panel="Limits per request"
+    )
 
 
 def serve(
     model: str = typer.Option("smollm2-135m", "--model", help="alias, local directory or Hugging Face id"),
-    adapter: list[Path] = typer.Option([], "--adapter", help="PEFT adapter dir to serve (a checkpoint dir serves as NAME@STEP); repeatable"),
+    adapter: list[Path] = typer.Option(
+        [], "--adapter", help="PEFT adapter dir to serve (a checkpoint dir serves as NAME@STEP); repeatable"
+    ),
     host: str = typer.Option("127.0.0.1", help="interface to bind; the default is loopback only"),
     port: int = typer.Option(8000, help="port to listen on"),
-    api_key: str | None = typer.Option(None, "--api-key", envvar="MCPRL_API_KEY",
-                                       help="require 'Authorization: Bearer KEY' on every path but /health; "
-                                            "prefer the MCPRL_API_KEY variable (a flag shows in `ps`)"),
+    api_key: str | None = typer.Option(
+        None,
+        "--api-key",
+        envvar="MCPRL_API_KEY",
+        help="require 'Authorization: Bearer KEY' on every path but /health; "
+        "prefer the MCPRL_API_KEY variable (a flag shows in `ps`)",
+    ),
     max_batch_rows: int = typer.Option(32, help="most sequences sampled in one batch"),
     max_body_bytes: int = _limit("max_body_bytes"),
     max_messages: int = _limit("max_messages"),
@@ -49,4 +57,10 @@ def serve(
     for a in adapter:
         engine.load_adapter(adapter_name(a), a)
     print(f"serving {', '.join(engine.served_models())} at http://{host}:{port}/v1", flush=True)
-    uvicorn.run(create_app(engine, api_key), host=host, port=port, log_level="warning", timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+    uvicorn.run(
+        create_app(engine, api_key),
+        host=host,
+        port=port,
+        log_level="warning",
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+    )

@@ -13,7 +13,9 @@ from mcprl.run.config import load_config
 
 
 def train(
-    config: Path = typer.Option(None, "--config", help="run file (TOML, or a run's config.json) with these settings; flags win"),
+    config: Path = typer.Option(
+        None, "--config", help="run file (TOML, or a run's config.json) with these settings; flags win"
+    ),
     resume: bool = typer.Option(False, "--resume", help="continue from the last checkpoint"),
     **given: Any,
 ) -> None:
@@ -39,14 +41,22 @@ async def run_with_progress(cfg, resume, console):
     from mcprl.run.report import write_report
     from mcprl.run.runner import TrainingRun
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
         run = TrainingRun(cfg, resume=resume, say=progress.console.print, progress=progress)
         try:
             summary = await run.run()
         except KeyboardInterrupt:
             summary = run.summary(interrupted=True)
-            progress.console.print(f"interrupted; the last completed step is saved. Continue with --resume --name {cfg.name}")
+            progress.console.print(
+                f"interrupted; the last completed step is saved. Continue with --resume --name {cfg.name}"
+            )
     summary["report"] = str(write_report(run.dir))
     return summary
 
@@ -59,14 +69,21 @@ def print_summary(summary: dict, console) -> None:
     table.add_column("")
     table.add_column(f"step {first['step']}" if first else "before")
     table.add_column(f"step {last['step']}" if last else "after")
-    for key, label, fmt in [("success_rate", "held-out success", "{:.0%}"), ("reward_mean", "held-out mean reward", "{:.3f}"),
-                            ("tool_call_rate", "episodes with a tool call", "{:.0%}"), ("invalid_tool_call_rate", "episodes with an unparseable call", "{:.0%}"),
-                            ("tool_error_rate", "tool error rate", "{:.0%}"), ("turns_mean", "turns per episode", "{:.2f}")]:
+    for key, label, fmt in [
+        ("success_rate", "held-out success", "{:.0%}"),
+        ("reward_mean", "held-out mean reward", "{:.3f}"),
+        ("tool_call_rate", "episodes with a tool call", "{:.0%}"),
+        ("invalid_tool_call_rate", "episodes with an unparseable call", "{:.0%}"),
+        ("tool_error_rate", "tool error rate", "{:.0%}"),
+        ("turns_mean", "turns per episode", "{:.2f}"),
+    ]:
         if first and key in first:
             table.add_row(label, fmt.format(first[key]), fmt.format(last[key]) if last and key in last else "")
     console.print(table)
     if first and last and "success_rate" in first and last is not first:
         delta = (last["success_rate"] - first["success_rate"]) * 100
         verdict = "improved" if delta > 0 else "did NOT improve" if delta == 0 else "got WORSE"
-        console.print(f"held-out success {verdict}: {first['success_rate']:.0%} -> {last['success_rate']:.0%} ({delta:+.0f} points)")
+        console.print(
+            f"held-out success {verdict}: {first['success_rate']:.0%} -> {last['success_rate']:.0%} ({delta:+.0f} points)"
+        )
     console.print(f"report: {summary['report']}")

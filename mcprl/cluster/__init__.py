@@ -40,35 +40,77 @@ class ClusterConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    engine: Literal["local", "ray"] = Field(default="local", description="where rollouts run: this process, or rollout workers on a Ray cluster")
-    address: str | None = Field(default=None, description="Ray cluster to join: auto, HOST:PORT or ray://HOST:PORT (unset: start a Ray for this run)")
+    engine: Literal["local", "ray"] = Field(
+        default="local", description="where rollouts run: this process, or rollout workers on a Ray cluster"
+    )
+    address: str | None = Field(
+        default=None,
+        description="Ray cluster to join: auto, HOST:PORT or ray://HOST:PORT (unset: start a Ray for this run)",
+    )
     rollout_workers: int = Field(default=2, ge=1, description="Ray rollout workers (actors spread over the nodes)")
     worker_cpus: float = Field(default=1.0, ge=0, description="CPUs each rollout worker reserves")
     worker_gpus: float = Field(default=0.0, ge=0, description="GPUs each rollout worker reserves")
-    worker_resources: dict[str, float] = Field(default_factory=dict, description="custom Ray resources each rollout worker reserves")
-    policy_host: str = Field(default="127.0.0.1", description="address the policy endpoint listens on; 0.0.0.0 when workers run on other machines")
-    policy_replicas: int = Field(default=0, ge=0, description="policy replicas (Ray actors, each our CPU engine or vLLM) that serve the rollouts; 0: the policy is served in this process")
-    replica_cpus: float = Field(default=1.0, gt=0, description="CPUs each policy replica reserves (and its torch threads)")
-    replica_gpus: float = Field(default=0.0, ge=0, description="GPUs each policy replica reserves; above 0 it serves with vLLM on them (tensor parallel over whole GPUs, a share of one below 1), at 0 with our CPU engine")
-    replica_host: str = Field(default="127.0.0.1", description="address each policy replica listens on (always behind its own API key); 0.0.0.0 when replicas run on other machines than the driver")
+    worker_resources: dict[str, float] = Field(
+        default_factory=dict, description="custom Ray resources each rollout worker reserves"
+    )
+    policy_host: str = Field(
+        default="127.0.0.1",
+        description="address the policy endpoint listens on; 0.0.0.0 when workers run on other machines",
+    )
+    policy_replicas: int = Field(
+        default=0,
+        ge=0,
+        description="policy replicas (Ray actors, each our CPU engine or vLLM) that serve the rollouts; 0: the policy is served in this process",
+    )
+    replica_cpus: float = Field(
+        default=1.0, gt=0, description="CPUs each policy replica reserves (and its torch threads)"
+    )
+    replica_gpus: float = Field(
+        default=0.0,
+        ge=0,
+        description="GPUs each policy replica reserves; above 0 it serves with vLLM on them (tensor parallel over whole GPUs, a share of one below 1), at 0 with our CPU engine",
+    )
+    replica_host: str = Field(
+        default="127.0.0.1",
+        description="address each policy replica listens on (always behind its own API key); 0.0.0.0 when replicas run on other machines than the driver",
+    )
     replica_batch_rows: int = Field(default=32, ge=1, description="rows each policy replica samples in one batch")
-    trainer_actor: bool = Field(default=False, description="take the GRPO steps in a Ray actor rather than in this process (needs policy_replicas)")
-    trainer_cpus: float = Field(default=1.0, gt=0, description="CPUs the trainer actor reserves (and its torch threads)")
-    trainer_gpus: float = Field(default=0.0, ge=0, description="GPUs the trainer actor reserves; above 0 it trains with Unsloth on its GPU")
-    start_timeout_s: float = Field(default=120.0, gt=0, description="seconds a rollout worker, replica or the trainer actor may take to start (a vLLM replica: at least its vLLM's startup_timeout_s)")
+    trainer_actor: bool = Field(
+        default=False,
+        description="take the GRPO steps in a Ray actor rather than in this process (needs policy_replicas)",
+    )
+    trainer_cpus: float = Field(
+        default=1.0, gt=0, description="CPUs the trainer actor reserves (and its torch threads)"
+    )
+    trainer_gpus: float = Field(
+        default=0.0, ge=0, description="GPUs the trainer actor reserves; above 0 it trains with Unsloth on its GPU"
+    )
+    start_timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="seconds a rollout worker, replica or the trainer actor may take to start (a vLLM replica: at least its vLLM's startup_timeout_s)",
+    )
 
     @model_validator(mode="after")
     def _replicas_need_ray(self) -> ClusterConfig:
         if self.policy_replicas and self.engine != "ray":
-            raise ValueError("policy_replicas runs the policy on Ray actors: set cluster.engine = \"ray\" (--cluster ray) too")
+            raise ValueError(
+                'policy_replicas runs the policy on Ray actors: set cluster.engine = "ray" (--cluster ray) too'
+            )
         if self.trainer_actor and not self.policy_replicas:
-            raise ValueError("trainer_actor needs the policy served by replicas (the driver then holds no model): "
-                             "set cluster.policy_replicas to 1 or more")
+            raise ValueError(
+                "trainer_actor needs the policy served by replicas (the driver then holds no model): "
+                "set cluster.policy_replicas to 1 or more"
+            )
         if self.replica_gpus and not self.trainer_actor:
-            raise ValueError("vLLM replicas (replica_gpus > 0) leave the driver no GPU runtime to train in: "
-                             "set cluster.trainer_actor = true (and trainer_gpus = 1 to train on a GPU)")
+            raise ValueError(
+                "vLLM replicas (replica_gpus > 0) leave the driver no GPU runtime to train in: "
+                "set cluster.trainer_actor = true (and trainer_gpus = 1 to train on a GPU)"
+            )
         if self.replica_gpus > 1 and self.replica_gpus != int(self.replica_gpus):
-            raise ValueError(f"replica_gpus={self.replica_gpus:g}: vLLM splits a model over whole GPUs; give a whole number, or a share of one below 1")
+            raise ValueError(
+                f"replica_gpus={self.replica_gpus:g}: vLLM splits a model over whole GPUs; give a whole number, or a share of one below 1"
+            )
         if self.trainer_gpus and not self.trainer_actor:
             raise ValueError("trainer_gpus is what the trainer actor reserves: set cluster.trainer_actor = true too")
         return self
@@ -90,8 +132,9 @@ class ClusterConfig(BaseModel):
 
 
 @asynccontextmanager
-async def open_rollouts(config: ClusterConfig, server: ServerConfig, agent: str, *,
-                        say: Callable[[str], None] = print) -> AsyncIterator[RayRollouts | None]:
+async def open_rollouts(
+    config: ClusterConfig, server: ServerConfig, agent: str, *, say: Callable[[str], None] = print
+) -> AsyncIterator[RayRollouts | None]:
     """The run's Ray rollout workers, started and checked (None for the local engine): an
     unreachable cluster, one short of the resources asked for, or a node that cannot start the
     MCP server is a one-line UserError here, before any rollout."""

@@ -66,7 +66,11 @@ class RolloutWorker:
         from mcprl.tools.discovery import ServerConfig
         from mcprl.tools.pool import ToolPool
 
-        where = {"node": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(), "pid": os.getpid()}
+        where = {
+            "node": ray.get_runtime_context().get_node_id(),
+            "ip": ray.util.get_node_ip_address(),
+            "pid": os.getpid(),
+        }
         try:
             server = ServerConfig.model_validate(self.server)
             if server.target is not None:  # the spec is parsed here: `python` is this node's interpreter
@@ -76,14 +80,18 @@ class RolloutWorker:
             return {**where, "error": str(e)}
         return where
 
-    async def run_group(self, model: dict[str, Any], scenario: dict[str, Any], per: int, config: dict[str, Any]) -> dict[str, Any]:
+    async def run_group(
+        self, model: dict[str, Any], scenario: dict[str, Any], per: int, config: dict[str, Any]
+    ) -> dict[str, Any]:
         """`per` rollouts of one scenario, all at once, as the local loop runs them."""
         from mcprl.rollout.gather import gather_trajectory_groups
         from mcprl.model.trainable import Model
         from mcprl.rollout.loop import RolloutConfig
 
         m, s, rc = Model.model_validate(model), Scenario.model_validate(scenario), RolloutConfig.model_validate(config)
-        [group] = await gather_trajectory_groups([[self.agent(m, s, self.pool, rc) for _ in range(per)]], max_concurrency=per)
+        [group] = await gather_trajectory_groups(
+            [[self.agent(m, s, self.pool, rc) for _ in range(per)]], max_concurrency=per
+        )
         return group.model_dump(mode="json")
 
     async def stop(self) -> None:
@@ -111,14 +119,18 @@ def connect(address: str | None) -> bool:
         try:
             socket.create_connection((host, int(port)), timeout=5).close()
         except OSError as e:
-            raise UserError(f"cannot reach the Ray cluster at {address} ({e.strerror or e}); start it there "
-                            f"(`ray start --head --port={port}`) or fix cluster.address") from None
+            raise UserError(
+                f"cannot reach the Ray cluster at {address} ({e.strerror or e}); start it there "
+                f"(`ray start --head --port={port}`) or fix cluster.address"
+            ) from None
     extra = {} if address else {"include_dashboard": False}
     try:
         ray.init(address=address, logging_level="WARNING", log_to_driver=False, **extra)
     except ConnectionError as e:
-        raise UserError(f"cannot join the Ray cluster {address or ''}: {e}; start one with `ray start --head` "
-                        "or set cluster.address") from None
+        raise UserError(
+            f"cannot join the Ray cluster {address or ''}: {e}; start one with `ray start --head` "
+            "or set cluster.address"
+        ) from None
     return True
 
 
@@ -129,10 +141,32 @@ def check_resources(config: ClusterConfig) -> None:
     fewest of its kind), the trainer actor on the first node that fits."""
     nodes = [dict(n["Resources"]) for n in ray.nodes() if n["Alive"]]
     totals = {k: sum(n.get(k, 0) for n in nodes) for k in {k for n in nodes for k in n}}
-    kinds = [("rollout worker", config.rollout_workers, config.actor_resources, True, "cluster.rollout_workers",
-              "worker_cpus, worker_gpus, worker_resources"),
-             ("trainer actor", int(config.trainer_actor), config.trainer_resources, False, "cluster.trainer_cpus", "trainer_cpus, trainer_gpus"),
-             ("policy replica", config.policy_replicas, config.replica_resources, True, "cluster.policy_replicas", "replica_cpus, replica_gpus")]
+    kinds = [
+        (
+            "rollout worker",
+            config.rollout_workers,
+            config.actor_resources,
+            True,
+            "cluster.rollout_workers",
+            "worker_cpus, worker_gpus, worker_resources",
+        ),
+        (
+            "trainer actor",
+            int(config.trainer_actor),
+            config.trainer_resources,
+            False,
+            "cluster.trainer_cpus",
+            "trainer_cpus, trainer_gpus",
+        ),
+        (
+            "policy replica",
+            config.policy_replicas,
+            config.replica_resources,
+            True,
+            "cluster.policy_replicas",
+            "replica_cpus, replica_gpus",
+        ),
+    ]
     placed: list[str] = []
     for what, count, asks, spread, lower, settings in kinds:
         need = {k: v for k, v in asks.items() if v > 0}
@@ -149,8 +183,10 @@ def check_resources(config: ClusterConfig) -> None:
             asked = ", ".join(f"{k}={v:g}" for k, v in need.items())
             have = ", ".join(f"{k}={totals.get(k, 0):g}" for k in need)
             besides = f" beside the {' and the '.join(placed)}" if placed else ""
-            raise UserError(f"the Ray cluster ({len(nodes)} node(s), {have} in all) has room for {room} {what}(s) of {asked}{besides}, "
-                            f"not the {count} asked for; lower {lower} or the {what}'s resources ({settings}), or add nodes that have them")
+            raise UserError(
+                f"the Ray cluster ({len(nodes)} node(s), {have} in all) has room for {room} {what}(s) of {asked}{besides}, "
+                f"not the {count} asked for; lower {lower} or the {what}'s resources ({settings}), or add nodes that have them"
+            )
         if count:
             placed.append(what + ("s" if count > 1 else ""))
 
@@ -190,8 +226,10 @@ class RayRollouts:
             await self.__aexit__()
             raise
         nodes = Counter(w.node for w in self.workers)
-        self.say(f"{len(self.workers)} rollout workers on {len(nodes)} Ray node(s): "
-                 + ", ".join(f"{n[:8]}: {k}" for n, k in nodes.items()))
+        self.say(
+            f"{len(self.workers)} rollout workers on {len(nodes)} Ray node(s): "
+            + ", ".join(f"{n[:8]}: {k}" for n, k in nodes.items())
+        )
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -239,19 +277,28 @@ class RayRollouts:
 
     async def _start(self, i: int) -> None:
         c = self.config
-        actor = ray.remote(RolloutWorker).options(num_cpus=c.worker_cpus, num_gpus=c.worker_gpus, resources=c.worker_resources,
-                                                  scheduling_strategy="SPREAD", max_restarts=0)
+        actor = ray.remote(RolloutWorker).options(
+            num_cpus=c.worker_cpus,
+            num_gpus=c.worker_gpus,
+            resources=c.worker_resources,
+            scheduling_strategy="SPREAD",
+            max_restarts=0,
+        )
         handle = actor.remote(self.server.model_dump(mode="json"), self.agent, os.getcwd())
         with anyio.move_on_after(c.start_timeout_s) as scope:
             info = await handle.start.remote()
         if scope.cancelled_caught:
             ray.kill(handle)
-            raise UserError(f"a rollout worker did not start within {c.start_timeout_s:g} s (`ray status` shows what the "
-                            "cluster is short of); raise cluster.start_timeout_s or free the resources it asks for")
+            raise UserError(
+                f"a rollout worker did not start within {c.start_timeout_s:g} s (`ray status` shows what the "
+                "cluster is short of); raise cluster.start_timeout_s or free the resources it asks for"
+            )
         if "error" in info:
             ray.kill(handle)
-            raise UserError(f"rollout worker on Ray node {info['node'][:8]} ({info['ip']}) failed: {info['error']} "
-                            "(every node that runs rollout workers needs the MCP server's command and the agent's code)")
+            raise UserError(
+                f"rollout worker on Ray node {info['node'][:8]} ({info['ip']}) failed: {info['error']} "
+                "(every node that runs rollout workers needs the MCP server's command and the agent's code)"
+            )
         self.workers[i] = Worker(handle, info["node"], info["ip"], info["pid"])
 
     async def _replace(self, i: int, dead: Worker) -> bool:
@@ -269,8 +316,16 @@ class RayRollouts:
                 return False
             return True
 
-    async def run(self, model: Model, scenarios: list[Scenario], per: int, configs: list[RolloutConfig], *,
-                  max_concurrency: int, progress: Callable[[int, int], None] | None = None) -> list[TrajectoryGroup]:
+    async def run(
+        self,
+        model: Model,
+        scenarios: list[Scenario],
+        per: int,
+        configs: list[RolloutConfig],
+        *,
+        max_concurrency: int,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[TrajectoryGroup]:
         """One group of `per` rollouts per scenario, each under its own rollout settings (`configs`),
         in the scenarios' order; each worker runs up to `max_concurrency` rollouts (whole groups) at once."""
         from mcprl.model.trainable import Model as PlainModel
@@ -310,8 +365,9 @@ class RayRollouts:
                 i = todo.popleft()
                 worker.busy += 1
                 try:
-                    result = await worker.actor.run_group.remote(sent_model, scenarios[i].model_dump(mode="json"), per,
-                                                                 configs[i].model_dump(mode="json"))
+                    result = await worker.actor.run_group.remote(
+                        sent_model, scenarios[i].model_dump(mode="json"), per, configs[i].model_dump(mode="json")
+                    )
                 except RayActorError:
                     reruns[i] += 1
                     if reruns[i] > MAX_RERUNS:
@@ -339,7 +395,9 @@ class RayRollouts:
                 for slot in range(len(self.workers)):
                     tg.start_soon(lane, slot)
         if state["done"] < len(scenarios):
-            raise RuntimeError(f"every rollout worker was lost with {len(scenarios) - state['done']} group(s) to go; see the lines above")
+            raise RuntimeError(
+                f"every rollout worker was lost with {len(scenarios) - state['done']} group(s) to go; see the lines above"
+            )
         return out
 
     def metrics(self, groups: list[TrajectoryGroup]) -> dict[str, float]:
@@ -351,12 +409,20 @@ class RayRollouts:
                 per_node[node] += len(g.trajectories)
             per_replica.update(gen.replica for t in g.trajectories for gen in t.generations if gen.replica)
         restarts, self.restarts = self.restarts, 0
-        replicas = {} if self.replicas is None else {
-            **{f"cluster/generations/{r}": float(n) for r, n in sorted(per_replica.items())},
-            "cluster/replica_restarts": float(self.replicas.take_restarts())}
-        return {**{f"cluster/rollouts/{node}": float(n) for node, n in sorted(per_node.items())},
-                "cluster/groups_rerun": float(sum(g.metadata.get("ray_reruns", 0) > 0 for g in groups)),
-                "cluster/worker_restarts": float(restarts), **replicas}
+        replicas = (
+            {}
+            if self.replicas is None
+            else {
+                **{f"cluster/generations/{r}": float(n) for r, n in sorted(per_replica.items())},
+                "cluster/replica_restarts": float(self.replicas.take_restarts()),
+            }
+        )
+        return {
+            **{f"cluster/rollouts/{node}": float(n) for node, n in sorted(per_node.items())},
+            "cluster/groups_rerun": float(sum(g.metadata.get("ray_reruns", 0) > 0 for g in groups)),
+            "cluster/worker_restarts": float(restarts),
+            **replicas,
+        }
 
 
 def reachable(url: str | None) -> str | None:

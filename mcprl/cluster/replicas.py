@@ -56,8 +56,12 @@ class ReplicaActor(ABC):
 
     def start(self) -> dict[str, Any]:
         """Serve the base model: where this replica runs and its endpoint, or what failed."""
-        where = {"node": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(), "pid": os.getpid(),
-                 "dir": str(self.dir)}
+        where = {
+            "node": ray.get_runtime_context().get_node_id(),
+            "ip": ray.util.get_node_ip_address(),
+            "pid": os.getpid(),
+            "dir": str(self.dir),
+        }
         key = secrets.token_urlsafe(24)
         try:
             port = self.serve(key)
@@ -161,10 +165,22 @@ class VllmReplica(ReplicaActor):
         path = weights.resolve(self.spec)
         # Ray set CUDA_VISIBLE_DEVICES to this actor's GPUs (one, for a share of a GPU)
         gpus = visible_devices(list(range(max(1, len(ray.get_gpu_ids())))), os.environ.get("CUDA_VISIBLE_DEVICES"))
-        launch = VllmLaunch(settings=self.settings, model_path=path, served_name=self.spec, host=self.host, port=free_port(self.host),
-                            lora_rank=self.lora_rank, gpus=gpus, gpu_memory_utilization=self.memory_utilization, sleep_mode=False,
-                            chat_template=tool_chat_template(path, self.dir), api_key=key)
-        self.server = VllmServer.start(launch.command(), launch.env(os.environ), self.dir / "vllm.log", launch.base_url, key)
+        launch = VllmLaunch(
+            settings=self.settings,
+            model_path=path,
+            served_name=self.spec,
+            host=self.host,
+            port=free_port(self.host),
+            lora_rank=self.lora_rank,
+            gpus=gpus,
+            gpu_memory_utilization=self.memory_utilization,
+            sleep_mode=False,
+            chat_template=tool_chat_template(path, self.dir),
+            api_key=key,
+        )
+        self.server = VllmServer.start(
+            launch.command(), launch.env(os.environ), self.dir / "vllm.log", launch.base_url, key
+        )
         anyio.run(self.server.wait_ready, self.settings.startup_timeout_s)
         return launch.port
 
@@ -205,7 +221,9 @@ class PolicyReplicas:
         self.config, self.spec, self.lora_rank, self.say = config, model_spec, lora_rank, say
         # Our engine records the policy's own logprobs under a grammar; vLLM's are under the grammar's mask.
         self.masks_constrained_logprobs = config.replica_gpus > 0
-        self.api_key = secrets.token_urlsafe(24)  # the proxy's: the run's clients get it through Model.inference_api_key
+        self.api_key = secrets.token_urlsafe(
+            24
+        )  # the proxy's: the run's clients get it through Model.inference_api_key
         self.serving: list[Replica] = []
         self.all: list[Replica] = []  # started and not given up: serving, joining, or dead until replaced
         self.loaded: dict[str, ray.ObjectRef] = {}  # adapter name -> its files in the object store, in load order
@@ -255,15 +273,20 @@ class PolicyReplicas:
 
         self._changed = asyncio.Condition()
         self._adapters = asyncio.Lock()  # held while the served adapters change or a replica joins
-        replicas = await asyncio.gather(*(self._start_one() for _ in range(self.config.policy_replicas)), return_exceptions=True)
+        replicas = await asyncio.gather(
+            *(self._start_one() for _ in range(self.config.policy_replicas)), return_exceptions=True
+        )
         if failed := [r for r in replicas if isinstance(r, BaseException)]:
             await self._close()
             raise failed[0]
         for r in replicas:
             await self._join(r)
         c = self.config
-        self._server = uvicorn.Server(uvicorn.Config(proxy_app(self, self.api_key), host=c.policy_host, port=0, log_level="warning",
-                                                     lifespan="off"))
+        self._server = uvicorn.Server(
+            uvicorn.Config(
+                proxy_app(self, self.api_key), host=c.policy_host, port=0, log_level="warning", lifespan="off"
+            )
+        )
         self._proxy = self.loop.create_task(self._server.serve())
         while not self._server.started:
             await asyncio.sleep(0.01)
@@ -274,26 +297,42 @@ class PolicyReplicas:
 
     async def _start_one(self) -> Replica:
         c = self.config
-        options = {"num_cpus": c.replica_cpus, "num_gpus": c.replica_gpus, "scheduling_strategy": "SPREAD", "max_restarts": 0}
+        options = {
+            "num_cpus": c.replica_cpus,
+            "num_gpus": c.replica_gpus,
+            "scheduling_strategy": "SPREAD",
+            "max_restarts": 0,
+        }
         timeout = c.start_timeout_s
         if c.replica_gpus:
             vllm = VllmSettings()
             timeout = max(timeout, vllm.startup_timeout_s)  # a cold vLLM compiles for minutes
             share = 0.9 * min(1.0, c.replica_gpus)  # of each of its GPUs, as a GPU runtime of its own takes
-            handle = ray.remote(VllmReplica).options(**options).remote(self.spec, c.replica_host, self.lora_rank, vllm, share)
+            handle = (
+                ray.remote(VllmReplica)
+                .options(**options)
+                .remote(self.spec, c.replica_host, self.lora_rank, vllm, share)
+            )
         else:
-            handle = ray.remote(EngineReplica).options(**options).remote(self.spec, c.replica_host, max(1, int(c.replica_cpus)),
-                                                                         c.replica_batch_rows)
+            handle = (
+                ray.remote(EngineReplica)
+                .options(**options)
+                .remote(self.spec, c.replica_host, max(1, int(c.replica_cpus)), c.replica_batch_rows)
+            )
         try:
             info = await asyncio.wait_for(handle.start.remote(), timeout)
         except asyncio.TimeoutError:
             ray.kill(handle)
-            raise UserError(f"a policy replica did not start within {timeout:g} s (`ray status` shows what the "
-                            "cluster is short of); raise cluster.start_timeout_s or free the resources it asks for") from None
+            raise UserError(
+                f"a policy replica did not start within {timeout:g} s (`ray status` shows what the "
+                "cluster is short of); raise cluster.start_timeout_s or free the resources it asks for"
+            ) from None
         if "error" in info:
             await retire(handle)
-            raise UserError(f"policy replica on Ray node {info['node'][:8]} ({info['ip']}) failed: {info['error']} "
-                            f"(every node that runs a replica needs the model {self.spec!r}: the same path, or under its MCPRL_HOME)")
+            raise UserError(
+                f"policy replica on Ray node {info['node'][:8]} ({info['ip']}) failed: {info['error']} "
+                f"(every node that runs a replica needs the model {self.spec!r}: the same path, or under its MCPRL_HOME)"
+            )
         replica = Replica(f"r{self.started}", info["url"], info["key"], handle, info["node"], info["pid"], info["dir"])
         self.started += 1
         self.all.append(replica)
@@ -367,7 +406,9 @@ class PolicyReplicas:
         await retire(replica.actor)  # (a VllmReplica whose vLLM died closes what it holds)
         self.restarts += 1
         self.say(f"policy replica {replica.name} (pid {replica.pid} on node {replica.node[:8]}) died; starting another")
-        task = self.loop.create_task(self._replace(replica))  # the request that saw it die goes on meanwhile, on another replica
+        task = self.loop.create_task(
+            self._replace(replica)
+        )  # the request that saw it die goes on meanwhile, on another replica
         self._replacing.add(task)
         task.add_done_callback(self._replacing.discard)
 

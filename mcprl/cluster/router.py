@@ -82,15 +82,22 @@ def proxy_app(pool: Pool, api_key: str) -> Starlette:
             replica = await pool.acquire()
             replica.outstanding += 1
             try:
-                reply = await client.request(request.method, replica.url + path, content=body, params=request.query_params,
-                                             headers={**headers, "authorization": f"Bearer {replica.key}"})
+                reply = await client.request(
+                    request.method,
+                    replica.url + path,
+                    content=body,
+                    params=request.query_params,
+                    headers={**headers, "authorization": f"Bearer {replica.key}"},
+                )
             except httpx.TransportError:  # refused, or dropped mid-answer: the replica may be dead
                 await pool.failed(replica)
                 continue
             finally:
                 replica.outstanding -= 1
             keep = {k: v for k, v in reply.headers.items() if k.lower() == "content-type"}
-            return Response(reply.content, status_code=reply.status_code, headers={**keep, REPLICA_HEADER: replica.name})
+            return Response(
+                reply.content, status_code=reply.status_code, headers={**keep, REPLICA_HEADER: replica.name}
+            )
         error = {"message": f"no policy replica answered after {MAX_TRIES} tries", "type": "server_error", "code": None}
         return JSONResponse({"error": error}, status_code=502)
 

@@ -34,7 +34,9 @@ class TrainerActor:
     """A Ray actor holding a GRPOTrainer over its own copy of the base model: on CPU, or with `gpu`
     Unsloth's (mcprl.backends.gpu_training) on the GPU Ray gave it."""
 
-    def __init__(self, model_spec: str, lora: Any, adapter: dict[str, bytes] | None, threads: int, dtype: str, gpu: bool):
+    def __init__(
+        self, model_spec: str, lora: Any, adapter: dict[str, bytes] | None, threads: int, dtype: str, gpu: bool
+    ):
         import torch
 
         from mcprl.model import weights
@@ -53,8 +55,12 @@ class TrainerActor:
         else:
             from mcprl.train.grpo import GRPOTrainer
 
-            self.trainer = GRPOTrainer(weights.load_model(model_spec, dtype=dtype), weights.load_tokenizer(model_spec), lora,
-                                       adapter_dir=adapter_dir)
+            self.trainer = GRPOTrainer(
+                weights.load_model(model_spec, dtype=dtype),
+                weights.load_tokenizer(model_spec),
+                lora,
+                adapter_dir=adapter_dir,
+            )
 
     def where(self) -> dict[str, Any]:
         return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "dir": str(self.dir)}
@@ -98,18 +104,30 @@ class RemoteTrainer:
 
     def _start(self, checkpoint: Path | None) -> None:
         config, model = self.config, self.trainable
-        actor = ray.remote(TrainerActor).options(num_cpus=config.trainer_cpus, num_gpus=config.trainer_gpus, max_restarts=0)
-        self.actor = actor.remote(model.base_model, model.lora, None if checkpoint is None else adapter_files(checkpoint),
-                                  max(1, int(config.trainer_cpus)), self.dtype, config.trainer_gpus > 0)
+        actor = ray.remote(TrainerActor).options(
+            num_cpus=config.trainer_cpus, num_gpus=config.trainer_gpus, max_restarts=0
+        )
+        self.actor = actor.remote(
+            model.base_model,
+            model.lora,
+            None if checkpoint is None else adapter_files(checkpoint),
+            max(1, int(config.trainer_cpus)),
+            self.dtype,
+            config.trainer_gpus > 0,
+        )
         try:
             self.where = ray.get(self.actor.where.remote(), timeout=config.start_timeout_s)
         except ray.exceptions.GetTimeoutError:
             ray.kill(self.actor)
-            raise UserError(f"the trainer actor did not start within {config.start_timeout_s:g} s (`ray status` shows what the "
-                            "cluster is short of); raise cluster.start_timeout_s or lower cluster.trainer_cpus") from None
+            raise UserError(
+                f"the trainer actor did not start within {config.start_timeout_s:g} s (`ray status` shows what the "
+                "cluster is short of); raise cluster.start_timeout_s or lower cluster.trainer_cpus"
+            ) from None
         except ray.exceptions.RayActorError as e:
-            raise UserError(f"the trainer actor failed to start: {e.error_msg.strip().splitlines()[-1] if e.error_msg else e} "
-                            f"(the node that runs it needs the model {model.base_model!r})") from None
+            raise UserError(
+                f"the trainer actor failed to start: {e.error_msg.strip().splitlines()[-1] if e.error_msg else e} "
+                f"(the node that runs it needs the model {model.base_model!r})"
+            ) from None
 
     def _replace(self) -> None:
         from mcprl.train import checkpoints
@@ -122,7 +140,9 @@ class RemoteTrainer:
         if ckpt is not None and (ckpt / "optimizer.pt").exists():
             self.load_optimizer(ckpt / "optimizer.pt", TrainConfig())  # (each step sets its own learning rate)
 
-    def step(self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False) -> dict[str, float]:
+    def step(
+        self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False
+    ) -> dict[str, float]:
         self.taken = (groups, config, rescore_constrained)
         try:
             metrics = ray.get(self.actor.step.remote(*self.taken))

@@ -44,8 +44,17 @@ def small_attention(query, key, value, mask, scaling: float, is_causal: bool):
     return out.transpose(1, 2).contiguous()
 
 
-def attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling: float | None = None,
-              is_causal: bool | None = None, **kwargs):
+def attention(
+    module,
+    query,
+    key,
+    value,
+    attention_mask,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    is_causal: bool | None = None,
+    **kwargs,
+):
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     b, h, q, _ = query.shape
@@ -54,8 +63,9 @@ def attention(module, query, key, value, attention_mask, dropout: float = 0.0, s
         causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
         scale = scaling if scaling is not None else query.shape[-1] ** -0.5
         return small_attention(query, key, value, attention_mask, scale, causal), None
-    return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
-                                  is_causal=is_causal, **kwargs)
+    return sdpa_attention_forward(
+        module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs
+    )
 
 
 def register() -> str:

@@ -48,7 +48,9 @@ def parse_tool_calls(text: str) -> ParsedReply:
         try:  # the first JSON value in the block; small models often trail it with prose
             obj, _ = _DECODER.raw_decode(raw)
         except json.JSONDecodeError as e:
-            return ParsedReply(content=text, tool_calls=[], error=f"tool call is not valid JSON ({e.msg} at char {e.pos})")
+            return ParsedReply(
+                content=text, tool_calls=[], error=f"tool call is not valid JSON ({e.msg} at char {e.pos})"
+            )
         if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
             return ParsedReply(content=text, tool_calls=[], error='tool call must be an object with a string "name"')
         args = obj.get("arguments", obj.get("parameters", {}))
@@ -56,7 +58,9 @@ def parse_tool_calls(text: str) -> ParsedReply:
             try:
                 args = json.loads(args) if args.strip() else {}
             except json.JSONDecodeError:
-                return ParsedReply(content=text, tool_calls=[], error="tool call arguments are a string that is not JSON")
+                return ParsedReply(
+                    content=text, tool_calls=[], error="tool call arguments are a string that is not JSON"
+                )
         if not isinstance(args, dict):
             return ParsedReply(content=text, tool_calls=[], error="tool call arguments must be a JSON object")
         calls.append(
@@ -78,6 +82,11 @@ def tool_call_format(tools: list[dict]) -> dict:
     for t in tools:
         fn = t.get("function") or t
         schema = fn.get("parameters") or {"type": "object"}
-        structures.append({"begin": f'<tool_call>\n{{"name": {json.dumps(fn["name"])}, "arguments": ',
-                           "schema": schema, "end": "}\n</tool_call>"})
+        structures.append(
+            {
+                "begin": f'<tool_call>\n{{"name": {json.dumps(fn["name"])}, "arguments": ',
+                "schema": schema,
+                "end": "}\n</tool_call>",
+            }
+        )
     return {"type": "structural_tag", "structures": structures, "triggers": ["<tool_call>"]}

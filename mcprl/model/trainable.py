@@ -38,7 +38,9 @@ class Model(BaseModel):
 
         if not self.inference_base_url:
             raise UserError(f"model {self.name!r} has no endpoint; register it with a backend first")
-        return AsyncOpenAI(base_url=self.inference_base_url, api_key=self.inference_api_key or "mcprl", max_retries=0, timeout=600)
+        return AsyncOpenAI(
+            base_url=self.inference_base_url, api_key=self.inference_api_key or "mcprl", max_retries=0, timeout=600
+        )
 
     def get_inference_name(self) -> str:
         return self.inference_model_name or self.name
@@ -97,14 +99,18 @@ class TrainableModel(Model):
 
     def delete_checkpoints(self, keep: int = 1, keep_steps: set[int] = frozenset()) -> list[int]:
         """Delete old checkpoints, keeping the `keep` newest and any in `keep_steps` (never the served one)."""
-        return checkpoints.delete_checkpoints(self.checkpoints_dir, keep=max(keep, 1), keep_steps={*keep_steps, self.get_step()})
+        return checkpoints.delete_checkpoints(
+            self.checkpoints_dir, keep=max(keep, 1), keep_steps={*keep_steps, self.get_step()}
+        )
 
     def fork(self, name: str, *, step: int | None = None, project: str | None = None) -> TrainableModel:
         """A new model starting from this one's checkpoint `step` (default: latest)."""
         step = self.get_step() if step is None else step
         src = checkpoints.step_dir(self.checkpoints_dir, step)
         if not src.exists():
-            raise UserError(f"{self.name} has no checkpoint {step}; available: {checkpoints.list_steps(self.checkpoints_dir)}")
+            raise UserError(
+                f"{self.name} has no checkpoint {step}; available: {checkpoints.list_steps(self.checkpoints_dir)}"
+            )
         child = TrainableModel(name=name, project=project or self.project, base_model=self.base_model, lora=self.lora)
         if child.checkpoints_dir.exists() and checkpoints.list_steps(child.checkpoints_dir):
             raise UserError(f"{child.checkpoints_dir} already has checkpoints; fork into a new name")
@@ -112,6 +118,11 @@ class TrainableModel(Model):
         def copy(tmp: Path) -> None:
             shutil.copytree(src, tmp, dirs_exist_ok=True)
 
-        state: dict[str, Any] = {**checkpoints.read_state(src), "name": name, "project": child.project, "forked_from": f"{self.project}/{self.name}@{step}"}
+        state: dict[str, Any] = {
+            **checkpoints.read_state(src),
+            "name": name,
+            "project": child.project,
+            "forked_from": f"{self.project}/{self.name}@{step}",
+        }
         checkpoints.write_checkpoint(child.checkpoints_dir, step, copy, state)
         return child

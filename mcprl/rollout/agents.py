@@ -38,8 +38,10 @@ if TYPE_CHECKING:
 
 Agent = Callable[["Model", "Scenario", "ToolPool | None", "RolloutConfig | None"], Awaitable["Trajectory"]]
 
-FORMS = ("plain, langgraph, module:function (async def function(rec, config) -> str | dict | None) "
-         "or module:Class (a mcprl.rollout.loop.ToolAgent subclass)")
+FORMS = (
+    "plain, langgraph, module:function (async def function(rec, config) -> str | dict | None) "
+    "or module:Class (a mcprl.rollout.loop.ToolAgent subclass)"
+)
 
 
 def load(spec: str) -> Agent:
@@ -79,9 +81,16 @@ def load(spec: str) -> Agent:
     except TypeError:
         raise UserError(f"agent {spec!r} takes {inspect.signature(obj)}, not (rec, config); give {FORMS}") from None
 
-    async def agent(model: Model, scenario: Scenario, pool: ToolPool | None = None, config: RolloutConfig | None = None) -> Trajectory:
+    async def agent(
+        model: Model, scenario: Scenario, pool: ToolPool | None = None, config: RolloutConfig | None = None
+    ) -> Trajectory:
         config = config or loop.RolloutConfig()
-        return await Recorder(model, scenario, pool, constrain_tool_calls=config.constrain_tool_calls,
-                          time_limit_s=config.episode_timeout_s).run(obj, config)
+        return await Recorder(
+            model,
+            scenario,
+            pool,
+            constrain_tool_calls=config.constrain_tool_calls,
+            time_limit_s=config.episode_timeout_s,
+        ).run(obj, config)
 
     return agent

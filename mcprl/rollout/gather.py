@@ -58,7 +58,9 @@ async def gather_trajectory_groups(
         if progress:
             progress(state["done"], total)
         if state["failed"] > max_exceptions:
-            raise TooManyExceptions(f"{state['failed']} rollouts failed (max_exceptions={max_exceptions}); last: {group.exceptions[-1]}")
+            raise TooManyExceptions(
+                f"{state['failed']} rollouts failed (max_exceptions={max_exceptions}); last: {group.exceptions[-1]}"
+            )
 
     try:
         async with anyio.create_task_group() as tg:
@@ -92,8 +94,11 @@ def untrainable(groups: list[TrajectoryGroup]) -> tuple[int, int, str] | None:
         errored = sum(t.error is not None for t in g.trajectories)
         total += len(g.trajectories) + len(g.exceptions) - errored  # raised rollouts left no trajectory
         reasons += g.exceptions
-        reasons += [str(t.metadata.get("truncated") or "the episode sampled no token")
-                    for t in g.trajectories if t.error is None and not t.generations]
+        reasons += [
+            str(t.metadata.get("truncated") or "the episode sampled no token")
+            for t in g.trajectories
+            if t.error is None and not t.generations
+        ]
     if not total or len(reasons) <= MOST * total:
         return None
     # the same failure worded with different numbers (token counts, ids) counts as one

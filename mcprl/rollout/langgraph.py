@@ -93,10 +93,14 @@ def _mcp_tool(tools: McpTools, fn: dict[str, Any]) -> BaseTool:
         return (await tools.call(fn["name"], arguments)).text
 
     schema = fn.get("parameters") or {"type": "object", "properties": {}}
-    return StructuredTool(name=fn["name"], description=fn.get("description") or fn["name"], args_schema=schema, coroutine=call)
+    return StructuredTool(
+        name=fn["name"], description=fn.get("description") or fn["name"], args_schema=schema, coroutine=call
+    )
 
 
-def create_mcp_agent(model: Model, pool: ToolPool, config: RolloutConfig | None = None, **settings: Any) -> Callable[[Scenario], Awaitable[Trajectory]]:
+def create_mcp_agent(
+    model: Model, pool: ToolPool, config: RolloutConfig | None = None, **settings: Any
+) -> Callable[[Scenario], Awaitable[Trajectory]]:
     """`react_agent` over `pool` as a rollout `(scenario) -> Trajectory`, with the rollout settings
     `config` (default: a run's, `RolloutConfig()`) and any of them changed by keyword
     (`max_turns=2`, `system_prompt=...`)."""
@@ -111,7 +115,9 @@ def create_mcp_agent(model: Model, pool: ToolPool, config: RolloutConfig | None 
     return agent
 
 
-async def react_agent(model: Model, scenario: Scenario, pool: ToolPool | None = None, config: RolloutConfig | None = None) -> Trajectory:
+async def react_agent(
+    model: Model, scenario: Scenario, pool: ToolPool | None = None, config: RolloutConfig | None = None
+) -> Trajectory:
     """The prebuilt LangGraph ReAct agent over `pool`'s MCP tools, as an `Agent`.
 
     It sees the same prompt as the plain loop (`mcprl.rollout.loop.initial_messages`: system prompt,
@@ -121,9 +127,12 @@ async def react_agent(model: Model, scenario: Scenario, pool: ToolPool | None = 
     `max_turns` ends with `metrics["max_turns_reached"] = 1`."""
     config = config or RolloutConfig()
     if config.finish != "text":
-        raise UserError('the langgraph agent ends on a text reply; set finish = "text" (complete_task is the plain loop\'s)')
-    return await Recorder(model, scenario, pool, constrain_tool_calls=config.constrain_tool_calls,
-                          time_limit_s=config.episode_timeout_s).run(_react_episode, config)
+        raise UserError(
+            'the langgraph agent ends on a text reply; set finish = "text" (complete_task is the plain loop\'s)'
+        )
+    return await Recorder(
+        model, scenario, pool, constrain_tool_calls=config.constrain_tool_calls, time_limit_s=config.episode_timeout_s
+    ).run(_react_episode, config)
 
 
 async def _react_episode(rec: Recorder, config: RolloutConfig) -> None:

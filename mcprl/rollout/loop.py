@@ -50,31 +50,50 @@ class RolloutConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # Which agent rolls out (mcprl.rollout.agents.load): every kind records the same tokens and metrics.
-    agent: str = Field(default="plain", description="plain (the tool loop), langgraph (the prebuilt ReAct graph), "
-                       "module:function (your agent on the OpenAI SDK) or module:Class (a ToolAgent subclass)")
+    agent: str = Field(
+        default="plain",
+        description="plain (the tool loop), langgraph (the prebuilt ReAct graph), "
+        "module:function (your agent on the OpenAI SDK) or module:Class (a ToolAgent subclass)",
+    )
     max_turns: int = Field(default=4, ge=1, description="assistant turns per episode")
     max_tokens: int = Field(default=128, ge=1, description="tokens per assistant turn")
     # bounded as the OpenAI API, our endpoint and vLLM bound it: a value they refuse fails every request
-    temperature: float = Field(default=1.0, ge=0, le=2, description="sampling temperature, training and evaluation (0-2)")
-    top_p: float = Field(default=1.0, gt=0, le=1, description="nucleus sampling: the smallest set of tokens with this much probability")
+    temperature: float = Field(
+        default=1.0, ge=0, le=2, description="sampling temperature, training and evaluation (0-2)"
+    )
+    top_p: float = Field(
+        default=1.0, gt=0, le=1, description="nucleus sampling: the smallest set of tokens with this much probability"
+    )
     # An episode past its time limit ends truncated: its complete turns so far are kept, scored and
     # trained like any others (mcprl.rollout.recording), the request under way is dropped.
-    episode_timeout_s: float | None = Field(default=None, gt=0, description="seconds an episode may take before it ends truncated (default: no limit)")
-    system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, description="the policy's system prompt (a scenario's own wins)")
+    episode_timeout_s: float | None = Field(
+        default=None, gt=0, description="seconds an episode may take before it ends truncated (default: no limit)"
+    )
+    system_prompt: str = Field(
+        default=DEFAULT_SYSTEM_PROMPT, description="the policy's system prompt (a scenario's own wins)"
+    )
     finish: Literal["text", "tool"] = Field(
-        default="text", description="how the agent ends: a plain-text reply, or a call to a complete_task(answer) tool")
+        default="text", description="how the agent ends: a plain-text reply, or a call to a complete_task(answer) tool"
+    )
     # Small models make no tool calls zero-shot. `example` gives that exchange (best: a task like the
     # real ones; a run settles it in mcprl.run.demonstration); without it, one is made up from the first
     # tool's schema.
-    demonstration: bool = Field(default=True, description="show one example exchange (a request and a tool-call reply) before the task")
+    demonstration: bool = Field(
+        default=True, description="show one example exchange (a request and a tool-call reply) before the task"
+    )
     example: list[Message] | None = Field(default=None, description="the example exchange: chat messages")
     examples: list[list[Message]] | None = Field(
-        default=None, description="several example exchanges, each scenario shown one chosen by its id (wins over example)")
+        default=None,
+        description="several example exchanges, each scenario shown one chosen by its id (wins over example)",
+    )
     # Grammar-constrained tool calls (vLLM's structural_tag, which our endpoint speaks too): free
     # text, but a call once begun names an offered tool and its arguments validate against that
     # tool's input schema. A 135M policy otherwise writes arguments it saw elsewhere (another
     # tool's, the demonstration's) and the call fails before it can find anything (docs/benchmarks.md).
-    constrain_tool_calls: bool = Field(default=False, description="hold the policy's tool calls to the offered tools' names and input schemas (grammar-constrained decoding)")
+    constrain_tool_calls: bool = Field(
+        default=False,
+        description="hold the policy's tool calls to the offered tools' names and input schemas (grammar-constrained decoding)",
+    )
 
     @property
     def calls_per_episode(self) -> int:
@@ -84,7 +103,9 @@ class RolloutConfig(BaseModel):
     @model_validator(mode="after")
     def _langgraph_ends_on_text(self) -> RolloutConfig:
         if self.agent == "langgraph" and self.finish != "text":
-            raise ValueError('the langgraph agent ends on a text reply; set finish = "text" (complete_task is the plain loop\'s)')
+            raise ValueError(
+                'the langgraph agent ends on a text reply; set finish = "text" (complete_task is the plain loop\'s)'
+            )
         return self
 
 
@@ -104,7 +125,14 @@ def example_arguments(parameters: dict[str, Any]) -> dict[str, Any]:
         else:
             t = p.get("type")
             t = t[0] if isinstance(t, list) else t
-            out[name] = {"string": "example", "integer": 3, "number": 3, "boolean": True, "array": [], "object": {}}.get(t, "example")
+            out[name] = {
+                "string": "example",
+                "integer": 3,
+                "number": 3,
+                "boolean": True,
+                "array": [],
+                "object": {},
+            }.get(t, "example")
     return out
 
 
@@ -114,9 +142,17 @@ def demonstration(tools: list[dict[str, Any]]) -> list[Message]:
     args = example_arguments(fn.get("parameters") or {})
     return [
         {"role": "user", "content": f"Example request: use {fn['name']}."},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "call_example", "type": "function", "function": {"name": fn["name"], "arguments": json.dumps(args)}}
-        ]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "call_example",
+                    "type": "function",
+                    "function": {"name": fn["name"], "arguments": json.dumps(args)},
+                }
+            ],
+        },
     ]
 
 
@@ -167,10 +203,17 @@ class ToolAgent:
     truncated) on a text reply, else with `metrics["max_turns_reached"]` at max_turns.
     """
 
-    async def __call__(self, model: Model, scenario: Scenario, pool: ToolPool | None = None, config: RolloutConfig | None = None) -> Trajectory:
+    async def __call__(
+        self, model: Model, scenario: Scenario, pool: ToolPool | None = None, config: RolloutConfig | None = None
+    ) -> Trajectory:
         config = config or RolloutConfig()
-        return await Recorder(model, scenario, pool, constrain_tool_calls=config.constrain_tool_calls,
-                              time_limit_s=config.episode_timeout_s).run(self._episode, config)
+        return await Recorder(
+            model,
+            scenario,
+            pool,
+            constrain_tool_calls=config.constrain_tool_calls,
+            time_limit_s=config.episode_timeout_s,
+        ).run(self._episode, config)
 
     async def setup(self, episode: Episode) -> list[Message]:
         return initial_messages(episode.scenario, episode.tools, episode.config)
@@ -198,18 +241,29 @@ class ToolAgent:
 
     async def _episode(self, rec: Recorder, config: RolloutConfig) -> None:
         schemas = rec.tools.schemas if rec.tools is not None else []
-        ep = Episode(rec.scenario, config, rec, schemas + ([COMPLETE_TASK] if config.finish == "tool" and rec.tools is not None else []))
+        ep = Episode(
+            rec.scenario,
+            config,
+            rec,
+            schemas + ([COMPLETE_TASK] if config.finish == "tool" and rec.tools is not None else []),
+        )
         rec.trajectory.tools = ep.tools or None
         client = rec.openai_client()  # asks for token ids and logprobs, and records every turn
         try:
             ep.messages = await self.setup(ep)
             while True:
                 resp = await client.chat.completions.create(
-                    model=rec.model_name, messages=ep.messages, **({"tools": ep.tools} if ep.tools else {}),
-                    temperature=config.temperature, top_p=config.top_p, max_tokens=config.max_tokens,
+                    model=rec.model_name,
+                    messages=ep.messages,
+                    **({"tools": ep.tools} if ep.tools else {}),
+                    temperature=config.temperature,
+                    top_p=config.top_p,
+                    max_tokens=config.max_tokens,
                 )
                 choice = resp.choices[0]
-                ep.reply = choice.message.model_dump(exclude_none=True, exclude={"refusal", "annotations", "audio", "function_call"})
+                ep.reply = choice.message.model_dump(
+                    exclude_none=True, exclude={"refusal", "annotations", "audio", "function_call"}
+                )
                 ep.reply.setdefault("content", "")
                 ep.finish_reason, ep.turns = choice.finish_reason or "stop", ep.turns + 1
                 ep.messages.append(ep.reply)
@@ -230,7 +284,9 @@ class ToolAgent:
             m["max_turns_reached"] = 1.0
 
 
-async def rollout(model: Model, scenario: Scenario, tools: ToolPool | None = None, config: RolloutConfig | None = None) -> Trajectory:
+async def rollout(
+    model: Model, scenario: Scenario, tools: ToolPool | None = None, config: RolloutConfig | None = None
+) -> Trajectory:
     """Run one episode of the plain loop. Never raises for tool or policy misbehaviour; a dead
     server or endpoint marks the trajectory failed (`error`) with the reason."""
     return await ToolAgent()(model, scenario, tools, config)

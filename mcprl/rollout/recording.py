@@ -92,15 +92,19 @@ _DROPPED_REPLY_KEYS = ("refusal", "annotations", "audio", "function_call")
 def missing_prompt_tokens(endpoint: str | None) -> str:
     """Why a reply with completion token ids but no `prompt_token_ids` fails its rollout: training on
     it would score the first completion token from its own position."""
-    return (f"policy endpoint {endpoint} returned completion token ids without prompt_token_ids, so this "
-            "rollout cannot be trained on; serve the policy with mcprl's endpoint or a vLLM that answers "
-            "return_token_ids=true with prompt_token_ids")
+    return (
+        f"policy endpoint {endpoint} returned completion token ids without prompt_token_ids, so this "
+        "rollout cannot be trained on; serve the policy with mcprl's endpoint or a vLLM that answers "
+        "return_token_ids=true with prompt_token_ids"
+    )
 
 
 # How an OpenAI-compatible endpoint words "the prompt does not fit the context": ours ("prompt of N
 # tokens is over the model's limit of M", or over its --max-prompt-tokens), vLLM's ("maximum context
 # length"), OpenAI's (the same, and "context_length_exceeded").
-_CONTEXT_OVERFLOW = re.compile(r"context length|context_length|model's limit|max_prompt_tokens|max_model_len|prompt is too long", re.I)
+_CONTEXT_OVERFLOW = re.compile(
+    r"context length|context_length|model's limit|max_prompt_tokens|max_model_len|prompt is too long", re.I
+)
 
 
 def is_context_overflow(message: str) -> bool:
@@ -110,9 +114,11 @@ def is_context_overflow(message: str) -> bool:
 def mismatched_logprobs(endpoint: str | None, logprobs: int, tokens: int) -> str:
     """Why a reply whose logprobs do not match its token ids one to one fails its rollout: the
     trainer needs the sampled logprob of every token it trains (the GRPO ratio's denominator)."""
-    return (f"policy endpoint {endpoint} returned {tokens} completion token ids with {logprobs} usable logprobs, "
-            "so this rollout cannot be trained on; serve the policy with an endpoint that answers logprobs=true "
-            "with one logprob per token")
+    return (
+        f"policy endpoint {endpoint} returned {tokens} completion token ids with {logprobs} usable logprobs, "
+        "so this rollout cannot be trained on; serve the policy with an endpoint that answers logprobs=true "
+        "with one logprob per token"
+    )
 
 
 class Untrainable(RuntimeError):
@@ -146,15 +152,24 @@ class McpTools:
 class Recorder:
     """One rollout: its Trajectory, fed by the recording HTTP clients and `tools`."""
 
-    def __init__(self, model: Model, scenario: Scenario, pool: ToolPool | None = None, *, constrain_tool_calls: bool = False,
-                 time_limit_s: float | None = None) -> None:
+    def __init__(
+        self,
+        model: Model,
+        scenario: Scenario,
+        pool: ToolPool | None = None,
+        *,
+        constrain_tool_calls: bool = False,
+        time_limit_s: float | None = None,
+    ) -> None:
         if not model.inference_base_url:
             raise UserError(f"model {model.name!r} has no endpoint; register it with a backend first")
         self.model, self.scenario, self.pool = model, scenario, pool
         self.constrain_tool_calls = constrain_tool_calls  # see RolloutConfig.constrain_tool_calls
         self.time_limit_s = time_limit_s  # see RolloutConfig.episode_timeout_s
         self.model_name = model.get_inference_name()  # the served name (it changes with every step)
-        self.trajectory = Trajectory(scenario_id=scenario.id, metadata={"task": scenario.task, "model": self.model_name})
+        self.trajectory = Trajectory(
+            scenario_id=scenario.id, metadata={"task": scenario.task, "model": self.model_name}
+        )
         self.trajectory.metrics.update(dict.fromkeys(COUNTERS, 0.0))
         self.tools: McpTools | None = None
         # Set by an agent that keeps the whole conversation (with the tool results after the
@@ -168,8 +183,13 @@ class Recorder:
         """An AsyncOpenAI at the policy endpoint that records into this rollout; closed by `run`."""
         from openai import AsyncOpenAI
 
-        client = AsyncOpenAI(base_url=self.model.inference_base_url, api_key=self.model.inference_api_key or "mcprl",
-                             max_retries=0, timeout=600, http_client=async_http_client())
+        client = AsyncOpenAI(
+            base_url=self.model.inference_base_url,
+            api_key=self.model.inference_api_key or "mcprl",
+            max_retries=0,
+            timeout=600,
+            http_client=async_http_client(),
+        )
         self._clients.append(client)
         return client
 
@@ -181,7 +201,9 @@ class Recorder:
         from mcprl.tools import ServerGone
 
         if self.pool is not None and self.pool.toolset is None:
-            raise UserError("enter the ToolPool before rolling out (`async with ToolPool(spec) as pool`): that discovers its tools")
+            raise UserError(
+                "enter the ToolPool before rolling out (`async with ToolPool(spec) as pool`): that discovers its tools"
+            )
         traj, t0 = self.trajectory, time.perf_counter()
         token = _CURRENT.set(self)
         try:
@@ -241,7 +263,9 @@ class Recorder:
             traj.metrics.update(result.get("metrics") or {})
             traj.metadata.update(result.get("metadata") or {})
 
-    def completion(self, endpoint: str, request: dict[str, Any], body: dict[str, Any], replica: str | None = None) -> None:
+    def completion(
+        self, endpoint: str, request: dict[str, Any], body: dict[str, Any], replica: str | None = None
+    ) -> None:
         """Record one chat completion: `request` as sent to `endpoint`, `body` as it came back (from
         policy replica `replica`, when the endpoint says which)."""
         messages: list[Message] = request.get("messages") or []
@@ -271,7 +295,9 @@ class Recorder:
                     # the settings the request sampled with (absent: the defaults, Generation's)
                     **{k: request[k] for k in ("temperature", "top_p", "top_k", "min_p") if request.get(k) is not None},
                     constrained=(request.get("response_format") or {}).get("type", "text") != "text",
-                    model=body.get("model", ""), replica=replica, finish_reason=choice.get("finish_reason") or "stop",
+                    model=body.get("model", ""),
+                    replica=replica,
+                    finish_reason=choice.get("finish_reason") or "stop",
                 )
                 traj.generations.append(gen)
                 self._turns.append((gen, len(messages), message_key(reply)))
@@ -285,7 +311,9 @@ class Recorder:
     def tool_outcome(self, name: str, out: ToolOutcome) -> None:
         with self._lock:
             m = self.trajectory.metrics
-            for key in ("tool_calls", f"calls/{name}") + (("tool_errors", f"errors/{name}", f"error_kind/{out.error_kind}") if out.is_error else ()):
+            for key in ("tool_calls", f"calls/{name}") + (
+                ("tool_errors", f"errors/{name}", f"error_kind/{out.error_kind}") if out.is_error else ()
+            ):
                 m[key] = m.get(key, 0.0) + 1
 
     def _finish(self) -> None:
@@ -299,8 +327,10 @@ class Recorder:
             found = [i for i, k in keys.items() if k == key and i not in claimed]
             gen.message_index = at if at in found else (found[0] if found else -1)
             if gen.message_index < 0:
-                self.trajectory.log(f"generation {n}: its reply is not in the final conversation (a sub-agent or a "
-                                    "discarded branch); kept with message_index=-1")
+                self.trajectory.log(
+                    f"generation {n}: its reply is not in the final conversation (a sub-agent or a "
+                    "discarded branch); kept with message_index=-1"
+                )
             else:
                 claimed.add(gen.message_index)
 
@@ -320,12 +350,19 @@ def _asking_for_tokens(request: httpx.Request) -> httpx.Request:
     body = json.loads(request.content)
     body.update(logprobs=True, return_token_ids=True)
     rec = _CURRENT.get()
-    if rec is not None and rec.constrain_tool_calls and body.get("tools") and body.get("tool_choice") != "none" \
-            and not body.get("response_format"):
+    if (
+        rec is not None
+        and rec.constrain_tool_calls
+        and body.get("tools")
+        and body.get("tool_choice") != "none"
+        and not body.get("response_format")
+    ):
         body["response_format"] = tool_call_format(body["tools"])
     headers = request.headers.copy()
     del headers["content-length"]
-    return httpx.Request(request.method, request.url, headers=headers, content=json.dumps(body).encode(), extensions=request.extensions)
+    return httpx.Request(
+        request.method, request.url, headers=headers, content=json.dumps(body).encode(), extensions=request.extensions
+    )
 
 
 # Sampling penalties depend on the history of each sequence; the trainer does not reproduce them, so
@@ -341,8 +378,10 @@ def _refusal(request: httpx.Request) -> httpx.Response | None:
     body = json.loads(request.content)
     for k, neutral in NEUTRAL_PENALTIES.items():
         if body.get(k) is not None and body[k] != neutral:
-            message = (f"{k}={body[k]}: sampling penalties are not reproduced by the trainer, so it would train on "
-                       f"another distribution than the one sampled; leave {k} at {neutral:g}")
+            message = (
+                f"{k}={body[k]}: sampling penalties are not reproduced by the trainer, so it would train on "
+                f"another distribution than the one sampled; leave {k} at {neutral:g}"
+            )
             error = {"message": message, "type": "invalid_request_error", "param": k, "code": None}
             return httpx.Response(400, json={"error": error}, request=request)
     return None
@@ -357,7 +396,9 @@ def _recorder_for(response: httpx.Response) -> Recorder | None:
 
 def _record(rec: Recorder, response: httpx.Response) -> None:
     endpoint = str(response.request.url).removesuffix("/chat/completions")
-    rec.completion(endpoint, json.loads(response.request.content), response.json(), response.headers.get("x-mcprl-replica"))
+    rec.completion(
+        endpoint, json.loads(response.request.content), response.json(), response.headers.get("x-mcprl-replica")
+    )
 
 
 @functools.cache

@@ -58,30 +58,44 @@ class RunConfig(BaseModel):
     project: DirName = Field(default="default", description="project")
     seed: int = Field(default=0, description="seeds the scenarios, the split and each step's batch")
     steps: int = Field(default=10, ge=0, description="training steps")
-    time_budget_minutes: float | None = Field(default=None, gt=0, description="minutes of training after which to stop and evaluate")
+    time_budget_minutes: float | None = Field(
+        default=None, gt=0, description="minutes of training after which to stop and evaluate"
+    )
     group_size: int = Field(default=4, ge=2, description="rollouts per scenario")
     groups_per_step: int = Field(default=4, ge=1, description="scenarios per step")
     # Dynamic sampling: a group whose rewards are all equal teaches GRPO nothing.
     max_extra_groups: int | None = Field(
-        default=None, ge=0, description="extra scenarios a step may draw when groups have no reward variance (default: groups per step; 0: off)")
+        default=None,
+        ge=0,
+        description="extra scenarios a step may draw when groups have no reward variance (default: groups per step; 0: off)",
+    )
     sft_warmup_steps: int = Field(default=0, ge=0, description="first steps reinforce only successful rollouts")
     demonstrations: Literal["one", "per-tool"] = Field(
-        default="one", description="a zero-data run's example exchange: one grounded reference call for every task, "
-                                   "or one per tool, each task shown one of them")
+        default="one",
+        description="a zero-data run's example exchange: one grounded reference call for every task, "
+        "or one per tool, each task shown one of them",
+    )
     # A group in which no rollout solved its (grounded) task teaches GRPO nothing; what to do with one.
     # "reference" by experiment: two zero-data calculator runs gained +21.9 and +14.6 points held-out,
     # seven with "skip" +0 to +10.4, two with "guided-retry" +8.3 and +10.4 (docs/benchmarks.md).
     unsolved: Literal["skip", "guided-retry", "reference"] = Field(
-        default="reference", description="a grounded task no rollout solved: skip it; roll it out again with its first reference call "
+        default="reference",
+        description="a grounded task no rollout solved: skip it; roll it out again with its first reference call "
         "shown, trained on when that solves it (guided-retry); or add its reference chain, written as the policy should have "
-        "written it, to the group as its one success (reference)")
+        "written it, to the group as its one success (reference)",
+    )
     eval_every: int = Field(default=5, ge=0, description="evaluate every E steps (0: only first and last)")
     eval_samples: int = Field(default=1, ge=1, description="rollouts per held-out scenario")
     max_concurrency: int = Field(default=16, ge=1, description="rollouts at once")
     wandb: bool = Field(default=False, description="log to Weights & Biases when installed")
-    example: str | None = Field(default=None, description="JSON list of chat messages shown before each task (else built from a scenario)")
-    example_source: str | None = Field(default=None, description="where rollout.example came from (mcprl.run.demonstration)",
-                                       json_schema_extra=WRITTEN_BY_THE_RUN)
+    example: str | None = Field(
+        default=None, description="JSON list of chat messages shown before each task (else built from a scenario)"
+    )
+    example_source: str | None = Field(
+        default=None,
+        description="where rollout.example came from (mcprl.run.demonstration)",
+        json_schema_extra=WRITTEN_BY_THE_RUN,
+    )
 
     server: ServerConfig = Field(default_factory=ServerConfig)
     scenarios: ScenarioConfig = Field(default_factory=ScenarioConfig)
@@ -107,20 +121,42 @@ class RunConfig(BaseModel):
 
 
 SECTIONS: dict[str, type[BaseModel]] = {
-    name: f.annotation for name, f in RunConfig.model_fields.items() if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)}
+    name: f.annotation
+    for name, f in RunConfig.model_fields.items()
+    if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)
+}
 
 # Where each key of the flat run files of earlier versions went (those that did not stay put).
 MOVED = {
-    "server": "server.target", "transport": "server.transport", "headers": "server.headers", "env": "server.env",
-    "cwd": "server.cwd", "allow": "server.allow", "deny": "server.deny",
-    "scenarios": "scenarios.file", "tasks": "scenarios.tasks", "difficulties": "scenarios.difficulties",
-    "n": "scenarios.n", "val_fraction": "scenarios.val_fraction", "val_size": "scenarios.val_size",
-    "task_hint": "scenarios.task_hint", "task_help": "scenarios.task_help",
-    "max_turns": "rollout.max_turns", "max_tokens": "rollout.max_tokens", "temperature": "rollout.temperature",
-    "system_prompt": "rollout.system_prompt", "demonstration": "rollout.demonstration", "example_messages": "rollout.example",
-    "judge": "judge.mode", "judge_model": "judge.model", "judge_api_base": "judge.api_base", "rubric": "judge.rubric",
+    "server": "server.target",
+    "transport": "server.transport",
+    "headers": "server.headers",
+    "env": "server.env",
+    "cwd": "server.cwd",
+    "allow": "server.allow",
+    "deny": "server.deny",
+    "scenarios": "scenarios.file",
+    "tasks": "scenarios.tasks",
+    "difficulties": "scenarios.difficulties",
+    "n": "scenarios.n",
+    "val_fraction": "scenarios.val_fraction",
+    "val_size": "scenarios.val_size",
+    "task_hint": "scenarios.task_hint",
+    "task_help": "scenarios.task_help",
+    "max_turns": "rollout.max_turns",
+    "max_tokens": "rollout.max_tokens",
+    "temperature": "rollout.temperature",
+    "system_prompt": "rollout.system_prompt",
+    "demonstration": "rollout.demonstration",
+    "example_messages": "rollout.example",
+    "judge": "judge.mode",
+    "judge_model": "judge.model",
+    "judge_api_base": "judge.api_base",
+    "rubric": "judge.rubric",
     "shaping": "judge.shaping",
-    "learning_rate": "train.learning_rate", "beta": "train.beta", "scale_rewards": "train.scale_rewards",
+    "learning_rate": "train.learning_rate",
+    "beta": "train.beta",
+    "scale_rewards": "train.scale_rewards",
     "dtype": "runtime.dtype",
 }
 
@@ -153,8 +189,10 @@ def check_keys(data: Mapping[str, Any], where: str) -> None:
     """An unknown key (or a section that is not a table) is a one-line error naming the known ones."""
     known = [k for k in RunConfig.model_fields if k not in SECTIONS]
     if unknown := [k for k in data if k not in RunConfig.model_fields]:
-        raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(known)}; "
-                        f"sections: {' '.join(f'[{s}]' for s in SECTIONS)}")
+        raise UserError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(known)}; "
+            f"sections: {' '.join(f'[{s}]' for s in SECTIONS)}"
+        )
     for section in SECTIONS:
         if section not in data:
             continue
@@ -162,8 +200,10 @@ def check_keys(data: Mapping[str, Any], where: str) -> None:
             raise UserError(f"{where}: {section} must be a table ([{section}] with its keys below it)")
         fields = SECTIONS[section].model_fields
         if unknown := [k for k in data[section] if k not in fields]:
-            raise UserError(f"{where}: unknown key(s) {', '.join(f'{section}.{k}' for k in unknown)}; "
-                            f"known keys in [{section}]: {', '.join(fields)}")
+            raise UserError(
+                f"{where}: unknown key(s) {', '.join(f'{section}.{k}' for k in unknown)}; "
+                f"known keys in [{section}]: {', '.join(fields)}"
+            )
 
 
 def read_run_file(path: Path) -> dict[str, Any]:
@@ -213,10 +253,14 @@ def check_secrets_given(cfg: RunConfig, config: Path) -> None:
     server = cfg.server
     for flag, table, sep in (("--header", server.headers, ": "), ("--env", server.env, "=")):
         if masked := [k for k, v in table.items() if MASK in v]:
-            raise UserError(f"{config} does not hold the value of {', '.join(masked)} (secrets are masked); "
-                            f"give it again: {flag} '{masked[0]}{sep}...'")
+            raise UserError(
+                f"{config} does not hold the value of {', '.join(masked)} (secrets are masked); "
+                f"give it again: {flag} '{masked[0]}{sep}...'"
+            )
     if server.target is not None and MASK in server.target:
-        raise UserError(f"{config} does not hold the server's full address (a secret in it is masked); give it again: --server ...")
+        raise UserError(
+            f"{config} does not hold the server's full address (a secret in it is masked); give it again: --server ..."
+        )
 
 
 def saved_settings(path: Path) -> dict[str, Any]:

@@ -89,7 +89,9 @@ def load_example(path: Path) -> list[Message]:
     except json.JSONDecodeError as e:
         raise UserError(f"--example {path}: not valid JSON ({e.msg} at line {e.lineno}); {fix}") from None
     if not isinstance(data, list) or not data:
-        raise UserError(f"--example {path}: expected a non-empty JSON list of chat messages, got {type(data).__name__}; {fix}")
+        raise UserError(
+            f"--example {path}: expected a non-empty JSON list of chat messages, got {type(data).__name__}; {fix}"
+        )
     try:
         TypeAdapter(list[ChatMessage]).validate_python(data)
     except ValidationError as e:
@@ -119,8 +121,10 @@ def short_call_schema(schema: Any, words: list[str] | None = None) -> Any:
         return [short_call_schema(s, words) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: short_call_schema(v, words) if k not in ("enum", "const", "default", "examples", "required") else v
-           for k, v in schema.items()}
+    out = {
+        k: short_call_schema(v, words) if k not in ("enum", "const", "default", "examples", "required") else v
+        for k, v in schema.items()
+    }
     types = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
     if "string" in types and not {"maxLength", "enum", "const", "format", "pattern"} & set(schema):
         least = schema.get("minLength", 0) if isinstance(schema.get("minLength", 0), int) else 0
@@ -142,17 +146,28 @@ def _summary(fn: dict[str, Any]) -> str:
     return (fn.get("description") or "").strip().partition("\n")[0]
 
 
-async def _json(prompt: str, task: str, schema: dict[str, Any], *, model: str, api_base: str | None, seed: int,
-                temperature: float = 0.0) -> Any:
+async def _json(
+    prompt: str,
+    task: str,
+    schema: dict[str, Any],
+    *,
+    model: str,
+    api_base: str | None,
+    seed: int,
+    temperature: float = 0.0,
+) -> Any:
     from mcprl.llm import complete, extract_json
 
     messages = [{"role": "system", "content": prompt}, {"role": "user", "content": task}]
-    reply = await complete(model, messages, api_base=api_base, json_schema=schema, temperature=temperature,
-                           max_tokens=256, seed=seed)
+    reply = await complete(
+        model, messages, api_base=api_base, json_schema=schema, temperature=temperature, max_tokens=256, seed=seed
+    )
     return extract_json(reply.text)
 
 
-async def _first_tool(scenario: Scenario, tools: list[dict[str, Any]], *, model: str, api_base: str | None, seed: int) -> str:
+async def _first_tool(
+    scenario: Scenario, tools: list[dict[str, Any]], *, model: str, api_base: str | None, seed: int
+) -> str:
     """The scenario's own first tool when it names an offered one, else the generator's choice
     (an enum of the offered names, so the answer is always a real tool)."""
     names = [t["function"]["name"] for t in tools]
@@ -163,7 +178,9 @@ async def _first_tool(scenario: Scenario, tools: list[dict[str, Any]], *, model:
         return names[0]
     listing = "\n".join(f"- {n}: {_summary(_tool_fn(tools, n))}" for n in names)
     schema = {"type": "object", "properties": {"tool": {"type": "string", "enum": names}}, "required": ["tool"]}
-    choice = await _json(PICKER_PROMPT.format(tools=listing), scenario.task, schema, model=model, api_base=api_base, seed=seed)
+    choice = await _json(
+        PICKER_PROMPT.format(tools=listing), scenario.task, schema, model=model, api_base=api_base, seed=seed
+    )
     if not isinstance(choice, dict) or choice.get("tool") not in names:
         raise ValueError(f"the generator chose no offered tool ({choice!r})")
     return choice["tool"]
@@ -203,13 +220,23 @@ def narrowed(args: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
     out = []
     for key, value in args.items():
         if isinstance(value, str) and len(words := value.split()) > 1:
-            out += [(n, {**args, key: " ".join(words[i:i + n])}) for n in range(len(words) - 1, 0, -1)
-                    for i in range(len(words) - n + 1)]
+            out += [
+                (n, {**args, key: " ".join(words[i : i + n])})
+                for n in range(len(words) - 1, 0, -1)
+                for i in range(len(words) - n + 1)
+            ]
     return sorted(out, key=lambda v: -v[0])
 
 
-async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_base: str | None, seed: int,
-                        say: Callable[[str], None] = print) -> Candidate | None:
+async def from_scenario(
+    scenario: Scenario,
+    pool: ToolPool,
+    *,
+    model: str,
+    api_base: str | None,
+    seed: int,
+    say: Callable[[str], None] = print,
+) -> Candidate | None:
     """The most useful exchange `task -> first tool call` for `scenario` (see `usefulness`), or
     None when no call the generator writes runs without error. The generator writes SAMPLES calls
     at a time, each run in its own session: first with string arguments made of the task's own
@@ -242,12 +269,23 @@ async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_b
             except Exception:  # a session the server broke is one failed call, like an error result
                 return
             if not outcome.is_error:
-                ran[i] = Candidate(rating=usefulness(scenario, args, outcome.text), messages=[
-                    {"role": "user", "content": scenario.task},
-                    {"role": "assistant", "content": "", "tool_calls": [
-                        {"id": "call_example", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
-                    ]},
-                ])
+                ran[i] = Candidate(
+                    rating=usefulness(scenario, args, outcome.text),
+                    messages=[
+                        {"role": "user", "content": scenario.task},
+                        {
+                            "role": "assistant",
+                            "content": "",
+                            "tool_calls": [
+                                {
+                                    "id": "call_example",
+                                    "type": "function",
+                                    "function": {"name": name, "arguments": json.dumps(args)},
+                                }
+                            ],
+                        },
+                    ],
+                )
 
         async with anyio.create_task_group() as tg:
             for i, args in enumerate(calls):
@@ -262,10 +300,19 @@ async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_b
         async def write(i: int) -> None:
             # the first greedy, the rest sampled: different values for the same argument
             try:
-                written[i] = await _json(prompt, scenario.task, constraint, model=model, api_base=api_base,
-                                         seed=seed + i, temperature=0.0 if i == 0 else 1.0)
+                written[i] = await _json(
+                    prompt,
+                    scenario.task,
+                    constraint,
+                    model=model,
+                    api_base=api_base,
+                    seed=seed + i,
+                    temperature=0.0 if i == 0 else 1.0,
+                )
             except Exception as e:  # one failed generator call never ends the run (nor the other writes)
-                problems.append(str(e) if isinstance(e, (LLMError, ValueError, UserError)) else f"{type(e).__name__}: {e}")
+                problems.append(
+                    str(e) if isinstance(e, (LLMError, ValueError, UserError)) else f"{type(e).__name__}: {e}"
+                )
 
         async with anyio.create_task_group() as tg:
             for i in range(SAMPLES):
@@ -287,8 +334,10 @@ async def from_scenario(scenario: Scenario, pool: ToolPool, *, model: str, api_b
         refused = refused and len(problems) == SAMPLES
         if len(problems) == SAMPLES:
             looser = n + 1 < len(rounds) and (rounds[n + 1] is not schema or refused)
-            say(f"demonstration from scenario {scenario.id}: the generator wrote no call to `{name}` "
-                f"({clip(problems[0], 300)})" + ("; trying a looser constraint" if looser else ""))
+            say(
+                f"demonstration from scenario {scenario.id}: the generator wrote no call to `{name}` "
+                f"({clip(problems[0], 300)})" + ("; trying a looser constraint" if looser else "")
+            )
             continue
         calls = [args for i, args in enumerate(written) if isinstance(args, dict) and args not in written[:i]]
         ran = await execute(calls)
@@ -307,8 +356,13 @@ def most_useful(*candidates: Candidate | None) -> Candidate | None:
     return max((c for c in candidates if c is not None), key=lambda c: c.rating, default=None)
 
 
-async def narrow(calls: list[dict[str, Any]], floor: Candidate | None,
-                 execute: Callable[[list[dict[str, Any]]], Awaitable[list[Candidate]]], *, seek_answer: bool) -> Candidate | None:
+async def narrow(
+    calls: list[dict[str, Any]],
+    floor: Candidate | None,
+    execute: Callable[[list[dict[str, Any]]], Awaitable[list[Candidate]]],
+    *,
+    seek_answer: bool,
+) -> Candidate | None:
     """The best of the `narrowed` variants of `calls` (at most NARROWED: the first, greedy, call's
     all, then the others' as they fit) whose result beats `floor`, run a length at a time, longest
     runs first: the first that holds the answer (`seek_answer`: the scenario has one), else the
@@ -328,8 +382,9 @@ async def narrow(calls: list[dict[str, Any]], floor: Candidate | None,
     return fallback
 
 
-async def build(train: list[Scenario], pool: ToolPool, *, model: str, api_base: str | None, seed: int,
-                say=print) -> tuple[Demonstration, list[Scenario]]:
+async def build(
+    train: list[Scenario], pool: ToolPool, *, model: str, api_base: str | None, seed: int, say=print
+) -> tuple[Demonstration, list[Scenario]]:
     """A scenario demonstration from one of at most CANDIDATES training scenarios (picked by the
     seed): the first whose call found the scenario's answer, else the most useful; the training
     scenarios without it. The generic one when no call runs without error."""
@@ -354,10 +409,14 @@ async def build(train: list[Scenario], pool: ToolPool, *, model: str, api_base: 
         return Demonstration(messages=None, source="generic"), train
     candidate, scenario = best
     # its task leaves training whole: copies of it (task generators repeat tasks) too
-    return Demonstration(messages=candidate.messages, source=f"scenario:{scenario.id}"), [s for s in train if s.task != scenario.task]
+    return Demonstration(messages=candidate.messages, source=f"scenario:{scenario.id}"), [
+        s for s in train if s.task != scenario.task
+    ]
 
 
-def from_reference(grounded: list[Scenario], train: list[Scenario], *, seed: int, per_tool: bool = False) -> tuple[Demonstration, list[Scenario]]:
+def from_reference(
+    grounded: list[Scenario], train: list[Scenario], *, seed: int, per_tool: bool = False
+) -> tuple[Demonstration, list[Scenario]]:
     """The `reference_exchange` of a grounded training scenario, with no generator call: one-call
     tasks first (the call is the whole solution), of those the ones whose answer is in a one-record
     result (`records`: a lookup, not a listing the small policy then cannot read), and reads before
@@ -390,9 +449,20 @@ def from_reference(grounded: list[Scenario], train: list[Scenario], *, seed: int
     return Demonstration(messages=reference_exchange(chosen[0]), examples=examples, source=source), kept
 
 
-async def settle(train: list[Scenario], pool: ToolPool | None, *, enabled: bool, example: list[Message] | None,
-                 example_file: str | None, shipped: list[Message] | None, model: str, api_base: str | None, seed: int,
-                 per_tool: bool = False, say=print) -> tuple[Demonstration, list[Scenario]]:
+async def settle(
+    train: list[Scenario],
+    pool: ToolPool | None,
+    *,
+    enabled: bool,
+    example: list[Message] | None,
+    example_file: str | None,
+    shipped: list[Message] | None,
+    model: str,
+    api_base: str | None,
+    seed: int,
+    per_tool: bool = False,
+    say=print,
+) -> tuple[Demonstration, list[Scenario]]:
     """The run's demonstration, in the order of preference above (`example`: messages given as
     they are; `shipped`: the task set's EXAMPLE, when its help is on), and the training
     scenarios without one it was built from."""

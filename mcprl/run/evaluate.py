@@ -33,7 +33,9 @@ def resolve_checkpoint(spec: str, project: str, root: Path | None = None) -> tup
     steps = checkpoints.list_steps(root)
     if not steps:
         if step or given:
-            raise UserError(f"no trained model {name!r} in project {project!r} (looked in {root}); check --project and the name")
+            raise UserError(
+                f"no trained model {name!r} in project {project!r} (looked in {root}); check --project and the name"
+            )
         return spec, None, spec
     if step and (not step.isdigit() or int(step) not in steps):
         raise UserError(f"{name} has no checkpoint {step!r}; available steps: {', '.join(map(str, steps))}")
@@ -42,7 +44,9 @@ def resolve_checkpoint(spec: str, project: str, root: Path | None = None) -> tup
     return checkpoints.read_state(ckpt)["base_model"], ckpt, f"{name}@{s}"
 
 
-def run_settings(run_dir: Path | None, scenarios: list[Scenario], overrides: Mapping[str, Any] | None = None) -> RunConfig:
+def run_settings(
+    run_dir: Path | None, scenarios: list[Scenario], overrides: Mapping[str, Any] | None = None
+) -> RunConfig:
     """The settings a model is evaluated with: its run's own (`run_dir`/config.json, of this
     version or an earlier one: server, prompt and sampling, judge, evaluation samples, runtime),
     so that it is evaluated as it learned and scored as its run scored it; without a run, a run's
@@ -69,8 +73,15 @@ def run_settings(run_dir: Path | None, scenarios: list[Scenario], overrides: Map
     return cfg.model_copy(update={"rollout": rc})
 
 
-async def evaluate(cfg: RunConfig, *, model: str, scenarios: list[Scenario], baseline: str | None = None,
-                   checkpoints: Path | None = None, cache_dir: Path | None = None) -> dict[str, Any]:
+async def evaluate(
+    cfg: RunConfig,
+    *,
+    model: str,
+    scenarios: list[Scenario],
+    baseline: str | None = None,
+    checkpoints: Path | None = None,
+    cache_dir: Path | None = None,
+) -> dict[str, Any]:
     """`model` (a spec for `resolve_checkpoint`, in `checkpoints` when given) on `scenarios` with the
     settings `cfg` (see `run_settings`): its server, rollout, held-out judge (`JudgeConfig.held_out`),
     evaluation samples, concurrency and runtime dtype and threads; RULER's verdicts cached in `cache_dir`."""
@@ -92,14 +103,18 @@ async def evaluate(cfg: RunConfig, *, model: str, scenarios: list[Scenario], bas
         import torch
 
         torch.set_num_threads(cfg.runtime.threads)
-    engine = await anyio.to_thread.run_sync(lambda: Engine(base, model=weights.load_model(base, dtype=cfg.runtime.dtype), served_name=base))
+    engine = await anyio.to_thread.run_sync(
+        lambda: Engine(base, model=weights.load_model(base, dtype=cfg.runtime.dtype), served_name=base)
+    )
     if adapter is not None:
         engine.load_adapter(served, adapter)
     names = [served]
     if baseline:
         b_base, b_adapter, b_served = resolve_checkpoint(baseline, cfg.project)
         if b_base != base:
-            raise UserError(f"--baseline {baseline} is built on {b_base}, the model on {base}; compare models of the same base")
+            raise UserError(
+                f"--baseline {baseline} is built on {b_base}, the model on {base}; compare models of the same base"
+            )
         if b_adapter is not None:
             engine.load_adapter(b_served, b_adapter)
         names.append(b_served)
@@ -108,12 +123,21 @@ async def evaluate(cfg: RunConfig, *, model: str, scenarios: list[Scenario], bas
     judge = cfg.judge.held_out(verifiable, all_or_nothing=not cfg.scenarios.task_help, cache_dir=cache_dir)
     try:
         pool_cm = ToolPool(cfg.server.spec()) if cfg.server.target else None
-        async with (pool_cm if pool_cm is not None else nullcontext()) as pool:
-            policies = [Model(name=n, inference_base_url=server_.base_url, inference_api_key=server_.api_key, inference_model_name=n)
-                        for n in names]
+        async with pool_cm if pool_cm is not None else nullcontext() as pool:
+            policies = [
+                Model(
+                    name=n,
+                    inference_base_url=server_.base_url,
+                    inference_api_key=server_.api_key,
+                    inference_model_name=n,
+                )
+                for n in names
+            ]
             per = cfg.eval_samples if verifiable else max(cfg.eval_samples, 2)
             groups = await gather_trajectory_groups(
-                [[rollout(policies[0], s, pool, rc) for _ in range(per)] for s in scenarios], max_concurrency=cfg.max_concurrency)
+                [[rollout(policies[0], s, pool, rc) for _ in range(per)] for s in scenarios],
+                max_concurrency=cfg.max_concurrency,
+            )
             for g, s in zip(groups, scenarios):
                 g.scenario = s
             await score_groups(judge, groups)
@@ -133,7 +157,8 @@ async def _win_rate(rollout, policies, scenarios, pool, rc, ruler, max_concurren
     from mcprl.rollout.gather import gather_trajectory_groups
 
     groups = await gather_trajectory_groups(
-        [[rollout(p, s, pool, rc) for p in policies] for s in scenarios], max_concurrency=max_concurrency)
+        [[rollout(p, s, pool, rc) for p in policies] for s in scenarios], max_concurrency=max_concurrency
+    )
     for g, s in zip(groups, scenarios):
         g.scenario = s
     await score_groups(ruler, groups)
@@ -147,5 +172,9 @@ async def _win_rate(rollout, policies, scenarios, pool, rc, ruler, max_concurren
         judged += 1
         wins += 1.0 if a.reward > b.reward else 0.5 if a.reward == b.reward else 0.0
     lo, hi = wilson_interval(wins, judged)
-    return {"win_rate": wins / judged if judged else float("nan"), "win_rate_ci": [lo, hi], "win_rate_judged": judged,
-            "win_rate_skipped": len(groups) - judged}
+    return {
+        "win_rate": wins / judged if judged else float("nan"),
+        "win_rate_ci": [lo, hi],
+        "win_rate_judged": judged,
+        "win_rate_skipped": len(groups) - judged,
+    }

@@ -39,6 +39,7 @@ def mean_interval(xs: list[float], z: float = 1.96) -> tuple[float, float]:
 
 def rollout_metrics(groups: list[TrajectoryGroup]) -> dict[str, Any]:
     """What the policy did: trajectories the run wrote (a reference chain, `Generation.written`) are not counted."""
+
     def sampled(ts: list[Trajectory]) -> list[Trajectory]:
         return [t for t in ts if t.written_from is None]
 
@@ -60,7 +61,9 @@ def rollout_metrics(groups: list[TrajectoryGroup]) -> dict[str, Any]:
         # of which ended early by the context or the episode time limit (kept, scored; mcprl.rollout.recording)
         "truncated_episodes": sum(1 for t in valid if t.metadata.get("truncated")),
         "turns_mean": _mean([t.metrics.get("turns", 0.0) for t in valid]),
-        "completion_tokens_mean": _mean([float(sum(len(g.completion_token_ids) for g in t.generations)) for t in valid]),
+        "completion_tokens_mean": _mean(
+            [float(sum(len(g.completion_token_ids) for g in t.generations)) for t in valid]
+        ),
     }
     calls = sum(t.metrics.get("tool_calls", 0.0) for t in valid)
     out["tool_error_rate"] = sum(t.metrics.get("tool_errors", 0.0) for t in valid) / calls if calls else 0.0

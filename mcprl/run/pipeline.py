@@ -21,7 +21,9 @@ def policy_version(group: TrajectoryGroup) -> int | None:
     return min((t.policy_version for t in group.trajectories if t.policy_version is not None), default=None)
 
 
-def split_stale(groups: list[TrajectoryGroup], step: int, k: int) -> tuple[list[TrajectoryGroup], list[TrajectoryGroup]]:
+def split_stale(
+    groups: list[TrajectoryGroup], step: int, k: int
+) -> tuple[list[TrajectoryGroup], list[TrajectoryGroup]]:
     """(fresh, stale): a group sampled by the policy of step v is trained at step `step` (the
     policy being updated, 0-based) only if step - v <= k."""
     fresh, stale = [], []

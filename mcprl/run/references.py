@@ -18,9 +18,17 @@ def reference_exchange(scenario: Scenario) -> list[Message]:
     call = scenario.metadata["reference"][0]
     return [
         {"role": "user", "content": scenario.task},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "call_example", "type": "function", "function": {"name": call["tool"], "arguments": json.dumps(call["arguments"])}}
-        ]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "call_example",
+                    "type": "function",
+                    "function": {"name": call["tool"], "arguments": json.dumps(call["arguments"])},
+                }
+            ],
+        },
     ]
 
 
@@ -41,21 +49,53 @@ def reference_trajectory(group: TrajectoryGroup, finish: Literal["text", "tool"]
     for k, call in enumerate(s.metadata["reference"]):
         call_id = f"call_reference_{k}"
         messages += [
-            {"role": "assistant", "content": "", "tool_calls": [
-                {"id": call_id, "type": "function", "function": {"name": call["tool"], "arguments": json.dumps(call["arguments"])}}]},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": call["tool"], "arguments": json.dumps(call["arguments"])},
+                    }
+                ],
+            },
             {"role": "tool", "tool_call_id": call_id, "content": str(call.get("result", ""))},
         ]
     values = s.answer if isinstance(s.answer, list) else [s.answer]
     answer = ", ".join(v if isinstance(v, str) else json.dumps(v) for v in values)
     if finish == "tool":
-        messages.append({"role": "assistant", "content": "", "tool_calls": [{"id": "call_reference_answer", "type": "function",
-                         "function": {"name": "complete_task", "arguments": json.dumps({"answer": answer})}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "call_reference_answer",
+                        "type": "function",
+                        "function": {"name": "complete_task", "arguments": json.dumps({"answer": answer})},
+                    }
+                ],
+            }
+        )
     else:
         answer = f"The answer is {answer}."
         messages.append({"role": "assistant", "content": answer})
     metadata = {"final_answer": answer}
     calls = [c["tool"] for c in s.metadata["reference"]]
-    metrics = {"turns": float(len(calls) + 1), "tool_calls": float(len(calls)), "tool_errors": 0.0, "finished": 1.0,
-               **{f"calls/{name}": float(calls.count(name)) for name in set(calls)}}
-    return Trajectory(messages=messages, tools=sampled.tools, metadata=metadata, metrics=metrics, scenario_id=sampled.scenario_id,
-                      policy_version=sampled.policy_version, written_from=start)
+    metrics = {
+        "turns": float(len(calls) + 1),
+        "tool_calls": float(len(calls)),
+        "tool_errors": 0.0,
+        "finished": 1.0,
+        **{f"calls/{name}": float(calls.count(name)) for name in set(calls)},
+    }
+    return Trajectory(
+        messages=messages,
+        tools=sampled.tools,
+        metadata=metadata,
+        metrics=metrics,
+        scenario_id=sampled.scenario_id,
+        policy_version=sampled.policy_version,
+        written_from=start,
+    )

@@ -50,7 +50,9 @@ def _render_messages(messages: list[dict[str, Any]]) -> str:
         for tc in m.get("tool_calls") or []:
             fn = tc.get("function", {})
             body += f"\n→ {fn.get('name')}({fn.get('arguments')})"
-        out.append(f'<div class="msg {html.escape(role)}"><b>{html.escape(role)}</b><pre>{html.escape(str(body))}</pre></div>')
+        out.append(
+            f'<div class="msg {html.escape(role)}"><b>{html.escape(role)}</b><pre>{html.escape(str(body))}</pre></div>'
+        )
     return "\n".join(out)
 
 
@@ -59,7 +61,9 @@ def _sample(run_dir: Path, step_file: str) -> str:
     if not p.exists():
         return "<p>(none)</p>"
     groups = load_jsonl(p, TrajectoryGroup)
-    best = max((t for g in groups for t in g.valid if t.written_from is None), key=lambda t: t.reward, default=None)  # the policy's
+    best = max(
+        (t for g in groups for t in g.valid if t.written_from is None), key=lambda t: t.reward, default=None
+    )  # the policy's
     if best is None:
         return "<p>(no valid trajectory)</p>"
     # from the task (the last user message) on: the system prompt and demonstration are the same in every one
@@ -75,18 +79,39 @@ def write_report(run_dir: Path) -> Path:
     figs = run_dir / "report"
     figs.mkdir(parents=True, exist_ok=True)
     steps = [r["step"] for r in train]
-    _plot(figs / "reward.png", "Training reward", [("mean reward", steps, [r["reward_mean"] for r in train]),
-                                                   ("tool-call rate", steps, [r["tool_call_rate"] for r in train])], "")
+    _plot(
+        figs / "reward.png",
+        "Training reward",
+        [
+            ("mean reward", steps, [r["reward_mean"] for r in train]),
+            ("tool-call rate", steps, [r["tool_call_rate"] for r in train]),
+        ],
+        "",
+    )
     ev = [r for r in evals if "success_rate" in r]
     if ev:
         xs = [r["step"] for r in ev]
-        _plot(figs / "val.png", "Held-out success", [("success", xs, [r["success_rate"] for r in ev])], "rate",
-              bands=[(xs, [r["success_ci"][0] for r in ev], [r["success_ci"][1] for r in ev])])
+        _plot(
+            figs / "val.png",
+            "Held-out success",
+            [("success", xs, [r["success_rate"] for r in ev])],
+            "rate",
+            bands=[(xs, [r["success_ci"][0] for r in ev], [r["success_ci"][1] for r in ev])],
+        )
     else:
         xs = [r["step"] for r in evals]
-        _plot(figs / "val.png", "Held-out mean judge score", [("score", xs, [r["reward_mean"] for r in evals])], "score")
-    _plot(figs / "turns.png", "Turns and tool errors", [("turns/episode", steps, [r["turns_mean"] for r in train]),
-                                                        ("tool error rate", steps, [r["tool_error_rate"] for r in train])], "")
+        _plot(
+            figs / "val.png", "Held-out mean judge score", [("score", xs, [r["reward_mean"] for r in evals])], "score"
+        )
+    _plot(
+        figs / "turns.png",
+        "Turns and tool errors",
+        [
+            ("turns/episode", steps, [r["turns_mean"] for r in train]),
+            ("tool error rate", steps, [r["tool_error_rate"] for r in train]),
+        ],
+        "",
+    )
 
     tools = sorted({k.split("/", 2)[2] for r in train for k in r if k.startswith("tool/calls/")})
     tool_rows = []
@@ -94,7 +119,9 @@ def write_report(run_dir: Path) -> Path:
         calls = sum(r.get(f"tool/calls/{name}", 0) for r in train)
         errors = sum(r.get(f"tool/errors/{name}", 0) for r in train)
         episodes = sum(r["trajectories"] for r in train) or 1
-        tool_rows.append(f"<tr><td>{html.escape(name)}</td><td>{calls:.0f}</td><td>{calls / episodes:.2f}</td><td>{(errors / calls if calls else 0):.0%}</td></tr>")
+        tool_rows.append(
+            f"<tr><td>{html.escape(name)}</td><td>{calls:.0f}</td><td>{calls / episodes:.2f}</td><td>{(errors / calls if calls else 0):.0%}</td></tr>"
+        )
     cost = sum(r.get("judge_cost_usd", 0.0) for r in rows)
     judge_s = sum(r.get("judge_latency_s", 0.0) for r in rows)
     config = (run_dir / "config.json").read_text() if (run_dir / "config.json").exists() else "{}"
@@ -116,11 +143,15 @@ def write_report(run_dir: Path) -> Path:
     if grounding.exists():  # the run's tasks were grounded in the server (mcprl.scenarios.grounded)
         g = json.loads(grounding.read_text())
         dropped_why = ", ".join(f"{n} {why}" for why, n in g.get("dropped", {}).items()) or "none"
-        per_tool = "".join(f"<tr><td>{html.escape(t)}</td><td>{g.get('covered', {}).get(t, 0)}</td></tr>" for t in g.get("tools", []))
-        grounded = (f"<h2>Grounded tasks</h2><p>{html.escape(g.get('exploration', ''))}</p>"
-                    f"<p>{g.get('kept', 0)} tasks kept of {g.get('candidates', 0)} candidates; dropped: {html.escape(dropped_why)}. "
-                    f"The record of every call is in scenarios/exploration.jsonl.</p>"
-                    f"<table><tr><th>tool</th><th>tasks using it</th></tr>{per_tool}</table>")
+        per_tool = "".join(
+            f"<tr><td>{html.escape(t)}</td><td>{g.get('covered', {}).get(t, 0)}</td></tr>" for t in g.get("tools", [])
+        )
+        grounded = (
+            f"<h2>Grounded tasks</h2><p>{html.escape(g.get('exploration', ''))}</p>"
+            f"<p>{g.get('kept', 0)} tasks kept of {g.get('candidates', 0)} candidates; dropped: {html.escape(dropped_why)}. "
+            f"The record of every call is in scenarios/exploration.jsonl.</p>"
+            f"<table><tr><th>tool</th><th>tasks using it</th></tr>{per_tool}</table>"
+        )
     first_file = f"step_{train[0]['step']:04d}.jsonl" if train else ""
     last_file = f"step_{train[-1]['step']:04d}.jsonl" if train else ""
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>mcprl report: {html.escape(run_dir.name)}</title>
@@ -134,9 +165,9 @@ Judge cost: ${cost:.4f} ({judge_s:.1f} s of judge calls).</p>
 Task help: {"on" if settings.scenarios.task_help else "off"}. Dynamic sampling: {drawn:.0f} extra groups drawn, {dropped:.0f} groups without reward variance dropped.</p>
 <div class="cols"><div><img src="report/reward.png"></div><div><img src="report/val.png"></div><div><img src="report/turns.png"></div></div>
 {grounded}
-<h2>Tools</h2><table><tr><th>tool</th><th>calls</th><th>calls per episode</th><th>error rate</th></tr>{''.join(tool_rows) or '<tr><td colspan=4>no tool calls</td></tr>'}</table>
-<h2>Sample trajectories (best of the step)</h2><div class="cols"><div><h3>first step</h3>{_sample(run_dir, first_file) if train else ''}</div>
-<div><h3>last step</h3>{_sample(run_dir, last_file) if train else ''}</div></div>
+<h2>Tools</h2><table><tr><th>tool</th><th>calls</th><th>calls per episode</th><th>error rate</th></tr>{"".join(tool_rows) or "<tr><td colspan=4>no tool calls</td></tr>"}</table>
+<h2>Sample trajectories (best of the step)</h2><div class="cols"><div><h3>first step</h3>{_sample(run_dir, first_file) if train else ""}</div>
+<div><h3>last step</h3>{_sample(run_dir, last_file) if train else ""}</div></div>
 <h2>Configuration</h2><pre>{html.escape(config)}</pre></body></html>"""
     out = run_dir / "report.html"
     out.write_text(page)

@@ -97,8 +97,13 @@ def solved(t: Trajectory) -> bool:
 
 def unsolved(group: TrajectoryGroup) -> bool:
     """A scored group of a grounded task (its reference chain known) that no rollout solved."""
-    return (group.scenario is not None and bool(group.scenario.metadata.get("reference")) and not group.skipped
-            and bool(group.valid) and not any(map(solved, group.valid)))
+    return (
+        group.scenario is not None
+        and bool(group.scenario.metadata.get("reference"))
+        and not group.skipped
+        and bool(group.valid)
+        and not any(map(solved, group.valid))
+    )
 
 
 @dataclass
@@ -138,41 +143,68 @@ class TrainingRun:
         cfg = self.cfg
         done = checkpoints.latest_step(self.model.checkpoints_dir)
         if done and not self.resume:
-            raise UserError(f"{self.dir} already has {done} trained step(s); pass --resume to continue it, or --name NEW for a new run")
+            raise UserError(
+                f"{self.dir} already has {done} trained step(s); pass --resume to continue it, or --name NEW for a new run"
+            )
         self.agent = agents.load(cfg.rollout.agent)  # a bad agent spec stops the run before any work
         self.dir.mkdir(parents=True, exist_ok=True)
         shipped = tasks.get(cfg.scenarios.tasks) if cfg.scenarios.tasks else None
         async with AsyncExitStack() as stack:
-            self.cluster = await stack.enter_async_context(open_rollouts(cfg.cluster, cfg.server, cfg.rollout.agent, say=self.say))
+            self.cluster = await stack.enter_async_context(
+                open_rollouts(cfg.cluster, cfg.server, cfg.rollout.agent, say=self.say)
+            )
             pool = await stack.enter_async_context(open_tools(cfg.server, self.dir, say=self.say))
             self.secrets = secret_values(pool.spec if pool is not None else None)
-            train, val = await run_scenarios(cfg.scenarios, self.dir / "scenarios", seed=cfg.seed, resume=self.resume,
-                                             pool=pool, generate=shipped.generate if shipped else None, model=cfg.judge.model,
-                                             api_base=cfg.judge.api_base, explore=cfg.explore, secrets=self.secrets,
-                                             max_calls=cfg.rollout.calls_per_episode, say=self.say)
-            train = await self._demonstration(pool, train, shipped.example if shipped and cfg.scenarios.task_help else None)
-            judge = cfg.judge.build(all_or_nothing=not cfg.scenarios.task_help, shaped=pool is not None, cache_dir=self.dir / "judge-cache")
+            train, val = await run_scenarios(
+                cfg.scenarios,
+                self.dir / "scenarios",
+                seed=cfg.seed,
+                resume=self.resume,
+                pool=pool,
+                generate=shipped.generate if shipped else None,
+                model=cfg.judge.model,
+                api_base=cfg.judge.api_base,
+                explore=cfg.explore,
+                secrets=self.secrets,
+                max_calls=cfg.rollout.calls_per_episode,
+                say=self.say,
+            )
+            train = await self._demonstration(
+                pool, train, shipped.example if shipped and cfg.scenarios.task_help else None
+            )
+            judge = cfg.judge.build(
+                all_or_nothing=not cfg.scenarios.task_help, shaped=pool is not None, cache_dir=self.dir / "judge-cache"
+            )
             serve = {"host": cfg.cluster.policy_host} if self.cluster else {}  # where the workers reach the policy
             if self.cluster is not None and cfg.cluster.policy_replicas:  # served by replica actors instead
                 serve = {"start_endpoint": self.cluster.policy_endpoint(self.model)}
                 if cfg.cluster.trainer_actor:  # and the steps taken in an actor
                     serve["load_trainer"] = self.cluster.trainer_loader(self.model, cfg.runtime.dtype)
             backend = await stack.enter_async_context(LocalBackend.from_config(cfg.runtime, **serve))
-            self.say(f"loading {cfg.model} and serving {cfg.name} ({'GPU: vLLM + Unsloth' if backend.device == 'cuda' else 'CPU'})...")
+            self.say(
+                f"loading {cfg.model} and serving {cfg.name} ({'GPU: vLLM + Unsloth' if backend.device == 'cuda' else 'CPU'})..."
+            )
             await self.model.register(backend)
             step = self.model.get_step()
             self.metrics.truncate_after(step)
             self._recover_line(step)
-            replace_text(self.dir / "config.json", json.dumps(self.cfg.redacted(self.secrets), indent=2))  # what --resume reads
+            replace_text(
+                self.dir / "config.json", json.dumps(self.cfg.redacted(self.secrets), indent=2)
+            )  # what --resume reads
             if self.cfg.wandb:
-                self.metrics.wandb = {"project": cfg.project, "name": cfg.name, "config": self.cfg.redacted(self.secrets)}
+                self.metrics.wandb = {
+                    "project": cfg.project,
+                    "name": cfg.name,
+                    "config": self.cfg.redacted(self.secrets),
+                }
             if not any(r["kind"] == "eval" and r["step"] == step for r in self.metrics.read()):
                 await self._evaluate(pool, val, step)
             budget_s = cfg.time_budget_minutes * 60 if cfg.time_budget_minutes else float("inf")
             spent = 0.0
             with Interrupt(self.say) as interrupt:
-                async with Pipeline(lambda s: self._collect(pool, judge, train, s), step, cfg.steps,
-                                    cfg.train.max_off_policy_steps) as pipeline:
+                async with Pipeline(
+                    lambda s: self._collect(pool, judge, train, s), step, cfg.steps, cfg.train.max_off_policy_steps
+                ) as pipeline:
                     while step < cfg.steps and not interrupt.requested and spent < budget_s:
                         t0 = time.monotonic()
                         await self._learn(await pipeline.next())
@@ -199,19 +231,34 @@ class TrainingRun:
             old = load_saved(previous)
             messages, examples, source = old.rollout.example, old.rollout.examples, old.example_source
         else:
-            demo, kept = await demonstration.settle(train, pool, enabled=cfg.rollout.demonstration, example=cfg.rollout.example,
-                                                    example_file=cfg.example,
-                                                    shipped=shipped, model=cfg.judge.model, api_base=cfg.judge.api_base,
-                                                    seed=cfg.seed, per_tool=cfg.demonstrations == "per-tool", say=self.say)
+            demo, kept = await demonstration.settle(
+                train,
+                pool,
+                enabled=cfg.rollout.demonstration,
+                example=cfg.rollout.example,
+                example_file=cfg.example,
+                shipped=shipped,
+                model=cfg.judge.model,
+                api_base=cfg.judge.api_base,
+                seed=cfg.seed,
+                per_tool=cfg.demonstrations == "per-tool",
+                say=self.say,
+            )
             if kept is not train:
                 dump_jsonl(kept, self.dir / "scenarios" / "train.jsonl")
             train, messages, examples, source = kept, demo.messages, demo.examples, demo.source
             self.say(f"demonstration: {source}")
-        self.cfg = cfg.model_copy(update={"rollout": cfg.rollout.model_copy(update={"example": messages, "examples": examples}),
-                                          "example_source": source})
+        self.cfg = cfg.model_copy(
+            update={
+                "rollout": cfg.rollout.model_copy(update={"example": messages, "examples": examples}),
+                "example_source": source,
+            }
+        )
         return train
 
-    async def _rollouts(self, pool, scenarios: list[Scenario], per: int, label: str, configs=None) -> list[TrajectoryGroup]:
+    async def _rollouts(
+        self, pool, scenarios: list[Scenario], per: int, label: str, configs=None
+    ) -> list[TrajectoryGroup]:
         """`per` rollouts of each scenario, under the run's rollout settings or each scenario's own (`configs`)."""
         from mcprl.errors import clip
         from mcprl.rollout.gather import gather_trajectory_groups, untrainable
@@ -228,11 +275,14 @@ class TrainingRun:
                 self.progress.update(task, completed=done)
 
         if self.cluster is not None:
-            groups = await self.cluster.run(policy, scenarios, per, configs, max_concurrency=self.cfg.max_concurrency, progress=tick)
+            groups = await self.cluster.run(
+                policy, scenarios, per, configs, max_concurrency=self.cfg.max_concurrency, progress=tick
+            )
         else:
             groups = await gather_trajectory_groups(
                 [[self.agent(policy, s, pool, rc) for _ in range(per)] for s, rc in zip(scenarios, configs)],
-                max_concurrency=self.cfg.max_concurrency, progress=tick,
+                max_concurrency=self.cfg.max_concurrency,
+                progress=tick,
             )
         if self.progress is not None:
             self.progress.remove_task(task)
@@ -242,8 +292,10 @@ class TrainingRun:
                 t.policy_version = version
         if (bad := untrainable(groups)) is not None:
             count, total, reason = bad
-            raise UserError(f"{label}: {count} of {total} rollouts failed or sampled nothing, so the run would train nothing; "
-                            f"most common: {clip(redact(reason, self.secrets), 300)}")
+            raise UserError(
+                f"{label}: {count} of {total} rollouts failed or sampled nothing, so the run would train nothing; "
+                f"most common: {clip(redact(reason, self.secrets), 300)}"
+            )
         return groups
 
     def _cluster_metrics(self, groups: list[TrajectoryGroup]) -> dict[str, float]:
@@ -299,16 +351,31 @@ class TrainingRun:
         fresh, stale = split_stale(groups, c.step, cfg.train.max_off_policy_steps)
         for g in stale:
             g.metadata["stale"] = True
-        dump_jsonl([redact_model(g, self.secrets) for g in groups], self.dir / "trajectories" / f"step_{c.step + 1:04d}.jsonl")
+        dump_jsonl(
+            [redact_model(g, self.secrets) for g in groups], self.dir / "trajectories" / f"step_{c.step + 1:04d}.jsonl"
+        )
         tc = cfg.train.model_copy(update={"advantage": "reward"}) if warmup else cfg.train
-        sampling = {"groups_drawn": len(groups) - c.batch_size, "groups_dropped": 0 if warmup else sum(not learnable(g) for g in groups),
-                    "groups_helped": sum(bool(g.metadata.get("helped")) for g in groups)}  # cfg.unsolved's help
+        sampling = {
+            "groups_drawn": len(groups) - c.batch_size,
+            "groups_dropped": 0 if warmup else sum(not learnable(g) for g in groups),
+            "groups_helped": sum(bool(g.metadata.get("helped")) for g in groups),
+        }  # cfg.unsolved's help
         # How many versions behind the trained policy its groups were sampled (0 in the synchronous loop)
         ages = [c.step - v for g in fresh if (v := policy_version(g)) is not None]
-        staleness = {"staleness_mean": sum(ages) / len(ages) if ages else 0.0, "staleness_max": max(ages, default=0),
-                     "stale_dropped": len(stale)}
-        row = {"kind": "train", "step": c.step + 1, "sft_warmup": warmup, **rollout_metrics(groups), **sampling, **staleness,
-               **self._cluster_metrics(groups)}
+        staleness = {
+            "staleness_mean": sum(ages) / len(ages) if ages else 0.0,
+            "staleness_max": max(ages, default=0),
+            "stale_dropped": len(stale),
+        }
+        row = {
+            "kind": "train",
+            "step": c.step + 1,
+            "sft_warmup": warmup,
+            **rollout_metrics(groups),
+            **sampling,
+            **staleness,
+            **self._cluster_metrics(groups),
+        }
         pending = self.dir / PENDING_LINE
         replace_text(pending, json.dumps(row))  # what a kill between the checkpoint and the line would lose
         train_metrics = await self.model.train(fresh, tc)
@@ -321,10 +388,16 @@ class TrainingRun:
             f"{int(train_metrics.get('groups_trained', 0))}/{int(row['groups'])}"
             # trainer vs sampler logprobs before the update: about 0 unless the two compute different
             # distributions, or (the asynchronous pipeline) the sampler's policy was an older step's
-            + (f", logprob mismatch {train_metrics['logprob_mismatch']:.2g} (max {train_metrics['logprob_mismatch_max']:.2g})"
-               if "logprob_mismatch" in train_metrics else "")
-            + (f", staleness {staleness['staleness_mean']:.2g} (max {staleness['staleness_max']}), {len(stale)} stale group(s) dropped"
-               if cfg.train.max_off_policy_steps else "")
+            + (
+                f", logprob mismatch {train_metrics['logprob_mismatch']:.2g} (max {train_metrics['logprob_mismatch_max']:.2g})"
+                if "logprob_mismatch" in train_metrics
+                else ""
+            )
+            + (
+                f", staleness {staleness['staleness_mean']:.2g} (max {staleness['staleness_max']}), {len(stale)} stale group(s) dropped"
+                if cfg.train.max_off_policy_steps
+                else ""
+            )
         )
 
     async def _add_references(self, judge, groups: list[TrajectoryGroup]) -> None:
@@ -361,8 +434,13 @@ class TrainingRun:
             return
         rc = self.cfg.rollout
         guided = [rc.model_copy(update={"example": reference_exchange(groups[i].scenario)}) for i in failed]
-        retries = await self._rollouts(pool, [groups[i].scenario for i in failed], self.cfg.group_size,
-                                       f"{label}, {len(failed)} guided", configs=guided)
+        retries = await self._rollouts(
+            pool,
+            [groups[i].scenario for i in failed],
+            self.cfg.group_size,
+            f"{label}, {len(failed)} guided",
+            configs=guided,
+        )
         retries = await score_groups(judge, retries)
         for i, retry in zip(failed, retries):
             if learnable(retry) and any(map(solved, retry.valid)):
@@ -376,17 +454,28 @@ class TrainingRun:
         verifiable = all(s.check is not None for s in val)
         per = cfg.eval_samples if verifiable else max(cfg.eval_samples, 2)
         groups = await self._rollouts(pool, val, per, f"eval at step {step}")
-        judge = cfg.judge.held_out(verifiable, all_or_nothing=not cfg.scenarios.task_help, cache_dir=self.dir / "judge-cache")
+        judge = cfg.judge.held_out(
+            verifiable, all_or_nothing=not cfg.scenarios.task_help, cache_dir=self.dir / "judge-cache"
+        )
         groups = await score_groups(judge, groups)
         dump_jsonl([redact_model(g, self.secrets) for g in groups], self.dir / "eval" / f"step_{step:04d}.jsonl")
         row = {"kind": "eval", "step": step, **rollout_metrics(groups), **self._cluster_metrics(groups)}
         self.metrics.append(row)
-        what = f"success {row['success_rate']:.0%}" if "success_rate" in row else f"mean judge score {row['reward_mean']:.3f}"
+        what = (
+            f"success {row['success_rate']:.0%}"
+            if "success_rate" in row
+            else f"mean judge score {row['reward_mean']:.3f}"
+        )
         self.say(f"eval at step {step}: {what} on {len(val)} held-out scenarios")
 
     def summary(self, interrupted: bool = False) -> dict[str, Any]:
         rows = self.metrics.read()
         evals = [r for r in rows if r["kind"] == "eval"]
-        return {"dir": str(self.dir), "interrupted": interrupted, "step": self.model.get_step(),
-                "first_eval": evals[0] if evals else None, "last_eval": evals[-1] if evals else None,
-                "train_steps": [r for r in rows if r["kind"] == "train"]}
+        return {
+            "dir": str(self.dir),
+            "interrupted": interrupted,
+            "step": self.model.get_step(),
+            "first_eval": evals[0] if evals else None,
+            "last_eval": evals[-1] if evals else None,
+            "train_steps": [r for r in rows if r["kind"] == "train"],
+        }

@@ -34,7 +34,11 @@ class RequireKey:
         if scope["type"] == "http" and scope["path"] != "/health":
             given = dict(scope["headers"]).get(b"authorization", b"")
             if not (given.startswith(b"Bearer ") and hmac.compare_digest(given[7:].strip(), self.key)):
-                body = error_body("missing or wrong API key; send 'Authorization: Bearer <key>'", "authentication_error", code="invalid_api_key")
+                body = error_body(
+                    "missing or wrong API key; send 'Authorization: Bearer <key>'",
+                    "authentication_error",
+                    code="invalid_api_key",
+                )
                 await JSONResponse(body, status_code=401)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
@@ -112,7 +116,10 @@ def create_app(engine: Engine, api_key: str | None = None) -> FastAPI:
     @app.get("/v1/models")
     async def models():
         now = int(time.time())
-        return {"object": "list", "data": [{"id": m, "object": "model", "created": now, "owned_by": "mcprl"} for m in engine.served_models()]}
+        return {
+            "object": "list",
+            "data": [{"id": m, "object": "model", "created": now, "owned_by": "mcprl"} for m in engine.served_models()],
+        }
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request):

@@ -51,9 +51,19 @@ class _Pending:
 class Engine:
     """Serve a base model and its adapters. Thread-safe; batching runs on the caller's event loop."""
 
-    def __init__(self, model_spec: str, *, model=None, tokenizer=None, served_name: str | None = None,
-                 max_batch_rows: int = 32, batch_window_s: float = 0.01, default_max_tokens: int = 512,
-                 max_model_len: int | None = None, limits: ServeLimits | None = None):
+    def __init__(
+        self,
+        model_spec: str,
+        *,
+        model=None,
+        tokenizer=None,
+        served_name: str | None = None,
+        max_batch_rows: int = 32,
+        batch_window_s: float = 0.01,
+        default_max_tokens: int = 512,
+        max_model_len: int | None = None,
+        limits: ServeLimits | None = None,
+    ):
         from mcprl.model import weights
 
         self.tokenizer = tokenizer or weights.load_tokenizer(model_spec)
@@ -76,9 +86,18 @@ class Engine:
         eos |= set(gen_eos) if isinstance(gen_eos, list) else {gen_eos}
         self.eos_ids = {e for e in eos if e is not None}
         self.grammars = Grammars(self.tokenizer, self.eos_ids, self.model.config.vocab_size)
-        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
-        self.metrics = {"requests": 0, "batches": 0, "rows": 0, "tool_call_parse_errors": 0, "completion_tokens": 0,
-                        "cancelled": 0, "refused": 0}
+        self.pad_id = (
+            self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        )
+        self.metrics = {
+            "requests": 0,
+            "batches": 0,
+            "rows": 0,
+            "tool_call_parse_errors": 0,
+            "completion_tokens": 0,
+            "cancelled": 0,
+            "refused": 0,
+        }
 
     # ---- adapters -------------------------------------------------------------------------
     def load_adapter(self, name: str, path: str | Path) -> None:
@@ -138,9 +157,13 @@ class Engine:
         if len(req.messages) > limits.max_messages:
             raise BadRequest(refuse("max_messages", f"{len(req.messages)} messages"))
         if req.response_format is not None:
-            if (size := len(req.response_format.model_dump_json(by_alias=True, exclude_none=True))) > limits.max_schema_bytes:
+            if (
+                size := len(req.response_format.model_dump_json(by_alias=True, exclude_none=True))
+            ) > limits.max_schema_bytes:
                 raise BadRequest(refuse("max_schema_bytes", f"response_format of {size} bytes"))
-            if (depth := json_depth(req.response_format.model_dump(by_alias=True, exclude_none=True))) > limits.max_schema_depth:
+            if (
+                depth := json_depth(req.response_format.model_dump(by_alias=True, exclude_none=True))
+            ) > limits.max_schema_depth:
                 raise BadRequest(refuse("max_schema_depth", f"response_format nested {depth} levels"))
 
     async def chat(self, req: ChatRequest) -> dict[str, Any]:
@@ -190,7 +213,9 @@ class Engine:
         if len(prompt_ids) > longest:
             limit = "max_prompt_tokens" if longest == self.limits.max_prompt_tokens else None
             what = f"prompt of {len(prompt_ids)} tokens"
-            raise BadRequest(self.limits.refuse(limit, what) if limit else f"{what} is over the model's limit of {longest}")
+            raise BadRequest(
+                self.limits.refuse(limit, what) if limit else f"{what} is over the model's limit of {longest}"
+            )
         budget = min(req.max_new_tokens(self.default_max_tokens), self.max_model_len - len(prompt_ids))
         pending = _Pending(req, adapter, prompt_ids, budget)
         if pending.tokens > self.limits.max_request_tokens:
@@ -217,7 +242,9 @@ class Engine:
             raise BadRequest(str(e)) from None
         except TimeoutError:
             self.metrics["refused"] += 1
-            raise BadRequest(f"response_format: the schema took over {COMPILE_TIMEOUT_S:.0f} s to compile; simplify it") from None
+            raise BadRequest(
+                f"response_format: the schema took over {COMPILE_TIMEOUT_S:.0f} s to compile; simplify it"
+            ) from None
         finally:
             abandoned.set()
 
@@ -261,9 +288,15 @@ class Engine:
         batch, rest, rows, longest, budget = [], [], 0, 0, 0
         for p in self._queue:
             grown = (rows + p.request.n) * (max(longest, len(p.prompt_ids)) + max(budget, p.max_new_tokens))
-            if p.adapter == adapter and (not batch or rows + p.request.n <= self.max_batch_rows and grown <= self.limits.max_batch_tokens):
+            if p.adapter == adapter and (
+                not batch or rows + p.request.n <= self.max_batch_rows and grown <= self.limits.max_batch_tokens
+            ):
                 batch.append(p)
-                rows, longest, budget = rows + p.request.n, max(longest, len(p.prompt_ids)), max(budget, p.max_new_tokens)
+                rows, longest, budget = (
+                    rows + p.request.n,
+                    max(longest, len(p.prompt_ids)),
+                    max(budget, p.max_new_tokens),
+                )
             else:
                 rest.append(p)
         self._queue[:] = rest
@@ -275,8 +308,20 @@ class Engine:
             r = p.request
             for k in range(r.n):
                 seed = None if r.seed is None else r.seed + k
-                rows.append(SampleRequest(p.prompt_ids, p.max_new_tokens, r.temperature, r.top_p, r.stops, seed,
-                                          self.grammars.fork(p.constraint), top_k=r.top_k, min_p=r.min_p, cancelled=p.cancelled))
+                rows.append(
+                    SampleRequest(
+                        p.prompt_ids,
+                        p.max_new_tokens,
+                        r.temperature,
+                        r.top_p,
+                        r.stops,
+                        seed,
+                        self.grammars.fork(p.constraint),
+                        top_k=r.top_k,
+                        min_p=r.min_p,
+                        cancelled=p.cancelled,
+                    )
+                )
         with self._lock:
             from peft import PeftModel
 
@@ -327,7 +372,12 @@ class Engine:
             if req.logprobs:
                 choice["logprobs"] = {
                     "content": [
-                        {"token": self.tokenizer.convert_ids_to_tokens(t), "logprob": lp, "bytes": None, "top_logprobs": []}
+                        {
+                            "token": self.tokenizer.convert_ids_to_tokens(t),
+                            "logprob": lp,
+                            "bytes": None,
+                            "top_logprobs": [],
+                        }
                         for t, lp in zip(s.token_ids, s.logprobs)
                     ]
                 }

@@ -34,8 +34,14 @@ class LocalEndpoint:
             check_port_free(host, port)
         self.engine = engine
         self.api_key = api_key
-        config = uvicorn.Config(create_app(engine, api_key), host=host, port=port, log_level="warning", lifespan="on",
-                                timeout_graceful_shutdown=SHUTDOWN_GRACE_S)
+        config = uvicorn.Config(
+            create_app(engine, api_key),
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="mcprl-endpoint", daemon=True)
         self._thread.start()

@@ -69,7 +69,11 @@ def _check(causal_lm, head: OutputHead, n_tokens: int = 8) -> None:
     forward logits (a model whose forward processes its logits in a way `logit_processing` does not
     know). One short no-grad forward each way, in eval mode (no dropout)."""
     device = next(causal_lm.parameters()).device
-    ids = (torch.arange(n_tokens, device=device) * 7 + 3).remainder(causal_lm.config.get_text_config().vocab_size).unsqueeze(0)
+    ids = (
+        (torch.arange(n_tokens, device=device) * 7 + 3)
+        .remainder(causal_lm.config.get_text_config().vocab_size)
+        .unsqueeze(0)
+    )
     training = causal_lm.training
     causal_lm.eval()
     try:
@@ -79,18 +83,26 @@ def _check(causal_lm, head: OutputHead, n_tokens: int = 8) -> None:
     finally:
         causal_lm.train(training)
     if theirs.shape != ours.shape:
-        raise UserError(f"{type(causal_lm).__name__}: its forward returns logits of shape {tuple(theirs.shape)}, "
-                        f"the LM head {tuple(ours.shape)}; this model is not supported")
+        raise UserError(
+            f"{type(causal_lm).__name__}: its forward returns logits of shape {tuple(theirs.shape)}, "
+            f"the LM head {tuple(ours.shape)}; this model is not supported"
+        )
     # Half precision leaves rounding differences; a processing step we miss changes logits wholesale.
     err = float((ours - theirs).abs().max())
     if err > 1e-2 * (1.0 + float(theirs.abs().max())):
-        raise UserError(f"{type(causal_lm).__name__} ({causal_lm.config.model_type}): its forward processes the LM head's "
-                        f"logits in a way mcprl does not reproduce (max difference {err:.3g}), so its logprobs would be "
-                        "wrong; use another model, or add its logit processing to mcprl.serving.logits")
+        raise UserError(
+            f"{type(causal_lm).__name__} ({causal_lm.config.model_type}): its forward processes the LM head's "
+            f"logits in a way mcprl does not reproduce (max difference {err:.3g}), so its logprobs would be "
+            "wrong; use another model, or add its logit processing to mcprl.serving.logits"
+        )
 
 
-def truncation_cut(s: torch.Tensor, top_p: torch.Tensor | None = None, top_k: torch.Tensor | None = None,
-                   min_p: torch.Tensor | None = None) -> torch.Tensor:
+def truncation_cut(
+    s: torch.Tensor,
+    top_p: torch.Tensor | None = None,
+    top_k: torch.Tensor | None = None,
+    min_p: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Per row of [C, V] scaled logits (logits / temperature), the smallest value the sampling
     truncations keep (-inf where none applies); the kept set is `s >= cut`. In vLLM's order:
     min-p (tokens with at least `min_p` times the top token's probability), then top-k (the `top_k`

@@ -33,7 +33,9 @@ def turn_keys(messages: list[dict[str, Any]]) -> list[str]:
     running, keys = hashlib.sha256(), []
     for m in messages:
         part = message_key(m) if m.get("role") == "assistant" else _text(m.get("content"))
-        running.update(json.dumps([m.get("role"), part], ensure_ascii=False).encode() + b"\n")  # JSON has no raw newline
+        running.update(
+            json.dumps([m.get("role"), part], ensure_ascii=False).encode() + b"\n"
+        )  # JSON has no raw newline
         keys.append(running.copy().hexdigest())
     return keys
 
@@ -69,7 +71,9 @@ class TurnCache:
             return self._items.get(key)
 
 
-def render_prompt(tokenizer, messages: list[dict[str, Any]], tools: list[dict] | None, cache: TurnCache | None) -> list[int]:
+def render_prompt(
+    tokenizer, messages: list[dict[str, Any]], tools: list[dict] | None, cache: TurnCache | None
+) -> list[int]:
     """Token ids of the prompt for the next assistant turn."""
     spliced: list[list[int]] = []
     msgs = []

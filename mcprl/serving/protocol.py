@@ -42,10 +42,14 @@ class ResponseFormat(BaseModel):
             raise ValueError('type "json_schema" needs json_schema: {"name": ..., "schema": {...}}')
         if self.type == "structural_tag":
             if not self.structures or not self.triggers:
-                raise ValueError('type "structural_tag" needs structures: [{"begin", "schema", "end"}] and triggers: [...]')
+                raise ValueError(
+                    'type "structural_tag" needs structures: [{"begin", "schema", "end"}] and triggers: [...]'
+                )
             for i, s in enumerate(self.structures):
                 if not any(s.begin.startswith(t) for t in self.triggers if t):
-                    raise ValueError(f"structures[{i}].begin {s.begin!r} starts with none of the triggers {self.triggers}")
+                    raise ValueError(
+                        f"structures[{i}].begin {s.begin!r} starts with none of the triggers {self.triggers}"
+                    )
         return self
 
     @property
@@ -75,7 +79,9 @@ class ChatRequest(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     max_completion_tokens: int | None = Field(default=None, ge=1)
     stop: str | list[str] | None = None
-    seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1)  # what torch's generators take (seed + k for row k)
+    seed: int | None = Field(
+        default=None, ge=-(2**63), le=2**63 - 1
+    )  # what torch's generators take (seed + k for row k)
     logprobs: bool = False
     top_logprobs: int | None = None
     return_token_ids: bool = False
@@ -95,8 +101,10 @@ class ChatRequest(BaseModel):
     def _neutral_penalty(cls, v: float, info) -> float:
         neutral = 1.0 if info.field_name == "repetition_penalty" else 0.0
         if v != neutral:
-            raise ValueError(f"sampling penalties are not reproduced by the trainer, so it would train on another "
-                             f"distribution than the one sampled; leave {info.field_name} at {neutral:g}")
+            raise ValueError(
+                f"sampling penalties are not reproduced by the trainer, so it would train on another "
+                f"distribution than the one sampled; leave {info.field_name} at {neutral:g}"
+            )
         return v
 
     @property
@@ -117,13 +125,19 @@ class ServeLimits(BaseModel):
 
     max_body_bytes: int = Field(default=8 * 2**20, ge=1, description="largest request body, in bytes")
     max_messages: int = Field(default=1024, ge=1, description="most messages in one request")
-    max_prompt_tokens: int | None = Field(default=None, ge=1, description="longest prompt in tokens (default: the model's context)")
+    max_prompt_tokens: int | None = Field(
+        default=None, ge=1, description="longest prompt in tokens (default: the model's context)"
+    )
     max_tokens_limit: int = Field(default=4096, ge=1, description="largest max_tokens a request may ask for")
     max_n: int = Field(default=64, ge=1, description="most completions (n) in one request")
     # 20,480 tokens of SmolLM2-135M's float32 KV cache are 0.9 GB, beside ~0.9 GB of weights and
     # runtime: a 10-minute soak at 65,536 peaked at 2.1 GB (docs/reliability.md)
-    max_request_tokens: int = Field(default=20480, ge=1, description="most tokens one request may hold: n x (prompt + max_tokens)")
-    max_batch_tokens: int = Field(default=20480, ge=1, description="most tokens one batch may hold: rows x (longest prompt + largest max_tokens)")
+    max_request_tokens: int = Field(
+        default=20480, ge=1, description="most tokens one request may hold: n x (prompt + max_tokens)"
+    )
+    max_batch_tokens: int = Field(
+        default=20480, ge=1, description="most tokens one batch may hold: rows x (longest prompt + largest max_tokens)"
+    )
     max_schema_bytes: int = Field(default=128 * 2**10, ge=1, description="largest response_format, in bytes of JSON")
     max_schema_depth: int = Field(default=64, ge=1, description="deepest nesting of a response_format's JSON")
 
@@ -136,5 +150,7 @@ class ServeLimits(BaseModel):
         return f"{what} is over this server's limit {name}={getattr(self, name)} (raised with `mcprl serve {self.flag(name)}`)"
 
 
-def error_body(message: str, kind: str = "invalid_request_error", param: str | None = None, code: str | None = None) -> dict:
+def error_body(
+    message: str, kind: str = "invalid_request_error", param: str | None = None, code: str | None = None
+) -> dict:
     return {"error": {"message": message, "type": kind, "param": param, "code": code}}

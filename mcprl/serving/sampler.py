@@ -92,6 +92,7 @@ def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], 
         float32 on the side, a [vocab x hidden] float32 copy for a few rows' logits."""
         hidden = decoder(**inputs, use_cache=True).last_hidden_state
         return lm_head(hidden[:, -1, :].contiguous())
+
     b = len(rows)
     # Rows with the same prompt (n>1, a GRPO group) prefill it once: `owner[i]` is row i's prompt.
     prompt_index: dict[tuple[int, ...], int] = {}
@@ -124,10 +125,14 @@ def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], 
         logits, mask, positions = logits[rows_of], mask[rows_of], positions[rows_of, -1:]
     temps = torch.tensor([r.temperature for r in rows], device=device)
     # The truncations of the sampling rows (a greedy row records its logprob without them, see Generation).
-    truncation = {"top_p": torch.tensor([r.top_p if r.temperature > 0 else 1.0 for r in rows], device=device),
-                  "top_k": torch.tensor([r.top_k if r.temperature > 0 else 0 for r in rows], device=device),
-                  "min_p": torch.tensor([r.min_p if r.temperature > 0 else 0.0 for r in rows], device=device)}
-    truncated = bool((truncation["top_p"] < 1).any() | (truncation["top_k"] > 0).any() | (truncation["min_p"] > 0).any())
+    truncation = {
+        "top_p": torch.tensor([r.top_p if r.temperature > 0 else 1.0 for r in rows], device=device),
+        "top_k": torch.tensor([r.top_k if r.temperature > 0 else 0 for r in rows], device=device),
+        "min_p": torch.tensor([r.min_p if r.temperature > 0 else 0.0 for r in rows], device=device),
+    }
+    truncated = bool(
+        (truncation["top_p"] < 1).any() | (truncation["top_k"] > 0).any() | (truncation["min_p"] > 0).any()
+    )
     generators = [torch.Generator(device=device).manual_seed(r.seed) if r.seed is not None else None for r in rows]
     greedy_rows = any(r.temperature == 0 for r in rows)
     constrained = any(r.constraint is not None for r in rows)
@@ -146,9 +151,13 @@ def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], 
         logp = torch.log_softmax(scaled, dim=-1)
         probs = torch.softmax(scaled, dim=-1)
         # The policy's kept tokens (all without a truncation), with their probabilities.
-        kept = probs.masked_fill(scaled < truncation_cut(scaled, **truncation).unsqueeze(-1), 0.0) if truncated else probs
+        kept = (
+            probs.masked_fill(scaled < truncation_cut(scaled, **truncation).unsqueeze(-1), 0.0) if truncated else probs
+        )
         if constrained:  # draw among the tokens each row's grammar allows, truncated among those
-            allowed = allowed_tokens([r.constraint if finish[i] is None else None for i, r in enumerate(rows)], logits.shape[-1])
+            allowed = allowed_tokens(
+                [r.constraint if finish[i] is None else None for i, r in enumerate(rows)], logits.shape[-1]
+            )
             blocked = ~allowed.to(logits.device)
             logits = logits.masked_fill(blocked, float("-inf"))  # for the greedy rows' argmax
             masked = scaled.masked_fill(blocked, float("-inf"))
@@ -191,7 +200,9 @@ def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], 
             break
         mask = torch.cat([mask, torch.ones((b, 1), dtype=mask.dtype, device=device)], dim=-1)
         positions = positions[:, -1:] + 1
-        logits = next_logits(input_ids=next_ids.unsqueeze(-1), attention_mask=mask, position_ids=positions, past_key_values=cache)
+        logits = next_logits(
+            input_ids=next_ids.unsqueeze(-1), attention_mask=mask, position_ids=positions, past_key_values=cache
+        )
     del cache, logits
     memory.release()  # the batch's KV cache
     return [Sampled(out_ids[i], out_lp[i], finish[i] or "length", text_end[i]) for i in range(b)]

@@ -114,7 +114,9 @@ class Grammars:
             if kind == "lark":
                 grammar = llguidance.LLMatcher.grammar_from_lark(source)
             else:
-                grammar = llguidance.LLMatcher.grammar_from_json_schema(source, defaults={**JSON_OPTIONS, "lenient": not strict})
+                grammar = llguidance.LLMatcher.grammar_from_json_schema(
+                    source, defaults={**JSON_OPTIONS, "lenient": not strict}
+                )
         except ValueError as e:
             raise SchemaError(f"response_format schema: {e}") from None
         matcher = llguidance.LLMatcher(self.lltokenizer, grammar, log_level=0)
@@ -136,7 +138,9 @@ class Grammars:
         triggers = sorted(fmt.triggers, key=len, reverse=True)  # the longest trigger a begin starts with
         tags = [
             llguidance.StructTag(
-                trigger=next(t for t in triggers if st.begin.startswith(t)), begin=st.begin, end=st.end,
+                trigger=next(t for t in triggers if st.begin.startswith(t)),
+                begin=st.begin,
+                end=st.end,
                 grammar={**closed_objects(st.schema_), "x-guidance": {**JSON_OPTIONS, "lenient": True}},
             )
             for st in fmt.structures

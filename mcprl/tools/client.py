@@ -103,7 +103,9 @@ class ToolSession:
         self.mcp_tools = [t for t in mcp_tools if self.spec.allows(t["name"])]
         self._validators = {t["name"]: schema_validator(t.get("inputSchema") or {}) for t in self.mcp_tools}
         # tools whose input schema no validator can follow: a call to one is refused with why
-        self._unusable = {t["name"]: problem for t in self.mcp_tools if (problem := schema_problem(t.get("inputSchema") or {}))}
+        self._unusable = {
+            t["name"]: problem for t in self.mcp_tools if (problem := schema_problem(t.get("inputSchema") or {}))
+        }
         self.gone: str | None = None
 
     @property
@@ -124,8 +126,12 @@ class ToolSession:
             available = ", ".join(self._validators) or "none"
             return _error("unknown_tool", f"there is no tool named {name!r}; available tools: {available}", started)
         if name in self._unusable:
-            return _error("protocol", f"the input schema of {name!r} cannot be used ({self._unusable[name]}); "
-                          "this tool cannot be called until the server fixes it", started)
+            return _error(
+                "protocol",
+                f"the input schema of {name!r} cannot be used ({self._unusable[name]}); "
+                "this tool cannot be called until the server fixes it",
+                started,
+            )
         args = _parse_arguments(name, arguments, self._validators[name])
         if isinstance(args, str):
             return _error("bad_arguments", args, started)

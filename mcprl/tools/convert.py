@@ -89,7 +89,7 @@ def schema_problem(schema: Any) -> str | None:
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#") and ref not in clean:
             if ref in refs:
-                return "$ref cycle: " + " -> ".join([*refs[refs.index(ref):], ref])
+                return "$ref cycle: " + " -> ".join([*refs[refs.index(ref) :], ref])
             if (found := walk(resolve(ref), (*refs, ref), depth + 1)) is not None:
                 return found
             clean.add(ref)
@@ -232,4 +232,3 @@ def reports_error(text: str) -> bool:
     except ValueError:
         return _ERROR_OPENING.search(text.lstrip().partition("\n")[0][:200]) is not None
     return isinstance(data, dict) and bool(data.get("error") or data.get("errors")) and set(data) <= _ERROR_KEYS
-

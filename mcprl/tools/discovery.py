@@ -27,7 +27,9 @@ class ServerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    target: str | None = Field(default=None, description="MCP server: URL (streamable HTTP; .../sse for SSE) or stdio command")
+    target: str | None = Field(
+        default=None, description="MCP server: URL (streamable HTTP; .../sse for SSE) or stdio command"
+    )
     transport: Literal["auto", "stdio", "http", "sse"] = Field(default="auto", description="how to reach the server")
     headers: dict[str, str] = Field(default_factory=dict, description="'Name: value' sent to HTTP servers")
     env: dict[str, str] = Field(default_factory=dict, description="K=V for a stdio server's environment")
@@ -37,12 +39,16 @@ class ServerConfig(BaseModel):
     connect_timeout: float = Field(default=30.0, gt=0, description="seconds to wait for the MCP handshake")
     call_timeout: float = Field(default=60.0, gt=0, description="seconds a tool call may take")
     per_rollout: bool | None = Field(
-        default=None, description="a fresh session per rollout, so no rollout sees another's writes (default: on for stdio, "
-                                  "each its own process; off for HTTP/SSE); --no-per-rollout shares one: a stdio server that "
-                                  "keeps no state then starts once, not once per rollout")
+        default=None,
+        description="a fresh session per rollout, so no rollout sees another's writes (default: on for stdio, "
+        "each its own process; off for HTTP/SSE); --no-per-rollout shares one: a stdio server that "
+        "keeps no state then starts once, not once per rollout",
+    )
     # what a result costs the prompt: a whole listing carried into the next turn makes every
     # trained sequence long (an inventory listing: 4,000 characters a call)
-    max_result_chars: int = Field(default=4000, gt=0, description="tool results longer than this are cut, for the model and the checks alike")
+    max_result_chars: int = Field(
+        default=4000, gt=0, description="tool results longer than this are cut, for the model and the checks alike"
+    )
 
     @field_validator("headers", mode="before")
     @classmethod
@@ -59,13 +65,25 @@ class ServerConfig(BaseModel):
     def spec(self) -> ServerSpec:
         if self.target is None:
             raise UserError("no MCP server given; pass --server URL-or-command")
-        return ServerSpec.parse(self.target, transport=self.transport, headers=self.headers, env=self.env, cwd=self.cwd,
-                                allow=self.allow, deny=self.deny, connect_timeout=self.connect_timeout, call_timeout=self.call_timeout,
-                                per_rollout=self.per_rollout, max_result_chars=self.max_result_chars)
+        return ServerSpec.parse(
+            self.target,
+            transport=self.transport,
+            headers=self.headers,
+            env=self.env,
+            cwd=self.cwd,
+            allow=self.allow,
+            deny=self.deny,
+            connect_timeout=self.connect_timeout,
+            call_timeout=self.call_timeout,
+            per_rollout=self.per_rollout,
+            max_result_chars=self.max_result_chars,
+        )
 
 
 @asynccontextmanager
-async def open_tools(server: ServerConfig, run_dir: Path, *, say: Callable[[str], None] = print) -> AsyncIterator[ToolPool | None]:
+async def open_tools(
+    server: ServerConfig, run_dir: Path, *, say: Callable[[str], None] = print
+) -> AsyncIterator[ToolPool | None]:
     """The run's tool pool (None without a server): discovered once, with tools.json written (the tool
     list and its hash, secrets masked) and a warning when the tools changed since the run began.
     A stdio server without a `cwd` runs in the run's own `server-workdir/`."""

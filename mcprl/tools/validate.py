@@ -60,7 +60,9 @@ def check_tools(mcp_tools: list[dict[str, Any]]) -> list[Finding]:
             add("error", f"the input schema cannot be used to check arguments ({problem})")
         try:
             if schema_ok:
-                jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(schema)
+                jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator).check_schema(
+                    schema
+                )
         except jsonschema.SchemaError as e:
             schema_ok = False
             where = "/".join(str(p) for p in e.absolute_path)

@@ -18,7 +18,9 @@ class TrainConfig(BaseModel):
     # "group": GRPO's group-relative advantage. "reward": only the successes (reward at least
     # `success_threshold`) are trained on, at advantage 1: a supervised warm-up on them
     # (rejection-sampling fine-tuning) for when GRPO's groups are still all failures.
-    advantage: Literal["group", "reward"] = Field(default="group", description="group: GRPO's group-relative advantage; reward: train on successes only")
+    advantage: Literal["group", "reward"] = Field(
+        default="group", description="group: GRPO's group-relative advantage; reward: train on successes only"
+    )
     # A success: full marks from a verifier (the success_rate metric's bound); with RULER, an attempt
     # the judge scored (near) perfect, never merely the best of a poor group.
     success_threshold: float = Field(default=0.999, gt=0, description="the reward that counts as a success")
@@ -26,10 +28,14 @@ class TrainConfig(BaseModel):
     epsilon: float = Field(default=0.2, ge=0, description="PPO clip range of the policy ratio")
     epsilon_high: float | None = Field(default=None, ge=0, description="upper clip range (DAPO); default: epsilon")
     # KL to the base model (the adapter disabled), k3 estimator; 0 skips the reference pass.
-    beta: float = Field(default=0.0, ge=0, description="weight of the KL penalty to the base model (0: no reference pass)")
+    beta: float = Field(
+        default=0.0, ge=0, description="weight of the KL penalty to the base model (0: no reference pass)"
+    )
     # "token": every loss token of the step weighs the same; "sequence": every sampled sequence (a
     # trajectory, its tokens averaged) does, however many training sequences it was split into.
-    loss_normalization: Literal["token", "sequence"] = Field(default="token", description="weigh every loss token alike, or every trajectory")
+    loss_normalization: Literal["token", "sequence"] = Field(
+        default="token", description="weigh every loss token alike, or every trajectory"
+    )
     max_grad_norm: float | None = Field(default=1.0, gt=0, description="gradient clipping norm")
     weight_decay: float = Field(default=0.0, ge=0, description="AdamW weight decay")
     # Memory bounds: padded tokens per micro-batch, and positions per logprob chunk. Fewer, larger
@@ -38,14 +44,22 @@ class TrainConfig(BaseModel):
     # 0.1 MB a token (SmolLM2-135M).
     # None: the trainer's own default (`GRPOTrainer.default_micro_batch_tokens`: 2048 on CPU,
     # larger on a GPU, where a micro-batch costs launches rather than memory bandwidth).
-    micro_batch_tokens: int | None = Field(default=None, ge=64, description="padded tokens per micro-batch; default: the trainer's own")
+    micro_batch_tokens: int | None = Field(
+        default=None, ge=64, description="padded tokens per micro-batch; default: the trainer's own"
+    )
     logprob_chunk: int = Field(default=64, ge=16, description="positions per logprob chunk")
-    gradient_checkpointing: bool = Field(default=True, description="recompute activations in the backward pass to save memory")
+    gradient_checkpointing: bool = Field(
+        default=True, description="recompute activations in the backward pass to save memory"
+    )
     # The asynchronous pipeline (mcprl.run.pipeline.Pipeline): rollouts for the next K steps run while a
     # step trains, and the server keeps the adapters of the last K+1 steps for them. A group sampled
     # by the adapter of step v is trained at step s only if s - v <= K, else dropped and counted.
-    max_off_policy_steps: int = Field(default=0, ge=0, description="steps rollouts may run ahead of training, each group trained "
-                                                                    "at most this many steps after the policy that sampled it (0: synchronous)")
+    max_off_policy_steps: int = Field(
+        default=0,
+        ge=0,
+        description="steps rollouts may run ahead of training, each group trained "
+        "at most this many steps after the policy that sampled it (0: synchronous)",
+    )
 
 
 class LoraSettings(BaseModel):
@@ -57,7 +71,8 @@ class LoraSettings(BaseModel):
     alpha: int = Field(default=16, ge=1, description="LoRA alpha: the update is scaled by alpha / rank")
     dropout: float = Field(default=0.0, ge=0, lt=1, description="dropout on the adapter's input while training")
     target_modules: list[str] | Literal["all-linear"] = Field(
-        default="all-linear", description="the modules that get an adapter: names (q_proj, v_proj, ...) or all-linear")
+        default="all-linear", description="the modules that get an adapter: names (q_proj, v_proj, ...) or all-linear"
+    )
 
     @field_validator("target_modules", mode="before")
     @classmethod

@@ -42,8 +42,13 @@ class GRPOTrainer:
         elif adapter_dir is not None:
             self.model = PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=True)
         else:
-            cfg = LoraConfig(r=self.lora.rank, lora_alpha=self.lora.alpha, lora_dropout=self.lora.dropout,
-                             target_modules=self.lora.target_modules, task_type="CAUSAL_LM")
+            cfg = LoraConfig(
+                r=self.lora.rank,
+                lora_alpha=self.lora.alpha,
+                lora_dropout=self.lora.dropout,
+                target_modules=self.lora.target_modules,
+                task_type="CAUSAL_LM",
+            )
             self.model = get_peft_model(model, cfg)
         # Refuse, at load, a model whose forward processes its logits in a way the trainer does not reproduce.
         output_head(self.model.get_base_model())
@@ -70,19 +75,32 @@ class GRPOTrainer:
     def load_optimizer(self, path: Path, config: TrainConfig) -> None:
         self._optimizer(config).load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
 
-    def build_sequences(self, groups: list[TrajectoryGroup], config: TrainConfig) -> tuple[list[list[Sequence]], dict[str, float]]:
+    def build_sequences(
+        self, groups: list[TrajectoryGroup], config: TrainConfig
+    ) -> tuple[list[list[Sequence]], dict[str, float]]:
         """Each trainable group's loss-carrying sequences (a list per group), and counts of what was skipped."""
         seqs: list[list[Sequence]] = []
-        counts = {"groups": 0.0, "groups_skipped_zero_variance": 0.0, "groups_skipped_judge": 0.0, "groups_skipped_too_small": 0.0,
-                  "groups_skipped_no_success": 0.0, "trajectories": 0.0, "trajectories_trained": 0.0}
+        counts = {
+            "groups": 0.0,
+            "groups_skipped_zero_variance": 0.0,
+            "groups_skipped_judge": 0.0,
+            "groups_skipped_too_small": 0.0,
+            "groups_skipped_no_success": 0.0,
+            "trajectories": 0.0,
+            "trajectories_trained": 0.0,
+        }
         for g in groups:
             counts["groups"] += 1
             if g.skipped:
                 counts["groups_skipped_judge"] += 1
                 continue
             # A trajectory the run wrote (Generation.written) gets its tokens here, from the policy's own template.
-            valid = [t.model_copy(update={"generations": written_generations(t, self.tokenizer)}) if t.written_from is not None
-                     and not t.generations else t for t in g.valid]
+            valid = [
+                t.model_copy(update={"generations": written_generations(t, self.tokenizer)})
+                if t.written_from is not None and not t.generations
+                else t
+                for t in g.valid
+            ]
             valid = [t for t in valid if t.generations]
             if len(valid) < (1 if config.advantage == "reward" else 2):
                 counts["groups_skipped_too_small"] += 1
@@ -112,7 +130,9 @@ class GRPOTrainer:
         counts["groups_trained"] = float(len(seqs))
         return seqs, counts
 
-    def step(self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False) -> dict[str, float]:
+    def step(
+        self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False
+    ) -> dict[str, float]:
         """One optimizer step over all trainable groups. Returns metrics (always, even with nothing to train).
 
         `rescore_constrained`: the sampler recorded grammar-masked logprobs for constrained turns
@@ -140,8 +160,18 @@ class GRPOTrainer:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         opt = self._optimizer(config)
         opt.zero_grad(set_to_none=True)
-        sums: dict[str, float] = {"loss": 0.0, "clip_frac": 0.0, "ratio": 0.0, "kl": 0.0, "entropy": 0.0, "tokens": 0.0,
-                                  "mismatch": 0.0, "mismatch_max": 0.0, "sampler_tokens": 0.0, "rescored_tokens": 0.0}
+        sums: dict[str, float] = {
+            "loss": 0.0,
+            "clip_frac": 0.0,
+            "ratio": 0.0,
+            "kl": 0.0,
+            "entropy": 0.0,
+            "tokens": 0.0,
+            "mismatch": 0.0,
+            "mismatch_max": 0.0,
+            "sampler_tokens": 0.0,
+            "rescored_tokens": 0.0,
+        }
         budget = config.micro_batch_tokens or self.default_micro_batch_tokens
         rows = packing.pack_rows(groups_seqs, budget, share=self.share_prefix)
         low = self._lora_compute_dtype()
@@ -154,9 +184,12 @@ class GRPOTrainer:
                 inputs = (batch["input_ids"], batch["attention_mask"], config.logprob_chunk)
                 # Which tokens to score and how: the packed layout's positions, and for each sampled token
                 # the distribution it was drawn from (the reference is scored under it too).
-                scoring = {"scored": batch["weights"] > 0,  # the LM head runs only where the loss needs a logprob
-                           "position_ids": batch["position_ids"], "pred_index": batch["pred_index"],
-                           **{k: batch[k] for k in ("temperature", "top_p", "top_k", "min_p")}}
+                scoring = {
+                    "scored": batch["weights"] > 0,  # the LM head runs only where the loss needs a logprob
+                    "position_ids": batch["position_ids"],
+                    "pred_index": batch["pred_index"],
+                    **{k: batch[k] for k in ("temperature", "top_p", "top_k", "min_p")},
+                }
                 with torch.autocast(device, dtype=low) if low else nullcontext():
                     lp, ent = token_logprobs(model, *inputs, **scoring)
                     ref = None
@@ -173,7 +206,9 @@ class GRPOTrainer:
                 sums["rescored_tokens"] += float(rescored.sum())
                 loss, stats = grpo_loss(
                     LossInputs(lp, old, batch["advantages"], batch["weights"], ref),
-                    epsilon=config.epsilon, epsilon_high=config.epsilon_high, beta=config.beta,
+                    epsilon=config.epsilon,
+                    epsilon_high=config.epsilon_high,
+                    beta=config.beta,
                 )
                 memory.release()  # what the forward freed (HF allocates and drops per-layer temporaries)
                 loss.backward()
@@ -191,19 +226,28 @@ class GRPOTrainer:
         model.eval()
         n = max(sums["tokens"], 1.0)
         metrics.update(
-            trained=1.0, loss=sums["loss"], grad_norm=float(grad_norm), loss_tokens=float(total_tokens),
-            clip_frac=sums["clip_frac"] / n, ratio_mean=sums["ratio"] / n, entropy=sums["entropy"] / n,
+            trained=1.0,
+            loss=sums["loss"],
+            grad_norm=float(grad_norm),
+            loss_tokens=float(total_tokens),
+            clip_frac=sums["clip_frac"] / n,
+            ratio_mean=sums["ratio"] / n,
+            entropy=sums["entropy"] / n,
             train_seconds=time.perf_counter() - t0,
         )
         if config.beta > 0:
             metrics["kl"] = sums["kl"] / n
         if sums["sampler_tokens"]:
-            metrics.update(logprob_mismatch=sums["mismatch"] / sums["sampler_tokens"], logprob_mismatch_max=sums["mismatch_max"])
+            metrics.update(
+                logprob_mismatch=sums["mismatch"] / sums["sampler_tokens"], logprob_mismatch_max=sums["mismatch_max"]
+            )
         if sums["rescored_tokens"]:
             metrics["rescored_tokens"] = sums["rescored_tokens"]
         return metrics
 
-    def _collate(self, rows: list[packing.PrefixBranches], total_tokens: int, n_trajectories: int, config: TrainConfig) -> dict[str, torch.Tensor]:
+    def _collate(
+        self, rows: list[packing.PrefixBranches], total_tokens: int, n_trajectories: int, config: TrainConfig
+    ) -> dict[str, torch.Tensor]:
         return packing.collate(rows, self.pad_id, total_tokens, n_trajectories, config.loss_normalization)
 
     def save(self, out: Path) -> None:

@@ -37,8 +37,14 @@ def _dropped(s: torch.Tensor, cut: torch.Tensor, targets: torch.Tensor) -> torch
     return (s < cut.unsqueeze(-1)).scatter_(-1, targets.unsqueeze(-1), False)
 
 
-def _chunk_stats(logits: torch.Tensor, targets: torch.Tensor, temperature: torch.Tensor | None, truncation: dict[str, torch.Tensor] | None,
-                 z: torch.Tensor, e: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+def _chunk_stats(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    temperature: torch.Tensor | None,
+    truncation: dict[str, torch.Tensor] | None,
+    z: torch.Tensor,
+    e: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """logprob of `targets`, entropy, logsumexp and truncation cut (None without `truncation`: the
     [C] top_p / top_k / min_p of `truncation_cut`) of [C, V] logits scaled by 1 / `temperature` and
     restricted to the truncated set, in float32 (autocast off), in three passes over the vocabulary
@@ -70,8 +76,16 @@ def _scratch(n: int, logits: torch.Tensor) -> torch.Tensor:
 
 class _HeadLogprobs(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, hidden: torch.Tensor, targets: torch.Tensor, temperature: torch.Tensor | None,
-                truncation: dict[str, torch.Tensor], lm_head: torch.nn.Module, chunk: int, *head_params: torch.Tensor):
+    def forward(
+        ctx,
+        hidden: torch.Tensor,
+        targets: torch.Tensor,
+        temperature: torch.Tensor | None,
+        truncation: dict[str, torch.Tensor],
+        lm_head: torch.nn.Module,
+        chunk: int,
+        *head_params: torch.Tensor,
+    ):
         device = hidden.device.type  # backward recomputes the head under the same autocast as here
         ctx.autocast = (device, torch.get_autocast_dtype(device), torch.is_autocast_enabled(device))
         logps, ents, lses, cuts, buffers = [], [], [], [], ()
@@ -83,12 +97,16 @@ class _HeadLogprobs(torch.autograd.Function):
                     buffers = (_scratch(n, logits), _scratch(n, logits))
                 t = temperature[s : s + chunk] if temperature is not None else None
                 trunc = {k: v[s : s + chunk] for k, v in truncation.items()}
-                lp, ent, lse, cut = _chunk_stats(logits, targets[s : s + chunk], t, trunc, *(b[: logits.shape[0]] for b in buffers))
+                lp, ent, lse, cut = _chunk_stats(
+                    logits, targets[s : s + chunk], t, trunc, *(b[: logits.shape[0]] for b in buffers)
+                )
                 cuts.append(cut)
                 logps.append(lp)
                 ents.append(ent)
                 lses.append(lse)
-        logp, entropy, lse = (torch.cat(x) if x else hidden.new_zeros(0, dtype=torch.float32) for x in (logps, ents, lses))
+        logp, entropy, lse = (
+            torch.cat(x) if x else hidden.new_zeros(0, dtype=torch.float32) for x in (logps, ents, lses)
+        )
         cut = None if not truncation else torch.cat(cuts) if cuts else lse.new_zeros(0)  # [N]: the kept set is s >= cut
         ctx.save_for_backward(hidden, targets, lse, temperature, cut)
         ctx.lm_head, ctx.chunk = lm_head, chunk
@@ -126,9 +144,16 @@ class _HeadLogprobs(torch.autograd.Function):
         return grad_hidden, None, None, None, None, None, *(None for _ in ctx.needs_input_grad[6:])
 
 
-def head_logprobs(hidden: torch.Tensor, targets: torch.Tensor, lm_head: torch.nn.Module, chunk: int,
-                  temperature: torch.Tensor | None = None, top_p: torch.Tensor | None = None, top_k: torch.Tensor | None = None,
-                  min_p: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def head_logprobs(
+    hidden: torch.Tensor,
+    targets: torch.Tensor,
+    lm_head: torch.nn.Module,
+    chunk: int,
+    temperature: torch.Tensor | None = None,
+    top_p: torch.Tensor | None = None,
+    top_k: torch.Tensor | None = None,
+    min_p: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Logprob of each of `targets` [N] under `lm_head(hidden)` for [N, H] hidden states, and the
     entropy of each position's distribution (a metric: no gradient), both float32 [N]. With
     `temperature` / `top_p` / `top_k` / `min_p` ([N]), the distribution is that of the sampler at
@@ -136,18 +161,34 @@ def head_logprobs(hidden: torch.Tensor, targets: torch.Tensor, lm_head: torch.nn
     # Settings that change nothing cost nothing: no division by 1, no sort for a top-p of 1.
     if temperature is not None and bool((temperature == 1).all()):
         temperature = None
-    truncation = {k: v for k, v, on in (("top_p", top_p, lambda x: x < 1), ("top_k", top_k, lambda x: x > 0),
-                                        ("min_p", min_p, lambda x: x > 0)) if v is not None and bool(on(v).any())}
+    truncation = {
+        k: v
+        for k, v, on in (
+            ("top_p", top_p, lambda x: x < 1),
+            ("top_k", top_k, lambda x: x > 0),
+            ("min_p", min_p, lambda x: x > 0),
+        )
+        if v is not None and bool(on(v).any())
+    }
     # The head's trainable parameters go in as inputs so autograd knows the output depends on them
     # (their gradients are accumulated by the head's own backward, inside ours).
     params = [p for p in lm_head.parameters() if p.requires_grad]
     return _HeadLogprobs.apply(hidden, targets, temperature, truncation, lm_head, chunk, *params)
 
 
-def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, chunk: int,
-                   scored: torch.Tensor | None = None, position_ids: torch.Tensor | None = None,
-                   pred_index: torch.Tensor | None = None, temperature: torch.Tensor | None = None, top_p: torch.Tensor | None = None,
-                   top_k: torch.Tensor | None = None, min_p: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def token_logprobs(
+    model,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    chunk: int,
+    scored: torch.Tensor | None = None,
+    position_ids: torch.Tensor | None = None,
+    pred_index: torch.Tensor | None = None,
+    temperature: torch.Tensor | None = None,
+    top_p: torch.Tensor | None = None,
+    top_k: torch.Tensor | None = None,
+    min_p: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Logprob (and entropy) of each token given what precedes it, [B, T].
 
     `attention_mask` is [B, T] (padding) or [B, 1, T, T] (a packed batch, see `packing.collate`, with
@@ -157,8 +198,9 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     ([B, T], default off) are the sampling settings each token was drawn with. The LM head (with the model's
     logit processing) runs on `chunk` scored positions at a time, taken across the whole batch."""
     causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
-    hidden = causal_lm.get_decoder()(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                                     use_cache=False).last_hidden_state
+    hidden = causal_lm.get_decoder()(
+        input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+    ).last_hidden_state
     b, t = input_ids.shape
     if scored is None:
         scored = attention_mask.bool() if attention_mask.dim() == 2 else torch.ones_like(input_ids, dtype=torch.bool)
@@ -168,6 +210,8 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     rows, cols = scored.nonzero(as_tuple=True)
     sampling = {"temperature": temperature, "top_p": top_p, "top_k": top_k, "min_p": min_p}
     settings = {k: v[rows, cols] for k, v in sampling.items() if v is not None}
-    lp, ent = head_logprobs(hidden[rows, pred_index[rows, cols]], input_ids[rows, cols], output_head(causal_lm), chunk, **settings)
+    lp, ent = head_logprobs(
+        hidden[rows, pred_index[rows, cols]], input_ids[rows, cols], output_head(causal_lm), chunk, **settings
+    )
     zeros = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
     return zeros.index_put((rows, cols), lp), zeros.index_put((rows, cols), ent)

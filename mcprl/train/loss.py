@@ -30,7 +30,9 @@ class LossInputs:
     ref_logprobs: torch.Tensor | None = None
 
 
-def grpo_loss(x: LossInputs, *, epsilon: float, epsilon_high: float | None, beta: float) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+def grpo_loss(
+    x: LossInputs, *, epsilon: float, epsilon_high: float | None, beta: float
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Clipped surrogate (+ beta * k3 KL to the reference). Returns the weighted sum and sums for metrics."""
     log_ratio = (x.logprobs - x.old_logprobs).clamp(-20, 20)
     ratio = log_ratio.exp()

@@ -74,8 +74,13 @@ def micro_batches(rows: list[PrefixBranches], max_tokens: int) -> list[list[Pref
     return out
 
 
-def collate(rows: list[PrefixBranches], pad_id: int, total_tokens: int, n_trajectories: int,
-            normalization: Literal["token", "sequence"] = "token") -> dict[str, torch.Tensor]:
+def collate(
+    rows: list[PrefixBranches],
+    pad_id: int,
+    total_tokens: int,
+    n_trajectories: int,
+    normalization: Literal["token", "sequence"] = "token",
+) -> dict[str, torch.Tensor]:
     """Tensors of one micro-batch, [B, T] unless noted, aligned to the predicted token:
     input_ids, position_ids, attention_mask ([B, 1, T, T] bool, True = may attend; plain [B, T] padding
     when every row is one unshared sequence), pred_index (the
@@ -117,13 +122,29 @@ def collate(rows: list[PrefixBranches], pad_id: int, total_tokens: int, n_trajec
             temp[i, sl], top_p[i, sl], top_k[i, sl], min_p[i, sl] = s.temperature, s.top_p, s.top_k, s.min_p
             constrained[i, sl], written[i, sl] = s.constrained, s.written
             mask = torch.tensor(s.loss_mask[p:], dtype=torch.float32)
-            w[i, sl] = mask / total_tokens if normalization == "token" else mask / (s.trajectory_loss_tokens * n_trajectories)
+            w[i, sl] = (
+                mask / total_tokens if normalization == "token" else mask / (s.trajectory_loss_tokens * n_trajectories)
+            )
             at += n
-    out = {"input_ids": ids, "position_ids": pos, "pred_index": pred, "old_logprobs": old, "advantages": adv, "weights": w,
-           "temperature": temp, "top_p": top_p, "top_k": top_k, "min_p": min_p, "constrained": constrained,
-           "written": written}
+    out = {
+        "input_ids": ids,
+        "position_ids": pos,
+        "pred_index": pred,
+        "old_logprobs": old,
+        "advantages": adv,
+        "weights": w,
+        "temperature": temp,
+        "top_p": top_p,
+        "top_k": top_k,
+        "min_p": min_p,
+        "constrained": constrained,
+        "written": written,
+    }
     if all(not r.prefix and len(r.branches) == 1 for r in rows):
-        return {**out, "attention_mask": (torch.arange(width) < torch.tensor([len(r) for r in rows]).unsqueeze(-1)).long()}
+        return {
+            **out,
+            "attention_mask": (torch.arange(width) < torch.tensor([len(r) for r in rows]).unsqueeze(-1)).long(),
+        }
     k = torch.arange(width)
     q = k.view(1, width, 1)
     k = k.view(1, 1, width)

@@ -53,8 +53,11 @@ def written_generations(traj: Trajectory, tokenizer) -> list[Generation]:
     assistant message from `written_from` on (the messages before it, system prompt,
     demonstration and task, were the policy's input) as the policy's chat template renders it
     after the messages before it, its completion ending at the end-of-turn token, as a sampled turn ends."""
+
     def text(messages: list, prompt: bool) -> str:
-        return tokenizer.apply_chat_template(messages, tools=traj.tools or None, tokenize=False, add_generation_prompt=prompt)
+        return tokenizer.apply_chat_template(
+            messages, tools=traj.tools or None, tokenize=False, add_generation_prompt=prompt
+        )
 
     eos = tokenizer.eos_token or ""
     out = []
@@ -64,12 +67,19 @@ def written_generations(traj: Trajectory, tokenizer) -> list[Generation]:
         before, whole = text(traj.messages[:i], True), text(traj.messages[: i + 1], False)
         if not whole.startswith(before):
             raise ValueError(f"trajectory {traj.id}: the chat template renders message {i} into the text before it")
-        reply = whole[len(before):]
+        reply = whole[len(before) :]
         if eos and eos in reply:
             reply = reply[: reply.index(eos) + len(eos)]
         ids = tokenizer(reply, add_special_tokens=False)["input_ids"]
-        out.append(Generation(prompt_token_ids=tokenizer(before, add_special_tokens=False)["input_ids"],
-                              completion_token_ids=ids, logprobs=[0.0] * len(ids), written=True, message_index=i))
+        out.append(
+            Generation(
+                prompt_token_ids=tokenizer(before, add_special_tokens=False)["input_ids"],
+                completion_token_ids=ids,
+                logprobs=[0.0] * len(ids),
+                written=True,
+                message_index=i,
+            )
+        )
     return out
 
 
@@ -81,11 +91,17 @@ def trajectory_sequences(traj: Trajectory, advantage: float) -> list[Sequence]:
         if not g.completion_token_ids:
             continue
         if len(g.logprobs) != len(g.completion_token_ids):
-            raise ValueError(f"trajectory {traj.id}: {len(g.logprobs)} logprobs for {len(g.completion_token_ids)} tokens")
+            raise ValueError(
+                f"trajectory {traj.id}: {len(g.logprobs)} logprobs for {len(g.completion_token_ids)} tokens"
+            )
         settings = sampling_settings(g)
         n = len(cur.input_ids) if cur else 0
-        if (cur is not None and all(getattr(cur, k) == v for k, v in settings.items())
-                and len(g.prompt_token_ids) >= n and g.prompt_token_ids[:n] == cur.input_ids):
+        if (
+            cur is not None
+            and all(getattr(cur, k) == v for k, v in settings.items())
+            and len(g.prompt_token_ids) >= n
+            and g.prompt_token_ids[:n] == cur.input_ids
+        ):
             cur.extend(g.prompt_token_ids[n:], None)
         else:
             cur = Sequence(advantage=advantage, **settings)

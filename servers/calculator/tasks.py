@@ -20,9 +20,13 @@ PHRASES = ("What is {}? Use the tools.", "Compute {} using the tools.", "Use the
 # generic one (SmolLM2-135M: 5/16 first turns call a tool, against 0/16).
 EXAMPLE = [
     {"role": "user", "content": "What is 3 + 4? Use the tools."},
-    {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "call_example", "type": "function", "function": {"name": "add", "arguments": "{\"a\": 3, \"b\": 4}"}}
-    ]},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "call_example", "type": "function", "function": {"name": "add", "arguments": '{"a": 3, "b": 4}'}}
+        ],
+    },
 ]
 
 

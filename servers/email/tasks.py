@@ -18,9 +18,17 @@ SERVER = "python -m mcprl.servers.email --seed {seed}"  # the world these tasks 
 # generic one (SmolLM2-135M: 5/16 first turns call a tool, against 0/16).
 EXAMPLE = [
     {"role": "user", "content": "What is the confirmation code for my hotel in Oslo?"},
-    {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "call_example", "type": "function", "function": {"name": "search_emails", "arguments": "{\"query\": \"Oslo hotel confirmation\"}"}}
-    ]},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "call_example",
+                "type": "function",
+                "function": {"name": "search_emails", "arguments": '{"query": "Oslo hotel confirmation"}'},
+            }
+        ],
+    },
 ]
 
 

@@ -20,9 +20,17 @@ Task = tuple[str, dict[str, Any], list[str]]  # text, check fields, tools
 # generic one (SmolLM2-135M: 5/16 first turns call a tool, against 0/16).
 EXAMPLE = [
     {"role": "user", "content": "How many units of item SKU-1000 are in stock?"},
-    {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "call_example", "type": "function", "function": {"name": "get_item", "arguments": "{\"sku\": \"SKU-1000\"}"}}
-    ]},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "call_example",
+                "type": "function",
+                "function": {"name": "get_item", "arguments": '{"sku": "SKU-1000"}'},
+            }
+        ],
+    },
 ]
 
 

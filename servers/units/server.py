@@ -11,14 +11,46 @@ from mcprl.servers.calculator.server import format_number
 
 # Each unit's size in its quantity's base unit (metre, kilogram, litre, second).
 FACTORS: dict[str, dict[str, float]] = {
-    "length": {"mm": 0.001, "cm": 0.01, "m": 1.0, "km": 1000.0, "in": 0.0254, "ft": 0.3048, "yd": 0.9144, "mi": 1609.344},
+    "length": {
+        "mm": 0.001,
+        "cm": 0.01,
+        "m": 1.0,
+        "km": 1000.0,
+        "in": 0.0254,
+        "ft": 0.3048,
+        "yd": 0.9144,
+        "mi": 1609.344,
+    },
     "mass": {"g": 0.001, "kg": 1.0, "t": 1000.0, "oz": 0.028349523125, "lb": 0.45359237},
     "volume": {"ml": 0.001, "l": 1.0, "tsp": 0.00492892159375, "cup": 0.2365882365, "gal": 3.785411784},
     "time": {"s": 1.0, "min": 60.0, "h": 3600.0, "day": 86400.0, "week": 604800.0},
 }
 QUANTITY = {unit: quantity for quantity, units in FACTORS.items() for unit in units}
-Unit = Literal["mm", "cm", "m", "km", "in", "ft", "yd", "mi", "g", "kg", "t", "oz", "lb",
-               "ml", "l", "tsp", "cup", "gal", "s", "min", "h", "day", "week"]
+Unit = Literal[
+    "mm",
+    "cm",
+    "m",
+    "km",
+    "in",
+    "ft",
+    "yd",
+    "mi",
+    "g",
+    "kg",
+    "t",
+    "oz",
+    "lb",
+    "ml",
+    "l",
+    "tsp",
+    "cup",
+    "gal",
+    "s",
+    "min",
+    "h",
+    "day",
+    "week",
+]
 Scale = Literal["C", "F", "K"]
 Quantity = Literal["length", "mass", "volume", "time", "temperature"]
 
@@ -67,8 +99,12 @@ def compare(
     first, second = f"{format_number(a)} {a_unit}", f"{format_number(b)} {b_unit}"
     if x == y:
         return f"{first} equals {second}"
-    big, small, ratio = (first, second, x / y if y else float("inf")) if x > y else (second, first, y / x if x else float("inf"))
-    return f"{big} is larger than {small}" + (f" ({format_number(round(ratio, 6))} times)" if ratio != float("inf") else "")
+    big, small, ratio = (
+        (first, second, x / y if y else float("inf")) if x > y else (second, first, y / x if x else float("inf"))
+    )
+    return f"{big} is larger than {small}" + (
+        f" ({format_number(round(ratio, 6))} times)" if ratio != float("inf") else ""
+    )
 
 
 def list_units(quantity: Annotated[Quantity, Field(description="the kind of quantity")]) -> str:
@@ -81,6 +117,8 @@ TOOLS = (convert, convert_temperature, compare, list_units)
 
 def build(seed: int = 0) -> Any:
     """Stateless: the seed changes nothing; it is accepted like every shipped server's."""
-    server = serve.new_server("units", "Unit conversions. Convert between units of one quantity, or compare two amounts.")
+    server = serve.new_server(
+        "units", "Unit conversions. Convert between units of one quantity, or compare two amounts."
+    )
     serve.add_tools(server, TOOLS)
     return server

@@ -16,8 +16,17 @@ pytestmark = pytest.mark.anyio
 
 TASK = "Turn a customer email into a one-line summary"
 PROMPT = "You receive one customer email per message. Reply with a single line saying what the customer wants."
-CRITERIA = ["The summary is exactly one line.", "It states what the customer asks for.", "It invents nothing the email does not say."]
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "description": "find an order by id", "parameters": {"type": "object"}}}]
+CRITERIA = [
+    "The summary is exactly one line.",
+    "It states what the customer asks for.",
+    "It invents nothing the email does not say.",
+]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "lookup_order", "description": "find an order by id", "parameters": {"type": "object"}},
+    }
+]
 
 
 def email(i: int, difficulty: int = 1) -> dict:
@@ -26,8 +35,12 @@ def email(i: int, difficulty: int = 1) -> dict:
 
 def kind(request: dict) -> str:
     text = message_text(request, "system") + message_text(request, "user")
-    needles = {"Write the system prompt": "system_prompt", "You write inputs": "inputs", "Write the rubric": "rubric",
-               "You write tasks for training": "tasks"}
+    needles = {
+        "Write the system prompt": "system_prompt",
+        "You write inputs": "inputs",
+        "Write the rubric": "rubric",
+        "You write tasks for training": "tasks",
+    }
     return next(k for needle, k in needles.items() if needle in text)
 
 
@@ -51,7 +64,14 @@ class Generator:
         numbers = range(self.made - wanted, self.made)
         if k == "inputs":
             return json.dumps({"inputs": [email(i) for i in numbers]})
-        return json.dumps({"scenarios": [{"task": f"Find order {i} and report its status.", "difficulty": 2, "tools": ["lookup_order"]} for i in numbers]})
+        return json.dumps(
+            {
+                "scenarios": [
+                    {"task": f"Find order {i} and report its status.", "difficulty": 2, "tools": ["lookup_order"]}
+                    for i in numbers
+                ]
+            }
+        )
 
 
 async def test_system_prompt_broken_json_is_shown_back_and_retried():
@@ -67,7 +87,10 @@ async def test_system_prompt_broken_json_is_shown_back_and_retried():
 
 async def test_a_generator_that_never_gets_it_right_is_a_user_error_naming_the_problem():
     with FakeLLM(['{"system_prompt": "too short"}'] * 3) as llm:
-        with pytest.raises(UserError, match=r"no usable system prompt in 3 tries \(last problem: system_prompt: String should have at least 20 characters\); use a stronger model \(--gen-model openai/gpt-4.1"):
+        with pytest.raises(
+            UserError,
+            match=r"no usable system prompt in 3 tries \(last problem: system_prompt: String should have at least 20 characters\); use a stronger model \(--gen-model openai/gpt-4.1",
+        ):
             await generate_system_prompt(TASK, "openai/gen", api_base=llm.base_url)
     assert len(llm.requests) == 3
 
@@ -85,13 +108,20 @@ async def test_tools_go_into_the_system_prompt_request_and_inputs_become_tasks_u
 
 async def test_inputs_are_deduplicated_spread_over_difficulties_and_not_repeated():
     long_email = {"text": "Dear team, " + "I have been waiting for weeks. " * 12 + "Order 77.", "difficulty": 3}
-    first = "Here you go:\n" + json.dumps({"inputs": [
-        email(1, 1),
-        {"text": "  hello, ORDER 1 arrived damaged. can i get a refund? thanks, sam ", "difficulty": 2},  # duplicate once normalised
-        {"text": "Where is my parcel?", "difficulty": 9},  # invalid: dropped
-        {"text": "  \n ", "difficulty": 1},  # blank: dropped
-        long_email,
-    ]})
+    first = "Here you go:\n" + json.dumps(
+        {
+            "inputs": [
+                email(1, 1),
+                {
+                    "text": "  hello, ORDER 1 arrived damaged. can i get a refund? thanks, sam ",
+                    "difficulty": 2,
+                },  # duplicate once normalised
+                {"text": "Where is my parcel?", "difficulty": 9},  # invalid: dropped
+                {"text": "  \n ", "difficulty": 1},  # blank: dropped
+                long_email,
+            ]
+        }
+    )
     replies = [first, json.dumps({"inputs": [email(1, 4)]}), json.dumps({"inputs": [email(2, 4), email(3, 5)]})]
     with FakeLLM(replies) as llm:
         inputs = await generate_inputs(TASK, 3, "openai/gen", api_base=llm.base_url, batch_size=3, seed=2)
@@ -101,26 +131,38 @@ async def test_inputs_are_deduplicated_spread_over_difficulties_and_not_repeated
     asked = [message_text(r, "user") for r in llm.requests]
     assert len(set(json.loads(asked[0].split("in order: ")[1].split(".")[0]))) == 3  # three different difficulties
     assert asked[1].startswith("Write 1 new inputs") and json.dumps(email(1)["text"]) in asked[1]
-    assert "I have been waiting for weeks. I have" in asked[1] and long_email["text"] not in asked[1]  # long ones are cut
+    assert (
+        "I have been waiting for weeks. I have" in asked[1] and long_email["text"] not in asked[1]
+    )  # long ones are cut
 
 
 async def test_too_few_distinct_inputs_is_a_user_error():
     same = json.dumps({"inputs": [email(1), email(2)]})
     with FakeLLM([same] * 5) as llm:
-        with pytest.raises(UserError, match=r"only 2 distinct usable inputs of the 6 asked for \(last problem: the reply only repeated earlier inputs\)"):
+        with pytest.raises(
+            UserError,
+            match=r"only 2 distinct usable inputs of the 6 asked for \(last problem: the reply only repeated earlier inputs\)",
+        ):
             await generate_inputs(TASK, 6, "openai/gen", api_base=llm.base_url)
     assert len(llm.requests) == 5  # one useful call, then four in a row that add nothing
 
 
 async def test_rubric_lists_the_task_and_distinct_criteria_after_a_retry():
-    with FakeLLM([json.dumps({"criteria": ["- Be good.", "Be good."]}), json.dumps({"criteria": [f"- {c}" for c in CRITERIA] + [CRITERIA[0]]})]) as llm:
+    with FakeLLM(
+        [
+            json.dumps({"criteria": ["- Be good.", "Be good."]}),
+            json.dumps({"criteria": [f"- {c}" for c in CRITERIA] + [CRITERIA[0]]}),
+        ]
+    ) as llm:
         rubric = await generate_rubric(TASK, "openai/gen", api_base=llm.base_url)
     assert rubric == f"The assistant's task: {TASK}\n\n" + "".join(f"- {c}\n" for c in CRITERIA)
     assert "needs at least 2 distinct criteria, got 1" in llm.requests[1]["messages"][-1]["content"]
 
 
 def config(llm: FakeLLM, **settings) -> RunConfig:
-    return RunConfig(name="summarizer", scenarios={"n": 4}, judge={"model": "openai/judge", "api_base": llm.base_url}, **settings)
+    return RunConfig(
+        name="summarizer", scenarios={"n": 4}, judge={"model": "openai/judge", "api_base": llm.base_url}, **settings
+    )
 
 
 async def test_plan_saves_what_it_generated_and_reuses_edited_files(home):
@@ -132,7 +174,11 @@ async def test_plan_saves_what_it_generated_and_reuses_edited_files(home):
         assert (d / "system_prompt.txt").read_text() == PROMPT + "\n"
         assert [s.task for s in load_jsonl(d / "inputs.jsonl", Scenario)] == [email(i)["text"] for i in range(4)]
         assert (d / "rubric.md").read_text().startswith(f"The assistant's task: {TASK}\n\n- ")
-        assert (cfg.scenarios.file, cfg.judge.rubric, cfg.rollout.system_prompt) == (str(d / "inputs.jsonl"), str(d / "rubric.md"), PROMPT)
+        assert (cfg.scenarios.file, cfg.judge.rubric, cfg.rollout.system_prompt) == (
+            str(d / "inputs.jsonl"),
+            str(d / "rubric.md"),
+            PROMPT,
+        )
         assert (cfg.judge.mode, cfg.judge.model, cfg.steps, cfg.name) == ("ruler", "openai/judge", 3, "summarizer")
         assert gen.counts == {"system_prompt": 1, "inputs": 1, "rubric": 1}
 
@@ -157,8 +203,12 @@ async def test_plan_saves_what_it_generated_and_reuses_edited_files(home):
 async def test_plan_with_a_server_grounds_its_inputs_in_the_server(home):
     gen = Generator()
     with FakeLLM(handler=gen) as llm:
-        cfg = await plan(TASK, config(llm, server={"target": "python -m mcprl.servers.calculator"}, explore={"calls": 12}),
-                         gen_model="openai/gen", say=lambda _: None)
+        cfg = await plan(
+            TASK,
+            config(llm, server={"target": "python -m mcprl.servers.calculator"}, explore={"calls": 12}),
+            gen_model="openai/gen",
+            say=lambda _: None,
+        )
     assert gen.counts == {"system_prompt": 1, "rubric": 1}  # the inputs came from the server, not the generator
     inputs = load_jsonl(cfg.scenarios.file, Scenario)
     assert len(inputs) >= 2 and all(s.check["kind"] == "holds" and s.metadata["reference"] for s in inputs)
@@ -171,7 +221,9 @@ def test_the_cli_reports_a_generator_without_valid_output_in_one_line(argv, home
     from mcprl.cli.main import main as mcprl_main
 
     with FakeLLM(handler=lambda request: "I am sorry, I cannot help with that.") as llm:
-        monkeypatch.setattr(sys, "argv", [*argv, TASK, "--gen-model", "openai/gen", "--api-base", llm.base_url, "--name", "s"])
+        monkeypatch.setattr(
+            sys, "argv", [*argv, TASK, "--gen-model", "openai/gen", "--api-base", llm.base_url, "--name", "s"]
+        )
         with pytest.raises(SystemExit) as exit_info:
             (autorl_main if argv == ["autorl"] else mcprl_main)()
     err = capsys.readouterr().err
@@ -184,9 +236,24 @@ def test_the_cli_reports_a_generator_without_valid_output_in_one_line(argv, home
 async def test_without_n_plan_generates_only_what_the_steps_need(home):
     gen = Generator()
     with FakeLLM(handler=gen) as llm:
-        cfg = await plan(TASK, RunConfig(name="short", steps=1, judge={"api_base": llm.base_url}), gen_model="openai/gen", say=lambda _: None)
+        cfg = await plan(
+            TASK,
+            RunConfig(name="short", steps=1, judge={"api_base": llm.base_url}),
+            gen_model="openai/gen",
+            say=lambda _: None,
+        )
         assert len(load_jsonl(cfg.scenarios.file, Scenario)) == 8  # at least 8, though 1 step of 4 groups needs fewer
-        cfg = await plan(TASK, RunConfig(name="long", steps=5, judge={"api_base": llm.base_url}), gen_model="openai/gen", say=lambda _: None)
+        cfg = await plan(
+            TASK,
+            RunConfig(name="long", steps=5, judge={"api_base": llm.base_url}),
+            gen_model="openai/gen",
+            say=lambda _: None,
+        )
         assert len(load_jsonl(cfg.scenarios.file, Scenario)) == 27  # 5 steps x 4 groups, plus a quarter held out
-        cfg = await plan(TASK, RunConfig(name="max", steps=50, judge={"api_base": llm.base_url}), gen_model="openai/gen", say=lambda _: None)
+        cfg = await plan(
+            TASK,
+            RunConfig(name="max", steps=50, judge={"api_base": llm.base_url}),
+            gen_model="openai/gen",
+            say=lambda _: None,
+        )
         assert len(load_jsonl(cfg.scenarios.file, Scenario)) == 48

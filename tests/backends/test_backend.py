@@ -13,13 +13,25 @@ from mcprl.types import Generation, Trajectory, TrajectoryGroup
 async def _group(model, n=4):
     msgs = [{"role": "user", "content": "say something"}]
     async with model.openai_client() as client:
-        r = await client.chat.completions.create(model=model.get_inference_name(), messages=msgs, n=n, max_tokens=8, seed=0,
-                                                 extra_body={"return_token_ids": True, "logprobs": True})
+        r = await client.chat.completions.create(
+            model=model.get_inference_name(),
+            messages=msgs,
+            n=n,
+            max_tokens=8,
+            seed=0,
+            extra_body={"return_token_ids": True, "logprobs": True},
+        )
     trajs = []
     for i, c in enumerate(r.choices):
-        g = Generation(prompt_token_ids=r.model_extra["prompt_token_ids"], completion_token_ids=c.model_extra["token_ids"],
-                       logprobs=[x.logprob for x in c.logprobs.content], model=r.model)
-        trajs.append(Trajectory(messages=[*msgs, c.message.model_dump(exclude_none=True)], generations=[g], reward=float(i)))
+        g = Generation(
+            prompt_token_ids=r.model_extra["prompt_token_ids"],
+            completion_token_ids=c.model_extra["token_ids"],
+            logprobs=[x.logprob for x in c.logprobs.content],
+            model=r.model,
+        )
+        trajs.append(
+            Trajectory(messages=[*msgs, c.message.model_dump(exclude_none=True)], generations=[g], reward=float(i))
+        )
     return TrajectoryGroup(trajectories=trajs)
 
 
@@ -32,7 +44,12 @@ async def test_register_train_hot_swap_and_resume(home, tiny_model_dir):
         assert checkpoints.list_steps(model.checkpoints_dir) == [0]
         import httpx
 
-        served = lambda: [m["id"] for m in httpx.get(f"{model.inference_base_url}/models", headers={"Authorization": f"Bearer {model.inference_api_key}"}).json()["data"]]
+        served = lambda: [
+            m["id"]
+            for m in httpx.get(
+                f"{model.inference_base_url}/models", headers={"Authorization": f"Bearer {model.inference_api_key}"}
+            ).json()["data"]
+        ]
         assert served() == [str(tiny_model_dir), "agent@0"]
         m1 = await model.train([await _group(model)], TrainConfig(learning_rate=1e-2))
         assert m1["trained"] == 1

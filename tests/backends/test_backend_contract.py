@@ -28,9 +28,16 @@ from mcprl.types import Generation, Trajectory, TrajectoryGroup
 NO_GPU = "needs a CUDA GPU and pip install 'mcprl[gpu]' (vLLM + Unsloth); this machine has no GPU"
 # Set in the child process that runs the GPU cases (and only those).
 GPU_CHILD = os.environ.get("MCPRL_GPU_TEST_CHILD") == "1"
-GPU_CHILD_ARGS = ["tests/backends/test_backend_contract.py", "tests/backends/test_gpu_unsloth.py", "-k", "not cpu and not own_process"]
-gpu_only = [pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_GPU),
-            pytest.mark.skipif(not GPU_CHILD, reason="runs in its own process: see test_gpu_cases_in_their_own_process")]
+GPU_CHILD_ARGS = [
+    "tests/backends/test_backend_contract.py",
+    "tests/backends/test_gpu_unsloth.py",
+    "-k",
+    "not cpu and not own_process",
+]
+gpu_only = [
+    pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_GPU),
+    pytest.mark.skipif(not GPU_CHILD, reason="runs in its own process: see test_gpu_cases_in_their_own_process"),
+]
 MESSAGES = [{"role": "user", "content": "say something"}]
 # How far two greedy samples of the same weights may drift apart (vLLM: bf16, LoRA kernels, batching).
 TOLERANCE = {"cpu": 1e-4, "cuda": 5e-2}
@@ -63,16 +70,28 @@ async def chat(model: TrainableModel, name: str | None = None, **kw):
     args = {"n": 1, "max_tokens": 8, "temperature": 0.0, **kw}
     async with model.openai_client() as client:
         return await client.chat.completions.create(
-            model=name or model.get_inference_name(), messages=MESSAGES, logprobs=True, extra_body={"return_token_ids": True}, **args)
+            model=name or model.get_inference_name(),
+            messages=MESSAGES,
+            logprobs=True,
+            extra_body={"return_token_ids": True},
+            **args,
+        )
 
 
 async def sampled_group(model: TrainableModel, temperature: float = 1.0) -> TrajectoryGroup:
     r = await chat(model, n=4, temperature=temperature, seed=0)
     trajs = []
     for i, c in enumerate(r.choices):
-        g = Generation(prompt_token_ids=r.model_extra["prompt_token_ids"], completion_token_ids=c.model_extra["token_ids"],
-                       logprobs=[t.logprob for t in c.logprobs.content], model=r.model, temperature=temperature)
-        trajs.append(Trajectory(messages=[*MESSAGES, c.message.model_dump(exclude_none=True)], generations=[g], reward=float(i)))
+        g = Generation(
+            prompt_token_ids=r.model_extra["prompt_token_ids"],
+            completion_token_ids=c.model_extra["token_ids"],
+            logprobs=[t.logprob for t in c.logprobs.content],
+            model=r.model,
+            temperature=temperature,
+        )
+        trajs.append(
+            Trajectory(messages=[*MESSAGES, c.message.model_dump(exclude_none=True)], generations=[g], reward=float(i))
+        )
     return TrajectoryGroup(trajectories=trajs)
 
 
@@ -123,7 +142,9 @@ async def test_serves_exact_tokens_and_swaps_in_each_trained_step(home, device, 
 
     assert checkpoints.list_steps(model.checkpoints_dir) == [0, 1]
     ckpt = model.checkpoints_dir / "0001"
-    assert {"adapter_config.json", "adapter_model.safetensors", "optimizer.pt", "trainer_state.json"} <= {p.name for p in ckpt.iterdir()}
+    assert {"adapter_config.json", "adapter_model.safetensors", "optimizer.pt", "trainer_state.json"} <= {
+        p.name for p in ckpt.iterdir()
+    }
     state = checkpoints.read_state(ckpt)
     assert (state["name"], state["step"], state["base_model"]) == ("agent", 1, str(base_model))
     assert state["metrics"] == pytest.approx(metrics)
@@ -176,5 +197,9 @@ def test_gpu_cases_in_their_own_process():
     env = {**os.environ, "MCPRL_GPU_TEST_CHILD": "1"}
     root = Path(__file__).resolve().parents[2]
     # Not captured here: pytest shows the child's output with a failure, or live under `pytest -s`.
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *GPU_CHILD_ARGS], cwd=root, env=env)
-    assert r.returncode == 0, f"GPU cases failed (output above; rerun alone: MCPRL_GPU_TEST_CHILD=1 python -m pytest {' '.join(GPU_CHILD_ARGS)})"
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *GPU_CHILD_ARGS], cwd=root, env=env
+    )
+    assert r.returncode == 0, (
+        f"GPU cases failed (output above; rerun alone: MCPRL_GPU_TEST_CHILD=1 python -m pytest {' '.join(GPU_CHILD_ARGS)})"
+    )

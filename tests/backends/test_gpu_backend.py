@@ -36,8 +36,17 @@ KEY = "test-key"
 
 # ---- the vLLM command line and environment -------------------------------------------------
 def _launch(**over) -> VllmLaunch:
-    args = dict(settings=VllmSettings(), model_path="/models/qwen", served_name="qwen", port=8123, lora_rank=8,
-                gpus=["0"], gpu_memory_utilization=0.45, sleep_mode=True, api_key=KEY)
+    args = dict(
+        settings=VllmSettings(),
+        model_path="/models/qwen",
+        served_name="qwen",
+        port=8123,
+        lora_rank=8,
+        gpus=["0"],
+        gpu_memory_utilization=0.45,
+        sleep_mode=True,
+        api_key=KEY,
+    )
     return VllmLaunch(**{**args, **over})
 
 
@@ -58,24 +67,49 @@ def test_command_serves_the_base_with_lora_tools_and_exact_logprobs():
     assert _flag(cmd, "--logprobs-mode") == "processed_logprobs" and _flag(cmd, "--generation-config") == "vllm"
     assert _flag(cmd, "--gpu-memory-utilization") == "0.45" and _flag(cmd, "--tensor-parallel-size") == "1"
     assert "--enable-sleep-mode" in cmd
-    for unset in ("--max-model-len", "--enforce-eager", "--max-num-seqs", "--max-cpu-loras", "--enable-prefix-caching", "--no-enable-prefix-caching"):
+    for unset in (
+        "--max-model-len",
+        "--enforce-eager",
+        "--max-num-seqs",
+        "--max-cpu-loras",
+        "--enable-prefix-caching",
+        "--no-enable-prefix-caching",
+    ):
         assert unset not in cmd
     assert KEY not in " ".join(cmd)  # the key goes through the environment
 
 
 def test_command_passes_engine_settings_through():
-    s = VllmSettings(max_model_len=4096, max_loras=4, max_cpu_loras=8, max_num_seqs=64, enforce_eager=True, dtype="bfloat16",
-                     enable_prefix_caching=False, extra_args=["--kv-cache-dtype", "fp8"])
+    s = VllmSettings(
+        max_model_len=4096,
+        max_loras=4,
+        max_cpu_loras=8,
+        max_num_seqs=64,
+        enforce_eager=True,
+        dtype="bfloat16",
+        enable_prefix_caching=False,
+        extra_args=["--kv-cache-dtype", "fp8"],
+    )
     cmd = _launch(settings=s, lora_rank=12, gpus=["2", "3"], sleep_mode=False, gpu_memory_utilization=0.9).command()
-    assert _flag(cmd, "--max-model-len") == "4096" and _flag(cmd, "--max-loras") == "4" and _flag(cmd, "--max-cpu-loras") == "8"
+    assert (
+        _flag(cmd, "--max-model-len") == "4096"
+        and _flag(cmd, "--max-loras") == "4"
+        and _flag(cmd, "--max-cpu-loras") == "8"
+    )
     assert _flag(cmd, "--max-num-seqs") == "64" and "--enforce-eager" in cmd and _flag(cmd, "--dtype") == "bfloat16"
     assert "--no-enable-prefix-caching" in cmd and cmd[-2:] == ["--kv-cache-dtype", "fp8"]
     assert _flag(cmd, "--max-lora-rank") == "16"  # 12 is no rank vLLM accepts
-    assert _flag(cmd, "--tensor-parallel-size") == "2" and "--enable-sleep-mode" not in cmd and "--chat-template" not in cmd
+    assert (
+        _flag(cmd, "--tensor-parallel-size") == "2"
+        and "--enable-sleep-mode" not in cmd
+        and "--chat-template" not in cmd
+    )
 
 
 def test_environment_enables_runtime_lora_and_sleep_endpoints():
-    env = _launch(gpus=["GPU-aa", "GPU-bb"]).env({"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "0,1,2", "VLLM_CACHE_ROOT": "/c/vllm"})
+    env = _launch(gpus=["GPU-aa", "GPU-bb"]).env(
+        {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "0,1,2", "VLLM_CACHE_ROOT": "/c/vllm"}
+    )
     assert env["PATH"] == "/bin" and env["CUDA_VISIBLE_DEVICES"] == "GPU-aa,GPU-bb"
     assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True" and env["VLLM_API_KEY"] == KEY
     assert env["VLLM_SERVER_DEV_MODE"] == "1" and env["VLLM_CACHE_ROOT"] == "/c/vllm"
@@ -83,7 +117,9 @@ def test_environment_enables_runtime_lora_and_sleep_endpoints():
 
 
 def test_vllm_keeps_its_info_log_and_none_of_unsloths_environment():
-    env = _launch().env({"PATH": "/bin", "UNSLOTH_IS_PRESENT": "1", "UNSLOTH_ZOO_IS_PRESENT": "1", "VLLM_CONFIGURE_LOGGING": "0"})
+    env = _launch().env(
+        {"PATH": "/bin", "UNSLOTH_IS_PRESENT": "1", "UNSLOTH_ZOO_IS_PRESENT": "1", "VLLM_CONFIGURE_LOGGING": "0"}
+    )
     assert not [k for k in env if k.startswith("UNSLOTH")]
     assert env["VLLM_CONFIGURE_LOGGING"] == "1" and env["VLLM_LOGGING_LEVEL"] == "INFO"
     assert _launch().env({"VLLM_LOGGING_LEVEL": "DEBUG"})["VLLM_LOGGING_LEVEL"] == "DEBUG"
@@ -128,18 +164,50 @@ def test_a_runs_runtime_and_lora_settings_reach_the_gpu_runtime(monkeypatch, cap
         raise UserError("stop here")
 
     monkeypatch.setattr(train_cmd, "run_with_progress", capture)
-    code, _, err = run_cli(monkeypatch, capsys, "train", "--device", "cuda", "--placement", "split", "--train-gpu", "1", "--serve-gpus", "0",
-                           "--gpu-memory-utilization", "0.5", "--load-in-4bit", "--dtype", "bfloat16", "--lora-rank", "16",
-                           "--lora-alpha", "32", "--lora-target-modules", "all-linear")
+    code, _, err = run_cli(
+        monkeypatch,
+        capsys,
+        "train",
+        "--device",
+        "cuda",
+        "--placement",
+        "split",
+        "--train-gpu",
+        "1",
+        "--serve-gpus",
+        "0",
+        "--gpu-memory-utilization",
+        "0.5",
+        "--load-in-4bit",
+        "--dtype",
+        "bfloat16",
+        "--lora-rank",
+        "16",
+        "--lora-alpha",
+        "32",
+        "--lora-target-modules",
+        "all-linear",
+    )
     assert code == 2 and "stop here" in err, err
     cfg = seen["cfg"]
     run = TrainingRun(cfg)
     rt = LocalBackend.from_config(cfg.runtime)._runtime(run.model)
     assert isinstance(rt, GpuRuntime) and rt.settings == GpuSettings(
-        placement="split", train_gpu=1, serve_gpus=[0], vllm=VllmSettings(gpu_memory_utilization=0.5, dtype="bfloat16"),
-        unsloth=UnslothSettings(load_in_4bit=True, dtype="bfloat16"))
-    assert lora_arguments(rt.model.lora, None) == {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": "all-linear"}
-    with pytest.raises(UserError, match=r"runtime.threads is a setting of the CPU runtime, but this run uses the CUDA one"):
+        placement="split",
+        train_gpu=1,
+        serve_gpus=[0],
+        vllm=VllmSettings(gpu_memory_utilization=0.5, dtype="bfloat16"),
+        unsloth=UnslothSettings(load_in_4bit=True, dtype="bfloat16"),
+    )
+    assert lora_arguments(rt.model.lora, None) == {
+        "r": 16,
+        "lora_alpha": 32,
+        "lora_dropout": 0.0,
+        "target_modules": "all-linear",
+    }
+    with pytest.raises(
+        UserError, match=r"runtime.threads is a setting of the CPU runtime, but this run uses the CUDA one"
+    ):
         LocalBackend.from_config(RuntimeConfig(device="cuda", threads=2))
 
 
@@ -182,7 +250,9 @@ def test_shared_memory_utilization():
 
 
 def test_gpu_unavailable_reasons():
-    assert gpu_unavailable_reason(False, []) == "device='cuda' but CUDA is not available on this machine; use device='cpu'"
+    assert (
+        gpu_unavailable_reason(False, []) == "device='cuda' but CUDA is not available on this machine; use device='cpu'"
+    )
     msg = gpu_unavailable_reason(True, ["vllm", "unsloth"])
     assert msg == "the GPU backend needs vllm and unsloth (missing: vllm, unsloth): pip install 'mcprl[gpu]'"
     assert "missing: unsloth)" in gpu_unavailable_reason(True, ["unsloth"])
@@ -206,7 +276,9 @@ async def test_asking_for_cuda_without_it_is_one_line(home):
         async with LocalBackend(device="cuda") as backend:
             await model.register(backend)
     assert str(e.value) == "device='cuda' but CUDA is not available on this machine; use device='cpu'"
-    with pytest.raises(UserError, match="GPU backend setting vllm.gpu_memory_utilization: Input should be less than or equal to 1"):
+    with pytest.raises(
+        UserError, match="GPU backend setting vllm.gpu_memory_utilization: Input should be less than or equal to 1"
+    ):
         async with LocalBackend(device="cuda", vllm={"gpu_memory_utilization": 2}) as backend:
             await model.register(backend)
     with pytest.raises(UserError, match="GPU backend setting threads: Extra inputs are not permitted"):
@@ -216,11 +288,15 @@ async def test_asking_for_cuda_without_it_is_one_line(home):
 @pytest.mark.anyio
 async def test_policy_replicas_beside_the_gpu_runtimes_own_trainer_is_one_line(home):
     """The GPU runtime's trainer and its own vLLM share the GPU; with replicas the steps go to a trainer actor."""
+
     async def start_endpoint(trainer):
         raise AssertionError("never started")
 
     model = TrainableModel(name="m", project="p", base_model="org/unused")
-    with pytest.raises(UserError, match=r"with cluster.policy_replicas on a GPU machine, take the steps in a Ray actor too \(cluster.trainer_actor"):
+    with pytest.raises(
+        UserError,
+        match=r"with cluster.policy_replicas on a GPU machine, take the steps in a Ray actor too \(cluster.trainer_actor",
+    ):
         async with LocalBackend(device="cuda", start_endpoint=start_endpoint) as backend:
             await model.register(backend)
 
@@ -242,16 +318,34 @@ def test_lora_arguments_resume_from_the_checkpoints_own_config(tiny_model_dir, t
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     registered = LoraSettings(rank=16, alpha=32, target_modules="all-linear")
-    assert lora_arguments(registered, None) == {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": "all-linear"}
+    assert lora_arguments(registered, None) == {
+        "r": 16,
+        "lora_alpha": 32,
+        "lora_dropout": 0.0,
+        "target_modules": "all-linear",
+    }
     trained = LoraSettings(rank=4, alpha=8, dropout=0.1, target_modules=["v_proj", "q_proj"])
-    GRPOTrainer(AutoModelForCausalLM.from_pretrained(tiny_model_dir), AutoTokenizer.from_pretrained(tiny_model_dir), trained).save(tmp_path)
-    assert lora_arguments(registered, tmp_path) == {"r": 4, "lora_alpha": 8, "lora_dropout": 0.1, "target_modules": ["q_proj", "v_proj"]}
+    GRPOTrainer(
+        AutoModelForCausalLM.from_pretrained(tiny_model_dir), AutoTokenizer.from_pretrained(tiny_model_dir), trained
+    ).save(tmp_path)
+    assert lora_arguments(registered, tmp_path) == {
+        "r": 4,
+        "lora_alpha": 8,
+        "lora_dropout": 0.1,
+        "target_modules": ["q_proj", "v_proj"],
+    }
 
 
 def _groups(n: int = 4, vary: bool = True) -> list[TrajectoryGroup]:
     trajs = [
-        Trajectory(generations=[Generation(prompt_token_ids=[1, 2, 3, 4], completion_token_ids=[5 + i, 6, 7], logprobs=[-1.0, -2.0, -1.5])],
-                   reward=float(i) if vary else 1.0)
+        Trajectory(
+            generations=[
+                Generation(
+                    prompt_token_ids=[1, 2, 3, 4], completion_token_ids=[5 + i, 6, 7], logprobs=[-1.0, -2.0, -1.5]
+                )
+            ],
+            reward=float(i) if vary else 1.0,
+        )
         for i in range(n)
     ]
     return [TrajectoryGroup(trajectories=trajs)]
@@ -263,8 +357,12 @@ def test_unsloth_trainer_keeps_the_wrapped_model_and_its_checkpointing(tiny_mode
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    peft_model = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model_dir), LoraConfig(r=4, target_modules="all-linear"))
-    trainer = UnslothGRPOTrainer(peft_model, AutoTokenizer.from_pretrained(tiny_model_dir), LoraSettings(rank=4), torch.device("cpu"))
+    peft_model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(tiny_model_dir), LoraConfig(r=4, target_modules="all-linear")
+    )
+    trainer = UnslothGRPOTrainer(
+        peft_model, AutoTokenizer.from_pretrained(tiny_model_dir), LoraSettings(rank=4), torch.device("cpu")
+    )
     assert trainer.model is peft_model
     before = {k: v.clone() for k, v in peft_model.named_parameters() if v.requires_grad}
     metrics = trainer.step(_groups(), TrainConfig(learning_rate=1e-2, gradient_checkpointing=True))
@@ -286,7 +384,12 @@ def test_vllm_parses_tool_calls_with_our_parser():
     """Where vLLM is installed (the GPU stack): load the plugin file as `vllm serve
     --tool-parser-plugin` does and check it returns exactly what the CPU endpoint does."""
     pytest.importorskip("vllm.tool_parsers", reason="vLLM is not installed (the GPU stack)")
-    texts = [*HERMES_REJECTS, "no call here", "<tool_call>{not json</tool_call>", 'ok <tool_call>{"name": "f", "arguments": {}}</tool_call>']
+    texts = [
+        *HERMES_REJECTS,
+        "no call here",
+        "<tool_call>{not json</tool_call>",
+        'ok <tool_call>{"name": "f", "arguments": {}}</tool_call>',
+    ]
     code = f"""
 import json
 from vllm.tool_parsers import ToolParserManager

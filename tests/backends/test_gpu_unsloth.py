@@ -20,8 +20,10 @@ from mcprl.types import Generation, Trajectory, TrajectoryGroup
 
 pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU with vLLM and Unsloth installed"),
-    pytest.mark.skipif(os.environ.get("MCPRL_GPU_TEST_CHILD") != "1",
-                       reason="runs in its own process: see test_backend_contract.test_gpu_cases_in_their_own_process"),
+    pytest.mark.skipif(
+        os.environ.get("MCPRL_GPU_TEST_CHILD") != "1",
+        reason="runs in its own process: see test_backend_contract.test_gpu_cases_in_their_own_process",
+    ),
 ]
 
 
@@ -43,7 +45,9 @@ def _logprobs(trainer, ids: torch.Tensor) -> torch.Tensor:
 
 def test_disable_adapter_gives_the_base_models_logprobs_under_unsloths_kernels(trainer):
     tok = trainer.tokenizer
-    ids = torch.tensor([tok("The capital of France is Paris. 2 + 3 = 5, and the sky is blue.")["input_ids"]], device="cuda")
+    ids = torch.tensor(
+        [tok("The capital of France is Paris. 2 + 3 = 5, and the sky is blue.")["input_ids"]], device="cuda"
+    )
     model = trainer.model
     model.train()  # as in a step: Unsloth's training path, the fused LoRA kernels
     lora_b = {n: p for n, p in model.named_parameters() if "lora_B" in n}
@@ -64,7 +68,9 @@ def test_disable_adapter_gives_the_base_models_logprobs_under_unsloths_kernels(t
                 p.copy_(saved[n])
         model.eval()
     assert (adapted - base).abs().max() > 0.05, "the random adapter should change the logprobs"
-    assert (disabled - base).abs().max() < 0.05, f"disable_adapter() logprobs differ from the base's by {(disabled - base).abs().max():.3f}"
+    assert (disabled - base).abs().max() < 0.05, (
+        f"disable_adapter() logprobs differ from the base's by {(disabled - base).abs().max():.3f}"
+    )
     assert torch.allclose(again, adapted)
 
 
@@ -75,7 +81,7 @@ def _group(trainer) -> list[TrajectoryGroup]:
     trajs = []
     for i, text in enumerate([" 5", " It is 5.", " 6", " I do not know."]):
         completion = tok(text, add_special_tokens=False)["input_ids"]
-        lp = _logprobs(trainer, torch.tensor([prompt + completion], device="cuda"))[len(prompt) - 1:]
+        lp = _logprobs(trainer, torch.tensor([prompt + completion], device="cuda"))[len(prompt) - 1 :]
         g = Generation(prompt_token_ids=prompt, completion_token_ids=completion, logprobs=lp.tolist())
         trajs.append(Trajectory(generations=[g], reward=float(i % 2 == 0)))
     return [TrajectoryGroup(trajectories=trajs)]

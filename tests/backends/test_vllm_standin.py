@@ -35,7 +35,9 @@ def _fake_vllm_app(base: str):
     app.state.stays_asleep = False
 
     def error(message: str, code: int) -> JSONResponse:  # vLLM's ErrorResponse shape
-        return JSONResponse({"error": {"message": message, "type": "InvalidUserInput", "param": None, "code": code}}, status_code=code)
+        return JSONResponse(
+            {"error": {"message": message, "type": "InvalidUserInput", "param": None, "code": code}}, status_code=code
+        )
 
     @app.middleware("http")
     async def record(request: Request, call_next):
@@ -136,7 +138,9 @@ async def test_adapter_and_sleep_calls(fake_vllm, tmp_path):
 @pytest.mark.anyio
 async def test_control_errors_carry_vllms_message(fake_vllm, tmp_path):
     vllm = VllmServer(fake_vllm.state.url, KEY)
-    with pytest.raises(VllmError, match=r"/v1/load_lora_adapter failed \(404\): Loading lora agent@1 failed: No adapter found"):
+    with pytest.raises(
+        VllmError, match=r"/v1/load_lora_adapter failed \(404\): Loading lora agent@1 failed: No adapter found"
+    ):
         await vllm.load_adapter("agent@1", tmp_path)
     with pytest.raises(VllmError, match=r"\(404\): The lora adapter 'agent@9' cannot be found"):
         await vllm.unload_adapter("agent@9")
@@ -152,7 +156,9 @@ async def test_control_errors_carry_vllms_message(fake_vllm, tmp_path):
 @pytest.mark.anyio
 async def test_wait_ready_reports_what_a_slow_start_is_doing(tmp_path):
     code = "import time; print('INFO Capturing CUDA graphs', flush=True); time.sleep(600)"
-    server = VllmServer.start([sys.executable, "-c", code], {}, tmp_path / "vllm.log", f"http://127.0.0.1:{free_port('127.0.0.1')}", KEY)
+    server = VllmServer.start(
+        [sys.executable, "-c", code], {}, tmp_path / "vllm.log", f"http://127.0.0.1:{free_port('127.0.0.1')}", KEY
+    )
     lines: list[str] = []
     with pytest.raises(UserError, match="not ready after 2s"):
         await server.wait_ready(timeout_s=2, report=lines.append, every_s=0.5)
@@ -166,7 +172,10 @@ async def test_wait_ready_fails_fast_when_vllm_exits(tmp_path):
     url = f"http://127.0.0.1:{free_port('127.0.0.1')}"
     server = VllmServer.start(cmd, {}, tmp_path / "vllm.log", url, KEY)
     t = time.monotonic()
-    with pytest.raises(UserError, match=r"vLLM exited with code 3 while starting: ValueError: max_lora_rank 8 < adapter rank 16 \(log: .*vllm.log\)"):
+    with pytest.raises(
+        UserError,
+        match=r"vLLM exited with code 3 while starting: ValueError: max_lora_rank 8 < adapter rank 16 \(log: .*vllm.log\)",
+    ):
         await server.wait_ready(timeout_s=60)
     assert time.monotonic() - t < 30
     server.close()
@@ -247,13 +256,25 @@ async def test_start_writes_step_0_and_serves_it(home, tiny_model_dir, fake_vllm
 async def test_train_sleeps_steps_wakes_then_swaps(home, tiny_model_dir, fake_vllm):
     rt = await _started(fake_vllm, tiny_model_dir, shared=True)
     metrics = await rt.train(_groups(), TrainConfig(learning_rate=1e-2))
-    assert _control_calls(fake_vllm) == [("/sleep", ""), ("/wake_up", ""), ("/is_sleeping", ""), ("/v1/load_lora_adapter", "agent@1"),
-                                         ("/v1/unload_lora_adapter", "agent@0")]
+    assert _control_calls(fake_vllm) == [
+        ("/sleep", ""),
+        ("/wake_up", ""),
+        ("/is_sleeping", ""),
+        ("/v1/load_lora_adapter", "agent@1"),
+        ("/v1/unload_lora_adapter", "agent@0"),
+    ]
     assert rt.step == 1 and rt.served_name == "agent@1" and list(fake_vllm.state.adapters) == ["agent@1"]
     ckpt = rt.root / "0001"
     assert fake_vllm.state.adapters["agent@1"] == str(ckpt)
-    assert {"adapter_config.json", "adapter_model.safetensors", "optimizer.pt", "trainer_state.json"} <= {p.name for p in ckpt.iterdir()}
-    assert metrics["trained"] == 1 and metrics["swap_seconds"] > 0 and metrics["sleep_seconds"] > 0 and metrics["wake_seconds"] > 0
+    assert {"adapter_config.json", "adapter_model.safetensors", "optimizer.pt", "trainer_state.json"} <= {
+        p.name for p in ckpt.iterdir()
+    }
+    assert (
+        metrics["trained"] == 1
+        and metrics["swap_seconds"] > 0
+        and metrics["sleep_seconds"] > 0
+        and metrics["wake_seconds"] > 0
+    )
     state = checkpoints.read_state(ckpt)
     assert state["step"] == 1 and state["name"] == "agent" and state["metrics"] == pytest.approx(metrics)
     assert not list(ckpt.glob(".*.tmp"))
@@ -287,7 +308,11 @@ async def test_resumes_the_latest_step_with_its_optimizer_state(home, tiny_model
     fake_vllm.state.calls.clear()
     again = _runtime(fake_vllm, tiny_model_dir, shared=True)
     await again.start()
-    assert again.step == 1 and again.served_name == "agent@1" and _control_calls(fake_vllm) == [("/v1/load_lora_adapter", "agent@1")]
+    assert (
+        again.step == 1
+        and again.served_name == "agent@1"
+        and _control_calls(fake_vllm) == [("/v1/load_lora_adapter", "agent@1")]
+    )
     assert checkpoints.list_steps(again.root) == [0, 1]
     resumed = again.trainer.optimizer.state_dict()
     k = next(iter(saved["state"]))

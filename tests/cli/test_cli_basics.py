@@ -10,8 +10,13 @@ import httpx
 
 
 def run(*args, env=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "mcprl.cli", *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "mcprl.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_help_imports_nothing_heavy():
@@ -29,15 +34,34 @@ def test_models_list_shows_the_alias(smollm2_dir):
 
 def test_unknown_model_spec_is_one_line(tmp_path):
     r = run("serve", "--model", "no-such-model", "--port", "0", env={"MCPRL_HOME": str(tmp_path)})
-    assert r.returncode == 2 and r.stderr.strip().startswith("error: unknown model 'no-such-model'") and "Traceback" not in r.stderr
+    assert (
+        r.returncode == 2
+        and r.stderr.strip().startswith("error: unknown model 'no-such-model'")
+        and "Traceback" not in r.stderr
+    )
 
 
 def test_serve_answers_and_enforces_its_key(tiny_model_dir):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    p = subprocess.Popen([sys.executable, "-m", "mcprl.cli", "serve", "--model", str(tiny_model_dir), "--port", str(port), "--api-key", "k3y"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mcprl.cli",
+            "serve",
+            "--model",
+            str(tiny_model_dir),
+            "--port",
+            str(port),
+            "--api-key",
+            "k3y",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = f"http://127.0.0.1:{port}/v1"
         for _ in range(300):

@@ -22,9 +22,31 @@ from tests.cli_runner import run_cli
 
 pytestmark = pytest.mark.integration
 
-ARGS = ["--server", "python -m mcprl.servers.calculator", "--no-per-rollout", "--tasks", "calculator", "-n", "12", "--group-size", "2",
-        "--groups-per-step", "2", "--max-extra-groups", "0", "--max-tokens", "6", "--max-turns", "2",
-        "--eval-every", "0", "--val-size", "2", "--seed", "3"]
+ARGS = [
+    "--server",
+    "python -m mcprl.servers.calculator",
+    "--no-per-rollout",
+    "--tasks",
+    "calculator",
+    "-n",
+    "12",
+    "--group-size",
+    "2",
+    "--groups-per-step",
+    "2",
+    "--max-extra-groups",
+    "0",
+    "--max-tokens",
+    "6",
+    "--max-turns",
+    "2",
+    "--eval-every",
+    "0",
+    "--val-size",
+    "2",
+    "--seed",
+    "3",
+]
 
 
 @pytest.fixture(scope="module")
@@ -60,10 +82,27 @@ def train_in_process(home: Path, tiny_model_dir: Path, name: str, during=None, k
     from mcprl.run.config import load_config
     from mcprl.run.runner import TrainingRun
 
-    cfg = load_config(None, {"server.target": "python -m mcprl.servers.calculator", "scenarios.tasks": "calculator", "scenarios.n": 12,
-                             "scenarios.val_size": 1, "group_size": 2, "groups_per_step": 2, "max_extra_groups": 0, "seed": 3,
-                             "rollout.max_tokens": 6, "rollout.max_turns": 2, "eval_every": 0, "steps": 2, "model": str(tiny_model_dir),
-                             "name": name, "train.max_off_policy_steps": k, **{f"cluster.{key}": v for key, v in cluster.items()}})
+    cfg = load_config(
+        None,
+        {
+            "server.target": "python -m mcprl.servers.calculator",
+            "scenarios.tasks": "calculator",
+            "scenarios.n": 12,
+            "scenarios.val_size": 1,
+            "group_size": 2,
+            "groups_per_step": 2,
+            "max_extra_groups": 0,
+            "seed": 3,
+            "rollout.max_tokens": 6,
+            "rollout.max_turns": 2,
+            "eval_every": 0,
+            "steps": 2,
+            "model": str(tiny_model_dir),
+            "name": name,
+            "train.max_off_policy_steps": k,
+            **{f"cluster.{key}": v for key, v in cluster.items()},
+        },
+    )
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MCPRL_HOME", str(home))
         run = TrainingRun(cfg, say=lambda _: None)
@@ -98,8 +137,16 @@ async def kill_a_worker_mid_step_1(run) -> None:
 @pytest.fixture(scope="module")
 def ray_run(cluster, tiny_model_dir, tmp_path_factory) -> Path:
     """A 2-step run on the cluster's two rollout workers, one of them killed during step 1."""
-    return train_in_process(tmp_path_factory.mktemp("ray-home"), tiny_model_dir, "r", kill_a_worker_mid_step_1,
-                            engine="ray", address=cluster.address, rollout_workers=2, worker_cpus=1)
+    return train_in_process(
+        tmp_path_factory.mktemp("ray-home"),
+        tiny_model_dir,
+        "r",
+        kill_a_worker_mid_step_1,
+        engine="ray",
+        address=cluster.address,
+        rollout_workers=2,
+        worker_cpus=1,
+    )
 
 
 def per_node(row: dict) -> dict[str, float]:
@@ -132,17 +179,26 @@ def test_a_worker_killed_mid_step_is_replaced_and_its_group_rerun(ray_run):
 def test_the_same_seed_sees_the_same_scenarios_in_the_same_order_on_local_and_ray(ray_run, tiny_model_dir, tmp_path):
     local = train_in_process(tmp_path, tiny_model_dir, "l")
     assert not any(k.startswith("cluster/") for row in rows(local) for k in row)
-    for f in ["trajectories/step_0001.jsonl", "trajectories/step_0002.jsonl", "eval/step_0000.jsonl", "eval/step_0002.jsonl"]:
+    for f in [
+        "trajectories/step_0001.jsonl",
+        "trajectories/step_0002.jsonl",
+        "eval/step_0000.jsonl",
+        "eval/step_0002.jsonl",
+    ]:
         ids = [[g["scenario"]["id"] for g in groups(d / f)] for d in (local, ray_run)]
         assert ids[0] == ids[1] and ids[0], f
 
 
 def test_a_k_1_run_rolls_out_step_2_on_the_workers_while_step_1_trains(cluster, tiny_model_dir, tmp_path):
-    run_dir = train_in_process(tmp_path, tiny_model_dir, "a", k=1, engine="ray", address=cluster.address, rollout_workers=2, worker_cpus=1)
+    run_dir = train_in_process(
+        tmp_path, tiny_model_dir, "a", k=1, engine="ray", address=cluster.address, rollout_workers=2, worker_cpus=1
+    )
     train = [r for r in rows(run_dir) if r["kind"] == "train"]
     assert [(r["step"], r["staleness_max"], r["stale_dropped"]) for r in train] == [(1, 0, 0), (2, 1, 0)]
     for step, row in zip((1, 2), train):
-        assert sum(per_node(row).values()) == 4 and row["failed_rollouts"] == 0  # step 2's sampled by step 0's adapter, still served
+        assert (
+            sum(per_node(row).values()) == 4 and row["failed_rollouts"] == 0
+        )  # step 2's sampled by step 0's adapter, still served
         gs = groups(run_dir / "trajectories" / f"step_{step:04d}.jsonl")
         assert {t["policy_version"] for g in gs for t in g["trajectories"]} == {0}
 
@@ -155,18 +211,34 @@ def test_an_unreachable_ray_address_is_one_line_before_any_work(home, monkeypatc
     assert len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("flags, says", [
-    (["--rollout-workers", "3"], "has room for 2 rollout worker(s) of CPU=1, not the 3 asked for"),
-    (["--worker-gpus", "1"], "has room for 0 rollout worker(s) of CPU=1, GPU=1"),
-])
+@pytest.mark.parametrize(
+    "flags, says",
+    [
+        (["--rollout-workers", "3"], "has room for 2 rollout worker(s) of CPU=1, not the 3 asked for"),
+        (["--worker-gpus", "1"], "has room for 0 rollout worker(s) of CPU=1, GPU=1"),
+    ],
+)
 def test_a_cluster_short_of_resources_is_one_line(cluster, home, monkeypatch, capsys, flags, says):
-    code, _, err = run_cli(monkeypatch, capsys, "train", *ARGS, "--cluster", "ray", "--ray-address", cluster.address, *flags)
+    code, _, err = run_cli(
+        monkeypatch, capsys, "train", *ARGS, "--cluster", "ray", "--ray-address", cluster.address, *flags
+    )
     assert code != 0 and says in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_a_node_without_the_server_command_is_named(cluster, home, monkeypatch, capsys):
     args = [a if a != "python -m mcprl.servers.calculator" else "no-such-mcp-server --stdio" for a in ARGS]
-    code, _, err = run_cli(monkeypatch, capsys, "train", *args, "--cluster", "ray", "--ray-address", cluster.address, "--rollout-workers", "1")
+    code, _, err = run_cli(
+        monkeypatch,
+        capsys,
+        "train",
+        *args,
+        "--cluster",
+        "ray",
+        "--ray-address",
+        cluster.address,
+        "--rollout-workers",
+        "1",
+    )
     assert code != 0 and len(err.strip().splitlines()) == 1, err
     assert "rollout worker on Ray node" in err and "'no-such-mcp-server' not found" in err
     assert any(n[:8] in err for n in node_ids(cluster))
@@ -174,7 +246,11 @@ def test_a_node_without_the_server_command_is_named(cluster, home, monkeypatch, 
 
 def test_without_the_cluster_engine_nothing_imports_ray():
     code = "import sys, mcprl.cli.main, mcprl.run.runner, mcprl.run.config; assert not [m for m in sys.modules if m.split('.')[0] == 'ray']"
-    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
 
 
 def test_the_ray_engine_without_ray_says_how_to_install_it(monkeypatch):

@@ -64,7 +64,9 @@ def test_a_request_a_dead_replica_cannot_answer_goes_to_another():
             transport = httpx.ASGITransport(app=proxy_app(pool, "key"))
             async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
                 denied = await client.post("/v1/chat/completions", json=request, headers={"authorization": "Bearer k1"})
-                answered = await client.post("/v1/chat/completions", json=request, headers={"authorization": "Bearer key"})
+                answered = await client.post(
+                    "/v1/chat/completions", json=request, headers={"authorization": "Bearer key"}
+                )
             return denied, answered
 
         denied, answered = anyio.run(main)
@@ -83,11 +85,23 @@ def test_policy_replicas_without_the_ray_engine_is_an_error():
         load_config(None, {"cluster.policy_replicas": 2})
 
 
-@pytest.mark.parametrize("settings, message", [
-    ({"policy_replicas": 1, "replica_gpus": 1}, r"vLLM replicas \(replica_gpus > 0\) leave the driver no GPU runtime to train in: set cluster.trainer_actor = true"),
-    ({"policy_replicas": 1, "replica_gpus": 1.5, "trainer_actor": True}, r"replica_gpus=1.5: vLLM splits a model over whole GPUs"),
-    ({"policy_replicas": 1, "trainer_gpus": 1}, r"trainer_gpus is what the trainer actor reserves: set cluster.trainer_actor = true"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (
+            {"policy_replicas": 1, "replica_gpus": 1},
+            r"vLLM replicas \(replica_gpus > 0\) leave the driver no GPU runtime to train in: set cluster.trainer_actor = true",
+        ),
+        (
+            {"policy_replicas": 1, "replica_gpus": 1.5, "trainer_actor": True},
+            r"replica_gpus=1.5: vLLM splits a model over whole GPUs",
+        ),
+        (
+            {"policy_replicas": 1, "trainer_gpus": 1},
+            r"trainer_gpus is what the trainer actor reserves: set cluster.trainer_actor = true",
+        ),
+    ],
+)
 def test_gpu_settings_that_cannot_work_together_are_one_line(settings, message):
     from mcprl.errors import UserError
     from mcprl.run.config import load_config
@@ -138,9 +152,20 @@ async def kill_a_replica_at_step_1(run) -> None:
 def replica_run(cluster, tiny_model_dir, tmp_path_factory) -> Path:  # noqa: F811
     """A 2-step run sampling from 2 replicas (half a CPU each, beside 2 rollout workers and the
     trainer actor, a quarter each), one killed at step 1; the driver holds no model."""
-    return train_in_process(tmp_path_factory.mktemp("replica-home"), tiny_model_dir, "rr", kill_a_replica_at_step_1,
-                            engine="ray", address=cluster.address, rollout_workers=2, worker_cpus=0.25,
-                            policy_replicas=2, replica_cpus=0.5, trainer_actor=True, trainer_cpus=0.25)
+    return train_in_process(
+        tmp_path_factory.mktemp("replica-home"),
+        tiny_model_dir,
+        "rr",
+        kill_a_replica_at_step_1,
+        engine="ray",
+        address=cluster.address,
+        rollout_workers=2,
+        worker_cpus=0.25,
+        policy_replicas=2,
+        replica_cpus=0.5,
+        trainer_actor=True,
+        trainer_cpus=0.25,
+    )
 
 
 def generations(run_dir: Path, f: str) -> list[dict]:
@@ -161,7 +186,9 @@ def test_each_step_samples_its_own_version_from_every_replica(replica_run):
     final = generations(replica_run, "eval/step_0002.jsonl")
     assert final and {g["model"] for g in final} == {"rr@2"}
     for row, gens in zip(train, (step1, step2)):
-        per_replica = {k.removeprefix("cluster/generations/"): v for k, v in row.items() if k.startswith("cluster/generations/")}
+        per_replica = {
+            k.removeprefix("cluster/generations/"): v for k, v in row.items() if k.startswith("cluster/generations/")
+        }
         assert sum(per_replica.values()) == len(gens)
 
 
@@ -176,7 +203,9 @@ def test_the_trainer_actor_trains_and_the_driver_writes_its_checkpoints(replica_
         ckpt = replica_run / "checkpoints" / f"{step:04d}"
         files = {p.name for p in ckpt.iterdir()}
         assert {"adapter_config.json", "adapter_model.safetensors"} <= files
-        assert ("optimizer.pt" in files) == any(r["train/groups_trained"] for r in train[:step])  # once a step has trained
+        assert ("optimizer.pt" in files) == any(
+            r["train/groups_trained"] for r in train[:step]
+        )  # once a step has trained
 
 
 @pytest.mark.integration
@@ -201,8 +230,20 @@ def test_the_actors_that_ended_with_the_run_leave_no_files(replica_run):
 
 @pytest.mark.integration
 def test_a_cluster_short_of_replica_cpus_is_one_line(cluster, home, monkeypatch, capsys):  # noqa: F811
-    code, _, err = run_cli(monkeypatch, capsys, "train", *ARGS, "--cluster", "ray", "--ray-address", cluster.address,
-                           "--policy-replicas", "2", "--replica-cpus", "2")
+    code, _, err = run_cli(
+        monkeypatch,
+        capsys,
+        "train",
+        *ARGS,
+        "--cluster",
+        "ray",
+        "--ray-address",
+        cluster.address,
+        "--policy-replicas",
+        "2",
+        "--replica-cpus",
+        "2",
+    )
     assert code != 0 and len(err.strip().splitlines()) == 1, err
     assert "has room for 0 policy replica(s) of CPU=2 beside the rollout workers, not the 2 asked for" in err
     assert "lower cluster.policy_replicas or the policy replica's resources (replica_cpus, replica_gpus)" in err
@@ -210,10 +251,32 @@ def test_a_cluster_short_of_replica_cpus_is_one_line(cluster, home, monkeypatch,
 
 @pytest.mark.integration
 def test_a_cluster_without_the_gpus_asked_for_is_one_line(cluster, home, monkeypatch, capsys):  # noqa: F811
-    code, _, err = run_cli(monkeypatch, capsys, "train", *ARGS, "--cluster", "ray", "--ray-address", cluster.address, "--worker-cpus", "0.25",
-                           "--policy-replicas", "1", "--replica-cpus", "0.25", "--replica-gpus", "1", "--trainer-actor", "--trainer-cpus", "0.25")
+    code, _, err = run_cli(
+        monkeypatch,
+        capsys,
+        "train",
+        *ARGS,
+        "--cluster",
+        "ray",
+        "--ray-address",
+        cluster.address,
+        "--worker-cpus",
+        "0.25",
+        "--policy-replicas",
+        "1",
+        "--replica-cpus",
+        "0.25",
+        "--replica-gpus",
+        "1",
+        "--trainer-actor",
+        "--trainer-cpus",
+        "0.25",
+    )
     assert code != 0 and len(err.strip().splitlines()) == 1, err
-    assert "has room for 0 policy replica(s) of CPU=0.25, GPU=1 beside the rollout workers and the trainer actor, not the 1 asked for" in err
+    assert (
+        "has room for 0 policy replica(s) of CPU=0.25, GPU=1 beside the rollout workers and the trainer actor, not the 1 asked for"
+        in err
+    )
     assert "GPU=0 in all" in err
 
 
@@ -236,7 +299,9 @@ def gpu_cluster():
 
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     before = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(STANDIN_VLLM), *sys.path])  # the raylet's, so its workers'; not this process's
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(STANDIN_VLLM), *sys.path]
+    )  # the raylet's, so its workers'; not this process's
     try:
         c = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 1, "include_dashboard": False})
     finally:
@@ -277,19 +342,43 @@ def alive(pid: int) -> bool:
 
 
 @pytest.mark.integration
-def test_a_run_on_vllm_replicas_trains_and_a_killed_replica_takes_its_vllm_with_it(gpu_cluster, tiny_model_dir, tmp_path):
+def test_a_run_on_vllm_replicas_trains_and_a_killed_replica_takes_its_vllm_with_it(
+    gpu_cluster, tiny_model_dir, tmp_path
+):
     """A 2-step run whose policy is a vLLM replica on half a GPU (the stand-in vLLM on CPU) and whose
     steps the trainer actor takes: vLLM started as the GPU runtime's less sleep mode, with a share of
     the GPU; each step's adapter served through it; the replica killed at step 1 is replaced, and its
     vLLM, orphaned, ends too (else it would hold the GPU the replacement needs)."""
-    run_dir = train_in_process(tmp_path, tiny_model_dir, "vr", kill_the_vllm_replica_at_step_1, engine="ray", address=gpu_cluster.address,
-                               rollout_workers=1, worker_cpus=0.25, policy_replicas=1, replica_cpus=0.25, replica_gpus=0.5,
-                               trainer_actor=True, trainer_cpus=0.25)
+    run_dir = train_in_process(
+        tmp_path,
+        tiny_model_dir,
+        "vr",
+        kill_the_vllm_replica_at_step_1,
+        engine="ray",
+        address=gpu_cluster.address,
+        rollout_workers=1,
+        worker_cpus=0.25,
+        policy_replicas=1,
+        replica_cpus=0.25,
+        replica_gpus=0.5,
+        trainer_actor=True,
+        trainer_cpus=0.25,
+    )
     [first] = vllm_replicas
     argv = first["argv"]
-    assert argv[:2] == ["serve", str(tiny_model_dir)] and "--enable-sleep-mode" not in argv and first["cuda_visible_devices"] == "0"
-    assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.45" and argv[argv.index("--tensor-parallel-size") + 1] == "1"
-    assert argv[argv.index("--logprobs-mode") + 1] == "processed_logprobs" and argv[argv.index("--tool-call-parser") + 1] == "mcprl"
+    assert (
+        argv[:2] == ["serve", str(tiny_model_dir)]
+        and "--enable-sleep-mode" not in argv
+        and first["cuda_visible_devices"] == "0"
+    )
+    assert (
+        argv[argv.index("--gpu-memory-utilization") + 1] == "0.45"
+        and argv[argv.index("--tensor-parallel-size") + 1] == "1"
+    )
+    assert (
+        argv[argv.index("--logprobs-mode") + 1] == "processed_logprobs"
+        and argv[argv.index("--tool-call-parser") + 1] == "mcprl"
+    )
     deadline = time.monotonic() + 30
     while alive(first["pid"]) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -61,21 +61,50 @@ SERVERS = [
     Server("inventory", "repo", "mcprl.servers.inventory", "python -m mcprl.servers.inventory"),
     Server("email", "repo", "mcprl.servers.email", "python -m mcprl.servers.email"),
     Server("filesystem", "npm", "@modelcontextprotocol/server-filesystem", "{bin}/mcp-server-filesystem {tmp}"),
-    Server("memory", "npm", "@modelcontextprotocol/server-memory", "{bin}/mcp-server-memory",
-           ("MEMORY_FILE_PATH={tmp}/memory.jsonl",)),
+    Server(
+        "memory",
+        "npm",
+        "@modelcontextprotocol/server-memory",
+        "{bin}/mcp-server-memory",
+        ("MEMORY_FILE_PATH={tmp}/memory.jsonl",),
+    ),
     Server("everything", "npm", "@modelcontextprotocol/server-everything", "{bin}/mcp-server-everything"),
-    Server("sequential-thinking", "npm", "@modelcontextprotocol/server-sequential-thinking",
-           "{bin}/mcp-server-sequential-thinking"),
+    Server(
+        "sequential-thinking",
+        "npm",
+        "@modelcontextprotocol/server-sequential-thinking",
+        "{bin}/mcp-server-sequential-thinking",
+    ),
     Server("github", "npm", "@modelcontextprotocol/server-github", "{bin}/mcp-server-github"),
-    Server("gitlab", "npm", "@modelcontextprotocol/server-gitlab", "{bin}/mcp-server-gitlab",
-           ("GITLAB_PERSONAL_ACCESS_TOKEN=dummy",)),
-    Server("slack", "npm", "@modelcontextprotocol/server-slack", "{bin}/mcp-server-slack",
-           ("SLACK_BOT_TOKEN=xoxb-dummy", "SLACK_TEAM_ID=T0")),
+    Server(
+        "gitlab",
+        "npm",
+        "@modelcontextprotocol/server-gitlab",
+        "{bin}/mcp-server-gitlab",
+        ("GITLAB_PERSONAL_ACCESS_TOKEN=dummy",),
+    ),
+    Server(
+        "slack",
+        "npm",
+        "@modelcontextprotocol/server-slack",
+        "{bin}/mcp-server-slack",
+        ("SLACK_BOT_TOKEN=xoxb-dummy", "SLACK_TEAM_ID=T0"),
+    ),
     Server("puppeteer", "npm", "@modelcontextprotocol/server-puppeteer", "{bin}/mcp-server-puppeteer"),
-    Server("brave-search", "npm", "@modelcontextprotocol/server-brave-search", "{bin}/mcp-server-brave-search",
-           ("BRAVE_API_KEY=dummy",)),
-    Server("google-maps", "npm", "@modelcontextprotocol/server-google-maps", "{bin}/mcp-server-google-maps",
-           ("GOOGLE_MAPS_API_KEY=dummy",)),
+    Server(
+        "brave-search",
+        "npm",
+        "@modelcontextprotocol/server-brave-search",
+        "{bin}/mcp-server-brave-search",
+        ("BRAVE_API_KEY=dummy",),
+    ),
+    Server(
+        "google-maps",
+        "npm",
+        "@modelcontextprotocol/server-google-maps",
+        "{bin}/mcp-server-google-maps",
+        ("GOOGLE_MAPS_API_KEY=dummy",),
+    ),
     Server("notion", "npm", "@notionhq/notion-mcp-server", "{bin}/notion-mcp-server"),
     Server("playwright", "npm", "@playwright/mcp", "{bin}/playwright-mcp"),
     Server("context7", "npm", "@upstash/context7-mcp", "{bin}/context7-mcp"),
@@ -85,8 +114,13 @@ SERVERS = [
     Server("excel", "pypi", "excel-mcp-server", "{bin}/excel-mcp-server stdio"),
     Server("duckduckgo", "pypi", "duckduckgo-mcp-server", "{bin}/duckduckgo-mcp-server"),
     Server("sqlite", "sqlite", "mcp-server-sqlite", "{bin}/mcp-server-sqlite --db-path {tmp}/test.db"),
-    Server("pydantic-nested", "pypi", "mcp pydantic", "{bin}/python {here}/pydantic_nested_server.py",
-           note="SYNTHETIC: a tool made up in tests/data/pydantic_nested_server.py, its schema as the SDK emits it"),
+    Server(
+        "pydantic-nested",
+        "pypi",
+        "mcp pydantic",
+        "{bin}/python {here}/pydantic_nested_server.py",
+        note="SYNTHETIC: a tool made up in tests/data/pydantic_nested_server.py, its schema as the SDK emits it",
+    ),
 ]
 
 SOURCE = (
@@ -112,8 +146,12 @@ def version(server: Server, bins: dict[str, Path]) -> str:
 async def dump(server: Server, bins: dict[str, Path]) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="mcp-dump-") as tmp:
         fill = {"bin": bins.get(server.registry, ""), "tmp": tmp, "here": OUT.parent}
-        spec = ServerSpec.parse(server.command.format(**fill), env=[e.format(**fill) for e in server.env],
-                                cwd=str(REPO) if server.registry == "repo" else tmp, connect_timeout=60)
+        spec = ServerSpec.parse(
+            server.command.format(**fill),
+            env=[e.format(**fill) for e in server.env],
+            cwd=str(REPO) if server.registry == "repo" else tmp,
+            connect_timeout=60,
+        )
         return (await discover(spec)).mcp_tools
 
 
@@ -136,7 +174,9 @@ def main() -> None:
         print(sources[-1])
     source = SOURCE.format(date=datetime.date.today().isoformat(), servers="; ".join(sources))
     # One schema per line: diffs of a re-dump show which tools changed.
-    lines = ",\n".join(f"    {json.dumps(key)}: {json.dumps(schema, ensure_ascii=False)}" for key, schema in schemas.items())
+    lines = ",\n".join(
+        f"    {json.dumps(key)}: {json.dumps(schema, ensure_ascii=False)}" for key, schema in schemas.items()
+    )
     OUT.write_text(f'{{\n  "_source": {json.dumps(source)},\n  "schemas": {{\n{lines}\n  }}\n}}\n')
     print(f"{len(schemas)} schemas -> {OUT}")
 

@@ -26,37 +26,70 @@ PLAIN = {"type": "object", "properties": {"q": {"type": "string", "description":
 
 def tools(mode: str) -> list[dict[str, Any]]:
     if mode == "ref-cycle":
-        return [{"name": "loop", "description": "A tool whose input schema refers to itself in a cycle.", "inputSchema": CYCLE},
-                {"name": "lookup", "description": "Look something up.", "inputSchema": PLAIN}]
+        return [
+            {
+                "name": "loop",
+                "description": "A tool whose input schema refers to itself in a cycle.",
+                "inputSchema": CYCLE,
+            },
+            {"name": "lookup", "description": "Look something up.", "inputSchema": PLAIN},
+        ]
     if mode == "echo-secret":
         token = os.environ.get("SERVICE_TOKEN", "")
-        return [{"name": "lookup", "description": f"Look something up (authenticated as {token}).", "inputSchema": PLAIN}]
+        return [
+            {"name": "lookup", "description": f"Look something up (authenticated as {token}).", "inputSchema": PLAIN}
+        ]
     if mode == "big-enum":
         enum = [f"color-{i:05d}" for i in range(75_000)]
-        return [{"name": "pick", "description": "Pick a color.",
-                 "inputSchema": {"type": "object", "properties": {"color": {"type": "string", "enum": enum}}, "required": ["color"]}}]
+        return [
+            {
+                "name": "pick",
+                "description": "Pick a color.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"color": {"type": "string", "enum": enum}},
+                    "required": ["color"],
+                },
+            }
+        ]
     return [{"name": "lookup", "description": "Look something up.", "inputSchema": PLAIN}]
 
 
 def answer(request: dict[str, Any], mode: str) -> str:
     method, params = request.get("method"), request.get("params") or {}
     if method == "initialize":
-        result: Any = {"protocolVersion": params.get("protocolVersion", "2025-06-18"), "capabilities": {"tools": {}},
-                       "serverInfo": {"name": "hostile", "version": "1"}}
+        result: Any = {
+            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "hostile", "version": "1"},
+        }
     elif method == "tools/list" and mode == "deep":
         # built as text: a Python object this deep could not be serialised
         depth = 5000
         nested = '{"a": ' * depth + "1" + "}" * depth
-        tool = '{"name": "lookup", "description": "Look something up.", "inputSchema": {"type": "object", "properties": {"q": ' + nested + "}}}"
+        tool = (
+            '{"name": "lookup", "description": "Look something up.", "inputSchema": {"type": "object", "properties": {"q": '
+            + nested
+            + "}}}"
+        )
         return '{"jsonrpc": "2.0", "id": ' + json.dumps(request["id"]) + ', "result": {"tools": [' + tool + "]}}"
     elif method == "tools/list":
         result = {"tools": tools(mode)}
     elif method == "tools/call":
-        result = {"content": [{"type": "text", "text": f"called {params.get('name')} with {json.dumps(params.get('arguments'))[:200]}"}]}
+        result = {
+            "content": [
+                {
+                    "type": "text",
+                    "text": f"called {params.get('name')} with {json.dumps(params.get('arguments'))[:200]}",
+                }
+            ]
+        }
     elif method == "ping":
         result = {}
     else:
-        return json.dumps({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32601, "message": f"no method {method}"}})
+        return json.dumps(
+            {"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32601, "message": f"no method {method}"}}
+        )
     return json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result})
 
 

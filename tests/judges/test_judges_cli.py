@@ -21,18 +21,30 @@ def by_quality(request):
     return ruler_handler(lambda body: float(re.search(r"q=([\d.]+)", body).group(1)))(request)
 
 
-
 @pytest.fixture
 def groups_file(tmp_path):
-    return dump_jsonl([group("a", "7 q=0.2", "7 q=0.6"), group("bad", "7 q=0.1", "8 q=0.3"), group("c", "9 q=1")], tmp_path / "groups.jsonl")
+    return dump_jsonl(
+        [group("a", "7 q=0.2", "7 q=0.6"), group("bad", "7 q=0.1", "8 q=0.3"), group("c", "9 q=1")],
+        tmp_path / "groups.jsonl",
+    )
 
 
 def test_rescores_groups_and_prints_a_summary(monkeypatch, capsys, tmp_path, groups_file):
     out_file = tmp_path / "out.jsonl"
     with FakeLLM(handler=by_quality) as llm:
         code, out, err = run_cli(
-            monkeypatch, capsys, "judge", str(groups_file), "--judge-model", "openai/judge", "--api-base", llm.base_url,
-            "--cache-dir", str(tmp_path / "cache"), "-o", str(out_file),
+            monkeypatch,
+            capsys,
+            "judge",
+            str(groups_file),
+            "--judge-model",
+            "openai/judge",
+            "--api-base",
+            llm.base_url,
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "-o",
+            str(out_file),
         )
     assert code == 0, err
     scored = load_jsonl(out_file, TrajectoryGroup)
@@ -46,8 +58,18 @@ def test_rescores_groups_and_prints_a_summary(monkeypatch, capsys, tmp_path, gro
     # the same groups again: verdicts come from the cache, only the failed group asks again
     with FakeLLM(handler=by_quality) as llm:
         code, out, _ = run_cli(
-            monkeypatch, capsys, "judge", str(groups_file), "--judge-model", "openai/judge", "--api-base", llm.base_url,
-            "--cache-dir", str(tmp_path / "cache"), "-o", str(out_file),
+            monkeypatch,
+            capsys,
+            "judge",
+            str(groups_file),
+            "--judge-model",
+            "openai/judge",
+            "--api-base",
+            llm.base_url,
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "-o",
+            str(out_file),
         )
     assert code == 0 and len(llm.requests) == 3
     assert "2 groups from cache" in out
@@ -56,8 +78,19 @@ def test_rescores_groups_and_prints_a_summary(monkeypatch, capsys, tmp_path, gro
 def test_gate_mode(monkeypatch, capsys, tmp_path, groups_file):
     with FakeLLM(handler=by_quality) as llm:
         code, _, err = run_cli(
-            monkeypatch, capsys, "judge", str(groups_file), "--mode", "gate", "--judge-model", "openai/judge",
-            "--api-base", llm.base_url, "--no-cache", "-o", str(tmp_path / "out.jsonl"),
+            monkeypatch,
+            capsys,
+            "judge",
+            str(groups_file),
+            "--mode",
+            "gate",
+            "--judge-model",
+            "openai/judge",
+            "--api-base",
+            llm.base_url,
+            "--no-cache",
+            "-o",
+            str(tmp_path / "out.jsonl"),
         )
     assert code == 0, err
     scored = load_jsonl(tmp_path / "out.jsonl", TrajectoryGroup)
@@ -67,7 +100,9 @@ def test_gate_mode(monkeypatch, capsys, tmp_path, groups_file):
 
 
 def test_verify_mode_needs_no_judge_model(monkeypatch, capsys, tmp_path, groups_file):
-    code, out, err = run_cli(monkeypatch, capsys, "judge", str(groups_file), "--mode", "verify", "-o", str(tmp_path / "o.jsonl"))
+    code, out, err = run_cli(
+        monkeypatch, capsys, "judge", str(groups_file), "--mode", "verify", "-o", str(tmp_path / "o.jsonl")
+    )
     assert code == 0, err
     assert "judged 3 groups: 3 scored" in out and "judge cost $0.0000" in out
 
@@ -89,7 +124,9 @@ def test_bad_options_are_one_line_errors(monkeypatch, capsys, tmp_path, groups_f
 
 def test_a_malformed_line_is_named(monkeypatch, capsys, tmp_path, groups_file):
     groups_file.write_text(groups_file.read_text() + '{"trajectories": 5}\n')
-    code, _, err = run_cli(monkeypatch, capsys, "judge", str(groups_file), "--mode", "verify", "-o", str(tmp_path / "o.jsonl"))
+    code, _, err = run_cli(
+        monkeypatch, capsys, "judge", str(groups_file), "--mode", "verify", "-o", str(tmp_path / "o.jsonl")
+    )
     assert code == 2 and err.count("\n") == 1
     assert f"{groups_file}:4: not a valid TrajectoryGroup" in err
 
@@ -97,8 +134,21 @@ def test_a_malformed_line_is_named(monkeypatch, capsys, tmp_path, groups_file):
 def test_on_failure_raise_stops_and_writes_nothing(monkeypatch, capsys, tmp_path, groups_file):
     with FakeLLM(handler=by_quality) as llm:
         code, _, err = run_cli(
-            monkeypatch, capsys, "judge", str(groups_file), "--judge-model", "openai/judge", "--api-base", llm.base_url,
-            "--no-cache", "--on-failure", "raise", "--concurrency", "1", "-o", str(tmp_path / "o.jsonl"),
+            monkeypatch,
+            capsys,
+            "judge",
+            str(groups_file),
+            "--judge-model",
+            "openai/judge",
+            "--api-base",
+            llm.base_url,
+            "--no-cache",
+            "--on-failure",
+            "raise",
+            "--concurrency",
+            "1",
+            "-o",
+            str(tmp_path / "o.jsonl"),
         )
     assert code == 2 and err.count("\n") == 1
     assert "ruler (scenario bad): invalid verdict" in err and "use --on-failure skip" in err

@@ -40,7 +40,9 @@ async def test_gate_ranks_only_passing_trajectories():
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("finals, rewards", [(("7 quality=0.2", "9 quality=0.9"), [1.0, 0.0]), (("1", "2"), [0.0, 0.0])])
+@pytest.mark.parametrize(
+    "finals, rewards", [(("7 quality=0.2", "9 quality=0.9"), [1.0, 0.0]), (("1", "2"), [0.0, 0.0])]
+)
 async def test_gate_calls_no_judge_with_fewer_than_two_passing(finals, rewards):
     group = group_answering(*finals)
     with FakeLLM() as llm:

@@ -9,7 +9,12 @@ from mcprl.judges import DEFAULT_RUBRIC, JudgeError, RulerJudge, ruler_score_gro
 from mcprl.judges.ruler import InvalidVerdict, common_prefix_len, parse_verdict
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 
-TOOLS = [{"type": "function", "function": {"name": "lookup", "description": "look up a fact", "parameters": {"type": "object"}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "lookup", "description": "look up a fact", "parameters": {"type": "object"}},
+    }
+]
 
 
 def make_group(*qualities: float) -> TrajectoryGroup:
@@ -18,7 +23,8 @@ def make_group(*qualities: float) -> TrajectoryGroup:
     return TrajectoryGroup(
         scenario=Scenario(id="s1", task="find the fact"),
         trajectories=[
-            Trajectory(messages=[*prefix, {"role": "assistant", "content": f"quality={q}"}], tools=TOOLS) for q in qualities
+            Trajectory(messages=[*prefix, {"role": "assistant", "content": f"quality={q}"}], tools=TOOLS)
+            for q in qualities
         ],
     )
 
@@ -81,8 +87,14 @@ async def test_cached_verdict_makes_no_request(tmp_path):
 def ten_point(request: dict) -> str:
     """A judge grading 0-10 whatever it is told: 7.5 for the better attempt, 1 for the other."""
     shown = shown_trajectories(request)
-    return json.dumps({"scores": [{"trajectory_id": i, "explanation": "", "score": 7.5 if "quality=0.9" in body else 1}
-                                  for i, body in shown]})
+    return json.dumps(
+        {
+            "scores": [
+                {"trajectory_id": i, "explanation": "", "score": 7.5 if "quality=0.9" in body else 1}
+                for i, body in shown
+            ]
+        }
+    )
 
 
 @pytest.mark.anyio
@@ -103,7 +115,9 @@ async def test_a_judge_that_keeps_its_own_scale_fails_the_group_with_the_reason(
     with FakeLLM(handler=ten_point) as llm:
         await judge(llm, max_retries=1).score_group(group)
     assert len(llm.requests) == 2
-    assert group.skipped.startswith("ruler (scenario s1): invalid verdict after 2 attempt(s): scores must be between 0 and 1")
+    assert group.skipped.startswith(
+        "ruler (scenario s1): invalid verdict after 2 attempt(s): scores must be between 0 and 1"
+    )
     assert [t.reward for t in group.trajectories] == [0.0, 0.0]
 
 
@@ -126,7 +140,14 @@ async def test_truncated_json_is_retried_with_the_problem_explained():
 
 @pytest.mark.anyio
 async def test_unknown_ids_are_retried():
-    bad = json.dumps({"scores": [{"trajectory_id": "a", "explanation": "", "score": 1}, {"trajectory_id": "b", "explanation": "", "score": 0}]})
+    bad = json.dumps(
+        {
+            "scores": [
+                {"trajectory_id": "a", "explanation": "", "score": 1},
+                {"trajectory_id": "b", "explanation": "", "score": 0},
+            ]
+        }
+    )
     replies = iter([bad])
 
     group = make_group(0.4, 0.6)
@@ -153,7 +174,9 @@ async def test_too_few_scores_every_time_skips_the_group_with_the_reason():
 async def test_too_many_scores_raises_when_asked_to():
     three = json.dumps({"scores": [{"trajectory_id": str(i), "explanation": "", "score": 0.5} for i in (1, 2, 3)]})
     with FakeLLM([three, three]) as llm, pytest.raises(JudgeError, match="expected 2 scores, got 3; unknown ids"):
-        await ruler_score_group(make_group(0.1, 0.2), "openai/judge", api_base=llm.base_url, api_key="k", on_failure="raise", max_retries=1)
+        await ruler_score_group(
+            make_group(0.1, 0.2), "openai/judge", api_base=llm.base_url, api_key="k", on_failure="raise", max_retries=1
+        )
 
 
 @pytest.mark.anyio
@@ -218,7 +241,10 @@ async def test_a_group_without_valid_trajectories_is_skipped_without_a_call():
 
 
 def test_parse_verdict_keeps_scores_in_0_1_as_given():
-    scores = parse_verdict('[{"trajectory_id": 1, "score": 0}, {"trajectory_id": 2, "score": 1}, {"trajectory_id": 3, "score": 0.35}]', ["1", "2", "3"])
+    scores = parse_verdict(
+        '[{"trajectory_id": 1, "score": 0}, {"trajectory_id": 2, "score": 1}, {"trajectory_id": 3, "score": 0.35}]',
+        ["1", "2", "3"],
+    )
     assert [scores[i].score for i in ("1", "2", "3")] == [0.0, 1.0, 0.35]
 
 
@@ -228,7 +254,10 @@ def test_parse_verdict_keeps_scores_in_0_1_as_given():
         ('{"scores": [{"trajectory_id": "1", "score": 1}, {"trajectory_id": "1", "score": 0}]}', "duplicate ids ['1']"),
         ('{"scores": [{"trajectory_id": "1", "score": "high"}, {"trajectory_id": "2", "score": 0}]}', "scores.0.score"),
         ('{"scores": [{"trajectory_id": "1", "score": NaN}, {"trajectory_id": "2", "score": 0}]}', "finite"),
-        ('[{"trajectory_id": 1, "score": -0.2}, {"trajectory_id": 2, "score": 0.9}]', "scores must be between 0 and 1, got -0.2 for id 1"),
+        (
+            '[{"trajectory_id": 1, "score": -0.2}, {"trajectory_id": 2, "score": 0.9}]',
+            "scores must be between 0 and 1, got -0.2 for id 1",
+        ),
         ('[{"trajectory_id": 1, "score": 85}, {"trajectory_id": 2, "score": 40}]', "got 85 for id 1, 40 for id 2"),
         ('{"verdict": "all good"}', "scores: Field required"),
         ("I cannot judge these.", "no complete JSON"),
@@ -240,7 +269,11 @@ def test_parse_verdict_names_the_problem(text, problem):
 
 
 def test_common_prefix_len():
-    a, b, c = {"role": "system", "content": "s"}, {"role": "user", "content": "u"}, {"role": "assistant", "content": "x"}
+    a, b, c = (
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": "x"},
+    )
     assert common_prefix_len([[a, b, c], [a, b], [a, b, {"role": "assistant", "content": "y"}]]) == 2
     assert common_prefix_len([[a, b, c]]) == 0
     assert common_prefix_len([[a], [b]]) == 0

@@ -7,7 +7,9 @@ from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 
 
 def answering(*finals: str) -> list[Trajectory]:
-    return [Trajectory(messages=[{"role": "user", "content": "q"}, {"role": "assistant", "content": f}]) for f in finals]
+    return [
+        Trajectory(messages=[{"role": "user", "content": "q"}, {"role": "assistant", "content": f}]) for f in finals
+    ]
 
 
 def score(check: dict, final: str, answer=None) -> float:
@@ -30,7 +32,12 @@ def score(check: dict, final: str, answer=None) -> float:
         ({"kind": "regex", "pattern": r"\b4[0-9]\b"}, None, "about 45 units", 1.0),
         ({"kind": "regex", "pattern": "total", "ignore_case": True}, None, "TOTAL: 3", 1.0),
         ({"kind": "regex", "pattern": "total"}, None, "TOTAL: 3", 0.0),
-        ({"kind": "json_field", "field": "order.items.1.sku", "value": "B-2"}, None, 'Done: {"order": {"items": [{"sku": "A-1"}, {"sku": "B-2"}]}}', 1.0),
+        (
+            {"kind": "json_field", "field": "order.items.1.sku", "value": "B-2"},
+            None,
+            'Done: {"order": {"items": [{"sku": "A-1"}, {"sku": "B-2"}]}}',
+            1.0,
+        ),
         ({"kind": "json_field", "field": "total"}, 12.5, '```json\n{"total": "12.50"}\n```', 1.0),
         ({"kind": "json_field", "field": "total", "value": 3}, None, "no json here", 0.0),
         ({"kind": "json_field", "field": "missing", "value": 3}, None, '{"total": 3}', 0.0),
@@ -56,7 +63,11 @@ def test_python_check_loads_a_function_by_path():
         ({"kind": "exact"}, None, "no answer"),
         ({"kind": "regex", "pattern": "("}, None, "bad regex"),
         ({"kind": "python", "function": "no_such_module_xyz:f"}, None, "cannot load check function"),
-        ({"kind": "server", "server": "nope"}, None, "no task set named 'nope'; registered: .*calculator.*'mcprl.tasks'"),
+        (
+            {"kind": "server", "server": "nope"},
+            None,
+            "no task set named 'nope'; registered: .*calculator.*'mcprl.tasks'",
+        ),
     ],
 )
 def test_bad_checks_are_user_errors_naming_the_scenario(check, answer, message):
@@ -67,7 +78,9 @@ def test_bad_checks_are_user_errors_naming_the_scenario(check, answer, message):
 @pytest.mark.anyio
 async def test_server_checks_dispatch_to_the_task_sets_checker():
     scenario = tasks.get("calculator").generate(1, seed=7)[0]
-    group = TrajectoryGroup(scenario=scenario, trajectories=answering(f"The result is {scenario.answer}.", "I don't know."))
+    group = TrajectoryGroup(
+        scenario=scenario, trajectories=answering(f"The result is {scenario.answer}.", "I don't know.")
+    )
     await VerifyJudge().score_group(group)
     assert [t.reward for t in group.trajectories] == [1.0, 0.0]
     assert [t.metrics["verify"] for t in group.trajectories] == [1.0, 0.0]
@@ -109,7 +122,10 @@ async def test_async_checkers_are_awaited():
     "group, reason",
     [
         (TrajectoryGroup(trajectories=answering("x")), "verify: the group has no scenario to verify against"),
-        (TrajectoryGroup(scenario=Scenario(id="s9", task="t"), trajectories=answering("x")), "verify: scenario s9 has no check"),
+        (
+            TrajectoryGroup(scenario=Scenario(id="s9", task="t"), trajectories=answering("x")),
+            "verify: scenario s9 has no check",
+        ),
     ],
 )
 async def test_groups_that_cannot_be_verified_are_skipped(group, reason):

@@ -15,7 +15,9 @@ from mcprl.types import Trajectory, TrajectoryGroup
 
 def group_of(*answers: str) -> TrajectoryGroup:
     prefix = [{"role": "user", "content": "Task: say hi."}]
-    return TrajectoryGroup(trajectories=[Trajectory(messages=[*prefix, {"role": "assistant", "content": a}]) for a in answers])
+    return TrajectoryGroup(
+        trajectories=[Trajectory(messages=[*prefix, {"role": "assistant", "content": a}]) for a in answers]
+    )
 
 
 def verdict(*entries: tuple[str, float]) -> dict:
@@ -31,7 +33,12 @@ def test_the_schema_admits_exactly_one_score_in_0_1_per_shown_id(in_order):
         verdict(("1", 0.2), ("2", 1), ("3", 0), ("1", 0.5)),  # one too many
         verdict(("1", 0.2), ("2", 7), ("3", 0)),  # a 0-10 score (issue 15: never rescaled)
         verdict(("1", 0.2), ("2", 1), ("4", 0)),  # an id not shown
-        {"scores": [{"trajectory_id": "1", "explanation": "x" * 201, "score": 0}, *verdict(("2", 1), ("3", 0))["scores"]]},
+        {
+            "scores": [
+                {"trajectory_id": "1", "explanation": "x" * 201, "score": 0},
+                *verdict(("2", 1), ("3", 0))["scores"],
+            ]
+        },
     ):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
@@ -43,7 +50,9 @@ def test_the_schema_admits_exactly_one_score_in_0_1_per_shown_id(in_order):
 @pytest.mark.anyio
 async def test_a_provider_judge_gets_the_ids_as_an_enum_and_a_bounded_reply():
     with FakeLLM(handler=ruler_handler(lambda body: 0.5)) as llm:
-        group = await RulerJudge("openai/judge", api_base=llm.base_url, api_key="k").score_group(group_of("hi", "hello"))
+        group = await RulerJudge("openai/judge", api_base=llm.base_url, api_key="k").score_group(
+            group_of("hi", "hello")
+        )
     assert group.skipped is None and [t.reward for t in group.trajectories] == [0.5, 0.5]
     (request,) = llm.requests
     schema = request["response_format"]["json_schema"]["schema"]
@@ -63,4 +72,7 @@ async def test_the_local_judge_gets_the_ids_in_order_strictly(monkeypatch):
     spec = llm.requests[0]["response_format"]["json_schema"]
     assert spec["strict"] is True
     assert [e["properties"]["trajectory_id"] for e in spec["schema"]["properties"]["scores"]["prefixItems"]] == [
-        {"const": "1"}, {"const": "2"}, {"const": "3"}]
+        {"const": "1"},
+        {"const": "2"},
+        {"const": "3"},
+    ]

@@ -12,12 +12,29 @@ from mcprl.judges.shaping import tool_use_score
 from mcprl.errors import UserError
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 
-ADD = {"type": "function", "function": {"name": "add", "parameters": {
-    "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}}
-DEMO = [{"role": "system", "content": "sys"}, {"role": "user", "content": "What is 3 + 4?"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "call_example", "type": "function", "function": {"name": "add", "arguments": '{"a": 3, "b": 4}'}}]},
-        {"role": "tool", "tool_call_id": "call_example", "content": "7"}]
+ADD = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+            "required": ["a", "b"],
+        },
+    },
+}
+DEMO = [
+    {"role": "system", "content": "sys"},
+    {"role": "user", "content": "What is 3 + 4?"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "call_example", "type": "function", "function": {"name": "add", "arguments": '{"a": 3, "b": 4}'}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_example", "content": "7"},
+]
 
 
 def traj(*agent, answer: str | None = None) -> Trajectory:
@@ -28,21 +45,29 @@ def traj(*agent, answer: str | None = None) -> Trajectory:
 
 
 def call(name: str, arguments: str, result: str | None, cid: str = "c1") -> list[dict]:
-    out = [{"role": "assistant", "content": "", "tool_calls": [
-        {"id": cid, "type": "function", "function": {"name": name, "arguments": arguments}}]}]
+    out = [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": arguments}}],
+        }
+    ]
     return out + ([{"role": "tool", "tool_call_id": cid, "content": result}] if result is not None else [])
 
 
-@pytest.mark.parametrize("agent,expected", [
-    ([], 0.0),  # prose only; the demonstration's successful call does not count
-    (call("add", "{not json", "Error: bad"), 0.0),
-    (call("mul", '{"a": 5, "b": 6}', "Error: there is no tool named 'mul'"), 0.25),
-    (call("add", '{"a": "five", "b": 6}', "Error: bad arguments"), 0.5),
-    (call("add", '{"a": 5, "b": 6, "c": 1}', "11"), 0.5),  # an argument add does not declare: it ran regardless
-    (call("add", '{"a": 5, "b": 6}', "Error: the server crashed"), 0.75),
-    (call("add", '{"a": 5, "b": 6}', "11"), 1.0),
-    (call("mul", "{}", "Error", "c1") + call("add", '{"a": 5, "b": 6}', "11", "c2"), 1.0),  # the best call counts
-])
+@pytest.mark.parametrize(
+    "agent,expected",
+    [
+        ([], 0.0),  # prose only; the demonstration's successful call does not count
+        (call("add", "{not json", "Error: bad"), 0.0),
+        (call("mul", '{"a": 5, "b": 6}', "Error: there is no tool named 'mul'"), 0.25),
+        (call("add", '{"a": "five", "b": 6}', "Error: bad arguments"), 0.5),
+        (call("add", '{"a": 5, "b": 6, "c": 1}', "11"), 0.5),  # an argument add does not declare: it ran regardless
+        (call("add", '{"a": 5, "b": 6}', "Error: the server crashed"), 0.75),
+        (call("add", '{"a": 5, "b": 6}', "11"), 1.0),
+        (call("mul", "{}", "Error", "c1") + call("add", '{"a": 5, "b": 6}', "11", "c2"), 1.0),  # the best call counts
+    ],
+)
 def test_stages_of_the_best_call(agent, expected):
     assert tool_use_score(traj(*agent, answer="11")) == expected
 
@@ -54,17 +79,29 @@ def test_undeclared_arguments_count_only_where_the_schema_allows_more():
     declared = {"type": "object", "properties": {"query": {"type": "string"}}}
     assert call_stages(c, {"search": declared}, {"c1": "found"}) == 2
     assert call_stages(c, {"search": {**declared, "additionalProperties": True}}, {"c1": "found"}) == 4
-    assert call_stages(c, {"search": {"type": "object"}}, {"c1": "found"}) == 4  # no properties listed: nothing to hold to
+    assert (
+        call_stages(c, {"search": {"type": "object"}}, {"c1": "found"}) == 4
+    )  # no properties listed: nothing to hold to
 
 
 @pytest.mark.anyio
 async def test_shaping_separates_a_group_that_the_task_scores_all_zero():
     scenario = Scenario(id="s", task="What is 5 + 6?", check={"kind": "normalized", "value": "11"})
-    group = TrajectoryGroup(scenario=scenario, trajectories=[
-        traj(answer="12"), traj(*call("add", '{"a": 5, "b": 6}', "11"), answer="twelve"), traj(*call("add", '{"a": 5, "b": 6}', "11"), answer="11")])
+    group = TrajectoryGroup(
+        scenario=scenario,
+        trajectories=[
+            traj(answer="12"),
+            traj(*call("add", '{"a": 5, "b": 6}', "11"), answer="twelve"),
+            traj(*call("add", '{"a": 5, "b": 6}', "11"), answer="11"),
+        ],
+    )
     await ShapedJudge(VerifyJudge(), ToolUseShaping(), 0.1).score_group(group)
     assert [t.reward for t in group.trajectories] == [0.0, pytest.approx(0.1), 1.0]
-    assert [t.metrics["verify"] for t in group.trajectories] == [0.0, 0.0, 1.0]  # success rates read the task's own score
+    assert [t.metrics["verify"] for t in group.trajectories] == [
+        0.0,
+        0.0,
+        1.0,
+    ]  # success rates read the task's own score
 
 
 def test_the_cap_holds_for_any_task_score_shaping_and_weight():
@@ -85,7 +122,9 @@ async def test_the_cap_holds_through_the_judges_with_partial_credit():
     """Whatever the trajectories, every failed one ends below every solved one."""
     scenario = Scenario(id="s", task="x", check={"kind": "contains", "value": ["a", "b", "c", "d"]})
     answers = ["a b c", "a", "", "a b c d", "d c b a"]
-    group = TrajectoryGroup(scenario=scenario, trajectories=[traj(*call("add", '{"a": 1, "b": 2}', "3"), answer=x) for x in answers])
+    group = TrajectoryGroup(
+        scenario=scenario, trajectories=[traj(*call("add", '{"a": 1, "b": 2}', "3"), answer=x) for x in answers]
+    )
     await ShapedJudge(VerifyJudge(), ToolUseShaping(), 0.99).score_group(group)
     failed = [t.reward for t in group.trajectories if t.metrics["verify"] < 1]
     solved = [t.reward for t in group.trajectories if t.metrics["verify"] == 1]
@@ -106,23 +145,42 @@ async def test_all_or_nothing_drops_partial_credit():
     assert json.dumps(group.rewards())  # plain floats
 
 
-SEARCH = {"type": "function", "function": {"name": "search_items", "parameters": {
-    "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
+SEARCH = {
+    "type": "function",
+    "function": {
+        "name": "search_items",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+    },
+}
 HAMMER = "SKU-1234 | steel hammer | tools | stock: 4 | price: $12.99"
-LISTING = "\n".join(f"SKU-{1000 + i} | item {i} | aisle {i % 7} | stock: {i} | price: ${i}.50" for i in range(60)) + "\n" + HAMMER
+LISTING = (
+    "\n".join(f"SKU-{1000 + i} | item {i} | aisle {i % 7} | stock: {i} | price: ${i}.50" for i in range(60))
+    + "\n"
+    + HAMMER
+)
 
 
 def lookup(query: str, result: str) -> Trajectory:
-    msgs = [{"role": "user", "content": "What does the steel hammer cost?"}, *call("search_items", json.dumps({"query": query}), result)]
+    msgs = [
+        {"role": "user", "content": "What does the steel hammer cost?"},
+        *call("search_items", json.dumps({"query": query}), result),
+    ]
     return Trajectory(messages=msgs, tools=[SEARCH])
 
 
-@pytest.mark.parametrize("query,result,expected", [
-    ("steel hammer", HAMMER, 1.0),  # the answer, found outright
-    ("basic faucet", "SKU-9684 | basic faucet | plumbing | stock: 82 | price: $131.01", 0.8),  # ran well, found the wrong item
-    ("12.99", "no items match '12.99'", 0.8),  # a guess echoed back finds nothing
-    ("", LISTING, None),  # the whole listing: some credit, far less than the item itself
-])
+@pytest.mark.parametrize(
+    "query,result,expected",
+    [
+        ("steel hammer", HAMMER, 1.0),  # the answer, found outright
+        (
+            "basic faucet",
+            "SKU-9684 | basic faucet | plumbing | stock: 82 | price: $131.01",
+            0.8,
+        ),  # ran well, found the wrong item
+        ("12.99", "no items match '12.99'", 0.8),  # a guess echoed back finds nothing
+        ("", LISTING, None),  # the whole listing: some credit, far less than the item itself
+    ],
+)
 def test_with_a_known_answer_the_call_that_found_it_ranks_first(query, result, expected):
     score = tool_use_score(lookup(query, result), answer="12.99", task="What does the steel hammer cost?")
     if expected is None:
@@ -138,14 +196,21 @@ def test_holds_answer_reads_numbers_by_value_and_text_as_whole_words():
 
     assert holds_answer("price: $22.60", 22.6) and holds_answer("stock: 1,204 units", "1204")
     assert not holds_answer("SKU-1234 | hammer", 1234) and not holds_answer("stock: 12", "1")
-    assert holds_answer("SKU-5 | Steel  Hammer | tools", "steel hammer") and not holds_answer("steel hammers", "steel hammer")
+    assert holds_answer("SKU-5 | Steel  Hammer | tools", "steel hammer") and not holds_answer(
+        "steel hammers", "steel hammer"
+    )
 
 
 @pytest.mark.anyio
 async def test_evidence_gives_a_group_that_finds_nothing_but_the_right_item_its_ranking():
     scenario = Scenario(task="What does the steel hammer cost?", answer="12.99", check={"kind": "normalized"})
-    group = TrajectoryGroup(scenario=scenario, trajectories=[
-        lookup("steel hammer", HAMMER), lookup("basic faucet", "SKU-9684 | basic faucet | stock: 82 | price: $131.01")])
+    group = TrajectoryGroup(
+        scenario=scenario,
+        trajectories=[
+            lookup("steel hammer", HAMMER),
+            lookup("basic faucet", "SKU-9684 | basic faucet | stock: 82 | price: $131.01"),
+        ],
+    )
     for t in group.trajectories:
         t.messages.append({"role": "assistant", "content": "I could not tell."})
     await ShapedJudge(VerifyJudge(), ToolUseShaping(), 0.1).score_group(group)

@@ -10,13 +10,19 @@ from mcprl.model.attention import small_attention
 def _reference(q, k, v, mask, is_causal):
     g = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
-    out = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, is_causal=is_causal and mask is None)
+    out = F.scaled_dot_product_attention(
+        q.float(), k.float(), v.float(), attn_mask=mask, is_causal=is_causal and mask is None
+    )
     return out.to(q.dtype).transpose(1, 2)
 
 
 def _qkv(b, h, kv, q, k, d=16, dtype=torch.float32):
     torch.manual_seed(0)
-    return torch.randn(b, h, q, d, dtype=dtype), torch.randn(b, kv, k, d, dtype=dtype), torch.randn(b, kv, k, d, dtype=dtype)
+    return (
+        torch.randn(b, h, q, d, dtype=dtype),
+        torch.randn(b, kv, k, d, dtype=dtype),
+        torch.randn(b, kv, k, d, dtype=dtype),
+    )
 
 
 @pytest.mark.parametrize("case", ["decode", "prefill_causal", "bool_mask", "additive_mask", "cached_causal"])
@@ -24,7 +30,10 @@ def test_small_attention_matches_sdpa(case):
     b, h, kv, d = 3, 6, 2, 16
     if case == "decode":
         q, k, v = _qkv(b, h, kv, 1, 9)
-        mask, causal = torch.tensor([[1] * 9, [0, 0] + [1] * 7, [0] * 4 + [1] * 5], dtype=torch.bool)[:, None, None], True
+        mask, causal = (
+            torch.tensor([[1] * 9, [0, 0] + [1] * 7, [0] * 4 + [1] * 5], dtype=torch.bool)[:, None, None],
+            True,
+        )
     elif case == "prefill_causal":
         q, k, v = _qkv(b, h, kv, 7, 7)
         mask, causal = None, True
@@ -56,7 +65,9 @@ def test_small_attention_bf16_and_gradients():
     for x in (q, k, v):
         x.grad = None
     g = 2
-    ref = F.scaled_dot_product_attention(q.float(), k.float().repeat_interleave(g, 1), v.float().repeat_interleave(g, 1), attn_mask=mask, scale=0.25)
+    ref = F.scaled_dot_product_attention(
+        q.float(), k.float().repeat_interleave(g, 1), v.float().repeat_interleave(g, 1), attn_mask=mask, scale=0.25
+    )
     ref.to(torch.bfloat16).transpose(1, 2).float().sum().backward()
     torch.testing.assert_close(ours.float(), ref.to(torch.bfloat16).transpose(1, 2).float())
     for a, x in zip(grads, (q, k, v)):
@@ -79,13 +90,21 @@ def test_model_with_mcprl_attention_matches_sdpa(tiny_model_dir):
 
     ours = weights.load_model(str(tiny_model_dir), dtype="float32")
     assert ours.config._attn_implementation == "mcprl_sdpa"
-    theirs = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32, attn_implementation="sdpa").eval()
+    theirs = AutoModelForCausalLM.from_pretrained(
+        tiny_model_dir, dtype=torch.float32, attn_implementation="sdpa"
+    ).eval()
     ids = torch.tensor([[0, 0, 5, 6, 7, 8], [9, 10, 11, 12, 13, 14]])
     mask = torch.tensor([[0, 0, 1, 1, 1, 1], [1] * 6])
     with torch.no_grad():
-        a, b = ours(input_ids=ids, attention_mask=mask, use_cache=True), theirs(input_ids=ids, attention_mask=mask, use_cache=True)
+        a, b = (
+            ours(input_ids=ids, attention_mask=mask, use_cache=True),
+            theirs(input_ids=ids, attention_mask=mask, use_cache=True),
+        )
         torch.testing.assert_close(a.logits[mask.bool()], b.logits[mask.bool()], atol=1e-5, rtol=1e-5)
-        step = {"input_ids": torch.tensor([[3], [4]]), "attention_mask": torch.cat([mask, torch.ones(2, 1, dtype=torch.long)], 1)}
+        step = {
+            "input_ids": torch.tensor([[3], [4]]),
+            "attention_mask": torch.cat([mask, torch.ones(2, 1, dtype=torch.long)], 1),
+        }
         a2 = ours(**step, past_key_values=a.past_key_values).logits
         b2 = theirs(**step, past_key_values=b.past_key_values).logits
     torch.testing.assert_close(a2, b2, atol=1e-5, rtol=1e-5)

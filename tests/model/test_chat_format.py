@@ -2,7 +2,20 @@ import json
 
 from mcprl.model.chat_format import parse_tool_calls, tool_template
 
-TOOLS = [{"type": "function", "function": {"name": "add", "description": "Add", "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "add",
+            "description": "Add",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                "required": ["a", "b"],
+            },
+        },
+    }
+]
 
 
 def test_parses_one_call_and_keeps_content():
@@ -35,7 +48,7 @@ def test_broken_json_stays_content_with_error():
 
 
 def test_bad_shapes_are_errors():
-    assert "string \"name\"" in parse_tool_calls("<tool_call>[1, 2]</tool_call>").error
+    assert 'string "name"' in parse_tool_calls("<tool_call>[1, 2]</tool_call>").error
     assert "JSON object" in parse_tool_calls('<tool_call>{"name": "x", "arguments": [1]}</tool_call>').error
     assert parse_tool_calls("no calls here").tool_calls == []
 
@@ -48,16 +61,27 @@ def test_template_renders_tools_calls_and_results(tiny_model_dir):
     msgs = [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "2+3?"},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c", "content": "5"},
         {"role": "tool", "tool_call_id": "d", "content": "6"},
     ]
     text = tok.apply_chat_template(msgs, tools=TOOLS, tokenize=False, add_generation_prompt=True)
     assert text.startswith("<|im_start|>system\nBe brief.\n\n# Tools")
     assert '"name": "add"' in text and '{"name": "add", "arguments": {"a": 1, "b": 1}}' in text  # the example call
-    assert '<|im_start|>assistant\n<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call><|im_end|>' in text
+    assert (
+        '<|im_start|>assistant\n<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call><|im_end|>'
+        in text
+    )
     # consecutive tool results share one user turn
-    assert "<|im_start|>user\n<tool_response>\n5\n</tool_response>\n<tool_response>\n6\n</tool_response><|im_end|>" in text
+    assert (
+        "<|im_start|>user\n<tool_response>\n5\n</tool_response>\n<tool_response>\n6\n</tool_response><|im_end|>" in text
+    )
     assert text.endswith("<|im_start|>assistant\n")
     # what the template renders for a call, the parser reads back
     rendered_call = text.split("<|im_start|>assistant\n")[1].split("<|im_end|>")[0]
@@ -73,9 +97,14 @@ def test_a_demonstrated_conversation_gets_no_placeholder_call_on_any_turn(tiny_m
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     call = {"id": "c", "type": "function", "function": {"name": "add", "arguments": '{"a": 3, "b": 4}'}}
     demo = [{"role": "user", "content": "3+4?"}, {"role": "assistant", "content": "", "tool_calls": [call]}]
-    turns = [[{"role": "user", "content": "2+3?"}],
-             [{"role": "user", "content": "2+3?"}, {"role": "assistant", "content": "", "tool_calls": [call]},
-              {"role": "tool", "tool_call_id": "c", "content": "5"}]]
+    turns = [
+        [{"role": "user", "content": "2+3?"}],
+        [
+            {"role": "user", "content": "2+3?"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c", "content": "5"},
+        ],
+    ]
 
     def system(msgs):
         text = tok.apply_chat_template(msgs, tools=TOOLS, tokenize=False, add_generation_prompt=True)

@@ -8,19 +8,42 @@ import sys
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
-ARGS = ["--server", "python -m mcprl.servers.calculator", "--no-per-rollout", "--tasks", "calculator", "-n", "8", "--group-size", "2",
-        "--groups-per-step", "1", "--max-tokens", "6", "--max-turns", "2", "--eval-every", "0", "--val-size", "2"]
+ARGS = [
+    "--server",
+    "python -m mcprl.servers.calculator",
+    "--no-per-rollout",
+    "--tasks",
+    "calculator",
+    "-n",
+    "8",
+    "--group-size",
+    "2",
+    "--groups-per-step",
+    "1",
+    "--max-tokens",
+    "6",
+    "--max-turns",
+    "2",
+    "--eval-every",
+    "0",
+    "--val-size",
+    "2",
+]
 
 
 def mcprl(home: Path, *args: str) -> subprocess.CompletedProcess:
     # user_agents.py (tests/) is the user's module, importable as `user_agents:solve`
     env = {**os.environ, "MCPRL_HOME": str(home), "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
-    return subprocess.run([sys.executable, "-m", "mcprl.cli", *args], capture_output=True, text=True, env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "mcprl.cli", *args], capture_output=True, text=True, env=env, timeout=600
+    )
 
 
 def test_train_and_eval_with_the_langgraph_agent_and_a_users_agent(tmp_path, tiny_model_dir):
     home = tmp_path / "home"
-    r = mcprl(home, "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "1", "--name", "lg", "--agent", "langgraph")
+    r = mcprl(
+        home, "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "1", "--name", "lg", "--agent", "langgraph"
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     d = home / "default" / "lg"
     assert json.loads((d / "config.json").read_text())["rollout"]["agent"] == "langgraph"
@@ -33,8 +56,19 @@ def test_train_and_eval_with_the_langgraph_agent_and_a_users_agent(tmp_path, tin
     # the trained model, evaluated by a user's agent (one that raises after its first call) instead
     # of the one it was trained with: its rollouts fail, and are counted, instead of the run
     for agent, failed in (("user_agents:solve", 0), ("user_agents:crash", 2)):
-        r = mcprl(home, "eval", "--server", "python -m mcprl.servers.calculator", "--model", "lg", "--scenarios",
-                  str(d / "scenarios" / "val.jsonl"), "--agent", agent, "--json")
+        r = mcprl(
+            home,
+            "eval",
+            "--server",
+            "python -m mcprl.servers.calculator",
+            "--model",
+            "lg",
+            "--scenarios",
+            str(d / "scenarios" / "val.jsonl"),
+            "--agent",
+            agent,
+            "--json",
+        )
         assert r.returncode == 0, r.stderr[-3000:]
         result = json.loads(r.stdout)
         assert result["model"] == "lg@1" and result["scenarios"] == 2 and result["failed_rollouts"] == failed, agent
@@ -42,7 +76,19 @@ def test_train_and_eval_with_the_langgraph_agent_and_a_users_agent(tmp_path, tin
 
 def test_a_bad_agent_stops_the_run_before_any_work(tmp_path, tiny_model_dir):
     home = tmp_path / "home"
-    r = mcprl(home, "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "1", "--name", "bad", "--agent", "no_such_module:go")
+    r = mcprl(
+        home,
+        "train",
+        *ARGS,
+        "--model",
+        str(tiny_model_dir),
+        "--steps",
+        "1",
+        "--name",
+        "bad",
+        "--agent",
+        "no_such_module:go",
+    )
     assert r.returncode != 0
     assert "no module named no_such_module" in r.stderr and "Traceback" not in r.stderr
     assert not (home / "default" / "bad" / "checkpoints").exists()

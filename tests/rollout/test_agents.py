@@ -18,7 +18,12 @@ from mcprl.servers.calculator import tasks as calc
 
 pytestmark = pytest.mark.anyio
 CALC = "python -m mcprl.servers.calculator"
-TASK = Scenario(id="t1", task="What is 17 * 25? Use the tools.", answer="425", check={"kind": "server", "server": "calculator", "answer": "425"})
+TASK = Scenario(
+    id="t1",
+    task="What is 17 * 25? Use the tools.",
+    answer="425",
+    check={"kind": "server", "server": "calculator", "answer": "425"},
+)
 KINDS = ["plain", "langgraph", "user_agents:solve"]
 
 
@@ -88,24 +93,44 @@ async def test_each_kind_records_tool_calls_and_their_outcomes(tiny_model_dir, k
     engine.bodies = []
     server = LocalEndpoint(engine)
     try:
-        model = Model(name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy")
+        model = Model(
+            name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy"
+        )
         async with ToolPool(ServerSpec.parse(CALC)) as pool:
             traj = await agents.load(kind)(model, TASK, pool, config)
     finally:
         server.close()
     assert_recorded(traj, engine.bodies, config)
     assert all(req["logprobs"] and req["return_token_ids"] for req in engine.seen)  # asked for, whatever the agent sent
-    assert [m["role"] for m in traj.messages] == ["system", "user", "assistant", "user", "assistant", "tool", "assistant"]
+    assert [m["role"] for m in traj.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     assert [g.message_index for g in traj.generations] == [4, 6] and traj.messages[5]["content"].strip() == "425"
-    assert _without_seconds(traj.metrics) == {"turns": 2, "tool_calls": 1, "tool_errors": 0, "invalid_tool_calls": 0,
-                                              "truncated": 0, "finished": 1, "calls/multiply": 1}
+    assert _without_seconds(traj.metrics) == {
+        "turns": 2,
+        "tool_calls": 1,
+        "tool_errors": 0,
+        "invalid_tool_calls": 0,
+        "truncated": 0,
+        "finished": 1,
+        "calls/multiply": 1,
+    }
     assert traj.final_answer() == "The answer is 425." and calc.check(TASK, traj) == 1.0
     assert "multiply" in [t["function"]["name"] for t in traj.tools]
 
 
 async def test_every_kind_counts_tool_errors_and_malformed_calls_alike(tiny_model_dir):
-    replies = [call("nonexistent", x=1), call("multiply", a="seventeen", b=25),
-               '<tool_call>\n{"name": "multiply", "arguments": {"a": 17,,}}\n</tool_call>']
+    replies = [
+        call("nonexistent", x=1),
+        call("multiply", a="seventeen", b=25),
+        '<tool_call>\n{"name": "multiply", "arguments": {"a": 17,,}}\n</tool_call>',
+    ]
     config = RolloutConfig(demonstration=False)
     seen = {}
     for kind in KINDS:
@@ -114,9 +139,16 @@ async def test_every_kind_counts_tool_errors_and_malformed_calls_alike(tiny_mode
                 traj = await agents.load(kind)(model, TASK, pool, config)
         assert traj.error is None and len(traj.generations) == 3
         assert any("unparseable tool call" in line for line in traj.logs)
-        seen[kind] = (_without_seconds(traj.metrics), [(g.prompt_token_ids, g.completion_token_ids) for g in traj.generations])
+        seen[kind] = (
+            _without_seconds(traj.metrics),
+            [(g.prompt_token_ids, g.completion_token_ids) for g in traj.generations],
+        )
     plain = seen["plain"]
-    assert plain[0]["error_kind/unknown_tool"] == 1 and plain[0]["error_kind/bad_arguments"] == 1 and plain[0]["invalid_tool_calls"] == 1
+    assert (
+        plain[0]["error_kind/unknown_tool"] == 1
+        and plain[0]["error_kind/bad_arguments"] == 1
+        and plain[0]["invalid_tool_calls"] == 1
+    )
     assert all(s == plain for s in seen.values())
 
 
@@ -131,15 +163,21 @@ async def test_a_user_agent_failing_or_untrainable_fails_only_its_rollout(tiny_m
 
     server = LocalEndpoint(NoPromptIds(tiny_model_dir, ["an answer", "never asked for"]))
     try:
-        model = Model(name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy")
+        model = Model(
+            name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy"
+        )
         traj = await agents.load("user_agents:solve")(model, TASK, None, RolloutConfig())
     finally:
         server.close()
-    assert traj.generations == [] and traj.error.startswith(f"policy endpoint {server.base_url} returned completion token ids without prompt_token_ids")
+    assert traj.generations == [] and traj.error.startswith(
+        f"policy endpoint {server.base_url} returned completion token ids without prompt_token_ids"
+    )
 
     with scripted_endpoint(tiny_model_dir, [call("crash")]) as (model, _):
         async with ToolPool(ServerSpec.parse("python -m mcprl.servers.echo_env")) as pool:
-            traj = await agents.load("user_agents:solve")(model, Scenario(task="crash please"), pool, RolloutConfig(demonstration=False))
+            traj = await agents.load("user_agents:solve")(
+                model, Scenario(task="crash please"), pool, RolloutConfig(demonstration=False)
+            )
     assert traj.error is not None and traj.error.startswith("MCP server gone")
 
 
@@ -159,17 +197,23 @@ def test_load_names_the_builtin_agents():
     assert callable(agents.load("user_agents:solve"))
 
 
-@pytest.mark.parametrize("spec, problem", [
-    ("react", "is not a known agent nor module:function"),
-    ("user_agents:", "is not a known agent nor module:function"),
-    (":solve", "is not a known agent nor module:function"),
-    ("no_such_module_for_mcprl:solve", "no module named no_such_module_for_mcprl"),
-    ("agent_needs_missing_dep:solve", "importing agent_needs_missing_dep failed: No module named 'no_such_dependency_for_mcprl_tests'"),
-    ("user_agents:nope", "module user_agents has no 'nope'"),
-    ("user_agents:not_async", "is a sync function, not an async function nor a ToolAgent subclass"),
-    ("user_agents:NOT_CALLABLE", "is of type int, not an async function nor a ToolAgent subclass"),
-    ("user_agents:three_args", "takes (rec, config, extra), not (rec, config)"),
-])
+@pytest.mark.parametrize(
+    "spec, problem",
+    [
+        ("react", "is not a known agent nor module:function"),
+        ("user_agents:", "is not a known agent nor module:function"),
+        (":solve", "is not a known agent nor module:function"),
+        ("no_such_module_for_mcprl:solve", "no module named no_such_module_for_mcprl"),
+        (
+            "agent_needs_missing_dep:solve",
+            "importing agent_needs_missing_dep failed: No module named 'no_such_dependency_for_mcprl_tests'",
+        ),
+        ("user_agents:nope", "module user_agents has no 'nope'"),
+        ("user_agents:not_async", "is a sync function, not an async function nor a ToolAgent subclass"),
+        ("user_agents:NOT_CALLABLE", "is of type int, not an async function nor a ToolAgent subclass"),
+        ("user_agents:three_args", "takes (rec, config, extra), not (rec, config)"),
+    ],
+)
 def test_a_bad_spec_is_one_line_saying_what_is_wrong(spec, problem):
     with pytest.raises(UserError) as e:
         agents.load(spec)
@@ -197,4 +241,6 @@ async def test_every_kind_sends_the_tool_call_grammar_when_the_rollout_constrain
             offered = {t["function"]["name"] for t in engine.seen[0]["tools"]}
             for fmt in formats:
                 assert fmt["type"] == "structural_tag" and fmt["triggers"] == ["<tool_call>"], kind
-                assert {s["begin"] for s in fmt["structures"]} == {f'<tool_call>\n{{"name": "{n}", "arguments": ' for n in offered}
+                assert {s["begin"] for s in fmt["structures"]} == {
+                    f'<tool_call>\n{{"name": "{n}", "arguments": ' for n in offered
+                }

@@ -14,7 +14,12 @@ from mcprl.servers.calculator import tasks as calc
 
 pytestmark = pytest.mark.anyio
 CALC = "python -m mcprl.servers.calculator"
-TASK = Scenario(id="t1", task="What is 17 * 25? Use the tools.", answer="425", check={"kind": "server", "server": "calculator", "answer": "425"})
+TASK = Scenario(
+    id="t1",
+    task="What is 17 * 25? Use the tools.",
+    answer="425",
+    check={"kind": "server", "server": "calculator", "answer": "425"},
+)
 
 
 def _one_sequence(traj):
@@ -32,7 +37,15 @@ async def test_react_agent_solves_task_with_mcp_tools(tiny_model_dir):
             plain = await rollout(model, TASK, pool)
     assert traj.error is None and traj.scenario_id == "t1" and traj.metadata["task"] == TASK.task
     # the same prompt as the plain loop: system, demonstration, task
-    assert [m["role"] for m in traj.messages] == ["system", "user", "assistant", "user", "assistant", "tool", "assistant"]
+    assert [m["role"] for m in traj.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     assert engine.seen[0]["messages"] == traj.messages[:4]
     assert [g.message_index for g in traj.generations] == [4, 6]
     assert traj.messages[4]["tool_calls"][0]["function"]["name"] == "multiply"
@@ -48,8 +61,11 @@ async def test_react_agent_solves_task_with_mcp_tools(tiny_model_dir):
 
 
 async def test_tool_errors_and_malformed_calls_never_crash(tiny_model_dir):
-    replies = [call("nonexistent", x=1), call("multiply", a="seventeen", b=25),
-               '<tool_call>\n{"name": "multiply", "arguments": {"a": 17,,}}\n</tool_call>']
+    replies = [
+        call("nonexistent", x=1),
+        call("multiply", a="seventeen", b=25),
+        '<tool_call>\n{"name": "multiply", "arguments": {"a": 17,,}}\n</tool_call>',
+    ]
     with scripted_endpoint(tiny_model_dir, replies) as (model, _):
         async with ToolPool(ServerSpec.parse(CALC)) as pool:
             traj = await create_mcp_agent(model, pool, demonstration=False)(TASK)
@@ -87,7 +103,9 @@ async def test_the_prebuilt_agent_defaults_to_a_runs_rollout_settings(tiny_model
             with pytest.raises(UserError, match="bad rollout setting max_turns"):
                 create_mcp_agent(model, pool, max_turns=0)
     assert len(traj.generations) == len(engine.seen) == defaults.max_turns
-    assert {(r["max_completion_tokens"] or r["max_tokens"], r["temperature"], r["top_p"]) for r in engine.seen} == {(defaults.max_tokens, defaults.temperature, defaults.top_p)}
+    assert {(r["max_completion_tokens"] or r["max_tokens"], r["temperature"], r["top_p"]) for r in engine.seen} == {
+        (defaults.max_tokens, defaults.temperature, defaults.top_p)
+    }
 
 
 def _draft_and_revise(model):
@@ -120,7 +138,11 @@ async def test_custom_graph_with_sync_and_async_nodes(tiny_model_dir):
         traj = await wrap_rollout(model, _draft_and_revise(model))(TASK)
     assert traj.error is None and traj.final_answer() == "the final answer"
     assert [(m["role"], m["content"]) for m in traj.messages] == [
-        ("user", TASK.task), ("assistant", "a first draft"), ("user", "Improve it."), ("assistant", "the final answer")]
+        ("user", TASK.task),
+        ("assistant", "a first draft"),
+        ("user", "Improve it."),
+        ("assistant", "the final answer"),
+    ]
     assert [g.message_index for g in traj.generations] == [1, 3] and traj.metrics["turns"] == 2
     _one_sequence(traj)
 
@@ -216,10 +238,18 @@ async def test_graph_trajectories_train_one_grpo_step(tiny_model_dir):
         t.reward = calc.check(TASK, t)
     assert [t.reward for t in trajs] == [1.0, 0.0]
     torch.manual_seed(0)
-    trainer = GRPOTrainer(weights.load_model(str(tiny_model_dir)), weights.load_tokenizer(str(tiny_model_dir)), LoraSettings(rank=4, alpha=8))
+    trainer = GRPOTrainer(
+        weights.load_model(str(tiny_model_dir)),
+        weights.load_tokenizer(str(tiny_model_dir)),
+        LoraSettings(rank=4, alpha=8),
+    )
     before = [p.detach().clone() for p in trainer.model.parameters() if p.requires_grad]
     m = trainer.step([TrajectoryGroup(trajectories=trajs)], TrainConfig(learning_rate=1e-3))
-    assert m["trained"] == 1 and m["sequences"] == 2 and m["loss_tokens"] == sum(len(g.completion_token_ids) for t in trajs for g in t.generations)
+    assert (
+        m["trained"] == 1
+        and m["sequences"] == 2
+        and m["loss_tokens"] == sum(len(g.completion_token_ids) for t in trajs for g in t.generations)
+    )
     after = [p for p in trainer.model.parameters() if p.requires_grad]
     assert any(not torch.equal(a, b) for a, b in zip(before, after))
 
@@ -243,10 +273,14 @@ async def test_an_endpoint_without_prompt_token_ids_fails_the_rollout(tiny_model
 
     server = LocalEndpoint(NoPromptIds(tiny_model_dir, ["an answer"]))
     try:
-        model = Model(name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy")
+        model = Model(
+            name="policy", inference_base_url=server.base_url, inference_api_key="x", inference_model_name="policy"
+        )
         traj = await wrap_rollout(model, lambda s: init_chat_model(model).ainvoke(s.task))(TASK)
     finally:
         server.close()
     assert traj.generations == []
-    assert traj.error.startswith(f"policy endpoint {server.base_url} returned completion token ids without prompt_token_ids")
+    assert traj.error.startswith(
+        f"policy endpoint {server.base_url} returned completion token ids without prompt_token_ids"
+    )
     assert "mcprl's endpoint" in traj.error

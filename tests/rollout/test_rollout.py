@@ -18,7 +18,12 @@ from mcprl.servers.calculator import tasks as calc
 
 pytestmark = pytest.mark.anyio
 CALC = "python -m mcprl.servers.calculator"
-TASK = Scenario(id="t1", task="What is 17 * 25? Use the tools.", answer="425", check={"kind": "server", "server": "calculator", "answer": "425"})
+TASK = Scenario(
+    id="t1",
+    task="What is 17 * 25? Use the tools.",
+    answer="425",
+    check={"kind": "server", "server": "calculator", "answer": "425"},
+)
 
 
 async def test_tool_call_then_answer_over_stdio(tiny_model_dir):
@@ -78,8 +83,11 @@ def _free_port():
 @pytest.fixture(params=["http", "sse"])
 def remote_calculator(request):
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "mcprl.servers.calculator", "--transport", request.param, "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcprl.servers.calculator", "--transport", request.param, "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 30
     while time.time() < deadline:
         try:
@@ -139,20 +147,39 @@ async def test_tiny_model_rollout_records_exact_tokens(tiny_model_dir):
 
 
 def test_example_arguments():
-    schema = {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer", "default": 5},
-                                               "k": {"enum": ["a", "b"]}, "z": {"type": "number", "examples": [2.5]}}, "required": ["q", "n", "k", "z"]}
+    schema = {
+        "type": "object",
+        "properties": {
+            "q": {"type": "string"},
+            "n": {"type": "integer", "default": 5},
+            "k": {"enum": ["a", "b"]},
+            "z": {"type": "number", "examples": [2.5]},
+        },
+        "required": ["q", "n", "k", "z"],
+    }
     assert example_arguments(schema) == {"q": "example", "n": 5, "k": "a", "z": 2.5}
 
 
 def test_calculator_partial_credit_orders_progress():
     from mcprl.types import Trajectory
 
-    s = Scenario(task="What is 17 * 25?", answer="425", tools=["multiply"], check={"kind": "server", "server": "calculator", "answer": "425"})
+    s = Scenario(
+        task="What is 17 * 25?",
+        answer="425",
+        tools=["multiply"],
+        check={"kind": "server", "server": "calculator", "answer": "425"},
+    )
 
     def traj(name, args, result, final):
         call = {"id": "c1", "type": "function", "function": {"name": name, "arguments": args}}
-        return Trajectory(messages=[{"role": "user", "content": s.task}, {"role": "assistant", "content": "", "tool_calls": [call]},
-                                    {"role": "tool", "tool_call_id": "c1", "content": result}, {"role": "assistant", "content": final}])
+        return Trajectory(
+            messages=[
+                {"role": "user", "content": s.task},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": result},
+                {"role": "assistant", "content": final},
+            ]
+        )
 
     assert calc.check(s, traj("multiply", '{"a": 17, "b": 25}', "425", "It is 425.")) == 1.0
     assert calc.check(s, traj("multiply", '{"a": 17, "b": 25}', "425", "no idea")) == 0.5
@@ -168,7 +195,9 @@ async def test_an_endpoint_without_prompt_token_ids_fails_the_rollout(tiny_model
     with scripted_endpoint(tiny_model_dir, engine=NoPromptIds(tiny_model_dir, ["The answer is 425."])) as (model, _):
         traj = await rollout(model, TASK, None, RolloutConfig(temperature=0.7))
     assert traj.generations == []
-    assert traj.error.startswith(f"policy endpoint {model.inference_base_url} returned completion token ids without prompt_token_ids")
+    assert traj.error.startswith(
+        f"policy endpoint {model.inference_base_url} returned completion token ids without prompt_token_ids"
+    )
     assert "mcprl's endpoint" in traj.error
 
 
@@ -185,7 +214,10 @@ async def test_token_ids_without_their_logprobs_fail_the_rollout_not_the_trainin
     inside the training step (train.sequences) and ended the run; now it fails its own rollout."""
     from tests.scripted_policy import NoLogprobs
 
-    with scripted_endpoint(tiny_model_dir, engine=NoLogprobs(tiny_model_dir, ["The answer is 425."], drop=drop)) as (model, _):
+    with scripted_endpoint(tiny_model_dir, engine=NoLogprobs(tiny_model_dir, ["The answer is 425."], drop=drop)) as (
+        model,
+        _,
+    ):
         traj = await rollout(model, TASK, None, RolloutConfig(temperature=0.7))
     assert traj.generations == []
     assert "completion token ids with" in traj.error and "usable logprobs" in traj.error
@@ -247,4 +279,8 @@ async def test_500_tools_over_the_context_make_a_batch_that_stops_the_run(tiny_m
     assert engine.seen == []  # refused before any sampling
     assert all(t.error is None and t.metrics["truncated"] == 1 and not t.generations for t in groups[0].trajectories)
     count, total, reason = untrainable(groups)
-    assert (count, total) == (2, 2) and "no longer fits the model's context" in reason and "model's limit of 2047" in reason
+    assert (
+        (count, total) == (2, 2)
+        and "no longer fits the model's context" in reason
+        and "model's limit of 2047" in reason
+    )

@@ -37,7 +37,10 @@ async def test_env_response_replaces_running_the_tools(tiny_model_dir):
         """Answers every tool call itself: the server is never called."""
 
         async def env_response(self, episode, reply):
-            return [{"role": "tool", "tool_call_id": c["id"], "content": "425 (canned)"} for c in reply.get("tool_calls") or []]
+            return [
+                {"role": "tool", "tool_call_id": c["id"], "content": "425 (canned)"}
+                for c in reply.get("tool_calls") or []
+            ]
 
     traj, engine = await _run(tiny_model_dir, Canned(), [call("multiply", a=17, b=25), "425"])
     assert engine.seen[1]["messages"][-1]["content"] == "425 (canned)"
@@ -77,7 +80,11 @@ async def test_hooks_together_make_a_simulated_user_with_state(tiny_model_dir):
     traj, engine = await _run(tiny_model_dir, Doubtful(), ["42", call("multiply", a=17, b=25), "425"])
     assert [m["role"] for m in traj.messages[-6:]] == ["user", "assistant", "user", "assistant", "tool", "assistant"]
     assert traj.messages[-4]["content"] == "Are you sure?" and len(engine.seen) == 3
-    assert [g.message_index for g in traj.generations] == [len(traj.messages) - 5, len(traj.messages) - 3, len(traj.messages) - 1]
+    assert [g.message_index for g in traj.generations] == [
+        len(traj.messages) - 5,
+        len(traj.messages) - 3,
+        len(traj.messages) - 1,
+    ]
     assert traj.final_answer() == "425" and traj.metrics["tool_calls"] == 1 and traj.metrics["finished"] == 1
 
 

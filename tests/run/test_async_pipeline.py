@@ -112,7 +112,9 @@ async def test_the_server_keeps_the_adapters_of_the_last_k_plus_1_steps(home, ti
         await model.register(backend)
 
         def served() -> list[str]:
-            r = httpx.get(f"{model.inference_base_url}/models", headers={"Authorization": f"Bearer {model.inference_api_key}"})
+            r = httpx.get(
+                f"{model.inference_base_url}/models", headers={"Authorization": f"Bearer {model.inference_api_key}"}
+            )
             return [m["id"] for m in r.json()["data"]][1:]
 
         pinned = model.pinned()
@@ -127,14 +129,33 @@ async def test_the_server_keeps_the_adapters_of_the_last_k_plus_1_steps(home, ti
         assert served() == ["agent@3"]  # K = 0: the previous step goes at once, as before
 
 
-def train_run(name: str, k: int, tiny_model_dir, run_class=None, resume: bool = False, **settings) -> tuple[list[dict], "Path"]:
+def train_run(
+    name: str, k: int, tiny_model_dir, run_class=None, resume: bool = False, **settings
+) -> tuple[list[dict], "Path"]:
     """A 2-step run of the tiny model against the calculator server, in this process; its train rows."""
     from mcprl.run.config import load_config
 
-    cfg = load_config(None, {"server.target": "python -m mcprl.servers.calculator", "scenarios.tasks": "calculator", "scenarios.n": 12,
-                             "scenarios.val_size": 1, "group_size": 2, "groups_per_step": 2, "max_extra_groups": 0, "seed": 3,
-                             "rollout.max_tokens": 6, "rollout.max_turns": 2, "eval_every": 0, "steps": 2,
-                             "model": str(tiny_model_dir), "name": name, "train.max_off_policy_steps": k, **settings})
+    cfg = load_config(
+        None,
+        {
+            "server.target": "python -m mcprl.servers.calculator",
+            "scenarios.tasks": "calculator",
+            "scenarios.n": 12,
+            "scenarios.val_size": 1,
+            "group_size": 2,
+            "groups_per_step": 2,
+            "max_extra_groups": 0,
+            "seed": 3,
+            "rollout.max_tokens": 6,
+            "rollout.max_turns": 2,
+            "eval_every": 0,
+            "steps": 2,
+            "model": str(tiny_model_dir),
+            "name": name,
+            "train.max_off_policy_steps": k,
+            **settings,
+        },
+    )
     run = (run_class or TrainingRun)(cfg, resume=resume, say=lambda _: None)
     anyio.run(run.run)
     rows = [json.loads(x) for x in (run.dir / "metrics.jsonl").read_text().splitlines()]
@@ -156,7 +177,9 @@ class AgedRun(TrainingRun):
         return collected
 
 
-def test_a_k_1_run_trains_on_groups_one_step_stale_drops_older_ones_and_k_0_is_the_synchronous_loop(home, tiny_model_dir):
+def test_a_k_1_run_trains_on_groups_one_step_stale_drops_older_ones_and_k_0_is_the_synchronous_loop(
+    home, tiny_model_dir
+):
     sync, sync_dir = train_run("sync", 0, tiny_model_dir)
     ahead, ahead_dir = train_run("ahead", 1, tiny_model_dir, AgedRun)
     assert [r["step"] for r in sync] == [r["step"] for r in ahead] == [1, 2]

@@ -37,7 +37,9 @@ async def test_a_scenario_demonstration_runs_the_call_and_leaves_training():
     assert fn["name"] == "add" and json.loads(fn["arguments"]) == {"a": 2, "b": 40}
     # the writer was asked for exactly the tool's input schema, and told the task
     schema_text = json.dumps(pool.toolset.tools[0]["function"]["parameters"], separators=(",", ":"))
-    assert schema_text in llm.requests[0]["messages"][0]["content"] and llm.requests[0]["messages"][-1]["content"] == task
+    assert (
+        schema_text in llm.requests[0]["messages"][0]["content"] and llm.requests[0]["messages"][-1]["content"] == task
+    )
     # the same seed picks the same scenario
     with FakeLLM(handler=lambda body: '{"a": 2, "b": 40}') as llm:
         async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator"), per_rollout=False) as pool:
@@ -54,7 +56,9 @@ async def test_without_a_named_tool_the_generator_picks_one_from_an_enum():
 
     with FakeLLM(handler=handler) as llm:
         async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator"), per_rollout=False) as pool:
-            demo, _ = await demonstration.build(scenarios(3, []), pool, model="openai/gen", api_base=llm.base_url, seed=0)
+            demo, _ = await demonstration.build(
+                scenarios(3, []), pool, model="openai/gen", api_base=llm.base_url, seed=0
+            )
     assert '"enum":["add","subtract","multiply","divide","power"]' in seen[0]
     assert demo.messages[1]["tool_calls"][0]["function"]["name"] == "multiply"
 
@@ -67,7 +71,9 @@ async def test_calls_that_fail_fall_back_to_the_generic_example():
     said = []
     with FakeLLM(handler=lambda body: replies[len(said) % 3]) as llm:
         async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator"), per_rollout=False) as pool:
-            demo, rest = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=0, say=said.append)
+            demo, rest = await demonstration.build(
+                train, pool, model="openai/gen", api_base=llm.base_url, seed=0, say=said.append
+            )
     assert demo.source == "generic" and demo.messages is None and rest == train
     # SAMPLES calls for each of the three candidate scenarios; one round each, as `divide` takes
     # no strings (the task's words would constrain nothing)
@@ -76,14 +82,19 @@ async def test_calls_that_fail_fall_back_to_the_generic_example():
 
 async def test_of_the_calls_written_the_one_that_runs_is_kept():
     """The first (greedy) call divides by zero; a sampled one runs and is kept."""
+
     def handler(body):
         return '{"a": 1, "b": 0}' if body["temperature"] == 0 else '{"a": 8, "b": 2}'
 
     with FakeLLM(handler=handler) as llm:
         async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator"), per_rollout=False) as pool:
-            demo, _ = await demonstration.build(scenarios(4, ["divide"]), pool, model="openai/gen", api_base=llm.base_url, seed=0)
+            demo, _ = await demonstration.build(
+                scenarios(4, ["divide"]), pool, model="openai/gen", api_base=llm.base_url, seed=0
+            )
     assert json.loads(demo.messages[1]["tool_calls"][0]["function"]["arguments"]) == {"a": 8, "b": 2}
-    assert {r["temperature"] for r in llm.requests} == {0, 1.0} and len({r["seed"] for r in llm.requests}) == demonstration.SAMPLES
+    assert {r["temperature"] for r in llm.requests} == {0, 1.0} and len(
+        {r["seed"] for r in llm.requests}
+    ) == demonstration.SAMPLES
 
 
 async def test_when_no_call_of_the_tasks_words_runs_the_call_is_written_freely():
@@ -99,8 +110,13 @@ async def test_when_no_call_of_the_tasks_words_runs_the_call_is_written_freely()
 
     with FakeLLM(handler=handler) as llm:
         async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory"), per_rollout=False) as pool:
-            demo, _ = await demonstration.build([scenario, scenario.model_copy(update={"id": "again"})], pool,
-                                                model="openai/gen", api_base=llm.base_url, seed=0)
+            demo, _ = await demonstration.build(
+                [scenario, scenario.model_copy(update={"id": "again"})],
+                pool,
+                model="openai/gen",
+                api_base=llm.base_url,
+                seed=0,
+            )
     assert json.loads(demo.messages[1]["tool_calls"][0]["function"]["arguments"]) == {"sku": sku}
     assert len(llm.requests) == 2 * demonstration.SAMPLES
 
@@ -110,7 +126,9 @@ def _lookup_task(answer_known: bool) -> tuple[Scenario, str]:
 
     item = next(i for i in Warehouse(0).items.values() if len(i.name.split()) == 2)
     task = f"What does the {item.name} cost?"
-    return Scenario(id="lookup", task=task, tools=["search_items"], answer=item.price if answer_known else None), item.name
+    return Scenario(
+        id="lookup", task=task, tools=["search_items"], answer=item.price if answer_known else None
+    ), item.name
 
 
 @pytest.mark.parametrize("answer_known", [True, False])
@@ -159,14 +177,19 @@ def test_narrowed_cuts_one_string_at_a_time_longest_runs_first():
 def test_usefulness_prefers_the_answer_then_the_fewest_other_words_then_new_words():
     scenario = Scenario(task="What does the steel hammer cost?", answer="12.99")
     found = demonstration.usefulness(scenario, {"query": "steel hammer"}, "SKU-1 | steel hammer | price: $12.99")
-    dump = demonstration.usefulness(scenario, {"query": ""}, "SKU-1 | steel hammer | price: $12.99\nSKU-2 | brass saw | price: $3.10")
+    dump = demonstration.usefulness(
+        scenario, {"query": ""}, "SKU-1 | steel hammer | price: $12.99\nSKU-2 | brass saw | price: $3.10"
+    )
     missed = demonstration.usefulness(scenario, {"query": "cost"}, "no items match 'cost'")
-    other = demonstration.usefulness(scenario, {"query": "hammer"}, "SKU-9 | pro hammer | tools | stock: 3 | price: $8.00")
+    other = demonstration.usefulness(
+        scenario, {"query": "hammer"}, "SKU-9 | pro hammer | tools | stock: 3 | price: $8.00"
+    )
     assert found > dump > other > missed
     # without a known answer, new words decide
     blind = scenario.model_copy(update={"answer": None})
-    assert demonstration.usefulness(blind, {"query": "hammer"}, "SKU-9 | pro hammer | price: $8.00") > \
-        demonstration.usefulness(blind, {"query": "cost"}, "no items match 'cost'")
+    assert demonstration.usefulness(
+        blind, {"query": "hammer"}, "SKU-9 | pro hammer | price: $8.00"
+    ) > demonstration.usefulness(blind, {"query": "cost"}, "no items match 'cost'")
 
 
 def test_a_demonstration_call_is_short_and_made_of_the_tasks_words():
@@ -175,11 +198,20 @@ def test_a_demonstration_call_is_short_and_made_of_the_tasks_words():
     pattern admits the task's words and nothing else."""
     import re
 
-    schema = {"type": "object", "properties": {
-        "query": {"type": "string"}, "mode": {"type": "string", "enum": ["a", "b"]}, "when": {"type": "string", "format": "date"},
-        "tags": {"type": "array", "items": {"type": "string"}}, "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
-        "ids": {"type": "array", "minItems": 6, "items": {"$ref": "#/$defs/Id"}}, "n": {"type": "integer"}},
-        "$defs": {"Id": {"type": ["string", "null"], "maxLength": 8}}, "required": ["query"]}
+    schema = {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string"},
+            "mode": {"type": "string", "enum": ["a", "b"]},
+            "when": {"type": "string", "format": "date"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "ids": {"type": "array", "minItems": 6, "items": {"$ref": "#/$defs/Id"}},
+            "n": {"type": "integer"},
+        },
+        "$defs": {"Id": {"type": ["string", "null"], "maxLength": 8}},
+        "required": ["query"],
+    }
     task_words = demonstration.task_words("How many heavy-duty nail box (SKU-1000) units are in stock?")
     out = demonstration.short_call_schema(schema, task_words)
     words = demonstration.words_pattern(task_words)
@@ -188,9 +220,15 @@ def test_a_demonstration_call_is_short_and_made_of_the_tasks_words():
     assert props["mode"] == schema["properties"]["mode"] and props["when"] == schema["properties"]["when"]
     assert props["tags"]["maxItems"] == demonstration.MAX_ITEMS and props["tags"]["items"]["pattern"] == words
     assert props["note"]["anyOf"][0]["pattern"] == words and props["ids"]["maxItems"] == 6
-    assert out["$defs"]["Id"] == schema["$defs"]["Id"] and props["n"] == {"type": "integer"} and out["required"] == ["query"]
+    assert (
+        out["$defs"]["Id"] == schema["$defs"]["Id"]
+        and props["n"] == {"type": "integer"}
+        and out["required"] == ["query"]
+    )
     assert re.fullmatch(words, "heavy-duty nail box") and re.fullmatch(words, "SKU-1000")
-    assert not re.fullmatch(words, "drill") and not re.fullmatch(words, "heavy-duty  box") and not re.fullmatch(words, "")
+    assert (
+        not re.fullmatch(words, "drill") and not re.fullmatch(words, "heavy-duty  box") and not re.fullmatch(words, "")
+    )
     assert "pattern" not in demonstration.short_call_schema(schema)["properties"]["query"]
 
 
@@ -206,16 +244,19 @@ def _unsatisfiable(schema) -> list[str]:
 LONG_TASK = "Schedule task 12 at https://calendar.example.com/teams/platform/boards/q3-planning?view=week now"
 
 
-@pytest.mark.parametrize("due", [
-    {"type": "string"},  # a task word longer than MAX_STRING (the URL) left the words pattern nothing to match
-    {"type": "string", "minLength": 60},  # a minimum above MAX_STRING
-    {"type": "string", "minLength": 20},  # no single task word this long, and none of these words fits alone
-    {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
-    {"type": "string", "format": "date-time"},
-    {"type": "string", "enum": ["today", "tomorrow"]},
-    {"type": "array", "items": {"type": "string", "minLength": 3}, "minItems": 9},
-    {"anyOf": [{"type": "string", "minLength": 50}, {"type": "null"}]},
-])
+@pytest.mark.parametrize(
+    "due",
+    [
+        {"type": "string"},  # a task word longer than MAX_STRING (the URL) left the words pattern nothing to match
+        {"type": "string", "minLength": 60},  # a minimum above MAX_STRING
+        {"type": "string", "minLength": 20},  # no single task word this long, and none of these words fits alone
+        {"type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
+        {"type": "string", "format": "date-time"},
+        {"type": "string", "enum": ["today", "tomorrow"]},
+        {"type": "array", "items": {"type": "string", "minLength": 3}, "minItems": 9},
+        {"anyOf": [{"type": "string", "minLength": 50}, {"type": "null"}]},
+    ],
+)
 def test_a_demonstration_constraint_is_satisfiable_wherever_the_tools_schema_is(due):
     """schedule_task(id: integer, due: ..., both required): the words-first and the free
     constraints the writer is asked for compile as satisfiable grammars (issue 28.1: the endpoint
@@ -241,8 +282,12 @@ async def test_a_constraint_the_endpoint_refuses_falls_back_with_one_line():
     train = [Scenario(id=f"s{i}", task=f"Weather in Oslo, day {i}?", tools=["get_forecast"]) for i in range(2)]
     said = []
     with FakeLLM(handler=handler) as llm:
-        async with ToolPool(ServerSpec.parse(f"{sys.executable} {Path(__file__).resolve().parents[1] / 'one_tool_server.py'}")) as pool:
-            demo, _ = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=0, say=said.append)
+        async with ToolPool(
+            ServerSpec.parse(f"{sys.executable} {Path(__file__).resolve().parents[1] / 'one_tool_server.py'}")
+        ) as pool:
+            demo, _ = await demonstration.build(
+                train, pool, model="openai/gen", api_base=llm.base_url, seed=0, say=said.append
+            )
     assert demo.source.startswith("scenario:"), said
     assert any("wrote no call to `get_forecast`" in line and "looser constraint" in line for line in said)
     assert all("\n" not in line for line in said)
@@ -254,16 +299,20 @@ async def test_a_generator_that_always_fails_gives_the_generic_example():
     said = []
     with FakeLLM(handler=lambda body: Reply(status=400, content="bad request")) as llm:
         async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory"), per_rollout=False) as pool:
-            demo, rest = await demonstration.build(scenarios(4, ["get_item"]), pool, model="openai/gen",
-                                                   api_base=llm.base_url, seed=0, say=said.append)
+            demo, rest = await demonstration.build(
+                scenarios(4, ["get_item"]), pool, model="openai/gen", api_base=llm.base_url, seed=0, say=said.append
+            )
     assert demo.source == "generic" and len(rest) == 4 and "generic" in said[-1]
 
 
-@pytest.mark.parametrize("content,problem", [
-    ("{not json", "not valid JSON"),
-    ('{"role": "user"}', "expected a non-empty JSON list"),
-    ('[{"role": "robot", "content": "hi"}]', "message 0.role"),
-])
+@pytest.mark.parametrize(
+    "content,problem",
+    [
+        ("{not json", "not valid JSON"),
+        ('{"role": "user"}', "expected a non-empty JSON list"),
+        ('[{"role": "robot", "content": "hi"}]', "message 0.role"),
+    ],
+)
 def test_a_bad_example_file_is_a_one_line_error(tmp_path, content, problem):
     f = tmp_path / "ex.json"
     f.write_text(content)
@@ -273,16 +322,27 @@ def test_a_bad_example_file_is_a_one_line_error(tmp_path, content, problem):
 
 
 def test_a_good_example_file_loads(tmp_path):
-    msgs = [{"role": "user", "content": "What is 2 + 2?"},
-            {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "add", "arguments": "{}"}}]}]
+    msgs = [
+        {"role": "user", "content": "What is 2 + 2?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "add", "arguments": "{}"}}],
+        },
+    ]
     (tmp_path / "ex.json").write_text(json.dumps(msgs))
     assert demonstration.load_example(tmp_path / "ex.json") == msgs
 
 
 def _train(home: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "MCPRL_HOME": str(home)}
-    return subprocess.run([sys.executable, "-m", "mcprl.cli", "train", "--server", "python -m mcprl.servers.calculator", *args],
-                          capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "mcprl.cli", "train", "--server", "python -m mcprl.servers.calculator", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 def test_bad_example_and_unbuildable_checks_stop_train_with_one_line(tmp_path):
@@ -292,8 +352,18 @@ def test_bad_example_and_unbuildable_checks_stop_train_with_one_line(tmp_path):
     assert "--example" in r.stderr and "expected a non-empty JSON list" in r.stderr
 
     bad = tmp_path / "bad.jsonl"
-    bad.write_text("\n".join(json.dumps({"id": f"q{i}", "task": f"What is {i} + 1?", "check": check}) for i, check in enumerate([
-        {"kind": "normalized", "value": "1"}, {"kind": "python", "function": "no_such_module:check"}, {"kind": "exact", "value": "3"}])))
+    bad.write_text(
+        "\n".join(
+            json.dumps({"id": f"q{i}", "task": f"What is {i} + 1?", "check": check})
+            for i, check in enumerate(
+                [
+                    {"kind": "normalized", "value": "1"},
+                    {"kind": "python", "function": "no_such_module:check"},
+                    {"kind": "exact", "value": "3"},
+                ]
+            )
+        )
+    )
     r = _train(tmp_path / "home", "--scenarios", str(bad), "--name", "bad")
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert str(bad) in r.stderr and "scenario q1" in r.stderr and "cannot load check function" in r.stderr

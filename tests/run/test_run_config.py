@@ -21,15 +21,52 @@ pytestmark = pytest.mark.anyio
 
 # Every key of the flat RunConfig of earlier versions, with a value other than its default.
 FLAT = {
-    "server": "python -m mcprl.servers.calculator", "transport": "stdio", "headers": {}, "env": {"K": "v"}, "cwd": "/tmp",
-    "allow": ["add"], "deny": ["power"], "model": "m", "name": "n1", "project": "p1", "scenarios": "s.jsonl",
-    "tasks": "calculator", "difficulties": [1, 2], "n": 12, "val_fraction": 0.5, "val_size": 3, "task_hint": "sums",
-    "judge": "both", "judge_model": "openai/x", "judge_api_base": "http://judge", "rubric": "r.md", "steps": 3,
-    "time_budget_minutes": 2.5, "group_size": 3, "groups_per_step": 2, "learning_rate": 1e-4, "beta": 0.01,
-    "scale_rewards": False, "max_turns": 2, "max_tokens": 48, "temperature": 0.7, "system_prompt": "Be exact.",
-    "demonstration": False, "example": "ex.json", "task_help": False, "shaping": 0.2, "max_extra_groups": 1,
-    "example_messages": [{"role": "user", "content": "hi"}], "example_source": "file", "eval_every": 2,
-    "eval_samples": 2, "max_concurrency": 4, "seed": 5, "sft_warmup_steps": 1, "wandb": True, "dtype": "float32",
+    "server": "python -m mcprl.servers.calculator",
+    "transport": "stdio",
+    "headers": {},
+    "env": {"K": "v"},
+    "cwd": "/tmp",
+    "allow": ["add"],
+    "deny": ["power"],
+    "model": "m",
+    "name": "n1",
+    "project": "p1",
+    "scenarios": "s.jsonl",
+    "tasks": "calculator",
+    "difficulties": [1, 2],
+    "n": 12,
+    "val_fraction": 0.5,
+    "val_size": 3,
+    "task_hint": "sums",
+    "judge": "both",
+    "judge_model": "openai/x",
+    "judge_api_base": "http://judge",
+    "rubric": "r.md",
+    "steps": 3,
+    "time_budget_minutes": 2.5,
+    "group_size": 3,
+    "groups_per_step": 2,
+    "learning_rate": 1e-4,
+    "beta": 0.01,
+    "scale_rewards": False,
+    "max_turns": 2,
+    "max_tokens": 48,
+    "temperature": 0.7,
+    "system_prompt": "Be exact.",
+    "demonstration": False,
+    "example": "ex.json",
+    "task_help": False,
+    "shaping": 0.2,
+    "max_extra_groups": 1,
+    "example_messages": [{"role": "user", "content": "hi"}],
+    "example_source": "file",
+    "eval_every": 2,
+    "eval_samples": 2,
+    "max_concurrency": 4,
+    "seed": 5,
+    "sft_warmup_steps": 1,
+    "wandb": True,
+    "dtype": "float32",
 }
 
 
@@ -45,8 +82,14 @@ def toml_value(value) -> str:
 
 def test_a_flat_run_file_of_an_earlier_version_moves_every_key_with_a_note_once(tmp_path, capsys):
     f = tmp_path / "old.toml"
-    f.write_text("".join(f"{k} = {toml_value(v)}\n" for k, v in FLAT.items() if not isinstance(v, dict | list) or k in (
-        "allow", "deny", "difficulties")) + '[env]\nK = "v"\n[[example_messages]]\nrole = "user"\ncontent = "hi"\n')
+    f.write_text(
+        "".join(
+            f"{k} = {toml_value(v)}\n"
+            for k, v in FLAT.items()
+            if not isinstance(v, dict | list) or k in ("allow", "deny", "difficulties")
+        )
+        + '[env]\nK = "v"\n[[example_messages]]\nrole = "user"\ncontent = "hi"\n'
+    )
     cfg = load_config(f, {})
     for key, value in FLAT.items():
         if key != "headers":
@@ -61,17 +104,24 @@ def test_a_flat_run_file_of_an_earlier_version_moves_every_key_with_a_note_once(
 def test_a_key_given_both_flat_and_in_its_section_is_refused(tmp_path):
     f = tmp_path / "both.toml"
     f.write_text("max_turns = 2\n[rollout]\nmax_turns = 3\n")
-    with pytest.raises(UserError, match=r"^max_turns is now rollout.max_turns and both are set; keep only rollout.max_turns$"):
+    with pytest.raises(
+        UserError, match=r"^max_turns is now rollout.max_turns and both are set; keep only rollout.max_turns$"
+    ):
         load_config(f, {})
 
 
 def test_unknown_keys_name_the_known_keys_and_sections(tmp_path):
     f = tmp_path / "run.toml"
     f.write_text("stepz = 3\n")
-    with pytest.raises(UserError, match=r"unknown key\(s\) stepz; known keys: model, name, .*steps.*; sections: \[server\] \[scenarios\] \[explore\] \[rollout\] \[judge\] \[train\] \[cluster\] \[lora\] \[runtime\]$"):
+    with pytest.raises(
+        UserError,
+        match=r"unknown key\(s\) stepz; known keys: model, name, .*steps.*; sections: \[server\] \[scenarios\] \[explore\] \[rollout\] \[judge\] \[train\] \[cluster\] \[lora\] \[runtime\]$",
+    ):
         load_config(f, {})
     f.write_text("[rollout]\nmax_turnz = 3\n")
-    with pytest.raises(UserError, match=r"unknown key\(s\) rollout.max_turnz; known keys in \[rollout\]: agent, max_turns, max_tokens"):
+    with pytest.raises(
+        UserError, match=r"unknown key\(s\) rollout.max_turnz; known keys in \[rollout\]: agent, max_turns, max_tokens"
+    ):
         load_config(f, {})
     f.write_text("rollout = 3\n")
     with pytest.raises(UserError, match=r"rollout must be a table"):
@@ -79,9 +129,22 @@ def test_unknown_keys_name_the_known_keys_and_sections(tmp_path):
 
 
 # A valid value other than the default, for every TrainConfig field.
-TRAIN = {"learning_rate": 1e-3, "scale_rewards": False, "advantage": "reward", "success_threshold": 0.5, "epsilon": 0.3,
-         "epsilon_high": 0.28, "beta": 0.04, "loss_normalization": "sequence", "max_grad_norm": 0.5, "weight_decay": 0.01,
-         "micro_batch_tokens": 512, "logprob_chunk": 32, "gradient_checkpointing": False, "max_off_policy_steps": 2}
+TRAIN = {
+    "learning_rate": 1e-3,
+    "scale_rewards": False,
+    "advantage": "reward",
+    "success_threshold": 0.5,
+    "epsilon": 0.3,
+    "epsilon_high": 0.28,
+    "beta": 0.04,
+    "loss_normalization": "sequence",
+    "max_grad_norm": 0.5,
+    "weight_decay": 0.01,
+    "micro_batch_tokens": 512,
+    "logprob_chunk": 32,
+    "gradient_checkpointing": False,
+    "max_off_policy_steps": 2,
+}
 
 
 def test_every_train_setting_is_settable_from_a_run_file(tmp_path):
@@ -119,22 +182,102 @@ def test_every_train_setting_has_a_flag(parse):
 
 
 def test_the_flags_of_earlier_versions_set_the_same_settings(parse, tmp_path):
-    cfg = parse("--server", "python -m mcprl.servers.calculator", "--transport", "stdio", "--env", "K=v", "--cwd", "/tmp",
-                "--allow", "add", "--allow", "sub*", "--deny", "power", "--model", "m", "--scenarios", "s.jsonl",
-                "--tasks", "calculator", "--difficulty", "1", "--difficulty", "2", "-n", "12", "--judge", "both",
-                "--judge-model", "openai/x", "--api-base", "http://judge", "--rubric", "r.md", "--steps", "3",
-                "--time-budget", "2.5", "--group-size", "3", "--groups-per-step", "2", "--max-turns", "2", "--max-tokens", "48",
-                "--learning-rate", "1e-4", "--temperature", "0.7", "--sft-warmup-steps", "1", "--eval-every", "2",
-                "--example", "ex.json", "--no-task-help", "--shaping", "0.2", "--max-extra-groups", "1", "--val-size", "3",
-                "--eval-samples", "2", "--dtype", "float32", "--name", "n1", "--project", "p1", "--seed", "5", "--wandb")
+    cfg = parse(
+        "--server",
+        "python -m mcprl.servers.calculator",
+        "--transport",
+        "stdio",
+        "--env",
+        "K=v",
+        "--cwd",
+        "/tmp",
+        "--allow",
+        "add",
+        "--allow",
+        "sub*",
+        "--deny",
+        "power",
+        "--model",
+        "m",
+        "--scenarios",
+        "s.jsonl",
+        "--tasks",
+        "calculator",
+        "--difficulty",
+        "1",
+        "--difficulty",
+        "2",
+        "-n",
+        "12",
+        "--judge",
+        "both",
+        "--judge-model",
+        "openai/x",
+        "--api-base",
+        "http://judge",
+        "--rubric",
+        "r.md",
+        "--steps",
+        "3",
+        "--time-budget",
+        "2.5",
+        "--group-size",
+        "3",
+        "--groups-per-step",
+        "2",
+        "--max-turns",
+        "2",
+        "--max-tokens",
+        "48",
+        "--learning-rate",
+        "1e-4",
+        "--temperature",
+        "0.7",
+        "--sft-warmup-steps",
+        "1",
+        "--eval-every",
+        "2",
+        "--example",
+        "ex.json",
+        "--no-task-help",
+        "--shaping",
+        "0.2",
+        "--max-extra-groups",
+        "1",
+        "--val-size",
+        "3",
+        "--eval-samples",
+        "2",
+        "--dtype",
+        "float32",
+        "--name",
+        "n1",
+        "--project",
+        "p1",
+        "--seed",
+        "5",
+        "--wandb",
+    )
     for key, value in FLAT.items():
         if key in ("allow",):
             value = ["add", "sub*"]
-        elif key in ("headers", "val_fraction", "task_hint", "beta", "scale_rewards", "system_prompt", "demonstration",
-                     "example_messages", "example_source", "max_concurrency"):
+        elif key in (
+            "headers",
+            "val_fraction",
+            "task_hint",
+            "beta",
+            "scale_rewards",
+            "system_prompt",
+            "demonstration",
+            "example_messages",
+            "example_source",
+            "max_concurrency",
+        ):
             continue  # no flag before the sections (now they have one)
         assert at(cfg, MOVED.get(key, key)) == value, key
-    assert parse("--header", "Authorization: Bearer abc", "--server", "http://x/mcp").server.headers == {"Authorization": "Bearer abc"}
+    assert parse("--header", "Authorization: Bearer abc", "--server", "http://x/mcp").server.headers == {
+        "Authorization": "Bearer abc"
+    }
     assert parse("--server", "python -m x", "--max-result-chars", "1500").server.spec().max_result_chars == 1500
 
 
@@ -144,7 +287,9 @@ def test_flags_override_the_file_and_a_bad_value_names_the_setting(parse, tmp_pa
     cfg = parse("--config", str(f), "--max-turns", "5")
     assert (cfg.steps, cfg.rollout.max_turns, cfg.rollout.temperature) == (3, 5, 0.5)
     code, _, err = run_cli(monkeypatch, capsys, "train", "--max-turns", "0")
-    assert code == 2 and err.strip() == "error: bad setting rollout.max_turns: Input should be greater than or equal to 1"
+    assert (
+        code == 2 and err.strip() == "error: bad setting rollout.max_turns: Input should be greater than or equal to 1"
+    )
 
 
 def test_every_setting_has_a_flag_named_after_it():
@@ -155,9 +300,15 @@ def test_every_setting_has_a_flag_named_after_it():
     names = [flags.flag_name(p) for p in flagged]
     assert len(names) == len(set(names))
     assert set(flags.FLAG_NAMES) <= flagged, "a FLAG_NAMES key names no setting, so its flag keeps the default name"
-    assert {p: flags.flag_name(p) for p in ("rollout.max_turns", "train.epsilon", "train.beta", "scenarios.n", "lora.rank")} == {
-        "rollout.max_turns": "--max-turns", "train.epsilon": "--epsilon", "train.beta": "--beta", "scenarios.n": "-n",
-        "lora.rank": "--lora-rank"}
+    assert {
+        p: flags.flag_name(p) for p in ("rollout.max_turns", "train.epsilon", "train.beta", "scenarios.n", "lora.rank")
+    } == {
+        "rollout.max_turns": "--max-turns",
+        "train.epsilon": "--epsilon",
+        "train.beta": "--beta",
+        "scenarios.n": "-n",
+        "lora.rank": "--lora-rank",
+    }
 
 
 def test_a_new_setting_gets_its_flag():
@@ -170,28 +321,51 @@ def test_a_new_setting_gets_its_flag():
     found = flags.flags(Run)
     place, kind, field = found["rollout__new_knob"]
     assert (place, kind, flags.flag_name(place), flags.flag_help(field, kind)) == (
-        "rollout.new_knob", int, "--new-knob", "turns the knob \\[3]")
+        "rollout.new_knob",
+        int,
+        "--new-knob",
+        "turns the knob \\[3]",
+    )
 
     def command(**given):
         pass
 
     option = inspect.signature(flags.with_flags(command, found)).parameters["rollout__new_knob"].default
     assert option.param_decls == ("--new-knob",) and option.rich_help_panel == "\\[rollout]"
-    assert typing.get_origin(flags.flag_type(RunConfig.model_fields["server"].annotation.model_fields["allow"].annotation)) is list
+    assert (
+        typing.get_origin(flags.flag_type(RunConfig.model_fields["server"].annotation.model_fields["allow"].annotation))
+        is list
+    )
 
 
 def test_a_flat_config_json_of_an_earlier_run_loads(tmp_path):
     saved = tmp_path / "config.json"
-    saved.write_text(json.dumps({**FLAT, "headers": {"X": "***"}, "scenarios": None, "system_prompt": None, "key_since_removed": 1}))
+    saved.write_text(
+        json.dumps({**FLAT, "headers": {"X": "***"}, "scenarios": None, "system_prompt": None, "key_since_removed": 1})
+    )
     cfg = load_saved(saved)
-    assert (cfg.rollout.max_turns, cfg.rollout.example, cfg.example_source, cfg.judge.mode) == (2, FLAT["example_messages"], "file", "both")
-    assert cfg.scenarios.file is None and cfg.rollout.system_prompt == RolloutConfig().system_prompt and cfg.server.headers == {"X": "***"}
+    assert (cfg.rollout.max_turns, cfg.rollout.example, cfg.example_source, cfg.judge.mode) == (
+        2,
+        FLAT["example_messages"],
+        "file",
+        "both",
+    )
+    assert (
+        cfg.scenarios.file is None
+        and cfg.rollout.system_prompt == RolloutConfig().system_prompt
+        and cfg.server.headers == {"X": "***"}
+    )
     # this version's config.json loads back as it was, and serves as a run file once its masked secrets are given again
     saved.write_text(json.dumps(cfg.redacted([])))
     assert load_saved(saved) == cfg
-    with pytest.raises(UserError, match=r"config.json does not hold the value of X \(secrets are masked\); give it again: --header 'X: ...'$"):
+    with pytest.raises(
+        UserError,
+        match=r"config.json does not hold the value of X \(secrets are masked\); give it again: --header 'X: ...'$",
+    ):
         load_config(saved, {})
-    assert load_config(saved, {"server.headers": ["X: v"]}) == cfg.model_copy(update={"server": cfg.server.model_copy(update={"headers": {"X": "v"}})})
+    assert load_config(saved, {"server.headers": ["X: v"]}) == cfg.model_copy(
+        update={"server": cfg.server.model_copy(update={"headers": {"X": "v"}})}
+    )
 
 
 async def test_a_resumed_run_keeps_the_demonstration_of_its_flat_config_json(home):
@@ -204,19 +378,20 @@ async def test_a_resumed_run_keeps_the_demonstration_of_its_flat_config_json(hom
     assert (run.cfg.rollout.example, run.cfg.example_source) == (FLAT["example_messages"], "file")
 
 
-
 def test_reading_the_settings_loads_no_sdk_and_the_packages_export_what_they_name():
     """`mcprl --help` builds the flags from the settings: that must not load the MCP SDK or litellm.
     A name exported on first use must not be shadowed by a submodule of the same name."""
     import subprocess
     import sys
 
-    code = ("import sys, types, importlib, pkgutil, mcprl.run.config; "
-            "print(sorted({'mcp', 'litellm', 'torch'} & set(sys.modules))); "
-            "[importlib.import_module(m.name) for p in ('mcprl.tools', 'mcprl.judges', 'mcprl.scenarios') "
-            " for m in pkgutil.iter_modules(importlib.import_module(p).__path__, p + '.')]; "
-            "print([f'{p}.{n}' for p in ('mcprl.tools', 'mcprl.judges', 'mcprl.scenarios') for n in importlib.import_module(p).__all__ "
-            " if isinstance(getattr(importlib.import_module(p), n), types.ModuleType)])")
+    code = (
+        "import sys, types, importlib, pkgutil, mcprl.run.config; "
+        "print(sorted({'mcp', 'litellm', 'torch'} & set(sys.modules))); "
+        "[importlib.import_module(m.name) for p in ('mcprl.tools', 'mcprl.judges', 'mcprl.scenarios') "
+        " for m in pkgutil.iter_modules(importlib.import_module(p).__path__, p + '.')]; "
+        "print([f'{p}.{n}' for p in ('mcprl.tools', 'mcprl.judges', 'mcprl.scenarios') for n in importlib.import_module(p).__all__ "
+        " if isinstance(getattr(importlib.import_module(p), n), types.ModuleType)])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[:2] == ["[]", "[]"]
 
@@ -229,21 +404,39 @@ def test_every_command_that_connects_to_a_server_takes_the_same_server_flags():
     from mcprl.cli.main import app
 
     def server_options(command):
-        return {tuple(p.opts + p.secondary_opts): (p.help, p.multiple) for p in command.params if p.name.startswith("server__")}
+        return {
+            tuple(p.opts + p.secondary_opts): (p.help, p.multiple)
+            for p in command.params
+            if p.name.startswith("server__")
+        }
 
     group = typer.main.get_command(app)
     commands = {name: group.commands[name] for name in ("tools", "validate", "scenarios", "eval", "train", "autorl")}
     commands["autorl (its own command)"] = typer.main.get_command(autorl_app)
     expected = server_options(commands["train"])
-    assert {opt for opts in expected for opt in opts} >= {"--server", "-s", "--header", "-H", "--env", "-e", "--transport", "--cwd",
-                                                           "--allow", "--deny", "--connect-timeout", "--call-timeout"}
+    assert {opt for opts in expected for opt in opts} >= {
+        "--server",
+        "-s",
+        "--header",
+        "-H",
+        "--env",
+        "-e",
+        "--transport",
+        "--cwd",
+        "--allow",
+        "--deny",
+        "--connect-timeout",
+        "--call-timeout",
+    }
     for name, command in commands.items():
         found = server_options(command)
         # eval's help leaves out the defaults: they are the run's own
         assert {k: v[1] for k, v in found.items()} == {k: v[1] for k, v in expected.items()}, name
 
 
-@pytest.mark.parametrize("example", sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.toml")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "example", sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.toml")), ids=lambda p: p.name
+)
 def test_the_shipped_run_files_load(example):
     """A run file under examples/ is one a user copies: every key in it is a setting, every value valid."""
     assert load_config(example, {}).server.target

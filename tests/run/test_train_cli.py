@@ -19,13 +19,34 @@ from mcprl.types import Scenario
 
 # --no-per-rollout: the calculator keeps no state, so one server serves every rollout (a process
 # per rollout costs ~2 s of CPU each to start: most of a tiny-model run)
-ARGS = ["--server", "python -m mcprl.servers.calculator", "--no-per-rollout", "--tasks", "calculator", "-n", "12", "--group-size", "2",
-        "--groups-per-step", "2", "--max-tokens", "6", "--max-turns", "2", "--eval-every", "2", "--val-size", "2"]
+ARGS = [
+    "--server",
+    "python -m mcprl.servers.calculator",
+    "--no-per-rollout",
+    "--tasks",
+    "calculator",
+    "-n",
+    "12",
+    "--group-size",
+    "2",
+    "--groups-per-step",
+    "2",
+    "--max-tokens",
+    "6",
+    "--max-turns",
+    "2",
+    "--eval-every",
+    "2",
+    "--val-size",
+    "2",
+]
 
 
 def mcprl(home: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     env = {**os.environ, "MCPRL_HOME": str(home), "SECRET_API_TOKEN": "tok-very-secret-123"}
-    return subprocess.run([sys.executable, "-m", "mcprl.cli", *args], capture_output=True, text=True, env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "mcprl.cli", *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
 
 
 def test_step_batches_are_deterministic_and_cover_epochs():
@@ -53,8 +74,18 @@ def test_train_writes_the_run_directory(tmp_path, tiny_model_dir):
     assert r.returncode == 0, r.stderr[-3000:]
     d = home / "default" / "t"
     assert "report:" in r.stdout + r.stderr and (d / "report.html").exists()
-    for f in ["config.json", "tools.json", "scenarios/train.jsonl", "scenarios/val.jsonl", "trajectories/step_0001.jsonl",
-              "trajectories/step_0002.jsonl", "eval/step_0000.jsonl", "eval/step_0002.jsonl", "report/reward.png", "report/val.png"]:
+    for f in [
+        "config.json",
+        "tools.json",
+        "scenarios/train.jsonl",
+        "scenarios/val.jsonl",
+        "trajectories/step_0001.jsonl",
+        "trajectories/step_0002.jsonl",
+        "eval/step_0000.jsonl",
+        "eval/step_0002.jsonl",
+        "report/reward.png",
+        "report/val.png",
+    ]:
         assert (d / f).exists(), f
     rows = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
     assert [(r["kind"], r["step"]) for r in rows] == [("eval", 0), ("train", 1), ("train", 2), ("eval", 2)]
@@ -68,9 +99,25 @@ def test_train_writes_the_run_directory(tmp_path, tiny_model_dir):
 
     val = d / "scenarios" / "val.jsonl"
     with FakeLLM(handler=ruler_handler(lambda body: float(len(body) % 7) / 7)) as judge:
-        r = mcprl(home, "eval", "--server", "python -m mcprl.servers.calculator", "--model", "t@2", "--scenarios", str(val),
-                  "--baseline", str(tiny_model_dir), "--judge-model", "openai/judge", "--api-base", judge.base_url,
-                  "--max-tokens", "6", "--json")
+        r = mcprl(
+            home,
+            "eval",
+            "--server",
+            "python -m mcprl.servers.calculator",
+            "--model",
+            "t@2",
+            "--scenarios",
+            str(val),
+            "--baseline",
+            str(tiny_model_dir),
+            "--judge-model",
+            "openai/judge",
+            "--api-base",
+            judge.base_url,
+            "--max-tokens",
+            "6",
+            "--json",
+        )
     assert r.returncode == 0, r.stderr[-3000:]
     result = json.loads(r.stdout)
     assert result["model"] == "t@2" and result["scenarios"] == 2 and result["baseline"] == str(tiny_model_dir)
@@ -81,14 +128,28 @@ def test_train_writes_the_run_directory(tmp_path, tiny_model_dir):
 
 
 @pytest.mark.anyio
-async def test_a_run_dying_between_the_checkpoint_and_its_line_resumes_with_the_line(tmp_path, tiny_model_dir, monkeypatch):
+async def test_a_run_dying_between_the_checkpoint_and_its_line_resumes_with_the_line(
+    tmp_path, tiny_model_dir, monkeypatch
+):
     from mcprl.run.metrics import MetricsLog
     from mcprl.run.runner import TrainingRun
 
     monkeypatch.setenv("MCPRL_HOME", str(tmp_path / "home"))
-    given = {"server.target": "python -m mcprl.servers.calculator", "server.per_rollout": False, "scenarios.tasks": "calculator",
-             "scenarios.n": 8, "group_size": 2, "groups_per_step": 2, "rollout.max_tokens": 6, "rollout.max_turns": 2,
-             "eval_every": 0, "scenarios.val_size": 2, "model": str(tiny_model_dir), "steps": 2, "name": "d"}
+    given = {
+        "server.target": "python -m mcprl.servers.calculator",
+        "server.per_rollout": False,
+        "scenarios.tasks": "calculator",
+        "scenarios.n": 8,
+        "group_size": 2,
+        "groups_per_step": 2,
+        "rollout.max_tokens": 6,
+        "rollout.max_turns": 2,
+        "eval_every": 0,
+        "scenarios.val_size": 2,
+        "model": str(tiny_model_dir),
+        "steps": 2,
+        "name": "d",
+    }
     real_append = MetricsLog.append
 
     def dies_at_the_first_train_line(self, row):
@@ -103,7 +164,13 @@ async def test_a_run_dying_between_the_checkpoint_and_its_line_resumes_with_the_
     summary = await TrainingRun(load_config(None, given), resume=True, say=lambda _: None).run()
     rows = MetricsLog(tmp_path / "home" / "default" / "d" / "metrics.jsonl").read()
     # (a resumed run first scores the step it resumes from)
-    assert [(r["kind"], r["step"]) for r in rows] == [("eval", 0), ("train", 1), ("eval", 1), ("train", 2), ("eval", 2)], summary
+    assert [(r["kind"], r["step"]) for r in rows] == [
+        ("eval", 0),
+        ("train", 1),
+        ("eval", 1),
+        ("train", 2),
+        ("eval", 2),
+    ], summary
     assert "train/groups" in rows[1] and "reward_mean" in rows[1]  # the trainer's figures and the rollouts'
     assert not (tmp_path / "home" / "default" / "d" / "step.pending.json").exists()
 
@@ -111,11 +178,29 @@ async def test_a_run_dying_between_the_checkpoint_and_its_line_resumes_with_the_
 def test_sigkill_at_random_points_then_resume_loses_and_repeats_nothing(tmp_path, tiny_model_dir):
     home = tmp_path / "home"
     env = {**os.environ, "MCPRL_HOME": str(home)}
-    cmd = [sys.executable, "-m", "mcprl.cli", "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "5", "--name", "k"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mcprl.cli",
+        "train",
+        *ARGS,
+        "--model",
+        str(tiny_model_dir),
+        "--steps",
+        "5",
+        "--name",
+        "k",
+    ]
     rng = random.Random(7)
     kills = 0
     for attempt in range(4):  # three runs killed at random points, then one left to finish
-        p = subprocess.Popen(cmd + (["--resume"] if attempt else []), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen(
+            cmd + (["--resume"] if attempt else []),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             p.wait(timeout=rng.uniform(6, 20) if attempt < 3 else 900)
         except subprocess.TimeoutExpired:
@@ -138,8 +223,21 @@ def test_secrets_never_land_in_the_run_directory(tmp_path, tiny_model_dir):
 
     home = tmp_path / "home"
     secret = "tok-abcdef123456"
-    r = mcprl(home, "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "1", "--name", "s",
-              "--env", f"MY_API_TOKEN={secret}", "--eval-every", "0")
+    r = mcprl(
+        home,
+        "train",
+        *ARGS,
+        "--model",
+        str(tiny_model_dir),
+        "--steps",
+        "1",
+        "--name",
+        "s",
+        "--env",
+        f"MY_API_TOKEN={secret}",
+        "--eval-every",
+        "0",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     d = home / "default" / "s"
     assert json.loads((d / "config.json").read_text())["server"]["env"]["MY_API_TOKEN"] == "***"
@@ -156,7 +254,21 @@ def test_ctrl_c_finishes_the_step_saves_and_resume_continues(tmp_path, tiny_mode
     home = tmp_path / "home"
     env = {**os.environ, "MCPRL_HOME": str(home)}
     log = tmp_path / "err.txt"
-    cmd = [sys.executable, "-m", "mcprl.cli", "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "4", "--name", "c", "--eval-every", "0"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mcprl.cli",
+        "train",
+        *ARGS,
+        "--model",
+        str(tiny_model_dir),
+        "--steps",
+        "4",
+        "--name",
+        "c",
+        "--eval-every",
+        "0",
+    ]
     with log.open("w") as err:
         p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
         deadline = time.time() + 300
@@ -167,11 +279,32 @@ def test_ctrl_c_finishes_the_step_saves_and_resume_continues(tmp_path, tiny_mode
     text = log.read_text()
     assert "finishing this step" in text and "Traceback" not in text
     d = home / "default" / "c"
-    done = [json.loads(x)["step"] for x in (d / "metrics.jsonl").read_text().splitlines() if json.loads(x)["kind"] == "train"]
+    done = [
+        json.loads(x)["step"]
+        for x in (d / "metrics.jsonl").read_text().splitlines()
+        if json.loads(x)["kind"] == "train"
+    ]
     assert done == [1]  # the step under way when Ctrl-C came was finished, no more
-    r = mcprl(home, "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "4", "--name", "c", "--eval-every", "0", "--resume")
+    r = mcprl(
+        home,
+        "train",
+        *ARGS,
+        "--model",
+        str(tiny_model_dir),
+        "--steps",
+        "4",
+        "--name",
+        "c",
+        "--eval-every",
+        "0",
+        "--resume",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
-    done = [json.loads(x)["step"] for x in (d / "metrics.jsonl").read_text().splitlines() if json.loads(x)["kind"] == "train"]
+    done = [
+        json.loads(x)["step"]
+        for x in (d / "metrics.jsonl").read_text().splitlines()
+        if json.loads(x)["kind"] == "train"
+    ]
     assert done == [1, 2, 3, 4]
 
 
@@ -187,11 +320,29 @@ def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path, form):
     scen = generate(2)
     run = tmp_path / "proj" / "t"
     run.mkdir(parents=True)
-    saved = {"tasks": "calculator", "temperature": 0.7, "max_turns": 2, "max_tokens": 48, "system_prompt": "Be exact.",
-             "headers": {"X": "v"}, "example_messages": None, "scenarios": None, "a_key_of_an_older_version": 1}
+    saved = {
+        "tasks": "calculator",
+        "temperature": 0.7,
+        "max_turns": 2,
+        "max_tokens": 48,
+        "system_prompt": "Be exact.",
+        "headers": {"X": "v"},
+        "example_messages": None,
+        "scenarios": None,
+        "a_key_of_an_older_version": 1,
+    }
     if form == "nested":
-        saved = {"scenarios": {"tasks": "calculator"}, "server": {"headers": {"X": "v"}},
-                 "rollout": {"temperature": 0.7, "max_turns": 2, "max_tokens": 48, "system_prompt": "Be exact.", "example": None}}
+        saved = {
+            "scenarios": {"tasks": "calculator"},
+            "server": {"headers": {"X": "v"}},
+            "rollout": {
+                "temperature": 0.7,
+                "max_turns": 2,
+                "max_tokens": 48,
+                "system_prompt": "Be exact.",
+                "example": None,
+            },
+        }
     (run / "config.json").write_text(json.dumps(saved))
     rc = run_settings(run, scen).rollout
     assert (rc.temperature, rc.max_turns, rc.max_tokens, rc.system_prompt) == (0.7, 2, 48, "Be exact.")
@@ -209,14 +360,27 @@ def test_eval_connects_and_scores_as_the_run_did(tmp_path):
 
     run = tmp_path / "r"
     run.mkdir()
-    cfg = RunConfig(server={"target": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer tok-123456", "X-Team": "a"},
-                            "allow": ["add"], "deny": ["power"]},
-                    scenarios={"task_help": False}, judge={"model": "openai/j", "api_base": "http://judge"}, eval_samples=3)
+    cfg = RunConfig(
+        server={
+            "target": "http://127.0.0.1:9/mcp",
+            "headers": {"Authorization": "Bearer tok-123456", "X-Team": "a"},
+            "allow": ["add"],
+            "deny": ["power"],
+        },
+        scenarios={"task_help": False},
+        judge={"model": "openai/j", "api_base": "http://judge"},
+        eval_samples=3,
+    )
     (run / "config.json").write_text(json.dumps(cfg.redacted(["tok-123456"])))
-    with pytest.raises(UserError, match=r"does not hold the value of Authorization, X-Team \(secrets are masked\); "
-                                        r"give it again: --header 'Authorization: ...'"):
+    with pytest.raises(
+        UserError,
+        match=r"does not hold the value of Authorization, X-Team \(secrets are masked\); "
+        r"give it again: --header 'Authorization: ...'",
+    ):
         run_settings(run, [])
-    given = run_settings(run, [], {"server.headers": ["Authorization: Bearer tok-123456", "X-Team: a"], "server.deny": ["sub*"]})
+    given = run_settings(
+        run, [], {"server.headers": ["Authorization: Bearer tok-123456", "X-Team: a"], "server.deny": ["sub*"]}
+    )
     assert given.server == cfg.server.model_copy(update={"deny": ["sub*"]})
     assert (given.judge, given.scenarios.task_help, given.eval_samples) == (cfg.judge, False, 3)
     assert given.judge.held_out(True, all_or_nothing=not given.scenarios.task_help).all_or_nothing
@@ -229,12 +393,47 @@ def test_eval_of_a_run_gives_the_score_the_run_gave(tmp_path, tiny_model_dir, mo
 
     monkeypatch.setenv("MCPRL_HOME", str(tmp_path / "home"))
     scen = tmp_path / "s.jsonl"
-    scen.write_text("".join(json.dumps({"id": str(i), "task": f"What is {i} + {i}?", "check": {"kind": "python", "function": "user_agents:half_credit"}}) + "\n"
-                            for i in range(6)))
+    scen.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": str(i),
+                    "task": f"What is {i} + {i}?",
+                    "check": {"kind": "python", "function": "user_agents:half_credit"},
+                }
+            )
+            + "\n"
+            for i in range(6)
+        )
+    )
     secret = "MCPRL_TEST_TOKEN=tok-abcdef-123"
-    code, _, err = run_cli(monkeypatch, capsys, "train", "--server", "python -m mcprl.servers.calculator", "--env", secret, "--allow", "add",
-                           "--scenarios", str(scen), "--val-size", "2", "--no-task-help", "--no-demonstration", "--steps", "0", "--max-tokens", "6",
-                           "--max-turns", "1", "--model", str(tiny_model_dir), "--name", "r")
+    code, _, err = run_cli(
+        monkeypatch,
+        capsys,
+        "train",
+        "--server",
+        "python -m mcprl.servers.calculator",
+        "--env",
+        secret,
+        "--allow",
+        "add",
+        "--scenarios",
+        str(scen),
+        "--val-size",
+        "2",
+        "--no-task-help",
+        "--no-demonstration",
+        "--steps",
+        "0",
+        "--max-tokens",
+        "6",
+        "--max-turns",
+        "1",
+        "--model",
+        str(tiny_model_dir),
+        "--name",
+        "r",
+    )
     assert code == 0, err[-3000:]
     d = tmp_path / "home" / "default" / "r"
     (row,) = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
@@ -260,11 +459,47 @@ def test_lora_and_runtime_settings_reach_the_cpu_runtime(tmp_path, tiny_model_di
 
     monkeypatch.setenv("MCPRL_HOME", str(tmp_path / "home"))
     threads = torch.get_num_threads()
-    args = ["--server", "python -m mcprl.servers.calculator", "--tasks", "calculator", "-n", "4", "--val-size", "1", "--steps", "0",
-            "--max-tokens", "4", "--max-turns", "1", "--model", str(tiny_model_dir), "--name", "l", "--eval-every", "0"]
+    args = [
+        "--server",
+        "python -m mcprl.servers.calculator",
+        "--tasks",
+        "calculator",
+        "-n",
+        "4",
+        "--val-size",
+        "1",
+        "--steps",
+        "0",
+        "--max-tokens",
+        "4",
+        "--max-turns",
+        "1",
+        "--model",
+        str(tiny_model_dir),
+        "--name",
+        "l",
+        "--eval-every",
+        "0",
+    ]
     try:
-        code, _, err = run_cli(monkeypatch, capsys, "train", *args, "--lora-rank", "4", "--lora-alpha", "12", "--lora-dropout", "0.1",
-                               "--lora-target-modules", "q_proj", "--lora-target-modules", "v_proj", "--threads", str(threads + 1))
+        code, _, err = run_cli(
+            monkeypatch,
+            capsys,
+            "train",
+            *args,
+            "--lora-rank",
+            "4",
+            "--lora-alpha",
+            "12",
+            "--lora-dropout",
+            "0.1",
+            "--lora-target-modules",
+            "q_proj",
+            "--lora-target-modules",
+            "v_proj",
+            "--threads",
+            str(threads + 1),
+        )
         assert code == 0, err[-3000:]
         # torch's thread count is per thread once a thread has used it: a new one (as the engine's
         # and the trainer's are) starts with the count last set
@@ -277,7 +512,12 @@ def test_lora_and_runtime_settings_reach_the_cpu_runtime(tmp_path, tiny_model_di
         torch.set_num_threads(threads)
     d = tmp_path / "home" / "default" / "l"
     adapter = json.loads((d / "checkpoints" / "0000" / "adapter_config.json").read_text())
-    assert (adapter["r"], adapter["lora_alpha"], adapter["lora_dropout"], sorted(adapter["target_modules"])) == (4, 12, 0.1, ["q_proj", "v_proj"])
+    assert (adapter["r"], adapter["lora_alpha"], adapter["lora_dropout"], sorted(adapter["target_modules"])) == (
+        4,
+        12,
+        0.1,
+        ["q_proj", "v_proj"],
+    )
     saved = json.loads((d / "config.json").read_text())
     assert saved["lora"] == {"rank": 4, "alpha": 12, "dropout": 0.1, "target_modules": ["q_proj", "v_proj"]}
     assert saved["runtime"]["threads"] == threads + 1 and saved["runtime"]["device"] == "auto"
@@ -285,4 +525,3 @@ def test_lora_and_runtime_settings_reach_the_cpu_runtime(tmp_path, tiny_model_di
     assert code == 2 and "checkpoints were trained with lora.rank=4, not 8" in err
     code, _, err = run_cli(monkeypatch, capsys, "train", *args, "--device", "cpu", "--load-in-4bit")
     assert code == 2 and "runtime.load_in_4bit is a setting of the GPU runtime" in err
-

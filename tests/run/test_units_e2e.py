@@ -14,11 +14,42 @@ pytestmark = pytest.mark.integration
 
 def test_train_on_a_server_without_tasks_or_example(tmp_path, smollm2_dir):
     env = {**os.environ, "MCPRL_HOME": str(tmp_path / "home")}
-    r = subprocess.run([sys.executable, "-m", "mcprl.cli", "train", "--server", "python -m mcprl.servers.units",
-                        "--model", str(smollm2_dir), "-n", "8", "--explore-calls", "24",
-                        "--steps", "1", "--group-size", "2", "--groups-per-step", "2", "--max-turns", "2",
-                        "--max-tokens", "64", "--eval-every", "0", "--val-size", "2", "--name", "units"],
-                       capture_output=True, text=True, env=env, timeout=1800)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcprl.cli",
+            "train",
+            "--server",
+            "python -m mcprl.servers.units",
+            "--model",
+            str(smollm2_dir),
+            "-n",
+            "8",
+            "--explore-calls",
+            "24",
+            "--steps",
+            "1",
+            "--group-size",
+            "2",
+            "--groups-per-step",
+            "2",
+            "--max-turns",
+            "2",
+            "--max-tokens",
+            "64",
+            "--eval-every",
+            "0",
+            "--val-size",
+            "2",
+            "--name",
+            "units",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+    )
     assert r.returncode == 0, r.stderr[-4000:]
     d = tmp_path / "home" / "default" / "units"
     tools = json.loads((d / "tools.json").read_text())["tools"]
@@ -35,5 +66,7 @@ def test_train_on_a_server_without_tasks_or_example(tmp_path, smollm2_dir):
     train = [x for x in rows if x["kind"] == "train"]
     assert len(train) == 1 and "groups_drawn" in train[0] and "groups_dropped" in train[0]
     trajs = [json.loads(x) for x in (d / "trajectories" / "step_0001.jsonl").read_text().splitlines()]
-    shaped = [t["metrics"]["shaping"] for g in trajs if not g["skipped"] for t in g["trajectories"] if t["error"] is None]
+    shaped = [
+        t["metrics"]["shaping"] for g in trajs if not g["skipped"] for t in g["trajectories"] if t["error"] is None
+    ]
     assert shaped and all(0 <= s <= 1 for s in shaped)

@@ -35,7 +35,12 @@ async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_
     from tests.scripted_policy import call, scripted_endpoint
 
     task = "Add two numbers and return a + b (a 2, b 3). What is the result?"
-    scenario = Scenario(task=task, answer=5, check={"kind": "holds"}, metadata={"reference": [{"tool": "add", "arguments": {"a": 2, "b": 3}}]})
+    scenario = Scenario(
+        task=task,
+        answer=5,
+        check={"kind": "holds"},
+        metadata={"reference": [{"tool": "add", "arguments": {"a": 2, "b": 3}}]},
+    )
     turns = count()
 
     def reply(request: dict) -> str:
@@ -52,7 +57,10 @@ async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_
             groups = await score_groups(VerifyJudge(), await run._rollouts(pool, [scenario], 2, "step"))
             assert [t.reward for t in groups[0].trajectories] == [0.0, 0.0]
             await run._guided_retries(pool, VerifyJudge(), groups, "step")
-    assert groups[0].metadata["helped"] == "guided-retry" and sorted(t.reward for t in groups[0].trajectories) == [0.0, 1.0]
+    assert groups[0].metadata["helped"] == "guided-retry" and sorted(t.reward for t in groups[0].trajectories) == [
+        0.0,
+        1.0,
+    ]
 
 
 async def test_a_grounded_group_no_rollout_solved_gets_its_reference_chain_and_trains_on_it(tiny_model_dir, home):
@@ -70,8 +78,10 @@ async def test_a_grounded_group_no_rollout_solved_gets_its_reference_chain_and_t
     from tests.scripted_policy import call, scripted_endpoint
 
     task = "What is (2 + 3) * 4?"
-    chain = [{"tool": "add", "arguments": {"a": 2, "b": 3}, "result": "5"},
-             {"tool": "multiply", "arguments": {"a": 5, "b": 4}, "result": "20"}]
+    chain = [
+        {"tool": "add", "arguments": {"a": 2, "b": 3}, "result": "5"},
+        {"tool": "multiply", "arguments": {"a": 5, "b": 4}, "result": "20"},
+    ]
     scenario = Scenario(task=task, answer=20, check={"kind": "holds"}, metadata={"reference": chain})
     first = call("add", a=2, b=3)
 
@@ -94,14 +104,21 @@ async def test_a_grounded_group_no_rollout_solved_gets_its_reference_chain_and_t
 
     tokenizer = weights.load_tokenizer(str(tiny_model_dir))
     written = written_generations(ref, tokenizer)
-    assert [g.message_index for g in written] == [i for i, m in enumerate(ref.messages) if m["role"] == "assistant"][-3:]
+    assert [g.message_index for g in written] == [i for i, m in enumerate(ref.messages) if m["role"] == "assistant"][
+        -3:
+    ]
     # The trainer renders the prompt as the endpoint did, and a call as the policy writes one.
     assert written[0].prompt_token_ids == sampled.generations[0].prompt_token_ids
     assert written[0].completion_token_ids == sampled.generations[0].completion_token_ids
     assert tokenizer.decode(written[-1].completion_token_ids) == "The answer is 20." + tokenizer.eos_token
-    assert all(g.written for g in written) and written[1].prompt_token_ids[: len(written[0].prompt_token_ids)] == written[0].prompt_token_ids
+    assert (
+        all(g.written for g in written)
+        and written[1].prompt_token_ids[: len(written[0].prompt_token_ids)] == written[0].prompt_token_ids
+    )
 
-    trainer = GRPOTrainer(weights.load_model(str(tiny_model_dir), dtype="float32"), tokenizer, LoraSettings(rank=4, alpha=8))
+    trainer = GRPOTrainer(
+        weights.load_model(str(tiny_model_dir), dtype="float32"), tokenizer, LoraSettings(rank=4, alpha=8)
+    )
     metrics = trainer.step(groups, TrainConfig(learning_rate=1e-3))
     assert metrics["trained"] == 1.0 and metrics["trajectories_trained"] == 3
     assert metrics["rescored_tokens"] == sum(len(g.completion_token_ids) for g in written)

@@ -42,14 +42,25 @@ def test_results_are_read_as_records_and_arguments_take_the_shape_their_descript
     from mcprl.scenarios.results import result_records
 
     # a server that prints Python's repr() of its rows
-    assert result_records("[{'name': 'customers'}, {'name': 'orders'}]", None) == [[("name", "customers")], [("name", "orders")]]
-    assert result_records("P-1 | mug | price: 2\nP-2 | cup | price: 3", None)[1] == [("", "P-2"), ("", "cup"), ("price", "3")]
-    assert result_records("From: a@b.c\nSubject: hi", {"result": "From: a@b.c\nSubject: hi"}) == [[("From", "a@b.c"), ("Subject", "hi")]]
+    assert result_records("[{'name': 'customers'}, {'name': 'orders'}]", None) == [
+        [("name", "customers")],
+        [("name", "orders")],
+    ]
+    assert result_records("P-1 | mug | price: 2\nP-2 | cup | price: 3", None)[1] == [
+        ("", "P-2"),
+        ("", "cup"),
+        ("price", "3"),
+    ]
+    assert result_records("From: a@b.c\nSubject: hi", {"result": "From: a@b.c\nSubject: hi"}) == [
+        [("From", "a@b.c"), ("Subject", "hi")]
+    ]
     writer = ArgumentWriter(random.Random(0))
     seen = [SeenValue(value="orders", field="name", call=3)]
     sql = {"type": "string", "description": "SELECT SQL query to execute"}
     assert writer.value("query", sql, seen) == ("SELECT * FROM orders LIMIT 5", "result:3", 3)
-    time_of_day, source, _ = writer.value("time", {"type": "string", "description": "Time to convert in 24-hour format (HH:MM)"}, [])
+    time_of_day, source, _ = writer.value(
+        "time", {"type": "string", "description": "Time to convert in 24-hour format (HH:MM)"}, []
+    )
     assert source == "schema" and len(time_of_day) == 5 and time_of_day[2] == ":"
 
 
@@ -72,11 +83,29 @@ def test_a_file_servers_paths_come_from_its_results_and_its_files_ground_tasks()
     assert many == ["README.md"] and source == "result:1"
 
     text = "README.md:\n# Project\nOwner: Dana Reyes\n"
-    read = ExploredCall(index=0, session=0, tool="read_multiple_files", arguments={"paths": ["README.md"]}, text=text,
-                        structured={"content": text})
-    media = ExploredCall(index=1, session=0, tool="read_media_file", arguments={"path": "README.md"}, text="[text/plain, 43 B]",
-                         structured={"blob": "IyBQcm9qZWN0Ck93bmVyOiBEYW5hIFJleWVzClZlcnNpb246IDIuNC4xCg==", "mimeType": "text/plain"})
-    search = ExploredCall(index=2, session=0, tool="search_files", arguments={"path": "/srv/docs", "pattern": "budget"}, text="No matches found")
+    read = ExploredCall(
+        index=0,
+        session=0,
+        tool="read_multiple_files",
+        arguments={"paths": ["README.md"]},
+        text=text,
+        structured={"content": text},
+    )
+    media = ExploredCall(
+        index=1,
+        session=0,
+        tool="read_media_file",
+        arguments={"path": "README.md"},
+        text="[text/plain, 43 B]",
+        structured={"blob": "IyBQcm9qZWN0Ck93bmVyOiBEYW5hIFJleWVzClZlcnNpb246IDIuNC4xCg==", "mimeType": "text/plain"},
+    )
+    search = ExploredCall(
+        index=2,
+        session=0,
+        tool="search_files",
+        arguments={"path": "/srv/docs", "pattern": "budget"},
+        text="No matches found",
+    )
     tasks = [t for seed in range(6) for t in candidates(Exploration(calls=[read, media, search]), {}, seed=seed)]
     asked = {(t.task, t.answer) for t in tasks}
     assert ("What is the owner of the file with paths README.md?", "Dana Reyes") in asked
@@ -93,14 +122,23 @@ def test_which_tools_may_write():
     assert not may_write({"name": "frobnicate", "description": "Get the frobnication level."})
     assert names_a_file(["python", "server.py", "--db", "shop.db"]) == "shop.db"
     assert names_a_file(["npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"]) == "/tmp"
-    assert names_a_file(["python", "-m", "mcprl.servers.inventory"]) is None and names_a_file(["python", str(SHOP)]) is None
+    assert (
+        names_a_file(["python", "-m", "mcprl.servers.inventory"]) is None
+        and names_a_file(["python", str(SHOP)]) is None
+    )
 
 
 def test_which_result_texts_report_an_error():
     from mcprl.tools.convert import reports_error
 
-    for text in ("Error: Database error", "ValueError: boom", "Database error: near \"2026\": syntax error",
-                 "notes.txt: Error - ENOENT: no such file or directory", "/srv/a: Error - EISDIR: illegal operation", '{"error": "not found"}'):
+    for text in (
+        "Error: Database error",
+        "ValueError: boom",
+        'Database error: near "2026": syntax error',
+        "notes.txt: Error - ENOENT: no such file or directory",
+        "/srv/a: Error - EISDIR: illegal operation",
+        '{"error": "not found"}',
+    ):
         assert reports_error(text), text
     for text in ("a.txt:\nhello\n---\nb.txt: Error - ENOENT", "status: error", "found: 0 errors", "price: 12"):
         assert not reports_error(text), text
@@ -136,8 +174,16 @@ async def test_grounded_tasks_on_a_stdio_server_are_checked_by_value_and_replaye
     assert not any("run_query" in t.tools for t in tasks)
     for t in tasks:
         # a question's answer is a sentence around the value, not a pasted result; a write's, the state it reads back
-        on = {"max_words": len(str(t.answer).split()) + ANSWER_WORDS} if t.read_back is None else {"on": "read_back", "max_other_numbers": None}
-        assert t.check == {"kind": "holds", **on} and t.metadata["reference"] and t.difficulty == len(t.metadata["reference"])
+        on = (
+            {"max_words": len(str(t.answer).split()) + ANSWER_WORDS}
+            if t.read_back is None
+            else {"on": "read_back", "max_other_numbers": None}
+        )
+        assert (
+            t.check == {"kind": "holds", **on}
+            and t.metadata["reference"]
+            and t.difficulty == len(t.metadata["reference"])
+        )
     # the clock's tasks do not reproduce on replay, so none is kept
     assert not any(t.tools == ["now"] for t in tasks)
     assert report.dropped.get("answer not reproduced", 0) >= 1
@@ -170,7 +216,10 @@ async def test_a_write_is_a_task_checked_by_reading_back_the_rollouts_own_sessio
     product = task.metadata["reference"][-1]["arguments"]["product_id"]
     judge = VerifyJudge()
     async with ToolPool(shop()) as pool:
-        with scripted_endpoint(tiny_model_dir, [call("add_to_cart", product_id=product), "Added.", "Done."]) as (model, _):
+        with scripted_endpoint(tiny_model_dir, [call("add_to_cart", product_id=product), "Added.", "Done."]) as (
+            model,
+            _,
+        ):
             did, didnt = await rollout(model, task, pool), await rollout(model, task, pool)
     assert did.metadata["read_back"] == "1" and didnt.metadata["read_back"] == "0"  # each its own fresh session
     group = await judge.score_group(TrajectoryGroup(scenario=task, trajectories=[did, didnt]))
@@ -179,8 +228,11 @@ async def test_a_write_is_a_task_checked_by_reading_back_the_rollouts_own_sessio
 
 async def test_a_shared_server_is_never_sent_a_tool_that_may_write():
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, str(SHOP), "--transport", "http", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, str(SHOP), "--transport", "http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         _wait_listening(proc, port)
         spec = ServerSpec.parse(f"http://127.0.0.1:{port}/mcp")
@@ -213,13 +265,21 @@ async def test_grounded_tasks_on_the_shipped_servers():
         exploration = await explore(pool, ExploreConfig(calls=18), seed=0, say=lambda _: None)
         calculator, report = await ground(pool, 6, exploration, seed=0, max_calls=1, say=lambda _: None)
     assert len(calculator) == 6 and all(isinstance(t.answer, (int, float)) for t in calculator)
-    assert any(re.fullmatch(r"(What is |Compute |Work out )?[-+*/() .\d]+( = )?[?.]", t.task) for t in calculator)  # "What is 8.5 * 19?"
+    assert any(
+        re.fullmatch(r"(What is |Compute |Work out )?[-+*/() .\d]+( = )?[?.]", t.task) for t in calculator
+    )  # "What is 8.5 * 19?"
     assert len(report.covered) >= 3  # spread over the tools
     # chains the exploration made, but longer than an episode of 2 turns allows (a call, then the answer)
     assert all(t.difficulty == 1 for t in calculator) and report.dropped["more calls than an episode's 1"] >= 1
     async with ToolPool(calc) as pool:  # the same seed grounds the same tasks, ids and all
-        again, _ = await ground(pool, 6, await explore(pool, ExploreConfig(calls=18), seed=0, say=lambda _: None),
-                                seed=0, max_calls=1, say=lambda _: None)
+        again, _ = await ground(
+            pool,
+            6,
+            await explore(pool, ExploreConfig(calls=18), seed=0, say=lambda _: None),
+            seed=0,
+            max_calls=1,
+            say=lambda _: None,
+        )
     assert [(t.id, t.task) for t in again] == [(t.id, t.task) for t in calculator]
 
 
@@ -229,10 +289,22 @@ def test_a_task_that_states_a_value_needs_no_call_that_found_it():
     from mcprl.scenarios.explore import Exploration, ExploredCall
     from mcprl.scenarios.grounded import candidates
 
-    listing = ExploredCall(index=0, session=0, tool="list_items", arguments={},
-                           text="SKU-3000 | mini hook | 167.07\nSKU-4000 | steel level | 53.63")
-    item = ExploredCall(index=1, session=0, tool="get_item", arguments={"sku": "SKU-3000"}, sources={"sku": "result:0"}, parents=[0],
-                        text='{"sku": "SKU-3000", "name": "mini hook", "price": 167.07, "stock": 40}')
+    listing = ExploredCall(
+        index=0,
+        session=0,
+        tool="list_items",
+        arguments={},
+        text="SKU-3000 | mini hook | 167.07\nSKU-4000 | steel level | 53.63",
+    )
+    item = ExploredCall(
+        index=1,
+        session=0,
+        tool="get_item",
+        arguments={"sku": "SKU-3000"},
+        sources={"sku": "result:0"},
+        parents=[0],
+        text='{"sku": "SKU-3000", "name": "mini hook", "price": 167.07, "stock": 40}',
+    )
     found = {}
     for seed in range(8):  # both wordings: by the sku the call took, by the record's name
         for t in candidates(Exploration(calls=[listing, item]), {}, seed=seed):
@@ -242,10 +314,21 @@ def test_a_task_that_states_a_value_needs_no_call_that_found_it():
     # a write the chain made stays: it made the state the read reads
     from mcprl.scenarios.grounded import _needed
 
-    write = ExploredCall(index=2, session=0, tool="update_stock", arguments={"sku": "SKU-3000", "change": 7}, writes=True,
-                         sources={"sku": "result:0"}, parents=[0], text="SKU-3000 (mini hook): stock 40 -> 47")
+    write = ExploredCall(
+        index=2,
+        session=0,
+        tool="update_stock",
+        arguments={"sku": "SKU-3000", "change": 7},
+        writes=True,
+        sources={"sku": "result:0"},
+        parents=[0],
+        text="SKU-3000 (mini hook): stock 40 -> 47",
+    )
     read = item.model_copy(update={"index": 3})
-    assert [c.tool for c in _needed("What is the stock of the item with sku SKU-3000?", [listing, write, read])] == ["update_stock", "get_item"]
+    assert [c.tool for c in _needed("What is the stock of the item with sku SKU-3000?", [listing, write, read])] == [
+        "update_stock",
+        "get_item",
+    ]
 
 
 def test_no_task_is_answered_by_our_rendering_or_by_its_own_wording():
@@ -256,11 +339,23 @@ def test_no_task_is_answered_by_our_rendering_or_by_its_own_wording():
     from mcprl.scenarios.explore import Exploration, ExploredCall
     from mcprl.scenarios.grounded import candidates
 
-    image = ExploredCall(index=0, session=0, tool="get-tiny-image", arguments={},
-                         text="Here's the image you requested:\n[image/png, 4 KB]\nThe image above is the MCP logo.")
-    total = ExploredCall(index=1, session=0, tool="get-sum", arguments={"a": 10, "b": 20}, text="The sum of 10 and 20 is 30.")
-    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=[image, total]), {"get-sum": "Returns the sum of two numbers."},
-                                                        seed=seed)]
+    image = ExploredCall(
+        index=0,
+        session=0,
+        tool="get-tiny-image",
+        arguments={},
+        text="Here's the image you requested:\n[image/png, 4 KB]\nThe image above is the MCP logo.",
+    )
+    total = ExploredCall(
+        index=1, session=0, tool="get-sum", arguments={"a": 10, "b": 20}, text="The sum of 10 and 20 is 30."
+    )
+    tasks = [
+        t
+        for seed in range(8)
+        for t in candidates(
+            Exploration(calls=[image, total]), {"get-sum": "Returns the sum of two numbers."}, seed=seed
+        )
+    ]
     assert not [t for t in tasks if t.metadata["reference"][-1]["tool"] == "get-tiny-image"]
     assert tasks and all(t.answer == 30 and not holds_answer(t.task, 30) for t in tasks), [t.task for t in tasks]
 
@@ -273,12 +368,20 @@ def test_a_listing_cut_by_max_result_chars_grounds_each_field_in_its_own_record(
     from mcprl.scenarios.grounded import candidates
     from mcprl.tools.convert import _BoundedText
 
-    rows = [f"SKU-{1000 + i} | item {chr(97 + i)}{chr(97 + i)}x | tools | stock: {10 + i} | price: ${i}.50" for i in range(12)]
+    rows = [
+        f"SKU-{1000 + i} | item {chr(97 + i)}{chr(97 + i)}x | tools | stock: {10 + i} | price: ${i}.50"
+        for i in range(12)
+    ]
     bounded = _BoundedText(300)
     bounded.add("\n".join(rows))
     listing = ExploredCall(index=0, session=0, tool="list_items", arguments={}, text=bounded.text())
     assert listing.text.endswith("more characters]")
-    fields = [t for seed in range(6) for t in candidates(Exploration(calls=[listing]), {}, seed=seed) if t.metadata["kind"] == "field"]
+    fields = [
+        t
+        for seed in range(6)
+        for t in candidates(Exploration(calls=[listing]), {}, seed=seed)
+        if t.metadata["kind"] == "field"
+    ]
     assert fields
     for t in fields:
         name = t.metadata["given"][0]
@@ -295,21 +398,29 @@ def test_prose_states_labelled_values_and_a_listing_may_end_with_a_note():
     from mcprl.scenarios.grounded import candidates
     from mcprl.scenarios.results import result_records, sentence_fields
 
-    assert sentence_fields("Confirmation code: ZOE67V. Flight SW 764 to Porto is booked. Check in 24 hours before.") == [
-        ("Confirmation code", "ZOE67V")]
+    assert sentence_fields(
+        "Confirmation code: ZOE67V. Flight SW 764 to Porto is booked. Check in 24 hours before."
+    ) == [("Confirmation code", "ZOE67V")]
     assert sentence_fields("Dear Alex, thank you. Your reservation number is 4F2A9C01. We look forward to it.") == [
-        ("reservation number", "4F2A9C01")]
+        ("reservation number", "4F2A9C01")
+    ]
     assert sentence_fields("The Wi-Fi password at Lake Cabin is k3j2h1x9. Enjoy!") == [("Wi-Fi password", "k3j2h1x9")]
     assert sentence_fields("Good news: your order is on its way. Please keep noise down after 10 PM.") == []
-    listing = ("msg-0296 | 2024-12-18 | SkyWay <b@sky.example> | Your flight to Porto is confirmed | Confirmation code: ZOE67V. Flight ...\n"
-               "msg-0266 | 2024-11-14 | City Guides <h@cg.example> | 48 hours in Porto | Where to eat in Porto.\n"
-               "(2 of 11 matching emails shown)")
+    listing = (
+        "msg-0296 | 2024-12-18 | SkyWay <b@sky.example> | Your flight to Porto is confirmed | Confirmation code: ZOE67V. Flight ...\n"
+        "msg-0266 | 2024-11-14 | City Guides <h@cg.example> | 48 hours in Porto | Where to eat in Porto.\n"
+        "(2 of 11 matching emails shown)"
+    )
     assert len(result_records(listing, None)) == 2
-    calls = [ExploredCall(index=0, session=0, tool="search_emails", arguments={"query": "Porto"}, text=listing),
-             ExploredCall(index=1, session=0, tool="search_emails", arguments={"query": "Oslo"}, text="No emails match.")]
+    calls = [
+        ExploredCall(index=0, session=0, tool="search_emails", arguments={"query": "Porto"}, text=listing),
+        ExploredCall(index=1, session=0, tool="search_emails", arguments={"query": "Oslo"}, text="No emails match."),
+    ]
     tasks = {t.task: t.answer for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
-    assert tasks == {"Find the email about Porto and tell me its confirmation code.": "ZOE67V",  # what the search was about
-                     'What is the confirmation code of the email "Your flight to Porto is confirmed"?': "ZOE67V"}
+    assert tasks == {
+        "Find the email about Porto and tell me its confirmation code.": "ZOE67V",  # what the search was about
+        'What is the confirmation code of the email "Your flight to Porto is confirmed"?': "ZOE67V",
+    }
 
 
 async def test_a_search_with_optional_filters_is_explored_past_its_first_page():
@@ -320,7 +431,10 @@ async def test_a_search_with_optional_filters_is_explored_past_its_first_page():
     searches = [c for c in exploration.calls if c.tool == "search_emails"]
     assert len({repr(c.arguments) for c in searches}) > len(searches) / 2  # not the same listing again and again
     assert any(c.sources.get("query", "").startswith("result:") for c in searches)
-    assert any(re.match(r"What is the (confirmation code|amount due|reservation number|tracking number)", t.task) for t in tasks)
+    assert any(
+        re.match(r"What is the (confirmation code|amount due|reservation number|tracking number)", t.task)
+        for t in tasks
+    )
     assert not any("user@example.com" in str(c.arguments.get("query")) for c in searches)
 
 
@@ -329,8 +443,14 @@ def test_a_description_that_states_an_expression_words_the_task_as_that_expressi
 
     assert formula("Multiply two numbers and return a * b.", "multiply", {"a": 18.5, "b": 10}) == "18.5 * 10"
     # the previous call's expression in brackets where its result is fed on
-    assert formula("Subtract b from a and return a - b.", "subtract", {"a": 184, "b": 6}, frozenset({"a"}), "18.5 * 10") == "(18.5 * 10) - 6"
-    assert formula("Raise base to the power exponent and return base ** exponent.", "power", {"base": 2, "exponent": -1.5}) == "2 ** -1.5"
+    assert (
+        formula("Subtract b from a and return a - b.", "subtract", {"a": 184, "b": 6}, frozenset({"a"}), "18.5 * 10")
+        == "(18.5 * 10) - 6"
+    )
+    assert (
+        formula("Raise base to the power exponent and return base ** exponent.", "power", {"base": 2, "exponent": -1.5})
+        == "2 ** -1.5"
+    )
     # none where the description states no expression, or one without every argument
     assert formula("Convert an amount from one unit to another.", "convert", {"value": 3, "to_unit": "km"}) is None
     assert formula("Divide a by b and return a / b.", "divide", {"a": 2, "c": 1}) is None
@@ -342,8 +462,18 @@ async def test_a_server_with_nothing_to_ground_stops_with_the_fix(tmp_path):
     spec = ServerSpec.parse(f"{sys.executable} {SHOP}", allow=["run_query"])
     async with ToolPool(spec) as pool:
         with pytest.raises(UserError, match="every call it answered was an error.*--scenarios FILE"):
-            await run_scenarios(ScenarioConfig(n=8), tmp_path, seed=0, resume=False, pool=pool, generate=None,
-                                model="local", api_base=None, explore=ExploreConfig(calls=6), say=lambda _: None)
+            await run_scenarios(
+                ScenarioConfig(n=8),
+                tmp_path,
+                seed=0,
+                resume=False,
+                pool=pool,
+                generate=None,
+                model="local",
+                api_base=None,
+                explore=ExploreConfig(calls=6),
+                say=lambda _: None,
+            )
     assert (tmp_path / "exploration.jsonl").exists()
 
 
@@ -365,11 +495,26 @@ async def test_the_generator_writes_arguments_where_only_the_schema_gave_values(
     async with ToolPool(weather) as pool:
         # sampled from the schema, the city is a word of the description: no forecast, nothing to ground
         with pytest.raises(UserError, match="nothing it answered could be grounded"):
-            await grounded(pool, 4, ExploreConfig(calls=6, generated=0, phrase=False), *files, seed=0,
-                           model="openai/fake", say=lambda _: None)
+            await grounded(
+                pool,
+                4,
+                ExploreConfig(calls=6, generated=0, phrase=False),
+                *files,
+                seed=0,
+                model="openai/fake",
+                say=lambda _: None,
+            )
         with FakeLLM(handler=reply) as llm:
-            tasks = await grounded(pool, 4, ExploreConfig(calls=6, generated=4, phrase=False), *files, seed=0,
-                                   model="openai/fake", api_base=llm.base_url, say=lambda _: None)
+            tasks = await grounded(
+                pool,
+                4,
+                ExploreConfig(calls=6, generated=4, phrase=False),
+                *files,
+                seed=0,
+                model="openai/fake",
+                api_base=llm.base_url,
+                say=lambda _: None,
+            )
     assert len(llm.requests) == 4  # the bound: the two calls after it sampled
     answers = {t.metadata["reference"][0]["arguments"]["city"]: t.answer for t in tasks}
     assert answers == {"Oslo": -3, "Cairo": 31, "Lima": 19}  # "no forecast for Atlantis" grounds nothing
@@ -380,10 +525,30 @@ async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_refer
     from mcprl.scenarios.source import ScenarioConfig, run_scenarios
 
     async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
-        train, val = await run_scenarios(ScenarioConfig(n=8), tmp_path, seed=0, resume=False, pool=pool, generate=None,
-                                         model="local", api_base=None, explore=ExploreConfig(calls=16), say=lambda _: None)
-        demo, kept = await settle(train, pool, enabled=True, example=None, example_file=None, shipped=None,
-                                  model="local", api_base=None, seed=0, say=lambda _: None)
+        train, val = await run_scenarios(
+            ScenarioConfig(n=8),
+            tmp_path,
+            seed=0,
+            resume=False,
+            pool=pool,
+            generate=None,
+            model="local",
+            api_base=None,
+            explore=ExploreConfig(calls=16),
+            say=lambda _: None,
+        )
+        demo, kept = await settle(
+            train,
+            pool,
+            enabled=True,
+            example=None,
+            example_file=None,
+            shipped=None,
+            model="local",
+            api_base=None,
+            seed=0,
+            say=lambda _: None,
+        )
     assert all(s.metadata["source"] == "grounded" for s in train + val)
     assert (tmp_path / "grounding.json").exists() and (tmp_path / "exploration.jsonl").exists()
     assert demo.source.startswith("grounded:") and len(kept) == len(train) - 1
@@ -403,9 +568,14 @@ async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_refer
     assert sorted(shown_tools) == sorted(first_tools) and len(first_tools) >= 2
     assert len(kept) == len(train) - len(first_tools) and per.source.count(",") == len(first_tools) - 1
     config = RolloutConfig(examples=per.examples)
-    seen = {initial_messages(s, [{"type": "function", "function": {"name": "x"}}], config)[1]["content"] for s in train + val}
+    seen = {
+        initial_messages(s, [{"type": "function", "function": {"name": "x"}}], config)[1]["content"]
+        for s in train + val
+    }
     assert len(seen) >= 2  # scenarios see different tools' exchanges ...
-    assert initial_messages(val[0], [{}], config) == initial_messages(val[0].model_copy(), [{}], config)  # ... a scenario always the same
+    assert initial_messages(val[0], [{}], config) == initial_messages(
+        val[0].model_copy(), [{}], config
+    )  # ... a scenario always the same
 
 
 async def test_the_holds_check_reads_numbers_by_value_and_refuses_a_recital():
@@ -414,11 +584,19 @@ async def test_the_holds_check_reads_numbers_by_value_and_refuses_a_recital():
     def answered(text: str) -> Trajectory:
         return Trajectory(messages=[{"role": "assistant", "content": text}])
 
-    texts = ["The blue mug costs $12.50.", "It costs 13.", "P-101 | blue mug | price: 12.5 | stock: 4 | aisle 3, bin 9, row 2"]
-    group = await VerifyJudge().score_group(TrajectoryGroup(trajectories=[answered(t) for t in texts], scenario=scenario))
+    texts = [
+        "The blue mug costs $12.50.",
+        "It costs 13.",
+        "P-101 | blue mug | price: 12.5 | stock: 4 | aisle 3, bin 9, row 2",
+    ]
+    group = await VerifyJudge().score_group(
+        TrajectoryGroup(trajectories=[answered(t) for t in texts], scenario=scenario)
+    )
     assert [t.reward for t in group.trajectories] == [1.0, 0.0, 0.0]
     names = Scenario(task="Name a unit of mass.", answer=["kg", "lb"], check={"kind": "holds", "any_of": True})
-    group = await VerifyJudge().score_group(TrajectoryGroup(trajectories=[answered("lb"), answered("metre")], scenario=names))
+    group = await VerifyJudge().score_group(
+        TrajectoryGroup(trajectories=[answered("lb"), answered("metre")], scenario=names)
+    )
     assert [t.reward for t in group.trajectories] == [1.0, 0.0]
     # a grounded text field: a pasted result holds it too, with few numbers (what a run's policy learnt to do)
     from mcprl.scenarios.explore import Exploration, ExploredCall
@@ -426,11 +604,20 @@ async def test_the_holds_check_reads_numbers_by_value_and_refuses_a_recital():
 
     text = "From: Aisha Bello <aisha.bello@work.example>\nTo: Alex Morgan <alex.morgan@example.com>\nSubject: Lunch on Tuesday?"
     call = ExploredCall(index=0, session=0, tool="read_email", arguments={"email_id": "msg-0143"}, text=text)
-    sender = next(t for seed in range(8) for t in candidates(Exploration(calls=[call]), {}, seed=seed) if t.answer.startswith("Aisha"))
-    replies = ["The sender is Aisha Bello <aisha.bello@work.example>.", f"<tool_response>\n{text} Hi Alex, are you free for lunch?"]
-    group = await VerifyJudge().score_group(TrajectoryGroup(trajectories=[answered(r) for r in replies], scenario=sender))
+    sender = next(
+        t
+        for seed in range(8)
+        for t in candidates(Exploration(calls=[call]), {}, seed=seed)
+        if t.answer.startswith("Aisha")
+    )
+    replies = [
+        "The sender is Aisha Bello <aisha.bello@work.example>.",
+        f"<tool_response>\n{text} Hi Alex, are you free for lunch?",
+    ]
+    group = await VerifyJudge().score_group(
+        TrajectoryGroup(trajectories=[answered(r) for r in replies], scenario=sender)
+    )
     assert [t.reward for t in group.trajectories] == [1.0, 0.0]
-
 
 
 async def test_a_generator_rephrases_a_task_only_where_the_rewrite_keeps_it():
@@ -443,20 +630,29 @@ async def test_a_generator_rephrases_a_task_only_where_the_rewrite_keeps_it():
     assert keeps(template, 53.63, "How much does the steel level cost?")
     assert not keeps(template, 53.63, "How much does a level cost?")  # the item is gone
     assert not keeps(template, 53.63, "Is the steel level 53.63?")  # the answer is given away
-    assert not keeps("List the categories. What is the result?", "tools", "What are the categories?")  # nothing to check
+    assert not keeps(
+        "List the categories. What is the result?", "tools", "What are the categories?"
+    )  # nothing to check
     # a name the task states bare is kept as a quoted one is
     assert not keeps("What is the price of the steel level?", 53.63, "How much does a level cost?", ["steel level"])
 
-    rewrites = {template: "How much does the steel level cost?", "Add two numbers and return a + b (a 2, b 3). What is the result?": "What is two plus three?"}
+    rewrites = {
+        template: "How much does the steel level cost?",
+        "Add two numbers and return a + b (a 2, b 3). What is the result?": "What is two plus three?",
+    }
 
     def reply(request: dict) -> str:
         return json.dumps({"question": rewrites[request["messages"][-1]["content"]]})
 
-    tasks = [Scenario(task=t, answer=a, check={"kind": "holds"}) for t, a in ((template, 53.63), (list(rewrites)[1], 5))]
+    tasks = [
+        Scenario(task=t, answer=a, check={"kind": "holds"}) for t, a in ((template, 53.63), (list(rewrites)[1], 5))
+    ]
     with FakeLLM(handler=reply) as llm:
         assert await phrase(tasks, "openai/gen", api_base=llm.base_url, seed=0) == 1
     assert tasks[0].task == "How much does the steel level cost?" and tasks[0].metadata["template"] == template
-    assert tasks[1].task == list(rewrites)[1] and "template" not in tasks[1].metadata  # "two plus three" dropped 2 and 3
+    assert (
+        tasks[1].task == list(rewrites)[1] and "template" not in tasks[1].metadata
+    )  # "two plus three" dropped 2 and 3
 
 
 async def test_a_task_follows_its_most_focused_chain_and_exploring_draws_from_every_record():
@@ -475,16 +671,32 @@ async def test_a_task_follows_its_most_focused_chain_and_exploring_draws_from_ev
     looked_up = {c.arguments.get("sku") for c in exploration.calls if c.tool == "get_item" and not c.is_error}
     assert len(looked_up) >= 6, looked_up
     # a search takes words of a name (one item found), not a category's one word, which has the shape of its example ('drill')
-    searched = {c.arguments["query"] for c in exploration.calls if c.tool == "search_items" and not c.is_error
-                and len(result_records(c.text, None)) == 1}
+    searched = {
+        c.arguments["query"]
+        for c in exploration.calls
+        if c.tool == "search_items" and not c.is_error and len(result_records(c.text, None)) == 1
+    }
     assert len(searched) >= 2, searched
 
-    listing = ExploredCall(index=0, session=0, tool="list_items", arguments={},
-                           text="\n".join(f"SKU-{3000 + i} | item {chr(97 + i) * 3} | stock: {40 + i} | price: ${i}.75" for i in range(8)))
-    item = ExploredCall(index=1, session=0, tool="get_item", arguments={"sku": "SKU-3002"}, sources={"sku": "result:0"}, parents=[0],
-                        text="SKU-3002 | item ccc | stock: 42 | price: $2.75 | location: aisle 3")
-    write = ExploredCall(index=2, session=0, tool="update_stock", arguments={"sku": "SKU-3002", "change": 5}, writes=True,
-                         text="47")
+    listing = ExploredCall(
+        index=0,
+        session=0,
+        tool="list_items",
+        arguments={},
+        text="\n".join(f"SKU-{3000 + i} | item {chr(97 + i) * 3} | stock: {40 + i} | price: ${i}.75" for i in range(8)),
+    )
+    item = ExploredCall(
+        index=1,
+        session=0,
+        tool="get_item",
+        arguments={"sku": "SKU-3002"},
+        sources={"sku": "result:0"},
+        parents=[0],
+        text="SKU-3002 | item ccc | stock: 42 | price: $2.75 | location: aisle 3",
+    )
+    write = ExploredCall(
+        index=2, session=0, tool="update_stock", arguments={"sku": "SKU-3002", "change": 5}, writes=True, text="47"
+    )
     found = [t for seed in range(8) for t in candidates(Exploration(calls=[listing, item, write]), {}, seed=seed)]
     asked = [t for t in found if t.metadata.get("given") == ["item ccc"] and t.metadata["field"] == "stock"]
     assert {t.metadata["reference"][-1]["tool"] for t in asked} == {"list_items", "get_item"}

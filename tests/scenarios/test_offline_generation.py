@@ -16,8 +16,15 @@ pytestmark = pytest.mark.integration
 
 
 def run(args: list[str], home, timeout: int = 1500) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MCPRL_HOME": str(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True", "TOKENIZERS_PARALLELISM": "false"}
-    return subprocess.run([sys.executable, "-m", "mcprl.cli", *args], capture_output=True, text=True, env=env, timeout=timeout)
+    env = {
+        **os.environ,
+        "MCPRL_HOME": str(home),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "mcprl.cli", *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
 
 
 @pytest.fixture
@@ -28,12 +35,29 @@ def model_home(smollm2_dir):
 
 def test_scenarios_n8_gives_at_least_6_valid_distinct(model_home, tmp_path):
     out = tmp_path / "calc.jsonl"
-    r = run(["scenarios", "--source", "synthesized", "--server", "python -m mcprl.servers.calculator", "-n", "8", "-o", str(out)], model_home)
+    r = run(
+        [
+            "scenarios",
+            "--source",
+            "synthesized",
+            "--server",
+            "python -m mcprl.servers.calculator",
+            "-n",
+            "8",
+            "-o",
+            str(out),
+        ],
+        model_home,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stderr.count("generator call ") >= 2  # a line per call
     scenarios = load_jsonl(out, Scenario)
     deduper = Deduper()
-    valid = [s for s in scenarios if len(s.task) >= 12 and 1 <= s.difficulty <= 5 and s.tools and deduper.duplicate_of(s.task) is None]
+    valid = [
+        s
+        for s in scenarios
+        if len(s.task) >= 12 and 1 <= s.difficulty <= 5 and s.tools and deduper.duplicate_of(s.task) is None
+    ]
     assert len(valid) >= 6, [s.task for s in scenarios]
     assert {t for s in valid for t in s.tools} <= {"add", "subtract", "multiply", "divide", "power"}
 
@@ -42,8 +66,27 @@ def test_autorl_one_step_finishes_offline(model_home, tmp_path):
     home = tmp_path / "home"
     (home / "models").mkdir(parents=True)
     (home / "models" / "smollm2-135m").symlink_to(model_home / "models" / "smollm2-135m")
-    r = run(["autorl", "Answer a question about geography in one sentence", "--steps", "1", "-n", "4", "--group-size", "2",
-             "--groups-per-step", "1", "--max-turns", "1", "--max-tokens", "48", "--name", "geo"], home)
+    r = run(
+        [
+            "autorl",
+            "Answer a question about geography in one sentence",
+            "--steps",
+            "1",
+            "-n",
+            "4",
+            "--group-size",
+            "2",
+            "--groups-per-step",
+            "1",
+            "--max-turns",
+            "1",
+            "--max-tokens",
+            "48",
+            "--name",
+            "geo",
+        ],
+        home,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     d = home / "default" / "geo"
     assert len(load_jsonl(d / "autorl" / "inputs.jsonl", Scenario)) >= 4
@@ -65,7 +108,14 @@ def test_every_schema_we_send_compiles_strictly_on_our_endpoint(smollm2_dir):
 
     tok = AutoTokenizer.from_pretrained(smollm2_dir)
     grammars = Grammars(tok, {tok.eos_token_id}, len(tok))
-    for schema in (verdict_schema(["1", "2", "3"], in_order=True), drafts_schema(["add", "divide"], 1), SYSTEM_PROMPT_SCHEMA,
-                   RUBRIC_SCHEMA, inputs_schema(1)):
-        fmt = ResponseFormat.model_validate({"type": "json_schema", "json_schema": {"name": "r", "schema": schema, "strict": True}})
+    for schema in (
+        verdict_schema(["1", "2", "3"], in_order=True),
+        drafts_schema(["add", "divide"], 1),
+        SYSTEM_PROMPT_SCHEMA,
+        RUBRIC_SCHEMA,
+        inputs_schema(1),
+    ):
+        fmt = ResponseFormat.model_validate(
+            {"type": "json_schema", "json_schema": {"name": "r", "schema": schema, "strict": True}}
+        )
         assert not grammars.compile(fmt).matcher.is_error()

@@ -9,7 +9,12 @@ from tests.fake_llm import FakeLLM, message_text
 from tests.cli_runner import run_cli
 from mcprl.types import Scenario, load_jsonl
 
-TOOLS = [{"type": "function", "function": {"name": "lookup_order", "description": "find an order by id", "parameters": {"type": "object"}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "lookup_order", "description": "find an order by id", "parameters": {"type": "object"}},
+    }
+]
 
 
 def numbered_tasks(request: dict) -> str:
@@ -17,7 +22,10 @@ def numbered_tasks(request: dict) -> str:
     user = message_text(request, "user")
     k = int(user.split("Write ")[1].split(" ")[0])
     start = 100 * len(user)
-    items = [{"task": f"Find order {start + i} and report its status.", "difficulty": 2, "tools": ["lookup_order"]} for i in range(k)]
+    items = [
+        {"task": f"Find order {start + i} and report its status.", "difficulty": 2, "tools": ["lookup_order"]}
+        for i in range(k)
+    ]
     return json.dumps({"scenarios": items})
 
 
@@ -36,7 +44,9 @@ def fake_tools(monkeypatch):
 
     async def discover(spec):
         seen.update(spec.model_dump())
-        return FakeToolset(tools=TOOLS if seen["target"] != "python -m empty_server" else [], resources=[{"uri": "orders://recent"}])
+        return FakeToolset(
+            tools=TOOLS if seen["target"] != "python -m empty_server" else [], resources=[{"uri": "orders://recent"}]
+        )
 
     module = types.ModuleType("mcprl.tools")
     module.discover = discover
@@ -44,13 +54,31 @@ def fake_tools(monkeypatch):
     return seen
 
 
-
 def test_scenarios_command_discovers_synthesizes_splits_and_writes(monkeypatch, capsys, tmp_path, fake_tools):
     out_file = tmp_path / "scenarios.jsonl"
     with FakeLLM(handler=numbered_tasks) as llm:
         code, out, err = run_cli(
-            monkeypatch, capsys, "scenarios", "--source", "synthesized", "--server", "python -m orders_server", "-n", "7", "--model", "openai/gen",
-            "--api-base", llm.base_url, "--env", "TOKEN=x", "--seed", "3", "--val-fraction", "0.3", "-o", str(out_file),
+            monkeypatch,
+            capsys,
+            "scenarios",
+            "--source",
+            "synthesized",
+            "--server",
+            "python -m orders_server",
+            "-n",
+            "7",
+            "--model",
+            "openai/gen",
+            "--api-base",
+            llm.base_url,
+            "--env",
+            "TOKEN=x",
+            "--seed",
+            "3",
+            "--val-fraction",
+            "0.3",
+            "-o",
+            str(out_file),
         )
     assert code == 0, err
     assert fake_tools["target"] == "python -m orders_server" and fake_tools["env"] == {"TOKEN": "x"}
@@ -65,36 +93,88 @@ def test_scenarios_command_discovers_synthesizes_splits_and_writes(monkeypatch, 
 
 
 def test_a_server_without_tools_is_a_user_error(monkeypatch, capsys, tmp_path, fake_tools):
-    code, _, err = run_cli(monkeypatch, capsys, "scenarios", "--source", "synthesized", "--server", "python -m empty_server", "-n", "3", "-o", str(tmp_path / "s.jsonl"))
+    code, _, err = run_cli(
+        monkeypatch,
+        capsys,
+        "scenarios",
+        "--source",
+        "synthesized",
+        "--server",
+        "python -m empty_server",
+        "-n",
+        "3",
+        "-o",
+        str(tmp_path / "s.jsonl"),
+    )
     assert code == 2 and "the server offers no tools" in err
 
 
 def test_a_generator_that_yields_nothing_is_a_user_error(monkeypatch, capsys, tmp_path, fake_tools):
     with FakeLLM(handler=lambda r: "Sorry, I can't help with that.") as llm:
         code, _, err = run_cli(
-            monkeypatch, capsys, "scenarios", "--source", "synthesized", "--server", "s", "-n", "3", "--model", "openai/gen",
-            "--api-base", llm.base_url, "-o", str(tmp_path / "s.jsonl"),
+            monkeypatch,
+            capsys,
+            "scenarios",
+            "--source",
+            "synthesized",
+            "--server",
+            "s",
+            "-n",
+            "3",
+            "--model",
+            "openai/gen",
+            "--api-base",
+            llm.base_url,
+            "-o",
+            str(tmp_path / "s.jsonl"),
         )
     *progress, last = err.strip().splitlines()
     assert code == 2 and len(progress) == 4 and all(line.startswith("generator call ") for line in progress)
-    assert last.startswith("error: openai/gen wrote 0 of the 3 scenarios asked for: 4 of 4 generator calls in a row added no "
-                          "new valid task (last problem: call 4: no complete JSON")
+    assert last.startswith(
+        "error: openai/gen wrote 0 of the 3 scenarios asked for: 4 of 4 generator calls in a row added no "
+        "new valid task (last problem: call 4: no complete JSON"
+    )
     assert "; use a stronger model (--model openai/gpt-4.1" in last
     assert len(llm.requests) == 4
     assert not (tmp_path / "s.jsonl").exists()
 
 
 def test_a_generator_that_stops_midway_keeps_what_it_made_and_names_the_fix(monkeypatch, capsys, tmp_path, fake_tools):
-    first = json.dumps({"scenarios": [{"task": f"Find order {i} and report its status.", "difficulty": 2, "tools": ["lookup_order"]}
-                                      for i in (1, 2, 3)]})
+    first = json.dumps(
+        {
+            "scenarios": [
+                {"task": f"Find order {i} and report its status.", "difficulty": 2, "tools": ["lookup_order"]}
+                for i in (1, 2, 3)
+            ]
+        }
+    )
     out_file = tmp_path / "s.jsonl"
     with FakeLLM([first] + ["I cannot."] * 4) as llm:
         code, _, err = run_cli(
-            monkeypatch, capsys, "scenarios", "--source", "synthesized", "--server", "s", "-n", "8", "--model", "openai/gen",
-            "--api-base", llm.base_url, "-o", str(out_file),
+            monkeypatch,
+            capsys,
+            "scenarios",
+            "--source",
+            "synthesized",
+            "--server",
+            "s",
+            "-n",
+            "8",
+            "--model",
+            "openai/gen",
+            "--api-base",
+            llm.base_url,
+            "-o",
+            str(out_file),
         )
     last = err.strip().splitlines()[-1]
     assert code == 2 and len(llm.requests) == 5
-    assert last.startswith(f"error: wrote 3 scenarios (2 train, 1 val) to {out_file}, then stopped: openai/gen wrote 3 of the 8")
-    assert "4 of 5 generator calls in a row added no new valid task" in last and "use a stronger model (--model " in last
-    assert [s.task for s in load_jsonl(out_file, Scenario)] == [f"Find order {i} and report its status." for i in (1, 2, 3)]
+    assert last.startswith(
+        f"error: wrote 3 scenarios (2 train, 1 val) to {out_file}, then stopped: openai/gen wrote 3 of the 8"
+    )
+    assert (
+        "4 of 5 generator calls in a row added no new valid task" in last and "use a stronger model (--model " in last
+    )
+    assert [s.task for s in load_jsonl(out_file, Scenario)] == [
+        f"Find order {i} and report its status." for i in (1, 2, 3)
+    ]

@@ -74,7 +74,10 @@ def test_a_run_holds_out_a_repeated_task_whole_and_once():
     for seed in range(5):
         train, val = split_for_run(scenarios, 0.25, None, seed)
         assert not {s.task for s in train} & {s.task for s in val}
-        assert len({s.task for s in val}) == len(val) and len(train) + sum(s.task == v.task for v in val for s in scenarios) == 40
+        assert (
+            len({s.task for s in val}) == len(val)
+            and len(train) + sum(s.task == v.task for v in val for s in scenarios) == 40
+        )
         assert len(val) >= 1 and len(train) >= 1
     with pytest.raises(UserError, match="distinct"):
         split_for_run([Scenario(id=f"s{i}", task="same") for i in range(5)], 0.25, None, 0)

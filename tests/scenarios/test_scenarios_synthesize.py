@@ -8,7 +8,10 @@ from mcprl.scenarios import synthesize
 from mcprl.scenarios.synthesize import target_difficulties
 
 TOOLS = [
-    {"type": "function", "function": {"name": name, "description": f"{name} two numbers", "parameters": {"type": "object"}}}
+    {
+        "type": "function",
+        "function": {"name": name, "description": f"{name} two numbers", "parameters": {"type": "object"}},
+    }
     for name in ("add", "multiply", "divide")
 ]
 
@@ -27,14 +30,18 @@ async def run(llm: FakeLLM, n: int, **kw):
 
 @pytest.mark.anyio
 async def test_prose_wrapped_json_with_duplicates_and_invalid_items():
-    reply = "Sure! Here are some tasks:\n```json\n" + batch(
-        item("Please work out what 17 plus 25 is.", 1),
-        item("Please work out what 17 plus 25 is, thanks!", 2),  # near-duplicate of the first
-        item("please work out what 17 PLUS 25 is", 3),  # exact duplicate once normalised
-        {"task": "Compute 3 times 9 then divide by 3.", "difficulty": 9, "tools": ["multiply"]},  # bad difficulty
-        {"difficulty": 2, "tools": ["add"]},  # no task
-        item("Multiply 12 by 4, then divide the result by 6.", "3", ["multiply", "divide", "frobnicate"]),
-    ) + "\n```\nLet me know if you need more."
+    reply = (
+        "Sure! Here are some tasks:\n```json\n"
+        + batch(
+            item("Please work out what 17 plus 25 is.", 1),
+            item("Please work out what 17 plus 25 is, thanks!", 2),  # near-duplicate of the first
+            item("please work out what 17 PLUS 25 is", 3),  # exact duplicate once normalised
+            {"task": "Compute 3 times 9 then divide by 3.", "difficulty": 9, "tools": ["multiply"]},  # bad difficulty
+            {"difficulty": 2, "tools": ["add"]},  # no task
+            item("Multiply 12 by 4, then divide the result by 6.", "3", ["multiply", "divide", "frobnicate"]),
+        )
+        + "\n```\nLet me know if you need more."
+    )
     with FakeLLM([reply]) as llm:
         result = await run(llm, 2)
     tasks = [s.task for s in result.scenarios]
@@ -42,7 +49,13 @@ async def test_prose_wrapped_json_with_duplicates_and_invalid_items():
     assert [s.difficulty for s in result.scenarios] == [1, 3]
     assert result.scenarios[1].tools == ["multiply", "divide"]
     report = result.report
-    assert (report.produced, report.shortfall, report.duplicates, report.invalid_items, report.unknown_tool_names) == (2, 0, 2, 2, 1)
+    assert (report.produced, report.shortfall, report.duplicates, report.invalid_items, report.unknown_tool_names) == (
+        2,
+        0,
+        2,
+        2,
+        1,
+    )
     assert report.tool_coverage == {"add": 1, "multiply": 1, "divide": 1}
     assert report.difficulty_histogram == {1: 1, 2: 0, 3: 1, 4: 0, 5: 0}
 
@@ -74,7 +87,13 @@ async def test_the_prompt_carries_tools_resources_prompts_hint_and_schema():
     with FakeLLM([batch(item("Add 1 and 2 please."))]) as llm:
         await run(llm, 1, resources=resources, prompts=prompts, task_hint="grocery arithmetic")
     system = message_text(llm.requests[0], "system")
-    for needle in ('"name": "divide"', "file:///prices.csv", "summarize a sheet", "Focus on: grocery arithmetic", '"difficulty":{"enum":['):
+    for needle in (
+        '"name": "divide"',
+        "file:///prices.csv",
+        "summarize a sheet",
+        "Focus on: grocery arithmetic",
+        '"difficulty":{"enum":[',
+    ):
         assert needle in system
 
 
@@ -87,7 +106,9 @@ async def test_provenance_and_stable_ids():
     meta = s.metadata
     assert meta["generator_model"] == "openai/gen" and meta["seed"] == 5
     assert meta["tools_hash"] == content_hash(TOOLS)
-    assert meta["prompt_hash"] == content_hash(message_text(llm.requests[0], "system").split("\n\nReply with only a JSON")[0])
+    assert meta["prompt_hash"] == content_hash(
+        message_text(llm.requests[0], "system").split("\n\nReply with only a JSON")[0]
+    )
     assert meta["created_at"].endswith("+00:00")
 
 
@@ -106,7 +127,9 @@ async def test_a_generator_that_runs_dry_gives_what_it_has_and_reports_the_short
 
 @pytest.mark.anyio
 async def test_http_errors_count_as_failed_calls_and_synthesis_goes_on():
-    with FakeLLM([Reply(status=500), batch(item("Add 3 and 4 for me."), item("Multiply 5 by 6.", 2, ["multiply"]))]) as llm:
+    with FakeLLM(
+        [Reply(status=500), batch(item("Add 3 and 4 for me."), item("Multiply 5 by 6.", 2, ["multiply"]))]
+    ) as llm:
         result = await run(llm, 2, num_retries=0)
     assert len(result.scenarios) == 2
     assert result.report.failed_calls == 1 and "InternalServerError" in result.report.problems[0]
@@ -164,7 +187,9 @@ async def test_the_schema_goes_as_response_format_with_the_tools_as_an_enum():
     item_schema = scenarios["items"]
     assert item_schema["properties"]["tools"]["items"] == {"enum": ["add", "multiply", "divide"]}
     asked = json.loads(message_text(llm.requests[0], "user").split("in order: ")[1].split(".")[0])
-    assert item_schema["properties"]["difficulty"] == {"enum": sorted(set(asked))}  # the grammar picks among those asked for
+    assert item_schema["properties"]["difficulty"] == {
+        "enum": sorted(set(asked))
+    }  # the grammar picks among those asked for
     assert item_schema["properties"]["task"]["maxLength"] > item_schema["properties"]["task"]["minLength"] >= 8
 
 
@@ -172,7 +197,11 @@ async def test_the_schema_goes_as_response_format_with_the_tools_as_an_enum():
 async def test_local_asks_one_task_per_call_each_for_other_tools_and_difficulties(local_is_fake):
     def one_task(request: dict) -> str:
         user = message_text(request, "user")
-        tool = user.split("need them: ")[1].split(".")[0] if "need them: " in user else user.split("these tools: ")[1].split(".")[0]
+        tool = (
+            user.split("need them: ")[1].split(".")[0]
+            if "need them: " in user
+            else user.split("these tools: ")[1].split(".")[0]
+        )
         difficulty = json.loads(user.split("in order: ")[1].split(".")[0])[0]
         return batch(item(f"Please use {tool} on {len(llm.requests)} and 7.", difficulty, [tool]))
 
@@ -200,6 +229,10 @@ async def test_a_generator_giving_nothing_usable_stops_after_max_attempts_with_t
     assert report.gave_up and len(llm.requests) == 5 and report.produced == 1
     message = report.failure("openai/gen", "--model")
     assert "\n" not in message
-    assert message.startswith("openai/gen wrote 1 of the 5 scenarios asked for: 4 of 5 generator calls in a row added no new valid task")
+    assert message.startswith(
+        "openai/gen wrote 1 of the 5 scenarios asked for: 4 of 5 generator calls in a row added no new valid task"
+    )
     assert "(last problem: call 5: no complete JSON" in message
-    assert message.endswith("use a stronger model (--model openai/gpt-4.1 with OPENAI_API_KEY set, or --model NAME --api-base URL of a vLLM server)")
+    assert message.endswith(
+        "use a stronger model (--model openai/gpt-4.1 with OPENAI_API_KEY set, or --model NAME --api-base URL of a vLLM server)"
+    )

@@ -30,7 +30,9 @@ LONG = 1500  # tokens: ~20 s of sampling for one row of the tiny model on a shar
 def engine(tiny_model_dir):
     from mcprl.model import weights
 
-    return Engine(str(tiny_model_dir), model=weights.load_model(str(tiny_model_dir), dtype="float32"), served_name="tiny")
+    return Engine(
+        str(tiny_model_dir), model=weights.load_model(str(tiny_model_dir), dtype="float32"), served_name="tiny"
+    )
 
 
 @pytest.fixture
@@ -93,8 +95,10 @@ def assert_refused(r: httpx.Response, limit: str) -> None:
 
 
 def conversation(n_messages: int) -> list[dict]:
-    turns = [{"role": "user", "content": f"question {i}"} if i % 2 == 0 else {"role": "assistant", "content": f"answer {i}"}
-             for i in range(n_messages - 1)]
+    turns = [
+        {"role": "user", "content": f"question {i}"} if i % 2 == 0 else {"role": "assistant", "content": f"answer {i}"}
+        for i in range(n_messages - 1)
+    ]
     return [*turns, {"role": "user", "content": "and now?"}]
 
 
@@ -155,7 +159,9 @@ def test_a_big_body_is_refused_before_it_is_parsed(server):
             for i in range(0, len(junk), 2**20):
                 yield junk[i : i + 2**20]
 
-        assert_refused(httpx.post(f"{server.base_url}/chat/completions", content=chunks(), timeout=30), "max_body_bytes")
+        assert_refused(
+            httpx.post(f"{server.base_url}/chat/completions", content=chunks(), timeout=30), "max_body_bytes"
+        )
     assert max(latencies) < HEALTH_S
 
 
@@ -169,7 +175,9 @@ def test_the_memory_a_refused_request_took_is_given_back(server):
         release()
         return int(next(line for line in open("/proc/self/status") if line.startswith("VmRSS:")).split()[1]) / 1024
 
-    post(server, {"model": "tiny", "messages": [{"role": "user", "content": "w " * 2 * 2**20}]})  # first-time buffers and threads
+    post(
+        server, {"model": "tiny", "messages": [{"role": "user", "content": "w " * 2 * 2**20}]}
+    )  # first-time buffers and threads
     before = rss_mb()
     for _ in range(3):
         r = post(server, {"model": "tiny", "messages": [{"role": "user", "content": "w " * 2 * 2**20}]})
@@ -207,18 +215,28 @@ def test_hostile_schemas_are_refused_before_compiling_and_the_next_request_is_se
     """A schema nested 300 levels was a 500; six 2 MB nested anyOf schemas each waited out the
     10 s timeout, then kept a core busy for a minute (the next request took 104 s)."""
     deep = post(server, {"model": "tiny", "messages": MSGS, "response_format": json_schema_format(nested(300))})
-    assert deep.status_code == 400 and "recursion limit" in deep.json()["error"]["message"], deep.text  # the JSON parser's own bound
-    assert_refused(post(server, {"model": "tiny", "messages": MSGS, "response_format": json_schema_format(nested(40))}), "max_schema_depth")
+    assert deep.status_code == 400 and "recursion limit" in deep.json()["error"]["message"], (
+        deep.text
+    )  # the JSON parser's own bound
+    assert_refused(
+        post(server, {"model": "tiny", "messages": MSGS, "response_format": json_schema_format(nested(40))}),
+        "max_schema_depth",
+    )
     # 280 KB: ~4 s of schema checks alone. Encoded once: the test's own JSON encoding would hold
     # this process's GIL, which the in-process server shares.
-    big = json.dumps({"model": "tiny", "messages": MSGS, "response_format": json_schema_format(nested_any_of(6, 3))}).encode()
+    big = json.dumps(
+        {"model": "tiny", "messages": MSGS, "response_format": json_schema_format(nested_any_of(6, 3))}
+    ).encode()
     with health_watch(server) as latencies:
         start = time.monotonic()
 
         async def six():
             async with httpx.AsyncClient(timeout=60) as c:
+
                 async def one():
-                    r = await c.post(f"{server.base_url}/chat/completions", content=big, headers={"content-type": "application/json"})
+                    r = await c.post(
+                        f"{server.base_url}/chat/completions", content=big, headers={"content-type": "application/json"}
+                    )
                     assert_refused(r, "max_schema_bytes")
 
                 async with anyio.create_task_group() as tg:
@@ -232,7 +250,9 @@ def test_hostile_schemas_are_refused_before_compiling_and_the_next_request_is_se
 
 
 def test_a_schema_within_the_limits_still_compiles(server):
-    r = post(server, {"model": "tiny", "messages": MSGS, "max_tokens": 4, "response_format": json_schema_format(nested(20))})
+    r = post(
+        server, {"model": "tiny", "messages": MSGS, "max_tokens": 4, "response_format": json_schema_format(nested(20))}
+    )
     assert r.status_code == 200, r.text
 
 
@@ -358,7 +378,16 @@ def test_mcprl_serve_takes_its_key_from_the_environment_and_stops_on_sigterm(tin
 
     port = _free_port()
     env = {**os.environ, "MCPRL_API_KEY": "from-env", "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-c", "from mcprl.cli.main import main; main()", "serve", "--model", str(tiny_model_dir), "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from mcprl.cli.main import main; main()",
+        "serve",
+        "--model",
+        str(tiny_model_dir),
+        "--port",
+        str(port),
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _wait_listening(proc, port, timeout=60)
@@ -370,7 +399,9 @@ def test_mcprl_serve_takes_its_key_from_the_environment_and_stops_on_sigterm(tin
 
         def long_request():
             try:
-                httpx.post(url, json={**body, "max_tokens": LONG}, headers={"Authorization": "Bearer from-env"}, timeout=60)
+                httpx.post(
+                    url, json={**body, "max_tokens": LONG}, headers={"Authorization": "Bearer from-env"}, timeout=60
+                )
             except httpx.HTTPError:
                 pass
 

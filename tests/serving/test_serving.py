@@ -11,7 +11,16 @@ from mcprl.errors import UserError
 from mcprl.serving.engine import Engine
 from mcprl.serving.local import LocalEndpoint
 
-TOOLS = [{"type": "function", "function": {"name": "add", "description": "Add", "parameters": {"type": "object", "properties": {"a": {"type": "number"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "add",
+            "description": "Add",
+            "parameters": {"type": "object", "properties": {"a": {"type": "number"}}},
+        },
+    }
+]
 MSGS = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hello"}]
 
 
@@ -44,11 +53,21 @@ def test_models_lists_base(server):
 
 
 def test_token_ids_and_logprobs(server, engine):
-    body = {"model": "tiny", "messages": MSGS, "n": 3, "max_tokens": 8, "logprobs": True, "return_token_ids": True, "seed": 1}
+    body = {
+        "model": "tiny",
+        "messages": MSGS,
+        "n": 3,
+        "max_tokens": 8,
+        "logprobs": True,
+        "return_token_ids": True,
+        "seed": 1,
+    }
     r = post(server, body)
     assert r.status_code == 200, r.text
     data = r.json()
-    assert data["prompt_token_ids"] == engine.tokenizer.apply_chat_template(MSGS, add_generation_prompt=True, tokenize=True, return_dict=False)
+    assert data["prompt_token_ids"] == engine.tokenizer.apply_chat_template(
+        MSGS, add_generation_prompt=True, tokenize=True, return_dict=False
+    )
     assert len(data["choices"]) == 3
     for c in data["choices"]:
         assert 1 <= len(c["token_ids"]) <= 8
@@ -67,18 +86,28 @@ def test_recorded_logprobs_match_a_fresh_forward_pass(server, engine):
 
     from mcprl.train.logprobs import token_logprobs
 
-    data = post(server, {"model": "tiny", "messages": MSGS, "max_tokens": 12, "logprobs": True, "return_token_ids": True, "seed": 3}).json()
+    data = post(
+        server,
+        {"model": "tiny", "messages": MSGS, "max_tokens": 12, "logprobs": True, "return_token_ids": True, "seed": 3},
+    ).json()
     c = data["choices"][0]
     ids = torch.tensor([data["prompt_token_ids"] + c["token_ids"]])
     with torch.no_grad():
         lp, _ = token_logprobs(engine.model, ids, torch.ones_like(ids), chunk=5)
-    fresh = lp[0, len(data["prompt_token_ids"]):].tolist()
+    fresh = lp[0, len(data["prompt_token_ids"]) :].tolist()
     recorded = [x["logprob"] for x in c["logprobs"]["content"]]
     assert fresh == pytest.approx(recorded, abs=1e-4)
 
 
 def test_max_tokens_and_temperature_zero(server):
-    body = {"model": "tiny", "messages": MSGS, "n": 2, "max_completion_tokens": 4, "temperature": 0, "return_token_ids": True}
+    body = {
+        "model": "tiny",
+        "messages": MSGS,
+        "n": 2,
+        "max_completion_tokens": 4,
+        "temperature": 0,
+        "return_token_ids": True,
+    }
     data = post(server, body).json()
     a, b = data["choices"]
     assert a["token_ids"] == b["token_ids"]  # greedy
@@ -106,8 +135,12 @@ def test_tool_calls_become_openai_tool_calls(server, engine):
     from mcprl.serving.sampler import Sampled
 
     tok = engine.tokenizer
-    ok = tok('<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool_call>', add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
-    bad = tok('<tool_call>\n{"name": "add", "arguments": {"a": \n</tool_call>', add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    ok = tok('<tool_call>\n{"name": "add", "arguments": {"a": 1}}\n</tool_call>', add_special_tokens=False)[
+        "input_ids"
+    ] + [tok.eos_token_id]
+    bad = tok('<tool_call>\n{"name": "add", "arguments": {"a": \n</tool_call>', add_special_tokens=False)[
+        "input_ids"
+    ] + [tok.eos_token_id]
     req = ChatRequest(model="tiny", messages=MSGS, tools=TOOLS, return_token_ids=True)
     body = engine._response(req, [1, 2], [Sampled(ok, [0.0] * len(ok), "stop"), Sampled(bad, [0.0] * len(bad), "stop")])
     good, broken = body["choices"]
@@ -119,14 +152,28 @@ def test_tool_calls_become_openai_tool_calls(server, engine):
 
 def test_follow_up_turn_extends_prompt_token_for_token(server):
     """The exact-token guarantee: the next prompt starts with prompt + sampled completion."""
-    first = post(server, {"model": "tiny", "messages": MSGS, "tools": TOOLS, "max_tokens": 10, "return_token_ids": True, "seed": 5}).json()
+    first = post(
+        server,
+        {"model": "tiny", "messages": MSGS, "tools": TOOLS, "max_tokens": 10, "return_token_ids": True, "seed": 5},
+    ).json()
     msg = first["choices"][0]["message"]
     # clients re-serialise: drop None fields, re-dump arguments with other spacing
     echoed = {"role": "assistant", "content": msg["content"]}
     if msg.get("tool_calls"):
-        echoed["tool_calls"] = [{**tc, "function": {**tc["function"], "arguments": json.dumps(json.loads(tc["function"]["arguments"]), indent=1)}} for tc in msg["tool_calls"]]
+        echoed["tool_calls"] = [
+            {
+                **tc,
+                "function": {
+                    **tc["function"],
+                    "arguments": json.dumps(json.loads(tc["function"]["arguments"]), indent=1),
+                },
+            }
+            for tc in msg["tool_calls"]
+        ]
     follow = MSGS + [echoed, {"role": "user", "content": "and again"}]
-    second = post(server, {"model": "tiny", "messages": follow, "tools": TOOLS, "max_tokens": 4, "return_token_ids": True}).json()
+    second = post(
+        server, {"model": "tiny", "messages": follow, "tools": TOOLS, "max_tokens": 4, "return_token_ids": True}
+    ).json()
     prefix = first["prompt_token_ids"] + first["choices"][0]["token_ids"]
     assert second["prompt_token_ids"][: len(prefix)] == prefix
 
@@ -136,8 +183,14 @@ def test_a_sampled_turn_is_spliced_only_into_its_own_conversation(engine):
     every prompt: the same tool call) must not bring its sampled tokens into the other."""
     from mcprl.serving.prompts import TurnCache, render_prompt
 
-    call = {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 3, "b": 4}'}}]}
-    sampled = engine.tokenizer("<tool_call>add 3 4</tool_call> and some trailing text", add_special_tokens=False)["input_ids"]
+    call = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 3, "b": 4}'}}],
+    }
+    sampled = engine.tokenizer("<tool_call>add 3 4</tool_call> and some trailing text", add_special_tokens=False)[
+        "input_ids"
+    ]
     cache = TurnCache()
     cache.put([{"role": "user", "content": "What is 3 + 4?"}], call, sampled)
 
@@ -145,8 +198,12 @@ def test_a_sampled_turn_is_spliced_only_into_its_own_conversation(engine):
         return any(ids[i : i + len(sampled)] == sampled for i in range(len(ids) - len(sampled) + 1))
 
     own = [{"role": "user", "content": "What is 3 + 4?"}, call, {"role": "tool", "tool_call_id": "c1", "content": "7"}]
-    demo = [{"role": "user", "content": "Example: 3 + 4"}, call, {"role": "tool", "tool_call_id": "c1", "content": "7"},
-            {"role": "user", "content": "What is 5 + 6?"}]
+    demo = [
+        {"role": "user", "content": "Example: 3 + 4"},
+        call,
+        {"role": "tool", "tool_call_id": "c1", "content": "7"},
+        {"role": "user", "content": "What is 5 + 6?"},
+    ]
     assert contains(render_prompt(engine.tokenizer, own, TOOLS, cache))
     assert not contains(render_prompt(engine.tokenizer, demo, TOOLS, cache))
     assert render_prompt(engine.tokenizer, demo, TOOLS, cache) == render_prompt(engine.tokenizer, demo, TOOLS, None)
@@ -157,8 +214,12 @@ def test_concurrent_requests_are_batched(server, engine):
 
     async def burst():
         async with httpx.AsyncClient(timeout=60) as c:
+
             async def one(i):
-                r = await c.post(f"{server.base_url}/chat/completions", json={"model": "tiny", "messages": [{"role": "user", "content": f"q{i}"}], "max_tokens": 3})
+                r = await c.post(
+                    f"{server.base_url}/chat/completions",
+                    json={"model": "tiny", "messages": [{"role": "user", "content": f"q{i}"}], "max_tokens": 3},
+                )
                 assert r.status_code == 200
 
             async with anyio.create_task_group() as tg:
@@ -193,12 +254,17 @@ def test_adapters_are_served_by_name_and_step(engine, tiny_model_dir, tmp_path):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    m = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model_dir), LoraConfig(r=2, target_modules="all-linear", init_lora_weights=False))
+    m = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(tiny_model_dir),
+        LoraConfig(r=2, target_modules="all-linear", init_lora_weights=False),
+    )
     m.save_pretrained(tmp_path / "a")
     engine.load_adapter("pol@1", tmp_path / "a")
     engine.load_adapter("pol@2", tmp_path / "a")
     try:
-        assert engine.resolve("pol") == "pol@2" and engine.resolve("pol@1") == "pol@1" and engine.resolve("tiny") is None
+        assert (
+            engine.resolve("pol") == "pol@2" and engine.resolve("pol@1") == "pol@1" and engine.resolve("tiny") is None
+        )
         s = LocalEndpoint(engine)
         try:
             body = {"messages": MSGS, "max_tokens": 6, "temperature": 0, "return_token_ids": True}
@@ -241,7 +307,9 @@ def test_sampled_logprobs_are_under_the_distribution_drawn_from(engine):
 
     prompt = engine.tokenizer.apply_chat_template(MSGS, add_generation_prompt=True, tokenize=True, return_dict=False)
     settings = [(1.0, 1.0), (0.7, 1.0), (0.7, 0.5), (1.4, 0.9)]
-    out = sample(engine.model, [SampleRequest(prompt, 8, t, p, seed=5) for t, p in settings], pad_id=engine.pad_id, eos_ids=set())
+    out = sample(
+        engine.model, [SampleRequest(prompt, 8, t, p, seed=5) for t, p in settings], pad_id=engine.pad_id, eos_ids=set()
+    )
     for (t, p), s in zip(settings, out):
         ids = torch.tensor([prompt + s.token_ids])
         with torch.no_grad():

@@ -21,31 +21,61 @@ MSGS = [{"role": "user", "content": "Answer in JSON."}]
 SCHEMAS = {
     "enum_bool_bounded_int": {
         "type": "object",
-        "properties": {"state": {"enum": ["open", "closed", "all"]}, "draft": {"type": "boolean"},
-                       "page": {"type": "integer", "minimum": 1, "maximum": 50}},
-        "required": ["state", "draft", "page"], "additionalProperties": False,
+        "properties": {
+            "state": {"enum": ["open", "closed", "all"]},
+            "draft": {"type": "boolean"},
+            "page": {"type": "integer", "minimum": 1, "maximum": 50},
+        },
+        "required": ["state", "draft", "page"],
+        "additionalProperties": False,
     },
     "nested_array_of_objects": {
         "type": "object",
-        "properties": {"edits": {"type": "array", "minItems": 1, "maxItems": 3, "items": {
-            "type": "object",
-            "properties": {"line": {"type": "integer", "minimum": 0, "maximum": 999}, "op": {"enum": ["add", "del"]}},
-            "required": ["line", "op"], "additionalProperties": False}}},
-        "required": ["edits"], "additionalProperties": False,
+        "properties": {
+            "edits": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 3,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "line": {"type": "integer", "minimum": 0, "maximum": 999},
+                        "op": {"enum": ["add", "del"]},
+                    },
+                    "required": ["line", "op"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["edits"],
+        "additionalProperties": False,
     },
     "optional_fields_and_pattern": {
         "type": "object",
-        "properties": {"sku": {"type": "string", "pattern": "^SKU-[0-9]{4}$"}, "restock": {"type": "boolean"},
-                       "note": {"type": "string", "maxLength": 4}},
-        "required": ["sku"], "additionalProperties": False,
+        "properties": {
+            "sku": {"type": "string", "pattern": "^SKU-[0-9]{4}$"},
+            "restock": {"type": "boolean"},
+            "note": {"type": "string", "maxLength": 4},
+        },
+        "required": ["sku"],
+        "additionalProperties": False,
     },
     "defs_ref_anyof_null": {
-        "$defs": {"pt": {"type": "object", "properties": {"x": {"type": "integer", "minimum": -9, "maximum": 9},
-                                                          "y": {"type": "integer", "minimum": -9, "maximum": 9}},
-                         "required": ["x", "y"], "additionalProperties": False}},
+        "$defs": {
+            "pt": {
+                "type": "object",
+                "properties": {
+                    "x": {"type": "integer", "minimum": -9, "maximum": 9},
+                    "y": {"type": "integer", "minimum": -9, "maximum": 9},
+                },
+                "required": ["x", "y"],
+                "additionalProperties": False,
+            }
+        },
         "type": "object",
         "properties": {"from": {"$ref": "#/$defs/pt"}, "to": {"anyOf": [{"$ref": "#/$defs/pt"}, {"type": "null"}]}},
-        "required": ["from", "to"], "additionalProperties": False,
+        "required": ["from", "to"],
+        "additionalProperties": False,
     },
 }
 
@@ -72,14 +102,25 @@ def server(engine):
 
 
 def post(server, body):
-    return httpx.post(f"{server.base_url}/chat/completions", json={"model": "tiny", "messages": MSGS, **body}, timeout=120)
+    return httpx.post(
+        f"{server.base_url}/chat/completions", json={"model": "tiny", "messages": MSGS, **body}, timeout=120
+    )
 
 
 @pytest.mark.parametrize("name", list(SCHEMAS))
 def test_output_validates_against_the_schema(server, name):
     schema = SCHEMAS[name]
-    r = post(server, {"response_format": json_schema_format(schema, strict=True), "n": 4, "max_tokens": 120, "seed": 7,
-                      "logprobs": True, "return_token_ids": True})
+    r = post(
+        server,
+        {
+            "response_format": json_schema_format(schema, strict=True),
+            "n": 4,
+            "max_tokens": 120,
+            "seed": 7,
+            "logprobs": True,
+            "return_token_ids": True,
+        },
+    )
     assert r.status_code == 200, r.text
     for c in r.json()["choices"]:
         assert c["finish_reason"] == "stop", c  # eos came where the grammar accepts
@@ -107,14 +148,19 @@ def test_mixed_batch_of_constrained_and_free_rows(server, engine):
 
     async def burst():
         async with httpx.AsyncClient(timeout=120) as c:
+
             async def one(key, body):
-                r = await c.post(f"{server.base_url}/chat/completions", json={"model": "tiny", "messages": MSGS, **body})
+                r = await c.post(
+                    f"{server.base_url}/chat/completions", json={"model": "tiny", "messages": MSGS, **body}
+                )
                 assert r.status_code == 200, r.text
                 results[key] = r.json()
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(one, "free", free_body)
-                tg.start_soon(one, "json", {"response_format": json_schema_format(schema), "n": 3, "max_tokens": 120, "seed": 5})
+                tg.start_soon(
+                    one, "json", {"response_format": json_schema_format(schema), "n": 3, "max_tokens": 120, "seed": 5}
+                )
 
     anyio.run(burst)
     assert engine.metrics["batches"] - before == 1
@@ -124,7 +170,12 @@ def test_mixed_batch_of_constrained_and_free_rows(server, engine):
 
 
 def test_tools_and_response_format_give_json_content_and_no_tool_parsing(server):
-    tools = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {"a": {"type": "number"}}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "add", "parameters": {"type": "object", "properties": {"a": {"type": "number"}}}},
+        }
+    ]
     schema = SCHEMAS["enum_bool_bounded_int"]
     r = post(server, {"tools": tools, "response_format": json_schema_format(schema), "max_tokens": 120, "seed": 1})
     c = r.json()["choices"][0]
@@ -133,7 +184,9 @@ def test_tools_and_response_format_give_json_content_and_no_tool_parsing(server)
 
 
 def test_budget_exhausted_before_the_json_closes_is_length(server):
-    r = post(server, {"response_format": json_schema_format(SCHEMAS["nested_array_of_objects"]), "max_tokens": 3, "seed": 2})
+    r = post(
+        server, {"response_format": json_schema_format(SCHEMAS["nested_array_of_objects"]), "max_tokens": 3, "seed": 2}
+    )
     c = r.json()["choices"][0]
     assert c["finish_reason"] == "length" and c["message"]["content"].startswith("{")
 
@@ -144,14 +197,20 @@ def test_type_text_is_unconstrained(server):
     assert a["choices"][0]["token_ids"] == b["choices"][0]["token_ids"]
 
 
-@pytest.mark.parametrize("response_format, reason", [
-    (json_schema_format({"type": "object", "properties": {"a": {"type": "strin"}}}), "not a valid JSON Schema at properties/a/type"),
-    (json_schema_format({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}), "/$defs/missing"),
-    (json_schema_format({"type": "object", "properties": {"a": {"not": {"type": "string"}}}}, strict=True), "not"),
-    ({"type": "json_schema"}, "needs json_schema"),
-    ({"type": "json_schema", "json_schema": {"name": "x"}}, "response_format.json_schema.schema"),
-    ({"type": "yaml"}, "response_format.type"),
-])
+@pytest.mark.parametrize(
+    "response_format, reason",
+    [
+        (
+            json_schema_format({"type": "object", "properties": {"a": {"type": "strin"}}}),
+            "not a valid JSON Schema at properties/a/type",
+        ),
+        (json_schema_format({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}), "/$defs/missing"),
+        (json_schema_format({"type": "object", "properties": {"a": {"not": {"type": "string"}}}}, strict=True), "not"),
+        ({"type": "json_schema"}, "needs json_schema"),
+        ({"type": "json_schema", "json_schema": {"name": "x"}}, "response_format.json_schema.schema"),
+        ({"type": "yaml"}, "response_format.type"),
+    ],
+)
 def test_unusable_response_format_is_400_with_the_reason(server, response_format, reason):
     r = post(server, {"response_format": response_format, "max_tokens": 4})
     assert r.status_code == 400, r.text
@@ -160,7 +219,12 @@ def test_unusable_response_format_is_400_with_the_reason(server, response_format
 
 def test_unimplemented_keyword_without_strict_is_ignored(server):
     """The documented degradation: outside strict mode, keywords llguidance lacks (`not`) are dropped."""
-    schema = {"type": "object", "properties": {"a": {"type": "boolean", "not": {"const": True}}}, "required": ["a"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "boolean", "not": {"const": True}}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
     r = post(server, {"response_format": json_schema_format(schema), "max_tokens": 20, "seed": 1})
     assert r.status_code == 200, r.text
     assert isinstance(json.loads(r.json()["choices"][0]["message"]["content"])["a"], bool)
@@ -176,9 +240,15 @@ def test_compile_time_limit_is_400_not_a_hang(server, monkeypatch):
 def test_listed_properties_close_the_object_unless_said_otherwise():
     from mcprl.serving.structured import closed_objects
 
-    schema = {"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "string"}}},
-                                               "properties": {"type": "object", "properties": {}, "additionalProperties": True}},
-              "$defs": {"d": {"properties": {"x": {}}}}, "anyOf": [{"properties": {"y": {}}}, {"type": "string"}]}
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "object", "properties": {"b": {"type": "string"}}},
+            "properties": {"type": "object", "properties": {}, "additionalProperties": True},
+        },
+        "$defs": {"d": {"properties": {"x": {}}}},
+        "anyOf": [{"properties": {"y": {}}}, {"type": "string"}],
+    }
     closed = closed_objects(schema)
     assert closed["additionalProperties"] is False and "additionalProperties" not in schema
     assert closed["properties"]["a"]["additionalProperties"] is False
@@ -209,18 +279,42 @@ def test_constrained_rows_record_the_policys_own_logprobs(engine):
         ids = torch.tensor([prompt + s.token_ids])
         n = len(s.token_ids)
         with torch.no_grad():
-            lp, _ = token_logprobs(engine.model, ids, torch.ones_like(ids), chunk=7,
-                                   temperature=torch.full(ids.shape, t), top_p=torch.full(ids.shape, p))
+            lp, _ = token_logprobs(
+                engine.model,
+                ids,
+                torch.ones_like(ids),
+                chunk=7,
+                temperature=torch.full(ids.shape, t),
+                top_p=torch.full(ids.shape, p),
+            )
         assert lp[0, -n:].tolist() == pytest.approx(s.logprobs, abs=1e-4), (t, p)
         # a random model puts next to no mass on the JSON the grammar forces: these are not renormalised
         assert min(s.logprobs) < -5
 
 
 TOOLS = [
-    {"type": "function", "function": {"name": "get_item", "parameters": {
-        "type": "object", "properties": {"sku": {"type": "string", "pattern": "^SKU-[0-9]{4}$"}}, "required": ["sku"]}}},
-    {"type": "function", "function": {"name": "search_items", "parameters": {
-        "type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["query"]}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "get_item",
+            "parameters": {
+                "type": "object",
+                "properties": {"sku": {"type": "string", "pattern": "^SKU-[0-9]{4}$"}},
+                "required": ["sku"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "search_items",
+            "parameters": {
+                "type": "object",
+                "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
+                "required": ["query"],
+            },
+        },
+    },
 ]
 
 
@@ -257,12 +351,17 @@ def test_tool_call_format_leaves_text_free_and_holds_calls_to_the_offered_tools(
 
 
 def test_structural_tag_errors_are_400s(server):
-    bad_schema = {"type": "structural_tag", "triggers": ["<tool_call>"],
-                  "structures": [{"begin": "<tool_call>\n", "schema": {"type": "objekt"}, "end": "</tool_call>"}]}
+    bad_schema = {
+        "type": "structural_tag",
+        "triggers": ["<tool_call>"],
+        "structures": [{"begin": "<tool_call>\n", "schema": {"type": "objekt"}, "end": "</tool_call>"}],
+    }
     r = post(server, {"response_format": bad_schema, "max_tokens": 4})
     assert r.status_code == 400 and "structures[0].schema is not a valid JSON Schema" in r.json()["error"]["message"]
-    no_trigger = {"type": "structural_tag", "triggers": ["<call>"],
-                  "structures": [{"begin": "<tool_call>\n", "schema": {"type": "object"}, "end": ""}]}
+    no_trigger = {
+        "type": "structural_tag",
+        "triggers": ["<call>"],
+        "structures": [{"begin": "<tool_call>\n", "schema": {"type": "object"}, "end": ""}],
+    }
     r = post(server, {"response_format": no_trigger, "max_tokens": 4})
     assert r.status_code == 400 and "starts with none of the triggers" in r.json()["error"]["message"]
-

@@ -11,7 +11,6 @@ import pytest
 from tests.cli_runner import run_cli
 
 
-
 def test_tools_json_prints_the_openai_schemas(monkeypatch, capsys):
     code, out, err = run_cli(
         monkeypatch, capsys, "tools", "--server", "python -m mcprl.servers.calculator", "--json", "--deny", "power"
@@ -55,7 +54,9 @@ def test_every_shipped_server_passes_validate(monkeypatch, capsys, name):
 
 
 def test_validate_reports_findings_and_exits_1_on_errors(monkeypatch, capsys):
-    code, out, err = run_cli(monkeypatch, capsys, "validate", "-s", "python -m mcprl.servers.bare_jsonrpc --tools 1 --broken")
+    code, out, err = run_cli(
+        monkeypatch, capsys, "validate", "-s", "python -m mcprl.servers.bare_jsonrpc --tools 1 --broken"
+    )
     assert code == 1, err
     assert "error has space: the name must be 1-64 letters" in out
     assert "error undescribed: no description" in out
@@ -68,7 +69,10 @@ def test_validate_reports_findings_and_exits_1_on_errors(monkeypatch, capsys):
     ("args", "message"),
     [
         (["tools", "-s", "no-such-command-xyz"], "error: no-such-command-xyz: command 'no-such-command-xyz' not found"),
-        (["validate", "-s", "python -m mcprl.servers.bare_jsonrpc --malformed"], "its tools/list answer is not valid MCP"),
+        (
+            ["validate", "-s", "python -m mcprl.servers.bare_jsonrpc --malformed"],
+            "its tools/list answer is not valid MCP",
+        ),
         (["tools", "-s", "http://127.0.0.1:9/mcp", "--header", "nocolon"], "--header 'nocolon': expected"),
         (["tools", "-s", "python -m mcprl.servers.echo_env", "--deny", "*"], "--allow/--deny hide all of its tools"),
     ],

@@ -129,7 +129,7 @@ async def test_paths_in_the_command_mean_what_they_mean_where_it_was_given(tmp_p
     (project / "bin").mkdir(parents=True)
     script = Path(__file__).resolve().parents[2] / "servers" / "bare_jsonrpc.py"
     (project / "server.py").write_text(script.read_text())
-    (project / "bin" / "serve").write_text(f"#!/bin/sh\nexec {sys.executable} {project / 'server.py'} \"$@\"\n")
+    (project / "bin" / "serve").write_text(f'#!/bin/sh\nexec {sys.executable} {project / "server.py"} "$@"\n')
     (project / "bin" / "serve").chmod(0o755)
     monkeypatch.chdir(project)
     for target in ("python server.py --tools 2", "bin/serve --tools 2"):
@@ -142,10 +142,16 @@ async def test_paths_in_the_command_mean_what_they_mean_where_it_was_given(tmp_p
     assert ServerSpec.parse("docker run -i bin").command[1:] == ["run", "-i", "bin"]
     assert ServerSpec.parse("files ./bin .").command[1:] == [str(project / "bin"), str(project)]
     # a module of this directory is not found from the run's own: the error says where it ran and what fixes it
-    with pytest.raises(UserError, match=r"No module named server.*by hand to see why \(it started in a directory of the run's own, "
-                                        r"not here: --cwd DIR starts it in DIR\)$"):
+    with pytest.raises(
+        UserError,
+        match=r"No module named server.*by hand to see why \(it started in a directory of the run's own, "
+        r"not here: --cwd DIR starts it in DIR\)$",
+    ):
         await discover(ServerSpec.parse("python -m server --tools 2"), workdir=tmp_path)
-    assert (await discover(ServerSpec.parse("python -m server --tools 2", cwd="."), workdir=tmp_path)).names() == ["tool_0", "tool_1"]
+    assert (await discover(ServerSpec.parse("python -m server --tools 2", cwd="."), workdir=tmp_path)).names() == [
+        "tool_0",
+        "tool_1",
+    ]
 
 
 async def test_a_server_that_crashes_mid_call_raises_server_gone_promptly_and_closes_quietly():
@@ -234,8 +240,10 @@ async def test_per_rollout_servers_start_a_few_at_a_time(tmp_path):
     misses the handshake timeout. The pool starts as many at a time as there are cores (at least 2)."""
     import sys
 
-    spec = ServerSpec.parse(f"{sys.executable} {Path(__file__).resolve().parents[1] / 'data' / 'slow_start_server.py'}",
-                            env=[f"MARK_DIR={tmp_path}"])
+    spec = ServerSpec.parse(
+        f"{sys.executable} {Path(__file__).resolve().parents[1] / 'data' / 'slow_start_server.py'}",
+        env=[f"MARK_DIR={tmp_path}"],
+    )
     pool = ToolPool(spec, per_rollout=True)
     answers = []
 

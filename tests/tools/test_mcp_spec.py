@@ -31,7 +31,9 @@ def test_transport_is_inferred_from_the_target(target, transport, expected):
 
 
 def test_stdio_commands_are_shell_split_and_python_means_this_interpreter():
-    spec = ServerSpec.parse("python -m mcprl.servers.inventory --seed '4'", env=["TOKEN=abc=def", "MODE = fast"], cwd="/tmp")
+    spec = ServerSpec.parse(
+        "python -m mcprl.servers.inventory --seed '4'", env=["TOKEN=abc=def", "MODE = fast"], cwd="/tmp"
+    )
     assert spec.command == [sys.executable, "-m", "mcprl.servers.inventory", "--seed", "4"]
     assert spec.env == {"TOKEN": "abc=def", "MODE": "fast"} and spec.cwd == "/tmp" and spec.url is None
     npx = ServerSpec.parse('npx -y "@modelcontextprotocol/server-memory"')

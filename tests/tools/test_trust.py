@@ -50,7 +50,9 @@ async def test_a_ref_cycle_tool_never_ends_the_demonstration():
     said: list[str] = []
     with FakeLLM(handler=lambda body: '{"node": {"x": 1}}') as llm:
         async with ToolPool(ServerSpec.parse(hostile("ref-cycle"))) as pool:
-            demo, rest = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=0, say=said.append)
+            demo, rest = await demonstration.build(
+                train, pool, model="openai/gen", api_base=llm.base_url, seed=0, say=said.append
+            )
     assert demo.source == "generic" and rest == train and "generic" in said[-1]
 
 
@@ -60,7 +62,9 @@ def test_schema_problem_tells_cycles_from_recursive_schemas():
     tree = {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#"}}}}
     assert schema_problem(tree) is None  # recursion that descends into the instance is fine
     assert schema_problem({"$ref": "#"}) == "$ref cycle: # -> #"
-    assert "$ref cycle" in schema_problem({"anyOf": [{"$ref": "#/$defs/x"}], "$defs": {"x": {"allOf": [{"$ref": "#"}]}}})
+    assert "$ref cycle" in schema_problem(
+        {"anyOf": [{"$ref": "#/$defs/x"}], "$defs": {"x": {"allOf": [{"$ref": "#"}]}}}
+    )
     deep: dict = {"type": "string"}
     for _ in range(300):
         deep = {"anyOf": [deep]}
@@ -73,11 +77,15 @@ def test_schema_problem_tells_cycles_from_recursive_schemas():
 # --- issue 29.8: names that would leave MCPRL_HOME
 
 
-@pytest.mark.parametrize("flag,value", [("--name", "../../escape"), ("--project", ".."), ("--name", "."), ("--name", "a/b")])
+@pytest.mark.parametrize(
+    "flag,value", [("--name", "../../escape"), ("--project", ".."), ("--name", "."), ("--name", "a/b")]
+)
 def test_a_name_that_leaves_mcprl_home_is_a_one_line_error(monkeypatch, capsys, tmp_path, flag, value):
     home = tmp_path / "home"
     monkeypatch.setenv("MCPRL_HOME", str(home))
-    code, out, err = run_cli(monkeypatch, capsys, "train", flag, value, "--steps", "1", "--server", "python -m mcprl.servers.calculator")
+    code, out, err = run_cli(
+        monkeypatch, capsys, "train", flag, value, "--steps", "1", "--server", "python -m mcprl.servers.calculator"
+    )
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert f"bad setting {flag.removeprefix('--')}: {value!r} is not a usable name" in err
     assert not any(tmp_path.iterdir()) or list(tmp_path.iterdir()) == [home]
@@ -126,13 +134,44 @@ def test_a_run_whose_rollouts_all_fail_stops_with_the_reason(tmp_path, tiny_mode
 
     tests = Path(__file__).resolve().parents[1]
     env = {**os.environ, "MCPRL_HOME": str(tmp_path), "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])}
-    args = ["--server", "python -m mcprl.servers.calculator", "--no-per-rollout", "--tasks", "calculator", "-n", "6", "--group-size", "2",
-            "--groups-per-step", "1", "--max-tokens", "4", "--max-turns", "1", "--eval-every", "0", "--val-size", "2",
-            "--model", str(tiny_model_dir), "--steps", "1", "--name", "dead", "--agent", "user_agents:crash"]
-    r = subprocess.run([sys.executable, "-m", "mcprl.cli", "train", *args], capture_output=True, text=True, env=env, timeout=600)
+    args = [
+        "--server",
+        "python -m mcprl.servers.calculator",
+        "--no-per-rollout",
+        "--tasks",
+        "calculator",
+        "-n",
+        "6",
+        "--group-size",
+        "2",
+        "--groups-per-step",
+        "1",
+        "--max-tokens",
+        "4",
+        "--max-turns",
+        "1",
+        "--eval-every",
+        "0",
+        "--val-size",
+        "2",
+        "--model",
+        str(tiny_model_dir),
+        "--steps",
+        "1",
+        "--name",
+        "dead",
+        "--agent",
+        "user_agents:crash",
+    ]
+    r = subprocess.run(
+        [sys.executable, "-m", "mcprl.cli", "train", *args], capture_output=True, text=True, env=env, timeout=600
+    )
     assert r.returncode == 2, r.stderr[-2000:]
     last = r.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: eval at step 0: 2 of 2 rollouts failed or sampled nothing") and "ValueError: boom" in last, r.stderr
+    assert (
+        last.startswith("error: eval at step 0: 2 of 2 rollouts failed or sampled nothing")
+        and "ValueError: boom" in last
+    ), r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "default" / "dead" / "checkpoints" / "step_0001").exists()
 
 
@@ -142,9 +181,16 @@ def test_untrainable_names_the_most_common_reason():
 
     gen = Generation(prompt_token_ids=[1], completion_token_ids=[2], logprobs=[-0.1])
     ok = Trajectory(generations=[gen])
-    over = [Trajectory(metadata={"truncated": f"prompt is {n} tokens; the model's limit is 2048"}, metrics={"truncated": 1.0})
-            for n in (3000, 4100, 5200)]
-    groups = [TrajectoryGroup(trajectories=[ok, *over[:1]]), TrajectoryGroup(trajectories=over[1:], exceptions=["ValueError: x"])]
+    over = [
+        Trajectory(
+            metadata={"truncated": f"prompt is {n} tokens; the model's limit is 2048"}, metrics={"truncated": 1.0}
+        )
+        for n in (3000, 4100, 5200)
+    ]
+    groups = [
+        TrajectoryGroup(trajectories=[ok, *over[:1]]),
+        TrajectoryGroup(trajectories=over[1:], exceptions=["ValueError: x"]),
+    ]
     count, total, reason = untrainable(groups)
     assert (count, total) == (4, 5) and reason == "prompt is 3000 tokens; the model's limit is 2048"
     assert untrainable([TrajectoryGroup(trajectories=[ok, ok, over[0]])]) is None
@@ -179,8 +225,13 @@ def test_a_key_in_the_server_url_is_masked_in_config_json_and_the_console():
     assert set(secrets) == {"sk-live-abcdef123456", "tk-987654321"}  # region is no secret
     saved = json.dumps(RunConfig(server={"target": url}).redacted(secrets))
     assert "sk-live" not in saved and "tk-987654321" not in saved and "region=eu" in saved
-    assert redact("https://bob:pa55word-long@host/mcp", secret_values(ServerSpec.parse("https://bob:pa55word-long@host/mcp"), environ={})) \
+    assert (
+        redact(
+            "https://bob:pa55word-long@host/mcp",
+            secret_values(ServerSpec.parse("https://bob:pa55word-long@host/mcp"), environ={}),
+        )
         == "https://bob:***@host/mcp"
+    )
     # a stdio command line is not parsed as a URL
     assert secret_values(ServerSpec.parse("python -m mcprl.servers.calculator --x?token=abcdefgh"), environ={}) == []
 
@@ -198,10 +249,13 @@ async def test_a_bad_argument_against_a_huge_enum_gives_a_short_error():
     assert len(out.text) < MAX_MESSAGE + 100
 
 
-@pytest.mark.parametrize("mode,problem", [
-    ("garbage", "wrote something that is not MCP JSON-RPC to stdout"),
-    ("deep", "its tools/list answer could not be read"),
-])
+@pytest.mark.parametrize(
+    "mode,problem",
+    [
+        ("garbage", "wrote something that is not MCP JSON-RPC to stdout"),
+        ("deep", "its tools/list answer could not be read"),
+    ],
+)
 def test_a_garbage_or_too_deep_server_is_reported_at_once(monkeypatch, capsys, mode, problem):
     import time
 
@@ -241,5 +295,15 @@ def test_a_user_error_inside_a_task_group_is_still_one_line(capsys, monkeypatch)
 
 def test_train_refuses_a_temperature_over_2_in_one_line(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("MCPRL_HOME", str(tmp_path))
-    code, out, err = run_cli(monkeypatch, capsys, "train", "--temperature", "2.5", "--steps", "1", "--server", "python -m mcprl.servers.calculator")
+    code, out, err = run_cli(
+        monkeypatch,
+        capsys,
+        "train",
+        "--temperature",
+        "2.5",
+        "--steps",
+        "1",
+        "--server",
+        "python -m mcprl.servers.calculator",
+    )
     assert code == 2 and "temperature" in err and "2" in err and len(err.strip().splitlines()) == 1, err

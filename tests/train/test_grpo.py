@@ -29,7 +29,12 @@ def _inputs(lp, old, adv, w, ref=None):
 
 
 def test_loss_at_ratio_one_is_minus_weighted_advantage():
-    loss, stats = grpo_loss(_inputs([-1.0, -2.0, -3.0], [-1.0, -2.0, -3.0], [2.0, 2.0, 2.0], [0.5, 0.5, 0.0]), epsilon=0.2, epsilon_high=None, beta=0.0)
+    loss, stats = grpo_loss(
+        _inputs([-1.0, -2.0, -3.0], [-1.0, -2.0, -3.0], [2.0, 2.0, 2.0], [0.5, 0.5, 0.0]),
+        epsilon=0.2,
+        epsilon_high=None,
+        beta=0.0,
+    )
     assert float(loss.detach()) == pytest.approx(-2.0)
     assert float(stats["tokens"]) == 2 and float(stats["clip_frac"]) == 0
 
@@ -81,18 +86,24 @@ def test_turns_merge_only_when_prompt_extends_token_for_token():
 
 
 def test_sampling_settings_reach_the_sequence_and_split_it():
-    t = Trajectory(generations=[
-        Generation(prompt_token_ids=[1], completion_token_ids=[2], logprobs=[-1.0], temperature=0.7, top_p=0.9),
-        Generation(prompt_token_ids=[1, 2, 3], completion_token_ids=[4], logprobs=[-1.0], temperature=0.7, top_p=0.9),
-        Generation(prompt_token_ids=[1, 2, 3, 4, 5], completion_token_ids=[6], logprobs=[-1.0], temperature=1.0),
-        Generation(prompt_token_ids=[7], completion_token_ids=[8], logprobs=[-1.0], temperature=0.0, top_p=0.5),
-    ])
+    t = Trajectory(
+        generations=[
+            Generation(prompt_token_ids=[1], completion_token_ids=[2], logprobs=[-1.0], temperature=0.7, top_p=0.9),
+            Generation(
+                prompt_token_ids=[1, 2, 3], completion_token_ids=[4], logprobs=[-1.0], temperature=0.7, top_p=0.9
+            ),
+            Generation(prompt_token_ids=[1, 2, 3, 4, 5], completion_token_ids=[6], logprobs=[-1.0], temperature=1.0),
+            Generation(prompt_token_ids=[7], completion_token_ids=[8], logprobs=[-1.0], temperature=0.0, top_p=0.5),
+        ]
+    )
     s1, s2, s3 = trajectory_sequences(t, 1.0)
     assert (s1.input_ids, s1.temperature, s1.top_p) == ([1, 2, 3, 4], 0.7, 0.9)
     assert (s2.input_ids, s2.temperature, s2.top_p) == ([1, 2, 3, 4, 5, 6], 1.0, 1.0)  # same tokens, other settings
     assert (s3.temperature, s3.top_p) == (1.0, 1.0)  # greedy: scored at temperature 1, as recorded
     batch = packing.collate([packing.PrefixBranches([], [s1])], pad_id=0, total_tokens=2, n_trajectories=1)
-    assert batch["temperature"].tolist() == [pytest.approx([0.7] * 4)] and batch["top_p"].tolist() == [pytest.approx([0.9] * 4)]
+    assert batch["temperature"].tolist() == [pytest.approx([0.7] * 4)] and batch["top_p"].tolist() == [
+        pytest.approx([0.9] * 4)
+    ]
 
 
 def test_a_generation_without_prompt_tokens_cannot_exist():
@@ -111,8 +122,12 @@ def test_mismatched_logprobs_are_refused():
 
 
 def _seq(ids, n_prompt, adv=1.0):
-    return Sequence(input_ids=ids, loss_mask=[i >= n_prompt for i in range(len(ids))],
-                    old_logprobs=[-0.5 if i >= n_prompt else 0.0 for i in range(len(ids))], advantage=adv)
+    return Sequence(
+        input_ids=ids,
+        loss_mask=[i >= n_prompt for i in range(len(ids))],
+        old_logprobs=[-0.5 if i >= n_prompt else 0.0 for i in range(len(ids))],
+        advantage=adv,
+    )
 
 
 def test_shared_prefix_stops_at_the_first_loss_token():
@@ -157,7 +172,11 @@ def trainer(tiny_model_dir):
 
     torch.manual_seed(0)
     # float32: these tests compare numbers exactly; bfloat16 (the default on CPUs with native support) runs in test_bf16_step
-    return GRPOTrainer(weights.load_model(str(tiny_model_dir), dtype="float32"), weights.load_tokenizer(str(tiny_model_dir)), LoraSettings(rank=4, alpha=8))
+    return GRPOTrainer(
+        weights.load_model(str(tiny_model_dir), dtype="float32"),
+        weights.load_tokenizer(str(tiny_model_dir)),
+        LoraSettings(rank=4, alpha=8),
+    )
 
 
 def _groups(trainer, rewards=((1.0, 0.0, 0.5), (0.0, 0.0, 0.0))):
@@ -168,11 +187,28 @@ def _groups(trainer, rewards=((1.0, 0.0, 0.5), (0.0, 0.0, 0.0))):
     groups = []
     g = torch.Generator().manual_seed(1)
     for gi, rs in enumerate(rewards):
-        prompt = tok.apply_chat_template([{"role": "user", "content": f"task {gi}"}], add_generation_prompt=True, tokenize=True, return_dict=False)
+        prompt = tok.apply_chat_template(
+            [{"role": "user", "content": f"task {gi}"}], add_generation_prompt=True, tokenize=True, return_dict=False
+        )
         trajs = []
-        out = sample(trainer.model, [SampleRequest(prompt, 6 + 3 * i, seed=int(torch.randint(0, 1000, (1,), generator=g))) for i in range(len(rs))], pad_id=tok.pad_token_id, eos_ids={tok.eos_token_id})
+        out = sample(
+            trainer.model,
+            [
+                SampleRequest(prompt, 6 + 3 * i, seed=int(torch.randint(0, 1000, (1,), generator=g)))
+                for i in range(len(rs))
+            ],
+            pad_id=tok.pad_token_id,
+            eos_ids={tok.eos_token_id},
+        )
         for s, r in zip(out, rs):
-            trajs.append(Trajectory(generations=[Generation(prompt_token_ids=prompt, completion_token_ids=s.token_ids, logprobs=s.logprobs)], reward=r))
+            trajs.append(
+                Trajectory(
+                    generations=[
+                        Generation(prompt_token_ids=prompt, completion_token_ids=s.token_ids, logprobs=s.logprobs)
+                    ],
+                    reward=r,
+                )
+            )
         groups.append(TrajectoryGroup(trajectories=trajs))
     return groups
 
@@ -218,7 +254,9 @@ def test_packing_and_micro_batching_give_the_gradient_of_separate_sequences(trai
         b = packing.collate([packing.PrefixBranches([], [s])], trainer.pad_id, total, len(seqs), norm)
         ids = b["input_ids"]
         lp, _ = token_logprobs(trainer.model, ids, torch.ones_like(ids), 16)
-        loss, _ = grpo_loss(LossInputs(lp, b["old_logprobs"], b["advantages"], b["weights"]), epsilon=0.2, epsilon_high=None, beta=0)
+        loss, _ = grpo_loss(
+            LossInputs(lp, b["old_logprobs"], b["advantages"], b["weights"]), epsilon=0.2, epsilon_high=None, beta=0
+        )
         loss.backward()
     reference = _grads(trainer)
     assert reference.abs().sum() > 0
@@ -231,9 +269,18 @@ def test_packing_and_micro_batching_give_the_gradient_of_separate_sequences(trai
         trainer.model.zero_grad()
         for mb in mbs:
             b = trainer._collate(mb, total, len(seqs), cfg)
-            lp, _ = token_logprobs(trainer.model, b["input_ids"], b["attention_mask"], 16, b["weights"] > 0,
-                                   b["position_ids"], b["pred_index"])
-            loss, _ = grpo_loss(LossInputs(lp, b["old_logprobs"], b["advantages"], b["weights"]), epsilon=0.2, epsilon_high=None, beta=0)
+            lp, _ = token_logprobs(
+                trainer.model,
+                b["input_ids"],
+                b["attention_mask"],
+                16,
+                b["weights"] > 0,
+                b["position_ids"],
+                b["pred_index"],
+            )
+            loss, _ = grpo_loss(
+                LossInputs(lp, b["old_logprobs"], b["advantages"], b["weights"]), epsilon=0.2, epsilon_high=None, beta=0
+            )
             loss.backward()
         assert torch.allclose(_grads(trainer), reference, atol=1e-6, rtol=1e-4)
 
@@ -254,11 +301,18 @@ async def test_on_policy_ratio_is_one_at_the_sampling_temperature_and_top_p(trai
     from mcprl.types import Scenario
 
     settings = [(1.0, 1.0), (0.7, 1.0), (0.7, 0.8), (1.3, 0.95), (0.0, 1.0)]
-    server = LocalEndpoint(Engine(str(tiny_model_dir), model=weights.load_model(str(tiny_model_dir), dtype="float32"), served_name="tiny"))
+    server = LocalEndpoint(
+        Engine(str(tiny_model_dir), model=weights.load_model(str(tiny_model_dir), dtype="float32"), served_name="tiny")
+    )
     try:
         model = Model(name="tiny", inference_base_url=server.base_url)
-        trajs = [await rollout(model, Scenario(task="Say something."), None, RolloutConfig(temperature=t, top_p=p, max_tokens=16))
-                 for t, p in settings for _ in range(2)]
+        trajs = [
+            await rollout(
+                model, Scenario(task="Say something."), None, RolloutConfig(temperature=t, top_p=p, max_tokens=16)
+            )
+            for t, p in settings
+            for _ in range(2)
+        ]
     finally:
         server.close()
     for i, (traj, (t, p)) in enumerate(zip(trajs, [x for x in settings for _ in range(2)])):
@@ -287,7 +341,11 @@ def test_bf16_step(tiny_model_dir):
     from mcprl.model import weights
 
     torch.manual_seed(0)
-    trainer = GRPOTrainer(weights.load_model(str(tiny_model_dir), dtype="bfloat16"), weights.load_tokenizer(str(tiny_model_dir)), LoraSettings(rank=4, alpha=8))
+    trainer = GRPOTrainer(
+        weights.load_model(str(tiny_model_dir), dtype="bfloat16"),
+        weights.load_tokenizer(str(tiny_model_dir)),
+        LoraSettings(rank=4, alpha=8),
+    )
     assert {p.dtype for p in trainer.model.parameters() if p.requires_grad} == {torch.float32}
     before = _lora_params(trainer)
     m = trainer.step(_groups(trainer), TrainConfig(learning_rate=1e-3))
@@ -330,7 +388,12 @@ def test_reward_advantage_reinforces_only_successes(trainer):
     assert m["trained"] == 1 and m["loss_tokens"] == sum(len(t.generations[0].completion_token_ids) for t in successes)
 
 
-TRUNCATIONS = [(0.3, 1.0, 0, 0.5), (0.7, 1.0, 20, 0.0), (0.5, 0.9, 40, 0.3), (1.0, 1.0, 3, 0.0)]  # temperature, top_p, top_k, min_p
+TRUNCATIONS = [
+    (0.3, 1.0, 0, 0.5),
+    (0.7, 1.0, 20, 0.0),
+    (0.5, 0.9, 40, 0.3),
+    (1.0, 1.0, 3, 0.0),
+]  # temperature, top_p, top_k, min_p
 
 
 @pytest.mark.anyio
@@ -354,17 +417,30 @@ async def test_top_k_and_min_p_are_recorded_and_scored_as_sampled(trainer, tiny_
     async def agent(rec, refused):
         client = rec.openai_client()
         for t, p, k, m in TRUNCATIONS:
-            await client.chat.completions.create(model=rec.model_name, messages=[{"role": "user", "content": f"Say {k}."}],
-                                                 max_tokens=6, temperature=t, top_p=p, extra_body={"top_k": k, "min_p": m})
-        await client.chat.completions.create(model=rec.model_name, messages=[{"role": "user", "content": "JSON."}], max_tokens=4,
-                                             response_format={"type": "json_object"})
+            await client.chat.completions.create(
+                model=rec.model_name,
+                messages=[{"role": "user", "content": f"Say {k}."}],
+                max_tokens=6,
+                temperature=t,
+                top_p=p,
+                extra_body={"top_k": k, "min_p": m},
+            )
+        await client.chat.completions.create(
+            model=rec.model_name,
+            messages=[{"role": "user", "content": "JSON."}],
+            max_tokens=4,
+            response_format={"type": "json_object"},
+        )
         try:
-            await client.chat.completions.create(model=rec.model_name, messages=[{"role": "user", "content": "Hi."}], max_tokens=4,
-                                                 presence_penalty=0.5)
+            await client.chat.completions.create(
+                model=rec.model_name, messages=[{"role": "user", "content": "Hi."}], max_tokens=4, presence_penalty=0.5
+            )
         except openai.BadRequestError as e:
             refused.append(str(e))
 
-    server = LocalEndpoint(Engine(str(tiny_model_dir), model=weights.load_model(str(tiny_model_dir), dtype="float32"), served_name="tiny"))
+    server = LocalEndpoint(
+        Engine(str(tiny_model_dir), model=weights.load_model(str(tiny_model_dir), dtype="float32"), served_name="tiny")
+    )
     refused: list[str] = []
     try:
         model = Model(name="tiny", inference_base_url=server.base_url)
@@ -376,14 +452,19 @@ async def test_top_k_and_min_p_are_recorded_and_scored_as_sampled(trainer, tiny_
         async with anyio.create_task_group() as tg:  # side by side: the engine samples both in one batch
             for i in range(2):
                 tg.start_soon(run, i)
-        direct = httpx.post(f"{server.base_url}/chat/completions", json={"model": "tiny", "messages": [{"role": "user", "content": "Hi."}],
-                                                                          "repetition_penalty": 1.2})
+        direct = httpx.post(
+            f"{server.base_url}/chat/completions",
+            json={"model": "tiny", "messages": [{"role": "user", "content": "Hi."}], "repetition_penalty": 1.2},
+        )
     finally:
         server.close()
     assert direct.status_code == 400 and "leave repetition_penalty at 1" in direct.text
     assert len(refused) == 2 and all("leave presence_penalty at 0" in r for r in refused)
     for i, traj in enumerate(trajs):
-        assert traj.error is None and [(g.temperature, g.top_p, g.top_k, g.min_p) for g in traj.generations[:-1]] == TRUNCATIONS
+        assert (
+            traj.error is None
+            and [(g.temperature, g.top_p, g.top_k, g.min_p) for g in traj.generations[:-1]] == TRUNCATIONS
+        )
         assert [g.constrained for g in traj.generations] == [False] * len(TRUNCATIONS) + [True]  # under a grammar
         traj.reward = float(i)
     groups = [TrajectoryGroup(trajectories=trajs)]
@@ -394,7 +475,9 @@ async def test_top_k_and_min_p_are_recorded_and_scored_as_sampled(trainer, tiny_
     on = b["weights"] > 0
     inputs = (trainer.model, b["input_ids"], b["attention_mask"], 16, on, b["position_ids"], b["pred_index"])
     with torch.no_grad():
-        lp, _ = token_logprobs(*inputs, temperature=b["temperature"], top_p=b["top_p"], top_k=b["top_k"], min_p=b["min_p"])
+        lp, _ = token_logprobs(
+            *inputs, temperature=b["temperature"], top_p=b["top_p"], top_k=b["top_k"], min_p=b["min_p"]
+        )
         untruncated, _ = token_logprobs(*inputs, temperature=b["temperature"], top_p=b["top_p"])
     assert (lp - b["old_logprobs"])[on].abs().max() < 1e-5
     assert (untruncated - b["old_logprobs"])[on].abs().max() > 1e-2
@@ -412,7 +495,9 @@ def test_logprob_mismatch_is_reported_before_the_update(trainer):
         for t in g.trajectories:
             t.generations[0].logprobs = [x - 1.0 for x in t.generations[0].logprobs]
     m = trainer.step(groups, TrainConfig(learning_rate=1e-12))
-    assert m["logprob_mismatch"] == pytest.approx(1.0, abs=1e-4) and m["logprob_mismatch_max"] == pytest.approx(1.0, abs=1e-4)
+    assert m["logprob_mismatch"] == pytest.approx(1.0, abs=1e-4) and m["logprob_mismatch_max"] == pytest.approx(
+        1.0, abs=1e-4
+    )
 
 
 def _split(traj: Trajectory) -> Trajectory:
@@ -422,8 +507,13 @@ def _split(traj: Trajectory) -> Trajectory:
     half = len(g.completion_token_ids) // 2
     first = g.model_copy(update={"completion_token_ids": g.completion_token_ids[:half], "logprobs": g.logprobs[:half]})
     # a re-tokenised prompt: the same text, but the first token differs, so the two do not merge
-    second = g.model_copy(update={"prompt_token_ids": [g.prompt_token_ids[0] + 1, *g.prompt_token_ids[1:], *g.completion_token_ids[:half]],
-                                  "completion_token_ids": g.completion_token_ids[half:], "logprobs": g.logprobs[half:]})
+    second = g.model_copy(
+        update={
+            "prompt_token_ids": [g.prompt_token_ids[0] + 1, *g.prompt_token_ids[1:], *g.completion_token_ids[:half]],
+            "completion_token_ids": g.completion_token_ids[half:],
+            "logprobs": g.logprobs[half:],
+        }
+    )
     return traj.model_copy(update={"generations": [first, second]})
 
 
@@ -454,7 +544,9 @@ def test_constrained_turns_are_scored_by_the_trainer_where_the_sampler_masked_th
     for g in masked:
         for t in g.trajectories:
             gen = t.generations[0]
-            t.generations[0] = gen.model_copy(update={"constrained": True, "logprobs": [0.0] * len(gen.logprobs)})  # a forced token: log 1
+            t.generations[0] = gen.model_copy(
+                update={"constrained": True, "logprobs": [0.0] * len(gen.logprobs)}
+            )  # a forced token: log 1
     start = copy.deepcopy(trainer.model.state_dict())
     cfg = TrainConfig(learning_rate=1e-2)
 

@@ -22,12 +22,29 @@ async def _groups(model, step: int, per: int = 4) -> list[TrajectoryGroup]:
     for i, p in enumerate(PROMPTS):
         msgs = [{"role": "user", "content": p}]
         async with model.openai_client() as client:
-            r = await client.chat.completions.create(model=model.get_inference_name(), messages=msgs, n=per, max_tokens=MAX_TOKENS,
-                                                     seed=1000 * step + 10 * i, logprobs=True, extra_body={"return_token_ids": True})
-        trajs = [Trajectory(messages=msgs + [{"role": "assistant", "content": c.message.content}],
-                            generations=[Generation(prompt_token_ids=r.model_extra["prompt_token_ids"], completion_token_ids=c.model_extra["token_ids"],
-                                                    logprobs=[t.logprob for t in c.logprobs.content])],
-                            reward=reward(c.model_extra["token_ids"])) for c in r.choices]
+            r = await client.chat.completions.create(
+                model=model.get_inference_name(),
+                messages=msgs,
+                n=per,
+                max_tokens=MAX_TOKENS,
+                seed=1000 * step + 10 * i,
+                logprobs=True,
+                extra_body={"return_token_ids": True},
+            )
+        trajs = [
+            Trajectory(
+                messages=msgs + [{"role": "assistant", "content": c.message.content}],
+                generations=[
+                    Generation(
+                        prompt_token_ids=r.model_extra["prompt_token_ids"],
+                        completion_token_ids=c.model_extra["token_ids"],
+                        logprobs=[t.logprob for t in c.logprobs.content],
+                    )
+                ],
+                reward=reward(c.model_extra["token_ids"]),
+            )
+            for c in r.choices
+        ]
         groups.append(TrajectoryGroup(trajectories=trajs))
     return groups
 

@@ -150,8 +150,12 @@ def test_top_k_min_p_and_the_models_logit_processing_match_autograd(softcap):
     min_p = torch.tensor([0.0, 0.2, 0.0, 0.1] * 3)
     with torch.no_grad():  # targets inside each row's kept set: the most likely token, or a close second
         targets = (head(hidden) / temperature.unsqueeze(-1)).topk(2, -1).indices[torch.arange(n), torch.arange(n) % 2]
-    ours = _run(lambda x, t, m: head_logprobs(x, t, m, 5, temperature, top_p, top_k, min_p), hidden, targets, head, weights)
-    ref = _run(lambda x, t, m: _truncated_reference(x, t, m, temperature, top_p, top_k, min_p), hidden, targets, head, weights)
+    ours = _run(
+        lambda x, t, m: head_logprobs(x, t, m, 5, temperature, top_p, top_k, min_p), hidden, targets, head, weights
+    )
+    ref = _run(
+        lambda x, t, m: _truncated_reference(x, t, m, temperature, top_p, top_k, min_p), hidden, targets, head, weights
+    )
     untruncated = _run(lambda x, t, m: head_logprobs(x, t, m, 5, temperature), hidden, targets, head, weights)
     assert not torch.allclose(ours[0], untruncated[0], atol=1e-3)
     for a, b in zip([*ours[:3], *ours[3]], [*ref[:3], *ref[3]]):
@@ -164,8 +168,16 @@ def _tiny(arch: str):
     large enough to matter on random weights."""
     import transformers as tf
 
-    small = dict(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, head_dim=8, max_position_embeddings=64)
+    small = dict(
+        vocab_size=96,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        max_position_embeddings=64,
+    )
     config, cls = {
         "gemma2": (lambda: tf.Gemma2Config(**small, final_logit_softcapping=0.05), tf.Gemma2ForCausalLM),
         "gemma3": (lambda: tf.Gemma3TextConfig(**small, final_logit_softcapping=0.05), tf.Gemma3ForCausalLM),
@@ -191,13 +203,18 @@ def test_sampler_and_trainer_use_the_models_own_logits(arch):
     (out,) = sample(model, [SampleRequest(prompt, 8, temperature=0.7, seed=0)], pad_id=0, eos_ids=set())
     ids = torch.tensor([prompt + out.token_ids])
     with torch.no_grad():
-        own = (model(ids).logits[0, :-1] / 0.7).log_softmax(-1).gather(-1, ids[0, 1:, None]).squeeze(-1)[len(prompt) - 1:]
+        own = (
+            (model(ids).logits[0, :-1] / 0.7)
+            .log_softmax(-1)
+            .gather(-1, ids[0, 1:, None])
+            .squeeze(-1)[len(prompt) - 1 :]
+        )
         bare = (model.lm_head(model.model(ids).last_hidden_state)[0, :-1] / 0.7).log_softmax(-1)
-        bare = bare.gather(-1, ids[0, 1:, None]).squeeze(-1)[len(prompt) - 1:]
+        bare = bare.gather(-1, ids[0, 1:, None]).squeeze(-1)[len(prompt) - 1 :]
         trained, _ = token_logprobs(model, ids, torch.ones_like(ids), 4, temperature=torch.full(ids.shape, 0.7))
     assert not torch.allclose(bare, own, atol=1e-2)  # the processing matters here
     torch.testing.assert_close(torch.tensor(out.logprobs), own, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(trained[0, len(prompt):], own, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(trained[0, len(prompt) :], own, atol=1e-5, rtol=1e-5)
     assert output_head(model).lm_head is model.lm_head
 
 

@@ -34,20 +34,28 @@ def main() -> None:
         try:
             engine.load_adapter(request["lora_name"], request["lora_path"])
         except Exception as e:
-            return JSONResponse({"error": {"message": f"Loading lora {request['lora_name']} failed: {e}", "code": 404}}, status_code=404)
+            return JSONResponse(
+                {"error": {"message": f"Loading lora {request['lora_name']} failed: {e}", "code": 404}}, status_code=404
+            )
         return f"Success: LoRA adapter '{request['lora_name']}' added successfully."
 
     @app.post("/v1/unload_lora_adapter")
     async def unload(request: dict):
         if request["lora_name"] not in engine.adapters:
-            return JSONResponse({"error": {"message": f"The lora adapter '{request['lora_name']}' cannot be found.", "code": 404}},
-                                status_code=404)
+            return JSONResponse(
+                {"error": {"message": f"The lora adapter '{request['lora_name']}' cannot be found.", "code": 404}},
+                status_code=404,
+            )
         engine.unload_adapter(request["lora_name"])
         return f"Success: LoRA adapter '{request['lora_name']}' removed successfully."
 
     @app.get("/standin/launch")
     async def launch():
-        return {"argv": sys.argv[1:], "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "pid": os.getpid()}
+        return {
+            "argv": sys.argv[1:],
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "pid": os.getpid(),
+        }
 
     print(f"INFO stand-in vLLM serving {args.model} on {args.host}:{args.port}", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
