@@ -6,9 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import typer
+from rich.console import Console
 
+from mcprl.cli.console_script import run_app
 from mcprl.cli.flags import SERVER_FLAGS, overrides, with_flags
+from mcprl.cli.train_cmd import print_summary, run_with_progress
+from mcprl.run.config import load_config
 
 
 def autorl_command(
@@ -43,12 +48,7 @@ def autorl_command(
     The generated files are saved next to the run (<MCPRL_HOME>/<project>/<name>/autorl/): edit
     any of them and rerun to use your version, or pass --regenerate. A server (optional) gives
     the task its tools."""
-    import anyio
-    from rich.console import Console
-
     from mcprl.autorl.run import plan
-    from mcprl.cli.train_cmd import print_summary, run_with_progress
-    from mcprl.run.config import load_config
 
     cfg = load_config(
         None,
@@ -90,6 +90,4 @@ app.command()(autorl_command)
 
 
 def main() -> None:
-    from mcprl.cli.console_script import run_app
-
     run_app(app)

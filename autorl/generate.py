@@ -5,9 +5,9 @@ Every call asks for JSON matching a small, bounded schema (`mcprl.llm.complete_j
 `response_format` where the model takes it, which the embedded model needs). A reply without
 it (prose, a truncated object, the wrong shape) is shown back to the generator with the problem
 and asked again; inputs come a few per call (one for `local`), spread over difficulties 1..5,
-deduplicated (mcprl.scenarios.dedup) and checked against the recent ones. A generator that never gets it right ends in a one-line UserError naming the
-problem, never in an empty run. With an MCP server's tools, inputs are tasks that need them
-(mcprl.scenarios.synthesize, steered by the description).
+deduplicated (mcprl.scenarios.dedup) and checked against the recent ones. A generator that never gets it right ends in a
+one-line UserError naming the problem, never in an empty run. With an MCP server's tools, inputs are tasks that need
+them (mcprl.scenarios.synthesize, steered by the description).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from mcprl.errors import UserError
 from mcprl.llm import GenerationFailed, LLMReply, complete_json, is_local, stronger_model_fix
-from mcprl.types import Scenario, ToolSchema, content_hash
 from mcprl.scenarios.coverage import difficulty_histogram
 from mcprl.scenarios.dedup import Deduper
 from mcprl.scenarios.synthesize import RECENT_SHOWN, synthesize, target_difficulties
+from mcprl.types import Scenario, ToolSchema, content_hash
 
 STRONGER = stronger_model_fix("--gen-model")
 SHOWN_CHARS = 200  # of each recent input shown back as "do not repeat"

@@ -24,10 +24,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mcprl.autorl.generate import generate_inputs, generate_rubric, generate_system_prompt
 from mcprl.errors import UserError, first_problem
 from mcprl.llm import LOCAL_MODEL
 from mcprl.paths import model_dir
 from mcprl.run.config import RunConfig
+from mcprl.run.runner import TrainingRun
+from mcprl.scenarios.source import grounded
+from mcprl.tools import ToolPool, discover
 from mcprl.types import Scenario, ToolSchema, load_jsonl
 
 TASK, SYSTEM_PROMPT, INPUTS, RUBRIC = "task.txt", "system_prompt.txt", "inputs.jsonl", "rubric.md"
@@ -43,8 +47,6 @@ async def inputs_jsonl(making: Awaitable[list[Scenario]]) -> str:
 
 
 async def server_tools(cfg: RunConfig) -> list[ToolSchema]:
-    from mcprl.tools import discover
-
     return (await discover(cfg.server.spec())).tools
 
 
@@ -60,8 +62,6 @@ async def plan(
     """`cfg` set up to train on the saved (or newly generated) system prompt, inputs and rubric,
     judged by RULER. Generation uses `gen_model` at `cfg.judge.api_base` and `cfg.seed`; it writes
     `cfg.scenarios.n` inputs when that was set, else `inputs_needed(cfg)`."""
-    from mcprl.autorl.generate import generate_inputs, generate_rubric, generate_system_prompt
-
     task = task.strip()
     if not task:
         raise UserError("the task description is empty; say in a sentence what the model should do")
@@ -128,9 +128,6 @@ async def plan(
 
 async def grounded_inputs(cfg: RunConfig, n: int, d: Path, say: Callable[[str], None]) -> list[Scenario]:
     """`n` tasks grounded in the run's server (mcprl.scenarios.grounded); the exploration is saved beside them."""
-    from mcprl.tools import ToolPool
-    from mcprl.scenarios.source import grounded
-
     async with ToolPool(cfg.server.spec()) as pool:
         return await grounded(
             pool,
@@ -159,8 +156,6 @@ async def autorl(
     `settings` are RunConfig fields, sections as dicts (`steps=3, scenarios={"n": 8},
     rollout={"max_turns": 2}`); `api_base` serves both `gen_model` and the judge. Returns
     TrainingRun's summary."""
-    from mcprl.run.runner import TrainingRun
-
     judge = {**settings.pop("judge", {}), **({"api_base": api_base} if api_base else {})}
     try:
         cfg = RunConfig.model_validate({**settings, "judge": judge})

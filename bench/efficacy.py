@@ -117,7 +117,8 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     print(
-        f"held-out success: {before['success_rate']:.1%} -> {after['success_rate']:.1%} ({delta:+.1f} points; target +20: "
+        f"held-out success: {before['success_rate']:.1%} -> {after['success_rate']:.1%} ({delta:+.1f} points; target "
+        "+20: "
         f"{'met' if result['met'] else 'NOT met'}) after {len(train)} steps, {wall / 60:.1f} min wall"
     )
     print(f"curve and report: {run_dir / 'report.html'}; result: {out}")

@@ -3,7 +3,8 @@ held-out scenarios: which tool each episode calls first, how many calls' results
 answer (shaping's evidence stage), and success. A prompt change is measured with it before a
 30-minute efficacy run (docs/benchmarks.md: the template's placeholder call).
 
-    python bench/first_calls.py RUN_NAME --server "python -m mcprl.servers.inventory" [--project bench] [--samples 4] [--rebuild]
+    python bench/first_calls.py RUN_NAME --server "python -m mcprl.servers.inventory" \
+        [--project bench] [--samples 4] [--rebuild]
                                 [--constrain-tool-calls] [--out GROUPS.jsonl]
 
 RUN_NAME is a run of `--project` (its step-0 checkpoint, demonstration and held-out split); the
@@ -31,12 +32,12 @@ async def first_calls(
 ) -> dict:
     from mcprl.judges import VerifyJudge, score_groups
     from mcprl.judges.shaping import STAGES, agent_messages, tool_use_score
-    from mcprl.rollout import agents
-    from mcprl.run import demonstration
-    from mcprl.run.evaluate import resolve_checkpoint, run_settings
-    from mcprl.rollout.gather import gather_trajectory_groups
     from mcprl.model.trainable import Model
     from mcprl.paths import model_dir
+    from mcprl.rollout import agents
+    from mcprl.rollout.gather import gather_trajectory_groups
+    from mcprl.run import demonstration
+    from mcprl.run.evaluate import resolve_checkpoint, run_settings
     from mcprl.serving.engine import Engine
     from mcprl.serving.local import LocalEndpoint
     from mcprl.tools import ServerSpec, ToolPool

@@ -310,9 +310,10 @@ def table(summary: dict[str, Any]) -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, s in summary["systems"].items():
-        cell = lambda k: f"{s[k]:g}" if k in s else "-"  # noqa: E731
+        cell = lambda k: f"{s[k]:g}" if k in s else "-"  # noqa: E731, B023 (called in this iteration only)
         rows.append(
-            f"| {name} | {cell('step_seconds')} | {cell('generation_seconds')} | {cell('train_seconds')} | {cell('swap_seconds')} | "
+            f"| {name} | {cell('step_seconds')} | {cell('generation_seconds')} | {cell('train_seconds')} | "
+            f"{cell('swap_seconds')} | "
             f"{cell('peak_gpu_gib')} | {cell('startup_seconds')} |"
         )
     lines = ["\n".join(rows)]
@@ -324,7 +325,8 @@ def table(summary: dict[str, Any]) -> str:
     if "lora_vs_base_throughput" in summary:
         t = summary["systems"]["mcprl"]["throughput_tokens_per_second"]
         lines.append(
-            f"vLLM decoding throughput, LoRA step vs base: {t['lora']} vs {t['base']} tok/s ({summary['lora_vs_base_throughput']:.2f}x)"
+            f"vLLM decoding throughput, LoRA step vs base: {t['lora']} vs {t['base']} tok/s "
+            f"({summary['lora_vs_base_throughput']:.2f}x)"
         )
     return "\n".join(lines)
 
@@ -414,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     settings.update(prompts=len(PROMPTS), lora_rank=LORA_RANK, learning_rate=LEARNING_RATE)
     path = args.out / "gpu_grpo_vs_trl.json"
-    # A system measured by an earlier run with the same settings (--systems trl after --systems mcprl) joins the summary.
+    # A system measured by an earlier run with the same settings (--systems trl after --systems mcprl) joins the
+    # summary.
     earlier = json.loads(path.read_text()) if path.exists() else {}
     results = earlier.get("results", {}) if earlier.get("summary", {}).get("settings") == settings else {}
     for system in args.systems_list:

@@ -125,8 +125,10 @@ def main() -> None:
     out.write_text(json.dumps(result, indent=2))
     print(grounding["exploration"])
     print(
-        f"held-out ({args.tasks or 'own val'}, {len(held_out)} tasks): {before['success_rate']:.1%} -> {after['success_rate']:.1%} "
-        f"({delta:+.1f} points; target +15: {'met' if result['met'] else 'NOT met'}) after {last} steps, {wall / 60:.1f} min wall"
+        f"held-out ({args.tasks or 'own val'}, {len(held_out)} tasks): {before['success_rate']:.1%} -> "
+        f"{after['success_rate']:.1%} "
+        f"({delta:+.1f} points; target +15: {'met' if result['met'] else 'NOT met'}) after {last} steps, "
+        f"{wall / 60:.1f} min wall"
     )
     print(f"result: {out}")
 

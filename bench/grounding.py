@@ -17,9 +17,10 @@ import time
 import anyio
 
 from mcprl.errors import UserError
-from mcprl.tools import ServerSpec, ToolPool
-from mcprl.scenarios.explore import ExploreConfig, explore
+from mcprl.scenarios.config import ExploreConfig
+from mcprl.scenarios.explore import explore
 from mcprl.scenarios.grounded import ground
+from mcprl.tools import ServerSpec, ToolPool
 
 
 async def measure(target: str, calls: int, n: int, seed: int) -> dict:
@@ -56,7 +57,8 @@ def main() -> None:
             print(f"{server}: {e}")
     for r in results:
         print(
-            f"{r['server']}: {r['calls']} calls ({r['errors']} errors) -> {r['candidates']} candidates -> {r['kept']} kept; "
+            f"{r['server']}: {r['calls']} calls ({r['errors']} errors) -> {r['candidates']} candidates -> {r['kept']} "
+            "kept; "
             f"dropped {r['dropped']}; tools covered {len(r['covered'])}/{len(r['tools'])}"
             + (f" (not: {', '.join(r['uncovered'])})" if r["uncovered"] else "")
             + f"; {r['seconds']} s"

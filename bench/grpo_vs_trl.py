@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -350,8 +350,8 @@ def main() -> None:
         CHILDREN[args.child](args)
         return
 
-    from mcprl.train.grpo import GRPOTrainer
     from mcprl.model.weights import resolve_dtype
+    from mcprl.train.grpo import GRPOTrainer
 
     args.dtype = resolve_dtype(args.dtype)
     args.micro_batch_tokens = args.micro_batch_tokens or GRPOTrainer.default_micro_batch_tokens
@@ -384,12 +384,13 @@ def main() -> None:
             f"{name:8s}{r['median_step_seconds']:>16.2f}{r['median_generation_seconds']:>21.2f}{r['peak_rss_mb']:>13.0f}"
         )
     print(
-        f"{'ratio':8s}{time_ratio:>16.2f}{'':>21s}{rss_ratio:>13.2f}   (targets: <= {TARGET_TIME_RATIO} and <= {TARGET_RSS_RATIO})"
+        f"{'ratio':8s}{time_ratio:>16.2f}{'':>21s}{rss_ratio:>13.2f}   (targets: <= {TARGET_TIME_RATIO} and <= "
+        f"{TARGET_RSS_RATIO})"
     )
 
     result = {
         "benchmark": "grpo_vs_trl",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": "python bench/grpo_vs_trl.py " + " ".join(sys.argv[1:]),
         "machine": machine(args.threads),
         "work": {

@@ -29,17 +29,17 @@ ROOT = Path(__file__).resolve().parent.parent
 async def measure(args: argparse.Namespace) -> list[dict]:
     import ray
 
-    from mcprl.judges import VerifyJudge, score_groups
     from mcprl import tasks
-    from mcprl.rollout import agents
     from mcprl.backends.local import LocalBackend
     from mcprl.cluster import ClusterConfig
     from mcprl.cluster.ray_engine import RayRollouts
-    from mcprl.rollout.gather import gather_trajectory_groups
+    from mcprl.judges import VerifyJudge, score_groups
     from mcprl.model.trainable import TrainableModel
-    from mcprl.rollout.loop import RolloutConfig
+    from mcprl.rollout import agents
+    from mcprl.rollout.config import RolloutConfig
+    from mcprl.rollout.gather import gather_trajectory_groups
     from mcprl.tools import ToolPool
-    from mcprl.tools.discovery import ServerConfig
+    from mcprl.tools.config import ServerConfig
     from mcprl.train.config import TrainConfig
 
     shipped = tasks.get("calculator")

@@ -24,7 +24,7 @@ import platform
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -183,7 +183,7 @@ def main() -> None:
 
     result = {
         "benchmark": "serving",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": "python bench/serving.py " + " ".join(sys.argv[1:]),
         "machine": machine(torch.get_num_threads()),
         "work": {

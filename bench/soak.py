@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -200,7 +200,7 @@ async def soak(args: argparse.Namespace, base: str, key: str, pid: int) -> dict[
         """`work` (a client's loop), cancelled with its request in flight when the time is up."""
         try:
             await asyncio.wait_for(work, timeout=max(0.0, deadline - time.monotonic()))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     async with httpx.AsyncClient(limits=httpx.Limits(max_connections=args.clients + 4)) as c:
@@ -298,7 +298,7 @@ def main() -> None:
         "minutes": args.minutes,
         "model": args.model,
         "clients": args.clients,
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "cpus": os.cpu_count(),
         "command": "python bench/soak.py " + " ".join(sys.argv[1:]),
         "server_log": log.name,
@@ -313,9 +313,11 @@ def main() -> None:
         and exit_s < 10
     )
     print(
-        f"soak {args.minutes:g} min: served {result['served']}, refused {result['refused_4xx']}, hung up {result['hung_up']}, "
+        f"soak {args.minutes:g} min: served {result['served']}, refused {result['refused_4xx']}, hung up "
+        f"{result['hung_up']}, "
         f"5xx {result['5xx']}, /health p99 {result['health_p99_s']:.3f} s (max {result['health_max_s']:.3f}), "
-        f"peak RSS {result['rss_mb_peak']:.0f} MB, SIGTERM exit {'over 30' if exit_s is None else exit_s} s: {'PASS' if ok else 'FAIL'}"
+        f"peak RSS {result['rss_mb_peak']:.0f} MB, SIGTERM exit {'over 30' if exit_s is None else exit_s} s: "
+        f"{'PASS' if ok else 'FAIL'}"
     )
 
 

@@ -106,10 +106,12 @@ def main() -> None:
                 rates[b, c].append(run(b, c))
     print(
         f"model {args.model}, dtype {next(engine.model.parameters()).dtype}, {args.max_tokens} tokens/row, "
-        f"{args.reps} reps, {'tool-call grammar' if args.tool_calls else 'schema'} compile {compile_s * 1e3:.1f} ms (first, including the tokenizer's ~0.5 s)"
+        f"{args.reps} reps, {'tool-call grammar' if args.tool_calls else 'schema'} compile {compile_s * 1e3:.1f} ms "
+        "(first, including the tokenizer's ~0.5 s)"
     )
     print(
-        "| batch | free tok/s (best) | schema tok/s (best) | ratio of bests | median per-rep ratio |\n|---|---|---|---|---|"
+        "| batch | free tok/s (best) | schema tok/s (best) | ratio of bests | median per-rep ratio "
+        "|\n|---|---|---|---|---|"
     )
     for b in (1, 8):
         free, con = max(rates[b, False]), max(rates[b, True])

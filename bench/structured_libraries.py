@@ -1,8 +1,10 @@
 """Per-token cost of three grammar libraries on SmolLM2's tokenizer (49,152 tokens), on real MCP
 tool schemas: the choice behind mcprl/serving/structured.py (docs/benchmarks.md).
 
-    pip install --no-deps --target /tmp/gram xgrammar==0.2.8 apache-tvm-ffi==0.1.15.post2 llguidance==1.7.6 outlines_core==0.2.14
-    PYTHONPATH=/tmp/gram python bench/structured_libraries.py [--model smollm2-135m] [--only llguidance,xgrammar,outlines-core]
+    pip install --no-deps --target /tmp/gram \
+        xgrammar==0.2.8 apache-tvm-ffi==0.1.15.post2 llguidance==1.7.6 outlines_core==0.2.14
+    PYTHONPATH=/tmp/gram python bench/structured_libraries.py \
+        [--model smollm2-135m] [--only llguidance,xgrammar,outlines-core]
 
 Each library gets the tokens of one valid answer per schema (compact JSON), and at each step
 computes the allowed-token bitmask and consumes the token: what a decoding step adds, without
@@ -154,7 +156,8 @@ def main() -> None:
                 walks.append((time.perf_counter() - t) / len(ids) * 1e6)
             step_us.append(min(walks))
         print(
-            f"| {name} | {', '.join(f'{x:.1f}' for x in compile_ms)} | {', '.join(f'{x:.0f}' for x in step_us)} | {statistics.median(step_us):.0f} |",
+            f"| {name} | {', '.join(f'{x:.1f}' for x in compile_ms)} | {', '.join(f'{x:.0f}' for x in step_us)} | "
+            f"{statistics.median(step_us):.0f} |",
             flush=True,
         )
 

@@ -10,8 +10,8 @@ import anyio
 
 from mcprl import LocalBackend, TrainableModel, TrainConfig, gather_trajectory_groups
 from mcprl.rollout.langgraph import create_mcp_agent
-from mcprl.tools import ServerSpec, ToolPool
 from mcprl.servers.calculator import tasks
+from mcprl.tools import ServerSpec, ToolPool
 
 STEPS, GROUPS, ROLLOUTS = 2, 2, 4
 
@@ -37,7 +37,8 @@ async def main() -> None:
                 )
             metrics = await model.train(groups, TrainConfig(learning_rate=1e-4))
             print(
-                f"trained: {metrics.get('trained', 0):.0f}, loss {metrics.get('loss', 0.0):.4f}, now serving {model.get_inference_name()}"
+                f"trained: {metrics.get('trained', 0):.0f}, loss {metrics.get('loss', 0.0):.4f}, now serving "
+                f"{model.get_inference_name()}"
             )
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from mcprl.judges.base import Judge
 from mcprl.errors import UserError
+from mcprl.judges.base import Judge
 from mcprl.types import TrajectoryGroup
 
 

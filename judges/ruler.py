@@ -30,9 +30,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from mcprl.errors import first_problem
 from mcprl.judges.base import JudgeError, zero_failed
 from mcprl.judges.cache import VerdictCache
-from mcprl.errors import first_problem
 from mcprl.llm import LLMError, LLMReply, complete, extract_json, is_local
 from mcprl.types import Message, Trajectory, TrajectoryGroup, content_hash
 

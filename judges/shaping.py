@@ -23,7 +23,6 @@ with the task's judge by `mcprl.judges.combine.ShapedJudge`, which caps it below
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any
 

@@ -12,7 +12,8 @@
     {"kind": "regex", "pattern": "\\b42\\b"}        1 if the pattern matches anywhere (`ignore_case` optional)
     {"kind": "json_field", "field": "order.total", "value": 12.5}  parse the answer as JSON, compare a field
     {"kind": "python", "function": "pkg.module:fn"}  fn(scenario, trajectory) -> float
-    {"kind": "server", "server": "inventory", ...}   the task set's checker: mcprl.tasks.get(server).check(scenario, trajectory)
+    {"kind": "server", "server": "inventory", ...}   the task set's checker:
+                                                     mcprl.tasks.get(server).check(scenario, trajectory)
 
 Scores are floats in [0, 1]; a checker's result outside that range is clamped.
 """
@@ -30,9 +31,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from mcprl.judges.base import zero_failed
 from mcprl import tasks
 from mcprl.errors import UserError, first_problem
+from mcprl.judges.base import zero_failed
 from mcprl.llm import extract_json
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 
@@ -234,7 +235,8 @@ def checker_for(scenario: Scenario) -> Checker:
                 target = getattr(target, part)
         except (ImportError, AttributeError) as e:
             raise UserError(
-                f"scenario {scenario.id}: cannot load check function {check.function} ({e}); make it importable as module:function"
+                f"scenario {scenario.id}: cannot load check function {check.function} ({e}); make it importable as "
+                "module:function"
             ) from None
         return target
     return tasks.get(check.server).check

@@ -26,8 +26,8 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from mcprl.backends.local import LocalBackend
     from mcprl.errors import UserError
-    from mcprl.rollout.gather import gather_trajectory_groups
     from mcprl.model.trainable import Model, TrainableModel
+    from mcprl.rollout.gather import gather_trajectory_groups
     from mcprl.train.config import TrainConfig
     from mcprl.types import Generation, Scenario, Trajectory, TrajectoryGroup
 

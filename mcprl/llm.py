@@ -62,7 +62,10 @@ def is_local(model: str) -> bool:
 
 def stronger_model_fix(flag: str) -> str:
     """The one-line fix for a generator or judge that cannot give usable JSON."""
-    return f"use a stronger model ({flag} openai/gpt-4.1 with OPENAI_API_KEY set, or {flag} NAME --api-base URL of a vLLM server)"
+    return (
+        f"use a stronger model ({flag} openai/gpt-4.1 with OPENAI_API_KEY set, "
+        f"or {flag} NAME --api-base URL of a vLLM server)"
+    )
 
 
 def _litellm() -> Any:

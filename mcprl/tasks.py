@@ -80,7 +80,8 @@ def get(name: str) -> TaskSet:
         )
     if len({ep.value for ep in found}) > 1:
         raise UserError(
-            f"task set {name!r} is registered more than once ({', '.join(ep.value for ep in found)}); uninstall all but one"
+            f"task set {name!r} is registered more than once ({', '.join(ep.value for ep in found)}); uninstall all "
+            "but one"
         )
     ep = found[0]
     where = f"task set {name!r} (entry point {ep.name} = {ep.value} in {GROUP!r})"

@@ -193,7 +193,8 @@ class ArgumentWriter:
                 pick = self.rng.choice(pool)
                 said = pick.value.split() if isinstance(pick.value, str) else []
                 if pool is free and len(said) > 1 and (len(said) > 3 or self.rng.random() < 0.5):
-                    # one word of a name or a subject, as a person searches ("Porto" from "Your flight to Porto is confirmed")
+                    # one word of a name or a subject, as a person searches ("Porto" from "Your flight to Porto is
+                    # confirmed")
                     words_in = [w for w in said if _WORD.fullmatch(w)] or said
                     return pick.model_copy(update={"value": self.rng.choice(words_in)})
                 return pick

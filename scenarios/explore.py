@@ -30,10 +30,16 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+import anyio
+from pydantic import BaseModel, Field
 
 from mcprl.scenarios.arguments import ArgumentWriter, SeenValue, coerce, words_of
+from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.results import MESSAGE, result_values
+from mcprl.tools import ServerGone, redact_model
+from mcprl.tools import ToolPool as Pool
+from mcprl.tools.client import schema_validator
+from mcprl.types import dump_jsonl
 
 if TYPE_CHECKING:
     from mcprl.tools import ToolPool, ToolSession
@@ -55,34 +61,6 @@ SHOWN_VALUES = 24  # values shown to the generator model writing a call's argume
 KNOWN_VALUES = 400  # distinct values an argument may be drawn from (the latest, where a session saw more)
 SESSIONS_AT_ONCE = 4  # per-rollout sessions explored concurrently (each its own server process)
 READ_BACKS = 2  # earlier reads repeated after a write, per write: what the write changed
-
-
-class ExploreConfig(BaseModel):
-    """How far a run explores its server before grounding tasks in it (`[explore]` in a run file)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    calls: int = Field(default=120, ge=1, description="tool calls at most while exploring the server")
-    minutes: float = Field(default=3.0, gt=0, description="minutes at most while exploring the server")
-    call_timeout: float = Field(
-        default=10.0, gt=0, description="seconds a call may take while exploring; a tool that hangs is skipped"
-    )
-    writes: bool = Field(default=False, description="also call tools that may write on a shared (HTTP/SSE) server")
-    generated: int | None = Field(
-        default=None,
-        ge=0,
-        description="calls at most whose arguments the generator model writes "
-        "(JSON under the tool's input schema) where only the schema gave values; default: 8, "
-        "none with the offline local generator",
-    )
-    isolated: bool | None = Field(
-        default=None,
-        description="each session gets fresh server state (default: per-rollout stdio servers whose command names no file)",
-    )
-    phrase: bool | None = Field(
-        default=None,
-        description="rephrase grounded tasks with the generator model (--judge-model); default: unless it is the offline local one",
-    )
 
 
 def known(seen: list[SeenValue]) -> list[SeenValue]:
@@ -209,12 +187,6 @@ async def explore(
     """Explore `pool`'s server within `cfg`'s bounds; the record is also written to `record`
     (JSONL, secrets masked) when given. `propose` (the generator model) writes the arguments of up
     to `cfg.generated` calls whose every value would otherwise be sampled from the schema."""
-    import anyio
-
-    from mcprl.tools import ToolPool as Pool
-    from mcprl.tools import ServerGone, redact_model
-    from mcprl.tools.client import schema_validator
-
     assert pool.toolset is not None
     isolated = is_isolated(pool, cfg, say)
     out = Exploration()
@@ -437,7 +409,5 @@ async def explore(
         for c in out.calls
     ]
     if record is not None:
-        from mcprl.types import dump_jsonl
-
         dump_jsonl([redact_model(c, secrets or []) for c in out.calls], record)
     return out

@@ -20,8 +20,8 @@ source of tasks whose answer is a value its result holds:
 Each task carries a `holds` check (numbers by value, text as whole words; mcprl.judges.verify), so the
 `verify` judge scores it with no LLM; its reference chain (`metadata["reference"]`: the calls, in
 order); and a difficulty, the chain's length. Tasks are phrased from templates made of the tool's
-description and the call's values (`mcprl.scenarios.phrasing`); a generator model may rephrase them (JSON via `response_format`;
-`ExploreConfig.phrase`), and a rephrasing that drops a value the task needs, or gives the answer
+description and the call's values (`mcprl.scenarios.phrasing`); a generator model may rephrase them (JSON via
+`response_format`; `ExploreConfig.phrase`), and a rephrasing that drops a value the task needs, or gives the answer
 away, is not used.
 
 A task that names its record but whose chain found it the long way (a listing's line) is given the
@@ -63,6 +63,7 @@ from mcprl.scenarios.phrasing import (
     value_text,
 )
 from mcprl.scenarios.results import MESSAGE, result_data, result_records, result_values, sentence_fields, server_text
+from mcprl.tools import ServerGone
 from mcprl.types import Scenario
 
 if TYPE_CHECKING:
@@ -94,7 +95,8 @@ class GroundingReport(BaseModel):
     def summary(self) -> str:
         dropped = ", ".join(f"{n} {why}" for why, n in self.dropped.items()) or "none"
         line = (
-            f"grounded {self.kept} tasks ({self.rephrased} rephrased) in {self.explored} explored calls ({self.candidates} candidates, "
+            f"grounded {self.kept} tasks ({self.rephrased} rephrased) in {self.explored} explored calls "
+            f"({self.candidates} candidates, "
             f"{self.shortened} chains shortened; "
             f"dropped: {dropped}); tasks per tool: {', '.join(f'{t} {n}' for t, n in self.covered.items()) or 'none'}"
         )
@@ -184,7 +186,8 @@ def _scenario(
         difficulty=min(5, len(chain)),
         tools=list(dict.fromkeys(c.tool for c in chain)),
         # a task that changes state is checked on the state it leaves (its read-back), a record: any numbers
-        # an answer is a sentence around the value, not a pasted result (a recital held every field: trained on, it was learnt)
+        # an answer is a sentence around the value, not a pasted result (a recital held every field: trained on, it was
+        # learnt)
         check={"kind": "holds", "max_words": len(str(answer).split()) + ANSWER_WORDS}
         if read_back is None
         else {"kind": "holds", "on": "read_back", "max_other_numbers": None},
@@ -327,7 +330,8 @@ def _field_tasks(
             and _holds(v)
             and normalize_text(str(v)) not in said
         ]
-        # (a line that introduces what follows, "README.md:", names it without its colon; markup, "# Project", names nothing)
+        # (a line that introduces what follows, "README.md:", names it without its colon; markup, "# Project", names
+        # nothing)
         names = [
             v.rstrip(":")
             for k, v in record
@@ -349,7 +353,8 @@ def _field_tasks(
             if topic is not None and held[field] == 1 and (label is None or rng.random() < 0.5):
                 task, given = _worded(TOPIC_ASKS, topic, asked).format(field=asked, noun=noun, topic=topic), [topic]
             elif label is not None and (listing or not call.arguments or rng.random() < 0.5):
-                # bare, only a name that reads as one ("steel hammer", "Alice Smith"), not a subject ("Your flight is confirmed")
+                # bare, only a name that reads as one ("steel hammer", "Alice Smith"), not a subject ("Your flight is
+                # confirmed")
                 words = label.split()
                 bare = len(words) <= 4 and not re.search(r"\d", label) and len({w[:1].isupper() for w in words}) == 1
                 task = _worded(NAME_ASKS if bare else NAME_ASKS[:1], label, asked).format(
@@ -403,8 +408,6 @@ async def verify(
 ) -> tuple[list[Scenario], Counter]:
     """The tasks whose reference chain, replayed in a fresh session, still brings their answer back;
     and why the others were dropped. Tasks sharing a chain share one replay."""
-    from mcprl.tools import ServerGone
-
     by_chain: dict[str, list[Scenario]] = defaultdict(list)
     for t in tasks:
         by_chain[repr(([(c["tool"], c["arguments"]) for c in t.metadata["reference"]], t.read_back))].append(t)
@@ -464,8 +467,6 @@ async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
     whose result holds the answer in fewer records. That chain is what the demonstration and the
     references of unsolved groups show, and what a person would do: search for the steel level,
     not list 36 items first. Returns how many chains were shortened."""
-    from mcprl.tools import ServerGone
-
     assert pool.toolset is not None
     tools = [(t["name"], p) for t in pool.toolset.mcp_tools if not may_write(t) and (p := _text_parameter(t))]
     long = [t for t in tasks if t.metadata.get("given") and t.read_back is None and focus(t) > (1, 1)]

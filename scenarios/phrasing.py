@@ -12,7 +12,9 @@ from typing import Any
 
 import anyio
 
+from mcprl.errors import UserError
 from mcprl.judges.verify import holds_answer, numbers
+from mcprl.llm import LLMError, complete, extract_json
 from mcprl.scenarios.arguments import words_of
 from mcprl.types import Scenario
 
@@ -52,14 +54,13 @@ def _fill(
     for name, value in args.items():
         shown = previous if name in linked else quoted(value)
         pattern = rf"(?<![\w-]){re.escape(name.replace('_', ' '))}(?![\w-])"
-        if (
-            len(name) > 1
-        ):  # a word, but never the first one: that is the verb ("Change an item's stock", argument `change`)
-            text, hits = re.subn(rf"(?<=.){pattern}", lambda _: shown, text, flags=re.IGNORECASE)
+        if len(name) > 1:
+            # a word, but never the first one: that is the verb ("Change an item's stock", argument `change`)
+            text, hits = re.subn(rf"(?<=.){pattern}", lambda _: shown, text, flags=re.IGNORECASE)  # noqa: B023
         else:  # a letter: a variable everywhere when beside an operator ("a - b"), else only where no word
             # follows it, so that an article ("a number") stays
             operand = re.search(rf"(?<!\w){name}\s*[-+*/%^=<>]|[-+*/%^=<>]\s*{name}(?!\w)", text)
-            text, hits = re.subn(pattern if operand else rf"{pattern}(?!\s+[A-Za-z]{{3}})", lambda _: shown, text)
+            text, hits = re.subn(pattern if operand else rf"{pattern}(?!\s+[A-Za-z]{{3}})", lambda _: shown, text)  # noqa: B023
         if not hits:
             rest[name.replace("_", " ")] = shown
     return text, rest
@@ -150,9 +151,6 @@ async def phrase(tasks: list[Scenario], model: str, *, api_base: str | None, see
     """Rephrase tasks with the generator model (JSON via `response_format`) where the rewrite
     `keeps` the task; the template stays otherwise, and in `metadata["template"]`. Returns how
     many were rephrased; a failed generator call leaves its task as it is."""
-    from mcprl.errors import UserError
-    from mcprl.llm import LLMError, complete, extract_json
-
     done = 0
     limiter = anyio.CapacityLimiter(4)
 

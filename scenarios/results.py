@@ -12,7 +12,6 @@ from typing import Any
 
 from mcprl.tools.convert import PLACEHOLDER, untruncated
 
-
 MESSAGE = re.compile(
     r"[^\n|]*\w \w[^\n|]*[.!]"
 )  # a result that is one sentence ("No items match."): a message, not data
@@ -89,8 +88,8 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
 
 
 # A value a sentence labels: "Confirmation code: ZOE67V.", "Your reservation number is 4F2A9C01." The label is
-# a short noun phrase at a sentence's start, up to its first preposition (after "Your"/"The" for "is"); the value one token that looks
-# like an identifier or an amount (it holds a digit), so "is on its way" labels nothing.
+# a short noun phrase at a sentence's start, up to its first preposition (after "Your"/"The" for "is"); the value one
+# token that looks like an identifier or an amount (it holds a digit), so "is on its way" labels nothing.
 _LABELLED = re.compile(
     r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?:(?:[Yy]our|[Tt]he|[Mm]y) )?(?P<label>[A-Za-z][\w-]*(?: [\w-]+){0,5}?)"
     r"(?:: | is )(?P<value>[$€£]?[\w-]*\d[\w.,-]*?)(?=[.,;:!?]?(?:\s|$))"

@@ -3,24 +3,29 @@
 In order: a JSONL file; a registered task set's generator of verifiable tasks (`tasks`); else, by
 `source`, tasks grounded in the live server's own answers (`grounded`, the default: the server is
 explored and every task's answer is checked by value, mcprl.scenarios.grounded), or tasks synthesized by
-the generator model from the tool schemas (`synthesized`, judged by RULER). The sets are written to the run's `scenarios/{train,val}.jsonl`,
-and a resumed run reads them back, so it trains on exactly the scenarios it began with.
+the generator model from the tool schemas (`synthesized`, judged by RULER). The sets are written to the run's
+`scenarios/{train,val}.jsonl`, and a resumed run reads them back, so it trains on exactly the scenarios it began with.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Any
 
 from mcprl.errors import UserError, clip
+from mcprl.judges.verify import build_checks
+from mcprl.llm import LLMError, complete, extract_json, is_local
+from mcprl.scenarios.config import ExploreConfig, ScenarioConfig
+from mcprl.scenarios.explore import explore as explore_server
+from mcprl.scenarios.grounded import ground
+from mcprl.scenarios.split import split_for_run
+from mcprl.scenarios.synthesize import synthesize
 from mcprl.types import Scenario, dump_jsonl, load_jsonl
 
 if TYPE_CHECKING:
     from mcprl.tools import ToolPool
-    from mcprl.scenarios.explore import ExploreConfig
 
 
 GENERATED = 8  # exploration calls whose arguments a generator other than the local one writes, by default
@@ -28,31 +33,6 @@ PROPOSE_PROMPT = (
     "Write the arguments of one call of this tool as JSON: realistic values a user would ask it about, "
     "taken from the values seen when one fits."
 )
-
-
-class ScenarioConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    file: str | None = Field(default=None, description="scenarios JSONL (else --tasks or synthesis)")
-    tasks: str | None = Field(
-        default=None,
-        description="a task set's generator: calculator, inventory, email, or one a package registers (mcprl.tasks entry points)",
-    )
-    difficulties: list[int] = Field(
-        default_factory=lambda: [1, 2, 3, 4, 5], description="with --tasks: only these difficulties (1-5)"
-    )
-    n: int = Field(default=48, ge=2, description="scenarios to generate or synthesize")
-    val_fraction: float = Field(default=0.25, gt=0, lt=1, description="share of the scenarios held out for evaluation")
-    val_size: int | None = Field(default=None, ge=1, description="cap on held-out scenarios")
-    source: Literal["grounded", "synthesized"] = Field(
-        default="grounded",
-        description="without a file or task set: tasks grounded in the server's own answers (explored, "
-        "checked by value) or synthesized by the generator model (judged by RULER)",
-    )
-    task_hint: str | None = Field(default=None, description="synthesis: what the tasks should be about")
-    # False measures a server as if it were a user's: the demonstration is built from a scenario,
-    # and every check is all-or-nothing (success 1, anything else 0).
-    task_help: bool = Field(default=True, description="--tasks: use its hand-written example and partial credit")
 
 
 async def run_scenarios(
@@ -73,10 +53,8 @@ async def run_scenarios(
     """The run's (train, val), written to `out_dir` (read back from it when resuming). `generate`:
     the task set `cfg.tasks` names; `pool`: the server to ground tasks in or synthesize them for
     (`explore` bounds grounding; its record goes to `out_dir/exploration.jsonl`, secrets masked);
-    `model`, `api_base`: synthesis; `max_calls`: the calls an episode has room for (grounded tasks that need more are not kept)."""
-    from mcprl.judges.verify import build_checks
-    from mcprl.scenarios.split import split_for_run
-
+    `model`, `api_base`: synthesis; `max_calls`: the calls an episode has room for (grounded tasks that need more are
+    not kept)."""
     train_file, val_file = out_dir / "train.jsonl", out_dir / "val.jsonl"
     if resume and train_file.exists() and val_file.exists():
         train, val = load_jsonl(train_file, Scenario), load_jsonl(val_file, Scenario)
@@ -134,12 +112,6 @@ async def grounded(
     """`n` tasks grounded in `pool`'s server (mcprl.scenarios.grounded), with the exploration's record
     (JSONL, secrets masked) and the grounding report (JSON) written; a server that grounds fewer
     than 2 is a UserError naming the fix. `model` (the generator) rephrases them when `explore.phrase` says so."""
-    import json
-
-    from mcprl.llm import is_local
-    from mcprl.scenarios.explore import ExploreConfig, explore as explore_server
-    from mcprl.scenarios.grounded import ground
-
     cfg = explore or ExploreConfig()
     phrase = cfg.phrase if cfg.phrase is not None else not is_local(model)
     record.parent.mkdir(parents=True, exist_ok=True)
@@ -147,8 +119,6 @@ async def grounded(
 
     async def propose(tool: dict[str, Any], seen: list[Any]) -> dict[str, Any] | None:
         """Arguments for one call of `tool`, by the generator; None when its call fails (exploring goes on)."""
-        from mcprl.llm import LLMError, complete, extract_json
-
         shown = json.dumps(seen[:12], default=str)[:600]
         messages = [
             {"role": "system", "content": PROPOSE_PROMPT},
@@ -210,8 +180,6 @@ async def grounded(
 async def _synthesized(
     cfg: ScenarioConfig, pool: ToolPool, *, seed: int, model: str, api_base: str | None, say: Callable[[str], None]
 ) -> list[Scenario]:
-    from mcprl.scenarios.synthesize import synthesize
-
     toolset = pool.toolset
     assert toolset is not None
     say(f"synthesizing {cfg.n} scenarios with {model} (one line per generator call) ...")

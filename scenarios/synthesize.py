@@ -25,9 +25,9 @@ import anyio
 from pydantic import BaseModel, Field, ValidationError, computed_field, field_validator
 
 from mcprl.llm import LLMError, LLMReply, complete, extract_json, is_local, stronger_model_fix
-from mcprl.types import Message, Scenario, ToolSchema, content_hash
 from mcprl.scenarios.coverage import DIFFICULTIES, difficulty_histogram, tool_coverage
 from mcprl.scenarios.dedup import DEFAULT_THRESHOLD, Deduper
+from mcprl.types import Message, Scenario, ToolSchema, content_hash
 
 MAX_LISTED = 50  # resources / prompts shown to the generator; big servers list thousands
 RECENT_SHOWN = 15  # accepted tasks shown back as "do not repeat"
@@ -131,7 +131,8 @@ class SynthesisReport(BaseModel):
         lines = [
             (
                 f"synthesized {self.produced}/{self.requested} scenarios in {self.calls} calls "
-                f"({self.failed_calls} failed, {self.invalid_items} invalid items, {self.duplicates} duplicates dropped)"
+                f"({self.failed_calls} failed, {self.invalid_items} invalid items, {self.duplicates} duplicates "
+                "dropped)"
             ),
             f"difficulty {hist}",
             "tools " + ", ".join(f"{name}:{c}" for name, c in self.tool_coverage.items()),

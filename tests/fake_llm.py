@@ -6,8 +6,8 @@
 
 Replies are served in order; `handler=` computes one from each request body instead (and may
 return a plain string). `response_format=False` plays a server without structured outputs: a
-request carrying `response_format` gets HTTP 400 naming it (and uses up no scripted reply). A request past the end of the script gets HTTP 500 naming the count, so
-a test that makes more calls than it scripted fails loudly.
+request carrying `response_format` gets HTTP 400 naming it (and uses up no scripted reply). A request past the end of
+the script gets HTTP 500 naming the count, so a test that makes more calls than it scripted fails loudly.
 """
 
 from __future__ import annotations

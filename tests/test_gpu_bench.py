@@ -60,7 +60,7 @@ def test_a_failed_system_gives_no_ratio():
 
 
 def test_arguments_are_checked():
-    for argv, message in [
+    for argv, _message in [
         (["--systems", "mcprl,vllm"], "unknown ['vllm']"),
         (["--group-size", "1"], "at least 2"),
         (["--gpu-memory-utilization", "1.5"], "between 0 and 1"),

@@ -190,7 +190,8 @@ def problems(root: Path) -> list[str]:
     """What breaks the rules, one line each, naming the import (path:line) that breaks it."""
     found = imports(root)
     out = [
-        f"{path.relative_to(root)}: {module} is in no layer; add it (or its package) to LAYERS in tests/test_import_graph.py"
+        f"{path.relative_to(root)}: {module} is in no layer; add it (or its package) to LAYERS in "
+        "tests/test_import_graph.py"
         for module, path in modules(root).items()
         if layer(module) is None
     ]
@@ -280,7 +281,9 @@ def test_only_our_packages_import_under_mcprl(tmp_path):
 def test_the_check_reports_every_kind_of_break(tmp_path):
     """The checks above on a small tree that breaks every rule once, and keeps to them otherwise."""
     files = {
-        "mcprl/__init__.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from mcprl.run.runner import run\n",
+        "mcprl/__init__.py": (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from mcprl.run.runner import run\n"
+        ),
         "mcprl/types.py": "import os\n",
         "mcprl/errors.py": "def f():\n    from mcprl.run.runner import run\n",  # upward, lazily
         "mcprl/run/runner.py": "from . import config\nfrom mcprl import types, tasks\n",
@@ -288,7 +291,8 @@ def test_the_check_reports_every_kind_of_break(tmp_path):
         "mcprl/tasks.py": "import mcprl.types\n",
         "mcprl/brand_new.py": "",
         "mcprl/version.py": "",
-        "mcprl/tools/transport.py": "from mcprl import __version__\nfrom mcprl.version import __version__\n",  # the face
+        # the face
+        "mcprl/tools/transport.py": "from mcprl import __version__\nfrom mcprl.version import __version__\n",
         "mcprl/serving/prompts.py": "from mcprl.types import Message\n",
         "mcprl/rollout/recording.py": "from mcprl.serving.prompts import key\n",  # kept apart
         "judges/__init__.py": "from mcprl.servers.calculator import tasks\nfrom . import base\n",
@@ -303,12 +307,16 @@ def test_the_check_reports_every_kind_of_break(tmp_path):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(textwrap.dedent(source))
     assert problems(tmp_path) == [
-        "mcprl/brand_new.py: mcprl.brand_new is in no layer; add it (or its package) to LAYERS in tests/test_import_graph.py",
+        "mcprl/brand_new.py: mcprl.brand_new is in no layer; add it (or its package) to LAYERS in "
+        "tests/test_import_graph.py",
         "tests/test_it.py:2: imports scenarios, which runs from the repository's root only; import mcprl.scenarios",
-        "mcprl/errors.py:2: mcprl.errors (foundations) imports mcprl.run.runner (applications), a higher layer; import downward only",
-        "mcprl/rollout/recording.py:1: mcprl.rollout.recording imports mcprl.serving.prompts: mcprl.rollout and mcprl.serving are kept apart "
+        "mcprl/errors.py:2: mcprl.errors (foundations) imports mcprl.run.runner (applications), a higher layer; import "
+        "downward only",
+        "mcprl/rollout/recording.py:1: mcprl.rollout.recording imports mcprl.serving.prompts: mcprl.rollout and "
+        "mcprl.serving are kept apart "
         "(APART in tests/test_import_graph.py); move what both need to a lower layer",
-        "mcprl/tools/transport.py:1: mcprl.tools.transport (stages) imports mcprl (applications), a higher layer; import downward only",
+        "mcprl/tools/transport.py:1: mcprl.tools.transport (stages) imports mcprl (applications), a higher layer; "
+        "import downward only",
         "judges/__init__.py:1: mcprl.judges imports mcprl.servers.calculator: only servers/ may import mcprl.servers "
         "(plug-ins are found through entry points, e.g. mcprl.tasks)",
         "import cycle mcprl.run.config -> mcprl.run.runner -> mcprl.run.config: "

@@ -4,10 +4,10 @@ import types
 
 import pytest
 from pydantic import BaseModel, Field
-from tests.fake_llm import FakeLLM, Reply
 
 from mcprl.errors import UserError
 from mcprl.llm import GenerationFailed, LLMError, complete, complete_json, extract_json
+from tests.fake_llm import FakeLLM, Reply
 
 MSGS = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
 
@@ -53,7 +53,7 @@ async def test_a_server_that_rejects_response_format_is_asked_again_without_it_a
         second = await complete(
             "openai/no-structured", MSGS, api_base=llm.base_url, api_key="k", json_schema=SCHEMA, num_retries=0
         )
-        plain = await complete("openai/no-structured", MSGS, api_base=llm.base_url, api_key="k", num_retries=0)
+        await complete("openai/no-structured", MSGS, api_base=llm.base_url, api_key="k", num_retries=0)
     assert (first.text, first.attempts, second.text) == ('{"x": 1}', 1, '{"x": 2}')
     assert ["response_format" in r for r in llm.requests] == [True, False, False, False]
     assert all('"x":{"type":"integer"}' in r["messages"][0]["content"] for r in llm.requests[:3])
@@ -184,7 +184,10 @@ async def test_complete_json_repairs_and_retries_where_response_format_is_not_su
         {"role": "assistant", "content": '{"x": -1}'},
         {
             "role": "user",
-            "content": "That reply is not usable: x: Input should be greater than or equal to 0. Answer again with only the JSON.",
+            "content": (
+                "That reply is not usable: x: Input should be greater than or equal to 0. "
+                "Answer again with only the JSON."
+            ),
         },
     ]
 

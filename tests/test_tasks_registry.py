@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mcprl.judges.verify import VerifyJudge, build_checks
 from mcprl import tasks
 from mcprl.errors import UserError
+from mcprl.judges.verify import VerifyJudge, build_checks
 from mcprl.types import Trajectory, TrajectoryGroup
 
 WORDS_TASKS = """
@@ -31,7 +31,7 @@ def generate(n, seed=0, difficulties=(1,)):
 
 def check(scenario, trajectory):
     return float(trajectory.final_answer().strip() == scenario.check["word"])
-"""
+"""  # noqa: E501 (the module as installed)
 
 
 def install(site: Path, dist: str, entry_points: dict[str, str], modules: dict[str, str]) -> None:

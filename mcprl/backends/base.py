@@ -123,7 +123,8 @@ class Runtime:
         return self.endpoint.api_key
 
     async def start(self) -> None:
-        """Build the trainer from the latest checkpoint (writing step 0 if there is none), start the endpoint, serve `NAME@STEP`."""
+        """Build the trainer from the latest checkpoint (writing step 0 if there is none), start the
+        endpoint, serve `NAME@STEP`."""
         latest = self.check_resumable()
         self.trainer = await anyio.to_thread.run_sync(self._resume, latest)
         self.step = latest or 0
@@ -202,13 +203,15 @@ class Runtime:
             st = checkpoints.read_state(checkpoints.step_dir(self.root, latest))
             if st.get("base_model") != self.model.base_model:
                 raise UserError(
-                    f"{self.root}: checkpoints were trained on {st.get('base_model')!r}, not {self.model.base_model!r}; use another --name or the same base model"
+                    f"{self.root}: checkpoints were trained on {st.get('base_model')!r}, not "
+                    f"{self.model.base_model!r}; use another --name or the same base model"
                 )
             lora = self.model.lora.model_dump()
             if (trained := st.get("lora", lora)) != lora:  # (checkpoints of earlier versions did not record it)
                 changed = next(k for k in lora if trained.get(k) != lora[k])
                 raise UserError(
-                    f"{self.root}: checkpoints were trained with lora.{changed}={trained.get(changed)!r}, not {lora[changed]!r}; "
+                    f"{self.root}: checkpoints were trained with lora.{changed}={trained.get(changed)!r}, not "
+                    f"{lora[changed]!r}; "
                     "use another --name or the run's own [lora] settings"
                 )
         return latest

@@ -32,7 +32,8 @@ class RuntimeConfig(BaseModel):
     )
     placement: Literal["shared", "split"] | None = Field(
         default=None,
-        description="GPU: the trainer and vLLM take turns on one GPU, or each gets its own (default: split when 2+ GPUs are visible)",
+        description="GPU: the trainer and vLLM take turns on one GPU, or each gets its own (default: split when 2+ "
+        "GPUs are visible)",
     )
     train_gpu: int = Field(default=0, ge=0, description="GPU: the trainer's GPU (torch index)")
     serve_gpus: list[int] | None = Field(

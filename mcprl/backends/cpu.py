@@ -5,12 +5,18 @@ LoRA weights differ)."""
 from __future__ import annotations
 
 import copy
+import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
+import torch
 
 from mcprl.backends.base import Runtime, StartEndpoint
+from mcprl.model import weights
+from mcprl.serving.engine import Engine
+from mcprl.serving.local import LocalEndpoint
+from mcprl.train.grpo import GRPOTrainer
 
 if TYPE_CHECKING:
     from mcprl.serving.engine import Engine
@@ -24,10 +30,6 @@ class EngineEndpoint:
     masks_constrained_logprobs = False  # the engine records the policy's own logprobs under a grammar (sampler.py)
 
     def __init__(self, engine: Engine, host: str, port: int):
-        import secrets
-
-        from mcprl.serving.local import LocalEndpoint
-
         self.engine = engine
         self.api_key = secrets.token_urlsafe(24)  # the run's clients get it through Model.inference_api_key
         self.http = LocalEndpoint(engine, host=host, port=port, api_key=self.api_key)
@@ -78,11 +80,6 @@ class CpuRuntime(Runtime):
         self._serve_model = self._tokenizer = None
 
     def _load_trainer(self, checkpoint: Path | None):
-        import torch
-
-        from mcprl.model import weights
-        from mcprl.train.grpo import GRPOTrainer
-
         if self._threads:
             torch.set_num_threads(self._threads)
         base = self.model.base_model
@@ -95,8 +92,6 @@ class CpuRuntime(Runtime):
         )
 
     async def _start_endpoint(self, trainer) -> EngineEndpoint:
-        from mcprl.serving.engine import Engine
-
         base = self.model.base_model
         engine = Engine(
             base,

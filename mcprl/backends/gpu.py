@@ -16,12 +16,17 @@ from pathlib import Path
 from typing import Literal
 
 import anyio
+import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from transformers import AutoTokenizer
 
 from mcprl.backends.base import Runtime
 from mcprl.backends.gpu_serving import VllmEndpoint, VllmLaunch, VllmServer, VllmSettings, free_port
-from mcprl.backends.gpu_training import UnslothSettings
+from mcprl.backends.gpu_training import UnslothSettings, load_trainer
 from mcprl.errors import UserError, first_problem
+from mcprl.model import weights
+from mcprl.model.chat_format import template_supports_tools, tool_template
+from mcprl.serving.local import check_port_free
 
 GPU_PACKAGES = ("vllm", "unsloth")
 
@@ -68,7 +73,8 @@ def resolve_placement(settings: GpuSettings, device_count: int) -> Placement:
         )
     if settings.train_gpu in serve or any(i >= device_count or i < 0 for i in serve):
         raise UserError(
-            f"serve_gpus={serve} must be visible GPUs other than train_gpu={settings.train_gpu} (visible: 0..{device_count - 1})"
+            f"serve_gpus={serve} must be visible GPUs other than train_gpu={settings.train_gpu} (visible: "
+            f"0..{device_count - 1})"
         )
     return Placement(False, settings.train_gpu, list(serve))
 
@@ -109,10 +115,6 @@ def gpu_unavailable_reason(cuda_available: bool, missing: list[str]) -> str | No
 def tool_chat_template(model_path: str, out_dir: Path) -> Path | None:
     """The chat template file vLLM should use: None when the model's own template renders tools,
     else ours (`mcprl.model.chat_format.tool_template()`) written into `out_dir`."""
-    from transformers import AutoTokenizer
-
-    from mcprl.model.chat_format import template_supports_tools, tool_template
-
     if template_supports_tools(AutoTokenizer.from_pretrained(model_path).chat_template):
         return None
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -142,17 +144,12 @@ class GpuRuntime(Runtime):
         self.placement: Placement | None = None
 
     async def start(self) -> None:
-        import torch
-
         if reason := gpu_unavailable_reason(torch.cuda.is_available(), missing_gpu_packages()):
             raise UserError(reason)
         self.placement = resolve_placement(self.settings, torch.cuda.device_count())
         await super().start()
 
     def _load_trainer(self, checkpoint: Path | None):
-        from mcprl.model import weights
-        from mcprl.backends.gpu_training import load_trainer
-
         return load_trainer(
             weights.resolve(self.model.base_model),
             self.model.lora,
@@ -163,11 +160,6 @@ class GpuRuntime(Runtime):
 
     async def _start_endpoint(self, trainer) -> VllmEndpoint:
         """vLLM on the placement's GPUs, sized to what the loaded trainer left where it shares the trainer's GPU."""
-        import torch
-
-        from mcprl.model import weights
-        from mcprl.serving.local import check_port_free
-
         s, p = self.settings, self.placement
         util = s.vllm.gpu_memory_utilization
         if util is None and p.shared:

@@ -242,7 +242,8 @@ class VllmServer:
                 if time.monotonic() > deadline:
                     self.close()
                     raise UserError(
-                        f"vLLM was not ready after {timeout_s:.0f}s; raise vllm.startup_timeout_s or see {self.log_path}"
+                        f"vLLM was not ready after {timeout_s:.0f}s; raise vllm.startup_timeout_s or see "
+                        f"{self.log_path}"
                     )
                 await anyio.sleep(0.5)
 

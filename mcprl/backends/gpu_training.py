@@ -117,6 +117,7 @@ def load_trainer(
         loaded = set_peft_model_state_dict(model, load_peft_weights(str(adapter_dir), device=f"cuda:{gpu}"))
         if loaded.unexpected_keys:
             raise UserError(
-                f"{adapter_dir}: adapter weights do not fit the model ({loaded.unexpected_keys[0]} ...); was it trained on another base?"
+                f"{adapter_dir}: adapter weights do not fit the model ({loaded.unexpected_keys[0]} ...); was it "
+                "trained on another base?"
             )
     return UnslothGRPOTrainer(model, tokenizer, lora, torch.device("cuda", gpu))

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+import torch
+
 from mcprl.backends.base import Runtime, write_model_card
 from mcprl.backends.config import CPU_ONLY, GPU_ONLY, RuntimeConfig
+from mcprl.backends.cpu import CpuRuntime
+from mcprl.backends.gpu import GpuRuntime
 from mcprl.errors import UserError
 
 if TYPE_CHECKING:
@@ -13,10 +17,6 @@ if TYPE_CHECKING:
 
 
 def cuda_available() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
     return torch.cuda.is_available()
 
 
@@ -87,15 +87,13 @@ class LocalBackend:
         ):  # both parts elsewhere (Ray actors): no device here
             return Runtime(model, self.settings["load_trainer"], self.settings["start_endpoint"])
         if self.device == "cuda":
-            from mcprl.backends.gpu import GpuRuntime
-
             if "start_endpoint" in self.settings:
                 raise UserError(
                     "with cluster.policy_replicas on a GPU machine, take the steps in a Ray actor too "
-                    "(cluster.trainer_actor = true, trainer_gpus = 1): the GPU runtime's trainer shares its GPU with its own vLLM"
+                    "(cluster.trainer_actor = true, trainer_gpus = 1): the GPU runtime's trainer shares its GPU with "
+                    "its own vLLM"
                 )
             return GpuRuntime(model, **self.settings)
-        from mcprl.backends.cpu import CpuRuntime
 
         return CpuRuntime(model, **self.settings)
 

@@ -11,9 +11,11 @@ not parse stays as content, as on CPU. Streamed replies still go through the her
 from __future__ import annotations
 
 try:  # vLLM >= 0.12
-    from vllm.tool_parsers import ToolParserManager, hermes_tool_parser as hermes
+    from vllm.tool_parsers import ToolParserManager
+    from vllm.tool_parsers import hermes_tool_parser as hermes
 except ImportError:  # older releases kept the parsers under the OpenAI entrypoint
-    from vllm.entrypoints.openai.tool_parsers import ToolParserManager, hermes_tool_parser as hermes
+    from vllm.entrypoints.openai.tool_parsers import ToolParserManager
+    from vllm.entrypoints.openai.tool_parsers import hermes_tool_parser as hermes
 
 from mcprl.model.chat_format import parse_tool_calls
 

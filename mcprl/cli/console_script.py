@@ -6,12 +6,12 @@ import sys
 
 import typer
 
+from mcprl.errors import UserError, clip
+
 
 def run_app(typer_app: typer.Typer) -> None:
     """Run a Typer app as a console script: user errors print one line and exit 2, never a
     traceback; usage errors and exit codes are click's own (standalone mode)."""
-    from mcprl.errors import UserError, clip
-
     try:
         typer_app()
     except (UserError, BaseExceptionGroup) as e:
@@ -29,8 +29,6 @@ def run_app(typer_app: typer.Typer) -> None:
 
 def _user_error(error: BaseException):
     """The UserError `error` is or (as the only kind of failure in it) a group holds, else None."""
-    from mcprl.errors import UserError
-
     if isinstance(error, UserError):
         return error
     if isinstance(error, BaseExceptionGroup):

@@ -6,9 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from mcprl.cli.flags import flags, overrides, with_flags
+from mcprl.errors import UserError
+from mcprl.types import Scenario, load_jsonl
 
 # What `mcprl eval` may change of the settings it evaluates with: the server, the agent's prompt
 # and sampling, and the RULER judge (which scores scenarios without checks and the win rate).
@@ -47,14 +52,9 @@ def eval_(
 ) -> None:
     """Evaluate a model on scenarios: success (95% CI), reward, tool-call validity, errors, turns.
 
-    A trained model is evaluated as its run trained and scored it (the run's server, prompt, sampling and judge, from its config.json), so one checkpoint gets one score; flags change them."""
-    import anyio
-    from rich.console import Console
-    from rich.table import Table
-
-    from mcprl.errors import UserError
+    A trained model is evaluated as its run trained and scored it (the run's server, prompt, sampling and judge, from
+    its config.json), so one checkpoint gets one score; flags change them."""
     from mcprl.run.evaluate import evaluate, resolve_checkpoint, run_settings
-    from mcprl.types import Scenario, load_jsonl
 
     settings = {**overrides(given, EVAL_FLAGS), "project": project, "eval_samples": samples}
     if step is not None and (run is None or model is not None):
@@ -117,7 +117,6 @@ with_flags(eval_, EVAL_FLAGS, show_defaults=False, panel_note=" (default: the ru
 
 def report(run_dir: Path = typer.Argument(..., help="a run directory (<MCPRL_HOME>/<project>/<name>)")) -> None:
     """(Re)build report.html for a run directory."""
-    from mcprl.errors import UserError
     from mcprl.run.report import write_report
 
     if not (run_dir / "metrics.jsonl").exists():

@@ -6,9 +6,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, cast
 
+import anyio
 import typer
 
-from mcprl.types import TrajectoryGroup
+from mcprl import paths
+from mcprl.errors import UserError
+from mcprl.types import TrajectoryGroup, dump_jsonl, load_jsonl
 
 if TYPE_CHECKING:
     from mcprl.judges import JudgeMode
@@ -29,7 +32,8 @@ def summarize(groups: Sequence[TrajectoryGroup]) -> str:
             else "no trajectory scored"
         ),
         (
-            f"judge cost ${total('judge_cost_usd'):.4f} ({total('judge_prompt_tokens'):.0f}+{total('judge_completion_tokens'):.0f} tokens, "
+            f"judge cost ${total('judge_cost_usd'):.4f} "
+            f"({total('judge_prompt_tokens'):.0f}+{total('judge_completion_tokens'):.0f} tokens, "
             f"{total('judge_retries'):.0f} retries, {total('judge_cache_hit'):.0f} groups from cache)"
         ),
     ]
@@ -61,12 +65,7 @@ def judge(
     no_cache: bool = typer.Option(False, "--no-cache", help="always ask the judge"),
 ) -> None:
     """Re-score saved trajectory groups with RULER and/or the scenarios' checks."""
-    import anyio
-
     from mcprl.judges import JudgeError, RulerJudge, build_judge, score_groups
-    from mcprl import paths
-    from mcprl.errors import UserError
-    from mcprl.types import dump_jsonl, load_jsonl
 
     if mode not in ("ruler", "verify", "gate"):
         raise UserError(f"--mode must be ruler, verify or gate, got {mode!r}")

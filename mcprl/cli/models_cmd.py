@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 app = typer.Typer(help="Fetch and list the embedded models.", no_args_is_help=True)
 
@@ -18,9 +20,6 @@ def pull(alias: str = typer.Argument("smollm2-135m", help="model alias"), force:
 @app.command("list")
 def list_() -> None:
     """Show the aliases and which are cached."""
-    from rich.console import Console
-    from rich.table import Table
-
     from mcprl.model import weights
 
     cached = {alias: (d, size) for alias, d, size in weights.list_cached()}

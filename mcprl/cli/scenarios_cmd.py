@@ -8,10 +8,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import typer
+from rich.console import Console
 
-from mcprl.cli.flags import EXPLORE_FLAGS, SERVER_FLAGS, with_flags
-from mcprl.types import ToolSchema
+from mcprl.cli.flags import EXPLORE_FLAGS, SERVER_FLAGS, overrides, with_flags
+from mcprl.cli.tools_cmd import server_settings
+from mcprl.errors import UserError
+from mcprl.run.config import load_config
+from mcprl.scenarios.split import check_val_fraction, split_train_val
+from mcprl.types import ToolSchema, dump_jsonl
 
 
 async def write_scenarios(
@@ -26,10 +32,7 @@ async def write_scenarios(
     **synthesis: Any,
 ) -> str:
     """Synthesize, split and write; returns the report to print. `synthesis` goes to `synthesize`."""
-    from mcprl.errors import UserError
-    from mcprl.types import dump_jsonl
-    from mcprl.scenarios import split_train_val, synthesize
-    from mcprl.scenarios.split import check_val_fraction
+    from mcprl.scenarios.synthesize import synthesize
 
     if not tools:
         raise UserError("the server offers no tools, so there is nothing to write tasks for; check --server")
@@ -72,13 +75,6 @@ def scenarios(
     **given: Any,
 ) -> None:
     """Write scenarios for a server: grounded in its own answers (default), or synthesized from its tools."""
-    import anyio
-    from rich.console import Console
-
-    from mcprl.cli.flags import overrides
-    from mcprl.cli.tools_cmd import server_settings
-    from mcprl.run.config import load_config
-    from mcprl.errors import UserError
     from mcprl.tools import discover
 
     console = Console(stderr=True)
@@ -91,10 +87,8 @@ def scenarios(
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     async def write_grounded() -> str:
-        from mcprl.tools import ToolPool
-        from mcprl.types import dump_jsonl
-        from mcprl.scenarios import split_train_val
         from mcprl.scenarios.source import grounded
+        from mcprl.tools import ToolPool
 
         async with ToolPool(spec) as pool:
             found = await grounded(

@@ -3,11 +3,17 @@ Both take the server's flags of every command (mcprl.cli.flags.SERVER_FLAGS)."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Annotated, Any
 
+import anyio
 import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from mcprl.cli.flags import SERVER_FLAGS, overrides, with_flags
+from mcprl.run.config import load_config
 
 if TYPE_CHECKING:
     from mcprl.tools import ToolSet
@@ -15,14 +21,10 @@ if TYPE_CHECKING:
 
 def server_settings(given: dict[str, Any]):
     """The `[server]` settings the server flags in `given` name (a bad one is a one-line error)."""
-    from mcprl.run.config import load_config
-
     return load_config(None, overrides(given, SERVER_FLAGS)).server
 
 
 def _discover(given: dict[str, Any]) -> ToolSet:
-    import anyio
-
     from mcprl.tools import discover
 
     return anyio.run(discover, server_settings(given).spec())
@@ -33,11 +35,6 @@ def tools(
     **given: Any,
 ) -> None:
     """List the tools an MCP server offers, as the model will see them."""
-    import json
-
-    from rich.console import Console
-    from rich.table import Table
-
     toolset = _discover(given)
     if as_json:
         print(json.dumps(toolset.tools, indent=2))
@@ -52,9 +49,6 @@ def tools(
 
 def validate(**given: Any) -> None:
     """Check a server's tools for what breaks or confuses a model; exits 1 when there are errors."""
-    from rich.console import Console
-    from rich.text import Text
-
     from mcprl.tools.validate import check_tools
 
     toolset = _discover(given)

@@ -6,7 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from mcprl.cli.flags import FLAGS, overrides, with_flags
 from mcprl.run.config import load_config
@@ -20,9 +24,6 @@ def train(
     **given: Any,
 ) -> None:
     """Train a model to use an MCP server's tools: roll out, judge, GRPO, repeat."""
-    import anyio
-    from rich.console import Console
-
     cfg = load_config(config, overrides(given))
     console = Console(stderr=True)
     summary = anyio.run(lambda: run_with_progress(cfg, resume, console))
@@ -36,8 +37,6 @@ with_flags(train, FLAGS)
 
 
 async def run_with_progress(cfg, resume, console):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from mcprl.run.report import write_report
     from mcprl.run.runner import TrainingRun
 
@@ -62,8 +61,6 @@ async def run_with_progress(cfg, resume, console):
 
 
 def print_summary(summary: dict, console) -> None:
-    from rich.table import Table
-
     first, last = summary["first_eval"], summary["last_eval"]
     table = Table(title=f"mcprl train: {summary['dir']}")
     table.add_column("")
@@ -84,6 +81,7 @@ def print_summary(summary: dict, console) -> None:
         delta = (last["success_rate"] - first["success_rate"]) * 100
         verdict = "improved" if delta > 0 else "did NOT improve" if delta == 0 else "got WORSE"
         console.print(
-            f"held-out success {verdict}: {first['success_rate']:.0%} -> {last['success_rate']:.0%} ({delta:+.0f} points)"
+            f"held-out success {verdict}: {first['success_rate']:.0%} -> {last['success_rate']:.0%} ({delta:+.0f} "
+            "points)"
         )
     console.print(f"report: {summary['report']}")

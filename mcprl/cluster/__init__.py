@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 if TYPE_CHECKING:
     from mcprl.cluster.ray_engine import RayRollouts
-    from mcprl.tools.discovery import ServerConfig
+    from mcprl.tools.config import ServerConfig
 
 
 class ClusterConfig(BaseModel):
@@ -60,7 +60,8 @@ class ClusterConfig(BaseModel):
     policy_replicas: int = Field(
         default=0,
         ge=0,
-        description="policy replicas (Ray actors, each our CPU engine or vLLM) that serve the rollouts; 0: the policy is served in this process",
+        description="policy replicas (Ray actors, each our CPU engine or vLLM) that serve the rollouts; 0: the policy "
+        "is served in this process",
     )
     replica_cpus: float = Field(
         default=1.0, gt=0, description="CPUs each policy replica reserves (and its torch threads)"
@@ -68,11 +69,13 @@ class ClusterConfig(BaseModel):
     replica_gpus: float = Field(
         default=0.0,
         ge=0,
-        description="GPUs each policy replica reserves; above 0 it serves with vLLM on them (tensor parallel over whole GPUs, a share of one below 1), at 0 with our CPU engine",
+        description="GPUs each policy replica reserves; above 0 it serves with vLLM on them (tensor parallel over "
+        "whole GPUs, a share of one below 1), at 0 with our CPU engine",
     )
     replica_host: str = Field(
         default="127.0.0.1",
-        description="address each policy replica listens on (always behind its own API key); 0.0.0.0 when replicas run on other machines than the driver",
+        description="address each policy replica listens on (always behind its own API key); 0.0.0.0 when replicas run "
+        "on other machines than the driver",
     )
     replica_batch_rows: int = Field(default=32, ge=1, description="rows each policy replica samples in one batch")
     trainer_actor: bool = Field(
@@ -88,7 +91,8 @@ class ClusterConfig(BaseModel):
     start_timeout_s: float = Field(
         default=120.0,
         gt=0,
-        description="seconds a rollout worker, replica or the trainer actor may take to start (a vLLM replica: at least its vLLM's startup_timeout_s)",
+        description="seconds a rollout worker, replica or the trainer actor may take to start (a vLLM replica: at "
+        "least its vLLM's startup_timeout_s)",
     )
 
     @model_validator(mode="after")
@@ -109,7 +113,8 @@ class ClusterConfig(BaseModel):
             )
         if self.replica_gpus > 1 and self.replica_gpus != int(self.replica_gpus):
             raise ValueError(
-                f"replica_gpus={self.replica_gpus:g}: vLLM splits a model over whole GPUs; give a whole number, or a share of one below 1"
+                f"replica_gpus={self.replica_gpus:g}: vLLM splits a model over whole GPUs; give a whole number, or a "
+                "share of one below 1"
             )
         if self.trainer_gpus and not self.trainer_actor:
             raise ValueError("trainer_gpus is what the trainer actor reserves: set cluster.trainer_actor = true too")

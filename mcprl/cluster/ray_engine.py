@@ -16,7 +16,6 @@ with the reason in its `exceptions`, not trained on) rather than killing workers
 
 from __future__ import annotations
 
-import math
 import os
 import socket
 from collections import Counter, deque
@@ -37,6 +36,16 @@ try:
 except ImportError:  # the local engine never gets here; say how to get the extra
     raise UserError('cluster.engine = "ray" needs Ray: pip install "mcprl[ray]"') from None
 
+from mcprl.cluster.replicas import PolicyReplicas, retire
+from mcprl.cluster.trainer import RemoteTrainer
+from mcprl.model.trainable import Model
+from mcprl.model.trainable import Model as PlainModel
+from mcprl.rollout import agents
+from mcprl.rollout.config import RolloutConfig
+from mcprl.rollout.gather import gather_trajectory_groups
+from mcprl.tools.config import ServerConfig
+from mcprl.tools.pool import ToolPool
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -44,8 +53,8 @@ if TYPE_CHECKING:
     from mcprl.cluster.replicas import PolicyReplicas
     from mcprl.cluster.trainer import RemoteTrainer
     from mcprl.model.trainable import Model, TrainableModel
-    from mcprl.rollout.loop import RolloutConfig
-    from mcprl.tools.discovery import ServerConfig
+    from mcprl.rollout.config import RolloutConfig
+    from mcprl.tools.config import ServerConfig
 
 MAX_RERUNS = 2  # times a group is handed out again after its worker died running it
 
@@ -62,10 +71,6 @@ class RolloutWorker:
 
     async def start(self) -> dict[str, Any]:
         """Open the MCP tools on this node and load the agent: where this worker runs, or what failed."""
-        from mcprl.rollout import agents
-        from mcprl.tools.discovery import ServerConfig
-        from mcprl.tools.pool import ToolPool
-
         where = {
             "node": ray.get_runtime_context().get_node_id(),
             "ip": ray.util.get_node_ip_address(),
@@ -84,10 +89,6 @@ class RolloutWorker:
         self, model: dict[str, Any], scenario: dict[str, Any], per: int, config: dict[str, Any]
     ) -> dict[str, Any]:
         """`per` rollouts of one scenario, all at once, as the local loop runs them."""
-        from mcprl.rollout.gather import gather_trajectory_groups
-        from mcprl.model.trainable import Model
-        from mcprl.rollout.loop import RolloutConfig
-
         m, s, rc = Model.model_validate(model), Scenario.model_validate(scenario), RolloutConfig.model_validate(config)
         [group] = await gather_trajectory_groups(
             [[self.agent(m, s, self.pool, rc) for _ in range(per)]], max_concurrency=per
@@ -184,8 +185,10 @@ def check_resources(config: ClusterConfig) -> None:
             have = ", ".join(f"{k}={totals.get(k, 0):g}" for k in need)
             besides = f" beside the {' and the '.join(placed)}" if placed else ""
             raise UserError(
-                f"the Ray cluster ({len(nodes)} node(s), {have} in all) has room for {room} {what}(s) of {asked}{besides}, "
-                f"not the {count} asked for; lower {lower} or the {what}'s resources ({settings}), or add nodes that have them"
+                f"the Ray cluster ({len(nodes)} node(s), {have} in all) has room for {room} {what}(s) of "
+                f"{asked}{besides}, "
+                f"not the {count} asked for; lower {lower} or the {what}'s resources ({settings}), or add nodes that "
+                "have them"
             )
         if count:
             placed.append(what + ("s" if count > 1 else ""))
@@ -243,15 +246,12 @@ class RayRollouts:
                 ray.kill(w.actor)
         self.workers = []
         if self.trainer is not None:
-            from mcprl.cluster.replicas import retire
-
             await retire(self.trainer.actor)
         if self._started_ray:
             ray.shutdown()
 
     def policy_endpoint(self, model: TrainableModel) -> Callable[[Any], Awaitable[PolicyReplicas]]:
         """The Runtime's endpoint factory (`StartEndpoint`) for `policy_replicas` replicas of `model`'s base."""
-        from mcprl.cluster.replicas import PolicyReplicas
 
         async def start(trainer: Any) -> PolicyReplicas:  # the replicas load their own copy of the base model
             self.replicas = PolicyReplicas(self.config, model.base_model, model.lora.rank, say=self.say)
@@ -266,7 +266,6 @@ class RayRollouts:
 
     def trainer_loader(self, model: TrainableModel, dtype: str) -> Callable[[Path | None], RemoteTrainer]:
         """The Runtime's trainer factory (`LoadTrainer`) for a trainer actor of `model` (blocks)."""
-        from mcprl.cluster.trainer import RemoteTrainer
 
         def load(checkpoint: Path | None) -> RemoteTrainer:
             self.trainer = RemoteTrainer(self.config, model, checkpoint, dtype)
@@ -302,7 +301,8 @@ class RayRollouts:
         self.workers[i] = Worker(handle, info["node"], info["ip"], info["pid"])
 
     async def _replace(self, i: int, dead: Worker) -> bool:
-        """Start a worker in place of `dead` at slot `i` (once, however many calls saw it die); False when none could start."""
+        """Start a worker in place of `dead` at slot `i` (once, however many calls saw it die); False
+        when none could start."""
         async with self._slots[i]:
             if self.workers[i] is not dead:
                 return self.workers[i] is not None
@@ -328,8 +328,6 @@ class RayRollouts:
     ) -> list[TrajectoryGroup]:
         """One group of `per` rollouts per scenario, each under its own rollout settings (`configs`),
         in the scenarios' order; each worker runs up to `max_concurrency` rollouts (whole groups) at once."""
-        from mcprl.model.trainable import Model as PlainModel
-
         sent = PlainModel.model_validate(model.model_dump(include=set(PlainModel.model_fields)))
         sent.inference_base_url = reachable(sent.inference_base_url)
         sent_model = sent.model_dump(mode="json")
@@ -396,7 +394,8 @@ class RayRollouts:
                     tg.start_soon(lane, slot)
         if state["done"] < len(scenarios):
             raise RuntimeError(
-                f"every rollout worker was lost with {len(scenarios) - state['done']} group(s) to go; see the lines above"
+                f"every rollout worker was lost with {len(scenarios) - state['done']} group(s) to go; see the lines "
+                "above"
             )
         return out
 

@@ -32,11 +32,17 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import ray
+import torch
+import uvicorn
 from ray.exceptions import RayActorError
 
+from mcprl.backends.gpu import tool_chat_template, visible_devices
 from mcprl.backends.gpu_serving import VllmLaunch, VllmServer, VllmSettings, free_port
 from mcprl.cluster.router import Replica, least_outstanding, proxy_app
 from mcprl.errors import UserError
+from mcprl.model import weights
+from mcprl.serving.engine import Engine
+from mcprl.serving.local import LocalEndpoint
 
 if TYPE_CHECKING:
     from mcprl.cluster import ClusterConfig
@@ -123,11 +129,6 @@ class EngineReplica(ReplicaActor):
         self.engine = self.endpoint = None
 
     def serve(self, key: str) -> int:
-        import torch
-
-        from mcprl.serving.engine import Engine
-        from mcprl.serving.local import LocalEndpoint
-
         torch.set_num_threads(self.threads)
         self.engine = Engine(self.spec, max_batch_rows=self.max_batch_rows)
         self.endpoint = LocalEndpoint(self.engine, host=self.host, api_key=key)
@@ -159,9 +160,6 @@ class VllmReplica(ReplicaActor):
         self.server: VllmServer | None = None
 
     def serve(self, key: str) -> int:
-        from mcprl.model import weights
-        from mcprl.backends.gpu import tool_chat_template, visible_devices
-
         path = weights.resolve(self.spec)
         # Ray set CUDA_VISIBLE_DEVICES to this actor's GPUs (one, for a share of a GPU)
         gpus = visible_devices(list(range(max(1, len(ray.get_gpu_ids())))), os.environ.get("CUDA_VISIBLE_DEVICES"))
@@ -202,7 +200,7 @@ async def retire(actor: Any, grace_s: float = 10) -> None:
     """End an actor that has a `close()`: closed if it answers within `grace_s`, killed either way."""
     try:
         await asyncio.wait_for(actor.close.remote(), grace_s)
-    except (RayActorError, asyncio.TimeoutError):
+    except (TimeoutError, RayActorError):
         pass
     ray.kill(actor)
 
@@ -269,8 +267,6 @@ class PolicyReplicas:
     # -- on the pool's loop ------------------------------------------------------------------------
 
     async def _start(self) -> None:
-        import uvicorn
-
         self._changed = asyncio.Condition()
         self._adapters = asyncio.Lock()  # held while the served adapters change or a replica joins
         replicas = await asyncio.gather(
@@ -321,7 +317,7 @@ class PolicyReplicas:
             )
         try:
             info = await asyncio.wait_for(handle.start.remote(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             ray.kill(handle)
             raise UserError(
                 f"a policy replica did not start within {timeout:g} s (`ray status` shows what the "
@@ -331,7 +327,8 @@ class PolicyReplicas:
             await retire(handle)
             raise UserError(
                 f"policy replica on Ray node {info['node'][:8]} ({info['ip']}) failed: {info['error']} "
-                f"(every node that runs a replica needs the model {self.spec!r}: the same path, or under its MCPRL_HOME)"
+                f"(every node that runs a replica needs the model {self.spec!r}: the same path, or under its "
+                "MCPRL_HOME)"
             )
         replica = Replica(f"r{self.started}", info["url"], info["key"], handle, info["node"], info["pid"], info["dir"])
         self.started += 1
@@ -398,7 +395,7 @@ class PolicyReplicas:
         self.serving.remove(replica)
         try:
             alive = await asyncio.wait_for(replica.actor.ping.remote(), PING_TIMEOUT_S)
-        except (RayActorError, asyncio.TimeoutError):
+        except (TimeoutError, RayActorError):
             alive = False
         if alive:  # after all (a dropped connection): back into service
             await self._join(replica)

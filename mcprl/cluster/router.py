@@ -18,6 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from mcprl.serving.app import RequireKey
+
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
@@ -64,14 +72,6 @@ class Pool(Protocol):
 
 def proxy_app(pool: Pool, api_key: str) -> Starlette:
     """The proxy: every path under /v1 forwarded to a replica, with that replica's key."""
-    import httpx
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse, Response
-    from starlette.routing import Route
-
-    from mcprl.serving.app import RequireKey
-
     client = httpx.AsyncClient(timeout=600)
 
     async def forward(request: Request) -> Response:

@@ -19,9 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ray
+import torch
 
+from mcprl.backends.gpu_training import UnslothSettings, load_trainer
 from mcprl.cluster.replicas import adapter_files
 from mcprl.errors import UserError
+from mcprl.model import weights
+from mcprl.train import checkpoints
+from mcprl.train.config import TrainConfig
+from mcprl.train.grpo import GRPOTrainer
 
 if TYPE_CHECKING:
     from mcprl.cluster import ClusterConfig
@@ -37,10 +43,6 @@ class TrainerActor:
     def __init__(
         self, model_spec: str, lora: Any, adapter: dict[str, bytes] | None, threads: int, dtype: str, gpu: bool
     ):
-        import torch
-
-        from mcprl.model import weights
-
         torch.set_num_threads(threads)
         self.dir = Path(tempfile.mkdtemp(prefix="mcprl-trainer-"))
         if adapter is not None:
@@ -48,13 +50,9 @@ class TrainerActor:
                 (self.dir / name).write_bytes(data)
         adapter_dir = self.dir if adapter is not None else None
         if gpu:
-            from mcprl.backends.gpu_training import UnslothSettings, load_trainer
-
             # Ray set CUDA_VISIBLE_DEVICES to this actor's GPU: torch's device 0
             self.trainer = load_trainer(weights.resolve(model_spec), lora, adapter_dir, UnslothSettings(dtype=dtype), 0)
         else:
-            from mcprl.train.grpo import GRPOTrainer
-
             self.trainer = GRPOTrainer(
                 weights.load_model(model_spec, dtype=dtype),
                 weights.load_tokenizer(model_spec),
@@ -130,9 +128,6 @@ class RemoteTrainer:
             ) from None
 
     def _replace(self) -> None:
-        from mcprl.train import checkpoints
-        from mcprl.train.config import TrainConfig
-
         latest = checkpoints.latest_step(self.trainable.checkpoints_dir)
         ckpt = None if latest is None else checkpoints.step_dir(self.trainable.checkpoints_dir, latest)
         self._start(ckpt)

@@ -15,6 +15,11 @@ sdpa's function for what this does not cover); `weights.load_model` uses it on C
 
 from __future__ import annotations
 
+import torch
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
 NAME = "mcprl_sdpa"
 # Query x key scores (summed over batch and heads) up to which attention is computed here: 16 MB
 # of float32 scores, e.g. 9 heads x 2 rows x 300 x 300, or any decoding step.
@@ -25,8 +30,6 @@ def small_attention(query, key, value, mask, scaling: float, is_causal: bool):
     """Softmax attention in float32 (under autocast too) for [B, H, Q, D] queries and [B, KV, K, D]
     keys/values (H a multiple of KV); `mask` is None, or [B or 1, 1, Q, K] boolean (True: attend) or
     additive. A query with every key masked gets a uniform average, not NaN. Returns [B, Q, H, D]."""
-    import torch
-
     b, h, q, d = query.shape
     kv, k = key.shape[1], key.shape[2]
     g = h // kv  # query heads per key/value head: stacked as rows of one matmul, no repeated keys
@@ -55,8 +58,6 @@ def attention(
     is_causal: bool | None = None,
     **kwargs,
 ):
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
     b, h, q, _ = query.shape
     plain = dropout == 0 and kwargs.get("position_bias") is None and kwargs.get("cache") is None
     if plain and b * h * q * key.shape[2] <= SMALL_MAX_SCORES:
@@ -69,9 +70,6 @@ def attention(
 
 
 def register() -> str:
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-
     AttentionInterface.register(NAME, attention)
     AttentionMaskInterface.register(NAME, sdpa_mask)
     return NAME

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import resource
+import sys
 from functools import cache
 
 
@@ -26,9 +28,6 @@ def _malloc_trim():
 
 def peak_rss_mb() -> float:
     """This process's peak resident memory so far (Linux reports KiB, macOS bytes)."""
-    import resource
-    import sys
-
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024
 

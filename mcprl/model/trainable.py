@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from openai import AsyncOpenAI
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from mcprl import paths
@@ -34,8 +35,6 @@ class Model(BaseModel):
     inference_model_name: str | None = None
 
     def openai_client(self) -> AsyncOpenAI:
-        from openai import AsyncOpenAI
-
         if not self.inference_base_url:
             raise UserError(f"model {self.name!r} has no endpoint; register it with a backend first")
         return AsyncOpenAI(

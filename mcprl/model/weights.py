@@ -19,7 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers.utils import logging as hf_logging
+
 from mcprl.errors import UserError
+from mcprl.model import attention
+from mcprl.model.chat_format import template_supports_tools, tool_template
 from mcprl.paths import home
 
 if TYPE_CHECKING:
@@ -82,11 +88,6 @@ def pull(alias: str, *, force: bool = False) -> Path:
 
 
 def _convert_gguf(gguf_path: Path, out: Path) -> None:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from mcprl.model.chat_format import tool_template
-
     tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
     model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
     # The dequantized weights are plain fp32 now; without this, PEFT/Trainer refuse to train it.
@@ -113,15 +114,12 @@ def resolve(spec: str) -> str:
     if spec.count("/") == 1 and not spec.startswith((".", "/")):
         return spec  # a Hugging Face id; transformers fetches and caches it
     raise UserError(
-        f"unknown model {spec!r}: use an alias ({', '.join(ALIASES)}), a local model directory, or a Hugging Face id like org/name"
+        f"unknown model {spec!r}: use an alias ({', '.join(ALIASES)}), a local model directory, or a Hugging Face id "
+        "like org/name"
     )
 
 
 def load_tokenizer(spec: str) -> PreTrainedTokenizerBase:
-    from transformers import AutoTokenizer
-
-    from mcprl.model.chat_format import template_supports_tools, tool_template
-
     tok = AutoTokenizer.from_pretrained(resolve(spec))
     # Our aliases always get the current template (a cached conversion may hold an older one).
     if spec in ALIASES or not template_supports_tools(tok.chat_template):
@@ -150,8 +148,6 @@ def resolve_dtype(dtype: str = "auto", device: str = "cpu") -> str:
     if dtype != "auto":
         return dtype
     if device.startswith("cuda"):
-        import torch
-
         return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
     return "bfloat16" if native_bf16() else "float32"
 
@@ -159,17 +155,11 @@ def resolve_dtype(dtype: str = "auto", device: str = "cpu") -> str:
 def load_model(spec: str, *, dtype: str = "auto", device: str = "cpu") -> PreTrainedModel:
     """The base model in `dtype` (see `resolve_dtype`), in eval mode, with sdpa attention (on CPU with
     `mcprl.model.attention`'s kernel choice for short inputs)."""
-    import torch
-    from transformers import AutoModelForCausalLM
-    from transformers.utils import logging as hf_logging
-
     hf_logging.disable_progress_bar()
     name = resolve_dtype(dtype, device)
     path = model_path(spec, name)
     attn = "sdpa"
     if device == "cpu":
-        from mcprl.model import attention
-
         attn = attention.register()
     model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, name), attn_implementation=attn)
     return model.to(device).eval()
@@ -180,9 +170,6 @@ def model_path(spec: str, dtype: str) -> str:
     in another dtype than float32, its converted copy saved once more in that dtype, beside it. Loading
     that maps the file as it is, where converting at every load holds the float32 weights and their
     cast copy at once."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
     path = resolve(spec)
     if spec not in ALIASES or dtype == "float32":
         return path

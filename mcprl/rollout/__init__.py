@@ -1,7 +1,8 @@
 """The rollout stage: an agent against an MCP server's real tools, its every policy reply recorded
 as exact tokens.
 
-    loop.py       the plain tool-calling loop (`rollout`, `ToolAgent`) and its settings (`RolloutConfig`)
+    config.py     how the agent is prompted and sampled (`RolloutConfig`)
+    loop.py       the plain tool-calling loop (`rollout`, `ToolAgent`)
     recording.py  the one recording client every agent reaches the policy through (`Recorder`)
     langgraph.py  LangChain / LangGraph agents over the same client
     agents.py     agents by name (`rollout.agent` / `--agent`)
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 from mcprl.lazy import exports
 
 _EXPORTS = {
-    "RolloutConfig": "mcprl.rollout.loop",
+    "RolloutConfig": "mcprl.rollout.config",
     "ToolAgent": "mcprl.rollout.loop",
     "rollout": "mcprl.rollout.loop",
     "Recorder": "mcprl.rollout.recording",
@@ -25,8 +26,9 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
+    from mcprl.rollout.config import RolloutConfig
     from mcprl.rollout.gather import gather_trajectory_groups
-    from mcprl.rollout.loop import RolloutConfig, ToolAgent, rollout
+    from mcprl.rollout.loop import ToolAgent, rollout
     from mcprl.rollout.recording import Recorder
 
 __getattr__ = exports(__name__, _EXPORTS)

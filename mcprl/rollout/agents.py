@@ -29,10 +29,13 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from mcprl.errors import UserError
+from mcprl.rollout import loop
+from mcprl.rollout.langgraph import react_agent
+from mcprl.rollout.recording import Recorder
 
 if TYPE_CHECKING:
     from mcprl.model.trainable import Model
-    from mcprl.rollout.loop import RolloutConfig
+    from mcprl.rollout.config import RolloutConfig
     from mcprl.tools import ToolPool
     from mcprl.types import Scenario, Trajectory
 
@@ -46,14 +49,9 @@ FORMS = (
 
 def load(spec: str) -> Agent:
     """The agent `spec` names; a bad spec is a one-line UserError saying what is wrong."""
-    from mcprl.rollout import loop
-    from mcprl.rollout.recording import Recorder
-
     if spec == "plain":
         return loop.rollout
     if spec == "langgraph":
-        from mcprl.rollout.langgraph import react_agent
-
         return react_agent
     module_name, colon, attr = spec.partition(":")
     if not colon or not module_name or not attr:
@@ -84,7 +82,7 @@ def load(spec: str) -> Agent:
     async def agent(
         model: Model, scenario: Scenario, pool: ToolPool | None = None, config: RolloutConfig | None = None
     ) -> Trajectory:
-        config = config or loop.RolloutConfig()
+        config = config or RolloutConfig()
         return await Recorder(
             model,
             scenario,

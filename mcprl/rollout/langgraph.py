@@ -21,11 +21,16 @@ import warnings
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from langchain_core.messages import ToolMessage, convert_to_messages
+from langchain_core.tools import StructuredTool
+from langchain_openai import ChatOpenAI
+from langgraph.prebuilt import ToolNode, create_react_agent
 from pydantic import ValidationError
 
 from mcprl.errors import UserError, first_problem
+from mcprl.rollout.config import RolloutConfig
+from mcprl.rollout.loop import initial_messages
 from mcprl.rollout.recording import McpTools, Recorder, async_http_client, http_client
-from mcprl.rollout.loop import RolloutConfig, initial_messages
 from mcprl.types import Scenario, Trajectory
 
 if TYPE_CHECKING:
@@ -42,8 +47,6 @@ def init_chat_model(model: Model, **kwargs: Any) -> ChatOpenAI:
     """A ChatOpenAI at `model`'s endpoint, sampling as a run does by default (`RolloutConfig`'s
     temperature and top_p), that records its calls into the current rollout. `kwargs` override
     the defaults."""
-    from langchain_openai import ChatOpenAI
-
     if not model.inference_base_url:
         raise UserError(f"model {model.name!r} has no endpoint; register it with a backend first")
     sampling = RolloutConfig()
@@ -87,8 +90,6 @@ def mcp_tools(tools: McpTools) -> list[BaseTool]:
 
 
 def _mcp_tool(tools: McpTools, fn: dict[str, Any]) -> BaseTool:
-    from langchain_core.tools import StructuredTool
-
     async def call(**arguments: Any) -> str:
         return (await tools.call(fn["name"], arguments)).text
 
@@ -136,8 +137,6 @@ async def react_agent(
 
 
 async def _react_episode(rec: Recorder, config: RolloutConfig) -> None:
-    from langchain_core.messages import convert_to_messages
-
     prompt = initial_messages(rec.scenario, rec.tools.schemas if rec.tools is not None else [], config)
     # System prompt and demonstration go in through `prompt`: LangGraph refuses a state holding
     # the demonstration's tool call without a tool result.
@@ -157,9 +156,6 @@ async def _react_episode(rec: Recorder, config: RolloutConfig) -> None:
 
 
 def _react_graph(llm: ChatOpenAI, tools: McpTools | None, prompt: Callable[[Any], list[Any]]) -> Any:
-    from langchain_core.messages import ToolMessage
-    from langgraph.prebuilt import ToolNode, create_react_agent
-
     async def unknown_to_session(request: Any, execute: Callable[[Any], Awaitable[Any]]) -> Any:
         """Calls of tools the agent lacks get the session's answer (and metrics), as in the plain loop."""
         if request.tool is not None or tools is None:

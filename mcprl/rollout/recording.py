@@ -70,8 +70,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
-from mcprl.model.chat_format import tool_call_format
+import anyio
+import httpx
+import openai
+from openai import AsyncOpenAI
+
 from mcprl.errors import UserError, clip
+from mcprl.model.chat_format import tool_call_format
+from mcprl.tools import ServerGone
 from mcprl.types import Generation, Message, Scenario, ToolSchema, Trajectory, message_key
 
 if TYPE_CHECKING:
@@ -135,8 +141,6 @@ class McpTools:
     async def call(self, name: str, arguments: dict[str, Any] | str | None = None) -> ToolOutcome:
         """Run a tool (a JSON string or a dict of arguments) and record its outcome in the current
         rollout. Tool errors come back as an outcome; a dead server raises `ServerGone`."""
-        from mcprl.tools import ServerGone
-
         rec = _CURRENT.get()
         try:
             out = await self.session.call(name, arguments)
@@ -181,8 +185,6 @@ class Recorder:
 
     def openai_client(self) -> AsyncOpenAI:
         """An AsyncOpenAI at the policy endpoint that records into this rollout; closed by `run`."""
-        from openai import AsyncOpenAI
-
         client = AsyncOpenAI(
             base_url=self.model.inference_base_url,
             api_key=self.model.inference_api_key or "mcprl",
@@ -195,11 +197,6 @@ class Recorder:
 
     async def run(self, agent: Callable[..., Awaitable[Any]], *args: Any) -> Trajectory:
         """`await agent(self, *args)` with this rollout recording; the finished Trajectory."""
-        import anyio
-        import openai
-
-        from mcprl.tools import ServerGone
-
         if self.pool is not None and self.pool.toolset is None:
             raise UserError(
                 "enter the ToolPool before rolling out (`async with ToolPool(spec) as pool`): that discovers its tools"
@@ -345,8 +342,6 @@ def _is_chat(request: httpx.Request) -> bool:
 def _asking_for_tokens(request: httpx.Request) -> httpx.Request:
     """The chat request with token ids and logprobs asked for, whatever the agent sent, and with
     its tool calls grammar-constrained when the rollout says so (and the agent set no format)."""
-    import httpx
-
     body = json.loads(request.content)
     body.update(logprobs=True, return_token_ids=True)
     rec = _CURRENT.get()
@@ -373,8 +368,6 @@ NEUTRAL_PENALTIES = {"presence_penalty": 0.0, "frequency_penalty": 0.0, "repetit
 def _refusal(request: httpx.Request) -> httpx.Response | None:
     """A 400 reply, made here without sending the request (to any endpoint, vLLM included), for a
     chat request with a sampling penalty away from its neutral value; None for any other request."""
-    import httpx
-
     body = json.loads(request.content)
     for k, neutral in NEUTRAL_PENALTIES.items():
         if body.get(k) is not None and body[k] != neutral:
@@ -404,7 +397,6 @@ def _record(rec: Recorder, response: httpx.Response) -> None:
 @functools.cache
 def _client_classes() -> tuple[type[httpx.Client], type[httpx.AsyncClient]]:
     """The recording httpx clients, made on first use (httpx takes ~0.1 s to import)."""
-    import httpx
 
     class RecordingClient(httpx.Client):
         def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
@@ -436,8 +428,6 @@ def _client_classes() -> tuple[type[httpx.Client], type[httpx.AsyncClient]]:
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
     """One TLS context for all clients: building one per client costs ~0.1 s of CPU."""
-    import httpx
-
     return httpx.create_ssl_context()
 
 

@@ -1,15 +1,15 @@
 """The settings of a training run: one model, nested by stage, each section the model that
 stage itself takes, so a setting has one name and one default wherever it is used:
 
-    [server]     mcprl.tools.ServerConfig      what to train against (discovery, mcprl.tools)
-    [scenarios]  mcprl.scenarios.ScenarioConfig  where the tasks come from, the train/val split
-    [explore]    mcprl.scenarios.explore.ExploreConfig  how far the server is explored to ground tasks in it
-    [rollout]    mcprl.rollout.loop.RolloutConfig   how the agent is prompted and sampled
-    [judge]      mcprl.judges.JudgeConfig      how rollouts are scored (and who writes scenarios)
-    [train]      mcprl.train.config.TrainConfig  the GRPO step
-    [cluster]    mcprl.cluster.ClusterConfig   where rollouts run: this process, or Ray workers
-    [lora]       mcprl.train.config.LoraSettings  the adapter it trains (rank, alpha, dropout, modules)
-    [runtime]    mcprl.backends.config.RuntimeConfig  where it trains and serves (device, dtype, CPU threads, GPUs)
+    [server]     mcprl.tools.config.ServerConfig         what to train against (discovery, mcprl.tools)
+    [scenarios]  mcprl.scenarios.config.ScenarioConfig   where the tasks come from, the train/val split
+    [explore]    mcprl.scenarios.config.ExploreConfig    how far the server is explored to ground tasks in it
+    [rollout]    mcprl.rollout.config.RolloutConfig      how the agent is prompted and sampled
+    [judge]      mcprl.judges.JudgeConfig                how rollouts are scored (and who writes scenarios)
+    [train]      mcprl.train.config.TrainConfig          the GRPO step
+    [cluster]    mcprl.cluster.ClusterConfig             where rollouts run: this process, or Ray workers
+    [lora]       mcprl.train.config.LoraSettings         the adapter it trains (rank, alpha, dropout, modules)
+    [runtime]    mcprl.backends.config.RuntimeConfig     where it trains and serves (device, dtype, CPU threads, GPUs)
 
 The rest is the run's own: what it trains and where it writes (model, name, project, seed,
 wandb), and the loop no stage owns (steps, time budget, groups, dynamic sampling,
@@ -35,17 +35,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mcprl.judges import JudgeConfig
 from mcprl.backends.config import RuntimeConfig
 from mcprl.cluster import ClusterConfig
 from mcprl.errors import UserError, first_problem
+from mcprl.judges import JudgeConfig
 from mcprl.paths import DirName
-from mcprl.rollout.loop import RolloutConfig
-from mcprl.tools.discovery import ServerConfig
-from mcprl.tools.redact import MASK
+from mcprl.rollout.config import RolloutConfig
+from mcprl.scenarios.config import ExploreConfig, ScenarioConfig
+from mcprl.tools.config import ServerConfig
+from mcprl.tools.redact import MASK, redact
 from mcprl.train.config import LoraSettings, TrainConfig
-from mcprl.scenarios.explore import ExploreConfig
-from mcprl.scenarios.source import ScenarioConfig
 
 WRITTEN_BY_THE_RUN = {"cli": False}  # a field the run fills in: in config.json, not a flag
 
@@ -67,7 +66,8 @@ class RunConfig(BaseModel):
     max_extra_groups: int | None = Field(
         default=None,
         ge=0,
-        description="extra scenarios a step may draw when groups have no reward variance (default: groups per step; 0: off)",
+        description="extra scenarios a step may draw when groups have no reward variance (default: groups per step; 0: "
+        "off)",
     )
     sft_warmup_steps: int = Field(default=0, ge=0, description="first steps reinforce only successful rollouts")
     demonstrations: Literal["one", "per-tool"] = Field(
@@ -81,7 +81,8 @@ class RunConfig(BaseModel):
     unsolved: Literal["skip", "guided-retry", "reference"] = Field(
         default="reference",
         description="a grounded task no rollout solved: skip it; roll it out again with its first reference call "
-        "shown, trained on when that solves it (guided-retry); or add its reference chain, written as the policy should have "
+        "shown, trained on when that solves it (guided-retry); or add its reference chain, written as the policy "
+        "should have "
         "written it, to the group as its one success (reference)",
     )
     eval_every: int = Field(default=5, ge=0, description="evaluate every E steps (0: only first and last)")
@@ -113,8 +114,6 @@ class RunConfig(BaseModel):
 
     def redacted(self, secrets: list[str]) -> dict[str, Any]:
         """What config.json holds: every header value and every secret masked."""
-        from mcprl.tools.redact import MASK, redact
-
         data = self.model_dump(mode="json")
         data["server"]["headers"] = dict.fromkeys(data["server"]["headers"], MASK)
         return redact(data, secrets)

@@ -37,9 +37,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import anyio
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from mcprl.errors import UserError, clip, first_problem
+from mcprl.judges.shaping import novel_words
+from mcprl.judges.verify import holds_answer
+from mcprl.llm import LLMError, complete, extract_json
 from mcprl.run.references import reference_exchange
 from mcprl.types import Message, Scenario
 
@@ -156,8 +160,6 @@ async def _json(
     seed: int,
     temperature: float = 0.0,
 ) -> Any:
-    from mcprl.llm import complete, extract_json
-
     messages = [{"role": "system", "content": prompt}, {"role": "user", "content": task}]
     reply = await complete(
         model, messages, api_base=api_base, json_schema=schema, temperature=temperature, max_tokens=256, seed=seed
@@ -193,9 +195,6 @@ def usefulness(scenario: Scenario, args: dict[str, Any], result: str) -> tuple[i
     Otherwise: the more words the result brings that neither the task nor the call's arguments
     hold, the better (a lookup that found something beats one that echoed "no match"). The same
     measures as shaping's evidence stage (mcprl.judges.shaping)."""
-    from mcprl.judges.shaping import novel_words
-    from mcprl.judges.verify import holds_answer
-
     novel = novel_words(result, f"{scenario.task} {json.dumps(args)}")
     if scenario.answer is not None and holds_answer(result, scenario.answer):
         return 1, -novel
@@ -247,10 +246,6 @@ async def from_scenario(
     call fewer; a constraint the generator refuses outright (every call of the round failed, e.g. an
     endpoint's 400) says so in one line and the next, looser, constraint is tried: the tool's own
     schema last."""
-    import anyio
-
-    from mcprl.llm import LLMError
-
     tools = pool.toolset.tools
     name = await _first_tool(scenario, tools, model=model, api_base=api_base, seed=seed)
     fn = _tool_fn(tools, name)
@@ -388,8 +383,6 @@ async def build(
     """A scenario demonstration from one of at most CANDIDATES training scenarios (picked by the
     seed): the first whose call found the scenario's answer, else the most useful; the training
     scenarios without it. The generic one when no call runs without error."""
-    from mcprl.llm import LLMError
-
     if len(train) < 2:
         return Demonstration(messages=None, source="generic"), train
     best: tuple[Candidate, Scenario] | None = None

@@ -10,8 +10,22 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import torch
+
+from mcprl import paths, tasks
 from mcprl.errors import UserError
+from mcprl.judges import score_groups
+from mcprl.model import weights
+from mcprl.model.trainable import Model
+from mcprl.rollout import agents
+from mcprl.rollout.gather import gather_trajectory_groups
+from mcprl.run.config import load_config
 from mcprl.run.metrics import rollout_metrics, wilson_interval
+from mcprl.serving.engine import Engine
+from mcprl.serving.local import LocalEndpoint
+from mcprl.tools import ToolPool
+from mcprl.train import checkpoints
 from mcprl.types import Scenario
 
 if TYPE_CHECKING:
@@ -22,9 +36,6 @@ def resolve_checkpoint(spec: str, project: str, root: Path | None = None) -> tup
     """`NAME@STEP` / `NAME` of a trained model -> (base model, adapter dir, served name);
     anything else is a base model spec served as itself. `root`: the checkpoints directory to
     look in (a run's own); default: the project's model NAME."""
-    from mcprl import paths
-    from mcprl.train import checkpoints
-
     name, _, step = spec.partition("@")
     given = root is not None
     if paths.name_problem(name) and not step and not given:  # a path or a hub id: no run could have that name
@@ -52,9 +63,6 @@ def run_settings(
     so that it is evaluated as it learned and scored as its run scored it; without a run, a run's
     defaults. `overrides` (flags) win. Without a recorded example, scenarios of a registered task
     set get its worked example, as a run on them would (unless that run turned their help off)."""
-    from mcprl import tasks
-    from mcprl.run.config import load_config
-
     overrides = dict(overrides or {})
     config = run_dir / "config.json" if run_dir is not None else None
     if config is not None and config.exists():
@@ -85,23 +93,10 @@ async def evaluate(
     """`model` (a spec for `resolve_checkpoint`, in `checkpoints` when given) on `scenarios` with the
     settings `cfg` (see `run_settings`): its server, rollout, held-out judge (`JudgeConfig.held_out`),
     evaluation samples, concurrency and runtime dtype and threads; RULER's verdicts cached in `cache_dir`."""
-    import anyio
-
-    from mcprl.judges import score_groups
-    from mcprl.model import weights
-    from mcprl.rollout import agents
-    from mcprl.rollout.gather import gather_trajectory_groups
-    from mcprl.model.trainable import Model
-    from mcprl.serving.engine import Engine
-    from mcprl.serving.local import LocalEndpoint
-    from mcprl.tools import ToolPool
-
     base, adapter, served = resolve_checkpoint(model, cfg.project, checkpoints)
     rc = cfg.rollout
     rollout = agents.load(rc.agent)  # the run's own agent unless --agent says otherwise
     if cfg.runtime.threads:
-        import torch
-
         torch.set_num_threads(cfg.runtime.threads)
     engine = await anyio.to_thread.run_sync(
         lambda: Engine(base, model=weights.load_model(base, dtype=cfg.runtime.dtype), served_name=base)
@@ -153,9 +148,6 @@ async def evaluate(
 
 async def _win_rate(rollout, policies, scenarios, pool, rc, ruler, max_concurrency) -> dict[str, Any]:
     """One rollout (by the agent `rollout`) of each model per scenario, ranked together by RULER; a tie counts half."""
-    from mcprl.judges import score_groups
-    from mcprl.rollout.gather import gather_trajectory_groups
-
     groups = await gather_trajectory_groups(
         [[rollout(p, s, pool, rc) for p in policies] for s in scenarios], max_concurrency=max_concurrency
     )

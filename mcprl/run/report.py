@@ -19,6 +19,7 @@ def _rows(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def _plot(path: Path, title: str, series: list[tuple[str, list[int], list[float]]], ylabel: str, bands=None) -> None:
+    # pyplot is imported once its backend is chosen (Agg: files, no display); both only to draw
     import matplotlib
 
     matplotlib.use("Agg")
@@ -120,7 +121,8 @@ def write_report(run_dir: Path) -> Path:
         errors = sum(r.get(f"tool/errors/{name}", 0) for r in train)
         episodes = sum(r["trajectories"] for r in train) or 1
         tool_rows.append(
-            f"<tr><td>{html.escape(name)}</td><td>{calls:.0f}</td><td>{calls / episodes:.2f}</td><td>{(errors / calls if calls else 0):.0%}</td></tr>"
+            f"<tr><td>{html.escape(name)}</td><td>{calls:.0f}</td><td>{calls / episodes:.2f}</td>"
+            f"<td>{(errors / calls if calls else 0):.0%}</td></tr>"
         )
     cost = sum(r.get("judge_cost_usd", 0.0) for r in rows)
     judge_s = sum(r.get("judge_latency_s", 0.0) for r in rows)
@@ -148,7 +150,8 @@ def write_report(run_dir: Path) -> Path:
         )
         grounded = (
             f"<h2>Grounded tasks</h2><p>{html.escape(g.get('exploration', ''))}</p>"
-            f"<p>{g.get('kept', 0)} tasks kept of {g.get('candidates', 0)} candidates; dropped: {html.escape(dropped_why)}. "
+            f"<p>{g.get('kept', 0)} tasks kept of {g.get('candidates', 0)} candidates; dropped: "
+            f"{html.escape(dropped_why)}. "
             f"The record of every call is in scenarios/exploration.jsonl.</p>"
             f"<table><tr><th>tool</th><th>tasks using it</th></tr>{per_tool}</table>"
         )
@@ -168,7 +171,7 @@ Task help: {"on" if settings.scenarios.task_help else "off"}. Dynamic sampling: 
 <h2>Tools</h2><table><tr><th>tool</th><th>calls</th><th>calls per episode</th><th>error rate</th></tr>{"".join(tool_rows) or "<tr><td colspan=4>no tool calls</td></tr>"}</table>
 <h2>Sample trajectories (best of the step)</h2><div class="cols"><div><h3>first step</h3>{_sample(run_dir, first_file) if train else ""}</div>
 <div><h3>last step</h3>{_sample(run_dir, last_file) if train else ""}</div></div>
-<h2>Configuration</h2><pre>{html.escape(config)}</pre></body></html>"""
+<h2>Configuration</h2><pre>{html.escape(config)}</pre></body></html>"""  # noqa: E501 (the page as written)
     out = run_dir / "report.html"
     out.write_text(page)
     return out

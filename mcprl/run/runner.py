@@ -15,21 +15,32 @@ import json
 import random
 import signal
 import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from mcprl import tasks
+from mcprl.backends.local import LocalBackend
+from mcprl.cluster import open_rollouts
+from mcprl.errors import UserError, clip
+from mcprl.judges import score_groups
+from mcprl.judges.verify import SOLVED
 from mcprl.model import memory
-from mcprl.rollout import agents
-from mcprl.errors import UserError
-from mcprl.run.metrics import MetricsLog, rollout_metrics
+from mcprl.model.trainable import TrainableModel
 from mcprl.paths import replace_text
-from mcprl.run.pipeline import Pipeline, policy_version, split_stale
+from mcprl.rollout import agents
+from mcprl.rollout.gather import gather_trajectory_groups, untrainable
+from mcprl.run import demonstration
 from mcprl.run.config import RunConfig, load_saved
+from mcprl.run.metrics import MetricsLog, rollout_metrics
+from mcprl.run.pipeline import Pipeline, policy_version, split_stale
+from mcprl.run.references import reference_exchange, reference_trajectory
+from mcprl.scenarios.source import run_scenarios
+from mcprl.tools import open_tools, secret_values
 from mcprl.tools.redact import redact, redact_model
+from mcprl.train import checkpoints
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup, dump_jsonl
-
 
 PENDING_LINE = "step.pending.json"
 
@@ -90,8 +101,6 @@ def learnable(group: TrajectoryGroup) -> bool:
 
 def solved(t: Trajectory) -> bool:
     """Whether the trajectory solved its task: by its checks where it has them, else by its reward."""
-    from mcprl.judges.verify import SOLVED
-
     return t.metrics.get("verify", t.reward) >= SOLVED
 
 
@@ -121,8 +130,6 @@ class TrainingRun:
     the final evaluation; each stage's work is its own module's (see mcprl.run.config)."""
 
     def __init__(self, cfg: RunConfig, *, resume: bool = False, say: Callable[[str], None] = print, progress=None):
-        from mcprl.model.trainable import TrainableModel
-
         self.cfg = cfg
         self.resume = resume
         self.say = say
@@ -134,17 +141,12 @@ class TrainingRun:
         self.cluster = None  # the Ray rollout workers (mcprl.cluster), or None: rollouts run in this process
 
     async def run(self) -> dict[str, Any]:
-        from mcprl.backends.local import LocalBackend
-        from mcprl.cluster import open_rollouts
-        from mcprl.tools import open_tools, secret_values
-        from mcprl.train import checkpoints
-        from mcprl.scenarios import run_scenarios
-
         cfg = self.cfg
         done = checkpoints.latest_step(self.model.checkpoints_dir)
         if done and not self.resume:
             raise UserError(
-                f"{self.dir} already has {done} trained step(s); pass --resume to continue it, or --name NEW for a new run"
+                f"{self.dir} already has {done} trained step(s); pass --resume to continue it, or --name NEW for a new "
+                "run"
             )
         self.agent = agents.load(cfg.rollout.agent)  # a bad agent spec stops the run before any work
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -182,7 +184,8 @@ class TrainingRun:
                     serve["load_trainer"] = self.cluster.trainer_loader(self.model, cfg.runtime.dtype)
             backend = await stack.enter_async_context(LocalBackend.from_config(cfg.runtime, **serve))
             self.say(
-                f"loading {cfg.model} and serving {cfg.name} ({'GPU: vLLM + Unsloth' if backend.device == 'cuda' else 'CPU'})..."
+                f"loading {cfg.model} and serving {cfg.name} "
+                f"({'GPU: vLLM + Unsloth' if backend.device == 'cuda' else 'CPU'})..."
             )
             await self.model.register(backend)
             step = self.model.get_step()
@@ -223,8 +226,6 @@ class TrainingRun:
     async def _demonstration(self, pool, train: list[Scenario], shipped: list[dict[str, Any]] | None) -> list[Scenario]:
         """Settle the example exchange the policy sees (mcprl.run.demonstration) into the run's rollout
         settings; a scenario it was built from leaves the training set. A resumed run keeps its own."""
-        from mcprl.run import demonstration
-
         cfg = self.cfg
         previous = self.dir / "config.json"
         if self.resume and previous.exists():
@@ -260,9 +261,6 @@ class TrainingRun:
         self, pool, scenarios: list[Scenario], per: int, label: str, configs=None
     ) -> list[TrajectoryGroup]:
         """`per` rollouts of each scenario, under the run's rollout settings or each scenario's own (`configs`)."""
-        from mcprl.errors import clip
-        from mcprl.rollout.gather import gather_trajectory_groups, untrainable
-
         configs = configs or [self.cfg.rollout] * len(scenarios)
         # Every rollout of this call samples the step served now, however long it waits for a slot
         # and whatever steps are trained meanwhile (the asynchronous pipeline), and says which.
@@ -303,8 +301,6 @@ class TrainingRun:
 
     async def _collect(self, pool, judge, train: list[Scenario], step: int) -> Collected:
         """Step `step`'s groups: its batch rolled out and scored, topped up and retried."""
-        from mcprl.judges import score_groups
-
         cfg = self.cfg
         warmup = step < cfg.sft_warmup_steps  # reinforce successes only, before GRPO takes over
         batch = step_batch(train, step, cfg.groups_per_step, cfg.seed)
@@ -332,8 +328,6 @@ class TrainingRun:
     def _recover_line(self, step: int) -> None:
         """A run killed after committing step `step`'s checkpoint but before appending its line: the
         line is the one set aside before the step plus the trainer's figures kept in the checkpoint."""
-        from mcprl.train import checkpoints
-
         pending = self.dir / PENDING_LINE
         if not pending.exists():
             return
@@ -389,12 +383,14 @@ class TrainingRun:
             # trainer vs sampler logprobs before the update: about 0 unless the two compute different
             # distributions, or (the asynchronous pipeline) the sampler's policy was an older step's
             + (
-                f", logprob mismatch {train_metrics['logprob_mismatch']:.2g} (max {train_metrics['logprob_mismatch_max']:.2g})"
+                f", logprob mismatch {train_metrics['logprob_mismatch']:.2g} (max "
+                f"{train_metrics['logprob_mismatch_max']:.2g})"
                 if "logprob_mismatch" in train_metrics
                 else ""
             )
             + (
-                f", staleness {staleness['staleness_mean']:.2g} (max {staleness['staleness_max']}), {len(stale)} stale group(s) dropped"
+                f", staleness {staleness['staleness_mean']:.2g} (max {staleness['staleness_max']}), {len(stale)} stale "
+                "group(s) dropped"
                 if cfg.train.max_off_policy_steps
                 else ""
             )
@@ -404,9 +400,6 @@ class TrainingRun:
         """Each group that solved none of its grounded task gets the task's reference chain, written
         as the policy should have written it (mcprl.run.references.reference_trajectory), scored with
         the group; a reference the judge does not score as solved is not kept."""
-        from mcprl.judges import score_groups
-        from mcprl.run.references import reference_trajectory
-
         helped = []
         for g in filter(unsolved, groups):
             if (ref := reference_trajectory(g, self.cfg.rollout.finish)) is not None:
@@ -426,9 +419,6 @@ class TrainingRun:
         """Where no rollout of a group solved its grounded task, roll it out again with the task's own
         first reference call shown before it (mcprl.run.references.reference_exchange), and train on the
         retry when some rollout of it solved the task."""
-        from mcprl.judges import score_groups
-        from mcprl.run.references import reference_exchange
-
         failed = [i for i, g in enumerate(groups) if unsolved(g)]
         if not failed:
             return
@@ -448,8 +438,6 @@ class TrainingRun:
                 groups[i] = retry
 
     async def _evaluate(self, pool, val: list[Scenario], step: int) -> None:
-        from mcprl.judges import score_groups
-
         cfg = self.cfg
         verifiable = all(s.check is not None for s in val)
         per = cfg.eval_samples if verifiable else max(cfg.eval_samples, 2)

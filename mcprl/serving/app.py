@@ -12,13 +12,15 @@ from __future__ import annotations
 import gc
 import hmac
 import time
+from contextlib import asynccontextmanager
 
+import anyio
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 
-from mcprl.model import memory
 from mcprl.errors import first_problem
+from mcprl.model import memory
 from mcprl.serving.engine import BadRequest, Engine, UnknownModel
 from mcprl.serving.protocol import ChatRequest, error_body
 
@@ -58,10 +60,6 @@ def give_back_memory() -> None:
 
 
 def create_app(engine: Engine, api_key: str | None = None) -> FastAPI:
-    from contextlib import asynccontextmanager
-
-    import anyio
-
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         async with anyio.create_task_group() as tg:

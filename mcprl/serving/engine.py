@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from peft import PeftModel
 
-from mcprl.model.chat_format import parse_tool_calls
 from mcprl.errors import UserError
+from mcprl.model import weights
+from mcprl.model.chat_format import parse_tool_calls
 from mcprl.serving.prompts import TurnCache, render_prompt
 from mcprl.serving.protocol import ChatRequest, ServeLimits
-from mcprl.serving.sampler import SampleRequest, Sampled, sample
+from mcprl.serving.sampler import Sampled, SampleRequest, sample
 from mcprl.serving.structured import COMPILE_TIMEOUT_S, Constraint, Grammars, SchemaError, json_depth
 
 
@@ -64,8 +66,6 @@ class Engine:
         max_model_len: int | None = None,
         limits: ServeLimits | None = None,
     ):
-        from mcprl.model import weights
-
         self.tokenizer = tokenizer or weights.load_tokenizer(model_spec)
         self.model = model if model is not None else weights.load_model(model_spec)
         self.base_name = served_name or model_spec
@@ -102,8 +102,6 @@ class Engine:
     # ---- adapters -------------------------------------------------------------------------
     def load_adapter(self, name: str, path: str | Path) -> None:
         """Serve the PEFT adapter at `path` as `name`, replacing one of the same name."""
-        from peft import PeftModel
-
         path = Path(path)
         if not (path / "adapter_config.json").exists():
             raise UserError(f"{path}: not a PEFT adapter directory (no adapter_config.json)")
@@ -323,8 +321,6 @@ class Engine:
                     )
                 )
         with self._lock:
-            from peft import PeftModel
-
             model = self.model
             if isinstance(model, PeftModel):
                 if batch[0].adapter is None:

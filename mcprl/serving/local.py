@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import atexit
+import secrets
 import socket
 import threading
 import time
 
+import uvicorn
+
 from mcprl.errors import UserError
+from mcprl.serving.app import create_app
 from mcprl.serving.engine import Engine
 
 
@@ -26,10 +30,6 @@ class LocalEndpoint:
     """uvicorn serving `create_app(engine)` on a background thread. Port 0 picks a free port."""
 
     def __init__(self, engine: Engine, host: str = "127.0.0.1", port: int = 0, api_key: str | None = None):
-        import uvicorn
-
-        from mcprl.serving.app import create_app
-
         if port:
             check_port_free(host, port)
         self.engine = engine
@@ -79,8 +79,6 @@ def local_endpoint(model_spec: str = "smollm2-135m") -> tuple[str, str]:
 
     This is what the model name `local` means for scenario generation and judging: the base
     policy model, weak but real, offline."""
-    import secrets
-
     with _LOCAL_LOCK:
         if model_spec not in _LOCAL:
             _LOCAL[model_spec] = LocalEndpoint(Engine(model_spec), api_key=secrets.token_urlsafe(24))

@@ -147,7 +147,10 @@ class ServeLimits(BaseModel):
 
     def refuse(self, name: str, what: str) -> str:
         """The one-line refusal for a request over the limit `name`."""
-        return f"{what} is over this server's limit {name}={getattr(self, name)} (raised with `mcprl serve {self.flag(name)}`)"
+        return (
+            f"{what} is over this server's limit {name}={getattr(self, name)} "
+            f"(raised with `mcprl serve {self.flag(name)}`)"
+        )
 
 
 def error_body(

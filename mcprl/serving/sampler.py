@@ -23,6 +23,7 @@ import threading
 from dataclasses import dataclass, field
 
 import torch
+from transformers import DynamicCache
 
 from mcprl.model import memory
 from mcprl.serving.logits import output_head, truncation_cut
@@ -80,8 +81,6 @@ def shared_prefix_len(prompts: list[list[int]]) -> int:
 @torch.inference_mode()
 def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], decode=None) -> list[Sampled]:
     """Sample completions for `rows` in one batch. `decode(ids) -> str` is needed for stop strings."""
-    from transformers import DynamicCache
-
     device = next(model.parameters()).device
     causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model  # PEFT's layers sit inside
     decoder, lm_head = causal_lm.get_decoder(), output_head(causal_lm)

@@ -32,7 +32,12 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
+import jsonschema
+import llguidance
+import llguidance.hf
 import torch
+
+from mcprl.serving.protocol import ResponseFormat
 
 if TYPE_CHECKING:
     import llguidance
@@ -75,8 +80,6 @@ class Grammars:
     @functools.cached_property
     def lltokenizer(self) -> llguidance.LLTokenizer:
         """The model's own HF tokenizer as llguidance sees it (~0.5 s to build, so once)."""
-        import llguidance.hf
-
         return llguidance.hf.from_tokenizer(self.tokenizer, n_vocab=self.vocab_size, eos_token=self.eos_ids)
 
     def compile(self, fmt: ResponseFormat) -> Constraint | None:
@@ -94,10 +97,6 @@ class Grammars:
         return None if constraint is None else Constraint(constraint.matcher.deep_copy(), constraint.eos_ids)
 
     def _compile(self, fmt_json: str) -> llguidance.LLMatcher:
-        import llguidance
-
-        from mcprl.serving.protocol import ResponseFormat
-
         fmt = ResponseFormat.model_validate_json(fmt_json)
         strict = False
         if fmt.type == "structural_tag":
@@ -130,8 +129,6 @@ class Grammars:
     def _tags_grammar(self, fmt: ResponseFormat) -> str:
         """The Lark grammar of a structural_tag format: free text and the tagged structures, each
         schema checked first. Its schemas are always lenient (tools' input schemas)."""
-        import llguidance
-
         assert fmt.structures and fmt.triggers  # the protocol model requires them for this type
         for i, st in enumerate(fmt.structures):
             check_schema(st.schema_, where=f"response_format.structures[{i}].schema")
@@ -166,8 +163,6 @@ def json_depth(value: Any) -> int:
 
 def check_schema(schema: dict[str, Any], where: str = "response_format.json_schema.schema") -> None:
     """SchemaError unless `schema` is valid against its own draft's meta-schema (2020-12 by default)."""
-    import jsonschema
-
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)

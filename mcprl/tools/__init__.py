@@ -6,7 +6,7 @@ async with open_session(spec) as session:
     outcome = await session.call("get_item", {"sku": "SKU-1234"})
 
 The names that need the MCP SDK are imported on first use, so that reading a server's settings
-(`ServerSpec`, `mcprl.tools.discovery.ServerConfig`) does not load it. (`redact` is imported
+(`ServerSpec`, `mcprl.tools.config.ServerConfig`) does not load it. (`redact` is imported
 now: a lazy name that is also a submodule's would be shadowed by the submodule once imported.)
 """
 
@@ -30,14 +30,15 @@ _EXPORTS = {
     "to_openai": "mcprl.tools.convert",
     "tools_hash": "mcprl.tools.convert",
     "ToolPool": "mcprl.tools.pool",
-    "ServerConfig": "mcprl.tools.discovery",
+    "ServerConfig": "mcprl.tools.config",
     "open_tools": "mcprl.tools.discovery",
 }
 
 if TYPE_CHECKING:
     from mcprl.tools.client import ServerGone, ToolOutcome, ToolSession, ToolSet, discover, open_session
+    from mcprl.tools.config import ServerConfig
     from mcprl.tools.convert import hash_change_warning, result_text, to_openai, tools_hash
-    from mcprl.tools.discovery import ServerConfig, open_tools
+    from mcprl.tools.discovery import open_tools
     from mcprl.tools.pool import ToolPool
 
 __getattr__ = exports(__name__, _EXPORTS)

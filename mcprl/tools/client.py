@@ -238,7 +238,7 @@ async def _list_all(conn: Connection, method: str, key: str) -> list[dict[str, A
 
                 async def fetch() -> None:
                     nonlocal page
-                    page = await getattr(conn.session, method)(params=params)
+                    page = await getattr(conn.session, method)(params=params)  # noqa: B023 (awaited in this iteration)
                     tg.cancel_scope.cancel()
 
                 async def watch() -> None:
@@ -293,7 +293,8 @@ def _listing_error(spec: ServerSpec, error: Exception) -> UserError:
             "fix the server (every tool needs a name and an object inputSchema)"
         )
     return UserError(
-        f"{spec.target}: listing its tools failed ({type(error).__name__}: {clip(str(error), 300)}); check the server's logs"
+        f"{spec.target}: listing its tools failed ({type(error).__name__}: {clip(str(error), 300)}); check the "
+        "server's logs"
     )
 
 

@@ -1,5 +1,5 @@
-"""The server a run trains against: its settings (`[server]` in a run file) and opening it for
-a run, which discovers its tools and records them in the run directory's tools.json.
+"""Opening the server a run trains against (its settings: `mcprl.tools.config.ServerConfig`), which
+discovers its tools and records them in the run directory's tools.json.
 
     async with open_tools(ServerConfig(target="python -m mcprl.servers.calculator"), run_dir) as pool:
         ...  # pool.toolset: the tools the model sees; None when the run has no server
@@ -11,73 +11,16 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import TYPE_CHECKING
 
 from mcprl.errors import UserError
-from mcprl.tools.spec import ServerSpec, _pairs
+from mcprl.tools.config import ServerConfig
+from mcprl.tools.convert import hash_change_warning
+from mcprl.tools.pool import ToolPool
+from mcprl.tools.redact import redact, secret_values
 
 if TYPE_CHECKING:
     from mcprl.tools.pool import ToolPool
-
-
-class ServerConfig(BaseModel):
-    """The MCP server, as the user names it; `spec()` is the ServerSpec the client connects with."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    target: str | None = Field(
-        default=None, description="MCP server: URL (streamable HTTP; .../sse for SSE) or stdio command"
-    )
-    transport: Literal["auto", "stdio", "http", "sse"] = Field(default="auto", description="how to reach the server")
-    headers: dict[str, str] = Field(default_factory=dict, description="'Name: value' sent to HTTP servers")
-    env: dict[str, str] = Field(default_factory=dict, description="K=V for a stdio server's environment")
-    cwd: str | None = Field(default=None, description="working directory of a stdio server")
-    allow: list[str] = Field(default_factory=list, description="only tools matching this name/glob")
-    deny: list[str] = Field(default_factory=list, description="never offer or call tools matching this name/glob")
-    connect_timeout: float = Field(default=30.0, gt=0, description="seconds to wait for the MCP handshake")
-    call_timeout: float = Field(default=60.0, gt=0, description="seconds a tool call may take")
-    per_rollout: bool | None = Field(
-        default=None,
-        description="a fresh session per rollout, so no rollout sees another's writes (default: on for stdio, "
-        "each its own process; off for HTTP/SSE); --no-per-rollout shares one: a stdio server that "
-        "keeps no state then starts once, not once per rollout",
-    )
-    # what a result costs the prompt: a whole listing carried into the next turn makes every
-    # trained sequence long (an inventory listing: 4,000 characters a call)
-    max_result_chars: int = Field(
-        default=4000, gt=0, description="tool results longer than this are cut, for the model and the checks alike"
-    )
-
-    @field_validator("headers", mode="before")
-    @classmethod
-    def _header_lines(cls, value: Any) -> Any:
-        """Headers may also be given as 'Name: value' strings (as the flag takes them)."""
-        return _pairs(value, ":", "--header", "'Authorization: Bearer ...'") if isinstance(value, list) else value
-
-    @field_validator("env", mode="before")
-    @classmethod
-    def _env_lines(cls, value: Any) -> Any:
-        """The environment may also be given as K=V strings (as the flag takes them)."""
-        return _pairs(value, "=", "--env", "KEY=value") if isinstance(value, list) else value
-
-    def spec(self) -> ServerSpec:
-        if self.target is None:
-            raise UserError("no MCP server given; pass --server URL-or-command")
-        return ServerSpec.parse(
-            self.target,
-            transport=self.transport,
-            headers=self.headers,
-            env=self.env,
-            cwd=self.cwd,
-            allow=self.allow,
-            deny=self.deny,
-            connect_timeout=self.connect_timeout,
-            call_timeout=self.call_timeout,
-            per_rollout=self.per_rollout,
-            max_result_chars=self.max_result_chars,
-        )
 
 
 @asynccontextmanager
@@ -87,10 +30,6 @@ async def open_tools(
     """The run's tool pool (None without a server): discovered once, with tools.json written (the tool
     list and its hash, secrets masked) and a warning when the tools changed since the run began.
     A stdio server without a `cwd` runs in the run's own `server-workdir/`."""
-    from mcprl.tools.convert import hash_change_warning
-    from mcprl.tools.pool import ToolPool
-    from mcprl.tools.redact import redact, secret_values
-
     if server.target is None:
         yield None
         return

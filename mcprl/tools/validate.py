@@ -24,9 +24,9 @@ class Finding(BaseModel):
 
 def check_tools(mcp_tools: list[dict[str, Any]]) -> list[Finding]:
     """Errors: an illegal or duplicate name, no description, an input schema that is not valid
-    JSON Schema, has a `$ref` cycle or nests too deep (convert.schema_problem), or is not an object schema, a tool that does not convert to an OpenAI function.
-    Warnings: parameters without descriptions, required parameters that are not defined,
-    descriptions longer than OpenAI accepts."""
+    JSON Schema, has a `$ref` cycle or nests too deep (convert.schema_problem), or is not an object schema, a tool that
+    does not convert to an OpenAI function. Warnings: parameters without descriptions, required parameters that are not
+    defined, descriptions longer than OpenAI accepts."""
     findings: list[Finding] = []
     counts = Counter(str(t.get("name", "")) for t in mcp_tools)
     for tool in mcp_tools:

@@ -14,6 +14,8 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import torch
+from peft import LoraConfig, PeftModel, get_peft_model
+from peft.helpers import disable_input_dtype_casting
 
 from mcprl.model import memory
 from mcprl.serving.logits import output_head
@@ -33,8 +35,6 @@ class GRPOTrainer:
     default_micro_batch_tokens = 2048  # when TrainConfig.micro_batch_tokens is None (see there)
 
     def __init__(self, model, tokenizer, lora: LoraSettings | None = None, adapter_dir: Path | None = None):
-        from peft import LoraConfig, PeftModel, get_peft_model
-
         self.tokenizer = tokenizer
         self.lora = lora or LoraSettings()
         if isinstance(model, PeftModel):  # already wrapped, e.g. by Unsloth's get_peft_model
@@ -144,8 +144,6 @@ class GRPOTrainer:
         `logprob_mismatch` (and `_max`): mean (max) |trainer - sampler logprob| over the completion
         tokens whose sampler logprobs the loss uses, on this pre-update pass: about 0 where sampler
         and trainer compute the same distribution; a broken path or an unsupported model shows here."""
-        from peft.helpers import disable_input_dtype_casting
-
         t0 = time.perf_counter()
         groups_seqs, metrics = self.build_sequences(groups, config)
         seqs = [s for g in groups_seqs for s in g]

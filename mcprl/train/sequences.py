@@ -2,8 +2,8 @@
 
 An assistant turn is merged with the next one into one sequence only when the next prompt
 extends prompt+completion token for token and both were sampled with the same settings (and
-both or neither under a grammar); otherwise it is its own sequence. Only sampled completion tokens carry loss; prompt, tool-result
-and template tokens are context.
+both or neither under a grammar); otherwise it is its own sequence. Only sampled completion tokens carry loss; prompt,
+tool-result and template tokens are context.
 """
 
 from __future__ import annotations

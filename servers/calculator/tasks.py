@@ -6,8 +6,8 @@ import random
 from collections.abc import Sequence
 
 from mcprl.judges.verify import numbers
-from mcprl.types import Scenario, Trajectory
 from mcprl.servers.checking import answered, successful_tool_calls
+from mcprl.types import Scenario, Trajectory
 
 SERVER = "python -m mcprl.servers.calculator --seed {seed}"  # the world these tasks ask about (mcprl.tasks)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from mcprl.types import Scenario, Trajectory
 from mcprl.servers.checking import answered
 from mcprl.servers.email.mailbox import Mailbox
+from mcprl.types import Scenario, Trajectory
 
 SERVER = "python -m mcprl.servers.email --seed {seed}"  # the world these tasks ask about (mcprl.tasks)
 

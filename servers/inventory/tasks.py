@@ -6,9 +6,9 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mcprl.types import Scenario, Trajectory
 from mcprl.servers.checking import answered, replay
 from mcprl.servers.inventory.world import CATALOGUE, Item, Warehouse
+from mcprl.types import Scenario, Trajectory
 
 SERVER = "python -m mcprl.servers.inventory --seed {seed}"  # the world these tasks ask about (mcprl.tasks)
 

@@ -1,16 +1,15 @@
 import json
 import sys
-import types
 from collections import Counter
 
 import pytest
-from tests.fake_llm import FakeLLM, message_text
 
 from mcprl.autorl.generate import generate_inputs, generate_rubric, generate_system_prompt
 from mcprl.autorl.run import autorl_dir, plan
 from mcprl.errors import UserError
 from mcprl.run.config import RunConfig
 from mcprl.types import Scenario, load_jsonl
+from tests.fake_llm import FakeLLM, message_text
 
 pytestmark = pytest.mark.anyio
 
@@ -89,7 +88,8 @@ async def test_a_generator_that_never_gets_it_right_is_a_user_error_naming_the_p
     with FakeLLM(['{"system_prompt": "too short"}'] * 3) as llm:
         with pytest.raises(
             UserError,
-            match=r"no usable system prompt in 3 tries \(last problem: system_prompt: String should have at least 20 characters\); use a stronger model \(--gen-model openai/gpt-4.1",
+            match=r"no usable system prompt in 3 tries \(last problem: system_prompt: String should have at least 20 "
+            r"characters\); use a stronger model \(--gen-model openai/gpt-4.1",
         ):
             await generate_system_prompt(TASK, "openai/gen", api_base=llm.base_url)
     assert len(llm.requests) == 3
@@ -141,7 +141,8 @@ async def test_too_few_distinct_inputs_is_a_user_error():
     with FakeLLM([same] * 5) as llm:
         with pytest.raises(
             UserError,
-            match=r"only 2 distinct usable inputs of the 6 asked for \(last problem: the reply only repeated earlier inputs\)",
+            match=r"only 2 distinct usable inputs of the 6 asked for \(last problem: the reply only repeated earlier "
+            r"inputs\)",
         ):
             await generate_inputs(TASK, 6, "openai/gen", api_base=llm.base_url)
     assert len(llm.requests) == 5  # one useful call, then four in a row that add nothing

@@ -1,6 +1,5 @@
 """TrainableModel + LocalBackend on the CPU runtime: register, serve, train, hot-swap, resume."""
 
-import anyio
 import pytest
 import torch
 
@@ -44,12 +43,10 @@ async def test_register_train_hot_swap_and_resume(home, tiny_model_dir):
         assert checkpoints.list_steps(model.checkpoints_dir) == [0]
         import httpx
 
-        served = lambda: [
-            m["id"]
-            for m in httpx.get(
-                f"{model.inference_base_url}/models", headers={"Authorization": f"Bearer {model.inference_api_key}"}
-            ).json()["data"]
-        ]
+        def served() -> list[str]:
+            headers = {"Authorization": f"Bearer {model.inference_api_key}"}
+            return [m["id"] for m in httpx.get(f"{model.inference_base_url}/models", headers=headers).json()["data"]]
+
         assert served() == [str(tiny_model_dir), "agent@0"]
         m1 = await model.train([await _group(model)], TrainConfig(learning_rate=1e-2))
         assert m1["trained"] == 1

@@ -201,5 +201,6 @@ def test_gpu_cases_in_their_own_process():
         [sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", *GPU_CHILD_ARGS], cwd=root, env=env
     )
     assert r.returncode == 0, (
-        f"GPU cases failed (output above; rerun alone: MCPRL_GPU_TEST_CHILD=1 python -m pytest {' '.join(GPU_CHILD_ARGS)})"
+        "GPU cases failed (output above; rerun alone: MCPRL_GPU_TEST_CHILD=1 python -m pytest "
+        f"{' '.join(GPU_CHILD_ARGS)})"
     )

@@ -25,8 +25,8 @@ from mcprl.backends.gpu import (
 )
 from mcprl.backends.gpu_serving import TOOL_PARSER_PLUGIN, VllmLaunch, VllmSettings, lora_rank_bucket
 from mcprl.backends.gpu_training import UnslothGRPOTrainer, lora_arguments
-from mcprl.model.chat_format import tool_template
 from mcprl.errors import UserError
+from mcprl.model.chat_format import tool_template
 from mcprl.train.config import LoraSettings
 from mcprl.train.grpo import GRPOTrainer
 from mcprl.types import Generation, Trajectory, TrajectoryGroup
@@ -149,13 +149,12 @@ def test_dtype_applies_to_unsloth_and_vllm_on_a_gpu():
 def test_a_runs_runtime_and_lora_settings_reach_the_gpu_runtime(monkeypatch, capsys):
     """`mcprl train`'s [runtime] and [lora] flags build the GPU runtime the run registers with:
     placement, vLLM's memory share, Unsloth's 4-bit base, dtype on both sides, and the adapter's shape."""
-    from tests.cli_runner import run_cli
-
     from mcprl.backends.config import RuntimeConfig
     from mcprl.backends.gpu_serving import VllmSettings
     from mcprl.backends.gpu_training import UnslothSettings
     from mcprl.cli import train_cmd
     from mcprl.run.runner import TrainingRun
+    from tests.cli_runner import run_cli
 
     seen = {}
 
@@ -261,7 +260,10 @@ def test_gpu_unavailable_reasons():
 
 def test_missing_gpu_packages_are_found_without_importing_them():
     installed = {p for p in ("vllm", "unsloth") if p not in missing_gpu_packages()}
-    code = "import mcprl.backends.gpu, mcprl.backends.local, sys; print(sorted(m for m in ('vllm', 'unsloth') if m in sys.modules))"
+    code = (
+        "import mcprl.backends.gpu, mcprl.backends.local, sys; "
+        "print(sorted(m for m in ('vllm', 'unsloth') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
     if not installed:
@@ -295,7 +297,8 @@ async def test_policy_replicas_beside_the_gpu_runtimes_own_trainer_is_one_line(h
     model = TrainableModel(name="m", project="p", base_model="org/unused")
     with pytest.raises(
         UserError,
-        match=r"with cluster.policy_replicas on a GPU machine, take the steps in a Ray actor too \(cluster.trainer_actor",
+        match=r"with cluster.policy_replicas on a GPU machine, take the steps in a Ray actor too "
+        r"\(cluster.trainer_actor",
     ):
         async with LocalBackend(device="cuda", start_endpoint=start_endpoint) as backend:
             await model.register(backend)

@@ -18,7 +18,7 @@ from mcprl.backends.gpu_serving import VllmEndpoint, VllmError, VllmServer, free
 from mcprl.errors import UserError
 from mcprl.train import checkpoints
 from mcprl.train.grpo import GRPOTrainer
-from test_gpu_backend import _groups  # the same trainable groups as the trainer tests
+from tests.backends.test_gpu_backend import _groups  # the same trainable groups as the trainer tests
 
 KEY = "test-key"
 
@@ -174,7 +174,8 @@ async def test_wait_ready_fails_fast_when_vllm_exits(tmp_path):
     t = time.monotonic()
     with pytest.raises(
         UserError,
-        match=r"vLLM exited with code 3 while starting: ValueError: max_lora_rank 8 < adapter rank 16 \(log: .*vllm.log\)",
+        match=r"vLLM exited with code 3 while starting: ValueError: max_lora_rank 8 < adapter rank 16 \(log: "
+        r".*vllm.log\)",
     ):
         await server.wait_ready(timeout_s=60)
     assert time.monotonic() - t < 30

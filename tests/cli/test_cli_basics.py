@@ -20,7 +20,10 @@ def run(*args, env=None, timeout=120):
 
 
 def test_help_imports_nothing_heavy():
-    code = "import sys, mcprl.cli.main; heavy = {'torch', 'transformers', 'litellm', 'langgraph', 'peft'} & set(sys.modules); print(sorted(heavy))"
+    code = (
+        "import sys, mcprl.cli.main; "
+        "heavy = {'torch', 'transformers', 'litellm', 'langgraph', 'peft'} & set(sys.modules); print(sorted(heavy))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
     r = run("--help")

@@ -245,7 +245,10 @@ def test_a_node_without_the_server_command_is_named(cluster, home, monkeypatch, 
 
 
 def test_without_the_cluster_engine_nothing_imports_ray():
-    code = "import sys, mcprl.cli.main, mcprl.run.runner, mcprl.run.config; assert not [m for m in sys.modules if m.split('.')[0] == 'ray']"
+    code = (
+        "import sys, mcprl.cli.main, mcprl.run.runner, mcprl.run.config; "
+        "assert not [m for m in sys.modules if m.split('.')[0] == 'ray']"
+    )
     subprocess.run(
         [sys.executable, "-c", code],
         check=True,

@@ -90,7 +90,8 @@ def test_policy_replicas_without_the_ray_engine_is_an_error():
     [
         (
             {"policy_replicas": 1, "replica_gpus": 1},
-            r"vLLM replicas \(replica_gpus > 0\) leave the driver no GPU runtime to train in: set cluster.trainer_actor = true",
+            r"vLLM replicas \(replica_gpus > 0\) leave the driver no GPU runtime to train in: set "
+            r"cluster.trainer_actor = true",
         ),
         (
             {"policy_replicas": 1, "replica_gpus": 1.5, "trainer_actor": True},
@@ -274,8 +275,8 @@ def test_a_cluster_without_the_gpus_asked_for_is_one_line(cluster, home, monkeyp
     )
     assert code != 0 and len(err.strip().splitlines()) == 1, err
     assert (
-        "has room for 0 policy replica(s) of CPU=0.25, GPU=1 beside the rollout workers and the trainer actor, not the 1 asked for"
-        in err
+        "has room for 0 policy replica(s) of CPU=0.25, GPU=1 beside the rollout workers and the trainer actor, not the "
+        "1 asked for" in err
     )
     assert "GPU=0 in all" in err
 
@@ -320,7 +321,8 @@ vllm_replicas: list[dict] = []  # the first replica's launch, as its stand-in vL
 
 
 async def kill_the_vllm_replica_at_step_1(run) -> None:
-    """After the base evaluation, note how the replica's vLLM was started, then SIGKILL the replica's actor (not its vLLM)."""
+    """After the base evaluation, note how the replica's vLLM was started, then SIGKILL the replica's
+    actor (not its vLLM)."""
     import httpx
 
     log = run.dir / "metrics.jsonl"
@@ -331,14 +333,6 @@ async def kill_the_vllm_replica_at_step_1(run) -> None:
         launch = (await client.get(replica.url.removesuffix("/v1") + "/standin/launch")).json()
     vllm_replicas.append({"name": replica.name, **launch})
     os.kill(replica.pid, signal.SIGKILL)
-
-
-def alive(pid: int) -> bool:
-    """Whether process `pid` runs (a zombie, exited but not yet reaped, does not)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @pytest.mark.integration

@@ -68,9 +68,8 @@ def answer(request: dict[str, Any], mode: str) -> str:
         depth = 5000
         nested = '{"a": ' * depth + "1" + "}" * depth
         tool = (
-            '{"name": "lookup", "description": "Look something up.", "inputSchema": {"type": "object", "properties": {"q": '
-            + nested
-            + "}}}"
+            '{"name": "lookup", "description": "Look something up.", "inputSchema": {"type": "object", "properties": '
+            '{"q": ' + nested + "}}}"
         )
         return '{"jsonrpc": "2.0", "id": ' + json.dumps(request["id"]) + ', "result": {"tools": [' + tool + "]}}"
     elif method == "tools/list":
@@ -96,7 +95,7 @@ def answer(request: dict[str, Any], mode: str) -> str:
 def main() -> None:
     mode = sys.argv[1]
     if mode == "garbage":
-        for line in sys.stdin:
+        for _line in sys.stdin:
             sys.stdout.write("\x1b[31mWARNING\x1b[0m starting up... %%% not json at all %%%\n" * 3)
             sys.stdout.flush()
         return

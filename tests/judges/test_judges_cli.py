@@ -1,10 +1,10 @@
 import re
 
 import pytest
-from tests.fake_llm import FakeLLM, Reply, ruler_handler
 
-from tests.cli_runner import run_cli
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup, dump_jsonl, load_jsonl
+from tests.cli_runner import run_cli
+from tests.fake_llm import FakeLLM, Reply, ruler_handler
 
 
 def group(sid: str, *finals: str) -> TrajectoryGroup:

@@ -1,12 +1,12 @@
 import re
 
 import pytest
-from tests.fake_llm import FakeLLM, Reply, ruler_handler, shown_trajectories
 
+from mcprl.errors import UserError
 from mcprl.judges import GateJudge, RulerJudge, VerifyJudge, WeightedJudge, build_judge, score_groups
 from mcprl.judges.base import JudgeError
-from mcprl.errors import UserError
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
+from tests.fake_llm import FakeLLM, Reply, ruler_handler, shown_trajectories
 
 
 def group_answering(*finals: str) -> TrajectoryGroup:

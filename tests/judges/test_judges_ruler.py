@@ -3,11 +3,11 @@ import re
 import time
 
 import pytest
-from tests.fake_llm import FakeLLM, Reply, message_text, ruler_handler, shown_trajectories
 
 from mcprl.judges import DEFAULT_RUBRIC, JudgeError, RulerJudge, ruler_score_group
 from mcprl.judges.ruler import InvalidVerdict, common_prefix_len, parse_verdict
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
+from tests.fake_llm import FakeLLM, Reply, message_text, ruler_handler, shown_trajectories
 
 TOOLS = [
     {

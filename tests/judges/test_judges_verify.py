@@ -1,8 +1,8 @@
 import pytest
 
-from mcprl.judges import VerifyJudge, checker_for
 from mcprl import tasks
 from mcprl.errors import UserError
+from mcprl.judges import VerifyJudge, checker_for
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 
 

@@ -6,11 +6,11 @@ import types
 
 import jsonschema
 import pytest
-from tests.fake_llm import FakeLLM, ruler_handler
 
 from mcprl.judges import RulerJudge
 from mcprl.judges.ruler import verdict_schema
 from mcprl.types import Trajectory, TrajectoryGroup
+from tests.fake_llm import FakeLLM, ruler_handler
 
 
 def group_of(*answers: str) -> TrajectoryGroup:

@@ -7,9 +7,9 @@ import random
 
 import pytest
 
+from mcprl.errors import UserError
 from mcprl.judges import ShapedJudge, ToolUseShaping, VerifyJudge
 from mcprl.judges.shaping import tool_use_score
-from mcprl.errors import UserError
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 
 ADD = {

@@ -7,14 +7,14 @@ import copy
 
 import pytest
 
-from mcprl.rollout import agents
 from mcprl.errors import UserError
-from mcprl.rollout.loop import RolloutConfig
+from mcprl.rollout import agents
+from mcprl.rollout.config import RolloutConfig
+from mcprl.servers.calculator import tasks as calc
 from mcprl.serving.engine import Engine
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario
 from tests.scripted_policy import ScriptedEngine, call, scripted_endpoint
-from mcprl.servers.calculator import tasks as calc
 
 pytestmark = pytest.mark.anyio
 CALC = "python -m mcprl.servers.calculator"
@@ -84,8 +84,8 @@ async def test_every_kind_records_the_sampled_tokens_and_logprobs(tiny_model_dir
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_each_kind_records_tool_calls_and_their_outcomes(tiny_model_dir, kind):
-    from mcprl.serving.local import LocalEndpoint
     from mcprl.model.trainable import Model
+    from mcprl.serving.local import LocalEndpoint
 
     config = RolloutConfig()
     replies = [call("multiply", a=17, b=25), "The answer is 425."]

@@ -6,11 +6,11 @@ import pytest
 
 from mcprl.rollout.langgraph import create_mcp_agent, init_chat_model, wrap_rollout
 from mcprl.rollout.loop import rollout
+from mcprl.servers.calculator import tasks as calc
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.train.sequences import trajectory_sequences
 from mcprl.types import Scenario, TrajectoryGroup
 from tests.scripted_policy import call, scripted_endpoint
-from mcprl.servers.calculator import tasks as calc
 
 pytestmark = pytest.mark.anyio
 CALC = "python -m mcprl.servers.calculator"
@@ -55,8 +55,11 @@ async def test_react_agent_solves_task_with_mcp_tools(tiny_model_dir):
     assert (m["turns"], m["tool_calls"], m["calls/multiply"], m["tool_errors"], m["finished"]) == (2, 1, 1, 0, 1)
     assert traj.final_answer() == "The answer is 425." and calc.check(TASK, traj) == 1.0
     _one_sequence(traj)
+
     # the model saw exactly what the plain loop shows it, token for token
-    tokens = lambda t: [(g.prompt_token_ids, g.completion_token_ids) for g in t.generations]
+    def tokens(t):
+        return [(g.prompt_token_ids, g.completion_token_ids) for g in t.generations]
+
     assert tokens(traj) == tokens(plain)
 
 
@@ -94,7 +97,7 @@ async def test_agent_stops_after_max_turns(tiny_model_dir):
 async def test_the_prebuilt_agent_defaults_to_a_runs_rollout_settings(tiny_model_dir):
     """Without settings, `create_mcp_agent` prompts and samples as a run's plain loop does (RolloutConfig)."""
     from mcprl.errors import UserError
-    from mcprl.rollout.loop import RolloutConfig
+    from mcprl.rollout.config import RolloutConfig
 
     defaults = RolloutConfig()
     with scripted_endpoint(tiny_model_dir, [call("add", a=1, b=2)] * 8) as (model, engine):
@@ -188,7 +191,10 @@ async def test_concurrent_rollouts_record_only_their_own_calls(tiny_model_dir):
         async with anyio.create_task_group() as tg:
             for i in range(3):
                 tg.start_soon(run, i)
-    decode = lambda g: engine.tokenizer.decode(g.completion_token_ids, skip_special_tokens=True)
+
+    def decode(g):
+        return engine.tokenizer.decode(g.completion_token_ids, skip_special_tokens=True)
+
     for i, traj in trajs.items():
         assert [decode(g) for g in traj.generations] == [f"reply 1 to task-{i}", f"reply 3 to task-{i}"]
         assert traj.messages[0]["content"] == f"task-{i}" and traj.metrics["turns"] == 2

@@ -2,13 +2,13 @@
 malformed, unknown and ill-typed tool calls against a real server, and a judge endpoint that
 returns garbage while training goes on."""
 
-import json
 import random
 
 import pytest
 
+from mcprl.rollout.config import RolloutConfig
 from mcprl.rollout.gather import gather_trajectory_groups
-from mcprl.rollout.loop import RolloutConfig, rollout
+from mcprl.rollout.loop import rollout
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario
 from tests.scripted_policy import scripted_endpoint
@@ -48,11 +48,10 @@ async def test_hundreds_of_malformed_tool_calls_zero_crashes(tiny_model_dir):
 
 
 async def test_judge_garbage_skips_groups_and_training_goes_on(tiny_model_dir, home):
-    from tests.fake_llm import FakeLLM, Reply
-
-    from mcprl.judges import RulerJudge, score_groups
     from mcprl import LocalBackend, TrainableModel, TrainConfig
+    from mcprl.judges import RulerJudge, score_groups
     from mcprl.types import Generation, Trajectory, TrajectoryGroup
+    from tests.fake_llm import FakeLLM, Reply
 
     def traj(i):
         return Trajectory(

@@ -8,13 +8,14 @@ import time
 
 import pytest
 
+from mcprl.rollout.config import RolloutConfig
 from mcprl.rollout.gather import gather_trajectory_groups
-from mcprl.rollout.loop import RolloutConfig, example_arguments, rollout
+from mcprl.rollout.loop import example_arguments, rollout
+from mcprl.servers.calculator import tasks as calc
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.train.sequences import trajectory_sequences
 from mcprl.types import Scenario
 from tests.scripted_policy import call, scripted_endpoint
-from mcprl.servers.calculator import tasks as calc
 
 pytestmark = pytest.mark.anyio
 CALC = "python -m mcprl.servers.calculator"
@@ -129,9 +130,9 @@ async def test_server_killed_mid_rollout_fails_that_rollout_only(tiny_model_dir)
 
 
 async def test_tiny_model_rollout_records_exact_tokens(tiny_model_dir):
+    from mcprl.model.trainable import Model
     from mcprl.serving.engine import Engine
     from mcprl.serving.local import LocalEndpoint
-    from mcprl.model.trainable import Model
 
     server = LocalEndpoint(Engine(str(tiny_model_dir), served_name="tiny"))
     try:

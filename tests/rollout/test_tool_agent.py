@@ -3,7 +3,8 @@ scripted policy endpoint and the real calculator server."""
 
 import pytest
 
-from mcprl.rollout.loop import RolloutConfig, ToolAgent
+from mcprl.rollout.config import RolloutConfig
+from mcprl.rollout.loop import ToolAgent
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario
 from tests.scripted_policy import call, scripted_endpoint

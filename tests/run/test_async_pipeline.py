@@ -3,6 +3,7 @@ while a step trains, never more than K policy versions before the step that trai
 older than that is dropped and counted; K = 0 is the synchronous loop."""
 
 import json
+from pathlib import Path
 
 import anyio
 import pytest
@@ -103,9 +104,9 @@ def test_a_group_sampled_more_than_k_versions_before_its_step_is_stale():
 async def test_the_server_keeps_the_adapters_of_the_last_k_plus_1_steps(home, tiny_model_dir):
     """A rollout pinned to step v samples it throughout, while later steps train (K of them)."""
     import httpx
-    from test_backend import _group
 
     from mcprl import LocalBackend, TrainableModel, TrainConfig
+    from tests.backends.test_backend import _group
 
     model = TrainableModel(name="agent", project="p", base_model=str(tiny_model_dir))
     async with LocalBackend(device="cpu") as backend:
@@ -131,7 +132,7 @@ async def test_the_server_keeps_the_adapters_of_the_last_k_plus_1_steps(home, ti
 
 def train_run(
     name: str, k: int, tiny_model_dir, run_class=None, resume: bool = False, **settings
-) -> tuple[list[dict], "Path"]:
+) -> tuple[list[dict], Path]:
     """A 2-step run of the tiny model against the calculator server, in this process; its train rows."""
     from mcprl.run.config import load_config
 

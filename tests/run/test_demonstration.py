@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.fake_llm import FakeLLM, Reply
 
-from mcprl.run import demonstration
 from mcprl.errors import UserError
+from mcprl.run import demonstration
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario
+from tests.fake_llm import FakeLLM, Reply
 
 pytestmark = pytest.mark.anyio
 
@@ -272,7 +272,6 @@ async def test_a_constraint_the_endpoint_refuses_falls_back_with_one_line():
     """Every words-first call is refused with a 400 (as an endpoint refuses a schema it finds
     unsatisfiable): the run goes on with the free constraint, saying why, instead of an
     ExceptionGroup ending it."""
-    from tests.fake_llm import Reply
 
     def handler(body):
         if "pattern" in json.dumps(body["response_format"]["json_schema"]["schema"]):
@@ -294,7 +293,6 @@ async def test_a_constraint_the_endpoint_refuses_falls_back_with_one_line():
 
 
 async def test_a_generator_that_always_fails_gives_the_generic_example():
-    from tests.fake_llm import Reply
 
     said = []
     with FakeLLM(handler=lambda body: Reply(status=400, content="bad request")) as llm:

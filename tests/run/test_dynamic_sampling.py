@@ -5,12 +5,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
-
-from tests.fake_llm import FakeLLM
 
 from mcprl.run.runner import extra_scenarios, learnable, step_batch
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
+from tests.fake_llm import FakeLLM
 
 
 def test_extra_draws_are_bounded_disjoint_and_a_function_of_seed_and_step():

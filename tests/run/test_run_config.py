@@ -8,14 +8,14 @@ import typing
 from pathlib import Path
 
 import pytest
-from tests.cli_runner import run_cli
 from pydantic import BaseModel, Field
 
 from mcprl.cli import flags, train_cmd
 from mcprl.errors import UserError
-from mcprl.rollout.loop import RolloutConfig
+from mcprl.rollout.config import RolloutConfig
 from mcprl.run.config import MOVED, RunConfig, load_config, load_saved
 from mcprl.train.config import TrainConfig
+from tests.cli_runner import run_cli
 
 pytestmark = pytest.mark.anyio
 
@@ -115,7 +115,8 @@ def test_unknown_keys_name_the_known_keys_and_sections(tmp_path):
     f.write_text("stepz = 3\n")
     with pytest.raises(
         UserError,
-        match=r"unknown key\(s\) stepz; known keys: model, name, .*steps.*; sections: \[server\] \[scenarios\] \[explore\] \[rollout\] \[judge\] \[train\] \[cluster\] \[lora\] \[runtime\]$",
+        match=r"unknown key\(s\) stepz; known keys: model, name, .*steps.*; sections: \[server\] \[scenarios\] "
+        r"\[explore\] \[rollout\] \[judge\] \[train\] \[cluster\] \[lora\] \[runtime\]$",
     ):
         load_config(f, {})
     f.write_text("[rollout]\nmax_turnz = 3\n")
@@ -389,7 +390,8 @@ def test_reading_the_settings_loads_no_sdk_and_the_packages_export_what_they_nam
         "print(sorted({'mcp', 'litellm', 'torch'} & set(sys.modules))); "
         "[importlib.import_module(m.name) for p in ('mcprl.tools', 'mcprl.judges', 'mcprl.scenarios') "
         " for m in pkgutil.iter_modules(importlib.import_module(p).__path__, p + '.')]; "
-        "print([f'{p}.{n}' for p in ('mcprl.tools', 'mcprl.judges', 'mcprl.scenarios') for n in importlib.import_module(p).__all__ "
+        "print([f'{p}.{n}' for p in ('mcprl.tools', 'mcprl.judges', 'mcprl.scenarios') for n in "
+        "importlib.import_module(p).__all__ "
         " if isinstance(getattr(importlib.import_module(p), n), types.ModuleType)])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")

@@ -355,8 +355,8 @@ def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path, form):
 def test_eval_connects_and_scores_as_the_run_did(tmp_path):
     """A run's server (with its masked secrets given again, header tables merged), judge and
     samples are what `mcprl eval` uses; flags change them."""
-    from mcprl.run.evaluate import run_settings
     from mcprl.run.config import RunConfig
+    from mcprl.run.evaluate import run_settings
 
     run = tmp_path / "r"
     run.mkdir()
@@ -455,6 +455,7 @@ def test_lora_and_runtime_settings_reach_the_cpu_runtime(tmp_path, tiny_model_di
     import threading
 
     import torch
+
     from tests.cli_runner import run_cli
 
     monkeypatch.setenv("MCPRL_HOME", str(tmp_path / "home"))

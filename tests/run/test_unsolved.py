@@ -67,10 +67,10 @@ async def test_a_grounded_group_no_rollout_solved_gets_its_reference_chain_and_t
     """`unsolved = "reference"`: the task's reference chain, written after the group's own prompt, joins
     the group as its one success; the trainer tokenizes it as the endpoint renders prompts and scores
     its tokens itself (no sampler logprobs); the policy's figures do not count it."""
-    from mcprl.model import weights
     from mcprl.judges import VerifyJudge, score_groups
-    from mcprl.run.metrics import rollout_metrics
+    from mcprl.model import weights
     from mcprl.run.config import RunConfig
+    from mcprl.run.metrics import rollout_metrics
     from mcprl.run.runner import TrainingRun
     from mcprl.train.config import LoraSettings, TrainConfig
     from mcprl.train.grpo import GRPOTrainer

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from mcprl.errors import UserError
 from mcprl.judges import VerifyJudge
 from mcprl.judges.verify import holds_answer
-from mcprl.errors import UserError
+from mcprl.scenarios.config import ExploreConfig
+from mcprl.scenarios.explore import explore, may_write, names_a_file
+from mcprl.scenarios.grounded import ANSWER_WORDS, ground
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
-from mcprl.scenarios.explore import ExploreConfig, explore, may_write, names_a_file
-from mcprl.scenarios.grounded import ANSWER_WORDS, ground
 from tests.conftest import _free_port, _wait_listening
 
 pytestmark = pytest.mark.anyio
@@ -38,7 +39,7 @@ async def explore_and_ground(spec: ServerSpec, calls: int, n: int = 12, **cfg):
 def test_results_are_read_as_records_and_arguments_take_the_shape_their_description_asks_for():
     import random
 
-    from mcprl.scenarios.arguments import SeenValue, ArgumentWriter
+    from mcprl.scenarios.arguments import ArgumentWriter, SeenValue
     from mcprl.scenarios.results import result_records
 
     # a server that prints Python's repr() of its rows
@@ -203,9 +204,8 @@ async def test_writes_stay_inside_a_fresh_session(shop_grounded):
 
 
 async def test_a_write_is_a_task_checked_by_reading_back_the_rollouts_own_session(shop_grounded, tiny_model_dir):
-    from tests.scripted_policy import call, scripted_endpoint
-
     from mcprl.rollout.loop import rollout
+    from tests.scripted_policy import call, scripted_endpoint
 
     exploration, tasks, _ = shop_grounded
     # exploring repeated the session's earlier reads after the write: the cart's size went 0 -> 1
@@ -407,7 +407,8 @@ def test_prose_states_labelled_values_and_a_listing_may_end_with_a_note():
     assert sentence_fields("The Wi-Fi password at Lake Cabin is k3j2h1x9. Enjoy!") == [("Wi-Fi password", "k3j2h1x9")]
     assert sentence_fields("Good news: your order is on its way. Please keep noise down after 10 PM.") == []
     listing = (
-        "msg-0296 | 2024-12-18 | SkyWay <b@sky.example> | Your flight to Porto is confirmed | Confirmation code: ZOE67V. Flight ...\n"
+        "msg-0296 | 2024-12-18 | SkyWay <b@sky.example> | Your flight to Porto is confirmed | Confirmation code: "
+        "ZOE67V. Flight ...\n"
         "msg-0266 | 2024-11-14 | City Guides <h@cg.example> | 48 hours in Porto | Where to eat in Porto.\n"
         "(2 of 11 matching emails shown)"
     )
@@ -457,7 +458,8 @@ def test_a_description_that_states_an_expression_words_the_task_as_that_expressi
 
 
 async def test_a_server_with_nothing_to_ground_stops_with_the_fix(tmp_path):
-    from mcprl.scenarios.source import ScenarioConfig, run_scenarios
+    from mcprl.scenarios.config import ScenarioConfig
+    from mcprl.scenarios.source import run_scenarios
 
     spec = ServerSpec.parse(f"{sys.executable} {SHOP}", allow=["run_query"])
     async with ToolPool(spec) as pool:
@@ -522,7 +524,8 @@ async def test_the_generator_writes_arguments_where_only_the_schema_gave_values(
 
 async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_reference_call(tmp_path):
     from mcprl.run.demonstration import settle
-    from mcprl.scenarios.source import ScenarioConfig, run_scenarios
+    from mcprl.scenarios.config import ScenarioConfig
+    from mcprl.scenarios.source import run_scenarios
 
     async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
         train, val = await run_scenarios(
@@ -559,8 +562,9 @@ async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_refer
     assert holds_answer(shown.metadata["reference"][0]["result"], shown.answer)  # the reference keeps what it returned
 
     # demonstrations = "per-tool": one reference call per tool a chain starts with, each scenario shown one
+    from mcprl.rollout.config import RolloutConfig
+    from mcprl.rollout.loop import initial_messages
     from mcprl.run.demonstration import from_reference
-    from mcprl.rollout.loop import RolloutConfig, initial_messages
 
     per, kept = from_reference(train, train, seed=0, per_tool=True)
     first_tools = {s.metadata["reference"][0]["tool"] for s in train}
@@ -602,7 +606,10 @@ async def test_the_holds_check_reads_numbers_by_value_and_refuses_a_recital():
     from mcprl.scenarios.explore import Exploration, ExploredCall
     from mcprl.scenarios.grounded import candidates
 
-    text = "From: Aisha Bello <aisha.bello@work.example>\nTo: Alex Morgan <alex.morgan@example.com>\nSubject: Lunch on Tuesday?"
+    text = (
+        "From: Aisha Bello <aisha.bello@work.example>\nTo: Alex Morgan <alex.morgan@example.com>\n"
+        "Subject: Lunch on Tuesday?"
+    )
     call = ExploredCall(index=0, session=0, tool="read_email", arguments={"email_id": "msg-0143"}, text=text)
     sender = next(
         t
@@ -670,7 +677,8 @@ async def test_a_task_follows_its_most_focused_chain_and_exploring_draws_from_ev
         exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
     looked_up = {c.arguments.get("sku") for c in exploration.calls if c.tool == "get_item" and not c.is_error}
     assert len(looked_up) >= 6, looked_up
-    # a search takes words of a name (one item found), not a category's one word, which has the shape of its example ('drill')
+    # a search takes words of a name (one item found), not a category's one word, which has the shape of its example
+    # ('drill')
     searched = {
         c.arguments["query"]
         for c in exploration.calls

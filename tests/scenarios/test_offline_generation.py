@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from mcprl.types import Scenario, load_jsonl
 from mcprl.scenarios.dedup import Deduper
+from mcprl.types import Scenario, load_jsonl
 
 pytestmark = pytest.mark.integration
 
@@ -102,9 +102,9 @@ def test_every_schema_we_send_compiles_strictly_on_our_endpoint(smollm2_dir):
 
     from mcprl.autorl.generate import RUBRIC_SCHEMA, SYSTEM_PROMPT_SCHEMA, inputs_schema
     from mcprl.judges.ruler import verdict_schema
+    from mcprl.scenarios.synthesize import drafts_schema
     from mcprl.serving.protocol import ResponseFormat
     from mcprl.serving.structured import Grammars
-    from mcprl.scenarios.synthesize import drafts_schema
 
     tok = AutoTokenizer.from_pretrained(smollm2_dir)
     grammars = Grammars(tok, {tok.eos_token_id}, len(tok))

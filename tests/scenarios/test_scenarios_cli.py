@@ -4,10 +4,10 @@ import types
 from dataclasses import dataclass, field
 
 import pytest
-from tests.fake_llm import FakeLLM, message_text
 
-from tests.cli_runner import run_cli
 from mcprl.types import Scenario, load_jsonl
+from tests.cli_runner import run_cli
+from tests.fake_llm import FakeLLM, message_text
 
 TOOLS = [
     {

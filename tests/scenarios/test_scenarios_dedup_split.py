@@ -1,8 +1,10 @@
 import pytest
 
 from mcprl.errors import UserError
+from mcprl.scenarios.coverage import difficulty_histogram, tool_coverage
+from mcprl.scenarios.dedup import Deduper, similarity
+from mcprl.scenarios.split import split_train_val
 from mcprl.types import Scenario
-from mcprl.scenarios import Deduper, difficulty_histogram, similarity, split_train_val, tool_coverage
 
 
 def test_deduper_catches_normalised_and_near_duplicates():
@@ -68,7 +70,7 @@ def test_histogram_and_coverage():
 
 def test_a_run_holds_out_a_repeated_task_whole_and_once():
     """Task generators repeat tasks: no task may be both trained on and held out."""
-    from mcprl.scenarios import split_for_run
+    from mcprl.scenarios.split import split_for_run
 
     scenarios = [Scenario(id=f"s{i}", task=f"task {i % 7}") for i in range(40)]
     for seed in range(5):

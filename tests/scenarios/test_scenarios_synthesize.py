@@ -1,11 +1,10 @@
 import json
 
 import pytest
-from tests.fake_llm import FakeLLM, Reply, message_text
 
+from mcprl.scenarios.synthesize import synthesize, target_difficulties
 from mcprl.types import content_hash
-from mcprl.scenarios import synthesize
-from mcprl.scenarios.synthesize import target_difficulties
+from tests.fake_llm import FakeLLM, Reply, message_text
 
 TOOLS = [
     {
@@ -234,5 +233,6 @@ async def test_a_generator_giving_nothing_usable_stops_after_max_attempts_with_t
     )
     assert "(last problem: call 5: no complete JSON" in message
     assert message.endswith(
-        "use a stronger model (--model openai/gpt-4.1 with OPENAI_API_KEY set, or --model NAME --api-base URL of a vLLM server)"
+        "use a stronger model (--model openai/gpt-4.1 with OPENAI_API_KEY set, or --model NAME --api-base URL of a "
+        "vLLM server)"
     )

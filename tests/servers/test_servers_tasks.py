@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from mcprl import tasks
-from mcprl.types import Trajectory
 from mcprl.servers.email.mailbox import Mailbox
 from mcprl.servers.inventory.world import Warehouse
+from mcprl.types import Trajectory
 
 
 def scripted(calls: list[tuple[str, dict[str, Any], str]], answer: str) -> Trajectory:

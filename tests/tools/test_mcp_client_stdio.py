@@ -213,7 +213,7 @@ async def test_pool_gives_each_rollout_its_own_stdio_server():
 @pytest.mark.parametrize("per_rollout", [True, False])
 async def test_the_per_rollout_setting_decides_whether_rollouts_share_a_process(per_rollout):
     """`--no-per-rollout` (`server.per_rollout = false`) gives every rollout the same stdio server."""
-    from mcprl.tools.discovery import ServerConfig
+    from mcprl.tools.config import ServerConfig
 
     spec = ServerConfig(target=ECHO, per_rollout=per_rollout).spec()
     async with ToolPool(spec) as pool:

@@ -67,7 +67,7 @@ CLIENT_UNDER_MCP1 = textwrap.dedent(
         print(json.dumps(out))
 
     anyio.run(main, sys.argv[1])
-    """
+    """  # noqa: E501 (the client's code, as it runs)
 )
 
 

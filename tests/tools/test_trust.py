@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.cli_runner import run_cli
-from tests.fake_llm import FakeLLM
 
 from mcprl.run import demonstration
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.tools.client import open_session
 from mcprl.types import Scenario
+from tests.cli_runner import run_cli
+from tests.fake_llm import FakeLLM
 
 pytestmark = pytest.mark.anyio
 HOSTILE = Path(__file__).resolve().parents[1] / "data" / "hostile_server.py"
@@ -119,7 +119,7 @@ def test_no_path_helper_or_model_leaves_mcprl_home(monkeypatch, tmp_path):
 def test_a_temperature_the_endpoint_refuses_is_refused_where_it_is_read():
     from pydantic import ValidationError
 
-    from mcprl.rollout.loop import RolloutConfig
+    from mcprl.rollout.config import RolloutConfig
 
     assert RolloutConfig(temperature=2.0).temperature == 2.0
     with pytest.raises(ValidationError, match="temperature"):
@@ -204,7 +204,8 @@ def test_untrainable_names_the_most_common_reason():
 
 
 async def test_a_secret_the_server_repeats_in_a_description_is_masked_in_tools_json(tmp_path):
-    from mcprl.tools.discovery import ServerConfig, open_tools
+    from mcprl.tools.config import ServerConfig
+    from mcprl.tools.discovery import open_tools
 
     token = "tok-0123456789-secret"
     server = ServerConfig(target=hostile("echo-secret"), env={"SERVICE_TOKEN": token})

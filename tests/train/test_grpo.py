@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from mcprl.train.config import LoraSettings, TrainConfig
 from mcprl.train import packing
+from mcprl.train.config import LoraSettings, TrainConfig
 from mcprl.train.grpo import GRPOTrainer
 from mcprl.train.logprobs import token_logprobs
 from mcprl.train.loss import LossInputs, group_advantages, grpo_loss
@@ -24,7 +24,9 @@ def test_group_advantages():
 
 
 def _inputs(lp, old, adv, w, ref=None):
-    t = lambda v: torch.tensor([v], dtype=torch.float32)
+    def t(v):
+        return torch.tensor([v], dtype=torch.float32)
+
     return LossInputs(t(lp).requires_grad_(), t(old), t(adv), t(w), None if ref is None else t(ref))
 
 
@@ -171,7 +173,8 @@ def trainer(tiny_model_dir):
     from mcprl.model import weights
 
     torch.manual_seed(0)
-    # float32: these tests compare numbers exactly; bfloat16 (the default on CPUs with native support) runs in test_bf16_step
+    # float32: these tests compare numbers exactly; bfloat16 (the default on CPUs with native support) runs in
+    # test_bf16_step
     return GRPOTrainer(
         weights.load_model(str(tiny_model_dir), dtype="float32"),
         weights.load_tokenizer(str(tiny_model_dir)),
@@ -295,7 +298,8 @@ async def test_on_policy_ratio_is_one_at_the_sampling_temperature_and_top_p(trai
     O(10) logsumexp, ~1e-6; a wrong temperature or top-p is off by orders of magnitude more."""
     from mcprl.model import weights
     from mcprl.model.trainable import Model
-    from mcprl.rollout.loop import RolloutConfig, rollout
+    from mcprl.rollout.config import RolloutConfig
+    from mcprl.rollout.loop import rollout
     from mcprl.serving.engine import Engine
     from mcprl.serving.local import LocalEndpoint
     from mcprl.types import Scenario
@@ -401,8 +405,9 @@ async def test_top_k_and_min_p_are_recorded_and_scored_as_sampled(trainer, tiny_
     """An agent's requests with top_k and min_p (vLLM's extensions, alone, together, with top-p):
     the endpoint samples under them, the recording client keeps them on each Generation, and the
     trainer's logprobs equal the recorded ones (ratio 1, logprob mismatch ~0); scoring without the
-    truncations would be far off. A turn under a response_format is recorded as constrained. Penalties, which nobody reproduces, are a 400 on our endpoint and
-    from the recording client (before any endpoint, vLLM included, sees the request)."""
+    truncations would be far off. A turn under a response_format is recorded as constrained. Penalties, which nobody
+    reproduces, are a 400 on our endpoint and from the recording client (before any endpoint, vLLM included, sees the
+    request)."""
     import anyio
     import httpx
     import openai

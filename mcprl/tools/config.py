@@ -1,0 +1,69 @@
+"""The server a run trains against, as the user names it (`[server]` in a run file, the server
+flags of every command that connects to one)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from mcprl.errors import UserError
+from mcprl.tools.spec import ServerSpec, _pairs
+
+
+class ServerConfig(BaseModel):
+    """The MCP server, as the user names it; `spec()` is the ServerSpec the client connects with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    target: str | None = Field(
+        default=None, description="MCP server: URL (streamable HTTP; .../sse for SSE) or stdio command"
+    )
+    transport: Literal["auto", "stdio", "http", "sse"] = Field(default="auto", description="how to reach the server")
+    headers: dict[str, str] = Field(default_factory=dict, description="'Name: value' sent to HTTP servers")
+    env: dict[str, str] = Field(default_factory=dict, description="K=V for a stdio server's environment")
+    cwd: str | None = Field(default=None, description="working directory of a stdio server")
+    allow: list[str] = Field(default_factory=list, description="only tools matching this name/glob")
+    deny: list[str] = Field(default_factory=list, description="never offer or call tools matching this name/glob")
+    connect_timeout: float = Field(default=30.0, gt=0, description="seconds to wait for the MCP handshake")
+    call_timeout: float = Field(default=60.0, gt=0, description="seconds a tool call may take")
+    per_rollout: bool | None = Field(
+        default=None,
+        description="a fresh session per rollout, so no rollout sees another's writes (default: on for stdio, "
+        "each its own process; off for HTTP/SSE); --no-per-rollout shares one: a stdio server that "
+        "keeps no state then starts once, not once per rollout",
+    )
+    # what a result costs the prompt: a whole listing carried into the next turn makes every
+    # trained sequence long (an inventory listing: 4,000 characters a call)
+    max_result_chars: int = Field(
+        default=4000, gt=0, description="tool results longer than this are cut, for the model and the checks alike"
+    )
+
+    @field_validator("headers", mode="before")
+    @classmethod
+    def _header_lines(cls, value: Any) -> Any:
+        """Headers may also be given as 'Name: value' strings (as the flag takes them)."""
+        return _pairs(value, ":", "--header", "'Authorization: Bearer ...'") if isinstance(value, list) else value
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_lines(cls, value: Any) -> Any:
+        """The environment may also be given as K=V strings (as the flag takes them)."""
+        return _pairs(value, "=", "--env", "KEY=value") if isinstance(value, list) else value
+
+    def spec(self) -> ServerSpec:
+        if self.target is None:
+            raise UserError("no MCP server given; pass --server URL-or-command")
+        return ServerSpec.parse(
+            self.target,
+            transport=self.transport,
+            headers=self.headers,
+            env=self.env,
+            cwd=self.cwd,
+            allow=self.allow,
+            deny=self.deny,
+            connect_timeout=self.connect_timeout,
+            call_timeout=self.call_timeout,
+            per_rollout=self.per_rollout,
+            max_result_chars=self.max_result_chars,
+        )
