@@ -207,7 +207,7 @@ class Runtime:
                     f"{self.model.base_model!r}; use another --name or the same base model"
                 )
             lora = self.model.lora.model_dump()
-            if (trained := st.get("lora", lora)) != lora:  # (checkpoints of earlier versions did not record it)
+            if (trained := st["lora"]) != lora:
                 changed = next(k for k in lora if trained.get(k) != lora[k])
                 raise UserError(
                     f"{self.root}: checkpoints were trained with lora.{changed}={trained.get(changed)!r}, not "

@@ -4,7 +4,7 @@ One flag per setting, named after the field (`rollout.max_turns` is `--max-turns
 section's carry its name, `--lora-rank`), with the field's description as its help, the model's
 default in brackets and a help panel per section; booleans are `--x/--no-x`, lists repeat the
 flag, and `headers`/`env` take `Name: value` / `K=V` strings. A new setting gets its flag by
-being added to its section. The flags of earlier versions keep their names (`FLAG_NAMES`).
+being added to its section. A few flags have names of their own (`FLAG_NAMES`).
 
 A command takes the flags of the settings it uses (`mcprl train` all of them; every command
 that connects to a server those of `[server]`, `SERVER_FLAGS`) by declaring `**given` and
@@ -26,8 +26,8 @@ from pydantic.fields import FieldInfo
 
 from mcprl.run.config import RunConfig
 
-# Flags whose names predate the sections (the field's own name would be another, or taken), and
-# the short forms the server's flags had in `mcprl tools`.
+# Flags named otherwise than their field (the field's own name would say less, or is taken), and
+# the short forms of the server's flags.
 FLAG_NAMES = {
     "server.target": ("--server", "-s"),
     "server.headers": ("--header", "-H"),

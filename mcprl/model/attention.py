@@ -1,11 +1,10 @@
 """Attention for the short batches of CPU sampling and training.
 
 torch's attention kernels have a fixed cost per call that dominates when the query is one token
-(decoding) or rows are a few hundred tokens (packed training rows with a mask). On SmolLM2-135M a
-decoding step's attention took 0.5 ms a layer in the fused kernel and 0.4 ms in torch's math path
-(which also repeats each key/value head for its query heads, and guards fully masked rows with
-extra passes): 20% of a sampling batch. Written out as five operations, with the query heads
-that share a key/value head stacked into one matmul, it takes 0.15 ms, in the same float32
+(decoding) or rows are a few hundred tokens (packed training rows with a mask); torch's math path
+also repeats each key/value head for its query heads, and guards fully masked rows with extra
+passes. Written out as five operations, with the query heads that share a key/value head stacked
+into one matmul, it takes a fraction of that time (docs/benchmarks.md), in the same float32
 arithmetic as the math path. Long inputs keep the fused kernel, whose memory does not grow with
 the square of the length.
 

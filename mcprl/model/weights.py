@@ -131,7 +131,7 @@ def load_tokenizer(spec: str) -> PreTrainedTokenizerBase:
 
 def native_bf16() -> bool:
     """Whether this CPU multiplies bfloat16 in hardware (AVX512-BF16 or AMX): there bfloat16 matmuls run
-    about 3x faster than float32 (measured on a 2-core EPYC), and weights take half the memory."""
+    several times faster than float32 (docs/architecture.md), and weights take half the memory."""
     try:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:

@@ -20,14 +20,12 @@ and records it in `rollout.example`, with where it came from in `example_source`
 A run file (`--config run.toml`, or a run's own config.json) holds these keys, sections as
 tables (`[rollout]` then `max_turns = 2`); every setting is also a flag of `mcprl train`
 (`--max-turns 2`, mcprl.cli.flags), and flags win over the file. An unknown key is an
-error. The flat keys of earlier versions still load, each moved to its place with a one-line
-note (`max_turns is now rollout.max_turns`).
+error.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -76,8 +74,7 @@ class RunConfig(BaseModel):
         "or one per tool, each task shown one of them",
     )
     # A group in which no rollout solved its (grounded) task teaches GRPO nothing; what to do with one.
-    # "reference" by experiment: two zero-data calculator runs gained +21.9 and +14.6 points held-out,
-    # seven with "skip" +0 to +10.4, two with "guided-retry" +8.3 and +10.4 (docs/benchmarks.md).
+    # The default is the one that learned most (docs/benchmarks.md, "Unsolved groups").
     unsolved: Literal["skip", "guided-retry", "reference"] = Field(
         default="reference",
         description="a grounded task no rollout solved: skip it; roll it out again with its first reference call "
@@ -125,64 +122,6 @@ SECTIONS: dict[str, type[BaseModel]] = {
     if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel)
 }
 
-# Where each key of the flat run files of earlier versions went (those that did not stay put).
-MOVED = {
-    "server": "server.target",
-    "transport": "server.transport",
-    "headers": "server.headers",
-    "env": "server.env",
-    "cwd": "server.cwd",
-    "allow": "server.allow",
-    "deny": "server.deny",
-    "scenarios": "scenarios.file",
-    "tasks": "scenarios.tasks",
-    "difficulties": "scenarios.difficulties",
-    "n": "scenarios.n",
-    "val_fraction": "scenarios.val_fraction",
-    "val_size": "scenarios.val_size",
-    "task_hint": "scenarios.task_hint",
-    "task_help": "scenarios.task_help",
-    "max_turns": "rollout.max_turns",
-    "max_tokens": "rollout.max_tokens",
-    "temperature": "rollout.temperature",
-    "system_prompt": "rollout.system_prompt",
-    "demonstration": "rollout.demonstration",
-    "example_messages": "rollout.example",
-    "judge": "judge.mode",
-    "judge_model": "judge.model",
-    "judge_api_base": "judge.api_base",
-    "rubric": "judge.rubric",
-    "shaping": "judge.shaping",
-    "learning_rate": "train.learning_rate",
-    "beta": "train.beta",
-    "scale_rewards": "train.scale_rewards",
-    "dtype": "runtime.dtype",
-}
-
-_noted: set[str] = set()
-
-
-def migrate(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """`data` with the flat keys of earlier versions moved to their sections, and a note per key
-    moved. A section given as a table stays one (`judge = "verify"` is the old key, `[judge]` the section)."""
-    out: dict[str, Any] = {}
-    moved: list[tuple[str, str, Any]] = []
-    for key, value in data.items():
-        if key in MOVED and not (key in SECTIONS and isinstance(value, dict)):
-            moved.append((key, MOVED[key], value))
-        else:
-            out[key] = dict(value) if key in SECTIONS and isinstance(value, dict) else value
-    notes = []
-    for key, place, value in moved:
-        section, leaf = place.split(".")
-        target = out.setdefault(section, {})
-        if isinstance(target, dict) and leaf in target:
-            raise UserError(f"{key} is now {place} and both are set; keep only {place}")
-        notes.append(f"{key} is now {place}")
-        if value is not None and isinstance(target, dict):  # None (in a flat config.json) meant the default
-            target[leaf] = value
-    return out, notes
-
 
 def check_keys(data: Mapping[str, Any], where: str) -> None:
     """An unknown key (or a section that is not a table) is a one-line error naming the known ones."""
@@ -206,28 +145,22 @@ def check_keys(data: Mapping[str, Any], where: str) -> None:
 
 
 def read_run_file(path: Path) -> dict[str, Any]:
-    """A run file's settings (TOML, or JSON such as a run's config.json), flat keys moved to their
-    sections with a note each (once per process), unknown keys refused."""
+    """A run file's settings (TOML, or JSON such as a run's config.json), unknown keys refused."""
     if not path.exists():
         raise UserError(f"{path}: no such config file")
     try:
         data = json.loads(path.read_text()) if path.suffix == ".json" else tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
         raise UserError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'} ({e})") from None
-    data, notes = migrate(data)
-    for note in (f"note: {path}: {n}" for n in notes):
-        if note not in _noted:
-            _noted.add(note)
-            print(note, file=sys.stderr)
     check_keys(data, str(path))
     return data
 
 
-def load_config(path: Path | None, overrides: Mapping[str, Any], *, saved: bool = False) -> RunConfig:
-    """The run file's settings (`saved`: a run's own config.json, see `saved_settings`), then the
+def load_config(path: Path | None, overrides: Mapping[str, Any]) -> RunConfig:
+    """The run file's settings (a run's own config.json is one too), then the
     overrides (flags) the user gave: `{"rollout.max_turns": 2}`; None, [] and {} mean not given,
     and a table given (headers, env) adds to the file's."""
-    data = {} if path is None else saved_settings(path) if saved else read_run_file(path)
+    data = {} if path is None else read_run_file(path)
     for place, value in overrides.items():
         if value is None or value == [] or value == {}:
             continue
@@ -262,21 +195,9 @@ def check_secrets_given(cfg: RunConfig, config: Path) -> None:
         )
 
 
-def saved_settings(path: Path) -> dict[str, Any]:
-    """A run's own config.json, as written by this version or (flat) an earlier one; keys this
-    version does not know are left out, so an old run still evaluates and resumes."""
-    data, _ = migrate(json.loads(path.read_text()))
-    data = {k: v for k, v in data.items() if k in RunConfig.model_fields}
-    for section in SECTIONS:
-        if isinstance(data.get(section), dict):
-            fields = SECTIONS[section].model_fields
-            data[section] = {k: v for k, v in data[section].items() if k in fields}
-    return data
-
-
 def load_saved(path: Path) -> RunConfig:
-    """A run's own config.json (see `saved_settings`) as settings."""
+    """A run's own config.json as settings."""
     try:
-        return RunConfig.model_validate(saved_settings(path))
+        return RunConfig.model_validate(json.loads(path.read_text()))
     except ValidationError as e:
         raise UserError(f"{path}: cannot read this run's settings ({first_problem(e)})") from None

@@ -24,8 +24,8 @@ A scenario demonstration ends at the assistant's tool call, like the hand-writte
 no ground truth for a final answer in general, and a tool result in the prompt would put one
 successful call into every trajectory, which checkers that replay a trajectory's calls (the
 inventory's) would count as the agent's own. A grounded task has both, recorded and replayed, but
-the whole episode shown (call, result, answer) made SmolLM2-135M answer without calling: 3% of a
-calculator run's first-step rollouts called a tool, against 70% with the call alone (docs/benchmarks.md).
+the whole episode shown (call, result, answer) made SmolLM2-135M answer without calling (docs/benchmarks.md,
+"Phrasing and demonstration").
 """
 
 from __future__ import annotations

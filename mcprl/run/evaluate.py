@@ -58,15 +58,15 @@ def resolve_checkpoint(spec: str, project: str, root: Path | None = None) -> tup
 def run_settings(
     run_dir: Path | None, scenarios: list[Scenario], overrides: Mapping[str, Any] | None = None
 ) -> RunConfig:
-    """The settings a model is evaluated with: its run's own (`run_dir`/config.json, of this
-    version or an earlier one: server, prompt and sampling, judge, evaluation samples, runtime),
+    """The settings a model is evaluated with: its run's own (`run_dir`/config.json: server,
+    prompt and sampling, judge, evaluation samples, runtime),
     so that it is evaluated as it learned and scored as its run scored it; without a run, a run's
     defaults. `overrides` (flags) win. Without a recorded example, scenarios of a registered task
     set get its worked example, as a run on them would (unless that run turned their help off)."""
     overrides = dict(overrides or {})
     config = run_dir / "config.json" if run_dir is not None else None
     if config is not None and config.exists():
-        cfg = load_config(config, overrides, saved=True)
+        cfg = load_config(config, overrides)
     else:
         shipped = {(s.check or {}).get("server") for s in scenarios}
         if len(shipped) == 1 and None not in shipped:

@@ -131,7 +131,7 @@ class ServeLimits(BaseModel):
     max_tokens_limit: int = Field(default=4096, ge=1, description="largest max_tokens a request may ask for")
     max_n: int = Field(default=64, ge=1, description="most completions (n) in one request")
     # 20,480 tokens of SmolLM2-135M's float32 KV cache are 0.9 GB, beside ~0.9 GB of weights and
-    # runtime: a 10-minute soak at 65,536 peaked at 2.1 GB (docs/reliability.md)
+    # runtime (the soak that set these budgets: docs/reliability.md)
     max_request_tokens: int = Field(
         default=20480, ge=1, description="most tokens one request may hold: n x (prompt + max_tokens)"
     )

@@ -17,7 +17,7 @@ PHRASES = ("What is {}? Use the tools.", "Compute {} using the tools.", "Use the
 
 # One solved first turn, shown to the policy before its task (RolloutConfig.example): small models
 # make no tool calls zero-shot, and an example that looks like a real task works far better than a
-# generic one (SmolLM2-135M: 5/16 first turns call a tool, against 0/16).
+# generic one (docs/benchmarks.md).
 EXAMPLE = [
     {"role": "user", "content": "What is 3 + 4? Use the tools."},
     {

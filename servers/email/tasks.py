@@ -15,7 +15,7 @@ SERVER = "python -m mcprl.servers.email --seed {seed}"  # the world these tasks 
 
 # One solved first turn, shown to the policy before its task (RolloutConfig.example): small models
 # make no tool calls zero-shot, and an example that looks like a real task works far better than a
-# generic one (SmolLM2-135M: 5/16 first turns call a tool, against 0/16).
+# generic one (docs/benchmarks.md).
 EXAMPLE = [
     {"role": "user", "content": "What is the confirmation code for my hotel in Oslo?"},
     {

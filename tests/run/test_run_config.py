@@ -1,6 +1,5 @@
 """The run's settings: one model nested by stage, the same in a run file, a run's config.json and
-the flags of `mcprl train` (made from the model), with the flat files of earlier versions moved
-into their sections."""
+the flags of `mcprl train` (made from the model)."""
 
 import inspect
 import json
@@ -13,60 +12,50 @@ from pydantic import BaseModel, Field
 from mcprl.cli import flags, train_cmd
 from mcprl.errors import UserError
 from mcprl.rollout.config import RolloutConfig
-from mcprl.run.config import MOVED, RunConfig, load_config, load_saved
+from mcprl.run.config import RunConfig, load_config, load_saved
 from mcprl.train.config import TrainConfig
 from tests.cli_runner import run_cli
 
 pytestmark = pytest.mark.anyio
 
-# Every key of the flat RunConfig of earlier versions, with a value other than its default.
-FLAT = {
-    "server": "python -m mcprl.servers.calculator",
-    "transport": "stdio",
-    "headers": {},
-    "env": {"K": "v"},
-    "cwd": "/tmp",
-    "allow": ["add"],
-    "deny": ["power"],
+# Settings the flags below set, each with a value other than its default, by its place.
+FLAGGED = {
+    "server.target": "python -m mcprl.servers.calculator",
+    "server.transport": "stdio",
+    "server.env": {"K": "v"},
+    "server.cwd": "/tmp",
+    "server.allow": ["add", "sub*"],
+    "server.deny": ["power"],
     "model": "m",
     "name": "n1",
     "project": "p1",
-    "scenarios": "s.jsonl",
-    "tasks": "calculator",
-    "difficulties": [1, 2],
-    "n": 12,
-    "val_fraction": 0.5,
-    "val_size": 3,
-    "task_hint": "sums",
-    "judge": "both",
-    "judge_model": "openai/x",
-    "judge_api_base": "http://judge",
-    "rubric": "r.md",
+    "scenarios.file": "s.jsonl",
+    "scenarios.tasks": "calculator",
+    "scenarios.difficulties": [1, 2],
+    "scenarios.n": 12,
+    "scenarios.val_size": 3,
+    "judge.mode": "both",
+    "judge.model": "openai/x",
+    "judge.api_base": "http://judge",
+    "judge.rubric": "r.md",
     "steps": 3,
     "time_budget_minutes": 2.5,
     "group_size": 3,
     "groups_per_step": 2,
-    "learning_rate": 1e-4,
-    "beta": 0.01,
-    "scale_rewards": False,
-    "max_turns": 2,
-    "max_tokens": 48,
-    "temperature": 0.7,
-    "system_prompt": "Be exact.",
-    "demonstration": False,
+    "train.learning_rate": 0.0001,
+    "rollout.max_turns": 2,
+    "rollout.max_tokens": 48,
+    "rollout.temperature": 0.7,
     "example": "ex.json",
-    "task_help": False,
-    "shaping": 0.2,
+    "scenarios.task_help": False,
+    "judge.shaping": 0.2,
     "max_extra_groups": 1,
-    "example_messages": [{"role": "user", "content": "hi"}],
-    "example_source": "file",
     "eval_every": 2,
     "eval_samples": 2,
-    "max_concurrency": 4,
     "seed": 5,
     "sft_warmup_steps": 1,
     "wandb": True,
-    "dtype": "float32",
+    "runtime.dtype": "float32",
 }
 
 
@@ -78,36 +67,6 @@ def at(cfg: BaseModel, place: str):
 
 def toml_value(value) -> str:
     return json.dumps(value) if not isinstance(value, bool) else str(value).lower()
-
-
-def test_a_flat_run_file_of_an_earlier_version_moves_every_key_with_a_note_once(tmp_path, capsys):
-    f = tmp_path / "old.toml"
-    f.write_text(
-        "".join(
-            f"{k} = {toml_value(v)}\n"
-            for k, v in FLAT.items()
-            if not isinstance(v, dict | list) or k in ("allow", "deny", "difficulties")
-        )
-        + '[env]\nK = "v"\n[[example_messages]]\nrole = "user"\ncontent = "hi"\n'
-    )
-    cfg = load_config(f, {})
-    for key, value in FLAT.items():
-        if key != "headers":
-            assert at(cfg, MOVED.get(key, key)) == value, key
-    notes = capsys.readouterr().err.splitlines()
-    assert f"note: {f}: max_turns is now rollout.max_turns" in notes and f"note: {f}: judge is now judge.mode" in notes
-    assert len(notes) == len(set(MOVED) - {"headers"}) and all(n.startswith("note: ") for n in notes)
-    load_config(f, {})
-    assert capsys.readouterr().err == ""  # once
-
-
-def test_a_key_given_both_flat_and_in_its_section_is_refused(tmp_path):
-    f = tmp_path / "both.toml"
-    f.write_text("max_turns = 2\n[rollout]\nmax_turns = 3\n")
-    with pytest.raises(
-        UserError, match=r"^max_turns is now rollout.max_turns and both are set; keep only rollout.max_turns$"
-    ):
-        load_config(f, {})
 
 
 def test_unknown_keys_name_the_known_keys_and_sections(tmp_path):
@@ -182,7 +141,7 @@ def test_every_train_setting_has_a_flag(parse):
     assert parse(*args).train == TrainConfig(**TRAIN)
 
 
-def test_the_flags_of_earlier_versions_set_the_same_settings(parse, tmp_path):
+def test_the_flags_set_the_settings_they_name(parse, tmp_path):
     cfg = parse(
         "--server",
         "python -m mcprl.servers.calculator",
@@ -259,23 +218,8 @@ def test_the_flags_of_earlier_versions_set_the_same_settings(parse, tmp_path):
         "5",
         "--wandb",
     )
-    for key, value in FLAT.items():
-        if key in ("allow",):
-            value = ["add", "sub*"]
-        elif key in (
-            "headers",
-            "val_fraction",
-            "task_hint",
-            "beta",
-            "scale_rewards",
-            "system_prompt",
-            "demonstration",
-            "example_messages",
-            "example_source",
-            "max_concurrency",
-        ):
-            continue  # no flag before the sections (now they have one)
-        assert at(cfg, MOVED.get(key, key)) == value, key
+    for place, value in FLAGGED.items():
+        assert at(cfg, place) == value, place
     assert parse("--header", "Authorization: Bearer abc", "--server", "http://x/mcp").server.headers == {
         "Authorization": "Bearer abc"
     }
@@ -339,24 +283,15 @@ def test_a_new_setting_gets_its_flag():
     )
 
 
-def test_a_flat_config_json_of_an_earlier_run_loads(tmp_path):
+def test_a_runs_config_json_loads_back_and_serves_as_a_run_file_once_its_secrets_are_given(tmp_path):
     saved = tmp_path / "config.json"
-    saved.write_text(
-        json.dumps({**FLAT, "headers": {"X": "***"}, "scenarios": None, "system_prompt": None, "key_since_removed": 1})
+    cfg = RunConfig(
+        server={"target": "python -m mcprl.servers.calculator", "headers": {"X": "***"}},
+        rollout={"max_turns": 2, "example": [{"role": "user", "content": "hi"}]},
+        example_source="file",
+        judge={"mode": "both"},
     )
-    cfg = load_saved(saved)
-    assert (cfg.rollout.max_turns, cfg.rollout.example, cfg.example_source, cfg.judge.mode) == (
-        2,
-        FLAT["example_messages"],
-        "file",
-        "both",
-    )
-    assert (
-        cfg.scenarios.file is None
-        and cfg.rollout.system_prompt == RolloutConfig().system_prompt
-        and cfg.server.headers == {"X": "***"}
-    )
-    # this version's config.json loads back as it was, and serves as a run file once its masked secrets are given again
+    # config.json loads back as it was, and serves as a run file once its masked secrets are given again
     saved.write_text(json.dumps(cfg.redacted([])))
     assert load_saved(saved) == cfg
     with pytest.raises(
@@ -369,14 +304,16 @@ def test_a_flat_config_json_of_an_earlier_run_loads(tmp_path):
     )
 
 
-async def test_a_resumed_run_keeps_the_demonstration_of_its_flat_config_json(home):
+async def test_a_resumed_run_keeps_the_demonstration_of_its_config_json(home):
     from mcprl.run.runner import TrainingRun
 
     run = TrainingRun(RunConfig(name="old", rollout={"demonstration": True}), resume=True, say=lambda _: None)
     run.dir.mkdir(parents=True)
-    (run.dir / "config.json").write_text(json.dumps({**FLAT, "name": "old"}))
+    example = [{"role": "user", "content": "hi"}]
+    saved = RunConfig(name="old", rollout={"example": example}, example_source="file")
+    (run.dir / "config.json").write_text(json.dumps(saved.redacted([])))
     assert await run._demonstration(None, [], None) == []
-    assert (run.cfg.rollout.example, run.cfg.example_source) == (FLAT["example_messages"], "file")
+    assert (run.cfg.rollout.example, run.cfg.example_source) == (example, "file")
 
 
 def test_reading_the_settings_loads_no_sdk_and_the_packages_export_what_they_name():
