@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install model demo test test-fast bench clean
+.PHONY: install model demo lint test test-fast test-unit bench clean
 
 install: $(STAMP)
 
@@ -29,11 +29,20 @@ demo: model
 # that keep one core busy, not two; tests/conftest.py gives each worker its share of threads.
 PARALLEL := -n auto --maxprocesses 4 --dist worksteal
 
-test: model
+# ruff, pinned in the dev extra: lint and format (pyproject.toml's [tool.ruff]); `ruff format .` fixes the format.
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: lint model
 	$(BIN)/python -m pytest -q --timeout=900 --durations=15 $(PARALLEL)
 
 test-fast: model
 	$(BIN)/python -m pytest -q -m "not integration" --timeout=300 --durations=15 $(PARALLEL)
+
+# The modules marked `unit` (fast, in-process): about a minute on 2 cores.
+test-unit: model
+	$(BIN)/python -m pytest -q -m unit --timeout=120 $(PARALLEL)
 
 bench: model
 	$(BIN)/pip install -q -e ".[bench]"

@@ -24,8 +24,12 @@ import tomllib
 from pathlib import Path
 from typing import NamedTuple
 
+import pytest
+
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[1]
-# Folder -> the package it installs as (pyproject.toml's package-dir).
+# Folder -> the package it is (mcprl/<folder> is a symlink to it, and installs as it).
 PACKAGES = {
     "mcprl": "mcprl",
     "autorl": "mcprl.autorl",

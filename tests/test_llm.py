@@ -9,6 +9,8 @@ from mcprl.errors import UserError
 from mcprl.llm import GenerationFailed, LLMError, complete, complete_json, extract_json
 from tests.fake_llm import FakeLLM, Reply
 
+pytestmark = pytest.mark.unit
+
 MSGS = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
 
 

@@ -16,6 +16,8 @@ from mcprl.errors import UserError
 from mcprl.judges.verify import VerifyJudge, build_checks
 from mcprl.types import Trajectory, TrajectoryGroup
 
+pytestmark = pytest.mark.unit
+
 WORDS_TASKS = """
 from mcprl.types import Scenario
 

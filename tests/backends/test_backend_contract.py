@@ -25,6 +25,8 @@ from mcprl import LocalBackend, TrainableModel, TrainConfig
 from mcprl.train import checkpoints
 from mcprl.types import Generation, Trajectory, TrajectoryGroup
 
+pytestmark = pytest.mark.unit
+
 NO_GPU = "needs a CUDA GPU and pip install 'mcprl[gpu]' (vLLM + Unsloth); this machine has no GPU"
 # Set in the child process that runs the GPU cases (and only those).
 GPU_CHILD = os.environ.get("MCPRL_GPU_TEST_CHILD") == "1"

@@ -31,6 +31,8 @@ from mcprl.train.config import LoraSettings
 from mcprl.train.grpo import GRPOTrainer
 from mcprl.types import Generation, Trajectory, TrajectoryGroup
 
+pytestmark = pytest.mark.unit
+
 KEY = "test-key"
 
 

@@ -20,6 +20,8 @@ from mcprl.train import checkpoints
 from mcprl.train.grpo import GRPOTrainer
 from tests.backends.test_gpu_backend import _groups  # the same trainable groups as the trainer tests
 
+pytestmark = pytest.mark.unit
+
 KEY = "test-key"
 
 

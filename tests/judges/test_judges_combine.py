@@ -8,6 +8,8 @@ from mcprl.judges.base import JudgeError
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 from tests.fake_llm import FakeLLM, Reply, ruler_handler, shown_trajectories
 
+pytestmark = pytest.mark.unit
+
 
 def group_answering(*finals: str) -> TrajectoryGroup:
     """The task's answer is 7 (checked by regex); each final also carries the quality RULER sees."""

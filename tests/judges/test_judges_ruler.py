@@ -9,6 +9,8 @@ from mcprl.judges.ruler import InvalidVerdict, common_prefix_len, parse_verdict
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 from tests.fake_llm import FakeLLM, Reply, message_text, ruler_handler, shown_trajectories
 
+pytestmark = pytest.mark.unit
+
 TOOLS = [
     {
         "type": "function",

@@ -5,6 +5,8 @@ from mcprl.errors import UserError
 from mcprl.judges import VerifyJudge, checker_for
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 
+pytestmark = pytest.mark.unit
+
 
 def answering(*finals: str) -> list[Trajectory]:
     return [

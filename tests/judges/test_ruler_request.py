@@ -12,6 +12,8 @@ from mcprl.judges.ruler import verdict_schema
 from mcprl.types import Trajectory, TrajectoryGroup
 from tests.fake_llm import FakeLLM, ruler_handler
 
+pytestmark = pytest.mark.unit
+
 
 def group_of(*answers: str) -> TrajectoryGroup:
     prefix = [{"role": "user", "content": "Task: say hi."}]

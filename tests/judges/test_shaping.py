@@ -12,6 +12,8 @@ from mcprl.judges import ShapedJudge, ToolUseShaping, VerifyJudge
 from mcprl.judges.shaping import tool_use_score
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 
+pytestmark = pytest.mark.unit
+
 ADD = {
     "type": "function",
     "function": {

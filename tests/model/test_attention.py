@@ -6,6 +6,8 @@ import torch.nn.functional as F
 
 from mcprl.model.attention import small_attention
 
+pytestmark = pytest.mark.unit
+
 
 def _reference(q, k, v, mask, is_causal):
     g = q.shape[1] // k.shape[1]

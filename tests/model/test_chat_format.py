@@ -1,6 +1,10 @@
 import json
 
+import pytest
+
 from mcprl.model.chat_format import parse_tool_calls, tool_template
+
+pytestmark = pytest.mark.unit
 
 TOOLS = [
     {

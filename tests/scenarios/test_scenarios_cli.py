@@ -9,6 +9,8 @@ from mcprl.types import Scenario, load_jsonl
 from tests.cli_runner import run_cli
 from tests.fake_llm import FakeLLM, message_text
 
+pytestmark = pytest.mark.unit
+
 TOOLS = [
     {
         "type": "function",

@@ -6,6 +6,8 @@ from mcprl.scenarios.dedup import Deduper, similarity
 from mcprl.scenarios.split import split_train_val
 from mcprl.types import Scenario
 
+pytestmark = pytest.mark.unit
+
 
 def test_deduper_catches_normalised_and_near_duplicates():
     d = Deduper()

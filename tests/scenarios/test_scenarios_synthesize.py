@@ -6,6 +6,8 @@ from mcprl.scenarios.synthesize import synthesize, target_difficulties
 from mcprl.types import content_hash
 from tests.fake_llm import FakeLLM, Reply, message_text
 
+pytestmark = pytest.mark.unit
+
 TOOLS = [
     {
         "type": "function",

@@ -13,6 +13,8 @@ from mcprl.servers.email.mailbox import Mailbox
 from mcprl.servers.inventory.world import Warehouse
 from mcprl.types import Trajectory
 
+pytestmark = pytest.mark.unit
+
 
 def scripted(calls: list[tuple[str, dict[str, Any], str]], answer: str) -> Trajectory:
     """A trajectory in OpenAI format: one assistant turn per call, its tool result, a final answer."""

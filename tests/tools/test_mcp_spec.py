@@ -11,6 +11,8 @@ from mcprl.errors import UserError
 from mcprl.tools import ServerSpec, hash_change_warning, redact, result_text, secret_values, to_openai, tools_hash
 from mcprl.tools.validate import check_tools
 
+pytestmark = pytest.mark.unit
+
 # ---- ServerSpec.parse ------------------------------------------------------------------------------
 
 

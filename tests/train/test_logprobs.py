@@ -5,6 +5,8 @@ import torch
 
 from mcprl.train.logprobs import head_logprobs
 
+pytestmark = pytest.mark.unit
+
 
 def _reference(hidden, targets, head, temperature=None, top_p=None):
     """Plain autograd: logits / T, the tokens outside the top-p set (the sampler's rule, on
