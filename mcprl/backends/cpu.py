@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import secrets
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 import torch
@@ -17,9 +16,6 @@ from mcprl.model import weights
 from mcprl.serving.engine import Engine
 from mcprl.serving.local import LocalEndpoint
 from mcprl.train.grpo import GRPOTrainer
-
-if TYPE_CHECKING:
-    from mcprl.serving.engine import Engine
 
 
 class EngineEndpoint:

@@ -50,11 +50,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from mcprl.cluster import ClusterConfig
-    from mcprl.cluster.replicas import PolicyReplicas
-    from mcprl.cluster.trainer import RemoteTrainer
-    from mcprl.model.trainable import Model, TrainableModel
-    from mcprl.rollout.config import RolloutConfig
-    from mcprl.tools.config import ServerConfig
+    from mcprl.model.trainable import TrainableModel
 
 MAX_RERUNS = 2  # times a group is handed out again after its worker died running it
 

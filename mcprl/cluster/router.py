@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import httpx
 from starlette.applications import Starlette
@@ -25,9 +25,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mcprl.serving.app import RequireKey
-
-if TYPE_CHECKING:
-    from starlette.applications import Starlette
 
 REPLICA_HEADER = "x-mcprl-replica"
 MAX_TRIES = 4  # replicas one request is sent to before the proxy answers 502

@@ -32,7 +32,6 @@ from mcprl.train.grpo import GRPOTrainer
 if TYPE_CHECKING:
     from mcprl.cluster import ClusterConfig
     from mcprl.model.trainable import TrainableModel
-    from mcprl.train.config import TrainConfig
     from mcprl.types import TrajectoryGroup
 
 

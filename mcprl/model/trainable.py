@@ -16,8 +16,6 @@ from mcprl.train import checkpoints
 from mcprl.train.config import LoraSettings, TrainConfig
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI
-
     from mcprl.backends.base import Runtime
     from mcprl.backends.local import LocalBackend
     from mcprl.types import TrajectoryGroup

@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING
 
 from mcprl.errors import UserError
 from mcprl.rollout import loop
+from mcprl.rollout.config import RolloutConfig
 from mcprl.rollout.langgraph import react_agent
 from mcprl.rollout.recording import Recorder
 
 if TYPE_CHECKING:
     from mcprl.model.trainable import Model
-    from mcprl.rollout.config import RolloutConfig
     from mcprl.tools import ToolPool
     from mcprl.types import Scenario, Trajectory
 

@@ -35,7 +35,6 @@ from mcprl.types import Scenario, Trajectory
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
-    from langchain_openai import ChatOpenAI
 
     from mcprl.model.trainable import Model
     from mcprl.tools import ToolPool

@@ -83,9 +83,6 @@ from mcprl.types import Generation, Message, Scenario, ToolSchema, Trajectory, m
 if TYPE_CHECKING:
     import ssl
 
-    import httpx
-    from openai import AsyncOpenAI
-
     from mcprl.model.trainable import Model
     from mcprl.tools import ToolOutcome, ToolPool, ToolSession
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jsonschema
 import llguidance
@@ -38,11 +38,6 @@ import llguidance.hf
 import torch
 
 from mcprl.serving.protocol import ResponseFormat
-
-if TYPE_CHECKING:
-    import llguidance
-
-    from mcprl.serving.protocol import ResponseFormat
 
 log = logging.getLogger(__name__)
 

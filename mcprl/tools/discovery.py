@@ -11,16 +11,12 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from mcprl.errors import UserError
 from mcprl.tools.config import ServerConfig
 from mcprl.tools.convert import hash_change_warning
 from mcprl.tools.pool import ToolPool
 from mcprl.tools.redact import redact, secret_values
-
-if TYPE_CHECKING:
-    from mcprl.tools.pool import ToolPool
 
 
 @asynccontextmanager

@@ -308,11 +308,9 @@ def test_ctrl_c_finishes_the_step_saves_and_resume_continues(tmp_path, tiny_mode
     assert done == [1, 2, 3, 4]
 
 
-@pytest.mark.parametrize("form", ["flat", "nested"])
-def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path, form):
-    """`mcprl eval` samples with the run's own prompt and temperature, from a config.json of this
-    version or (flat) an earlier one; a base model on a shipped server's tasks gets that server's
-    worked example."""
+def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path):
+    """`mcprl eval` samples with the run's own prompt and temperature, from its config.json; a base
+    model on a shipped server's tasks gets that server's worked example."""
     from mcprl import tasks
     from mcprl.run.evaluate import run_settings
     from mcprl.servers.calculator.tasks import generate
@@ -321,28 +319,16 @@ def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path, form):
     run = tmp_path / "proj" / "t"
     run.mkdir(parents=True)
     saved = {
-        "tasks": "calculator",
-        "temperature": 0.7,
-        "max_turns": 2,
-        "max_tokens": 48,
-        "system_prompt": "Be exact.",
-        "headers": {"X": "v"},
-        "example_messages": None,
-        "scenarios": None,
-        "a_key_of_an_older_version": 1,
+        "scenarios": {"tasks": "calculator"},
+        "server": {"headers": {"X": "v"}},
+        "rollout": {
+            "temperature": 0.7,
+            "max_turns": 2,
+            "max_tokens": 48,
+            "system_prompt": "Be exact.",
+            "example": None,
+        },
     }
-    if form == "nested":
-        saved = {
-            "scenarios": {"tasks": "calculator"},
-            "server": {"headers": {"X": "v"}},
-            "rollout": {
-                "temperature": 0.7,
-                "max_turns": 2,
-                "max_tokens": 48,
-                "system_prompt": "Be exact.",
-                "example": None,
-            },
-        }
     (run / "config.json").write_text(json.dumps(saved))
     rc = run_settings(run, scen).rollout
     assert (rc.temperature, rc.max_turns, rc.max_tokens, rc.system_prompt) == (0.7, 2, 48, "Be exact.")
