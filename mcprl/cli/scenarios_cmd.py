@@ -90,7 +90,9 @@ def scenarios(
 
         async with ToolPool(spec) as pool:
             found = await grounded(pool, n, explore, output.with_suffix(".exploration.jsonl"), output.with_suffix(".grounding.json"),
-                                   seed=seed, model=model, api_base=api_base, say=say)
+                                   seed=seed, model=model, api_base=api_base, say=say,
+                                   fixes="write tasks of your own for mcprl train --scenarios FILE, or pass --source synthesized "
+                                         "with a stronger --model")
         dump_jsonl(split_train_val(found, val_fraction, seed), output)
         return f"wrote {len(found)} grounded scenarios to {output} (the exploration beside it)"
 

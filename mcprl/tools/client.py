@@ -62,6 +62,7 @@ class ToolSet(BaseModel):
     tools: list[ToolSchema] = Field(description="OpenAI function schemas, for the model")
     mcp_tools: list[dict[str, Any]] = Field(description="the MCP tool definitions as the server sent them")
     resources: list[dict[str, Any]] = Field(default_factory=list)
+    resource_templates: list[dict[str, Any]] = Field(default_factory=list)
     prompts: list[dict[str, Any]] = Field(default_factory=list)
     server_info: dict[str, Any] = Field(default_factory=dict)
     hash: str = Field(description="stable hash of `tools`, for run metadata")
@@ -170,7 +171,7 @@ class ToolSession:
             structured = None  # the text already holds the truncated version; keep memory bounded
         # A result that says in its text that the call failed is an error like MCP's `isError`,
         # for the model and for everything that reads outcomes (demonstrations, shaping, grounding).
-        if wire.get("isError") or reports_error(text):
+        if wire.get("isError") or reports_error(text) or structured is not None and reports_error(json.dumps(structured)):
             if not text.lstrip().lower().startswith("error"):
                 text = f"Error: {text}"
             return ToolOutcome(
@@ -299,6 +300,7 @@ async def discover(spec: ServerSpec, *, workdir: Path | None = None) -> ToolSet:
         conn = session._conn
         capabilities = conn.initialize_result.get("capabilities") or {}
         resources = await _optional_listing(conn, "list_resources", "resources") if "resources" in capabilities else []
+        templates = await _optional_listing(conn, "list_resource_templates", "resourceTemplates") if "resources" in capabilities else []
         prompts = await _optional_listing(conn, "list_prompts", "prompts") if "prompts" in capabilities else []
     if not session.listed:
         raise UserError(
@@ -313,6 +315,7 @@ async def discover(spec: ServerSpec, *, workdir: Path | None = None) -> ToolSet:
         tools=tools,
         mcp_tools=session.mcp_tools,
         resources=resources,
+        resource_templates=templates,
         prompts=prompts,
         server_info=conn.initialize_result.get("serverInfo") or {},
         hash=tools_hash(tools),
