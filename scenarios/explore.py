@@ -13,7 +13,7 @@ Where arguments come from: `mcprl.scenarios.values` (the schema, the server's co
 resources, earlier results, values errors named, what worked before, a fuzzing dictionary), each
 source chosen per parameter by what the server's answers taught; and, for a tool that has not
 answered, the generator model writing JSON under the tool's input schema (`generated` calls at
-most). A value taken from an earlier result of the session links the two calls, so the record holds
+most; the offline local one only for a tool that has not answered in a few calls). A value taken from an earlier result of the session links the two calls, so the record holds
 chains (search, then get; list, then read), and multi-step tasks exist. After a write, the
 session's earlier reads are made again, so the record shows what the write changed.
 
@@ -62,7 +62,7 @@ class ExploreConfig(BaseModel):
     minutes: float = Field(default=3.0, gt=0, description="minutes at most while exploring the server")
     call_timeout: float = Field(default=10.0, gt=0, description="seconds a call may take while exploring; a tool that hangs is skipped")
     rate: float | None = Field(default=None, gt=0, description="calls a second at most while exploring (a shared server's limit)")
-    retire_after: int = Field(default=8, ge=1, description="distinct failed calls, with no answer, after which a tool is left alone")
+    retire_after: int = Field(default=12, ge=1, description="distinct failed calls, with no answer, after which a tool is left alone")
     writes: bool = Field(default=False, description="also call tools that may write on a shared (HTTP/SSE) server")
     generated: int | None = Field(default=None, ge=0, description="calls at most whose arguments the generator model writes "
                                   "(JSON under the tool's input schema) for tools that have not answered yet; default: 8, "
@@ -186,13 +186,17 @@ def is_isolated(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None]) 
 # Writes a call's arguments for a tool (its MCP definition), given values seen so far; None if it cannot.
 Proposer = Callable[[dict[str, Any], list[Any]], Awaitable["dict[str, Any] | None"]]
 SHOWN_VALUES = 24  # values shown to the generator model writing a call's arguments, the latest first
+LATE_TRIES = 3  # calls of a tool, none answered, before a late generator is asked
 
 
 async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callable[[str], None] = print,
-                  record: Path | None = None, secrets: list[str] | None = None, propose: Proposer | None = None) -> Exploration:
+                  record: Path | None = None, secrets: list[str] | None = None, propose: Proposer | None = None,
+                  propose_late: bool = False) -> Exploration:
     """Explore `pool`'s server within `cfg`'s bounds; the record is also written to `record`
     (JSONL, secrets masked) when given. `propose` (the generator model) writes the arguments of up
-    to `cfg.generated` calls of tools whose latest call's values were all made up."""
+    to `cfg.generated` calls of tools whose latest call's values were all made up; `propose_late`
+    (a slow or weak generator: the offline local one) only for tools that have not answered in
+    LATE_TRIES calls."""
     from mcprl.tools import ToolPool as Pool
     from mcprl.tools import ServerGone, redact_model
 
@@ -283,7 +287,8 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
         nonlocal generated
         tool = tools[name]
         log = knowledge.logs[name]
-        if propose is not None and generated < (cfg.generated or 0) and log.invented:
+        late = not log.answered and log.calls >= LATE_TRIES
+        if propose is not None and generated < (cfg.generated or 0) and log.invented and (late or not propose_late):
             generated += 1
             written = await propose(tool, [v.value for v in knowledge.seen[-SHOWN_VALUES:]])
             if isinstance(written, dict) and written:

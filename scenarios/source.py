@@ -123,9 +123,10 @@ async def grounded(pool: ToolPool, n: int, explore: ExploreConfig | None, record
             say(f"warning: the generator wrote no arguments for {tool['name']} ({clip(str(e), 160)}); sampling them")
             return None
 
-    if cfg.generated is None:  # the offline 135M rarely writes arguments a server takes: a few tries
+    if cfg.generated is None:  # the offline 135M rarely writes arguments a server takes: a few tries, late
         cfg = cfg.model_copy(update={"generated": LOCAL_GENERATED if is_local(model) else GENERATED})
-    exploration = await explore_server(pool, cfg, seed=seed, say=say, record=record, secrets=secrets, propose=propose)
+    exploration = await explore_server(pool, cfg, seed=seed, say=say, record=record, secrets=secrets, propose=propose,
+                                       propose_late=is_local(model))
     say(exploration.summary())
     scenarios, report = await ground(pool, n, exploration, seed=seed, phrase_with=model if phrase else None,
                                      api_base=api_base, max_calls=max_calls, say=say)

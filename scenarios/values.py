@@ -50,9 +50,9 @@ from mcprl.tools.redact import secret_values
 
 # arm -> Beta prior (successes, failures) before any call: how much a source is trusted untried
 PRIORS: dict[str, tuple[float, float]] = {
-    "const": (9, 1), "enum": (3, 1), "worked": (4, 1), "error": (3, 1), "default": (2, 1), "example": (2, 1),
-    "context": (2, 1), "joined": (2, 1), "shaped": (3, 1), "word": (1, 1), "varied": (2, 1), "result": (1, 2), "schema": (1, 1), "probe": (1, 1),
-    "composed": (2, 1), "described": (1, 3), "generator": (1, 2),
+    "const": (9, 1), "worked": (6, 1), "enum": (3, 1), "default": (3, 1), "example": (3, 1), "error": (3, 1), "shaped": (3, 1),
+    "context": (2, 1), "composed": (2, 1), "joined": (1, 1), "schema": (1, 1), "result": (1, 2), "varied": (1, 2),
+    "probe": (1, 2), "generator": (1, 2), "word": (1, 3), "described": (1, 4),
 }
 NAMED_RESULT_PRIOR = (3, 1)  # a result field whose name shares a word with the parameter's ("sku" -> `sku`)
 NUMERIC_RESULT_PRIOR = (2, 2)  # any number a result gave, for a number: a computed value fed on (a multi-step task)
