@@ -45,3 +45,13 @@ async def inventory(rec, config):
             text = await call("get_item", sku=sku.group())
     messages.append({"role": "assistant", "content": text})
     return text
+
+
+async def sampled_then_inventory(rec, config):
+    """One reply sampled from the policy (so the rollout has tokens to train), then `inventory`'s calls."""
+    reply = await rec.openai_client().chat.completions.create(
+        model=rec.model_name, messages=[{"role": "user", "content": rec.scenario.task}], max_tokens=config.max_tokens,
+        temperature=config.temperature)
+    answer = await inventory(rec, config)
+    rec.conversation.insert(1, {"role": "assistant", "content": reply.choices[0].message.content or ""})
+    return answer

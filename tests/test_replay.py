@@ -50,10 +50,11 @@ async def stock_session(pool: ToolPool, *changes: int) -> list[str]:
     return out
 
 
-def write_scenarios(path: Path, n: int, seed: int = 0) -> None:
+def write_scenarios(path: Path, n: int, seed: int = 0, difficulties: tuple[int, ...] = (1, 2, 3, 4, 5)) -> None:
     from mcprl import tasks
 
-    path.write_text("".join(s.model_dump_json() + "\n" for s in tasks.get("inventory").generate(n, seed=seed)))
+    found = tasks.get("inventory").generate(n, seed=seed, difficulties=difficulties)
+    path.write_text("".join(s.model_dump_json() + "\n" for s in found))
 
 
 def eval_json(monkeypatch, capsys, model: Path, scenarios: Path, *args: str) -> dict:
@@ -71,7 +72,7 @@ def test_a_recorded_eval_replayed_gives_the_same_tool_results_and_the_same_check
     write_scenarios(scen, 10)
     first = eval_json(monkeypatch, capsys, tiny_model_dir, scen, "--server", INVENTORY, "--env", f"PYTHONPATH={REPO}",
                       "--record", str(live))
-    assert first["failed_rollouts"] == 0
+    assert first["failed_rollouts"] == 0 and 0 < first["success_rate"] < 1
     recorded = calls(live)
     assert {c["tool"] for c in recorded} >= {"get_item", "update_stock", "search_items", "list_items"}
     replayed = eval_json(monkeypatch, capsys, tiny_model_dir, scen, "--replay", str(live), "--record", str(again))
@@ -89,6 +90,23 @@ def test_a_miss_fails_that_rollout_and_not_the_run(tmp_path, tiny_model_dir, hom
     result = eval_json(monkeypatch, capsys, tiny_model_dir, more, "--replay", str(live))
     assert result["scenarios"] == 6 and 1 <= result["failed_rollouts"] <= 3
     assert result["reward_mean"] * 6 >= first["reward_mean"] * 3  # the recorded tasks still score
+
+
+def test_a_training_run_records_into_its_directory_and_counts_what_its_read_cache_saved(tmp_path, tiny_model_dir, home,
+                                                                                       monkeypatch, capsys):
+    scen = tmp_path / "s.jsonl"
+    write_scenarios(scen, 3, difficulties=(1, 2))
+    code, _, err = run_cli(monkeypatch, capsys, "train", "--server", INVENTORY, "--scenarios", str(scen), "--val-size", "1",
+                           "--agent", "replay_agents:sampled_then_inventory", "--cache-reads", "--no-per-rollout",
+                           "--steps", "1", "--group-size", "4", "--groups-per-step", "1", "--no-demonstration",
+                           "--max-tokens", "4", "--model", str(tiny_model_dir), "--name", "r")
+    assert code == 0, err[-3000:]
+    run = home / "default" / "r"
+    (row,) = [r for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) if r["kind"] == "train"]
+    assert row["read_cache/calls"] >= 1 and row["read_cache/calls_saved"] == 3 * row["read_cache/calls"]
+    assert row["read_cache/server_seconds_saved"] > 0
+    recorded = calls(run / "cassette.jsonl")  # every call of the run: evaluations and the step's, cached ones too
+    assert len({c["session"] for c in recorded}) >= 4 + 2 and all(c["result"] for c in recorded)
 
 
 async def test_writes_replay_in_order_per_session_and_reads_in_the_state_they_were_made(tmp_path):
