@@ -158,6 +158,8 @@ async def test_nearest_answers_a_read_from_the_closest_recorded_call_and_says_so
             assert exact.replayed == "exact"
             with pytest.raises(ReplayMiss):  # a tool that may write has no nearest answer
                 await s.call("update_stock", {"sku": SKU, "change": 1})
+        assert pool.tape.summary().endswith("2 calls answered (1 by the nearest recorded call, 0 live), 1 misses; "
+                                            "0 of its 2 recorded calls were never asked for")
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])

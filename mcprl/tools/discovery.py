@@ -111,3 +111,5 @@ async def open_tools(server: ServerConfig, run_dir: Path, *, say: Callable[[str]
         tools_file.write_text(json.dumps(record, indent=2))
         say(f"{len(toolset.tools)} tools: {', '.join(t['function']['name'] for t in toolset.tools)}")
         yield pool
+        if pool.tape is not None and (summary := pool.tape.summary()):
+            say(summary)

@@ -55,6 +55,7 @@ class Tape:
         self.read_only: set[str] = set(self.settings.read_only)
         self.slots: dict[tuple[int, str], _Slot] = {}
         self.steps: dict[int, Counter[str]] = {}
+        self.replayed: Counter[str] = Counter()  # answers by how (exact, nearest, live), and misses
         s = self.settings
         if s.record and s.replay and Path(s.record).resolve() == Path(s.replay).resolve():
             raise UserError(f"--record and --replay name the same file ({s.record}); record into another one")
@@ -96,6 +97,15 @@ class Tape:
         self.player = Player(cassette, self.settings.read_only)
         return ToolSet(spec=self.spec, tools=tools, mcp_tools=mcp_tools, resources=header.resources,
                        prompts=header.prompts, server_info=header.server_info, hash=tools_hash(tools))
+
+    def summary(self) -> str | None:
+        """What a replay answered, and how many recorded calls nobody asked for (None when not replaying)."""
+        if self.player is None:
+            return None
+        r = self.replayed
+        return (f"replayed {self.player.cassette.path}: {r['exact'] + r['nearest'] + r['live']} calls answered "
+                f"({r['nearest']} by the nearest recorded call, {r['live']} live), {r['miss']} misses; "
+                f"{self.player.unused()} of its {len(self.player.cassette.calls)} recorded calls were never asked for")
 
     def close(self) -> None:
         if self.writer is not None:
@@ -152,9 +162,11 @@ class ReplaySession(ToolSession):
             if self._live_session is None:
                 self._live_session = await self._stack.enter_async_context(self._live_factory())
             outcome = await self._live_session.call(name, args)
+            self.tape.replayed["live"] += 1
             return outcome.model_copy(update={"replayed": "live"})
         if found is None and on_miss == "nearest":
             found, how = self.player.nearest(name, masked), "nearest"
+        self.tape.replayed["miss" if found is None else how] += 1
         if found is None:
             shown = clip(json.dumps(canonical(masked), ensure_ascii=False), 200)
             kind = "a tool that may write, called out of its recorded order" if self.player.writes(name) else "a read"
