@@ -9,7 +9,7 @@ SKU = re.compile(r"SKU-\d+")
 
 
 def _name(task: str) -> str | None:
-    found = re.search(r"(?:of|does|many) the ([a-z0-9 -]+?)(?:\.| cost| units)", task)
+    found = re.search(r"(?:of the|does the|How many) ([a-z0-9 -]+?)(?:\.| cost| units)", task)
     return found.group(1) if found else None
 
 
