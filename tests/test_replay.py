@@ -109,6 +109,23 @@ def test_a_training_run_records_into_its_directory_and_counts_what_its_read_cach
     assert len({c["session"] for c in recorded}) >= 4 + 2 and all(c["result"] for c in recorded)
 
 
+def test_scenarios_grounded_on_a_replayed_exploration_are_those_grounded_live(tmp_path, monkeypatch, capsys):
+    """`mcprl scenarios` records its exploration and the verification of each task's chain; replayed
+    with no server, the same exploration grounds the same tasks, byte for byte."""
+    monkeypatch.chdir(tmp_path)
+    common = ("-n", "4", "--explore-calls", "30")
+    code, _, err = run_cli(monkeypatch, capsys, "scenarios", "--server", INVENTORY, "--env", f"PYTHONPATH={REPO}", *common,
+                           "-o", "live.jsonl", "--record", "c.jsonl")
+    assert code == 0, err[-3000:]
+    assert any(c["tool"] == "update_stock" for c in calls(tmp_path / "c.jsonl"))  # writes explored, in fresh sessions
+    code, _, err = run_cli(monkeypatch, capsys, "scenarios", *common, "-o", "again.jsonl", "--replay", "c.jsonl")
+    assert code == 0, err[-3000:]
+    assert (tmp_path / "again.jsonl").read_text() == (tmp_path / "live.jsonl").read_text()
+    explored = [[{k: v for k, v in json.loads(line).items() if k != "latency_s"} for line in f.read_text().splitlines()]
+                for f in (tmp_path / "live.exploration.jsonl", tmp_path / "again.exploration.jsonl")]
+    assert explored[0] == explored[1]  # every call and result, but how long it took
+
+
 async def test_writes_replay_in_order_per_session_and_reads_in_the_state_they_were_made(tmp_path):
     cassette = tmp_path / "c.jsonl"
     async with ToolPool(spec(record=str(cassette))) as pool:
