@@ -126,6 +126,35 @@ def test_scenarios_grounded_on_a_replayed_exploration_are_those_grounded_live(tm
     assert explored[0] == explored[1]  # every call and result, but how long it took
 
 
+@pytest.mark.parametrize("kind", ["plain", "langgraph", "user_agents:solve"])
+async def test_a_replayed_rollout_sees_the_recorded_result_and_a_miss_fails_it_by_name(tmp_path, tiny_model_dir, kind):
+    """Any agent kind: a recorded call gets the recorded text; a call the cassette lacks ends that rollout with a
+    `replay miss` error naming the call; with --on-miss nearest the trajectory counts and logs the stand-in."""
+    from scripted_policy import call, scripted_endpoint
+
+    from mcprl import agents
+    from mcprl.rollout import RolloutConfig
+    from mcprl.types import Scenario
+
+    cassette = tmp_path / "c.jsonl"
+    async with ToolPool(spec(record=str(cassette))) as pool:
+        live = await stock_session(pool)
+    task, config = Scenario(task=f"How many units of item {SKU} are in stock?"), RolloutConfig(demonstration=False)
+
+    async def roll(replies: list[str], on_miss: str = "error"):
+        with scripted_endpoint(tiny_model_dir, replies) as (model, _):
+            async with ToolPool(spec(replay=str(cassette), on_miss=on_miss)) as pool:
+                return await agents.load(kind)(model, task, pool, config)
+
+    hit = await roll([call("get_item", sku=SKU), "105"])
+    assert hit.error is None and [m["content"] for m in hit.messages if m["role"] == "tool"] == live
+    miss = await roll([call("get_item", sku="SKU-8311"), "105"])
+    assert miss.error.startswith("replay miss: get_item {\"sku\": \"SKU-8311\"} (a read) is not in ")
+    near = await roll([call("get_item", sku="SKU-8311"), "105"], on_miss="nearest")
+    assert near.error is None and near.metrics["replayed/nearest"] == 1
+    assert any("get_item: answered from the nearest recorded call" in line for line in near.logs)
+
+
 async def test_writes_replay_in_order_per_session_and_reads_in_the_state_they_were_made(tmp_path):
     cassette = tmp_path / "c.jsonl"
     async with ToolPool(spec(record=str(cassette))) as pool:
