@@ -46,7 +46,8 @@ def slowed(fn, delay):
 def build(seed=0):
     w = Warehouse(seed)
     server = serve.new_server("inventory", "A hardware warehouse, slowed.")
-    serve.add_tools(server, [slowed(getattr(w, n), float(sys.argv[1])) for n in Warehouse.TOOL_NAMES], writes=["update_stock"])
+    tools = [slowed(getattr(w, n), float(sys.argv[1])) for n in Warehouse.TOOL_NAMES]
+    serve.add_tools(server, tools, writes=["update_stock"])
     return server
 
 serve.run(build(), "stdio", "127.0.0.1", 0)
@@ -88,8 +89,11 @@ async def steps(spec: ServerSpec, args: argparse.Namespace) -> dict[str, float]:
             seconds.append(time.perf_counter() - started)
             for key in figures:
                 figures[key] += cache.get(f"read_cache/{key}", 0.0)
-    return {"seconds_per_step": round(sum(seconds) / len(seconds), 3), "tool_calls": sum(made),
-            **{f"cache_{k}": round(v, 3) for k, v in figures.items()}}
+    return {
+        "seconds_per_step": round(sum(seconds) / len(seconds), 3),
+        "tool_calls": sum(made),
+        **{f"cache_{k}": round(v, 3) for k, v in figures.items()},
+    }
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -99,14 +103,28 @@ async def main(args: argparse.Namespace) -> None:
         target = f"{sys.executable} {server} {args.delay}"
         env = {"PYTHONPATH": str(ROOT)}
         cassette = str(Path(tmp) / "cassette.jsonl")
-        modes = {"live": CassetteSettings(record=cassette), "replayed": CassetteSettings(replay=cassette),
-                 "cache_reads": CassetteSettings(cache_reads=True)}
+        modes = {
+            "live": CassetteSettings(record=cassette),
+            "replayed": CassetteSettings(replay=cassette),
+            "cache_reads": CassetteSettings(cache_reads=True),
+        }
         for mode, settings in modes.items():
             result = await steps(ServerSpec.parse(target, env=env, cassette=settings), args)
             if mode == "cache_reads":
                 result["share_of_calls_saved"] = round(result["cache_calls_saved"] / result["tool_calls"], 3)
-            print(json.dumps({"mode": mode, "delay_s": args.delay, "steps": args.steps, "rollouts_per_step":
-                              args.groups * args.group_size, "concurrency": args.concurrency, **result}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "mode": mode,
+                        "delay_s": args.delay,
+                        "steps": args.steps,
+                        "rollouts_per_step": args.groups * args.group_size,
+                        "concurrency": args.concurrency,
+                        **result,
+                    }
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

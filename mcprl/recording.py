@@ -289,7 +289,8 @@ class Recorder:
                 m[key] = m.get(key, 0.0) + 1
             if out.replayed in ("nearest", "live", "cached"):  # not the recorded answer to this very call
                 m[f"replayed/{out.replayed}"] = m.get(f"replayed/{out.replayed}", 0.0) + 1
-                self.trajectory.log(f"{name}: answered {'from the nearest recorded call' if out.replayed == 'nearest' else out.replayed}")
+                how = "from the nearest recorded call" if out.replayed == "nearest" else out.replayed
+                self.trajectory.log(f"{name}: answered {how}")
 
     def _finish(self) -> None:
         """Keep the agent's conversation, and point every Generation at its assistant message there."""

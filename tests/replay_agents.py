@@ -19,8 +19,19 @@ async def inventory(rec, config):
 
     async def call(name: str, **arguments) -> str:
         n = sum(m["role"] == "tool" for m in messages)
-        messages.append({"role": "assistant", "content": "", "tool_calls": [
-            {"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": f"call_{n}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(arguments)},
+                    }
+                ],
+            }
+        )
         out = await rec.tools.call(name, arguments)
         messages.append({"role": "tool", "tool_call_id": f"call_{n}", "content": out.text})
         return out.text
@@ -50,8 +61,11 @@ async def inventory(rec, config):
 async def sampled_then_inventory(rec, config):
     """One reply sampled from the policy (so the rollout has tokens to train), then `inventory`'s calls."""
     reply = await rec.openai_client().chat.completions.create(
-        model=rec.model_name, messages=[{"role": "user", "content": rec.scenario.task}], max_tokens=config.max_tokens,
-        temperature=config.temperature)
+        model=rec.model_name,
+        messages=[{"role": "user", "content": rec.scenario.task}],
+        max_tokens=config.max_tokens,
+        temperature=config.temperature,
+    )
     answer = await inventory(rec, config)
     rec.conversation.insert(1, {"role": "assistant", "content": reply.choices[0].message.content or ""})
     return answer

@@ -24,8 +24,12 @@ SKU = "SKU-8310"  # stock 105 in the seed-0 warehouse
 pytestmark = pytest.mark.anyio
 
 
-def spec(target: str = INVENTORY, env: dict[str, str] | None = None, per_rollout: bool | None = None, **cassette) -> ServerSpec:
-    return ServerSpec.parse(target, env={**ENV, **(env or {})}, per_rollout=per_rollout, cassette=CassetteSettings(**cassette))
+def spec(
+    target: str = INVENTORY, env: dict[str, str] | None = None, per_rollout: bool | None = None, **cassette
+) -> ServerSpec:
+    return ServerSpec.parse(
+        target, env={**ENV, **(env or {})}, per_rollout=per_rollout, cassette=CassetteSettings(**cassette)
+    )
 
 
 def calls(path: Path) -> list[dict]:
@@ -36,7 +40,9 @@ def sessions(path: Path) -> Counter:
     """Each session's calls and results in order, as a multiset (sessions are numbered as they opened)."""
     by: dict[int, list] = {}
     for c in calls(path):
-        by.setdefault(c["session"], []).append((c["position"], c["tool"], json.dumps(c["arguments"]), json.dumps(c["result"])))
+        by.setdefault(c["session"], []).append(
+            (c["position"], c["tool"], json.dumps(c["arguments"]), json.dumps(c["result"]))
+        )
     return Counter(tuple(sorted(v)) for v in by.values())
 
 
@@ -58,20 +64,42 @@ def write_scenarios(path: Path, n: int, seed: int = 0, difficulties: tuple[int, 
 
 
 def eval_json(monkeypatch, capsys, model: Path, scenarios: Path, *args: str) -> dict:
-    code, out, err = run_cli(monkeypatch, capsys, "eval", "--model", str(model), "--scenarios", str(scenarios),
-                             "--agent", "replay_agents:inventory", "--json", *args)
+    code, out, err = run_cli(
+        monkeypatch,
+        capsys,
+        "eval",
+        "--model",
+        str(model),
+        "--scenarios",
+        str(scenarios),
+        "--agent",
+        "replay_agents:inventory",
+        "--json",
+        *args,
+    )
     assert code == 0, err[-3000:]
     return json.loads(out)
 
 
-def test_a_recorded_eval_replayed_gives_the_same_tool_results_and_the_same_checks(tmp_path, tiny_model_dir, home,
-                                                                                  monkeypatch, capsys):
+def test_a_recorded_eval_replayed_gives_the_same_tool_results_and_the_same_checks(
+    tmp_path, tiny_model_dir, home, monkeypatch, capsys
+):
     """Recorded live, then replayed with no server at all: every session's calls get the results the
     server gave (the replay's own recording equals the live one), and every check scores the same."""
     scen, live, again = tmp_path / "s.jsonl", tmp_path / "live.jsonl", tmp_path / "again.jsonl"
     write_scenarios(scen, 10)
-    first = eval_json(monkeypatch, capsys, tiny_model_dir, scen, "--server", INVENTORY, "--env", f"PYTHONPATH={REPO}",
-                      "--record", str(live))
+    first = eval_json(
+        monkeypatch,
+        capsys,
+        tiny_model_dir,
+        scen,
+        "--server",
+        INVENTORY,
+        "--env",
+        f"PYTHONPATH={REPO}",
+        "--record",
+        str(live),
+    )
     assert first["failed_rollouts"] == 0 and 0 < first["success_rate"] < 1
     recorded = calls(live)
     assert {c["tool"] for c in recorded} >= {"get_item", "update_stock", "search_items", "list_items"}
@@ -92,14 +120,39 @@ def test_a_miss_fails_that_rollout_and_not_the_run(tmp_path, tiny_model_dir, hom
     assert result["reward_mean"] * 6 >= first["reward_mean"] * 3  # the recorded tasks still score
 
 
-def test_a_training_run_records_into_its_directory_and_counts_what_its_read_cache_saved(tmp_path, tiny_model_dir, home,
-                                                                                       monkeypatch, capsys):
+def test_a_training_run_records_into_its_directory_and_counts_what_its_read_cache_saved(
+    tmp_path, tiny_model_dir, home, monkeypatch, capsys
+):
     scen = tmp_path / "s.jsonl"
     write_scenarios(scen, 3, difficulties=(1, 2))
-    code, _, err = run_cli(monkeypatch, capsys, "train", "--server", INVENTORY, "--scenarios", str(scen), "--val-size", "1",
-                           "--agent", "replay_agents:sampled_then_inventory", "--cache-reads", "--no-per-rollout",
-                           "--steps", "1", "--group-size", "4", "--groups-per-step", "1", "--no-demonstration",
-                           "--max-tokens", "4", "--model", str(tiny_model_dir), "--name", "r")
+    code, _, err = run_cli(
+        monkeypatch,
+        capsys,
+        "train",
+        "--server",
+        INVENTORY,
+        "--scenarios",
+        str(scen),
+        "--val-size",
+        "1",
+        "--agent",
+        "replay_agents:sampled_then_inventory",
+        "--cache-reads",
+        "--no-per-rollout",
+        "--steps",
+        "1",
+        "--group-size",
+        "4",
+        "--groups-per-step",
+        "1",
+        "--no-demonstration",
+        "--max-tokens",
+        "4",
+        "--model",
+        str(tiny_model_dir),
+        "--name",
+        "r",
+    )
     assert code == 0, err[-3000:]
     run = home / "default" / "r"
     (row,) = [r for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) if r["kind"] == "train"]
@@ -114,15 +167,29 @@ def test_scenarios_grounded_on_a_replayed_exploration_are_those_grounded_live(tm
     with no server, the same exploration grounds the same tasks, byte for byte."""
     monkeypatch.chdir(tmp_path)
     common = ("-n", "4", "--explore-calls", "30")
-    code, _, err = run_cli(monkeypatch, capsys, "scenarios", "--server", INVENTORY, "--env", f"PYTHONPATH={REPO}", *common,
-                           "-o", "live.jsonl", "--record", "c.jsonl")
+    code, _, err = run_cli(
+        monkeypatch,
+        capsys,
+        "scenarios",
+        "--server",
+        INVENTORY,
+        "--env",
+        f"PYTHONPATH={REPO}",
+        *common,
+        "-o",
+        "live.jsonl",
+        "--record",
+        "c.jsonl",
+    )
     assert code == 0, err[-3000:]
     assert any(c["tool"] == "update_stock" for c in calls(tmp_path / "c.jsonl"))  # writes explored, in fresh sessions
     code, _, err = run_cli(monkeypatch, capsys, "scenarios", *common, "-o", "again.jsonl", "--replay", "c.jsonl")
     assert code == 0, err[-3000:]
     assert (tmp_path / "again.jsonl").read_text() == (tmp_path / "live.jsonl").read_text()
-    explored = [[{k: v for k, v in json.loads(line).items() if k != "latency_s"} for line in f.read_text().splitlines()]
-                for f in (tmp_path / "live.exploration.jsonl", tmp_path / "again.exploration.jsonl")]
+    explored = [
+        [{k: v for k, v in json.loads(line).items() if k != "latency_s"} for line in f.read_text().splitlines()]
+        for f in (tmp_path / "live.exploration.jsonl", tmp_path / "again.exploration.jsonl")
+    ]
     assert explored[0] == explored[1]  # every call and result, but how long it took
 
 
@@ -149,7 +216,7 @@ async def test_a_replayed_rollout_sees_the_recorded_result_and_a_miss_fails_it_b
     hit = await roll([call("get_item", sku=SKU), "105"])
     assert hit.error is None and [m["content"] for m in hit.messages if m["role"] == "tool"] == live
     miss = await roll([call("get_item", sku="SKU-8311"), "105"])
-    assert miss.error.startswith("replay miss: get_item {\"sku\": \"SKU-8311\"} (a read) is not in ")
+    assert miss.error.startswith('replay miss: get_item {"sku": "SKU-8311"} (a read) is not in ')
     near = await roll([call("get_item", sku="SKU-8311"), "105"], on_miss="nearest")
     assert near.error is None and near.metrics["replayed/nearest"] == 1
     assert any("get_item: answered from the nearest recorded call" in line for line in near.logs)
@@ -183,19 +250,17 @@ async def test_a_replayed_write_never_reaches_the_live_server(tmp_path):
     cassette = tmp_path / "c.jsonl"
     async with ToolPool(spec(record=str(cassette), per_rollout=False)) as pool:
         await stock_session(pool, 5)
-    async with ToolPool(spec(replay=str(cassette), on_miss="live", per_rollout=False)) as pool:
-        async with pool.session() as s:
-            assert "105 -> 110" in (await s.call("update_stock", {"sku": SKU, "change": 5})).text
-            live = await s.call("list_items", {"category": "tools"})  # not recorded: asked of the live server
-            assert live.replayed == "live" and f"{SKU} | heavy-duty chisel | tools | stock: 105 " in live.text
+    async with ToolPool(spec(replay=str(cassette), on_miss="live", per_rollout=False)) as pool, pool.session() as s:
+        assert "105 -> 110" in (await s.call("update_stock", {"sku": SKU, "change": 5})).text
+        live = await s.call("list_items", {"category": "tools"})  # not recorded: asked of the live server
+        assert live.replayed == "live" and f"{SKU} | heavy-duty chisel | tools | stock: 105 " in live.text
 
 
 async def test_nearest_answers_a_read_from_the_closest_recorded_call_and_says_so(tmp_path):
     cassette = tmp_path / "c.jsonl"
-    async with ToolPool(spec(record=str(cassette))) as pool:
-        async with pool.session() as s:
-            await s.call("search_items", {"query": "chisel"})
-            await s.call("search_items", {"query": "drill"})
+    async with ToolPool(spec(record=str(cassette))) as pool, pool.session() as s:
+        await s.call("search_items", {"query": "chisel"})
+        await s.call("search_items", {"query": "drill"})
     async with ToolPool(spec(replay=str(cassette), on_miss="nearest")) as pool:
         async with pool.session() as s:
             near = await s.call("search_items", {"query": "chisels"})
@@ -204,8 +269,10 @@ async def test_nearest_answers_a_read_from_the_closest_recorded_call_and_says_so
             assert exact.replayed == "exact"
             with pytest.raises(ReplayMiss):  # a tool that may write has no nearest answer
                 await s.call("update_stock", {"sku": SKU, "change": 1})
-        assert pool.tape.summary().endswith("2 calls answered (1 by the nearest recorded call, 0 live), 1 misses; "
-                                            "0 of its 2 recorded calls were never asked for")
+        assert pool.tape.summary().endswith(
+            "2 calls answered (1 by the nearest recorded call, 0 live), 1 misses; "
+            "0 of its 2 recorded calls were never asked for"
+        )
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
@@ -224,17 +291,23 @@ async def test_mcprl_replay_serves_a_cassette_to_a_plain_mcp_client(tmp_path, tr
         served = spec(" ".join(command))
     else:
         port = _free_port()
-        proc = subprocess.Popen([*command, "--transport", "http", "--port", str(port)], env={"PYTHONPATH": str(REPO)},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [*command, "--transport", "http", "--port", str(port)],
+            env={"PYTHONPATH": str(REPO)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         _wait_listening(proc, port)
         served = ServerSpec.parse(f"http://127.0.0.1:{port}/mcp")
     try:
         assert (await discover(served)).hash == live_hash
         for _ in range(2):  # each client session from the recorded start
             async with open_session(served) as s:
-                texts = [(await s.call("get_item", {"sku": SKU})).text,
-                         (await s.call("update_stock", {"sku": SKU, "change": 5})).text,
-                         (await s.call("get_item", {"sku": SKU})).text]
+                texts = [
+                    (await s.call("get_item", {"sku": SKU})).text,
+                    (await s.call("update_stock", {"sku": SKU, "change": 5})).text,
+                    (await s.call("get_item", {"sku": SKU})).text,
+                ]
                 assert texts == live
                 miss = await s.call("get_item", {"sku": "SKU-0000"})
                 assert miss.is_error and "replay miss" in miss.text
@@ -261,6 +334,7 @@ async def test_secrets_never_appear_in_a_cassette_and_a_replay_given_them_still_
 
 async def test_identical_reads_of_a_step_are_made_once_and_writers_read_their_own_state(tmp_path):
     async with ToolPool(spec(cache_reads=True, per_rollout=False)) as pool:
+
         async def read() -> str:
             async with pool.session() as s:
                 return (await s.call("get_item", {"sku": SKU})).text
@@ -292,17 +366,24 @@ async def test_bad_cassettes_are_one_line_errors_and_nothing_is_served_from_the_
 
     cases = [
         ("\n".join(lines)[:-20], r"bad\.jsonl:4: not a JSON line; the cassette is truncated or was edited"),
-        ("\n".join([*lines, lines[1].replace('"get_item"', '"get_items"')]),
-         r"bad\.jsonl:5: a call to 'get_items', a tool the recorded server does not list"),
-        ("\n".join([lines[0].replace("Show one item", "Show an item"), *lines[1:]]),
-         r"its tools hash \w+, not the \w+ its header says; the cassette was edited"),
+        (
+            "\n".join([*lines, lines[1].replace('"get_item"', '"get_items"')]),
+            r"bad\.jsonl:5: a call to 'get_items', a tool the recorded server does not list",
+        ),
+        (
+            "\n".join([lines[0].replace("Show one item", "Show an item"), *lines[1:]]),
+            r"its tools hash \w+, not the \w+ its header says; the cassette was edited",
+        ),
         ("not a cassette\n", r"bad\.jsonl:1: not a cassette header"),
     ]
     for text, message in cases:
         with pytest.raises(UserError, match=message):
             async with replay_of(text):
                 pass
-    with pytest.raises(UserError, match=r"was recorded from python -m mcprl\.servers\.inventory, not python -m mcprl\.servers\.calculator"):
+    with pytest.raises(
+        UserError,
+        match=r"was recorded from python -m mcprl\.servers\.inventory, not python -m mcprl\.servers\.calculator",
+    ):
         async with ToolPool(spec("python -m mcprl.servers.calculator", replay=str(cassette))):
             pass
     # a header whose tools were changed consistently (hash and all): the live server's tool list differs

@@ -51,8 +51,12 @@ def build_server(cassette: Cassette, *, nearest: bool = False) -> Any:
         return CallToolResult.model_validate(found.result.wire())
 
     info = cassette.header.server_info
-    return Server(info.get("name") or "replay", version=info.get("version") or "", on_list_tools=list_tools,
-                  on_call_tool=call_tool)
+    return Server(
+        info.get("name") or "replay",
+        version=info.get("version") or "",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
 
 
 async def serve_stdio(server: Any) -> None:
@@ -65,8 +69,12 @@ def replay(
     transport: str = typer.Option("stdio", "--transport", help="stdio, or http (streamable HTTP at /mcp)"),
     host: str = typer.Option("127.0.0.1", "--host", help="http: the address to listen on"),
     port: int = typer.Option(8000, "--port", help="http: the port to listen on"),
-    on_miss: str = typer.Option("error", "--on-miss", help="a call the cassette lacks: error (an error result), or "
-                                "nearest (a read-only tool's nearest recorded call)"),
+    on_miss: str = typer.Option(
+        "error",
+        "--on-miss",
+        help="a call the cassette lacks: error (an error result), or "
+        "nearest (a read-only tool's nearest recorded call)",
+    ),
 ) -> None:
     """Serve a recorded cassette as an MCP server: its tools, its recorded answers."""
     if transport not in ("stdio", "http"):

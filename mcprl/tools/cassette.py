@@ -46,8 +46,8 @@ class ToolResult(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     content: list[dict[str, Any]] = Field(default_factory=list)
-    structuredContent: Any = None  # noqa: N815 (MCP's own name)
-    isError: bool = False  # noqa: N815
+    structuredContent: Any = None
+    isError: bool = False
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
@@ -137,8 +137,10 @@ class CassetteWriter:
             existing = Cassette.load(path)
             self.sessions = max((c.session for c in existing.calls), default=-1) + 1
             if (existing.header.tools_hash, existing.header.server) != (header.tools_hash, header.server):
-                raise UserError(f"{path} holds calls of {existing.header.identity()}, not of {header.identity()}; "
-                                "record into another file (--record) or remove it")
+                raise UserError(
+                    f"{path} holds calls of {existing.header.identity()}, not of {header.identity()}; "
+                    "record into another file (--record) or remove it"
+                )
             self._file = path.open("a", encoding="utf-8")
         else:
             self._file = path.open("w", encoding="utf-8")
@@ -198,11 +200,14 @@ class Cassette:
                     call = Call.model_validate(json.loads(line))
                 except ValueError as e:
                     why = first_problem(e) if isinstance(e, ValidationError) else "not a JSON line"
-                    raise UserError(f"{path}:{number}: {clip(why, 200)}; the cassette is truncated or was edited, "
-                                    "record it again") from None
+                    raise UserError(
+                        f"{path}:{number}: {clip(why, 200)}; the cassette is truncated or was edited, record it again"
+                    ) from None
                 if call.tool not in names:
-                    raise UserError(f"{path}:{number}: a call to {call.tool!r}, a tool the recorded server does not "
-                                    "list; the cassette was edited, record it again")
+                    raise UserError(
+                        f"{path}:{number}: a call to {call.tool!r}, a tool the recorded server does not "
+                        "list; the cassette was edited, record it again"
+                    )
                 calls.append(call)
         return cls(path, header, calls)
 
@@ -291,6 +296,11 @@ def distance(a: Any, b: Any) -> float:
         return sum(distance(a.get(k), b.get(k)) for k in a.keys() | b.keys())
     if isinstance(a, str) and isinstance(b, str):
         return 1 - difflib.SequenceMatcher(None, a, b).ratio()
-    if isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool) and not isinstance(b, bool):
+    if (
+        isinstance(a, int | float)
+        and isinstance(b, int | float)
+        and not isinstance(a, bool)
+        and not isinstance(b, bool)
+    ):
         return 0.0 if a == b else min(1.0, abs(a - b) / (abs(a) + abs(b)))
     return 0.0 if a == b else 1.0

@@ -132,7 +132,9 @@ class ToolSession:
             return args
         return await self._send(name, args, started)
 
-    def _checked(self, name: str, arguments: dict[str, Any] | str | None, started: float) -> dict[str, Any] | ToolOutcome:
+    def _checked(
+        self, name: str, arguments: dict[str, Any] | str | None, started: float
+    ) -> dict[str, Any] | ToolOutcome:
         """The call's arguments, or the error outcome of a call that cannot be made (before any server sees it)."""
         if not self.spec.allows(name):
             return _error("denied", f"the tool {name!r} is not available in this environment", started)

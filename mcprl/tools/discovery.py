@@ -47,11 +47,17 @@ class ServerConfig(BaseModel):
     # record and replay (mcprl.tools.tape; docs/replay.md)
     record: str | None = Field(default=None, description="record every tool call into this JSONL cassette (a training "
                                                          "run records into its cassette.jsonl unless 'off')")
-    replay: str | None = Field(default=None, description="answer tool calls from this cassette; --server may be left out")
+    replay: str | None = Field(
+        default=None, description="answer tool calls from this cassette; --server may be left out"
+    )
     on_miss: OnMiss = Field(default="error", description="a call the cassette lacks: fail that rollout, call the live "
                                                         "server, or answer the nearest recorded read-only call")
-    cache_reads: bool = Field(default=False, description="identical read-only calls within a training step are answered once")
-    read_only: list[str] = Field(default_factory=list, description="tools to treat as read-only besides those annotated so")
+    cache_reads: bool = Field(
+        default=False, description="identical read-only calls within a training step are answered once"
+    )
+    read_only: list[str] = Field(
+        default_factory=list, description="tools to treat as read-only besides those annotated so"
+    )
 
     @field_validator("headers", mode="before")
     @classmethod
@@ -71,7 +77,8 @@ class ServerConfig(BaseModel):
         target = self.target if self.target is not None or self.replay is None else recorded_target(Path(self.replay))
         if target is None:
             raise UserError("no MCP server given; pass --server URL-or-command")
-        return ServerSpec.parse(target, cassette=cassette, transport=self.transport, headers=self.headers, env=self.env, cwd=self.cwd,
+        return ServerSpec.parse(target, cassette=cassette,
+                                transport=self.transport, headers=self.headers, env=self.env, cwd=self.cwd,
                                 allow=self.allow, deny=self.deny, connect_timeout=self.connect_timeout, call_timeout=self.call_timeout,
                                 per_rollout=self.per_rollout, max_result_chars=self.max_result_chars)
 

@@ -55,7 +55,8 @@ class ToolPool:
         try:
             if self.tape is not None:
                 stack.callback(self.tape.close)
-            self.toolset = await (self.tape.discover(self.workdir) if self.tape else discover(self.spec, workdir=self.workdir))
+            found = self.tape.discover(self.workdir) if self.tape else discover(self.spec, workdir=self.workdir)
+            self.toolset = await found
             if not self.per_rollout:
                 self._tg = await stack.enter_async_context(anyio.create_task_group())
                 stack.callback(self._release_shared)

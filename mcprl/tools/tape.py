@@ -61,23 +61,34 @@ class Tape:
             raise UserError(f"--record and --replay name the same file ({s.record}); record into another one")
 
     async def discover(self, workdir: Path | None) -> ToolSet:
-        """The tools: the cassette's when replaying (checked against the live server's with on_miss=live), else the server's."""
+        """The tools: the cassette's when replaying (checked against the live server's with on_miss=live),
+        else the server's; opens the cassette to record into."""
         live_spec = self.spec.model_copy(update={"cassette": type(self.settings)()})
         if self.settings.replay:
             toolset = self._replayed_tools(Cassette.load(Path(self.settings.replay)))
             if self.settings.on_miss == "live":
                 live = await discover(live_spec, workdir=workdir)
                 if live.hash != toolset.hash:
-                    raise UserError(f"{self.settings.replay} was recorded from a server whose tools hash {toolset.hash}; "
-                                    f"{redact(self.spec.target, self.secrets)} lists tools that hash {live.hash} now: "
-                                    "record the cassette again, or replay without --on-miss live")
+                    raise UserError(
+                        f"{self.settings.replay} was recorded from a server whose tools hash {toolset.hash}; "
+                        f"{redact(self.spec.target, self.secrets)} lists tools that hash {live.hash} now: "
+                        "record the cassette again, or replay without --on-miss live"
+                    )
         else:
             toolset = await discover(live_spec, workdir=workdir)
-        self.read_only |= {t["name"] for t in toolset.mcp_tools if (t.get("annotations") or {}).get("readOnlyHint") is True}
+        self.read_only |= {
+            t["name"] for t in toolset.mcp_tools if (t.get("annotations") or {}).get("readOnlyHint") is True
+        }
         if self.settings.record:
-            header = Header(server=redact(self.spec.target, self.secrets), transport=self.spec.transport,
-                            server_info=toolset.server_info, tools_hash=toolset.hash, tools=toolset.mcp_tools,
-                            resources=toolset.resources, prompts=toolset.prompts)
+            header = Header(
+                server=redact(self.spec.target, self.secrets),
+                transport=self.spec.transport,
+                server_info=toolset.server_info,
+                tools_hash=toolset.hash,
+                tools=toolset.mcp_tools,
+                resources=toolset.resources,
+                prompts=toolset.prompts,
+            )
             self.writer = CassetteWriter.acquire(Path(self.settings.record), header, self.secrets)
         return toolset
 
@@ -85,27 +96,40 @@ class Tape:
         header = cassette.header
         shown = redact(self.spec.target, self.secrets)
         if header.server != shown:
-            raise UserError(f"{cassette.path} was recorded from {header.server}, not {shown}; "
-                            "replay it without --server, or give the server it was recorded from")
+            raise UserError(
+                f"{cassette.path} was recorded from {header.server}, not {shown}; "
+                "replay it without --server, or give the server it was recorded from"
+            )
         if (found := tools_hash([to_openai(t) for t in header.tools])) != header.tools_hash:
-            raise UserError(f"{cassette.path}: its tools hash {found}, not the {header.tools_hash} its header says; "
-                            "the cassette was edited, record it again")
+            raise UserError(
+                f"{cassette.path}: its tools hash {found}, not the {header.tools_hash} its header says; "
+                "the cassette was edited, record it again"
+            )
         mcp_tools = [t for t in header.tools if self.spec.allows(t["name"])]
         if not mcp_tools:
             raise UserError(f"{cassette.path}: --allow/--deny hide all of its recorded tools; loosen the filter")
         tools = [to_openai(t) for t in mcp_tools]
         self.player = Player(cassette, self.settings.read_only)
-        return ToolSet(spec=self.spec, tools=tools, mcp_tools=mcp_tools, resources=header.resources,
-                       prompts=header.prompts, server_info=header.server_info, hash=tools_hash(tools))
+        return ToolSet(
+            spec=self.spec,
+            tools=tools,
+            mcp_tools=mcp_tools,
+            resources=header.resources,
+            prompts=header.prompts,
+            server_info=header.server_info,
+            hash=tools_hash(tools),
+        )
 
     def summary(self) -> str | None:
         """What a replay answered, and how many recorded calls nobody asked for (None when not replaying)."""
         if self.player is None:
             return None
         r = self.replayed
-        return (f"replayed {self.player.cassette.path}: {r['exact'] + r['nearest'] + r['live']} calls answered "
-                f"({r['nearest']} by the nearest recorded call, {r['live']} live), {r['miss']} misses; "
-                f"{self.player.unused()} of its {len(self.player.cassette.calls)} recorded calls were never asked for")
+        return (
+            f"replayed {self.player.cassette.path}: {r['exact'] + r['nearest'] + r['live']} calls answered "
+            f"({r['nearest']} by the nearest recorded call, {r['live']} live), {r['miss']} misses; "
+            f"{self.player.unused()} of its {len(self.player.cassette.calls)} recorded calls were never asked for"
+        )
 
     def close(self) -> None:
         if self.writer is not None:
@@ -172,8 +196,13 @@ class ReplaySession(ToolSession):
             kind = "a tool that may write, called out of its recorded order" if self.player.writes(name) else "a read"
             raise ReplayMiss(f"{name} {shown} ({kind}) is not in {self.player.cassette.path} (--on-miss {on_miss})")
         if found.result is None:
-            return ToolOutcome(text=found.error or "Error: no answer", is_error=True, error_kind=found.error_kind,
-                               latency_s=time.perf_counter() - started, replayed=how)  # type: ignore[arg-type]
+            return ToolOutcome(
+                text=found.error or "Error: no answer",
+                is_error=True,
+                error_kind=found.error_kind,
+                latency_s=time.perf_counter() - started,
+                replayed=how,
+            )  # type: ignore[arg-type]
         return self.outcome(found.result.wire(), started, replayed=how)
 
 
@@ -196,14 +225,27 @@ class RecordingSession(_Passing):
 
     async def call(self, name: str, arguments: dict[str, Any] | str | None = None) -> ToolOutcome:
         outcome = await self._inner.call(name, arguments)
-        answered = outcome.result is not None or outcome.error_kind == "timeout" or \
-            outcome.error_kind == "protocol" and name not in getattr(self._inner, "_unusable", {})
+        answered = (
+            outcome.result is not None
+            or outcome.error_kind == "timeout"
+            or outcome.error_kind == "protocol"
+            and name not in getattr(self._inner, "_unusable", {})
+        )
         args = _arguments(name, arguments)
         if answered and args is not None:
             error = None if outcome.result is not None else outcome.text
-            self._writer.write(Call(session=self.number, position=self._position, tool=name, arguments=canonical(args),
-                                    result=outcome.result, error=error, error_kind=outcome.error_kind if error else None,
-                                    latency_s=round(outcome.latency_s, 6)))
+            self._writer.write(
+                Call(
+                    session=self.number,
+                    position=self._position,
+                    tool=name,
+                    arguments=canonical(args),
+                    result=outcome.result,
+                    error=error,
+                    error_kind=outcome.error_kind if error else None,
+                    latency_s=round(outcome.latency_s, 6),
+                )
+            )
             self._position += 1
         return outcome
 
