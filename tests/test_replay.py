@@ -396,3 +396,20 @@ async def test_bad_cassettes_are_one_line_errors_and_nothing_is_served_from_the_
     with pytest.raises(UserError, match=r"lists tools that hash \w+ now: record the cassette again"):
         async with replay_of("\n".join([header.model_dump_json(), *lines[1:]]), on_miss="live"):
             pass
+
+
+def test_mcprl_tools_lists_what_a_cassette_serves_without_its_server(tmp_path, monkeypatch, capsys):
+    cassette = tmp_path / "c.jsonl"
+    code, live, err = run_cli(monkeypatch, capsys, "tools", "--server", INVENTORY, "--json")
+    assert code == 0, err
+    anyio.run(_record_one, cassette)
+    code, replayed, err = run_cli(monkeypatch, capsys, "tools", "--replay", str(cassette), "--json")
+    assert code == 0, err
+    assert json.loads(replayed) == json.loads(live)
+    code, _, err = run_cli(monkeypatch, capsys, "tools", "--replay", str(tmp_path / "none.jsonl"))
+    assert code == 2 and err.strip() == f"error: {tmp_path / 'none.jsonl'}: no such cassette; record one with --record FILE"
+
+
+async def _record_one(cassette: Path) -> None:
+    async with ToolPool(spec(record=str(cassette))) as pool:
+        await stock_session(pool)
