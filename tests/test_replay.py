@@ -227,6 +227,8 @@ async def test_writes_replay_in_order_per_session_and_reads_in_the_state_they_we
     async with ToolPool(spec(record=str(cassette))) as pool:
         live_a = await stock_session(pool, 5, 5)
         live_b = await stock_session(pool, -3)
+        async with pool.session() as s:  # c: a write, and no read after it
+            await s.call("update_stock", {"sku": SKU, "change": 7})
     assert live_a[1:4] == [live_a[1], live_a[2], live_a[3]] and "105 -> 110" in live_a[1] and "110 -> 115" in live_a[3]
     async with ToolPool(spec(replay=str(cassette))) as pool:
         async with anyio.create_task_group() as tg:  # two sessions at once, each on its own recorded state
@@ -243,6 +245,10 @@ async def test_writes_replay_in_order_per_session_and_reads_in_the_state_they_we
             assert "stock: 110" in (await s.call("get_item", {"sku": SKU})).text
             with pytest.raises(ReplayMiss, match=r"update_stock .*may write.* is not in .*c\.jsonl"):
                 await s.call("update_stock", {"sku": SKU, "change": 7})  # never the second write recorded
+        async with pool.session() as s:  # c's write, then a read c never made after it: a miss, not a's or b's answer
+            assert "105 -> 112" in (await s.call("update_stock", {"sku": SKU, "change": 7})).text
+            with pytest.raises(ReplayMiss, match=r"get_item .*\(a read\) is not in"):
+                await s.call("get_item", {"sku": SKU})
 
 
 async def test_a_replayed_write_never_reaches_the_live_server(tmp_path):
@@ -407,7 +413,10 @@ def test_mcprl_tools_lists_what_a_cassette_serves_without_its_server(tmp_path, m
     assert code == 0, err
     assert json.loads(replayed) == json.loads(live)
     code, _, err = run_cli(monkeypatch, capsys, "tools", "--replay", str(tmp_path / "none.jsonl"))
-    assert code == 2 and err.strip() == f"error: {tmp_path / 'none.jsonl'}: no such cassette; record one with --record FILE"
+    assert (
+        code == 2
+        and err.strip() == f"error: {tmp_path / 'none.jsonl'}: no such cassette; record one with --record FILE"
+    )
 
 
 async def _record_one(cassette: Path) -> None:

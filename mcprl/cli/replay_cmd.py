@@ -42,7 +42,7 @@ def build_server(cassette: Cassette, *, nearest: bool = False) -> Any:
         lease = leases.setdefault(getattr(ctx.session, "_connection", ctx.session), Lease())
         found = player.answer(lease, params.name, arguments)
         if found is None and nearest:
-            found = player.nearest(params.name, arguments)
+            found = player.nearest(lease, params.name, arguments)
         if found is None:
             text = f"replay miss: {params.name} {canonical(arguments)} is not in the cassette {cassette.path.name}"
             return CallToolResult(content=[TextContent(type="text", text=text)], isError=True)

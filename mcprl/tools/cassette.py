@@ -14,11 +14,12 @@ arguments) are not recorded: a replay refuses them again by the same checks. Sec
 as in trajectories (`mcprl.tools.redact`).
 
 `Player` answers calls from a loaded cassette (`mcprl.tools.tape` puts it behind a session): a
-read-only tool's call by its exact arguments, preferring the answer recorded in the same server
-state (after as many writes); a call to a tool that may write in order per session: the k-th call
-of that tool in a session matches the k-th one of a recorded session that has matched so far (so
-calls to different tools may come in another order). `nearest` answers a read-only call the
-cassette lacks with the recorded call of that tool whose arguments differ least.
+read-only tool's call by its exact arguments as recorded in the same server state (after as many
+writes, in a recorded session whose writes this one has matched); a call to a tool that may write
+in order per session: the k-th call of that tool in a session matches the k-th one of a recorded
+session that has matched so far (so calls to different tools may come in another order).
+`nearest` answers a read-only call the cassette lacks with the recorded call of that tool whose
+arguments differ least (in the same state, where it recorded one).
 """
 
 from __future__ import annotations
@@ -231,6 +232,7 @@ class Player:
         self.read_only |= set(read_only)
         self._by_key: dict[str, list[tuple[Call, int]]] = defaultdict(list)  # key -> (call, writes before it)
         self._by_tool: dict[str, list[Call]] = defaultdict(list)
+        self._states: dict[str, list[tuple[Call, int]]] = defaultdict(list)  # tool -> (call, writes before it)
         self._sequence: dict[int, dict[str, list[Call]]] = defaultdict(lambda: defaultdict(list))
         self._keys: dict[int, str] = {}
         written: Counter[int] = Counter()
@@ -238,6 +240,7 @@ class Player:
             key = call_key(call.tool, call.arguments)
             self._keys[id(call)] = key
             self._by_key[key].append((call, written[call.session]))
+            self._states[call.tool].append((call, written[call.session]))
             self._by_tool[call.tool].append(call)
             self._sequence[call.session][call.tool].append(call)
             if self.writes(call.tool):
@@ -270,19 +273,22 @@ class Player:
         return self._sequence[fits[0]][tool][k]
 
     def _read(self, lease: Lease, key: str) -> Call | None:
-        recorded = self._by_key.get(key)
-        if not recorded:
-            return None
-        mine = [r for r in recorded if lease.sessions is None or r[0].session == lease.sessions[0]] or recorded
-        same_state = [c for c, before in mine if before == lease.writes]
-        earlier = [c for c, before in mine if before <= lease.writes]
-        return (same_state or earlier[-1:] or [mine[0][0]])[0]
+        """A read recorded in the state this session is in: after as many writes, in a recorded session whose
+        writes it has matched (any session, before it writes); none recorded in that state is a miss."""
+        fits = [c for c, before in self._by_key.get(key, ()) if before == lease.writes and self._follows(lease, c)]
+        current = lease.sessions[0] if lease.sessions else None
+        return next((c for c in fits if c.session == current), fits[0] if fits else None)
 
-    def nearest(self, tool: str, arguments: dict[str, Any]) -> Call | None:
-        """A read-only tool's recorded call whose arguments differ least from these (None for a writing tool)."""
+    def _follows(self, lease: Lease, call: Call) -> bool:
+        return lease.sessions is None or call.session in lease.sessions
+
+    def nearest(self, lease: Lease, tool: str, arguments: dict[str, Any]) -> Call | None:
+        """A read-only tool's recorded call whose arguments differ least from these, in this session's state
+        where one was recorded in it (None for a tool that may write)."""
         if self.writes(tool) or not self._by_tool.get(tool):
             return None
-        found = min(self._by_tool[tool], key=lambda c: distance(canonical(arguments), c.arguments))
+        state = [c for c, before in self._states[tool] if before == lease.writes and self._follows(lease, c)]
+        found = min(state or self._by_tool[tool], key=lambda c: distance(canonical(arguments), c.arguments))
         self.used.add(id(found))
         return found
 

@@ -189,7 +189,7 @@ class ReplaySession(ToolSession):
             self.tape.replayed["live"] += 1
             return outcome.model_copy(update={"replayed": "live"})
         if found is None and on_miss == "nearest":
-            found, how = self.player.nearest(name, masked), "nearest"
+            found, how = self.player.nearest(self.lease, name, masked), "nearest"
         self.tape.replayed["miss" if found is None else how] += 1
         if found is None:
             shown = clip(json.dumps(canonical(masked), ensure_ascii=False), 200)
