@@ -41,7 +41,6 @@ class CassetteSettings(BaseModel):
         return bool(self.record or self.replay or self.cache_reads)
 
 
-
 class ServerSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
