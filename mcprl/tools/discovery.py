@@ -71,6 +71,11 @@ class ServerConfig(BaseModel):
         """The environment may also be given as K=V strings (as the flag takes them)."""
         return _pairs(value, "=", "--env", "KEY=value") if isinstance(value, list) else value
 
+    @property
+    def connects(self) -> bool:
+        """Whether there is a server to call: one named, or a cassette that answers for it."""
+        return self.target is not None or self.replay is not None
+
     def spec(self) -> ServerSpec:
         cassette = CassetteSettings(record=None if self.record == "off" else self.record, replay=self.replay,
                                     on_miss=self.on_miss, cache_reads=self.cache_reads, read_only=tuple(self.read_only))
@@ -92,7 +97,7 @@ async def open_tools(server: ServerConfig, run_dir: Path, *, say: Callable[[str]
     from mcprl.tools.pool import ToolPool
     from mcprl.tools.redact import redact, secret_values
 
-    if server.target is None and server.replay is None:
+    if not server.connects:
         yield None
         return
     if server.record is None and server.replay is None:  # a run records its calls into its own directory
