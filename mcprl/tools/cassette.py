@@ -231,7 +231,6 @@ class Player:
         self.read_only = {n for n, t in tools.items() if (t.get("annotations") or {}).get("readOnlyHint") is True}
         self.read_only |= set(read_only)
         self._by_key: dict[str, list[tuple[Call, int]]] = defaultdict(list)  # key -> (call, writes before it)
-        self._by_tool: dict[str, list[Call]] = defaultdict(list)
         self._states: dict[str, list[tuple[Call, int]]] = defaultdict(list)  # tool -> (call, writes before it)
         self._sequence: dict[int, dict[str, list[Call]]] = defaultdict(lambda: defaultdict(list))
         self._keys: dict[int, str] = {}
@@ -241,7 +240,6 @@ class Player:
             self._keys[id(call)] = key
             self._by_key[key].append((call, written[call.session]))
             self._states[call.tool].append((call, written[call.session]))
-            self._by_tool[call.tool].append(call)
             self._sequence[call.session][call.tool].append(call)
             if self.writes(call.tool):
                 written[call.session] += 1
@@ -285,10 +283,11 @@ class Player:
     def nearest(self, lease: Lease, tool: str, arguments: dict[str, Any]) -> Call | None:
         """A read-only tool's recorded call whose arguments differ least from these, in this session's state
         where one was recorded in it (None for a tool that may write)."""
-        if self.writes(tool) or not self._by_tool.get(tool):
+        if self.writes(tool) or not self._states.get(tool):
             return None
-        state = [c for c, before in self._states[tool] if before == lease.writes and self._follows(lease, c)]
-        found = min(state or self._by_tool[tool], key=lambda c: distance(canonical(arguments), c.arguments))
+        recorded = self._states[tool]
+        state = [c for c, before in recorded if before == lease.writes and self._follows(lease, c)]
+        found = min(state or [c for c, _ in recorded], key=lambda c: distance(canonical(arguments), c.arguments))
         self.used.add(id(found))
         return found
 
