@@ -43,9 +43,10 @@ async def inputs_jsonl(making: Awaitable[list[Scenario]]) -> str:
 
 
 async def server_tools(cfg: RunConfig) -> list[ToolSchema]:
-    from mcprl.tools import discover
+    from mcprl.tools import ToolPool
 
-    return (await discover(cfg.server.spec())).tools
+    async with ToolPool(cfg.server.spec()) as pool:  # a cassette's tools with --replay
+        return pool.toolset.tools
 
 
 def inputs_needed(cfg: RunConfig) -> int:
@@ -94,14 +95,14 @@ async def plan(task: str, cfg: RunConfig, *, gen_model: str = LOCAL_MODEL, reuse
         return text
 
     system_prompt, inputs, rubric = saved(SYSTEM_PROMPT), saved(INPUTS), saved(RUBRIC)
-    tools = await server_tools(cfg) if cfg.server.target and (system_prompt is None or inputs is None) else None
+    tools = await server_tools(cfg) if cfg.server.connects and (system_prompt is None or inputs is None) else None
     api_base, seed = cfg.judge.api_base, cfg.seed
     if system_prompt is None:
         system_prompt = await generate(SYSTEM_PROMPT, generate_system_prompt(task, gen_model, api_base=api_base, tools=tools,
                                                                              seed=seed, say=say))
     if inputs is None:
         n = cfg.scenarios.n if "n" in cfg.scenarios.model_fields_set else inputs_needed(cfg)
-        if cfg.server.target:  # tasks grounded in the server's own answers, each with its check
+        if cfg.server.connects:  # tasks grounded in the server's own answers, each with its check
             made = await generate(INPUTS, inputs_jsonl(grounded_inputs(cfg, n, d, say)), by="the server's own answers")
         else:
             made = await generate(INPUTS, inputs_jsonl(generate_inputs(task, n, gen_model, api_base=api_base, tools=tools,

@@ -106,7 +106,7 @@ async def evaluate(cfg: RunConfig, *, model: str, scenarios: list[Scenario], bas
     verifiable = all(s.check is not None for s in scenarios)
     judge = cfg.judge.held_out(verifiable, all_or_nothing=not cfg.scenarios.task_help, cache_dir=cache_dir)
     try:
-        pool_cm = ToolPool(cfg.server.spec()) if cfg.server.target else None
+        pool_cm = ToolPool(cfg.server.spec()) if cfg.server.connects else None
         async with (pool_cm if pool_cm is not None else nullcontext()) as pool:
             policies = [Model(name=n, inference_base_url=server_.base_url, inference_api_key=server_.api_key, inference_model_name=n)
                         for n in names]

@@ -136,7 +136,7 @@ class McpTools:
             out = await self.session.call(name, arguments)
         except ServerGone as e:
             if rec is not None:  # failed even if the agent swallows the exception
-                rec.trajectory.error = rec.trajectory.error or f"MCP server gone: {e}"
+                rec.trajectory.error = rec.trajectory.error or f"{e.label}: {e}"
             raise
         if rec is not None:
             rec.tool_outcome(name, out)
@@ -198,7 +198,7 @@ class Recorder:
                 if self.scenario.read_back and self.tools is not None:
                     await self._read_back(self.tools.session, self.scenario.read_back)
         except ServerGone as e:
-            traj.error = traj.error or f"MCP server gone: {e}"
+            traj.error = traj.error or f"{e.label}: {e}"
         except openai.APIError as e:
             if isinstance(e, openai.BadRequestError) and is_context_overflow(str(e)):
                 self._truncate(f"the conversation no longer fits the model's context ({clip(str(e), 200)})")
@@ -287,6 +287,10 @@ class Recorder:
             m = self.trajectory.metrics
             for key in ("tool_calls", f"calls/{name}") + (("tool_errors", f"errors/{name}", f"error_kind/{out.error_kind}") if out.is_error else ()):
                 m[key] = m.get(key, 0.0) + 1
+            if out.replayed in ("nearest", "live", "cached"):  # not the recorded answer to this very call
+                m[f"replayed/{out.replayed}"] = m.get(f"replayed/{out.replayed}", 0.0) + 1
+                how = "from the nearest recorded call" if out.replayed == "nearest" else out.replayed
+                self.trajectory.log(f"{name}: answered {how}")
 
     def _finish(self) -> None:
         """Keep the agent's conversation, and point every Generation at its assistant message there."""

@@ -16,7 +16,7 @@ import random
 import signal
 import time
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from mcprl import agents, memory, tasks
@@ -26,6 +26,7 @@ from mcprl.paths import replace_text
 from mcprl.pipeline import Pipeline, policy_version, split_stale
 from mcprl.run_config import RunConfig, load_saved
 from mcprl.tools.redact import redact, redact_model
+from mcprl.tools.tape import read_cache
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup, dump_jsonl
 
 
@@ -107,6 +108,7 @@ class Collected:
     groups: list[TrajectoryGroup]
     batch_size: int  # groups of its batch (the rest were drawn by dynamic sampling)
     warmup: bool
+    read_cache: dict[str, float] = field(default_factory=dict)  # --cache-reads: calls saved, server time saved
 
 
 class TrainingRun:
@@ -248,6 +250,13 @@ class TrainingRun:
         return self.cluster.metrics(groups) if self.cluster is not None else {}
 
     async def _collect(self, pool, judge, train: list[Scenario], step: int) -> Collected:
+        """Step `step`'s groups, its rollouts sharing read-only answers with --cache-reads (mcprl.tools.tape)."""
+        with read_cache(pool, step) as figures:
+            collected = await self._collect_groups(pool, judge, train, step)
+        collected.read_cache = figures
+        return collected
+
+    async def _collect_groups(self, pool, judge, train: list[Scenario], step: int) -> Collected:
         """Step `step`'s groups: its batch rolled out and scored, topped up and retried."""
         from mcprl.judges import score_groups
 
@@ -306,7 +315,7 @@ class TrainingRun:
         staleness = {"staleness_mean": sum(ages) / len(ages) if ages else 0.0, "staleness_max": max(ages, default=0),
                      "stale_dropped": len(stale)}
         row = {"kind": "train", "step": c.step + 1, "sft_warmup": warmup, **rollout_metrics(groups), **sampling, **staleness,
-               **self._cluster_metrics(groups)}
+               **self._cluster_metrics(groups), **c.read_cache}
         pending = self.dir / PENDING_LINE
         replace_text(pending, json.dumps(row))  # what a kill between the checkpoint and the line would lose
         train_metrics = await self.model.train(fresh, tc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from mcprl.autorl import cli as autorl_cli
-from mcprl.cli import eval_cmd, judge_cmd, models_cmd, scenarios_cmd, serve_cmd, tools_cmd, train_cmd
+from mcprl.cli import eval_cmd, judge_cmd, models_cmd, replay_cmd, scenarios_cmd, serve_cmd, tools_cmd, train_cmd
 from mcprl.cli.console_script import run_app
 
 app = typer.Typer(
@@ -23,6 +23,7 @@ app.command("validate")(tools_cmd.validate)
 app.command("scenarios")(scenarios_cmd.scenarios)
 app.command("judge")(judge_cmd.judge)
 app.command("serve")(serve_cmd.serve)
+app.command("replay")(replay_cmd.replay)
 app.add_typer(models_cmd.app, name="models")
 app.command("autorl")(autorl_cli.autorl_command)
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from mcprl.errors import UserError, clip, first_problem
 from mcprl.tools import compat
+from mcprl.tools.cassette import Replayed, ToolResult
 from mcprl.tools.convert import reports_error, result_text, schema_problem, to_openai, tools_hash
 from mcprl.tools.spec import ServerSpec
 from mcprl.tools.transport import Connection, connect, is_connection_lost
@@ -38,6 +39,8 @@ PING_TIMEOUT = 5.0
 
 class ServerGone(Exception):
     """The transport is dead (process exited, HTTP server down, connection reset)."""
+
+    label = "MCP server gone"  # how a rollout it ends names the failure
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -52,6 +55,9 @@ class ToolOutcome(BaseModel):
     error_kind: ErrorKind | None = None
     structured: Any = Field(default=None, description="the result's structured content, when small enough")
     latency_s: float = 0.0
+    result: ToolResult | None = Field(default=None, exclude=True, description="the server's answer as it sent it; "
+                                      "None when the call never reached it")
+    replayed: Replayed | None = Field(default=None, description="answered from a cassette or a step's read cache: how")
 
 
 class ToolSet(BaseModel):
@@ -98,8 +104,11 @@ class ToolSession:
 
     def __init__(self, conn: Connection, mcp_tools: list[dict[str, Any]]) -> None:
         """`mcp_tools`: everything the server listed; the model sees only what the spec allows."""
-        self.spec = conn.spec
         self._conn = conn
+        self._offer(conn.spec, mcp_tools)
+
+    def _offer(self, spec: ServerSpec, mcp_tools: list[dict[str, Any]]) -> None:
+        self.spec = spec
         self.listed = mcp_tools
         self.mcp_tools = [t for t in mcp_tools if self.spec.allows(t["name"])]
         self._validators = {t["name"]: schema_validator(t.get("inputSchema") or {}) for t in self.mcp_tools}
@@ -119,6 +128,15 @@ class ToolSession:
             self.gone = self._conn.lost_reason()
         if self.gone is not None:
             raise ServerGone(self.gone)
+        args = self._checked(name, arguments, started)
+        if isinstance(args, ToolOutcome):
+            return args
+        return await self._send(name, args, started)
+
+    def _checked(
+        self, name: str, arguments: dict[str, Any] | str | None, started: float
+    ) -> dict[str, Any] | ToolOutcome:
+        """The call's arguments, or the error outcome of a call that cannot be made (before any server sees it)."""
         if not self.spec.allows(name):
             return _error("denied", f"the tool {name!r} is not available in this environment", started)
         if name not in self._validators:
@@ -130,6 +148,9 @@ class ToolSession:
         args = _parse_arguments(name, arguments, self._validators[name])
         if isinstance(args, str):
             return _error("bad_arguments", args, started)
+        return args
+
+    async def _send(self, name: str, args: dict[str, Any], started: float) -> ToolOutcome:
         with anyio.move_on_after(self.spec.call_timeout):
             try:
                 result = await self._conn.session.call_tool(name, args)
@@ -164,7 +185,11 @@ class ToolSession:
         return False
 
     def _outcome(self, result: Any, started: float) -> ToolOutcome:
-        wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return self.outcome(result.model_dump(by_alias=True, mode="json", exclude_none=True), started)
+
+    def outcome(self, wire: dict[str, Any], started: float, **fields: Any) -> ToolOutcome:
+        """What the model is shown of a `tools/call` result (`wire`: as the server sent it)."""
+        fields["result"] = ToolResult.model_validate(wire)
         text = result_text(wire, self.spec.max_result_chars)
         structured = wire.get("structuredContent")
         if structured is not None and len(json.dumps(structured)) > self.spec.max_result_chars:
@@ -180,8 +205,9 @@ class ToolSession:
                 error_kind="tool_error",
                 structured=structured,
                 latency_s=time.perf_counter() - started,
+                **fields,
             )
-        return ToolOutcome(text=text, structured=structured, latency_s=time.perf_counter() - started)
+        return ToolOutcome(text=text, structured=structured, latency_s=time.perf_counter() - started, **fields)
 
 
 def _parse_arguments(

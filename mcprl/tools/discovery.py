@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mcprl.errors import UserError
-from mcprl.tools.spec import ServerSpec, _pairs
+from mcprl.tools.cassette import recorded_target
+from mcprl.tools.spec import CassetteSettings, OnMiss, ServerSpec, _pairs
 
 if TYPE_CHECKING:
     from mcprl.tools.pool import ToolPool
@@ -43,6 +44,20 @@ class ServerConfig(BaseModel):
     # what a result costs the prompt: a whole listing carried into the next turn makes every
     # trained sequence long (an inventory listing: 4,000 characters a call)
     max_result_chars: int = Field(default=4000, gt=0, description="tool results longer than this are cut, for the model and the checks alike")
+    # record and replay (mcprl.tools.tape; docs/replay.md)
+    record: str | None = Field(default=None, description="record every tool call into this JSONL cassette (a training "
+                                                         "run records into its cassette.jsonl unless 'off')")
+    replay: str | None = Field(
+        default=None, description="answer tool calls from this cassette; --server may be left out"
+    )
+    on_miss: OnMiss = Field(default="error", description="a call the cassette lacks: fail that rollout, call the live "
+                                                        "server, or answer the nearest recorded read-only call")
+    cache_reads: bool = Field(
+        default=False, description="identical read-only calls within a training step are answered once"
+    )
+    read_only: list[str] = Field(
+        default_factory=list, description="tools to treat as read-only besides those annotated so"
+    )
 
     @field_validator("headers", mode="before")
     @classmethod
@@ -56,10 +71,19 @@ class ServerConfig(BaseModel):
         """The environment may also be given as K=V strings (as the flag takes them)."""
         return _pairs(value, "=", "--env", "KEY=value") if isinstance(value, list) else value
 
+    @property
+    def connects(self) -> bool:
+        """Whether there is a server to call: one named, or a cassette that answers for it."""
+        return self.target is not None or self.replay is not None
+
     def spec(self) -> ServerSpec:
-        if self.target is None:
+        cassette = CassetteSettings(record=None if self.record == "off" else self.record, replay=self.replay,
+                                    on_miss=self.on_miss, cache_reads=self.cache_reads, read_only=tuple(self.read_only))
+        target = self.target if self.target is not None or self.replay is None else recorded_target(Path(self.replay))
+        if target is None:
             raise UserError("no MCP server given; pass --server URL-or-command")
-        return ServerSpec.parse(self.target, transport=self.transport, headers=self.headers, env=self.env, cwd=self.cwd,
+        return ServerSpec.parse(target, cassette=cassette,
+                                transport=self.transport, headers=self.headers, env=self.env, cwd=self.cwd,
                                 allow=self.allow, deny=self.deny, connect_timeout=self.connect_timeout, call_timeout=self.call_timeout,
                                 per_rollout=self.per_rollout, max_result_chars=self.max_result_chars)
 
@@ -73,12 +97,14 @@ async def open_tools(server: ServerConfig, run_dir: Path, *, say: Callable[[str]
     from mcprl.tools.pool import ToolPool
     from mcprl.tools.redact import redact, secret_values
 
-    if server.target is None:
+    if not server.connects:
         yield None
         return
+    if server.record is None and server.replay is None:  # a run records its calls into its own directory
+        server = server.model_copy(update={"record": str(run_dir / "cassette.jsonl")})
     spec = server.spec()
     secrets = secret_values(spec)
-    shown = redact(server.target, secrets)  # the URL may hold a key (?api_key=...)
+    shown = redact(spec.target, secrets)  # the URL may hold a key (?api_key=...)
     workdir = None
     if spec.transport == "stdio" and spec.cwd is None:
         workdir = run_dir / "server-workdir"
@@ -93,7 +119,9 @@ async def open_tools(server: ServerConfig, run_dir: Path, *, say: Callable[[str]
         if warning := hash_change_warning(previous, toolset.hash, shown):
             say(f"warning: {warning}")
         # a server can repeat a secret it was given (an --env token) in a tool's description
-        record = redact({"server": server.target, "hash": toolset.hash, "tools": toolset.tools}, secrets)
+        record = redact({"server": spec.target, "hash": toolset.hash, "tools": toolset.tools}, secrets)
         tools_file.write_text(json.dumps(record, indent=2))
         say(f"{len(toolset.tools)} tools: {', '.join(t['function']['name'] for t in toolset.tools)}")
         yield pool
+        if pool.tape is not None and (summary := pool.tape.summary()):
+            say(summary)
