@@ -4,9 +4,9 @@ the shipped calculator server, a JSON round trip, the bounded-size case, a run w
 from __future__ import annotations
 
 import pytest
+from mcprl.judges import VerifyJudge, score_groups
 from scripted_policy import call, scripted_endpoint
 
-from mcprl.judges import VerifyJudge, score_groups
 from mcprl.rollout import rollout
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup

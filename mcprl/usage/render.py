@@ -5,12 +5,16 @@ overrides) are shown side by side, a row per tool and a line per report."""
 from __future__ import annotations
 
 import html
+import sys
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from mcprl.usage.report import Count, Rate, ToolUsage, UsageReport
+from mcprl.types import TrajectoryGroup, load_jsonl
+from mcprl.usage.report import AGENT_TOOLS, Count, Rate, ToolUsage, UsageReport, run_tools, usage_report
 
 MISSING = "n/a"
 
@@ -18,7 +22,7 @@ MISSING = "n/a"
 def _rate(r: Rate | None) -> str:
     if r is None or r.rate is None or r.ci is None:
         return MISSING
-    return f"{r.rate:.0%} [{r.ci[0]:.0%}–{r.ci[1]:.0%}] of {r.n}"
+    return f"{r.rate:.0%} [{r.ci[0] * 100:.0f}–{r.ci[1]:.0%}] n={r.n}"
 
 
 def _counts(cs: list[Count]) -> str:
@@ -105,7 +109,8 @@ def details(reports: list[UsageReport]) -> list[str]:
 
 
 def print_reports(reports: list[UsageReport], console: Console | None = None) -> None:
-    console = console or Console()
+    """The table, then the details; piped (CI logs) at 200 columns instead of rich's 80, so columns are not cut."""
+    console = console or (Console() if sys.stdout.isatty() else Console(width=200))
     head = reports[0] if reports else UsageReport()
     t = Table(title=f"Tool use on {head.episodes} episodes ({head.server_tools} server tools)")
     t.add_column("tool")
@@ -170,3 +175,28 @@ def html_section(reports: list[UsageReport]) -> str:
     return (f"<h2>Tool use</h2><p>{labels}. Rates with 95% intervals; {esc(reports[0].token_estimate)}.</p>"
             f'<table class="usage"><tr><th>tool</th>{head}<th>calls, arguments, results, latency, size</th>'
             f"<th>validate</th></tr>{''.join(rows)}</table><ul>{notes}</ul>")
+
+
+def run_reports(run_dir: Path) -> list[UsageReport]:
+    """The per-tool reports of a run's first and last evaluation (eval/step_NNNN.jsonl): the base model and
+    the trained one, against the run's tools (tools.json); [] when it has neither."""
+    tools = run_tools(run_dir)
+    files = sorted((Path(run_dir) / "eval").glob("step_*.jsonl"))
+    if not tools or not files:
+        return []
+    chosen = [files[0]] if len(files) == 1 else [files[0], files[-1]]
+    out = []
+    for i, f in enumerate(chosen):
+        step = int(f.stem.split("_")[1])
+        label = f"trained (step {step})" if i else f"base (step {step})" if step == 0 else f"step {step}"
+        out.append(usage_report(load_jsonl(f, TrajectoryGroup), tools, label=label))
+    return out
+
+
+def server_tool_rows(train_rows: list[dict[str, Any]], tools: list[str]) -> tuple[list[str], list[str]]:
+    """report.html's call counts: the names of `tools` (the server's) called in training, and the names
+    called that the server does not have (a model's made-up `math.pow`), apart."""
+    called = sorted({k.split("/", 2)[2] for r in train_rows for k in r if k.startswith("tool/calls/")})
+    known = set(tools)
+    made_up = [n for n in called if tools and n not in known and n not in AGENT_TOOLS]
+    return [n for n in called if n not in made_up], made_up

@@ -12,9 +12,11 @@ the others summarised in `rest`), a few entries per table, error texts clipped.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -232,7 +234,7 @@ def _percentile(xs: list[float], q: float) -> float | None:
     if not xs:
         return None
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, max(0, int(round(q * len(xs) + 0.5)) - 1))]
+    return xs[min(len(xs) - 1, max(0, math.ceil(q * len(xs)) - 1))]  # nearest rank
 
 
 def _top(counter: Counter[str], n: int = MAX_ENTRIES) -> list[Count]:
@@ -395,6 +397,8 @@ def usage_report(groups: Iterable[TrajectoryGroup], tools: list[ToolSchema], *, 
 def step_metrics(groups: list[TrajectoryGroup], tools: list[ToolSchema]) -> dict[str, float]:
     """Per-tool figures for a training step's metrics.jsonl line: `tool/needed/NAME` (episodes whose task
     needed it), `tool/called_when_needed/NAME`, `tool/answered/NAME` (calls answered without error)."""
+    if not tools:  # no server (a run without tools): nothing to compare calls with
+        return {}
     r = usage_report(groups, tools, findings=[])
     out: dict[str, float] = {}
     for u in r.tools:
@@ -406,3 +410,30 @@ def step_metrics(groups: list[TrajectoryGroup], tools: list[ToolSchema]) -> dict
     if r.unknown_calls:
         out["tool/unknown_calls"] = float(r.unknown_calls)
     return out
+
+
+def run_tools(run_dir: Path) -> list[ToolSchema]:
+    """The server's tools a run recorded (its tools.json, mcprl.tools.discovery), or [] when it has none."""
+    f = Path(run_dir) / "tools.json"
+    return list(json.loads(f.read_text()).get("tools") or []) if f.exists() else []
+
+
+class UsageRun(BaseModel):
+    """One model's rollouts (with or without the tool overrides) in `mcprl usage`."""
+
+    label: str
+    model: str
+    overrides: str | None = Field(default=None, description="the overrides file the model was shown the tools with")
+    success_rate: float | None = None
+    success_ci: tuple[float, float] | None = None
+    reward_mean: float = 0.0
+    usage: UsageReport
+
+
+class UsageResult(BaseModel):
+    """`mcprl usage --json`: the same tasks and samples for every run, side by side."""
+
+    server: str
+    scenarios: int
+    samples: int
+    runs: list[UsageRun]
