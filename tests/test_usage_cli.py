@@ -149,3 +149,19 @@ def test_report_html_has_the_tool_section_and_keeps_made_up_names_apart(tmp_path
     assert '<span class="who">base (step 0)</span> <span class="na">' in section  # add never called by the base: n/a
     assert "calls of tools the server does not have: math.pow 1" in section
     assert ".cols img{max-width:100%" in page  # the plots fit their columns
+
+
+def test_usage_command_grounds_tasks_in_the_server(tiny_model_dir, tmp_path):
+    """Without --scenarios, `mcprl usage` grounds tasks in the server (as `mcprl train` does) and measures
+    selection against their reference chains."""
+    env = {**os.environ, "MCPRL_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "mcprl.cli", "usage", "--server", "python -m mcprl.servers.inventory",
+                        "-n", "4", "--samples", "1", "--model", str(tiny_model_dir), "--max-tokens", "6", "--max-turns", "1",
+                        "--explore-calls", "40", "--out", str(tmp_path / "tasks"), "--json", str(tmp_path / "u.json")],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    (run,) = json.loads((tmp_path / "u.json").read_text())["runs"]
+    assert (tmp_path / "tasks" / "scenarios.jsonl").exists() and (tmp_path / "tasks" / "exploration.jsonl").exists()
+    usage = run["usage"]
+    assert usage["needs_from"] == ["reference chain"] and usage["episodes"] == usage["episodes_with_needs"] == 4
+    assert sum(t["episodes_needing"] for t in usage["tools"]) >= 4  # each task's chain needs at least one tool

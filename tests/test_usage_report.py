@@ -146,3 +146,12 @@ def test_bounded_for_500_tools_and_megabyte_results():
     assert len(r.tools[0].findings) == 1  # validate: no description
     assert len(json.dumps(r.model_dump())) < 200_000
     assert len(html_section([r])) < 300_000
+
+
+def test_a_call_no_tool_message_answered_is_unanswered_not_empty():
+    tools = [{"type": "function", "function": {"name": "t", "description": "d", "parameters": {"type": "object"}}}]
+    t = _traj([("t", "")])
+    t.messages.pop()  # the episode ended before the tool's answer
+    r = usage_report([TrajectoryGroup(trajectories=[t], scenario=Scenario(task="q"))], tools)
+    u = r.tool("t")
+    assert (u.calls, u.unanswered, u.empty, u.answered) == (1, 1, 0, 0)

@@ -94,6 +94,7 @@ class ToolUsage(BaseModel):
     errors: int = 0
     empty: int = 0
     timed_out: int = 0
+    unanswered: int = Field(default=0, description="calls no tool message answered (the episode ended first)")
     answered_rate: Rate = Field(default_factory=lambda: Rate.of(0, 0))
     latency_p50_s: float | None = None
     latency_p95_s: float | None = None
@@ -348,6 +349,9 @@ def usage_report(groups: Iterable[TrajectoryGroup], tools: list[ToolSchema], *, 
         texts: Counter[str] = Counter()
         sizes = []
         for c in cs:
+            if c.text is None and c.error_kind is None:
+                u.unanswered += 1
+                continue
             text = c.text or ""
             sizes.append(len(text))
             if c.error_kind is None:
