@@ -165,3 +165,15 @@ def test_usage_command_grounds_tasks_in_the_server(tiny_model_dir, tmp_path):
     usage = run["usage"]
     assert usage["needs_from"] == ["reference chain"] and usage["episodes"] == usage["episodes_with_needs"] == 4
     assert sum(t["episodes_needing"] for t in usage["tools"]) >= 4  # each task's chain needs at least one tool
+
+
+def test_eval_prints_the_per_tool_table(tiny_model_dir, tmp_path):
+    (tmp_path / "o.toml").write_text(OVERRIDES)
+    env = {**os.environ, "MCPRL_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "mcprl.cli", "eval", "--server", CALC, "--no-per-rollout",
+                        "--scenarios", str(_scenarios(tmp_path / "s.jsonl")), "--model", str(tiny_model_dir),
+                        "--max-tokens", "6", "--max-turns", "1", "--tool-overrides", str(tmp_path / "o.toml")],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Tool use on 2 episodes (5 server tools)" in r.stdout and "called when needed" in r.stdout
+    assert all(name in r.stdout.split("Tool use")[1] for name in ("add", "multiply", "power"))  # a row per server tool

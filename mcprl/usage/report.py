@@ -360,7 +360,7 @@ def usage_report(groups: Iterable[TrajectoryGroup], tools: list[ToolSchema], *, 
                 else:
                     u.empty += 1
                 continue
-            texts[clip(text, ERROR_TEXT_CHARS)] += 1
+            texts[clip(text[:4 * ERROR_TEXT_CHARS], ERROR_TEXT_CHARS)] += 1  # a megabyte error is read no further
             if c.error_kind == "timeout":
                 u.timed_out += 1
                 continue
@@ -372,7 +372,7 @@ def usage_report(groups: Iterable[TrajectoryGroup], tools: list[ToolSchema], *, 
                 params.update({p for _, p in problems})
             elif c.error_kind in ("tool_error", "protocol"):
                 u.rejections += 1
-                rejected[_named_parameter(text, (schema.get("properties") or {}))] += 1
+                rejected[_named_parameter(text[:2000], (schema.get("properties") or {}))] += 1
         u.schema_by_kind, u.schema_by_parameter = _top(kinds), _top(params)
         u.rejections_by_parameter, u.top_errors = _top(rejected), _top(texts, 3)
         u.answered_rate = Rate.of(u.answered, len(cs))
