@@ -134,7 +134,8 @@ def test_bounded_for_500_tools_and_megabyte_results():
     tools = [{"type": "function", "function": {"name": f"tool_{i:03d}", "description": "",
                                                "parameters": {"type": "object"}}} for i in range(500)]
     big = "x" * 1_000_000
-    groups = [TrajectoryGroup(trajectories=[_traj([(f"tool_{(s * 7 + k) % 500:03d}", big) for k in range(4)]
+    groups = [TrajectoryGroup(trajectories=[_traj([(f"tool_{(s * 7 + k) % 500:03d}", big if k else "Error: " + big)
+                                                   for k in range(4)]
                                                   + [(f"made_up_{s}", "Error: there is no tool named")])],
                               scenario=Scenario(task="q")) for s in range(60)]
     t0 = time.perf_counter()
@@ -142,7 +143,9 @@ def test_bounded_for_500_tools_and_megabyte_results():
     assert time.perf_counter() - t0 < 20
     assert len(r.tools) == 40 and r.rest.tools == 460 and r.rest.calls == 240 - sum(u.calls for u in r.tools)
     assert len(r.unknown_tools) == 20 and r.unknown_more == 40 and r.unknown_calls == 60
-    assert r.tools[0].result_tokens_max == 250_000
+    assert r.tools[0].result_tokens_max >= 250_000
+    errors = [c.name for u in r.tools for c in u.top_errors]
+    assert errors and all(len(e) <= 163 and e.startswith("Error: xxx") for e in errors)
     assert len(r.tools[0].findings) == 1  # validate: no description
     assert len(json.dumps(r.model_dump())) < 200_000
     assert len(html_section([r])) < 300_000

@@ -224,6 +224,12 @@ def _schema_problems(schema: dict[str, Any] | None, call: _Call) -> list[tuple[s
     return out
 
 
+def _short(text: str) -> str:
+    """An error text on one line, cut at ERROR_TEXT_CHARS (a megabyte error is read no further)."""
+    line = " ".join(text[:2 * ERROR_TEXT_CHARS].split())
+    return line[:ERROR_TEXT_CHARS] + "..." if len(line) > ERROR_TEXT_CHARS or len(text) > 2 * ERROR_TEXT_CHARS else line
+
+
 def _named_parameter(text: str, params: Iterable[str]) -> str:
     for p in params:
         if re.search(rf"\b{re.escape(p)}\b", text):
@@ -360,7 +366,7 @@ def usage_report(groups: Iterable[TrajectoryGroup], tools: list[ToolSchema], *, 
                 else:
                     u.empty += 1
                 continue
-            texts[clip(text[:4 * ERROR_TEXT_CHARS], ERROR_TEXT_CHARS)] += 1  # a megabyte error is read no further
+            texts[_short(text)] += 1
             if c.error_kind == "timeout":
                 u.timed_out += 1
                 continue
