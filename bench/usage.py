@@ -34,8 +34,10 @@ def moved(result: UsageResult) -> list[str]:
             v = other.usage.tool(u.name)
             a, b = u.called_when_needed, v.called_when_needed if v else None
             if a and b and a.ci and b.ci and (a.ci[1] < b.ci[0] or b.ci[1] < a.ci[0]):
-                lines.append(f"{u.name}: {first.label} {a.rate:.0%} [{a.ci[0]:.0%}-{a.ci[1]:.0%}] -> "
-                             f"{other.label} {b.rate:.0%} [{b.ci[0]:.0%}-{b.ci[1]:.0%}]")
+                lines.append(
+                    f"{u.name}: {first.label} {a.rate:.0%} [{a.ci[0]:.0%}-{a.ci[1]:.0%}] -> "
+                    f"{other.label} {b.rate:.0%} [{b.ci[0]:.0%}-{b.ci[1]:.0%}]"
+                )
     return lines
 
 
@@ -51,8 +53,25 @@ def main() -> None:
     args, extra = ap.parse_known_args()
     extra = [a for a in extra if a != "--"]
     work = Path(tempfile.mkdtemp(prefix="usage-bench-"))
-    cmd = [sys.executable, "-m", "mcprl.cli", "usage", "--server", args.server, "--model", args.model, "-n", str(args.n),
-           "--samples", str(args.samples), "--json", str(args.out), "--out", str(work), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mcprl.cli",
+        "usage",
+        "--server",
+        args.server,
+        "--model",
+        args.model,
+        "-n",
+        str(args.n),
+        "--samples",
+        str(args.samples),
+        "--json",
+        str(args.out),
+        "--out",
+        str(work),
+        *extra,
+    ]
     if args.baseline:
         cmd += ["--baseline", args.baseline]
     if args.tool_overrides:

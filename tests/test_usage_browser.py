@@ -30,17 +30,44 @@ PROBE = """<script>window.addEventListener('load', () => {
 
 def _browser(*args: str) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory() as profile:
-        return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                               "--disable-component-update", "--disable-sync", "--no-first-run",
-                               f"--user-data-dir={profile}", "--window-size=1300,2000", *args],
-                              capture_output=True, text=True, timeout=120, check=False)
+        return subprocess.run(
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                f"--user-data-dir={profile}",
+                "--window-size=1300,2000",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
 
 
 def _run_dir(d: Path) -> Path:
     (d / "eval").mkdir(parents=True)
-    rows = [{"kind": "eval" if s % 2 == 0 else "train", "step": s, "reward_mean": 0.1 * s, "tool_call_rate": 0.5,
-             "turns_mean": 2.0, "tool_error_rate": 0.1, "trajectories": 4, "success_rate": 0.25, "success_ci": [0.05, 0.6],
-             "tool/calls/add": 2} for s in range(5)]
+    rows = [
+        {
+            "kind": "eval" if s % 2 == 0 else "train",
+            "step": s,
+            "reward_mean": 0.1 * s,
+            "tool_call_rate": 0.5,
+            "turns_mean": 2.0,
+            "tool_error_rate": 0.1,
+            "trajectories": 4,
+            "success_rate": 0.25,
+            "success_ci": [0.05, 0.6],
+            "tool/calls/add": 2,
+        }
+        for s in range(5)
+    ]
     (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return d
 

@@ -55,15 +55,26 @@ def test_an_override_reaches_the_prompt_and_not_the_server(tiny_model_dir, tmp_p
     assert by_name["add"]["description"] == "Add two numbers and return a + b."
     # the server's tools are as it listed them, and the call it got was the model's, answered as before
     assert json.dumps(mcp_tools) == server_side and "MULTIPLY" not in server_side
-    assert traj.messages[-2] == {"role": "tool", "tool_call_id": traj.messages[-3]["tool_calls"][0]["id"], "content": "425"}
-    assert traj.metadata["tool_outcomes"][0]["tool"] == "multiply" and traj.metadata["tool_outcomes"][0]["error_kind"] is None
+    assert traj.messages[-2] == {
+        "role": "tool",
+        "tool_call_id": traj.messages[-3]["tool_calls"][0]["id"],
+        "content": "425",
+    }
+    assert (
+        traj.metadata["tool_outcomes"][0]["tool"] == "multiply"
+        and traj.metadata["tool_outcomes"][0]["error_kind"] is None
+    )
 
 
 def test_override_files_are_checked(tmp_path):
     j = tmp_path / "o.json"
     j.write_text(json.dumps({"tools": {"nope": {"description": "x"}}}))
-    tools = [{"type": "function", "function": {"name": "add", "description": "d",
-                                               "parameters": {"type": "object", "properties": {"a": {}}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "add", "description": "d", "parameters": {"type": "object", "properties": {"a": {}}}},
+        }
+    ]
     with pytest.raises(UserError, match="has no tool 'nope'"):
         load_overrides(j).apply(tools)
     j.write_text(json.dumps({"tools": {"add": {"parameters": {"b": {"description": "x"}}}}}))
@@ -83,19 +94,53 @@ def test_override_files_are_checked(tmp_path):
 
 def _scenarios(path: Path) -> Path:
     ref = {"tool": "multiply", "arguments": {"a": 17, "b": 25}, "result": "425"}
-    dump_jsonl([Scenario(id=f"s{i}", task=f"What is 17 * 25? ({i})", check={"kind": "exact", "value": "425"},
-                         metadata={"reference": [ref]}) for i in range(2)], path)
+    dump_jsonl(
+        [
+            Scenario(
+                id=f"s{i}",
+                task=f"What is 17 * 25? ({i})",
+                check={"kind": "exact", "value": "425"},
+                metadata={"reference": [ref]},
+            )
+            for i in range(2)
+        ],
+        path,
+    )
     return path
 
 
 def test_usage_command_end_to_end_with_overrides(tiny_model_dir, tmp_path):
     (tmp_path / "o.toml").write_text(OVERRIDES)
     env = {**os.environ, "MCPRL_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
-    r = subprocess.run([sys.executable, "-m", "mcprl.cli", "usage", "--server", CALC, "--no-per-rollout",
-                        "--scenarios", str(_scenarios(tmp_path / "s.jsonl")), "--model", str(tiny_model_dir),
-                        "--samples", "1", "--max-tokens", "6", "--max-turns", "1",
-                        "--tool-overrides", str(tmp_path / "o.toml"), "--json", str(tmp_path / "u.json")],
-                       capture_output=True, text=True, env=env, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcprl.cli",
+            "usage",
+            "--server",
+            CALC,
+            "--no-per-rollout",
+            "--scenarios",
+            str(_scenarios(tmp_path / "s.jsonl")),
+            "--model",
+            str(tiny_model_dir),
+            "--samples",
+            "1",
+            "--max-tokens",
+            "6",
+            "--max-turns",
+            "1",
+            "--tool-overrides",
+            str(tmp_path / "o.toml"),
+            "--json",
+            str(tmp_path / "u.json"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     result = json.loads((tmp_path / "u.json").read_text())
     assert result["scenarios"] == 2 and [run["overrides"] is not None for run in result["runs"]] == [False, True]
@@ -115,11 +160,21 @@ def test_usage_command_needs_a_server(monkeypatch, capsys):
 
 
 def _traj(name: str, result: str, verify: float) -> Trajectory:
-    return Trajectory(messages=[
-        {"role": "user", "content": "q"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "function",
-                                                             "function": {"name": name, "arguments": '{"a": 1, "b": 2}'}}]},
-        {"role": "tool", "tool_call_id": "c", "content": result}], reward=verify, metrics={"verify": verify})
+    return Trajectory(
+        messages=[
+            {"role": "user", "content": "q"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": name, "arguments": '{"a": 1, "b": 2}'}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c", "content": result},
+        ],
+        reward=verify,
+        metrics={"verify": verify},
+    )
 
 
 def test_report_html_has_the_tool_section_and_keeps_made_up_names_apart(tmp_path):
@@ -127,19 +182,51 @@ def test_report_html_has_the_tool_section_and_keeps_made_up_names_apart(tmp_path
 
     d = tmp_path / "run"
     (d / "eval").mkdir(parents=True)
-    schema = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}
-    tools = [{"type": "function", "function": {"name": n, "description": n, "parameters": schema}} for n in ("add", "multiply")]
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+        "required": ["a", "b"],
+    }
+    tools = [
+        {"type": "function", "function": {"name": n, "description": n, "parameters": schema}}
+        for n in ("add", "multiply")
+    ]
     (d / "tools.json").write_text(json.dumps({"server": CALC, "hash": "h", "tools": tools}))
-    scenario = Scenario(id="s", task="q", check={"kind": "exact", "value": "3"},
-                        metadata={"reference": [{"tool": "add", "arguments": {"a": 1, "b": 2}, "result": "3"}]})
-    dump_jsonl([TrajectoryGroup(trajectories=[_traj("math.pow", "Error: there is no tool named 'math.pow'", 0.0)],
-                                scenario=scenario)], d / "eval" / "step_0000.jsonl")
-    dump_jsonl([TrajectoryGroup(trajectories=[_traj("add", "3", 1.0)], scenario=scenario)], d / "eval" / "step_0002.jsonl")
+    scenario = Scenario(
+        id="s",
+        task="q",
+        check={"kind": "exact", "value": "3"},
+        metadata={"reference": [{"tool": "add", "arguments": {"a": 1, "b": 2}, "result": "3"}]},
+    )
+    dump_jsonl(
+        [
+            TrajectoryGroup(
+                trajectories=[_traj("math.pow", "Error: there is no tool named 'math.pow'", 0.0)], scenario=scenario
+            )
+        ],
+        d / "eval" / "step_0000.jsonl",
+    )
+    dump_jsonl(
+        [TrajectoryGroup(trajectories=[_traj("add", "3", 1.0)], scenario=scenario)], d / "eval" / "step_0002.jsonl"
+    )
     row = {"reward_mean": 0.5, "tool_call_rate": 1.0, "turns_mean": 2.0, "tool_error_rate": 0.5, "trajectories": 2}
-    (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [
-        {"kind": "eval", "step": 0, **row, "success_rate": 0.0, "success_ci": [0, 0.8]},
-        {"kind": "train", "step": 1, **row, "tool/calls/add": 1, "tool/calls/math.pow": 1, "tool/errors/math.pow": 1},
-        {"kind": "eval", "step": 2, **row, "success_rate": 1.0, "success_ci": [0.2, 1]}]))
+    (d / "metrics.jsonl").write_text(
+        "".join(
+            json.dumps(r) + "\n"
+            for r in [
+                {"kind": "eval", "step": 0, **row, "success_rate": 0.0, "success_ci": [0, 0.8]},
+                {
+                    "kind": "train",
+                    "step": 1,
+                    **row,
+                    "tool/calls/add": 1,
+                    "tool/calls/math.pow": 1,
+                    "tool/errors/math.pow": 1,
+                },
+                {"kind": "eval", "step": 2, **row, "success_rate": 1.0, "success_ci": [0.2, 1]},
+            ]
+        )
+    )
     page = write_report(d).read_text()
     tools_table = page.split("<h2>Tools</h2>")[1].split("</table>")[0]
     assert "<td>add</td>" in tools_table and "math.pow" not in tools_table
@@ -155,10 +242,36 @@ def test_usage_command_grounds_tasks_in_the_server(tiny_model_dir, tmp_path):
     """Without --scenarios, `mcprl usage` grounds tasks in the server (as `mcprl train` does) and measures
     selection against their reference chains."""
     env = {**os.environ, "MCPRL_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
-    r = subprocess.run([sys.executable, "-m", "mcprl.cli", "usage", "--server", "python -m mcprl.servers.inventory",
-                        "-n", "4", "--samples", "1", "--model", str(tiny_model_dir), "--max-tokens", "6", "--max-turns", "1",
-                        "--explore-calls", "40", "--out", str(tmp_path / "tasks"), "--json", str(tmp_path / "u.json")],
-                       capture_output=True, text=True, env=env, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcprl.cli",
+            "usage",
+            "--server",
+            "python -m mcprl.servers.inventory",
+            "-n",
+            "4",
+            "--samples",
+            "1",
+            "--model",
+            str(tiny_model_dir),
+            "--max-tokens",
+            "6",
+            "--max-turns",
+            "1",
+            "--explore-calls",
+            "40",
+            "--out",
+            str(tmp_path / "tasks"),
+            "--json",
+            str(tmp_path / "u.json"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     (run,) = json.loads((tmp_path / "u.json").read_text())["runs"]
     assert (tmp_path / "tasks" / "scenarios.jsonl").exists() and (tmp_path / "tasks" / "exploration.jsonl").exists()
@@ -170,10 +283,31 @@ def test_usage_command_grounds_tasks_in_the_server(tiny_model_dir, tmp_path):
 def test_eval_prints_the_per_tool_table(tiny_model_dir, tmp_path):
     (tmp_path / "o.toml").write_text(OVERRIDES)
     env = {**os.environ, "MCPRL_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
-    r = subprocess.run([sys.executable, "-m", "mcprl.cli", "eval", "--server", CALC, "--no-per-rollout",
-                        "--scenarios", str(_scenarios(tmp_path / "s.jsonl")), "--model", str(tiny_model_dir),
-                        "--max-tokens", "6", "--max-turns", "1", "--tool-overrides", str(tmp_path / "o.toml")],
-                       capture_output=True, text=True, env=env, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcprl.cli",
+            "eval",
+            "--server",
+            CALC,
+            "--no-per-rollout",
+            "--scenarios",
+            str(_scenarios(tmp_path / "s.jsonl")),
+            "--model",
+            str(tiny_model_dir),
+            "--max-tokens",
+            "6",
+            "--max-turns",
+            "1",
+            "--tool-overrides",
+            str(tmp_path / "o.toml"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Tool use on 2 episodes (5 server tools)" in r.stdout and "called when needed" in r.stdout
     assert all(name in r.stdout.split("Tool use")[1] for name in ("add", "multiply", "power"))  # a row per server tool

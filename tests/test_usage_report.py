@@ -17,8 +17,12 @@ CALC = "python -m mcprl.servers.calculator"
 
 
 def _scenario(sid: str, tool: str, answer: str, **arguments) -> Scenario:
-    return Scenario(id=sid, task=f"task {sid}", check={"kind": "exact", "value": answer},
-                    metadata={"reference": [{"tool": tool, "arguments": arguments, "result": answer}]})
+    return Scenario(
+        id=sid,
+        task=f"task {sid}",
+        check={"kind": "exact", "value": answer},
+        metadata={"reference": [{"tool": tool, "arguments": arguments, "result": answer}]},
+    )
 
 
 MUL = _scenario("mul", "multiply", "425", a=17, b=25)
@@ -110,8 +114,13 @@ def test_json_round_trip_and_rendering(groups, capsys):
 def _traj(calls: list[tuple[str, str]], reward: float = 0.0) -> Trajectory:
     msgs = [{"role": "user", "content": "do it"}]
     for i, (name, result) in enumerate(calls):
-        msgs.append({"role": "assistant", "content": "", "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": "{}"}}]})
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": name, "arguments": "{}"}}],
+            }
+        )
         msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": result})
     return Trajectory(messages=msgs, reward=reward)
 
@@ -131,13 +140,23 @@ def test_bounded_for_500_tools_and_megabyte_results():
     import json
     import time
 
-    tools = [{"type": "function", "function": {"name": f"tool_{i:03d}", "description": "",
-                                               "parameters": {"type": "object"}}} for i in range(500)]
+    tools = [
+        {"type": "function", "function": {"name": f"tool_{i:03d}", "description": "", "parameters": {"type": "object"}}}
+        for i in range(500)
+    ]
     big = "x" * 1_000_000
-    groups = [TrajectoryGroup(trajectories=[_traj([(f"tool_{(s * 7 + k) % 500:03d}", big if k else "Error: " + big)
-                                                   for k in range(4)]
-                                                  + [(f"made_up_{s}", "Error: there is no tool named")])],
-                              scenario=Scenario(task="q")) for s in range(60)]
+    groups = [
+        TrajectoryGroup(
+            trajectories=[
+                _traj(
+                    [(f"tool_{(s * 7 + k) % 500:03d}", big if k else "Error: " + big) for k in range(4)]
+                    + [(f"made_up_{s}", "Error: there is no tool named")]
+                )
+            ],
+            scenario=Scenario(task="q"),
+        )
+        for s in range(60)
+    ]
     t0 = time.perf_counter()
     r = usage_report(groups, tools)
     assert time.perf_counter() - t0 < 20

@@ -31,7 +31,7 @@ def eval_(
                                         "examples, hidden tools, as the model is to see them (docs/usage-report.md)"),
     **given: Any,
 ) -> None:
-    """Evaluate a model on scenarios: success (95% CI), reward, tool-call validity, errors, turns, and what it did with each tool.
+    """Evaluate a model on scenarios: success (95% CI), reward, tool-call validity, errors, turns, use of each tool.
 
     A trained model is evaluated as its run trained and scored it (the run's server, prompt, sampling and judge, from its config.json), so one checkpoint gets one score; flags change them."""
     import anyio

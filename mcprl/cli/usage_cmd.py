@@ -16,20 +16,30 @@ USAGE_FLAGS = flags(only=lambda place: place.startswith(("server.", "explore.", 
 
 
 def usage(
-    model: str = typer.Option(None, "--model", help="the model: a base model spec, or NAME@STEP of a trained one \\[smollm2-135m]"),
-    baseline: str = typer.Option(None, "--baseline", help="a second model, reported beside the first (a base model, NAME@STEP)"),
+    model: str = typer.Option(
+        None, "--model", help="the model: a base model spec, or NAME@STEP of a trained one \\[smollm2-135m]"
+    ),
+    baseline: str = typer.Option(
+        None, "--baseline", help="a second model, reported beside the first (a base model, NAME@STEP)"
+    ),
     project: str = typer.Option("default", "--project", help="the project of NAME@STEP models"),
     scenarios: Path = typer.Option(None, "--scenarios", help="scenarios JSONL \\[grounded in the server's answers]"),
     n: int = typer.Option(16, "-n", help="grounded tasks to write (without --scenarios)"),
     samples: int = typer.Option(2, "--samples", help="rollouts per task and model"),
     seed: int = typer.Option(0, "--seed", help="seeds the exploration and the tasks"),
-    tool_overrides: Path = typer.Option(None, "--tool-overrides", help="JSON or TOML: descriptions, examples, hidden tools, "
-                                        "as the model is to see them; each model is run with and without them"),
+    tool_overrides: Path = typer.Option(
+        None,
+        "--tool-overrides",
+        help="JSON or TOML: descriptions, examples, hidden tools, "
+        "as the model is to see them; each model is run with and without them",
+    ),
     as_json: Path = typer.Option(None, "--json", help="also write the report as JSON to this file (for CI)"),
-    out: Path = typer.Option(None, "--out", help="where the grounded tasks and the exploration go \\[a temporary directory]"),
+    out: Path = typer.Option(
+        None, "--out", help="where the grounded tasks and the exploration go \\[a temporary directory]"
+    ),
     **given: Any,
 ) -> None:
-    """For server authors: what a model does with each tool (selection, arguments, results, outcome), measured by rollouts."""
+    """For server authors: what a model does with each tool (selection, arguments, results, outcome), from rollouts."""
     import tempfile
 
     import anyio
@@ -60,9 +70,18 @@ def usage(
         where = out or Path(tempfile.mkdtemp(prefix="mcprl-usage-"))
         where.mkdir(parents=True, exist_ok=True)
         async with ToolPool(cfg.server.spec()) as pool:
-            found = await grounded(pool, n, cfg.explore, where / "exploration.jsonl", where / "grounding.json", seed=seed,
-                                   model=cfg.judge.model, api_base=cfg.judge.api_base, max_calls=cfg.rollout.calls_per_episode,
-                                   say=say)
+            found = await grounded(
+                pool,
+                n,
+                cfg.explore,
+                where / "exploration.jsonl",
+                where / "grounding.json",
+                seed=seed,
+                model=cfg.judge.model,
+                api_base=cfg.judge.api_base,
+                max_calls=cfg.rollout.calls_per_episode,
+                say=say,
+            )
         dump_jsonl(found, where / "scenarios.jsonl")
         say(f"{len(found)} grounded tasks in {where / 'scenarios.jsonl'}")
         return found
@@ -80,15 +99,26 @@ def usage(
                 r = await evaluate(cfg, model=m, scenarios=scen, tool_overrides=o)
                 label = r["model"] + (" + overrides" if o else "")
                 report = UsageReport.model_validate({**r["usage"], "label": label})
-                runs.append(UsageRun(label=label, model=r["model"], overrides=str(tool_overrides) if o else None,
-                                     success_rate=r.get("success_rate"), success_ci=r.get("success_ci"),
-                                     reward_mean=r["reward_mean"], usage=report))
+                runs.append(
+                    UsageRun(
+                        label=label,
+                        model=r["model"],
+                        overrides=str(tool_overrides) if o else None,
+                        success_rate=r.get("success_rate"),
+                        success_ci=r.get("success_ci"),
+                        reward_mean=r["reward_mean"],
+                        usage=report,
+                    )
+                )
         return UsageResult(server=cfg.server.target or "", scenarios=len(scen), samples=samples, runs=runs)
 
     result = anyio.run(run)
     for r in result.runs:
-        ok = f"success {r.success_rate:.0%} [{r.success_ci[0]:.0%}–{r.success_ci[1]:.0%}]" if r.success_ci and \
-            r.success_rate is not None else f"mean reward {r.reward_mean:.3f}"
+        ok = (
+            f"success {r.success_rate:.0%} [{r.success_ci[0]:.0%}–{r.success_ci[1]:.0%}]"
+            if r.success_ci and r.success_rate is not None
+            else f"mean reward {r.reward_mean:.3f}"
+        )
         say(f"{r.label}: {ok} on {result.scenarios} tasks x {result.samples}")
     print_reports([r.usage for r in result.runs])
     if as_json is not None:

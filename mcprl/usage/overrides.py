@@ -52,12 +52,16 @@ class ToolOverrides(BaseModel):
         names = {(s.get("function") or {}).get("name"): s for s in schemas}
         for name, o in self.tools.items():
             if name not in names:
-                raise UserError(f"--tool-overrides: the server has no tool {name!r}; its tools: {', '.join(map(str, names))}")
+                raise UserError(
+                    f"--tool-overrides: the server has no tool {name!r}; its tools: {', '.join(map(str, names))}"
+                )
             params = ((names[name].get("function") or {}).get("parameters") or {}).get("properties") or {}
             for p in o.parameters:
                 if p not in params:
-                    raise UserError(f"--tool-overrides: {name} has no parameter {p!r}; its parameters: "
-                                    f"{', '.join(params) or 'none'}")
+                    raise UserError(
+                        f"--tool-overrides: {name} has no parameter {p!r}; its parameters: "
+                        f"{', '.join(params) or 'none'}"
+                    )
         out = []
         for s in schemas:
             fn = s.get("function") or {}

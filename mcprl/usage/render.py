@@ -86,7 +86,9 @@ def details(reports: list[UsageReport]) -> list[str]:
             if u.called_in_place_of:
                 parts.append(f"called in place of: {_counts(u.called_in_place_of)}")
             if u.schema_by_kind:
-                parts.append(f"schema failures: {_counts(u.schema_by_kind)} (by parameter: {_counts(u.schema_by_parameter)})")
+                parts.append(
+                    f"schema failures: {_counts(u.schema_by_kind)} (by parameter: {_counts(u.schema_by_parameter)})"
+                )
             if u.rejections_by_parameter:
                 parts.append(f"rejected, by parameter: {_counts(u.rejections_by_parameter)}")
             if u.top_errors:
@@ -95,11 +97,16 @@ def details(reports: list[UsageReport]) -> list[str]:
                 lines.append(f"{who} {u.name}: " + "; ".join(parts))
         if r.unknown_tools:
             more = f" and {r.unknown_more} more names" if r.unknown_more else ""
-            lines.append(f"{who}: {r.unknown_calls} calls of tools the server does not have: "
-                         + ", ".join(f"{t.name} {t.calls}" for t in r.unknown_tools) + more)
+            lines.append(
+                f"{who}: {r.unknown_calls} calls of tools the server does not have: "
+                + ", ".join(f"{t.name} {t.calls}" for t in r.unknown_tools)
+                + more
+            )
         if r.rest is not None:
-            lines.append(f"{who}: {r.rest.tools} more tools, {r.rest.calls} calls, {r.rest.errors} errors "
-                         f"({', '.join(r.rest.names)}, ...)")
+            lines.append(
+                f"{who}: {r.rest.tools} more tools, {r.rest.calls} calls, {r.rest.errors} errors "
+                f"({', '.join(r.rest.names)}, ...)"
+            )
         for why in r.unavailable:
             lines.append(f"{who}: not computed: {why}")
     for u in reports[0].tools if reports else []:
@@ -133,9 +140,11 @@ def _bar(r: Rate | None) -> str:
     if r is None or r.rate is None or r.ci is None:
         return f'<span class="na">{MISSING}</span>'
     lo, hi = r.ci
-    return (f'<div class="bar" title="{r.k} of {r.n}"><span style="width:{r.rate * 100:.1f}%"></span>'
-            f'<i style="left:{lo * 100:.1f}%;width:{(hi - lo) * 100:.1f}%"></i></div>'
-            f'{r.rate:.0%} <small>[{lo:.0%}–{hi:.0%}] n={r.n}</small>')
+    return (
+        f'<div class="bar" title="{r.k} of {r.n}"><span style="width:{r.rate * 100:.1f}%"></span>'
+        f'<i style="left:{lo * 100:.1f}%;width:{(hi - lo) * 100:.1f}%"></i></div>'
+        f"{r.rate:.0%} <small>[{lo:.0%}–{hi:.0%}] n={r.n}</small>"
+    )
 
 
 HTML_RATES: list[tuple[str, Callable[[ToolUsage], Rate | None]]] = [
@@ -162,19 +171,28 @@ def html_section(reports: list[UsageReport]) -> str:
     for name in _names(reports):
         cells_rate = []
         for _, fn in HTML_RATES:
-            cells_rate.append("<td>" + "<br>".join(
-                f'<span class="who">{esc(_label(r, i))}</span> {_bar(fn(r.tool(name) or ToolUsage(name=name)))}'
-                for i, r in enumerate(reports)) + "</td>")
-        plain = "<br>".join(esc(f"{_label(r, i)}: {u.calls} calls; {_args(u)}; {_results(u)}; {_latency(u)}; "
-                                f"{_tokens(u)} tokens")
-                            for i, r in enumerate(reports) for u in [r.tool(name) or ToolUsage(name=name)])
+            cells_rate.append(
+                "<td>"
+                + "<br>".join(
+                    f'<span class="who">{esc(_label(r, i))}</span> {_bar(fn(r.tool(name) or ToolUsage(name=name)))}'
+                    for i, r in enumerate(reports)
+                )
+                + "</td>"
+            )
+        plain = "<br>".join(
+            esc(f"{_label(r, i)}: {u.calls} calls; {_args(u)}; {_results(u)}; {_latency(u)}; {_tokens(u)} tokens")
+            for i, r in enumerate(reports)
+            for u in [r.tool(name) or ToolUsage(name=name)]
+        )
         findings = "<br>".join(esc(f) for f in (reports[0].tool(name) or ToolUsage(name=name)).findings) or "none"
         rows.append(f"<tr><td><b>{esc(name)}</b></td>{''.join(cells_rate)}<td>{plain}</td><td>{findings}</td></tr>")
     notes = "".join(f"<li>{esc(line)}</li>" for line in details(reports) if not line.startswith("validate "))
     labels = ", ".join(f"{esc(_label(r, i))} ({r.episodes} episodes)" for i, r in enumerate(reports))
-    return (f"<h2>Tool use</h2><p>{labels}. Rates with 95% intervals; {esc(reports[0].token_estimate)}.</p>"
-            f'<table class="usage"><tr><th>tool</th>{head}<th>calls, arguments, results, latency, size</th>'
-            f"<th>validate</th></tr>{''.join(rows)}</table><ul>{notes}</ul>")
+    return (
+        f"<h2>Tool use</h2><p>{labels}. Rates with 95% intervals; {esc(reports[0].token_estimate)}.</p>"
+        f'<table class="usage"><tr><th>tool</th>{head}<th>calls, arguments, results, latency, size</th>'
+        f"<th>validate</th></tr>{''.join(rows)}</table><ul>{notes}</ul>"
+    )
 
 
 def run_reports(run_dir: Path) -> list[UsageReport]:

@@ -81,10 +81,14 @@ class ToolUsage(BaseModel):
     called_when_needed: Rate | None = None
     called_when_not_needed: Rate | None = None
     called_instead: list[Count] = Field(default_factory=list, description="needed but not called: what was called")
-    called_in_place_of: list[Count] = Field(default_factory=list, description="called, not needed: the needed tool not called")
+    called_in_place_of: list[Count] = Field(
+        default_factory=list, description="called, not needed: the needed tool not called"
+    )
     # arguments
     schema_failures: int = 0
-    schema_by_kind: list[Count] = Field(default_factory=list, description="missing_required, wrong_type, unknown_property, ...")
+    schema_by_kind: list[Count] = Field(
+        default_factory=list, description="missing_required, wrong_type, unknown_property, ..."
+    )
     schema_by_parameter: list[Count] = Field(default_factory=list)
     rejections: int = Field(default=0, description="arguments passed the schema; the server answered an error")
     rejections_by_parameter: list[Count] = Field(default_factory=list, description="the parameter the error text names")
@@ -137,7 +141,9 @@ class UsageReport(BaseModel):
     unknown_tools: list[UnknownTool] = Field(default_factory=list)
     unknown_calls: int = 0
     unknown_more: int = Field(default=0, description="further made-up names, not listed")
-    token_estimate: str = f"result tokens ~ characters / {CHARS_PER_TOKEN} of the result the model saw (after truncation)"
+    token_estimate: str = (
+        f"result tokens ~ characters / {CHARS_PER_TOKEN} of the result the model saw (after truncation)"
+    )
 
     def tool(self, name: str) -> ToolUsage | None:
         return next((t for t in self.tools if t.name == name), None)
@@ -158,7 +164,7 @@ def _task_start(messages: list[Message]) -> int:
 
 
 def _error_kind(text: str) -> str | None:
-    """An error's kind from its text, for trajectories recorded before `tool_outcomes` (mcprl.tools.client's wording)."""
+    """An error's kind from its text, for trajectories recorded before `tool_outcomes` (mcprl.tools.client's words)."""
     if not text.lstrip().lower().startswith("error"):
         return None
     if "bad arguments for" in text or "are not valid JSON" in text or "must be a JSON object" in text:
@@ -174,9 +180,11 @@ def _error_kind(text: str) -> str | None:
 
 def episode_calls(t: Trajectory) -> list[_Call]:
     """The tool calls of an episode, from the task on, each with its answer and recorded outcome."""
-    msgs = t.messages[_task_start(t.messages):]
+    msgs = t.messages[_task_start(t.messages) :]
     answers = {m.get("tool_call_id"): str(m.get("content") or "") for m in msgs if m.get("role") == "tool"}
-    unanswered = iter([str(m.get("content") or "") for m in msgs if m.get("role") == "tool" and not m.get("tool_call_id")])
+    unanswered = iter(
+        [str(m.get("content") or "") for m in msgs if m.get("role") == "tool" and not m.get("tool_call_id")]
+    )
     outcomes: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for o in t.metadata.get("tool_outcomes") or []:
         outcomes[str(o.get("tool"))].append(o)
@@ -192,8 +200,16 @@ def episode_calls(t: Trajectory) -> list[_Call]:
             text = answers.get(tc.get("id")) if tc.get("id") in answers else next(unanswered, None)
             rec = outcomes[name].pop(0) if outcomes[name] else {}
             kind = rec.get("error_kind") if rec else (_error_kind(text) if text is not None else None)
-            calls.append(_Call(tool=name, arguments=args, raw_arguments=raw if isinstance(raw, str) else None, text=text,
-                               error_kind=kind, latency_s=rec.get("latency_s")))
+            calls.append(
+                _Call(
+                    tool=name,
+                    arguments=args,
+                    raw_arguments=raw if isinstance(raw, str) else None,
+                    text=text,
+                    error_kind=kind,
+                    latency_s=rec.get("latency_s"),
+                )
+            )
     return calls
 
 
@@ -216,7 +232,9 @@ def _schema_problems(schema: dict[str, Any] | None, call: _Call) -> list[tuple[s
             out += [("missing_required", str(p)) for p in missing] or [("missing_required", "(arguments)")]
         elif e.validator == "additionalProperties" and not e.absolute_path:
             known = set((schema or {}).get("properties") or {})
-            out += [("unknown_property", str(p)) for p in call.arguments if p not in known] or [("unknown_property", "?")]
+            out += [("unknown_property", str(p)) for p in call.arguments if p not in known] or [
+                ("unknown_property", "?")
+            ]
         elif e.validator == "type":
             out.append(("wrong_type", top or "(arguments)"))
         else:
@@ -226,7 +244,7 @@ def _schema_problems(schema: dict[str, Any] | None, call: _Call) -> list[tuple[s
 
 def _short(text: str) -> str:
     """An error text on one line, cut at ERROR_TEXT_CHARS (a megabyte error is read no further)."""
-    line = " ".join(text[:2 * ERROR_TEXT_CHARS].split())
+    line = " ".join(text[: 2 * ERROR_TEXT_CHARS].split())
     return line[:ERROR_TEXT_CHARS] + "..." if len(line) > ERROR_TEXT_CHARS or len(text) > 2 * ERROR_TEXT_CHARS else line
 
 
@@ -261,15 +279,30 @@ def _solved(t: Trajectory) -> bool | None:
     return t.metrics["verify"] >= SOLVED if "verify" in t.metrics else None
 
 
-def usage_report(groups: Iterable[TrajectoryGroup], tools: list[ToolSchema], *, model: str = "", label: str = "",
-                 findings: list[Finding] | None = None, max_tools: int = MAX_TOOLS) -> UsageReport:
+def usage_report(
+    groups: Iterable[TrajectoryGroup],
+    tools: list[ToolSchema],
+    *,
+    model: str = "",
+    label: str = "",
+    findings: list[Finding] | None = None,
+    max_tools: int = MAX_TOOLS,
+) -> UsageReport:
     """The per-tool report of `groups` (scored rollouts, each with its `scenario`) against the server's
     `tools` (OpenAI function schemas, or MCP tools: the server's own, not what overrides showed the model).
     `findings`: `mcprl validate`'s, computed from `tools` when not given."""
     schemas = {_name(s): _parameters(s) for s in tools}
     if findings is None:
-        findings = check_tools([{"name": n, "description": ((s.get("function") or s).get("description") or ""),
-                                 "inputSchema": schemas[n]} for n, s in zip(schemas, tools)])
+        findings = check_tools(
+            [
+                {
+                    "name": n,
+                    "description": ((s.get("function") or s).get("description") or ""),
+                    "inputSchema": schemas[n],
+                }
+                for n, s in zip(schemas, tools)
+            ]
+        )
     report = UsageReport(model=model, label=label, server_tools=len(schemas))
     calls_by: dict[str, list[_Call]] = defaultdict(list)
     episodes_calling: Counter[str] = Counter()
@@ -329,11 +362,15 @@ def usage_report(groups: Iterable[TrajectoryGroup], tools: list[ToolSchema], *, 
                     (right if ok else wrong)[name].append(solved)
     report.needs_from = sorted(needs_from)
     if report.episodes and not report.episodes_with_needs:
-        report.unavailable.append("selection (needed / called instead / called when not needed): no task has a reference "
-                                  "chain or declared tools; ground tasks in the server, or give scenarios with `tools`")
+        report.unavailable.append(
+            "selection (needed / called instead / called when not needed): no task has a reference "
+            "chain or declared tools; ground tasks in the server, or give scenarios with `tools`"
+        )
     elif report.episodes_with_needs < report.episodes:
-        report.unavailable.append(f"selection covers the {report.episodes_with_needs} of {report.episodes} episodes whose "
-                                  "task says what it needs")
+        report.unavailable.append(
+            f"selection covers the {report.episodes_with_needs} of {report.episodes} episodes whose "
+            "task says what it needs"
+        )
     if report.episodes and not scored:
         report.unavailable.append("outcome (solved when called right / wrong): no episode was scored by a check")
     latencies = [c.latency_s for cs in calls_by.values() for c in cs if c.latency_s is not None]
@@ -342,8 +379,12 @@ def usage_report(groups: Iterable[TrajectoryGroup], tools: list[ToolSchema], *, 
     rows = []
     for name, schema in schemas.items():
         cs = calls_by.get(name, [])
-        u = ToolUsage(name=name, calls=len(cs), episodes_calling=episodes_calling[name],
-                      findings=[f"{f.level}: {f.message}" for f in findings if f.tool == name])
+        u = ToolUsage(
+            name=name,
+            calls=len(cs),
+            episodes_calling=episodes_calling[name],
+            findings=[f"{f.level}: {f.message}" for f in findings if f.tool == name],
+        )
         if report.episodes_with_needs:
             u.tasks_needing, u.episodes_needing = len(needing_tasks[name]), episodes_needing[name]
             u.called_when_needed = Rate.of(called_needed[name], episodes_needing[name])
@@ -395,11 +436,17 @@ def usage_report(groups: Iterable[TrajectoryGroup], tools: list[ToolSchema], *, 
     report.tools = rows[:max_tools]
     if len(rows) > max_tools:
         rest = rows[max_tools:]
-        report.rest = RestSummary(tools=len(rest), calls=sum(u.calls for u in rest),
-                                  errors=sum(u.errors + u.timed_out for u in rest), names=[u.name for u in rest[:10]])
+        report.rest = RestSummary(
+            tools=len(rest),
+            calls=sum(u.calls for u in rest),
+            errors=sum(u.errors + u.timed_out for u in rest),
+            names=[u.name for u in rest[:10]],
+        )
     report.unknown_calls = sum(unknown.values())
     ranked = sorted(unknown.items(), key=lambda kv: (-kv[1], kv[0]))
-    report.unknown_tools = [UnknownTool(name=clip(n, 80), calls=k, episodes=unknown_eps[n]) for n, k in ranked[:MAX_UNKNOWN]]
+    report.unknown_tools = [
+        UnknownTool(name=clip(n, 80), calls=k, episodes=unknown_eps[n]) for n, k in ranked[:MAX_UNKNOWN]
+    ]
     report.unknown_more = max(0, len(ranked) - MAX_UNKNOWN)
     return report
 
