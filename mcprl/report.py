@@ -13,7 +13,7 @@ from mcprl.run_config import RunConfig, load_saved
 from mcprl.types import TrajectoryGroup, load_jsonl
 from mcprl.usage import run_tools
 from mcprl.usage.render import CSS as USAGE_CSS
-from mcprl.usage.render import html_section, run_reports, server_tool_rows
+from mcprl.usage.render import html_section, learning_series, run_reports, server_tool_rows
 
 
 def _name(schema: dict[str, Any]) -> str:
@@ -95,6 +95,9 @@ def write_report(run_dir: Path) -> Path:
     _plot(figs / "turns.png", "Turns and tool errors", [("turns/episode", steps, [r["turns_mean"] for r in train]),
                                                         ("tool error rate", steps, [r["tool_error_rate"] for r in train])], "")
 
+    learned = learning_series(train)
+    if learned:
+        _plot(figs / "tools.png", "Called when needed, per tool", learned, "share of episodes")
     tools, made_up = server_tool_rows(train, [_name(t) for t in run_tools(run_dir)])
     tool_rows = []
     for name in tools:
@@ -147,6 +150,7 @@ Task help: {"on" if settings.scenarios.task_help else "off"}. Dynamic sampling: 
 <h2>Tools</h2><table><tr><th>tool</th><th>calls</th><th>calls per episode</th><th>error rate</th></tr>{''.join(tool_rows) or '<tr><td colspan=4>no tool calls</td></tr>'}</table>
 {made_up_note}
 {html_section(run_reports(run_dir))}
+{'<div class="cols"><div><img src="report/tools.png"></div><div></div></div>' if learned else ''}
 <h2>Sample trajectories (best of the step)</h2><div class="cols"><div><h3>first step</h3>{_sample(run_dir, first_file) if train else ''}</div>
 <div><h3>last step</h3>{_sample(run_dir, last_file) if train else ''}</div></div>
 <h2>Configuration</h2><pre>{html.escape(config)}</pre></body></html>"""

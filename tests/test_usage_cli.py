@@ -222,6 +222,8 @@ def test_report_html_has_the_tool_section_and_keeps_made_up_names_apart(tmp_path
                     "tool/calls/add": 1,
                     "tool/calls/math.pow": 1,
                     "tool/errors/math.pow": 1,
+                    "tool/needed/add": 2,
+                    "tool/called_when_needed/add": 1,
                 },
                 {"kind": "eval", "step": 2, **row, "success_rate": 1.0, "success_ci": [0.2, 1]},
             ]
@@ -236,6 +238,7 @@ def test_report_html_has_the_tool_section_and_keeps_made_up_names_apart(tmp_path
     assert '<span class="who">base (step 0)</span> <span class="na">' in section  # add never called by the base: n/a
     assert "calls of tools the server does not have: math.pow 1" in section
     assert ".cols img{max-width:100%" in page  # the plots fit their columns
+    assert (d / "report" / "tools.png").exists() and 'src="report/tools.png"' in page  # which tool it learned to call
 
 
 def test_usage_command_grounds_tasks_in_the_server(tiny_model_dir, tmp_path):

@@ -177,3 +177,12 @@ def test_a_call_no_tool_message_answered_is_unanswered_not_empty():
     r = usage_report([TrajectoryGroup(trajectories=[t], scenario=Scenario(task="q"))], tools)
     u = r.tool("t")
     assert (u.calls, u.unanswered, u.empty, u.answered) == (1, 1, 0, 0)
+
+
+def test_learning_series_reads_the_per_step_figures():
+    from mcprl.usage.render import learning_series
+
+    rows = [{"step": 1, "tool/needed/add": 4, "tool/called_when_needed/add": 1, "tool/needed/mul": 1},
+            {"step": 2, "tool/needed/add": 4, "tool/called_when_needed/add": 3},
+            {"step": 3}]
+    assert learning_series(rows) == [("add", [1, 2], [0.25, 0.75]), ("mul", [1], [0.0])]

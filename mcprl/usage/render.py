@@ -218,3 +218,24 @@ def server_tool_rows(train_rows: list[dict[str, Any]], tools: list[str]) -> tupl
     known = set(tools)
     made_up = [n for n in called if tools and n not in known and n not in AGENT_TOOLS]
     return [n for n in called if n not in made_up], made_up
+
+
+def learning_series(train_rows: list[dict[str, Any]], limit: int = 8) -> list[tuple[str, list[int], list[float]]]:
+    """Per training step, the share of episodes that needed a tool and called it (metrics.jsonl's
+    `tool/called_when_needed/NAME` over `tool/needed/NAME`): which tool a run learned to call. The `limit`
+    tools most often needed."""
+    needed: dict[str, float] = {}
+    for r in train_rows:
+        for k, v in r.items():
+            if k.startswith("tool/needed/"):
+                needed[k.split("/", 2)[2]] = needed.get(k.split("/", 2)[2], 0.0) + v
+    top = sorted(needed, key=lambda n: (-needed[n], n))[:limit]
+    out = []
+    for name in top:
+        pts = [
+            (r["step"], r.get(f"tool/called_when_needed/{name}", 0.0) / r[f"tool/needed/{name}"])
+            for r in train_rows
+            if r.get(f"tool/needed/{name}")
+        ]
+        out.append((name, [s for s, _ in pts], [y for _, y in pts]))
+    return out
