@@ -12,12 +12,9 @@ from typing import Any
 from mcprl.run_config import RunConfig, load_saved
 from mcprl.types import TrajectoryGroup, load_jsonl
 from mcprl.usage import run_tools
+from mcprl.usage.report import tool_name
 from mcprl.usage.render import CSS as USAGE_CSS
 from mcprl.usage.render import html_section, learning_series, run_reports, server_tool_rows
-
-
-def _name(schema: dict[str, Any]) -> str:
-    return str((schema.get("function") or schema).get("name"))
 
 
 def _rows(run_dir: Path) -> list[dict[str, Any]]:
@@ -98,7 +95,7 @@ def write_report(run_dir: Path) -> Path:
     learned = learning_series(train)
     if learned:
         _plot(figs / "tools.png", "Called when needed, per tool", learned, "share of episodes")
-    tools, made_up = server_tool_rows(train, [_name(t) for t in run_tools(run_dir)])
+    tools, made_up = server_tool_rows(train, [tool_name(t) for t in run_tools(run_dir)])
     tool_rows = []
     for name in tools:
         calls = sum(r.get(f"tool/calls/{name}", 0) for r in train)

@@ -266,7 +266,8 @@ def _top(counter: Counter[str], n: int = MAX_ENTRIES) -> list[Count]:
     return [Count(name=k, count=v) for k, v in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
 
 
-def _name(schema: ToolSchema) -> str:
+def tool_name(schema: ToolSchema) -> str:
+    """The name of an OpenAI function schema or an MCP tool."""
     return str((schema.get("function") or schema).get("name"))
 
 
@@ -291,7 +292,7 @@ def usage_report(
     """The per-tool report of `groups` (scored rollouts, each with its `scenario`) against the server's
     `tools` (OpenAI function schemas, or MCP tools: the server's own, not what overrides showed the model).
     `findings`: `mcprl validate`'s, computed from `tools` when not given."""
-    schemas = {_name(s): _parameters(s) for s in tools}
+    schemas = {tool_name(s): _parameters(s) for s in tools}
     if findings is None:
         findings = check_tools(
             [
