@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from cli_runner import run_cli
 from scripted_policy import call, scripted_endpoint
 
 from mcprl.errors import UserError
@@ -153,8 +154,6 @@ def test_usage_command_end_to_end_with_overrides(tiny_model_dir, tmp_path):
 
 
 def test_usage_command_needs_a_server(monkeypatch, capsys):
-    from cli_runner import run_cli
-
     code, out, err = run_cli(monkeypatch, capsys, "usage")
     assert code != 0 and "give --server SPEC" in out + err
 
@@ -178,8 +177,6 @@ def _traj(name: str, result: str, verify: float) -> Trajectory:
 
 
 def test_report_html_has_the_tool_section_and_keeps_made_up_names_apart(tmp_path):
-    from mcprl.servers.calculator.server import TOOLS  # noqa: F401  (the server's own tools, by name)
-
     d = tmp_path / "run"
     (d / "eval").mkdir(parents=True)
     schema = {

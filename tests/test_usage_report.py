@@ -3,15 +3,20 @@ the shipped calculator server, a JSON round trip, the bounded-size case, a run w
 
 from __future__ import annotations
 
+import json
+import time
+
+import anyio
 import pytest
 from mcprl.judges import VerifyJudge, score_groups
 from scripted_policy import call, scripted_endpoint
 
+from mcprl.langgraph import create_mcp_agent
 from mcprl.rollout import rollout
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 from mcprl.usage import UsageReport, usage_report
-from mcprl.usage.render import html_section, print_reports
+from mcprl.usage.render import html_section, learning_series, print_reports
 
 CALC = "python -m mcprl.servers.calculator"
 
@@ -40,8 +45,6 @@ EPISODES = [
 
 @pytest.fixture(scope="module")
 def groups(tiny_model_dir):
-    import anyio
-
     async def run():
         out = []
         for scenario, replies in EPISODES:
@@ -137,9 +140,6 @@ def test_without_reference_chains_selection_is_not_computed_not_zero():
 
 
 def test_bounded_for_500_tools_and_megabyte_results():
-    import json
-    import time
-
     tools = [
         {"type": "function", "function": {"name": f"tool_{i:03d}", "description": "", "parameters": {"type": "object"}}}
         for i in range(500)
@@ -180,9 +180,28 @@ def test_a_call_no_tool_message_answered_is_unanswered_not_empty():
 
 
 def test_learning_series_reads_the_per_step_figures():
-    from mcprl.usage.render import learning_series
-
-    rows = [{"step": 1, "tool/needed/add": 4, "tool/called_when_needed/add": 1, "tool/needed/mul": 1},
-            {"step": 2, "tool/needed/add": 4, "tool/called_when_needed/add": 3},
-            {"step": 3}]
+    rows = [
+        {"step": 1, "tool/needed/add": 4, "tool/called_when_needed/add": 1, "tool/needed/mul": 1},
+        {"step": 2, "tool/needed/add": 4, "tool/called_when_needed/add": 3},
+        {"step": 3},
+    ]
     assert learning_series(rows) == [("add", [1, 2], [0.25, 0.75]), ("mul", [1], [0.0])]
+
+
+def test_the_langgraph_agent_is_reported_the_same_way(tiny_model_dir):
+    """Any agent: the prebuilt LangGraph ReAct graph's calls, through the same recording client, are counted alike."""
+    replies = [call("nonexistent", x=1), call("multiply", a="seventeen", b=25), call("multiply", a=17, b=25), "425"]
+
+    async def run():
+        with scripted_endpoint(tiny_model_dir, replies) as (model, _):
+            async with ToolPool(ServerSpec.parse(CALC)) as pool:
+                traj = await create_mcp_agent(model, pool, demonstration=False)(MUL)
+                return traj, pool.toolset.tools
+
+    traj, tools = anyio.run(run)
+    r = usage_report([TrajectoryGroup(trajectories=[traj], scenario=MUL)], tools)
+    mul = r.tool("multiply")
+    assert (mul.calls, mul.answered, mul.schema_failures) == (2, 1, 1)
+    assert [(c.name, c.count) for c in mul.schema_by_parameter] == [("a", 1)]
+    assert (mul.called_when_needed.k, mul.called_when_needed.n) == (1, 1)
+    assert [(u.name, u.calls) for u in r.unknown_tools] == [("nonexistent", 1)]
