@@ -20,25 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mcprl.usage.report import UsageResult
-
-
-def moved(result: UsageResult) -> list[str]:
-    """Tools whose called-when-needed rate differs between the first run and another by more than
-    both intervals allow (the intervals do not overlap)."""
-    if len(result.runs) < 2:
-        return []
-    first, lines = result.runs[0], []
-    for other in result.runs[1:]:
-        for u in first.usage.tools:
-            v = other.usage.tool(u.name)
-            a, b = u.called_when_needed, v.called_when_needed if v else None
-            if a and b and a.ci and b.ci and (a.ci[1] < b.ci[0] or b.ci[1] < a.ci[0]):
-                lines.append(
-                    f"{u.name}: {first.label} {a.rate:.0%} [{a.ci[0]:.0%}-{a.ci[1]:.0%}] -> "
-                    f"{other.label} {b.rate:.0%} [{b.ci[0]:.0%}-{b.ci[1]:.0%}]"
-                )
-    return lines
+from mcprl.usage.report import UsageResult, changes
 
 
 def main() -> None:
@@ -82,7 +64,8 @@ def main() -> None:
     result = UsageResult.model_validate(json.loads(args.out.read_text()))
     for r in result.runs:
         print(f"{r.label}: success {r.success_rate}, {r.usage.episodes} episodes")
-    print("\n".join(moved(result)) or "no tool's correct-call rate moved past its interval")
+    moved = [line for line in changes(result) if line.endswith("the intervals separate")]
+    print("\n".join(moved) or "no tool's correct-call rate moved past its interval")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -110,47 +111,51 @@ def _scenarios(path: Path) -> Path:
     return path
 
 
-def test_usage_command_end_to_end_with_overrides(tiny_model_dir, tmp_path):
-    (tmp_path / "o.toml").write_text(OVERRIDES)
+def _mcprl(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "MCPRL_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mcprl.cli",
-            "usage",
-            "--server",
-            CALC,
-            "--no-per-rollout",
-            "--scenarios",
-            str(_scenarios(tmp_path / "s.jsonl")),
-            "--model",
-            str(tiny_model_dir),
-            "--samples",
-            "1",
-            "--max-tokens",
-            "6",
-            "--max-turns",
-            "1",
-            "--tool-overrides",
-            str(tmp_path / "o.toml"),
-            "--json",
-            str(tmp_path / "u.json"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
+    cmd = [sys.executable, "-m", "mcprl.cli", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+
+
+def test_usage_command_end_to_end_with_a_baseline_and_overrides(tiny_model_dir, tmp_path):
+    (tmp_path / "o.toml").write_text(OVERRIDES)
+    other = shutil.copytree(tiny_model_dir, tmp_path / "other-model")
+    r = _mcprl(
+        tmp_path,
+        "usage",
+        "--server",
+        CALC,
+        "--no-per-rollout",
+        "--scenarios",
+        str(_scenarios(tmp_path / "s.jsonl")),
+        "--model",
+        str(tiny_model_dir),
+        "--baseline",
+        str(other),
+        "--samples",
+        "1",
+        "--max-tokens",
+        "6",
+        "--max-turns",
+        "1",
+        "--tool-overrides",
+        str(tmp_path / "o.toml"),
+        "--json",
+        str(tmp_path / "u.json"),
     )
     assert r.returncode == 0, r.stderr[-3000:]
     result = json.loads((tmp_path / "u.json").read_text())
-    assert result["scenarios"] == 2 and [run["overrides"] is not None for run in result["runs"]] == [False, True]
-    for run in result["runs"]:
+    runs = result["runs"]
+    assert result["scenarios"] == 2 and [run["overrides"] is not None for run in runs] == [False, True, False, True]
+    assert [run["model"] for run in runs] == [str(tiny_model_dir)] * 2 + [str(other)] * 2
+    for run in runs:
         usage = run["usage"]
         assert usage["episodes"] == 2 and usage["episodes_with_needs"] == 2
         assert {t["name"] for t in usage["tools"]} == {"add", "subtract", "multiply", "divide", "power"}
         assert next(t for t in usage["tools"] if t["name"] == "multiply")["episodes_needing"] == 2
     assert "multiply" in r.stdout and "called when needed" in r.stdout
+    # each run's correct-call rate against the first run's, per tool needed
+    assert r.stdout.count("multiply: called when needed") == 3
 
 
 def test_usage_command_needs_a_server(monkeypatch, capsys):
@@ -241,36 +246,27 @@ def test_report_html_has_the_tool_section_and_keeps_made_up_names_apart(tmp_path
 def test_usage_command_grounds_tasks_in_the_server(tiny_model_dir, tmp_path):
     """Without --scenarios, `mcprl usage` grounds tasks in the server (as `mcprl train` does) and measures
     selection against their reference chains."""
-    env = {**os.environ, "MCPRL_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mcprl.cli",
-            "usage",
-            "--server",
-            "python -m mcprl.servers.inventory",
-            "-n",
-            "4",
-            "--samples",
-            "1",
-            "--model",
-            str(tiny_model_dir),
-            "--max-tokens",
-            "6",
-            "--max-turns",
-            "1",
-            "--explore-calls",
-            "40",
-            "--out",
-            str(tmp_path / "tasks"),
-            "--json",
-            str(tmp_path / "u.json"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
+    r = _mcprl(
+        tmp_path,
+        "usage",
+        "--server",
+        "python -m mcprl.servers.inventory",
+        "-n",
+        "4",
+        "--samples",
+        "1",
+        "--model",
+        str(tiny_model_dir),
+        "--max-tokens",
+        "6",
+        "--max-turns",
+        "1",
+        "--explore-calls",
+        "40",
+        "--out",
+        str(tmp_path / "tasks"),
+        "--json",
+        str(tmp_path / "u.json"),
     )
     assert r.returncode == 0, r.stderr[-3000:]
     (run,) = json.loads((tmp_path / "u.json").read_text())["runs"]
@@ -282,31 +278,22 @@ def test_usage_command_grounds_tasks_in_the_server(tiny_model_dir, tmp_path):
 
 def test_eval_prints_the_per_tool_table(tiny_model_dir, tmp_path):
     (tmp_path / "o.toml").write_text(OVERRIDES)
-    env = {**os.environ, "MCPRL_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mcprl.cli",
-            "eval",
-            "--server",
-            CALC,
-            "--no-per-rollout",
-            "--scenarios",
-            str(_scenarios(tmp_path / "s.jsonl")),
-            "--model",
-            str(tiny_model_dir),
-            "--max-tokens",
-            "6",
-            "--max-turns",
-            "1",
-            "--tool-overrides",
-            str(tmp_path / "o.toml"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
+    r = _mcprl(
+        tmp_path,
+        "eval",
+        "--server",
+        CALC,
+        "--no-per-rollout",
+        "--scenarios",
+        str(_scenarios(tmp_path / "s.jsonl")),
+        "--model",
+        str(tiny_model_dir),
+        "--max-tokens",
+        "6",
+        "--max-turns",
+        "1",
+        "--tool-overrides",
+        str(tmp_path / "o.toml"),
     )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Tool use on 2 episodes (5 server tools)" in r.stdout and "called when needed" in r.stdout

@@ -16,6 +16,7 @@ from mcprl.rollout import rollout
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 from mcprl.usage import UsageReport, usage_report
+from mcprl.usage.report import Rate, ToolUsage, UsageResult, UsageRun, changes
 from mcprl.usage.render import html_section, learning_series, print_reports
 
 CALC = "python -m mcprl.servers.calculator"
@@ -205,3 +206,17 @@ def test_the_langgraph_agent_is_reported_the_same_way(tiny_model_dir):
     assert [(c.name, c.count) for c in mul.schema_by_parameter] == [("a", 1)]
     assert (mul.called_when_needed.k, mul.called_when_needed.n) == (1, 1)
     assert [(u.name, u.calls) for u in r.unknown_tools] == [("nonexistent", 1)]
+
+
+def test_changes_say_whether_the_intervals_separate():
+    def run(label, k, n):
+        usage = UsageReport(tools=[ToolUsage(name="t", called_when_needed=Rate.of(k, n))])
+        return UsageRun(label=label, model="m", usage=usage)
+
+    result = UsageResult(
+        server="s", scenarios=20, samples=1, runs=[run("base", 1, 20), run("new", 19, 20), run("x", 3, 20)]
+    )
+    assert changes(result) == [
+        "t: called when needed 5% (base) -> 95% (new): the intervals separate",
+        "t: called when needed 5% (base) -> 15% (x): within the intervals",
+    ]

@@ -50,7 +50,7 @@ def usage(
     from mcprl.types import Scenario, dump_jsonl, load_jsonl
     from mcprl.usage import load_overrides
     from mcprl.usage.render import print_reports
-    from mcprl.usage.report import UsageReport, UsageResult, UsageRun
+    from mcprl.usage.report import UsageReport, UsageResult, UsageRun, changes
 
     settings = {**overrides(given, USAGE_FLAGS), "project": project, "eval_samples": samples, "seed": seed}
     if not settings.get("server.target"):
@@ -121,6 +121,8 @@ def usage(
         )
         say(f"{r.label}: {ok} on {result.scenarios} tasks x {result.samples}")
     print_reports([r.usage for r in result.runs])
+    for line in changes(result):
+        print(line)
     if as_json is not None:
         as_json.write_text(json.dumps(result.model_dump(mode="json"), indent=2))
         say(f"wrote {as_json}")

@@ -495,3 +495,23 @@ class UsageResult(BaseModel):
     scenarios: int
     samples: int
     runs: list[UsageRun]
+
+
+def changes(result: UsageResult) -> list[str]:
+    """Per tool, how each run's called-when-needed rate compares with the first run's, with whether the
+    95% intervals separate (a change past the noise) or overlap."""
+    if len(result.runs) < 2:
+        return []
+    first, lines = result.runs[0], []
+    for other in result.runs[1:]:
+        for u in first.usage.tools:
+            v = other.usage.tool(u.name)
+            a, b = u.called_when_needed, v.called_when_needed if v else None
+            if not (a and b and a.ci and b.ci and a.rate is not None and b.rate is not None):
+                continue
+            apart = a.ci[1] < b.ci[0] or b.ci[1] < a.ci[0]
+            lines.append(
+                f"{u.name}: called when needed {a.rate:.0%} ({first.label}) -> {b.rate:.0%} ({other.label}): "
+                + ("the intervals separate" if apart else "within the intervals")
+            )
+    return lines
