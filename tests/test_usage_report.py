@@ -220,3 +220,30 @@ def test_changes_say_whether_the_intervals_separate():
         "t: called when needed 5% (base) -> 95% (new): the intervals separate",
         "t: called when needed 5% (base) -> 15% (x): within the intervals",
     ]
+
+
+def test_arguments_the_schema_does_not_define_are_counted_by_name():
+    schema = {"type": "object", "properties": {"x": {"type": "string"}}, "additionalProperties": False}
+    tools = [
+        {"type": "function", "function": {"name": "strict", "description": "d", "parameters": schema}},
+        {
+            "type": "function",
+            "function": {"name": "loose", "description": "d", "parameters": {**schema, "additionalProperties": True}},
+        },
+    ]
+    t = _traj([("strict", "Error: bad arguments for 'strict': Additional properties are not allowed"), ("loose", "ok")])
+    for m in t.messages:
+        for tc in m.get("tool_calls") or []:
+            tc["function"]["arguments"] = '{"x": "a", "y": 1}'
+    r = usage_report([TrajectoryGroup(trajectories=[t], scenario=Scenario(task="q"))], tools)
+    strict, loose = r.tool("strict"), r.tool("loose")
+    assert strict.schema_failures == 1 and [(c.name, c.count) for c in strict.schema_by_kind] == [
+        ("unknown_property", 1)
+    ]
+    assert [(c.name, c.count) for c in strict.schema_by_parameter] == [("y", 1)]
+    assert loose.schema_failures == 0 and loose.answered == 1  # allowed, and the server took it
+    assert (
+        [(c.name, c.count) for c in loose.unknown_parameters]
+        == [("y", 1)]
+        == [(c.name, c.count) for c in strict.unknown_parameters]
+    )

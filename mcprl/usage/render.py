@@ -89,6 +89,8 @@ def details(reports: list[UsageReport]) -> list[str]:
                 parts.append(
                     f"schema failures: {_counts(u.schema_by_kind)} (by parameter: {_counts(u.schema_by_parameter)})"
                 )
+            if u.unknown_parameters:
+                parts.append(f"arguments not in the schema: {_counts(u.unknown_parameters)}")
             if u.rejections_by_parameter:
                 parts.append(f"rejected, by parameter: {_counts(u.rejections_by_parameter)}")
             if u.top_errors:

@@ -90,6 +90,10 @@ class ToolUsage(BaseModel):
         default_factory=list, description="missing_required, wrong_type, unknown_property, ..."
     )
     schema_by_parameter: list[Count] = Field(default_factory=list)
+    unknown_parameters: list[Count] = Field(
+        default_factory=list,
+        description="arguments the schema does not define, in any call (allowed by the schema or not)",
+    )
     rejections: int = Field(default=0, description="arguments passed the schema; the server answered an error")
     rejections_by_parameter: list[Count] = Field(default_factory=list, description="the parameter the error text names")
     top_errors: list[Count] = Field(default_factory=list, description="the commonest error texts, clipped")
@@ -152,7 +156,6 @@ class UsageReport(BaseModel):
 class _Call(BaseModel):
     tool: str
     arguments: Any = None
-    raw_arguments: str | None = None
     text: str | None = None  # the tool message's content; None when none answered the call
     error_kind: str | None = None
     latency_s: float | None = None
@@ -204,7 +207,6 @@ def episode_calls(t: Trajectory) -> list[_Call]:
                 _Call(
                     tool=name,
                     arguments=args,
-                    raw_arguments=raw if isinstance(raw, str) else None,
                     text=text,
                     error_kind=kind,
                     latency_s=rec.get("latency_s"),
@@ -213,11 +215,11 @@ def episode_calls(t: Trajectory) -> list[_Call]:
     return calls
 
 
-def _schema_problems(schema: dict[str, Any] | None, call: _Call) -> list[tuple[str, str]]:
-    """(kind, parameter) of each way the call's arguments fail the tool's input schema."""
+def _schema_problems(schema: dict[str, Any], validator: Any, call: _Call) -> list[tuple[str, str]]:
+    """(kind, parameter) of each way the call's arguments fail the tool's input schema (`validator`: its
+    `schema_validator`, None when the schema itself is broken)."""
     if not isinstance(call.arguments, dict):
         return [("invalid_json" if call.arguments is None else "not_an_object", "(arguments)")]
-    validator = schema_validator(schema) if isinstance(schema, dict) else None
     if validator is None:
         return []
     out = []
@@ -231,7 +233,7 @@ def _schema_problems(schema: dict[str, Any] | None, call: _Call) -> list[tuple[s
             missing = [p for p in (e.validator_value or []) if p not in call.arguments]
             out += [("missing_required", str(p)) for p in missing] or [("missing_required", "(arguments)")]
         elif e.validator == "additionalProperties" and not e.absolute_path:
-            known = set((schema or {}).get("properties") or {})
+            known = set(schema.get("properties") or {})
             out += [("unknown_property", str(p)) for p in call.arguments if p not in known] or [
                 ("unknown_property", "?")
             ]
@@ -273,7 +275,8 @@ def tool_name(schema: ToolSchema) -> str:
 
 def _parameters(schema: ToolSchema) -> dict[str, Any]:
     fn = schema.get("function") or schema
-    return fn.get("parameters") or fn.get("inputSchema") or {}
+    params = fn.get("parameters") or fn.get("inputSchema")
+    return params if isinstance(params, dict) else {}
 
 
 def _solved(t: Trajectory) -> bool | None:
@@ -396,7 +399,12 @@ def usage_report(
         rejected: Counter[str] = Counter()
         texts: Counter[str] = Counter()
         sizes = []
+        validator: Any = ...  # built at the first schema failure
+        known = set(schema.get("properties") or {})
+        unknown_params: Counter[str] = Counter()
         for c in cs:
+            if isinstance(c.arguments, dict) and known:
+                unknown_params.update(p for p in c.arguments if p not in known)
             if c.text is None and c.error_kind is None:
                 u.unanswered += 1
                 continue
@@ -415,13 +423,16 @@ def usage_report(
             u.errors += 1
             if c.error_kind == "bad_arguments":
                 u.schema_failures += 1
-                problems = _schema_problems(schema, c) or [("other", "(arguments)")]
+                if validator is ...:
+                    validator = schema_validator(schema) if isinstance(schema, dict) else None
+                problems = _schema_problems(schema, validator, c) or [("other", "(arguments)")]
                 kinds.update({k for k, _ in problems})
                 params.update({p for _, p in problems})
             elif c.error_kind in ("tool_error", "protocol"):
                 u.rejections += 1
                 rejected[_named_parameter(text[:2000], (schema.get("properties") or {}))] += 1
         u.schema_by_kind, u.schema_by_parameter = _top(kinds), _top(params)
+        u.unknown_parameters = _top(unknown_params)
         u.rejections_by_parameter, u.top_errors = _top(rejected), _top(texts, 3)
         u.answered_rate = Rate.of(u.answered, len(cs))
         lat = [c.latency_s for c in cs if c.latency_s is not None]
