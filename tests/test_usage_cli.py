@@ -117,32 +117,18 @@ def _mcprl(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
 
 
-def test_usage_command_end_to_end_with_a_baseline_and_overrides(tiny_model_dir, tmp_path):
+def _on_calc(tmp_path: Path, model: Path, *more: str) -> list[str]:
+    """The flags of a tiny-model run on the calculator's two scenarios, shown the tools with OVERRIDES."""
     (tmp_path / "o.toml").write_text(OVERRIDES)
+    scenarios = str(_scenarios(tmp_path / "s.jsonl"))
+    flags = ["--server", CALC, "--no-per-rollout", "--scenarios", scenarios, "--model", str(model), "--max-tokens", "6"]
+    return [*flags, "--max-turns", "1", "--tool-overrides", str(tmp_path / "o.toml"), *more]
+
+
+def test_usage_command_end_to_end_with_a_baseline_and_overrides(tiny_model_dir, tmp_path):
     other = shutil.copytree(tiny_model_dir, tmp_path / "other-model")
-    r = _mcprl(
-        tmp_path,
-        "usage",
-        "--server",
-        CALC,
-        "--no-per-rollout",
-        "--scenarios",
-        str(_scenarios(tmp_path / "s.jsonl")),
-        "--model",
-        str(tiny_model_dir),
-        "--baseline",
-        str(other),
-        "--samples",
-        "1",
-        "--max-tokens",
-        "6",
-        "--max-turns",
-        "1",
-        "--tool-overrides",
-        str(tmp_path / "o.toml"),
-        "--json",
-        str(tmp_path / "u.json"),
-    )
+    more = ["--baseline", str(other), "--samples", "1", "--json", str(tmp_path / "u.json")]
+    r = _mcprl(tmp_path, "usage", *_on_calc(tmp_path, tiny_model_dir, *more))
     assert r.returncode == 0, r.stderr[-3000:]
     result = json.loads((tmp_path / "u.json").read_text())
     runs = result["runs"]
@@ -277,24 +263,7 @@ def test_usage_command_grounds_tasks_in_the_server(tiny_model_dir, tmp_path):
 
 
 def test_eval_prints_the_per_tool_table(tiny_model_dir, tmp_path):
-    (tmp_path / "o.toml").write_text(OVERRIDES)
-    r = _mcprl(
-        tmp_path,
-        "eval",
-        "--server",
-        CALC,
-        "--no-per-rollout",
-        "--scenarios",
-        str(_scenarios(tmp_path / "s.jsonl")),
-        "--model",
-        str(tiny_model_dir),
-        "--max-tokens",
-        "6",
-        "--max-turns",
-        "1",
-        "--tool-overrides",
-        str(tmp_path / "o.toml"),
-    )
+    r = _mcprl(tmp_path, "eval", *_on_calc(tmp_path, tiny_model_dir))
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Tool use on 2 episodes (5 server tools)" in r.stdout and "called when needed" in r.stdout
     assert all(name in r.stdout.split("Tool use")[1] for name in ("add", "multiply", "power"))  # a row per server tool
