@@ -267,3 +267,20 @@ def test_eval_prints_the_per_tool_table(tiny_model_dir, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Tool use on 2 episodes (5 server tools)" in r.stdout and "called when needed" in r.stdout
     assert all(name in r.stdout.split("Tool use")[1] for name in ("add", "multiply", "power"))  # a row per server tool
+
+
+def test_usage_refuses_an_override_of_a_tool_the_server_lacks_before_rolling_out(tmp_path):
+    (tmp_path / "o.json").write_text(json.dumps({"tools": {"nope": {"description": "x"}}}))
+    r = _mcprl(
+        tmp_path,
+        "usage",
+        "--server",
+        CALC,
+        "--scenarios",
+        str(_scenarios(tmp_path / "s.jsonl")),
+        "--tool-overrides",
+        str(tmp_path / "o.json"),
+    )
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "the server has no tool 'nope'; its tools: add, subtract, multiply, divide, power" in r.stderr
+    assert "rolling out" not in r.stderr

@@ -47,6 +47,9 @@ def usage(
 
     from mcprl.errors import UserError
     from mcprl.evaluate import evaluate, run_settings
+    from mcprl.run_config import load_config
+    from mcprl.scenarios.source import grounded
+    from mcprl.tools import ToolPool
     from mcprl.types import Scenario, dump_jsonl, load_jsonl
     from mcprl.usage import load_overrides
     from mcprl.usage.render import print_reports
@@ -64,9 +67,6 @@ def usage(
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     async def tasks(cfg) -> list[Scenario]:
-        from mcprl.scenarios.source import grounded
-        from mcprl.tools import ToolPool
-
         where = out or Path(tempfile.mkdtemp(prefix="mcprl-usage-"))
         where.mkdir(parents=True, exist_ok=True)
         async with ToolPool(cfg.server.spec()) as pool:
@@ -87,9 +87,10 @@ def usage(
         return found
 
     async def run() -> UsageResult:
-        from mcprl.run_config import load_config
-
         base_cfg = load_config(None, settings)
+        if shown is not None:  # a tool or parameter the server does not have stops here, before any rollout
+            async with ToolPool(base_cfg.server.spec()) as pool:
+                shown.apply(pool.toolset.tools)
         scen = load_jsonl(scenarios, Scenario) if scenarios is not None else await tasks(base_cfg)
         cfg = run_settings(None, scen, settings)
         runs = []
