@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from mcprl.errors import UserError
 from mcprl.metrics import rollout_metrics, wilson_interval
+from mcprl.tools.validate import check_tools
 from mcprl.types import Scenario
+from mcprl.usage import ToolOverrides, usage_report
 
 if TYPE_CHECKING:
     from mcprl.run_config import RunConfig
@@ -70,10 +72,13 @@ def run_settings(run_dir: Path | None, scenarios: list[Scenario], overrides: Map
 
 
 async def evaluate(cfg: RunConfig, *, model: str, scenarios: list[Scenario], baseline: str | None = None,
-                   checkpoints: Path | None = None, cache_dir: Path | None = None) -> dict[str, Any]:
+                   checkpoints: Path | None = None, cache_dir: Path | None = None,
+                   tool_overrides: ToolOverrides | None = None) -> dict[str, Any]:
     """`model` (a spec for `resolve_checkpoint`, in `checkpoints` when given) on `scenarios` with the
     settings `cfg` (see `run_settings`): its server, rollout, held-out judge (`JudgeConfig.held_out`),
-    evaluation samples, concurrency and runtime dtype and threads; RULER's verdicts cached in `cache_dir`."""
+    evaluation samples, concurrency and runtime dtype and threads; RULER's verdicts cached in `cache_dir`.
+    With a server, `usage` holds the per-tool report (mcprl.usage); `tool_overrides` change what the
+    model is shown of the tools, not what the server receives."""
     import anyio
 
     from mcprl.judges import score_groups
@@ -108,6 +113,9 @@ async def evaluate(cfg: RunConfig, *, model: str, scenarios: list[Scenario], bas
     try:
         pool_cm = ToolPool(cfg.server.spec()) if cfg.server.connects else None
         async with (pool_cm if pool_cm is not None else nullcontext()) as pool:
+            toolset = pool.toolset if pool is not None else None
+            if toolset is not None and tool_overrides is not None:
+                pool.toolset = toolset.model_copy(update={"tools": tool_overrides.apply(toolset.tools)})
             policies = [Model(name=n, inference_base_url=server_.base_url, inference_api_key=server_.api_key, inference_model_name=n)
                         for n in names]
             per = cfg.eval_samples if verifiable else max(cfg.eval_samples, 2)
@@ -117,6 +125,9 @@ async def evaluate(cfg: RunConfig, *, model: str, scenarios: list[Scenario], bas
                 g.scenario = s
             await score_groups(judge, groups)
             result: dict[str, Any] = {"model": served, "scenarios": len(scenarios), **rollout_metrics(groups)}
+            if toolset is not None:
+                result["usage"] = usage_report(groups, toolset.tools, model=served,
+                                               findings=check_tools(toolset.mcp_tools)).model_dump(mode="json")
             if baseline:
                 ruler = cfg.judge.model_copy(update={"mode": "ruler"}).build(cache_dir=cache_dir)
                 result["baseline"] = names[1]

@@ -49,7 +49,8 @@ verifiers': every turn sampled before the truncation is recorded whole and train
 other; the turn that did not come back (refused, or cut off by the time limit) is not recorded,
 so no partial turn is trained. Tool calls through
 `rec.tools` count tool_calls, calls/NAME, and on error tool_errors, errors/NAME,
-error_kind/KIND; a dead server fails the rollout.
+error_kind/KIND, and add each call's tool, error kind and latency to `metadata["tool_outcomes"]`;
+a dead server fails the rollout.
 
 The trajectory's `messages` are the last request's messages exactly as sent plus its reply,
 unless the agent keeps the whole conversation itself in `rec.conversation` (the plain loop
@@ -291,6 +292,9 @@ class Recorder:
                 m[f"replayed/{out.replayed}"] = m.get(f"replayed/{out.replayed}", 0.0) + 1
                 how = "from the nearest recorded call" if out.replayed == "nearest" else out.replayed
                 self.trajectory.log(f"{name}: answered {how}")
+            # each call's outcome, in call order, for the per-tool report (mcprl.usage)
+            self.trajectory.metadata.setdefault("tool_outcomes", []).append(
+                {"tool": name, "error_kind": out.error_kind, "latency_s": round(out.latency_s, 4)})
 
     def _finish(self) -> None:
         """Keep the agent's conversation, and point every Generation at its assistant message there."""

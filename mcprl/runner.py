@@ -28,6 +28,7 @@ from mcprl.run_config import RunConfig, load_saved
 from mcprl.tools.redact import redact, redact_model
 from mcprl.tools.tape import read_cache
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup, dump_jsonl
+from mcprl.usage import run_tools, step_metrics
 
 
 PENDING_LINE = "step.pending.json"
@@ -315,7 +316,7 @@ class TrainingRun:
         staleness = {"staleness_mean": sum(ages) / len(ages) if ages else 0.0, "staleness_max": max(ages, default=0),
                      "stale_dropped": len(stale)}
         row = {"kind": "train", "step": c.step + 1, "sft_warmup": warmup, **rollout_metrics(groups), **sampling, **staleness,
-               **self._cluster_metrics(groups), **c.read_cache}
+               **self._cluster_metrics(groups), **c.read_cache, **step_metrics(groups, run_tools(self.dir))}
         pending = self.dir / PENDING_LINE
         replace_text(pending, json.dumps(row))  # what a kill between the checkpoint and the line would lose
         train_metrics = await self.model.train(fresh, tc)
@@ -386,7 +387,8 @@ class TrainingRun:
         judge = cfg.judge.held_out(verifiable, all_or_nothing=not cfg.scenarios.task_help, cache_dir=self.dir / "judge-cache")
         groups = await score_groups(judge, groups)
         dump_jsonl([redact_model(g, self.secrets) for g in groups], self.dir / "eval" / f"step_{step:04d}.jsonl")
-        row = {"kind": "eval", "step": step, **rollout_metrics(groups), **self._cluster_metrics(groups)}
+        row = {"kind": "eval", "step": step, **rollout_metrics(groups), **self._cluster_metrics(groups),
+               **step_metrics(groups, run_tools(self.dir))}
         self.metrics.append(row)
         what = f"success {row['success_rate']:.0%}" if "success_rate" in row else f"mean judge score {row['reward_mean']:.3f}"
         self.say(f"eval at step {step}: {what} on {len(val)} held-out scenarios")

@@ -64,6 +64,7 @@ LAYERS = {
     "mcprl.run_config": APPLICATIONS,
     "mcprl.evaluate": APPLICATIONS,
     "mcprl.report": APPLICATIONS,
+    "mcprl.usage": APPLICATIONS,
     "mcprl.metrics": APPLICATIONS,
     "mcprl.demonstration": APPLICATIONS,
     "mcprl.cluster": APPLICATIONS,  # puts the stages on Ray workers; the stages never import Ray

@@ -27,9 +27,11 @@ def eval_(
     baseline: str = typer.Option(None, "--baseline", help="a model to compare against with RULER (win rate)"),
     samples: int = typer.Option(None, "--samples", help="rollouts per scenario \\[as the run evaluated: eval_samples, else 1]"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+    tool_overrides: Path = typer.Option(None, "--tool-overrides", help="JSON or TOML: tool and parameter descriptions, "
+                                        "examples, hidden tools, as the model is to see them (docs/usage-report.md)"),
     **given: Any,
 ) -> None:
-    """Evaluate a model on scenarios: success (95% CI), reward, tool-call validity, errors, turns.
+    """Evaluate a model on scenarios: success (95% CI), reward, tool-call validity, errors, turns, use of each tool.
 
     A trained model is evaluated as its run trained and scored it (the run's server, prompt, sampling and judge, from its config.json), so one checkpoint gets one score; flags change them."""
     import anyio
@@ -39,6 +41,8 @@ def eval_(
     from mcprl.errors import UserError
     from mcprl.evaluate import evaluate, resolve_checkpoint, run_settings
     from mcprl.types import Scenario, load_jsonl
+    from mcprl.usage import UsageReport, load_overrides
+    from mcprl.usage.render import print_reports
 
     settings = {**overrides(given, EVAL_FLAGS), "project": project, "eval_samples": samples}
     if step is not None and (run is None or model is not None):
@@ -61,8 +65,10 @@ def eval_(
     root = None
     if model is None:  # the run's own checkpoint
         model, root = (f"{cfg.name}@{step}" if step is not None else cfg.name), run / "checkpoints"
+    shown = load_overrides(tool_overrides) if tool_overrides is not None else None
     result = anyio.run(lambda: evaluate(cfg, model=model, scenarios=scen, baseline=baseline, checkpoints=root,
-                                        cache_dir=run_dir / "judge-cache" if run_dir is not None else None))
+                                        cache_dir=run_dir / "judge-cache" if run_dir is not None else None,
+                                        tool_overrides=shown))
     if as_json:
         print(json.dumps(result, indent=2))
         return
@@ -83,6 +89,8 @@ def eval_(
         lo, hi = result["win_rate_ci"]
         t.add_row(f"RULER win rate vs {result['baseline']}", f"{result['win_rate']:.1%}  (95% CI {lo:.1%} – {hi:.1%}, {result['win_rate_judged']} judged)")
     Console().print(t)
+    if "usage" in result:
+        print_reports([UsageReport.model_validate(result["usage"])])
 
 
 with_flags(eval_, EVAL_FLAGS, show_defaults=False, panel_note=" (default: the run's own)")
