@@ -215,7 +215,7 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
     spec = pool.spec.model_copy(update={"call_timeout": cfg.call_timeout})
     explorer = Pool(spec, per_rollout=pool.per_rollout)  # fresh temp dirs for stdio sessions
     writers = {name for name, tool in tools.items() if may_write(tool)}
-    knowledge = Knowledge(context_values(pool.spec, pool.toolset.resources, pool.toolset.resource_templates))
+    knowledge = Knowledge(context_values(pool.toolset.spec, pool.toolset.resources, pool.toolset.resource_templates))
     order = list(tools)
     random.Random(f"{seed}/explore").shuffle(order)
     retired: dict[str, str] = {}

@@ -61,10 +61,13 @@ class Header(BaseModel):
     format: int = FORMAT
     server: str = Field(description="the server's target as given (secrets masked)")
     transport: str
+    env: dict[str, str] = Field(default_factory=dict, description="the environment the server was given, secrets left out")
+    cwd: str | None = Field(default=None, description="the working directory it was given")
     server_info: dict[str, Any] = Field(default_factory=dict, description="name and version from `initialize`")
     tools_hash: str
     tools: list[dict[str, Any]] = Field(description="the MCP tool definitions, as listed")
     resources: list[dict[str, Any]] = Field(default_factory=list)
+    resource_templates: list[dict[str, Any]] = Field(default_factory=list)
     prompts: list[dict[str, Any]] = Field(default_factory=list)
 
     def identity(self) -> str:

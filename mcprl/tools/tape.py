@@ -83,10 +83,13 @@ class Tape:
             header = Header(
                 server=redact(self.spec.target, self.secrets),
                 transport=self.spec.transport,
+                env={k: v for k, v in self.spec.env.items() if v not in self.secrets},
+                cwd=self.spec.cwd,
                 server_info=toolset.server_info,
                 tools_hash=toolset.hash,
                 tools=toolset.mcp_tools,
                 resources=toolset.resources,
+                resource_templates=toolset.resource_templates,
                 prompts=toolset.prompts,
             )
             self.writer = CassetteWriter.acquire(Path(self.settings.record), header, self.secrets)
@@ -110,11 +113,12 @@ class Tape:
             raise UserError(f"{cassette.path}: --allow/--deny hide all of its recorded tools; loosen the filter")
         tools = [to_openai(t) for t in mcp_tools]
         self.player = Player(cassette, self.settings.read_only)
-        return ToolSet(
-            spec=self.spec,
+        return ToolSet(  # what the recorded server was given, as exploring reads it (mcprl.scenarios.values.context_values)
+            spec=self.spec.model_copy(update={"env": {**header.env, **self.spec.env}, "cwd": self.spec.cwd or header.cwd}),
             tools=tools,
             mcp_tools=mcp_tools,
             resources=header.resources,
+            resource_templates=header.resource_templates,
             prompts=header.prompts,
             server_info=header.server_info,
             hash=tools_hash(tools),
