@@ -19,10 +19,11 @@ session's earlier reads are made again, so the record shows what the write chang
 
 The search: sessions one after another (a per-rollout server: each its own process), each of a few
 calls: first the tools not called yet, then by what they gave (a tool whose answers were new is
-called more than one that repeats itself, one that has not answered yet keeps getting tries). A
-call that failed is never made again, nor a read that answered (it would say the same); a tool that
-failed `retire_after` distinct calls with no answer, or has nothing new to be sent, gets no more
-calls, and the record says which errors it gave and which sources were tried.
+called more than one that repeats itself, one that has not answered yet keeps getting tries). No
+call is made twice (one that failed would fail again, a read would say the same, a write would do
+what was seen done), but the reads repeated after a write to see what it changed; a tool whose
+last `retire_after` calls failed, or that has nothing new to be sent, gets no more calls, and the
+record says which errors it gave and which sources were tried.
 
 Bounds: `calls` in all, `minutes` of wall time, `call_timeout` per call (a tool that hangs is
 skipped from then on), `rate` calls a second at most; an error that asks to slow down (HTTP 429,
@@ -295,11 +296,17 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
                 drawn = knowledge.proposed(name, tool.get("inputSchema") or {}, written)
                 if drawn is not None:
                     return written, drawn
-        return knowledge.arguments(name, tool.get("inputSchema") or {}, number, rng, read_only=name not in writers)
+        return knowledge.arguments(name, tool.get("inputSchema") or {}, number, rng)
+
+    # reads answered in a fresh session before any write: in an isolated server every session starts in
+    # that state, so they are what a session's first write changes (read again after it), made once
+    fresh_reads: dict[str, ExploredCall] = {}
 
     async def session_walk(session: ToolSession, number: int) -> None:
         rng = random.Random(f"{seed}/explore/{number}")
-        reads: dict[str, ExploredCall] = {}  # the session's answered reads, by call: what a write may change
+        # the answered reads of the state the session is in, by call: what a write may change
+        reads: dict[str, ExploredCall] = dict(fresh_reads) if isolated else {}
+        wrote = False
         for name in plan(number):
             if len(out.calls) >= cfg.calls:
                 return
@@ -319,7 +326,10 @@ async def explore(pool: ToolPool, cfg: ExploreConfig, *, seed: int, say: Callabl
                 continue
             if name not in writers:
                 reads[repr((name, args))] = made_call
+                if isolated and not wrote:
+                    fresh_reads[repr((name, args))] = made_call
                 continue
+            wrote = True
             # a write: read again what the session read before it, so the record shows what it changed;
             # first the reads of what the write named (a value in common), then of the whole state (no
             # arguments), then the latest

@@ -248,6 +248,8 @@ def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: 
         if any(c.is_error for c in chain):
             continue
         data = result_data(call.text, call.structured)
+        while isinstance(data, (list, tuple)) and len(data) == 1:  # one row of one value: "[(2,)]" answers 2
+            data = data[0]
         answer = _answer(str(data) if data is not None else server_text(call.text)[0]) if data is None or isinstance(data, (str, int, float)) else None
         said = [value_text(v) for v in call.arguments.values()]
         # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer

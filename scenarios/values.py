@@ -62,7 +62,7 @@ DRAWS = 8  # draws of a call before giving up on finding one not made yet
 REPEAT_CREDIT = 0.25  # a call that answered what was answered before (or nothing) counts a quarter of a success
 INVENTED = {"probe", "described", "schema", "varied"}  # arms that make a value up rather than take one given
 OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default)
-OPTIONAL_ARMS = {"const", "enum", "default", "example", "worked", "error", "result", "joined", "shaped", "word"}
+OPTIONAL_ARMS = {"const", "enum", "default", "example", "worked", "error", "shaped", "word", "result"}
 QUOTED = re.compile(r"""(?<![\w])['"`]([^'"`\n]{1,120})['"`]""")
 PATH = re.compile(r"(?<![\w/@])(?:~?/[\w.@-]+(?:/[\w.@-]+)*/?|(?:[\w-][\w.-]*/)*[\w-]+\.[A-Za-z]\w{0,5})(?![\w/@])")
 NAME = re.compile(r"[\w][\w.@-]{0,79}")  # one token a listing may name (a file, a folder, a key)
@@ -216,10 +216,11 @@ class Knowledge:
         self._validators: dict[str, Any] = {}
 
     # ---- drawing a call ----------------------------------------------------------------------------
-    def arguments(self, tool: str, schema: dict[str, Any], session: int, rng: random.Random,
-                  read_only: bool) -> tuple[dict[str, Any], list[Drawn]] | None:
-        """Arguments for a call of `tool` not made yet (for a read, not made at all; for a write, not
-        failed), with the leaves drawn; None when DRAWS draws found none. The first draws keep to
+    def arguments(self, tool: str, schema: dict[str, Any], session: int,
+                  rng: random.Random) -> tuple[dict[str, Any], list[Drawn]] | None:
+        """Arguments for a call of `tool` not made yet (a failed call would fail again, a read would say
+        the same again, a write would do what was seen done), with the leaves drawn; None when DRAWS
+        draws found none. The first draws keep to
         what the arms say (a value that worked is sent again, the call differs in another
         argument); later ones favour values this tool has not been sent."""
         leaves: list[Drawn] = []
@@ -230,8 +231,7 @@ class Knowledge:
             fresh = {turns[(attempt - 2) % len(turns)].path} if attempt >= 2 and turns else set()
             leaves = []
             args = self._object(tool, "", schema, session, rng, leaves, fresh)
-            key = call_key(tool, args)
-            if key not in self.failed and (key not in self.made or not read_only):
+            if call_key(tool, args) not in self.made:
                 return args, leaves
         return None
 
@@ -288,7 +288,8 @@ class Knowledge:
         if optional:
             # an optional filter given a made-up value matches nothing, or is ignored and only clutters the
             # task: only the schema's own values and values the server gave or named
-            arms = {a: c for a, c in arms.items() if a.partition(".")[0] in OPTIONAL_ARMS}
+            arms = {a: c for a, c in arms.items() if a.partition(".")[0] in OPTIONAL_ARMS
+                    and (not a.startswith("result") or self.prior(a, name) == NAMED_RESULT_PRIOR)}
             if not arms:
                 return None
         tried, blamed = self.tried[tool, path], self.blamed[tool, path]

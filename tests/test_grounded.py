@@ -55,7 +55,7 @@ def test_results_are_read_as_records_and_arguments_take_the_shape_their_descript
     sql = {"type": "object", "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}},
            "required": ["query"]}
     rng = random.Random(0)
-    drawn = [knowledge.arguments("run", sql, 0, rng, read_only=False) for _ in range(40)]
+    drawn = [knowledge.arguments("run", sql, 0, rng) for _ in range(40)]
     assert "SELECT * FROM orders LIMIT 5" in {args["query"] for args, _ in drawn if args}
     assert re.fullmatch(r"\d\d:\d\d", probes("time", "Time to convert in 24-hour format (HH:MM)")[0])
 
@@ -75,15 +75,15 @@ def test_a_file_servers_paths_come_from_its_results_and_its_files_ground_tasks()
     knowledge = Knowledge(["/srv/docs"])
     listing = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
     rng = random.Random(0)
-    args, leaves = knowledge.arguments("list_directory", listing, 0, rng, read_only=True)
+    args, leaves = knowledge.arguments("list_directory", listing, 0, rng)
     assert args == {"path": "/srv/docs"} and leaves[0].arm == "context"  # the server's command line named it
     knowledge.learn("list_directory", args, leaves, index=0, session=0, text="[FILE] README.md\n[DIR] notes", structured=None,
                     is_error=False, error_kind=None, values=[("", "[FILE] README.md"), ("", "[DIR] notes")])
     read = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
     many = {"type": "object", "properties": {"paths": {"type": "array", "items": {"type": "string"}}}, "required": ["paths"]}
-    picked = {knowledge.arguments("read_file", read, 0, rng, read_only=True)[0]["path"] for _ in range(30)}
+    picked = {knowledge.arguments("read_file", read, 0, rng)[0]["path"] for _ in range(30)}
     assert {"/srv/docs/README.md", "/srv/docs/notes"} <= picked
-    lists = [knowledge.arguments("read_multiple_files", many, 0, rng, read_only=True)[0]["paths"] for _ in range(30)]
+    lists = [knowledge.arguments("read_multiple_files", many, 0, rng)[0]["paths"] for _ in range(30)]
     assert all(isinstance(p, list) and p for p in lists) and any("/srv/docs/README.md" in p for p in lists)
 
     text = "README.md:\n# Project\nOwner: Dana Reyes\n"
