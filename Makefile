@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install model demo lint test test-fast test-unit bench clean
+.PHONY: install model demo lint test test-fast test-unit bench browser clean
 
 install: $(STAMP)
 
@@ -48,6 +48,11 @@ bench: model
 	$(BIN)/pip install -q -e ".[bench]"
 	$(BIN)/python bench/grpo_vs_trl.py
 	$(BIN)/python bench/serving.py
+
+# Debian's chromium, for the headless-browser test of report.html (tests/usage/test_usage_browser.py,
+# skipped with the reason where it is not installed); needs root.
+browser:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
 clean:
 	rm -rf $(VENV) .venv-mcp1 .pytest_cache

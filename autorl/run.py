@@ -31,7 +31,7 @@ from mcprl.paths import model_dir
 from mcprl.run.config import RunConfig
 from mcprl.run.runner import TrainingRun
 from mcprl.scenarios.source import grounded
-from mcprl.tools import ToolPool, discover
+from mcprl.tools import ToolPool
 from mcprl.types import Scenario, ToolSchema, load_jsonl
 
 TASK, SYSTEM_PROMPT, INPUTS, RUBRIC = "task.txt", "system_prompt.txt", "inputs.jsonl", "rubric.md"
@@ -47,7 +47,8 @@ async def inputs_jsonl(making: Awaitable[list[Scenario]]) -> str:
 
 
 async def server_tools(cfg: RunConfig) -> list[ToolSchema]:
-    return (await discover(cfg.server.spec())).tools
+    async with ToolPool(cfg.server.spec()) as pool:  # a cassette's tools with --replay
+        return pool.toolset.tools
 
 
 def inputs_needed(cfg: RunConfig) -> int:
@@ -97,7 +98,7 @@ async def plan(
         return text
 
     system_prompt, inputs, rubric = saved(SYSTEM_PROMPT), saved(INPUTS), saved(RUBRIC)
-    tools = await server_tools(cfg) if cfg.server.target and (system_prompt is None or inputs is None) else None
+    tools = await server_tools(cfg) if cfg.server.connects and (system_prompt is None or inputs is None) else None
     api_base, seed = cfg.judge.api_base, cfg.seed
     if system_prompt is None:
         system_prompt = await generate(
@@ -105,7 +106,7 @@ async def plan(
         )
     if inputs is None:
         n = cfg.scenarios.n if "n" in cfg.scenarios.model_fields_set else inputs_needed(cfg)
-        if cfg.server.target:  # tasks grounded in the server's own answers, each with its check
+        if cfg.server.connects:  # tasks grounded in the server's own answers, each with its check
             made = await generate(INPUTS, inputs_jsonl(grounded_inputs(cfg, n, d, say)), by="the server's own answers")
         else:
             made = await generate(

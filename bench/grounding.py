@@ -1,7 +1,7 @@
 """What exploring a server grounds: for each server, the calls made, the tools that answered, the
 tasks kept and dropped (and why), and the tools no task covers; nothing is trained.
 
-    python bench/grounding.py "python -m mcprl.servers.inventory" "uvx mcp-server-time" [--calls 120] [-n 48]
+    python bench/grounding.py "python -m mcprl.servers.inventory" "uvx mcp-server-time" [--calls 120] [-n 48] [--out F]
 
 Each server gets the exploration and verification `mcprl train --server X` runs by default
 (mcprl.scenarios.explore, mcprl.scenarios.grounded), with the same seed; the sample tasks show what the
@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import time
 
 import anyio
 
 from mcprl.errors import UserError
 from mcprl.scenarios.config import ExploreConfig
-from mcprl.scenarios.explore import explore
+from mcprl.scenarios.explore import explore, may_write
 from mcprl.scenarios.grounded import ground
 from mcprl.tools import ServerSpec, ToolPool
 
@@ -28,16 +29,25 @@ async def measure(target: str, calls: int, n: int, seed: int) -> dict:
     async with ToolPool(ServerSpec.parse(target)) as pool:
         exploration = await explore(pool, ExploreConfig(calls=calls), seed=seed, say=lambda _: None)
         tasks, report = await ground(pool, n, exploration, seed=seed, say=lambda _: None)
+        reads = [t["name"] for t in pool.toolset.mcp_tools if not may_write(t)]
+    covered = [t for t in reads if report.covered.get(t)]
     return {
         "server": target,
         "seconds": round(time.monotonic() - started, 1),
         "exploration": exploration.summary(),
         "calls": len(exploration.calls),
         "errors": sum(c.is_error for c in exploration.calls),
+        "distinct": len({json.dumps([c.tool, c.arguments], sort_keys=True) for c in exploration.calls}),
+        "reads": reads,
+        "reads_covered": covered,
+        "silent": exploration.silent(),
         "not_called": exploration.skipped_tools,
         **report.model_dump(),
         "uncovered": report.uncovered,
-        "samples": [{"task": t.task, "answer": t.answer, "difficulty": t.difficulty} for t in tasks[:6]],
+        "samples": [
+            {"task": t.task, "answer": t.answer, "difficulty": t.difficulty}
+            for t in random.Random(seed).sample(tasks, min(4, len(tasks)))
+        ],
     }
 
 
@@ -57,10 +67,15 @@ def main() -> None:
             print(f"{server}: {e}")
     for r in results:
         print(
-            f"{r['server']}: {r['calls']} calls ({r['errors']} errors) -> {r['candidates']} candidates -> {r['kept']} "
-            "kept; "
-            f"dropped {r['dropped']}; tools covered {len(r['covered'])}/{len(r['tools'])}"
-            + (f" (not: {', '.join(r['uncovered'])})" if r["uncovered"] else "")
+            f"{r['server']}: {r['calls']} calls ({r['distinct']} distinct, {r['errors']} errors) -> {r['candidates']} "
+            "candidates "
+            f"-> {r['kept']} kept; dropped {r['dropped']}; read tools covered "
+            f"{len(r['reads_covered'])}/{len(r['reads'])}"
+            + (
+                f" (not: {', '.join(t for t in r['reads'] if t not in r['reads_covered'])})"
+                if len(r["reads_covered"]) < len(r["reads"])
+                else ""
+            )
             + f"; {r['seconds']} s"
         )
         for sample in r["samples"]:

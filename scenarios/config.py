@@ -45,13 +45,19 @@ class ExploreConfig(BaseModel):
     call_timeout: float = Field(
         default=10.0, gt=0, description="seconds a call may take while exploring; a tool that hangs is skipped"
     )
+    rate: float | None = Field(
+        default=None, gt=0, description="calls a second at most while exploring (a shared server's limit)"
+    )
+    retire_after: int = Field(
+        default=12, ge=1, description="distinct failed calls, with no answer, after which a tool is left alone"
+    )
     writes: bool = Field(default=False, description="also call tools that may write on a shared (HTTP/SSE) server")
     generated: int | None = Field(
         default=None,
         ge=0,
         description="calls at most whose arguments the generator model writes "
-        "(JSON under the tool's input schema) where only the schema gave values; default: 8, "
-        "none with the offline local generator",
+        "(JSON under the tool's input schema) for tools that have not answered yet; default: 8, "
+        "4 with the offline local generator",
     )
     isolated: bool | None = Field(
         default=None,

@@ -21,7 +21,8 @@ Each task carries a `holds` check (numbers by value, text as whole words; mcprl.
 `verify` judge scores it with no LLM; its reference chain (`metadata["reference"]`: the calls, in
 order); and a difficulty, the chain's length. Tasks are phrased from templates made of the tool's
 description and the call's values (`mcprl.scenarios.phrasing`); a generator model may rephrase them (JSON via
-`response_format`; `ExploreConfig.phrase`), and a rephrasing that drops a value the task needs, or gives the answer
+`response_format`;
+`ExploreConfig.phrase`), and a rephrasing that drops a value the task needs, or gives the answer
 away, is not used.
 
 A task that names its record but whose chain found it the long way (a listing's line) is given the
@@ -34,6 +35,7 @@ and which tools no task covers.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import random
@@ -46,23 +48,33 @@ import anyio
 from pydantic import BaseModel, Field
 
 from mcprl.judges.verify import holds_answer, normalize_text, numbers
-from mcprl.scenarios.explore import SESSIONS_AT_ONCE, Exploration, ExploredCall, may_write, source_call
+from mcprl.scenarios.explore import Exploration, ExploredCall, may_write, source_call
+from mcprl.scenarios.lexicon import words_of
 from mcprl.scenarios.phrasing import (
-    ARGS_ASKS,
     ASKS,
+    CALL_ASKS,
     DOES,
     FORMULA_ASKS,
     NAME_ASKS,
+    RECORD_ASKS,
     TOPIC_ASKS,
-    args_text,
+    VALUE_ASKS,
+    action,
     formula,
-    instruction,
     noun_of,
     phrase,
     quoted,
     value_text,
 )
-from mcprl.scenarios.results import MESSAGE, result_data, result_records, result_values, sentence_fields, server_text
+from mcprl.scenarios.results import (
+    MESSAGE,
+    NOTHING,
+    result_data,
+    result_records,
+    result_values,
+    sentence_fields,
+    server_text,
+)
 from mcprl.tools import ServerGone
 from mcprl.types import Scenario
 
@@ -72,10 +84,8 @@ if TYPE_CHECKING:
 MAX_ANSWER_WORDS = 8  # a longer value is prose, not an answer a check can hold
 FIELDS_PER_RESULT = 3  # field tasks made from one result, at most
 ANSWER_WORDS = 12  # words an answer may add around the value ("The confirmation code of the email is ZOE67V.")
+REPLAYS_AT_ONCE = 4  # chains replayed at once where every session is its own server process
 BASE64 = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
-NOTHING = re.compile(
-    r"\W*(?:no\b.{0,30}\b(?:found|match(?:es|ed)?|results?)|nothing(?: found)?|not found|none|null|\[\]|\{\})\W*", re.I
-)
 
 
 class GroundingReport(BaseModel):
@@ -109,8 +119,9 @@ def _answer(text: str) -> Any | None:
     """The answer a short result gives: its one number when it has exactly one, else the text
     itself when it is short; None when it is not an answer a check can hold."""
     text = text.strip()
-    # a row of a listing, a message ("No items match."), or a search that found nothing ("No matches found")
-    if " | " in text or MESSAGE.fullmatch(text) or NOTHING.fullmatch(text):
+    # a row of a listing, a message ("No items match."), a search that found nothing ("No matches found"),
+    # or a heading that introduces nothing ("Staged changes:")
+    if " | " in text or MESSAGE.fullmatch(text) or NOTHING.fullmatch(text) or text.endswith(":"):
         return None
     if (number := _number_of(text)) is not None:
         return number
@@ -128,6 +139,35 @@ def _holds(value: Any) -> bool:
         and len(text.split()) <= MAX_ANSWER_WORDS
         and len(numbers(text)) <= 1
         and not BASE64.fullmatch(text)
+        and not text.endswith(":")
+    )
+
+
+# An ISO date, with a time or not ("2026-11-27", "2026-11-27T14:00:00+01:00", "2026-11-27 09:40:46")
+ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b")
+WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+CLOCK_SPAN = datetime.timedelta(hours=36)
+
+
+def clock_bound(text: str, answer: Any, now: datetime.datetime | None = None) -> bool:
+    """Whether an answer holds only today: the result it comes from states the date of about now
+    (the server read its clock), and the answer is such a date, a weekday, a flag or an offset
+    (a number, "+6.0h", "-04:00") rather than a name or a record's field (a commit's author stays)."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    dates = []
+    for m in ISO_DATE.finditer(text):
+        try:
+            dates.append(datetime.datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=datetime.UTC))
+        except ValueError:
+            continue
+    if not any(abs(d - now) <= CLOCK_SPAN for d in dates):
+        return False
+    said = str(answer).strip()
+    return (
+        ISO_DATE.search(said) is not None
+        or normalize_text(said) in WEEKDAYS | {"true", "false"}
+        or isinstance(answer, (int, float))
+        or re.fullmatch(r"[+-]?\d+(?:[.:]\d+)?\s*h?", said) is not None
     )
 
 
@@ -208,7 +248,7 @@ def _scenario(
 
 
 def _write_tasks(
-    calls: list[ExploredCall], again: ExploredCall, descriptions: dict[str, str], rng: random.Random
+    calls: list[ExploredCall], again: ExploredCall, titles: dict[str, str], rng: random.Random
 ) -> list[Scenario]:
     """A task to make the write that `again` (a read repeated after it) shows the effect of,
     checked by that read in the rollout's own session: it must hold a value that changed."""
@@ -228,12 +268,31 @@ def _write_tasks(
     ]
     if not changed:
         return []
-    action = instruction(descriptions.get(write.tool, ""), write.tool, write.arguments)
-    return [_scenario(rng.choice(DOES).format(action), rng.choice(changed), chain, "write", read_back=again)]
+    done = action(title_of(titles, write.tool), write.arguments)
+    return [
+        _scenario(
+            rng.choice(DOES).format(done),
+            rng.choice(changed),
+            chain,
+            "write",
+            read_back=again,
+            given=[value_text(v) for v in write.arguments.values()],
+        )
+    ]
 
 
-def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: int) -> list[Scenario]:
-    """Every task the record grounds (see the module's docstring), before verification."""
+def title_of(titles: dict[str, str], tool: str) -> str:
+    """How a task names what a tool does: its title, else its name's words ("git_log" -> "git log")."""
+    return titles.get(tool) or " ".join(words_of(tool)) or tool
+
+
+def candidates(
+    exploration: Exploration, descriptions: dict[str, str], *, seed: int, titles: dict[str, str] | None = None
+) -> list[Scenario]:
+    """Every task the record grounds (see the module's docstring), before verification. `descriptions`
+    (tool -> description) give expressions they state (`formula`), `titles` (tool -> title) the words
+    a task names a call by."""
+    titles = titles or {}
     rng = random.Random(f"{seed}/grounded")
     calls = exploration.calls
     # a field that held one value in every record a tool returned ("To: <the user>") tells no record apart
@@ -249,7 +308,7 @@ def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: 
     out: list[Scenario] = []
     for call in calls:
         if call.reads_back is not None:  # what a write changed: a task to make it, not a question on it
-            out += _write_tasks(calls, call, descriptions, rng)
+            out += _write_tasks(calls, call, titles, rng)
             continue
         if call.is_error:
             continue
@@ -257,6 +316,8 @@ def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: 
         if any(c.is_error for c in chain):
             continue
         data = result_data(call.text, call.structured)
+        while isinstance(data, (list, tuple)) and len(data) == 1:  # one row of one value: "[(2,)]" answers 2
+            data = data[0]
         answer = (
             _answer(str(data) if data is not None else server_text(call.text)[0])
             if data is None or isinstance(data, (str, int, float))
@@ -267,16 +328,29 @@ def candidates(exploration: Exploration, descriptions: dict[str, str], *, seed: 
         echo = isinstance(answer, str) and any(v and normalize_text(v) in normalize_text(answer) for v in said)
         if answer is not None and not echo and not holds_answer(" ".join(said), answer):
             linked = [frozenset(k for k in c.arguments if c.sources.get(k, "").startswith("result:")) for c in chain]
-            steps = [instruction(descriptions.get(c.tool, ""), c.tool, c.arguments, ln) for c, ln in zip(chain, linked)]
+            steps = [action(title_of(titles, c.tool), c.arguments, ln) for c, ln in zip(chain, linked)]
             task = rng.choice(ASKS).format(". Then ".join(steps))
             expression = _expression(chain, linked, descriptions)
-            if (
-                expression is not None and rng.random() < 0.5
-            ):  # as often asked as an expression ("What is 18.5 * 10?") as in words
+            # as often asked as the expression a description states as in words; always where the value is one ("What is
+            # 98 + 51?")
+            own = (
+                len(chain) == 1
+                and len(call.arguments) == 1
+                and expression == " ".join(str(next(iter(call.arguments.values()))).split())
+            )
+            if expression is not None and (own or rng.random() < 0.5):
                 task = rng.choice(FORMULA_ASKS).format(expression)
-            out.append(_scenario(task, answer, chain, "chain" if len(chain) > 1 else "result"))
+            out.append(
+                _scenario(
+                    task,
+                    answer,
+                    chain,
+                    "chain" if len(chain) > 1 else "result",
+                    given=[value_text(v) for c in chain for v in c.arguments.values()],
+                )
+            )
             continue
-        out += _field_tasks(call, chain, rng, constant)
+        out += _field_tasks(call, chain, rng, constant, title_of(titles, call.tool))
     return out
 
 
@@ -294,7 +368,7 @@ def _expression(chain: list[ExploredCall], linked: list[frozenset[str]], descrip
 
 
 def _field_tasks(
-    call: ExploredCall, chain: list[ExploredCall], rng: random.Random, constant: set[tuple[str, str]]
+    call: ExploredCall, chain: list[ExploredCall], rng: random.Random, constant: set[tuple[str, str]], title: str
 ) -> list[Scenario]:
     """Tasks asking for a labelled field of one record of the result (one line of a listing, or
     the whole result when it is one record); not for a field `constant` names (tool, field)."""
@@ -347,7 +421,7 @@ def _field_tasks(
         picked = sorted(rng.sample(labelled, len(labelled)), key=lambda kv: not re.search(r"\d", str(kv[1])))
         for field, value in picked[:FIELDS_PER_RESULT]:
             label = next((n for n in names if n != value and sum(n in str(v) for _, v in pairs) == 1), None)
-            asked = field.lower().replace("_", " ")
+            asked = " ".join(words_of(field)) or field.lower()
             # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user
             # might; one question is worded one way, whichever call grounds it, so that duplicates stay duplicates
             if topic is not None and held[field] == 1 and (label is None or rng.random() < 0.5):
@@ -361,11 +435,20 @@ def _field_tasks(
                     field=asked, noun=noun, name=label
                 )
                 given = [label]
+            elif listing and (key := _identifying(record, records, field)) is not None:
+                # a line of a listing without a name: picked out by a field that no other line shares
+                given = [value_text(key[1]), *(value_text(v) for v in call.arguments.values())]
+                task = _worded(RECORD_ASKS, given, asked).format(
+                    action=action(title, call.arguments),
+                    field=asked,
+                    key=" ".join(words_of(key[0])),
+                    value=quoted(key[1]),
+                )
             elif not listing and call.arguments:
                 given = [value_text(v) for v in call.arguments.values()]
-                asks = ARGS_ASKS if len(given) == 1 else ARGS_ASKS[:1]
+                asks = (*VALUE_ASKS, *CALL_ASKS) if len(given) == 1 else CALL_ASKS
                 task = _worded(asks, given, asked).format(
-                    field=asked, noun=noun, args=args_text(call.arguments), values=quoted(given[0])
+                    field=asked, noun=noun, action=action(title, call.arguments), values=quoted(given[0])
                 )
             else:
                 continue
@@ -379,6 +462,23 @@ def _field_tasks(
                 continue
             out.append(_scenario(task, answer, chain, "field", field=normalize_text(field), given=given))
     return out
+
+
+def _identifying(
+    record: list[tuple[str, Any]], records: list[list[tuple[str, Any]]], field: str
+) -> tuple[str, Any] | None:
+    """A field of `record` (not `field`) whose value no other record of the listing has: a name first, else an id."""
+    options = []
+    for k, v in record:
+        if (
+            k
+            and k != field
+            and isinstance(v, (str, int, float))
+            and len(str(v)) <= 40
+            and sum(any(k2 == k and str(v2) == str(v) for k2, v2 in other) for other in records) == 1
+        ):
+            options.append((not re.search(r"[A-Za-z]{3}", str(v)), k, v))
+    return min(options)[1:] if options else None
 
 
 def _worded(asks: tuple[str, ...], *about: Any) -> str:
@@ -413,7 +513,7 @@ async def verify(
         by_chain[repr(([(c["tool"], c["arguments"]) for c in t.metadata["reference"]], t.read_back))].append(t)
     kept: list[Scenario] = []
     dropped: Counter = Counter()
-    limiter = anyio.CapacityLimiter(SESSIONS_AT_ONCE if pool.per_rollout else 1)
+    limiter = anyio.CapacityLimiter(REPLAYS_AT_ONCE if pool.per_rollout else 1)
     done = 0
 
     async def replay(group: list[Scenario]) -> None:
@@ -512,8 +612,21 @@ def focus(task: Scenario) -> tuple[int, int]:
     return task.metadata.get("records", 1), len(task.metadata["reference"])
 
 
+def meaning(task: Scenario) -> tuple[Any, ...]:
+    """What a task asks, whatever its wording or the chain that grounded it: the field it asks for (else
+    the tool its chain ends with), its answer and the values it states."""
+    given = task.metadata.get("given") or [value_text(v) for v in task.metadata["reference"][-1]["arguments"].values()]
+    return (
+        task.metadata.get("field") or task.metadata["reference"][-1]["tool"],
+        normalize_text(str(task.answer)),
+        task.read_back is not None,
+        tuple(sorted(normalize_text(str(g)) for g in given)),
+    )
+
+
 def select(tasks: list[Scenario], n: int, *, seed: int) -> tuple[list[Scenario], Counter]:
-    """At most `n` tasks, one per distinct text, spread over the tools their chains end with and,
+    """At most `n` tasks, one per meaning (`meaning`: one question worded four ways is one task), spread over the tools
+    their chains end with and,
     within a tool, over what they ask for (the field; round robin, each group's tasks shuffled by
     the seed): a mailbox's every email has a subject, few a confirmation code, and both are asked
     about as often. Also the count of those left out."""
@@ -521,7 +634,7 @@ def select(tasks: list[Scenario], n: int, *, seed: int) -> tuple[list[Scenario],
     dropped: Counter = Counter()
     unique: dict[str, Scenario] = {}
     for t in tasks:
-        key = normalize_text(t.task)
+        key = repr(meaning(t))
         if key in unique:
             dropped["duplicate"] += 1
             # of the chains that answer one task, the one a rollout can best follow: the answer in the
@@ -571,12 +684,20 @@ async def ground(
     has room for; a task whose chain is longer no rollout could solve, and is not kept."""
     assert pool.toolset is not None
     descriptions = {t["name"]: t.get("description") or "" for t in pool.toolset.mcp_tools}
-    found = candidates(exploration, descriptions, seed=seed)
-    fits = [t for t in found if max_calls is None or len(t.metadata["reference"]) <= max_calls]
+    titles = {
+        t["name"]: title
+        for t in pool.toolset.mcp_tools
+        if (title := t.get("title") or (t.get("annotations") or {}).get("title"))
+    }
+    found = candidates(exploration, descriptions, seed=seed, titles=titles)
+    timeless = [t for t in found if not clock_bound(t.metadata["reference"][-1]["result"], t.answer)]
+    fits = [t for t in timeless if max_calls is None or len(t.metadata["reference"]) <= max_calls]
     shortened = await shortcut(fits, pool)
     ordered, dropped = select(fits, len(fits), seed=seed)
-    if len(fits) < len(found):
-        dropped[f"more calls than an episode's {max_calls}"] += len(found) - len(fits)
+    if len(timeless) < len(found):
+        dropped["holds only today (the server's clock)"] += len(found) - len(timeless)
+    if len(fits) < len(timeless):
+        dropped[f"more calls than an episode's {max_calls}"] += len(timeless) - len(fits)
     verified: list[Scenario] = []
     while ordered and len(verified) < n:
         batch, ordered = ordered[: n - len(verified)], ordered[n - len(verified) :]

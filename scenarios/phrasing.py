@@ -1,7 +1,8 @@
-"""How a grounded task is worded: templates from the tool's description and the call's values
-(`instruction`, `ASKS`, `DOES`, `noun_of`), or as the expression a description states
-(`formula`, `FORMULA_ASKS`), a record's field by name or by arguments (`NAME_ASKS`,
-`ARGS_ASKS`, `TOPIC_ASKS`), and a generator's rephrasing, used only where it keeps
+"""How a grounded task is worded: from the tool's title (else its name's words) and the call's
+values, never its description pasted (`action`, `ASKS`, `DOES`, `noun_of`); as an expression where
+the call's one value is one ("What is 98 + 51?") or its description states one over every argument
+(`formula`, `FORMULA_ASKS`); a record's field by name, by the call, or by what a search was about
+(`NAME_ASKS`, `CALL_ASKS`, `TOPIC_ASKS`); and a generator's rephrasing, used only where it keeps
 every value of the template and does not give the answer away (`keeps`, `phrase`)."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import anyio
 from mcprl.errors import UserError
 from mcprl.judges.verify import holds_answer, numbers
 from mcprl.llm import LLMError, complete, extract_json
-from mcprl.scenarios.arguments import words_of
+from mcprl.scenarios.lexicon import words_of
 from mcprl.types import Scenario
 
 TASK_VERBS = frozenset("get list search find read show describe fetch lookup look query retrieve view".split())
@@ -28,20 +29,40 @@ def first_sentence(description: str) -> str:
 
 
 def value_text(value: Any) -> str:
-    """A value as a person writes it: a list as its items ("a.txt, b.txt"), not Python's repr of it."""
-    return ", ".join(value_text(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
+    """A value as a person writes it: a list as its items ("a.txt, b.txt"), a record as its fields
+    ("name Alice, type person"), not Python's repr of them."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(value_text(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{' '.join(words_of(str(k)))} {value_text(v)}" for k, v in value.items())
+    return str(value)
 
 
 def quoted(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(quoted(v) for v in value)
+    if isinstance(value, dict):
+        return f"({value_text(value)})"
     return (
         f'"{value}"' if isinstance(value, str) and (not value or " " in value or not value[0].isalnum()) else str(value)
     )
 
 
 def args_text(args: dict[str, Any]) -> str:
-    return ", ".join(f"{k.replace('_', ' ')} {quoted(v)}" for k, v in args.items())
+    """A call's arguments as words: "repo path /srv/r and max count 3"."""
+    said = [f"{' '.join(words_of(k))} {quoted(v)}" for k, v in args.items()]
+    return " and ".join([", ".join(said[:-1]), said[-1]]) if len(said) > 1 else "".join(said)
+
+
+EXPRESSION = re.compile(r"[-+*/%^().\d\s]*\d\s*[-+*/%^]+\s*[-(\d][-+*/%^().\d\s]*")  # arithmetic: "(7 - 2) / 5"
+
+
+def action(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset()) -> str:
+    """What a call does, in words from its tool's title and the call's values: "Git log with repo
+    path /srv/r and max count 3", "Search nodes with query Alice". A `linked` argument is "the previous result"."""
+    shown = {k: ("the previous result" if k in linked else v) for k, v in args.items()}
+    text = title[:1].upper() + title[1:]
+    return f"{text} with {args_text(shown)}".replace('"the previous result"', "the previous result") if shown else text
 
 
 def _fill(
@@ -66,20 +87,20 @@ def _fill(
     return text, rest
 
 
-def instruction(description: str, tool: str, args: dict[str, Any], linked: frozenset[str] = frozenset()) -> str:
-    """What a call does, from its tool's description with the call's values in place of the
-    argument names it mentions ("Subtract b from a" -> "Subtract 6.25 from 12"); the arguments it
-    does not mention follow in brackets. A `linked` argument is "the previous result"."""
-    text, rest = _fill(description, tool, args, linked, "the previous result")
-    return f"{text} ({', '.join(f'{k} {v}' for k, v in rest.items())})" if rest else text
-
-
 def formula(
     description: str, tool: str, args: dict[str, Any], linked: frozenset[str] = frozenset(), previous: str = ""
 ) -> str | None:
     """The call as an expression of its values, where its description states one over every
     argument ("Multiply two numbers and return a * b" -> "18.5 * 10"); a `linked` argument is the
-    previous call's expression, `previous`, in brackets ("(18.5 * 10) - 3"). None otherwise."""
+    previous call's expression, `previous`, in brackets ("(18.5 * 10) - 3"); or the call's one value,
+    where it is an expression itself ("98 + 51" of a calculator's `expression`). None otherwise."""
+    if (
+        not linked
+        and len(args) == 1
+        and isinstance(value := next(iter(args.values())), str)
+        and EXPRESSION.fullmatch(value)
+    ):
+        return " ".join(value.split())
     text, rest = _fill(description, tool, args, linked, f"({previous})")
     if rest:
         return None
@@ -95,6 +116,9 @@ def formula(
 ASKS = ("{}. What is the result?", "{}: what do you get?", "{}, and tell me the result.", "What is the result? {}.")
 DOES = ("{}.", "Please do this: {}.", "{}, please.")  # how a task asks for a change
 FORMULA_ASKS = ("What is {}?", "Compute {}.", "Work out {}.", "{} = ?")  # how a task asks for an expression's value
+# how a task asks for a field of the record a call gave: after what the call does ("Git show with repo path
+# /srv/r and revision a11a100. What is the author?")
+CALL_ASKS = ("{action}. What is the {field}?", "{action} and tell me the {field}.")
 # how a task asks for a field of one record, by its name: quoted or not, as people write ("What does the
 # steel hammer cost?" names it bare); a policy that saw only quotes learnt to copy quoted words alone
 NAME_ASKS = (
@@ -103,8 +127,10 @@ NAME_ASKS = (
     "What is the {name}'s {field}?",
     "Find the {name} and tell me its {field}.",
 )
-# ... and by the values of the call's arguments: named ("with sku SKU-3000"), or bare where there is one
-ARGS_ASKS = ("What is the {field} of the {noun} with {args}?", "What is the {field} of {noun} {values}?")
+# ... and, a line of a listing, by the call and a field that picks the line out
+RECORD_ASKS = ("{action}. What is the {field} where {key} is {value}?",)
+# ... and by the one value of a lookup's argument, bare ("What is the price of item SKU-3000?")
+VALUE_ASKS = ("What is the {field} of {noun} {values}?",)
 # ... and by what a search that found it was about
 TOPIC_ASKS = (
     "What is the {field} in the {noun} about {topic}?",

@@ -12,6 +12,10 @@ from typing import Any
 
 from mcprl.tools.convert import PLACEHOLDER, untruncated
 
+# A result that says it found nothing: "No matches found", "not found", "[]", "null"
+NOTHING = re.compile(
+    r"\W*(?:no\b.{0,30}\b(?:found|match(?:es|ed)?|results?)|nothing(?: found)?|not found|none|null|\[\]|\{\})\W*", re.I
+)
 MESSAGE = re.compile(
     r"[^\n|]*\w \w[^\n|]*[.!]"
 )  # a result that is one sentence ("No items match."): a message, not data
@@ -84,12 +88,25 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     # a listing: every line a row of cells, but for a note before or after the rows ("(10 of 11 shown)")
     if len(rows) > 1 and rows in (lines, lines[1:], lines[:-1]):
         return [cells(line) for line in rows]
-    return [[pair for line in lines for pair in cells(line)]]
+    pairs = [cells(line) for line in lines]
+    # records of `key: value` lines, one after another ("Commit: a1\nAuthor: Ann\nCommit: b2\nAuthor: Bob"):
+    # a new record starts where the key that opens the first one comes again
+    keys = [p[0][0] for p in pairs if len(p) == 1 and p[0][0]]
+    if keys and keys.count(keys[0]) > 1:
+        records: list[list[tuple[str, Any]]] = []
+        for p in pairs:
+            if len(p) == 1 and p[0][0] == keys[0] or not records:
+                records.append([])
+            records[-1] += p
+        # a heading before the first record ("Commit history:") is not one
+        return [r for r in records if any(k == keys[0] for k, _ in r)]
+    return [[pair for p in pairs for pair in p]]
 
 
 # A value a sentence labels: "Confirmation code: ZOE67V.", "Your reservation number is 4F2A9C01." The label is
 # a short noun phrase at a sentence's start, up to its first preposition (after "Your"/"The" for "is"); the value one
-# token that looks like an identifier or an amount (it holds a digit), so "is on its way" labels nothing.
+# token that looks
+# like an identifier or an amount (it holds a digit), so "is on its way" labels nothing.
 _LABELLED = re.compile(
     r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?:(?:[Yy]our|[Tt]he|[Mm]y) )?(?P<label>[A-Za-z][\w-]*(?: [\w-]+){0,5}?)"
     r"(?:: | is )(?P<value>[$€£]?[\w-]*\d[\w.,-]*?)(?=[.,;:!?]?(?:\s|$))"

@@ -4,7 +4,8 @@ In order: a JSONL file; a registered task set's generator of verifiable tasks (`
 `source`, tasks grounded in the live server's own answers (`grounded`, the default: the server is
 explored and every task's answer is checked by value, mcprl.scenarios.grounded), or tasks synthesized by
 the generator model from the tool schemas (`synthesized`, judged by RULER). The sets are written to the run's
-`scenarios/{train,val}.jsonl`, and a resumed run reads them back, so it trains on exactly the scenarios it began with.
+`scenarios/{train,val}.jsonl`,
+and a resumed run reads them back, so it trains on exactly the scenarios it began with.
 """
 
 from __future__ import annotations
@@ -28,7 +29,16 @@ if TYPE_CHECKING:
     from mcprl.tools import ToolPool
 
 
-GENERATED = 8  # exploration calls whose arguments a generator other than the local one writes, by default
+GENERATED = (
+    8  # exploration calls whose arguments the generator writes, by default (the offline local one: LOCAL_GENERATED)
+)
+LOCAL_GENERATED = 4
+# what a run that grounded too few tasks can do instead, in `mcprl train`'s flags (`grounded(fixes=...)`: another
+# command's)
+TRAIN_FIXES = (
+    "pass --scenarios FILE with your own tasks, --example FILE with a solved call, or --scenario-source "
+    "synthesized with a stronger --judge-model"
+)
 PROPOSE_PROMPT = (
     "Write the arguments of one call of this tool as JSON: realistic values a user would ask it about, "
     "taken from the values seen when one fits."
@@ -107,11 +117,14 @@ async def grounded(
     model: str = "local",
     api_base: str | None = None,
     max_calls: int | None = None,
+    fixes: str = TRAIN_FIXES,
     say: Callable[[str], None] = print,
 ) -> list[Scenario]:
     """`n` tasks grounded in `pool`'s server (mcprl.scenarios.grounded), with the exploration's record
     (JSONL, secrets masked) and the grounding report (JSON) written; a server that grounds fewer
-    than 2 is a UserError naming the fix. `model` (the generator) rephrases them when `explore.phrase` says so."""
+    than 2 says, a line per tool, what each that never answered gave and what was tried, then is a
+    UserError naming `fixes` (in the flags of the command that runs it). `model` (the generator)
+    writes arguments for tools that do not answer, and rephrases the tasks when `explore.phrase` says so."""
     cfg = explore or ExploreConfig()
     phrase = cfg.phrase if cfg.phrase is not None else not is_local(model)
     record.parent.mkdir(parents=True, exist_ok=True)
@@ -140,11 +153,11 @@ async def grounded(
             say(f"warning: the generator wrote no arguments for {tool['name']} ({clip(str(e), 160)}); sampling them")
             return None
 
-    if (
-        cfg.generated is None
-    ):  # the offline 135M writes arguments no better than sampling does, and would load a second model
-        cfg = cfg.model_copy(update={"generated": 0 if is_local(model) else GENERATED})
-    exploration = await explore_server(pool, cfg, seed=seed, say=say, record=record, secrets=secrets, propose=propose)
+    if cfg.generated is None:  # the offline 135M rarely writes arguments a server takes: a few tries, late
+        cfg = cfg.model_copy(update={"generated": LOCAL_GENERATED if is_local(model) else GENERATED})
+    exploration = await explore_server(
+        pool, cfg, seed=seed, say=say, record=record, secrets=secrets, propose=propose, propose_late=is_local(model)
+    )
     say(exploration.summary())
     scenarios, report = await ground(
         pool,
@@ -163,6 +176,8 @@ async def grounded(
     )
     say(report.summary())
     if len(scenarios) < 2:
+        for line in exploration.silent():
+            say(f"  {line}")
         why = (
             "every call it answered was an error"
             if exploration.calls and not exploration.answered()
@@ -170,10 +185,7 @@ async def grounded(
             if exploration.calls
             else "no tool could be called safely"
         )
-        raise UserError(
-            f"{pool.spec.target}: {why} ({report.kept} grounded tasks); pass --scenarios FILE with your own tasks, "
-            "--example FILE with a solved call, or --scenario-source synthesized with a stronger --judge-model"
-        )
+        raise UserError(f"{pool.spec.target}: {why} ({report.kept} grounded tasks); {fixes}")
     return scenarios
 
 

@@ -67,6 +67,7 @@ LAYERS = {
     "mcprl.cli": APPLICATIONS,
     "mcprl.autorl": APPLICATIONS,
     "mcprl.run": APPLICATIONS,  # the training run, its settings, evaluation, report, demonstration
+    "mcprl.usage": APPLICATIONS,  # the per-tool usage report (mcprl usage)
     "mcprl.cluster": APPLICATIONS,  # puts the stages on Ray workers; the stages never import Ray
 }
 # Modules placed by their exact name only. The package face `mcprl` resolves its public names on

@@ -48,13 +48,21 @@ def eval_(
         None, "--samples", help="rollouts per scenario \\[as the run evaluated: eval_samples, else 1]"
     ),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+    tool_overrides: Path = typer.Option(
+        None,
+        "--tool-overrides",
+        help="JSON or TOML: tool and parameter descriptions, "
+        "examples, hidden tools, as the model is to see them (docs/usage-report.md)",
+    ),
     **given: Any,
 ) -> None:
-    """Evaluate a model on scenarios: success (95% CI), reward, tool-call validity, errors, turns.
+    """Evaluate a model on scenarios: success (95% CI), reward, tool-call validity, errors, turns, use of each tool.
 
     A trained model is evaluated as its run trained and scored it (the run's server, prompt, sampling and judge, from
     its config.json), so one checkpoint gets one score; flags change them."""
     from mcprl.run.evaluate import evaluate, resolve_checkpoint, run_settings
+    from mcprl.usage import UsageReport, load_overrides
+    from mcprl.usage.render import print_reports
 
     settings = {**overrides(given, EVAL_FLAGS), "project": project, "eval_samples": samples}
     if step is not None and (run is None or model is not None):
@@ -77,6 +85,7 @@ def eval_(
     root = None
     if model is None:  # the run's own checkpoint
         model, root = (f"{cfg.name}@{step}" if step is not None else cfg.name), run / "checkpoints"
+    shown = load_overrides(tool_overrides) if tool_overrides is not None else None
     result = anyio.run(
         lambda: evaluate(
             cfg,
@@ -85,6 +94,7 @@ def eval_(
             baseline=baseline,
             checkpoints=root,
             cache_dir=run_dir / "judge-cache" if run_dir is not None else None,
+            tool_overrides=shown,
         )
     )
     if as_json:
@@ -110,6 +120,8 @@ def eval_(
             f"{result['win_rate']:.1%}  (95% CI {lo:.1%} – {hi:.1%}, {result['win_rate_judged']} judged)",
         )
     Console().print(t)
+    if "usage" in result:
+        print_reports([UsageReport.model_validate(result["usage"])])
 
 
 with_flags(eval_, EVAL_FLAGS, show_defaults=False, panel_note=" (default: the run's own)")

@@ -101,6 +101,8 @@ def scenarios(
                 model=model,
                 api_base=api_base,
                 say=say,
+                fixes="write tasks of your own for mcprl train --scenarios FILE, or pass --source synthesized "
+                "with a stronger --model",
             )
         dump_jsonl(split_train_val(found, val_fraction, seed), output)
         return f"wrote {len(found)} grounded scenarios to {output} (the exploration beside it)"

@@ -25,9 +25,17 @@ def server_settings(given: dict[str, Any]):
 
 
 def _discover(given: dict[str, Any]) -> ToolSet:
-    from mcprl.tools import discover
+    from mcprl.tools import ToolPool, discover
 
-    return anyio.run(discover, server_settings(given).spec())
+    spec = server_settings(given).spec()
+    if not spec.cassette.replay:
+        return anyio.run(discover, spec)
+
+    async def replayed() -> ToolSet:  # the tools a cassette serves (--replay FILE)
+        async with ToolPool(spec) as pool:
+            return pool.toolset
+
+    return anyio.run(replayed)
 
 
 def tools(

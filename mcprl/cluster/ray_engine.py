@@ -74,7 +74,7 @@ class RolloutWorker:
         }
         try:
             server = ServerConfig.model_validate(self.server)
-            if server.target is not None:  # the spec is parsed here: `python` is this node's interpreter
+            if server.connects:  # the spec is parsed here: `python` is this node's interpreter
                 self.pool = await self.stack.enter_async_context(ToolPool(server.spec()))
             self.agent = agents.load(self.agent_spec)
         except UserError as e:

@@ -49,7 +49,8 @@ verifiers': every turn sampled before the truncation is recorded whole and train
 other; the turn that did not come back (refused, or cut off by the time limit) is not recorded,
 so no partial turn is trained. Tool calls through
 `rec.tools` count tool_calls, calls/NAME, and on error tool_errors, errors/NAME,
-error_kind/KIND; a dead server fails the rollout.
+error_kind/KIND, and add each call's tool, error kind and latency to `metadata["tool_outcomes"]`;
+a dead server fails the rollout.
 
 The trajectory's `messages` are the last request's messages exactly as sent plus its reply,
 unless the agent keeps the whole conversation itself in `rec.conversation` (the plain loop
@@ -143,7 +144,7 @@ class McpTools:
             out = await self.session.call(name, arguments)
         except ServerGone as e:
             if rec is not None:  # failed even if the agent swallows the exception
-                rec.trajectory.error = rec.trajectory.error or f"MCP server gone: {e}"
+                rec.trajectory.error = rec.trajectory.error or f"{e.label}: {e}"
             raise
         if rec is not None:
             rec.tool_outcome(name, out)
@@ -214,7 +215,7 @@ class Recorder:
                 if self.scenario.read_back and self.tools is not None:
                     await self._read_back(self.tools.session, self.scenario.read_back)
         except ServerGone as e:
-            traj.error = traj.error or f"MCP server gone: {e}"
+            traj.error = traj.error or f"{e.label}: {e}"
         except openai.APIError as e:
             if isinstance(e, openai.BadRequestError) and is_context_overflow(str(e)):
                 self._truncate(f"the conversation no longer fits the model's context ({clip(str(e), 200)})")
@@ -309,6 +310,14 @@ class Recorder:
                 ("tool_errors", f"errors/{name}", f"error_kind/{out.error_kind}") if out.is_error else ()
             ):
                 m[key] = m.get(key, 0.0) + 1
+            if out.replayed in ("nearest", "live", "cached"):  # not the recorded answer to this very call
+                m[f"replayed/{out.replayed}"] = m.get(f"replayed/{out.replayed}", 0.0) + 1
+                how = "from the nearest recorded call" if out.replayed == "nearest" else out.replayed
+                self.trajectory.log(f"{name}: answered {how}")
+            # each call's outcome, in call order, for the per-tool report (mcprl.usage)
+            self.trajectory.metadata.setdefault("tool_outcomes", []).append(
+                {"tool": name, "error_kind": out.error_kind, "latency_s": round(out.latency_s, 4)}
+            )
 
     def _finish(self) -> None:
         """Keep the agent's conversation, and point every Generation at its assistant message there."""

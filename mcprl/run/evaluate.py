@@ -25,8 +25,10 @@ from mcprl.run.metrics import rollout_metrics, wilson_interval
 from mcprl.serving.engine import Engine
 from mcprl.serving.local import LocalEndpoint
 from mcprl.tools import ToolPool
+from mcprl.tools.validate import check_tools
 from mcprl.train import checkpoints
 from mcprl.types import Scenario
+from mcprl.usage import ToolOverrides, usage_report
 
 if TYPE_CHECKING:
     from mcprl.run.config import RunConfig
@@ -89,10 +91,13 @@ async def evaluate(
     baseline: str | None = None,
     checkpoints: Path | None = None,
     cache_dir: Path | None = None,
+    tool_overrides: ToolOverrides | None = None,
 ) -> dict[str, Any]:
     """`model` (a spec for `resolve_checkpoint`, in `checkpoints` when given) on `scenarios` with the
     settings `cfg` (see `run_settings`): its server, rollout, held-out judge (`JudgeConfig.held_out`),
-    evaluation samples, concurrency and runtime dtype and threads; RULER's verdicts cached in `cache_dir`."""
+    evaluation samples, concurrency and runtime dtype and threads; RULER's verdicts cached in `cache_dir`.
+    With a server, `usage` holds the per-tool report (mcprl.usage); `tool_overrides` change what the
+    model is shown of the tools, not what the server receives."""
     base, adapter, served = resolve_checkpoint(model, cfg.project, checkpoints)
     rc = cfg.rollout
     rollout = agents.load(rc.agent)  # the run's own agent unless --agent says otherwise
@@ -117,8 +122,11 @@ async def evaluate(
     verifiable = all(s.check is not None for s in scenarios)
     judge = cfg.judge.held_out(verifiable, all_or_nothing=not cfg.scenarios.task_help, cache_dir=cache_dir)
     try:
-        pool_cm = ToolPool(cfg.server.spec()) if cfg.server.target else None
+        pool_cm = ToolPool(cfg.server.spec()) if cfg.server.connects else None
         async with pool_cm if pool_cm is not None else nullcontext() as pool:
+            toolset = pool.toolset if pool is not None else None
+            if toolset is not None and tool_overrides is not None:
+                pool.toolset = toolset.model_copy(update={"tools": tool_overrides.apply(toolset.tools)})
             policies = [
                 Model(
                     name=n,
@@ -137,6 +145,10 @@ async def evaluate(
                 g.scenario = s
             await score_groups(judge, groups)
             result: dict[str, Any] = {"model": served, "scenarios": len(scenarios), **rollout_metrics(groups)}
+            if toolset is not None:
+                result["usage"] = usage_report(
+                    groups, toolset.tools, model=served, findings=check_tools(toolset.mcp_tools)
+                ).model_dump(mode="json")
             if baseline:
                 ruler = cfg.judge.model_copy(update={"mode": "ruler"}).build(cache_dir=cache_dir)
                 result["baseline"] = names[1]

@@ -11,6 +11,10 @@ from typing import Any
 
 from mcprl.run.config import RunConfig, load_saved
 from mcprl.types import TrajectoryGroup, load_jsonl
+from mcprl.usage import run_tools
+from mcprl.usage.render import CSS as USAGE_CSS
+from mcprl.usage.render import html_section, learning_series, run_reports, server_tool_rows
+from mcprl.usage.report import tool_name
 
 
 def _rows(run_dir: Path) -> list[dict[str, Any]]:
@@ -114,7 +118,10 @@ def write_report(run_dir: Path) -> Path:
         "",
     )
 
-    tools = sorted({k.split("/", 2)[2] for r in train for k in r if k.startswith("tool/calls/")})
+    learned = learning_series(train)
+    if learned:
+        _plot(figs / "tools.png", "Called when needed, per tool", learned, "share of episodes")
+    tools, made_up = server_tool_rows(train, [tool_name(t) for t in run_tools(run_dir)])
     tool_rows = []
     for name in tools:
         calls = sum(r.get(f"tool/calls/{name}", 0) for r in train)
@@ -155,12 +162,22 @@ def write_report(run_dir: Path) -> Path:
             f"The record of every call is in scenarios/exploration.jsonl.</p>"
             f"<table><tr><th>tool</th><th>tasks using it</th></tr>{per_tool}</table>"
         )
+    made_up_note = (
+        (
+            "<p>Called in training, not tools of the server: "
+            + html.escape(", ".join(f"{n} ({sum(r.get(f'tool/calls/{n}', 0) for r in train):.0f})" for n in made_up))
+            + "</p>"
+        )
+        if made_up
+        else ""
+    )
     first_file = f"step_{train[0]['step']:04d}.jsonl" if train else ""
     last_file = f"step_{train[-1]['step']:04d}.jsonl" if train else ""
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>mcprl report: {html.escape(run_dir.name)}</title>
 <style>body{{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;color:#222}} pre{{white-space:pre-wrap;margin:0}}
 .msg{{border-left:3px solid #ccc;padding:.3em .6em;margin:.3em 0;font-size:.85em}} .assistant{{border-color:#36c}} .tool{{border-color:#3a3}}
-.cols{{display:flex;gap:1em}} .cols>div{{flex:1;min-width:0}} table{{border-collapse:collapse}} td,th{{border:1px solid #ddd;padding:.3em .6em}}</style></head><body>
+.cols{{display:flex;gap:1em}} .cols>div{{flex:1;min-width:0}} .cols img{{max-width:100%;height:auto}}
+table{{border-collapse:collapse}} td,th{{border:1px solid #ddd;padding:.3em .6em}} {USAGE_CSS}</style></head><body>
 <h1>mcprl run: {html.escape(run_dir.parent.name)}/{html.escape(run_dir.name)}</h1>
 <p>Held-out: before {fmt_eval(first_eval)}; after {fmt_eval(last_eval)}. Training steps: {len(train)}.
 Judge cost: ${cost:.4f} ({judge_s:.1f} s of judge calls).</p>
@@ -169,6 +186,9 @@ Task help: {"on" if settings.scenarios.task_help else "off"}. Dynamic sampling: 
 <div class="cols"><div><img src="report/reward.png"></div><div><img src="report/val.png"></div><div><img src="report/turns.png"></div></div>
 {grounded}
 <h2>Tools</h2><table><tr><th>tool</th><th>calls</th><th>calls per episode</th><th>error rate</th></tr>{"".join(tool_rows) or "<tr><td colspan=4>no tool calls</td></tr>"}</table>
+{made_up_note}
+{html_section(run_reports(run_dir))}
+{'<div class="cols"><div><img src="report/tools.png"></div><div></div></div>' if learned else ""}
 <h2>Sample trajectories (best of the step)</h2><div class="cols"><div><h3>first step</h3>{_sample(run_dir, first_file) if train else ""}</div>
 <div><h3>last step</h3>{_sample(run_dir, last_file) if train else ""}</div></div>
 <h2>Configuration</h2><pre>{html.escape(config)}</pre></body></html>"""  # noqa: E501 (the page as written)

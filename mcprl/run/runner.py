@@ -17,7 +17,7 @@ import signal
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcprl import tasks
@@ -39,8 +39,10 @@ from mcprl.run.references import reference_exchange, reference_trajectory
 from mcprl.scenarios.source import run_scenarios
 from mcprl.tools import open_tools, secret_values
 from mcprl.tools.redact import redact, redact_model
+from mcprl.tools.tape import read_cache
 from mcprl.train import checkpoints
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup, dump_jsonl
+from mcprl.usage import run_tools, step_metrics
 
 PENDING_LINE = "step.pending.json"
 
@@ -123,6 +125,7 @@ class Collected:
     groups: list[TrajectoryGroup]
     batch_size: int  # groups of its batch (the rest were drawn by dynamic sampling)
     warmup: bool
+    read_cache: dict[str, float] = field(default_factory=dict)  # --cache-reads: calls saved, server time saved
 
 
 class TrainingRun:
@@ -300,6 +303,13 @@ class TrainingRun:
         return self.cluster.metrics(groups) if self.cluster is not None else {}
 
     async def _collect(self, pool, judge, train: list[Scenario], step: int) -> Collected:
+        """Step `step`'s groups, its rollouts sharing read-only answers with --cache-reads (mcprl.tools.tape)."""
+        with read_cache(pool, step) as figures:
+            collected = await self._collect_groups(pool, judge, train, step)
+        collected.read_cache = figures
+        return collected
+
+    async def _collect_groups(self, pool, judge, train: list[Scenario], step: int) -> Collected:
         """Step `step`'s groups: its batch rolled out and scored, topped up and retried."""
         cfg = self.cfg
         warmup = step < cfg.sft_warmup_steps  # reinforce successes only, before GRPO takes over
@@ -369,6 +379,8 @@ class TrainingRun:
             **sampling,
             **staleness,
             **self._cluster_metrics(groups),
+            **c.read_cache,
+            **step_metrics(groups, run_tools(self.dir)),
         }
         pending = self.dir / PENDING_LINE
         replace_text(pending, json.dumps(row))  # what a kill between the checkpoint and the line would lose
@@ -447,7 +459,13 @@ class TrainingRun:
         )
         groups = await score_groups(judge, groups)
         dump_jsonl([redact_model(g, self.secrets) for g in groups], self.dir / "eval" / f"step_{step:04d}.jsonl")
-        row = {"kind": "eval", "step": step, **rollout_metrics(groups), **self._cluster_metrics(groups)}
+        row = {
+            "kind": "eval",
+            "step": step,
+            **rollout_metrics(groups),
+            **self._cluster_metrics(groups),
+            **step_metrics(groups, run_tools(self.dir)),
+        }
         self.metrics.append(row)
         what = (
             f"success {row['success_rate']:.0%}"

@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from mcprl.errors import UserError, clip, first_problem
 from mcprl.tools import compat
+from mcprl.tools.cassette import Replayed, ToolResult
 from mcprl.tools.convert import reports_error, result_text, schema_problem, to_openai, tools_hash
 from mcprl.tools.spec import ServerSpec
 from mcprl.tools.transport import Connection, connect, is_connection_lost
@@ -38,6 +39,8 @@ PING_TIMEOUT = 5.0
 
 class ServerGone(Exception):
     """The transport is dead (process exited, HTTP server down, connection reset)."""
+
+    label = "MCP server gone"  # how a rollout it ends names the failure
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -52,6 +55,10 @@ class ToolOutcome(BaseModel):
     error_kind: ErrorKind | None = None
     structured: Any = Field(default=None, description="the result's structured content, when small enough")
     latency_s: float = 0.0
+    result: ToolResult | None = Field(
+        default=None, exclude=True, description="the server's answer as it sent it; None when the call never reached it"
+    )
+    replayed: Replayed | None = Field(default=None, description="answered from a cassette or a step's read cache: how")
 
 
 class ToolSet(BaseModel):
@@ -62,6 +69,7 @@ class ToolSet(BaseModel):
     tools: list[ToolSchema] = Field(description="OpenAI function schemas, for the model")
     mcp_tools: list[dict[str, Any]] = Field(description="the MCP tool definitions as the server sent them")
     resources: list[dict[str, Any]] = Field(default_factory=list)
+    resource_templates: list[dict[str, Any]] = Field(default_factory=list)
     prompts: list[dict[str, Any]] = Field(default_factory=list)
     server_info: dict[str, Any] = Field(default_factory=dict)
     hash: str = Field(description="stable hash of `tools`, for run metadata")
@@ -97,8 +105,11 @@ class ToolSession:
 
     def __init__(self, conn: Connection, mcp_tools: list[dict[str, Any]]) -> None:
         """`mcp_tools`: everything the server listed; the model sees only what the spec allows."""
-        self.spec = conn.spec
         self._conn = conn
+        self._offer(conn.spec, mcp_tools)
+
+    def _offer(self, spec: ServerSpec, mcp_tools: list[dict[str, Any]]) -> None:
+        self.spec = spec
         self.listed = mcp_tools
         self.mcp_tools = [t for t in mcp_tools if self.spec.allows(t["name"])]
         self._validators = {t["name"]: schema_validator(t.get("inputSchema") or {}) for t in self.mcp_tools}
@@ -120,6 +131,15 @@ class ToolSession:
             self.gone = self._conn.lost_reason()
         if self.gone is not None:
             raise ServerGone(self.gone)
+        args = self._checked(name, arguments, started)
+        if isinstance(args, ToolOutcome):
+            return args
+        return await self._send(name, args, started)
+
+    def _checked(
+        self, name: str, arguments: dict[str, Any] | str | None, started: float
+    ) -> dict[str, Any] | ToolOutcome:
+        """The call's arguments, or the error outcome of a call that cannot be made (before any server sees it)."""
         if not self.spec.allows(name):
             return _error("denied", f"the tool {name!r} is not available in this environment", started)
         if name not in self._validators:
@@ -135,6 +155,9 @@ class ToolSession:
         args = _parse_arguments(name, arguments, self._validators[name])
         if isinstance(args, str):
             return _error("bad_arguments", args, started)
+        return args
+
+    async def _send(self, name: str, args: dict[str, Any], started: float) -> ToolOutcome:
         with anyio.move_on_after(self.spec.call_timeout):
             try:
                 result = await self._conn.session.call_tool(name, args)
@@ -169,14 +192,23 @@ class ToolSession:
         return False
 
     def _outcome(self, result: Any, started: float) -> ToolOutcome:
-        wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return self.outcome(result.model_dump(by_alias=True, mode="json", exclude_none=True), started)
+
+    def outcome(self, wire: dict[str, Any], started: float, **fields: Any) -> ToolOutcome:
+        """What the model is shown of a `tools/call` result (`wire`: as the server sent it)."""
+        fields["result"] = ToolResult.model_validate(wire)
         text = result_text(wire, self.spec.max_result_chars)
         structured = wire.get("structuredContent")
         if structured is not None and len(json.dumps(structured)) > self.spec.max_result_chars:
             structured = None  # the text already holds the truncated version; keep memory bounded
         # A result that says in its text that the call failed is an error like MCP's `isError`,
         # for the model and for everything that reads outcomes (demonstrations, shaping, grounding).
-        if wire.get("isError") or reports_error(text):
+        if (
+            wire.get("isError")
+            or reports_error(text)
+            or structured is not None
+            and reports_error(json.dumps(structured))
+        ):
             if not text.lstrip().lower().startswith("error"):
                 text = f"Error: {text}"
             return ToolOutcome(
@@ -185,8 +217,9 @@ class ToolSession:
                 error_kind="tool_error",
                 structured=structured,
                 latency_s=time.perf_counter() - started,
+                **fields,
             )
-        return ToolOutcome(text=text, structured=structured, latency_s=time.perf_counter() - started)
+        return ToolOutcome(text=text, structured=structured, latency_s=time.perf_counter() - started, **fields)
 
 
 def _parse_arguments(
@@ -306,6 +339,11 @@ async def discover(spec: ServerSpec, *, workdir: Path | None = None) -> ToolSet:
         conn = session._conn
         capabilities = conn.initialize_result.get("capabilities") or {}
         resources = await _optional_listing(conn, "list_resources", "resources") if "resources" in capabilities else []
+        templates = (
+            await _optional_listing(conn, "list_resource_templates", "resourceTemplates")
+            if "resources" in capabilities
+            else []
+        )
         prompts = await _optional_listing(conn, "list_prompts", "prompts") if "prompts" in capabilities else []
     if not session.listed:
         raise UserError(
@@ -320,6 +358,7 @@ async def discover(spec: ServerSpec, *, workdir: Path | None = None) -> ToolSet:
         tools=tools,
         mcp_tools=session.mcp_tools,
         resources=resources,
+        resource_templates=templates,
         prompts=prompts,
         server_info=conn.initialize_result.get("serverInfo") or {},
         hash=tools_hash(tools),

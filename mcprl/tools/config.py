@@ -3,12 +3,14 @@ flags of every command that connects to one)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mcprl.errors import UserError
-from mcprl.tools.spec import ServerSpec, _pairs
+from mcprl.tools.cassette import recorded_target
+from mcprl.tools.spec import CassetteSettings, OnMiss, ServerSpec, _pairs
 
 
 class ServerConfig(BaseModel):
@@ -38,6 +40,26 @@ class ServerConfig(BaseModel):
     max_result_chars: int = Field(
         default=4000, gt=0, description="tool results longer than this are cut, for the model and the checks alike"
     )
+    # record and replay (mcprl.tools.tape; docs/replay.md)
+    record: str | None = Field(
+        default=None,
+        description="record every tool call into this JSONL cassette (a training "
+        "run records into its cassette.jsonl unless 'off')",
+    )
+    replay: str | None = Field(
+        default=None, description="answer tool calls from this cassette; --server may be left out"
+    )
+    on_miss: OnMiss = Field(
+        default="error",
+        description="a call the cassette lacks: fail that rollout, call the live "
+        "server, or answer the nearest recorded read-only call",
+    )
+    cache_reads: bool = Field(
+        default=False, description="identical read-only calls within a training step are answered once"
+    )
+    read_only: list[str] = Field(
+        default_factory=list, description="tools to treat as read-only besides those annotated so"
+    )
 
     @field_validator("headers", mode="before")
     @classmethod
@@ -51,11 +73,25 @@ class ServerConfig(BaseModel):
         """The environment may also be given as K=V strings (as the flag takes them)."""
         return _pairs(value, "=", "--env", "KEY=value") if isinstance(value, list) else value
 
+    @property
+    def connects(self) -> bool:
+        """Whether there is a server to call: one named, or a cassette that answers for it."""
+        return self.target is not None or self.replay is not None
+
     def spec(self) -> ServerSpec:
-        if self.target is None:
+        cassette = CassetteSettings(
+            record=None if self.record == "off" else self.record,
+            replay=self.replay,
+            on_miss=self.on_miss,
+            cache_reads=self.cache_reads,
+            read_only=tuple(self.read_only),
+        )
+        target = self.target if self.target is not None or self.replay is None else recorded_target(Path(self.replay))
+        if target is None:
             raise UserError("no MCP server given; pass --server URL-or-command")
         return ServerSpec.parse(
-            self.target,
+            target,
+            cassette=cassette,
             transport=self.transport,
             headers=self.headers,
             env=self.env,

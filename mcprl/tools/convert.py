@@ -215,20 +215,28 @@ def result_text(result: dict[str, Any], limit: int) -> str:
 # \"2026\": syntax error", "ValueError: ...", "notes.txt: Error - ENOENT: ...", {"error": "not found"}):
 # the first line opens with an error word, or names one before a colon within its first few words, or
 # says it of what it names ("NAME: Error - ..."), or the whole result is a JSON object whose only keys
-# are error fields. A listing whose later lines mention errors is data.
+# are error fields or it says `"ok": false`. A listing whose later lines mention errors is data.
 _ERROR_OPENING = re.compile(
     r"^\W*(?:error|exception|traceback|fatal|failed|failure)\b"
     r"|^[\w .'-]{0,40}?\b\w*(?:error|exception)\b\s*[:!]"
     r"|^[^\s:]{1,80}:\s+(?:error|exception)\b\s*[:!-]",
     re.IGNORECASE,
 )
-_ERROR_KEYS = {"error", "errors", "error_message", "message", "detail", "code", "status"}
+_ERROR_KEYS = {"error", "errors", "error_message", "message", "detail", "code", "status", "ok", "success"}
 
 
 def reports_error(text: str) -> bool:
-    """Whether a tool result that MCP calls a success says in its text that the call failed."""
+    """Whether a tool result that MCP calls a success says in its text that the call failed: an
+    error opening its first line, or a JSON object that says it (`{"ok": false, ...}`,
+    `{"success": false, ...}`, or only error fields: `{"error": "not found"}`)."""
     try:
         data = json.loads(text)
     except ValueError:
         return _ERROR_OPENING.search(text.lstrip().partition("\n")[0][:200]) is not None
-    return isinstance(data, dict) and bool(data.get("error") or data.get("errors")) and set(data) <= _ERROR_KEYS
+    if not isinstance(data, dict):
+        return False
+    return (
+        data.get("ok") is False
+        or data.get("success") is False
+        or (bool(data.get("error") or data.get("errors")) and set(data) <= _ERROR_KEYS)
+    )

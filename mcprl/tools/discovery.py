@@ -26,12 +26,14 @@ async def open_tools(
     """The run's tool pool (None without a server): discovered once, with tools.json written (the tool
     list and its hash, secrets masked) and a warning when the tools changed since the run began.
     A stdio server without a `cwd` runs in the run's own `server-workdir/`."""
-    if server.target is None:
+    if not server.connects:
         yield None
         return
+    if server.record is None and server.replay is None:  # a run records its calls into its own directory
+        server = server.model_copy(update={"record": str(run_dir / "cassette.jsonl")})
     spec = server.spec()
     secrets = secret_values(spec)
-    shown = redact(server.target, secrets)  # the URL may hold a key (?api_key=...)
+    shown = redact(spec.target, secrets)  # the URL may hold a key (?api_key=...)
     workdir = None
     if spec.transport == "stdio" and spec.cwd is None:
         workdir = run_dir / "server-workdir"
@@ -46,7 +48,9 @@ async def open_tools(
         if warning := hash_change_warning(previous, toolset.hash, shown):
             say(f"warning: {warning}")
         # a server can repeat a secret it was given (an --env token) in a tool's description
-        record = redact({"server": server.target, "hash": toolset.hash, "tools": toolset.tools}, secrets)
+        record = redact({"server": spec.target, "hash": toolset.hash, "tools": toolset.tools}, secrets)
         tools_file.write_text(json.dumps(record, indent=2))
         say(f"{len(toolset.tools)} tools: {', '.join(t['function']['name'] for t in toolset.tools)}")
         yield pool
+        if pool.tape is not None and (summary := pool.tape.summary()):
+            say(summary)

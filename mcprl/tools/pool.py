@@ -25,6 +25,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from mcprl.errors import UserError
 from mcprl.tools.client import ServerGone, ToolSession, ToolSet, discover, open_session
 from mcprl.tools.spec import ServerSpec
+from mcprl.tools.tape import Tape
 
 
 class ToolPool:
@@ -38,6 +39,7 @@ class ToolPool:
         self.per_rollout = per_rollout
         self.workdir = workdir
         self.toolset: ToolSet | None = None
+        self.tape = Tape(spec) if spec.cassette.active else None  # record, replay, read cache (mcprl.tools.tape)
         self._stack: AsyncExitStack | None = None
         self._tg: TaskGroup | None = None
         self._shared: ToolSession | None = None
@@ -51,7 +53,10 @@ class ToolPool:
     async def __aenter__(self) -> ToolPool:
         stack = AsyncExitStack()
         try:
-            self.toolset = await discover(self.spec, workdir=self.workdir)
+            if self.tape is not None:
+                stack.callback(self.tape.close)
+            found = self.tape.discover(self.workdir) if self.tape else discover(self.spec, workdir=self.workdir)
+            self.toolset = await found
             if not self.per_rollout:
                 self._tg = await stack.enter_async_context(anyio.create_task_group())
                 stack.callback(self._release_shared)
@@ -71,6 +76,15 @@ class ToolPool:
     @asynccontextmanager
     async def session(self) -> AsyncIterator[ToolSession]:
         """A session for one rollout. Raises `ServerGone` when the server cannot be (re)connected."""
+        if self.tape is not None:
+            async with self.tape.session(self._live_session) as session:
+                yield session
+            return
+        async with self._live_session() as session:
+            yield session
+
+    @asynccontextmanager
+    async def _live_session(self) -> AsyncIterator[ToolSession]:
         if not self.per_rollout:
             if self._tg is None:
                 raise RuntimeError("a shared session lives in the pool: enter it first (async with ToolPool(...))")

@@ -21,6 +21,27 @@ from mcprl.errors import UserError, first_problem
 
 Transport = Literal["stdio", "http", "sse"]
 TRANSPORT_CHOICES = ("auto", "stdio", "http", "sse")
+OnMiss = Literal["error", "live", "nearest"]
+
+
+class CassetteSettings(BaseModel):
+    """Recording tool calls into a cassette, answering them from one, and caching reads (mcprl.tools.tape)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    record: str | None = Field(default=None, description="JSONL file every tool call is recorded into")
+    replay: str | None = Field(default=None, description="JSONL cassette tool calls are answered from")
+    on_miss: OnMiss = Field(
+        default="error",
+        description="a call the cassette does not hold: fail its rollout, "
+        "call the live server, or answer a read-only tool's nearest recorded call",
+    )
+    cache_reads: bool = Field(default=False, description="answer identical read-only calls of a step once")
+    read_only: tuple[str, ...] = Field(default=(), description="tools to treat as read-only besides the annotated ones")
+
+    @property
+    def active(self) -> bool:
+        return bool(self.record or self.replay or self.cache_reads)
 
 
 class ServerSpec(BaseModel):
@@ -43,6 +64,7 @@ class ServerSpec(BaseModel):
         default=None, description="a new session per rollout (default for stdio) or one shared (default for http/sse)"
     )
     max_result_chars: int = Field(default=4000, gt=0, description="tool results longer than this are truncated")
+    cassette: CassetteSettings = Field(default_factory=CassetteSettings, description="record, replay, cache reads")
 
     @classmethod
     def parse(

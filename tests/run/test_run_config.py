@@ -350,7 +350,9 @@ def test_every_command_that_connects_to_a_server_takes_the_same_server_flags():
         }
 
     group = typer.main.get_command(app)
-    commands = {name: group.commands[name] for name in ("tools", "validate", "scenarios", "eval", "train", "autorl")}
+    commands = {
+        name: group.commands[name] for name in ("tools", "validate", "scenarios", "eval", "usage", "train", "autorl")
+    }
     commands["autorl (its own command)"] = typer.main.get_command(autorl_app)
     expected = server_options(commands["train"])
     assert {opt for opts in expected for opt in opts} >= {

@@ -123,6 +123,9 @@ def test_train_writes_the_run_directory(tmp_path, tiny_model_dir):
     assert result["model"] == "t@2" and result["scenarios"] == 2 and result["baseline"] == str(tiny_model_dir)
     assert 0 <= result["success_rate"] <= 1 and len(result["success_ci"]) == 2
     assert 0 <= result["win_rate"] <= 1 and result["win_rate_judged"] + result["win_rate_skipped"] == 2
+    # the per-tool report (mcprl.usage), against the calculator's own tools; per-tool figures in each step's line
+    assert result["usage"]["episodes"] == 2 and {t["name"] for t in result["usage"]["tools"]} >= {"add", "multiply"}
+    assert any(k.startswith("tool/needed/") for k in rows[1]) and any(k.startswith("tool/needed/") for k in rows[-1])
     bad = mcprl(home, "eval", "--model", "t@9", "--scenarios", str(val))
     assert bad.returncode == 2 and "no checkpoint '9'" in bad.stderr
 

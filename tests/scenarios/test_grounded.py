@@ -39,8 +39,9 @@ async def explore_and_ground(spec: ServerSpec, calls: int, n: int = 12, **cfg):
 def test_results_are_read_as_records_and_arguments_take_the_shape_their_description_asks_for():
     import random
 
-    from mcprl.scenarios.arguments import ArgumentWriter, SeenValue
+    from mcprl.scenarios.lexicon import probes
     from mcprl.scenarios.results import result_records
+    from mcprl.scenarios.values import Knowledge, SeenValue
 
     # a server that prints Python's repr() of its rows
     assert result_records("[{'name': 'customers'}, {'name': 'orders'}]", None) == [
@@ -55,14 +56,21 @@ def test_results_are_read_as_records_and_arguments_take_the_shape_their_descript
     assert result_records("From: a@b.c\nSubject: hi", {"result": "From: a@b.c\nSubject: hi"}) == [
         [("From", "a@b.c"), ("Subject", "hi")]
     ]
-    writer = ArgumentWriter(random.Random(0))
-    seen = [SeenValue(value="orders", field="name", call=3)]
-    sql = {"type": "string", "description": "SELECT SQL query to execute"}
-    assert writer.value("query", sql, seen) == ("SELECT * FROM orders LIMIT 5", "result:3", 3)
-    time_of_day, source, _ = writer.value(
-        "time", {"type": "string", "description": "Time to convert in 24-hour format (HH:MM)"}, []
-    )
-    assert source == "schema" and len(time_of_day) == 5 and time_of_day[2] == ":"
+    # records of `key: value` lines one after another, under a heading
+    log = "Commit history:\nCommit: a1\nAuthor: Ann\nCommit: b2\nAuthor: Bob"
+    assert result_records(log, None) == [[("Commit", "a1"), ("Author", "Ann")], [("Commit", "b2"), ("Author", "Bob")]]
+    # an SQL parameter is sent a query over a table some result named; a time one, a time first
+    knowledge = Knowledge([])
+    knowledge.seen = [SeenValue(value="orders", field="name", call=3, session=0)]
+    sql = {
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}},
+        "required": ["query"],
+    }
+    rng = random.Random(0)
+    drawn = [knowledge.arguments("run", sql, 0, rng) for _ in range(40)]
+    assert "SELECT * FROM orders LIMIT 5" in {args["query"] for args, _ in drawn if args}
+    assert re.fullmatch(r"\d\d:\d\d", probes("time", "Time to convert in 24-hour format (HH:MM)")[0])
 
 
 def test_a_file_servers_paths_come_from_its_results_and_its_files_ground_tasks():
@@ -72,16 +80,38 @@ def test_a_file_servers_paths_come_from_its_results_and_its_files_ground_tasks()
     items, and neither a file's base64 blob nor a search that found nothing is an answer."""
     import random
 
-    from mcprl.scenarios.arguments import ArgumentWriter, SeenValue
     from mcprl.scenarios.explore import Exploration, ExploredCall
     from mcprl.scenarios.grounded import candidates
+    from mcprl.scenarios.values import Knowledge
 
-    seen = [SeenValue(value="/srv/docs", field="", call=0), SeenValue(value="[FILE] README.md", field="", call=1)]
-    writer = ArgumentWriter(random.Random(0))
-    picked = {writer.value("path", {"type": "string", "description": "The path"}, seen)[0] for _ in range(20)}
-    assert picked == {"/srv/docs", "README.md"}
-    many, source, _ = writer.value("paths", {"type": "array", "items": {"type": "string"}}, seen[1:])
-    assert many == ["README.md"] and source == "result:1"
+    # a folder a call took, and the names its listing gave: paths to read (joined), for one path or a list of them
+    knowledge = Knowledge(["/srv/docs"])
+    listing = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    rng = random.Random(0)
+    args, leaves = knowledge.arguments("list_directory", listing, 0, rng)
+    assert args == {"path": "/srv/docs"} and leaves[0].arm == "context"  # the server's command line named it
+    knowledge.learn(
+        "list_directory",
+        args,
+        leaves,
+        index=0,
+        session=0,
+        text="[FILE] README.md\n[DIR] notes",
+        structured=None,
+        is_error=False,
+        error_kind=None,
+        values=[("", "[FILE] README.md"), ("", "[DIR] notes")],
+    )
+    read = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    many = {
+        "type": "object",
+        "properties": {"paths": {"type": "array", "items": {"type": "string"}}},
+        "required": ["paths"],
+    }
+    picked = {knowledge.arguments("read_file", read, 0, rng)[0]["path"] for _ in range(30)}
+    assert {"/srv/docs/README.md", "/srv/docs/notes"} <= picked
+    lists = [knowledge.arguments("read_multiple_files", many, 0, rng)[0]["paths"] for _ in range(30)]
+    assert all(isinstance(p, list) and p for p in lists) and any("/srv/docs/README.md" in p for p in lists)
 
     text = "README.md:\n# Project\nOwner: Dana Reyes\n"
     read = ExploredCall(
@@ -109,7 +139,7 @@ def test_a_file_servers_paths_come_from_its_results_and_its_files_ground_tasks()
     )
     tasks = [t for seed in range(6) for t in candidates(Exploration(calls=[read, media, search]), {}, seed=seed)]
     asked = {(t.task, t.answer) for t in tasks}
-    assert ("What is the owner of the file with paths README.md?", "Dana Reyes") in asked
+    assert any("owner" in task and "README.md" in task for task, answer in asked if answer == "Dana Reyes"), asked
     assert {answer for _, answer in asked} == {"Dana Reyes", "text/plain"}, asked
     assert not [task for task, _ in asked if "['" in task or "# " in task or "README.md:" in task], asked
 
@@ -188,7 +218,7 @@ async def test_grounded_tasks_on_a_stdio_server_are_checked_by_value_and_replaye
     # the clock's tasks do not reproduce on replay, so none is kept
     assert not any(t.tools == ["now"] for t in tasks)
     assert report.dropped.get("answer not reproduced", 0) >= 1
-    prices = [t for t in tasks if t.task.startswith("What is the price of the product")]
+    prices = [t for t in tasks if "price" in t.task]
     assert prices and all(isinstance(t.answer, (int, float)) for t in prices)
 
 
@@ -212,8 +242,8 @@ async def test_a_write_is_a_task_checked_by_reading_back_the_rollouts_own_sessio
     assert any(c.reads_back is not None and c.tool == "cart_size" and c.text == "1" for c in exploration.calls)
     task = next(t for t in tasks if t.read_back)
     assert task.read_back == {"tool": "cart_size", "arguments": {}} and task.answer == 1
-    assert task.metadata["reference"][-1]["tool"] == "add_to_cart" and "Add a product to the cart" in task.task
     product = task.metadata["reference"][-1]["arguments"]["product_id"]
+    assert task.metadata["reference"][-1]["tool"] == "add_to_cart" and product in task.task
     judge = VerifyJudge()
     async with ToolPool(shop()) as pool:
         with scripted_endpoint(tiny_model_dir, [call("add_to_cart", product_id=product), "Added.", "Done."]) as (

@@ -1,0 +1,594 @@
+"""Where an exploring call's arguments come from, and what the server's answers teach about them
+(`mcprl.scenarios.explore` makes the calls).
+
+A tool's input schema is built as the schema says (nested objects and arrays included); each leaf,
+named by its property, draws from *arms*, each a source of candidate values:
+
+    const, enum, default, example  the schema's own values (and the examples its description quotes)
+    worked     values a parameter of this name took in calls that answered, on any tool
+    error      values an error named when this parameter was blamed ("outside the allowed repository
+               '/srv/r'", "must be one of ('pending', 'done')"), less those the call sent
+    context    values in plain view: the server's command line, the environment and working
+               directory it was given, its resources and resource templates
+    result     values earlier results held (`result.FIELD`, an arm per field: which results feed which
+               parameter is learnt, as RESTler infers producers and consumers); this session's link the
+               calls into a chain ("result:N")
+    shaped     values results held that have the shape of an example ("SKU-3000" for "e.g. SKU-1234")
+    word       a word of a longer text a result held, as a person searches ("Porto")
+    joined     a name a result listed, under the path the call that listed it took ("notes.txt" of
+               `list_directory("/srv/docs")` -> "/srv/docs/notes.txt"), for any parameter
+    varied     a value that worked, with other numbers in it ("2 + 3" -> "17 + 45")
+    schema     sampled from the schema: numbers in its bounds, booleans, formats
+    probe      the fuzzing dictionary (`mcprl.scenarios.lexicon.PROBES`), for strings
+    composed   a query of the parameter's shape over a name a result gave ("SELECT * FROM orders LIMIT 5")
+    described  a word of the parameter's description: the last resort
+
+Each leaf picks an arm by Thompson sampling over Beta(prior + successes, prior + failures) of the
+calls that drew from it, counted per parameter name across tools (every tool's `repo_path` learns from
+the first that answered), and prefers a value this tool has not been sent yet. A call that answered
+credits its arms; one that failed blames the parameters its error names (by name, or by the value
+sent), else all of them, and what the error quotes becomes their `error` candidates.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+from pydantic import BaseModel
+
+from mcprl.errors import clip
+from mcprl.scenarios.lexicon import ALLOWED_VALUES, composed, probes, words_of
+from mcprl.scenarios.results import NOTHING
+from mcprl.tools import ServerSpec
+from mcprl.tools.redact import secret_values
+
+# arm -> Beta prior (successes, failures) before any call: how much a source is trusted untried
+PRIORS: dict[str, tuple[float, float]] = {
+    "const": (9, 1),
+    "worked": (6, 1),
+    "enum": (3, 1),
+    "default": (3, 1),
+    "example": (3, 1),
+    "error": (3, 1),
+    "shaped": (3, 1),
+    "context": (2, 1),
+    "composed": (2, 1),
+    "joined": (1, 1),
+    "schema": (1, 1),
+    "result": (1, 2),
+    "varied": (1, 2),
+    "probe": (1, 2),
+    "generator": (1, 2),
+    "word": (1, 3),
+    "described": (1, 4),
+}
+NAMED_RESULT_PRIOR = (3, 1)  # a result field whose name shares a word with the parameter's ("sku" -> `sku`)
+NUMERIC_RESULT_PRIOR = (2, 2)  # any number a result gave, for a number: a computed value fed on (a multi-step task)
+KNOWN_VALUES = 400  # values results held that are kept to draw from (the latest)
+LONG_VALUE = 80  # a longer text a result held is prose, not a value to pass on
+DRAWS = 8  # draws of a call before giving up on finding one not made yet
+REPEAT_CREDIT = 0.25  # a call that answered what was answered before (or nothing) counts a quarter of a success
+INVENTED = {"probe", "described", "schema", "varied"}  # arms that make a value up rather than take one given
+OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default)
+OPTIONAL_ARMS = {"const", "enum", "default", "example", "worked", "error", "shaped", "word", "result"}
+QUOTED = re.compile(r"""(?<![\w])['"`]([^'"`\n]{1,120})['"`]""")
+PATH = re.compile(r"(?<![\w/@])(?:~?/[\w.@-]+(?:/[\w.@-]+)*/?|(?:[\w-][\w.-]*/)*[\w-]+\.[A-Za-z]\w{0,5})(?![\w/@])")
+NAME = re.compile(r"[\w][\w.@-]{0,79}")  # one token a listing may name (a file, a folder, a key)
+
+
+class SeenValue(BaseModel):
+    value: Any
+    field: str
+    call: int
+    session: int = 0
+
+
+@dataclass
+class Drawn:
+    """One leaf of a call's arguments: where in them, the parameter's name, the arm it came from."""
+
+    path: str
+    name: str
+    arm: str
+    value: Any
+    parent: int | None = None  # the call whose result gave the value, in this session
+
+
+@dataclass
+class ToolLog:
+    """What exploring one tool gave: calls, answers, the errors it gave and the arms drawn from."""
+
+    calls: int = 0
+    answered: int = 0
+    results: set[str] = field(default_factory=set)  # distinct answers
+    errors: Counter = field(default_factory=Counter)  # first line of each error text
+    arms: Counter = field(default_factory=Counter)
+    exhausted: int = 0  # sessions that found no call it had not made yet
+    failing: int = 0  # calls that failed since its last answer
+    invented: bool = (
+        False  # the latest call's arguments were all made up (INVENTED arms) or the generator's: it may know better
+    )
+
+    def weight(self) -> float:
+        """How much a session should call it: a tool whose answers were new, and that still answers,
+        most; one that has not answered yet keeps getting tries."""
+        if not self.answered:
+            return 2.0
+        return 0.2 + 3.0 * self.novelty() / (1 + self.failing)
+
+    def novelty(self) -> float:
+        return len(self.results) / self.answered if self.answered else 0.0
+
+
+def kinds_of(schema: dict[str, Any]) -> list[Any]:
+    return schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
+
+
+def number_of(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def fits_type(value: Any, kinds: list[Any]) -> bool:
+    if kinds == [None]:
+        return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+    if isinstance(value, bool):
+        return "boolean" in kinds
+    if isinstance(value, str):
+        if "string" in kinds:
+            return True
+        number = number_of(value)
+        return number is not None and ("number" in kinds or "integer" in kinds and float(number).is_integer())
+    if isinstance(value, (int, float)):
+        return "number" in kinds or "integer" in kinds and float(value).is_integer() or "string" in kinds
+    return False
+
+
+def coerce(value: Any, schema: dict[str, Any]) -> Any:
+    """A value read from text, as the parameter's type wants it ("42" for an integer -> 42; 7 for a string -> "7")."""
+    kinds = kinds_of(schema)
+    if isinstance(value, str) and "string" not in kinds and (number := number_of(value)) is not None:
+        return int(number) if "integer" in kinds or number.is_integer() and "number" not in kinds else number
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and kinds == ["string"]:
+        return str(value)
+    return value
+
+
+def description_examples(description: str) -> list[str]:
+    """Example values a parameter's description gives: `e.g. SKU-1234`, `'drill'`, `like 2024-03-31`."""
+    found = re.findall(
+        r"(?:e\.g\.|eg\.|for example|such as|like)\s*,?:?\s*['\"]?([\w@./:-]+(?: [\w@./:-]+)?)", description, re.I
+    )
+    found += QUOTED.findall(description)
+    return list(dict.fromkeys(v.rstrip(".,)") for v in found if v.strip()))
+
+
+def context_values(spec: ServerSpec, resources: list[dict[str, Any]], templates: list[dict[str, Any]]) -> list[str]:
+    """Values in plain view before any call: the stdio command's arguments (but the program, its
+    script or module, and flags: `--repository /srv/r` gives /srv/r), the environment given to the
+    server (secrets left out) and its working directory, the server's resources' URIs and names and
+    its resource templates' names."""
+    found: list[str] = []
+    command = spec.command[1:]
+    for i, arg in enumerate(command):
+        if arg.startswith("-"):
+            if "=" in arg:
+                found.append(arg.partition("=")[2])
+            continue
+        if i and command[i - 1] == "-m" or re.search(r"\.(py|m?js|ts|jar|rb)$", arg):
+            continue  # the server's own program
+        found.append(arg)
+    secret = set(secret_values(spec, environ={}))
+    found += [v for v in spec.env.values() if v not in secret]
+    if spec.cwd:
+        found.append(spec.cwd)
+    for r in resources:
+        found += [str(r[k]) for k in ("uri", "name") if r.get(k)]
+    found += [str(t["name"]) for t in templates if t.get("name")]
+    return [v for v in dict.fromkeys(found) if v and len(v) <= 300]
+
+
+def error_values(text: str, sent: set[str]) -> list[str]:
+    """Values an error message names that the call did not send: quoted ones ("outside the allowed
+    repository '/srv/r'"), examples ("a date like 2024-03-31") and the items of a list it says it
+    takes ("must be one of (a, b)")."""
+    found = QUOTED.findall(text) + description_examples(text)  # "after must be a date like 2024-03-31"
+    for m in ALLOWED_VALUES.finditer(text):
+        found += [item.strip(" '\"`.") for item in re.split(r",|\bor\b|\|", m["items"])]
+    # not what the call sent, quoted back whole or in part, nor a message quoting it ("error: no object /srv/r")
+    return [
+        v
+        for v in dict.fromkeys(found)
+        if v and len(v) <= 120 and not v.endswith(":") and not any(v in s or len(s) > 2 and s in v for s in sent)
+    ]
+
+
+def call_key(tool: str, args: dict[str, Any]) -> str:
+    """A call in canonical form: the same call, whatever the order of its arguments."""
+    return json.dumps([tool, args], sort_keys=True, default=str)
+
+
+class Knowledge:
+    """What exploring has learnt so far: the arms' successes and failures per parameter name, the
+    values that worked and that errors named, the values results held, the calls made and failed,
+    and each tool's log."""
+
+    def __init__(self, context: list[str]) -> None:
+        self.context = context
+        self.stats: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+        self.worked: dict[str, list[Any]] = defaultdict(list)
+        self.named: dict[str, list[str]] = defaultdict(list)  # parameter name -> values errors named
+        self.tried: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values sent
+        self.blamed: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values blamed
+        self.made: set[str] = set()
+        self.failed: set[str] = set()
+        self.seen: list[SeenValue] = []
+        self.listed: dict[str, list[tuple[str, int, int]]] = defaultdict(list)  # path -> (name, call, session)
+        self.logs: dict[str, ToolLog] = defaultdict(ToolLog)
+        self._validators: dict[str, Any] = {}
+
+    # ---- drawing a call ----------------------------------------------------------------------------
+    def arguments(
+        self, tool: str, schema: dict[str, Any], session: int, rng: random.Random
+    ) -> tuple[dict[str, Any], list[Drawn]] | None:
+        """Arguments for a call of `tool` not made yet (a failed call would fail again, a read would say
+        the same again, a write would do what was seen done), with the leaves drawn; None when DRAWS
+        draws found none. The first draws keep to
+        what the arms say (a value that worked is sent again, the call differs in another
+        argument); later ones favour values this tool has not been sent."""
+        leaves: list[Drawn] = []
+        for attempt in range(DRAWS):
+            # after two repeats, one argument at a time looks for a value not sent yet: first those that
+            # have taken the most values that worked (a second file to read, not a second repository)
+            turns = sorted(leaves, key=lambda d: (-len(self.worked.get(d.name, [])), d.path))
+            fresh = {turns[(attempt - 2) % len(turns)].path} if attempt >= 2 and turns else set()
+            leaves = []
+            args = self._object(tool, "", schema, session, rng, leaves, fresh)
+            if call_key(tool, args) not in self.made:
+                return args, leaves
+        return None
+
+    def proposed(self, tool: str, schema: dict[str, Any], written: dict[str, Any]) -> list[Drawn] | None:
+        """The leaves of arguments the generator wrote, if they are valid and not a call made already."""
+        key = call_key(tool, written)
+        if not self._validator(schema)(written) or key in self.failed or key in self.made:
+            return None
+        return [Drawn(path=k, name=k, arm="generator", value=v) for k, v in written.items()]
+
+    def _object(
+        self,
+        tool: str,
+        path: str,
+        schema: dict[str, Any],
+        session: int,
+        rng: random.Random,
+        leaves: list[Drawn],
+        fresh: set[str],
+    ) -> dict[str, Any]:
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        required = set(schema.get("required") or [])
+        out: dict[str, Any] = {}
+        for name, sub in props.items():
+            if not isinstance(sub, dict):
+                continue
+            optional = name not in required
+            if optional and rng.random() >= OPTIONAL * (1.5 if "default" not in sub else 1.0):
+                continue
+            value = self._value(
+                tool, f"{path}.{name}" if path else name, name, sub, session, rng, leaves, fresh, optional
+            )
+            if value is not _SKIP:
+                out[name] = value
+        return out
+
+    def _value(
+        self,
+        tool: str,
+        path: str,
+        name: str,
+        schema: dict[str, Any],
+        session: int,
+        rng: random.Random,
+        leaves: list[Drawn],
+        fresh: set[str],
+        optional: bool = False,
+    ) -> Any:
+        for branch in schema.get("anyOf") or schema.get("oneOf") or []:
+            if isinstance(branch, dict) and branch.get("type") != "null":
+                merged = {**branch, **{k: schema[k] for k in ("description", "default", "examples") if k in schema}}
+                return self._value(tool, path, name, merged, session, rng, leaves, fresh, optional)
+        kinds = kinds_of(schema)
+        if "object" in kinds and isinstance(schema.get("properties"), dict):
+            return self._object(tool, path, schema, session, rng, leaves, fresh)
+        if "array" in kinds:
+            item = schema.get("items") if isinstance(schema.get("items"), dict) else {"type": "string"}
+            count = max(1, int(schema.get("minItems") or 1)) + (rng.random() < 0.25)
+            items = [self._value(tool, f"{path}[]", name, item, session, rng, leaves, fresh) for _ in range(count)]
+            return list({json.dumps(v, sort_keys=True, default=str): v for v in items if v is not _SKIP}.values())
+        if "object" in kinds:
+            return {}
+        drawn = self._leaf(tool, path, name, schema, session, rng, fresh, optional)
+        if drawn is None:
+            return _SKIP
+        leaves.append(drawn)
+        return drawn.value
+
+    def _leaf(
+        self,
+        tool: str,
+        path: str,
+        name: str,
+        schema: dict[str, Any],
+        session: int,
+        rng: random.Random,
+        fresh: set[str],
+        optional: bool,
+    ) -> Drawn | None:
+        arms = self._arms(name, schema, session, rng)
+        if not arms:
+            return None
+        if optional:
+            # an optional filter given a made-up value matches nothing, or is ignored and only clutters the
+            # task: only the schema's own values and values the server gave or named
+            arms = {
+                a: c
+                for a, c in arms.items()
+                if a.partition(".")[0] in OPTIONAL_ARMS
+                and (not a.startswith("result") or self.prior(a, name) == NAMED_RESULT_PRIOR)
+            }
+            if not arms:
+                return None
+        tried, blamed = self.tried[tool, path], self.blamed[tool, path]
+        numeric = bool({"integer", "number"} & set(kinds_of(schema)))
+
+        def sample(arm: str) -> float:
+            a, b = self.prior(arm, name, numeric)
+            won, lost = self.stats[name, arm]
+            untried = any(repr(v) not in tried for v, _ in arms[arm])
+            return rng.betavariate(a + won, b + lost) * (0.3 if path in fresh and not untried else 1.0)
+
+        arm = max(sorted(arms), key=sample)
+        options = [(v, p) for v, p in arms[arm] if repr(v) not in blamed] or arms[arm]
+        untried = [(v, p) for v, p in options if repr(v) not in tried]
+        # a value this session's results gave first: the calls link into a chain that replays in one session
+        untried = [(v, p) for v, p in untried if p is not None] or untried
+        # untried values of the dictionary in its order (the shapes the parameter is described with first)
+        value, parent = (untried[0] if arm == "probe" else rng.choice(untried)) if untried else rng.choice(options)
+        return Drawn(path=path, name=name, arm=arm, value=coerce(value, schema), parent=parent)
+
+    def prior(self, arm: str, name: str, numeric: bool = False) -> tuple[float, float]:
+        """An arm's prior for a parameter (`PRIORS`), but for results of the parameter's name, and
+        results fed on to a number."""
+        kind, _, field_name = arm.partition(".")
+        if kind == "result" and field_name and _stems(field_name) & _stems(name):
+            return NAMED_RESULT_PRIOR
+        return NUMERIC_RESULT_PRIOR if kind == "result" and numeric else PRIORS[kind]
+
+    def _arms(
+        self, name: str, schema: dict[str, Any], session: int, rng: random.Random
+    ) -> dict[str, list[tuple[Any, int | None]]]:
+        """Every arm's candidates for one leaf, each (value, the call of this session it came from)."""
+        if "const" in schema:
+            return {"const": [(schema["const"], None)]}
+        if isinstance(schema.get("enum"), list) and schema["enum"]:
+            return {"enum": [(v, None) for v in schema["enum"]]}
+        kinds = kinds_of(schema)
+        valid = self._validator(schema)
+
+        def fit(values: list[Any]) -> list[tuple[Any, int | None]]:
+            return [(v, None) for v in values if fits_type(v, kinds) and valid(coerce(v, schema))]
+
+        arms: dict[str, list[tuple[Any, int | None]]] = {}
+        description = str(schema.get("description") or "")
+        if "default" in schema and schema["default"] is not None:
+            arms["default"] = fit([schema["default"]])
+        examples = [*(schema.get("examples") or []), *description_examples(description)]
+        arms["example"] = fit(examples)
+        shapes = {shape_of(str(e)) for e in examples}
+        arms["shaped"] = [
+            (v.value, v.call if v.session == session else None)
+            for v in self.seen
+            if isinstance(v.value, str) and shape_of(v.value) in shapes and valid(coerce(v.value, schema))
+        ]
+        if not {"integer", "number"} & set(kinds):  # any number works: one that did says nothing
+            arms["worked"] = fit(self.worked.get(name, []))
+        arms["error"] = fit(self.named.get(name, []))
+        arms["context"] = fit(self.context)
+        for v in self.seen:
+            if fits_type(v.value, kinds) and valid(coerce(v.value, schema)):
+                arms.setdefault(f"result.{v.field}", []).append((v.value, v.call if v.session == session else None))
+        if "string" in kinds or kinds == [None]:
+            # one word of a longer text, as a person searches ("Porto" of "Your flight to Porto is booked")
+            arms["word"] = [
+                (w, v.call if v.session == session else None)
+                for v in self.seen
+                if isinstance(v.value, str) and " " in v.value.strip()
+                for w in re.findall(r"[A-Za-z][A-Za-z'-]{3,}", v.value)
+                if valid(w)
+            ]
+            arms["joined"] = [
+                (f"{base.rstrip('/')}/{listed}", call if s == session else None)
+                for base, names in self.listed.items()
+                for listed, call, s in names
+            ]
+            arms["joined"] = [(v, p) for v, p in arms["joined"] if valid(v)]
+            arms["varied"] = fit(
+                [_varied(v, rng) for v in self.worked.get(name, []) if isinstance(v, str) and re.search(r"\d", v)]
+            )
+            arms["probe"] = fit(probes(name, description))
+            names = [
+                v.value for v in self.seen if isinstance(v.value, str) and re.fullmatch(r"[A-Za-z_]\w{0,63}", v.value)
+            ]
+            arms["composed"] = fit(composed(name, description, list(dict.fromkeys(names))[-24:]))
+            arms["described"] = fit([w for w in words_of(description) if len(w) > 3][:8])
+        sampled = _sample(schema, kinds, rng)
+        if sampled is not None:
+            arms["schema"] = fit([sampled])
+        return {arm: options for arm, options in arms.items() if options}
+
+    def _validator(self, schema: dict[str, Any]) -> Any:
+        key = json.dumps(schema, sort_keys=True, default=str)
+        if key not in self._validators:
+            try:
+                self._validators[key] = jsonschema.validators.validator_for(schema)(schema).is_valid
+            except (jsonschema.SchemaError, TypeError, RecursionError):
+                self._validators[key] = lambda _: True
+        return self._validators[key]
+
+    # ---- learning from a call ----------------------------------------------------------------------
+    def learn(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        leaves: list[Drawn],
+        *,
+        index: int,
+        session: int,
+        text: str,
+        structured: Any,
+        is_error: bool,
+        error_kind: str | None,
+        values: list[tuple[str, Any]],
+    ) -> None:
+        """What one call made (`index` in `session`) taught: its result's `values` (field, value) or its error."""
+        log = self.logs[tool]
+        log.calls += 1
+        log.arms.update(d.arm.partition(".")[0] for d in leaves)
+        log.invented = bool(leaves) and all(d.arm in INVENTED or d.arm == "generator" for d in leaves)
+        key = call_key(tool, args)
+        self.made.add(key)
+        for d in leaves:
+            self.tried[tool, d.path].add(repr(d.value))
+        if error_kind == "timeout":
+            log.errors[clip(text.partition("\n")[0], 160)] += 1
+            return
+        if is_error:
+            log.failing += 1
+            self.failed.add(key)
+            log.errors[clip(text.partition("\n")[0], 160)] += 1
+            lowered = text.lower()
+            sent = {str(d.value) for d in leaves}
+            told = error_values(text, sent | {tool})
+            # an error names a parameter, or the value it was sent (whole, or quoted in part: "Ref '2024-01-15 09'")
+            named = [
+                d
+                for d in leaves
+                if name_in(d.name, lowered)
+                or len(str(d.value)) > 1
+                and str(d.value).lower() in lowered
+                or any(len(q) > 3 and q in str(d.value) for q in QUOTED.findall(text))
+            ]
+            # else every parameter but those whose value has worked before
+            blamed = (
+                named or [d for d in leaves if repr(d.value) not in map(repr, self.worked.get(d.name, []))] or leaves
+            )
+            for d in blamed:
+                self.stats[d.name, d.arm][1] += 1
+                self.blamed[tool, d.path].add(repr(d.value))
+                self.named[d.name] = list(dict.fromkeys([*self.named[d.name], *told]))
+            return
+        log.answered += 1
+        log.failing = 0
+        # an answer said before, or one that found nothing ("[]", "No matches"), is worth less than a new one
+        new = text not in log.results and not NOTHING.fullmatch(text.strip())
+        log.results.add(text)
+        for d in leaves:
+            self.stats[d.name, d.arm][0] += 1.0 if new else REPEAT_CREDIT
+            self.stats[d.name, d.arm][1] += 0.0 if new else 1.0 - REPEAT_CREDIT
+            if repr(d.value) not in map(repr, self.worked[d.name]):
+                self.worked[d.name].append(d.value)
+        # a long text is prose, and a line ending in a colon a heading ("Staged changes:"): no values to pass on
+        seen = [
+            SeenValue(value=v, field=k, call=index, session=session)
+            for k, v in values
+            if not (isinstance(v, str) and (len(v) > LONG_VALUE or v.rstrip().endswith(":")))
+        ]
+        self.seen = [s for s in self.seen if repr(s.value) not in {repr(n.value) for n in seen}] + seen
+        self.seen = self.seen[-KNOWN_VALUES:]
+        # what a call that took a path listed: names to join under that path
+        for d in leaves:
+            if isinstance(d.value, str) and ("/" in d.value or d.value in (".", "~")):
+                for _, v in values:
+                    for token in _names(v):
+                        if (token, index, session) not in self.listed[d.value] and not token.startswith("/"):
+                            self.listed[d.value].append((token, index, session))
+
+    def retired(self, tool: str, after: int) -> str | None:
+        """Why `tool` gets no more calls: `after` distinct calls all failed, or nothing new to send."""
+        log = self.logs[tool]
+        if not log.answered and log.failing >= after:
+            return f"{log.calls} calls, all errors"
+        if log.failing >= after:
+            return f"its last {log.failing} calls failed"
+        if log.exhausted >= 2:
+            return "no call left that it was not sent already"
+        return None
+
+
+_SKIP = object()
+
+
+def name_in(name: str, lowered: str) -> bool:
+    """Whether a parameter's name is in a (lower-cased) error text, as written or as words ("repo_path", "repo
+    path")."""
+    return name.lower() in lowered or len(name) > 2 and " ".join(words_of(name)) in lowered
+
+
+def _stems(name: str) -> set[str]:
+    """A name's words without a plural's s: `names` and `name`, `entityNames` and `entity name` share them."""
+    return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words_of(name)} - {"the", "of", "a"}
+
+
+def _names(value: Any) -> list[str]:
+    """The names a listed value gives: its paths ("docs/a.txt"), or its one token ("notes.txt" of "[FILE]
+    notes.txt")."""
+    if not isinstance(value, str):
+        return []
+    paths = PATH.findall(value)
+    if paths:
+        return paths
+    tokens = [t for t in value.split() if NAME.fullmatch(t)]
+    return tokens if len(tokens) == 1 and len(value.split()) <= 2 else []
+
+
+def shape_of(text: str) -> str:
+    """`SKU-1234` -> `A-9`: runs of letters and of digits, and the punctuation between them."""
+    return re.sub(r"\d+", "9", re.sub(r"[A-Za-z]+", "A", text))
+
+
+def _varied(value: str, rng: random.Random) -> str:
+    """A value with its numbers changed, keeping their form (integers stay integers)."""
+    return re.sub(
+        r"\d+(?:\.\d+)?",
+        lambda m: str(rng.randint(2, 99)) if "." not in m.group() else f"{rng.uniform(1, 99):.1f}",
+        value,
+    )
+
+
+def _sample(schema: dict[str, Any], kinds: list[Any], rng: random.Random) -> Any:
+    """A value of the schema's type from its structure alone (bounds, formats); None for a free string."""
+    if "integer" in kinds or "number" in kinds:
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0) + (1 if "exclusiveMinimum" in schema else 0))
+        high = schema.get("maximum", max(low, 0) + 20)
+        value = rng.randint(int(low), max(int(low), int(high)))
+        return value if "integer" in kinds or rng.random() < 0.7 else value + rng.choice([0.5, 0.25])
+    if "boolean" in kinds:
+        return rng.random() < 0.5
+    formats = {
+        "date-time": "2024-03-01T12:00:00Z",
+        "date": "2024-03-01",
+        "time": "12:00:00",
+        "email": "user@example.com",
+        "uri": "https://example.com",
+        "url": "https://example.com",
+        "uuid": "123e4567-e89b-12d3-a456-426614174000",
+    }
+    return formats.get(str(schema.get("format") or ""))

@@ -1,0 +1,169 @@
+"""Exploring and grounding on MCP servers we did not write (mcprl.scenarios.explore, .values, .grounded),
+installed from PyPI into their own environment as a user would: mcp-server-calculator (one tool,
+`calculate(expression)`) and mcp-server-git (every tool takes `repo_path`, which must lie inside the
+`--repository` on its command line). The tests state properties: a working call on every tool that
+can answer, no failed call made twice, the bounds kept, every kept task's answer given by the server
+when the test replays its chain, and no task that states its own answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mcprl.judges.verify import holds_answer
+from mcprl.scenarios.config import ExploreConfig
+from mcprl.scenarios.explore import explore
+from mcprl.scenarios.grounded import ground
+from mcprl.tools import ServerSpec, ToolPool
+
+REPO = Path(__file__).resolve().parents[2]
+VENV = REPO / ".venv-thirdparty"
+PACKAGES = ["mcp-server-calculator==0.2.1", "mcp-server-git==2026.10.10"]
+
+
+@pytest.fixture(scope="session")
+def thirdparty_bin() -> Path:
+    """The bin/ of an environment holding the third-party servers (made in REPO/.venv-thirdparty if missing)."""
+    python = VENV / "bin" / "python"
+    check = [str(python), "-m", "pip", "show", "-q", *[p.split("==")[0] for p in PACKAGES]]
+    if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
+        return VENV / "bin"
+    made = subprocess.run([sys.executable, "-m", "venv", str(VENV)], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot create {VENV}: {made.stderr.strip()[-300:]}")
+    pip = subprocess.run([str(python), "-m", "pip", "install", "-q", *PACKAGES], capture_output=True, text=True)
+    if pip.returncode != 0:
+        pytest.skip(f"pip install {' '.join(PACKAGES)} failed: {pip.stderr.strip()[-300:]}")
+    return VENV / "bin"
+
+
+@pytest.fixture(scope="session")
+def git_repo(tmp_path_factory) -> Path:
+    """A small repository with dated commits on two branches."""
+    repo = tmp_path_factory.mktemp("repo")
+    env = {**os.environ, "GIT_AUTHOR_DATE": "2024-03-01T10:00:00", "GIT_COMMITTER_DATE": "2024-03-01T10:00:00"}
+
+    def git(*args: str, who: str = "Ann") -> None:
+        subprocess.run(
+            ["git", "-c", f"user.name={who}", "-c", f"user.email={who.lower()}@example.com", *args],
+            cwd=repo,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+
+    git("init", "-q", "-b", "main")
+    (repo / "README.md").write_text("# Demo\nA small project.\n")
+    git("add", ".")
+    git("commit", "-qm", "Initial commit")
+    (repo / "hello.py").write_text("print('hi')\n")
+    git("add", "hello.py")
+    git("commit", "-qm", "Add hello script", who="Bob")
+    git("checkout", "-qb", "feature")
+    (repo / "hello.py").write_text("print('hello')\n")
+    git("commit", "-qam", "Greet in full")
+    git("checkout", "-q", "main")
+    return repo
+
+
+def failed_twice(exploration) -> list[str]:
+    keys = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in exploration.calls if c.is_error]
+    return [k for k in set(keys) if keys.count(k) > 1]
+
+
+def reads_twice(exploration) -> list[str]:
+    """Reads made again that were not made again on purpose (a read-back after a write)."""
+    keys = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in exploration.calls if c.reads_back is None]
+    return [k for k in set(keys) if keys.count(k) > 1]
+
+
+async def check_answers(pool: ToolPool, tasks) -> None:
+    """Every kept task's answer is what the server gives its chain now, and no task states it."""
+    assert tasks
+    for t in tasks:
+        async with pool.session() as session:
+            for step in t.metadata["reference"]:
+                outcome = await session.call(step["tool"], step["arguments"])
+                assert not outcome.is_error, (t.task, step, outcome.text)
+        assert holds_answer(outcome.text, t.answer), (t.task, t.answer, outcome.text)
+        assert not holds_answer(t.task, t.answer), t.task
+
+
+@pytest.mark.anyio
+async def test_a_calculator_we_did_not_write_is_sent_expressions_and_grounds_arithmetic(thirdparty_bin):
+    """mcp-server-calculator: its one string parameter was sent its own name 120 times ("Unknown
+    identifier: expression"); now expressions, and the tasks ask for their value."""
+    spec = ServerSpec.parse(str(thirdparty_bin / "mcp-server-calculator"))
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=30), seed=0, say=lambda _: None)
+        tasks, report = await ground(pool, 8, exploration, seed=0, say=lambda _: None)
+        assert len(exploration.calls) <= 30 and not failed_twice(exploration) and not reads_twice(exploration)
+        answered = [c for c in exploration.calls if not c.is_error]
+        assert len(answered) >= 20, exploration.summary()
+        assert len({c.arguments["expression"] for c in answered}) == len(answered)
+        assert len(tasks) == 8 and report.covered == {"calculate": 8}
+        await check_answers(pool, tasks)
+    for t in tasks:  # the value of an expression the task states, as a person asks it
+        expression = t.metadata["reference"][0]["arguments"]["expression"]
+        assert " ".join(expression.split()) in t.task and "calculate" not in t.task.lower(), t.task
+        assert abs(float(t.answer) - eval(expression)) < 1e-6  # noqa: S307 (the expression is ours)
+
+
+@pytest.mark.anyio
+async def test_a_git_server_is_sent_the_repository_its_command_line_names(thirdparty_bin, git_repo):
+    """mcp-server-git: `repo_path` was "path", "repo" or "repository" in every one of 120 calls, all
+    refused. Its command line names the repository, and its errors say so; every read tool now
+    answers, and tasks ask about its commits."""
+    spec = ServerSpec.parse(f"{thirdparty_bin / 'mcp-server-git'} --repository {git_repo}")
+    async with ToolPool(spec) as pool:
+        reads = {t["name"] for t in pool.toolset.mcp_tools if (t.get("annotations") or {}).get("readOnlyHint")}
+        started = time.monotonic()
+        exploration = await explore(pool, ExploreConfig(calls=80, rate=10), seed=0, say=lambda _: None)
+        tasks, report = await ground(pool, 12, exploration, seed=0, say=lambda _: None)
+        assert len(exploration.calls) <= 80 and time.monotonic() - started >= (len(exploration.calls) - 1) / 10
+        assert not failed_twice(exploration) and not reads_twice(exploration)
+        # no write was sent: the command names a folder, whose state outlives the server's process
+        assert not {c.tool for c in exploration.calls} - reads
+        assert set(exploration.answered()) >= reads - {"git_diff"}, exploration.summary()
+        assert len(tasks) >= 6 and len(report.covered) >= 2, report.summary()
+        await check_answers(pool, tasks)
+    assert any(c.arguments.get("repo_path") == str(git_repo) and not c.is_error for c in exploration.calls)
+    assert any(str(t.answer) in {"Ann", "Bob", "Initial commit", "Add hello script", "Greet in full"} for t in tasks)
+
+
+def test_a_server_whose_every_call_fails_says_so_per_tool_with_the_commands_own_flags(tmp_path, monkeypatch, capsys):
+    """One line per tool that never answered: its calls, the errors it gave and the sources tried;
+    the fix is in the flags of the command that was run."""
+    from tests.cli_runner import run_cli
+
+    shop = Path(__file__).resolve().parents[1] / "data" / "shop_server.py"
+    code, out, err = run_cli(
+        monkeypatch,
+        capsys,
+        "scenarios",
+        "--server",
+        f"{sys.executable} {shop}",
+        "--allow",
+        "run_query",
+        "-n",
+        "4",
+        "--explore-calls",
+        "12",
+        "--explore-generated",
+        "0",
+        "-o",
+        str(tmp_path / "s.jsonl"),
+    )
+    assert code == 2
+    line = next(line for line in err.splitlines() if line.strip().startswith("run_query:"))
+    assert "0 answered" in line and "Database error" in line and "argument sources tried:" in line
+    fix = err.strip().splitlines()[-1]
+    assert "--source synthesized" in fix and "--model" in fix and "--judge-model" not in fix
+    exploration = [json.loads(line) for line in (tmp_path / "s.exploration.jsonl").read_text().splitlines()]
+    assert len({json.dumps([c["tool"], c["arguments"]], sort_keys=True) for c in exploration}) == len(exploration)
