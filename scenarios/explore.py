@@ -7,7 +7,9 @@ the tool's name and description second (`mcprl.scenarios.lexicon.READ_WORDS`/`WR
 that says neither may write. A tool that may write is called only where each session gets a fresh
 server (`isolated`: per-rollout stdio sessions by default), never on a shared HTTP/SSE server unless
 `writes` is on. A stdio command that names a file (a database given on the command line) keeps its
-state outside the process: such a server is not taken as isolated unless the user says it is.
+state outside the process: such a server is not taken as isolated unless the user says it is; nor
+is one whose fresh session, once a write answered, reads otherwise than the first one did (a file
+of its own): its writes stop there.
 
 Where arguments come from: `mcprl.scenarios.values` (the schema, the server's command line and
 resources, earlier results, values errors named, what worked before, a fuzzing dictionary), each
@@ -38,6 +40,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -356,12 +359,36 @@ async def explore(
     # reads answered in a fresh session before any write: in an isolated server every session starts in
     # that state, so they are what a session's first write changes (read again after it), made once
     fresh_reads: dict[str, ExploredCall] = {}
+    persistence = SimpleNamespace(checked=cfg.isolated is not None)  # the user said whether sessions start fresh
 
     async def session_walk(session: ToolSession, number: int) -> None:
         rng = random.Random(f"{seed}/explore/{number}")
         # the answered reads of the state the session is in, by call: what a write may change
         reads: dict[str, ExploredCall] = dict(fresh_reads) if isolated else {}
         wrote = False
+        if isolated and not persistence.checked and fresh_reads and any(c.writes and not c.is_error for c in out.calls):
+            # once after a write answered: does a fresh session still read what the first one did? If not, the
+            # server keeps its state outside its process (a file of its own), and writes would pile up there
+            persistence.checked = True
+            before = next(iter(fresh_reads.values()))
+            again = await call(
+                session,
+                number,
+                before.tool,
+                before.arguments,
+                [],
+                repeats=before.index,
+                sources=before.sources,
+                parents=before.parents,
+            )
+            if again is not None and not again.is_error and again.text != before.text:
+                for writer in writers - set(retired):
+                    retired[writer] = "may write, and the server's state outlived its process"
+                say(
+                    f"warning: {before.tool} answered differently in a fresh session: the server keeps its state "
+                    "outside "
+                    "its process, so tools that may write are not explored further (--isolated says otherwise)"
+                )
         for name in plan(number):
             if len(out.calls) >= cfg.calls:
                 return
