@@ -386,8 +386,8 @@ async def explore(
                     retired[writer] = "may write, and the server's state outlived its process"
                 say(
                     f"warning: {before.tool} answered differently in a fresh session: the server keeps its state "
-                    "outside "
-                    "its process, so tools that may write are not explored further (--isolated says otherwise)"
+                    "outside its process, so tools that may write are not explored further "
+                    "(--isolated says otherwise)"
                 )
         for name in plan(number):
             if len(out.calls) >= cfg.calls:
