@@ -19,11 +19,12 @@ import anyio
 import httpx
 import pytest
 
+from mcprl.serving import local
 from mcprl.serving.engine import Engine
 from mcprl.serving.local import LocalEndpoint
 
 MSGS = [{"role": "user", "content": "hello"}]
-LONG = 1500  # tokens: ~20 s of sampling for one row of the tiny model on a shared core
+LONG = 1500  # tokens: about 2 s of sampling for one row of the tiny model on a quiet core
 
 
 @pytest.fixture(scope="module")
@@ -317,8 +318,11 @@ def test_a_disconnected_client_stops_its_generation(server, engine):
     assert engine.metrics["cancelled"] == 1
 
 
-def test_closing_the_server_stops_generation_within_seconds(own_engine):
-    """Shutting down (what SIGTERM does to `mcprl serve`) waited for the generations in flight."""
+def test_closing_the_server_stops_generation_within_seconds(own_engine, monkeypatch):
+    """Shutting down (what SIGTERM does to `mcprl serve`) waited for the generations in flight. A
+    short grace, so that the generation is still in flight when it ends (1,500 tokens of the tiny
+    model take about 2 s on a quiet core, the default grace)."""
+    monkeypatch.setattr(local, "SHUTDOWN_GRACE_S", 0.2)
     s = LocalEndpoint(own_engine)
     url = f"{s.base_url}/chat/completions"
 
