@@ -26,8 +26,23 @@ def _new_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
+class ReferenceCall(BaseModel):
+    """One call of a task's reference chain: a call known to lead to its answer (a grounded task's,
+    recorded while exploring and replayed before use), what it answered, and where each argument's
+    value came from (mcprl.scenarios.values' sources, `result:N` for the chain's own earlier call)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    result: str = ""
+    writes: bool = Field(default=False, description="the tool may change the server's state")
+    sources: dict[str, str] = Field(default_factory=dict)
+
+
 class Scenario(BaseModel):
-    """One task input. `answer`/`check` carry ground truth when the task is verifiable."""
+    """One task input. `answer`/`check` carry ground truth when the task is verifiable; `reference`,
+    the calls that solve it where they are known."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -44,6 +59,9 @@ class Scenario(BaseModel):
         default=None,
         description='{"tool": ..., "arguments": {...}}: a call made in the rollout\'s own session after the '
         'episode, whose result a check `"on": "read_back"` scores (a task that changes state)',
+    )
+    reference: list[ReferenceCall] = Field(
+        default_factory=list, description="calls that solve the task, in order (grounded tasks: replayed before use)"
     )
     split: Literal["train", "val"] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -18,7 +18,7 @@ source of tasks whose answer is a value its result holds:
              call in its own session once the episode is over)
 
 Each task carries a `holds` check (numbers by value, text as whole words; mcprl.judges.verify), so the
-`verify` judge scores it with no LLM; its reference chain (`metadata["reference"]`: the calls, in
+`verify` judge scores it with no LLM; its reference chain (`Scenario.reference`: the calls, in
 order); and a difficulty, the chain's length. Tasks are phrased from templates made of the tool's
 description and the call's values (`mcprl.scenarios.phrasing`); a generator model may rephrase them (JSON via
 `response_format`;
@@ -76,7 +76,7 @@ from mcprl.scenarios.results import (
     server_text,
 )
 from mcprl.tools import ServerGone
-from mcprl.types import Scenario
+from mcprl.types import ReferenceCall, Scenario
 
 if TYPE_CHECKING:
     from mcprl.tools import ToolPool
@@ -239,11 +239,11 @@ def _scenario(
             **({"given": given} if given else {}),  # the values it states, which a rephrasing keeps
             # how many records the result that holds the answer has: one to read, or a line of a listing to find
             "records": len(result_records(chain[-1].text, chain[-1].structured)) if read_back is None else 1,
-            "reference": [
-                {"tool": c.tool, "arguments": c.arguments, "result": c.text, **({"writes": True} if c.writes else {})}
-                for c in chain
-            ],
         },
+        reference=[
+            ReferenceCall(tool=c.tool, arguments=c.arguments, result=c.text, writes=c.writes, sources=c.sources)
+            for c in chain
+        ],
     )
 
 
@@ -510,7 +510,7 @@ async def verify(
     and why the others were dropped. Tasks sharing a chain share one replay."""
     by_chain: dict[str, list[Scenario]] = defaultdict(list)
     for t in tasks:
-        by_chain[repr(([(c["tool"], c["arguments"]) for c in t.metadata["reference"]], t.read_back))].append(t)
+        by_chain[repr(([(c.tool, c.arguments) for c in t.reference], t.read_back))].append(t)
     kept: list[Scenario] = []
     dropped: Counter = Counter()
     limiter = anyio.CapacityLimiter(REPLAYS_AT_ONCE if pool.per_rollout else 1)
@@ -522,9 +522,9 @@ async def verify(
         async with limiter:
             try:
                 async with pool.session() as session:
-                    read_back = [group[0].read_back] if group[0].read_back else []
-                    for step in [*group[0].metadata["reference"], *read_back]:
-                        outcome = await session.call(step["tool"], step["arguments"])
+                    read_back = [ReferenceCall(**group[0].read_back)] if group[0].read_back else []
+                    for step in [*group[0].reference, *read_back]:
+                        outcome = await session.call(step.tool, step.arguments)
                         if outcome.is_error:
                             last = None
                             break
@@ -597,9 +597,10 @@ async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
                 ]
                 if options and (min(options)[0][0], 1) < focus(t):
                     (records, text), tool, parameter = min(options)
-                    reference = [{"tool": tool, "arguments": {parameter: name}, "result": text}]
+                    reference = [ReferenceCall(tool=tool, arguments={parameter: name}, result=text)]
                     t.id, t.tools, t.difficulty = _id(t.task, reference), [tool], 1
-                    t.metadata.update(reference=reference, records=records)
+                    t.reference = reference
+                    t.metadata["records"] = records
                     shortened += 1
     except ServerGone:
         pass
@@ -609,15 +610,15 @@ async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
 def focus(task: Scenario) -> tuple[int, int]:
     """How hard a grounded task's reference is to follow: the records of the result that holds its
     answer (one, or a listing to find a line in), then its calls."""
-    return task.metadata.get("records", 1), len(task.metadata["reference"])
+    return task.metadata.get("records", 1), len(task.reference)
 
 
 def meaning(task: Scenario) -> tuple[Any, ...]:
     """What a task asks, whatever its wording or the chain that grounded it: the field it asks for (else
     the tool its chain ends with), its answer and the values it states."""
-    given = task.metadata.get("given") or [value_text(v) for v in task.metadata["reference"][-1]["arguments"].values()]
+    given = task.metadata.get("given") or [value_text(v) for v in task.reference[-1].arguments.values()]
     return (
-        task.metadata.get("field") or task.metadata["reference"][-1]["tool"],
+        task.metadata.get("field") or task.reference[-1].tool,
         normalize_text(str(task.answer)),
         task.read_back is not None,
         tuple(sorted(normalize_text(str(g)) for g in given)),
@@ -645,7 +646,7 @@ def select(tasks: list[Scenario], n: int, *, seed: int) -> tuple[list[Scenario],
             unique[key] = t
     by_tool: dict[str, dict[str, list[Scenario]]] = defaultdict(lambda: defaultdict(list))
     for t in unique.values():
-        by_tool[t.metadata["reference"][-1]["tool"]][t.metadata.get("field", t.metadata["kind"])].append(t)
+        by_tool[t.reference[-1].tool][t.metadata.get("field", t.metadata["kind"])].append(t)
     for asks in by_tool.values():
         for group in asks.values():
             rng.shuffle(group)
@@ -690,8 +691,8 @@ async def ground(
         if (title := t.get("title") or (t.get("annotations") or {}).get("title"))
     }
     found = candidates(exploration, descriptions, seed=seed, titles=titles)
-    timeless = [t for t in found if not clock_bound(t.metadata["reference"][-1]["result"], t.answer)]
-    fits = [t for t in timeless if max_calls is None or len(t.metadata["reference"]) <= max_calls]
+    timeless = [t for t in found if not clock_bound(t.reference[-1].result, t.answer)]
+    fits = [t for t in timeless if max_calls is None or len(t.reference) <= max_calls]
     shortened = await shortcut(fits, pool)
     ordered, dropped = select(fits, len(fits), seed=seed)
     if len(timeless) < len(found):

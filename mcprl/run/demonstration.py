@@ -422,14 +422,14 @@ def from_reference(
     rng = random.Random(f"{seed}/demonstration")
     by_tool: dict[str, list[Scenario]] = {}
     for s in grounded:
-        by_tool.setdefault(s.metadata["reference"][0]["tool"], []).append(s)
+        by_tool.setdefault(s.reference[0].tool, []).append(s)
     groups = list(by_tool.values()) if per_tool else [grounded]
 
     def cost(s: Scenario) -> tuple[bool, int, int]:
         # a read (a policy that copies a write changes state on every task), the fewest calls, then
         # the answer in the fewest records (a lookup, not a listing)
-        calls = s.metadata["reference"]
-        return any(c.get("writes") for c in calls), len(calls), s.metadata.get("records", 1)
+        calls = s.reference
+        return any(c.writes for c in calls), len(calls), s.metadata.get("records", 1)
 
     chosen = []
     for group in groups:
@@ -469,7 +469,7 @@ async def settle(
         return Demonstration(messages=shipped, source="task-module"), train
     if pool is None:
         return Demonstration(messages=None, source="generic"), train
-    if grounded := [s for s in train if s.metadata.get("reference")]:
+    if grounded := [s for s in train if s.reference]:
         return from_reference(grounded, train, seed=seed, per_tool=per_tool)
     say(f"building the demonstration from a training scenario with {model} ...")
     return await build(train, pool, model=model, api_base=api_base, seed=seed, say=say)

@@ -15,7 +15,7 @@ def reference_exchange(scenario: Scenario) -> list[Message]:
     """`task -> the first call of its reference chain` (a grounded scenario's, mcprl.scenarios.grounded):
     an exchange known to be right, since the call ran without error and was replayed before use.
     It ends at the call, as every demonstration does (see mcprl.run.demonstration's docstring)."""
-    call = scenario.metadata["reference"][0]
+    call = scenario.reference[0]
     return [
         {"role": "user", "content": scenario.task},
         {
@@ -25,7 +25,7 @@ def reference_exchange(scenario: Scenario) -> list[Message]:
                 {
                     "id": "call_example",
                     "type": "function",
-                    "function": {"name": call["tool"], "arguments": json.dumps(call["arguments"])},
+                    "function": {"name": call.tool, "arguments": json.dumps(call.arguments)},
                 }
             ],
         },
@@ -42,11 +42,11 @@ def reference_trajectory(group: TrajectoryGroup, finish: Literal["text", "tool"]
     the prompt from, or the task is checked by reading state back (a written chain changed nothing)."""
     s = group.scenario
     sampled = next((t for t in group.valid if t.generations), None)
-    if s is None or not s.metadata.get("reference") or s.read_back is not None or sampled is None:
+    if s is None or not s.reference or s.read_back is not None or sampled is None:
         return None
     start = sampled.generations[0].message_index
     messages = [dict(m) for m in sampled.messages[:start]]
-    for k, call in enumerate(s.metadata["reference"]):
+    for k, call in enumerate(s.reference):
         call_id = f"call_reference_{k}"
         messages += [
             {
@@ -56,11 +56,11 @@ def reference_trajectory(group: TrajectoryGroup, finish: Literal["text", "tool"]
                     {
                         "id": call_id,
                         "type": "function",
-                        "function": {"name": call["tool"], "arguments": json.dumps(call["arguments"])},
+                        "function": {"name": call.tool, "arguments": json.dumps(call.arguments)},
                     }
                 ],
             },
-            {"role": "tool", "tool_call_id": call_id, "content": str(call.get("result", ""))},
+            {"role": "tool", "tool_call_id": call_id, "content": call.result},
         ]
     values = s.answer if isinstance(s.answer, list) else [s.answer]
     answer = ", ".join(v if isinstance(v, str) else json.dumps(v) for v in values)
@@ -82,7 +82,7 @@ def reference_trajectory(group: TrajectoryGroup, finish: Literal["text", "tool"]
         answer = f"The answer is {answer}."
         messages.append({"role": "assistant", "content": answer})
     metadata = {"final_answer": answer}
-    calls = [c["tool"] for c in s.metadata["reference"]]
+    calls = [c.tool for c in s.reference]
     metrics = {
         "turns": float(len(calls) + 1),
         "tool_calls": float(len(calls)),

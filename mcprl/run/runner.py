@@ -110,7 +110,7 @@ def unsolved(group: TrajectoryGroup) -> bool:
     """A scored group of a grounded task (its reference chain known) that no rollout solved."""
     return (
         group.scenario is not None
-        and bool(group.scenario.metadata.get("reference"))
+        and bool(group.scenario.reference)
         and not group.skipped
         and bool(group.valid)
         and not any(map(solved, group.valid))

@@ -2,13 +2,12 @@
 shown in the terminal and report.html (`mcprl.usage.render`); description experiments (`mcprl.usage.overrides`)."""
 
 from mcprl.usage.overrides import ToolOverrides, load_overrides
-from mcprl.usage.report import UsageReport, reference_chain, run_tools, step_metrics, usage_report
+from mcprl.usage.report import UsageReport, run_tools, step_metrics, usage_report
 
 __all__ = [
     "ToolOverrides",
     "UsageReport",
     "load_overrides",
-    "reference_chain",
     "run_tools",
     "step_metrics",
     "usage_report",

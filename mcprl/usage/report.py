@@ -3,7 +3,7 @@
 Each episode's calls (the assistant messages' `tool_calls` from the task on, paired with the tool
 messages that answered them, and with `metadata["tool_outcomes"]`: each call's error kind and
 latency, as `mcprl.rollout.recording` records them) are compared with what its task needed: the tools of
-its reference chain (`reference_chain`), else the tools the scenario declares (`Scenario.tools`),
+its reference chain (`Scenario.reference`), else the tools the scenario declares (`Scenario.tools`),
 else nothing, and the figures that need it are then reported as not computable (`unavailable`),
 never as zeros. Sizes are bounded: at most `max_tools` tools in detail (the most called and needed;
 the others summarised in `rest`), a few entries per table, error texts clipped.
@@ -36,18 +36,10 @@ SOLVED = 0.999  # a verified episode at or above this solved its task (mcprl.run
 AGENT_TOOLS = frozenset({"complete_task"})  # offered by the agent, not the server (mcprl.rollout.loop.COMPLETE_TASK)
 
 
-def reference_chain(scenario: Scenario | None) -> list[dict[str, Any]] | None:
-    """A scenario's reference chain, the calls that solve it (`{"tool", "arguments", "result", "writes"?}`),
-    or None. The one place this module reads it."""
-    ref = scenario.metadata.get("reference") if scenario is not None else None
-    return [c for c in ref if isinstance(c, dict)] if isinstance(ref, list) and ref else None
-
-
 def needed_tools(scenario: Scenario | None) -> tuple[set[str], str] | None:
     """The tools a task needs and where that comes from ("reference chain" or "declared"), or None."""
-    ref = reference_chain(scenario)
-    if ref is not None:
-        return {str(c.get("tool")) for c in ref if c.get("tool")}, "reference chain"
+    if scenario is not None and scenario.reference:
+        return {c.tool for c in scenario.reference}, "reference chain"
     if scenario is not None and scenario.tools:
         return set(scenario.tools), "declared"
     return None

@@ -212,7 +212,7 @@ async def test_plan_with_a_server_grounds_its_inputs_in_the_server(home):
         )
     assert gen.counts == {"system_prompt": 1, "rubric": 1}  # the inputs came from the server, not the generator
     inputs = load_jsonl(cfg.scenarios.file, Scenario)
-    assert len(inputs) >= 2 and all(s.check["kind"] == "holds" and s.metadata["reference"] for s in inputs)
+    assert len(inputs) >= 2 and all(s.check["kind"] == "holds" and s.reference for s in inputs)
     assert cfg.judge.mode == "both" and (autorl_dir("default", cfg.name) / "exploration.jsonl").exists()
 
 

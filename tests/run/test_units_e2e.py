@@ -60,7 +60,7 @@ def test_train_on_a_server_without_tasks_or_example(tmp_path, smollm2_dir):
     call = config["rollout"]["example"][1]["tool_calls"][0]["function"]
     assert call["name"] in {t["function"]["name"] for t in tools} and isinstance(json.loads(call["arguments"]), dict)
     scenarios = [json.loads(x) for x in (d / "scenarios" / "train.jsonl").read_text().splitlines()]
-    assert scenarios and all(s["check"]["kind"] == "holds" and s["metadata"]["reference"] for s in scenarios)
+    assert scenarios and all(s["check"]["kind"] == "holds" and s["reference"] for s in scenarios)
     assert (d / "scenarios" / "exploration.jsonl").exists() and "Grounded tasks" in (d / "report.html").read_text()
     rows = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
     train = [x for x in rows if x["kind"] == "train"]

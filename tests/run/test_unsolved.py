@@ -39,7 +39,7 @@ async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_
         task=task,
         answer=5,
         check={"kind": "holds"},
-        metadata={"reference": [{"tool": "add", "arguments": {"a": 2, "b": 3}}]},
+        reference=[{"tool": "add", "arguments": {"a": 2, "b": 3}}],
     )
     turns = count()
 
@@ -82,7 +82,7 @@ async def test_a_grounded_group_no_rollout_solved_gets_its_reference_chain_and_t
         {"tool": "add", "arguments": {"a": 2, "b": 3}, "result": "5"},
         {"tool": "multiply", "arguments": {"a": 5, "b": 4}, "result": "20"},
     ]
-    scenario = Scenario(task=task, answer=20, check={"kind": "holds"}, metadata={"reference": chain})
+    scenario = Scenario(task=task, answer=20, check={"kind": "holds"}, reference=chain)
     first = call("add", a=2, b=3)
 
     def reply(request: dict) -> str:

@@ -210,11 +210,7 @@ async def test_grounded_tasks_on_a_stdio_server_are_checked_by_value_and_replaye
             if t.read_back is None
             else {"on": "read_back", "max_other_numbers": None}
         )
-        assert (
-            t.check == {"kind": "holds", **on}
-            and t.metadata["reference"]
-            and t.difficulty == len(t.metadata["reference"])
-        )
+        assert t.check == {"kind": "holds", **on} and t.reference and t.difficulty == len(t.reference)
     # the clock's tasks do not reproduce on replay, so none is kept
     assert not any(t.tools == ["now"] for t in tasks)
     assert report.dropped.get("answer not reproduced", 0) >= 1
@@ -242,8 +238,8 @@ async def test_a_write_is_a_task_checked_by_reading_back_the_rollouts_own_sessio
     assert any(c.reads_back is not None and c.tool == "cart_size" and c.text == "1" for c in exploration.calls)
     task = next(t for t in tasks if t.read_back)
     assert task.read_back == {"tool": "cart_size", "arguments": {}} and task.answer == 1
-    product = task.metadata["reference"][-1]["arguments"]["product_id"]
-    assert task.metadata["reference"][-1]["tool"] == "add_to_cart" and product in task.task
+    product = task.reference[-1].arguments["product_id"]
+    assert task.reference[-1].tool == "add_to_cart" and product in task.task
     judge = VerifyJudge()
     async with ToolPool(shop()) as pool:
         with scripted_endpoint(tiny_model_dir, [call("add_to_cart", product_id=product), "Added.", "Done."]) as (
@@ -338,8 +334,8 @@ def test_a_task_that_states_a_value_needs_no_call_that_found_it():
     found = {}
     for seed in range(8):  # both wordings: by the sku the call took, by the record's name
         for t in candidates(Exploration(calls=[listing, item]), {}, seed=seed):
-            if t.metadata["reference"][-1]["tool"] == "get_item":
-                found["SKU-3000" in t.task] = [c["tool"] for c in t.metadata["reference"]]
+            if t.reference[-1].tool == "get_item":
+                found["SKU-3000" in t.task] = [c.tool for c in t.reference]
     assert found == {True: ["get_item"], False: ["list_items", "get_item"]}
     # a write the chain made stays: it made the state the read reads
     from mcprl.scenarios.grounded import _needed
@@ -386,7 +382,7 @@ def test_no_task_is_answered_by_our_rendering_or_by_its_own_wording():
             Exploration(calls=[image, total]), {"get-sum": "Returns the sum of two numbers."}, seed=seed
         )
     ]
-    assert not [t for t in tasks if t.metadata["reference"][-1]["tool"] == "get-tiny-image"]
+    assert not [t for t in tasks if t.reference[-1].tool == "get-tiny-image"]
     assert tasks and all(t.answer == 30 and not holds_answer(t.task, 30) for t in tasks), [t.task for t in tasks]
 
 
@@ -417,7 +413,7 @@ def test_a_listing_cut_by_max_result_chars_grounds_each_field_in_its_own_record(
         name = t.metadata["given"][0]
         row = next(r for r in rows if f"| {name} |" in r)
         assert row in listing.text and str(t.answer) in row, (t.task, t.answer)
-        assert t.metadata["reference"][0]["result"] == listing.text
+        assert t.reference[0].result == listing.text
 
 
 def test_prose_states_labelled_values_and_a_listing_may_end_with_a_note():
@@ -548,7 +544,7 @@ async def test_the_generator_writes_arguments_where_only_the_schema_gave_values(
                 say=lambda _: None,
             )
     assert len(llm.requests) == 4  # the bound: the two calls after it sampled
-    answers = {t.metadata["reference"][0]["arguments"]["city"]: t.answer for t in tasks}
+    answers = {t.reference[0].arguments["city"]: t.answer for t in tasks}
     assert answers == {"Oslo": -3, "Cairo": 31, "Lima": 19}  # "no forecast for Atlantis" grounds nothing
 
 
@@ -587,9 +583,9 @@ async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_refer
     assert demo.source.startswith("grounded:") and len(kept) == len(train) - 1
     shown = next(s for s in train if s.id == demo.source.split(":")[1])
     call = demo.messages[1]["tool_calls"][0]["function"]
-    assert call["name"] == shown.metadata["reference"][0]["tool"]
+    assert call["name"] == shown.reference[0].tool
     assert [m["role"] for m in demo.messages] == ["user", "assistant"]  # ends at the call
-    assert holds_answer(shown.metadata["reference"][0]["result"], shown.answer)  # the reference keeps what it returned
+    assert holds_answer(shown.reference[0].result, shown.answer)  # the reference keeps what it returned
 
     # demonstrations = "per-tool": one reference call per tool a chain starts with, each scenario shown one
     from mcprl.rollout.config import RolloutConfig
@@ -597,7 +593,7 @@ async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_refer
     from mcprl.run.demonstration import from_reference
 
     per, kept = from_reference(train, train, seed=0, per_tool=True)
-    first_tools = {s.metadata["reference"][0]["tool"] for s in train}
+    first_tools = {s.reference[0].tool for s in train}
     shown_tools = [e[1]["tool_calls"][0]["function"]["name"] for e in per.examples]
     assert sorted(shown_tools) == sorted(first_tools) and len(first_tools) >= 2
     assert len(kept) == len(train) - len(first_tools) and per.source.count(",") == len(first_tools) - 1
@@ -737,20 +733,20 @@ async def test_a_task_follows_its_most_focused_chain_and_exploring_draws_from_ev
     )
     found = [t for seed in range(8) for t in candidates(Exploration(calls=[listing, item, write]), {}, seed=seed)]
     asked = [t for t in found if t.metadata.get("given") == ["item ccc"] and t.metadata["field"] == "stock"]
-    assert {t.metadata["reference"][-1]["tool"] for t in asked} == {"list_items", "get_item"}
+    assert {t.reference[-1].tool for t in asked} == {"list_items", "get_item"}
     assert len({t.task for t in asked}) == 1  # one question, one wording: whichever call grounds it, a duplicate
     # names are asked for quoted and bare, as people write them ('What is the stock of the item ccc?')
     by_name = [t for t in found if t.metadata.get("given") and t.metadata["given"][0].startswith("item ")]
     assert {'"' in t.task for t in by_name} == {True, False}
     for order in (asked, asked[::-1]):
         kept, _ = select(order, 10, seed=0)
-        assert [t.metadata["reference"][-1]["tool"] for t in kept if t.task == asked[0].task] == ["get_item"]
-    one_call = [t for t in found if len(t.metadata["reference"]) == 1]
-    assert {t.metadata["reference"][0]["tool"] for t in one_call} >= {"list_items", "update_stock"}
+        assert [t.reference[-1].tool for t in kept if t.task == asked[0].task] == ["get_item"]
+    one_call = [t for t in found if len(t.reference) == 1]
+    assert {t.reference[0].tool for t in one_call} >= {"list_items", "update_stock"}
     for seed in range(6):
         demo, _ = from_reference(one_call, one_call, seed=seed)
         shown = next(t for t in one_call if t.id == demo.source.split(":")[1])
-        assert shown.metadata["records"] == 1 and not shown.metadata["reference"][0].get("writes"), shown.task
+        assert shown.metadata["records"] == 1 and not shown.reference[0].writes, shown.task
 
 
 async def test_a_task_that_names_its_record_is_shown_the_one_call_a_person_would_make():
@@ -769,7 +765,7 @@ async def test_a_task_that_names_its_record_is_shown_the_one_call_a_person_would
         unheld = named[0].model_copy(deep=True, update={"answer": 123456.5})
         assert await shortcut([*named, unheld], pool) == len(named)
     for t in named:
-        assert t.metadata["reference"][0]["tool"] == "search_items" and t.metadata["records"] == 1, t.task
-        assert t.metadata["reference"][0]["arguments"] == {"query": t.metadata["given"][0]}
-        assert str(t.answer) in t.metadata["reference"][0]["result"].replace("$", "")
-    assert unheld.metadata["reference"][0]["tool"] == "list_items"
+        assert t.reference[0].tool == "search_items" and t.metadata["records"] == 1, t.task
+        assert t.reference[0].arguments == {"query": t.metadata["given"][0]}
+        assert str(t.answer) in t.reference[0].result.replace("$", "")
+    assert unheld.reference[0].tool == "list_items"

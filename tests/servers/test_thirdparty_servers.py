@@ -88,8 +88,8 @@ async def check_answers(pool: ToolPool, tasks) -> None:
     assert tasks
     for t in tasks:
         async with pool.session() as session:
-            for step in t.metadata["reference"]:
-                outcome = await session.call(step["tool"], step["arguments"])
+            for step in t.reference:
+                outcome = await session.call(step.tool, step.arguments)
                 assert not outcome.is_error, (t.task, step, outcome.text)
         assert holds_answer(outcome.text, t.answer), (t.task, t.answer, outcome.text)
         assert not holds_answer(t.task, t.answer), t.task
@@ -110,7 +110,7 @@ async def test_a_calculator_we_did_not_write_is_sent_expressions_and_grounds_ari
         assert len(tasks) == 8 and report.covered == {"calculate": 8}
         await check_answers(pool, tasks)
     for t in tasks:  # the value of an expression the task states, as a person asks it
-        expression = t.metadata["reference"][0]["arguments"]["expression"]
+        expression = t.reference[0].arguments["expression"]
         assert " ".join(expression.split()) in t.task and "calculate" not in t.task.lower(), t.task
         assert abs(float(t.answer) - eval(expression)) < 1e-6  # noqa: S307 (the expression is ours)
 

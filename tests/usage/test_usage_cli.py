@@ -103,7 +103,7 @@ def _scenarios(path: Path) -> Path:
                 id=f"s{i}",
                 task=f"What is 17 * 25? ({i})",
                 check={"kind": "exact", "value": "425"},
-                metadata={"reference": [ref]},
+                reference=[ref],
             )
             for i in range(2)
         ],
@@ -185,7 +185,7 @@ def test_report_html_has_the_tool_section_and_keeps_made_up_names_apart(tmp_path
         id="s",
         task="q",
         check={"kind": "exact", "value": "3"},
-        metadata={"reference": [{"tool": "add", "arguments": {"a": 1, "b": 2}, "result": "3"}]},
+        reference=[{"tool": "add", "arguments": {"a": 1, "b": 2}, "result": "3"}],
     )
     dump_jsonl(
         [

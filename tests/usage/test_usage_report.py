@@ -27,7 +27,7 @@ def _scenario(sid: str, tool: str, answer: str, **arguments) -> Scenario:
         id=sid,
         task=f"task {sid}",
         check={"kind": "exact", "value": answer},
-        metadata={"reference": [{"tool": tool, "arguments": arguments, "result": answer}]},
+        reference=[{"tool": tool, "arguments": arguments, "result": answer}],
     )
 
 
