@@ -263,9 +263,8 @@ async def explore(
             await anyio.sleep(wait)
         last_call = time.monotonic()
         sources: dict[str, str] = fields.pop("sources", {})
-        for d in (
-            leaves
-        ):  # per argument: a result of this session where any of its leaves came from one, else its first leaf's arm
+        # per argument: a result of this session where any of its leaves came from one, else its first leaf's arm
+        for d in leaves:
             top = re.split(r"[.\[]", d.path)[0]
             if d.parent is not None and source_call(sources.get(top, "")) is None:
                 sources[top] = f"result:{d.parent}"

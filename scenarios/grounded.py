@@ -202,10 +202,10 @@ def _needed(task: str, chain: list[ExploredCall]) -> list[ExploredCall]:
     return [c for c in chain if c.index in needed]
 
 
-def _id(task: str, reference: list[dict[str, Any]]) -> str:
+def _id(task: str, chain: list[ExploredCall] | list[ReferenceCall]) -> str:
     """A grounded task's id: its text's and its chain's, so the same seed grounds the same ids (what
     a scenario is shown keys on it)."""
-    key = json.dumps([task, [[c["tool"], c["arguments"]] for c in reference]], sort_keys=True, default=str)
+    key = json.dumps([task, [[c.tool, c.arguments] for c in chain]], sort_keys=True, default=str)
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
@@ -220,7 +220,7 @@ def _scenario(
 ) -> Scenario:
     chain = _needed(task, chain)
     return Scenario(
-        id=_id(task, [{"tool": c.tool, "arguments": c.arguments} for c in chain]),
+        id=_id(task, chain),
         task=task,
         answer=answer,
         difficulty=min(5, len(chain)),
