@@ -40,7 +40,6 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -326,7 +325,6 @@ async def explore(
             index=made.index,
             session=number,
             text=outcome.text,
-            structured=outcome.structured,
             is_error=outcome.is_error,
             error_kind=outcome.error_kind,
             values=values,
@@ -358,17 +356,18 @@ async def explore(
     # reads answered in a fresh session before any write: in an isolated server every session starts in
     # that state, so they are what a session's first write changes (read again after it), made once
     fresh_reads: dict[str, ExploredCall] = {}
-    persistence = SimpleNamespace(checked=cfg.isolated is not None)  # the user said whether sessions start fresh
+    persistence_checked = cfg.isolated is not None  # the user said whether sessions start fresh
 
     async def session_walk(session: ToolSession, number: int) -> None:
+        nonlocal persistence_checked
         rng = random.Random(f"{seed}/explore/{number}")
         # the answered reads of the state the session is in, by call: what a write may change
         reads: dict[str, ExploredCall] = dict(fresh_reads) if isolated else {}
         wrote = False
-        if isolated and not persistence.checked and fresh_reads and any(c.writes and not c.is_error for c in out.calls):
+        if isolated and not persistence_checked and fresh_reads and any(c.writes and not c.is_error for c in out.calls):
             # once after a write answered: does a fresh session still read what the first one did? If not, the
             # server keeps its state outside its process (a file of its own), and writes would pile up there
-            persistence.checked = True
+            persistence_checked = True
             before = next(iter(fresh_reads.values()))
             again = await call(
                 session,

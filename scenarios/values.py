@@ -453,7 +453,6 @@ class Knowledge:
         index: int,
         session: int,
         text: str,
-        structured: Any,
         is_error: bool,
         error_kind: str | None,
         values: list[tuple[str, Any]],

@@ -97,7 +97,6 @@ def test_a_file_servers_paths_come_from_its_results_and_its_files_ground_tasks()
         index=0,
         session=0,
         text="[FILE] README.md\n[DIR] notes",
-        structured=None,
         is_error=False,
         error_kind=None,
         values=[("", "[FILE] README.md"), ("", "[DIR] notes")],
