@@ -197,21 +197,19 @@ def test_sigkill_at_random_points_then_resume_loses_and_repeats_nothing(tmp_path
     rng = random.Random(7)
     kills = 0
     for attempt in range(4):  # three runs killed at random points, then one left to finish
-        p = subprocess.Popen(
-            cmd + (["--resume"] if attempt else []),
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            p.wait(timeout=rng.uniform(6, 20) if attempt < 3 else 900)
-        except subprocess.TimeoutExpired:
-            p.send_signal(signal.SIGKILL)
-            p.wait()
-            kills += 1
-            continue
-        assert p.returncode == 0, p.stderr.read()[-3000:]
+        log = tmp_path / f"err-{attempt}.txt"
+        with log.open("w") as err:  # a file, not a pipe nobody reads: a full pipe would stall the run
+            args = cmd + (["--resume"] if attempt else [])
+            p = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=err)
+            try:
+                p.wait(timeout=rng.uniform(6, 20) if attempt < 3 else 900)
+            except subprocess.TimeoutExpired:
+                assert attempt < 3, "the last run did not finish in 900 s"
+                p.send_signal(signal.SIGKILL)
+                p.wait()
+                kills += 1
+                continue
+        assert p.returncode == 0, log.read_text()[-3000:]
     d = home / "default" / "k"
     rows = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows if r["kind"] == "train"] == [1, 2, 3, 4, 5]
@@ -287,7 +285,9 @@ def test_ctrl_c_finishes_the_step_saves_and_resume_continues(tmp_path, tiny_mode
         for x in (d / "metrics.jsonl").read_text().splitlines()
         if json.loads(x)["kind"] == "train"
     ]
-    assert done == [1]  # the step under way when Ctrl-C came was finished, no more
+    # the step under way when Ctrl-C came was finished, no more: which step that was depends on the
+    # machine's speed (the signal goes out once step 0's eval is reported), so only the prefix is pinned
+    assert done == list(range(1, len(done) + 1)) and 1 <= len(done) < 4, done
     r = mcprl(
         home,
         "train",
