@@ -190,6 +190,16 @@ def is_isolated(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None]) 
     return True
 
 
+def unsafe_writers(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None] = print) -> list[str]:
+    """The tools that may write on a server whose sessions may share state (shared, or state kept
+    outside its process): exploring never calls them unless `cfg.writes` says so, and a run on
+    tasks grounded here does not offer them either, since a rollout's write would change the answers."""
+    assert pool.toolset is not None
+    if cfg.writes or is_isolated(pool, cfg, say):
+        return []
+    return [tool["name"] for tool in pool.toolset.mcp_tools if may_write(tool)]
+
+
 # Writes a call's arguments for a tool (its MCP definition), given values seen so far; None if it cannot.
 Proposer = Callable[[dict[str, Any], list[Any]], Awaitable["dict[str, Any] | None"]]
 SHOWN_VALUES = 24  # values shown to the generator model writing a call's arguments, the latest first
@@ -214,10 +224,11 @@ async def explore(
     LATE_TRIES calls."""
     assert pool.toolset is not None
     isolated = is_isolated(pool, cfg, say)
+    unsafe = unsafe_writers(pool, cfg, say=lambda _: None)  # the note was just said
     out = Exploration()
     tools: dict[str, dict[str, Any]] = {}
     for tool in pool.toolset.mcp_tools:
-        if may_write(tool) and not (isolated or cfg.writes):
+        if tool["name"] in unsafe:
             out.skipped_tools[tool["name"]] = (
                 "may write, and the server is shared"
                 if not pool.per_rollout

@@ -27,11 +27,13 @@ class RolloutConfig(BaseModel):
         description="plain (the tool loop), langgraph (the prebuilt ReAct graph), "
         "module:function (your agent on the OpenAI SDK) or module:Class (a ToolAgent subclass)",
     )
-    max_turns: int = Field(default=4, ge=1, description="assistant turns per episode")
-    max_tokens: int = Field(default=128, ge=1, description="tokens per assistant turn")
+    # The defaults are the settings measured best for the default model (SmolLM2-135M) on zero-data
+    # runs; docs/benchmarks.md, "Defaults that learn", holds the runs that chose them.
+    max_turns: int = Field(default=3, ge=1, description="assistant turns per episode")
+    max_tokens: int = Field(default=64, ge=1, description="tokens per assistant turn")
     # bounded as the OpenAI API, our endpoint and vLLM bound it: a value they refuse fails every request
     temperature: float = Field(
-        default=1.0, ge=0, le=2, description="sampling temperature, training and evaluation (0-2)"
+        default=0.7, ge=0, le=2, description="sampling temperature, training and evaluation (0-2)"
     )
     top_p: float = Field(
         default=1.0, gt=0, le=1, description="nucleus sampling: the smallest set of tokens with this much probability"
@@ -63,7 +65,7 @@ class RolloutConfig(BaseModel):
     # tool's input schema. A 135M policy otherwise writes arguments it saw elsewhere (another
     # tool's, the demonstration's) and the call fails before it can find anything (docs/benchmarks.md).
     constrain_tool_calls: bool = Field(
-        default=False,
+        default=True,
         description="hold the policy's tool calls to the offered tools' names and input schemas (grammar-constrained "
         "decoding)",
     )

@@ -36,8 +36,9 @@ from mcprl.run.config import RunConfig, load_saved
 from mcprl.run.metrics import MetricsLog, rollout_metrics
 from mcprl.run.pipeline import Pipeline, policy_version, split_stale
 from mcprl.run.references import reference_exchange, reference_trajectory
+from mcprl.scenarios.explore import unsafe_writers
 from mcprl.scenarios.source import run_scenarios
-from mcprl.tools import open_tools, secret_values
+from mcprl.tools import ToolPool, open_tools, secret_values
 from mcprl.tools.redact import redact, redact_model
 from mcprl.tools.tape import read_cache
 from mcprl.train import checkpoints
@@ -155,10 +156,12 @@ class TrainingRun:
         self.dir.mkdir(parents=True, exist_ok=True)
         shipped = tasks.get(cfg.scenarios.tasks) if cfg.scenarios.tasks else None
         async with AsyncExitStack() as stack:
+            if cfg.server.connects and not (cfg.scenarios.file or shipped) and cfg.scenarios.source == "grounded":
+                await self._hide_unsafe_writers()
+            pool = await stack.enter_async_context(open_tools(cfg.server, self.dir, say=self.say))
             self.cluster = await stack.enter_async_context(
                 open_rollouts(cfg.cluster, cfg.server, cfg.rollout.agent, say=self.say)
             )
-            pool = await stack.enter_async_context(open_tools(cfg.server, self.dir, say=self.say))
             self.secrets = secret_values(pool.spec if pool is not None else None)
             train, val = await run_scenarios(
                 cfg.scenarios,
@@ -225,6 +228,20 @@ class TrainingRun:
             if not interrupted and not any(r["kind"] == "eval" and r["step"] == step for r in self.metrics.read()):
                 await self._evaluate(pool, val, step)
         return self.summary(interrupted=interrupted)
+
+    async def _hide_unsafe_writers(self) -> None:
+        """Tasks grounded without writing are answered by the server as it is; on a server whose state
+        outlives its sessions (the user's repository, database, files) a rollout's write would change
+        it and the answers with it, so the tools exploring would not call are not offered either."""
+        cfg = self.cfg
+        async with ToolPool(cfg.server.spec()) as probe:
+            unsafe = unsafe_writers(probe, cfg.explore, say=lambda _: None)
+        if unsafe:
+            self.say(
+                f"not offering {', '.join(unsafe)} to the policy: they may write, and this server's state outlives "
+                "its sessions (--isolated if each session starts fresh, --explore-writes to allow them)"
+            )
+            cfg.server = cfg.server.model_copy(update={"deny": [*cfg.server.deny, *unsafe]})
 
     async def _demonstration(self, pool, train: list[Scenario], shipped: list[dict[str, Any]] | None) -> list[Scenario]:
         """Settle the example exchange the policy sees (mcprl.run.demonstration) into the run's rollout

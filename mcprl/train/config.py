@@ -12,7 +12,7 @@ class TrainConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    learning_rate: float = Field(default=5e-5, gt=0, description="AdamW learning rate of the LoRA weights")
+    learning_rate: float = Field(default=3e-4, gt=0, description="AdamW learning rate of the LoRA weights")
     # Advantage = reward - group mean, divided by the group std unless scale_rewards is False.
     scale_rewards: bool = Field(default=True, description="divide advantages by the group's reward std")
     # "group": GRPO's group-relative advantage. "reward": only the successes (reward at least
