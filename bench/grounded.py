@@ -4,6 +4,7 @@ hand-written help off (no example, no partial credit: success means solved).
 
     python bench/grounded.py --server "python -m mcprl.servers.calculator" --tasks calculator [--minutes 30]
         [--eval-n 48] [--difficulty 1 --difficulty 2] [extra mcprl train flags]
+    python bench/grounded.py --server "mcp-server-calculator" --held-out bench/scenarios/heldout-calculator.jsonl
 
 The run's step 0 (the base weights) and its last checkpoint are evaluated with the run's own
 prompt and demonstration, on the same held-out tasks (generated with a seed the run never used),
@@ -75,10 +76,10 @@ def main() -> None:
         held_out = tasks.get(args.tasks).generate(
             args.eval_n, seed=EVAL_SEED, difficulties=args.difficulty or [1, 2, 3, 4, 5]
         )
-    else:  # a server with no task set of ours: the run's own val split, which it never trained on
+    else:  # questions written by hand, or the run's own val split, which it never trained on
         from mcprl.types import Scenario, load_jsonl
 
-        val = load_jsonl(run_dir / "scenarios" / "val.jsonl", Scenario)
+        val = load_jsonl(Path(args.held_out) if args.held_out else run_dir / "scenarios" / "val.jsonl", Scenario)
         held_out = [
             s.model_copy(update={"id": f"{s.id}-{k}"}) for k in range(max(1, args.eval_n // len(val))) for s in val
         ]
@@ -100,7 +101,7 @@ def main() -> None:
         "wall_seconds": wall,
         "steps": last,
         "server": args.server,
-        "held_out": args.tasks or "the run's own val split",
+        "held_out": args.tasks or args.held_out or "the run's own val split",
         "held_out_n": len(held_out),
         "grounding": grounding,
         "before": {k: before[k] for k in ("success_rate", "success_ci", "tool_call_rate", "trajectories")},
@@ -125,7 +126,8 @@ def main() -> None:
     out.write_text(json.dumps(result, indent=2))
     print(grounding["exploration"])
     print(
-        f"held-out ({args.tasks or 'own val'}, {len(held_out)} tasks): {before['success_rate']:.1%} -> "
+        f"held-out ({args.tasks or args.held_out or 'own val'}, {len(held_out)} tasks): "
+        f"{before['success_rate']:.1%} -> "
         f"{after['success_rate']:.1%} "
         f"({delta:+.1f} points; target +15: {'met' if result['met'] else 'NOT met'}) after {last} steps, "
         f"{wall / 60:.1f} min wall"
