@@ -40,6 +40,11 @@ def main() -> None:
         help="the shipped task set whose tasks are the held-out set (default: the run's own "
         "held-out grounded tasks, each rolled out --eval-n / their number times)",
     )
+    ap.add_argument(
+        "--held-out",
+        help="a scenarios JSONL of held-out questions with answers (written by hand, as people ask them), "
+        "each rolled out --eval-n / their number times",
+    )
     ap.add_argument("--minutes", type=float, default=30.0)
     ap.add_argument("--eval-n", type=int, default=48)
     ap.add_argument("--difficulty", type=int, action="append")
