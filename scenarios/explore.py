@@ -115,6 +115,9 @@ class Exploration(BaseModel):
     calls: list[ExploredCall] = Field(default_factory=list)
     skipped_tools: dict[str, str] = Field(default_factory=dict, description="tool -> why it was not called")
     hung_tools: list[str] = Field(default_factory=list)
+    # a parameter the server takes one value of (the repository its command line names): the
+    # server's context, sent in every call, not a value a task states
+    fixed: dict[str, Any] = Field(default_factory=dict, description="parameter name -> the one value it takes")
     tools: dict[str, ToolReport] = Field(default_factory=dict, description="tool -> how it fared")
     seconds: float = 0.0
 
@@ -469,6 +472,7 @@ async def explore(
                 if len(out.calls) == before and all(knowledge.logs[n].exhausted for n in tools if n not in retired):
                     break  # nothing new to send to any tool
     out.seconds = time.monotonic() - started
+    out.fixed = {name: knowledge.worked[name][0] for name in knowledge.worked if knowledge.fixed(name)}
     for name in tools:
         log = knowledge.logs[name]
         out.tools[name] = ToolReport(

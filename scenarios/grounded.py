@@ -248,7 +248,11 @@ def _scenario(
 
 
 def _write_tasks(
-    calls: list[ExploredCall], again: ExploredCall, titles: dict[str, str], rng: random.Random
+    calls: list[ExploredCall],
+    again: ExploredCall,
+    titles: dict[str, str],
+    rng: random.Random,
+    stated: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> list[Scenario]:
     """A task to make the write that `again` (a read repeated after it) shows the effect of,
     checked by that read in the rollout's own session: it must hold a value that changed."""
@@ -268,7 +272,7 @@ def _write_tasks(
     ]
     if not changed:
         return []
-    done = action(title_of(titles, write.tool), write.arguments)
+    done = action(title_of(titles, write.tool), stated(write.arguments))
     return [
         _scenario(
             rng.choice(DOES).format(done),
@@ -305,10 +309,15 @@ def candidates(
                     values[call.tool, k].add(str(v))
                     held[call.tool, k] += 1
     constant = {key for key, seen in values.items() if len(seen) == 1 and held[key] >= 3}
+
+    def stated(args: dict[str, Any]) -> dict[str, Any]:
+        """What a task states of a call's arguments: not the server's context (`Exploration.fixed`)."""
+        return {k: v for k, v in args.items() if not (k in exploration.fixed and v == exploration.fixed[k])}
+
     out: list[Scenario] = []
     for call in calls:
         if call.reads_back is not None:  # what a write changed: a task to make it, not a question on it
-            out += _write_tasks(calls, call, titles, rng)
+            out += _write_tasks(calls, call, titles, rng, stated)
             continue
         if call.is_error:
             continue
@@ -328,7 +337,7 @@ def candidates(
         echo = isinstance(answer, str) and any(v and normalize_text(v) in normalize_text(answer) for v in said)
         if answer is not None and not echo and not holds_answer(" ".join(said), answer):
             linked = [frozenset(k for k in c.arguments if c.sources.get(k, "").startswith("result:")) for c in chain]
-            steps = [action(title_of(titles, c.tool), c.arguments, ln) for c, ln in zip(chain, linked)]
+            steps = [action(title_of(titles, c.tool), stated(c.arguments), ln) for c, ln in zip(chain, linked)]
             task = rng.choice(ASKS).format(". Then ".join(steps))
             expression = _expression(chain, linked, descriptions)
             # as often asked as the expression a description states as in words; always where the value is one ("What is
@@ -346,11 +355,11 @@ def candidates(
                     answer,
                     chain,
                     "chain" if len(chain) > 1 else "result",
-                    given=[value_text(v) for c in chain for v in c.arguments.values()],
+                    given=[value_text(v) for c in chain for v in stated(c.arguments).values()],
                 )
             )
             continue
-        out += _field_tasks(call, chain, rng, constant, title_of(titles, call.tool))
+        out += _field_tasks(call, stated(call.arguments), chain, rng, constant, title_of(titles, call.tool))
     return out
 
 
@@ -368,10 +377,16 @@ def _expression(chain: list[ExploredCall], linked: list[frozenset[str]], descrip
 
 
 def _field_tasks(
-    call: ExploredCall, chain: list[ExploredCall], rng: random.Random, constant: set[tuple[str, str]], title: str
+    call: ExploredCall,
+    args: dict[str, Any],
+    chain: list[ExploredCall],
+    rng: random.Random,
+    constant: set[tuple[str, str]],
+    title: str,
 ) -> list[Scenario]:
     """Tasks asking for a labelled field of one record of the result (one line of a listing, or
-    the whole result when it is one record); not for a field `constant` names (tool, field)."""
+    the whole result when it is one record); not for a field `constant` names (tool, field). `args`:
+    what a task states of the call's arguments."""
     pairs = result_values(call.text, call.structured)
     records = result_records(call.text, call.structured)
     listing = len(records) > 1
@@ -389,8 +404,8 @@ def _field_tasks(
     held = Counter(k for record in records for k in {k for k, _ in record if k})
     # a search's words (one argument, a word or more): a field that one record of its listing holds is asked
     # for by what the search was about ("the confirmation code in the email about Porto"), as a user asks it
-    words_given = [v for v in call.arguments.values() if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v)]
-    topic = words_given[0] if listing and len(call.arguments) == 1 and words_given else None
+    words_given = [v for v in args.values() if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v)]
+    topic = words_given[0] if listing and len(args) == 1 and words_given else None
     out: list[Scenario] = []
     for record in rng.sample(records, min(2, len(records))):
         # a key the record holds more than once (lines that were not read as a listing) names no one value
@@ -426,7 +441,7 @@ def _field_tasks(
             # might; one question is worded one way, whichever call grounds it, so that duplicates stay duplicates
             if topic is not None and held[field] == 1 and (label is None or rng.random() < 0.5):
                 task, given = _worded(TOPIC_ASKS, topic, asked).format(field=asked, noun=noun, topic=topic), [topic]
-            elif label is not None and (listing or not call.arguments or rng.random() < 0.5):
+            elif label is not None and (listing or not args or rng.random() < 0.5):
                 # bare, only a name that reads as one ("steel hammer", "Alice Smith"), not a subject ("Your flight is
                 # confirmed")
                 words = label.split()
@@ -437,18 +452,18 @@ def _field_tasks(
                 given = [label]
             elif listing and (key := _identifying(record, records, field)) is not None:
                 # a line of a listing without a name: picked out by a field that no other line shares
-                given = [value_text(key[1]), *(value_text(v) for v in call.arguments.values())]
+                given = [value_text(key[1]), *(value_text(v) for v in args.values())]
                 task = _worded(RECORD_ASKS, given, asked).format(
-                    action=action(title, call.arguments),
+                    action=action(title, args),
                     field=asked,
                     key=" ".join(words_of(key[0])),
                     value=quoted(key[1]),
                 )
-            elif not listing and call.arguments:
-                given = [value_text(v) for v in call.arguments.values()]
+            elif not listing:  # the one record a call gave: by the call (its title alone, where it states nothing)
+                given = [value_text(v) for v in args.values()]
                 asks = (*VALUE_ASKS, *CALL_ASKS) if len(given) == 1 else CALL_ASKS
                 task = _worded(asks, given, asked).format(
-                    field=asked, noun=noun, action=action(title, call.arguments), values=quoted(given[0])
+                    field=asked, noun=noun, action=action(title, args), values=quoted(given[0]) if given else ""
                 )
             else:
                 continue

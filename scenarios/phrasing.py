@@ -142,7 +142,8 @@ def noun_of(tool: str) -> str:
     """What a tool's results are about, from its name: `get_item` -> item, `search_emails` -> email."""
     words = [w for w in words_of(tool) if w not in TASK_VERBS and w not in {"by", "id", "all", "details", "info"}]
     noun = words[-1] if words else "result"
-    return noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun
+    # a plural's "s", not the end of "status", "analysis" or "address"
+    return noun[:-1] if noun.endswith("s") and not noun.endswith(("ss", "us", "is")) else noun
 
 
 PHRASE_PROMPT = (

@@ -60,6 +60,9 @@ def flatten(data: Any, key: str = "") -> list[tuple[str, Any]]:
     return []
 
 
+LABEL = re.compile(r"[A-Za-z][\w .'/-]*")
+
+
 def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     """The records a result holds, each its (field, value) pairs: the objects of a list, a single
     object, the lines of an `a | b | c` listing (cells as field '', `key: value` cells by key), or
@@ -74,7 +77,8 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
         out = []
         for cell in line.split(" | ") if " | " in line else [line]:
             key, sep, value = cell.partition(": ")
-            if sep and len(key) <= 30 and value.strip():
+            # a key is a label (words, "Commit", "new file"), not code that holds a colon (`return {"city": city}`)
+            if sep and len(key) <= 30 and value.strip() and LABEL.fullmatch(key.strip()):
                 out.append((key.strip(), value.strip()))
             elif cell.strip():
                 out.append(("", cell.strip()))

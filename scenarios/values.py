@@ -74,6 +74,11 @@ KNOWN_VALUES = 400  # values results held that are kept to draw from (the latest
 LONG_VALUE = 80  # a longer text a result held is prose, not a value to pass on
 DRAWS = 8  # draws of a call before giving up on finding one not made yet
 REPEAT_CREDIT = 0.25  # a call that answered what was answered before (or nothing) counts a quarter of a success
+# A parameter is settled when the values new to it keep failing where one worked (a repository path
+# the server's command line fixes): the chance a value not sent before works, Beta(1 + worked, 1 +
+# blamed) over first sendings, below this; it then takes only the values that worked, so a tool whose
+# every parameter is settled runs out of calls instead of spending them on values bound to fail.
+SETTLED = 0.15
 INVENTED = {"probe", "described", "schema", "varied"}  # arms that make a value up rather than take one given
 OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default)
 OPTIONAL_ARMS = {"const", "enum", "default", "example", "worked", "error", "shaped", "word", "result"}
@@ -227,6 +232,8 @@ class Knowledge:
         self.worked: dict[str, list[Any]] = defaultdict(list)
         self.named: dict[str, list[str]] = defaultdict(list)  # parameter name -> values errors named
         self.tried: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values sent
+        self.sent: dict[str, set[str]] = defaultdict(set)  # parameter name -> values sent, any tool
+        self.first: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # name -> first sendings [worked, blamed]
         self.blamed: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values blamed
         self.made: set[str] = set()
         self.failed: set[str] = set()
@@ -386,6 +393,9 @@ class Knowledge:
         def fit(values: list[Any]) -> list[tuple[Any, int | None]]:
             return [(v, None) for v in values if fits_type(v, kinds) and valid(coerce(v, schema))]
 
+        if self.settled(name) and (worked := fit(self.worked[name])):
+            return {"worked": worked}
+
         arms: dict[str, list[tuple[Any, int | None]]] = {}
         description = str(schema.get("description") or "")
         if "default" in schema and schema["default"] is not None:
@@ -434,6 +444,16 @@ class Knowledge:
             arms["schema"] = fit([sampled])
         return {arm: options for arm, options in arms.items() if options}
 
+    def settled(self, name: str) -> bool:
+        """Whether new values of parameter `name` are not worth sending any more (SETTLED)."""
+        worked, blamed = self.first[name]
+        return worked > 0 and (1 + worked) / (2 + worked + blamed) < SETTLED
+
+    def fixed(self, name: str) -> bool:
+        """Whether parameter `name` is the server's context: settled on the one value that worked, a
+        value in plain view (its command line, environment, resources), not one a result gave."""
+        return self.settled(name) and len(self.worked[name]) == 1 and self.worked[name][0] in self.context
+
     def _validator(self, schema: dict[str, Any]) -> Any:
         key = json.dumps(schema, sort_keys=True, default=str)
         if key not in self._validators:
@@ -464,8 +484,10 @@ class Knowledge:
         log.invented = bool(leaves) and all(d.arm in INVENTED or d.arm == "generator" for d in leaves)
         key = call_key(tool, args)
         self.made.add(key)
+        first = [d for d in leaves if repr(d.value) not in self.sent[d.name]]
         for d in leaves:
             self.tried[tool, d.path].add(repr(d.value))
+            self.sent[d.name].add(repr(d.value))
         if error_kind == "timeout":
             log.errors[clip(text.partition("\n")[0], 160)] += 1
             return
@@ -482,13 +504,16 @@ class Knowledge:
                 for d in leaves
                 if name_in(d.name, lowered)
                 or len(str(d.value)) > 1
-                and str(d.value).lower() in lowered
+                and re.search(rf"(?<!\w){re.escape(str(d.value).lower())}(?!\w)", lowered)
                 or any(len(q) > 3 and q in str(d.value) for q in QUOTED.findall(text))
             ]
             # else every parameter but those whose value has worked before
             blamed = (
                 named or [d for d in leaves if repr(d.value) not in map(repr, self.worked.get(d.name, []))] or leaves
             )
+            for d in named:
+                if d in first:
+                    self.first[d.name][1] += 1
             for d in blamed:
                 self.stats[d.name, d.arm][1] += 1
                 self.blamed[tool, d.path].add(repr(d.value))
@@ -496,6 +521,8 @@ class Knowledge:
             return
         log.answered += 1
         log.failing = 0
+        for d in first:
+            self.first[d.name][0] += 1
         # an answer said before, or one that found nothing ("[]", "No matches"), is worth less than a new one
         new = text not in log.results and not NOTHING.fullmatch(text.strip())
         log.results.add(text)

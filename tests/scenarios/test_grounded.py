@@ -73,6 +73,53 @@ def test_results_are_read_as_records_and_arguments_take_the_shape_their_descript
     assert re.fullmatch(r"\d\d:\d\d", probes("time", "Time to convert in 24-hour format (HH:MM)")[0])
 
 
+def test_a_parameter_whose_new_values_keep_failing_settles_and_a_tool_of_settled_parameters_runs_out():
+    """A repository path the server's command line fixes: once one worked and new values keep failing
+    on it (blamed by name), it takes only what worked, so a tool of that one parameter gets no more
+    calls, and the exploration reports it as the server's context. A short value the error text holds
+    inside a word ("all" in "allowed") is not blamed."""
+    import random
+
+    from mcprl.scenarios.phrasing import noun_of
+    from mcprl.scenarios.results import result_records
+    from mcprl.scenarios.values import SETTLED, Drawn, Knowledge
+
+    knowledge = Knowledge(["/srv/r"])  # the server's command line names the repository
+    status = {"type": "object", "properties": {"repo_path": {"type": "string"}}, "required": ["repo_path"]}
+    branch = {
+        "type": "object",
+        "properties": {"repo_path": {"type": "string"}, "kind": {"type": "string"}},
+        "required": ["repo_path", "kind"],
+    }
+
+    def call(tool: str, args: dict, error: str | None) -> None:
+        leaves = [Drawn(path=k, name=k, arm="context", value=v) for k, v in args.items()]
+        text, failed = error or "On branch main", bool(error)
+        knowledge.learn(tool, args, leaves, index=0, session=0, text=text, is_error=failed, error_kind=None, values=[])
+
+    call("status", {"repo_path": "/srv/r"}, None)
+    call("branch", {"repo_path": "/srv/o", "kind": "all"}, "Repository path '/srv/o' is outside the allowed repository")
+    assert repr("all") not in knowledge.blamed["branch", "kind"]
+    assert repr("/srv/o") in knowledge.blamed["branch", "repo_path"]
+    bad = 0
+    while not knowledge.settled("repo_path"):
+        bad += 1
+        call("status", {"repo_path": f"p{bad}"}, f"Repository path 'p{bad}' is outside the allowed repository '/srv/r'")
+    # one value worked, 1 + bad new ones were blamed: settled as soon as Beta's mean crosses the bound
+    assert 2 / (4 + bad) < SETTLED <= 2 / (3 + bad) and knowledge.fixed("repo_path")
+    knowledge.context = []  # one value that worked, but not one in plain view: settled, not the server's context
+    assert knowledge.settled("repo_path") and not knowledge.fixed("repo_path")
+    knowledge.context = ["/srv/r"]
+    rng = random.Random(0)
+    assert knowledge.arguments("status", status, 1, rng) is None  # nothing left to send it
+    drawn = [knowledge.arguments("branch", branch, 1, rng) for _ in range(10)]
+    assert {args["repo_path"] for args, _ in filter(None, drawn)} == {"/srv/r"}
+    # a key is a label, not code that holds a colon (a diff's line); a plural loses its "s", "status" keeps it
+    diff = 'Author: Ann\n+    return {"city": city, "temp": 21.4}'
+    assert [k for k, _ in result_records(diff, None)[0] if k] == ["Author"]
+    assert (noun_of("git_status"), noun_of("search_emails"), noun_of("get_address")) == ("status", "email", "address")
+
+
 def test_a_file_servers_paths_come_from_its_results_and_its_files_ground_tasks():
     """Seen on @modelcontextprotocol/server-filesystem, which grounded no task: every `path` was the
     word "path". Now a path parameter (or a list of them) takes a path a result held, a result that

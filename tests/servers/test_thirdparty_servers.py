@@ -134,6 +134,9 @@ async def test_a_git_server_is_sent_the_repository_its_command_line_names(thirdp
         assert len(tasks) >= 6 and len(report.covered) >= 2, report.summary()
         await check_answers(pool, tasks)
     assert any(c.arguments.get("repo_path") == str(git_repo) and not c.is_error for c in exploration.calls)
+    # the one repository the server takes is its context: sent in every reference call, stated in no task
+    assert exploration.fixed == {"repo_path": str(git_repo)}
+    assert all(str(git_repo) not in t.task and t.reference[0].arguments["repo_path"] == str(git_repo) for t in tasks)
     assert any(str(t.answer) in {"Ann", "Bob", "Initial commit", "Add hello script", "Greet in full"} for t in tasks)
 
 
