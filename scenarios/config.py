@@ -30,6 +30,14 @@ class ScenarioConfig(BaseModel):
         "checked by value) or synthesized by the generator model (judged by RULER)",
     )
     task_hint: str | None = Field(default=None, description="synthesis: what the tasks should be about")
+    fallback: bool = Field(
+        default=True,
+        description="grounded: where fewer than --min-grounded tasks are grounded but a tool answered, top the set "
+        "up with synthesized tasks whose reference call ran on the server (judged by RULER)",
+    )
+    min_grounded: int = Field(
+        default=8, ge=2, description="grounded: fewer grounded tasks than this are topped up with synthesized ones"
+    )
     # False measures a server as if it were a user's: the demonstration is built from a scenario,
     # and every check is all-or-nothing (success 1, anything else 0).
     task_help: bool = Field(default=True, description="--tasks: use its hand-written example and partial credit")

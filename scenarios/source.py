@@ -19,7 +19,9 @@ from mcprl.errors import UserError, clip
 from mcprl.judges.verify import build_checks
 from mcprl.llm import LLMError, complete, extract_json, is_local
 from mcprl.scenarios.config import ExploreConfig, ScenarioConfig
+from mcprl.scenarios.explore import Exploration
 from mcprl.scenarios.explore import explore as explore_server
+from mcprl.scenarios.fallback import referenced_synthesized
 from mcprl.scenarios.grounded import ground
 from mcprl.scenarios.split import split_for_run
 from mcprl.scenarios.synthesize import synthesize
@@ -33,6 +35,7 @@ GENERATED = (
     8  # exploration calls whose arguments the generator writes, by default (the offline local one: LOCAL_GENERATED)
 )
 LOCAL_GENERATED = 4
+MIN_GROUNDED = 8  # fewer grounded tasks are topped up with synthesized ones (ScenarioConfig.min_grounded)
 # what a run that grounded too few tasks can do instead, in `mcprl train`'s flags (`grounded(fixes=...)`: another
 # command's)
 TRAIN_FIXES = (
@@ -89,9 +92,12 @@ async def run_scenarios(
                 model=model,
                 api_base=api_base,
                 max_calls=max_calls,
+                fallback=cfg.fallback,
+                min_grounded=cfg.min_grounded,
                 say=say,
             )
-            source = "grounded"
+            source, synthesized = "grounded", sum(s.metadata.get("source") == "synthesized" for s in scenarios)
+            source = f"{len(scenarios) - synthesized} grounded, {synthesized} synthesized" if synthesized else source
         else:
             scenarios = await _synthesized(cfg, pool, seed=seed, model=model, api_base=api_base, say=say)
             source = "synthesized"
@@ -105,28 +111,19 @@ async def run_scenarios(
     return train, val
 
 
-async def grounded(
+async def explore_for(
     pool: ToolPool,
-    n: int,
-    explore: ExploreConfig | None,
+    cfg: ExploreConfig,
     record: Path,
-    report_file: Path,
     *,
     seed: int,
     secrets: list[str] | None = None,
     model: str = "local",
     api_base: str | None = None,
-    max_calls: int | None = None,
-    fixes: str = TRAIN_FIXES,
     say: Callable[[str], None] = print,
-) -> list[Scenario]:
-    """`n` tasks grounded in `pool`'s server (mcprl.scenarios.grounded), with the exploration's record
-    (JSONL, secrets masked) and the grounding report (JSON) written; a server that grounds fewer
-    than 2 says, a line per tool, what each that never answered gave and what was tried, then is a
-    UserError naming `fixes` (in the flags of the command that runs it). `model` (the generator)
-    writes arguments for tools that do not answer, and rephrases the tasks when `explore.phrase` says so."""
-    cfg = explore or ExploreConfig()
-    phrase = cfg.phrase if cfg.phrase is not None else not is_local(model)
+) -> Exploration:
+    """`pool`'s server explored within `cfg`'s bounds (mcprl.scenarios.explore), its record written to
+    `record` (JSONL, secrets masked); `model` (the generator) writes arguments for tools that do not answer."""
     record.parent.mkdir(parents=True, exist_ok=True)
     say(f"exploring {pool.spec.target} (at most {cfg.calls} calls, {cfg.minutes:g} min) ...")
 
@@ -159,6 +156,39 @@ async def grounded(
         pool, cfg, seed=seed, say=say, record=record, secrets=secrets, propose=propose, propose_late=is_local(model)
     )
     say(exploration.summary())
+    return exploration
+
+
+async def grounded(
+    pool: ToolPool,
+    n: int,
+    explore: ExploreConfig | None,
+    record: Path,
+    report_file: Path,
+    *,
+    seed: int,
+    secrets: list[str] | None = None,
+    model: str = "local",
+    api_base: str | None = None,
+    max_calls: int | None = None,
+    fixes: str = TRAIN_FIXES,
+    fallback: bool = True,
+    min_grounded: int = MIN_GROUNDED,
+    say: Callable[[str], None] = print,
+) -> list[Scenario]:
+    """`n` tasks grounded in `pool`'s server (mcprl.scenarios.grounded), with the exploration's record
+    (JSONL, secrets masked) and the grounding report (JSON) written. Where fewer than `min_grounded` (or
+    `n`) are grounded, the run says, a line per tool, what each that never answered gave and what was
+    tried; then, where some tool answered and `fallback` is on, tops the set up to `n` with synthesized
+    tasks whose reference call ran on the server (mcprl.scenarios.fallback, judged by RULER) and says how
+    many of each. Fewer than 2 in all is a UserError naming `fixes` (in the flags of the command that runs
+    it). `model` (the generator) writes arguments for tools that do not answer, the fallback's tasks, and
+    rephrases the tasks when `explore.phrase` says so."""
+    cfg = explore or ExploreConfig()
+    phrase = cfg.phrase if cfg.phrase is not None else not is_local(model)
+    exploration = await explore_for(
+        pool, cfg, record, seed=seed, secrets=secrets, model=model, api_base=api_base, say=say
+    )
     scenarios, report = await ground(
         pool,
         n,
@@ -169,24 +199,44 @@ async def grounded(
         max_calls=max_calls,
         say=say,
     )
-    report_file.write_text(
-        json.dumps(
-            {"exploration": exploration.summary(), **report.model_dump(), "uncovered": report.uncovered}, indent=2
-        )
-    )
     say(report.summary())
-    if len(scenarios) < 2:
+    written: dict[str, Any] = {
+        "exploration": exploration.summary(),
+        **report.model_dump(),
+        "uncovered": report.uncovered,
+    }
+    topped: list[Scenario] = []
+    if len(scenarios) < min(n, min_grounded):
         for line in exploration.silent():
             say(f"  {line}")
+        if fallback and exploration.answered():
+            say(
+                f"grounding kept {len(scenarios)} of the {n} tasks asked for; topping the set up with tasks "
+                f"{model} synthesizes for the tools that answered ({', '.join(exploration.answered())}), each "
+                "kept where its reference call runs on the server"
+            )
+            topped, extra = await referenced_synthesized(
+                pool, n - len(scenarios), exploration, model=model, api_base=api_base, seed=seed, say=say
+            )
+            say(extra.summary())
+            written["fallback"] = extra.model_dump()
+            if topped:
+                say(
+                    f"scenarios: {len(scenarios)} grounded (checked by value), {len(topped)} synthesized "
+                    "(judged by RULER: their answers are not known)"
+                )
+    report_file.write_text(json.dumps(written, indent=2))
+    if len(scenarios) + len(topped) < 2:
         why = (
             "every call it answered was an error"
             if exploration.calls and not exploration.answered()
             else "nothing it answered could be grounded in a task"
+            + (", nor did synthesized tasks' calls run" if fallback else "")
             if exploration.calls
             else "no tool could be called safely"
         )
         raise UserError(f"{pool.spec.target}: {why} ({report.kept} grounded tasks); {fixes}")
-    return scenarios
+    return scenarios + topped
 
 
 async def _synthesized(
