@@ -38,6 +38,11 @@ class ScenarioConfig(BaseModel):
     min_grounded: int = Field(
         default=8, ge=2, description="grounded: fewer grounded tasks than this are topped up with synthesized ones"
     )
+    find_references: bool | None = Field(
+        default=None,
+        description="--scenarios FILE with answers but no reference calls: explore the server for a call whose "
+        "result holds each answer, replayed before use (default: on where a server is given)",
+    )
     # False measures a server as if it were a user's: the demonstration is built from a scenario,
     # and every check is all-or-nothing (success 1, anything else 0).
     task_help: bool = Field(default=True, description="--tasks: use its hand-written example and partial credit")

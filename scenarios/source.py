@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from mcprl.errors import UserError, clip
 from mcprl.judges.verify import build_checks
 from mcprl.llm import LLMError, complete, extract_json, is_local
+from mcprl.scenarios.answers import find_references, known_answer
 from mcprl.scenarios.config import ExploreConfig, ScenarioConfig
 from mcprl.scenarios.explore import Exploration
 from mcprl.scenarios.explore import explore as explore_server
@@ -74,6 +75,18 @@ async def run_scenarios(
     else:
         if cfg.file:
             scenarios, source = load_jsonl(Path(cfg.file), Scenario), cfg.file
+            if pool is not None and cfg.find_references is not False:
+                scenarios = await referenced(
+                    pool,
+                    scenarios,
+                    explore,
+                    out_dir / "exploration.jsonl",
+                    seed=seed,
+                    secrets=secrets,
+                    model=model,
+                    api_base=api_base,
+                    say=say,
+                )
         elif generate is not None:
             scenarios, source = generate(cfg.n, seed=seed, difficulties=cfg.difficulties), f"{cfg.tasks} task set"
         elif pool is None:
@@ -157,6 +170,32 @@ async def explore_for(
     )
     say(exploration.summary())
     return exploration
+
+
+async def referenced(
+    pool: ToolPool,
+    scenarios: list[Scenario],
+    explore: ExploreConfig | None,
+    record: Path,
+    *,
+    seed: int,
+    secrets: list[str] | None = None,
+    model: str = "local",
+    api_base: str | None = None,
+    say: Callable[[str], None] = print,
+) -> list[Scenario]:
+    """`scenarios` (a user's file), each whose answer is known but no reference given with one found in
+    the server's exploration (mcprl.scenarios.answers: a call chain whose replayed result holds the
+    answer); says for how many. No exploration where no task needs one."""
+    if not any(not s.reference and s.read_back is None and known_answer(s) is not None for s in scenarios):
+        return scenarios
+    say("finding reference calls for the tasks with answers and no reference ...")
+    exploration = await explore_for(
+        pool, explore or ExploreConfig(), record, seed=seed, secrets=secrets, model=model, api_base=api_base, say=say
+    )
+    scenarios, report = await find_references(pool, scenarios, exploration, say=say)
+    say(report.summary())
+    return scenarios
 
 
 async def grounded(
