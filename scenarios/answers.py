@@ -130,7 +130,7 @@ def _candidate(task: str, chain: list[ExploredCall], values: list[str], answer: 
         calls=[ReferenceCall(tool=c.tool, arguments=c.arguments, result=c.text, sources=c.sources) for c in chain],
         argued=(argued := sum(stated(task, v) for c in chain for v in c.arguments.values())),
         related=bool(argued) or any(holds_answer(r, v) for r in holding for v in values),
-        records=len(records),
+        records=max(1, len(records)),
         order=last.index,
     )
 
@@ -248,7 +248,11 @@ async def find_references(
                     update={
                         "reference": calls_made,
                         "tools": scenarios[i].tools or list(dict.fromkeys(c.tool for c in calls_made)),
-                        "metadata": {**scenarios[i].metadata, "reference_from": "exploration"},
+                        "metadata": {
+                            **scenarios[i].metadata,
+                            "reference_from": "exploration",
+                            "records": candidate.records,  # which reference the demonstration prefers
+                        },
                     }
                 )
                 report.found += 1

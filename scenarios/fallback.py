@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from mcprl.errors import UserError, clip
 from mcprl.llm import LLMError, complete, extract_json
 from mcprl.scenarios.explore import Exploration, may_write
-from mcprl.scenarios.results import found_nothing
+from mcprl.scenarios.results import found_nothing, result_records
 from mcprl.scenarios.synthesize import synthesize
 from mcprl.tools import ServerGone
 from mcprl.types import ReferenceCall, Scenario
@@ -173,7 +173,12 @@ async def referenced_synthesized(
                         "tools": list(dict.fromkeys([name, *scenario.tools])),
                         "reference": [reference],
                         "check": None,  # no known answer: judged by RULER
-                        "metadata": {**scenario.metadata, "source": "synthesized", "fallback": "grounded too few"},
+                        "metadata": {
+                            **scenario.metadata,
+                            "source": "synthesized",
+                            "fallback": "grounded too few",
+                            "records": max(1, len(result_records(outcome.text, outcome.structured))),
+                        },
                     }
                 )
         return why

@@ -66,9 +66,10 @@ def reference_trajectory(group: TrajectoryGroup, finish: Literal["text", "tool"]
             },
             {"role": "tool", "tool_call_id": call_id, "content": call.result},
         ]
-    values = s.answer if isinstance(s.answer, list) else [s.answer]
+    known = s.answer if s.answer is not None else (s.check or {}).get("value")  # a user's task may state it there
+    values = known if isinstance(known, list) else [known]
     answer = ", ".join(v if isinstance(v, str) else json.dumps(v) for v in values)
-    if s.answer is None:  # a synthesized task (mcprl.scenarios.fallback): what its reference found is the answer
+    if known is None:  # a synthesized task (mcprl.scenarios.fallback): what its reference found is the answer
         answer = clip(s.reference[-1].result.strip(), RESULT_CHARS)
     if finish == "tool":
         messages.append(

@@ -7,11 +7,13 @@ import re
 
 import pytest
 
+from mcprl.judges import VerifyJudge
 from mcprl.judges.verify import holds_answer
+from mcprl.run.references import reference_trajectory
 from mcprl.scenarios.config import ExploreConfig, ScenarioConfig
 from mcprl.scenarios.source import run_scenarios
 from mcprl.tools import ServerSpec, ToolPool
-from mcprl.types import Scenario, dump_jsonl
+from mcprl.types import Generation, Scenario, Trajectory, TrajectoryGroup, dump_jsonl
 
 pytestmark = pytest.mark.anyio
 INVENTORY = "python -m mcprl.servers.inventory"
@@ -63,6 +65,18 @@ async def test_a_users_tasks_with_answers_get_references_whose_replay_holds_the_
         any(holds_answer(tasks[i].task, v) for c in tasks[i].reference for v in c.arguments.values())
         for i in ("price", "stock", "where")
     )
+    # `--unsolved reference` writes the chain into a group no rollout solved: the task's own check passes it
+    for s in tasks.values():
+        if s.reference:
+            sampled = Trajectory(
+                messages=[{"role": "user", "content": s.task}, {"role": "assistant", "content": "No idea."}],
+                generations=[
+                    Generation(prompt_token_ids=[1], completion_token_ids=[2], logprobs=[0.0], message_index=1)
+                ],
+            )
+            written = reference_trajectory(TrajectoryGroup(scenario=s, trajectories=[sampled]))
+            group = await VerifyJudge().score_group(TrajectoryGroup(scenario=s, trajectories=[written]))
+            assert written.reward == 1.0 and not group.skipped
     found = [(int(m[1]), int(m[2])) for line in lines if (m := re.search(r"(\d+) of (\d+) tasks", line))]
     assert found == [(sum(bool(s.reference) for s in tasks.values()), len(INVENTORY_TASKS))]
 
