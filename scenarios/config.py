@@ -24,10 +24,11 @@ class ScenarioConfig(BaseModel):
     n: int = Field(default=48, ge=2, description="scenarios to generate or synthesize")
     val_fraction: float = Field(default=0.25, gt=0, lt=1, description="share of the scenarios held out for evaluation")
     val_size: int | None = Field(default=None, ge=1, description="cap on held-out scenarios")
-    source: Literal["grounded", "synthesized"] = Field(
+    source: Literal["grounded", "synthesized", "mixed"] = Field(
         default="grounded",
         description="without a file or task set: tasks grounded in the server's own answers (explored, "
-        "checked by value) or synthesized by the generator model (judged by RULER)",
+        "checked by value), synthesized by the generator model (judged by RULER), or grounded ones topped up "
+        "to -n with synthesized ones whose reference call ran (mixed)",
     )
     task_hint: str | None = Field(default=None, description="synthesis: what the tasks should be about")
     fallback: bool = Field(

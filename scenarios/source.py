@@ -1,8 +1,10 @@
 """Where a run's scenarios come from (`[scenarios]` in a run file) and its train/val sets.
 
-In order: a JSONL file; a registered task set's generator of verifiable tasks (`tasks`); else, by
-`source`, tasks grounded in the live server's own answers (`grounded`, the default: the server is
-explored and every task's answer is checked by value, mcprl.scenarios.grounded), or tasks synthesized by
+In order: a JSONL file (its tasks with answers and no reference given one found on the server, where
+one is given: mcprl.scenarios.answers); a registered task set's generator of verifiable tasks (`tasks`);
+else, by `source`, tasks grounded in the live server's own answers (`grounded`, the default: the server
+is explored and every task's answer is checked by value, mcprl.scenarios.grounded; too few are topped up
+with synthesized tasks whose reference call ran, mcprl.scenarios.fallback), or tasks synthesized by
 the generator model from the tool schemas (`synthesized`, judged by RULER). The sets are written to the run's
 `scenarios/{train,val}.jsonl`,
 and a resumed run reads them back, so it trains on exactly the scenarios it began with.
@@ -11,7 +13,8 @@ and a resumed run reads them back, so it trains on exactly the scenarios it bega
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +52,120 @@ PROPOSE_PROMPT = (
 )
 
 
+@dataclass
+class SourceRequest:
+    """What a scenario source is given: the run's settings and what it may use (see `run_scenarios`)."""
+
+    cfg: ScenarioConfig
+    out_dir: Path
+    seed: int
+    pool: ToolPool | None
+    generate: Callable[..., list[Scenario]] | None
+    model: str
+    api_base: str | None
+    explore: ExploreConfig | None
+    secrets: list[str] | None
+    max_calls: int | None
+    say: Callable[[str], None]
+
+    def server(self) -> ToolPool:
+        if self.pool is None:
+            raise UserError(
+                "no scenarios: pass --scenarios FILE, --tasks NAME, or --server to ground or synthesize them from"
+            )
+        return self.pool
+
+
+# A source writes a run's scenarios: the scenarios, and what to call them in the run's line.
+Source = Callable[[SourceRequest], Awaitable[tuple[list[Scenario], str]]]
+SOURCES: dict[str, Source] = {}
+
+
+def register_source(name: str) -> Callable[[Source], Source]:
+    """Register a scenario source under `name` (`source_name` picks one for a run)."""
+
+    def add(source: Source) -> Source:
+        SOURCES[name] = source
+        return source
+
+    return add
+
+
+def source_name(cfg: ScenarioConfig, generate: Callable[..., list[Scenario]] | None) -> str:
+    """The source a run's settings name: a file, a task set, else `cfg.source`."""
+    return "file" if cfg.file else "tasks" if generate is not None else cfg.source
+
+
+@register_source("file")
+async def _from_file(r: SourceRequest) -> tuple[list[Scenario], str]:
+    """The user's JSONL; with a server, its tasks with answers and no reference are given one found on it."""
+    assert r.cfg.file is not None
+    scenarios = load_jsonl(Path(r.cfg.file), Scenario)
+    if r.pool is not None and r.cfg.find_references is not False:
+        scenarios = await referenced(
+            r.pool,
+            scenarios,
+            r.explore,
+            r.out_dir / "exploration.jsonl",
+            seed=r.seed,
+            secrets=r.secrets,
+            model=r.model,
+            api_base=r.api_base,
+            say=r.say,
+        )
+    return scenarios, r.cfg.file
+
+
+@register_source("tasks")
+async def _from_task_set(r: SourceRequest) -> tuple[list[Scenario], str]:
+    assert r.generate is not None
+    return r.generate(r.cfg.n, seed=r.seed, difficulties=r.cfg.difficulties), f"{r.cfg.tasks} task set"
+
+
+async def _grounded_source(r: SourceRequest, min_grounded: int) -> tuple[list[Scenario], str]:
+    scenarios = await grounded(
+        r.server(),
+        r.cfg.n,
+        r.explore,
+        r.out_dir / "exploration.jsonl",
+        r.out_dir / "grounding.json",
+        seed=r.seed,
+        secrets=r.secrets,
+        model=r.model,
+        api_base=r.api_base,
+        max_calls=r.max_calls,
+        fallback=r.cfg.fallback,
+        min_grounded=min_grounded,
+        say=r.say,
+    )
+    synthesized = sum(s.metadata.get("source") == "synthesized" for s in scenarios)
+    if not synthesized:
+        return scenarios, "grounded"
+    return scenarios, f"{len(scenarios) - synthesized} grounded, {synthesized} synthesized"
+
+
+@register_source("grounded")
+async def _from_grounding(r: SourceRequest) -> tuple[list[Scenario], str]:
+    """Grounded tasks, topped up with synthesized ones where fewer than `min_grounded`."""
+    return await _grounded_source(r, r.cfg.min_grounded)
+
+
+@register_source("mixed")
+async def _mixed(r: SourceRequest) -> tuple[list[Scenario], str]:
+    """Grounded tasks, topped up to `n` with synthesized ones however many were grounded."""
+    if not r.cfg.fallback:
+        raise UserError(
+            "--scenario-source mixed tops grounded tasks up with synthesized ones; drop --no-synthesized-fallback"
+        )
+    return await _grounded_source(r, r.cfg.n + 1)
+
+
+@register_source("synthesized")
+async def _from_synthesis(r: SourceRequest) -> tuple[list[Scenario], str]:
+    scenarios = await _synthesized(r.cfg, r.server(), seed=r.seed, model=r.model, api_base=r.api_base, say=r.say)
+    return scenarios, "synthesized"
+
+
 async def run_scenarios(
     cfg: ScenarioConfig,
     out_dir: Path,
@@ -64,56 +181,17 @@ async def run_scenarios(
     max_calls: int | None = None,
     say: Callable[[str], None] = print,
 ) -> tuple[list[Scenario], list[Scenario]]:
-    """The run's (train, val), written to `out_dir` (read back from it when resuming). `generate`:
-    the task set `cfg.tasks` names; `pool`: the server to ground tasks in or synthesize them for
-    (`explore` bounds grounding; its record goes to `out_dir/exploration.jsonl`, secrets masked);
-    `model`, `api_base`: synthesis; `max_calls`: the calls an episode has room for (grounded tasks that need more are
-    not kept)."""
+    """The run's (train, val), written to `out_dir` (read back from it when resuming), from the source
+    its settings name (`source_name`, `SOURCES`). `generate`: the task set `cfg.tasks` names; `pool`:
+    the server to ground tasks in or synthesize them for (`explore` bounds grounding; its record goes to
+    `out_dir/exploration.jsonl`, secrets masked); `model`, `api_base`: synthesis; `max_calls`: the calls
+    an episode has room for (grounded tasks that need more are not kept)."""
     train_file, val_file = out_dir / "train.jsonl", out_dir / "val.jsonl"
     if resume and train_file.exists() and val_file.exists():
         train, val = load_jsonl(train_file, Scenario), load_jsonl(val_file, Scenario)
     else:
-        if cfg.file:
-            scenarios, source = load_jsonl(Path(cfg.file), Scenario), cfg.file
-            if pool is not None and cfg.find_references is not False:
-                scenarios = await referenced(
-                    pool,
-                    scenarios,
-                    explore,
-                    out_dir / "exploration.jsonl",
-                    seed=seed,
-                    secrets=secrets,
-                    model=model,
-                    api_base=api_base,
-                    say=say,
-                )
-        elif generate is not None:
-            scenarios, source = generate(cfg.n, seed=seed, difficulties=cfg.difficulties), f"{cfg.tasks} task set"
-        elif pool is None:
-            raise UserError(
-                "no scenarios: pass --scenarios FILE, --tasks NAME, or --server to ground or synthesize them from"
-            )
-        elif cfg.source == "grounded":
-            scenarios = await grounded(
-                pool,
-                cfg.n,
-                explore,
-                out_dir / "exploration.jsonl",
-                out_dir / "grounding.json",
-                seed=seed,
-                secrets=secrets,
-                model=model,
-                api_base=api_base,
-                max_calls=max_calls,
-                fallback=cfg.fallback,
-                min_grounded=cfg.min_grounded,
-                say=say,
-            )
-            source, synthesized = "grounded", sum(s.metadata.get("source") == "synthesized" for s in scenarios)
-            source = f"{len(scenarios) - synthesized} grounded, {synthesized} synthesized" if synthesized else source
-        else:
-            scenarios = await _synthesized(cfg, pool, seed=seed, model=model, api_base=api_base, say=say)
-            source = "synthesized"
+        request = SourceRequest(cfg, out_dir, seed, pool, generate, model, api_base, explore, secrets, max_calls, say)
+        scenarios, source = await SOURCES[source_name(cfg, generate)](request)
         if len(scenarios) < 2:
             raise UserError(f"need at least 2 scenarios, got {len(scenarios)} from {source}")
         train, val = split_for_run(scenarios, cfg.val_fraction, cfg.val_size, seed)

@@ -25,7 +25,7 @@ QUERIES = ["drill", "zzzz", "steel", "hammer", "qqqq", "brass"]  # two find noth
 
 def generator(body: dict) -> str:
     """A generator model: tasks for the tools offered, and a call's arguments under the tool's schema
-    (a query from QUERIES in turn, some of which find nothing)."""
+    (a query from QUERIES in turn, some of which find nothing; small numbers)."""
     schema = body["response_format"]["json_schema"]["schema"]
     props = schema.get("properties", {})
     seed = body.get("seed") or 0
@@ -35,7 +35,8 @@ def generator(body: dict) -> str:
         return json.dumps({"scenarios": [{"tools": [tool], "task": task, "difficulty": 1}]})
     if "query" in props:
         return json.dumps({"query": QUERIES[seed % len(QUERIES)]})
-    return json.dumps({})
+    numbers = {k: 2 + seed % 7 for k, v in props.items() if v.get("type") in ("number", "integer")}
+    return json.dumps({k: numbers[k] for k in schema.get("required", []) if k in numbers})
 
 
 async def starved(tmp_path: Path, llm: FakeLLM, lines: list[str], **scenarios) -> list[Scenario]:
@@ -163,3 +164,34 @@ def test_a_synthesized_tasks_written_reference_answers_with_what_its_call_found(
         written = reference_trajectory(TrajectoryGroup(scenario=scenario, trajectories=[sampled]), finish)
         assert written is not None and written.messages[:2] == prompt
         assert all(holds_answer(written.final_answer(), v) for v in ("steel level", 53.63, "SKU-6462"))
+
+
+async def test_scenario_sources_are_registered_and_mixed_tops_up_what_grounded_keeps(tmp_path, monkeypatch):
+    from mcprl.scenarios.source import SOURCES, source_name
+
+    assert {"file", "tasks", "grounded", "synthesized", "mixed"} <= set(SOURCES)
+    assert source_name(ScenarioConfig(file="x.jsonl"), None) == "file"
+    assert source_name(ScenarioConfig(source="mixed"), lambda *a, **k: []) == "tasks"
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    made = {}
+    with FakeLLM(handler=generator) as llm:
+        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
+            for source in ("grounded", "mixed"):  # two grounded tasks are enough for `grounded` here
+                train, val = await run_scenarios(
+                    ScenarioConfig(n=6, source=source, min_grounded=2),
+                    tmp_path / source,
+                    seed=0,
+                    resume=False,
+                    pool=pool,
+                    generate=None,
+                    model="openai/fake",
+                    api_base=llm.base_url,
+                    explore=ExploreConfig(calls=4, generated=0, phrase=False),
+                    say=lambda _: None,
+                )
+                made[source] = train + val
+    grounded_only = made["grounded"]
+    assert 2 <= len(grounded_only) < 6 and all(s.check is not None for s in grounded_only)
+    mixed = made["mixed"]
+    assert {s.id for s in grounded_only} < {s.id for s in mixed}
+    assert all(s.check is None and s.reference for s in mixed if s.id not in {g.id for g in grounded_only})
