@@ -53,10 +53,11 @@ class FallbackReport(BaseModel):
 
     def summary(self) -> str:
         dropped = ", ".join(f"{n} {why}" for why, n in self.dropped.items()) or "none"
-        return (
+        line = (
             f"synthesized {self.kept} tasks with a reference call that ran on the server "
             f"({self.synthesized} written, {self.requested} wanted; dropped: {dropped})"
         )
+        return f"{line}; synthesis: {self.synthesis}" if self.synthesis and not self.kept else line
 
 
 def _first_tool(scenario: Scenario, answered: list[str]) -> str | None:
@@ -100,7 +101,7 @@ async def _arguments(
             num_retries=0,
         )
         written = extract_json(reply.text)
-    except (LLMError, ValueError):
+    except (LLMError, UserError, ValueError):
         return None
     return written if isinstance(written, dict) else None
 
