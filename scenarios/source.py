@@ -264,7 +264,8 @@ async def referenced(
 ) -> list[Scenario]:
     """`scenarios` (a user's file), each whose answer is known but no reference given with one found in
     the server's exploration (mcprl.scenarios.answers: a call chain whose replayed result holds the
-    answer); says for how many. No exploration where no task needs one."""
+    answer); says for how many, and writes which beside `record` (references.json). No exploration where
+    no task needs one."""
     if not any(not s.reference and s.read_back is None and known_answer(s) is not None for s in scenarios):
         return scenarios
     say("finding reference calls for the tasks with answers and no reference ...")
@@ -273,6 +274,8 @@ async def referenced(
     )
     scenarios, report = await find_references(pool, scenarios, exploration, say=say)
     say(report.summary())
+    found = {s.id: [c.tool for c in s.reference] for s in scenarios if s.metadata.get("reference_from")}
+    (record.parent / "references.json").write_text(json.dumps({**report.model_dump(), "references": found}, indent=2))
     return scenarios
 
 

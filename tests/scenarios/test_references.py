@@ -3,6 +3,7 @@ from the exploration, or a few calls more, whose replay holds the answer."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -77,6 +78,8 @@ async def test_a_users_tasks_with_answers_get_references_whose_replay_holds_the_
             written = reference_trajectory(TrajectoryGroup(scenario=s, trajectories=[sampled]))
             group = await VerifyJudge().score_group(TrajectoryGroup(scenario=s, trajectories=[written]))
             assert written.reward == 1.0 and not group.skipped
+    written = json.loads((tmp_path / "run" / "references.json").read_text())
+    assert set(written["references"]) == {i for i, s in tasks.items() if s.reference}
     found = [(int(m[1]), int(m[2])) for line in lines if (m := re.search(r"(\d+) of (\d+) tasks", line))]
     assert found == [(sum(bool(s.reference) for s in tasks.values()), len(INVENTORY_TASKS))]
 
