@@ -16,7 +16,7 @@ from mcprl.lazy import exports
 
 if TYPE_CHECKING:
     from mcprl.judges.base import Judge, JudgeError, score_groups
-    from mcprl.judges.combine import GateJudge, ShapedJudge, WeightedJudge
+    from mcprl.judges.combine import ByCheckJudge, GateJudge, ShapedJudge, WeightedJudge
     from mcprl.judges.ruler import DEFAULT_RUBRIC, RulerJudge, ruler_score_group
     from mcprl.judges.shaping import ToolUseShaping
     from mcprl.judges.verify import VerifyJudge, checker_for
@@ -25,6 +25,7 @@ _EXPORTS = {
     "Judge": "mcprl.judges.base",
     "JudgeError": "mcprl.judges.base",
     "score_groups": "mcprl.judges.base",
+    "ByCheckJudge": "mcprl.judges.combine",
     "GateJudge": "mcprl.judges.combine",
     "ShapedJudge": "mcprl.judges.combine",
     "WeightedJudge": "mcprl.judges.combine",
@@ -75,33 +76,45 @@ class JudgeConfig(BaseModel):
         description="tool-use shaping weight W in [0, 1): a failed task earns up to W for well-formed calls",
     )
 
-    def build(self, *, all_or_nothing: bool = False, shaped: bool = False, cache_dir: Path | None = None) -> Judge:
+    def build(
+        self,
+        *,
+        all_or_nothing: bool = False,
+        shaped: bool = False,
+        cache_dir: Path | None = None,
+        unchecked: bool = False,
+    ) -> Judge:
         """The judge these settings name; `shaped` (training against tools) adds the capped tool-use
-        shaping; RULER's verdicts are cached in `cache_dir`."""
-        from mcprl.judges.combine import ShapedJudge
+        shaping; RULER's verdicts are cached in `cache_dir`. `unchecked`: some scenarios have no check
+        (synthesized tasks among grounded ones): with the checks' modes, those are judged by RULER
+        (ByCheckJudge), the others by their checks."""
+        from mcprl.judges.combine import ByCheckJudge, ShapedJudge
         from mcprl.judges.ruler import RulerJudge
         from mcprl.judges.shaping import ToolUseShaping
 
         mode: JudgeMode = "gate" if self.mode == "both" else self.mode
         ruler = None
-        if mode != "verify":
+        if mode != "verify" or unchecked:
             if self.rubric and not Path(self.rubric).is_file():
                 raise UserError(f"--rubric {self.rubric}: no such file; give a text file with the judging criteria")
             rubric = Path(self.rubric).read_text() if self.rubric else None
             ruler = RulerJudge(self.model, rubric=rubric, api_base=self.api_base, cache_dir=cache_dir)
         judge = build_judge(mode, ruler, all_or_nothing=all_or_nothing)
+        if unchecked and mode != "ruler" and ruler is not None:
+            judge = ByCheckJudge(judge, ruler)
         return ShapedJudge(judge, ToolUseShaping(), self.shaping) if shaped and self.shaping > 0 else judge
 
     def held_out(self, verifiable: bool, *, all_or_nothing: bool = False, cache_dir: Path | None = None) -> Judge:
         """How held-out scenarios are scored, by a run's evaluations and by `mcprl eval` alike: by
-        their checks when every one has one (`verifiable`), else by RULER (with the checks gating
-        where the mode is both); never shaped, so a score is the task's alone."""
+        their checks when every one has one (`verifiable`), else each scenario without a check by RULER
+        and each with one by its check (gating RULER where the mode is both); never shaped, so a score
+        is the task's alone."""
         from mcprl.judges.verify import VerifyJudge
 
         if verifiable:
             return VerifyJudge(all_or_nothing=all_or_nothing)
-        mode = "ruler" if self.mode == "verify" else self.mode  # without checks only RULER can judge
-        return self.model_copy(update={"mode": mode}).build(all_or_nothing=all_or_nothing, cache_dir=cache_dir)
+        # without checks only RULER can judge: a scenario without one by RULER, one with one by its check
+        return self.build(all_or_nothing=all_or_nothing, cache_dir=cache_dir, unchecked=True)
 
 
 __all__ = sorted([*_EXPORTS, "JudgeConfig", "JudgeMode", "build_judge"])

@@ -118,3 +118,22 @@ class ShapedJudge:
             return 1.0
         # below 1 exactly, also where rounding would carry a task score a hair under 1 up to it
         return min(task + weight * shaping * (1 - task), math.nextafter(1.0, 0.0))
+
+
+@dataclass
+class ByCheckJudge:
+    """Each group by what its scenario has: its checks (`checked`: the verifier, or the gate) where it
+    has one, else `unchecked` (RULER: a synthesized task, whose answer is not known). A set of
+    grounded and synthesized tasks is judged this way. Either part's score is also this judge's."""
+
+    checked: Judge
+    unchecked: Judge
+    name: str = "by-check"
+
+    async def score_group(self, group: TrajectoryGroup) -> TrajectoryGroup:
+        has_check = group.scenario is not None and group.scenario.check is not None
+        await (self.checked if has_check else self.unchecked).score_group(group)
+        if not group.skipped:
+            for t in group.valid:
+                t.metrics[self.name] = t.reward
+        return group

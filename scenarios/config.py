@@ -24,12 +24,26 @@ class ScenarioConfig(BaseModel):
     n: int = Field(default=48, ge=2, description="scenarios to generate or synthesize")
     val_fraction: float = Field(default=0.25, gt=0, lt=1, description="share of the scenarios held out for evaluation")
     val_size: int | None = Field(default=None, ge=1, description="cap on held-out scenarios")
-    source: Literal["grounded", "synthesized"] = Field(
+    source: Literal["grounded", "synthesized", "mixed"] = Field(
         default="grounded",
         description="without a file or task set: tasks grounded in the server's own answers (explored, "
-        "checked by value) or synthesized by the generator model (judged by RULER)",
+        "checked by value), synthesized by the generator model (judged by RULER), or grounded ones topped up "
+        "to -n with synthesized ones whose reference call ran (mixed)",
     )
     task_hint: str | None = Field(default=None, description="synthesis: what the tasks should be about")
+    fallback: bool = Field(
+        default=True,
+        description="grounded: where fewer than --min-grounded tasks are grounded but a tool answered, top the set "
+        "up with synthesized tasks whose reference call ran on the server (judged by RULER)",
+    )
+    min_grounded: int = Field(
+        default=8, ge=2, description="grounded: fewer grounded tasks than this are topped up with synthesized ones"
+    )
+    find_references: bool | None = Field(
+        default=None,
+        description="--scenarios FILE with answers but no reference calls: explore the server for a call whose "
+        "result holds each answer, replayed before use (default: on where a server is given)",
+    )
     # False measures a server as if it were a user's: the demonstration is built from a scenario,
     # and every check is all-or-nothing (success 1, anything else 0).
     task_help: bool = Field(default=True, description="--tasks: use its hand-written example and partial credit")

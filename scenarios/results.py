@@ -21,6 +21,15 @@ MESSAGE = re.compile(
 )  # a result that is one sentence ("No items match."): a message, not data
 
 
+def found_nothing(text: str) -> bool:
+    """Whether a result says it found nothing: "No matches found", or one short line that begins so
+    ("no items match 'zzzz'")."""
+    text = text.strip()
+    return NOTHING.fullmatch(text) is not None or (
+        "\n" not in text and len(text) <= 120 and NOTHING.match(text) is not None
+    )
+
+
 def result_data(text: str, structured: Any) -> Any:
     """The data a result holds: its structured content (unless that only wraps plain text:
     `{"result": "..."}`, `{"content": "..."}`), else its text read as JSON or as a Python literal

@@ -1,8 +1,10 @@
 """Where a run's scenarios come from (`[scenarios]` in a run file) and its train/val sets.
 
-In order: a JSONL file; a registered task set's generator of verifiable tasks (`tasks`); else, by
-`source`, tasks grounded in the live server's own answers (`grounded`, the default: the server is
-explored and every task's answer is checked by value, mcprl.scenarios.grounded), or tasks synthesized by
+In order: a JSONL file (its tasks with answers and no reference given one found on the server, where
+one is given: mcprl.scenarios.answers); a registered task set's generator of verifiable tasks (`tasks`);
+else, by `source`, tasks grounded in the live server's own answers (`grounded`, the default: the server
+is explored and every task's answer is checked by value, mcprl.scenarios.grounded; too few are topped up
+with synthesized tasks whose reference call ran, mcprl.scenarios.fallback), or tasks synthesized by
 the generator model from the tool schemas (`synthesized`, judged by RULER). The sets are written to the run's
 `scenarios/{train,val}.jsonl`,
 and a resumed run reads them back, so it trains on exactly the scenarios it began with.
@@ -11,15 +13,19 @@ and a resumed run reads them back, so it trains on exactly the scenarios it bega
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcprl.errors import UserError, clip
 from mcprl.judges.verify import build_checks
 from mcprl.llm import LLMError, complete, extract_json, is_local
+from mcprl.scenarios.answers import find_references, known_answer
 from mcprl.scenarios.config import ExploreConfig, ScenarioConfig
+from mcprl.scenarios.explore import Exploration
 from mcprl.scenarios.explore import explore as explore_server
+from mcprl.scenarios.fallback import referenced_synthesized
 from mcprl.scenarios.grounded import ground
 from mcprl.scenarios.split import split_for_run
 from mcprl.scenarios.synthesize import synthesize
@@ -33,6 +39,7 @@ GENERATED = (
     8  # exploration calls whose arguments the generator writes, by default (the offline local one: LOCAL_GENERATED)
 )
 LOCAL_GENERATED = 4
+MIN_GROUNDED = 8  # fewer grounded tasks are topped up with synthesized ones (ScenarioConfig.min_grounded)
 # what a run that grounded too few tasks can do instead, in `mcprl train`'s flags (`grounded(fixes=...)`: another
 # command's)
 TRAIN_FIXES = (
@@ -43,6 +50,120 @@ PROPOSE_PROMPT = (
     "Write the arguments of one call of this tool as JSON: realistic values a user would ask it about, "
     "taken from the values seen when one fits."
 )
+
+
+@dataclass
+class SourceRequest:
+    """What a scenario source is given: the run's settings and what it may use (see `run_scenarios`)."""
+
+    cfg: ScenarioConfig
+    out_dir: Path
+    seed: int
+    pool: ToolPool | None
+    generate: Callable[..., list[Scenario]] | None
+    model: str
+    api_base: str | None
+    explore: ExploreConfig | None
+    secrets: list[str] | None
+    max_calls: int | None
+    say: Callable[[str], None]
+
+    def server(self) -> ToolPool:
+        if self.pool is None:
+            raise UserError(
+                "no scenarios: pass --scenarios FILE, --tasks NAME, or --server to ground or synthesize them from"
+            )
+        return self.pool
+
+
+# A source writes a run's scenarios: the scenarios, and what to call them in the run's line.
+Source = Callable[[SourceRequest], Awaitable[tuple[list[Scenario], str]]]
+SOURCES: dict[str, Source] = {}
+
+
+def register_source(name: str) -> Callable[[Source], Source]:
+    """Register a scenario source under `name` (`source_name` picks one for a run)."""
+
+    def add(source: Source) -> Source:
+        SOURCES[name] = source
+        return source
+
+    return add
+
+
+def source_name(cfg: ScenarioConfig, generate: Callable[..., list[Scenario]] | None) -> str:
+    """The source a run's settings name: a file, a task set, else `cfg.source`."""
+    return "file" if cfg.file else "tasks" if generate is not None else cfg.source
+
+
+@register_source("file")
+async def _from_file(r: SourceRequest) -> tuple[list[Scenario], str]:
+    """The user's JSONL; with a server, its tasks with answers and no reference are given one found on it."""
+    assert r.cfg.file is not None
+    scenarios = load_jsonl(Path(r.cfg.file), Scenario)
+    if r.pool is not None and r.cfg.find_references is not False:
+        scenarios = await referenced(
+            r.pool,
+            scenarios,
+            r.explore,
+            r.out_dir / "exploration.jsonl",
+            seed=r.seed,
+            secrets=r.secrets,
+            model=r.model,
+            api_base=r.api_base,
+            say=r.say,
+        )
+    return scenarios, r.cfg.file
+
+
+@register_source("tasks")
+async def _from_task_set(r: SourceRequest) -> tuple[list[Scenario], str]:
+    assert r.generate is not None
+    return r.generate(r.cfg.n, seed=r.seed, difficulties=r.cfg.difficulties), f"{r.cfg.tasks} task set"
+
+
+async def _grounded_source(r: SourceRequest, min_grounded: int) -> tuple[list[Scenario], str]:
+    scenarios = await grounded(
+        r.server(),
+        r.cfg.n,
+        r.explore,
+        r.out_dir / "exploration.jsonl",
+        r.out_dir / "grounding.json",
+        seed=r.seed,
+        secrets=r.secrets,
+        model=r.model,
+        api_base=r.api_base,
+        max_calls=r.max_calls,
+        fallback=r.cfg.fallback,
+        min_grounded=min_grounded,
+        say=r.say,
+    )
+    synthesized = sum(s.metadata.get("source") == "synthesized" for s in scenarios)
+    if not synthesized:
+        return scenarios, "grounded"
+    return scenarios, f"{len(scenarios) - synthesized} grounded, {synthesized} synthesized"
+
+
+@register_source("grounded")
+async def _from_grounding(r: SourceRequest) -> tuple[list[Scenario], str]:
+    """Grounded tasks, topped up with synthesized ones where fewer than `min_grounded`."""
+    return await _grounded_source(r, r.cfg.min_grounded)
+
+
+@register_source("mixed")
+async def _mixed(r: SourceRequest) -> tuple[list[Scenario], str]:
+    """Grounded tasks, topped up to `n` with synthesized ones however many were grounded."""
+    if not r.cfg.fallback:
+        raise UserError(
+            "--scenario-source mixed tops grounded tasks up with synthesized ones; drop --no-synthesized-fallback"
+        )
+    return await _grounded_source(r, r.cfg.n + 1)
+
+
+@register_source("synthesized")
+async def _from_synthesis(r: SourceRequest) -> tuple[list[Scenario], str]:
+    scenarios = await _synthesized(r.cfg, r.server(), seed=r.seed, model=r.model, api_base=r.api_base, say=r.say)
+    return scenarios, "synthesized"
 
 
 async def run_scenarios(
@@ -60,41 +181,17 @@ async def run_scenarios(
     max_calls: int | None = None,
     say: Callable[[str], None] = print,
 ) -> tuple[list[Scenario], list[Scenario]]:
-    """The run's (train, val), written to `out_dir` (read back from it when resuming). `generate`:
-    the task set `cfg.tasks` names; `pool`: the server to ground tasks in or synthesize them for
-    (`explore` bounds grounding; its record goes to `out_dir/exploration.jsonl`, secrets masked);
-    `model`, `api_base`: synthesis; `max_calls`: the calls an episode has room for (grounded tasks that need more are
-    not kept)."""
+    """The run's (train, val), written to `out_dir` (read back from it when resuming), from the source
+    its settings name (`source_name`, `SOURCES`). `generate`: the task set `cfg.tasks` names; `pool`:
+    the server to ground tasks in or synthesize them for (`explore` bounds grounding; its record goes to
+    `out_dir/exploration.jsonl`, secrets masked); `model`, `api_base`: synthesis; `max_calls`: the calls
+    an episode has room for (grounded tasks that need more are not kept)."""
     train_file, val_file = out_dir / "train.jsonl", out_dir / "val.jsonl"
     if resume and train_file.exists() and val_file.exists():
         train, val = load_jsonl(train_file, Scenario), load_jsonl(val_file, Scenario)
     else:
-        if cfg.file:
-            scenarios, source = load_jsonl(Path(cfg.file), Scenario), cfg.file
-        elif generate is not None:
-            scenarios, source = generate(cfg.n, seed=seed, difficulties=cfg.difficulties), f"{cfg.tasks} task set"
-        elif pool is None:
-            raise UserError(
-                "no scenarios: pass --scenarios FILE, --tasks NAME, or --server to ground or synthesize them from"
-            )
-        elif cfg.source == "grounded":
-            scenarios = await grounded(
-                pool,
-                cfg.n,
-                explore,
-                out_dir / "exploration.jsonl",
-                out_dir / "grounding.json",
-                seed=seed,
-                secrets=secrets,
-                model=model,
-                api_base=api_base,
-                max_calls=max_calls,
-                say=say,
-            )
-            source = "grounded"
-        else:
-            scenarios = await _synthesized(cfg, pool, seed=seed, model=model, api_base=api_base, say=say)
-            source = "synthesized"
+        request = SourceRequest(cfg, out_dir, seed, pool, generate, model, api_base, explore, secrets, max_calls, say)
+        scenarios, source = await SOURCES[source_name(cfg, generate)](request)
         if len(scenarios) < 2:
             raise UserError(f"need at least 2 scenarios, got {len(scenarios)} from {source}")
         train, val = split_for_run(scenarios, cfg.val_fraction, cfg.val_size, seed)
@@ -105,28 +202,19 @@ async def run_scenarios(
     return train, val
 
 
-async def grounded(
+async def explore_for(
     pool: ToolPool,
-    n: int,
-    explore: ExploreConfig | None,
+    cfg: ExploreConfig,
     record: Path,
-    report_file: Path,
     *,
     seed: int,
     secrets: list[str] | None = None,
     model: str = "local",
     api_base: str | None = None,
-    max_calls: int | None = None,
-    fixes: str = TRAIN_FIXES,
     say: Callable[[str], None] = print,
-) -> list[Scenario]:
-    """`n` tasks grounded in `pool`'s server (mcprl.scenarios.grounded), with the exploration's record
-    (JSONL, secrets masked) and the grounding report (JSON) written; a server that grounds fewer
-    than 2 says, a line per tool, what each that never answered gave and what was tried, then is a
-    UserError naming `fixes` (in the flags of the command that runs it). `model` (the generator)
-    writes arguments for tools that do not answer, and rephrases the tasks when `explore.phrase` says so."""
-    cfg = explore or ExploreConfig()
-    phrase = cfg.phrase if cfg.phrase is not None else not is_local(model)
+) -> Exploration:
+    """`pool`'s server explored within `cfg`'s bounds (mcprl.scenarios.explore), its record written to
+    `record` (JSONL, secrets masked); `model` (the generator) writes arguments for tools that do not answer."""
     record.parent.mkdir(parents=True, exist_ok=True)
     say(f"exploring {pool.spec.target} (at most {cfg.calls} calls, {cfg.minutes:g} min) ...")
 
@@ -159,6 +247,68 @@ async def grounded(
         pool, cfg, seed=seed, say=say, record=record, secrets=secrets, propose=propose, propose_late=is_local(model)
     )
     say(exploration.summary())
+    return exploration
+
+
+async def referenced(
+    pool: ToolPool,
+    scenarios: list[Scenario],
+    explore: ExploreConfig | None,
+    record: Path,
+    *,
+    seed: int,
+    secrets: list[str] | None = None,
+    model: str = "local",
+    api_base: str | None = None,
+    say: Callable[[str], None] = print,
+) -> list[Scenario]:
+    """`scenarios` (a user's file), each whose answer is known but no reference given with one found in
+    the server's exploration (mcprl.scenarios.answers: a call chain whose replayed result holds the
+    answer); says for how many, and writes which beside `record` (references.json). No exploration where
+    no task needs one."""
+    if not any(not s.reference and s.read_back is None and known_answer(s) is not None for s in scenarios):
+        return scenarios
+    say("finding reference calls for the tasks with answers and no reference ...")
+    exploration = await explore_for(
+        pool, explore or ExploreConfig(), record, seed=seed, secrets=secrets, model=model, api_base=api_base, say=say
+    )
+    scenarios, report = await find_references(pool, scenarios, exploration, say=say)
+    say(report.summary())
+    found = {s.id: [c.tool for c in s.reference] for s in scenarios if s.metadata.get("reference_from")}
+    (record.parent / "references.json").write_text(json.dumps({**report.model_dump(), "references": found}, indent=2))
+    return scenarios
+
+
+async def grounded(
+    pool: ToolPool,
+    n: int,
+    explore: ExploreConfig | None,
+    record: Path,
+    report_file: Path,
+    *,
+    seed: int,
+    secrets: list[str] | None = None,
+    model: str = "local",
+    api_base: str | None = None,
+    max_calls: int | None = None,
+    fixes: str = TRAIN_FIXES,
+    fallback: bool = True,
+    min_grounded: int = MIN_GROUNDED,
+    say: Callable[[str], None] = print,
+) -> list[Scenario]:
+    """`n` tasks grounded in `pool`'s server (mcprl.scenarios.grounded), with the exploration's record
+    (JSONL, secrets masked) and the grounding report (JSON) written. Where fewer than `min_grounded` (or
+    `n`) are grounded, the run says, a line per tool, what each that never answered gave and what was
+    tried; then, where some tool answered and `fallback` is on, tops the set up to `n` with synthesized
+    tasks whose reference call ran on the server (mcprl.scenarios.fallback, judged by RULER) and says how
+    many of each. Fewer than 2 in all is a UserError naming `fixes` (in the flags of the command that runs
+    it). `model` (the generator) writes arguments for tools that do not answer, the fallback's tasks, and
+    rephrases the tasks when `explore.phrase` says so."""
+    cfg = explore or ExploreConfig()
+    phrase = cfg.phrase if cfg.phrase is not None else not is_local(model)
+    exploration = await explore_for(
+        pool, cfg, record, seed=seed, secrets=secrets, model=model, api_base=api_base, say=say
+    )
     scenarios, report = await ground(
         pool,
         n,
@@ -169,24 +319,44 @@ async def grounded(
         max_calls=max_calls,
         say=say,
     )
-    report_file.write_text(
-        json.dumps(
-            {"exploration": exploration.summary(), **report.model_dump(), "uncovered": report.uncovered}, indent=2
-        )
-    )
     say(report.summary())
-    if len(scenarios) < 2:
+    written: dict[str, Any] = {
+        "exploration": exploration.summary(),
+        **report.model_dump(),
+        "uncovered": report.uncovered,
+    }
+    topped: list[Scenario] = []
+    if len(scenarios) < min(n, min_grounded):
         for line in exploration.silent():
             say(f"  {line}")
+        if fallback and exploration.answered():
+            say(
+                f"grounding kept {len(scenarios)} of the {n} tasks asked for; topping the set up with tasks "
+                f"{model} synthesizes for the tools that answered ({', '.join(exploration.answered())}), each "
+                "kept where its reference call runs on the server"
+            )
+            topped, extra = await referenced_synthesized(
+                pool, n - len(scenarios), exploration, model=model, api_base=api_base, seed=seed, say=say
+            )
+            say(extra.summary())
+            written["fallback"] = extra.model_dump()
+            if topped:
+                say(
+                    f"scenarios: {len(scenarios)} grounded (checked by value), {len(topped)} synthesized "
+                    "(judged by RULER: their answers are not known)"
+                )
+    report_file.write_text(json.dumps(written, indent=2))
+    if len(scenarios) + len(topped) < 2:
         why = (
             "every call it answered was an error"
             if exploration.calls and not exploration.answered()
             else "nothing it answered could be grounded in a task"
+            + (", nor did synthesized tasks' calls run" if fallback else "")
             if exploration.calls
             else "no tool could be called safely"
         )
         raise UserError(f"{pool.spec.target}: {why} ({report.kept} grounded tasks); {fixes}")
-    return scenarios
+    return scenarios + topped
 
 
 async def _synthesized(

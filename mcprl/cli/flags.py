@@ -38,6 +38,7 @@ FLAG_NAMES = {
     "judge.model": ("--judge-model",),
     "time_budget_minutes": ("--time-budget",),
     "scenarios.source": ("--scenario-source",),
+    "scenarios.fallback": ("--synthesized-fallback",),
     "explore.calls": ("--explore-calls",),
     "explore.minutes": ("--explore-minutes",),
     "explore.call_timeout": ("--explore-call-timeout",),

@@ -105,7 +105,13 @@ def scenarios(
                 "with a stronger --model",
             )
         dump_jsonl(split_train_val(found, val_fraction, seed), output)
-        return f"wrote {len(found)} grounded scenarios to {output} (the exploration beside it)"
+        synthesized = sum(s.metadata.get("source") == "synthesized" for s in found)
+        return (
+            f"wrote {len(found) - synthesized} grounded and {synthesized} synthesized scenarios to {output} "
+            "(the exploration beside it)"
+            if synthesized
+            else f"wrote {len(found)} grounded scenarios to {output} (the exploration beside it)"
+        )
 
     async def run() -> str:
         if source == "grounded":

@@ -78,10 +78,17 @@ def usage(
                 model=cfg.judge.model,
                 api_base=cfg.judge.api_base,
                 max_calls=cfg.rollout.calls_per_episode,
+                fallback=cfg.scenarios.fallback,
+                min_grounded=cfg.scenarios.min_grounded,
                 say=say,
             )
         dump_jsonl(found, where / "scenarios.jsonl")
-        say(f"{len(found)} grounded tasks in {where / 'scenarios.jsonl'}")
+        synthesized = sum(s.metadata.get("source") == "synthesized" for s in found)
+        say(
+            f"{len(found) - synthesized} grounded and {synthesized} synthesized tasks in {where / 'scenarios.jsonl'}"
+            if synthesized
+            else f"{len(found)} grounded tasks in {where / 'scenarios.jsonl'}"
+        )
         return found
 
     async def run() -> UsageResult:

@@ -8,7 +8,10 @@ from __future__ import annotations
 import json
 from typing import Literal
 
+from mcprl.errors import clip
 from mcprl.types import Message, Scenario, Trajectory, TrajectoryGroup
+
+RESULT_CHARS = 600  # of a reference's last result, given as the answer of a task whose answer is not known
 
 
 def reference_exchange(scenario: Scenario) -> list[Message]:
@@ -35,7 +38,8 @@ def reference_exchange(scenario: Scenario) -> list[Message]:
 def reference_trajectory(group: TrajectoryGroup, finish: Literal["text", "tool"] = "text") -> Trajectory | None:
     """A grounded task's whole reference chain as the policy should have written it, after the same
     prompt the group's rollouts had (system prompt, demonstration, task): each reference call and its
-    recorded result (replayed before use), then the answer (`The answer is ...`, or complete_task's).
+    recorded result (replayed before use), then the answer (`The answer is ...`, or complete_task's; a task
+    whose answer is not known, a synthesized one's, gives what its last call found).
     Written, not sampled (`Trajectory.written_from`): the run adds it to a group no rollout solved
     (`unsolved = "reference"`), where it is the one success GRPO can learn from, a supervised step
     on the reference in the policy's own context. None where the group has no sampled turn to take
@@ -62,8 +66,11 @@ def reference_trajectory(group: TrajectoryGroup, finish: Literal["text", "tool"]
             },
             {"role": "tool", "tool_call_id": call_id, "content": call.result},
         ]
-    values = s.answer if isinstance(s.answer, list) else [s.answer]
+    known = s.answer if s.answer is not None else (s.check or {}).get("value")  # a user's task may state it there
+    values = known if isinstance(known, list) else [known]
     answer = ", ".join(v if isinstance(v, str) else json.dumps(v) for v in values)
+    if known is None:  # a synthesized task (mcprl.scenarios.fallback): what its reference found is the answer
+        answer = clip(s.reference[-1].result.strip(), RESULT_CHARS)
     if finish == "tool":
         messages.append(
             {

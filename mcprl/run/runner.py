@@ -181,7 +181,10 @@ class TrainingRun:
                 pool, train, shipped.example if shipped and cfg.scenarios.task_help else None
             )
             judge = cfg.judge.build(
-                all_or_nothing=not cfg.scenarios.task_help, shaped=pool is not None, cache_dir=self.dir / "judge-cache"
+                all_or_nothing=not cfg.scenarios.task_help,
+                shaped=pool is not None,
+                cache_dir=self.dir / "judge-cache",
+                unchecked=any(s.check is None for s in train),  # synthesized tasks among grounded ones: RULER
             )
             serve = {"host": cfg.cluster.policy_host} if self.cluster else {}  # where the workers reach the policy
             if self.cluster is not None and cfg.cluster.policy_replicas:  # served by replica actors instead

@@ -576,6 +576,7 @@ async def test_the_generator_writes_arguments_where_only_the_schema_gave_values(
                 *files,
                 seed=0,
                 model="openai/fake",
+                fallback=False,
                 say=lambda _: None,
             )
         with FakeLLM(handler=reply) as llm:
@@ -587,6 +588,7 @@ async def test_the_generator_writes_arguments_where_only_the_schema_gave_values(
                 seed=0,
                 model="openai/fake",
                 api_base=llm.base_url,
+                fallback=False,  # three tasks of the four asked for: no synthesized one to top them up
                 say=lambda _: None,
             )
     assert len(llm.requests) == 4  # the bound: the two calls after it sampled

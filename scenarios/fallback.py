@@ -1,0 +1,208 @@
+"""Grounding's fallback: synthesized tasks, each with a reference call made on the live server.
+
+Where exploring found tools that answer but grounding kept too few tasks (answers it could not
+ask about, chains that did not replay), the set is topped up with tasks the generator model writes
+(mcprl.scenarios.synthesize) for the tools that answered. For each, the generator then writes the
+arguments of the task's first call as JSON under that tool's input schema (our endpoint enforces
+it by constrained decoding, so the offline `local` model writes valid JSON too); the call is made
+in a fresh session, and the task is kept only where it ran without error and found something (not
+"no items match"). That call is its `Scenario.reference`, shown by the demonstration and written
+for groups no rollout solved (`--unsolved reference`) as for grounded tasks. These tasks have no
+check: their answers are not known, so the judge scores them with RULER
+(mcprl.judges.JudgeConfig.build, `unchecked`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from pydantic import BaseModel, Field
+
+from mcprl.errors import UserError, clip
+from mcprl.llm import LLMError, complete, extract_json
+from mcprl.scenarios.explore import Exploration, may_write
+from mcprl.scenarios.results import found_nothing, result_records
+from mcprl.scenarios.synthesize import synthesize
+from mcprl.tools import ServerGone
+from mcprl.types import ReferenceCall, Scenario
+
+if TYPE_CHECKING:
+    from mcprl.tools import ToolPool
+
+ARGUMENTS_PROMPT = (
+    "You start a task by calling the tool `{name}`{description}. Write that call's arguments as JSON: the "
+    "values the task names, else realistic ones taken from the values seen."
+)
+TRIES = 2  # argument writes per task: the greedy one, then one sampled
+AT_ONCE = 4  # tasks whose call is written and made at once where every session is its own server process
+EXTRA = 0.5  # tasks synthesized beyond those needed, as a share of them: some get no call that runs
+
+
+class FallbackReport(BaseModel):
+    """How the top-up went: tasks the generator wrote, kept, and why the others were not."""
+
+    requested: int
+    synthesized: int = 0
+    kept: int = 0
+    dropped: dict[str, int] = Field(default_factory=dict)
+    synthesis: str = Field(default="", description="the synthesis report's first line")
+
+    def summary(self) -> str:
+        dropped = ", ".join(f"{n} {why}" for why, n in self.dropped.items()) or "none"
+        line = (
+            f"synthesized {self.kept} tasks with a reference call that ran on the server "
+            f"({self.synthesized} written, {self.requested} wanted; dropped: {dropped})"
+        )
+        return f"{line}; synthesis: {self.synthesis}" if self.synthesis and not self.kept else line
+
+
+def _first_tool(scenario: Scenario, answered: list[str]) -> str | None:
+    """The task's first tool among those that answered while exploring (the one tool, when only one did)."""
+    for name in scenario.tools:
+        if name in answered:
+            return name
+    return answered[0] if len(answered) == 1 else None
+
+
+async def _arguments(
+    scenario: Scenario,
+    tool: dict[str, Any],
+    seen: list[Any],
+    *,
+    model: str,
+    api_base: str | None,
+    seed: int,
+    attempt: int,
+) -> dict[str, Any] | None:
+    """The arguments of the task's first call of `tool` (an MCP tool definition), written by the
+    generator under the tool's input schema; None when it wrote none."""
+    summary = (tool.get("description") or "").strip().partition("\n")[0]
+    shown = json.dumps(seen[:12], default=str)[:600]
+    messages = [
+        {
+            "role": "system",
+            "content": ARGUMENTS_PROMPT.format(name=tool["name"], description=f" ({summary})" if summary else ""),
+        },
+        {"role": "user", "content": f"Task: {scenario.task}\nValues seen: {shown}"},
+    ]
+    try:
+        reply = await complete(
+            model,
+            messages,
+            api_base=api_base,
+            json_schema=tool.get("inputSchema") or {"type": "object"},
+            temperature=0.0 if attempt == 0 else 0.7,
+            max_tokens=200,
+            seed=seed + attempt,
+            num_retries=0,
+        )
+        written = extract_json(reply.text)
+    except (LLMError, UserError, ValueError):
+        return None
+    return written if isinstance(written, dict) else None
+
+
+async def referenced_synthesized(
+    pool: ToolPool,
+    n: int,
+    exploration: Exploration,
+    *,
+    model: str,
+    api_base: str | None,
+    seed: int,
+    say: Callable[[str], None] = print,
+) -> tuple[list[Scenario], FallbackReport]:
+    """Up to `n` synthesized tasks for the tools that answered in `exploration`, each with a
+    reference call that ran without error in a fresh session of `pool`'s server, and the report."""
+    assert pool.toolset is not None
+    report = FallbackReport(requested=n)
+    answered = exploration.answered()
+    tools = {t["name"]: t for t in pool.toolset.mcp_tools if t["name"] in answered}
+    offered = [t for t in pool.toolset.tools if t["function"]["name"] in tools]
+    if not offered or n <= 0:
+        return [], report
+    try:
+        result = await synthesize(
+            offered,
+            n + max(1, int(n * EXTRA)),
+            model,
+            api_base=api_base,
+            seed=seed,
+            say=say,
+            resources=pool.toolset.resources,
+            prompts=pool.toolset.prompts,
+        )
+    except UserError as e:  # a generator that cannot be reached: the caller says what is left
+        report.synthesis = clip(str(e), 300)
+        return [], report
+    report.synthesized = len(result.scenarios)
+    report.synthesis = result.report.summary().partition("\n")[0]
+    seen = [c.arguments for c in exploration.calls if not c.is_error and c.arguments][-12:]
+    dropped: Counter = Counter()
+    limiter = anyio.CapacityLimiter(AT_ONCE if pool.per_rollout else 1)
+
+    async def reference_for(scenario: Scenario, k: int) -> Scenario | str:
+        """The task with its reference call, or why it got none."""
+        name = _first_tool(scenario, answered)
+        if name is None:
+            return "uses no tool that answered"
+        why = "the generator wrote no arguments"
+        for attempt in range(TRIES):
+            args = await _arguments(
+                scenario, tools[name], seen, model=model, api_base=api_base, seed=seed * 1000 + k, attempt=attempt
+            )
+            if args is None:
+                continue
+            try:
+                async with limiter, pool.session() as session:
+                    outcome = await session.call(name, args)
+            except ServerGone:
+                why = "the server went away"
+                continue
+            if outcome.is_error:
+                why = "its call failed"
+            elif found_nothing(outcome.text):
+                why = "its call found nothing"
+            else:
+                reference = ReferenceCall(tool=name, arguments=args, result=outcome.text, writes=may_write(tools[name]))
+                return scenario.model_copy(
+                    update={
+                        "tools": list(dict.fromkeys([name, *scenario.tools])),
+                        "reference": [reference],
+                        "check": None,  # no known answer: judged by RULER
+                        "metadata": {
+                            **scenario.metadata,
+                            "source": "synthesized",
+                            "fallback": "grounded too few",
+                            "records": max(1, len(result_records(outcome.text, outcome.structured))),
+                        },
+                    }
+                )
+        return why
+
+    async def one(outcomes: list[Scenario | str], j: int, k: int, scenario: Scenario) -> None:
+        outcomes[j] = await reference_for(scenario, k)
+
+    kept: list[Scenario] = []
+    todo = list(enumerate(result.scenarios))
+    while todo and len(kept) < n:  # as many at once as are still needed, kept in the generator's order
+        batch, todo = todo[: n - len(kept)], todo[n - len(kept) :]
+        outcomes: list[Scenario | str] = [""] * len(batch)
+
+        async with anyio.create_task_group() as tg:
+            for j, (k, scenario) in enumerate(batch):
+                tg.start_soon(one, outcomes, j, k, scenario)
+        for outcome in outcomes:
+            if isinstance(outcome, Scenario):
+                kept.append(outcome)
+            else:
+                dropped[outcome] += 1
+    if todo:
+        dropped["beyond the number asked for"] += len(todo)
+    report.kept = len(kept)
+    report.dropped = dict(dropped)
+    return kept, report

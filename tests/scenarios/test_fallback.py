@@ -1,0 +1,197 @@
+"""Never a dead end while a tool answered (mcprl.scenarios.fallback): grounding that kept too few tasks is
+topped up with synthesized ones whose reference call ran on the live server, judged by RULER."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcprl.errors import UserError
+from mcprl.scenarios.config import ExploreConfig, ScenarioConfig
+from mcprl.scenarios.results import found_nothing
+from mcprl.scenarios.source import run_scenarios
+from mcprl.tools import ServerSpec, ToolPool
+from mcprl.types import Scenario, Trajectory, TrajectoryGroup
+from tests.fake_llm import FakeLLM, ruler_handler
+
+pytestmark = pytest.mark.anyio
+INVENTORY = "python -m mcprl.servers.inventory"
+QUERIES = ["drill", "zzzz", "steel", "hammer", "qqqq", "brass"]  # two find nothing: those tasks are not kept
+
+
+def generator(body: dict) -> str:
+    """A generator model: tasks for the tools offered, and a call's arguments under the tool's schema
+    (a query from QUERIES in turn, some of which find nothing; small numbers)."""
+    schema = body["response_format"]["json_schema"]["schema"]
+    props = schema.get("properties", {})
+    seed = body.get("seed") or 0
+    if "scenarios" in props:
+        tool = props["scenarios"]["items"]["properties"]["tools"]["items"]["enum"][0]
+        task = f"Find the items a customer asked about in request {seed}"
+        return json.dumps({"scenarios": [{"tools": [tool], "task": task, "difficulty": 1}]})
+    if "query" in props:
+        return json.dumps({"query": QUERIES[seed % len(QUERIES)]})
+    numbers = {k: 2 + seed % 7 for k, v in props.items() if v.get("type") in ("number", "integer")}
+    return json.dumps({k: numbers[k] for k in schema.get("required", []) if k in numbers})
+
+
+async def starved(tmp_path: Path, llm: FakeLLM, lines: list[str], **scenarios) -> list[Scenario]:
+    """Scenarios for the inventory with one tool allowed and three calls to explore: too few to ground."""
+    spec = ServerSpec.parse(INVENTORY, allow=["search_items"])
+    async with ToolPool(spec) as pool:
+        train, val = await run_scenarios(
+            ScenarioConfig(n=4, **scenarios),
+            tmp_path,
+            seed=0,
+            resume=False,
+            pool=pool,
+            generate=None,
+            model="openai/fake",
+            api_base=llm.base_url,
+            explore=ExploreConfig(calls=3, generated=0, phrase=False),
+            say=lines.append,
+        )
+    return train + val
+
+
+async def test_grounding_that_keeps_too_few_tasks_is_topped_up_with_synthesized_tasks_whose_call_ran(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    lines: list[str] = []
+    with FakeLLM(handler=generator) as llm:
+        tasks = await starved(tmp_path, llm, lines)
+    synthesized = [s for s in tasks if s.metadata.get("source") == "synthesized"]
+    grounded = [s for s in tasks if s.metadata.get("source") == "grounded"]
+    assert synthesized and len(tasks) >= 2
+    # the run says how many of each
+    counts = [(int(m[1]), int(m[2])) for line in lines if (m := re.search(r"(\d+) grounded\D+(\d+) synthesized", line))]
+    assert (len(grounded), len(synthesized)) in counts
+    # every synthesized task has no check (RULER judges it) and a reference call that runs on the live server
+    assert all(s.check is None and len(s.reference) == 1 for s in synthesized)
+    async with ToolPool(ServerSpec.parse(INVENTORY)) as pool:
+        for s in synthesized:
+            call = s.reference[0]
+            async with pool.session() as session:
+                outcome = await session.call(call.tool, call.arguments)
+            assert not outcome.is_error and outcome.text == call.result and not found_nothing(call.result)
+    # calls that found nothing were made (QUERIES) and their tasks dropped
+    report = json.loads((tmp_path / "grounding.json").read_text())["fallback"]
+    assert report["kept"] == len(synthesized) and sum(report["dropped"].values()) > 0
+
+
+async def test_without_the_fallback_or_an_answering_tool_it_stops_with_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    with FakeLLM(handler=generator) as llm:
+        with pytest.raises(UserError, match="--scenarios FILE"):
+            await starved(tmp_path, llm, [], fallback=False)
+        assert llm.requests == []
+    # no tool ever answered: the generator is not asked, the error names the fixes
+    shop = Path(__file__).resolve().parents[1] / "data" / "shop_server.py"
+    lines: list[str] = []
+    with FakeLLM(handler=generator) as llm:
+        async with ToolPool(ServerSpec.parse(f"{sys.executable} {shop}", allow=["run_query"])) as pool:
+            with pytest.raises(UserError, match="every call it answered was an error"):
+                await run_scenarios(
+                    ScenarioConfig(n=8),
+                    tmp_path,
+                    seed=0,
+                    resume=False,
+                    pool=pool,
+                    generate=None,
+                    model="openai/fake",
+                    api_base=llm.base_url,
+                    explore=ExploreConfig(calls=6, generated=0),
+                    say=lines.append,
+                )
+        assert llm.requests == []
+    assert any("run_query" in line and "errors" in line for line in lines)  # which errors each tool gave
+
+
+async def test_a_mixed_set_is_judged_by_checks_where_it_has_them_and_by_ruler_elsewhere(monkeypatch):
+    from mcprl.judges import JudgeConfig, score_groups
+
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+
+    def group(check: dict | None, *finals: str) -> TrajectoryGroup:
+        scenario = Scenario(task="What is 3 + 4?", answer=7, check=check)
+        return TrajectoryGroup(
+            scenario=scenario,
+            trajectories=[
+                Trajectory(messages=[{"role": "user", "content": scenario.task}, {"role": "assistant", "content": f}])
+                for f in finals
+            ],
+        )
+
+    quality = ruler_handler(lambda body: float(re.search(r"quality=([\d.]+)", body).group(1)))
+    with FakeLLM(handler=quality) as llm:
+        cfg = JudgeConfig(mode="verify", model="openai/judge", api_base=llm.base_url)
+        checked, unchecked = group({"kind": "holds"}, "7", "8"), group(None, "quality=0.25", "quality=1")
+        await score_groups(cfg.build(unchecked=True), [checked, unchecked])
+        assert len(llm.requests) == 1  # RULER saw the group without a check only
+        assert [t.reward for t in checked.trajectories] == [1.0, 0.0]
+        assert [t.reward for t in unchecked.trajectories] == [0.25, 1.0] and not unchecked.skipped
+        # without `unchecked` the group without a check is skipped, as before
+        alone = group(None, "quality=0.25", "quality=1")
+        await score_groups(cfg.build(), [alone])
+        assert alone.skipped and len(llm.requests) == 1
+        # held out, a mixed set is judged the same way
+        held = group(None, "quality=0.5", "quality=1")
+        await score_groups(cfg.held_out(False), [held, group({"kind": "holds"}, "7", "9")])
+        assert [t.reward for t in held.trajectories] == [0.5, 1.0]
+
+
+def test_a_synthesized_tasks_written_reference_answers_with_what_its_call_found():
+    from mcprl.judges.verify import holds_answer
+    from mcprl.run.references import reference_trajectory
+    from mcprl.types import Generation, ReferenceCall
+
+    found = "SKU-6462 | steel level | tools | stock: 12 | price: $53.63"
+    scenario = Scenario(
+        task="Find me a steel level",
+        reference=[ReferenceCall(tool="search_items", arguments={"query": "steel level"}, result=found)],
+    )
+    prompt = [{"role": "system", "content": "You call tools."}, {"role": "user", "content": scenario.task}]
+    sampled = Trajectory(
+        messages=[*prompt, {"role": "assistant", "content": "I do not know."}],
+        generations=[Generation(prompt_token_ids=[1], completion_token_ids=[2], logprobs=[0.0], message_index=2)],
+    )
+    for finish in ("text", "tool"):
+        written = reference_trajectory(TrajectoryGroup(scenario=scenario, trajectories=[sampled]), finish)
+        assert written is not None and written.messages[:2] == prompt
+        assert all(holds_answer(written.final_answer(), v) for v in ("steel level", 53.63, "SKU-6462"))
+
+
+async def test_scenario_sources_are_registered_and_mixed_tops_up_what_grounded_keeps(tmp_path, monkeypatch):
+    from mcprl.scenarios.source import SOURCES, source_name
+
+    assert {"file", "tasks", "grounded", "synthesized", "mixed"} <= set(SOURCES)
+    assert source_name(ScenarioConfig(file="x.jsonl"), None) == "file"
+    assert source_name(ScenarioConfig(source="mixed"), lambda *a, **k: []) == "tasks"
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    made = {}
+    with FakeLLM(handler=generator) as llm:
+        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
+            for source in ("grounded", "mixed"):  # two grounded tasks are enough for `grounded` here
+                train, val = await run_scenarios(
+                    ScenarioConfig(n=6, source=source, min_grounded=2),
+                    tmp_path / source,
+                    seed=0,
+                    resume=False,
+                    pool=pool,
+                    generate=None,
+                    model="openai/fake",
+                    api_base=llm.base_url,
+                    explore=ExploreConfig(calls=4, generated=0, phrase=False),
+                    say=lambda _: None,
+                )
+                made[source] = train + val
+    grounded_only = made["grounded"]
+    assert 2 <= len(grounded_only) < 6 and all(s.check is not None for s in grounded_only)
+    mixed = made["mixed"]
+    assert {s.id for s in grounded_only} < {s.id for s in mixed}
+    assert all(s.check is None and s.reference for s in mixed if s.id not in {g.id for g in grounded_only})
