@@ -156,7 +156,8 @@ class TrainingRun:
         self.dir.mkdir(parents=True, exist_ok=True)
         shipped = tasks.get(cfg.scenarios.tasks) if cfg.scenarios.tasks else None
         async with AsyncExitStack() as stack:
-            if cfg.server.connects and not (cfg.scenarios.file or shipped) and cfg.scenarios.source == "grounded":
+            grounding = not (cfg.scenarios.file or shipped) and cfg.scenarios.source in ("grounded", "mixed")
+            if cfg.server.connects and grounding:
                 await self._hide_unsafe_writers()
             pool = await stack.enter_async_context(open_tools(cfg.server, self.dir, say=self.say))
             self.cluster = await stack.enter_async_context(
