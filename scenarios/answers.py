@@ -175,8 +175,11 @@ async def find_references(
         """`tool` called with `value` (a call besides the exploration's, within FURTHER_CALLS, made once),
         its value taken from the task or from call `parent`'s result."""
         key = (tool, value)
+        if key not in further and (tool, repr([(parameter, value)])) in made:
+            # made while exploring: its answer, if it read one (a call that failed or wrote is no lookup)
+            further[key] = next((c for c in calls if c.tool == tool and c.arguments == {parameter: value}), None)
         if key not in further:
-            if report.further_calls >= FURTHER_CALLS or (tool, repr([(parameter, value)])) in made:
+            if report.further_calls >= FURTHER_CALLS:
                 return None
             report.further_calls += 1
             outcome = await session.call(tool, {parameter: value})
