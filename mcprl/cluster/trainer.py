@@ -62,8 +62,10 @@ class TrainerActor:
     def where(self) -> dict[str, Any]:
         return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "dir": str(self.dir)}
 
-    def step(self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool) -> dict[str, float]:
-        return self.trainer.step(groups, config, rescore_constrained)
+    def step(
+        self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool, loss: str | None
+    ) -> dict[str, float]:
+        return self.trainer.step(groups, config, rescore_constrained, loss)
 
     def save(self) -> dict[str, bytes]:
         out = Path(tempfile.mkdtemp(dir=self.dir))
@@ -135,9 +137,13 @@ class RemoteTrainer:
             self.load_optimizer(ckpt / "optimizer.pt", TrainConfig())  # (each step sets its own learning rate)
 
     def step(
-        self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False
+        self,
+        groups: list[TrajectoryGroup],
+        config: TrainConfig,
+        rescore_constrained: bool = False,
+        loss: str | None = None,
     ) -> dict[str, float]:
-        self.taken = (groups, config, rescore_constrained)
+        self.taken = (groups, config, rescore_constrained, loss)
         try:
             metrics = ray.get(self.actor.step.remote(*self.taken))
         except ray.exceptions.RayActorError:

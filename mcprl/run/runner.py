@@ -41,6 +41,7 @@ from mcprl.tools import open_tools, secret_values
 from mcprl.tools.redact import redact, redact_model
 from mcprl.tools.tape import read_cache
 from mcprl.train import checkpoints
+from mcprl.train.loss import objective
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup, dump_jsonl
 from mcprl.usage import run_tools, step_metrics
 
@@ -152,6 +153,8 @@ class TrainingRun:
                 "run"
             )
         self.agent = agents.load(cfg.rollout.agent)  # a bad agent spec stops the run before any work
+        for spec in {cfg.train.loss, cfg.warmup_loss}:  # and so does a bad loss
+            objective(spec)
         self.dir.mkdir(parents=True, exist_ok=True)
         shipped = tasks.get(cfg.scenarios.tasks) if cfg.scenarios.tasks else None
         async with AsyncExitStack() as stack:
@@ -358,7 +361,6 @@ class TrainingRun:
         dump_jsonl(
             [redact_model(g, self.secrets) for g in groups], self.dir / "trajectories" / f"step_{c.step + 1:04d}.jsonl"
         )
-        tc = cfg.train.model_copy(update={"advantage": "reward"}) if warmup else cfg.train
         sampling = {
             "groups_drawn": len(groups) - c.batch_size,
             "groups_dropped": 0 if warmup else sum(not learnable(g) for g in groups),
@@ -384,7 +386,7 @@ class TrainingRun:
         }
         pending = self.dir / PENDING_LINE
         replace_text(pending, json.dumps(row))  # what a kill between the checkpoint and the line would lose
-        train_metrics = await self.model.train(fresh, tc)
+        train_metrics = await self.model.train(fresh, cfg.train, loss=cfg.warmup_loss if warmup else cfg.train.loss)
         row.update({f"train/{k}": v for k, v in train_metrics.items()}, peak_rss_mb=memory.peak_rss_mb())
         self.metrics.append(row)
         pending.unlink()
