@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -100,6 +101,36 @@ class Endpoint(Protocol):
 # to what the trainer left).
 LoadTrainer = Callable[[Path | None], Trainer]
 StartEndpoint = Callable[[Trainer], Awaitable[Endpoint]]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a model's two parts run, passed to `LocalBackend` explicitly. Each part left None is this
+    machine's runtime's own (CPU: our engine in-process and GRPOTrainer; GPU: vLLM and Unsloth):
+
+    - `start_endpoint`: the endpoint started elsewhere (mcprl.cluster: policy replicas on Ray);
+    - `load_trainer`: the trainer loaded elsewhere (mcprl.cluster: the trainer actor), which needs
+      `start_endpoint` too (the local runtimes' endpoints share their trainer's weights or device);
+    - `host`: where this machine's endpoint listens (None: the runtime's default, loopback), e.g.
+      0.0.0.0 for rollout workers on other machines."""
+
+    start_endpoint: StartEndpoint | None = None
+    load_trainer: LoadTrainer | None = None
+    host: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.load_trainer is not None and self.start_endpoint is None:
+            raise UserError(
+                "a trainer placed elsewhere (cluster.trainer_actor) needs the policy served elsewhere too "
+                "(cluster.policy_replicas)"
+            )
+
+    @property
+    def where(self) -> str:
+        """The placement in words, for the run's log."""
+        if self.load_trainer is not None:
+            return "policy replicas and a trainer actor"
+        return "policy replicas" if self.start_endpoint is not None else "this machine"
 
 
 class Runtime:

@@ -36,6 +36,7 @@ try:
 except ImportError:  # the local engine never gets here; say how to get the extra
     raise UserError('cluster.engine = "ray" needs Ray: pip install "mcprl[ray]"') from None
 
+from mcprl.backends.base import Placement
 from mcprl.cluster.replicas import PolicyReplicas, retire
 from mcprl.cluster.trainer import RemoteTrainer
 from mcprl.model.trainable import Model
@@ -245,6 +246,17 @@ class RayRollouts:
             await retire(self.trainer.actor)
         if self._started_ray:
             ray.shutdown()
+
+    def placement(self, model: TrainableModel, dtype: str) -> Placement:
+        """Where `model`'s endpoint and trainer run for these rollouts: on the policy replicas (and the
+        trainer actor) with `policy_replicas`, else in the driver, listening on `policy_host`."""
+        c = self.config
+        if not c.policy_replicas:
+            return Placement(host=c.policy_host)
+        return Placement(
+            start_endpoint=self.policy_endpoint(model),
+            load_trainer=self.trainer_loader(model, dtype) if c.trainer_actor else None,
+        )
 
     def policy_endpoint(self, model: TrainableModel) -> Callable[[Any], Awaitable[PolicyReplicas]]:
         """The Runtime's endpoint factory (`StartEndpoint`) for `policy_replicas` replicas of `model`'s base."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcprl import tasks
+from mcprl.backends.base import Placement
 from mcprl.backends.local import LocalBackend
 from mcprl.cluster import open_rollouts
 from mcprl.errors import UserError, clip
@@ -183,12 +184,9 @@ class TrainingRun:
             judge = cfg.judge.build(
                 all_or_nothing=not cfg.scenarios.task_help, shaped=pool is not None, cache_dir=self.dir / "judge-cache"
             )
-            serve = {"host": cfg.cluster.policy_host} if self.cluster else {}  # where the workers reach the policy
-            if self.cluster is not None and cfg.cluster.policy_replicas:  # served by replica actors instead
-                serve = {"start_endpoint": self.cluster.policy_endpoint(self.model)}
-                if cfg.cluster.trainer_actor:  # and the steps taken in an actor
-                    serve["load_trainer"] = self.cluster.trainer_loader(self.model, cfg.runtime.dtype)
-            backend = await stack.enter_async_context(LocalBackend.from_config(cfg.runtime, **serve))
+            # where the policy is served and trained: in this process, or where the Ray rollouts put it
+            where = self.cluster.placement(self.model, cfg.runtime.dtype) if self.cluster else Placement()
+            backend = await stack.enter_async_context(LocalBackend.from_config(cfg.runtime, where))
             self.say(
                 f"loading {cfg.model} and serving {cfg.name} "
                 f"({'GPU: vLLM + Unsloth' if backend.device == 'cuda' else 'CPU'})..."
