@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcprl import tasks
-from mcprl.backends.base import Placement
 from mcprl.backends.local import LocalBackend
 from mcprl.cluster import open_rollouts
 from mcprl.errors import UserError, clip
@@ -31,7 +30,7 @@ from mcprl.model import memory
 from mcprl.model.trainable import TrainableModel
 from mcprl.paths import replace_text
 from mcprl.rollout import agents
-from mcprl.rollout.gather import gather_trajectory_groups, untrainable
+from mcprl.rollout.gather import LocalRollouts, Rollouts, untrainable
 from mcprl.run import demonstration
 from mcprl.run.config import RunConfig, load_saved
 from mcprl.run.metrics import MetricsLog, rollout_metrics
@@ -143,7 +142,7 @@ class TrainingRun:
         self.dir = self.model.dir
         self.metrics = MetricsLog(self.dir / "metrics.jsonl")
         self.secrets: list[str] = []
-        self.cluster = None  # the Ray rollout workers (mcprl.cluster), or None: rollouts run in this process
+        self.rollouts: Rollouts | None = None  # where rollouts run: this process, or Ray workers (mcprl.cluster)
 
     async def run(self) -> dict[str, Any]:
         cfg = self.cfg
@@ -159,10 +158,11 @@ class TrainingRun:
         self.dir.mkdir(parents=True, exist_ok=True)
         shipped = tasks.get(cfg.scenarios.tasks) if cfg.scenarios.tasks else None
         async with AsyncExitStack() as stack:
-            self.cluster = await stack.enter_async_context(
+            on_ray = await stack.enter_async_context(
                 open_rollouts(cfg.cluster, cfg.server, cfg.rollout.agent, say=self.say)
-            )
+            )  # (started and checked before any work: None for the local engine)
             pool = await stack.enter_async_context(open_tools(cfg.server, self.dir, say=self.say))
+            self.rollouts = on_ray or LocalRollouts(self.agent, pool)
             self.secrets = secret_values(pool.spec if pool is not None else None)
             train, val = await run_scenarios(
                 cfg.scenarios,
@@ -184,8 +184,8 @@ class TrainingRun:
             judge = cfg.judge.build(
                 all_or_nothing=not cfg.scenarios.task_help, shaped=pool is not None, cache_dir=self.dir / "judge-cache"
             )
-            # where the policy is served and trained: in this process, or where the Ray rollouts put it
-            where = self.cluster.placement(self.model, cfg.runtime.dtype) if self.cluster else Placement()
+            # where the policy is served and trained: where the rollouts put it (None: in this process)
+            where = self.rollouts.placement(self.model, cfg.runtime.dtype)
             backend = await stack.enter_async_context(LocalBackend.from_config(cfg.runtime, where))
             self.say(
                 f"loading {cfg.model} and serving {cfg.name} "
@@ -276,16 +276,9 @@ class TrainingRun:
             if self.progress is not None:
                 self.progress.update(task, completed=done)
 
-        if self.cluster is not None:
-            groups = await self.cluster.run(
-                policy, scenarios, per, configs, max_concurrency=self.cfg.max_concurrency, progress=tick
-            )
-        else:
-            groups = await gather_trajectory_groups(
-                [[self.agent(policy, s, pool, rc) for _ in range(per)] for s, rc in zip(scenarios, configs)],
-                max_concurrency=self.cfg.max_concurrency,
-                progress=tick,
-            )
+        groups = await self.rollouts.run(
+            policy, scenarios, per, configs, max_concurrency=self.cfg.max_concurrency, progress=tick
+        )
         if self.progress is not None:
             self.progress.remove_task(task)
         for g, s in zip(groups, scenarios):
@@ -299,9 +292,6 @@ class TrainingRun:
                 f"most common: {clip(redact(reason, self.secrets), 300)}"
             )
         return groups
-
-    def _cluster_metrics(self, groups: list[TrajectoryGroup]) -> dict[str, float]:
-        return self.cluster.metrics(groups) if self.cluster is not None else {}
 
     async def _collect(self, pool, judge, train: list[Scenario], step: int) -> Collected:
         """Step `step`'s groups, its rollouts sharing read-only answers with --cache-reads (mcprl.tools.tape)."""
@@ -378,7 +368,7 @@ class TrainingRun:
             **rollout_metrics(groups),
             **sampling,
             **staleness,
-            **self._cluster_metrics(groups),
+            **self.rollouts.metrics(groups),
             **c.read_cache,
             **step_metrics(groups, run_tools(self.dir)),
         }
@@ -463,7 +453,7 @@ class TrainingRun:
             "kind": "eval",
             "step": step,
             **rollout_metrics(groups),
-            **self._cluster_metrics(groups),
+            **self.rollouts.metrics(groups),
             **step_metrics(groups, run_tools(self.dir)),
         }
         self.metrics.append(row)
