@@ -12,6 +12,7 @@ the checkpoint's adapter files and optimizer state the other way. No filesystem 
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -40,8 +41,17 @@ class TrainerActor:
     CPU, or with `gpu` Unsloth's (mcprl.backends.gpu_training) on the GPU Ray gave it."""
 
     def __init__(
-        self, model_spec: str, lora: Any, adapter: dict[str, bytes] | None, threads: int, dtype: str, gpu: bool
+        self,
+        model_spec: str,
+        lora: Any,
+        adapter: dict[str, bytes] | None,
+        threads: int,
+        dtype: str,
+        gpu: bool,
+        cwd: str,
     ):
+        if os.path.isdir(cwd):  # a module:function loss (train.loss) imports from the driver's directory, when here
+            os.chdir(cwd)
         self.spec, self.lora, self.adapter, self.threads, self.dtype, self.gpu = (
             model_spec,
             lora,
@@ -149,6 +159,7 @@ class RemoteTrainer:
             max(1, int(config.trainer_cpus)),
             self.dtype,
             config.trainer_gpus > 0,
+            os.getcwd(),
         )
 
     def _replace(self) -> None:
