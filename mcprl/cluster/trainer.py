@@ -52,14 +52,8 @@ class TrainerActor:
     ):
         if os.path.isdir(cwd):  # a module:function loss (train.loss) imports from the driver's directory, when here
             os.chdir(cwd)
-        self.spec, self.lora, self.adapter, self.threads, self.dtype, self.gpu = (
-            model_spec,
-            lora,
-            adapter,
-            threads,
-            dtype,
-            gpu,
-        )
+        self.spec, self.lora, self.adapter = model_spec, lora, adapter
+        self.threads, self.dtype, self.gpu = threads, dtype, gpu
         self.dir = Path(tempfile.mkdtemp(prefix="mcprl-trainer-"))
         self.trainer = None
 
