@@ -125,13 +125,6 @@ class Placement:
                 "(cluster.policy_replicas)"
             )
 
-    @property
-    def where(self) -> str:
-        """The placement in words, for the run's log."""
-        if self.load_trainer is not None:
-            return "policy replicas and a trainer actor"
-        return "policy replicas" if self.start_endpoint is not None else "this machine"
-
 
 class Runtime:
     """Serving + training for one registered model, from a trainer and an endpoint (see the module doc)."""
