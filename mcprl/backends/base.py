@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -33,11 +34,16 @@ class Trainer(Protocol):
     model: Any  # the PEFT model being trained
 
     def step(
-        self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False
+        self,
+        groups: list[TrajectoryGroup],
+        config: TrainConfig,
+        rescore_constrained: bool = False,
+        loss: str | None = None,
     ) -> dict[str, float]:
         """One optimizer update on `groups`; its metrics (also when there was nothing to train).
         `rescore_constrained`: the old-policy logprobs of grammar-constrained turns are the trainer's
-        own, not the recorded ones (see `Endpoint.masks_constrained_logprobs`)."""
+        own, not the recorded ones (see `Endpoint.masks_constrained_logprobs`). `loss`: the objective
+        (mcprl.train.loss.objective) this step optimises, default `config.loss`."""
         ...
 
     def save(self, out: Path) -> None:
@@ -97,6 +103,29 @@ LoadTrainer = Callable[[Path | None], Trainer]
 StartEndpoint = Callable[[Trainer], Awaitable[Endpoint]]
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a model's two parts run, passed to `LocalBackend` explicitly. Each part left None is this
+    machine's runtime's own (CPU: our engine in-process and GRPOTrainer; GPU: vLLM and Unsloth):
+
+    - `start_endpoint`: the endpoint started elsewhere (mcprl.cluster: policy replicas on Ray);
+    - `load_trainer`: the trainer loaded elsewhere (mcprl.cluster: the trainer actor), which needs
+      `start_endpoint` too (the local runtimes' endpoints share their trainer's weights or device);
+    - `host`: where this machine's endpoint listens (None: the runtime's default, loopback), e.g.
+      0.0.0.0 for rollout workers on other machines."""
+
+    start_endpoint: StartEndpoint | None = None
+    load_trainer: LoadTrainer | None = None
+    host: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.load_trainer is not None and self.start_endpoint is None:
+            raise UserError(
+                "a trainer placed elsewhere (cluster.trainer_actor) needs the policy served elsewhere too "
+                "(cluster.policy_replicas)"
+            )
+
+
 class Runtime:
     """Serving + training for one registered model, from a trainer and an endpoint (see the module doc)."""
 
@@ -145,7 +174,9 @@ class Runtime:
             trainer.load_optimizer(ckpt / "optimizer.pt", TrainConfig())
         return trainer
 
-    async def train(self, groups: list[TrajectoryGroup], config: TrainConfig) -> dict[str, float]:
+    async def train(
+        self, groups: list[TrajectoryGroup], config: TrainConfig, loss: str | None = None
+    ) -> dict[str, float]:
         """One GRPO step (the endpoint asleep through it where it shares the trainer's device), checkpoint
         `step+1`, then serve it as `NAME@STEP+1` and drop the steps before the last
         `config.max_off_policy_steps + 1` (with 0: the previous step)."""
@@ -156,7 +187,7 @@ class Runtime:
         if slept:
             timings["sleep_seconds"] = time.perf_counter() - t
         try:
-            metrics, ckpt = await anyio.to_thread.run_sync(self._step, groups, config, step)
+            metrics, ckpt = await anyio.to_thread.run_sync(self._step, groups, config, step, loss)
         finally:
             if slept:
                 t = time.perf_counter()
@@ -177,8 +208,12 @@ class Runtime:
             await anyio.to_thread.run_sync(checkpoints.record_metrics, ckpt, metrics)
         return metrics
 
-    def _step(self, groups: list[TrajectoryGroup], config: TrainConfig, step: int) -> tuple[dict[str, float], Path]:
-        metrics = self.trainer.step(groups, config, rescore_constrained=self.endpoint.masks_constrained_logprobs)
+    def _step(
+        self, groups: list[TrajectoryGroup], config: TrainConfig, step: int, loss: str | None
+    ) -> tuple[dict[str, float], Path]:
+        metrics = self.trainer.step(
+            groups, config, rescore_constrained=self.endpoint.masks_constrained_logprobs, loss=loss
+        )
         return metrics, checkpoints.write_checkpoint(self.root, step, self.trainer.save, self.checkpoint_state(metrics))
 
     async def close(self) -> None:

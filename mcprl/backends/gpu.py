@@ -48,13 +48,15 @@ class GpuSettings(BaseModel):
 
 
 @dataclass(frozen=True)
-class Placement:
+class GpuLayout:
+    """Which GPUs the trainer and vLLM use, and whether they share one (`GpuSettings.placement`)."""
+
     shared: bool
     train_gpu: int
     serve_gpus: list[int]
 
 
-def resolve_placement(settings: GpuSettings, device_count: int) -> Placement:
+def resolve_placement(settings: GpuSettings, device_count: int) -> GpuLayout:
     """Which GPUs the trainer and vLLM use, given `device_count` visible GPUs."""
     if settings.train_gpu >= device_count:
         raise UserError(f"train_gpu={settings.train_gpu} but only {device_count} GPU(s) are visible")
@@ -64,7 +66,7 @@ def resolve_placement(settings: GpuSettings, device_count: int) -> Placement:
             raise UserError(
                 f"placement='shared' serves on train_gpu={settings.train_gpu}; drop serve_gpus or use placement='split'"
             )
-        return Placement(True, settings.train_gpu, [settings.train_gpu])
+        return GpuLayout(True, settings.train_gpu, [settings.train_gpu])
     others = [i for i in range(device_count) if i != settings.train_gpu]
     serve = settings.serve_gpus if settings.serve_gpus is not None else others[:1]
     if not serve:
@@ -76,7 +78,7 @@ def resolve_placement(settings: GpuSettings, device_count: int) -> Placement:
             f"serve_gpus={serve} must be visible GPUs other than train_gpu={settings.train_gpu} (visible: "
             f"0..{device_count - 1})"
         )
-    return Placement(False, settings.train_gpu, list(serve))
+    return GpuLayout(False, settings.train_gpu, list(serve))
 
 
 def visible_devices(indices: list[int], parent: str | None) -> list[str]:
@@ -141,7 +143,7 @@ class GpuRuntime(Runtime):
         self._api_key = secrets.token_urlsafe(24)
         # vLLM's environment: ours before load_trainer imports Unsloth, which changes it (see VllmLaunch.env).
         self.launch_env = dict(os.environ)
-        self.placement: Placement | None = None
+        self.placement: GpuLayout | None = None
 
     async def start(self) -> None:
         if reason := gpu_unavailable_reason(torch.cuda.is_available(), missing_gpu_packages()):

@@ -51,13 +51,18 @@ class UnslothGRPOTrainer(GRPOTrainer):
         self.device = device
 
     def step(
-        self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False
+        self,
+        groups: list[TrajectoryGroup],
+        config: TrainConfig,
+        rescore_constrained: bool = False,
+        loss: str | None = None,
     ) -> dict[str, float]:
         """GRPOTrainer's step, plus `peak_gpu_memory_gb`: what torch reserved on the trainer's GPU during it."""
         gpu = self.device.type == "cuda"
         if gpu:
             torch.cuda.reset_peak_memory_stats(self.device)
-        metrics = super().step(groups, config.model_copy(update={"gradient_checkpointing": False}), rescore_constrained)
+        no_checkpointing = config.model_copy(update={"gradient_checkpointing": False})
+        metrics = super().step(groups, no_checkpointing, rescore_constrained, loss)
         if gpu:
             metrics["peak_gpu_memory_gb"] = torch.cuda.max_memory_reserved(self.device) / 2**30
             torch.cuda.empty_cache()  # hand the activations' memory back before vLLM wakes up

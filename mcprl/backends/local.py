@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
-from mcprl.backends.base import Runtime, write_model_card
+from mcprl.backends.base import Placement, Runtime, write_model_card
 from mcprl.backends.config import CPU_ONLY, GPU_ONLY, RuntimeConfig
 from mcprl.backends.cpu import CpuRuntime
 from mcprl.backends.gpu import GpuRuntime
@@ -45,18 +45,29 @@ class LocalBackend:
 
     `dtype` (auto, float32, bfloat16; float16 on a GPU) is the base weights' dtype: on CPU the engine's and
     trainer's, on a GPU Unsloth's and vLLM's (`unsloth.dtype`, `vllm.dtype`), so both sample and train
-    the same weights. Extra keyword settings go to the runtime (CPU: host, port, max_batch_rows,
-    threads; GPU: see `GpuSettings`)."""
+    the same weights. `where` says where the endpoint and the trainer run (a `Placement`: by default
+    both in this machine's runtime). Extra keyword settings go to the runtime (CPU: port,
+    max_batch_rows, threads; GPU: see `GpuSettings`, whose `placement` shares or splits the GPUs)."""
 
-    def __init__(self, device: Literal["auto", "cpu", "cuda"] = "auto", dtype: str = "auto", **settings: Any):
+    def __init__(
+        self,
+        device: Literal["auto", "cpu", "cuda"] = "auto",
+        dtype: str = "auto",
+        *,
+        where: Placement | None = None,
+        **settings: Any,
+    ):
         self.device = resolve_device(device)
+        self.where = where or Placement()
+        if self.where.host is not None:
+            settings = {**settings, "host": self.where.host}
         self.settings = gpu_dtype_settings(settings, dtype) if self.device == "cuda" else {**settings, "dtype": dtype}
         self.runtimes: dict[str, Runtime] = {}
 
     @classmethod
-    def from_config(cls, config: RuntimeConfig, **settings: Any) -> LocalBackend:
-        """The backend a run's `[runtime]` settings describe (`settings`: more for the runtime, e.g. the
-        endpoint's host); a setting only the other runtime reads is an error."""
+    def from_config(cls, config: RuntimeConfig, where: Placement | None = None) -> LocalBackend:
+        """The backend a run's `[runtime]` settings describe, its parts where `where` puts them; a
+        setting only the other runtime reads is an error."""
         device = resolve_device(config.device)
         defaults = RuntimeConfig()
         if given := [
@@ -68,34 +79,32 @@ class LocalBackend:
                 f"(runtime.device={config.device}); drop it, or set --device"
             )
         if device == "cpu":
-            return cls("cpu", config.dtype, threads=config.threads, **settings)
+            return cls("cpu", config.dtype, where=where, threads=config.threads)
         vllm = {"gpu_memory_utilization": config.gpu_memory_utilization} if config.gpu_memory_utilization else {}
         return cls(
             "cuda",
             config.dtype,
+            where=where,
             placement=config.placement,
             train_gpu=config.train_gpu,
             serve_gpus=config.serve_gpus,
             vllm=vllm,
             unsloth={"load_in_4bit": config.load_in_4bit},
-            **settings,
         )
 
     def _runtime(self, model: TrainableModel) -> Runtime:
-        if (
-            "start_endpoint" in self.settings and "load_trainer" in self.settings
-        ):  # both parts elsewhere (Ray actors): no device here
-            return Runtime(model, self.settings["load_trainer"], self.settings["start_endpoint"])
+        where = self.where
+        if where.load_trainer is not None:  # both parts elsewhere (Ray actors): no device here
+            return Runtime(model, where.load_trainer, where.start_endpoint)
         if self.device == "cuda":
-            if "start_endpoint" in self.settings:
+            if where.start_endpoint is not None:
                 raise UserError(
                     "with cluster.policy_replicas on a GPU machine, take the steps in a Ray actor too "
                     "(cluster.trainer_actor = true, trainer_gpus = 1): the GPU runtime's trainer shares its GPU with "
                     "its own vLLM"
                 )
             return GpuRuntime(model, **self.settings)
-
-        return CpuRuntime(model, **self.settings)
+        return CpuRuntime(model, start_endpoint=where.start_endpoint, **self.settings)
 
     async def register(self, model: TrainableModel) -> Runtime:
         key = f"{model.project}/{model.name}"

@@ -36,7 +36,10 @@ try:
 except ImportError:  # the local engine never gets here; say how to get the extra
     raise UserError('cluster.engine = "ray" needs Ray: pip install "mcprl[ray]"') from None
 
-from mcprl.cluster.replicas import PolicyReplicas, retire
+from mcprl.backends.base import Placement
+from mcprl.cluster import actors
+from mcprl.cluster.actors import where
+from mcprl.cluster.replicas import PolicyReplicas
 from mcprl.cluster.trainer import RemoteTrainer
 from mcprl.model.trainable import Model
 from mcprl.model.trainable import Model as PlainModel
@@ -67,19 +70,15 @@ class RolloutWorker:
 
     async def start(self) -> dict[str, Any]:
         """Open the MCP tools on this node and load the agent: where this worker runs, or what failed."""
-        where = {
-            "node": ray.get_runtime_context().get_node_id(),
-            "ip": ray.util.get_node_ip_address(),
-            "pid": os.getpid(),
-        }
+        here = where()
         try:
             server = ServerConfig.model_validate(self.server)
             if server.connects:  # the spec is parsed here: `python` is this node's interpreter
                 self.pool = await self.stack.enter_async_context(ToolPool(server.spec()))
             self.agent = agents.load(self.agent_spec)
         except UserError as e:
-            return {**where, "error": str(e)}
-        return where
+            return {**here, "error": str(e)}
+        return here
 
     async def run_group(
         self, model: dict[str, Any], scenario: dict[str, Any], per: int, config: dict[str, Any]
@@ -91,7 +90,7 @@ class RolloutWorker:
         )
         return group.model_dump(mode="json")
 
-    async def stop(self) -> None:
+    async def close(self) -> None:
         await self.stack.aclose()
 
 
@@ -201,6 +200,20 @@ class RayRollouts:
         self._slots: list[anyio.Lock] = []  # held while a slot's worker is being replaced
         self.replicas: PolicyReplicas | None = None  # the policy's replicas, once the runtime started them
         self.trainer: RemoteTrainer | None = None  # the trainer actor, once the runtime started it
+        self.kind = actors.ActorKind(
+            "rollout worker",
+            RolloutWorker,
+            {
+                "num_cpus": config.worker_cpus,
+                "num_gpus": config.worker_gpus,
+                "resources": config.worker_resources,
+                "scheduling_strategy": "SPREAD",
+            },
+            config.start_timeout_s,
+            needs="every node that runs rollout workers needs the MCP server's command and the agent's code",
+            remedy="free the resources it asks for",
+            grace_s=5.0,
+        )
 
     async def __aenter__(self) -> RayRollouts:
         self._started_ray = connect(self.config.address)
@@ -234,17 +247,23 @@ class RayRollouts:
     async def __aexit__(self, *exc: Any) -> None:
         for w in self.workers:
             if w is not None:
-                with anyio.move_on_after(5):
-                    try:
-                        await w.actor.stop.remote()
-                    except RayActorError:
-                        pass
-                ray.kill(w.actor)
+                await actors.retire(w.actor, self.kind.grace_s)
         self.workers = []
         if self.trainer is not None:
-            await retire(self.trainer.actor)
+            await actors.retire(self.trainer.actor)
         if self._started_ray:
             ray.shutdown()
+
+    def placement(self, model: TrainableModel, dtype: str) -> Placement:
+        """Where `model`'s endpoint and trainer run for these rollouts: on the policy replicas (and the
+        trainer actor) with `policy_replicas`, else in the driver, listening on `policy_host`."""
+        c = self.config
+        if not c.policy_replicas:
+            return Placement(host=c.policy_host)
+        return Placement(
+            start_endpoint=self.policy_endpoint(model),
+            load_trainer=self.trainer_loader(model, dtype) if c.trainer_actor else None,
+        )
 
     def policy_endpoint(self, model: TrainableModel) -> Callable[[Any], Awaitable[PolicyReplicas]]:
         """The Runtime's endpoint factory (`StartEndpoint`) for `policy_replicas` replicas of `model`'s base."""
@@ -270,31 +289,11 @@ class RayRollouts:
 
         return load
 
-    async def _start(self, i: int) -> None:
-        c = self.config
-        actor = ray.remote(RolloutWorker).options(
-            num_cpus=c.worker_cpus,
-            num_gpus=c.worker_gpus,
-            resources=c.worker_resources,
-            scheduling_strategy="SPREAD",
-            max_restarts=0,
-        )
-        handle = actor.remote(self.server.model_dump(mode="json"), self.agent, os.getcwd())
-        with anyio.move_on_after(c.start_timeout_s) as scope:
-            info = await handle.start.remote()
-        if scope.cancelled_caught:
-            ray.kill(handle)
-            raise UserError(
-                f"a rollout worker did not start within {c.start_timeout_s:g} s (`ray status` shows what the "
-                "cluster is short of); raise cluster.start_timeout_s or free the resources it asks for"
-            )
-        if "error" in info:
-            ray.kill(handle)
-            raise UserError(
-                f"rollout worker on Ray node {info['node'][:8]} ({info['ip']}) failed: {info['error']} "
-                "(every node that runs rollout workers needs the MCP server's command and the agent's code)"
-            )
-        self.workers[i] = Worker(handle, info["node"], info["ip"], info["pid"])
+    async def _start(self, i: int, dead: Worker | None = None) -> None:
+        """A worker at slot `i` (in place of `dead`, ended first), started and ready."""
+        args = (self.server.model_dump(mode="json"), self.agent, os.getcwd())
+        actor = await (actors.start(self.kind, *args) if dead is None else actors.replace(self.kind, dead.actor, *args))
+        self.workers[i] = Worker(actor.handle, actor.node, actor.info["ip"], actor.pid)
 
     async def _replace(self, i: int, dead: Worker) -> bool:
         """Start a worker in place of `dead` at slot `i` (once, however many calls saw it die); False
@@ -305,7 +304,7 @@ class RayRollouts:
             self.restarts += 1
             self.say(f"rollout worker {i} (pid {dead.pid} on node {dead.node[:8]}) died; starting another")
             try:
-                await self._start(i)
+                await self._start(i, dead)
             except UserError as e:
                 self.workers[i] = None
                 self.say(f"could not replace rollout worker {i}: {e}")

@@ -38,6 +38,8 @@ from ray.exceptions import RayActorError
 
 from mcprl.backends.gpu import tool_chat_template, visible_devices
 from mcprl.backends.gpu_serving import VllmLaunch, VllmServer, VllmSettings, free_port
+from mcprl.cluster import actors
+from mcprl.cluster.actors import ActorKind, where
 from mcprl.cluster.router import Replica, least_outstanding, proxy_app
 from mcprl.errors import UserError
 from mcprl.model import weights
@@ -62,21 +64,16 @@ class ReplicaActor(ABC):
 
     def start(self) -> dict[str, Any]:
         """Serve the base model: where this replica runs and its endpoint, or what failed."""
-        where = {
-            "node": ray.get_runtime_context().get_node_id(),
-            "ip": ray.util.get_node_ip_address(),
-            "pid": os.getpid(),
-            "dir": str(self.dir),
-        }
+        here = {**where(), "dir": str(self.dir)}
         key = secrets.token_urlsafe(24)
         try:
             port = self.serve(key)
         except UserError as e:
-            return {**where, "error": str(e)}
+            return {**here, "error": str(e)}
         except Exception as e:  # e.g. a model directory transformers cannot read: said in one line by the driver
-            return {**where, "error": f"{type(e).__name__}: {e}"}
-        host = where["ip"] if self.host in ("0.0.0.0", "::") else self.host
-        return {**where, "url": f"http://{host}:{port}/v1", "key": key}
+            return {**here, "error": f"{type(e).__name__}: {e}"}
+        host = here["ip"] if self.host in ("0.0.0.0", "::") else self.host
+        return {**here, "url": f"http://{host}:{port}/v1", "key": key}
 
     def load_adapter(self, name: str, files: dict[str, bytes]) -> None:
         """Write the adapter's files into this replica's own directory and serve them as `name`."""
@@ -196,15 +193,6 @@ class VllmReplica(ReplicaActor):
             self.server.close()
 
 
-async def retire(actor: Any, grace_s: float = 10) -> None:
-    """End an actor that has a `close()`: closed if it answers within `grace_s`, killed either way."""
-    try:
-        await asyncio.wait_for(actor.close.remote(), grace_s)
-    except (TimeoutError, RayActorError):
-        pass
-    ray.kill(actor)
-
-
 def adapter_files(path: Path) -> dict[str, bytes]:
     """What a replica needs of a checkpoint directory to serve its adapter (not the optimizer state)."""
     return {p.name: p.read_bytes() for p in sorted(path.iterdir()) if p.is_file() and p.name.startswith("adapter_")}
@@ -291,46 +279,34 @@ class PolicyReplicas:
         nodes = {r.node[:8] for r in replicas}
         self.say(f"{len(replicas)} policy replicas on {len(nodes)} Ray node(s), behind {self.base_url}")
 
-    async def _start_one(self) -> Replica:
+    def _kind(self) -> tuple[ActorKind, tuple]:
+        """The replicas' kind of actor, and the arguments each is built from."""
         c = self.config
-        options = {
-            "num_cpus": c.replica_cpus,
-            "num_gpus": c.replica_gpus,
-            "scheduling_strategy": "SPREAD",
-            "max_restarts": 0,
-        }
-        timeout = c.start_timeout_s
+        options = {"num_cpus": c.replica_cpus, "num_gpus": c.replica_gpus, "scheduling_strategy": "SPREAD"}
+        timeout, cls = c.start_timeout_s, EngineReplica
+        args: tuple = (self.spec, c.replica_host, max(1, int(c.replica_cpus)), c.replica_batch_rows)
         if c.replica_gpus:
             vllm = VllmSettings()
             timeout = max(timeout, vllm.startup_timeout_s)  # a cold vLLM compiles for minutes
             share = 0.9 * min(1.0, c.replica_gpus)  # of each of its GPUs, as a GPU runtime of its own takes
-            handle = (
-                ray.remote(VllmReplica)
-                .options(**options)
-                .remote(self.spec, c.replica_host, self.lora_rank, vllm, share)
-            )
-        else:
-            handle = (
-                ray.remote(EngineReplica)
-                .options(**options)
-                .remote(self.spec, c.replica_host, max(1, int(c.replica_cpus)), c.replica_batch_rows)
-            )
-        try:
-            info = await asyncio.wait_for(handle.start.remote(), timeout)
-        except TimeoutError:
-            ray.kill(handle)
-            raise UserError(
-                f"a policy replica did not start within {timeout:g} s (`ray status` shows what the "
-                "cluster is short of); raise cluster.start_timeout_s or free the resources it asks for"
-            ) from None
-        if "error" in info:
-            await retire(handle)
-            raise UserError(
-                f"policy replica on Ray node {info['node'][:8]} ({info['ip']}) failed: {info['error']} "
-                f"(every node that runs a replica needs the model {self.spec!r}: the same path, or under its "
-                "MCPRL_HOME)"
-            )
-        replica = Replica(f"r{self.started}", info["url"], info["key"], handle, info["node"], info["pid"], info["dir"])
+            cls, args = VllmReplica, (self.spec, c.replica_host, self.lora_rank, vllm, share)
+        kind = ActorKind(
+            "policy replica",
+            cls,
+            options,
+            timeout,
+            needs=f"every node that runs a replica needs the model {self.spec!r}: the same path, or under its "
+            "MCPRL_HOME",
+            remedy="free the resources it asks for",
+        )
+        return kind, args
+
+    async def _start_one(self, dead: Replica | None = None) -> Replica:
+        """A new replica (in place of `dead`, ended first), started and ready, not yet serving."""
+        kind, args = self._kind()
+        actor = await (actors.start(kind, *args) if dead is None else actors.replace(kind, dead.actor, *args))
+        i = actor.info
+        replica = Replica(f"r{self.started}", i["url"], i["key"], actor.handle, i["node"], i["pid"], i["dir"])
         self.started += 1
         self.all.append(replica)
         return replica
@@ -400,7 +376,6 @@ class PolicyReplicas:
         if alive:  # after all (a dropped connection): back into service
             await self._join(replica)
             return
-        await retire(replica.actor)  # (a VllmReplica whose vLLM died closes what it holds)
         self.restarts += 1
         self.say(f"policy replica {replica.name} (pid {replica.pid} on node {replica.node[:8]}) died; starting another")
         task = self.loop.create_task(
@@ -410,11 +385,12 @@ class PolicyReplicas:
         task.add_done_callback(self._replacing.discard)
 
     async def _replace(self, dead: Replica) -> None:
-        try:
-            await self._join(await self._start_one())
+        try:  # (a VllmReplica whose vLLM died closes what it holds as it is ended)
+            await self._join(await self._start_one(dead))
         except (UserError, RayActorError) as e:
             self.say(f"could not replace policy replica {dead.name}: {e}")
         finally:
+            actors.kill(dead.actor)  # (ended by the replacement's start; here also when that was cancelled)
             if dead in self.all:
                 self.all.remove(dead)  # only now: until then, a request waits for the replacement
             async with self._changed:
@@ -426,5 +402,5 @@ class PolicyReplicas:
         if self._server is not None:
             self._server.should_exit = True
             await asyncio.wait_for(self._proxy, 10)
-        await asyncio.gather(*(retire(r.actor) for r in self.all))
+        await asyncio.gather(*(actors.retire(r.actor) for r in self.all))
         self.all, self.serving = [], []

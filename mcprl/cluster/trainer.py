@@ -22,6 +22,7 @@ import ray
 import torch
 
 from mcprl.backends.gpu_training import UnslothSettings, load_trainer
+from mcprl.cluster.actors import ActorKind, replace_blocking, start_blocking, where
 from mcprl.cluster.replicas import adapter_files
 from mcprl.errors import UserError
 from mcprl.model import weights
@@ -36,34 +37,61 @@ if TYPE_CHECKING:
 
 
 class TrainerActor:
-    """A Ray actor holding a GRPOTrainer over its own copy of the base model: on CPU, or with `gpu`
-    Unsloth's (mcprl.backends.gpu_training) on the GPU Ray gave it."""
+    """A Ray actor holding a GRPOTrainer over its own copy of the base model (loaded by `start`): on
+    CPU, or with `gpu` Unsloth's (mcprl.backends.gpu_training) on the GPU Ray gave it."""
 
     def __init__(
-        self, model_spec: str, lora: Any, adapter: dict[str, bytes] | None, threads: int, dtype: str, gpu: bool
+        self,
+        model_spec: str,
+        lora: Any,
+        adapter: dict[str, bytes] | None,
+        threads: int,
+        dtype: str,
+        gpu: bool,
+        cwd: str,
     ):
-        torch.set_num_threads(threads)
+        if os.path.isdir(cwd):  # a module:function loss (train.loss) imports from the driver's directory, when here
+            os.chdir(cwd)
+        self.spec, self.lora, self.adapter = model_spec, lora, adapter
+        self.threads, self.dtype, self.gpu = threads, dtype, gpu
         self.dir = Path(tempfile.mkdtemp(prefix="mcprl-trainer-"))
-        if adapter is not None:
-            for name, data in adapter.items():
+        self.trainer = None
+
+    def start(self) -> dict[str, Any]:
+        """Load the trainer (from the adapter sent, if any): where it runs, or what failed."""
+        here = {**where(), "dir": str(self.dir)}
+        try:
+            self._load()
+        except UserError as e:
+            return {**here, "error": str(e)}
+        except Exception as e:  # e.g. a model directory transformers cannot read
+            return {**here, "error": f"{type(e).__name__}: {e}"}
+        return here
+
+    def _load(self) -> None:
+        torch.set_num_threads(self.threads)
+        if self.adapter is not None:
+            for name, data in self.adapter.items():
                 (self.dir / name).write_bytes(data)
-        adapter_dir = self.dir if adapter is not None else None
-        if gpu:
+        adapter_dir = self.dir if self.adapter is not None else None
+        self.adapter = None  # written: no second copy in memory
+        if self.gpu:
             # Ray set CUDA_VISIBLE_DEVICES to this actor's GPU: torch's device 0
-            self.trainer = load_trainer(weights.resolve(model_spec), lora, adapter_dir, UnslothSettings(dtype=dtype), 0)
+            self.trainer = load_trainer(
+                weights.resolve(self.spec), self.lora, adapter_dir, UnslothSettings(dtype=self.dtype), 0
+            )
         else:
             self.trainer = GRPOTrainer(
-                weights.load_model(model_spec, dtype=dtype),
-                weights.load_tokenizer(model_spec),
-                lora,
+                weights.load_model(self.spec, dtype=self.dtype),
+                weights.load_tokenizer(self.spec),
+                self.lora,
                 adapter_dir=adapter_dir,
             )
 
-    def where(self) -> dict[str, Any]:
-        return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "dir": str(self.dir)}
-
-    def step(self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool) -> dict[str, float]:
-        return self.trainer.step(groups, config, rescore_constrained)
+    def step(
+        self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool, loss: str | None
+    ) -> dict[str, float]:
+        return self.trainer.step(groups, config, rescore_constrained, loss)
 
     def save(self) -> dict[str, bytes]:
         out = Path(tempfile.mkdtemp(dir=self.dir))
@@ -95,49 +123,55 @@ class RemoteTrainer:
 
     def __init__(self, config: ClusterConfig, model: TrainableModel, checkpoint: Path | None, dtype: str):
         self.config, self.trainable, self.dtype = config, model, dtype
+        self.kind = ActorKind(
+            "trainer actor",
+            TrainerActor,
+            {"num_cpus": config.trainer_cpus, "num_gpus": config.trainer_gpus},
+            config.start_timeout_s,
+            needs=f"the node that runs it needs the model {model.base_model!r}",
+            remedy="lower cluster.trainer_cpus",
+        )
         self.restarts = 0
         self.taken: tuple | None = None  # the step taken since the last save: what a replacement takes again
-        self._start(checkpoint)
+        self.started = start_blocking(self.kind, *self._arguments(checkpoint))
 
-    def _start(self, checkpoint: Path | None) -> None:
+    @property
+    def actor(self) -> Any:
+        return self.started.handle
+
+    @property
+    def where(self) -> dict[str, Any]:
+        """Where the actor runs: node, ip, pid, and its working directory (`dir`)."""
+        return self.started.info
+
+    def _arguments(self, checkpoint: Path | None) -> tuple:
         config, model = self.config, self.trainable
-        actor = ray.remote(TrainerActor).options(
-            num_cpus=config.trainer_cpus, num_gpus=config.trainer_gpus, max_restarts=0
-        )
-        self.actor = actor.remote(
+        return (
             model.base_model,
             model.lora,
             None if checkpoint is None else adapter_files(checkpoint),
             max(1, int(config.trainer_cpus)),
             self.dtype,
             config.trainer_gpus > 0,
+            os.getcwd(),
         )
-        try:
-            self.where = ray.get(self.actor.where.remote(), timeout=config.start_timeout_s)
-        except ray.exceptions.GetTimeoutError:
-            ray.kill(self.actor)
-            raise UserError(
-                f"the trainer actor did not start within {config.start_timeout_s:g} s (`ray status` shows what the "
-                "cluster is short of); raise cluster.start_timeout_s or lower cluster.trainer_cpus"
-            ) from None
-        except ray.exceptions.RayActorError as e:
-            raise UserError(
-                f"the trainer actor failed to start: {e.error_msg.strip().splitlines()[-1] if e.error_msg else e} "
-                f"(the node that runs it needs the model {model.base_model!r})"
-            ) from None
 
     def _replace(self) -> None:
         latest = checkpoints.latest_step(self.trainable.checkpoints_dir)
         ckpt = None if latest is None else checkpoints.step_dir(self.trainable.checkpoints_dir, latest)
-        self._start(ckpt)
+        self.started = replace_blocking(self.kind, self.actor, *self._arguments(ckpt))
         self.restarts += 1
         if ckpt is not None and (ckpt / "optimizer.pt").exists():
             self.load_optimizer(ckpt / "optimizer.pt", TrainConfig())  # (each step sets its own learning rate)
 
     def step(
-        self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False
+        self,
+        groups: list[TrajectoryGroup],
+        config: TrainConfig,
+        rescore_constrained: bool = False,
+        loss: str | None = None,
     ) -> dict[str, float]:
-        self.taken = (groups, config, rescore_constrained)
+        self.taken = (groups, config, rescore_constrained, loss)
         try:
             metrics = ray.get(self.actor.step.remote(*self.taken))
         except ray.exceptions.RayActorError:

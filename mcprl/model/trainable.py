@@ -88,9 +88,12 @@ class TrainableModel(Model):
             return self._runtime.step
         return checkpoints.latest_step(self.checkpoints_dir) or 0
 
-    async def train(self, groups: list[TrajectoryGroup], config: TrainConfig | None = None) -> dict[str, float]:
-        """One GRPO step on `groups`; afterwards the endpoint serves the new step."""
-        metrics = await self._require().train(groups, config or TrainConfig())
+    async def train(
+        self, groups: list[TrajectoryGroup], config: TrainConfig | None = None, loss: str | None = None
+    ) -> dict[str, float]:
+        """One GRPO step on `groups` (optimising `loss`, default `config.loss`: mcprl.train.loss.objective);
+        afterwards the endpoint serves the new step."""
+        metrics = await self._require().train(groups, config or TrainConfig(), loss)
         self._sync()
         return metrics
 

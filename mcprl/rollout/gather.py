@@ -1,14 +1,25 @@
-"""Run many rollouts concurrently and collect them into TrajectoryGroups."""
+"""Run many rollouts concurrently and collect them into TrajectoryGroups; `Rollouts`, where a
+run's rollouts run (`LocalRollouts`: in this process; mcprl.cluster's `RayRollouts`: on Ray
+workers), behind the one interface the run calls."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
 from mcprl.types import Trajectory, TrajectoryGroup
+
+if TYPE_CHECKING:
+    from mcprl.backends.base import Placement
+    from mcprl.model.trainable import Model, TrainableModel
+    from mcprl.rollout.agents import Agent
+    from mcprl.rollout.config import RolloutConfig
+    from mcprl.tools.pool import ToolPool
+    from mcprl.types import Scenario
 
 
 class TooManyExceptions(RuntimeError):
@@ -77,6 +88,66 @@ async def gather_trajectory_groups(
     for (group, _), trajs in zip(plan, results):
         group.trajectories.extend(t for t in trajs if t is not None)
     return [g for g, _ in plan]
+
+
+class Rollouts(Protocol):
+    """Where a run's rollouts run. The run calls `run` for every batch it rolls out (a step's, its
+    retries, an evaluation), `metrics` for each metrics line, and `placement` once, before it serves
+    the policy: these rollouts' choice of where that is."""
+
+    async def run(
+        self,
+        model: Model,
+        scenarios: list[Scenario],
+        per: int,
+        configs: list[RolloutConfig],
+        *,
+        max_concurrency: int,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[TrajectoryGroup]:
+        """One group of `per` rollouts of each scenario, under its own rollout settings (`configs`), by
+        the policy `model` names, in the scenarios' order; `progress(done, total)` as rollouts finish."""
+        ...
+
+    def metrics(self, groups: list[TrajectoryGroup]) -> dict[str, float]:
+        """Figures of where `groups` ran, for the metrics line they are in ({}: none)."""
+        ...
+
+    def placement(self, model: TrainableModel, dtype: str) -> Placement | None:
+        """Where `model`'s policy is served and trained for these rollouts (None: this machine's runtime)."""
+        ...
+
+
+class LocalRollouts:
+    """`Rollouts` in this process: the run's `agent` against its tool `pool`, gathered concurrently."""
+
+    def __init__(self, agent: Agent, pool: ToolPool | None):
+        self.agent, self.pool = agent, pool
+
+    async def run(
+        self,
+        model: Model,
+        scenarios: list[Scenario],
+        per: int,
+        configs: list[RolloutConfig],
+        *,
+        max_concurrency: int,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[TrajectoryGroup]:
+        groups = await gather_trajectory_groups(
+            [[self.agent(model, s, self.pool, rc) for _ in range(per)] for s, rc in zip(scenarios, configs)],
+            max_concurrency=max_concurrency,
+            progress=progress,
+        )
+        for g, s in zip(groups, scenarios):
+            g.scenario = s
+        return groups
+
+    def metrics(self, groups: list[TrajectoryGroup]) -> dict[str, float]:
+        return {}
+
+    def placement(self, model: TrainableModel, dtype: str) -> Placement | None:
+        return None  # the endpoint this process's agents reach, where the runtime puts it
 
 
 MOST = 0.5  # a batch where more than this share of rollouts gave nothing to train stops the run

@@ -68,6 +68,9 @@ class RunConfig(BaseModel):
         "off)",
     )
     sft_warmup_steps: int = Field(default=0, ge=0, description="first steps reinforce only successful rollouts")
+    warmup_loss: str = Field(
+        default="rft", description="the loss of the warm-up steps (a train.loss name or module:function)"
+    )
     demonstrations: Literal["one", "per-tool"] = Field(
         default="one",
         description="a zero-data run's example exchange: one grounded reference call for every task, "

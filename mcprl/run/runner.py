@@ -30,7 +30,7 @@ from mcprl.model import memory
 from mcprl.model.trainable import TrainableModel
 from mcprl.paths import replace_text
 from mcprl.rollout import agents
-from mcprl.rollout.gather import gather_trajectory_groups, untrainable
+from mcprl.rollout.gather import LocalRollouts, Rollouts, untrainable
 from mcprl.run import demonstration
 from mcprl.run.config import RunConfig, load_saved
 from mcprl.run.metrics import MetricsLog, rollout_metrics
@@ -42,6 +42,7 @@ from mcprl.tools import ToolPool, open_tools, secret_values
 from mcprl.tools.redact import redact, redact_model
 from mcprl.tools.tape import read_cache
 from mcprl.train import checkpoints
+from mcprl.train.loss import objective
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup, dump_jsonl
 from mcprl.usage import run_tools, step_metrics
 
@@ -142,7 +143,7 @@ class TrainingRun:
         self.dir = self.model.dir
         self.metrics = MetricsLog(self.dir / "metrics.jsonl")
         self.secrets: list[str] = []
-        self.cluster = None  # the Ray rollout workers (mcprl.cluster), or None: rollouts run in this process
+        self.rollouts: Rollouts | None = None  # where rollouts run: this process, or Ray workers (mcprl.cluster)
 
     async def run(self) -> dict[str, Any]:
         cfg = self.cfg
@@ -153,16 +154,19 @@ class TrainingRun:
                 "run"
             )
         self.agent = agents.load(cfg.rollout.agent)  # a bad agent spec stops the run before any work
+        for spec in {cfg.train.loss, cfg.warmup_loss}:  # and so does a bad loss
+            objective(spec)
         self.dir.mkdir(parents=True, exist_ok=True)
         shipped = tasks.get(cfg.scenarios.tasks) if cfg.scenarios.tasks else None
         async with AsyncExitStack() as stack:
             grounding = not (cfg.scenarios.file or shipped) and cfg.scenarios.source in ("grounded", "mixed")
             if cfg.server.connects and grounding:
                 await self._hide_unsafe_writers()
-            pool = await stack.enter_async_context(open_tools(cfg.server, self.dir, say=self.say))
-            self.cluster = await stack.enter_async_context(
+            on_ray = await stack.enter_async_context(
                 open_rollouts(cfg.cluster, cfg.server, cfg.rollout.agent, say=self.say)
-            )
+            )  # (started and checked before any work: None for the local engine)
+            pool = await stack.enter_async_context(open_tools(cfg.server, self.dir, say=self.say))
+            self.rollouts = on_ray or LocalRollouts(self.agent, pool)
             self.secrets = secret_values(pool.spec if pool is not None else None)
             train, val = await run_scenarios(
                 cfg.scenarios,
@@ -187,12 +191,9 @@ class TrainingRun:
                 cache_dir=self.dir / "judge-cache",
                 unchecked=any(s.check is None for s in train),  # synthesized tasks among grounded ones: RULER
             )
-            serve = {"host": cfg.cluster.policy_host} if self.cluster else {}  # where the workers reach the policy
-            if self.cluster is not None and cfg.cluster.policy_replicas:  # served by replica actors instead
-                serve = {"start_endpoint": self.cluster.policy_endpoint(self.model)}
-                if cfg.cluster.trainer_actor:  # and the steps taken in an actor
-                    serve["load_trainer"] = self.cluster.trainer_loader(self.model, cfg.runtime.dtype)
-            backend = await stack.enter_async_context(LocalBackend.from_config(cfg.runtime, **serve))
+            # where the policy is served and trained: where the rollouts put it (None: in this process)
+            where = self.rollouts.placement(self.model, cfg.runtime.dtype)
+            backend = await stack.enter_async_context(LocalBackend.from_config(cfg.runtime, where))
             self.say(
                 f"loading {cfg.model} and serving {cfg.name} "
                 f"({'GPU: vLLM + Unsloth' if backend.device == 'cuda' else 'CPU'})..."
@@ -211,7 +212,7 @@ class TrainingRun:
                     "config": self.cfg.redacted(self.secrets),
                 }
             if not any(r["kind"] == "eval" and r["step"] == step for r in self.metrics.read()):
-                await self._evaluate(pool, val, step)
+                await self._evaluate(val, step)
             budget_s = cfg.time_budget_minutes * 60 if cfg.time_budget_minutes else float("inf")
             spent = 0.0
             with Interrupt(self.say) as interrupt:
@@ -225,12 +226,12 @@ class TrainingRun:
                         spent += time.monotonic() - t0
                         step = self.model.get_step()
                         if step < cfg.steps and cfg.eval_every and step % cfg.eval_every == 0:
-                            await self._evaluate(pool, val, step)
+                            await self._evaluate(val, step)
             interrupted = interrupt.requested and step < cfg.steps
             if spent >= budget_s:
                 self.say(f"time budget of {cfg.time_budget_minutes:g} min used after {step} steps")
             if not interrupted and not any(r["kind"] == "eval" and r["step"] == step for r in self.metrics.read()):
-                await self._evaluate(pool, val, step)
+                await self._evaluate(val, step)
         return self.summary(interrupted=interrupted)
 
     async def _hide_unsafe_writers(self) -> None:
@@ -281,9 +282,7 @@ class TrainingRun:
         )
         return train
 
-    async def _rollouts(
-        self, pool, scenarios: list[Scenario], per: int, label: str, configs=None
-    ) -> list[TrajectoryGroup]:
+    async def _rollouts(self, scenarios: list[Scenario], per: int, label: str, configs=None) -> list[TrajectoryGroup]:
         """`per` rollouts of each scenario, under the run's rollout settings or each scenario's own (`configs`)."""
         configs = configs or [self.cfg.rollout] * len(scenarios)
         # Every rollout of this call samples the step served now, however long it waits for a slot
@@ -296,16 +295,9 @@ class TrainingRun:
             if self.progress is not None:
                 self.progress.update(task, completed=done)
 
-        if self.cluster is not None:
-            groups = await self.cluster.run(
-                policy, scenarios, per, configs, max_concurrency=self.cfg.max_concurrency, progress=tick
-            )
-        else:
-            groups = await gather_trajectory_groups(
-                [[self.agent(policy, s, pool, rc) for _ in range(per)] for s, rc in zip(scenarios, configs)],
-                max_concurrency=self.cfg.max_concurrency,
-                progress=tick,
-            )
+        groups = await self.rollouts.run(
+            policy, scenarios, per, configs, max_concurrency=self.cfg.max_concurrency, progress=tick
+        )
         if self.progress is not None:
             self.progress.remove_task(task)
         for g, s in zip(groups, scenarios):
@@ -320,17 +312,14 @@ class TrainingRun:
             )
         return groups
 
-    def _cluster_metrics(self, groups: list[TrajectoryGroup]) -> dict[str, float]:
-        return self.cluster.metrics(groups) if self.cluster is not None else {}
-
     async def _collect(self, pool, judge, train: list[Scenario], step: int) -> Collected:
         """Step `step`'s groups, its rollouts sharing read-only answers with --cache-reads (mcprl.tools.tape)."""
         with read_cache(pool, step) as figures:
-            collected = await self._collect_groups(pool, judge, train, step)
+            collected = await self._collect_groups(judge, train, step)
         collected.read_cache = figures
         return collected
 
-    async def _collect_groups(self, pool, judge, train: list[Scenario], step: int) -> Collected:
+    async def _collect_groups(self, judge, train: list[Scenario], step: int) -> Collected:
         """Step `step`'s groups: its batch rolled out and scored, topped up and retried."""
         cfg = self.cfg
         warmup = step < cfg.sft_warmup_steps  # reinforce successes only, before GRPO takes over
@@ -339,7 +328,7 @@ class TrainingRun:
         referenced = cfg.unsolved == "reference" and not warmup
 
         async def scored(scenarios: list[Scenario], what: str) -> list[TrajectoryGroup]:
-            groups = await score_groups(judge, await self._rollouts(pool, scenarios, cfg.group_size, what))
+            groups = await score_groups(judge, await self._rollouts(scenarios, cfg.group_size, what))
             if referenced:
                 await self._add_references(judge, groups)
             return groups
@@ -353,7 +342,7 @@ class TrainingRun:
             more, extra = extra[:need], extra[need:]
             groups += await scored(more, f"{label}, {len(more)} more")
         if cfg.unsolved == "guided-retry" and not warmup:
-            await self._guided_retries(pool, judge, groups, label)
+            await self._guided_retries(judge, groups, label)
         return Collected(step, groups, len(batch), warmup)
 
     def _recover_line(self, step: int) -> None:
@@ -379,7 +368,6 @@ class TrainingRun:
         dump_jsonl(
             [redact_model(g, self.secrets) for g in groups], self.dir / "trajectories" / f"step_{c.step + 1:04d}.jsonl"
         )
-        tc = cfg.train.model_copy(update={"advantage": "reward"}) if warmup else cfg.train
         sampling = {
             "groups_drawn": len(groups) - c.batch_size,
             "groups_dropped": 0 if warmup else sum(not learnable(g) for g in groups),
@@ -399,13 +387,13 @@ class TrainingRun:
             **rollout_metrics(groups),
             **sampling,
             **staleness,
-            **self._cluster_metrics(groups),
+            **self.rollouts.metrics(groups),
             **c.read_cache,
             **step_metrics(groups, run_tools(self.dir)),
         }
         pending = self.dir / PENDING_LINE
         replace_text(pending, json.dumps(row))  # what a kill between the checkpoint and the line would lose
-        train_metrics = await self.model.train(fresh, tc)
+        train_metrics = await self.model.train(fresh, cfg.train, loss=cfg.warmup_loss if warmup else cfg.train.loss)
         row.update({f"train/{k}": v for k, v in train_metrics.items()}, peak_rss_mb=memory.peak_rss_mb())
         self.metrics.append(row)
         pending.unlink()
@@ -448,7 +436,7 @@ class TrainingRun:
                 self.say(f"the reference chain of scenario {g.scenario.id} does not solve it by the judge; not added")
         await score_groups(judge, rejected)  # a judge that ranks the group (RULER) saw the reference
 
-    async def _guided_retries(self, pool, judge, groups: list[TrajectoryGroup], label: str) -> None:
+    async def _guided_retries(self, judge, groups: list[TrajectoryGroup], label: str) -> None:
         """Where no rollout of a group solved its grounded task, roll it out again with the task's own
         first reference call shown before it (mcprl.run.references.reference_exchange), and train on the
         retry when some rollout of it solved the task."""
@@ -458,7 +446,6 @@ class TrainingRun:
         rc = self.cfg.rollout
         guided = [rc.model_copy(update={"example": reference_exchange(groups[i].scenario)}) for i in failed]
         retries = await self._rollouts(
-            pool,
             [groups[i].scenario for i in failed],
             self.cfg.group_size,
             f"{label}, {len(failed)} guided",
@@ -470,11 +457,11 @@ class TrainingRun:
                 retry.metadata["helped"] = "guided-retry"
                 groups[i] = retry
 
-    async def _evaluate(self, pool, val: list[Scenario], step: int) -> None:
+    async def _evaluate(self, val: list[Scenario], step: int) -> None:
         cfg = self.cfg
         verifiable = all(s.check is not None for s in val)
         per = cfg.eval_samples if verifiable else max(cfg.eval_samples, 2)
-        groups = await self._rollouts(pool, val, per, f"eval at step {step}")
+        groups = await self._rollouts(val, per, f"eval at step {step}")
         judge = cfg.judge.held_out(
             verifiable, all_or_nothing=not cfg.scenarios.task_help, cache_dir=self.dir / "judge-cache"
         )
@@ -484,7 +471,7 @@ class TrainingRun:
             "kind": "eval",
             "step": step,
             **rollout_metrics(groups),
-            **self._cluster_metrics(groups),
+            **self.rollouts.metrics(groups),
             **step_metrics(groups, run_tools(self.dir)),
         }
         self.metrics.append(row)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class TrainConfig(BaseModel):
@@ -15,11 +15,14 @@ class TrainConfig(BaseModel):
     learning_rate: float = Field(default=3e-4, gt=0, description="AdamW learning rate of the LoRA weights")
     # Advantage = reward - group mean, divided by the group std unless scale_rewards is False.
     scale_rewards: bool = Field(default=True, description="divide advantages by the group's reward std")
-    # "group": GRPO's group-relative advantage. "reward": only the successes (reward at least
-    # `success_threshold`) are trained on, at advantage 1: a supervised warm-up on them
-    # (rejection-sampling fine-tuning) for when GRPO's groups are still all failures.
-    advantage: Literal["group", "reward"] = Field(
-        default="group", description="group: GRPO's group-relative advantage; reward: train on successes only"
+    # What a step optimises (mcprl.train.loss.LOSSES): "grpo", GRPO's group-relative advantages and the
+    # PPO-clipped token loss; "rft", only the successes (reward at least `success_threshold`) at
+    # advantage 1, a supervised warm-up on them (rejection-sampling fine-tuning) for when GRPO's
+    # groups are still all failures; or module:function, a user's Loss with GRPO's advantages.
+    loss: str = Field(
+        default="grpo",
+        description="grpo (group-relative advantages, PPO-clipped token loss), rft (successes only, at advantage 1), "
+        "or module:function, your loss over the step's tensors",
     )
     # A success: full marks from a verifier (the success_rate metric's bound); with RULER, an attempt
     # the judge scored (near) perfect, never merely the best of a poor group.
@@ -60,6 +63,16 @@ class TrainConfig(BaseModel):
         description="steps rollouts may run ahead of training, each group trained "
         "at most this many steps after the policy that sampled it (0: synchronous)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _saved_advantage(cls, data: Any) -> Any:
+        """A run saved before `loss` (its `advantage`: group or reward) reads as loss grpo or rft."""
+        if isinstance(data, dict) and "advantage" in data and "loss" not in data:
+            data = dict(data)
+            advantage = data.pop("advantage")
+            data["loss"] = {"group": "grpo", "reward": "rft"}.get(advantage, advantage)
+        return data
 
 
 class LoraSettings(BaseModel):

@@ -22,7 +22,7 @@ from mcprl.serving.logits import output_head
 from mcprl.train import packing
 from mcprl.train.config import LoraSettings, TrainConfig
 from mcprl.train.logprobs import token_logprobs
-from mcprl.train.loss import LossInputs, group_advantages, grpo_loss
+from mcprl.train.loss import LossInputs, Objective, objective
 from mcprl.train.sequences import Sequence, trajectory_sequences, written_generations
 from mcprl.types import TrajectoryGroup
 
@@ -76,9 +76,11 @@ class GRPOTrainer:
         self._optimizer(config).load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
 
     def build_sequences(
-        self, groups: list[TrajectoryGroup], config: TrainConfig
+        self, groups: list[TrajectoryGroup], config: TrainConfig, loss: Objective | None = None
     ) -> tuple[list[list[Sequence]], dict[str, float]]:
-        """Each trainable group's loss-carrying sequences (a list per group), and counts of what was skipped."""
+        """Each trainable group's loss-carrying sequences (a list per group), and counts of what was skipped.
+        Each trajectory's advantage is the objective's (`loss`, default: `config.loss`'s)."""
+        advantages = (loss or objective(config.loss)).advantages
         seqs: list[list[Sequence]] = []
         counts = {
             "groups": 0.0,
@@ -102,25 +104,14 @@ class GRPOTrainer:
                 for t in g.valid
             ]
             valid = [t for t in valid if t.generations]
-            if len(valid) < (1 if config.advantage == "reward" else 2):
-                counts["groups_skipped_too_small"] += 1
+            adv = advantages([t.reward for t in valid], config)
+            if isinstance(adv, str):
+                counts[f"groups_skipped_{adv}"] = counts.get(f"groups_skipped_{adv}", 0.0) + 1
                 continue
-            if config.advantage == "reward":
-                # Rejection-sampling fine-tuning: the successes alone, each at advantage 1 (at ratio 1
-                # the loss gradient is their tokens' log-likelihood gradient); failures are left out
-                # of the step, its token count included.
-                valid = [t for t in valid if t.reward >= config.success_threshold]
-                if not valid:
-                    counts["groups_skipped_no_success"] += 1
-                    continue
-                adv = [1.0] * len(valid)
-            else:
-                adv = group_advantages([t.reward for t in valid], scale=config.scale_rewards)
-                if adv is None:
-                    counts["groups_skipped_zero_variance"] += 1
-                    continue
             group_seqs = []
             for t, a in zip(valid, adv):
+                if a is None:  # left out of the step, its token count included
+                    continue
                 counts["trajectories"] += 1
                 t_seqs = trajectory_sequences(t, a)
                 counts["trajectories_trained"] += bool(t_seqs)
@@ -131,9 +122,16 @@ class GRPOTrainer:
         return seqs, counts
 
     def step(
-        self, groups: list[TrajectoryGroup], config: TrainConfig, rescore_constrained: bool = False
+        self,
+        groups: list[TrajectoryGroup],
+        config: TrainConfig,
+        rescore_constrained: bool = False,
+        loss: str | None = None,
     ) -> dict[str, float]:
         """One optimizer step over all trainable groups. Returns metrics (always, even with nothing to train).
+
+        `loss`: the objective this step optimises (mcprl.train.loss.objective), default `config.loss`;
+        the run's warm-up steps name theirs (`RunConfig.warmup_loss`).
 
         `rescore_constrained`: the sampler recorded grammar-masked logprobs for constrained turns
         (vLLM does), so the old-policy logprobs of those tokens are the trainer's own, as are those
@@ -145,7 +143,8 @@ class GRPOTrainer:
         tokens whose sampler logprobs the loss uses, on this pre-update pass: about 0 where sampler
         and trainer compute the same distribution; a broken path or an unsupported model shows here."""
         t0 = time.perf_counter()
-        groups_seqs, metrics = self.build_sequences(groups, config)
+        obj = objective(loss or config.loss)
+        groups_seqs, metrics = self.build_sequences(groups, config, obj)
         seqs = [s for g in groups_seqs for s in g]
         metrics["sequences"] = float(len(seqs))
         if not seqs:
@@ -170,6 +169,7 @@ class GRPOTrainer:
             "sampler_tokens": 0.0,
             "rescored_tokens": 0.0,
         }
+        known = set(sums)
         budget = config.micro_batch_tokens or self.default_micro_batch_tokens
         rows = packing.pack_rows(groups_seqs, budget, share=self.share_prefix)
         low = self._lora_compute_dtype()
@@ -202,19 +202,14 @@ class GRPOTrainer:
                 sums["mismatch_max"] = max(sums["mismatch_max"], float(gap.max()) if gap.numel() else 0.0)
                 sums["sampler_tokens"] += gap.numel()
                 sums["rescored_tokens"] += float(rescored.sum())
-                loss, stats = grpo_loss(
-                    LossInputs(lp, old, batch["advantages"], batch["weights"], ref),
-                    epsilon=config.epsilon,
-                    epsilon_high=config.epsilon_high,
-                    beta=config.beta,
-                )
+                value, stats = obj.loss(LossInputs(lp, old, batch["advantages"], batch["weights"], ref), config)
                 memory.release()  # what the forward freed (HF allocates and drops per-layer temporaries)
-                loss.backward()
-                sums["loss"] += float(loss.detach())
+                value.backward()
+                sums["loss"] += float(value.detach())
                 sums["entropy"] += float((ent.detach() * (batch["weights"] > 0)).sum())
                 for k, v in stats.items():
-                    sums[k] += float(v)
-                del loss, lp, ent, ref, batch, inputs, scoring, old
+                    sums[k] = sums.get(k, 0.0) + float(v)
+                del value, lp, ent, ref, batch, inputs, scoring, old
                 memory.release()  # the micro-batch's activations, before the next one allocates its own
         grad_norm = torch.nn.utils.clip_grad_norm_(
             [p for p in model.parameters() if p.requires_grad], config.max_grad_norm or float("inf")
@@ -241,6 +236,8 @@ class GRPOTrainer:
             )
         if sums["rescored_tokens"]:
             metrics["rescored_tokens"] = sums["rescored_tokens"]
+        # a loss's own sums (mcprl.train.loss.Loss), per loss token
+        metrics.update({f"loss/{k}": v / n for k, v in sums.items() if k not in known})
         return metrics
 
     def _collate(

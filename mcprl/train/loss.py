@@ -1,11 +1,29 @@
-"""GRPO as pure functions over tensors: group advantages and the clipped token-level loss."""
+"""The training objective as pure functions over tensors, chosen by name (`[train] loss`).
+
+A `Loss` is a pure function of one micro-batch's per-token tensors (`LossInputs`) and the step's
+settings: it returns the weighted sum to backpropagate and sums for the step's metrics. An
+`Objective` pairs it with `Advantages`, the pure function that turns a group's rewards into each
+trajectory's advantage (or leaves the group or a trajectory out). `LOSSES` holds the registered
+objectives; `[train] loss` names one, or is `module:function`, a user's `Loss` (trained with
+GRPO's group advantages): `objective(spec)` resolves either, a bad one a one-line UserError.
+"""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import math
+import os
+import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import torch
+
+from mcprl.errors import UserError
+
+if TYPE_CHECKING:
+    from mcprl.train.config import TrainConfig
 
 
 def group_advantages(rewards: list[float], scale: bool = True, eps: float = 1e-6) -> list[float] | None:
@@ -27,7 +45,22 @@ class LossInputs:
     old_logprobs: torch.Tensor  # recorded at sampling time
     advantages: torch.Tensor
     weights: torch.Tensor  # 0 off the sampled tokens; normalisation is folded in here
-    ref_logprobs: torch.Tensor | None = None
+    ref_logprobs: torch.Tensor | None = None  # the base model's, where config.beta > 0
+
+
+class Loss(Protocol):
+    """One micro-batch's loss: `(the weighted sum to backpropagate, sums for metrics)`. The sums the
+    step reports by name: `tokens` (loss tokens; required), `clip_frac`, `ratio`, `kl`; any other is
+    summed into the step's metrics as `loss/<name>` (divided by `tokens`)."""
+
+    def __call__(self, x: LossInputs, config: TrainConfig) -> tuple[torch.Tensor, dict[str, torch.Tensor]]: ...
+
+
+class Advantages(Protocol):
+    """A group's rewards to each trajectory's advantage (None: that trajectory is left out of the
+    step), or a word saying why the whole group is (counted as `groups_skipped_<word>`)."""
+
+    def __call__(self, rewards: list[float], config: TrainConfig) -> list[float | None] | str: ...
 
 
 def grpo_loss(
@@ -54,3 +87,77 @@ def grpo_loss(
         per_token = per_token + beta * kl
         stats["kl"] = (kl.detach() * on).sum()
     return (per_token * x.weights).sum(), stats
+
+
+def ppo_clip(x: LossInputs, config: TrainConfig) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The PPO-clipped token loss at the step's clip range (`epsilon`, `epsilon_high`) and KL weight (`beta`)."""
+    return grpo_loss(x, epsilon=config.epsilon, epsilon_high=config.epsilon_high, beta=config.beta)
+
+
+def relative(rewards: list[float], config: TrainConfig) -> list[float | None] | str:
+    """GRPO's group-relative advantage: reward minus the group mean, over its std with `scale_rewards`."""
+    if len(rewards) < 2:
+        return "too_small"
+    adv = group_advantages(rewards, scale=config.scale_rewards)
+    return "zero_variance" if adv is None else list(adv)
+
+
+def successes(rewards: list[float], config: TrainConfig) -> list[float | None] | str:
+    """Rejection-sampling fine-tuning: the successes (reward at least `success_threshold`) alone, each
+    at advantage 1 (at ratio 1 the clipped loss's gradient is their tokens' log-likelihood gradient);
+    failures are left out of the step, its token count included."""
+    if not rewards:
+        return "too_small"
+    adv = [1.0 if r >= config.success_threshold else None for r in rewards]
+    return adv if any(a is not None for a in adv) else "no_success"
+
+
+@dataclass(frozen=True)
+class Objective:
+    """What a step optimises: each trajectory's advantage from its group, and the token loss."""
+
+    loss: Loss
+    advantages: Advantages = relative
+
+
+LOSSES: dict[str, Objective] = {
+    # GRPO: group-relative advantages, PPO-clipped token loss (DAPO's asymmetric clip with epsilon_high)
+    "grpo": Objective(ppo_clip, relative),
+    # rejection-sampling fine-tuning: the successes at advantage 1 (the warm-up, sft_warmup_steps)
+    "rft": Objective(ppo_clip, successes),
+}
+
+FORMS = f"one of {', '.join(LOSSES)}, or module:function (def function(x: LossInputs, config: TrainConfig))"
+
+
+def objective(spec: str) -> Objective:
+    """The objective `spec` names: a registered one, or `module:function`, a user's `Loss` with GRPO's
+    group advantages. A bad spec is a one-line UserError naming the known ones."""
+    if spec in LOSSES:
+        return LOSSES[spec]
+    module_name, colon, attr = spec.partition(":")
+    if not colon or not module_name or not attr:
+        raise UserError(f"train.loss {spec!r} is not a known loss; give {FORMS}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name is None or not (module_name == e.name or module_name.startswith(e.name + ".")):
+            raise UserError(f"train.loss {spec!r}: importing {module_name} failed: {e}") from None
+        where = f"no module named {module_name} (from {os.getcwd()})"
+        raise UserError(f"train.loss {spec!r}: {where}; give {FORMS}") from None
+    except ImportError as e:
+        raise UserError(f"train.loss {spec!r}: importing {module_name} failed: {e}") from None
+    fn = getattr(module, attr, None)
+    if fn is None:
+        raise UserError(f"train.loss {spec!r}: module {module_name} has no {attr!r}; give {FORMS}")
+    if isinstance(fn, Objective):
+        return fn
+    if not callable(fn):
+        raise UserError(f"train.loss {spec!r} is of type {type(fn).__name__}, not a function; give {FORMS}")
+    try:
+        inspect.signature(fn).bind(None, None)
+    except (TypeError, ValueError):
+        raise UserError(f"train.loss {spec!r} does not take (x, config); give {FORMS}") from None
+    return Objective(fn)

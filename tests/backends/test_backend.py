@@ -116,3 +116,38 @@ def test_dtype_auto_follows_the_hardware_and_can_be_forced(monkeypatch, tiny_mod
     assert next(weights.load_model(str(tiny_model_dir)).parameters()).dtype == torch.float32
     with pytest.raises(UserError, match="unknown dtype 'fp8'"):
         weights.resolve_dtype("fp8")
+
+
+@pytest.mark.anyio
+async def test_the_placement_chooses_where_the_parts_run(home, tiny_model_dir):
+    """Placement: the endpoint started by its factory (the trainer here), the trainer elsewhere only
+    with the endpoint elsewhere too, this machine's endpoint on the placement's host."""
+    from mcprl.backends.base import Placement, Runtime
+    from mcprl.backends.cpu import CpuRuntime, EngineEndpoint
+
+    with pytest.raises(UserError, match=r"needs the policy served elsewhere too"):
+        Placement(load_trainer=lambda checkpoint: None)
+    assert LocalBackend(device="cpu", where=Placement(host="0.0.0.0")).settings["host"] == "0.0.0.0"
+    assert "host" not in LocalBackend(device="cpu").settings
+
+    started = []
+
+    async def start_endpoint(trainer):
+        started.append(trainer)
+        return await rt._start_endpoint(trainer)  # the CPU runtime's own, through the factory
+
+    model = TrainableModel(name="placed", project="p", base_model=str(tiny_model_dir))
+    backend = LocalBackend(device="cpu", dtype="float32", where=Placement(start_endpoint=start_endpoint))
+    rt = backend._runtime(model)
+    assert isinstance(rt, CpuRuntime) and rt.start_endpoint is start_endpoint
+    backend._runtime = lambda model: rt
+    async with backend:
+        await model.register(backend)
+        assert len(started) == 1 and isinstance(rt.endpoint, EngineEndpoint)
+
+    def load_trainer(checkpoint):
+        raise AssertionError("not loaded here")
+
+    both = LocalBackend(device="cpu", where=Placement(start_endpoint=start_endpoint, load_trainer=load_trainer))
+    rt = both._runtime(model)
+    assert type(rt) is Runtime and rt.load_trainer is load_trainer and rt.start_endpoint is start_endpoint

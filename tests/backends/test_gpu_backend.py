@@ -12,10 +12,11 @@ import pytest
 import torch
 
 from mcprl import LocalBackend, TrainableModel, TrainConfig
+from mcprl.backends.base import Placement
 from mcprl.backends.gpu import (
+    GpuLayout,
     GpuRuntime,
     GpuSettings,
-    Placement,
     gpu_unavailable_reason,
     missing_gpu_packages,
     resolve_placement,
@@ -220,11 +221,11 @@ def test_lora_rank_bucket():
 
 # ---- placement and the one-line errors ------------------------------------------------------
 def test_placement():
-    assert resolve_placement(GpuSettings(), 1) == Placement(True, 0, [0])
-    assert resolve_placement(GpuSettings(), 2) == Placement(False, 0, [1])
-    assert resolve_placement(GpuSettings(placement="shared"), 4) == Placement(True, 0, [0])
-    assert resolve_placement(GpuSettings(train_gpu=3, serve_gpus=[0, 1]), 4) == Placement(False, 3, [0, 1])
-    assert resolve_placement(GpuSettings(train_gpu=1), 3) == Placement(False, 1, [0])
+    assert resolve_placement(GpuSettings(), 1) == GpuLayout(True, 0, [0])
+    assert resolve_placement(GpuSettings(), 2) == GpuLayout(False, 0, [1])
+    assert resolve_placement(GpuSettings(placement="shared"), 4) == GpuLayout(True, 0, [0])
+    assert resolve_placement(GpuSettings(train_gpu=3, serve_gpus=[0, 1]), 4) == GpuLayout(False, 3, [0, 1])
+    assert resolve_placement(GpuSettings(train_gpu=1), 3) == GpuLayout(False, 1, [0])
     for settings, count, match in [
         (GpuSettings(placement="split"), 1, "second GPU"),
         (GpuSettings(train_gpu=2), 2, "only 2 GPU"),
@@ -302,7 +303,7 @@ async def test_policy_replicas_beside_the_gpu_runtimes_own_trainer_is_one_line(h
         match=r"with cluster.policy_replicas on a GPU machine, take the steps in a Ray actor too "
         r"\(cluster.trainer_actor",
     ):
-        async with LocalBackend(device="cuda", start_endpoint=start_endpoint) as backend:
+        async with LocalBackend(device="cuda", where=Placement(start_endpoint=start_endpoint)) as backend:
             await model.register(backend)
 
 

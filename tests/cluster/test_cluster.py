@@ -128,7 +128,7 @@ async def kill_a_worker_mid_step_1(run) -> None:
     log = run.dir / "metrics.jsonl"
     while not (log.exists() and '"eval"' in log.read_text()):
         await anyio.sleep(0.02)
-    while not (busy := [w for w in run.cluster.workers if w is not None and w.busy]):
+    while not (busy := [w for w in run.rollouts.workers if w is not None and w.busy]):
         await anyio.sleep(0.005)
     os.kill(busy[0].pid, signal.SIGKILL)
     killed.append(busy[0].pid)

@@ -137,16 +137,16 @@ async def kill_a_replica_at_step_1(run) -> None:
     log = run.dir / "metrics.jsonl"
     while not (log.exists() and '"eval"' in log.read_text()):
         await anyio.sleep(0.02)
-    replica = run.cluster.replicas.serving[0]
+    replica = run.rollouts.replicas.serving[0]
     os.kill(replica.pid, signal.SIGKILL)
     killed.append(replica.name)
-    trainer.append(run.cluster.trainer.where["pid"])
-    killed_dirs.extend([replica.dir, run.cluster.trainer.where["dir"]])
+    trainer.append(run.rollouts.trainer.where["pid"])
+    killed_dirs.extend([replica.dir, run.rollouts.trainer.where["dir"]])
     os.kill(trainer[0], signal.SIGKILL)
     # every actor's working directory, the replacements' included (the replacing trainer starts once step 1 trains)
-    while not any(r.name == "r2" for r in run.cluster.replicas.all) or run.cluster.trainer.where["pid"] == trainer[0]:
+    while not any(r.name == "r2" for r in run.rollouts.replicas.all) or run.rollouts.trainer.where["pid"] == trainer[0]:
         await anyio.sleep(0.02)
-    dirs.extend([*killed_dirs, *(r.dir for r in run.cluster.replicas.all), run.cluster.trainer.where["dir"]])
+    dirs.extend([*killed_dirs, *(r.dir for r in run.rollouts.replicas.all), run.rollouts.trainer.where["dir"]])
 
 
 @pytest.fixture(scope="module")
@@ -328,7 +328,7 @@ async def kill_the_vllm_replica_at_step_1(run) -> None:
     log = run.dir / "metrics.jsonl"
     while not (log.exists() and '"eval"' in log.read_text()):
         await anyio.sleep(0.02)
-    replica = run.cluster.replicas.serving[0]
+    replica = run.rollouts.replicas.serving[0]
     async with httpx.AsyncClient(headers={"Authorization": f"Bearer {replica.key}"}) as client:
         launch = (await client.get(replica.url.removesuffix("/v1") + "/standin/launch")).json()
     vllm_replicas.append({"name": replica.name, **launch})

@@ -238,11 +238,11 @@ def test_a_k_1_run_stopped_by_its_time_budget_ends_its_rollouts_and_resumes(home
                     hanging.append(scenario.id)
                     await anyio.sleep(3600)
 
-            plain, self.agent = self.agent, hang
+            plain, self.rollouts.agent = self.rollouts.agent, hang  # (in this process: LocalRollouts)
             try:
                 return await super()._collect(pool, judge, train, step)
             finally:
-                self.agent = plain
+                self.rollouts.agent = plain
 
         async def _learn(self, collected):
             with anyio.fail_after(300):

@@ -92,7 +92,7 @@ def test_unknown_keys_name_the_known_keys_and_sections(tmp_path):
 TRAIN = {
     "learning_rate": 1e-3,
     "scale_rewards": False,
-    "advantage": "reward",
+    "loss": "rft",
     "success_threshold": 0.5,
     "epsilon": 0.3,
     "epsilon_high": 0.28,

@@ -11,10 +11,11 @@ from mcprl.types import Scenario
 pytestmark = pytest.mark.anyio
 
 
-def serve(run, policy) -> None:
+def serve(run, policy, pool) -> None:
     """Give a training run the scripted `policy` as `_rollouts` asks for it (its served step, pinned)
-    and the plain agent."""
+    and the plain agent against `pool`, in this process."""
     from mcprl.rollout import agents
+    from mcprl.rollout.gather import LocalRollouts
 
     class Served(type(policy)):
         def pinned(self):
@@ -24,6 +25,7 @@ def serve(run, policy) -> None:
             return 0
 
     run.model, run.agent = Served(**policy.model_dump()), agents.load("plain")
+    run.rollouts = LocalRollouts(run.agent, pool)
 
 
 async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_call(tiny_model_dir, home):
@@ -53,10 +55,10 @@ async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_
     run = TrainingRun(RunConfig(group_size=2, rollout={"max_turns": 2}), say=lambda _: None)
     async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
         with scripted_endpoint(tiny_model_dir, handler=reply) as (policy, _):
-            serve(run, policy)
-            groups = await score_groups(VerifyJudge(), await run._rollouts(pool, [scenario], 2, "step"))
+            serve(run, policy, pool)
+            groups = await score_groups(VerifyJudge(), await run._rollouts([scenario], 2, "step"))
             assert [t.reward for t in groups[0].trajectories] == [0.0, 0.0]
-            await run._guided_retries(pool, VerifyJudge(), groups, "step")
+            await run._guided_retries(VerifyJudge(), groups, "step")
     assert groups[0].metadata["helped"] == "guided-retry" and sorted(t.reward for t in groups[0].trajectories) == [
         0.0,
         1.0,
@@ -92,8 +94,8 @@ async def test_a_grounded_group_no_rollout_solved_gets_its_reference_chain_and_t
     run = TrainingRun(RunConfig(group_size=2, rollout={"max_turns": 3}, unsolved="reference"), say=lambda _: None)
     async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
         with scripted_endpoint(tiny_model_dir, handler=reply) as (policy, _):
-            serve(run, policy)
-            groups = await score_groups(VerifyJudge(), await run._rollouts(pool, [scenario], 2, "step"))
+            serve(run, policy, pool)
+            groups = await score_groups(VerifyJudge(), await run._rollouts([scenario], 2, "step"))
             await run._add_references(VerifyJudge(), groups)
     group = groups[0]
     sampled, ref = group.trajectories[0], group.trajectories[-1]

@@ -381,14 +381,14 @@ def test_kl_beta_runs_reference_pass(trainer):
 def test_reward_advantage_reinforces_only_successes(trainer):
     # 0/1 rewards, and RULER-like scores where only one attempt is (near) perfect
     groups = _groups(trainer, rewards=((1.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.3, 0.6, 1.0)))
-    groups_seqs, counts = trainer.build_sequences(groups, TrainConfig(advantage="reward"))
+    groups_seqs, counts = trainer.build_sequences(groups, TrainConfig(loss="rft"))
     assert counts["groups_skipped_no_success"] == 1 and counts["groups_skipped_zero_variance"] == 0
     assert counts["trajectories"] == 2 and counts["groups_trained"] == 2
     trained = [s.input_ids for g in groups_seqs for s in g]
     successes = [groups[0].trajectories[0], groups[2].trajectories[2]]
     assert trained == [t.generations[0].prompt_token_ids + t.generations[0].completion_token_ids for t in successes]
     assert all(s.advantage == 1.0 for g in groups_seqs for s in g)
-    m = trainer.step(groups, TrainConfig(advantage="reward", learning_rate=1e-3))
+    m = trainer.step(groups, TrainConfig(loss="rft", learning_rate=1e-3))
     assert m["trained"] == 1 and m["loss_tokens"] == sum(len(t.generations[0].completion_token_ids) for t in successes)
 
 
@@ -568,3 +568,50 @@ def test_constrained_turns_are_scored_by_the_trainer_where_the_sampler_masked_th
     assert m_rescored["ratio_mean"] == 1.0 and m_true["ratio_mean"] == pytest.approx(1.0, abs=1e-5)
     assert all(torch.allclose(true[k], rescored[k], atol=1e-6) for k in true)
     assert any(not torch.allclose(true[k], unrescored[k], atol=1e-6) for k in true)
+
+
+def test_a_users_loss_by_import_path_is_what_the_step_optimises(trainer):
+    from tests import user_losses
+
+    user_losses.CALLS.clear()
+    groups = _groups(trainer)
+    before = _lora_params(trainer)
+    m = trainer.step(groups, TrainConfig(loss="tests.user_losses:reinforce", learning_rate=1e-3))
+    assert user_losses.CALLS, "the user's loss was never called"
+    assert m["loss"] == pytest.approx(sum(user_losses.CALLS), abs=1e-6)
+    # not the clipped surrogate's value (at ratio 1: minus the weighted advantages, 0 for a group's)
+    assert abs(m["loss"]) > 1e-4
+    assert m["loss/logprob"] < 0 and m["groups_skipped_zero_variance"] == 1 and m["trajectories"] == 3
+    after = _lora_params(trainer)
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
+def test_the_step_names_its_loss_over_the_configs(trainer):
+    groups = _groups(trainer, rewards=((1.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+    m = trainer.step(groups, TrainConfig(learning_rate=1e-12), loss="rft")
+    assert m["groups_skipped_no_success"] == 1 and m["trajectories"] == 1
+
+
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [
+        ("ppo", "is not a known loss; give one of grpo, rft, or module:function"),
+        ("tests.no_such_module:f", "no module named tests.no_such_module"),
+        ("tests.user_losses:missing", "has no 'missing'"),
+        ("tests.user_losses:NOT_A_FUNCTION", "not a function"),
+        ("tests.user_losses:TrainConfig", "does not take \\(x, config\\)"),
+    ],
+)
+def test_a_bad_loss_is_one_line_naming_the_known_ones(spec, problem):
+    from mcprl.errors import UserError
+    from mcprl.train.loss import LOSSES, objective
+
+    assert set(LOSSES) == {"grpo", "rft"}
+    with pytest.raises(UserError, match=problem) as e:
+        objective(spec)
+    assert "\n" not in str(e.value)
+
+
+def test_a_saved_advantage_setting_reads_as_its_loss():
+    assert TrainConfig.model_validate({"advantage": "reward"}).loss == "rft"
+    assert TrainConfig.model_validate({"advantage": "group"}).loss == "grpo"
