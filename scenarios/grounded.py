@@ -429,7 +429,9 @@ def _field_tasks(
             and v[:1].isalnum()
             and 1 <= len(v.split()) <= MAX_ANSWER_WORDS
             and not re.search(r"@|://", v)
-            and (not k or k.lower() in {"name", "title", "subject", "label"})
+            # a line with no key names a record of a listing; in a result that is one record it is its
+            # heading or prose ("Repository status:", "On branch main")
+            and (not k and listing or k.lower() in {"name", "title", "subject", "label"})
         ]
         names.sort(key=lambda v: (" " not in v, bool(re.search(r"\d", v))))  # names before codes
         # values with a digit first (an amount, a code, a count): what a person asks a record for

@@ -46,8 +46,8 @@ def usage(
     **given: Any,
 ) -> None:
     """For server authors: what a model does with each tool (selection, arguments, results, outcome), from rollouts."""
-    from mcprl.run.evaluate import evaluate, run_settings
-    from mcprl.scenarios.source import grounded
+    from mcprl.run.evaluate import evaluate, resolve_checkpoint, run_settings
+    from mcprl.scenarios.source import grounded, referenced
     from mcprl.tools import ToolPool
     from mcprl.usage import load_overrides
     from mcprl.usage.render import print_reports
@@ -96,8 +96,26 @@ def usage(
         if shown is not None:  # a tool or parameter the server does not have stops here, before any rollout
             async with ToolPool(base_cfg.server.spec()) as pool:
                 shown.apply(pool.toolset.tools)
-        scen = load_jsonl(scenarios, Scenario) if scenarios is not None else await tasks(base_cfg)
-        cfg = run_settings(None, scen, settings)
+        if scenarios is not None:  # a user's questions: those with answers get reference chains found on the server
+            where = out or Path(tempfile.mkdtemp(prefix="mcprl-usage-"))
+            where.mkdir(parents=True, exist_ok=True)
+            async with ToolPool(base_cfg.server.spec()) as pool:
+                scen = await referenced(
+                    pool,
+                    load_jsonl(scenarios, Scenario),
+                    base_cfg.explore,
+                    where / "exploration.jsonl",
+                    seed=seed,
+                    model=base_cfg.judge.model,
+                    api_base=base_cfg.judge.api_base,
+                    say=say,
+                )
+        else:
+            scen = await tasks(base_cfg)
+        # a trained model is rolled out as its run trained it (prompt, demonstration, sampling), and the
+        # baseline beside it under the same settings, so the two differ in their weights alone
+        adapter = resolve_checkpoint(model, project)[1] if model else None
+        cfg = run_settings(adapter.parent.parent if adapter is not None else None, scen, settings)
         runs = []
         for m in [model or cfg.model, *([baseline] if baseline else [])]:
             for o in [None, shown] if shown is not None else [None]:

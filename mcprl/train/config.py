@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class TrainConfig(BaseModel):
@@ -63,16 +63,6 @@ class TrainConfig(BaseModel):
         description="steps rollouts may run ahead of training, each group trained "
         "at most this many steps after the policy that sampled it (0: synchronous)",
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _saved_advantage(cls, data: Any) -> Any:
-        """A run saved before `loss` (its `advantage`: group or reward) reads as loss grpo or rft."""
-        if isinstance(data, dict) and "advantage" in data and "loss" not in data:
-            data = dict(data)
-            advantage = data.pop("advantage")
-            data["loss"] = {"group": "grpo", "reward": "rft"}.get(advantage, advantage)
-        return data
 
 
 class LoraSettings(BaseModel):

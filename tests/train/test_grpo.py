@@ -610,8 +610,3 @@ def test_a_bad_loss_is_one_line_naming_the_known_ones(spec, problem):
     with pytest.raises(UserError, match=problem) as e:
         objective(spec)
     assert "\n" not in str(e.value)
-
-
-def test_a_saved_advantage_setting_reads_as_its_loss():
-    assert TrainConfig.model_validate({"advantage": "reward"}).loss == "rft"
-    assert TrainConfig.model_validate({"advantage": "group"}).loss == "grpo"
