@@ -35,10 +35,9 @@ from mcprl import tasks
 from mcprl.errors import UserError, first_problem
 from mcprl.judges.base import zero_failed
 from mcprl.llm import extract_json
-from mcprl.types import Scenario, Trajectory, TrajectoryGroup
+from mcprl.types import SUCCESS_THRESHOLD, Scenario, Trajectory, TrajectoryGroup
 
 Checker = Callable[[Scenario, Trajectory], Any]  # returns a float, or an awaitable of one
-SOLVED = 0.999  # a score that counts as solving the task (success rates count the same)
 
 
 def normalize_text(text: str) -> str:
@@ -262,11 +261,13 @@ class VerifyJudge:
     A group without a scenario (or check) is skipped; so is one whose checker raises, with the
     exception as the reason, since a crashing checker says nothing about the answers.
 
-    `all_or_nothing` drops partial credit: 1 for a solved task (score >= SOLVED), else 0."""
+    `all_or_nothing` drops partial credit: 1 for a solved task (score >= `success_threshold`, the run's
+    `--success-threshold`), else 0."""
 
     checker: Checker | None = None
     name: str = "verify"
     all_or_nothing: bool = False
+    success_threshold: float = SUCCESS_THRESHOLD
 
     async def score_group(self, group: TrajectoryGroup) -> TrajectoryGroup:
         zero_failed(group)
@@ -288,7 +289,7 @@ class VerifyJudge:
                 if not math.isfinite(score):
                     raise ValueError(f"score {score} is not a finite number")
                 score = min(1.0, max(0.0, score))
-                scores.append(float(score >= SOLVED) if self.all_or_nothing else score)
+                scores.append(float(score >= self.success_threshold) if self.all_or_nothing else score)
             except Exception as e:
                 group.skipped = f"{self.name}: checker raised {type(e).__name__}: {e} (scenario {scenario.id})"
                 return group

@@ -21,6 +21,12 @@ from mcprl.paths import replace_text
 Message = dict[str, Any]
 ToolSchema = dict[str, Any]  # {"type": "function", "function": {"name", "description", "parameters"}}
 
+# The one definition of success: a verified score (else the reward) at or above the threshold solved its task.
+# This is only the default of `--success-threshold` (mcprl.train.config.TrainConfig.success_threshold); the
+# run passes the configured value to everything that counts successes (the success_rate metric, solved and
+# unsolved groups, the judges' all-or-nothing, the usage report, the warm-up's filter).
+SUCCESS_THRESHOLD = 0.999
+
 
 def _new_id() -> str:
     return uuid.uuid4().hex[:12]

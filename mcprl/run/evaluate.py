@@ -120,7 +120,12 @@ async def evaluate(
         names.append(b_served)
     server_ = LocalEndpoint(engine, api_key=secrets.token_urlsafe(24))
     verifiable = all(s.check is not None for s in scenarios)
-    judge = cfg.judge.held_out(verifiable, all_or_nothing=not cfg.scenarios.task_help, cache_dir=cache_dir)
+    judge = cfg.judge.held_out(
+        verifiable,
+        all_or_nothing=not cfg.scenarios.task_help,
+        success_threshold=cfg.train.success_threshold,
+        cache_dir=cache_dir,
+    )
     try:
         pool_cm = ToolPool(cfg.server.spec()) if cfg.server.connects else None
         async with pool_cm if pool_cm is not None else nullcontext() as pool:
@@ -144,10 +149,18 @@ async def evaluate(
             for g, s in zip(groups, scenarios):
                 g.scenario = s
             await score_groups(judge, groups)
-            result: dict[str, Any] = {"model": served, "scenarios": len(scenarios), **rollout_metrics(groups)}
+            result: dict[str, Any] = {
+                "model": served,
+                "scenarios": len(scenarios),
+                **rollout_metrics(groups, cfg.train.success_threshold),
+            }
             if toolset is not None:
                 result["usage"] = usage_report(
-                    groups, toolset.tools, model=served, findings=check_tools(toolset.mcp_tools)
+                    groups,
+                    toolset.tools,
+                    model=served,
+                    findings=check_tools(toolset.mcp_tools),
+                    success_threshold=cfg.train.success_threshold,
                 ).model_dump(mode="json")
             if baseline:
                 ruler = cfg.judge.model_copy(update={"mode": "ruler"}).build(cache_dir=cache_dir)
