@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcprl.errors import UserError, clip
-from mcprl.judges.verify import build_checks
 from mcprl.llm import LLMError, complete, extract_json, is_local
 from mcprl.scenarios.config import ExploreConfig, ScenarioConfig
 from mcprl.scenarios.explore import explore as explore_server
@@ -101,7 +100,6 @@ async def run_scenarios(
         dump_jsonl(train, train_file)
         dump_jsonl(val, val_file)
         say(f"{len(train)} train / {len(val)} val scenarios ({source})")
-    build_checks(train + val, cfg.file or "the scenarios")
     return train, val
 
 

@@ -25,6 +25,7 @@ from mcprl.backends.local import LocalBackend
 from mcprl.cluster import open_rollouts
 from mcprl.errors import UserError, clip
 from mcprl.judges import score_groups
+from mcprl.judges.verify import build_checks
 from mcprl.model import memory
 from mcprl.model.trainable import TrainableModel
 from mcprl.paths import replace_text
@@ -174,6 +175,7 @@ class TrainingRun:
                 max_calls=cfg.rollout.calls_per_episode,
                 say=self.say,
             )
+            build_checks(train + val, cfg.scenarios.file or "the scenarios")  # a check that cannot be built stops here
             train = await self._demonstration(
                 pool, train, shipped.example if shipped and cfg.scenarios.task_help else None
             )

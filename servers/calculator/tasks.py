@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from mcprl.judges.verify import numbers
+from mcprl.matching import numbers
 from mcprl.servers.checking import answered, successful_tool_calls
 from mcprl.types import Scenario, Trajectory
 
