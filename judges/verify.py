@@ -1,21 +1,8 @@
 """Verifiable judges: compare a trajectory's final answer with the scenario's ground truth.
 
-`Scenario.check` selects the verifier; `value` defaults to `Scenario.answer`:
-
-    {"kind": "exact", "value": "42"}                 stripped string equality
-    {"kind": "normalized", "value": "New York"}      case/punctuation/space-insensitive; numbers by value
-    {"kind": "contains", "value": ["Paris", "Rome"]} fraction of the values found (normalised) in the answer
-    {"kind": "holds", "value": 22.6}                 the answer holds the value (numbers by value, text as
-                                                     whole words; `any_of` a list), with at most 3 other numbers;
-                                                     `"on": "read_back"`: the result of the scenario's read-back
-                                                     call, made in the rollout's session after it (state changes)
-    {"kind": "regex", "pattern": "\\b42\\b"}        1 if the pattern matches anywhere (`ignore_case` optional)
-    {"kind": "json_field", "field": "order.total", "value": 12.5}  parse the answer as JSON, compare a field
-    {"kind": "python", "function": "pkg.module:fn"}  fn(scenario, trajectory) -> float
-    {"kind": "server", "server": "inventory", ...}   the task set's checker:
-                                                     mcprl.tasks.get(server).check(scenario, trajectory)
-
-Scores are floats in [0, 1]; a checker's result outside that range is clamped.
+`Scenario.check` (one of mcprl.checks' models, which lists the kinds) selects the verifier; `value`
+defaults to `Scenario.answer`. Scores are floats in [0, 1]; a checker's result outside that range is
+clamped.
 """
 
 from __future__ import annotations
@@ -26,11 +13,22 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from mcprl import tasks
+from mcprl.checks import (
+    KINDS,
+    Check,
+    ContainsCheck,
+    ExactCheck,
+    HoldsCheck,
+    JsonFieldCheck,
+    NormalizedCheck,
+    PythonCheck,
+    RegexCheck,
+)
 from mcprl.errors import UserError, first_problem
 from mcprl.judges.base import zero_failed
 from mcprl.llm import extract_json
@@ -40,79 +38,17 @@ from mcprl.types import SUCCESS_THRESHOLD, Scenario, Trajectory, TrajectoryGroup
 Checker = Callable[[Scenario, Trajectory], Any]  # returns a float, or an awaitable of one
 
 
-class _Check(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ExactCheck(_Check):
-    kind: Literal["exact"]
-    value: Any = None
-
-
-class NormalizedCheck(_Check):
-    kind: Literal["normalized"]
-    value: Any = None
-
-
-class ContainsCheck(_Check):
-    kind: Literal["contains"]
-    value: str | list[str] | None = None
-
-
-class HoldsCheck(_Check):
-    """The answer holds the value (numbers by value, text as whole words), or with `any_of` one of
-    the values, and gives at most `max_other_numbers` numbers that are neither a value nor in the
-    task, and at most `max_words` words: an answer reciting a whole record (or pasting a tool's
-    result) does not pass for the one field asked for."""
-
-    kind: Literal["holds"]
-    value: Any = None
-    on: Literal["answer", "read_back"] = Field(
-        default="answer", description="what must hold it: the final answer, or the scenario's read-back call's result"
-    )
-    any_of: bool = False
-    max_other_numbers: int | None = Field(default=3, ge=0)
-    max_words: int | None = Field(default=None, ge=1, description="an answer of more words recites rather than answers")
-
-
-class RegexCheck(_Check):
-    kind: Literal["regex"]
-    pattern: str | None = None
-    ignore_case: bool = False
-
-
-class JsonFieldCheck(_Check):
-    kind: Literal["json_field"]
-    field: str = Field(description="dotted path; integer parts index lists, e.g. items.0.sku")
-    value: Any = None
-
-
-class PythonCheck(_Check):
-    kind: Literal["python"]
-    function: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="module:attribute")
-
-
-class ServerCheck(_Check):
-    model_config = ConfigDict(extra="allow")  # the server's own check spec rides along
-    kind: Literal["server"]
-    server: str
-
-
-Check = Annotated[
-    ExactCheck | NormalizedCheck | ContainsCheck | HoldsCheck | RegexCheck | JsonFieldCheck | PythonCheck | ServerCheck,
-    Field(discriminator="kind"),
-]
 _CHECK = TypeAdapter(Check)
 
 
 def parse_check(scenario: Scenario) -> Check:
-    """The scenario's check, validated; a bad one is a UserError naming the scenario."""
+    """The scenario's check (validated when the scenario was; again here, in case it was set since as a
+    dict); a bad one is a UserError naming the scenario."""
     try:
         return _CHECK.validate_python(scenario.check)
     except ValidationError as e:
         raise UserError(
-            f"scenario {scenario.id}: invalid check {scenario.check!r} ({first_problem(e)}); "
-            "kinds: exact, normalized, contains, holds, regex, json_field, python, server"
+            f"scenario {scenario.id}: invalid check {scenario.check!r} ({first_problem(e)}); kinds: {', '.join(KINDS)}"
         ) from None
 
 

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, Field
 
+from mcprl.checks import HoldsCheck
 from mcprl.matching import holds_answer, normalize_text, numbers
 from mcprl.scenarios.explore import Exploration, ExploredCall, may_write, source_call
 from mcprl.scenarios.lexicon import words_of
@@ -228,9 +229,9 @@ def _scenario(
         # a task that changes state is checked on the state it leaves (its read-back), a record: any numbers
         # an answer is a sentence around the value, not a pasted result (a recital held every field: trained on, it was
         # learnt)
-        check={"kind": "holds", "max_words": len(str(answer).split()) + ANSWER_WORDS}
+        check=HoldsCheck(max_words=len(str(answer).split()) + ANSWER_WORDS)
         if read_back is None
-        else {"kind": "holds", "on": "read_back", "max_other_numbers": None},
+        else HoldsCheck(on="read_back", max_other_numbers=None),
         read_back=None if read_back is None else {"tool": read_back.tool, "arguments": read_back.arguments},
         metadata={
             "source": "grounded",

@@ -14,6 +14,7 @@ import anyio
 import torch
 
 from mcprl import paths, tasks
+from mcprl.checks import ServerCheck
 from mcprl.errors import UserError
 from mcprl.judges import score_groups
 from mcprl.model import weights
@@ -70,7 +71,7 @@ def run_settings(
     if config is not None and config.exists():
         cfg = load_config(config, overrides)
     else:
-        shipped = {(s.check or {}).get("server") for s in scenarios}
+        shipped = {s.check.server if isinstance(s.check, ServerCheck) else None for s in scenarios}
         if len(shipped) == 1 and None not in shipped:
             overrides.setdefault("scenarios.tasks", shipped.pop())
         cfg = load_config(None, overrides)

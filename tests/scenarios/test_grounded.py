@@ -209,7 +209,7 @@ async def test_grounded_tasks_on_a_stdio_server_are_checked_by_value_and_replaye
             if t.read_back is None
             else {"on": "read_back", "max_other_numbers": None}
         )
-        assert t.check == {"kind": "holds", **on} and t.reference and t.difficulty == len(t.reference)
+        assert t.check.model_dump() == {"kind": "holds", **on} and t.reference and t.difficulty == len(t.reference)
     # the clock's tasks do not reproduce on replay, so none is kept
     assert not any(t.tools == ["now"] for t in tasks)
     assert report.dropped.get("answer not reproduced", 0) >= 1
