@@ -370,6 +370,7 @@ def test_no_task_is_answered_by_our_rendering_or_by_its_own_wording():
         tool="get-tiny-image",
         arguments={},
         text="Here's the image you requested:\n[image/png, 4 KB]\nThe image above is the MCP logo.",
+        data_text="Here's the image you requested:\nThe image above is the MCP logo.",  # its text blocks
     )
     total = ExploredCall(
         index=1, session=0, tool="get-sum", arguments={"a": 10, "b": 20}, text="The sum of 10 and 20 is 30."
