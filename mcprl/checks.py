@@ -36,10 +36,11 @@ class BaseCheck(BaseModel):
 
     @model_serializer(mode="wrap")
     def _as_written(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
-        """Only the keys given (and `kind`): the JSON a check was written as, without its defaults."""
+        """Only the keys given, and `kind` always (a dump that leaves defaults out keeps it too): the JSON a
+        check was written as, without its defaults."""
         data = handler(self)
-        given = self.model_fields_set | {"kind"} | set(self.__pydantic_extra__ or {})
-        return {k: v for k, v in data.items() if k in given}
+        given = self.model_fields_set | set(self.__pydantic_extra__ or {})
+        return {"kind": self.kind, **{k: v for k, v in data.items() if k in given and k != "kind"}}
 
     def __getitem__(self, key: str) -> Any:
         """A field or a key given beside them (a task set's own), as in the check's JSON."""

@@ -40,6 +40,8 @@ def test_a_written_check_loads_typed_and_is_written_back_unchanged(tmp_path, che
     dump_jsonl([scenario], tmp_path / "again.jsonl")
     assert json.loads((tmp_path / "again.jsonl").read_text())["check"] == check
     assert load_jsonl(tmp_path / "again.jsonl", Scenario) == [scenario]
+    # a dump that leaves out defaults (autorl's inputs file) still names the kind
+    assert Scenario.model_validate_json(scenario.model_dump_json(exclude_defaults=True)) == scenario
 
 
 def test_fields_are_typed_and_defaults_apply():
@@ -51,6 +53,8 @@ def test_fields_are_typed_and_defaults_apply():
     with pytest.raises(UserError, match="function: String should match pattern"):
         Scenario(task="t", check={"kind": "python", "function": "no colon"})
     assert PythonCheck(function="m:f").model_dump() == {"kind": "python", "function": "m:f"}
+    made = Scenario(task="t", check=HoldsCheck(max_words=3))  # as grounding makes it, the kind by default
+    assert made.model_dump(exclude_defaults=True)["check"] == {"kind": "holds", "max_words": 3}
 
 
 def test_a_task_set_reads_its_own_keys_as_written():
