@@ -50,7 +50,8 @@ async def first_calls(
         return [Scenario.model_validate_json(line) for line in text.splitlines() if line.strip()]
 
     scenarios = split("val")
-    rc = run_settings(adapter.parent.parent, scenarios).rollout
+    settings = run_settings(adapter.parent.parent, scenarios)
+    rc, threshold = settings.rollout, settings.train.success_threshold
     if constrain:
         rc = rc.model_copy(update={"constrain_tool_calls": True})
     rollout = agents.load(rc.agent)
@@ -89,7 +90,7 @@ async def first_calls(
             by_expected[g.scenario.tools[0] if g.scenario.tools else "(none named)"][
                 calls[0] if calls else "(none)"
             ] += 1
-            solved += t.reward >= 0.999
+            solved += t.reward >= threshold
             # a call past every stage and holding the answer scores above STAGES / (STAGES + 1)
             found += (
                 g.scenario.answer is not None

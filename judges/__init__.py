@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mcprl.errors import UserError
 from mcprl.lazy import exports
+from mcprl.types import SUCCESS_THRESHOLD
 
 if TYPE_CHECKING:
     from mcprl.judges.base import Judge, JudgeError, score_groups
@@ -42,18 +43,25 @@ JudgeMode = Literal["ruler", "verify", "gate"]
 __getattr__ = exports(__name__, _EXPORTS)
 
 
-def build_judge(mode: JudgeMode, ruler: RulerJudge | None = None, all_or_nothing: bool = False) -> Judge:
+def build_judge(
+    mode: JudgeMode,
+    ruler: RulerJudge | None = None,
+    all_or_nothing: bool = False,
+    success_threshold: float = SUCCESS_THRESHOLD,
+) -> Judge:
     """The judge a `--judge` option names: RULER alone, the scenarios' checks alone, or the
     gate (checks decide pass/fail, RULER ranks the passing ones). `all_or_nothing`: the checks
-    give no partial credit (see VerifyJudge)."""
+    give no partial credit (see VerifyJudge); `success_threshold` (the run's `--success-threshold`):
+    the check's score that solves a task, for all-or-nothing and for the gate's pass."""
     from mcprl.judges.combine import GateJudge
     from mcprl.judges.verify import VerifyJudge
 
+    verify = VerifyJudge(all_or_nothing=all_or_nothing, success_threshold=success_threshold)
     if mode == "verify":
-        return VerifyJudge(all_or_nothing=all_or_nothing)
+        return verify
     if ruler is None:
         raise UserError(f"judging with {mode!r} needs a judge model; pass --judge-model (e.g. openai/gpt-4.1 or local)")
-    return ruler if mode == "ruler" else GateJudge(VerifyJudge(all_or_nothing=all_or_nothing), ruler)
+    return ruler if mode == "ruler" else GateJudge(verify, ruler, pass_threshold=success_threshold)
 
 
 class JudgeConfig(BaseModel):
@@ -80,14 +88,15 @@ class JudgeConfig(BaseModel):
         self,
         *,
         all_or_nothing: bool = False,
+        success_threshold: float = SUCCESS_THRESHOLD,
         shaped: bool = False,
         cache_dir: Path | None = None,
         unchecked: bool = False,
     ) -> Judge:
         """The judge these settings name; `shaped` (training against tools) adds the capped tool-use
-        shaping; RULER's verdicts are cached in `cache_dir`. `unchecked`: some scenarios have no check
-        (synthesized tasks among grounded ones): with the checks' modes, those are judged by RULER
-        (ByCheckJudge), the others by their checks."""
+        shaping; RULER's verdicts are cached in `cache_dir`; `success_threshold`: see `build_judge`.
+        `unchecked`: some scenarios have no check (synthesized tasks among grounded ones): with the
+        checks' modes, those are judged by RULER (ByCheckJudge), the others by their checks."""
         from mcprl.judges.combine import ByCheckJudge, ShapedJudge
         from mcprl.judges.ruler import RulerJudge
         from mcprl.judges.shaping import ToolUseShaping
@@ -99,12 +108,19 @@ class JudgeConfig(BaseModel):
                 raise UserError(f"--rubric {self.rubric}: no such file; give a text file with the judging criteria")
             rubric = Path(self.rubric).read_text() if self.rubric else None
             ruler = RulerJudge(self.model, rubric=rubric, api_base=self.api_base, cache_dir=cache_dir)
-        judge = build_judge(mode, ruler, all_or_nothing=all_or_nothing)
+        judge = build_judge(mode, ruler, all_or_nothing=all_or_nothing, success_threshold=success_threshold)
         if unchecked and mode != "ruler" and ruler is not None:
             judge = ByCheckJudge(judge, ruler)
         return ShapedJudge(judge, ToolUseShaping(), self.shaping) if shaped and self.shaping > 0 else judge
 
-    def held_out(self, verifiable: bool, *, all_or_nothing: bool = False, cache_dir: Path | None = None) -> Judge:
+    def held_out(
+        self,
+        verifiable: bool,
+        *,
+        all_or_nothing: bool = False,
+        success_threshold: float = SUCCESS_THRESHOLD,
+        cache_dir: Path | None = None,
+    ) -> Judge:
         """How held-out scenarios are scored, by a run's evaluations and by `mcprl eval` alike: by
         their checks when every one has one (`verifiable`), else each scenario without a check by RULER
         and each with one by its check (gating RULER where the mode is both); never shaped, so a score
@@ -112,9 +128,11 @@ class JudgeConfig(BaseModel):
         from mcprl.judges.verify import VerifyJudge
 
         if verifiable:
-            return VerifyJudge(all_or_nothing=all_or_nothing)
+            return VerifyJudge(all_or_nothing=all_or_nothing, success_threshold=success_threshold)
         # without checks only RULER can judge: a scenario without one by RULER, one with one by its check
-        return self.build(all_or_nothing=all_or_nothing, cache_dir=cache_dir, unchecked=True)
+        return self.build(
+            all_or_nothing=all_or_nothing, success_threshold=success_threshold, cache_dir=cache_dir, unchecked=True
+        )
 
 
 __all__ = sorted([*_EXPORTS, "JudgeConfig", "JudgeMode", "build_judge"])

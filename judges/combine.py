@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from mcprl.errors import UserError
 from mcprl.judges.base import Judge
-from mcprl.types import TrajectoryGroup
+from mcprl.types import SUCCESS_THRESHOLD, TrajectoryGroup
 
 
 @dataclass
@@ -51,7 +51,7 @@ class GateJudge:
 
     verifier: Judge
     ranker: Judge
-    pass_threshold: float = 1.0
+    pass_threshold: float = SUCCESS_THRESHOLD  # a pass is a success: the run's --success-threshold
     floor: float = 0.5
     name: str = "gate"
 

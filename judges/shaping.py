@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcprl.judges.base import zero_failed
-from mcprl.judges.verify import holds_answer, words
+from mcprl.matching import holds_answer, words
 from mcprl.tools.client import schema_validator
 from mcprl.types import Message, Trajectory, TrajectoryGroup
 

@@ -1,21 +1,8 @@
 """Verifiable judges: compare a trajectory's final answer with the scenario's ground truth.
 
-`Scenario.check` selects the verifier; `value` defaults to `Scenario.answer`:
-
-    {"kind": "exact", "value": "42"}                 stripped string equality
-    {"kind": "normalized", "value": "New York"}      case/punctuation/space-insensitive; numbers by value
-    {"kind": "contains", "value": ["Paris", "Rome"]} fraction of the values found (normalised) in the answer
-    {"kind": "holds", "value": 22.6}                 the answer holds the value (numbers by value, text as
-                                                     whole words; `any_of` a list), with at most 3 other numbers;
-                                                     `"on": "read_back"`: the result of the scenario's read-back
-                                                     call, made in the rollout's session after it (state changes)
-    {"kind": "regex", "pattern": "\\b42\\b"}        1 if the pattern matches anywhere (`ignore_case` optional)
-    {"kind": "json_field", "field": "order.total", "value": 12.5}  parse the answer as JSON, compare a field
-    {"kind": "python", "function": "pkg.module:fn"}  fn(scenario, trajectory) -> float
-    {"kind": "server", "server": "inventory", ...}   the task set's checker:
-                                                     mcprl.tasks.get(server).check(scenario, trajectory)
-
-Scores are floats in [0, 1]; a checker's result outside that range is clamped.
+`Scenario.check` (one of mcprl.checks' models, which lists the kinds) selects the verifier; `value`
+defaults to `Scenario.answer`. Scores are floats in [0, 1]; a checker's result outside that range is
+clamped.
 """
 
 from __future__ import annotations
@@ -24,145 +11,44 @@ import importlib
 import inspect
 import math
 import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from mcprl import tasks
+from mcprl.checks import (
+    KINDS,
+    Check,
+    ContainsCheck,
+    ExactCheck,
+    HoldsCheck,
+    JsonFieldCheck,
+    NormalizedCheck,
+    PythonCheck,
+    RegexCheck,
+)
 from mcprl.errors import UserError, first_problem
 from mcprl.judges.base import zero_failed
 from mcprl.llm import extract_json
-from mcprl.types import Scenario, Trajectory, TrajectoryGroup
+from mcprl.matching import as_number, holds_answer, normalize_text, numbers, same_value
+from mcprl.types import SUCCESS_THRESHOLD, Scenario, Trajectory, TrajectoryGroup
 
 Checker = Callable[[Scenario, Trajectory], Any]  # returns a float, or an awaitable of one
-SOLVED = 0.999  # a score that counts as solving the task (success rates count the same)
 
 
-def normalize_text(text: str) -> str:
-    """Unicode-folded, lower-cased, punctuation replaced by spaces, whitespace collapsed."""
-    text = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join(re.sub(r"[^\w\s]", " ", text).split())
-
-
-# A number standing alone: not part of a token like SKU-1234 or A4. Thousands separators are
-# dropped before reading (`THOUSANDS`).
-NUMBER = re.compile(r"(?<![\w-])-?\d+(?:\.\d+)?(?![\w-])")
-THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-
-
-def numbers(text: str) -> set[float]:
-    """The values of the numbers standing alone in `text`."""
-    return {float(n) for n in NUMBER.findall(THOUSANDS.sub("", text))}
-
-
-def as_number(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        number = float(str(value).strip().replace(",", ""))
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """Equal as numbers when both read as numbers (so "42.0" matches 42), else as normalised text."""
-    x, y = as_number(a), as_number(b)
-    if x is not None and y is not None:
-        return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9)
-    return normalize_text(str(a)) == normalize_text(str(b))
-
-
-def words(text: str) -> list[str]:
-    return normalize_text(text).split()
-
-
-def holds_answer(text: str, answer: Any) -> bool:
-    """Whether `text` holds `answer`: a number as a number of the same value ("$22.60" holds
-    22.6, "SKU-1234" holds no 1234), anything else as whole words, both normalised."""
-    number = as_number(answer)
-    if number is not None:
-        return any(math.isclose(n, number, abs_tol=1e-9) for n in numbers(text))
-    needle = " ".join(words(str(answer)))
-    return bool(needle) and f" {needle} " in f" {' '.join(words(text))} "
-
-
-class _Check(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ExactCheck(_Check):
-    kind: Literal["exact"]
-    value: Any = None
-
-
-class NormalizedCheck(_Check):
-    kind: Literal["normalized"]
-    value: Any = None
-
-
-class ContainsCheck(_Check):
-    kind: Literal["contains"]
-    value: str | list[str] | None = None
-
-
-class HoldsCheck(_Check):
-    """The answer holds the value (numbers by value, text as whole words), or with `any_of` one of
-    the values, and gives at most `max_other_numbers` numbers that are neither a value nor in the
-    task, and at most `max_words` words: an answer reciting a whole record (or pasting a tool's
-    result) does not pass for the one field asked for."""
-
-    kind: Literal["holds"]
-    value: Any = None
-    on: Literal["answer", "read_back"] = Field(
-        default="answer", description="what must hold it: the final answer, or the scenario's read-back call's result"
-    )
-    any_of: bool = False
-    max_other_numbers: int | None = Field(default=3, ge=0)
-    max_words: int | None = Field(default=None, ge=1, description="an answer of more words recites rather than answers")
-
-
-class RegexCheck(_Check):
-    kind: Literal["regex"]
-    pattern: str | None = None
-    ignore_case: bool = False
-
-
-class JsonFieldCheck(_Check):
-    kind: Literal["json_field"]
-    field: str = Field(description="dotted path; integer parts index lists, e.g. items.0.sku")
-    value: Any = None
-
-
-class PythonCheck(_Check):
-    kind: Literal["python"]
-    function: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="module:attribute")
-
-
-class ServerCheck(_Check):
-    model_config = ConfigDict(extra="allow")  # the server's own check spec rides along
-    kind: Literal["server"]
-    server: str
-
-
-Check = Annotated[
-    ExactCheck | NormalizedCheck | ContainsCheck | HoldsCheck | RegexCheck | JsonFieldCheck | PythonCheck | ServerCheck,
-    Field(discriminator="kind"),
-]
 _CHECK = TypeAdapter(Check)
 
 
 def parse_check(scenario: Scenario) -> Check:
-    """The scenario's check, validated; a bad one is a UserError naming the scenario."""
+    """The scenario's check (validated when the scenario was; again here, in case it was set since as a
+    dict); a bad one is a UserError naming the scenario."""
     try:
         return _CHECK.validate_python(scenario.check)
     except ValidationError as e:
         raise UserError(
-            f"scenario {scenario.id}: invalid check {scenario.check!r} ({first_problem(e)}); "
-            "kinds: exact, normalized, contains, holds, regex, json_field, python, server"
+            f"scenario {scenario.id}: invalid check {scenario.check!r} ({first_problem(e)}); kinds: {', '.join(KINDS)}"
         ) from None
 
 
@@ -262,11 +148,13 @@ class VerifyJudge:
     A group without a scenario (or check) is skipped; so is one whose checker raises, with the
     exception as the reason, since a crashing checker says nothing about the answers.
 
-    `all_or_nothing` drops partial credit: 1 for a solved task (score >= SOLVED), else 0."""
+    `all_or_nothing` drops partial credit: 1 for a solved task (score >= `success_threshold`, the run's
+    `--success-threshold`), else 0."""
 
     checker: Checker | None = None
     name: str = "verify"
     all_or_nothing: bool = False
+    success_threshold: float = SUCCESS_THRESHOLD
 
     async def score_group(self, group: TrajectoryGroup) -> TrajectoryGroup:
         zero_failed(group)
@@ -288,7 +176,7 @@ class VerifyJudge:
                 if not math.isfinite(score):
                     raise ValueError(f"score {score} is not a finite number")
                 score = min(1.0, max(0.0, score))
-                scores.append(float(score >= SOLVED) if self.all_or_nothing else score)
+                scores.append(float(score >= self.success_threshold) if self.all_or_nothing else score)
             except Exception as e:
                 group.skipped = f"{self.name}: checker raised {type(e).__name__}: {e} (scenario {scenario.id})"
                 return group

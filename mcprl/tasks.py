@@ -4,8 +4,9 @@ A task set is registered under the entry-point group `mcprl.tasks`; the value na
 (or any object, as `module:attribute`) with
 
     generate(n, seed=0, difficulties=(1, 2, 3, 4, 5)) -> list[Scenario]
-        the scenarios; each one's `check` is `{"kind": "server", "server": NAME, ...}` so that
-        `mcprl.judges.verify` hands it back to this task set's `check`
+        the scenarios; each one's `check` is `{"kind": "server", "server": NAME, ...}` (a
+        `mcprl.checks.ServerCheck`, the task set's own keys riding along: `check["answer"]`) so
+        that `mcprl.judges.verify` hands it back to this task set's `check`
     check(scenario, trajectory) -> float        1.0 solved .. 0.0 not (or an awaitable of it)
     EXAMPLE (optional)                          a solved first turn shown to the policy (RolloutConfig.example)
     SERVER (optional)                           the MCP server serving the world the tasks ask

@@ -13,13 +13,28 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
 
+from mcprl.checks import KINDS, Check
 from mcprl.errors import UserError, first_problem
 from mcprl.paths import replace_text
 
 Message = dict[str, Any]
 ToolSchema = dict[str, Any]  # {"type": "function", "function": {"name", "description", "parameters"}}
+
+# The one definition of success: a verified score (else the reward) at or above the threshold solved its task.
+# This is only the default of `--success-threshold` (mcprl.train.config.TrainConfig.success_threshold); the
+# run passes the configured value to everything that counts successes (the success_rate metric, solved and
+# unsolved groups, the judges' all-or-nothing, the usage report, the warm-up's filter).
+SUCCESS_THRESHOLD = 0.999
 
 
 def _new_id() -> str:
@@ -51,9 +66,9 @@ class Scenario(BaseModel):
     system_prompt: str | None = None
     difficulty: int | None = Field(default=None, ge=1, le=5)
     answer: Any = None
-    # A verifiable check, e.g. {"kind": "exact", "value": "42"} or
-    # {"kind": "server", "server": "inventory", "spec": {...}} (see mcprl.judges.verify).
-    check: dict[str, Any] | None = None
+    # A verifiable check (mcprl.checks), written as {"kind": "exact", "value": "42"} or
+    # {"kind": "server", "server": "inventory", ...}; the verify judge scores by it (mcprl.judges.verify).
+    check: Check | None = None
     tools: list[str] = Field(default_factory=list, description="tools the task is expected to use")
     read_back: dict[str, Any] | None = Field(
         default=None,
@@ -65,6 +80,19 @@ class Scenario(BaseModel):
     )
     split: Literal["train", "val"] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("check", mode="wrap")
+    @classmethod
+    def _valid_check(cls, value: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo) -> Check | None:
+        """A check that is none of the kinds, or not one's shape, is the user's to fix: a UserError naming the
+        scenario (and, read from a file, the file and line: `load_jsonl`)."""
+        try:
+            return handler(value)
+        except ValidationError as e:
+            raise UserError(
+                f"scenario {info.data.get('id', '?')}: invalid check {value!r} ({first_problem(e)}); "
+                f"kinds: {', '.join(KINDS)}"
+            ) from None
 
 
 class Generation(BaseModel):
@@ -192,6 +220,8 @@ def load_jsonl(path: str | Path, cls: type[M]) -> list[M]:
             raise UserError(
                 f"{path}:{n}: not a valid {cls.__name__} ({first_problem(e, whole='line')}); fix or delete that line"
             ) from None
+        except UserError as e:  # a scenario's invalid check (Scenario.check)
+            raise UserError(f"{path}:{n}: {e}") from None
     return out
 
 

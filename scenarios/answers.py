@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, Field
 
-from mcprl.judges.verify import holds_answer
+from mcprl.matching import holds_answer
 from mcprl.scenarios.explore import Exploration, ExploredCall, may_write
 from mcprl.scenarios.grounded import _chain, _needed, _text_parameter
 from mcprl.scenarios.results import found_nothing, result_records, result_values
@@ -88,7 +88,7 @@ def readable(exploration: Exploration) -> list[ExploredCall]:
         and not c.writes
         and c.reads_back is None
         and c.index < first_write.get(c.session, len(exploration.calls) + 1)
-        and not found_nothing(c.text)
+        and not found_nothing(c.data)
     ]
 
 
@@ -124,8 +124,8 @@ def _candidate(task: str, chain: list[ExploredCall], values: list[str], answer: 
     """A chain as a candidate reference; `values`: those the task states (`named`)."""
     chain = _needed(task, chain)
     last = chain[-1]
-    records = [_record_text(r) for r in result_records(last.text, last.structured)]
-    holding = [r for r in records if holds(r, answer)] or [last.text]
+    records = [_record_text(r) for r in result_records(last.data, last.structured)]
+    holding = [r for r in records if holds(r, answer)] or [last.data]
     return Candidate(
         calls=[ReferenceCall(tool=c.tool, arguments=c.arguments, result=c.text, sources=c.sources) for c in chain],
         argued=(argued := sum(stated(task, v) for c in chain for v in c.arguments.values())),
@@ -156,14 +156,14 @@ async def find_references(
     if not wanted:
         return scenarios, report
     calls = readable(exploration)
-    seen = sorted({str(v) for c in calls for _, v in result_values(c.text, c.structured) if isinstance(v, str)})
+    seen = sorted({str(v) for c in calls for _, v in result_values(c.data, c.structured) if isinstance(v, str)})
     lookups = [(t["name"], p) for t in pool.toolset.mcp_tools if not may_write(t) and (p := _text_parameter(t))]
     made = {(c.tool, repr(sorted(c.arguments.items()))) for c in exploration.calls}
     values = {i: named(scenarios[i].task, seen, answer) for i, answer in wanted.items()}
     candidates: dict[int, list[Candidate]] = {}
     for i, answer in wanted.items():
         task = scenarios[i].task
-        found = [_candidate(task, _chain(calls, c), values[i], answer) for c in calls if holds(c.text, answer)]
+        found = [_candidate(task, _chain(calls, c), values[i], answer) for c in calls if holds(c.data, answer)]
         # a task that states values (a name, an id) asks about their record: a chain related to none of
         # them holds the answer by chance ("aisle 5" of another item)
         candidates[i] = [c for c in found if c.related or not values[i]]
@@ -185,13 +185,14 @@ async def find_references(
             outcome = await session.call(tool, {parameter: value})
             further[key] = (
                 None
-                if outcome.is_error or found_nothing(outcome.text)
+                if outcome.is_error or found_nothing(outcome.data_text)
                 else ExploredCall(
                     index=-report.further_calls - 1,  # apart from the exploration's
                     session=-1,
                     tool=tool,
                     arguments={parameter: value},
                     text=outcome.text,
+                    data_text=None if outcome.data_text == outcome.text else outcome.data_text,
                     structured=outcome.structured,
                 )
             )
@@ -217,10 +218,10 @@ async def find_references(
                         got = await lookup(session, tool, parameter, value, None)
                         if got is None:
                             continue
-                        if holds(got.text, answer):
+                        if holds(got.data, answer):
                             candidates[i].append(_candidate(task, [got], values[i], answer))
                             continue
-                        records = [_record_text(r) for r in result_records(got.text, got.structured)]
+                        records = [_record_text(r) for r in result_records(got.data, got.structured)]
                         ids = {
                             v
                             for r in records
@@ -231,7 +232,7 @@ async def find_references(
                         for key in sorted(ids)[:VALUES_PER_TASK]:
                             for then_tool, then_parameter in lookups:
                                 then = await lookup(session, then_tool, then_parameter, key, got.index)
-                                if then is not None and holds(then.text, answer):
+                                if then is not None and holds(then.data, answer):
                                     candidates[i].append(_candidate(task, [got, then], values[i], answer))
     except ServerGone as e:
         say(f"warning: finding references: {e.reason}")
@@ -276,7 +277,7 @@ async def _replay(pool: ToolPool, calls: list[ReferenceCall]) -> str | None:
                 outcome = await session.call(call.tool, call.arguments)
                 if outcome.is_error:
                     return None
-                last = outcome.text
+                last = outcome.data_text
     except ServerGone:
         return None
     return last

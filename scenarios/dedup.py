@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from mcprl.judges.verify import normalize_text
+from mcprl.matching import normalize_text
 
 DEFAULT_THRESHOLD = 0.8
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")

@@ -73,7 +73,12 @@ class ExploredCall(BaseModel):
     session: int = Field(description="calls of one session share the server's state")
     tool: str
     arguments: dict[str, Any]
-    text: str
+    text: str = Field(description="what the model is shown of the result (mcprl.tools.ToolOutcome.text)")
+    data_text: str | None = Field(
+        default=None,
+        description="the text the server wrote (ToolOutcome.data_text: its text blocks, no placeholder of ours for "
+        "an image or a blob), where it differs from `text`",
+    )
     structured: Any = None
     is_error: bool = False
     error_kind: str | None = None
@@ -89,6 +94,12 @@ class ExploredCall(BaseModel):
         default=None, description="the write call this call reads back: it repeats `repeats` after it"
     )
     repeats: int | None = Field(default=None, description="the earlier read of the same session this call repeats")
+
+    @property
+    def data(self) -> str:
+        """The result as data: the text the server wrote (its text blocks and structured content), never a
+        placeholder the client wrote for an image, audio or a blob; what grounding reads."""
+        return self.text if self.data_text is None else self.data_text
 
 
 class ToolReport(BaseModel):
@@ -310,6 +321,7 @@ async def explore(
         made = made.model_copy(
             update={
                 "text": outcome.text,
+                "data_text": None if outcome.data_text == outcome.text else outcome.data_text,
                 "structured": outcome.structured,
                 "is_error": outcome.is_error,
                 "error_kind": outcome.error_kind,
@@ -322,14 +334,14 @@ async def explore(
             backoffs += 1
             return made
         # a result that is one sentence ("No items match.") is a message, not a value to pass on
-        message = MESSAGE.fullmatch(outcome.text.strip()) is not None
+        message = MESSAGE.fullmatch(made.data.strip()) is not None
         values = (
             []
             if outcome.is_error
             else [
                 (k, v)
-                for k, v in result_values(outcome.text, outcome.structured)
-                if not (message and v == outcome.text.strip())
+                for k, v in result_values(made.data, outcome.structured)
+                if not (message and v == made.data.strip())
             ]
         )
         knowledge.learn(

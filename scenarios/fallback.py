@@ -165,7 +165,7 @@ async def referenced_synthesized(
                 continue
             if outcome.is_error:
                 why = "its call failed"
-            elif found_nothing(outcome.text):
+            elif found_nothing(outcome.data_text):
                 why = "its call found nothing"
             else:
                 reference = ReferenceCall(tool=name, arguments=args, result=outcome.text, writes=may_write(tools[name]))
@@ -178,7 +178,7 @@ async def referenced_synthesized(
                             **scenario.metadata,
                             "source": "synthesized",
                             "fallback": "grounded too few",
-                            "records": max(1, len(result_records(outcome.text, outcome.structured))),
+                            "records": max(1, len(result_records(outcome.data_text, outcome.structured))),
                         },
                     }
                 )

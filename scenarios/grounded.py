@@ -17,7 +17,7 @@ source of tasks whose answer is a value its result holds:
              then held a value it did not hold before (`Scenario.read_back`; the rollout makes that
              call in its own session once the episode is over)
 
-Each task carries a `holds` check (numbers by value, text as whole words; mcprl.judges.verify), so the
+Each task carries a `holds` check (numbers by value, text as whole words; mcprl.matching), so the
 `verify` judge scores it with no LLM; its reference chain (`Scenario.reference`: the calls, in
 order); and a difficulty, the chain's length. Tasks are phrased from templates made of the tool's
 description and the call's values (`mcprl.scenarios.phrasing`); a generator model may rephrase them (JSON via
@@ -47,7 +47,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, Field
 
-from mcprl.judges.verify import holds_answer, normalize_text, numbers
+from mcprl.checks import HoldsCheck
+from mcprl.matching import holds_answer, normalize_text, numbers
 from mcprl.scenarios.explore import Exploration, ExploredCall, may_write, source_call
 from mcprl.scenarios.lexicon import words_of
 from mcprl.scenarios.phrasing import (
@@ -228,9 +229,9 @@ def _scenario(
         # a task that changes state is checked on the state it leaves (its read-back), a record: any numbers
         # an answer is a sentence around the value, not a pasted result (a recital held every field: trained on, it was
         # learnt)
-        check={"kind": "holds", "max_words": len(str(answer).split()) + ANSWER_WORDS}
+        check=HoldsCheck(max_words=len(str(answer).split()) + ANSWER_WORDS)
         if read_back is None
-        else {"kind": "holds", "on": "read_back", "max_other_numbers": None},
+        else HoldsCheck(on="read_back", max_other_numbers=None),
         read_back=None if read_back is None else {"tool": read_back.tool, "arguments": read_back.arguments},
         metadata={
             "source": "grounded",
@@ -238,7 +239,7 @@ def _scenario(
             **({"field": field} if field else {}),
             **({"given": given} if given else {}),  # the values it states, which a rephrasing keeps
             # how many records the result that holds the answer has: one to read, or a line of a listing to find
-            "records": len(result_records(chain[-1].text, chain[-1].structured)) if read_back is None else 1,
+            "records": len(result_records(chain[-1].data, chain[-1].structured)) if read_back is None else 1,
         },
         reference=[
             ReferenceCall(tool=c.tool, arguments=c.arguments, result=c.text, writes=c.writes, sources=c.sources)
@@ -263,12 +264,12 @@ def _write_tasks(
     chain = _chain(calls, write)
     if any(c.is_error for c in chain):
         return []
-    old = {(k, str(v)) for k, v in result_values(before.text, before.structured)}
+    old = {(k, str(v)) for k, v in result_values(before.data, before.structured)}
     # a value the read did not hold before the write: holding it afterwards is the write's doing
     changed = [
         v
-        for k, v in result_values(again.text, again.structured)
-        if (k, str(v)) not in old and _holds(v) and not holds_answer(before.text, v)
+        for k, v in result_values(again.data, again.structured)
+        if (k, str(v)) not in old and _holds(v) and not holds_answer(before.data, v)
     ]
     if not changed:
         return []
@@ -304,7 +305,7 @@ def candidates(
     held: Counter = Counter()  # (tool, field) -> the records that held it
     for call in calls:
         if not call.is_error:
-            for record in result_records(call.text, call.structured):
+            for record in result_records(call.data, call.structured):
                 for k, v in record:
                     values[call.tool, k].add(str(v))
                     held[call.tool, k] += 1
@@ -324,11 +325,11 @@ def candidates(
         chain = _chain(calls, call)
         if any(c.is_error for c in chain):
             continue
-        data = result_data(call.text, call.structured)
+        data = result_data(call.data, call.structured)
         while isinstance(data, (list, tuple)) and len(data) == 1:  # one row of one value: "[(2,)]" answers 2
             data = data[0]
         answer = (
-            _answer(str(data) if data is not None else server_text(call.text)[0])
+            _answer(str(data) if data is not None else server_text(call.data)[0])
             if data is None or isinstance(data, (str, int, float))
             else None
         )
@@ -387,8 +388,8 @@ def _field_tasks(
     """Tasks asking for a labelled field of one record of the result (one line of a listing, or
     the whole result when it is one record); not for a field `constant` names (tool, field). `args`:
     what a task states of the call's arguments."""
-    pairs = result_values(call.text, call.structured)
-    records = result_records(call.text, call.structured)
+    pairs = result_values(call.data, call.structured)
+    records = result_records(call.data, call.structured)
     listing = len(records) > 1
     if listing:  # a listing's fields are the keys every record has ("stock: 5"), not a colon inside a cell
         keys = Counter(k for record in records for k in {k for k, _ in record if k})
@@ -545,7 +546,7 @@ async def verify(
                         if outcome.is_error:
                             last = None
                             break
-                        last = outcome.text
+                        last = outcome.data_text  # the server's text, not our placeholder for an image
             except ServerGone:
                 last = None
         for t in group:
@@ -590,8 +591,8 @@ async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
     if not tools or not long:
         return 0
     found: dict[
-        tuple[str, str], tuple[int, str] | None
-    ] = {}  # (tool, name) -> its result's records and text; None: an error
+        tuple[str, str], tuple[int, str, str] | None
+    ] = {}  # (tool, name) -> its result's records, text and the server's text (data_text); None: an error
     shortened = 0
     try:  # a server gone leaves the rest of the chains as they were
         async with pool.session() as session:
@@ -603,17 +604,21 @@ async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
                         found[tool, name] = (
                             None
                             if outcome.is_error
-                            else (len(result_records(outcome.text, outcome.structured)), outcome.text)
+                            else (
+                                len(result_records(outcome.data_text, outcome.structured)),
+                                outcome.text,
+                                outcome.data_text,
+                            )
                         )
                         if outcome.error_kind == "timeout":  # a tool that hangs is tried no more
                             tools.remove((tool, parameter))
                 options = [
                     (got, tool, parameter)
                     for tool, parameter in tools
-                    if (got := found[tool, name]) and holds_answer(got[1], t.answer)
+                    if (got := found[tool, name]) and holds_answer(got[2], t.answer)
                 ]
                 if options and (min(options)[0][0], 1) < focus(t):
-                    (records, text), tool, parameter = min(options)
+                    (records, text, _), tool, parameter = min(options)
                     reference = [ReferenceCall(tool=tool, arguments={parameter: name}, result=text)]
                     t.id, t.tools, t.difficulty = _id(t.task, reference), [tool], 1
                     t.reference = reference

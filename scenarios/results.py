@@ -1,5 +1,6 @@
 """Reading a tool's result as data: the records it holds and their fields, whatever the server
-printed (structured content, JSON, a Python literal, an `a | b | c` listing, `key: value` lines).
+printed (structured content, JSON, a Python literal, an `a | b | c` listing, `key: value` lines): the text
+its text blocks hold (`ToolOutcome.data_text`, `ExploredCall.data`), never the client's rendering of an image.
 Exploration feeds the values on to later calls (mcprl.scenarios.explore); grounding asks about them
 (mcprl.scenarios.grounded)."""
 
@@ -10,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from mcprl.tools.convert import PLACEHOLDER, untruncated
+from mcprl.tools.convert import untruncated
 
 # A result that says it found nothing: "No matches found", "not found", "[]", "null"
 NOTHING = re.compile(
@@ -51,11 +52,9 @@ def result_data(text: str, structured: Any) -> Any:
 
 
 def server_text(text: str) -> tuple[str, bool]:
-    """A rendered result's text as the server wrote it, and whether the client cut it: without our
-    truncation marker, and without the placeholders we write for content that is not text
-    (`[image/png, 4 KB]`: a size of ours is no value of the server's)."""
-    text, cut = untruncated(text)
-    return PLACEHOLDER.sub("", text), cut
+    """The server's text of a result (`ToolOutcome.data_text`: its text blocks, never a placeholder of ours
+    for an image or a blob) without our truncation marker, and whether the client cut it."""
+    return untruncated(text)
 
 
 def flatten(data: Any, key: str = "") -> list[tuple[str, Any]]:

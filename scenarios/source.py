@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcprl.errors import UserError, clip
-from mcprl.judges.verify import build_checks
 from mcprl.llm import LLMError, complete, extract_json, is_local
 from mcprl.scenarios.answers import find_references, known_answer
 from mcprl.scenarios.config import ExploreConfig, ScenarioConfig
@@ -198,7 +197,6 @@ async def run_scenarios(
         dump_jsonl(train, train_file)
         dump_jsonl(val, val_file)
         say(f"{len(train)} train / {len(val)} val scenarios ({source})")
-    build_checks(train + val, cfg.file or "the scenarios")
     return train, val
 
 

@@ -49,6 +49,8 @@ LAYERS = {
     "mcprl.lazy": FOUNDATIONS,
     "mcprl.paths": FOUNDATIONS,
     "mcprl.version": FOUNDATIONS,
+    "mcprl.matching": FOUNDATIONS,  # value matching: grounding writes answers, the checks read them, alike
+    "mcprl.checks": FOUNDATIONS,  # Scenario.check's models: written by grounding and task sets, scored by judges
     "mcprl.model.memory": FOUNDATIONS,
     "mcprl.model.chat_format": FOUNDATIONS,
     "mcprl.model.attention": FOUNDATIONS,
@@ -77,8 +79,10 @@ LAYERS = {
 EXACT = {"mcprl": APPLICATIONS}
 # Modules the layers would let import each other, kept apart: the rollout and the MCP client are
 # clients of any OpenAI-compatible endpoint (ours, vLLM, a hosted one) and import nothing of our
-# endpoint's; what both sides need (mcprl.types.message_key) sits in a lower layer.
-APART = {("mcprl.tools", "mcprl.serving"), ("mcprl.rollout", "mcprl.serving")}
+# endpoint's; what both sides need (mcprl.types.message_key) sits in a lower layer. Where tasks come from
+# (mcprl.scenarios) imports nothing of how rollouts are judged: the checks' models (mcprl.checks) and value
+# matching (mcprl.matching) sit below both.
+APART = {("mcprl.tools", "mcprl.serving"), ("mcprl.rollout", "mcprl.serving"), ("mcprl.scenarios", "mcprl.judges")}
 
 
 class Import(NamedTuple):

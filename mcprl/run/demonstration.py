@@ -42,8 +42,8 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from mcprl.errors import UserError, clip, first_problem
 from mcprl.judges.shaping import novel_words
-from mcprl.judges.verify import holds_answer
 from mcprl.llm import LLMError, complete, extract_json
+from mcprl.matching import holds_answer
 from mcprl.run.references import reference_exchange
 from mcprl.types import Message, Scenario
 

@@ -14,6 +14,7 @@ import anyio
 import torch
 
 from mcprl import paths, tasks
+from mcprl.checks import ServerCheck
 from mcprl.errors import UserError
 from mcprl.judges import score_groups
 from mcprl.model import weights
@@ -70,7 +71,7 @@ def run_settings(
     if config is not None and config.exists():
         cfg = load_config(config, overrides)
     else:
-        shipped = {(s.check or {}).get("server") for s in scenarios}
+        shipped = {s.check.server if isinstance(s.check, ServerCheck) else None for s in scenarios}
         if len(shipped) == 1 and None not in shipped:
             overrides.setdefault("scenarios.tasks", shipped.pop())
         cfg = load_config(None, overrides)
@@ -120,7 +121,12 @@ async def evaluate(
         names.append(b_served)
     server_ = LocalEndpoint(engine, api_key=secrets.token_urlsafe(24))
     verifiable = all(s.check is not None for s in scenarios)
-    judge = cfg.judge.held_out(verifiable, all_or_nothing=not cfg.scenarios.task_help, cache_dir=cache_dir)
+    judge = cfg.judge.held_out(
+        verifiable,
+        all_or_nothing=not cfg.scenarios.task_help,
+        success_threshold=cfg.train.success_threshold,
+        cache_dir=cache_dir,
+    )
     try:
         pool_cm = ToolPool(cfg.server.spec()) if cfg.server.connects else None
         async with pool_cm if pool_cm is not None else nullcontext() as pool:
@@ -144,10 +150,18 @@ async def evaluate(
             for g, s in zip(groups, scenarios):
                 g.scenario = s
             await score_groups(judge, groups)
-            result: dict[str, Any] = {"model": served, "scenarios": len(scenarios), **rollout_metrics(groups)}
+            result: dict[str, Any] = {
+                "model": served,
+                "scenarios": len(scenarios),
+                **rollout_metrics(groups, cfg.train.success_threshold),
+            }
             if toolset is not None:
                 result["usage"] = usage_report(
-                    groups, toolset.tools, model=served, findings=check_tools(toolset.mcp_tools)
+                    groups,
+                    toolset.tools,
+                    model=served,
+                    findings=check_tools(toolset.mcp_tools),
+                    success_threshold=cfg.train.success_threshold,
                 ).model_dump(mode="json")
             if baseline:
                 ruler = cfg.judge.model_copy(update={"mode": "ruler"}).build(cache_dir=cache_dir)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mcprl.paths import replace_text
-from mcprl.types import Trajectory, TrajectoryGroup
+from mcprl.types import SUCCESS_THRESHOLD, Trajectory, TrajectoryGroup
 
 
 def _mean(xs: list[float]) -> float:
@@ -37,8 +37,10 @@ def mean_interval(xs: list[float], z: float = 1.96) -> tuple[float, float]:
     return (m - half, m + half)
 
 
-def rollout_metrics(groups: list[TrajectoryGroup]) -> dict[str, Any]:
-    """What the policy did: trajectories the run wrote (a reference chain, `Generation.written`) are not counted."""
+def rollout_metrics(groups: list[TrajectoryGroup], success_threshold: float = SUCCESS_THRESHOLD) -> dict[str, Any]:
+    """What the policy did: trajectories the run wrote (a reference chain, `Generation.written`) are not counted.
+    `success_rate`: the share of verified trajectories whose check scored at least `success_threshold` (the
+    run's `--success-threshold`)."""
 
     def sampled(ts: list[Trajectory]) -> list[Trajectory]:
         return [t for t in ts if t.written_from is None]
@@ -71,7 +73,7 @@ def rollout_metrics(groups: list[TrajectoryGroup]) -> dict[str, Any]:
     out["reward_ci"] = [lo, hi]
     verified = [t.metrics["verify"] for t in valid if "verify" in t.metrics]
     if verified:
-        wins = sum(1 for v in verified if v >= 0.999)
+        wins = sum(1 for v in verified if v >= success_threshold)
         out["success_rate"] = wins / len(verified)
         out["success_ci"] = list(wilson_interval(wins, len(verified)))
     per_tool: dict[str, float] = {}

@@ -187,7 +187,7 @@ Task help: {"on" if settings.scenarios.task_help else "off"}. Dynamic sampling: 
 {grounded}
 <h2>Tools</h2><table><tr><th>tool</th><th>calls</th><th>calls per episode</th><th>error rate</th></tr>{"".join(tool_rows) or "<tr><td colspan=4>no tool calls</td></tr>"}</table>
 {made_up_note}
-{html_section(run_reports(run_dir))}
+{html_section(run_reports(run_dir, settings.train.success_threshold))}
 {'<div class="cols"><div><img src="report/tools.png"></div><div></div></div>' if learned else ""}
 <h2>Sample trajectories (best of the step)</h2><div class="cols"><div><h3>first step</h3>{_sample(run_dir, first_file) if train else ""}</div>
 <div><h3>last step</h3>{_sample(run_dir, last_file) if train else ""}</div></div>

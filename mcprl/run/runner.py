@@ -25,7 +25,7 @@ from mcprl.backends.local import LocalBackend
 from mcprl.cluster import open_rollouts
 from mcprl.errors import UserError, clip
 from mcprl.judges import score_groups
-from mcprl.judges.verify import SOLVED
+from mcprl.judges.verify import build_checks
 from mcprl.model import memory
 from mcprl.model.trainable import TrainableModel
 from mcprl.paths import replace_text
@@ -103,19 +103,20 @@ def learnable(group: TrajectoryGroup) -> bool:
     return not group.skipped and len({t.reward for t in group.valid}) > 1
 
 
-def solved(t: Trajectory) -> bool:
-    """Whether the trajectory solved its task: by its checks where it has them, else by its reward."""
-    return t.metrics.get("verify", t.reward) >= SOLVED
+def solved(t: Trajectory, threshold: float) -> bool:
+    """Whether the trajectory solved its task: by its checks where it has them, else by its reward, at or
+    above `threshold` (the run's `--success-threshold`)."""
+    return t.metrics.get("verify", t.reward) >= threshold
 
 
-def unsolved(group: TrajectoryGroup) -> bool:
-    """A scored group of a grounded task (its reference chain known) that no rollout solved."""
+def unsolved(group: TrajectoryGroup, threshold: float) -> bool:
+    """A scored group of a grounded task (its reference chain known) that no rollout solved (`solved`)."""
     return (
         group.scenario is not None
         and bool(group.scenario.reference)
         and not group.skipped
         and bool(group.valid)
-        and not any(map(solved, group.valid))
+        and not any(solved(t, threshold) for t in group.valid)
     )
 
 
@@ -182,11 +183,13 @@ class TrainingRun:
                 max_calls=cfg.rollout.calls_per_episode,
                 say=self.say,
             )
+            build_checks(train + val, cfg.scenarios.file or "the scenarios")  # a check that cannot be built stops here
             train = await self._demonstration(
                 pool, train, shipped.example if shipped and cfg.scenarios.task_help else None
             )
             judge = cfg.judge.build(
                 all_or_nothing=not cfg.scenarios.task_help,
+                success_threshold=cfg.train.success_threshold,
                 shaped=pool is not None,
                 cache_dir=self.dir / "judge-cache",
                 unchecked=any(s.check is None for s in train),  # synthesized tasks among grounded ones: RULER
@@ -384,12 +387,12 @@ class TrainingRun:
             "kind": "train",
             "step": c.step + 1,
             "sft_warmup": warmup,
-            **rollout_metrics(groups),
+            **rollout_metrics(groups, cfg.train.success_threshold),
             **sampling,
             **staleness,
             **self.rollouts.metrics(groups),
             **c.read_cache,
-            **step_metrics(groups, run_tools(self.dir)),
+            **step_metrics(groups, run_tools(self.dir), success_threshold=cfg.train.success_threshold),
         }
         pending = self.dir / PENDING_LINE
         replace_text(pending, json.dumps(row))  # what a kill between the checkpoint and the line would lose
@@ -421,14 +424,15 @@ class TrainingRun:
         """Each group that solved none of its grounded task gets the task's reference chain, written
         as the policy should have written it (mcprl.run.references.reference_trajectory), scored with
         the group; a reference the judge does not score as solved is not kept."""
+        threshold = self.cfg.train.success_threshold
         helped = []
-        for g in filter(unsolved, groups):
+        for g in (g for g in groups if unsolved(g, threshold)):
             if (ref := reference_trajectory(g, self.cfg.rollout.finish)) is not None:
                 g.trajectories.append(ref)
                 helped.append(g)
         rejected = []
         for g in await score_groups(judge, helped):
-            if solved(g.trajectories[-1]):
+            if solved(g.trajectories[-1], threshold):
                 g.metadata["helped"] = "reference"
             else:
                 g.trajectories.pop()
@@ -440,7 +444,8 @@ class TrainingRun:
         """Where no rollout of a group solved its grounded task, roll it out again with the task's own
         first reference call shown before it (mcprl.run.references.reference_exchange), and train on the
         retry when some rollout of it solved the task."""
-        failed = [i for i, g in enumerate(groups) if unsolved(g)]
+        threshold = self.cfg.train.success_threshold
+        failed = [i for i, g in enumerate(groups) if unsolved(g, threshold)]
         if not failed:
             return
         rc = self.cfg.rollout
@@ -453,7 +458,7 @@ class TrainingRun:
         )
         retries = await score_groups(judge, retries)
         for i, retry in zip(failed, retries):
-            if learnable(retry) and any(map(solved, retry.valid)):
+            if learnable(retry) and any(solved(t, threshold) for t in retry.valid):
                 retry.metadata["helped"] = "guided-retry"
                 groups[i] = retry
 
@@ -463,16 +468,19 @@ class TrainingRun:
         per = cfg.eval_samples if verifiable else max(cfg.eval_samples, 2)
         groups = await self._rollouts(val, per, f"eval at step {step}")
         judge = cfg.judge.held_out(
-            verifiable, all_or_nothing=not cfg.scenarios.task_help, cache_dir=self.dir / "judge-cache"
+            verifiable,
+            all_or_nothing=not cfg.scenarios.task_help,
+            success_threshold=cfg.train.success_threshold,
+            cache_dir=self.dir / "judge-cache",
         )
         groups = await score_groups(judge, groups)
         dump_jsonl([redact_model(g, self.secrets) for g in groups], self.dir / "eval" / f"step_{step:04d}.jsonl")
         row = {
             "kind": "eval",
             "step": step,
-            **rollout_metrics(groups),
+            **rollout_metrics(groups, cfg.train.success_threshold),
             **self.rollouts.metrics(groups),
-            **step_metrics(groups, run_tools(self.dir)),
+            **step_metrics(groups, run_tools(self.dir), success_threshold=cfg.train.success_threshold),
         }
         self.metrics.append(row)
         what = (

@@ -27,7 +27,8 @@ from pydantic import BaseModel, Field, ValidationError
 from mcprl.errors import UserError, clip, first_problem
 from mcprl.tools import compat
 from mcprl.tools.cassette import Replayed, ToolResult
-from mcprl.tools.convert import reports_error, result_text, schema_problem, to_openai, tools_hash
+from mcprl.tools.content import ContentBlock, parse_blocks
+from mcprl.tools.convert import render, reports_error, schema_problem, to_openai, tools_hash
 from mcprl.tools.spec import ServerSpec
 from mcprl.tools.transport import Connection, connect, is_connection_lost
 from mcprl.types import ToolSchema
@@ -48,9 +49,21 @@ class ServerGone(Exception):
 
 
 class ToolOutcome(BaseModel):
-    """What a tool call gave the model. Every error text starts with "Error"."""
+    """What a tool call gave the model (`text`; every error text starts with "Error"), and what the server
+    sent: its content blocks, typed, and the text of those that are text (`data_text`), which is what
+    reading the result as data (grounding) reads, never a placeholder the client wrote for an image."""
 
     text: str
+    content: list[ContentBlock] = Field(
+        default_factory=list,
+        exclude=True,
+        description="the result's content blocks as the server sent them; [] when the call never reached it",
+    )
+    data_text: str = Field(
+        default="",
+        description="the text the server wrote: its text blocks and text resources (else its structured content as "
+        "JSON), cut where `text` is cut; no placeholder of ours for an image, audio, a blob or a link",
+    )
     is_error: bool = False
     error_kind: ErrorKind | None = None
     structured: Any = Field(default=None, description="the result's structured content, when small enough")
@@ -197,8 +210,9 @@ class ToolSession:
     def outcome(self, wire: dict[str, Any], started: float, **fields: Any) -> ToolOutcome:
         """What the model is shown of a `tools/call` result (`wire`: as the server sent it)."""
         fields["result"] = ToolResult.model_validate(wire)
-        text = result_text(wire, self.spec.max_result_chars)
+        fields["content"] = parse_blocks(wire.get("content"))
         structured = wire.get("structuredContent")
+        text, fields["data_text"] = render(fields["content"], structured, self.spec.max_result_chars)
         if structured is not None and len(json.dumps(structured)) > self.spec.max_result_chars:
             structured = None  # the text already holds the truncated version; keep memory bounded
         # A result that says in its text that the call failed is an error like MCP's `isError`,

@@ -7,8 +7,18 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
+from mcprl.tools.content import (
+    AudioContent,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    is_text,
+    parse_blocks,
+)
 from mcprl.types import ToolSchema, content_hash
 
 # Keywords whose value is a schema, or a list/map of schemas, in a JSON Schema.
@@ -144,26 +154,36 @@ def untruncated(text: str) -> tuple[str, bool]:
 
 
 class _BoundedText:
-    """Joins parts up to `limit` characters and only counts the rest, so a huge result stays cheap."""
+    """Joins parts up to `limit` characters and only counts the rest, so a huge result stays cheap.
+    `data()`: only the parts added as data, cut where `text()` is (a part not data takes its room)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.parts: list[str] = []
         self.kept = 0
         self.cut = 0
+        self.data_parts: list[str] = []
 
-    def add(self, text: str) -> None:
-        if self.parts:
-            text = "\n" + text
+    def add(self, text: str, data: bool = True) -> None:
+        first = not self.parts
+        joined = text if first else "\n" + text
         room = self.limit - self.kept
         if room > 0:
-            self.parts.append(text[:room])
-            self.kept += min(room, len(text))
-        self.cut += max(0, len(text) - max(room, 0))
+            piece = joined[:room]
+            self.parts.append(piece)
+            self.kept += len(piece)
+            if data:
+                self.data_parts.append(piece if first else piece[1:])
+        self.cut += max(0, len(joined) - max(room, 0))
+
+    def _marked(self, joined: str) -> str:
+        return f"{joined}\n[... truncated: {self.cut} more characters]" if self.cut else joined
 
     def text(self) -> str:
-        joined = "".join(self.parts)
-        return f"{joined}\n[... truncated: {self.cut} more characters]" if self.cut else joined
+        return self._marked("".join(self.parts))
+
+    def data(self) -> str:
+        return self._marked("\n".join(self.data_parts))
 
 
 def _size(n_bytes: int) -> str:
@@ -174,41 +194,48 @@ def _size(n_bytes: int) -> str:
     return f"{n_bytes / (1024 * 1024):.1f} MB"
 
 
-# What `result_text` writes for content that is not text: `[image/png, 4 KB]`, `[audio content]`.
-PLACEHOLDER = re.compile(r"\[[\w.+-]+/[\w.+-]+, \d+(?:\.\d+)? (?:B|KB|MB)\]|\[\w+ content\]")
-
-
 def _placeholder(mime: str | None, b64: str) -> str:
     n_bytes = len(b64) * 3 // 4 - b64[-2:].count("=") if b64 else 0
     return f"[{mime or 'application/octet-stream'}, {_size(n_bytes)}]"
 
 
-def _block_text(block: dict[str, Any]) -> str:
-    kind = block.get("type")
-    if kind == "text":
-        return str(block.get("text", ""))
-    if kind in ("image", "audio"):
-        return _placeholder(block.get("mimeType"), str(block.get("data", "")))
-    if kind == "resource":
-        resource = block.get("resource") or {}
-        if "text" in resource:
-            return str(resource["text"])
-        return _placeholder(resource.get("mimeType"), str(resource.get("blob", "")))
-    if kind == "resource_link":
-        return str(block.get("uri", ""))
-    return f"[{kind} content]"
+def block_text(block: ContentBlock) -> str:
+    """A block as the model is shown it: text as it is, a binary as a placeholder (`[image/png, 4 KB]`,
+    `[audio content]` for a kind this client does not know), a resource link as its URI."""
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, (ImageContent, AudioContent)):
+        return _placeholder(block.mimeType, block.data)
+    if isinstance(block, EmbeddedResource):
+        if "text" in block.resource:
+            return str(block.resource["text"])
+        return _placeholder(block.resource.get("mimeType"), str(block.resource.get("blob", "")))
+    if isinstance(block, ResourceLink):
+        return block.uri
+    return f"[{block.type} content]"
+
+
+class Rendered(NamedTuple):
+    text: str  # what the model is shown
+    data: str  # the text the server wrote (text blocks, text resources; else its structured content), cut alike
+
+
+def render(content: list[ContentBlock], structured: Any, limit: int) -> Rendered:
+    """A `tools/call` result as text: text blocks joined, binaries as `[image/png, 12 KB]`, resource
+    links as their URI, structured content as JSON when there is no other content. Longer than `limit`
+    characters: cut, with a marker saying how much was cut. And the same with only the text the server
+    wrote (`data`): no placeholder of ours, no link."""
+    out = _BoundedText(limit)
+    for block in content:
+        out.add(block_text(block), data=is_text(block))
+    if not out.parts and structured is not None:
+        out.add(json.dumps(structured, ensure_ascii=False))
+    return Rendered(out.text(), out.data())
 
 
 def result_text(result: dict[str, Any], limit: int) -> str:
-    """A `tools/call` result (wire JSON) as text: text blocks joined, binaries as `[image/png, 12 KB]`,
-    resource links as their URI, structured content as JSON when there is no other content.
-    Longer than `limit` characters: cut, with a marker saying how much was cut."""
-    out = _BoundedText(limit)
-    for block in result.get("content") or []:
-        out.add(_block_text(block))
-    if not out.parts and result.get("structuredContent") is not None:
-        out.add(json.dumps(result["structuredContent"], ensure_ascii=False))
-    return out.text()
+    """A `tools/call` result (wire JSON) as the model is shown it (`render`)."""
+    return render(parse_blocks(result.get("content")), result.get("structuredContent"), limit).text
 
 
 # A result that reports an error in its text without MCP's `isError` ("Database error: near

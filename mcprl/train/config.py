@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mcprl.types import SUCCESS_THRESHOLD
+
 
 class TrainConfig(BaseModel):
     """One training step's settings (may change between steps)."""
@@ -24,9 +26,15 @@ class TrainConfig(BaseModel):
         description="grpo (group-relative advantages, PPO-clipped token loss), rft (successes only, at advantage 1), "
         "or module:function, your loss over the step's tensors",
     )
-    # A success: full marks from a verifier (the success_rate metric's bound); with RULER, an attempt
-    # the judge scored (near) perfect, never merely the best of a poor group.
-    success_threshold: float = Field(default=0.999, gt=0, description="the reward that counts as a success")
+    # A success: full marks from a verifier; with RULER, an attempt the judge scored (near) perfect, never
+    # merely the best of a poor group. The run's one definition of success: besides the warm-up's filter it
+    # governs the success_rate metric, which groups count as solved (`unsolved`), the judges' all-or-nothing
+    # and the usage report's outcome (mcprl.types.SUCCESS_THRESHOLD is only its default).
+    success_threshold: float = Field(
+        default=SUCCESS_THRESHOLD,
+        gt=0,
+        description="the score that counts as a success (success rate, solved tasks, warm-up, all-or-nothing)",
+    )
     # PPO-style clipping of the ratio new/sampling policy (DAPO's asymmetric clip when high > low).
     epsilon: float = Field(default=0.2, ge=0, description="PPO clip range of the policy ratio")
     epsilon_high: float | None = Field(default=None, ge=0, description="upper clip range (DAPO); default: epsilon")

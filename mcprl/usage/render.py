@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from mcprl.types import TrajectoryGroup, load_jsonl
+from mcprl.types import SUCCESS_THRESHOLD, TrajectoryGroup, load_jsonl
 from mcprl.usage.report import AGENT_TOOLS, Count, Rate, ToolUsage, UsageReport, run_tools, usage_report
 
 MISSING = "n/a"
@@ -197,9 +197,10 @@ def html_section(reports: list[UsageReport]) -> str:
     )
 
 
-def run_reports(run_dir: Path) -> list[UsageReport]:
+def run_reports(run_dir: Path, success_threshold: float = SUCCESS_THRESHOLD) -> list[UsageReport]:
     """The per-tool reports of a run's first and last evaluation (eval/step_NNNN.jsonl): the base model and
-    the trained one, against the run's tools (tools.json); [] when it has neither."""
+    the trained one, against the run's tools (tools.json); [] when it has neither. `success_threshold`: the
+    run's `--success-threshold`."""
     tools = run_tools(run_dir)
     files = sorted((Path(run_dir) / "eval").glob("step_*.jsonl"))
     if not tools or not files:
@@ -209,7 +210,9 @@ def run_reports(run_dir: Path) -> list[UsageReport]:
     for i, f in enumerate(chosen):
         step = int(f.stem.split("_")[1])
         label = f"trained (step {step})" if i else f"base (step {step})" if step == 0 else f"step {step}"
-        out.append(usage_report(load_jsonl(f, TrajectoryGroup), tools, label=label))
+        out.append(
+            usage_report(load_jsonl(f, TrajectoryGroup), tools, label=label, success_threshold=success_threshold)
+        )
     return out
 
 

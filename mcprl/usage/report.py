@@ -25,14 +25,13 @@ from mcprl.errors import clip
 from mcprl.run.metrics import wilson_interval
 from mcprl.tools.client import schema_validator
 from mcprl.tools.validate import Finding, check_tools
-from mcprl.types import Message, Scenario, ToolSchema, Trajectory, TrajectoryGroup
+from mcprl.types import SUCCESS_THRESHOLD, Message, Scenario, ToolSchema, Trajectory, TrajectoryGroup
 
 MAX_TOOLS = 40  # tools reported one by one; the rest are summarised
 MAX_UNKNOWN = 20  # names of tools the server does not have, reported one by one
 MAX_ENTRIES = 5  # entries of a per-tool table (confusions, parameters, error texts)
 ERROR_TEXT_CHARS = 160
 CHARS_PER_TOKEN = 4  # result size in tokens: characters / 4 (close for English and JSON with BPE tokenizers)
-SOLVED = 0.999  # a verified episode at or above this solved its task (mcprl.run.runner's rule)
 AGENT_TOOLS = frozenset({"complete_task"})  # offered by the agent, not the server (mcprl.rollout.loop.COMPLETE_TASK)
 
 
@@ -271,8 +270,10 @@ def _parameters(schema: ToolSchema) -> dict[str, Any]:
     return params if isinstance(params, dict) else {}
 
 
-def _solved(t: Trajectory) -> bool | None:
-    return t.metrics["verify"] >= SOLVED if "verify" in t.metrics else None
+def _solved(t: Trajectory, threshold: float) -> bool | None:
+    """Whether a verified episode solved its task (its check's score at least `threshold`, the run's
+    `--success-threshold`, as mcprl.run.runner.solved counts); None when no check scored it."""
+    return t.metrics["verify"] >= threshold if "verify" in t.metrics else None
 
 
 def usage_report(
@@ -283,10 +284,12 @@ def usage_report(
     label: str = "",
     findings: list[Finding] | None = None,
     max_tools: int = MAX_TOOLS,
+    success_threshold: float = SUCCESS_THRESHOLD,
 ) -> UsageReport:
     """The per-tool report of `groups` (scored rollouts, each with its `scenario`) against the server's
     `tools` (OpenAI function schemas, or MCP tools: the server's own, not what overrides showed the model).
-    `findings`: `mcprl validate`'s, computed from `tools` when not given."""
+    `findings`: `mcprl validate`'s, computed from `tools` when not given; `success_threshold`: the run's
+    `--success-threshold`, the check's score that solved a task."""
     schemas = {tool_name(s): _parameters(s) for s in tools}
     if findings is None:
         findings = check_tools(
@@ -333,7 +336,7 @@ def usage_report(
                     unknown[c.tool] += 1
             for name in called:
                 (episodes_calling if name in schemas else unknown_eps)[name] += 1
-            solved = _solved(t)
+            solved = _solved(t, success_threshold)
             scored += solved is not None
             if need is not None:
                 needed, source = need
@@ -455,12 +458,14 @@ def usage_report(
     return report
 
 
-def step_metrics(groups: list[TrajectoryGroup], tools: list[ToolSchema]) -> dict[str, float]:
+def step_metrics(
+    groups: list[TrajectoryGroup], tools: list[ToolSchema], *, success_threshold: float = SUCCESS_THRESHOLD
+) -> dict[str, float]:
     """Per-tool figures for a training step's metrics.jsonl line: `tool/needed/NAME` (episodes whose task
     needed it), `tool/called_when_needed/NAME`, `tool/answered/NAME` (calls answered without error)."""
     if not tools:  # no server (a run without tools): nothing to compare calls with
         return {}
-    r = usage_report(groups, tools, findings=[])
+    r = usage_report(groups, tools, findings=[], success_threshold=success_threshold)
     out: dict[str, float] = {}
     for u in r.tools:
         if u.episodes_needing:

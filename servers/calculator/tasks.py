@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from mcprl.judges.verify import numbers
+from mcprl.checks import ServerCheck
+from mcprl.matching import numbers
 from mcprl.servers.checking import answered, successful_tool_calls
 from mcprl.types import Scenario, Trajectory
 
@@ -66,7 +67,7 @@ def generate(n: int, seed: int = 0, difficulties: Sequence[int] = (1, 2, 3, 4, 5
                 task=rng.choice(PHRASES).format(text),
                 difficulty=difficulty,
                 answer=str(value),
-                check={"kind": "server", "server": "calculator", "answer": str(value)},
+                check=ServerCheck(server="calculator", answer=str(value)),
                 tools=sorted({TOOL_FOR[op] for op in ops}),
             )
         )
@@ -82,7 +83,7 @@ CALLED_A_NEEDED_TOOL = 0.1
 def check(scenario: Scenario, trajectory: Trajectory) -> float:
     """1.0 when the final answer gives the expression's value; 0.5 when a tool returned that value
     but the answer did not state it; 0.1 for a successful call to a tool the task needs; else 0."""
-    assert scenario.check is not None
+    assert isinstance(scenario.check, ServerCheck)
     answer = scenario.check["answer"]
     if answered(trajectory, answer, scenario.task):
         return 1.0

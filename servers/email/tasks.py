@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from mcprl.checks import ServerCheck
 from mcprl.servers.checking import answered
 from mcprl.servers.email.mailbox import Mailbox
 from mcprl.types import Scenario, Trajectory
@@ -49,7 +50,7 @@ def generate(
                 task=fact.question,
                 difficulty=fact.difficulty,
                 answer=fact.answer,
-                check={"kind": "server", "server": "email", "world_seed": world_seed, "answer": fact.answer},
+                check=ServerCheck(server="email", world_seed=world_seed, answer=fact.answer),
                 tools=fact.tools,
             )
         )
@@ -58,5 +59,5 @@ def generate(
 
 def check(scenario: Scenario, trajectory: Trajectory) -> float:
     """1.0 when the final answer contains the planted answer (a number must be the last one given)."""
-    assert scenario.check is not None
+    assert isinstance(scenario.check, ServerCheck)
     return answered(trajectory, scenario.check["answer"], scenario.task)

@@ -6,6 +6,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mcprl.checks import ServerCheck
 from mcprl.servers.checking import answered, replay
 from mcprl.servers.inventory.world import CATALOGUE, Item, Warehouse
 from mcprl.types import Scenario, Trajectory
@@ -122,7 +123,7 @@ def generate(
                 task=text,
                 difficulty=difficulty,
                 answer=fields.get("answer"),
-                check={"kind": "server", "server": "inventory", "world_seed": world_seed, **fields},
+                check=ServerCheck(server="inventory", world_seed=world_seed, **fields),
                 tools=tools,
             )
         )
@@ -132,7 +133,8 @@ def generate(
 def check(scenario: Scenario, trajectory: Trajectory) -> float:
     """Questions: the final answer. Stock changes: replaying the trajectory's successful calls on a
     fresh warehouse must leave exactly the expected stock levels (one item changed by the amount)."""
-    spec = scenario.check or {}
+    spec = scenario.check
+    assert isinstance(spec, ServerCheck)
     if "answer" in spec:
         return answered(trajectory, spec["answer"], scenario.task)
     world = Warehouse(spec["world_seed"])

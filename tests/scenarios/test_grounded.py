@@ -13,7 +13,7 @@ import pytest
 
 from mcprl.errors import UserError
 from mcprl.judges import VerifyJudge
-from mcprl.judges.verify import holds_answer
+from mcprl.matching import holds_answer
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explore import explore, may_write, names_a_file
 from mcprl.scenarios.grounded import ANSWER_WORDS, ground
@@ -256,7 +256,7 @@ async def test_grounded_tasks_on_a_stdio_server_are_checked_by_value_and_replaye
             if t.read_back is None
             else {"on": "read_back", "max_other_numbers": None}
         )
-        assert t.check == {"kind": "holds", **on} and t.reference and t.difficulty == len(t.reference)
+        assert t.check.model_dump() == {"kind": "holds", **on} and t.reference and t.difficulty == len(t.reference)
     # the clock's tasks do not reproduce on replay, so none is kept
     assert not any(t.tools == ["now"] for t in tasks)
     assert report.dropped.get("answer not reproduced", 0) >= 1
@@ -407,7 +407,7 @@ def test_no_task_is_answered_by_our_rendering_or_by_its_own_wording():
     """Seen on @modelcontextprotocol/server-everything: an image's placeholder (`[image/png, 4 KB]`,
     written by our client) gave the answer 4, and a one-sentence result named its own record
     ('What is the sum of the sum "The sum of 10 and 20 is 30."?')."""
-    from mcprl.judges.verify import holds_answer
+    from mcprl.matching import holds_answer
     from mcprl.scenarios.explore import Exploration, ExploredCall
     from mcprl.scenarios.grounded import candidates
 
@@ -417,6 +417,7 @@ def test_no_task_is_answered_by_our_rendering_or_by_its_own_wording():
         tool="get-tiny-image",
         arguments={},
         text="Here's the image you requested:\n[image/png, 4 KB]\nThe image above is the MCP logo.",
+        data_text="Here's the image you requested:\nThe image above is the MCP logo.",  # its text blocks
     )
     total = ExploredCall(
         index=1, session=0, tool="get-sum", arguments={"a": 10, "b": 20}, text="The sum of 10 and 20 is 30."

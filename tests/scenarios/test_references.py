@@ -9,7 +9,7 @@ import re
 import pytest
 
 from mcprl.judges import VerifyJudge
-from mcprl.judges.verify import holds_answer
+from mcprl.matching import holds_answer
 from mcprl.run.references import reference_trajectory
 from mcprl.scenarios.config import ExploreConfig, ScenarioConfig
 from mcprl.scenarios.source import run_scenarios

@@ -1,0 +1,123 @@
+"""What a verifiable task is checked by: `Scenario.check`, one of the `Check` models (a union told apart by
+`kind`). The models are the data every stage reads alike, below them all: grounding and the task sets
+write them, the `verify` judge (mcprl.judges.verify) scores by them, the run and the report read them.
+Written as JSON (a scenarios file, a task set's generator) they are the same dicts as ever; a check
+dumps only the keys it was given (and its `kind`), so a file read and written again is unchanged:
+
+    {"kind": "exact", "value": "42"}                 stripped string equality
+    {"kind": "normalized", "value": "New York"}      case/punctuation/space-insensitive; numbers by value
+    {"kind": "contains", "value": ["Paris", "Rome"]} fraction of the values found (normalised) in the answer
+    {"kind": "holds", "value": 22.6}                 the answer holds the value (numbers by value, text as
+                                                     whole words; `any_of` a list), with at most 3 other numbers;
+                                                     `"on": "read_back"`: the result of the scenario's read-back
+                                                     call, made in the rollout's session after it (state changes)
+    {"kind": "regex", "pattern": "\\b42\\b"}        1 if the pattern matches anywhere (`ignore_case` optional)
+    {"kind": "json_field", "field": "order.total", "value": 12.5}  parse the answer as JSON, compare a field
+    {"kind": "python", "function": "pkg.module:fn"}  fn(scenario, trajectory) -> float
+    {"kind": "server", "server": "inventory", ...}   the task set's checker, with the task set's own keys:
+                                                     mcprl.tasks.get(server).check(scenario, trajectory)
+
+`value` defaults to `Scenario.answer`. A check also reads as the mapping it was written as
+(`check["answer"]`, `check.get("world_seed")`), which is how a task set reads its own keys."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
+
+KINDS = ("exact", "normalized", "contains", "holds", "regex", "json_field", "python", "server")
+
+
+class BaseCheck(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        """Only the keys given, and `kind` always (a dump that leaves defaults out keeps it too): the JSON a
+        check was written as, without its defaults."""
+        data = handler(self)
+        given = self.model_fields_set | set(self.__pydantic_extra__ or {})
+        return {"kind": self.kind, **{k: v for k, v in data.items() if k in given and k != "kind"}}
+
+    def __getitem__(self, key: str) -> Any:
+        """A field or a key given beside them (a task set's own), as in the check's JSON."""
+        extra = self.__pydantic_extra__ or {}
+        if key in extra:
+            return extra[key]
+        if key in type(self).model_fields:
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in (self.__pydantic_extra__ or {}) or key in type(self).model_fields
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
+class ExactCheck(BaseCheck):
+    kind: Literal["exact"] = "exact"
+    value: Any = None
+
+
+class NormalizedCheck(BaseCheck):
+    kind: Literal["normalized"] = "normalized"
+    value: Any = None
+
+
+class ContainsCheck(BaseCheck):
+    kind: Literal["contains"] = "contains"
+    value: str | list[str] | None = None
+
+
+class HoldsCheck(BaseCheck):
+    """The answer holds the value (numbers by value, text as whole words), or with `any_of` one of
+    the values, and gives at most `max_other_numbers` numbers that are neither a value nor in the
+    task, and at most `max_words` words: an answer reciting a whole record (or pasting a tool's
+    result) does not pass for the one field asked for."""
+
+    kind: Literal["holds"] = "holds"
+    value: Any = None
+    on: Literal["answer", "read_back"] = Field(
+        default="answer", description="what must hold it: the final answer, or the scenario's read-back call's result"
+    )
+    any_of: bool = False
+    max_other_numbers: int | None = Field(default=3, ge=0)
+    max_words: int | None = Field(default=None, ge=1, description="an answer of more words recites rather than answers")
+
+
+class RegexCheck(BaseCheck):
+    kind: Literal["regex"] = "regex"
+    pattern: str | None = None
+    ignore_case: bool = False
+
+
+class JsonFieldCheck(BaseCheck):
+    kind: Literal["json_field"] = "json_field"
+    field: str = Field(description="dotted path; integer parts index lists, e.g. items.0.sku")
+    value: Any = None
+
+
+class PythonCheck(BaseCheck):
+    kind: Literal["python"] = "python"
+    function: str = Field(pattern=r"^[\w.]+:[\w.]+$", description="module:attribute")
+
+
+class ServerCheck(BaseCheck):
+    """A task set's check: `server` names the task set (mcprl.tasks), and the task set's own keys ride along."""
+
+    model_config = ConfigDict(extra="allow")
+    kind: Literal["server"] = "server"
+    server: str
+
+
+Check = Annotated[
+    ExactCheck | NormalizedCheck | ContainsCheck | HoldsCheck | RegexCheck | JsonFieldCheck | PythonCheck | ServerCheck,
+    Field(discriminator="kind"),
+]
