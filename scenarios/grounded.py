@@ -398,6 +398,7 @@ def _field_tasks(
             for record in records
         ]
     noun = noun_of(call.tool)
+    row = len(records) == 1 and " | " in call.data  # one row of cells ("SKU-3002 | item ccc | stock: 42")
     said = normalize_text(" ".join(map(value_text, call.arguments.values())))
     # prose (a message's body, a description) may state labelled values of its own: "Tracking number: 1Z99."
     # ("Confirmation code", "ZOE67V. Flight SW 764 ...") stands for ("Confirmation code", "ZOE67V"), and keeps the rest
@@ -430,9 +431,9 @@ def _field_tasks(
             and v[:1].isalnum()
             and 1 <= len(v.split()) <= MAX_ANSWER_WORDS
             and not re.search(r"@|://", v)
-            # a line with no key names a record of a listing; in a result that is one record it is its
-            # heading or prose ("Repository status:", "On branch main")
-            and (not k and listing or k.lower() in {"name", "title", "subject", "label"})
+            # a value with no key names a record of a listing, or a cell of a row; the lines of a result that
+            # is one record are its heading or prose ("Repository status:", "On branch main")
+            and (not k and (listing or row) or k.lower() in {"name", "title", "subject", "label"})
         ]
         names.sort(key=lambda v: (" " not in v, bool(re.search(r"\d", v))))  # names before codes
         # values with a digit first (an amount, a code, a count): what a person asks a record for
