@@ -43,16 +43,17 @@ class BaseCheck(BaseModel):
         return {"kind": self.kind, **{k: v for k, v in data.items() if k in given and k != "kind"}}
 
     def __getitem__(self, key: str) -> Any:
-        """A field or a key given beside them (a task set's own), as in the check's JSON."""
+        """A key of the check's JSON as written: a field given (or `kind`), or a key given beside them (a
+        task set's own); a field left to its default is not one."""
         extra = self.__pydantic_extra__ or {}
         if key in extra:
             return extra[key]
-        if key in type(self).model_fields:
+        if key == "kind" or key in self.model_fields_set:
             return getattr(self, key)
         raise KeyError(key)
 
     def __contains__(self, key: object) -> bool:
-        return key in (self.__pydantic_extra__ or {}) or key in type(self).model_fields
+        return key in (self.__pydantic_extra__ or {}) or key == "kind" or key in self.model_fields_set
 
     def get(self, key: str, default: Any = None) -> Any:
         try:

@@ -56,15 +56,15 @@ class ReferenceReport(BaseModel):
 def known_answer(scenario: Scenario) -> tuple[list[Any], bool] | None:
     """The values a task's answer must hold, and whether any one of them will do (else all); None where
     its check states no value a result could hold (a function, a pattern, a state read back)."""
-    check = scenario.check or {}
-    if check.get("kind") in UNANSWERED_KINDS or check.get("on") == "read_back":
+    check = scenario.check
+    if check is not None and (check.kind in UNANSWERED_KINDS or getattr(check, "on", None) == "read_back"):
         return None
-    value = check.get("value")
+    value = getattr(check, "value", None)
     value = scenario.answer if value is None else value
     if value is None or value == [] or value == "":
         return None
     if isinstance(value, list):
-        return value, bool(check.get("any_of"))
+        return value, bool(getattr(check, "any_of", False))
     return [value], True
 
 

@@ -74,11 +74,8 @@ KNOWN_VALUES = 400  # values results held that are kept to draw from (the latest
 LONG_VALUE = 80  # a longer text a result held is prose, not a value to pass on
 DRAWS = 8  # draws of a call before giving up on finding one not made yet
 REPEAT_CREDIT = 0.25  # a call that answered what was answered before (or nothing) counts a quarter of a success
-# A parameter is settled when the values new to it keep failing where one worked (a repository path
-# the server's command line fixes): the chance a value not sent before works, Beta(1 + worked, 1 +
-# blamed) over first sendings, below this; it then takes only the values that worked, so a tool whose
-# every parameter is settled runs out of calls instead of spending them on values bound to fail.
-SETTLED = 0.15
+SETTLED = 0.15  # below this chance of answering, an arm is dropped for a parameter (`Knowledge.dead`)
+FIXED_AFTER = 3  # values that failed on a parameter besides the one in plain view that worked: its context
 INVENTED = {"probe", "described", "schema", "varied"}  # arms that make a value up rather than take one given
 OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default)
 OPTIONAL_ARMS = {"const", "enum", "default", "example", "worked", "error", "shaped", "word", "result"}
@@ -355,6 +352,14 @@ class Knowledge:
                 return None
         tried, blamed = self.tried[tool, path], self.blamed[tool, path]
         numeric = bool({"integer", "number"} & set(kinds_of(schema)))
+        # an arm whose values keep failing for this parameter is dropped (a repository path the command line
+        # fixes: every made-up one fails), so a tool whose every parameter has one live value runs out of calls
+        # rather than spending them on values bound to fail; the best one stays where all have failed
+        live = {a: c for a, c in arms.items() if not self.dead(name, a, numeric)}
+        if not live:
+            best = max(arms, key=lambda a: self.mean(name, a, numeric))
+            live = {best: arms[best]}
+        arms = live
 
         def sample(arm: str) -> float:
             a, b = self.prior(arm, name, numeric)
@@ -392,9 +397,6 @@ class Knowledge:
 
         def fit(values: list[Any]) -> list[tuple[Any, int | None]]:
             return [(v, None) for v in values if fits_type(v, kinds) and valid(coerce(v, schema))]
-
-        if self.settled(name) and (worked := fit(self.worked[name])):
-            return {"worked": worked}
 
         arms: dict[str, list[tuple[Any, int | None]]] = {}
         description = str(schema.get("description") or "")
@@ -444,15 +446,21 @@ class Knowledge:
             arms["schema"] = fit([sampled])
         return {arm: options for arm, options in arms.items() if options}
 
-    def settled(self, name: str) -> bool:
-        """Whether new values of parameter `name` are not worth sending any more (SETTLED)."""
-        worked, blamed = self.first[name]
-        return worked > 0 and (1 + worked) / (2 + worked + blamed) < SETTLED
+    def mean(self, name: str, arm: str, numeric: bool = False) -> float:
+        """The arm's chance of a value that answers, for this parameter: its Beta posterior's mean."""
+        a, b = self.prior(arm, name, numeric)
+        won, lost = self.stats[name, arm]
+        return (a + won) / (a + b + won + lost)
+
+    def dead(self, name: str, arm: str, numeric: bool = False) -> bool:
+        """Whether the arm has failed this parameter too often to be drawn from again (SETTLED)."""
+        return sum(self.stats[name, arm]) >= 3 and self.mean(name, arm, numeric) < SETTLED
 
     def fixed(self, name: str) -> bool:
-        """Whether parameter `name` is the server's context: settled on the one value that worked, a
-        value in plain view (its command line, environment, resources), not one a result gave."""
-        return self.settled(name) and len(self.worked[name]) == 1 and self.worked[name][0] in self.context
+        """Whether parameter `name` is the server's context: one value of it worked, a value in plain view
+        (its command line, environment, resources), and FIXED_AFTER others sent to it failed on it."""
+        worked = self.worked[name]
+        return len(worked) == 1 and worked[0] in self.context and self.first[name][1] >= FIXED_AFTER
 
     def _validator(self, schema: dict[str, Any]) -> Any:
         key = json.dumps(schema, sort_keys=True, default=str)

@@ -73,16 +73,16 @@ def test_results_are_read_as_records_and_arguments_take_the_shape_their_descript
     assert re.fullmatch(r"\d\d:\d\d", probes("time", "Time to convert in 24-hour format (HH:MM)")[0])
 
 
-def test_a_parameter_whose_new_values_keep_failing_settles_and_a_tool_of_settled_parameters_runs_out():
-    """A repository path the server's command line fixes: once one worked and new values keep failing
-    on it (blamed by name), it takes only what worked, so a tool of that one parameter gets no more
-    calls, and the exploration reports it as the server's context. A short value the error text holds
-    inside a word ("all" in "allowed") is not blamed."""
+def test_sources_that_keep_failing_a_parameter_are_dropped_and_a_tool_with_one_live_value_runs_out():
+    """A repository path the server's command line fixes: the sources whose values keep failing on it
+    (blamed by name) are dropped for it, so a tool of that one parameter runs out of calls once its one
+    value that works was sent, and the exploration reports that value as the server's context. A short
+    value the error text holds inside a word ("all" in "allowed") is not blamed."""
     import random
 
     from mcprl.scenarios.phrasing import noun_of
     from mcprl.scenarios.results import result_records
-    from mcprl.scenarios.values import SETTLED, Drawn, Knowledge
+    from mcprl.scenarios.values import Drawn, Knowledge
 
     knowledge = Knowledge(["/srv/r"])  # the server's command line names the repository
     status = {"type": "object", "properties": {"repo_path": {"type": "string"}}, "required": ["repo_path"]}
@@ -101,17 +101,21 @@ def test_a_parameter_whose_new_values_keep_failing_settles_and_a_tool_of_settled
     call("branch", {"repo_path": "/srv/o", "kind": "all"}, "Repository path '/srv/o' is outside the allowed repository")
     assert repr("all") not in knowledge.blamed["branch", "kind"]
     assert repr("/srv/o") in knowledge.blamed["branch", "repo_path"]
-    bad = 0
-    while not knowledge.settled("repo_path"):
-        bad += 1
-        call("status", {"repo_path": f"p{bad}"}, f"Repository path 'p{bad}' is outside the allowed repository '/srv/r'")
-    # one value worked, 1 + bad new ones were blamed: settled as soon as Beta's mean crosses the bound
-    assert 2 / (4 + bad) < SETTLED <= 2 / (3 + bad) and knowledge.fixed("repo_path")
-    knowledge.context = []  # one value that worked, but not one in plain view: settled, not the server's context
-    assert knowledge.settled("repo_path") and not knowledge.fixed("repo_path")
-    knowledge.context = ["/srv/r"]
     rng = random.Random(0)
-    assert knowledge.arguments("status", status, 1, rng) is None  # nothing left to send it
+    bad = 0  # every new value an arm draws for the status tool fails, until its sources run out
+    while (drawn := knowledge.arguments("status", status, 1, rng)) is not None:
+        args, leaves = drawn
+        bad += 1
+        error = f"Repository path '{args['repo_path']}' is outside the allowed repository '/srv/r'"
+        knowledge.learn(
+            "status", args, leaves, index=bad, session=1, text=error, is_error=True, error_kind=None, values=[]
+        )
+        assert bad <= 30, "arms that keep failing were not dropped"
+    # the server's context: the one value that worked is one its command line names
+    assert knowledge.fixed("repo_path")
+    knowledge.context = []  # one value that worked, but not one in plain view: not the server's context
+    assert not knowledge.fixed("repo_path")
+    knowledge.context = ["/srv/r"]
     drawn = [knowledge.arguments("branch", branch, 1, rng) for _ in range(10)]
     assert {args["repo_path"] for args, _ in filter(None, drawn)} == {"/srv/r"}
     # a key is a label, not code that holds a colon (a diff's line); a plural loses its "s", "status" keeps it
