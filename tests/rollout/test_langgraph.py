@@ -4,6 +4,7 @@ prebuilt ReAct agent, against the scripted policy endpoint and real MCP servers.
 import anyio
 import pytest
 
+from mcprl.rollout.config import RolloutConfig
 from mcprl.rollout.langgraph import create_mcp_agent, init_chat_model, wrap_rollout
 from mcprl.rollout.loop import rollout
 from mcprl.servers.calculator import tasks as calc
@@ -97,7 +98,6 @@ async def test_agent_stops_after_max_turns(tiny_model_dir):
 async def test_the_prebuilt_agent_defaults_to_a_runs_rollout_settings(tiny_model_dir):
     """Without settings, `create_mcp_agent` prompts and samples as a run's plain loop does (RolloutConfig)."""
     from mcprl.errors import UserError
-    from mcprl.rollout.config import RolloutConfig
 
     defaults = RolloutConfig()
     with scripted_endpoint(tiny_model_dir, [call("add", a=1, b=2)] * 8) as (model, engine):
@@ -269,7 +269,8 @@ async def test_generations_carry_the_chat_model_sampling_settings(tiny_model_dir
             await init_chat_model(model).ainvoke(scenario.task)
 
         traj = await wrap_rollout(model, solve)(TASK)
-    assert [(g.temperature, g.top_p) for g in traj.generations] == [(0.6, 0.8), (0.0, 1.0), (1.0, 1.0)]
+    default = RolloutConfig()  # a chat model made without settings samples as a run does by default
+    assert [(g.temperature, g.top_p) for g in traj.generations] == [(0.6, 0.8), (0.0, 1.0), (default.temperature, 1.0)]
 
 
 async def test_an_endpoint_without_prompt_token_ids_fails_the_rollout(tiny_model_dir):

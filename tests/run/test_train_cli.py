@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from mcprl.errors import UserError
+from mcprl.rollout.config import RolloutConfig
 from mcprl.run.config import load_config
 from mcprl.run.runner import step_batch
 from mcprl.types import Scenario
@@ -337,7 +338,7 @@ def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path):
     assert (rc.temperature, rc.max_turns, rc.max_tokens, rc.system_prompt) == (0.7, 2, 48, "Be exact.")
     assert rc.example == tasks.get("calculator").example
     base = run_settings(None, scen).rollout
-    assert base.temperature == 1.0 and base.example == tasks.get("calculator").example
+    assert base.temperature == RolloutConfig().temperature and base.example == tasks.get("calculator").example
     assert run_settings(None, [s.model_copy(update={"check": None}) for s in scen]).rollout.example is None
 
 
