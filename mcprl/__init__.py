@@ -16,6 +16,13 @@ _EXPORTS = {
     "TrajectoryGroup": "mcprl.types",
     "Generation": "mcprl.types",
     "gather_trajectory_groups": "mcprl.rollout.gather",
+    # the plain tool loop (`rollout.agent = "plain"`); `mcprl.rollout` is the stage's package
+    "plain_rollout": "mcprl.rollout.loop:rollout",
+    "ServerSpec": "mcprl.tools",
+    "ToolPool": "mcprl.tools",
+    "VerifyJudge": "mcprl.judges",
+    "RulerJudge": "mcprl.judges",
+    "score_groups": "mcprl.judges",
     "TrainableModel": "mcprl.model.trainable",
     "Model": "mcprl.model.trainable",
     "TrainConfig": "mcprl.train.config",
@@ -26,8 +33,11 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from mcprl.backends.local import LocalBackend
     from mcprl.errors import UserError
+    from mcprl.judges import RulerJudge, VerifyJudge, score_groups
     from mcprl.model.trainable import Model, TrainableModel
     from mcprl.rollout.gather import gather_trajectory_groups
+    from mcprl.rollout.loop import rollout as plain_rollout
+    from mcprl.tools import ServerSpec, ToolPool
     from mcprl.train.config import TrainConfig
     from mcprl.types import Generation, Scenario, Trajectory, TrajectoryGroup
 

@@ -9,11 +9,13 @@ from typing import Any
 
 
 def exports(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module `__getattr__` for `package` that imports `name` from the module `where[name]`."""
+    """A module `__getattr__` for `package` that imports `name` from the module `where[name]`, or the
+    attribute `where[name]` names as `module:attribute` (a name the package gives it)."""
 
     def __getattr__(name: str) -> Any:
         if name in where:
-            return getattr(importlib.import_module(where[name]), name)
+            module, _, attr = where[name].partition(":")
+            return getattr(importlib.import_module(module), attr or name)
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     return __getattr__

@@ -51,6 +51,7 @@ LAYERS = {
     "mcprl.version": FOUNDATIONS,
     "mcprl.matching": FOUNDATIONS,  # value matching: grounding writes answers, the checks read them, alike
     "mcprl.checks": FOUNDATIONS,  # Scenario.check's models: written by grounding and task sets, scored by judges
+    "mcprl.user_code": FOUNDATIONS,  # a user's module:attribute (an agent, a loss), imported alike
     "mcprl.model.memory": FOUNDATIONS,
     "mcprl.model.chat_format": FOUNDATIONS,
     "mcprl.model.attention": FOUNDATIONS,

@@ -21,10 +21,7 @@ through `mcprl.rollout.recording`, so their trajectories carry the same tokens, 
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import os
-import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -33,6 +30,7 @@ from mcprl.rollout import loop
 from mcprl.rollout.config import RolloutConfig
 from mcprl.rollout.langgraph import react_agent
 from mcprl.rollout.recording import Recorder
+from mcprl.user_code import named_object
 
 if TYPE_CHECKING:
     from mcprl.model.trainable import Model
@@ -53,22 +51,7 @@ def load(spec: str) -> Agent:
         return loop.rollout
     if spec == "langgraph":
         return react_agent
-    module_name, colon, attr = spec.partition(":")
-    if not colon or not module_name or not attr:
-        raise UserError(f"agent {spec!r} is not a known agent nor module:function; give {FORMS}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name is None or not (module_name == e.name or module_name.startswith(e.name + ".")):
-            raise UserError(f"agent {spec!r}: importing {module_name} failed: {e}; install what it needs") from None
-        raise UserError(f"agent {spec!r}: no module named {module_name} (from {os.getcwd()}); give {FORMS}") from None
-    except ImportError as e:
-        raise UserError(f"agent {spec!r}: importing {module_name} failed: {e}") from None
-    obj = getattr(module, attr, None)
-    if obj is None:
-        raise UserError(f"agent {spec!r}: module {module_name} has no {attr!r}; give {FORMS}")
+    obj = named_object(spec, "agent", "a known agent nor module:function", FORMS)
     if inspect.isclass(obj) and issubclass(obj, loop.ToolAgent):
         return obj()
     if not inspect.iscoroutinefunction(obj):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
+from mcprl.errors import UserError
 from mcprl.types import Trajectory, TrajectoryGroup
 
 if TYPE_CHECKING:
@@ -32,8 +33,10 @@ async def gather_trajectory_groups(
     max_concurrency: int = 8,
     max_exceptions: int | float = float("inf"),
     progress: Callable[[int, int], None] | None = None,
+    scenarios: list[Scenario] | None = None,
 ) -> list[TrajectoryGroup]:
-    """Await every rollout (at most `max_concurrency` at once).
+    """Await every rollout (at most `max_concurrency` at once); `scenarios`, the scenario of each group
+    in order, is set on the groups (what a judge scores them against).
 
     A rollout that raises is recorded in its group's `exceptions` (type and message) and the
     group goes on with the others; past `max_exceptions` in total the whole gather fails.
@@ -46,6 +49,11 @@ async def gather_trajectory_groups(
             plan.append((g, []))
         else:
             plan.append((TrajectoryGroup(), list(g)))
+    if scenarios is not None:
+        if len(scenarios) != len(plan):
+            raise UserError(f"{len(scenarios)} scenarios for {len(plan)} groups: give one scenario a group")
+        for (group, _), scenario in zip(plan, scenarios):
+            group.scenario = scenario
     total = sum(len(aws) for _, aws in plan)
     limiter = anyio.CapacityLimiter(max_concurrency)
     state = {"done": 0, "failed": 0}

@@ -10,17 +10,15 @@ GRPO's group advantages): `objective(spec)` resolves either, a bad one a one-lin
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import math
-import os
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import torch
 
 from mcprl.errors import UserError
+from mcprl.user_code import named_object
 
 if TYPE_CHECKING:
     from mcprl.train.config import TrainConfig
@@ -135,23 +133,7 @@ def objective(spec: str) -> Objective:
     group advantages. A bad spec is a one-line UserError naming the known ones."""
     if spec in LOSSES:
         return LOSSES[spec]
-    module_name, colon, attr = spec.partition(":")
-    if not colon or not module_name or not attr:
-        raise UserError(f"train.loss {spec!r} is not a known loss; give {FORMS}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name is None or not (module_name == e.name or module_name.startswith(e.name + ".")):
-            raise UserError(f"train.loss {spec!r}: importing {module_name} failed: {e}") from None
-        where = f"no module named {module_name} (from {os.getcwd()})"
-        raise UserError(f"train.loss {spec!r}: {where}; give {FORMS}") from None
-    except ImportError as e:
-        raise UserError(f"train.loss {spec!r}: importing {module_name} failed: {e}") from None
-    fn = getattr(module, attr, None)
-    if fn is None:
-        raise UserError(f"train.loss {spec!r}: module {module_name} has no {attr!r}; give {FORMS}")
+    fn = named_object(spec, "train.loss", "a known loss", FORMS)
     if isinstance(fn, Objective):
         return fn
     if not callable(fn):
