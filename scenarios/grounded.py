@@ -50,7 +50,7 @@ from pydantic import BaseModel, Field
 from mcprl.checks import HoldsCheck
 from mcprl.matching import holds_answer, normalize_text, numbers
 from mcprl.scenarios.explore import Exploration, ExploredCall, may_write, source_call
-from mcprl.scenarios.lexicon import words_of
+from mcprl.scenarios.lexicon import NAME_KEYS, words_of
 from mcprl.scenarios.phrasing import (
     ASKS,
     CALL_ASKS,
@@ -433,7 +433,7 @@ def _field_tasks(
             and not re.search(r"@|://", v)
             # a value with no key names a record of a listing, or a cell of a row; the lines of a result that
             # is one record are its heading or prose ("Repository status:", "On branch main")
-            and (not k and (listing or row) or k.lower() in {"name", "title", "subject", "label"})
+            and (not k and (listing or row) or k.lower() in NAME_KEYS)
         ]
         names.sort(key=lambda v: (" " not in v, bool(re.search(r"\d", v))))  # names before codes
         # values with a digit first (an amount, a code, a count): what a person asks a record for

@@ -9,13 +9,16 @@ structure (schemas, annotations, what the server answered). Four things:
   described with, and exploring learns from the server's answers which shape a parameter takes;
 - `COMPOSED`: queries of those shapes over a name a result gave (a table's);
 - `RATE_LIMITED`: an error that asks the client to slow down;
-- `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ...").
+- `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ...");
+- `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
+  does in a listing ("[FILE] notes.txt").
 """
 
 from __future__ import annotations
 
 import re
 
+NAME_KEYS = frozenset({"name", "title", "subject", "label", "path", "file", "filename"})
 READ_WORDS = frozenset(
     "get list search find read show describe fetch lookup look query count calculate compute convert compare check "
     "view info inspect explain summarize summarise resolve validate browse retrieve stat status preview "

@@ -43,7 +43,7 @@ import jsonschema
 from pydantic import BaseModel
 
 from mcprl.errors import clip
-from mcprl.scenarios.lexicon import ALLOWED_VALUES, composed, probes, words_of
+from mcprl.scenarios.lexicon import ALLOWED_VALUES, NAME_KEYS, composed, probes, words_of
 from mcprl.scenarios.results import NOTHING
 from mcprl.tools import ServerSpec
 from mcprl.tools.redact import secret_values
@@ -547,10 +547,11 @@ class Knowledge:
         ]
         self.seen = [s for s in self.seen if repr(s.value) not in {repr(n.value) for n in seen}] + seen
         self.seen = self.seen[-KNOWN_VALUES:]
-        # what a call that took a path listed: names to join under that path
+        # what a call that took a path listed: names to join under that path (a listing's lines, its names'
+        # fields; not a labelled field's value, a size or a permission of `get_file_info`)
         for d in leaves:
             if isinstance(d.value, str) and ("/" in d.value or d.value in (".", "~")):
-                for _, v in values:
+                for _, v in [(k, v) for k, v in values if not k or k.rpartition(".")[2].lower() in NAME_KEYS]:
                     for token in _names(v):
                         if (token, index, session) not in self.listed[d.value] and not token.startswith("/"):
                             self.listed[d.value].append((token, index, session))
