@@ -230,7 +230,7 @@ class Knowledge:
         self.named: dict[str, list[str]] = defaultdict(list)  # parameter name -> values errors named
         self.tried: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values sent
         self.sent: dict[str, set[str]] = defaultdict(set)  # parameter name -> values sent, any tool
-        self.first: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # name -> first sendings [worked, blamed]
+        self.failed_new: Counter = Counter()  # parameter name -> values sent to it for the first time and blamed
         self.blamed: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values blamed
         self.made: set[str] = set()
         self.failed: set[str] = set()
@@ -460,7 +460,7 @@ class Knowledge:
         """Whether parameter `name` is the server's context: one value of it worked, a value in plain view
         (its command line, environment, resources), and FIXED_AFTER others sent to it failed on it."""
         worked = self.worked[name]
-        return len(worked) == 1 and worked[0] in self.context and self.first[name][1] >= FIXED_AFTER
+        return len(worked) == 1 and worked[0] in self.context and self.failed_new[name] >= FIXED_AFTER
 
     def _validator(self, schema: dict[str, Any]) -> Any:
         key = json.dumps(schema, sort_keys=True, default=str)
@@ -519,9 +519,7 @@ class Knowledge:
             blamed = (
                 named or [d for d in leaves if repr(d.value) not in map(repr, self.worked.get(d.name, []))] or leaves
             )
-            for d in named:
-                if d in first:
-                    self.first[d.name][1] += 1
+            self.failed_new.update(d.name for d in named if d in first)
             for d in blamed:
                 self.stats[d.name, d.arm][1] += 1
                 self.blamed[tool, d.path].add(repr(d.value))
@@ -529,8 +527,6 @@ class Knowledge:
             return
         log.answered += 1
         log.failing = 0
-        for d in first:
-            self.first[d.name][0] += 1
         # an answer said before, or one that found nothing ("[]", "No matches"), is worth less than a new one
         new = text not in log.results and not NOTHING.fullmatch(text.strip())
         log.results.add(text)
