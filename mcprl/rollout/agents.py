@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 from mcprl.errors import UserError
 from mcprl.rollout import loop
 from mcprl.rollout.config import RolloutConfig
-from mcprl.rollout.langgraph import react_agent
 from mcprl.rollout.recording import Recorder
 from mcprl.user_code import named_object
 
@@ -50,6 +49,10 @@ def load(spec: str) -> Agent:
     if spec == "plain":
         return loop.rollout
     if spec == "langgraph":
+        # Lazy: LangGraph and LangChain load only for this agent (a second of imports, and the GPU
+        # image, docs/gpu.md, carries neither).
+        from mcprl.rollout.langgraph import react_agent
+
         return react_agent
     obj = named_object(spec, "agent", "a known agent nor module:function", FORMS)
     if inspect.isclass(obj) and issubclass(obj, loop.ToolAgent):
