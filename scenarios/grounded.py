@@ -41,7 +41,7 @@ import json
 import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -630,26 +630,46 @@ async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
     return shortened
 
 
-def focus(task: Scenario) -> tuple[int, int]:
+def focus(task: Scenario) -> tuple[int, int, int]:
     """How hard a grounded task's reference is to follow: the records of the result that holds its
-    answer (one, or a listing to find a line in), then its calls."""
-    return task.metadata.get("records", 1), len(task.reference)
+    answer (one, or a listing to find a line in), then its calls, then the arguments they take."""
+    return task.metadata.get("records", 1), len(task.reference), sum(len(c.arguments) for c in task.reference)
 
 
-def meaning(task: Scenario) -> tuple[Any, ...]:
+def meaning(task: Scenario, optional: Mapping[str, set[str]]) -> tuple[Any, ...]:
     """What a task asks, whatever its wording or the chain that grounded it: the field it asks for (else
-    the tool its chain ends with), its answer and the values it states."""
+    the tool its chain ends with), its answer and the values it states, but those of `optional`
+    parameters (tool -> names): a filter that left the answer where it was does not make another question."""
     given = task.metadata.get("given") or [value_text(v) for v in task.reference[-1].arguments.values()]
+    filters = {
+        normalize_text(value_text(v))
+        for c in task.reference
+        for k, v in c.arguments.items()
+        if k in optional.get(c.tool, ())
+    }
     return (
         task.metadata.get("field") or task.reference[-1].tool,
         normalize_text(str(task.answer)),
         task.read_back is not None,
-        tuple(sorted(normalize_text(str(g)) for g in given)),
+        tuple(sorted(g for g in map(normalize_text, map(str, given)) if g not in filters)),
     )
 
 
-def select(tasks: list[Scenario], n: int, *, seed: int) -> tuple[list[Scenario], Counter]:
-    """At most `n` tasks, one per meaning (`meaning`: one question worded four ways is one task), spread over the tools
+def optional_parameters(tools: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Each tool's parameters that its input schema does not require."""
+    out = {}
+    for tool in tools:
+        schema = tool.get("inputSchema") or {}
+        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        out[tool["name"]] = set(properties) - set(schema.get("required") or [])
+    return out
+
+
+def select(
+    tasks: list[Scenario], n: int, *, seed: int, optional: Mapping[str, set[str]] | None = None
+) -> tuple[list[Scenario], Counter]:
+    """At most `n` tasks, one per meaning (`meaning`: one question worded four ways, or asked with filters that
+    change nothing, is one task; the most focused kept), spread over the tools
     their chains end with and,
     within a tool, over what they ask for (the field; round robin, each group's tasks shuffled by
     the seed): a mailbox's every email has a subject, few a confirmation code, and both are asked
@@ -658,7 +678,7 @@ def select(tasks: list[Scenario], n: int, *, seed: int) -> tuple[list[Scenario],
     dropped: Counter = Counter()
     unique: dict[str, Scenario] = {}
     for t in tasks:
-        key = repr(meaning(t))
+        key = repr(meaning(t, optional or {}))
         if key in unique:
             dropped["duplicate"] += 1
             # of the chains that answer one task, the one a rollout can best follow: the answer in the
@@ -713,11 +733,12 @@ async def ground(
         for t in pool.toolset.mcp_tools
         if (title := t.get("title") or (t.get("annotations") or {}).get("title"))
     }
+    optional = optional_parameters(pool.toolset.mcp_tools)
     found = candidates(exploration, descriptions, seed=seed, titles=titles)
     timeless = [t for t in found if not clock_bound(t.reference[-1].result, t.answer)]
     fits = [t for t in timeless if max_calls is None or len(t.reference) <= max_calls]
     shortened = await shortcut(fits, pool)
-    ordered, dropped = select(fits, len(fits), seed=seed)
+    ordered, dropped = select(fits, len(fits), seed=seed, optional=optional)
     if len(timeless) < len(found):
         dropped["holds only today (the server's clock)"] += len(found) - len(timeless)
     if len(fits) < len(timeless):
@@ -728,7 +749,9 @@ async def ground(
         kept, lost = await verify(batch, pool, say=say)
         verified += kept
         dropped.update(lost)
-    picked, left = select(verified, n, seed=seed)  # spread again: what verification dropped was not even
+    picked, left = select(
+        verified, n, seed=seed, optional=optional
+    )  # spread again: what verification dropped was not even
     dropped.update(left)
     rephrased = await phrase(picked, phrase_with, api_base=api_base, seed=seed) if phrase_with and picked else 0
     if ordered:

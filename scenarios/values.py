@@ -6,6 +6,8 @@ named by its property, draws from *arms*, each a source of candidate values:
 
     const, enum, default, example  the schema's own values (and the examples its description quotes)
     worked     values a parameter of this name took in calls that answered, on any tool
+    kin        values that worked for a parameter whose bad values draw the same error ("Ref '{}' did not
+               resolve to an object" of `git_diff`'s `target` and `git_show`'s `revision`): the same kind
     error      values an error named when this parameter was blamed ("outside the allowed repository
                '/srv/r'", "must be one of ('pending', 'done')"), less those the call sent
     context    values in plain view: the server's command line, the environment and working
@@ -25,7 +27,9 @@ named by its property, draws from *arms*, each a source of candidate values:
 
 Each leaf picks an arm by Thompson sampling over Beta(prior + successes, prior + failures) of the
 calls that drew from it, counted per parameter name across tools (every tool's `repo_path` learns from
-the first that answered), and prefers a value this tool has not been sent yet. A call that answered
+the first that answered), and prefers a value this tool has not been sent yet. A parameter that is the
+server's context (`Knowledge.fixed`: the one value in plain view that worked, where others failed) is
+sent that value alone. A call that answered
 credits its arms; one that failed blames the parameters its error names (by name, or by the value
 sent), else all of them, and what the error quotes becomes their `error` candidates.
 """
@@ -52,6 +56,7 @@ from mcprl.tools.redact import secret_values
 PRIORS: dict[str, tuple[float, float]] = {
     "const": (9, 1),
     "worked": (6, 1),
+    "kin": (3, 1),
     "enum": (3, 1),
     "default": (3, 1),
     "example": (3, 1),
@@ -78,7 +83,7 @@ SETTLED = 0.15  # below this chance of answering, an arm is dropped for a parame
 FIXED_AFTER = 3  # values that failed on a parameter besides the one in plain view that worked: its context
 INVENTED = {"probe", "described", "schema", "varied"}  # arms that make a value up rather than take one given
 OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default)
-OPTIONAL_ARMS = {"const", "enum", "default", "example", "worked", "error", "shaped", "word", "result"}
+OPTIONAL_ARMS = {"const", "enum", "default", "example", "worked", "kin", "error", "shaped", "word", "result"}
 QUOTED = re.compile(r"""(?<![\w])['"`]([^'"`\n]{1,120})['"`]""")
 PATH = re.compile(r"(?<![\w/@])(?:~?/[\w.@-]+(?:/[\w.@-]+)*/?|(?:[\w-][\w.-]*/)*[\w-]+\.[A-Za-z]\w{0,5})(?![\w/@])")
 NAME = re.compile(r"[\w][\w.@-]{0,79}")  # one token a listing may name (a file, a folder, a key)
@@ -213,6 +218,21 @@ def error_values(text: str, sent: set[str]) -> list[str]:
     ]
 
 
+def error_shape(text: str, value: str, tool: str) -> str | None:
+    """An error's first line with the value it quotes back ("Ref '2024-03-05 10' did not resolve",
+    whole or in part) and the tool's name left out: parameters whose bad values draw one wording take
+    one kind of value. None where the error does not quote the value (a bare echo says nothing of its
+    kind), or says nothing besides it."""
+    line = text.strip().partition("\n")[0]
+    quoted = [q for q in QUOTED.findall(line) if q == value or len(q) > 3 and q in value]
+    if not quoted:
+        return None
+    for q in quoted:
+        line = line.replace(q, "{}")
+    line = line.replace(tool, "{tool}")
+    return line if len(re.findall(r"[A-Za-z]{3,}", line.replace("{tool}", ""))) >= 2 else None
+
+
 def call_key(tool: str, args: dict[str, Any]) -> str:
     """A call in canonical form: the same call, whatever the order of its arguments."""
     return json.dumps([tool, args], sort_keys=True, default=str)
@@ -231,6 +251,7 @@ class Knowledge:
         self.tried: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values sent
         self.sent: dict[str, set[str]] = defaultdict(set)  # parameter name -> values sent, any tool
         self.failed_new: Counter = Counter()  # parameter name -> values sent to it for the first time and blamed
+        self.shapes: dict[str, set[str]] = defaultdict(set)  # an error's wording (`error_shape`) -> names it blamed
         self.blamed: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values blamed
         self.made: set[str] = set()
         self.failed: set[str] = set()
@@ -336,6 +357,8 @@ class Knowledge:
         fresh: set[str],
         optional: bool,
     ) -> Drawn | None:
+        if self.fixed(name):  # the server's context: the one value it takes, whatever else varies
+            return Drawn(path=path, name=name, arm="context", value=coerce(self.worked[name][0], schema))
         arms = self._arms(name, schema, session, rng)
         if not arms:
             return None
@@ -412,6 +435,7 @@ class Knowledge:
         ]
         if not {"integer", "number"} & set(kinds):  # any number works: one that did says nothing
             arms["worked"] = fit(self.worked.get(name, []))
+            arms["kin"] = fit([v for other in sorted(self.kin(name)) for v in self.worked.get(other, [])])
         arms["error"] = fit(self.named.get(name, []))
         arms["context"] = fit(self.context)
         for v in self.seen:
@@ -461,6 +485,10 @@ class Knowledge:
         (its command line, environment, resources), and FIXED_AFTER others sent to it failed on it."""
         worked = self.worked[name]
         return len(worked) == 1 and worked[0] in self.context and self.failed_new[name] >= FIXED_AFTER
+
+    def kin(self, name: str) -> set[str]:
+        """The other parameters whose bad values drew an error worded as one of `name`'s did (`error_shape`)."""
+        return {other for names in self.shapes.values() if name in names for other in names} - {name}
 
     def _validator(self, schema: dict[str, Any]) -> Any:
         key = json.dumps(schema, sort_keys=True, default=str)
@@ -520,6 +548,9 @@ class Knowledge:
                 named or [d for d in leaves if repr(d.value) not in map(repr, self.worked.get(d.name, []))] or leaves
             )
             self.failed_new.update(d.name for d in named if d in first)
+            for d in named:
+                if (shape := error_shape(text, str(d.value), tool)) is not None:
+                    self.shapes[shape].add(d.name)
             for d in blamed:
                 self.stats[d.name, d.arm][1] += 1
                 self.blamed[tool, d.path].add(repr(d.value))

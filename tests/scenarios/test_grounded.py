@@ -82,7 +82,7 @@ def test_sources_that_keep_failing_a_parameter_are_dropped_and_a_tool_with_one_l
 
     from mcprl.scenarios.phrasing import noun_of
     from mcprl.scenarios.results import result_records
-    from mcprl.scenarios.values import Drawn, Knowledge
+    from mcprl.scenarios.values import Drawn, Knowledge, SeenValue
 
     knowledge = Knowledge(["/srv/r"])  # the server's command line names the repository
     status = {"type": "object", "properties": {"repo_path": {"type": "string"}}, "required": ["repo_path"]}
@@ -116,12 +116,54 @@ def test_sources_that_keep_failing_a_parameter_are_dropped_and_a_tool_with_one_l
     knowledge.context = []  # one value that worked, but not one in plain view: not the server's context
     assert not knowledge.fixed("repo_path")
     knowledge.context = ["/srv/r"]
-    drawn = [knowledge.arguments("branch", branch, 1, rng) for _ in range(10)]
+    # new values a result gave (new sources, untried for the parameter) change nothing: the context is sent alone
+    knowledge.seen += [SeenValue(value=v, field=f, call=9) for f, v in [("path", "/srv/other"), ("author", "Ann")]]
+    drawn = [knowledge.arguments("branch", branch, 1, rng) for _ in range(20)]
     assert {args["repo_path"] for args, _ in filter(None, drawn)} == {"/srv/r"}
     # a key is a label, not code that holds a colon (a diff's line); a plural loses its "s", "status" keeps it
     diff = 'Author: Ann\n+    return {"city": city, "temp": 21.4}'
     assert [k for k, _ in result_records(diff, None)[0] if k] == ["Author"]
     assert (noun_of("git_status"), noun_of("search_emails"), noun_of("get_address")) == ("status", "email", "address")
+
+
+def test_a_parameter_whose_bad_values_draw_anothers_error_is_sent_the_values_that_worked_there():
+    """`git_show`'s `revision` is refused as `git_diff`'s `target` is ("Ref 'X' did not resolve to an
+    object"): the two take one kind of value, so a commit hash that `target` took is sent to `revision`.
+    An error that only echoes the value, or quotes nothing, relates no parameters."""
+    import random
+
+    from mcprl.scenarios.values import Drawn, Knowledge, error_shape
+
+    knowledge = Knowledge([])
+    show = {"type": "object", "properties": {"revision": {"type": "string"}}, "required": ["revision"]}
+
+    def call(tool: str, name: str, value: str, error: str | None) -> None:
+        leaves = [Drawn(path=name, name=name, arm="word", value=value)]
+        knowledge.learn(
+            tool,
+            {name: value},
+            leaves,
+            index=0,
+            session=0,
+            text=error or "diff --git a/x b/x",
+            is_error=bool(error),
+            error_kind=None,
+            values=[],
+        )
+
+    call("git_diff", "target", "3f2a9c1", None)
+    call("git_diff", "target", "README", "Error executing tool git_diff: Ref 'README' did not resolve to an object")
+    call("git_show", "revision", "Ann Lee", "Error executing tool git_show: Ref 'Ann Lee' did not resolve to an object")
+    assert knowledge.kin("revision") == {"target"} and knowledge.kin("target") == {"revision"}
+    rng = random.Random(0)
+    sent = [knowledge.arguments("git_show", show, 1, rng) for _ in range(6)]
+    assert "3f2a9c1" in {args["revision"] for args, _ in filter(None, sent)}
+    # the value quoted in part ("Ref '2024-03-05 10'" of "2024-03-05 10:00"), the tool's name left out
+    assert (
+        error_shape("git_log: Ref '2024-03-05 10' is bad", "2024-03-05 10:00", "git_log") == "{tool}: Ref '{}' is bad"
+    )
+    assert error_shape("Error executing tool t: /srv/x", "/srv/x", "t") is None  # an echo, not quoted
+    assert error_shape("Invalid value 'x'", "y", "t") is None  # quotes another value
 
 
 def test_a_file_servers_paths_come_from_its_results_and_its_files_ground_tasks():
