@@ -76,14 +76,14 @@ class RunConfig(BaseModel):
         description="a zero-data run's example exchange: one grounded reference call for every task, "
         "or one per tool, each task shown one of them",
     )
-    # A group in which no rollout solved its (grounded) task teaches GRPO nothing; what to do with one.
+    # A group in which no rollout solved its (grounded) task teaches GRPO nothing; what to do with one:
+    # a strategy of mcprl.run.unsolved.UNSOLVED by name, or module:attribute, resolved when the run starts.
     # The default is the one that learned most (docs/benchmarks.md, "Unsolved groups").
-    unsolved: Literal["skip", "guided-retry", "reference"] = Field(
+    unsolved: str = Field(
         default="reference",
-        description="a grounded task no rollout solved: skip it; roll it out again with its first reference call "
-        "shown, trained on when that solves it (guided-retry); or add its reference chain, written as the policy "
-        "should have "
-        "written it, to the group as its one success (reference)",
+        description="a grounded task no rollout solved: skip it (skip); roll it out again with its first reference "
+        "call shown, trained on when that solves it (guided-retry); add its reference chain, written as the policy "
+        "should have written it, to the group as its one success (reference); or module:attribute, your Strategy",
     )
     eval_every: int = Field(default=5, ge=0, description="evaluate every E steps (0: only first and last)")
     eval_samples: int = Field(default=1, ge=1, description="rollouts per held-out scenario")

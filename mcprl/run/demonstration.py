@@ -20,6 +20,11 @@ that looks like the real tasks works far better than a made-up one. In order of 
                   not already say (`usefulness`)
     generic       `Example request: use <first tool>.` with placeholder arguments (mcprl.rollout.loop)
 
+Each source but the generic one is a function in `SOURCES`, in this order (`off`, the run's
+`--no-demonstration`, first: source "none"): `async (Context) -> (Demonstration, training
+scenarios) | None`, None leaving the choice to the next; `settle` takes the first answer, and the
+generic example where none answers (no server). A new source is one more function in that list.
+
 A scenario demonstration ends at the assistant's tool call, like the hand-written ones: there is
 no ground truth for a final answer in general, and a tool result in the prompt would put one
 successful call into every trajectory, which checkers that replay a trajectory's calls (the
@@ -33,7 +38,8 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -442,6 +448,67 @@ def from_reference(
     return Demonstration(messages=reference_exchange(chosen[0]), examples=examples, source=source), kept
 
 
+@dataclass
+class Context:
+    """What the run gives a demonstration source to choose from."""
+
+    train: list[Scenario]  # the training scenarios
+    pool: ToolPool | None  # the server's tools; None without a server
+    enabled: bool  # `rollout.demonstration`: off, the run shows none
+    example: list[Message] | None  # `rollout.example`: messages given as they are
+    example_file: str | None  # `--example FILE`
+    shipped: list[Message] | None  # the task set's EXAMPLE, when its help is on
+    model: str  # the generator model (`judge.model`) and its endpoint
+    api_base: str | None
+    seed: int
+    per_tool: bool  # `demonstrations = "per-tool"`
+    say: Callable[[str], None]
+
+
+# A demonstration source: the run's demonstration and the training scenarios without one it was
+# built from, or None to leave the choice to the next source.
+Source = Callable[[Context], Awaitable[tuple[Demonstration, list[Scenario]] | None]]
+
+
+async def off(c: Context) -> tuple[Demonstration, list[Scenario]] | None:
+    """No demonstration at all (`--no-demonstration`)."""
+    return None if c.enabled else (Demonstration(messages=None, source="none"), c.train)
+
+
+async def given(c: Context) -> tuple[Demonstration, list[Scenario]] | None:
+    """The user's own messages: `rollout.example` as they are, else `--example FILE`."""
+    if c.example is not None:
+        return Demonstration(messages=c.example, source="file"), c.train
+    if c.example_file:
+        return Demonstration(messages=load_example(Path(c.example_file)), source="file"), c.train
+    return None
+
+
+async def task_module(c: Context) -> tuple[Demonstration, list[Scenario]] | None:
+    """The task set's hand-written EXAMPLE."""
+    return None if c.shipped is None else (Demonstration(messages=c.shipped, source="task-module"), c.train)
+
+
+async def grounded(c: Context) -> tuple[Demonstration, list[Scenario]] | None:
+    """A grounded training scenario's first reference call (`from_reference`), with no generator call."""
+    if c.pool is None or not (chain_known := [s for s in c.train if s.reference]):
+        return None
+    return from_reference(chain_known, c.train, seed=c.seed, per_tool=c.per_tool)
+
+
+async def generated(c: Context) -> tuple[Demonstration, list[Scenario]] | None:
+    """A call the generator model writes for a training scenario (`build`)."""
+    if c.pool is None:
+        return None
+    c.say(f"building the demonstration from a training scenario with {c.model} ...")
+    return await build(c.train, c.pool, model=c.model, api_base=c.api_base, seed=c.seed, say=c.say)
+
+
+# The sources in order of preference (the module's docstring): the first that answers gives the
+# run its demonstration. A new source is one more function here.
+SOURCES: list[Source] = [off, given, task_module, grounded, generated]
+
+
 async def settle(
     train: list[Scenario],
     pool: ToolPool | None,
@@ -455,21 +522,25 @@ async def settle(
     seed: int,
     per_tool: bool = False,
     say=print,
+    sources: Sequence[Source] = SOURCES,
 ) -> tuple[Demonstration, list[Scenario]]:
-    """The run's demonstration, in the order of preference above (`example`: messages given as
-    they are; `shipped`: the task set's EXAMPLE, when its help is on), and the training
-    scenarios without one it was built from."""
-    if not enabled:
-        return Demonstration(messages=None, source="none"), train
-    if example is not None:
-        return Demonstration(messages=example, source="file"), train
-    if example_file:
-        return Demonstration(messages=load_example(Path(example_file)), source="file"), train
-    if shipped is not None:
-        return Demonstration(messages=shipped, source="task-module"), train
-    if pool is None:
-        return Demonstration(messages=None, source="generic"), train
-    if grounded := [s for s in train if s.reference]:
-        return from_reference(grounded, train, seed=seed, per_tool=per_tool)
-    say(f"building the demonstration from a training scenario with {model} ...")
-    return await build(train, pool, model=model, api_base=api_base, seed=seed, say=say)
+    """The run's demonstration from the first of `sources` that gives one (`example`: messages
+    given as they are; `shipped`: the task set's EXAMPLE, when its help is on), and the training
+    scenarios without one it was built from; the generic example when none does (no server)."""
+    context = Context(
+        train=train,
+        pool=pool,
+        enabled=enabled,
+        example=example,
+        example_file=example_file,
+        shipped=shipped,
+        model=model,
+        api_base=api_base,
+        seed=seed,
+        per_tool=per_tool,
+        say=say,
+    )
+    for source in sources:
+        if (found := await source(context)) is not None:
+            return found
+    return Demonstration(messages=None, source="generic"), train

@@ -35,7 +35,7 @@ from mcprl.run import demonstration
 from mcprl.run.config import RunConfig, load_saved
 from mcprl.run.metrics import MetricsLog, rollout_metrics
 from mcprl.run.pipeline import Pipeline, policy_version, split_stale
-from mcprl.run.references import reference_exchange, reference_trajectory
+from mcprl.run.unsolved import Step, Strategy, learnable, strategy
 from mcprl.scenarios.explore import unsafe_writers
 from mcprl.scenarios.source import run_scenarios
 from mcprl.tools import ToolPool, open_tools, secret_values
@@ -43,7 +43,7 @@ from mcprl.tools.redact import redact, redact_model
 from mcprl.tools.tape import read_cache
 from mcprl.train import checkpoints
 from mcprl.train.loss import objective
-from mcprl.types import Scenario, Trajectory, TrajectoryGroup, dump_jsonl
+from mcprl.types import Scenario, TrajectoryGroup, dump_jsonl
 from mcprl.usage import run_tools, step_metrics
 
 PENDING_LINE = "step.pending.json"
@@ -98,28 +98,6 @@ def extra_scenarios(train: list[Scenario], batch: list[Scenario], step: int, k: 
     return rest[:k]
 
 
-def learnable(group: TrajectoryGroup) -> bool:
-    """Whether GRPO can learn from the group: scored, and its rewards differ."""
-    return not group.skipped and len({t.reward for t in group.valid}) > 1
-
-
-def solved(t: Trajectory, threshold: float) -> bool:
-    """Whether the trajectory solved its task: by its checks where it has them, else by its reward, at or
-    above `threshold` (the run's `--success-threshold`)."""
-    return t.metrics.get("verify", t.reward) >= threshold
-
-
-def unsolved(group: TrajectoryGroup, threshold: float) -> bool:
-    """A scored group of a grounded task (its reference chain known) that no rollout solved (`solved`)."""
-    return (
-        group.scenario is not None
-        and bool(group.scenario.reference)
-        and not group.skipped
-        and bool(group.valid)
-        and not any(solved(t, threshold) for t in group.valid)
-    )
-
-
 @dataclass
 class Collected:
     """A step's groups as collected (rolled out, scored, topped up, retried), before training."""
@@ -157,6 +135,7 @@ class TrainingRun:
         self.agent = agents.load(cfg.rollout.agent)  # a bad agent spec stops the run before any work
         for spec in {cfg.train.loss, cfg.warmup_loss}:  # and so does a bad loss
             objective(spec)
+        self.unsolved = strategy(cfg.unsolved)  # and a bad strategy for unsolved groups
         self.dir.mkdir(parents=True, exist_ok=True)
         shipped = tasks.get(cfg.scenarios.tasks) if cfg.scenarios.tasks else None
         async with AsyncExitStack() as stack:
@@ -328,12 +307,12 @@ class TrainingRun:
         warmup = step < cfg.sft_warmup_steps  # reinforce successes only, before GRPO takes over
         batch = step_batch(train, step, cfg.groups_per_step, cfg.seed)
         label = f"step {step + 1}: rollouts"
-        referenced = cfg.unsolved == "reference" and not warmup
+        # what is done with unsolved groups (mcprl.run.unsolved); nothing in warm-up steps, which reinforce successes
+        unsolved, context = Strategy() if warmup else self.unsolved, self._step(judge, label)
 
         async def scored(scenarios: list[Scenario], what: str) -> list[TrajectoryGroup]:
             groups = await score_groups(judge, await self._rollouts(scenarios, cfg.group_size, what))
-            if referenced:
-                await self._add_references(judge, groups)
+            await unsolved.scored(context, groups)
             return groups
 
         groups = await scored(batch, label)
@@ -344,9 +323,21 @@ class TrainingRun:
         while extra and (need := cfg.groups_per_step - sum(map(learnable, groups))) > 0:
             more, extra = extra[:need], extra[need:]
             groups += await scored(more, f"{label}, {len(more)} more")
-        if cfg.unsolved == "guided-retry" and not warmup:
-            await self._guided_retries(judge, groups, label)
+        await unsolved.collected(context, groups)
         return Collected(step, groups, len(batch), warmup)
+
+    def _step(self, judge, label: str) -> Step:
+        """What a strategy for unsolved groups may use of the step labelled `label` (mcprl.run.unsolved)."""
+        return Step(
+            judge=judge,
+            rollout=self.cfg.rollout,
+            threshold=self.cfg.train.success_threshold,
+            label=label,
+            roll_out=lambda scenarios, configs, what: self._rollouts(
+                scenarios, self.cfg.group_size, what, configs=configs
+            ),
+            say=self.say,
+        )
 
     def _recover_line(self, step: int) -> None:
         """A run killed after committing step `step`'s checkpoint but before appending its line: the
@@ -419,48 +410,6 @@ class TrainingRun:
                 else ""
             )
         )
-
-    async def _add_references(self, judge, groups: list[TrajectoryGroup]) -> None:
-        """Each group that solved none of its grounded task gets the task's reference chain, written
-        as the policy should have written it (mcprl.run.references.reference_trajectory), scored with
-        the group; a reference the judge does not score as solved is not kept."""
-        threshold = self.cfg.train.success_threshold
-        helped = []
-        for g in (g for g in groups if unsolved(g, threshold)):
-            if (ref := reference_trajectory(g, self.cfg.rollout.finish)) is not None:
-                g.trajectories.append(ref)
-                helped.append(g)
-        rejected = []
-        for g in await score_groups(judge, helped):
-            if solved(g.trajectories[-1], threshold):
-                g.metadata["helped"] = "reference"
-            else:
-                g.trajectories.pop()
-                rejected.append(g)
-                self.say(f"the reference chain of scenario {g.scenario.id} does not solve it by the judge; not added")
-        await score_groups(judge, rejected)  # a judge that ranks the group (RULER) saw the reference
-
-    async def _guided_retries(self, judge, groups: list[TrajectoryGroup], label: str) -> None:
-        """Where no rollout of a group solved its grounded task, roll it out again with the task's own
-        first reference call shown before it (mcprl.run.references.reference_exchange), and train on the
-        retry when some rollout of it solved the task."""
-        threshold = self.cfg.train.success_threshold
-        failed = [i for i, g in enumerate(groups) if unsolved(g, threshold)]
-        if not failed:
-            return
-        rc = self.cfg.rollout
-        guided = [rc.model_copy(update={"example": reference_exchange(groups[i].scenario)}) for i in failed]
-        retries = await self._rollouts(
-            [groups[i].scenario for i in failed],
-            self.cfg.group_size,
-            f"{label}, {len(failed)} guided",
-            configs=guided,
-        )
-        retries = await score_groups(judge, retries)
-        for i, retry in zip(failed, retries):
-            if learnable(retry) and any(solved(t, threshold) for t in retry.valid):
-                retry.metadata["helped"] = "guided-retry"
-                groups[i] = retry
 
     async def _evaluate(self, val: list[Scenario], step: int) -> None:
         cfg = self.cfg

@@ -272,7 +272,7 @@ def _parameters(schema: ToolSchema) -> dict[str, Any]:
 
 def _solved(t: Trajectory, threshold: float) -> bool | None:
     """Whether a verified episode solved its task (its check's score at least `threshold`, the run's
-    `--success-threshold`, as mcprl.run.runner.solved counts); None when no check scored it."""
+    `--success-threshold`, as mcprl.run.unsolved.solved counts); None when no check scored it."""
     return t.metrics["verify"] >= threshold if "verify" in t.metrics else None
 
 

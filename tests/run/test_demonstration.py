@@ -332,6 +332,50 @@ def test_a_good_example_file_loads(tmp_path):
     assert demonstration.load_example(tmp_path / "ex.json") == msgs
 
 
+EXAMPLE = [{"role": "user", "content": "What is 2 + 2?"}]
+SHIPPED = [{"role": "user", "content": "What is 3 + 3?"}]
+GROUNDED = [Scenario(id="g", task="What is 2 + 3?", reference=[{"tool": "add", "arguments": {"a": 2, "b": 3}}])]
+
+
+async def settled(sources=demonstration.SOURCES, **given) -> demonstration.Demonstration:
+    """The demonstration `sources` settle on, without a server, for the settings `given`."""
+    settings = {"enabled": True, "example": None, "example_file": None, "shipped": None, "train": GROUNDED}
+    demo, _ = await demonstration.settle(
+        pool=None, model="openai/gen", api_base=None, seed=0, sources=sources, **{**settings, **given}
+    )
+    return demo
+
+
+@pytest.mark.parametrize(
+    ("given", "source"),
+    [
+        ({"enabled": False, "example": EXAMPLE, "shipped": SHIPPED}, "none"),
+        ({"example": EXAMPLE, "example_file": "no-such-file.json", "shipped": SHIPPED}, "file"),
+        ({"shipped": SHIPPED}, "task-module"),
+        ({}, "generic"),  # no server: neither a reference call nor a written one
+    ],
+)
+async def test_the_first_registered_source_that_answers_gives_the_demonstration(given, source):
+    assert [s.__name__ for s in demonstration.SOURCES] == ["off", "given", "task_module", "grounded", "generated"]
+    assert (await settled(**given)).source == source
+
+
+async def test_a_new_source_is_one_function_used_in_its_place_in_the_order():
+    asked = []
+
+    async def passes(c):
+        asked.append(c.shipped)
+        return None
+
+    async def mine(c):
+        return demonstration.Demonstration(messages=EXAMPLE, source="mine"), c.train
+
+    sources = [*demonstration.SOURCES[:2], passes, mine, *demonstration.SOURCES[2:]]
+    assert (await settled(sources, shipped=SHIPPED)).source == "mine"  # before the task set's
+    assert (await settled(sources, example=EXAMPLE)).source == "file" and asked == [SHIPPED]  # after the user's
+    assert (await settled([passes])).source == "generic"  # none answers
+
+
 def _train(home: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "MCPRL_HOME": str(home)}
     return subprocess.run(

@@ -6,7 +6,8 @@ import os
 import subprocess
 import sys
 
-from mcprl.run.runner import extra_scenarios, learnable, step_batch
+from mcprl.run.runner import extra_scenarios, step_batch
+from mcprl.run.unsolved import learnable
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 from tests.fake_llm import FakeLLM
 

@@ -8,7 +8,7 @@ import pytest
 
 from mcprl.judges import JudgeConfig, build_judge
 from mcprl.run.metrics import rollout_metrics
-from mcprl.run.runner import solved, unsolved
+from mcprl.run.unsolved import solved, unsolved
 from mcprl.train.config import TrainConfig
 from mcprl.types import SUCCESS_THRESHOLD, Scenario, Trajectory, TrajectoryGroup
 from mcprl.usage import step_metrics, usage_report
