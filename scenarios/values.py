@@ -251,6 +251,7 @@ class Knowledge:
         self.tried: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values sent
         self.sent: dict[str, set[str]] = defaultdict(set)  # parameter name -> values sent, any tool
         self.failed_new: Counter = Counter()  # parameter name -> values sent to it for the first time and blamed
+        self.refused: dict[str, set[str]] = defaultdict(set)  # parameter name -> values blamed on it, any tool
         self.shapes: dict[str, set[str]] = defaultdict(set)  # an error's wording (`error_shape`) -> names it blamed
         self.blamed: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values blamed
         self.made: set[str] = set()
@@ -482,9 +483,15 @@ class Knowledge:
 
     def fixed(self, name: str) -> bool:
         """Whether parameter `name` is the server's context: one value of it worked, a value in plain view
-        (its command line, environment, resources), and FIXED_AFTER others sent to it failed on it."""
+        (its command line, environment, resources) that no tool refused (a folder that a tool reading files
+        refuses is one place among others), and FIXED_AFTER others sent to it failed on it."""
         worked = self.worked[name]
-        return len(worked) == 1 and worked[0] in self.context and self.failed_new[name] >= FIXED_AFTER
+        return (
+            len(worked) == 1
+            and worked[0] in self.context
+            and repr(worked[0]) not in self.refused[name]
+            and self.failed_new[name] >= FIXED_AFTER
+        )
 
     def kin(self, name: str) -> set[str]:
         """The other parameters whose bad values drew an error worded as one of `name`'s did (`error_shape`)."""
@@ -543,10 +550,11 @@ class Knowledge:
                 and re.search(rf"(?<!\w){re.escape(str(d.value).lower())}(?!\w)", lowered)
                 or any(len(q) > 3 and q in str(d.value) for q in QUOTED.findall(text))
             ]
-            # else every parameter but those whose value has worked before
-            blamed = (
-                named or [d for d in leaves if repr(d.value) not in map(repr, self.worked.get(d.name, []))] or leaves
-            )
+            # of those, or else of every parameter, the ones whose value has not worked before (a repository
+            # path that worked, sent also as a branch type that the error quotes back, is not to blame)
+            untried = [d for d in named or leaves if repr(d.value) not in map(repr, self.worked.get(d.name, []))]
+            blamed = untried or named or leaves
+            named = [d for d in named if d in blamed]
             self.failed_new.update(d.name for d in named if d in first)
             for d in named:
                 if (shape := error_shape(text, str(d.value), tool)) is not None:
@@ -554,6 +562,7 @@ class Knowledge:
             for d in blamed:
                 self.stats[d.name, d.arm][1] += 1
                 self.blamed[tool, d.path].add(repr(d.value))
+                self.refused[d.name].add(repr(d.value))
                 self.named[d.name] = list(dict.fromkeys([*self.named[d.name], *told]))
             return
         log.answered += 1

@@ -116,6 +116,9 @@ def test_sources_that_keep_failing_a_parameter_are_dropped_and_a_tool_with_one_l
     knowledge.context = []  # one value that worked, but not one in plain view: not the server's context
     assert not knowledge.fixed("repo_path")
     knowledge.context = ["/srv/r"]
+    knowledge.refused["repo_path"].add(repr("/srv/r"))  # a tool refused it (a folder, where a file is read)
+    assert not knowledge.fixed("repo_path")
+    knowledge.refused["repo_path"].clear()
     # new values a result gave (new sources, untried for the parameter) change nothing: the context is sent alone
     knowledge.seen += [SeenValue(value=v, field=f, call=9) for f, v in [("path", "/srv/other"), ("author", "Ann")]]
     drawn = [knowledge.arguments("branch", branch, 1, rng) for _ in range(20)]
