@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, Field
 
-from mcprl.checks import HoldsCheck
+from mcprl.checks import Check, ContainsCheck, HoldsCheck
 from mcprl.matching import holds_answer, normalize_text, numbers
 from mcprl.scenarios.explore import Exploration, ExploredCall, may_write, source_call
 from mcprl.scenarios.lexicon import NAME_KEYS, words_of
@@ -56,6 +56,7 @@ from mcprl.scenarios.phrasing import (
     CALL_ASKS,
     DOES,
     FORMULA_ASKS,
+    LIST_ASKS,
     NAME_ASKS,
     RECORD_ASKS,
     TOPIC_ASKS,
@@ -84,6 +85,7 @@ if TYPE_CHECKING:
 
 MAX_ANSWER_WORDS = 8  # a longer value is prose, not an answer a check can hold
 FIELDS_PER_RESULT = 3  # field tasks made from one result, at most
+MAX_LISTED = 8  # names a listing may give for a task that asks for them all
 ANSWER_WORDS = 12  # words an answer may add around the value ("The confirmation code of the email is ZOE67V.")
 REPLAYS_AT_ONCE = 4  # chains replayed at once where every session is its own server process
 BASE64 = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
@@ -218,6 +220,7 @@ def _scenario(
     read_back: ExploredCall | None = None,
     field: str | None = None,
     given: list[str] | None = None,
+    check: Check | None = None,
 ) -> Scenario:
     chain = _needed(task, chain)
     return Scenario(
@@ -229,9 +232,12 @@ def _scenario(
         # a task that changes state is checked on the state it leaves (its read-back), a record: any numbers
         # an answer is a sentence around the value, not a pasted result (a recital held every field: trained on, it was
         # learnt)
-        check=HoldsCheck(max_words=len(str(answer).split()) + ANSWER_WORDS)
-        if read_back is None
-        else HoldsCheck(on="read_back", max_other_numbers=None),
+        check=check
+        or (
+            HoldsCheck(max_words=len(str(answer).split()) + ANSWER_WORDS)
+            if read_back is None
+            else HoldsCheck(on="read_back", max_other_numbers=None)
+        ),
         read_back=None if read_back is None else {"tool": read_back.tool, "arguments": read_back.arguments},
         metadata={
             "source": "grounded",
@@ -360,6 +366,7 @@ def candidates(
                 )
             )
             continue
+        out += _listing_tasks(call, stated(call.arguments), chain, title_of(titles, call.tool))
         out += _field_tasks(call, stated(call.arguments), chain, rng, constant, title_of(titles, call.tool))
     return out
 
@@ -483,6 +490,34 @@ def _field_tasks(
     return out
 
 
+def _listing_tasks(call: ExploredCall, args: dict[str, Any], chain: list[ExploredCall], title: str) -> list[Scenario]:
+    """A task asking for every name a short listing gives (`git_branch`'s "  feature/alerts\n* main": its
+    lines, none labelled, each a name after a marker such as `*` or `[FILE]`), checked by the share of them
+    the answer holds. `args`: what a task states of the call's arguments."""
+    records = result_records(call.data, call.structured)
+    if len(records) != 1 or any(k for k, _ in records[0]):
+        return []
+    names = [_listed_name(v) for _, v in records[0]]
+    if not 2 <= len(names) <= MAX_LISTED or None in names or len(set(names)) < len(names):
+        return []
+    said = " ".join(map(value_text, call.arguments.values()))
+    if any(holds_answer(said, n) for n in names):  # a listing of what the call was given
+        return []
+    task = _worded(LIST_ASKS, call.tool, sorted(names)).format(action=action(title, args))
+    given = [value_text(v) for v in args.values()]
+    return [_scenario(task, names, chain, "listing", given=given, check=ContainsCheck())]
+
+
+def _listed_name(line: Any) -> str | None:
+    """The name a listing's line gives: the line, or its word after a marker ("* main", "[FILE] notes.txt",
+    "- draft"), where that reads as a name (letters, no spaces inside)."""
+    words = line.split() if isinstance(line, str) else []
+    marked = len(words) == 2 and re.fullmatch(r"[^\w\s]+|\[\w+\]", words[0])
+    if not (len(words) == 1 or marked) or len(words[-1]) > 60 or not re.search(r"[A-Za-z]{2}", words[-1]):
+        return None
+    return words[-1]
+
+
 def _identifying(
     record: list[tuple[str, Any]], records: list[list[tuple[str, Any]]], field: str
 ) -> tuple[str, Any] | None:
@@ -553,7 +588,7 @@ async def verify(
         for t in group:
             if last is None:
                 dropped["chain failed on replay"] += 1
-            elif holds_answer(last, t.answer):
+            elif all(holds_answer(last, v) for v in (t.answer if isinstance(t.answer, list) else [t.answer])):
                 kept.append(t)
             else:
                 dropped["answer not reproduced"] += 1

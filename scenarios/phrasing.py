@@ -136,6 +136,8 @@ TOPIC_ASKS = (
     "What is the {field} in the {noun} about {topic}?",
     "Find the {noun} about {topic} and tell me its {field}.",
 )
+# how a task asks for every name a short listing gives ("Git branch with branch type all. What does it list?")
+LIST_ASKS = ("{action}. What does it list?", "{action}: name everything it lists.")
 
 
 def noun_of(tool: str) -> str:

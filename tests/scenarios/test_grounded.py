@@ -404,6 +404,34 @@ async def test_grounded_tasks_on_the_shipped_servers():
     assert [(t.id, t.task) for t in again] == [(t.id, t.task) for t in calculator]
 
 
+def test_a_short_listing_asks_for_every_name_it_gives_and_states_none():
+    """A listing whose lines are names, none labelled (`git_branch`'s "  feature/alerts\n* main"), grounds a
+    task asking for them all, markers left out, checked by the share the answer holds; the task states none
+    of them. Prose lines, a listing of one line, or one of the values the call was sent ground none."""
+    from mcprl.judges.verify import checker_for
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+    from mcprl.types import Message, Trajectory
+
+    def listing(text: str, arguments: dict | None = None) -> list:
+        call = ExploredCall(index=0, session=0, tool="git_branch", arguments=arguments or {}, text=text)
+        return [t for t in candidates(Exploration(calls=[call]), {}, seed=0) if t.metadata["kind"] == "listing"]
+
+    (task,) = listing("  feature/alerts\n* main\n[DIR] docs")
+    assert task.answer == ["feature/alerts", "main", "docs"] and task.check.kind == "contains"
+    assert not any(name in task.task for name in task.answer)
+    check = checker_for(task)
+
+    def said(answer: str) -> float:
+        return check(task, Trajectory(messages=[Message(role="assistant", content=answer)]))
+
+    assert said("The branches are feature/alerts and main, and the folder docs.") == 1.0
+    assert 0 < said("Only main.") < 1
+    assert listing("Changes to be committed and more\nOn branch main") == []  # prose, not names
+    assert listing("main") == []  # one line
+    assert listing("main\ndev", {"name": "dev"}) == []  # a listing of what the call was given
+
+
 def test_a_task_that_states_a_value_needs_no_call_that_found_it():
     """Exploring found SKU-3000 by listing first; asked for by its sku, the item needs `get_item`
     alone, asked for by its name, the listing too (what the rollout must find)."""
