@@ -321,6 +321,21 @@ def candidates(
         """What a task states of a call's arguments: not the server's context (`Exploration.fixed`)."""
         return {k: v for k, v in args.items() if not (k in exploration.fixed and v == exploration.fixed[k])}
 
+    # a call that said what a call of the same tool with fewer of its arguments said (a filter that changed
+    # nothing: `git_log` with `end_timestamp` "Bob") is asked for as the plainest of those
+    said_alike: dict[tuple[str, str], list[ExploredCall]] = defaultdict(list)
+    for call in calls:
+        if not call.is_error and call.reads_back is None:
+            said_alike[call.tool, call.text].append(call)
+
+    def plainest(call: ExploredCall) -> ExploredCall:
+        fewer = [
+            c
+            for c in said_alike[call.tool, call.text]
+            if all(k in call.arguments and call.arguments[k] == v for k, v in c.arguments.items())
+        ]
+        return min(fewer, key=lambda c: (len(c.arguments), c.index))
+
     out: list[Scenario] = []
     for call in calls:
         if call.reads_back is not None:  # what a write changed: a task to make it, not a question on it
@@ -328,6 +343,7 @@ def candidates(
             continue
         if call.is_error:
             continue
+        call = plainest(call)
         chain = _chain(calls, call)
         if any(c.is_error for c in chain):
             continue

@@ -432,6 +432,24 @@ def test_a_short_listing_asks_for_every_name_it_gives_and_states_none():
     assert listing("main\ndev", {"name": "dev"}) == []  # a listing of what the call was given
 
 
+def test_no_task_states_a_filter_that_changed_nothing():
+    """`git_log` with `end_timestamp` "README" said what `git_log` alone said: every task is asked of the
+    plain call (its reference takes no filter, its wording states none); a filter that changed the answer
+    stays."""
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+
+    log = "Commit: a1\nAuthor: Ann Lee\nMessage: Initial commit\n\nCommit: b2\nAuthor: Bob Stone\nMessage: Add tests"
+    calls = [
+        ExploredCall(index=0, session=0, tool="git_log", arguments={"end_timestamp": "README"}, text=log),
+        ExploredCall(index=1, session=0, tool="git_log", arguments={}, text=log),
+        ExploredCall(index=2, session=0, tool="git_log", arguments={"max_count": 1}, text=log.split("\n\n")[0]),
+    ]
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert tasks and not any("README" in t.task or "end_timestamp" in t.reference[-1].arguments for t in tasks)
+    assert any(t.reference[-1].arguments == {"max_count": 1} for t in tasks)  # it changed what the call said
+
+
 def test_a_task_that_states_a_value_needs_no_call_that_found_it():
     """Exploring found SKU-3000 by listing first; asked for by its sku, the item needs `get_item`
     alone, asked for by its name, the listing too (what the rollout must find)."""
