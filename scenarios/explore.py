@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 
 SESSION_CALLS = 6  # calls per session: one chain's worth of state
 READ_BACKS = 2  # earlier reads repeated after a write, per write: what the write changed
+PERSISTENCE_READS = 3  # reads of a fresh session repeated once, after a write, to see whether state outlived it
 BACKOFF_S = (2.0, 5.0, 15.0)  # waits after errors that ask to slow down, in turn
 
 
@@ -394,17 +395,19 @@ async def explore(
             # once after a write answered: does a fresh session still read what the first one did? If not, the
             # server keeps its state outside its process (a file of its own), and writes would pile up there
             persistence_checked = True
-            before = next(iter(fresh_reads.values()))
-            again = await call(
-                session,
-                number,
-                before.tool,
-                before.arguments,
-                [],
-                repeats=before.index,
-                sources=before.sources,
-                parents=before.parents,
-            )
+            for before in list(fresh_reads.values())[:PERSISTENCE_READS]:  # a write shows in some reads, not all
+                again = await call(
+                    session,
+                    number,
+                    before.tool,
+                    before.arguments,
+                    [],
+                    repeats=before.index,
+                    sources=before.sources,
+                    parents=before.parents,
+                )
+                if again is None or not again.is_error and again.text != before.text:
+                    break
             if again is not None and not again.is_error and again.text != before.text:
                 for writer in writers - set(retired):
                     retired[writer] = "may write, and the server's state outlived its process"

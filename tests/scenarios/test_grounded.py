@@ -3,6 +3,7 @@ transports, tasks checked by value, verified by replay, errors reported in text 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from tests.conftest import _free_port, _wait_listening
 
 pytestmark = pytest.mark.anyio
 SHOP = Path(__file__).resolve().parents[1] / "data" / "shop_server.py"
+NOTES = Path(__file__).resolve().parents[1] / "data" / "notes_file_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:
@@ -365,6 +367,21 @@ async def test_a_shared_server_is_never_sent_a_tool_that_may_write():
     finally:
         proc.kill()
         proc.wait(timeout=10)
+
+
+async def test_a_server_whose_state_outlives_its_process_is_sent_few_writes(tmp_path):
+    """State in a file the command line does not name: after the first write, a fresh session's reads
+    (any of them; the first one, `server_info`, never changes) show it outlived its process, so no
+    tool that may write is called again, and the exploration says why."""
+    notes = tmp_path / "notes.json"
+    spec = ServerSpec.parse(f"{sys.executable} {NOTES}", env=[f"NOTES_FILE={notes}"])
+    said: list[str] = []
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=said.append)
+    writes = [c for c in exploration.calls if c.tool == "add_note"]
+    assert writes and len(writes) <= 2 * 6, exploration.summary()  # a session's worth at most
+    assert len(json.loads(notes.read_text())) == sum(not c.is_error for c in writes)
+    assert any("outside its process" in line for line in said)
 
 
 async def test_exploration_stays_within_its_bounds_and_skips_a_tool_that_hangs():

@@ -1,0 +1,51 @@
+"""Notes kept in a file that the environment names (NOTES_FILE), not the command line: state that
+outlives the server's process, as a knowledge-graph server's default file does. Its first read
+(`server_info`) never changes; `list_notes` shows what `add_note` wrote, in any later process.
+
+    NOTES_FILE=F python tests/data/notes_file_server.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from mcprl.servers import serve  # noqa: E402
+
+FILE = Path(os.environ["NOTES_FILE"])
+
+
+def _notes() -> list[str]:
+    return json.loads(FILE.read_text()) if FILE.exists() else []
+
+
+def server_info() -> str:
+    """The server's name and version."""
+    return "notes server 1.0"
+
+
+def list_notes() -> str:
+    """List every note, one per line."""
+    return "\n".join(f"note {i}: {text}" for i, text in enumerate(_notes(), 1)) or "no notes"
+
+
+def add_note(text: Annotated[str, Field(description="the note, e.g. buy milk")]) -> str:
+    """Add a note."""
+    FILE.write_text(json.dumps([*_notes(), text]))
+    return f"added note {len(_notes())}"
+
+
+def build(seed: int = 0):
+    server = serve.new_server("notes", "Notes in a file.")
+    serve.add_tools(server, [server_info, list_notes, add_note], writes=["add_note"])
+    return server
+
+
+if __name__ == "__main__":
+    serve.main(build, "Notes kept in a file.")
