@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
 SESSION_CALLS = 6  # calls per session: one chain's worth of state
 READ_BACKS = 2  # earlier reads repeated after a write, per write: what the write changed
-PERSISTENCE_READS = 3  # reads of a fresh session repeated once, after a write, to see whether state outlived it
+PERSISTENCE_READS = 2  # reads of a fresh session repeated once, after a write, to see whether state outlived it
 BACKOFF_S = (2.0, 5.0, 15.0)  # waits after errors that ask to slow down, in turn
 
 
@@ -385,17 +385,13 @@ async def explore(
     fresh_reads: dict[str, ExploredCall] = {}
     persistence_checked = cfg.isolated is not None  # the user said whether sessions start fresh
 
-    async def session_walk(session: ToolSession, number: int) -> None:
-        nonlocal persistence_checked
-        rng = random.Random(f"{seed}/explore/{number}")
-        # the answered reads of the state the session is in, by call: what a write may change
-        reads: dict[str, ExploredCall] = dict(fresh_reads) if isolated else {}
-        wrote = False
-        if isolated and not persistence_checked and fresh_reads and any(c.writes and not c.is_error for c in out.calls):
-            # once after a write answered: does a fresh session still read what the first one did? If not, the
-            # server keeps its state outside its process (a file of its own), and writes would pile up there
-            persistence_checked = True
-            for before in list(fresh_reads.values())[:PERSISTENCE_READS]:  # a write shows in some reads, not all
+    async def outlived(session: ToolSession, number: int) -> str | None:
+        """The read (up to PERSISTENCE_READS of those a fresh session answered before any write; a write shows
+        in some, not all) that this fresh session answers otherwise, and the same when asked again: state that
+        outlived the process, not a clock or dice, which answer otherwise every time. None when none does."""
+        for before in list(fresh_reads.values())[:PERSISTENCE_READS]:
+            answers = []
+            for _ in range(2):
                 again = await call(
                     session,
                     number,
@@ -406,13 +402,28 @@ async def explore(
                     sources=before.sources,
                     parents=before.parents,
                 )
-                if again is None or not again.is_error and again.text != before.text:
+                if again is None or again.is_error or again.text == before.text:
                     break
-            if again is not None and not again.is_error and again.text != before.text:
+                answers.append(again.text)
+            if len(answers) == 2 and answers[0] == answers[1]:
+                return before.tool
+        return None
+
+    async def session_walk(session: ToolSession, number: int) -> None:
+        nonlocal persistence_checked
+        rng = random.Random(f"{seed}/explore/{number}")
+        # the answered reads of the state the session is in, by call: what a write may change
+        reads: dict[str, ExploredCall] = dict(fresh_reads) if isolated else {}
+        wrote = False
+        if isolated and not persistence_checked and fresh_reads and any(c.writes and not c.is_error for c in out.calls):
+            # once after a write answered: does a fresh session still read what the first one did? If not, the
+            # server keeps its state outside its process (a file of its own), and writes would pile up there
+            persistence_checked = True
+            if (changed := await outlived(session, number)) is not None:
                 for writer in writers - set(retired):
                     retired[writer] = "may write, and the server's state outlived its process"
                 say(
-                    f"warning: {before.tool} answered differently in a fresh session: the server keeps its state "
+                    f"warning: {changed} answered differently in a fresh session: the server keeps its state "
                     "outside its process, so tools that may write are not explored further "
                     "(--isolated says otherwise)"
                 )
