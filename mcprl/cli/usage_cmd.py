@@ -32,7 +32,7 @@ def usage(
     scenarios: Path = typer.Option(None, "--scenarios", help="scenarios JSONL \\[grounded in the server's answers]"),
     n: int = typer.Option(16, "-n", help="grounded tasks to write (without --scenarios)"),
     samples: int = typer.Option(2, "--samples", help="rollouts per task and model"),
-    seed: int = typer.Option(0, "--seed", help="seeds the exploration and the tasks"),
+    seed: int = typer.Option(0, "--seed", help="seeds the exploration, the tasks and the sampling"),
     tool_overrides: Path = typer.Option(
         None,
         "--tool-overrides",
@@ -54,6 +54,9 @@ def usage(
     from mcprl.usage.report import UsageReport, UsageResult, UsageRun, changes
 
     settings = {**overrides(given, USAGE_FLAGS), "project": project, "eval_samples": samples, "seed": seed}
+    # sampling seeded too: the runs of one report (a model with and without the overrides, a baseline) draw alike
+    if settings.get("rollout.sampling_seed") is None:
+        settings["rollout.sampling_seed"] = seed
     if not settings.get("server.target"):
         raise UserError("give --server SPEC: the MCP server whose tools to report on")
     if n < 2 or samples < 1:

@@ -86,7 +86,7 @@ class RolloutWorker:
         """`per` rollouts of one scenario, all at once, as the local loop runs them."""
         m, s, rc = Model.model_validate(model), Scenario.model_validate(scenario), RolloutConfig.model_validate(config)
         [group] = await gather_trajectory_groups(
-            [[self.agent(m, s, self.pool, rc) for _ in range(per)]], max_concurrency=per
+            [[self.agent(m, s, self.pool, rc.for_rollout(s.id, i)) for i in range(per)]], max_concurrency=per
         )
         return group.model_dump(mode="json")
 

@@ -3,6 +3,7 @@ training and its evaluation, whichever agent rolls out (`mcprl.rollout.agents`).
 
 from __future__ import annotations
 
+import hashlib
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -37,6 +38,11 @@ class RolloutConfig(BaseModel):
     )
     top_p: float = Field(
         default=1.0, gt=0, le=1, description="nucleus sampling: the smallest set of tokens with this much probability"
+    )
+    # Each rollout's requests carry a seed made of this one, the task, the rollout's place in its group and
+    # the turn (`for_rollout`), so two runs that differ in one setting (a tool's description) draw alike.
+    sampling_seed: int | None = Field(
+        default=None, ge=0, description="seed every request's sampling, per task, rollout and turn (default: unseeded)"
     )
     # An episode past its time limit ends truncated: its complete turns so far are kept, scored and
     # trained like any others (mcprl.rollout.recording), the request under way is dropped.
@@ -74,6 +80,14 @@ class RolloutConfig(BaseModel):
     def calls_per_episode(self) -> int:
         """Sequential tool calls an episode has room for: a turn each, then one for the answer."""
         return max(1, self.max_turns - 1)
+
+    def for_rollout(self, task_id: str, index: int) -> RolloutConfig:
+        """The settings of rollout `index` of a group of task `task_id`: with a `sampling_seed`, one of its own
+        (its requests add their turn to it)."""
+        if self.sampling_seed is None:
+            return self
+        digest = hashlib.sha256(f"{self.sampling_seed}/{task_id}/{index}".encode()).digest()
+        return self.model_copy(update={"sampling_seed": int.from_bytes(digest[:4], "big")})
 
     @model_validator(mode="after")
     def _langgraph_ends_on_text(self) -> RolloutConfig:

@@ -143,7 +143,10 @@ class LocalRollouts:
         progress: Callable[[int, int], None] | None = None,
     ) -> list[TrajectoryGroup]:
         groups = await gather_trajectory_groups(
-            [[self.agent(model, s, self.pool, rc) for _ in range(per)] for s, rc in zip(scenarios, configs)],
+            [
+                [self.agent(model, s, self.pool, rc.for_rollout(s.id, i)) for i in range(per)]
+                for s, rc in zip(scenarios, configs)
+            ],
             max_concurrency=max_concurrency,
             progress=progress,
         )

@@ -187,6 +187,7 @@ class ToolAgent:
                     temperature=config.temperature,
                     top_p=config.top_p,
                     max_tokens=config.max_tokens,
+                    **({"seed": config.sampling_seed + ep.turns} if config.sampling_seed is not None else {}),
                 )
                 choice = resp.choices[0]
                 ep.reply = choice.message.model_dump(

@@ -209,6 +209,27 @@ async def test_generations_carry_the_request_sampling_settings(tiny_model_dir):
     assert [(g.temperature, g.top_p) for g in traj.generations] == [(0.7, 0.9)]
 
 
+async def test_seeded_sampling_draws_alike_per_task_rollout_and_turn(tiny_model_dir):
+    """With a sampling seed, a rollout's requests carry a seed of its own (its task, its place in the group, its
+    turn): the same rollout samples the same tokens in another run; another place in the group does not share it."""
+    from mcprl.model.trainable import Model
+    from mcprl.serving.engine import Engine
+    from mcprl.serving.local import LocalEndpoint
+
+    server = LocalEndpoint(Engine(str(tiny_model_dir), served_name="tiny"))
+    try:
+        model = Model(name="tiny", inference_base_url=server.base_url)
+        rc = RolloutConfig(max_tokens=16, temperature=1.0, sampling_seed=7, demonstration=False)
+        runs = [await rollout(model, TASK, None, rc.for_rollout(TASK.id, i)) for i in (0, 0, 1)]
+    finally:
+        server.close()
+    tokens = [[g.completion_token_ids for g in t.generations] for t in runs]
+    assert tokens[0] == tokens[1] and tokens[0] != tokens[2]
+    assert RolloutConfig().for_rollout("t1", 3) == RolloutConfig()  # unseeded: as given
+    seeds = {RolloutConfig(sampling_seed=7).for_rollout(t, i).sampling_seed for t in ("t1", "t2") for i in (0, 1)}
+    assert len(seeds) == 4
+
+
 @pytest.mark.parametrize("drop", ["all", "some"])
 async def test_token_ids_without_their_logprobs_fail_the_rollout_not_the_training_step(tiny_model_dir, drop):
     """Issue 28.3: a reply with token ids but no logprobs (or fewer) was recorded, then raised
