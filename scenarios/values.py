@@ -552,8 +552,8 @@ class Knowledge:
             ]
             # of those, or else of every parameter, the ones whose value has not worked before (a repository
             # path that worked, sent also as a branch type that the error quotes back, is not to blame)
-            untried = [d for d in named or leaves if repr(d.value) not in map(repr, self.worked.get(d.name, []))]
-            blamed = untried or named or leaves
+            unproven = [d for d in named or leaves if repr(d.value) not in map(repr, self.worked.get(d.name, []))]
+            blamed = unproven or named or leaves
             named = [d for d in named if d in blamed]
             self.failed_new.update(d.name for d in named if d in first)
             for d in named:
