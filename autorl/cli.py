@@ -48,6 +48,7 @@ def autorl_command(
     The generated files are saved next to the run (<MCPRL_HOME>/<project>/<name>/autorl/): edit
     any of them and rerun to use your version, or pass --regenerate. A server (optional) gives
     the task its tools."""
+    # Lazy: loaded when the command runs, so that `mcprl --help` stays fast
     from mcprl.autorl.run import plan
 
     cfg = load_config(

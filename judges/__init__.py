@@ -53,6 +53,7 @@ def build_judge(
     gate (checks decide pass/fail, RULER ranks the passing ones). `all_or_nothing`: the checks
     give no partial credit (see VerifyJudge); `success_threshold` (the run's `--success-threshold`):
     the check's score that solves a task, for all-or-nothing and for the gate's pass."""
+    # Lazy: the judges load when one is built, not with the settings (`mcprl --help` reads those)
     from mcprl.judges.combine import GateJudge
     from mcprl.judges.verify import VerifyJudge
 
@@ -97,6 +98,7 @@ class JudgeConfig(BaseModel):
         shaping; RULER's verdicts are cached in `cache_dir`; `success_threshold`: see `build_judge`.
         `unchecked`: some scenarios have no check (synthesized tasks among grounded ones): with the
         checks' modes, those are judged by RULER (ByCheckJudge), the others by their checks."""
+        # Lazy, as in build_judge
         from mcprl.judges.combine import ByCheckJudge, ShapedJudge
         from mcprl.judges.ruler import RulerJudge
         from mcprl.judges.shaping import ToolUseShaping
@@ -125,6 +127,7 @@ class JudgeConfig(BaseModel):
         their checks when every one has one (`verifiable`), else each scenario without a check by RULER
         and each with one by its check (gating RULER where the mode is both); never shaped, so a score
         is the task's alone."""
+        # Lazy, as in build_judge
         from mcprl.judges.verify import VerifyJudge
 
         if verifiable:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import anyio
+import openai
 from pydantic import BaseModel, ValidationError
 
 from mcprl.errors import UserError, first_problem
@@ -69,6 +70,7 @@ def stronger_model_fix(flag: str) -> str:
 
 
 def _litellm() -> Any:
+    # Lazy: seconds to import, and needed only once a model is called (module docstring)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
@@ -86,6 +88,7 @@ async def resolve_model(model: str, api_base: str | None, api_key: str | None) -
     name with `api_base` (e.g. `Qwen/Qwen2.5-7B` on vLLM) is sent as an OpenAI-compatible model.
     """
     if is_local(model):
+        # Lazy: our in-process endpoint (torch, PEFT: seconds to import) only for `local`
         from mcprl.serving.local import local_endpoint
 
         spec = model.partition("/")[2] or DEFAULT_LOCAL_SPEC
@@ -148,7 +151,6 @@ async def complete(
     are retried `num_retries` times with exponential backoff, then raise LLMError; a bad key
     or unknown model raises UserError at once (retrying cannot fix them)."""
     litellm = _litellm()
-    import openai  # litellm's exceptions subclass the OpenAI SDK's, whichever the provider
 
     llm_model, api_base, api_key = await resolve_model(model, api_base, api_key)
     if api_key is None:
@@ -194,7 +196,7 @@ async def complete(
         try:
             response = await litellm.acompletion(**kwargs)
             break
-        except openai.OpenAIError as e:
+        except openai.OpenAIError as e:  # litellm's exceptions subclass the OpenAI SDK's, whichever the provider
             status = getattr(e, "status_code", None)
             if status in (400, 422) and not local and "response_format" in kwargs and _names_response_format(e):
                 # A server without structured outputs: ask again (not counted) with the schema in

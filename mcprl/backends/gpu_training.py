@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from peft import LoraConfig
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcprl.errors import UserError
@@ -86,8 +87,6 @@ def lora_arguments(lora: LoraSettings, adapter_dir: Path | None) -> dict[str, An
             "lora_dropout": lora.dropout,
             "target_modules": lora.target_modules,
         }
-    from peft import LoraConfig
-
     cfg = LoraConfig.from_pretrained(str(adapter_dir))
     targets = cfg.target_modules if isinstance(cfg.target_modules, str) else sorted(cfg.target_modules)
     return {"r": cfg.r, "lora_alpha": cfg.lora_alpha, "lora_dropout": cfg.lora_dropout, "target_modules": targets}
@@ -97,6 +96,7 @@ def load_trainer(
     model_path: str, lora: LoraSettings, adapter_dir: Path | None, settings: UnslothSettings, gpu: int
 ) -> UnslothGRPOTrainer:
     """Load `model_path` with Unsloth on cuda:`gpu`, add LoRA (the weights of `adapter_dir` when resuming)."""
+    # Lazy: Unsloth needs a GPU even to import; the peft functions it patches are bound after it
     from unsloth import FastLanguageModel  # noqa: I001  (first: it patches transformers and peft on import)
 
     from peft import set_peft_model_state_dict

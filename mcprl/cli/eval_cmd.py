@@ -60,6 +60,7 @@ def eval_(
 
     A trained model is evaluated as its run trained and scored it (the run's server, prompt, sampling and judge, from
     its config.json), so one checkpoint gets one score; flags change them."""
+    # Lazy: loaded when the command runs, so that `mcprl --help` stays fast
     from mcprl.run.evaluate import evaluate, resolve_checkpoint, run_settings
     from mcprl.usage import UsageReport, load_overrides
     from mcprl.usage.render import print_reports
@@ -129,6 +130,7 @@ with_flags(eval_, EVAL_FLAGS, show_defaults=False, panel_note=" (default: the ru
 
 def report(run_dir: Path = typer.Argument(..., help="a run directory (<MCPRL_HOME>/<project>/<name>)")) -> None:
     """(Re)build report.html for a run directory."""
+    # Lazy: loaded when the command runs, so that `mcprl --help` stays fast
     from mcprl.run.report import write_report
 
     if not (run_dir / "metrics.jsonl").exists():

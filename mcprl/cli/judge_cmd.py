@@ -65,6 +65,7 @@ def judge(
     no_cache: bool = typer.Option(False, "--no-cache", help="always ask the judge"),
 ) -> None:
     """Re-score saved trajectory groups with RULER and/or the scenarios' checks."""
+    # Lazy: loaded when the command runs, so that `mcprl --help` stays fast
     from mcprl.judges import JudgeError, RulerJudge, build_judge, score_groups
 
     if mode not in ("ruler", "verify", "gate"):

@@ -12,6 +12,7 @@ app = typer.Typer(help="Fetch and list the embedded models.", no_args_is_help=Tr
 @app.command("pull")
 def pull(alias: str = typer.Argument("smollm2-135m", help="model alias"), force: bool = False) -> None:
     """Download and convert a model alias into the cache."""
+    # Lazy: loaded when the command runs, so that `mcprl --help` stays fast
     from mcprl.model import weights
 
     print(weights.pull(alias, force=force))
@@ -20,6 +21,7 @@ def pull(alias: str = typer.Argument("smollm2-135m", help="model alias"), force:
 @app.command("list")
 def list_() -> None:
     """Show the aliases and which are cached."""
+    # Lazy: loaded when the command runs, so that `mcprl --help` stays fast
     from mcprl.model import weights
 
     cached = {alias: (d, size) for alias, d, size in weights.list_cached()}

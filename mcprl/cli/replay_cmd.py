@@ -10,6 +10,7 @@ import anyio
 import typer
 
 from mcprl.errors import UserError
+from mcprl.tools.cassette import Cassette
 
 
 def replay(
@@ -29,9 +30,9 @@ def replay(
         raise UserError(f"--transport {transport!r}: choose stdio or http")
     if on_miss not in ("error", "nearest"):
         raise UserError(f"--on-miss {on_miss!r}: choose error or nearest (a served cassette has no live server)")
+    # Lazy: loaded when the command runs, so that `mcprl --help` stays fast
     import uvicorn
 
-    from mcprl.tools.cassette import Cassette
     from mcprl.tools.replay_server import HTTP_PATH, build_server, serve_stdio
 
     server = build_server(Cassette.load(cassette), nearest=on_miss == "nearest")

@@ -32,6 +32,7 @@ async def write_scenarios(
     **synthesis: Any,
 ) -> str:
     """Synthesize, split and write; returns the report to print. `synthesis` goes to `synthesize`."""
+    # Lazy: loaded when the command runs, so that `mcprl --help` stays fast
     from mcprl.scenarios.synthesize import synthesize
 
     if not tools:
@@ -75,6 +76,7 @@ def scenarios(
     **given: Any,
 ) -> None:
     """Write scenarios for a server: grounded in its own answers (default), or synthesized from its tools."""
+    # Lazy: loaded when the command runs, so that `mcprl --help` stays fast
     from mcprl.tools import discover
 
     console = Console(stderr=True)
@@ -87,6 +89,7 @@ def scenarios(
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     async def write_grounded() -> str:
+        # Lazy: loaded when the command runs, so that `mcprl --help` stays fast
         from mcprl.scenarios.source import grounded
         from mcprl.tools import ToolPool
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from mcprl.serving.protocol import ServeLimits
+from mcprl.train.checkpoints import adapter_name
 
 
 def _limit(name: str):
@@ -43,12 +44,12 @@ def serve(
     max_schema_depth: int = _limit("max_schema_depth"),
 ) -> None:
     """Serve a model (and its LoRA adapters) over OpenAI's chat-completions API."""
+    # Lazy: loaded when the command runs, so that `mcprl --help` stays fast
     import uvicorn
 
     from mcprl.serving.app import create_app
     from mcprl.serving.engine import Engine
     from mcprl.serving.local import SHUTDOWN_GRACE_S, check_port_free
-    from mcprl.train.checkpoints import adapter_name
 
     values = locals()
     limits = ServeLimits(**{name: values[name] for name in ServeLimits.model_fields})

@@ -25,6 +25,7 @@ def server_settings(given: dict[str, Any]):
 
 
 def _discover(given: dict[str, Any]) -> ToolSet:
+    # Lazy: loaded when the command runs, so that `mcprl --help` stays fast
     from mcprl.tools import ToolPool, discover
 
     spec = server_settings(given).spec()
@@ -57,6 +58,7 @@ def tools(
 
 def validate(**given: Any) -> None:
     """Check a server's tools for what breaks or confuses a model; exits 1 when there are errors."""
+    # Lazy: loaded when the command runs, so that `mcprl --help` stays fast
     from mcprl.tools.validate import check_tools
 
     toolset = _discover(given)

@@ -37,6 +37,7 @@ with_flags(train, FLAGS)
 
 
 async def run_with_progress(cfg, resume, console):
+    # Lazy: loaded when the command runs, so that `mcprl --help` stays fast
     from mcprl.run.report import write_report
     from mcprl.run.runner import TrainingRun
 

@@ -46,6 +46,7 @@ def usage(
     **given: Any,
 ) -> None:
     """For server authors: what a model does with each tool (selection, arguments, results, outcome), from rollouts."""
+    # Lazy: loaded when the command runs, so that `mcprl --help` stays fast
     from mcprl.run.evaluate import evaluate, resolve_checkpoint, run_settings
     from mcprl.scenarios.source import grounded, referenced
     from mcprl.tools import ToolPool

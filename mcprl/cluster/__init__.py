@@ -146,6 +146,7 @@ async def open_rollouts(
     if config.engine == "local":
         yield None
         return
+    # Lazy: Ray (an optional extra) loads only for engine = "ray"; the local engine runs without it
     from mcprl.cluster.ray_engine import RayRollouts
 
     async with RayRollouts(config, server, agent, say=say) as rollouts:

@@ -115,6 +115,7 @@ class MetricsLog:
         replace_text(self.path, "".join(json.dumps(r) + "\n" for r in rows))
 
     def _log_wandb(self, row: dict[str, Any]) -> None:
+        # Lazy and optional: Weights & Biases is no dependency of mcprl; logged to only where installed
         try:
             import wandb
         except ImportError:

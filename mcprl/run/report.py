@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from matplotlib.figure import Figure
+
 from mcprl.run.config import RunConfig, load_saved
 from mcprl.types import TrajectoryGroup, load_jsonl
 from mcprl.usage import run_tools
@@ -23,13 +25,9 @@ def _rows(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def _plot(path: Path, title: str, series: list[tuple[str, list[int], list[float]]], ylabel: str, bands=None) -> None:
-    # pyplot is imported once its backend is chosen (Agg: files, no display); both only to draw
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.4), dpi=100)
+    # a Figure of its own, not pyplot's: no backend to choose and no window, only the file
+    fig = Figure(figsize=(6, 3.4), dpi=100)
+    ax = fig.subplots()
     for label, xs, ys in series:
         if xs:
             ax.plot(xs, ys, marker="o", label=label)
@@ -44,7 +42,6 @@ def _plot(path: Path, title: str, series: list[tuple[str, list[int], list[float]
         ax.legend()
     fig.tight_layout()
     fig.savefig(path)
-    plt.close(fig)
 
 
 def _render_messages(messages: list[dict[str, Any]]) -> str:
