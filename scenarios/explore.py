@@ -35,6 +35,7 @@ skipped from then on), `rate` calls a second at most; an error that asks to slow
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 import time
@@ -81,6 +82,9 @@ class ExploredCall(BaseModel):
         "an image or a blob), where it differs from `text`",
     )
     structured: Any = None
+    digest: str = Field(
+        default="", description="a hash of the whole result as the server sent it, past where `text` is cut"
+    )
     is_error: bool = False
     error_kind: str | None = None
     latency_s: float = 0.0
@@ -324,6 +328,9 @@ async def explore(
                 "text": outcome.text,
                 "data_text": None if outcome.data_text == outcome.text else outcome.data_text,
                 "structured": outcome.structured,
+                "digest": hashlib.sha256(
+                    outcome.result.model_dump_json().encode() if outcome.result else outcome.text.encode()
+                ).hexdigest()[:16],
                 "is_error": outcome.is_error,
                 "error_kind": outcome.error_kind,
                 "latency_s": round(outcome.latency_s, 3),
@@ -402,9 +409,9 @@ async def explore(
                     sources=before.sources,
                     parents=before.parents,
                 )
-                if again is None or again.is_error or again.text == before.text:
+                if again is None or again.is_error or again.digest == before.digest:
                     break
-                answers.append(again.text)
+                answers.append(again.digest)
             if len(answers) == 2 and answers[0] == answers[1]:
                 return before.tool
         return None
