@@ -392,6 +392,20 @@ async def explore(
     fresh_reads: dict[str, ExploredCall] = {}
     persistence_checked = cfg.isolated is not None  # the user said whether sessions start fresh
 
+    async def repeat(session: ToolSession, number: int, before: ExploredCall, **fields: Any) -> ExploredCall | None:
+        """`before`'s call made again in `session`: a read asked again after a write, or in a fresh session."""
+        return await call(
+            session,
+            number,
+            before.tool,
+            before.arguments,
+            [],
+            repeats=before.index,
+            sources=before.sources,
+            parents=before.parents,
+            **fields,
+        )
+
     async def outlived(session: ToolSession, number: int) -> str | None:
         """The read (up to PERSISTENCE_READS of those a fresh session answered before any write; a write shows
         in some, not all) that this fresh session answers otherwise, and the same when asked again: state that
@@ -399,16 +413,7 @@ async def explore(
         for before in list(fresh_reads.values())[:PERSISTENCE_READS]:
             answers = []
             for _ in range(2):
-                again = await call(
-                    session,
-                    number,
-                    before.tool,
-                    before.arguments,
-                    [],
-                    repeats=before.index,
-                    sources=before.sources,
-                    parents=before.parents,
-                )
+                again = await repeat(session, number, before)
                 if again is None or again.is_error or again.digest == before.digest:
                     break
                 answers.append(again.digest)
@@ -468,17 +473,7 @@ async def explore(
             for before in backs[:READ_BACKS]:
                 if len(out.calls) >= cfg.calls or before.tool in retired:
                     break
-                again = await call(
-                    session,
-                    number,
-                    before.tool,
-                    before.arguments,
-                    [],
-                    reads_back=made_call.index,
-                    repeats=before.index,
-                    sources=before.sources,
-                    parents=before.parents,
-                )
+                again = await repeat(session, number, before, reads_back=made_call.index)
                 if again is None:
                     return
                 if not again.is_error:
