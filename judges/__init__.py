@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcprl.errors import UserError
-from mcprl.lazy import exports
+from mcprl.loading import exports
 from mcprl.types import SUCCESS_THRESHOLD
 
 if TYPE_CHECKING:

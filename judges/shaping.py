@@ -26,8 +26,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from mcprl.checks import holds_answer, words
 from mcprl.judges.base import zero_failed
-from mcprl.matching import holds_answer, words
 from mcprl.tools.client import schema_validator
 from mcprl.types import Message, Trajectory, TrajectoryGroup
 

@@ -28,11 +28,15 @@ from mcprl.checks import (
     NormalizedCheck,
     PythonCheck,
     RegexCheck,
+    as_number,
+    holds_answer,
+    normalize_text,
+    numbers,
+    same_value,
 )
 from mcprl.errors import UserError, first_problem
 from mcprl.judges.base import zero_failed
 from mcprl.llm import extract_json
-from mcprl.matching import as_number, holds_answer, normalize_text, numbers, same_value
 from mcprl.types import SUCCESS_THRESHOLD, Scenario, Trajectory, TrajectoryGroup
 
 Checker = Callable[[Scenario, Trajectory], Any]  # returns a float, or an awaitable of one

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mcprl.lazy import exports
+from mcprl.loading import exports
 from mcprl.version import __version__
 
 _EXPORTS = {

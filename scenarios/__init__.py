@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mcprl.lazy import exports
+from mcprl.loading import exports
 
 _EXPORTS = {
     "difficulty_histogram": "mcprl.scenarios.coverage",

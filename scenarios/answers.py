@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, Field
 
-from mcprl.matching import holds_answer
+from mcprl.checks import holds_answer
 from mcprl.scenarios.explore import Exploration, ExploredCall, may_write
 from mcprl.scenarios.grounded import _chain, _needed, _text_parameter
 from mcprl.scenarios.results import found_nothing, result_records, result_values

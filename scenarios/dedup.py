@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from mcprl.matching import normalize_text
+from mcprl.checks import normalize_text
 
 DEFAULT_THRESHOLD = 0.8
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")

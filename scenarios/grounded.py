@@ -17,7 +17,7 @@ source of tasks whose answer is a value its result holds:
              then held a value it did not hold before (`Scenario.read_back`; the rollout makes that
              call in its own session once the episode is over)
 
-Each task carries a `holds` check (numbers by value, text as whole words; mcprl.matching), so the
+Each task carries a `holds` check (numbers by value, text as whole words; mcprl.checks), so the
 `verify` judge scores it with no LLM; its reference chain (`Scenario.reference`: the calls, in
 order); and a difficulty, the chain's length. Tasks are phrased from templates made of the tool's
 description and the call's values (`mcprl.scenarios.phrasing`); a generator model may rephrase them (JSON via
@@ -47,8 +47,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, Field
 
-from mcprl.checks import Check, ContainsCheck, HoldsCheck
-from mcprl.matching import holds_answer, normalize_text, numbers
+from mcprl.checks import Check, ContainsCheck, HoldsCheck, holds_answer, normalize_text, numbers
 from mcprl.scenarios.explore import Exploration, ExploredCall, may_write, source_call
 from mcprl.scenarios.lexicon import NAME_KEYS, words_of
 from mcprl.scenarios.phrasing import (

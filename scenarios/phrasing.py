@@ -13,9 +13,9 @@ from typing import Any
 
 import anyio
 
+from mcprl.checks import holds_answer, numbers
 from mcprl.errors import UserError
 from mcprl.llm import LLMError, complete, extract_json
-from mcprl.matching import holds_answer, numbers
 from mcprl.scenarios.lexicon import words_of
 from mcprl.types import Scenario
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import validate_call
 
-from mcprl.matching import NUMBER, THOUSANDS, numbers
+from mcprl.checks import NUMBER, THOUSANDS, numbers
 from mcprl.types import Message, Trajectory
 
 MAX_OTHER_NUMBERS = 2

@@ -46,12 +46,11 @@ LAYER_NAMES = ("foundations", "stages", "plug-ins", "applications")
 LAYERS = {
     "mcprl.types": FOUNDATIONS,
     "mcprl.errors": FOUNDATIONS,
-    "mcprl.lazy": FOUNDATIONS,
     "mcprl.paths": FOUNDATIONS,
     "mcprl.version": FOUNDATIONS,
-    "mcprl.matching": FOUNDATIONS,  # value matching: grounding writes answers, the checks read them, alike
-    "mcprl.checks": FOUNDATIONS,  # Scenario.check's models: written by grounding and task sets, scored by judges
-    "mcprl.user_code": FOUNDATIONS,  # a user's module:attribute (an agent, a loss), imported alike
+    # Scenario.check's models and value matching: grounding writes answers, the judges score them, alike
+    "mcprl.checks": FOUNDATIONS,
+    "mcprl.loading": FOUNDATIONS,  # package exports on first use; a user's module:attribute (an agent, a loss)
     "mcprl.model.memory": FOUNDATIONS,
     "mcprl.model.chat_format": FOUNDATIONS,
     "mcprl.model.attention": FOUNDATIONS,
@@ -81,8 +80,8 @@ EXACT = {"mcprl": APPLICATIONS}
 # Modules the layers would let import each other, kept apart: the rollout and the MCP client are
 # clients of any OpenAI-compatible endpoint (ours, vLLM, a hosted one) and import nothing of our
 # endpoint's; what both sides need (mcprl.types.message_key) sits in a lower layer. Where tasks come from
-# (mcprl.scenarios) imports nothing of how rollouts are judged: the checks' models (mcprl.checks) and value
-# matching (mcprl.matching) sit below both.
+# (mcprl.scenarios) imports nothing of how rollouts are judged: the checks' models and value matching
+# (mcprl.checks) sit below both.
 APART = {("mcprl.tools", "mcprl.serving"), ("mcprl.rollout", "mcprl.serving"), ("mcprl.scenarios", "mcprl.judges")}
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mcprl.lazy import exports
+from mcprl.loading import exports
 
 _EXPORTS = {
     "RolloutConfig": "mcprl.rollout.config",

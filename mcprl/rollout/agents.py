@@ -26,10 +26,10 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from mcprl.errors import UserError
+from mcprl.loading import named_object
 from mcprl.rollout import loop
 from mcprl.rollout.config import RolloutConfig
 from mcprl.rollout.recording import Recorder
-from mcprl.user_code import named_object
 
 if TYPE_CHECKING:
     from mcprl.model.trainable import Model

@@ -46,10 +46,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from mcprl.checks import holds_answer
 from mcprl.errors import UserError, clip, first_problem
 from mcprl.judges.shaping import novel_words
 from mcprl.llm import LLMError, complete, extract_json
-from mcprl.matching import holds_answer
 from mcprl.run.references import reference_exchange
 from mcprl.types import Message, Scenario
 

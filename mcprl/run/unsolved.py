@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from mcprl.errors import UserError
 from mcprl.judges import score_groups
+from mcprl.loading import named_object
 from mcprl.run.references import reference_exchange, reference_trajectory
-from mcprl.user_code import named_object
 
 if TYPE_CHECKING:
     from mcprl.judges import Judge

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mcprl.lazy import exports
+from mcprl.loading import exports
 from mcprl.tools.redact import redact, redact_model, secret_values
 from mcprl.tools.spec import ServerSpec
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 import torch
 
 from mcprl.errors import UserError
-from mcprl.user_code import named_object
+from mcprl.loading import named_object
 
 if TYPE_CHECKING:
     from mcprl.train.config import TrainConfig

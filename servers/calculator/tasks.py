@@ -5,8 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from mcprl.checks import ServerCheck
-from mcprl.matching import numbers
+from mcprl.checks import ServerCheck, numbers
 from mcprl.servers.checking import answered, successful_tool_calls
 from mcprl.types import Scenario, Trajectory
 

@@ -194,7 +194,7 @@ def test_with_a_known_answer_the_call_that_found_it_ranks_first(query, result, e
 
 
 def test_holds_answer_reads_numbers_by_value_and_text_as_whole_words():
-    from mcprl.matching import holds_answer
+    from mcprl.checks import holds_answer
 
     assert holds_answer("price: $22.60", 22.6) and holds_answer("stock: 1,204 units", "1204")
     assert not holds_answer("SKU-1234 | hammer", 1234) and not holds_answer("stock: 12", "1")

@@ -146,7 +146,7 @@ async def test_a_mixed_set_is_judged_by_checks_where_it_has_them_and_by_ruler_el
 
 
 def test_a_synthesized_tasks_written_reference_answers_with_what_its_call_found():
-    from mcprl.matching import holds_answer
+    from mcprl.checks import holds_answer
     from mcprl.run.references import reference_trajectory
     from mcprl.types import Generation, ReferenceCall
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from mcprl.checks import holds_answer
 from mcprl.errors import UserError
 from mcprl.judges import VerifyJudge
-from mcprl.matching import holds_answer
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explore import explore, may_write, names_a_file
 from mcprl.scenarios.grounded import ANSWER_WORDS, ground
@@ -519,7 +519,7 @@ def test_no_task_is_answered_by_our_rendering_or_by_its_own_wording():
     """Seen on @modelcontextprotocol/server-everything: an image's placeholder (`[image/png, 4 KB]`,
     written by our client) gave the answer 4, and a one-sentence result named its own record
     ('What is the sum of the sum "The sum of 10 and 20 is 30."?')."""
-    from mcprl.matching import holds_answer
+    from mcprl.checks import holds_answer
     from mcprl.scenarios.explore import Exploration, ExploredCall
     from mcprl.scenarios.grounded import candidates
 

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
+from mcprl.checks import holds_answer
 from mcprl.judges import VerifyJudge
-from mcprl.matching import holds_answer
 from mcprl.run.references import reference_trajectory
 from mcprl.scenarios.config import ExploreConfig, ScenarioConfig
 from mcprl.scenarios.source import run_scenarios

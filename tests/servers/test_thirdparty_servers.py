@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mcprl.matching import holds_answer
+from mcprl.checks import holds_answer
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explore import explore
 from mcprl.scenarios.grounded import ground

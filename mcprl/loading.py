@@ -1,15 +1,31 @@
-"""A user's code named in a setting as `module:attribute` (an agent, a loss): imported with the
-working directory on the path, so a module beside the run file is found; each way it can fail is a
-one-line UserError naming the setting and the forms it takes."""
+"""Code loaded by name rather than imported at the top: a package's exports on first use (`exports`),
+so that importing a package (for `mcprl --help`, or to read a run's settings) does not import the SDKs
+behind its names; and a user's code named in a setting as `module:attribute` (`named_object`: an agent,
+a loss, a strategy), imported with the working directory on the path, so a module beside the run file
+is found, each way it can fail a one-line UserError naming the setting and the forms it takes."""
 
 from __future__ import annotations
 
 import importlib
 import os
 import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcprl.errors import UserError
+
+
+def exports(package: str, where: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module `__getattr__` for `package` that imports `name` from the module `where[name]`, or the
+    attribute `where[name]` names as `module:attribute` (a name the package gives it)."""
+
+    def __getattr__(name: str) -> Any:
+        if name in where:
+            module, _, attr = where[name].partition(":")
+            return getattr(importlib.import_module(module), attr or name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
 
 
 def named_object(spec: str, setting: str, known: str, forms: str) -> Any:
