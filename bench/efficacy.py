@@ -91,7 +91,7 @@ def main() -> None:
         "tasks": run.scenarios.tasks,
         "task_help": run.scenarios.task_help,
         "shaping": run.judge.shaping,
-        "example_source": run.example_source,
+        "demonstration_source": run.demonstration_source,
         "max_extra_groups": run.max_extra_groups,
         "train_seconds": sum(r.get("train/train_seconds", 0.0) for r in train),
         "before": {k: before[k] for k in ("success_rate", "success_ci", "tool_call_rate", "trajectories")},

@@ -66,7 +66,7 @@ async def first_calls(
                 demo, _ = await demonstration.build(
                     split("train"), pool, model=f"openai/{base}", api_base=endpoint.base_url, seed=0
                 )
-                rc, source = rc.model_copy(update={"example": demo.messages}), demo.source
+                rc, source = rc.model_copy(update={"demonstrations": demo.exchanges}), demo.source
             groups: list[TrajectoryGroup] = await gather_trajectory_groups(
                 [[rollout(policy, s, pool, rc) for _ in range(samples)] for s in scenarios], max_concurrency=16
             )

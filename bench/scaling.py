@@ -45,7 +45,7 @@ async def measure(args: argparse.Namespace) -> list[dict]:
     shipped = tasks.get("calculator")
     scenarios = shipped.generate(args.groups * args.steps, seed=0, difficulties=(1,))
     server = ServerConfig(target="python -m mcprl.servers.calculator")
-    rc = RolloutConfig(max_turns=2, max_tokens=48, temperature=0.7, example=shipped.example)
+    rc = RolloutConfig(max_turns=2, max_tokens=48, temperature=0.7, demonstrations=[shipped.demonstration])
     judge = VerifyJudge()
     agent = agents.load("plain")
     model = TrainableModel(name=f"scaling-{time.strftime('%Y%m%d-%H%M%S')}", project="bench", base_model=args.model)

@@ -8,7 +8,7 @@ A task set is registered under the entry-point group `mcprl.tasks`; the value na
         `mcprl.checks.ServerCheck`, the task set's own keys riding along: `check["answer"]`) so
         that `mcprl.judges.verify` hands it back to this task set's `check`
     check(scenario, trajectory) -> float        1.0 solved .. 0.0 not (or an awaitable of it)
-    EXAMPLE (optional)                          a solved first turn shown to the policy (RolloutConfig.example)
+    DEMONSTRATION (optional)                    a solved first turn shown to the policy (its demonstration)
     SERVER (optional)                           the MCP server serving the world the tasks ask
                                                 about, as a server spec (stdio command or URL);
                                                 `{seed}` in it is replaced by the world seed
@@ -48,7 +48,7 @@ class TaskSet:
     name: str
     generate: Callable[..., list[Scenario]]  # generate(n, seed=0, difficulties=(1..5), ...) -> scenarios
     check: Callable[[Scenario, Trajectory], float]  # 1.0 solved .. 0.0 not
-    example: list[dict] | None = None  # a solved first turn to show the policy (see RolloutConfig.example)
+    demonstration: list[dict] | None = None  # a solved first turn shown to the policy (RolloutConfig.demonstrations)
     server: str | None = None  # the server spec serving its world; `{seed}` stands for the world seed
 
     def command(self, seed: int = 0) -> str:
@@ -100,6 +100,6 @@ def get(name: str) -> TaskSet:
         name=name,
         generate=target.generate,
         check=target.check,
-        example=getattr(target, "EXAMPLE", None),
+        demonstration=getattr(target, "DEMONSTRATION", None),
         server=getattr(target, "SERVER", None),
     )

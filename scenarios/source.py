@@ -42,7 +42,7 @@ MIN_GROUNDED = 8  # fewer grounded tasks are topped up with synthesized ones (Sc
 # what a run that grounded too few tasks can do instead, in `mcprl train`'s flags (`grounded(fixes=...)`: another
 # command's)
 TRAIN_FIXES = (
-    "pass --scenarios FILE with your own tasks, --example FILE with a solved call, or --scenario-source "
+    "pass --scenarios FILE with your own tasks, --demonstration-file FILE with a solved call, or --scenario-source "
     "synthesized with a stronger --judge-model"
 )
 PROPOSE_PROMPT = (

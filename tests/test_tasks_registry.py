@@ -22,7 +22,7 @@ WORDS_TASKS = """
 from mcprl.types import Scenario
 
 SERVER = "python -m words_server --seed {seed}"
-EXAMPLE = [{"role": "user", "content": "Say apple."}, {"role": "assistant", "content": "apple"}]
+DEMONSTRATION = [{"role": "user", "content": "Say apple."}, {"role": "assistant", "content": "apple"}]
 WORDS = ["apple", "pear", "plum", "fig"]
 
 
@@ -77,7 +77,7 @@ async def test_a_users_package_registers_a_task_set_and_the_verify_judge_dispatc
     assert {"words", "calculator", "email", "inventory"} <= set(tasks.names())
     words = tasks.get("words")
     assert Path(sys.modules["user_words.tasks"].__file__).is_relative_to(site)
-    assert words.name == "words" and words.example[1]["content"] == "apple"
+    assert words.name == "words" and words.demonstration[1]["content"] == "apple"
     assert words.command(seed=3) == "python -m words_server --seed 3"
     scenarios = words.generate(2, seed=1)
     build_checks(scenarios, "words")  # every check resolves before a run starts

@@ -55,16 +55,15 @@ class RolloutConfig(BaseModel):
     finish: Literal["text", "tool"] = Field(
         default="text", description="how the agent ends: a plain-text reply, or a call to a complete_task(answer) tool"
     )
-    # Small models make no tool calls zero-shot. `example` gives that exchange (best: a task like the
-    # real ones; a run settles it in mcprl.run.demonstration); without it, one is made up from the first
-    # tool's schema.
+    # Small models make no tool calls zero-shot. A demonstration shows that exchange (best: a task like
+    # the real ones; a run settles it in mcprl.run.demonstration); without one given, it is made up from
+    # the first tool's schema.
     demonstration: bool = Field(
-        default=True, description="show one example exchange (a request and a tool-call reply) before the task"
+        default=True, description="show a demonstration (a request and a tool-call reply) before the task"
     )
-    example: list[Message] | None = Field(default=None, description="the example exchange: chat messages")
-    examples: list[list[Message]] | None = Field(
+    demonstrations: list[list[Message]] | None = Field(
         default=None,
-        description="several example exchanges, each scenario shown one chosen by its id (wins over example)",
+        description="the demonstrations, each a list of chat messages; a scenario is shown one, chosen by its id",
     )
     # Grammar-constrained tool calls (vLLM's structural_tag, which our endpoint speaks too): free
     # text, but a call once begun names an offered tool and its arguments validate against that

@@ -88,10 +88,10 @@ def initial_messages(scenario: Scenario, tools: list[dict[str, Any]], config: Ro
     system = scenario.system_prompt or config.system_prompt
     msgs: list[Message] = [{"role": "system", "content": system}]
     if config.demonstration and tools:
-        if config.examples:  # by a stable hash of the id: every rollout of a scenario sees the same one
-            msgs += config.examples[zlib.crc32(scenario.id.encode()) % len(config.examples)]
+        if shown := config.demonstrations:  # by a stable hash of the id: every rollout of a scenario sees the same one
+            msgs += shown[zlib.crc32(scenario.id.encode()) % len(shown)]
         else:
-            msgs += config.example or demonstration(tools)
+            msgs += demonstration(tools)
     msgs.append({"role": "user", "content": scenario.task})
     return msgs
 

@@ -13,9 +13,10 @@ stage itself takes, so a setting has one name and one default wherever it is use
 
 The rest is the run's own: what it trains and where it writes (model, name, project, seed,
 wandb), and the loop no stage owns (steps, time budget, groups, dynamic sampling,
-warm-up, evaluation cadence, concurrency), which mcprl.run.runner reads. The demonstration's file
-(`example`) is the run's too: the run settles the example exchange from it (mcprl.run.demonstration)
-and records it in `rollout.example`, with where it came from in `example_source`.
+warm-up, evaluation cadence, concurrency), which mcprl.run.runner reads. Where the demonstration
+comes from is the run's too (`demonstration_file`, `demonstration_per_tool`): the run settles it
+(mcprl.run.demonstration) and records it in `rollout.demonstrations`, with where it came from in
+`demonstration_source`.
 
 A run file (`--config run.toml`, or a run's own config.json) holds these keys, sections as
 tables (`[rollout]` then `max_turns = 2`); every setting is also a flag of `mcprl train`
@@ -29,7 +30,7 @@ import json
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -71,10 +72,10 @@ class RunConfig(BaseModel):
     warmup_loss: str = Field(
         default="rft", description="the loss of the warm-up steps (a train.loss name or module:function)"
     )
-    demonstrations: Literal["one", "per-tool"] = Field(
-        default="one",
-        description="a zero-data run's example exchange: one grounded reference call for every task, "
-        "or one per tool, each task shown one of them",
+    demonstration_per_tool: bool = Field(
+        default=False,
+        description="a zero-data run's demonstration: one grounded reference call per tool, each task shown one of "
+        "them (else one for every task)",
     )
     # A group in which no rollout solved its (grounded) task teaches GRPO nothing; what to do with one:
     # a strategy of mcprl.run.unsolved.UNSOLVED by name, or module:attribute, resolved when the run starts.
@@ -89,12 +90,14 @@ class RunConfig(BaseModel):
     eval_samples: int = Field(default=1, ge=1, description="rollouts per held-out scenario")
     max_concurrency: int = Field(default=16, ge=1, description="rollouts at once")
     wandb: bool = Field(default=False, description="log to Weights & Biases when installed")
-    example: str | None = Field(
-        default=None, description="JSON list of chat messages shown before each task (else built from a scenario)"
-    )
-    example_source: str | None = Field(
+    demonstration_file: str | None = Field(
         default=None,
-        description="where rollout.example came from (mcprl.run.demonstration)",
+        description="a JSON list of chat messages shown before each task as its demonstration (else built from a "
+        "scenario)",
+    )
+    demonstration_source: str | None = Field(
+        default=None,
+        description="where rollout.demonstrations came from (mcprl.run.demonstration)",
         json_schema_extra=WRITTEN_BY_THE_RUN,
     )
 

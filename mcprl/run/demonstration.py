@@ -1,14 +1,15 @@
-"""The example exchange shown to the policy before its task: where it comes from.
+"""The demonstration shown to the policy before its task (a request and a tool-call reply): where it
+comes from.
 
-Small models make no tool calls zero-shot; one example exchange fixes the format, and an example
-that looks like the real tasks works far better than a made-up one. In order of preference:
+Small models make no tool calls zero-shot; a demonstration fixes the format, and one that looks
+like the real tasks works far better than a made-up one. In order of preference:
 
-    file          `--example FILE` (a JSON list of OpenAI chat messages) or `rollout.example` in a
-                  run file: the user's own messages
-    task-module   the task set's hand-written EXAMPLE (`--tasks NAME`, unless `--no-task-help`)
+    file          `rollout.demonstrations` in a run file, else `--demonstration-file FILE` (a JSON
+                  list of OpenAI chat messages): the user's own messages
+    task-module   the task set's hand-written DEMONSTRATION (`--tasks NAME`, unless `--no-task-help`)
     grounded:<id> the first call of a grounded training scenario's reference chain (mcprl.scenarios.grounded),
                   known to run without error; the scenario then leaves training. With
-                  `demonstrations = "per-tool"`, one such exchange per tool, each scenario shown
+                  `--demonstration-per-tool`, one such exchange per tool, each scenario shown
                   one of them (chosen by its id, so a group shares one)
     scenario:<id> built from one real training scenario, which is then kept out of training and
                   evaluation: the generator model writes a few candidate first tool calls,
@@ -23,7 +24,7 @@ that looks like the real tasks works far better than a made-up one. In order of 
 Each source but the generic one is a function in `SOURCES`, in this order (`off`, the run's
 `--no-demonstration`, first: source "none"): `async (Context) -> (Demonstration, training
 scenarios) | None`, None leaving the choice to the next; `settle` takes the first answer, and the
-generic example where none answers (no server). A new source is one more function in that list.
+generic one where none answers (no server). A new source is one more function in that list.
 
 A scenario demonstration ends at the assistant's tool call, like the hand-written ones: there is
 no ground truth for a final answer in general, and a tool result in the prompt would put one
@@ -56,7 +57,7 @@ from mcprl.types import Message, Scenario
 if TYPE_CHECKING:
     from mcprl.tools import ToolPool
 
-CANDIDATES = 3  # scenarios tried before falling back to the generic example
+CANDIDATES = 3  # scenarios tried before falling back to the generic demonstration
 SAMPLES = 4  # calls written at a time for a scenario (one round per constraint, up to two rounds)
 NARROWED = 32  # calls made of shorter runs of a written string's words, at most, for a scenario
 # A demonstration's call is short: every string and array of the constraint gets at most this many
@@ -74,7 +75,7 @@ PICKER_PROMPT = (
 
 
 class ChatMessage(BaseModel):
-    """An OpenAI chat message, as far as `--example` needs it checked."""
+    """An OpenAI chat message, as far as `--demonstration-file` needs it checked."""
 
     role: Literal["system", "user", "assistant", "tool"]
     content: Any = None
@@ -83,29 +84,30 @@ class ChatMessage(BaseModel):
 
 
 class Demonstration(BaseModel):
-    messages: list[Message] | None  # None: the generic example, made up from the tool list
-    source: str  # "file" | "task-module" | "grounded:<id>[,<id>...]" | "scenario:<id>" | "generic"
-    # per_tool: one exchange per tool, each scenario shown one (RolloutConfig.examples)
-    examples: list[list[Message]] | None = None
+    # each scenario is shown one (RolloutConfig.demonstrations): one for every task, or one per tool;
+    # None: the generic one, made up from the tool list (or none at all: source "none")
+    exchanges: list[list[Message]] | None
+    source: str  # "none" | "file" | "task-module" | "grounded:<id>[,<id>...]" | "scenario:<id>" | "generic"
 
 
-def load_example(path: Path) -> list[Message]:
-    """`--example FILE`: a JSON list of chat messages; anything else is a one-line UserError."""
+def load_file(path: Path) -> list[Message]:
+    """`--demonstration-file FILE`: a JSON list of chat messages; anything else is a one-line UserError."""
     fix = 'fix: a JSON list like [{"role": "user", "content": "..."}, {"role": "assistant", "tool_calls": [...]}]'
     if not path.exists():
-        raise UserError(f"--example {path}: no such file; {fix}")
+        raise UserError(f"--demonstration-file {path}: no such file; {fix}")
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise UserError(f"--example {path}: not valid JSON ({e.msg} at line {e.lineno}); {fix}") from None
+        raise UserError(f"--demonstration-file {path}: not valid JSON ({e.msg} at line {e.lineno}); {fix}") from None
     if not isinstance(data, list) or not data:
         raise UserError(
-            f"--example {path}: expected a non-empty JSON list of chat messages, got {type(data).__name__}; {fix}"
+            f"--demonstration-file {path}: expected a non-empty JSON list of chat messages, "
+            f"got {type(data).__name__}; {fix}"
         )
     try:
         TypeAdapter(list[ChatMessage]).validate_python(data)
     except ValidationError as e:
-        raise UserError(f"--example {path}: message {first_problem(e)}; {fix}") from None
+        raise UserError(f"--demonstration-file {path}: message {first_problem(e)}; {fix}") from None
     return data
 
 
@@ -390,7 +392,7 @@ async def build(
     seed): the first whose call found the scenario's answer, else the most useful; the training
     scenarios without it. The generic one when no call runs without error."""
     if len(train) < 2:
-        return Demonstration(messages=None, source="generic"), train
+        return Demonstration(exchanges=None, source="generic"), train
     best: tuple[Candidate, Scenario] | None = None
     for scenario in random.Random(f"{seed}/demonstration").sample(train, min(CANDIDATES, len(train) - 1)):
         try:
@@ -404,11 +406,11 @@ async def build(
             if candidate.has_answer:
                 break
     if best is None:
-        say("no training scenario gave a tool call that runs without error; showing the generic example")
-        return Demonstration(messages=None, source="generic"), train
+        say("no training scenario gave a tool call that runs without error; showing the generic one")
+        return Demonstration(exchanges=None, source="generic"), train
     candidate, scenario = best
     # its task leaves training whole: copies of it (task generators repeat tasks) too
-    return Demonstration(messages=candidate.messages, source=f"scenario:{scenario.id}"), [
+    return Demonstration(exchanges=[candidate.messages], source=f"scenario:{scenario.id}"), [
         s for s in train if s.task != scenario.task
     ]
 
@@ -422,9 +424,9 @@ def from_reference(
     writes, picked by the seed; its task leaves training whole.
 
     `per_tool`: one such exchange for each tool a reference chain starts with (its shortest chains
-    first), each scenario shown one of them (RolloutConfig.examples). With a single exchange the
+    first), each scenario shown one of them (RolloutConfig.demonstrations). With a single exchange the
     small policy sends every task to the tool it was shown (`8 * 9.25` to `divide`); shown a
-    different tool from task to task, copying the example's tool stops paying."""
+    different tool from task to task, copying the demonstration's tool stops paying."""
     rng = random.Random(f"{seed}/demonstration")
     by_tool: dict[str, list[Scenario]] = {}
     for s in grounded:
@@ -444,8 +446,7 @@ def from_reference(
     shown = {s.task for s in chosen}
     source = "grounded:" + ",".join(s.id for s in chosen)
     kept = [s for s in train if s.task not in shown]
-    examples = [reference_exchange(s) for s in chosen] if per_tool else None
-    return Demonstration(messages=reference_exchange(chosen[0]), examples=examples, source=source), kept
+    return Demonstration(exchanges=[reference_exchange(s) for s in chosen], source=source), kept
 
 
 @dataclass
@@ -455,14 +456,14 @@ class Context:
     train: list[Scenario]  # the training scenarios
     pool: ToolPool | None  # the server's tools; None without a server
     enabled: bool  # `rollout.demonstration`: off, the run shows none
-    example: list[Message] | None  # `rollout.example`: messages given as they are
-    example_file: str | None  # `--example FILE`
-    shipped: list[Message] | None  # the task set's EXAMPLE, when its help is on
+    given: list[list[Message]] | None  # `rollout.demonstrations`: messages given as they are
+    file: str | None  # `--demonstration-file FILE`
+    shipped: list[Message] | None  # the task set's DEMONSTRATION, when its help is on
     model: str  # the generator model (`judge.model`) and its endpoint
     api_base: str | None
     seed: int
-    per_tool: bool  # `demonstrations = "per-tool"`
-    say: Callable[[str], None]
+    per_tool: bool  # `--demonstration-per-tool`
+    say: Callable[[str], None] = print
 
 
 # A demonstration source: the run's demonstration and the training scenarios without one it was
@@ -472,21 +473,21 @@ Source = Callable[[Context], Awaitable[tuple[Demonstration, list[Scenario]] | No
 
 async def off(c: Context) -> tuple[Demonstration, list[Scenario]] | None:
     """No demonstration at all (`--no-demonstration`)."""
-    return None if c.enabled else (Demonstration(messages=None, source="none"), c.train)
+    return None if c.enabled else (Demonstration(exchanges=None, source="none"), c.train)
 
 
 async def given(c: Context) -> tuple[Demonstration, list[Scenario]] | None:
-    """The user's own messages: `rollout.example` as they are, else `--example FILE`."""
-    if c.example is not None:
-        return Demonstration(messages=c.example, source="file"), c.train
-    if c.example_file:
-        return Demonstration(messages=load_example(Path(c.example_file)), source="file"), c.train
+    """The user's own messages: `rollout.demonstrations` as they are, else `--demonstration-file FILE`."""
+    if c.given is not None:
+        return Demonstration(exchanges=c.given, source="file"), c.train
+    if c.file:
+        return Demonstration(exchanges=[load_file(Path(c.file))], source="file"), c.train
     return None
 
 
 async def task_module(c: Context) -> tuple[Demonstration, list[Scenario]] | None:
-    """The task set's hand-written EXAMPLE."""
-    return None if c.shipped is None else (Demonstration(messages=c.shipped, source="task-module"), c.train)
+    """The task set's hand-written DEMONSTRATION."""
+    return None if c.shipped is None else (Demonstration(exchanges=[c.shipped], source="task-module"), c.train)
 
 
 async def grounded(c: Context) -> tuple[Demonstration, list[Scenario]] | None:
@@ -509,38 +510,10 @@ async def generated(c: Context) -> tuple[Demonstration, list[Scenario]] | None:
 SOURCES: list[Source] = [off, given, task_module, grounded, generated]
 
 
-async def settle(
-    train: list[Scenario],
-    pool: ToolPool | None,
-    *,
-    enabled: bool,
-    example: list[Message] | None,
-    example_file: str | None,
-    shipped: list[Message] | None,
-    model: str,
-    api_base: str | None,
-    seed: int,
-    per_tool: bool = False,
-    say=print,
-    sources: Sequence[Source] = SOURCES,
-) -> tuple[Demonstration, list[Scenario]]:
-    """The run's demonstration from the first of `sources` that gives one (`example`: messages
-    given as they are; `shipped`: the task set's EXAMPLE, when its help is on), and the training
-    scenarios without one it was built from; the generic example when none does (no server)."""
-    context = Context(
-        train=train,
-        pool=pool,
-        enabled=enabled,
-        example=example,
-        example_file=example_file,
-        shipped=shipped,
-        model=model,
-        api_base=api_base,
-        seed=seed,
-        per_tool=per_tool,
-        say=say,
-    )
+async def settle(context: Context, sources: Sequence[Source] = SOURCES) -> tuple[Demonstration, list[Scenario]]:
+    """The run's demonstration from the first of `sources` that gives one, and the training scenarios
+    without one it was built from; the generic one when none does (no server)."""
     for source in sources:
         if (found := await source(context)) is not None:
             return found
-    return Demonstration(messages=None, source="generic"), train
+    return Demonstration(exchanges=None, source="generic"), context.train

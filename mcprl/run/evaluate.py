@@ -64,8 +64,8 @@ def run_settings(
     """The settings a model is evaluated with: its run's own (`run_dir`/config.json: server,
     prompt and sampling, judge, evaluation samples, runtime),
     so that it is evaluated as it learned and scored as its run scored it; without a run, a run's
-    defaults. `overrides` (flags) win. Without a recorded example, scenarios of a registered task
-    set get its worked example, as a run on them would (unless that run turned their help off)."""
+    defaults. `overrides` (flags) win. Without a recorded demonstration, scenarios of a registered task
+    set get its own, as a run on them would (unless that run turned their help off)."""
     overrides = dict(overrides or {})
     config = run_dir / "config.json" if run_dir is not None else None
     if config is not None and config.exists():
@@ -76,9 +76,10 @@ def run_settings(
             overrides.setdefault("scenarios.tasks", shipped.pop())
         cfg = load_config(None, overrides)
     rc = cfg.rollout
-    if rc.example is None and cfg.scenarios.tasks and cfg.scenarios.task_help:
+    if rc.demonstrations is None and cfg.scenarios.tasks and cfg.scenarios.task_help:
         try:
-            rc = rc.model_copy(update={"example": tasks.get(cfg.scenarios.tasks).example})
+            shipped = tasks.get(cfg.scenarios.tasks).demonstration
+            rc = rc.model_copy(update={"demonstrations": None if shipped is None else [shipped]})
         except UserError:  # a check naming a server that is not a shipped one
             pass
     return cfg.model_copy(update={"rollout": rc})

@@ -178,7 +178,7 @@ table{{border-collapse:collapse}} td,th{{border:1px solid #ddd;padding:.3em .6em
 <h1>mcprl run: {html.escape(run_dir.parent.name)}/{html.escape(run_dir.name)}</h1>
 <p>Held-out: before {fmt_eval(first_eval)}; after {fmt_eval(last_eval)}. Training steps: {len(train)}.
 Judge cost: ${cost:.4f} ({judge_s:.1f} s of judge calls).</p>
-<p>Demonstration: {html.escape(str(settings.example_source or "n/a"))}. Tool-use shaping weight: {settings.judge.shaping}.
+<p>Demonstration: {html.escape(str(settings.demonstration_source or "n/a"))}. Tool-use shaping weight: {settings.judge.shaping}.
 Task help: {"on" if settings.scenarios.task_help else "off"}. Dynamic sampling: {drawn:.0f} extra groups drawn, {dropped:.0f} groups without reward variance dropped.</p>
 <div class="cols"><div><img src="report/reward.png"></div><div><img src="report/val.png"></div><div><img src="report/turns.png"></div></div>
 {grounded}

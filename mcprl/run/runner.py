@@ -164,7 +164,7 @@ class TrainingRun:
             )
             build_checks(train + val, cfg.scenarios.file or "the scenarios")  # a check that cannot be built stops here
             train = await self._demonstration(
-                pool, train, shipped.example if shipped and cfg.scenarios.task_help else None
+                pool, train, shipped.demonstration if shipped and cfg.scenarios.task_help else None
             )
             judge = cfg.judge.build(
                 all_or_nothing=not cfg.scenarios.task_help,
@@ -231,35 +231,36 @@ class TrainingRun:
             cfg.server = cfg.server.model_copy(update={"deny": [*cfg.server.deny, *unsafe]})
 
     async def _demonstration(self, pool, train: list[Scenario], shipped: list[dict[str, Any]] | None) -> list[Scenario]:
-        """Settle the example exchange the policy sees (mcprl.run.demonstration) into the run's rollout
+        """Settle the demonstration the policy sees (mcprl.run.demonstration) into the run's rollout
         settings; a scenario it was built from leaves the training set. A resumed run keeps its own."""
         cfg = self.cfg
         previous = self.dir / "config.json"
         if self.resume and previous.exists():
             old = load_saved(previous)
-            messages, examples, source = old.rollout.example, old.rollout.examples, old.example_source
+            shown, source = old.rollout.demonstrations, old.demonstration_source
         else:
-            demo, kept = await demonstration.settle(
-                train,
-                pool,
+            context = demonstration.Context(
+                train=train,
+                pool=pool,
                 enabled=cfg.rollout.demonstration,
-                example=cfg.rollout.example,
-                example_file=cfg.example,
+                given=cfg.rollout.demonstrations,
+                file=cfg.demonstration_file,
                 shipped=shipped,
                 model=cfg.judge.model,
                 api_base=cfg.judge.api_base,
                 seed=cfg.seed,
-                per_tool=cfg.demonstrations == "per-tool",
+                per_tool=cfg.demonstration_per_tool,
                 say=self.say,
             )
+            demo, kept = await demonstration.settle(context)
             if kept is not train:
                 dump_jsonl(kept, self.dir / "scenarios" / "train.jsonl")
-            train, messages, examples, source = kept, demo.messages, demo.examples, demo.source
+            train, shown, source = kept, demo.exchanges, demo.source
             self.say(f"demonstration: {source}")
         self.cfg = cfg.model_copy(
             update={
-                "rollout": cfg.rollout.model_copy(update={"example": messages, "examples": examples}),
-                "example_source": source,
+                "rollout": cfg.rollout.model_copy(update={"demonstrations": shown}),
+                "demonstration_source": source,
             }
         )
         return train

@@ -104,7 +104,9 @@ async def guided_retries(step: Step, groups: list[TrajectoryGroup]) -> None:
     failed = [i for i, g in enumerate(groups) if unsolved(g, step.threshold)]
     if not failed:
         return
-    guided = [step.rollout.model_copy(update={"example": reference_exchange(groups[i].scenario)}) for i in failed]
+    guided = [
+        step.rollout.model_copy(update={"demonstrations": [reference_exchange(groups[i].scenario)]}) for i in failed
+    ]
     retries = await step.roll_out([groups[i].scenario for i in failed], guided, f"{step.label}, {len(failed)} guided")
     retries = await score_groups(step.judge, retries)
     for i, retry in zip(failed, retries):

@@ -15,10 +15,10 @@ TOOL_FOR = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide"}
 PHRASES = ("What is {}? Use the tools.", "Compute {} using the tools.", "Use the calculator tools to work out {}.")
 
 
-# One solved first turn, shown to the policy before its task (RolloutConfig.example): small models
+# One solved first turn, shown to the policy before its task (its demonstration): small models
 # make no tool calls zero-shot, and an example that looks like a real task works far better than a
 # generic one (docs/benchmarks.md).
-EXAMPLE = [
+DEMONSTRATION = [
     {"role": "user", "content": "What is 3 + 4? Use the tools."},
     {
         "role": "assistant",

@@ -14,10 +14,10 @@ from mcprl.types import Scenario, Trajectory
 SERVER = "python -m mcprl.servers.email --seed {seed}"  # the world these tasks ask about (mcprl.tasks)
 
 
-# One solved first turn, shown to the policy before its task (RolloutConfig.example): small models
+# One solved first turn, shown to the policy before its task (its demonstration): small models
 # make no tool calls zero-shot, and an example that looks like a real task works far better than a
 # generic one (docs/benchmarks.md).
-EXAMPLE = [
+DEMONSTRATION = [
     {"role": "user", "content": "What is the confirmation code for my hotel in Oslo?"},
     {
         "role": "assistant",

@@ -16,10 +16,10 @@ SERVER = "python -m mcprl.servers.inventory --seed {seed}"  # the world these ta
 Task = tuple[str, dict[str, Any], list[str]]  # text, check fields, tools
 
 
-# One solved first turn, shown to the policy before its task (RolloutConfig.example): small models
+# One solved first turn, shown to the policy before its task (its demonstration): small models
 # make no tool calls zero-shot, and an example that looks like a real task works far better than a
 # generic one (docs/benchmarks.md).
-EXAMPLE = [
+DEMONSTRATION = [
     {"role": "user", "content": "How many units of item SKU-1000 are in stock?"},
     {
         "role": "assistant",

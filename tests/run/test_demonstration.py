@@ -31,7 +31,7 @@ async def test_a_scenario_demonstration_runs_the_call_and_leaves_training():
     used = demo.source.removeprefix("scenario:")
     assert used not in {s.id for s in rest} and len(rest) == 4
     task = next(s.task for s in train if s.id == used)
-    user, assistant = demo.messages
+    ((user, assistant),) = demo.exchanges
     assert user == {"role": "user", "content": task}
     fn = assistant["tool_calls"][0]["function"]
     assert fn["name"] == "add" and json.loads(fn["arguments"]) == {"a": 2, "b": 40}
@@ -60,10 +60,10 @@ async def test_without_a_named_tool_the_generator_picks_one_from_an_enum():
                 scenarios(3, []), pool, model="openai/gen", api_base=llm.base_url, seed=0
             )
     assert '"enum":["add","subtract","multiply","divide","power"]' in seen[0]
-    assert demo.messages[1]["tool_calls"][0]["function"]["name"] == "multiply"
+    assert demo.exchanges[0][1]["tool_calls"][0]["function"]["name"] == "multiply"
 
 
-async def test_calls_that_fail_fall_back_to_the_generic_example():
+async def test_calls_that_fail_fall_back_to_the_generic_demonstration():
     """Division by zero (a tool error), schema-invalid arguments, and a reply with no JSON: the
     exchange is kept only if the tool answers without error, so none is, and nothing leaves training."""
     replies = ['{"a": 1, "b": 0}', '{"a": "one"}', "no idea"]
@@ -74,7 +74,7 @@ async def test_calls_that_fail_fall_back_to_the_generic_example():
             demo, rest = await demonstration.build(
                 train, pool, model="openai/gen", api_base=llm.base_url, seed=0, say=said.append
             )
-    assert demo.source == "generic" and demo.messages is None and rest == train
+    assert demo.source == "generic" and demo.exchanges is None and rest == train
     # SAMPLES calls for each of the three candidate scenarios; one round each, as `divide` takes
     # no strings (the task's words would constrain nothing)
     assert len(llm.requests) == 3 * demonstration.SAMPLES and "generic" in said[-1]
@@ -91,7 +91,7 @@ async def test_of_the_calls_written_the_one_that_runs_is_kept():
             demo, _ = await demonstration.build(
                 scenarios(4, ["divide"]), pool, model="openai/gen", api_base=llm.base_url, seed=0
             )
-    assert json.loads(demo.messages[1]["tool_calls"][0]["function"]["arguments"]) == {"a": 8, "b": 2}
+    assert json.loads(demo.exchanges[0][1]["tool_calls"][0]["function"]["arguments"]) == {"a": 8, "b": 2}
     assert {r["temperature"] for r in llm.requests} == {0, 1.0} and len(
         {r["seed"] for r in llm.requests}
     ) == demonstration.SAMPLES
@@ -117,7 +117,7 @@ async def test_when_no_call_of_the_tasks_words_runs_the_call_is_written_freely()
                 api_base=llm.base_url,
                 seed=0,
             )
-    assert json.loads(demo.messages[1]["tool_calls"][0]["function"]["arguments"]) == {"sku": sku}
+    assert json.loads(demo.exchanges[0][1]["tool_calls"][0]["function"]["arguments"]) == {"sku": sku}
     assert len(llm.requests) == 2 * demonstration.SAMPLES
 
 
@@ -148,7 +148,7 @@ async def test_the_call_whose_result_tells_most_is_kept(answer_known):
             demo, rest = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=0)
     # the demonstration's task leaves training whole: its copy too
     assert demo.source.startswith("scenario:lookup") and rest == []
-    assert json.loads(demo.messages[1]["tool_calls"][0]["function"]["arguments"]) == {"query": name}
+    assert json.loads(demo.exchanges[0][1]["tool_calls"][0]["function"]["arguments"]) == {"query": name}
 
 
 @pytest.mark.parametrize("answer_known", [True, False])
@@ -161,7 +161,7 @@ async def test_a_whole_question_copied_into_a_string_is_narrowed_to_the_name_in_
         async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory"), per_rollout=False) as pool:
             train = [scenario, scenario.model_copy(update={"id": "lookup-too"})]
             demo, _ = await demonstration.build(train, pool, model="openai/gen", api_base=llm.base_url, seed=0)
-    query = json.loads(demo.messages[1]["tool_calls"][0]["function"]["arguments"])["query"]
+    query = json.loads(demo.exchanges[0][1]["tool_calls"][0]["function"]["arguments"])["query"]
     assert query == name if answer_known else name in query
     assert len(llm.requests) == (1 if answer_known else 2) * demonstration.SAMPLES
 
@@ -292,7 +292,7 @@ async def test_a_constraint_the_endpoint_refuses_falls_back_with_one_line():
     assert all("\n" not in line for line in said)
 
 
-async def test_a_generator_that_always_fails_gives_the_generic_example():
+async def test_a_generator_that_always_fails_gives_the_generic_demonstration():
 
     said = []
     with FakeLLM(handler=lambda body: Reply(status=400, content="bad request")) as llm:
@@ -311,15 +311,15 @@ async def test_a_generator_that_always_fails_gives_the_generic_example():
         ('[{"role": "robot", "content": "hi"}]', "message 0.role"),
     ],
 )
-def test_a_bad_example_file_is_a_one_line_error(tmp_path, content, problem):
+def test_a_bad_demonstration_file_is_a_one_line_error(tmp_path, content, problem):
     f = tmp_path / "ex.json"
     f.write_text(content)
     with pytest.raises(UserError, match=problem) as e:
-        demonstration.load_example(f)
+        demonstration.load_file(f)
     assert "\n" not in str(e.value) and "fix:" in str(e.value)
 
 
-def test_a_good_example_file_loads(tmp_path):
+def test_a_good_demonstration_file_loads(tmp_path):
     msgs = [
         {"role": "user", "content": "What is 2 + 2?"},
         {
@@ -329,28 +329,27 @@ def test_a_good_example_file_loads(tmp_path):
         },
     ]
     (tmp_path / "ex.json").write_text(json.dumps(msgs))
-    assert demonstration.load_example(tmp_path / "ex.json") == msgs
+    assert demonstration.load_file(tmp_path / "ex.json") == msgs
 
 
-EXAMPLE = [{"role": "user", "content": "What is 2 + 2?"}]
+GIVEN = [[{"role": "user", "content": "What is 2 + 2?"}]]
 SHIPPED = [{"role": "user", "content": "What is 3 + 3?"}]
 GROUNDED = [Scenario(id="g", task="What is 2 + 3?", reference=[{"tool": "add", "arguments": {"a": 2, "b": 3}}])]
 
 
 async def settled(sources=demonstration.SOURCES, **given) -> demonstration.Demonstration:
     """The demonstration `sources` settle on, without a server, for the settings `given`."""
-    settings = {"enabled": True, "example": None, "example_file": None, "shipped": None, "train": GROUNDED}
-    demo, _ = await demonstration.settle(
-        pool=None, model="openai/gen", api_base=None, seed=0, sources=sources, **{**settings, **given}
-    )
+    settings = {"enabled": True, "given": None, "file": None, "shipped": None, "train": GROUNDED, "per_tool": False}
+    context = demonstration.Context(pool=None, model="openai/gen", api_base=None, seed=0, **{**settings, **given})
+    demo, _ = await demonstration.settle(context, sources)
     return demo
 
 
 @pytest.mark.parametrize(
     ("given", "source"),
     [
-        ({"enabled": False, "example": EXAMPLE, "shipped": SHIPPED}, "none"),
-        ({"example": EXAMPLE, "example_file": "no-such-file.json", "shipped": SHIPPED}, "file"),
+        ({"enabled": False, "given": GIVEN, "shipped": SHIPPED}, "none"),
+        ({"given": GIVEN, "file": "no-such-file.json", "shipped": SHIPPED}, "file"),
         ({"shipped": SHIPPED}, "task-module"),
         ({}, "generic"),  # no server: neither a reference call nor a written one
     ],
@@ -368,11 +367,11 @@ async def test_a_new_source_is_one_function_used_in_its_place_in_the_order():
         return None
 
     async def mine(c):
-        return demonstration.Demonstration(messages=EXAMPLE, source="mine"), c.train
+        return demonstration.Demonstration(exchanges=GIVEN, source="mine"), c.train
 
     sources = [*demonstration.SOURCES[:2], passes, mine, *demonstration.SOURCES[2:]]
     assert (await settled(sources, shipped=SHIPPED)).source == "mine"  # before the task set's
-    assert (await settled(sources, example=EXAMPLE)).source == "file" and asked == [SHIPPED]  # after the user's
+    assert (await settled(sources, given=GIVEN)).source == "file" and asked == [SHIPPED]  # after the user's
     assert (await settled([passes])).source == "generic"  # none answers
 
 
@@ -387,11 +386,11 @@ def _train(home: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_bad_example_and_unbuildable_checks_stop_train_with_one_line(tmp_path):
+def test_bad_demonstration_file_and_unbuildable_checks_stop_train_with_one_line(tmp_path):
     (tmp_path / "ex.json").write_text('{"role": "user", "content": "hi"}')
-    r = _train(tmp_path / "home", "--tasks", "calculator", "-n", "6", "--example", str(tmp_path / "ex.json"))
+    r = _train(tmp_path / "home", "--tasks", "calculator", "-n", "6", "--demonstration-file", str(tmp_path / "ex.json"))
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
-    assert "--example" in r.stderr and "expected a non-empty JSON list" in r.stderr
+    assert "--demonstration-file" in r.stderr and "expected a non-empty JSON list" in r.stderr
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text(

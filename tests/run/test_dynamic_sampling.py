@@ -86,13 +86,13 @@ def test_a_step_with_no_variance_draws_up_to_the_bound(tmp_path, tiny_model_dir)
     assert len((d / "drawn" / "trajectories" / "step_0001.jsonl").read_text().splitlines()) == 4
     # the run says which demonstration it used: a real scenario, no longer trained or evaluated on
     config = json.loads((d / "drawn" / "config.json").read_text())
-    assert config["example_source"].startswith("scenario:") and config["scenarios"]["task_help"] is False
-    used = config["example_source"].removeprefix("scenario:")
+    assert config["demonstration_source"].startswith("scenario:") and config["scenarios"]["task_help"] is False
+    used = config["demonstration_source"].removeprefix("scenario:")
     held = [
         json.loads(x)["id"]
         for f in ("train", "val")
         for x in (d / "drawn" / "scenarios" / f"{f}.jsonl").read_text().splitlines()
     ]
     assert used not in held and len(held) == 16 - 2 - 1  # 16, less 2 cut by --val-size, less the demonstration
-    assert config["rollout"]["example"][1]["tool_calls"][0]["function"]["arguments"] == '{"a": 1, "b": 2}'
+    assert config["rollout"]["demonstrations"][0][1]["tool_calls"][0]["function"]["arguments"] == '{"a": 1, "b": 2}'
     assert "scenario:" in (d / "drawn" / "report.html").read_text()

@@ -60,7 +60,7 @@ def test_a_run_with_too_few_grounded_tasks_trains_on_synthesized_ones_judged_by_
     train = [json.loads(x) for x in (d / "scenarios" / "train.jsonl").read_text().splitlines()]
     assert train and all(s["check"] is None and s["reference"] for s in train)
     config = json.loads((d / "config.json").read_text())
-    assert config["judge"]["mode"] == "verify" and config["example_source"].startswith("grounded:")
+    assert config["judge"]["mode"] == "verify" and config["demonstration_source"].startswith("grounded:")
     groups = [json.loads(x) for x in (d / "trajectories" / "step_0001.jsonl").read_text().splitlines()]
     assert groups and not any(g["skipped"] for g in groups)  # RULER scored the tasks that have no check
     assert all("ruler" in t["metrics"] for g in groups for t in g["trajectories"] if t["error"] is None)

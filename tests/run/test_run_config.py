@@ -46,7 +46,7 @@ FLAGGED = {
     "rollout.max_turns": 2,
     "rollout.max_tokens": 48,
     "rollout.temperature": 0.7,
-    "example": "ex.json",
+    "demonstration_file": "ex.json",
     "scenarios.task_help": False,
     "judge.shaping": 0.2,
     "max_extra_groups": 1,
@@ -197,7 +197,7 @@ def test_the_flags_set_the_settings_they_name(parse, tmp_path):
         "1",
         "--eval-every",
         "2",
-        "--example",
+        "--demonstration-file",
         "ex.json",
         "--no-task-help",
         "--shaping",
@@ -241,7 +241,7 @@ def test_every_setting_has_a_flag_named_after_it():
     flagged = {place for place, _, _ in flags.FLAGS.values()}
     unflagged = {place for place, _ in flags.settings()} - flagged
     # written by the run; chat messages and Ray's custom resources (a run file can give them)
-    assert unflagged == {"example_source", "rollout.example", "rollout.examples", "cluster.worker_resources"}
+    assert unflagged == {"demonstration_source", "rollout.demonstrations", "cluster.worker_resources"}
     names = [flags.flag_name(p) for p in flagged]
     assert len(names) == len(set(names))
     assert set(flags.FLAG_NAMES) <= flagged, "a FLAG_NAMES key names no setting, so its flag keeps the default name"
@@ -287,8 +287,8 @@ def test_a_runs_config_json_loads_back_and_serves_as_a_run_file_once_its_secrets
     saved = tmp_path / "config.json"
     cfg = RunConfig(
         server={"target": "python -m mcprl.servers.calculator", "headers": {"X": "***"}},
-        rollout={"max_turns": 2, "example": [{"role": "user", "content": "hi"}]},
-        example_source="file",
+        rollout={"max_turns": 2, "demonstrations": [[{"role": "user", "content": "hi"}]]},
+        demonstration_source="file",
         judge={"mode": "both"},
     )
     # config.json loads back as it was, and serves as a run file once its masked secrets are given again
@@ -310,10 +310,10 @@ async def test_a_resumed_run_keeps_the_demonstration_of_its_config_json(home):
     run = TrainingRun(RunConfig(name="old", rollout={"demonstration": True}), resume=True, say=lambda _: None)
     run.dir.mkdir(parents=True)
     example = [{"role": "user", "content": "hi"}]
-    saved = RunConfig(name="old", rollout={"example": example}, example_source="file")
+    saved = RunConfig(name="old", rollout={"demonstrations": [example]}, demonstration_source="file")
     (run.dir / "config.json").write_text(json.dumps(saved.redacted([])))
     assert await run._demonstration(None, [], None) == []
-    assert (run.cfg.rollout.example, run.cfg.example_source) == (example, "file")
+    assert (run.cfg.rollout.demonstrations, run.cfg.demonstration_source) == ([example], "file")
 
 
 def test_reading_the_settings_loads_no_sdk_and_the_packages_export_what_they_name():

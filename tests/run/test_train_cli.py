@@ -339,16 +339,17 @@ def test_eval_prompts_a_trained_model_as_it_was_trained(tmp_path):
             "max_turns": 2,
             "max_tokens": 48,
             "system_prompt": "Be exact.",
-            "example": None,
+            "demonstrations": None,
         },
     }
     (run / "config.json").write_text(json.dumps(saved))
     rc = run_settings(run, scen).rollout
     assert (rc.temperature, rc.max_turns, rc.max_tokens, rc.system_prompt) == (0.7, 2, 48, "Be exact.")
-    assert rc.example == tasks.get("calculator").example
+    assert rc.demonstrations == [tasks.get("calculator").demonstration]
     base = run_settings(None, scen).rollout
-    assert base.temperature == RolloutConfig().temperature and base.example == tasks.get("calculator").example
-    assert run_settings(None, [s.model_copy(update={"check": None}) for s in scen]).rollout.example is None
+    assert base.temperature == RolloutConfig().temperature
+    assert base.demonstrations == [tasks.get("calculator").demonstration]
+    assert run_settings(None, [s.model_copy(update={"check": None}) for s in scen]).rollout.demonstrations is None
 
 
 def test_eval_connects_and_scores_as_the_run_did(tmp_path):

@@ -55,9 +55,9 @@ def test_train_on_a_server_without_tasks_or_example(tmp_path, smollm2_dir):
     tools = json.loads((d / "tools.json").read_text())["tools"]
     assert {t["function"]["name"] for t in tools} == {"convert", "convert_temperature", "compare", "list_units"}
     config = json.loads((d / "config.json").read_text())
-    assert config["example_source"].startswith("grounded:") and config["judge"]["mode"] == "verify"
+    assert config["demonstration_source"].startswith("grounded:") and config["judge"]["mode"] == "verify"
     # the demonstration is a grounded task's reference call, which ran against the server without error
-    call = config["rollout"]["example"][1]["tool_calls"][0]["function"]
+    call = config["rollout"]["demonstrations"][0][1]["tool_calls"][0]["function"]
     assert call["name"] in {t["function"]["name"] for t in tools} and isinstance(json.loads(call["arguments"]), dict)
     scenarios = [json.loads(x) for x in (d / "scenarios" / "train.jsonl").read_text().splitlines()]
     assert scenarios and all(s["check"]["kind"] == "holds" and s["reference"] for s in scenarios)

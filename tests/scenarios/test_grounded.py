@@ -710,7 +710,7 @@ async def test_the_generator_writes_arguments_where_only_the_schema_gave_values(
 
 
 async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_reference_call(tmp_path):
-    from mcprl.run.demonstration import settle
+    from mcprl.run.demonstration import Context, settle
     from mcprl.scenarios.config import ScenarioConfig
     from mcprl.scenarios.source import run_scenarios
 
@@ -727,38 +727,41 @@ async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_refer
             explore=ExploreConfig(calls=16),
             say=lambda _: None,
         )
-        demo, kept = await settle(
-            train,
-            pool,
+        context = Context(
+            train=train,
+            pool=pool,
             enabled=True,
-            example=None,
-            example_file=None,
+            given=None,
+            file=None,
             shipped=None,
             model="local",
             api_base=None,
             seed=0,
+            per_tool=False,
             say=lambda _: None,
         )
+        demo, kept = await settle(context)
     assert all(s.metadata["source"] == "grounded" for s in train + val)
     assert (tmp_path / "grounding.json").exists() and (tmp_path / "exploration.jsonl").exists()
     assert demo.source.startswith("grounded:") and len(kept) == len(train) - 1
     shown = next(s for s in train if s.id == demo.source.split(":")[1])
-    call = demo.messages[1]["tool_calls"][0]["function"]
+    assert len(demo.exchanges) == 1
+    call = demo.exchanges[0][1]["tool_calls"][0]["function"]
     assert call["name"] == shown.reference[0].tool
-    assert [m["role"] for m in demo.messages] == ["user", "assistant"]  # ends at the call
+    assert [m["role"] for m in demo.exchanges[0]] == ["user", "assistant"]  # ends at the call
     assert holds_answer(shown.reference[0].result, shown.answer)  # the reference keeps what it returned
 
-    # demonstrations = "per-tool": one reference call per tool a chain starts with, each scenario shown one
+    # --demonstration-per-tool: one reference call per tool a chain starts with, each scenario shown one
     from mcprl.rollout.config import RolloutConfig
     from mcprl.rollout.loop import initial_messages
     from mcprl.run.demonstration import from_reference
 
     per, kept = from_reference(train, train, seed=0, per_tool=True)
     first_tools = {s.reference[0].tool for s in train}
-    shown_tools = [e[1]["tool_calls"][0]["function"]["name"] for e in per.examples]
+    shown_tools = [e[1]["tool_calls"][0]["function"]["name"] for e in per.exchanges]
     assert sorted(shown_tools) == sorted(first_tools) and len(first_tools) >= 2
     assert len(kept) == len(train) - len(first_tools) and per.source.count(",") == len(first_tools) - 1
-    config = RolloutConfig(examples=per.examples)
+    config = RolloutConfig(demonstrations=per.exchanges)
     seen = {
         initial_messages(s, [{"type": "function", "function": {"name": "x"}}], config)[1]["content"]
         for s in train + val
