@@ -52,7 +52,7 @@ class EngineEndpoint:
 
 class CpuRuntime(Runtime):
     """`Runtime` with a GRPOTrainer and an `EngineEndpoint` over one copy of the base weights, or
-    with the server `start_endpoint` starts (the policy replicas of mcprl.cluster)."""
+    with the endpoint `start_endpoint` starts (the policy replicas of mcprl.cluster)."""
 
     def __init__(
         self,

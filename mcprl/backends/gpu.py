@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from transformers import AutoTokenizer
 
 from mcprl.backends.base import Runtime
-from mcprl.backends.gpu_serving import VllmEndpoint, VllmLaunch, VllmServer, VllmSettings, free_port
+from mcprl.backends.gpu_serving import VllmEndpoint, VllmLaunch, VllmProcess, VllmSettings, free_port
 from mcprl.backends.gpu_training import UnslothSettings, load_trainer
 from mcprl.errors import UserError, first_problem
 from mcprl.model import weights
@@ -187,12 +187,12 @@ class GpuRuntime(Runtime):
         )
         log = self.model.dir / "vllm.log"
         say(f"starting vLLM (log: {log}; a first start compiles for minutes, later ones reuse its caches)")
-        server = VllmServer.start(launch.command(), launch.env(self.launch_env), log, launch.base_url, self._api_key)
+        vllm = VllmProcess.start(launch.command(), launch.env(self.launch_env), log, launch.base_url, self._api_key)
         try:
             t = time.monotonic()
-            await server.wait_ready(s.vllm.startup_timeout_s, report=say)
+            await vllm.wait_ready(s.vllm.startup_timeout_s, report=say)
             say(f"vLLM ready after {time.monotonic() - t:.0f}s")
         except BaseException:
-            await anyio.to_thread.run_sync(server.close)
+            await anyio.to_thread.run_sync(vllm.close)
             raise
-        return VllmEndpoint(server, shares_gpu=p.shared)
+        return VllmEndpoint(vllm, shares_gpu=p.shared)

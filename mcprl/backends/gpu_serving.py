@@ -4,7 +4,7 @@ subprocess running it, the calls mcprl makes to it (LoRA load/unload, sleep/wake
 
 vLLM (0.26 to 0.33) answers chat completions in the shape our clients read (`return_token_ids`
 gives a top-level `prompt_token_ids` and per-choice `token_ids`; `logprobs` the sampled tokens'
-logprobs), so clients talk to it directly; mcprl only steers it through `VllmServer`. Tool calls
+logprobs), so clients talk to it directly; mcprl only steers it through `VllmProcess`. Tool calls
 are parsed by our own parser, loaded into vLLM as a tool-parser plugin (`vllm_tool_parser.py`).
 Nothing here imports vllm: it runs in its own process.
 """
@@ -31,10 +31,10 @@ from mcprl.errors import UserError
 # vLLM loads this file with --tool-parser-plugin; it registers our parser as "mcprl".
 TOOL_PARSER_PLUGIN = Path(__file__).with_name("vllm_tool_parser.py")
 # Set in our process by `import unsloth`/`unsloth_zoo` (allocator settings, a sitecustomize on
-# PYTHONPATH, Triton flags, ...); the vLLM server starts from the environment as it was before.
+# PYTHONPATH, Triton flags, ...); the vLLM process starts from the environment as it was before.
 UNSLOTH_PREFIXES = ("UNSLOTH_",)
 
-# A server started under this prefix gets SIGTERM when the thread that started it ends, even when its
+# A vLLM process started under this prefix gets SIGTERM when the thread that started it ends, even when its
 # process is SIGKILLed (Linux's parent-death signal, kept across exec; the pid passed is the parent's, in
 # case it died before the signal was set): a killed run or Ray replica leaves no vLLM holding the GPU.
 DIE_WITH_PARENT = [
@@ -86,7 +86,7 @@ class VllmLaunch(BaseModel):
     host: str = "127.0.0.1"
     port: int
     lora_rank: int
-    gpus: list[str]  # CUDA_VISIBLE_DEVICES entries for the server (tensor parallel over all)
+    gpus: list[str]  # CUDA_VISIBLE_DEVICES entries for the vLLM process (tensor parallel over all)
     gpu_memory_utilization: float
     sleep_mode: bool  # shares its GPU with the trainer: sleeps while it trains
     chat_template: Path | None = None  # a template with tools, when the model's own has none
@@ -154,7 +154,7 @@ class VllmLaunch(BaseModel):
         return cmd + s.extra_args
 
     def env(self, base: Mapping[str, str]) -> dict[str, str]:
-        """The server's environment: `base` (our environment before Unsloth changed it) without
+        """The vLLM process's environment: `base` (our environment before Unsloth changed it) without
         Unsloth's own variables, plus what vLLM needs. vLLM's compile caches follow VLLM_CACHE_ROOT
         and FLASHINFER_WORKSPACE_BASE when set (default: under ~/.cache), so only a first start pays."""
         env = {k: v for k, v in base.items() if not k.startswith(UNSLOTH_PREFIXES)}
@@ -178,8 +178,8 @@ class VllmError(RuntimeError):
     """vLLM refused or failed a control call."""
 
 
-class VllmServer:
-    """A running vLLM OpenAI server (our subprocess, or any at `base_url`) and its control calls."""
+class VllmProcess:
+    """A running vLLM OpenAI-compatible endpoint (our subprocess, or any at `base_url`) and its control calls."""
 
     def __init__(
         self, base_url: str, api_key: str, process: subprocess.Popen | None = None, log_path: Path | None = None
@@ -192,7 +192,7 @@ class VllmServer:
     @classmethod
     def start(
         cls, command: list[str], env: Mapping[str, str], log_path: Path, base_url: str, api_key: str
-    ) -> VllmServer:
+    ) -> VllmProcess:
         """Start `command` in its own process group (vLLM forks engine workers), logging to `log_path`;
         on Linux it ends with the thread that started it (`DIE_WITH_PARENT`)."""
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -207,9 +207,9 @@ class VllmServer:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        server = cls(base_url, api_key, proc, log_path)
-        atexit.register(server.close)
-        return server
+        vllm = cls(base_url, api_key, proc, log_path)
+        atexit.register(vllm.close)
+        return vllm
 
     async def wait_ready(
         self, timeout_s: float, report: Callable[[str], None] | None = None, every_s: float = 15
@@ -311,14 +311,14 @@ class VllmServer:
                     proc.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     pass
-            os.killpg(proc.pid, signal.SIGKILL)  # workers that outlived the server hold GPU memory
+            os.killpg(proc.pid, signal.SIGKILL)  # workers that outlived the vLLM process hold GPU memory
         except ProcessLookupError:
             pass
         proc.wait(timeout=30)
 
 
 class VllmEndpoint:
-    """The GPU runtime's endpoint (`mcprl.backends.base.Endpoint`): vLLM steered through `server`.
+    """The GPU runtime's endpoint (`mcprl.backends.base.Endpoint`): vLLM steered through `vllm`.
     Where it shares the trainer's GPU (`shares_gpu`) it sleeps through each step at level 1."""
 
     reports_timings = True
@@ -326,31 +326,31 @@ class VllmEndpoint:
     # constrained turns itself.
     masks_constrained_logprobs = True
 
-    def __init__(self, server: VllmServer, shares_gpu: bool):
-        self.server = server
+    def __init__(self, vllm: VllmProcess, shares_gpu: bool):
+        self.vllm = vllm
         self.shares_gpu = shares_gpu
 
     @property
     def base_url(self) -> str:
-        return f"{self.server.base_url}/v1"
+        return f"{self.vllm.base_url}/v1"
 
     @property
     def api_key(self) -> str:
-        return self.server.api_key
+        return self.vllm.api_key
 
     async def load_adapter(self, name: str, path: Path) -> None:
-        await self.server.load_adapter(name, path)
+        await self.vllm.load_adapter(name, path)
 
     async def unload_adapter(self, name: str) -> None:
-        await self.server.unload_adapter(name)
+        await self.vllm.unload_adapter(name)
 
     async def sleep(self) -> bool:
         if self.shares_gpu:
-            await self.server.sleep(level=1)
+            await self.vllm.sleep(level=1)
         return self.shares_gpu
 
     async def wake(self) -> None:
-        await self.server.wake_up()
+        await self.vllm.wake_up()
 
     def close(self) -> None:
-        self.server.close()
+        self.vllm.close()

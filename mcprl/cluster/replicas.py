@@ -37,7 +37,7 @@ import uvicorn
 from ray.exceptions import RayActorError
 
 from mcprl.backends.gpu import tool_chat_template, visible_devices
-from mcprl.backends.gpu_serving import VllmLaunch, VllmServer, VllmSettings, free_port
+from mcprl.backends.gpu_serving import VllmLaunch, VllmProcess, VllmSettings, free_port
 from mcprl.cluster import actors
 from mcprl.cluster.actors import ActorKind, where
 from mcprl.cluster.router import Replica, least_outstanding, proxy_app
@@ -53,7 +53,7 @@ PING_TIMEOUT_S = 10  # a replica that does not answer a ping in this long is tak
 
 
 class ReplicaActor(ABC):
-    """What every replica actor does around its server: start it and say where it runs (or, in one
+    """What every replica actor does around its endpoint: start it and say where it runs (or, in one
     line, what failed), write each adapter it is sent into its own directory, delete them at the end.
     A kind of replica says how it serves (`serve`, `load`, `unload`, `running`, `stop`). Its methods
     run one at a time."""
@@ -88,7 +88,7 @@ class ReplicaActor(ABC):
         shutil.rmtree(self.dir / name.replace("/", "_"), ignore_errors=True)
 
     def ping(self) -> bool:
-        """Whether it still serves (the actor answering is not enough where the server is a process)."""
+        """Whether it still serves (the actor answering is not enough where the endpoint is a process)."""
         return self.running()
 
     def close(self) -> None:
@@ -110,7 +110,7 @@ class ReplicaActor(ABC):
 
     @abstractmethod
     def running(self) -> bool:
-        """Whether the server still runs."""
+        """Whether the vLLM process still runs."""
 
     @abstractmethod
     def stop(self) -> None: ...
@@ -148,13 +148,13 @@ class EngineReplica(ReplicaActor):
 class VllmReplica(ReplicaActor):
     """A Ray actor: `vllm serve` (a subprocess, mcprl.backends.gpu_serving) on the GPUs Ray gave this
     actor, serving the base model from `model_spec` and the adapters it is sent. It never sleeps (no
-    trainer shares its GPUs), and its server dies with the actor, even a killed one
-    (`VllmServer.start`), so a replacement finds the GPUs free."""
+    trainer shares its GPUs), and its vLLM process dies with the actor, even a killed one
+    (`VllmProcess.start`), so a replacement finds the GPUs free."""
 
     def __init__(self, model_spec: str, host: str, lora_rank: int, settings: VllmSettings, memory_utilization: float):
         super().__init__(model_spec, host)
         self.lora_rank, self.settings, self.memory_utilization = lora_rank, settings, memory_utilization
-        self.server: VllmServer | None = None
+        self.vllm: VllmProcess | None = None
 
     def serve(self, key: str) -> int:
         path = weights.resolve(self.spec)
@@ -173,24 +173,24 @@ class VllmReplica(ReplicaActor):
             chat_template=tool_chat_template(path, self.dir),
             api_key=key,
         )
-        self.server = VllmServer.start(
+        self.vllm = VllmProcess.start(
             launch.command(), launch.env(os.environ), self.dir / "vllm.log", launch.base_url, key
         )
-        anyio.run(self.server.wait_ready, self.settings.startup_timeout_s)
+        anyio.run(self.vllm.wait_ready, self.settings.startup_timeout_s)
         return launch.port
 
     def load(self, name: str, path: Path) -> None:
-        anyio.run(self.server.load_adapter, name, path)
+        anyio.run(self.vllm.load_adapter, name, path)
 
     def unload(self, name: str) -> None:
-        anyio.run(self.server.unload_adapter, name)
+        anyio.run(self.vllm.unload_adapter, name)
 
     def running(self) -> bool:
-        return self.server is not None and self.server.process is not None and self.server.process.poll() is None
+        return self.vllm is not None and self.vllm.process is not None and self.vllm.process.poll() is None
 
     def stop(self) -> None:
-        if self.server is not None:
-            self.server.close()
+        if self.vllm is not None:
+            self.vllm.close()
 
 
 def adapter_files(path: Path) -> dict[str, bytes]:

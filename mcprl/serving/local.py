@@ -69,8 +69,8 @@ _LOCAL_LOCK = threading.Lock()
 @atexit.register
 def _close_local() -> None:
     """Stop in-process endpoints before the interpreter tears down torch's threads."""
-    for server in _LOCAL.values():
-        server.close()
+    for endpoint in _LOCAL.values():
+        endpoint.close()
 
 
 def local_endpoint(model_spec: str = "smollm2-135m") -> tuple[str, str]:
@@ -82,5 +82,5 @@ def local_endpoint(model_spec: str = "smollm2-135m") -> tuple[str, str]:
     with _LOCAL_LOCK:
         if model_spec not in _LOCAL:
             _LOCAL[model_spec] = LocalEndpoint(Engine(model_spec), api_key=secrets.token_urlsafe(24))
-        server = _LOCAL[model_spec]
-        return server.base_url, server.api_key
+        endpoint = _LOCAL[model_spec]
+        return endpoint.base_url, endpoint.api_key

@@ -14,7 +14,7 @@ import torch
 
 from mcprl import TrainableModel, TrainConfig
 from mcprl.backends.base import Runtime
-from mcprl.backends.gpu_serving import VllmEndpoint, VllmError, VllmServer, free_port
+from mcprl.backends.gpu_serving import VllmEndpoint, VllmError, VllmProcess, free_port
 from mcprl.errors import UserError
 from mcprl.train import checkpoints
 from mcprl.train.grpo import GRPOTrainer
@@ -115,7 +115,7 @@ def _adapter(tmp_path: Path, name: str) -> Path:
 
 @pytest.mark.anyio
 async def test_adapter_and_sleep_calls(fake_vllm, tmp_path):
-    vllm = VllmServer(fake_vllm.state.url, KEY)
+    vllm = VllmProcess(fake_vllm.state.url, KEY)
     await vllm.wait_ready(timeout_s=5)
     await vllm.load_adapter("agent@0", _adapter(tmp_path, "0000"))
     assert await vllm.served_models() == ["base", "agent@0"]
@@ -139,7 +139,7 @@ async def test_adapter_and_sleep_calls(fake_vllm, tmp_path):
 
 @pytest.mark.anyio
 async def test_control_errors_carry_vllms_message(fake_vllm, tmp_path):
-    vllm = VllmServer(fake_vllm.state.url, KEY)
+    vllm = VllmProcess(fake_vllm.state.url, KEY)
     with pytest.raises(
         VllmError, match=r"/v1/load_lora_adapter failed \(404\): Loading lora agent@1 failed: No adapter found"
     ):
@@ -147,9 +147,9 @@ async def test_control_errors_carry_vllms_message(fake_vllm, tmp_path):
     with pytest.raises(VllmError, match=r"\(404\): The lora adapter 'agent@9' cannot be found"):
         await vllm.unload_adapter("agent@9")
     with pytest.raises(VllmError, match=r"\(401\): Unauthorized"):
-        await VllmServer(fake_vllm.state.url, "wrong").served_models()
+        await VllmProcess(fake_vllm.state.url, "wrong").served_models()
     with pytest.raises(VllmError, match="did not answer /wake_up"):
-        await VllmServer(f"http://127.0.0.1:{free_port('127.0.0.1')}", KEY).wake_up()
+        await VllmProcess(f"http://127.0.0.1:{free_port('127.0.0.1')}", KEY).wake_up()
     fake_vllm.state.stays_asleep = True
     with pytest.raises(VllmError, match="still reports is_sleeping=true after /wake_up"):
         await vllm.wake_up()
@@ -158,7 +158,7 @@ async def test_control_errors_carry_vllms_message(fake_vllm, tmp_path):
 @pytest.mark.anyio
 async def test_wait_ready_reports_what_a_slow_start_is_doing(tmp_path):
     code = "import time; print('INFO Capturing CUDA graphs', flush=True); time.sleep(600)"
-    server = VllmServer.start(
+    server = VllmProcess.start(
         [sys.executable, "-c", code], {}, tmp_path / "vllm.log", f"http://127.0.0.1:{free_port('127.0.0.1')}", KEY
     )
     lines: list[str] = []
@@ -172,7 +172,7 @@ async def test_wait_ready_reports_what_a_slow_start_is_doing(tmp_path):
 async def test_wait_ready_fails_fast_when_vllm_exits(tmp_path):
     cmd = [sys.executable, "-c", "import sys; print('ValueError: max_lora_rank 8 < adapter rank 16'); sys.exit(3)"]
     url = f"http://127.0.0.1:{free_port('127.0.0.1')}"
-    server = VllmServer.start(cmd, {}, tmp_path / "vllm.log", url, KEY)
+    server = VllmProcess.start(cmd, {}, tmp_path / "vllm.log", url, KEY)
     t = time.monotonic()
     with pytest.raises(
         UserError,
@@ -187,7 +187,7 @@ async def test_wait_ready_fails_fast_when_vllm_exits(tmp_path):
 @pytest.mark.anyio
 async def test_wait_ready_times_out_and_stops_the_process(tmp_path):
     cmd = [sys.executable, "-c", "import time; time.sleep(600)"]
-    server = VllmServer.start(cmd, {}, tmp_path / "vllm.log", f"http://127.0.0.1:{free_port('127.0.0.1')}", KEY)
+    server = VllmProcess.start(cmd, {}, tmp_path / "vllm.log", f"http://127.0.0.1:{free_port('127.0.0.1')}", KEY)
     proc = server.process
     with pytest.raises(UserError, match="not ready after 1s"):
         await server.wait_ready(timeout_s=1)
@@ -197,11 +197,11 @@ async def test_wait_ready_times_out_and_stops_the_process(tmp_path):
 def test_the_server_ends_with_the_thread_that_started_it(tmp_path):
     """A run or replica that is killed outright leaves no vLLM holding the GPU: the server gets SIGTERM
     when the thread that started it ends (here a thread; a SIGKILLed process ends all of its threads)."""
-    started: list[VllmServer] = []
+    started: list[VllmProcess] = []
     cmd = [sys.executable, "-c", "import time; print('serving', flush=True); time.sleep(600)"]
 
     def start() -> None:  # and live until the server runs (it asks for the signal once it runs)
-        started.append(VllmServer.start(cmd, {}, tmp_path / "vllm.log", "http://127.0.0.1:1", KEY))
+        started.append(VllmProcess.start(cmd, {}, tmp_path / "vllm.log", "http://127.0.0.1:1", KEY))
         while "serving" not in started[0].last_log_line():
             time.sleep(0.05)
 
@@ -227,7 +227,7 @@ def _runtime(fake_vllm, tiny_model_dir, shared: bool) -> Runtime:
         return GRPOTrainer(base, AutoTokenizer.from_pretrained(tiny_model_dir), model.lora, adapter_dir=checkpoint)
 
     async def start_endpoint(trainer: GRPOTrainer) -> VllmEndpoint:
-        return VllmEndpoint(VllmServer(fake_vllm.state.url, KEY), shares_gpu=shared)
+        return VllmEndpoint(VllmProcess(fake_vllm.state.url, KEY), shares_gpu=shared)
 
     return Runtime(model, load_trainer, start_endpoint)
 
