@@ -18,6 +18,8 @@ _EXPORTS = {
     "gather_trajectory_groups": "mcprl.rollout.gather",
     # the plain tool loop (`rollout.agent = "plain"`); `mcprl.rollout` is the stage's package
     "plain_rollout": "mcprl.rollout.loop:rollout",
+    "Recorder": "mcprl.rollout.recording",  # a rollout of your own agent, recorded
+    "RolloutConfig": "mcprl.rollout.config",
     "ServerSpec": "mcprl.tools",
     "ToolPool": "mcprl.tools",
     "VerifyJudge": "mcprl.judges",
@@ -35,8 +37,10 @@ if TYPE_CHECKING:
     from mcprl.errors import UserError
     from mcprl.judges import RulerJudge, VerifyJudge, score_groups
     from mcprl.model.trainable import Model, TrainableModel
+    from mcprl.rollout.config import RolloutConfig
     from mcprl.rollout.gather import gather_trajectory_groups
     from mcprl.rollout.loop import rollout as plain_rollout
+    from mcprl.rollout.recording import Recorder
     from mcprl.tools import ServerSpec, ToolPool
     from mcprl.train.config import TrainConfig
     from mcprl.types import Generation, Scenario, Trajectory, TrajectoryGroup
