@@ -1,5 +1,5 @@
 """The English that exploring relies on, in one place: everything else in `mcprl.scenarios` works from
-structure (schemas, annotations, what the server answered). Four things:
+structure (schemas, annotations, what the server answered). It holds:
 
 - `READ_WORDS`, `WRITE_WORDS`: the leading words of a tool's name or description that say whether it
   changes the server's state, for tools without MCP's `readOnlyHint`/`destructiveHint`;
@@ -100,7 +100,7 @@ QUERIES: dict[str, tuple[Query, ...]] = {
             "SELECT * FROM {table} LIMIT 5", over="table", about="the first rows of the {table} table", record="{table}"
         ),
         Query("SELECT COUNT(*) FROM {table}", over="table", ask="How many rows does the {table} table have?"),
-        # a table's columns: the standard's catalogue, and SQLite's (which has none)
+        # a table's columns: the standard's catalogue (information_schema), and SQLite's, which lacks one
         Query(
             "SELECT column_name FROM information_schema.columns WHERE table_name = '{table}'",
             over="table",
