@@ -340,6 +340,15 @@ def candidates(
         ]
         return min(fewer, key=lambda c: (len(c.arguments), c.index))
 
+    # a table's columns, in order, as a known query that lists them answered: they name the cells of the table's
+    # rows where a server prints them unnamed ("[(1, 'steel hammer', 12.5, 40)]")
+    columns: dict[str, list[str]] = {}
+    for call in calls:
+        for v in call.arguments.values():
+            if not call.is_error and (found := known(v)) and found[0].lists == "column" and "table" in found[1]:
+                names = [str(n) for _, n in result_values(call.data, call.structured)]
+                columns.setdefault(found[1]["table"], names)
+
     out: list[Scenario] = []
     for call in calls:
         if call.reads_back is not None:  # what a write changed: a task to make it, not a question on it
@@ -373,7 +382,9 @@ def candidates(
             asked = None if unknown else next((q for v in queries if (q := question(v, answer))), None)
             if asked is not None and not echo and not holds_answer(asked, answer):
                 given = [name for v in queries for name in stated(v)]
-                out.append(_scenario(asked, answer, chain, "result", field=asked, given=given))
+                # what it asks, whatever the table or column: tasks are spread over these as over a record's fields
+                what = next(normalize_text(k[0].text) for v in queries if (k := known(v)))
+                out.append(_scenario(asked, answer, chain, "result", field=what, given=given))
             continue
         pasted = any(shaped(v) for c in chain for v in c.arguments.values())  # steps stated would paste a query
         if answer is not None and not echo and not pasted and not holds_answer(" ".join(said), answer):
@@ -403,11 +414,24 @@ def candidates(
         meant = None if unknown else next((a for v in queries if (a := about(v))), None)
         does = None if queries and meant is None else ABOUT_ACTION.format(about=meant) if meant else None
         noun = next((noun_of(r) for v in queries if (r := record_of(v))), None)
+        tables = [found[1]["table"] for v in queries if (found := known(v)) and found[0].record and "table" in found[1]]
+        if noun and tables and (named := _named_rows(data, columns.get(tables[0], []))):
+            call = call.model_copy(update={"structured": named})
         out += _listing_tasks(call, fixed_out(call.arguments), chain, title_of(titles, call.tool), queries, meant)
         out += _field_tasks(
             call, fixed_out(call.arguments), chain, rng, constant, title_of(titles, call.tool), queries, does, noun
         )
     return out
+
+
+def _named_rows(data: Any, columns: list[str]) -> list[dict[str, Any]] | None:
+    """Rows printed without their columns' names (tuples), each as a record named by `columns`; None where
+    the rows are not such tuples, one cell for each column."""
+    if not columns or not isinstance(data, (list, tuple)) or not data:
+        return None
+    if not all(isinstance(row, (list, tuple)) and len(row) == len(columns) for row in data):
+        return None
+    return [dict(zip(columns, row)) for row in data]
 
 
 def _expression(chain: list[ExploredCall], linked: list[frozenset[str]], descriptions: dict[str, str]) -> str | None:

@@ -96,9 +96,7 @@ QUERIES: dict[str, tuple[Query, ...]] = {
         Query("SELECT name FROM sqlite_master WHERE type='table'", lists="table", about=TABLES),
         Query("SELECT table_name FROM information_schema.tables", lists="table", about=TABLES),
         Query("SHOW TABLES", lists="table", about=TABLES),
-        Query(
-            "SELECT * FROM {table} LIMIT 5", over="table", about="the first rows of the {table} table", record="{table}"
-        ),
+        Query("SELECT * FROM {table} LIMIT 5", over="table", about="the rows of the {table} table", record="{table}"),
         Query("SELECT COUNT(*) FROM {table}", over="table", ask="How many rows does the {table} table have?"),
         # a table's columns: the standard's catalogue (information_schema), and SQLite's, which lacks one
         Query(

@@ -88,6 +88,9 @@ def test_an_sql_tool_grounds_tasks_that_ask_in_words_and_replay(sql_grounded):
     assert all(any(table in t.task for t in tasks) for table in ("books", "loans"))
     columns = {"title", "author", "year", "pages", "book id", "member", "days"}
     assert any(c in t.task for t in tasks for c in columns)
+    # rows printed without their columns' names are read by the columns a listing named: a book's field, asked by
+    # the book ("What is the year of the book Emma?"), not by the query that found it
+    assert any(t.metadata["kind"] == "field" and t.metadata["field"] in columns for t in tasks)
 
 
 def test_exploring_composes_queries_only_over_names_that_answered(sql_grounded):
