@@ -12,6 +12,9 @@ source of tasks whose answer is a value its result holds:
              'What is the price of the steel hammer?', 'What is the price of item SKU-3000?', or, one record of
              a search's listing, by what the search was about: 'What is the confirmation code in the email about Porto?'
     chain    a `result` whose call took an argument from an earlier call's result: both calls, in order
+    query    a call of a query the lexicon knows (mcprl.scenarios.lexicon.QUERIES: SQL over a table or a column a
+             result named) asked by what it means ("How many rows does the orders table have?"); a task never
+             pastes a query, and one the lexicon does not know grounds only tasks that state no call
     write    a call that changed the server's state ("Add a product to the cart (product id P-101)."),
              checked by reading it back: a read the exploration repeated after the write, whose result
              then held a value it did not hold before (`Scenario.read_back`; the rollout makes that
@@ -49,8 +52,10 @@ from pydantic import BaseModel, Field
 
 from mcprl.checks import Check, ContainsCheck, HoldsCheck, holds_answer, normalize_text, numbers
 from mcprl.scenarios.explore import Exploration, ExploredCall, may_write, source_call
-from mcprl.scenarios.lexicon import NAME_KEYS, words_of
+from mcprl.scenarios.lexicon import NAME_KEYS, about, known, question, record_of, shaped, stated, words_of
 from mcprl.scenarios.phrasing import (
+    ABOUT_ACTION,
+    ABOUT_LIST_ASKS,
     ASKS,
     CALL_ASKS,
     DOES,
@@ -267,8 +272,8 @@ def _write_tasks(
     if write is None or before is None or write.is_error or before.is_error or again.is_error:
         return []
     chain = _chain(calls, write)
-    if any(c.is_error for c in chain):
-        return []
+    if any(c.is_error or any(shaped(v) for v in c.arguments.values()) for c in chain):
+        return []  # (a write stated by its query, "INSERT INTO ...", would paste it)
     old = {(k, str(v)) for k, v in result_values(before.data, before.structured)}
     # a value the read did not hold before the write: holding it afterwards is the write's doing
     changed = [
@@ -316,7 +321,7 @@ def candidates(
                     held[call.tool, k] += 1
     constant = {key for key, seen in values.items() if len(seen) == 1 and held[key] >= 3}
 
-    def stated(args: dict[str, Any]) -> dict[str, Any]:
+    def fixed_out(args: dict[str, Any]) -> dict[str, Any]:
         """What a task states of a call's arguments: not the server's context (`Exploration.fixed`)."""
         return {k: v for k, v in args.items() if not (k in exploration.fixed and v == exploration.fixed[k])}
 
@@ -335,10 +340,19 @@ def candidates(
         ]
         return min(fewer, key=lambda c: (len(c.arguments), c.index))
 
+    # a table's columns, in order, as a known query that lists them answered: they name the cells of the table's
+    # rows where a server prints them unnamed ("[(1, 'steel hammer', 12.5, 40)]")
+    columns: dict[str, list[str]] = {}
+    for call in calls:
+        for v in call.arguments.values():
+            if not call.is_error and (found := known(v)) and found[0].lists == "column" and "table" in found[1]:
+                names = [str(n) for _, n in result_values(call.data, call.structured)]
+                columns.setdefault(found[1]["table"], names)
+
     out: list[Scenario] = []
     for call in calls:
         if call.reads_back is not None:  # what a write changed: a task to make it, not a question on it
-            out += _write_tasks(calls, call, titles, rng, stated)
+            out += _write_tasks(calls, call, titles, rng, fixed_out)
             continue
         if call.is_error:
             continue
@@ -346,9 +360,16 @@ def candidates(
         chain = _chain(calls, call)
         if any(c.is_error for c in chain):
             continue
+        # a query (an SQL statement) is never pasted into a task: a call of one the lexicon knows is asked about by
+        # what it means (`lexicon.question`, `lexicon.about`); one it does not know grounds only tasks that state
+        # no call (a record asked for by its name)
+        queries = [v for v in call.arguments.values() if shaped(v)]
+        unknown = any(shaped(v) and known(v) is None for c in chain for v in c.arguments.values())
         data = result_data(call.data, call.structured)
         while isinstance(data, (list, tuple)) and len(data) == 1:  # one row of one value: "[(2,)]" answers 2
             data = data[0]
+        if queries and isinstance(data, dict) and len(data) == 1:  # ... a row's one column named: "[{'COUNT(*)': 3}]"
+            data = next(iter(data.values()))
         answer = (
             _answer(str(data) if data is not None else server_text(call.data)[0])
             if data is None or isinstance(data, (str, int, float))
@@ -357,9 +378,18 @@ def candidates(
         said = [value_text(v) for v in call.arguments.values()]
         # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer
         echo = isinstance(answer, str) and any(v and normalize_text(v) in normalize_text(answer) for v in said)
-        if answer is not None and not echo and not holds_answer(" ".join(said), answer):
+        if answer is not None and queries:
+            asked = None if unknown else next((q for v in queries if (q := question(v, answer))), None)
+            if asked is not None and not echo and not holds_answer(asked, answer):
+                given = [name for v in queries for name in stated(v)]
+                # what it asks, whatever the table or column: tasks are spread over these as over a record's fields
+                what = next(normalize_text(k[0].text) for v in queries if (k := known(v)))
+                out.append(_scenario(asked, answer, chain, "result", field=what, given=given))
+            continue
+        pasted = any(shaped(v) for c in chain for v in c.arguments.values())  # steps stated would paste a query
+        if answer is not None and not echo and not pasted and not holds_answer(" ".join(said), answer):
             linked = [frozenset(k for k in c.arguments if c.sources.get(k, "").startswith("result:")) for c in chain]
-            steps = [action(title_of(titles, c.tool), stated(c.arguments), ln) for c, ln in zip(chain, linked)]
+            steps = [action(title_of(titles, c.tool), fixed_out(c.arguments), ln) for c, ln in zip(chain, linked)]
             task = rng.choice(ASKS).format(". Then ".join(steps))
             expression = _expression(chain, linked, descriptions)
             # as often asked as the expression a description states as in words; always where the value is one ("What is
@@ -377,13 +407,31 @@ def candidates(
                     answer,
                     chain,
                     "chain" if len(chain) > 1 else "result",
-                    given=[value_text(v) for c in chain for v in stated(c.arguments).values()],
+                    given=[value_text(v) for c in chain for v in fixed_out(c.arguments).values()],
                 )
             )
             continue
-        out += _listing_tasks(call, stated(call.arguments), chain, title_of(titles, call.tool))
-        out += _field_tasks(call, stated(call.arguments), chain, rng, constant, title_of(titles, call.tool))
+        meant = None if unknown else next((a for v in queries if (a := about(v))), None)
+        does = None if queries and meant is None else ABOUT_ACTION.format(about=meant) if meant else None
+        noun = next((noun_of(r) for v in queries if (r := record_of(v))), None)
+        tables = [found[1]["table"] for v in queries if (found := known(v)) and found[0].record and "table" in found[1]]
+        if noun and tables and (named := _named_rows(data, columns.get(tables[0], []))):
+            call = call.model_copy(update={"structured": named})
+        out += _listing_tasks(call, fixed_out(call.arguments), chain, title_of(titles, call.tool), queries, meant)
+        out += _field_tasks(
+            call, fixed_out(call.arguments), chain, rng, constant, title_of(titles, call.tool), queries, does, noun
+        )
     return out
+
+
+def _named_rows(data: Any, columns: list[str]) -> list[dict[str, Any]] | None:
+    """Rows printed without their columns' names (tuples), each as a record named by `columns`; None where
+    the rows are not such tuples, one cell for each column."""
+    if not columns or not isinstance(data, (list, tuple)) or not data:
+        return None
+    if not all(isinstance(row, (list, tuple)) and len(row) == len(columns) for row in data):
+        return None
+    return [dict(zip(columns, row)) for row in data]
 
 
 def _expression(chain: list[ExploredCall], linked: list[frozenset[str]], descriptions: dict[str, str]) -> str | None:
@@ -406,10 +454,15 @@ def _field_tasks(
     rng: random.Random,
     constant: set[tuple[str, str]],
     title: str,
+    queries: list[str] | None = None,
+    does: str | None = None,
+    noun: str | None = None,
 ) -> list[Scenario]:
     """Tasks asking for a labelled field of one record of the result (one line of a listing, or
     the whole result when it is one record); not for a field `constant` names (tool, field). `args`:
-    what a task states of the call's arguments."""
+    what a task states of the call's arguments. A call that took `queries` (SQL) is stated as `does` (what the
+    query does, in words) and its records named `noun` (a table's row), never by its query; with no `does`,
+    only its records' names ask for them."""
     pairs = result_values(call.data, call.structured)
     records = result_records(call.data, call.structured)
     listing = len(records) > 1
@@ -419,7 +472,7 @@ def _field_tasks(
             [(k, v) if keys[k] == len(records) else ("", f"{k}: {v}" if k else v) for k, v in record]
             for record in records
         ]
-    noun = noun_of(call.tool)
+    noun = noun or noun_of(call.tool)
     row = len(records) == 1 and " | " in call.data  # one row of cells ("SKU-3002 | item ccc | stock: 42")
     said = normalize_text(" ".join(map(value_text, call.arguments.values())))
     # prose (a message's body, a description) may state labelled values of its own: "Tracking number: 1Z99."
@@ -429,7 +482,8 @@ def _field_tasks(
     # a search's words (one argument, a word or more): a field that one record of its listing holds is asked
     # for by what the search was about ("the confirmation code in the email about Porto"), as a user asks it
     words_given = [v for v in args.values() if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v)]
-    topic = words_given[0] if listing and len(args) == 1 and words_given else None
+    topic = words_given[0] if listing and len(args) == 1 and words_given and not queries else None
+    done = does if queries else action(title, args)
     out: list[Scenario] = []
     for record in rng.sample(records, min(2, len(records))):
         # a key the record holds more than once (lines that were not read as a listing) names no one value
@@ -476,20 +530,21 @@ def _field_tasks(
                     field=asked, noun=noun, name=label
                 )
                 given = [label]
-            elif listing and (key := _identifying(record, records, field)) is not None:
+            elif listing and done is not None and (key := _identifying(record, records, field)) is not None:
                 # a line of a listing without a name: picked out by a field that no other line shares
-                given = [value_text(key[1]), *(value_text(v) for v in args.values())]
+                given = [value_text(key[1]), *(value_text(v) for v in args.values() if not shaped(v))]
                 task = _worded(RECORD_ASKS, given, asked).format(
-                    action=action(title, args),
+                    action=done,
                     field=asked,
                     key=" ".join(words_of(key[0])),
                     value=quoted(key[1]),
                 )
-            elif not listing:  # the one record a call gave: by the call (its title alone, where it states nothing)
-                given = [value_text(v) for v in args.values()]
+            elif not listing and done is not None:  # the one record a call gave: by the call (its title alone, where
+                # it states nothing)
+                given = [] if queries else [value_text(v) for v in args.values()]
                 asks = (*VALUE_ASKS, *CALL_ASKS) if len(given) == 1 else CALL_ASKS
                 task = _worded(asks, given, asked).format(
-                    field=asked, noun=noun, action=action(title, args), values=quoted(given[0]) if given else ""
+                    field=asked, noun=noun, action=done, values=quoted(given[0]) if given else ""
                 )
             else:
                 continue
@@ -505,11 +560,23 @@ def _field_tasks(
     return out
 
 
-def _listing_tasks(call: ExploredCall, args: dict[str, Any], chain: list[ExploredCall], title: str) -> list[Scenario]:
+def _listing_tasks(
+    call: ExploredCall,
+    args: dict[str, Any],
+    chain: list[ExploredCall],
+    title: str,
+    queries: list[str] | None = None,
+    meant: str | None = None,
+) -> list[Scenario]:
     """A task asking for every name a short listing gives (`git_branch`'s "  feature/alerts\n* main": its
     lines, none labelled, each a name after a marker such as `*` or `[FILE]`), checked by the share of them
-    the answer holds. `args`: what a task states of the call's arguments."""
+    the answer holds. `args`: what a task states of the call's arguments; a call that took `queries` (SQL) is
+    asked for by what its result holds (`meant`: "the tables of the database"), and not at all without it."""
+    if queries and meant is None:
+        return []
     records = result_records(call.data, call.structured)
+    if len(records) > 1 and all(len(r) == 1 and r[0][0].lower() in NAME_KEYS for r in records):
+        records = [[("", r[0][1]) for r in records]]  # records that are each a name alone: [{'name': 'orders'}, ...]
     if len(records) != 1 or any(k for k, _ in records[0]):
         return []
     names = [_listed_name(v) for _, v in records[0]]
@@ -518,8 +585,12 @@ def _listing_tasks(call: ExploredCall, args: dict[str, Any], chain: list[Explore
     said = " ".join(map(value_text, call.arguments.values()))
     if any(holds_answer(said, n) for n in names):  # a listing of what the call was given
         return []
-    task = _worded(LIST_ASKS, call.tool, sorted(names)).format(action=action(title, args))
-    given = [value_text(v) for v in args.values()]
+    if queries:
+        task = _worded(ABOUT_LIST_ASKS, meant, sorted(names)).format(about=meant)
+        given = [name for v in queries for name in stated(v)]
+    else:
+        task = _worded(LIST_ASKS, call.tool, sorted(names)).format(action=action(title, args))
+        given = [value_text(v) for v in args.values()]
     return [_scenario(task, names, chain, "listing", given=given, check=ContainsCheck())]
 
 
@@ -583,12 +654,15 @@ async def verify(
     kept: list[Scenario] = []
     dropped: Counter = Counter()
     limiter = anyio.CapacityLimiter(REPLAYS_AT_ONCE if pool.per_rollout else 1)
-    done = 0
+    done = running = 0
+    retry: list[list[Scenario]] = []  # chains that failed while others replayed beside them, to replay alone
 
     async def replay(group: list[Scenario]) -> None:
-        nonlocal done
+        nonlocal done, running
         last: str | None = None
         async with limiter:
+            running += 1
+            crowded = running > 1
             try:
                 async with pool.session() as session:
                     read_back = [ReferenceCall(**group[0].read_back)] if group[0].read_back else []
@@ -600,6 +674,12 @@ async def verify(
                         last = outcome.data_text  # the server's text, not our placeholder for an image
             except ServerGone:
                 last = None
+            crowded = crowded or running > 1
+            running -= 1
+        if last is None and crowded:
+            retry.append(group)
+            limiter.total_tokens = 1  # from now on, one at a time
+            return
         for t in group:
             if last is None:
                 dropped["chain failed on replay"] += 1
@@ -614,6 +694,11 @@ async def verify(
     async with anyio.create_task_group() as tg:
         for group in by_chain.values():
             tg.start_soon(replay, group)
+    # a chain that failed while others replayed beside it may have failed for them (a database file that one
+    # process at a time may lock): it is replayed again, alone
+    again, retry = retry, []
+    for group in again:
+        await replay(group)
     order = {id(t): i for i, t in enumerate(tasks)}
     return sorted(kept, key=lambda t: order[id(t)]), dropped
 

@@ -1,5 +1,5 @@
 """The English that exploring relies on, in one place: everything else in `mcprl.scenarios` works from
-structure (schemas, annotations, what the server answered). Four things:
+structure (schemas, annotations, what the server answered). It holds:
 
 - `READ_WORDS`, `WRITE_WORDS`: the leading words of a tool's name or description that say whether it
   changes the server's state, for tools without MCP's `readOnlyHint`/`destructiveHint`;
@@ -7,7 +7,11 @@ structure (schemas, annotations, what the server answered). Four things:
   arithmetic expression, a date, a path, an SQL introspection query, ...) for a string parameter that
   nothing else gave a value; `probes(name, description)` orders them by the words the parameter is
   described with, and exploring learns from the server's answers which shape a parameter takes;
-- `COMPOSED`: queries of those shapes over a name a result gave (a table's);
+- `QUERIES`: queries of those shapes that a lexicon knows the meaning of: those that list names of a kind
+  (a database's tables, a table's columns), and those composed over such names (`composed`: a table's row
+  count, a column's largest value), each with the question its one-value result answers and what its result
+  holds, in words; `known(text)` reads a query sent back into its meaning, so that a task asks what the
+  query asks and never pastes it;
 - `RATE_LIMITED`: an error that asks the client to slow down;
 - `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ...");
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
@@ -17,6 +21,8 @@ structure (schemas, annotations, what the server answered). Four things:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 NAME_KEYS = frozenset({"name", "title", "subject", "label", "path", "file", "filename"})
 READ_WORDS = frozenset(
@@ -64,8 +70,76 @@ PROBES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "json": (("{}", "[]"), frozenset("json object payload".split())),
 }
 
-# shape -> queries of that shape over a name a result gave ("orders" -> "SELECT * FROM orders LIMIT 5")
-COMPOSED: dict[str, tuple[str, ...]] = {"sql": ("SELECT * FROM {} LIMIT 5", "SELECT COUNT(*) FROM {}")}
+
+@dataclass(frozen=True)
+class Query:
+    """A query of a shape (`PROBES`) whose meaning is known. `text` may hold placeholders for names of a
+    kind (`{table}`, `{column}`): it is composed over the bindings of kind `over` that earlier results gave
+    (a column's binding holds its table's name too). `lists`: the kind of name each value of its result is
+    (the names then bound with this query's own bindings); `ask`: the question its one-value result answers
+    (`text_ask` where that value is a text, not a number); `about`: what its result holds, in words;
+    `record`: what one record of its result is (a row of `{table}`)."""
+
+    text: str
+    over: str | None = None
+    lists: str | None = None
+    ask: str | None = None
+    text_ask: str | None = None
+    about: str | None = None
+    record: str | None = None
+
+
+TABLES = "the tables of the database"
+# shape -> queries of that shape whose meaning is known: the probes among them, then those composed over names
+QUERIES: dict[str, tuple[Query, ...]] = {
+    "sql": (
+        Query("SELECT name FROM sqlite_master WHERE type='table'", lists="table", about=TABLES),
+        Query("SELECT table_name FROM information_schema.tables", lists="table", about=TABLES),
+        Query("SHOW TABLES", lists="table", about=TABLES),
+        Query("SELECT * FROM {table} LIMIT 5", over="table", about="the rows of the {table} table", record="{table}"),
+        Query("SELECT COUNT(*) FROM {table}", over="table", ask="How many rows does the {table} table have?"),
+        # a table's columns: the standard's catalogue (information_schema), and SQLite's, which lacks one
+        Query(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = '{table}'",
+            over="table",
+            lists="column",
+            about="the columns of the {table} table",
+        ),
+        Query(
+            "SELECT name FROM pragma_table_info('{table}')",
+            over="table",
+            lists="column",
+            about="the columns of the {table} table",
+        ),
+        Query(
+            "SELECT MAX({column}) FROM {table}",
+            over="column",
+            ask="What is the largest value of {column} in the {table} table?",
+            text_ask="Which {column} in the {table} table comes last in alphabetical order?",
+        ),
+        Query(
+            "SELECT MIN({column}) FROM {table}",
+            over="column",
+            ask="What is the smallest value of {column} in the {table} table?",
+            text_ask="Which {column} in the {table} table comes first in alphabetical order?",
+        ),
+        Query(
+            "SELECT COUNT(DISTINCT {column}) FROM {table}",
+            over="column",
+            ask="How many different values of {column} does the {table} table have?",
+        ),
+    )
+}
+# text in a query's shape, whether or not its meaning is known: what a task never pastes
+SHAPED = {
+    "sql": re.compile(
+        r"\s*(?:select\s+(?:.+\sfrom\s.+|[^a-z]*\d[^a-z]*)|with\s+\w+\s+as\s*\(.+|show\s+(?:tables|databases|columns)\b.*"
+        r"|pragma\s+\w+.*|insert\s+into\s.+|update\s+\w+\s+set\s.+|delete\s+from\s.+"
+        r"|(?:create|drop|alter)\s+(?:table|view|index)\s.+)",
+        re.IGNORECASE | re.DOTALL,
+    )
+}
+IDENTIFIER = re.compile(r"[A-Za-z_]\w{0,63}")  # a name a query may be composed over
 
 RATE_LIMITED = re.compile(
     r"\b(?:429|rate[ -]?limit(?:ed)?|too many requests|retry[ -]after|slow down)\b", re.IGNORECASE
@@ -95,12 +169,91 @@ def probes(name: str, description: str) -> list[str]:
     return [value for shape in sorted(PROBES, key=lambda s: _rank(s, name, description)) for value in PROBES[shape][0]]
 
 
-def composed(name: str, description: str, names: list[str]) -> list[str]:
-    """`COMPOSED` queries over `names` (identifiers results gave), for a parameter described as of their shape."""
+def composed(name: str, description: str, names: Mapping[str, Sequence[Mapping[str, str]]]) -> list[str]:
+    """`QUERIES` composed over `names` (kind -> the bindings results gave: {"table": "orders"}, {"table":
+    "orders", "column": "price"}), for a parameter described as of their shape; names that are not
+    identifiers are left out (a query over them would not parse)."""
     return [
-        template.format(n)
-        for shape, templates in COMPOSED.items()
+        query.text.format(**binding)
+        for shape, queries in QUERIES.items()
         if _rank(shape, name, description) < 2
-        for template in templates
-        for n in names
+        for query in queries
+        if query.over is not None
+        for binding in names.get(query.over, ())
+        if all(IDENTIFIER.fullmatch(v) for v in binding.values())
     ]
+
+
+def _pattern(query: Query) -> re.Pattern[str]:
+    """A query's text as a pattern: its placeholders any identifier, its numbers any number ("LIMIT 20"),
+    its spaces any spacing, its letters either case."""
+    parts = re.split(r"(\{\w+\}|\d+|\s+)", query.text)
+    seen: set[str] = set()
+    out = []
+    for part in parts:
+        if re.fullmatch(r"\{\w+\}", part):
+            key = part[1:-1]
+            out.append(f"(?P={key})" if key in seen else rf"(?P<{key}>[A-Za-z_]\w*)")
+            seen.add(key)
+        elif part.isdigit():
+            out.append(r"\d+")
+        elif part.isspace():
+            out.append(r"\s+")
+        else:
+            out.append(re.escape(part))
+    return re.compile(r"\s*" + "".join(out) + r"\s*;?\s*", re.IGNORECASE)
+
+
+_PATTERNS = [(query, _pattern(query)) for queries in QUERIES.values() for query in queries]
+
+
+def shaped(value: object) -> bool:
+    """Whether a value is text in a query's shape (an SQL statement), known or not."""
+    return isinstance(value, str) and any(p.fullmatch(value) for p in SHAPED.values())
+
+
+def known(value: object) -> tuple[Query, dict[str, str]] | None:
+    """The known query (`QUERIES`) a value is, with the names it was composed over; None for any other."""
+    if isinstance(value, str):
+        for query, pattern in _PATTERNS:
+            if m := pattern.fullmatch(value):
+                return query, m.groupdict()
+    return None
+
+
+def _words(binding: Mapping[str, str]) -> dict[str, str]:
+    """Names as a person writes them in a question: `product_id` -> "product id"."""
+    return {k: " ".join(words_of(v)) or v for k, v in binding.items()}
+
+
+def question(value: object, answer: object) -> str | None:
+    """The question a known query's one-value result (`answer`) answers, in words; None where it has none."""
+    found = known(value)
+    if found is None:
+        return None
+    query, binding = found
+    text = isinstance(answer, str) and not re.fullmatch(r"[-+]?\d+(?:\.\d+)?", answer.strip())
+    ask = (query.text_ask or query.ask) if text else query.ask
+    return ask.format(**_words(binding)) if ask else None
+
+
+def about(value: object) -> str | None:
+    """What a known query's result holds, in words ("the columns of the orders table"); None where unknown."""
+    found = known(value)
+    if found is None or found[0].about is None:
+        return None
+    return found[0].about.format(**_words(found[1]))
+
+
+def record_of(value: object) -> str | None:
+    """What one record of a known query's result is ("products": a row of that table); None where unknown."""
+    found = known(value)
+    if found is None or found[0].record is None:
+        return None
+    return found[0].record.format(**_words(found[1]))
+
+
+def stated(value: object) -> list[str]:
+    """The names a known query's question states, as it words them ("orders", "product id")."""
+    found = known(value)
+    return list(_words(found[1]).values()) if found is not None else []

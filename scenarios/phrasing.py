@@ -138,6 +138,9 @@ TOPIC_ASKS = (
 )
 # how a task asks for every name a short listing gives ("Git branch with branch type all. What does it list?")
 LIST_ASKS = ("{action}. What does it list?", "{action}: name everything it lists.")
+# ... and where the call is a query whose meaning is known (mcprl.scenarios.lexicon.about): by what it lists
+ABOUT_LIST_ASKS = ("What are {about}?", "Name {about}.")
+ABOUT_ACTION = "Look at {about}"  # what a known query does, where a task states the call
 
 
 def noun_of(tool: str) -> str:

@@ -22,7 +22,9 @@ named by its property, draws from *arms*, each a source of candidate values:
     varied     a value that worked, with other numbers in it ("2 + 3" -> "17 + 45")
     schema     sampled from the schema: numbers in its bounds, booleans, formats
     probe      the fuzzing dictionary (`mcprl.scenarios.lexicon.PROBES`), for strings
-    composed   a query of the parameter's shape over a name a result gave ("SELECT * FROM orders LIMIT 5")
+    composed   a query of the parameter's shape over a name a result gave ("SELECT * FROM orders LIMIT 5"):
+               over the names of the kind it takes that a known query listed (`Knowledge.kinds`: a table
+               of a table listing, a column of a column listing), else, before any listed one, any name
     described  a word of the parameter's description: the last resort
 
 Each leaf picks an arm by Thompson sampling over Beta(prior + successes, prior + failures) of the
@@ -47,7 +49,7 @@ import jsonschema
 from pydantic import BaseModel
 
 from mcprl.errors import clip
-from mcprl.scenarios.lexicon import ALLOWED_VALUES, NAME_KEYS, composed, probes, words_of
+from mcprl.scenarios.lexicon import ALLOWED_VALUES, IDENTIFIER, NAME_KEYS, composed, known, probes, words_of
 from mcprl.scenarios.results import NOTHING
 from mcprl.tools import ServerSpec
 from mcprl.tools.redact import secret_values
@@ -259,6 +261,8 @@ class Knowledge:
         self.seen: list[SeenValue] = []
         self.listed: dict[str, list[tuple[str, int, int]]] = defaultdict(list)  # path -> (name, call, session)
         self.logs: dict[str, ToolLog] = defaultdict(ToolLog)
+        # a kind of name (lexicon.Query.lists: "table", "column") -> the bindings known queries' results gave
+        self.kinds: dict[str, list[dict[str, str]]] = defaultdict(list)
         self._validators: dict[str, Any] = {}
 
     # ---- drawing a call ----------------------------------------------------------------------------
@@ -461,10 +465,11 @@ class Knowledge:
                 [_varied(v, rng) for v in self.worked.get(name, []) if isinstance(v, str) and re.search(r"\d", v)]
             )
             arms["probe"] = fit(probes(name, description))
-            names = [
-                v.value for v in self.seen if isinstance(v.value, str) and re.fullmatch(r"[A-Za-z_]\w{0,63}", v.value)
-            ]
-            arms["composed"] = fit(composed(name, description, list(dict.fromkeys(names))[-24:]))
+            listed: dict[str, list[dict[str, str]]] = dict(self.kinds)
+            if "table" not in listed:  # before any listing of tables answered: any name a result gave may be one
+                names = [v.value for v in self.seen if isinstance(v.value, str) and IDENTIFIER.fullmatch(v.value)]
+                listed["table"] = [{"table": n} for n in list(dict.fromkeys(names))[-24:]]
+            arms["composed"] = fit(composed(name, description, listed))
             arms["described"] = fit([w for w in words_of(description) if len(w) > 3][:8])
         sampled = _sample(schema, kinds, rng)
         if sampled is not None:
@@ -569,10 +574,12 @@ class Knowledge:
         log.failing = 0
         # an answer said before, or one that found nothing ("[]", "No matches"), is worth less than a new one
         new = text not in log.results and not NOTHING.fullmatch(text.strip())
+        # ... and one that says back what it was sent (`echoes`) is worth nothing: a new answer each time, no news
+        credit = 0.0 if echoes(text, args) else 1.0 if new else REPEAT_CREDIT
         log.results.add(text)
         for d in leaves:
-            self.stats[d.name, d.arm][0] += 1.0 if new else REPEAT_CREDIT
-            self.stats[d.name, d.arm][1] += 0.0 if new else 1.0 - REPEAT_CREDIT
+            self.stats[d.name, d.arm][0] += credit
+            self.stats[d.name, d.arm][1] += 1.0 - credit
             if repr(d.value) not in map(repr, self.worked[d.name]):
                 self.worked[d.name].append(d.value)
         # a long text is prose, and a line ending in a colon a heading ("Staged changes:"): no values to pass on
@@ -583,6 +590,14 @@ class Knowledge:
         ]
         self.seen = [s for s in self.seen if repr(s.value) not in {repr(n.value) for n in seen}] + seen
         self.seen = self.seen[-KNOWN_VALUES:]
+        # a known query that lists names of a kind (a database's tables, a table's columns): its result's names are
+        # of that kind, bound with the names the query was composed over (a column with its table)
+        for d in leaves:
+            if (found := known(d.value)) is not None and (kind := found[0].lists) is not None:
+                for _, v in values:
+                    binding = {**found[1], kind: str(v)}
+                    if isinstance(v, str) and IDENTIFIER.fullmatch(v) and binding not in self.kinds[kind]:
+                        self.kinds[kind].append(binding)
         # what a call that took a path listed: names to join under that path (a listing's lines, its names'
         # fields; not a labelled field's value, a size or a permission of `get_file_info`)
         for d in leaves:
@@ -605,6 +620,18 @@ class Knowledge:
 
 
 _SKIP = object()
+
+
+def echoes(text: str, args: dict[str, Any]) -> bool:
+    """Whether a result says back what the call was sent and nothing more (`SELECT 26` -> "[(26,)]"): its numbers
+    and words all in its text arguments (a number computed from numbers may equal one of them). A value varied
+    into such a call is a new answer each time, and no news."""
+    sent = " ".join(v for v in args.values() if isinstance(v, str))
+    numbers_sent = set(re.findall(r"\d+(?:\.\d+)?", sent))
+    words_sent = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", sent)}
+    found = re.findall(r"\d+(?:\.\d+)?", text)
+    words = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", text)}
+    return bool(found or words) and set(found) <= numbers_sent and words <= words_sent
 
 
 def name_in(name: str, lowered: str) -> bool:

@@ -1,0 +1,49 @@
+"""A small library database behind one SQL tool, as third-party database servers offer: `query(sql)` runs any
+read-only statement on an in-memory SQLite database (made anew in each process) and prints the rows as Python's
+repr of tuples, the columns unnamed; a bad statement is an error.
+
+    python tests/scenarios/sql_server.py
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+try:  # mcp 2.x
+    from mcp.server.mcpserver import MCPServer as Server
+    from mcp.server.mcpserver.exceptions import ToolError
+except ImportError:  # mcp 1.x
+    from mcp.server.fastmcp import FastMCP as Server  # type: ignore[no-redef]
+    from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
+
+BOOKS = [
+    (1, "Dune", "Frank Herbert", 1965, 412),
+    (2, "Emma", "Jane Austen", 1815, 474),
+    (3, "Ulysses", "James Joyce", 1922, 730),
+    (4, "Beloved", "Toni Morrison", 1987, 324),
+]
+LOANS = [(1, 1, "Ada", 14), (2, 3, "Grace", 21), (3, 1, "Linus", 7)]
+
+db = sqlite3.connect(":memory:", check_same_thread=False)
+db.execute("CREATE TABLE books (id INTEGER PRIMARY KEY, title TEXT, author TEXT, year INTEGER, pages INTEGER)")
+db.execute("CREATE TABLE loans (id INTEGER PRIMARY KEY, book_id INTEGER, member TEXT, days INTEGER)")
+db.executemany("INSERT INTO books VALUES (?, ?, ?, ?, ?)", BOOKS)
+db.executemany("INSERT INTO loans VALUES (?, ?, ?, ?)", LOANS)
+db.commit()
+
+server = Server("library-sql")
+
+
+@server.tool()
+def query(sql: str) -> str:
+    """Run a read-only SQL query on the library database and return the rows."""
+    if not sql.lstrip().lower().startswith(("select", "with", "pragma")):
+        raise ToolError("only read-only queries are allowed")
+    try:
+        return str(db.execute(sql).fetchall())
+    except sqlite3.Error as e:
+        raise ToolError(f"Database error: {e}") from e
+
+
+if __name__ == "__main__":
+    server.run("stdio")
