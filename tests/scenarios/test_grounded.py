@@ -860,7 +860,8 @@ async def test_a_task_follows_its_most_focused_chain_and_exploring_draws_from_ev
     demonstration is a one-record read, never a write."""
     from mcprl.run.demonstration import from_reference
     from mcprl.scenarios.explore import Exploration, ExploredCall
-    from mcprl.scenarios.grounded import candidates, select
+    from mcprl.scenarios.grounded import candidates
+    from mcprl.scenarios.selection import select
     from mcprl.scenarios.results import result_records
 
     async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory")) as pool:
