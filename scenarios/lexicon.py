@@ -15,7 +15,8 @@ structure (schemas, annotations, what the server answered). It holds:
 - `RATE_LIMITED`: an error that asks the client to slow down;
 - `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ...");
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
-  does in a listing ("[FILE] notes.txt").
+  does in a listing ("[FILE] notes.txt");
+- `BARE_NAMES`, `PREPOSITIONS`: how a call's arguments are said in a task.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 NAME_KEYS = frozenset({"name", "title", "subject", "label", "path", "file", "filename"})
+# How a call's arguments are said in a task (mcprl.scenarios.phrasing.action): a parameter named by one of
+# `BARE_NAMES` is its value alone ("Convert weight 14.25", not "with value 14.25"), and one whose name
+# starts with a preposition is that preposition and its value ("from F to C", not "from unit F and to unit C")
+BARE_NAMES = frozenset("value amount quantity number input".split())
+PREPOSITIONS = frozenset("from to into at by for since until before after".split())
 READ_WORDS = frozenset(
     "get list search find read show describe fetch lookup look query count calculate compute convert compare check "
     "view info inspect explain summarize summarise resolve validate browse retrieve stat status preview "

@@ -8,6 +8,7 @@ every value of the template and does not give the answer away (`keeps`, `phrase`
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ import anyio
 from mcprl.checks import holds_answer, numbers
 from mcprl.errors import UserError
 from mcprl.llm import LLMError, complete, extract_json
-from mcprl.scenarios.lexicon import words_of
+from mcprl.scenarios.lexicon import BARE_NAMES, PREPOSITIONS, words_of
 from mcprl.types import Scenario
 
 TASK_VERBS = frozenset("get list search find read show describe fetch lookup look query retrieve view".split())
@@ -59,10 +60,33 @@ EXPRESSION = re.compile(r"[-+*/%^().\d\s]*\d\s*[-+*/%^]+\s*[-(\d][-+*/%^().\d\s]
 
 def action(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset()) -> str:
     """What a call does, in words from its tool's title and the call's values: "Git log with repo
-    path /srv/r and max count 3", "Search nodes with query Alice". A `linked` argument is "the previous result"."""
+    path /srv/r and max count 3", "Search nodes with query Alice", "Convert weight 2.5 from lb to kg"
+    (a parameter named `value` said as its value alone, and one whose name starts with a preposition as
+    that preposition and its value, where no other parameter is said the same way: `inline`). A `linked`
+    argument is "the previous result"."""
     shown = {k: ("the previous result" if k in linked else v) for k, v in args.items()}
     text = title[:1].upper() + title[1:]
-    return f"{text} with {args_text(shown)}".replace('"the previous result"', "the previous result") if shown else text
+    said = inline(shown)
+    named = {k: v for k, v in shown.items() if k not in said}
+    parts = [text, *said.values(), *([f"with {args_text(named)}"] if named else [])]
+    return " ".join(parts).replace('"the previous result"', "the previous result")
+
+
+def inline(args: dict[str, Any]) -> dict[str, str]:
+    """The arguments a task says without their names: the one named by a word of `BARE_NAMES` as its
+    value, and each whose name starts with a preposition no other one starts with as that preposition
+    and its value; a yes/no or a record always by its name."""
+    said_as = {}
+    for k, v in args.items():
+        words = words_of(k)
+        if isinstance(v, (bool, dict)) or not words:
+            continue
+        if len(words) == 1 and words[0] in BARE_NAMES:
+            said_as[k] = ("", quoted(v))
+        elif words[0] in PREPOSITIONS:
+            said_as[k] = (words[0], f"{words[0]} {quoted(v)}")
+    ways = Counter(way for way, _ in said_as.values())
+    return {k: text for k, (way, text) in said_as.items() if ways[way] == 1}
 
 
 def _fill(
