@@ -861,8 +861,8 @@ async def test_a_task_follows_its_most_focused_chain_and_exploring_draws_from_ev
     from mcprl.run.demonstration import from_reference
     from mcprl.scenarios.explore import Exploration, ExploredCall
     from mcprl.scenarios.grounded import candidates
-    from mcprl.scenarios.selection import select
     from mcprl.scenarios.results import result_records
+    from mcprl.scenarios.selection import select
 
     async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory")) as pool:
         exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
