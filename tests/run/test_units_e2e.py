@@ -1,5 +1,5 @@
 """`mcprl train --server X` with nothing else, end to end, offline, on a shipped server that has no
-task generator and no example (`mcprl.servers.units`): the server explored, tasks grounded in its answers
+task generator and no demonstration (`mcprl.servers.units`): the server explored, tasks grounded in its answers
 and checked by value, the demonstration a reference call, tool-use shaping, one GRPO step."""
 
 import json
@@ -12,7 +12,7 @@ import pytest
 pytestmark = pytest.mark.integration
 
 
-def test_train_on_a_server_without_tasks_or_example(tmp_path, smollm2_dir):
+def test_train_on_a_server_without_tasks_or_demonstration(tmp_path, smollm2_dir):
     env = {**os.environ, "MCPRL_HOME": str(tmp_path / "home")}
     r = subprocess.run(
         [
