@@ -25,6 +25,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from mcprl.checks import as_number
+
 NAME_KEYS = frozenset({"name", "title", "subject", "label", "path", "file", "filename"})
 # How a call's arguments are said in a task (mcprl.scenarios.phrasing.action): a parameter named by one of
 # `BARE_NAMES` is its value alone ("Convert weight 14.25", not "with value 14.25"), and one whose name
@@ -238,25 +240,26 @@ def question(value: object, answer: object) -> str | None:
     if found is None:
         return None
     query, binding = found
-    text = isinstance(answer, str) and not re.fullmatch(r"[-+]?\d+(?:\.\d+)?", answer.strip())
+    text = isinstance(answer, str) and as_number(answer) is None
     ask = (query.text_ask or query.ask) if text else query.ask
     return ask.format(**_words(binding)) if ask else None
 
 
+def _said(value: object, wording: str) -> str | None:
+    """A known query's `wording` (a `Query` field) with the names it was composed over; None where it has none."""
+    found = known(value)
+    template = getattr(found[0], wording) if found is not None else None
+    return template.format(**_words(found[1])) if template else None
+
+
 def about(value: object) -> str | None:
     """What a known query's result holds, in words ("the columns of the orders table"); None where unknown."""
-    found = known(value)
-    if found is None or found[0].about is None:
-        return None
-    return found[0].about.format(**_words(found[1]))
+    return _said(value, "about")
 
 
 def record_of(value: object) -> str | None:
     """What one record of a known query's result is ("products": a row of that table); None where unknown."""
-    found = known(value)
-    if found is None or found[0].record is None:
-        return None
-    return found[0].record.format(**_words(found[1]))
+    return _said(value, "record")
 
 
 def stated(value: object) -> list[str]:
