@@ -48,6 +48,7 @@ async def measure(target: str, calls: int, n: int, seed: int) -> dict:
             {"task": t.task, "answer": t.answer, "difficulty": t.difficulty}
             for t in random.Random(seed).sample(tasks, min(4, len(tasks)))
         ],
+        "tasks": [{"task": t.task, "answer": t.answer} for t in tasks],  # every kept task, to read the wording of all
     }
 
 

@@ -36,6 +36,7 @@ skipped from then on), `rate` calls a second at most; an error that asks to slow
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import re
 import time
@@ -177,19 +178,25 @@ def may_write(tool: dict[str, Any]) -> bool:
     return True
 
 
+DATA_FILE = r"\.(db|sqlite3?|duckdb|jsonl?|ndjson|csv|ya?ml|toml|txt|xlsx?|parquet)$"
+
+
 def names_a_file(command: list[str]) -> str | None:
     """The first argument of a stdio command (after the program) that names an existing file or
     folder, or looks like a data file's path: where a server keeps state that outlives its process."""
     for arg in command[1:]:
-        value = arg.partition("=")[2] if arg.startswith("--") and "=" in arg else arg
+        # (a flag's value, "--db=shop.db", and an environment variable's, "env MEMORY_FILE=graph.jsonl")
+        value = arg.partition("=")[2] if re.match(r"--|[A-Za-z_]\w*=", arg) and "=" in arg else arg
         if (
             value.startswith("-")
             or "/" not in value
             and "." not in value
             or re.search(r"\.(py|m?js|ts|jar|rb)$", value)
+            or Path(value).is_file()
+            and os.access(value, os.X_OK)
         ):
-            continue  # a flag, a module name, or the server's own program
-        if re.search(r"\.(db|sqlite3?|json|csv|ya?ml|toml|txt|xlsx?|parquet)$", value, re.I) or Path(value).exists():
+            continue  # a flag, a module name, or the server's own program (after `env VAR=value`, say)
+        if re.search(DATA_FILE, value, re.I) or Path(value).exists():
             return value
     return None
 

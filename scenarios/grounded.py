@@ -54,22 +54,20 @@ from mcprl.checks import Check, ContainsCheck, HoldsCheck, holds_answer, normali
 from mcprl.scenarios.explore import Exploration, ExploredCall, may_write, source_call
 from mcprl.scenarios.lexicon import NAME_KEYS, about, known, question, record_of, shaped, stated, words_of
 from mcprl.scenarios.phrasing import (
-    ABOUT_ACTION,
-    ABOUT_LIST_ASKS,
     ASKS,
-    CALL_ASKS,
     DOES,
     FORMULA_ASKS,
-    LIST_ASKS,
+    GENERIC_FIELDS,
     NAME_ASKS,
-    RECORD_ASKS,
     TOPIC_ASKS,
     VALUE_ASKS,
-    action,
+    Said,
+    be,
     formula,
     noun_of,
     phrase,
     quoted,
+    said,
     value_text,
 )
 from mcprl.scenarios.results import (
@@ -140,10 +138,11 @@ def _answer(text: str) -> Any | None:
 
 def _holds(value: Any) -> bool:
     """Whether a value can be an answer: short, with something a check can hold, and not encoded
-    bytes (a file's base64 `blob`: no one asks for it)."""
+    bytes (a file's base64 `blob`: no one asks for it), and not a yes or no (a guess holds it half the time)."""
     text = str(value).strip()
     return (
         bool(normalize_text(text))
+        and normalize_text(text) not in {"true", "false"}
         and len(text.split()) <= MAX_ANSWER_WORDS
         and len(numbers(text)) <= 1
         and not BASE64.fullmatch(text)
@@ -284,7 +283,7 @@ def _write_tasks(
     ]
     if not changed:
         return []
-    done = action(title_of(titles, write.tool), stated(write.arguments))
+    done = said(title_of(titles, write.tool), stated(write.arguments)).order()
     return [
         _scenario(
             rng.choice(DOES).format(done),
@@ -311,7 +310,9 @@ def candidates(
     titles = titles or {}
     rng = random.Random(f"{seed}/grounded")
     calls = exploration.calls
-    # a field that held one value in every record a tool returned ("To: <the user>") tells no record apart
+    # a field that held one value in every record a tool returned ("To: <the user>") tells no record apart; one that
+    # held only 0 and 1 (a flag: SQLite's `pk`) or counted its records from 0 (a position: `cid`) is no fact a person
+    # asks for
     values: dict[tuple[str, str], set[str]] = defaultdict(set)
     held: Counter = Counter()  # (tool, field) -> the records that held it
     for call in calls:
@@ -320,7 +321,11 @@ def candidates(
                 for k, v in record:
                     values[call.tool, k].add(str(v))
                     held[call.tool, k] += 1
-    constant = {key for key, seen in values.items() if len(seen) == 1 and held[key] >= 3}
+    unasked = {
+        key
+        for key, seen in values.items()
+        if held[key] >= 3 and (len(seen) == 1 or seen <= {"0", "1"} or seen == {str(i) for i in range(len(seen))})
+    }
 
     def fixed_out(args: dict[str, Any]) -> dict[str, Any]:
         """What a task states of a call's arguments: not the server's context (`Exploration.fixed`)."""
@@ -376,9 +381,9 @@ def candidates(
             if data is None or isinstance(data, (str, int, float))
             else None
         )
-        said = [value_text(v) for v in call.arguments.values()]
+        given_values = [value_text(v) for v in call.arguments.values()]
         # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer
-        echo = isinstance(answer, str) and any(v and normalize_text(v) in normalize_text(answer) for v in said)
+        echo = isinstance(answer, str) and any(v and normalize_text(v) in normalize_text(answer) for v in given_values)
         if answer is not None and queries:
             asked = None if unknown else next((q for v in queries if (q := question(v, answer))), None)
             if asked is not None and not echo and not holds_answer(asked, answer):
@@ -388,10 +393,14 @@ def candidates(
                 out.append(_scenario(asked, answer, chain, "result", field=what, given=given))
             continue
         pasted = any(shaped(v) for c in chain for v in c.arguments.values())  # steps stated would paste a query
-        if answer is not None and not echo and not pasted and not holds_answer(" ".join(said), answer):
+        if answer is not None and not echo and not pasted and not holds_answer(" ".join(given_values), answer):
             linked = [frozenset(k for k in c.arguments if c.sources.get(k, "").startswith("result:")) for c in chain]
-            steps = [action(title_of(titles, c.tool), fixed_out(c.arguments), ln) for c, ln in zip(chain, linked)]
-            task = rng.choice(ASKS).format(". Then ".join(steps))
+            steps = [said(title_of(titles, c.tool), fixed_out(c.arguments), ln) for c, ln in zip(chain, linked)]
+            if len(steps) == 1:
+                task = rng.choice(steps[0].asks_result())
+            else:
+                first, *then = [s.order() for s in steps]
+                task = rng.choice(ASKS).format(". ".join([first, *(f"Then {o[:1].lower()}{o[1:]}" for o in then)]))
             expression = _expression(chain, linked, descriptions)
             # as often asked as the expression a description states as in words; always where the value is one ("What is
             # 98 + 51?")
@@ -413,15 +422,18 @@ def candidates(
             )
             continue
         meant = None if unknown else next((a for v in queries if (a := about(v))), None)
-        does = None if queries and meant is None else ABOUT_ACTION.format(about=meant) if meant else None
+        # a query is said by what its result holds, and not at all where that is unknown
+        saying = (
+            (Said(None, "", about=meant) if meant else None)
+            if queries
+            else said(title_of(titles, call.tool), fixed_out(call.arguments))
+        )
         noun = next((noun_of(r) for v in queries if (r := record_of(v))), None)
         tables = [found[1]["table"] for v in queries if (found := known(v)) and found[0].record and "table" in found[1]]
         if noun and tables and (named := _named_rows(data, columns.get(tables[0], []))):
             call = call.model_copy(update={"structured": named})
-        out += _listing_tasks(call, fixed_out(call.arguments), chain, title_of(titles, call.tool), queries, meant)
-        out += _field_tasks(
-            call, fixed_out(call.arguments), chain, rng, constant, title_of(titles, call.tool), queries, does, noun
-        )
+        out += _listing_tasks(call, fixed_out(call.arguments), chain, saying, queries)
+        out += _field_tasks(call, fixed_out(call.arguments), chain, rng, unasked, saying, queries, noun)
     return out
 
 
@@ -453,17 +465,16 @@ def _field_tasks(
     args: dict[str, Any],
     chain: list[ExploredCall],
     rng: random.Random,
-    constant: set[tuple[str, str]],
-    title: str,
+    unasked: set[tuple[str, str]],
+    saying: Said | None,
     queries: list[str] | None = None,
-    does: str | None = None,
     noun: str | None = None,
 ) -> list[Scenario]:
     """Tasks asking for a labelled field of one record of the result (one line of a listing, or
-    the whole result when it is one record); not for a field `constant` names (tool, field). `args`:
-    what a task states of the call's arguments. A call that took `queries` (SQL) is stated as `does` (what the
-    query does, in words) and its records named `noun` (a table's row), never by its query; with no `does`,
-    only its records' names ask for them."""
+    the whole result when it is one record); not for a field `unasked` names (tool, field). `args`:
+    what a task states of the call's arguments; `saying`, the call in words. A call that took `queries` (SQL)
+    is said by what its result holds and its records named `noun` (a table's row), never by its query; with
+    no `saying`, only its records' names ask for them."""
     pairs = result_values(call.data, call.structured)
     records = result_records(call.data, call.structured)
     listing = len(records) > 1
@@ -474,8 +485,9 @@ def _field_tasks(
             for record in records
         ]
     noun = noun or noun_of(call.tool)
+    own_unasked = {k for tool, k in unasked if tool == call.tool}
     row = len(records) == 1 and " | " in call.data  # one row of cells ("SKU-3002 | item ccc | stock: 42")
-    said = normalize_text(" ".join(map(value_text, call.arguments.values())))
+    given_text = normalize_text(" ".join(map(value_text, call.arguments.values())))
     # prose (a message's body, a description) may state labelled values of its own: "Tracking number: 1Z99."
     # ("Confirmation code", "ZOE67V. Flight SW 764 ...") stands for ("Confirmation code", "ZOE67V"), and keeps the rest
     records = [list(dict.fromkeys(pair for k, v in record for pair in _stated(k, v))) for record in records]
@@ -484,7 +496,6 @@ def _field_tasks(
     # for by what the search was about ("the confirmation code in the email about Porto"), as a user asks it
     words_given = [v for v in args.values() if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v)]
     topic = words_given[0] if listing and len(args) == 1 and words_given and not queries else None
-    done = does if queries else action(title, args)
     out: list[Scenario] = []
     for record in rng.sample(records, min(2, len(records))):
         # a key the record holds more than once (lines that were not read as a listing) names no one value
@@ -492,11 +503,7 @@ def _field_tasks(
         labelled = [
             (k, v)
             for k, v in record
-            if k
-            and k not in twice
-            and (call.tool, k) not in constant
-            and _holds(v)
-            and normalize_text(str(v)) not in said
+            if k and k not in twice and k not in own_unasked and _holds(v) and normalize_text(str(v)) not in given_text
         ]
         # (a line that introduces what follows, "README.md:", names it without its colon; markup, "# Project", names
         # nothing)
@@ -521,32 +528,45 @@ def _field_tasks(
             # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user
             # might; one question is worded one way, whichever call grounds it, so that duplicates stay duplicates
             if topic is not None and held[field] == 1 and (label is None or rng.random() < 0.5):
-                task, given = _worded(TOPIC_ASKS, topic, asked).format(field=asked, noun=noun, topic=topic), [topic]
-            elif label is not None and (listing or not args or rng.random() < 0.5):
+                task = _worded(TOPIC_ASKS, topic, asked).format(field=asked, be=be(asked), noun=noun, topic=topic)
+                given = [topic]
+            # (not a line of a listing of one thing's parts, which the call named: a table's columns, a folder's
+            # files, whose names other things' parts share)
+            elif label is not None and (not (saying and saying.named) if listing else not args or rng.random() < 0.5):
                 # bare, only a name that reads as one ("steel hammer", "Alice Smith"), not a subject ("Your flight is
                 # confirmed")
                 words = label.split()
                 bare = len(words) <= 4 and not re.search(r"\d", label) and len({w[:1].isupper() for w in words}) == 1
                 task = _worded(NAME_ASKS if bare else NAME_ASKS[:1], label, asked).format(
-                    field=asked, noun=noun, name=label
+                    field=asked, be=be(asked), noun=noun, name=label
                 )
                 given = [label]
-            elif listing and done is not None and (key := _identifying(record, records, field)) is not None:
+            elif (
+                listing
+                and saying is not None
+                and (key := _identifying(record, records, field, own_unasked)) is not None
+            ):
                 # a line of a listing without a name: picked out by a field that no other line shares
                 given = [value_text(key[1]), *(value_text(v) for v in args.values() if not shaped(v))]
-                task = _worded(RECORD_ASKS, given, asked).format(
-                    action=done,
-                    field=asked,
-                    key=" ".join(words_of(key[0])),
-                    value=quoted(key[1]),
-                )
-            elif not listing and done is not None:  # the one record a call gave: by the call (its title alone, where
-                # it states nothing)
+                task = _worded(saying.asks_record(asked, " ".join(words_of(key[0])), quoted(key[1])), given, asked)
+            elif not listing and saying is not None:  # the one record a call gave: by the call (its title alone,
+                # where it states nothing)
                 given = [] if queries else [value_text(v) for v in args.values()]
-                asks = (*VALUE_ASKS, *CALL_ASKS) if len(given) == 1 else CALL_ASKS
-                task = _worded(asks, given, asked).format(
-                    field=asked, noun=noun, action=done, values=quoted(given[0]) if given else ""
+                # by the one value it took, bare ("the price of item SKU-3000"), where that value is one, the call
+                # gets the thing its title names (not "the total of size ..." of "list directory with sizes") and
+                # the field is not the call's value itself ("the result of range 5.0")
+                one = len(args) == 1 and not isinstance(next(iter(args.values())), (list, dict))
+                thing = saying.thing
+                by_value = (
+                    tuple(a.format(field=asked, be=be(asked), noun=thing, values=quoted(given[0])) for a in VALUE_ASKS)
+                    if one
+                    and saying.phrase() is not None
+                    and not queries
+                    and asked not in GENERIC_FIELDS
+                    and asked != thing.split(" ")[-1]
+                    else ()
                 )
+                task = _worded((*by_value, *saying.asks_field(asked)), given, asked)
             else:
                 continue
             number = (
@@ -565,15 +585,14 @@ def _listing_tasks(
     call: ExploredCall,
     args: dict[str, Any],
     chain: list[ExploredCall],
-    title: str,
+    saying: Said | None,
     queries: list[str] | None = None,
-    meant: str | None = None,
 ) -> list[Scenario]:
     """A task asking for every name a short listing gives (`git_branch`'s "  feature/alerts\n* main": its
     lines, none labelled, each a name after a marker such as `*` or `[FILE]`), checked by the share of them
     the answer holds. `args`: what a task states of the call's arguments; a call that took `queries` (SQL) is
-    asked for by what its result holds (`meant`: "the tables of the database"), and not at all without it."""
-    if queries and meant is None:
+    asked for by what its result holds ("the tables of the database"), and not at all without it (`saying`)."""
+    if saying is None:
         return []
     records = result_records(call.data, call.structured)
     if len(records) > 1 and all(len(r) == 1 and r[0][0].lower() in NAME_KEYS for r in records):
@@ -583,15 +602,11 @@ def _listing_tasks(
     names = [_listed_name(v) for _, v in records[0]]
     if not 2 <= len(names) <= MAX_LISTED or None in names or len(set(names)) < len(names):
         return []
-    said = " ".join(map(value_text, call.arguments.values()))
-    if any(holds_answer(said, n) for n in names):  # a listing of what the call was given
+    given_text = " ".join(map(value_text, call.arguments.values()))
+    if any(holds_answer(given_text, n) for n in names):  # a listing of what the call was given
         return []
-    if queries:
-        task = _worded(ABOUT_LIST_ASKS, meant, sorted(names)).format(about=meant)
-        given = [name for v in queries for name in stated(v)]
-    else:
-        task = _worded(LIST_ASKS, call.tool, sorted(names)).format(action=action(title, args))
-        given = [value_text(v) for v in args.values()]
+    task = _worded(saying.asks_listing(), call.tool, sorted(names))
+    given = [name for v in queries for name in stated(v)] if queries else [value_text(v) for v in args.values()]
     return [_scenario(task, names, chain, "listing", given=given, check=ContainsCheck())]
 
 
@@ -606,14 +621,16 @@ def _listed_name(line: Any) -> str | None:
 
 
 def _identifying(
-    record: list[tuple[str, Any]], records: list[list[tuple[str, Any]]], field: str
+    record: list[tuple[str, Any]], records: list[list[tuple[str, Any]]], field: str, unasked: set[str]
 ) -> tuple[str, Any] | None:
-    """A field of `record` (not `field`) whose value no other record of the listing has: a name first, else an id."""
+    """A field of `record` (not `field`, nor one of `unasked`: a flag, a position) whose value no other record of
+    the listing has: a name first, else an id."""
     options = []
     for k, v in record:
         if (
             k
             and k != field
+            and k not in unasked
             and isinstance(v, (str, int, float))
             and len(str(v)) <= 40
             and sum(any(k2 == k and str(v2) == str(v) for k2, v2 in other) for other in records) == 1

@@ -16,7 +16,8 @@ structure (schemas, annotations, what the server answered). It holds:
 - `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ...");
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
   does in a listing ("[FILE] notes.txt");
-- `BARE_NAMES`, `PREPOSITIONS`: how a call's arguments are said in a task.
+- `BARE_NAMES`, `PREPOSITIONS`, `IDENTIFYING`, `ABOUT_IT`, `OPERANDS`: how a call's arguments are said in a task;
+- `VERBS`, `GETS`, `FILLER`, `plural`: how a tool's title is said, as an order or as the thing it gives.
 """
 
 from __future__ import annotations
@@ -28,11 +29,25 @@ from dataclasses import dataclass
 from mcprl.checks import as_number
 
 NAME_KEYS = frozenset({"name", "title", "subject", "label", "path", "file", "filename"})
-# How a call's arguments are said in a task (mcprl.scenarios.phrasing.action): a parameter named by one of
+# How a call's arguments are said in a task (mcprl.scenarios.phrasing.said): a parameter named by one of
 # `BARE_NAMES` is its value alone ("Convert weight 14.25", not "with value 14.25"), and one whose name
 # starts with a preposition is that preposition and its value ("from F to C", not "from unit F and to unit C")
 BARE_NAMES = frozenset("value amount quantity number input".split())
 PREPOSITIONS = frozenset("from to into at by for since until before after".split())
+# ... and one named as what it identifies ("Read the file "notes.txt"", not "with path "notes.txt""); "for" it where
+# the title's thing is something about it (`ABOUT_IT`: 'the file info for "./docs"')
+IDENTIFYING = frozenset("path file filename name id".split())
+ABOUT_IT = frozenset(
+    "info information details metadata stats statistics status tree size sizes summary history content contents".split()
+)
+# ... and two operands of an order whose order matters, as people say them ("divide 5 by 18", "subtract 2 from 9"
+# for a - b), the first argument's value `{0}`
+OPERANDS = {"divide": "{0} by {1}", "subtract": "{1} from {0}"}
+# How a task names a call by its tool's title: a title starting with a verb is an order ("Convert temperature ..."),
+# any other one names a thing ("Git log", "Sum"); a verb of `GETS` asks for its object ("Get sum" -> "the sum").
+# `FILLER`: a title's words that say nothing of what it does ("Get Sum Tool")
+GETS = frozenset("get fetch retrieve read show view lookup look".split())
+FILLER = frozenset({"tool"})
 READ_WORDS = frozenset(
     "get list search find read show describe fetch lookup look query count calculate compute convert compare check "
     "view info inspect explain summarize summarise resolve validate browse retrieve stat status preview "
@@ -43,6 +58,10 @@ WRITE_WORDS = frozenset(
     "append clear reset drop execute exec run restart kill stop start commit push merge publish book buy order pay "
     "transfer grant revoke assign archive mark save store register subscribe invite apply install uninstall "
     "enable disable close open lock unlock approve reject submit replace upsert import sync".split()
+)
+# a title's first word that makes it an order, though it neither reads nor writes by the lists above
+VERBS = (
+    READ_WORDS | WRITE_WORDS | frozenset("make play roll add subtract multiply divide generate draw pick take".split())
 )
 
 # shape -> (values, the words a parameter of that shape is described with)
@@ -158,6 +177,15 @@ ALLOWED_VALUES = re.compile(
     r"\s*:?\s*[\[({]?(?P<items>[^\n\])}]{1,300})",
     re.IGNORECASE,
 )
+
+
+def plural(noun: str) -> str:
+    """A noun's plural, by the regular rules ("branch" -> "branches", "entry" -> "entries")."""
+    if noun.endswith(("s", "x", "z", "ch", "sh")):
+        return noun + "es"
+    if noun.endswith("y") and noun[-2:-1] not in set("aeiou"):
+        return noun[:-1] + "ies"
+    return noun + "s"
 
 
 def words_of(name: str) -> list[str]:

@@ -1,8 +1,10 @@
 """How a grounded task is worded: from the tool's title (else its name's words) and the call's
-values, never its description pasted (`action`, `ASKS`, `DOES`, `noun_of`); as an expression where
-the call's one value is one ("What is 98 + 51?") or its description states one over every argument
+values, never its description pasted (`said`, `Said`: an order where the title starts with a verb,
+"Convert temperature 14 from F to C. What is the value?"; a question about the thing a title names or
+gets, "What is the sum of 7 and 3?", "In the git log, what is the author where ...?"); as an expression
+where the call's one value is one ("What is 98 + 51?") or its description states one over every argument
 (`formula`, `FORMULA_ASKS`); a record's field by name, by the call, or by what a search was about
-(`NAME_ASKS`, `CALL_ASKS`, `TOPIC_ASKS`); and a generator's rephrasing, used only where it keeps
+(`NAME_ASKS`, `Said.asks_field`, `TOPIC_ASKS`); and a generator's rephrasing, used only where it keeps
 every value of the template and does not give the answer away (`keeps`, `phrase`)."""
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -17,7 +20,18 @@ import anyio
 from mcprl.checks import holds_answer, numbers
 from mcprl.errors import UserError
 from mcprl.llm import LLMError, complete, extract_json
-from mcprl.scenarios.lexicon import BARE_NAMES, PREPOSITIONS, words_of
+from mcprl.scenarios.lexicon import (
+    ABOUT_IT,
+    BARE_NAMES,
+    FILLER,
+    GETS,
+    IDENTIFYING,
+    OPERANDS,
+    PREPOSITIONS,
+    VERBS,
+    plural,
+    words_of,
+)
 from mcprl.types import Scenario
 
 TASK_VERBS = frozenset("get list search find read show describe fetch lookup look query retrieve view".split())
@@ -58,35 +72,167 @@ def args_text(args: dict[str, Any]) -> str:
 EXPRESSION = re.compile(r"[-+*/%^().\d\s]*\d\s*[-+*/%^]+\s*[-(\d][-+*/%^().\d\s]*")  # arithmetic: "(7 - 2) / 5"
 
 
-def action(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset()) -> str:
-    """What a call does, in words from its tool's title and the call's values: "Git log with repo
-    path /srv/r and max count 3", "Search nodes with query Alice", "Convert weight 2.5 from lb to kg"
-    (a parameter named `value` said as its value alone, and one whose name starts with a preposition as
-    that preposition and its value, where no other parameter is said the same way: `inline`). A `linked`
-    argument is "the previous result"."""
+def _singular(noun: str) -> str:
+    """A plural's "s" taken off, not the end of "status", "analysis" or "address"."""
+    return noun[:-1] if noun.endswith("s") and not noun.endswith(("ss", "us", "is")) else noun
+
+
+def _listed(values: list[str]) -> str:
+    """Values as a sentence lists them: "7 and 3", "1, 2 and 3"."""
+    return " and ".join([", ".join(values[:-1]), values[-1]]) if len(values) > 1 else "".join(values)
+
+
+@dataclass(frozen=True)
+class Said:
+    """A call in words, from its tool's title and the values it was given (`said`). `verb`: the order the
+    title starts with ("convert"; None where the title names a thing: "git log", "sum"); `thing`: what the
+    call acts on or gives ("temperature", "git log"); `operands`: the values it works on, each said alone
+    ("7 and 3": arguments named by a letter or by `BARE_NAMES`); `named`: the one value naming what it looks
+    at ('"./docs"': an argument named by `IDENTIFYING`, or by the thing's own word, alone or before one of
+    those: `table_name` of "describe table"), `apposed` where it names the thing itself (the file
+    "notes.txt", not the file info for "./docs": `ABOUT_IT`); `rest`: the others ("from F to C", "with
+    branch type all"). A call whose query's meaning is known is said by what its result holds, `about`
+    ("the columns of the orders table": mcprl.scenarios.lexicon.about), never by its query."""
+
+    verb: str | None
+    thing: str
+    operands: str = ""
+    named: str = ""
+    apposed: bool = False
+    rest: str = ""
+    about: str | None = None
+
+    def order(self) -> str:
+        """What the call does, as an order: "Convert temperature 14 from F to C", "Find the git log"."""
+        if self.about is not None:
+            return ABOUT_ACTION.format(about=self.about)
+        phrase = self.phrase()
+        if phrase is not None:
+            return f"{(self.verb or 'find').capitalize()} {phrase}"
+        text = " ".join(p for p in (self.verb or "", self.thing, self.operands, self.named, self.rest) if p)
+        return text[:1].upper() + text[1:]
+
+    def phrase(self, thing: str | None = None) -> str | None:
+        """What the call gives, as a noun phrase ("the sum of 7 and 3", 'the file info for "./docs"'); None
+        where its title orders something other than getting it ("convert ...", "search ..."), unless
+        `thing` says what it gives (a listing's)."""
+        if self.about is not None:
+            return self.about
+        if thing is None and (self.verb is not None and self.verb not in GETS or not self.thing):
+            return None
+        of = f"of {self.operands}" if self.operands else ""
+        named = self.named if self.apposed or not self.named else f"for {self.named}"
+        return " ".join(p for p in (f"the {thing or self.thing}", of, named, self.rest) if p)
+
+    def listing(self) -> str | None:
+        """What a listing it gives holds, as a plural noun phrase: a title's things ("the allowed
+        directories" of "list allowed directories"), or the plural of the thing a title names ("the git
+        branches" of "git branch"); None otherwise (a file read: its lines are no plural of it)."""
+        if self.about is not None:
+            return self.about
+        head, _, last = self.thing.rpartition(" ")
+        if self.verb in {"list", *GETS} and last and _singular(last) != last:
+            return self.phrase(self.thing)
+        if self.verb is not None or not last:
+            return None
+        return self.phrase(f"{head} {plural(_singular(last))}".strip())
+
+    def asks_result(self) -> tuple[str, ...]:
+        """How a task asks for the call's one value ("What is the sum of 7 and 3?")."""
+        phrase = self.phrase()
+        return tuple(a.format(phrase) for a in PHRASE_ASKS) if phrase else tuple(a.format(self.order()) for a in ASKS)
+
+    def asks_field(self, field: str) -> tuple[str, ...]:
+        """How a task asks for a field of the one record the call gave: the call's value itself where the
+        field is the thing it gives ("sum" of "get sum")."""
+        phrase = self.phrase()
+        if phrase is not None and (field in GENERIC_FIELDS or self.thing.split(" ")[-1] == field):
+            return self.asks_result()
+        asks = FIELD_ASKS if phrase is not None else CALL_ASKS
+        return tuple(a.format(field=field, be=be(field), phrase=phrase, action=self.order()) for a in asks)
+
+    def asks_record(self, field: str, key: str, value: str) -> tuple[str, ...]:
+        """How a task asks for a field of the line of a listing that `key` `value` picks out."""
+        phrase = self.phrase() or self.listing()
+        asks = RECORD_IN_ASKS if phrase is not None else RECORD_ASKS
+        return tuple(
+            a.format(field=field, be=be(field), key=key, value=value, phrase=phrase, action=self.order()) for a in asks
+        )
+
+    def asks_listing(self) -> tuple[str, ...]:
+        """How a task asks for every name the call lists ("What are the allowed directories?")."""
+        listing = self.listing()
+        if listing is not None:
+            return tuple(a.format(about=listing) for a in ABOUT_LIST_ASKS)
+        return tuple(a.format(action=self.order()) for a in LIST_ASKS)
+
+
+def be(field: str) -> str:
+    """ "are" for a plural field ("permissions"), "is" otherwise."""
+    last = field.split(" ")[-1]
+    return "are" if _singular(last) != last else "is"
+
+
+def _word(name: str) -> str | None:
+    """A parameter's name when it is one word ("numbers"), else None ("table_name")."""
+    words = words_of(name)
+    return words[0] if len(words) == 1 else None
+
+
+def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset()) -> Said:
+    """A call in words (`Said`), from its tool's title (else its name's words) and what a task states of its
+    arguments; a `linked` argument is "the previous result"."""
+    title = re.sub(r"\s*\([^)]*\)", "", title) or title  # an aside: "Read File (Deprecated)"
+    words = [w for w in words_of(title) if w not in FILLER] or words_of(title)
+    if len(words) > 2 and words[0] not in VERBS and words[1] in VERBS:  # a prefix naming the server: "github get issue"
+        words = [words[1], words[0], *words[2:]]
+    verb = words[0] if words and words[0] in VERBS else None
+    thing = " ".join(words[1:] if verb else words)
     shown = {k: ("the previous result" if k in linked else v) for k, v in args.items()}
-    text = title[:1].upper() + title[1:]
-    said = inline(shown)
-    named = {k: v for k, v in shown.items() if k not in said}
-    parts = [text, *said.values(), *([f"with {args_text(named)}"] if named else [])]
-    return " ".join(parts).replace('"the previous result"', "the previous result")
 
+    def text(v: Any) -> str:
+        return v if v == "the previous result" else quoted(v)
 
-def inline(args: dict[str, Any]) -> dict[str, str]:
-    """The arguments a task says without their names: the one named by a word of `BARE_NAMES` as its
-    value, and each whose name starts with a preposition no other one starts with as that preposition
-    and its value; a yes/no or a record always by its name."""
-    said_as = {}
-    for k, v in args.items():
-        words = words_of(k)
-        if isinstance(v, (bool, dict)) or not words:
-            continue
-        if len(words) == 1 and words[0] in BARE_NAMES:
-            said_as[k] = ("", quoted(v))
-        elif words[0] in PREPOSITIONS:
-            said_as[k] = (words[0], f"{words[0]} {quoted(v)}")
-    ways = Counter(way for way, _ in said_as.values())
-    return {k: text for k, (way, text) in said_as.items() if ways[way] == 1}
+    def plain(v: Any) -> bool:
+        return not isinstance(v, (bool, dict)) and not (isinstance(v, list) and any(isinstance(x, dict) for x in v))
+
+    # operands: every argument named by a letter ("a", "b"), or the one named by `BARE_NAMES` ("numbers")
+    letters = [k for k, v in shown.items() if len(k) == 1 and k.isalpha() and plain(v)]
+    bare = [k for k, v in shown.items() if _word(k) is not None and _singular(_word(k)) in BARE_NAMES and plain(v)]
+    operands = letters if letters and not bare else bare if len(bare) == 1 and not letters else []
+    values = [text(x) for k in operands for x in (shown[k] if isinstance(shown[k], list) else [shown[k]])]
+    # named: the one argument named by `IDENTIFYING`, or by the thing's last word ("table name" of "describe table")
+    last = thing.split(" ")[-1] if thing else ""
+    naming = [
+        k
+        for k, v in shown.items()
+        if k not in operands
+        and plain(v)
+        and not isinstance(v, list)
+        and (_word(k) in {*IDENTIFYING, last} or words_of(k)[:1] == [last] and words_of(k)[-1] in IDENTIFYING)
+    ]
+    named = naming if len(naming) == 1 else []
+    apposed = bool(named) and last not in ABOUT_IT
+    # a parameter whose name starts with a preposition no other one starts with: that preposition and its value
+    prepositions = Counter(words_of(k)[0] for k in shown if words_of(k) and words_of(k)[0] in PREPOSITIONS)
+    placed = {
+        k: f"{words_of(k)[0]} {text(v)}"
+        for k, v in shown.items()
+        if k not in operands and k not in named and plain(v) and words_of(k) and prepositions[words_of(k)[0]] == 1
+    }
+    others = {k: v for k, v in shown.items() if k not in operands and k not in named and k not in placed}
+    rest = " ".join([*placed.values(), *([f"with {args_text(others)}"] if others else [])])
+    # two operands of an order whose order matters: in the order of their letters ("a", "b"), or of one list's items
+    ordered = operands == sorted(letters) or isinstance(shown[operands[0]], list) if operands else False
+    joined = OPERANDS.get(verb or "") if len(values) == 2 and ordered else None
+    return Said(
+        verb,
+        thing,
+        joined.format(*values) if joined else _listed(values),
+        " ".join(text(shown[k]) for k in named),
+        apposed,
+        rest.replace('"the previous result"', "the previous result"),
+    )
 
 
 def _fill(
@@ -136,33 +282,42 @@ def formula(
     return None
 
 
-# How a task asks for a result: a few wordings, so that no one sentence shape is what the policy learns
-ASKS = ("{}. What is the result?", "{}: what do you get?", "{}, and tell me the result.", "What is the result? {}.")
+# How a task asks for a result: a few wordings, so that no one sentence shape is what the policy learns; after what
+# the call does (`ASKS`), or of what it gives (`PHRASE_ASKS`: "What is the sum of 7 and 3?")
+ASKS = ("{}. What is the result?", "{}: what do you get?", "{}, and tell me the result.")
+PHRASE_ASKS = ("What is {}?", "Tell me {}.", "Find {}.")
 DOES = ("{}.", "Please do this: {}.", "{}, please.")  # how a task asks for a change
 FORMULA_ASKS = ("What is {}?", "Compute {}.", "Work out {}.", "{} = ?")  # how a task asks for an expression's value
-# how a task asks for a field of the record a call gave: after what the call does ("Git show with repo path
-# /srv/r and revision a11a100. What is the author?")
-CALL_ASKS = ("{action}. What is the {field}?", "{action} and tell me the {field}.")
+# a field that is the call's value itself, whatever its tool gives ("result": "What is the sum of 7 and 3?")
+GENERIC_FIELDS = frozenset("result value output answer".split())
+# how a task asks for a field of the record a call gave: of what the call gives ("What is the temperature of the
+# structured content with location ...?"), or after what the call does ("Git show with revision a11a100. What is
+# the author?")
+FIELD_ASKS = ("What {be} the {field} of {phrase}?", "Find {phrase} and tell me its {field}.")
+CALL_ASKS = ("{action}. What {be} the {field}?", "{action} and tell me the {field}.")
 # how a task asks for a field of one record, by its name: quoted or not, as people write ("What does the
 # steel hammer cost?" names it bare); a policy that saw only quotes learnt to copy quoted words alone
 NAME_ASKS = (
-    'What is the {field} of the {noun} "{name}"?',
-    "What is the {field} of the {name}?",
-    "What is the {name}'s {field}?",
+    'What {be} the {field} of the {noun} "{name}"?',
+    "What {be} the {field} of the {name}?",
+    "What {be} the {name}'s {field}?",
     "Find the {name} and tell me its {field}.",
 )
-# ... and, a line of a listing, by the call and a field that picks the line out
-RECORD_ASKS = ("{action}. What is the {field} where {key} is {value}?",)
+# ... and, a line of a listing, in what the call gives ("In the git log, what is the author where the message is
+# ...?") or after what it does, by a field that picks the line out
+RECORD_IN_ASKS = ("In {phrase}, what {be} the {field} where the {key} is {value}?",)
+RECORD_ASKS = ("{action}. What {be} the {field} where the {key} is {value}?",)
 # ... and by the one value of a lookup's argument, bare ("What is the price of item SKU-3000?")
-VALUE_ASKS = ("What is the {field} of {noun} {values}?",)
+VALUE_ASKS = ("What {be} the {field} of {noun} {values}?",)
 # ... and by what a search that found it was about
 TOPIC_ASKS = (
-    "What is the {field} in the {noun} about {topic}?",
+    "What {be} the {field} in the {noun} about {topic}?",
     "Find the {noun} about {topic} and tell me its {field}.",
 )
-# how a task asks for every name a short listing gives ("Git branch with branch type all. What does it list?")
+# how a task asks for every name a short listing gives: after what the call does ("List directory ".". What does it
+# list?"), or by what it holds (mcprl.scenarios.lexicon.about of a known query, `Said.listing` of a title: "What are
+# the git branches with branch type all?")
 LIST_ASKS = ("{action}. What does it list?", "{action}: name everything it lists.")
-# ... and where the call is a query whose meaning is known (mcprl.scenarios.lexicon.about): by what it lists
 ABOUT_LIST_ASKS = ("What are {about}?", "Name {about}.")
 ABOUT_ACTION = "Look at {about}"  # what a known query does, where a task states the call
 
@@ -171,8 +326,7 @@ def noun_of(tool: str) -> str:
     """What a tool's results are about, from its name: `get_item` -> item, `search_emails` -> email."""
     words = [w for w in words_of(tool) if w not in TASK_VERBS and w not in {"by", "id", "all", "details", "info"}]
     noun = words[-1] if words else "result"
-    # a plural's "s", not the end of "status", "analysis" or "address"
-    return noun[:-1] if noun.endswith("s") and not noun.endswith(("ss", "us", "is")) else noun
+    return _singular(noun)
 
 
 PHRASE_PROMPT = (

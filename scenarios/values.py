@@ -340,7 +340,10 @@ class Knowledge:
             return self._object(tool, path, schema, session, rng, leaves, fresh)
         if "array" in kinds:
             item = schema.get("items") if isinstance(schema.get("items"), dict) else {"type": "string"}
-            count = max(1, int(schema.get("minItems") or 1)) + (rng.random() < 0.25)
+            # a list as people give one: mostly two or three items (a range of one number says nothing), within
+            # the schema's bounds
+            least = max(2, int(schema.get("minItems") or 1))
+            count = min(least + (rng.random() < 0.3), int(schema.get("maxItems") or 1e9))
             items = [self._value(tool, f"{path}[]", name, item, session, rng, leaves, fresh) for _ in range(count)]
             return list({json.dumps(v, sort_keys=True, default=str): v for v in items if v is not _SKIP}.values())
         if "object" in kinds:

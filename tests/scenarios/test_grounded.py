@@ -254,6 +254,9 @@ def test_which_tools_may_write():
         names_a_file(["python", "-m", "mcprl.servers.inventory"]) is None
         and names_a_file(["python", str(SHOP)]) is None
     )
+    # a file an environment variable names is where state lives; the server's own program after `env` is not
+    assert names_a_file(["env", "MEMORY_FILE_PATH=/tmp/graph.jsonl", sys.executable]) == "/tmp/graph.jsonl"
+    assert names_a_file(["env", "LOG_LEVEL=debug", sys.executable, "-m", "some_server"]) is None
 
 
 def test_which_result_texts_report_an_error():

@@ -1,0 +1,71 @@
+"""How a call is said in a task (`mcprl.scenarios.phrasing.said`), as properties over the titles and
+arguments of third-party servers' tools: every value a call was given is in every wording of it, no
+wording names an operand by its letter or carries a title's filler word, and each reads as a sentence."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from mcprl.scenarios.phrasing import quoted, said
+
+# (title, arguments): titles and argument names as third-party servers give them (mcp-server-everything,
+# mcp-server-math, mcp-server-git, mcp-units, mcp-server-sqlite, server-filesystem, mcp-chess)
+CALLS = [
+    ("Get Sum Tool", {"a": 7, "b": 3}),
+    ("sum", {"numbers": [10, 8.25]}),
+    ("git branch", {"branch_type": "all"}),
+    ("git log", {}),
+    ("convert temperature", {"value": 14, "from_unit": "F", "to_unit": "C"}),
+    ("describe table", {"table_name": "orders"}),
+    ("Get File Info", {"path": "./docs"}),
+    ("list directory", {"path": "."}),
+    ("list allowed directories", {}),
+    ("make move", {"move_san": "e2e4"}),
+    ("github get issue", {"owner": "octo", "repo": "hello", "issue_number": 7}),
+    ("Get Structured Content Tool", {"location": "Los Angeles"}),
+    ("search nodes", {"query": "Alice"}),
+]
+
+
+def wordings(title: str, args: dict) -> list[str]:
+    s = said(title, args)
+    return [
+        s.order() + ".",
+        *s.asks_result(),
+        *s.asks_field("temperature"),
+        *s.asks_listing(),
+        *s.asks_record("author", "message", '"Fix typo"'),
+    ]
+
+
+@pytest.mark.parametrize(("title", "args"), CALLS)
+def test_every_value_is_said_in_every_wording(title: str, args: dict) -> None:
+    for text in wordings(title, args):
+        for value in args.values():
+            for item in value if isinstance(value, list) else [value]:
+                assert quoted(item) in text, (text, item)
+
+
+@pytest.mark.parametrize(("title", "args"), CALLS)
+def test_wordings_read_as_sentences(title: str, args: dict) -> None:
+    for text in wordings(title, args):
+        assert text[:1].isupper() and text.endswith(("?", ".")), text
+        assert not re.search(r"\bTool\b|\btool\b", text), text  # a title's filler word ("Get Sum Tool")
+        assert "  " not in text and " ." not in text and " ?" not in text, text
+        # an operand is said as its value, never by its letter ("a 7 and b 3")
+        assert not re.search(r"\b[ab] \d", text), text
+
+
+def test_a_title_that_names_or_gets_a_thing_is_asked_about_that_thing() -> None:
+    assert said("Get Sum Tool", {"a": 7, "b": 3}).asks_field("sum") == said("get sum", {"a": 7, "b": 3}).asks_result()
+    # an order is kept as one: the task says what to do, then asks
+    assert all(t.startswith("Convert temperature 14") for t in said("convert temperature", {"value": 14}).asks_result())
+    # a listing of a thing a title names is asked for as its plural
+    assert all("git branches" in t for t in said("git branch", {}).asks_listing())
+
+
+def test_a_previous_result_is_said_as_one_not_quoted() -> None:
+    s = said("average", {"numbers": [3, 5]}, linked=frozenset({"numbers"}))
+    assert "the previous result" in s.order() and '"the previous result"' not in s.order()
