@@ -57,10 +57,8 @@ from mcprl.scenarios.phrasing import (
     ASKS,
     DOES,
     FORMULA_ASKS,
-    GENERIC_FIELDS,
     NAME_ASKS,
     TOPIC_ASKS,
-    VALUE_ASKS,
     Said,
     be,
     formula,
@@ -552,21 +550,7 @@ def _field_tasks(
             elif not listing and saying is not None:  # the one record a call gave: by the call (its title alone,
                 # where it states nothing)
                 given = [] if queries else [value_text(v) for v in args.values()]
-                # by the one value it took, bare ("the price of item SKU-3000"), where that value is one, the call
-                # gets the thing its title names (not "the total of size ..." of "list directory with sizes") and
-                # the field is not the call's value itself ("the result of range 5.0")
-                one = len(args) == 1 and not isinstance(next(iter(args.values())), (list, dict))
-                thing = saying.thing
-                by_value = (
-                    tuple(a.format(field=asked, be=be(asked), noun=thing, values=quoted(given[0])) for a in VALUE_ASKS)
-                    if one
-                    and saying.phrase() is not None
-                    and not queries
-                    and asked not in GENERIC_FIELDS
-                    and asked != thing.split(" ")[-1]
-                    else ()
-                )
-                task = _worded((*by_value, *saying.asks_field(asked)), given, asked)
+                task = _worded(saying.asks_field(asked), given, asked)
             else:
                 continue
             number = (

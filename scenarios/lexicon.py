@@ -16,7 +16,8 @@ structure (schemas, annotations, what the server answered). It holds:
 - `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ...");
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
   does in a listing ("[FILE] notes.txt");
-- `BARE_NAMES`, `PREPOSITIONS`, `IDENTIFYING`, `ABOUT_IT`, `OPERANDS`: how a call's arguments are said in a task;
+- `BARE_NAMES`, `PREPOSITIONS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT`, `OPERANDS`: how a call's arguments
+  are said in a task;
 - `VERBS`, `GETS`, `FILLER`, `plural`: how a tool's title is said, as an order or as the thing it gives.
 """
 
@@ -34,6 +35,9 @@ NAME_KEYS = frozenset({"name", "title", "subject", "label", "path", "file", "fil
 # starts with a preposition is that preposition and its value ("from F to C", not "from unit F and to unit C")
 BARE_NAMES = frozenset("value amount quantity number input".split())
 PREPOSITIONS = frozenset("from to into at by for since until before after".split())
+# ... and one named as the thing itself ("move" of "make move"), or by it and a word that is not a kind of it
+# (`move_san`, `table_name`, but not `branch_type` of "git branch": "with branch type all")
+KINDS = frozenset("type kind mode format category class".split())
 # ... and one named as what it identifies ("Read the file "notes.txt"", not "with path "notes.txt""); "for" it where
 # the title's thing is something about it (`ABOUT_IT`: 'the file info for "./docs"')
 IDENTIFYING = frozenset("path file filename name id".split())
@@ -197,6 +201,11 @@ def _rank(shape: str, name: str, description: str) -> int:
     """0: the parameter's name has a word of the shape's, 1: its description has one, 2: neither."""
     hints = PROBES[shape][1]
     return 0 if set(words_of(name)) & hints else 1 if set(words_of(description)) & hints else 2
+
+
+def described_as(shape: str, name: str, description: str) -> bool:
+    """Whether a parameter's name or description has a word of a `PROBES` shape's ("uri" of "url")."""
+    return _rank(shape, name, description) < 2
 
 
 def probes(name: str, description: str) -> list[str]:

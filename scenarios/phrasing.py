@@ -26,6 +26,7 @@ from mcprl.scenarios.lexicon import (
     FILLER,
     GETS,
     IDENTIFYING,
+    KINDS,
     OPERANDS,
     PREPOSITIONS,
     VERBS,
@@ -88,11 +89,12 @@ class Said:
     title starts with ("convert"; None where the title names a thing: "git log", "sum"); `thing`: what the
     call acts on or gives ("temperature", "git log"); `operands`: the values it works on, each said alone
     ("7 and 3": arguments named by a letter or by `BARE_NAMES`); `named`: the one value naming what it looks
-    at ('"./docs"': an argument named by `IDENTIFYING`, or by the thing's own word, alone or before one of
-    those: `table_name` of "describe table"), `apposed` where it names the thing itself (the file
-    "notes.txt", not the file info for "./docs": `ABOUT_IT`); `rest`: the others ("from F to C", "with
-    branch type all"). A call whose query's meaning is known is said by what its result holds, `about`
-    ("the columns of the orders table": mcprl.scenarios.lexicon.about), never by its query."""
+    at ('"./docs"': an argument named by `IDENTIFYING`, or by the thing's own word, alone or before a word
+    that is not one of `KINDS`: `table_name` of "describe table", `move_san` of "make move"), `apposed`
+    where it names the thing itself (the file "notes.txt", not the file info for "./docs": `ABOUT_IT`);
+    `rest`: the others ("from F to C", "with branch type all"). A call whose query's meaning is known is
+    said by what its result holds, `about` ("the columns of the orders table":
+    mcprl.scenarios.lexicon.about), never by its query."""
 
     verb: str | None
     thing: str
@@ -153,7 +155,8 @@ class Said:
 
     def asks_record(self, field: str, key: str, value: str) -> tuple[str, ...]:
         """How a task asks for a field of the line of a listing that `key` `value` picks out."""
-        phrase = self.phrase() or self.listing()
+        # (in what it gives, or lists, or in the thing it names: "In the table products, what is the type where ...")
+        phrase = self.phrase() or self.listing() or (self.phrase(self.thing) if self.apposed else None)
         asks = RECORD_IN_ASKS if phrase is not None else RECORD_ASKS
         return tuple(
             a.format(field=field, be=be(field), key=key, value=value, phrase=phrase, action=self.order()) for a in asks
@@ -209,7 +212,7 @@ def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset())
         if k not in operands
         and plain(v)
         and not isinstance(v, list)
-        and (_word(k) in {*IDENTIFYING, last} or words_of(k)[:1] == [last] and words_of(k)[-1] in IDENTIFYING)
+        and (_word(k) in {*IDENTIFYING, last} or words_of(k)[:1] == [last] and words_of(k)[-1] not in KINDS)
     ]
     named = naming if len(naming) == 1 else []
     apposed = bool(named) and last not in ABOUT_IT
@@ -307,8 +310,6 @@ NAME_ASKS = (
 # ...?") or after what it does, by a field that picks the line out
 RECORD_IN_ASKS = ("In {phrase}, what {be} the {field} where the {key} is {value}?",)
 RECORD_ASKS = ("{action}. What {be} the {field} where the {key} is {value}?",)
-# ... and by the one value of a lookup's argument, bare ("What is the price of item SKU-3000?")
-VALUE_ASKS = ("What {be} the {field} of {noun} {values}?",)
 # ... and by what a search that found it was about
 TOPIC_ASKS = (
     "What {be} the {field} in the {noun} about {topic}?",

@@ -49,7 +49,16 @@ import jsonschema
 from pydantic import BaseModel
 
 from mcprl.errors import clip
-from mcprl.scenarios.lexicon import ALLOWED_VALUES, IDENTIFIER, NAME_KEYS, composed, known, probes, words_of
+from mcprl.scenarios.lexicon import (
+    ALLOWED_VALUES,
+    IDENTIFIER,
+    NAME_KEYS,
+    composed,
+    described_as,
+    known,
+    probes,
+    words_of,
+)
 from mcprl.scenarios.results import NOTHING
 from mcprl.tools import ServerSpec
 from mcprl.tools.redact import secret_values
@@ -445,7 +454,8 @@ class Knowledge:
             arms["worked"] = fit(self.worked.get(name, []))
             arms["kin"] = fit([v for other in sorted(self.kin(name)) for v in self.worked.get(other, [])])
         arms["error"] = fit(self.named.get(name, []))
-        arms["context"] = fit(self.context)
+        # (a URI in plain view, a resource's, only for a parameter that takes one: not a graph's entity name)
+        arms["context"] = fit([v for v in self.context if "://" not in v or described_as("url", name, description)])
         for v in self.seen:
             if fits_type(v.value, kinds) and valid(coerce(v.value, schema)):
                 arms.setdefault(f"result.{v.field}", []).append((v.value, v.call if v.session == session else None))
