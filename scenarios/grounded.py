@@ -484,6 +484,7 @@ def _field_tasks(
         ]
     noun = noun or noun_of(call.tool)
     own_unasked = {k for tool, k in unasked if tool == call.tool}
+    dated = bool(records) and any(ISO_DATE.search(str(v)) for _, v in records[0])
     row = len(records) == 1 and " | " in call.data  # one row of cells ("SKU-3002 | item ccc | stock: 42")
     given_text = normalize_text(" ".join(map(value_text, call.arguments.values())))
     # prose (a message's body, a description) may state labelled values of its own: "Tracking number: 1Z99."
@@ -539,6 +540,11 @@ def _field_tasks(
                     field=asked, be=be(asked), noun=noun, name=label
                 )
                 given = [label]
+            elif listing and saying is not None and record is records[0] and dated and rng.random() < 0.5:
+                # the first line of a listing in time order (its lines dated), by its place: a log's latest entry, as
+                # people ask "Who made the latest commit?"; not a table's first row, whose place means nothing
+                given = [value_text(v) for v in args.values() if not shaped(v)]
+                task = _worded(saying.asks_record(asked), given, asked)
             elif (
                 listing
                 and saying is not None

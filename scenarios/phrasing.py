@@ -153,11 +153,15 @@ class Said:
         asks = FIELD_ASKS if phrase is not None else CALL_ASKS
         return tuple(a.format(field=field, be=be(field), phrase=phrase, action=self.order()) for a in asks)
 
-    def asks_record(self, field: str, key: str, value: str) -> tuple[str, ...]:
-        """How a task asks for a field of the line of a listing that `key` `value` picks out."""
+    def asks_record(self, field: str, key: str | None = None, value: str = "") -> tuple[str, ...]:
+        """How a task asks for a field of the line of a listing that `key` `value` picks out, or of its first
+        line where no key is given ("In the git log, what is the author of the first one listed?")."""
         # (in what it gives, or lists, or in the thing it names: "In the table products, what is the type where ...")
         phrase = self.phrase() or self.listing() or (self.phrase(self.thing) if self.apposed else None)
-        asks = RECORD_IN_ASKS if phrase is not None else RECORD_ASKS
+        if key is None:
+            asks = FIRST_IN_ASKS if phrase is not None else FIRST_ASKS
+        else:
+            asks = RECORD_IN_ASKS if phrase is not None else RECORD_ASKS
         return tuple(
             a.format(field=field, be=be(field), key=key, value=value, phrase=phrase, action=self.order()) for a in asks
         )
@@ -310,6 +314,9 @@ NAME_ASKS = (
 # ...?") or after what it does, by a field that picks the line out
 RECORD_IN_ASKS = ("In {phrase}, what {be} the {field} where the {key} is {value}?",)
 RECORD_ASKS = ("{action}. What {be} the {field} where the {key} is {value}?",)
+# ... and its first line, as people ask for the latest entry of a log or the top of a list
+FIRST_IN_ASKS = ("In {phrase}, what {be} the {field} of the first one listed?",)
+FIRST_ASKS = ("{action}. What {be} the {field} of the first one listed?",)
 # ... and by what a search that found it was about
 TOPIC_ASKS = (
     "What {be} the {field} in the {noun} about {topic}?",

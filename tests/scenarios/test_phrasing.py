@@ -37,6 +37,7 @@ def wordings(title: str, args: dict) -> list[str]:
         *s.asks_field("temperature"),
         *s.asks_listing(),
         *s.asks_record("author", "message", '"Fix typo"'),
+        *s.asks_record("author"),  # the first line of a listing
     ]
 
 
