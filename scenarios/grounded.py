@@ -319,11 +319,12 @@ def candidates(
                 for k, v in record:
                     values[call.tool, k].add(str(v))
                     held[call.tool, k] += 1
-    unasked = {
-        key
-        for key, seen in values.items()
-        if held[key] >= 3 and (len(seen) == 1 or seen <= {"0", "1"} or seen == {str(i) for i in range(len(seen))})
-    }
+    unasked: dict[str, set[str]] = defaultdict(set)  # tool -> its fields that no task asks for, nor picks a line by
+    for (tool, field), seen in values.items():
+        if held[tool, field] >= 3 and (
+            len(seen) == 1 or seen <= {"0", "1"} or seen == {str(i) for i in range(len(seen))}
+        ):
+            unasked[tool].add(field)
 
     def fixed_out(args: dict[str, Any]) -> dict[str, Any]:
         """What a task states of a call's arguments: not the server's context (`Exploration.fixed`)."""
@@ -431,7 +432,7 @@ def candidates(
         if noun and tables and (named := _named_rows(data, columns.get(tables[0], []))):
             call = call.model_copy(update={"structured": named})
         out += _listing_tasks(call, fixed_out(call.arguments), chain, saying, queries)
-        out += _field_tasks(call, fixed_out(call.arguments), chain, rng, unasked, saying, queries, noun)
+        out += _field_tasks(call, fixed_out(call.arguments), chain, rng, unasked[call.tool], saying, queries, noun)
     return out
 
 
@@ -463,13 +464,13 @@ def _field_tasks(
     args: dict[str, Any],
     chain: list[ExploredCall],
     rng: random.Random,
-    unasked: set[tuple[str, str]],
+    unasked: set[str],
     saying: Said | None,
     queries: list[str] | None = None,
     noun: str | None = None,
 ) -> list[Scenario]:
     """Tasks asking for a labelled field of one record of the result (one line of a listing, or
-    the whole result when it is one record); not for a field `unasked` names (tool, field). `args`:
+    the whole result when it is one record); not for a field of `unasked` (a flag, a position, a constant). `args`:
     what a task states of the call's arguments; `saying`, the call in words. A call that took `queries` (SQL)
     is said by what its result holds and its records named `noun` (a table's row), never by its query; with
     no `saying`, only its records' names ask for them."""
@@ -483,7 +484,6 @@ def _field_tasks(
             for record in records
         ]
     noun = noun or noun_of(call.tool)
-    own_unasked = {k for tool, k in unasked if tool == call.tool}
     dated = bool(records) and any(ISO_DATE.search(str(v)) for _, v in records[0])
     row = len(records) == 1 and " | " in call.data  # one row of cells ("SKU-3002 | item ccc | stock: 42")
     given_text = normalize_text(" ".join(map(value_text, call.arguments.values())))
@@ -502,7 +502,7 @@ def _field_tasks(
         labelled = [
             (k, v)
             for k, v in record
-            if k and k not in twice and k not in own_unasked and _holds(v) and normalize_text(str(v)) not in given_text
+            if k and k not in twice and k not in unasked and _holds(v) and normalize_text(str(v)) not in given_text
         ]
         # (a line that introduces what follows, "README.md:", names it without its colon; markup, "# Project", names
         # nothing)
@@ -545,11 +545,7 @@ def _field_tasks(
                 # people ask "Who made the latest commit?"; not a table's first row, whose place means nothing
                 given = [value_text(v) for v in args.values() if not shaped(v)]
                 task = _worded(saying.asks_record(asked), given, asked)
-            elif (
-                listing
-                and saying is not None
-                and (key := _identifying(record, records, field, own_unasked)) is not None
-            ):
+            elif listing and saying is not None and (key := _identifying(record, records, field, unasked)) is not None:
                 # a line of a listing without a name: picked out by a field that no other line shares
                 given = [value_text(key[1]), *(value_text(v) for v in args.values() if not shaped(v))]
                 task = _worded(saying.asks_record(asked, " ".join(words_of(key[0])), quoted(key[1])), given, asked)

@@ -18,7 +18,7 @@ structure (schemas, annotations, what the server answered). It holds:
   does in a listing ("[FILE] notes.txt");
 - `BARE_NAMES`, `PREPOSITIONS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT`, `OPERANDS`: how a call's arguments
   are said in a task;
-- `VERBS`, `GETS`, `FILLER`, `plural`: how a tool's title is said, as an order or as the thing it gives.
+- `VERBS`, `GETS`, `FILLER`, `singular`, `plural`: how a tool's title is said, as an order or as the thing it gives.
 """
 
 from __future__ import annotations
@@ -181,6 +181,11 @@ ALLOWED_VALUES = re.compile(
     r"\s*:?\s*[\[({]?(?P<items>[^\n\])}]{1,300})",
     re.IGNORECASE,
 )
+
+
+def singular(noun: str) -> str:
+    """A plural's "s" taken off, not the end of "status", "analysis" or "address"."""
+    return noun[:-1] if noun.endswith("s") and not noun.endswith(("ss", "us", "is")) else noun
 
 
 def plural(noun: str) -> str:

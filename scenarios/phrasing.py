@@ -31,6 +31,7 @@ from mcprl.scenarios.lexicon import (
     PREPOSITIONS,
     VERBS,
     plural,
+    singular,
     words_of,
 )
 from mcprl.types import Scenario
@@ -73,9 +74,7 @@ def args_text(args: dict[str, Any]) -> str:
 EXPRESSION = re.compile(r"[-+*/%^().\d\s]*\d\s*[-+*/%^]+\s*[-(\d][-+*/%^().\d\s]*")  # arithmetic: "(7 - 2) / 5"
 
 
-def _singular(noun: str) -> str:
-    """A plural's "s" taken off, not the end of "status", "analysis" or "address"."""
-    return noun[:-1] if noun.endswith("s") and not noun.endswith(("ss", "us", "is")) else noun
+PREVIOUS = "the previous result"  # how a task says an argument that the previous call's result gave
 
 
 def _listed(values: list[str]) -> str:
@@ -133,11 +132,11 @@ class Said:
         if self.about is not None:
             return self.about
         head, _, last = self.thing.rpartition(" ")
-        if self.verb in {"list", *GETS} and last and _singular(last) != last:
+        if self.verb in {"list", *GETS} and last and singular(last) != last:
             return self.phrase(self.thing)
         if self.verb is not None or not last:
             return None
-        return self.phrase(f"{head} {plural(_singular(last))}".strip())
+        return self.phrase(f"{head} {plural(singular(last))}".strip())
 
     def asks_result(self) -> tuple[str, ...]:
         """How a task asks for the call's one value ("What is the sum of 7 and 3?")."""
@@ -177,13 +176,7 @@ class Said:
 def be(field: str) -> str:
     """ "are" for a plural field ("permissions"), "is" otherwise."""
     last = field.split(" ")[-1]
-    return "are" if _singular(last) != last else "is"
-
-
-def _word(name: str) -> str | None:
-    """A parameter's name when it is one word ("numbers"), else None ("table_name")."""
-    words = words_of(name)
-    return words[0] if len(words) == 1 else None
+    return "are" if singular(last) != last else "is"
 
 
 def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset()) -> Said:
@@ -195,17 +188,18 @@ def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset())
         words = [words[1], words[0], *words[2:]]
     verb = words[0] if words and words[0] in VERBS else None
     thing = " ".join(words[1:] if verb else words)
-    shown = {k: ("the previous result" if k in linked else v) for k, v in args.items()}
+    shown = {k: (PREVIOUS if k in linked else v) for k, v in args.items()}
+    names = {k: words_of(k) for k in shown}
 
     def text(v: Any) -> str:
-        return v if v == "the previous result" else quoted(v)
+        return v if v == PREVIOUS else quoted(v)
 
     def plain(v: Any) -> bool:
         return not isinstance(v, (bool, dict)) and not (isinstance(v, list) and any(isinstance(x, dict) for x in v))
 
     # operands: every argument named by a letter ("a", "b"), or the one named by `BARE_NAMES` ("numbers")
     letters = [k for k, v in shown.items() if len(k) == 1 and k.isalpha() and plain(v)]
-    bare = [k for k, v in shown.items() if _word(k) is not None and _singular(_word(k)) in BARE_NAMES and plain(v)]
+    bare = [k for k, v in shown.items() if len(names[k]) == 1 and singular(names[k][0]) in BARE_NAMES and plain(v)]
     operands = letters if letters and not bare else bare if len(bare) == 1 and not letters else []
     values = [text(x) for k in operands for x in (shown[k] if isinstance(shown[k], list) else [shown[k]])]
     # named: the one argument named by `IDENTIFYING`, or by the thing's last word ("table name" of "describe table")
@@ -216,21 +210,27 @@ def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset())
         if k not in operands
         and plain(v)
         and not isinstance(v, list)
-        and (_word(k) in {*IDENTIFYING, last} or words_of(k)[:1] == [last] and words_of(k)[-1] not in KINDS)
+        and names[k]
+        and (
+            len(names[k]) == 1
+            and names[k][0] in {*IDENTIFYING, last}
+            or names[k][0] == last
+            and names[k][-1] not in KINDS
+        )
     ]
     named = naming if len(naming) == 1 else []
     apposed = bool(named) and last not in ABOUT_IT
     # a parameter whose name starts with a preposition no other one starts with: that preposition and its value
-    prepositions = Counter(words_of(k)[0] for k in shown if words_of(k) and words_of(k)[0] in PREPOSITIONS)
+    prepositions = Counter(n[0] for n in names.values() if n and n[0] in PREPOSITIONS)
     placed = {
-        k: f"{words_of(k)[0]} {text(v)}"
+        k: f"{names[k][0]} {text(v)}"
         for k, v in shown.items()
-        if k not in operands and k not in named and plain(v) and words_of(k) and prepositions[words_of(k)[0]] == 1
+        if k not in operands and k not in named and plain(v) and names[k] and prepositions[names[k][0]] == 1
     }
     others = {k: v for k, v in shown.items() if k not in operands and k not in named and k not in placed}
     rest = " ".join([*placed.values(), *([f"with {args_text(others)}"] if others else [])])
-    # two operands of an order whose order matters: in the order of their letters ("a", "b"), or of one list's items
-    ordered = operands == sorted(letters) or isinstance(shown[operands[0]], list) if operands else False
+    # two operands of an order whose order matters: the letters given in their order ("a", "b"), or one list's items
+    ordered = bool(operands) and (operands == sorted(letters) or isinstance(shown[operands[0]], list))
     joined = OPERANDS.get(verb or "") if len(values) == 2 and ordered else None
     return Said(
         verb,
@@ -238,7 +238,7 @@ def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset())
         joined.format(*values) if joined else _listed(values),
         " ".join(text(shown[k]) for k in named),
         apposed,
-        rest.replace('"the previous result"', "the previous result"),
+        rest.replace(f'"{PREVIOUS}"', PREVIOUS),
     )
 
 
@@ -334,7 +334,7 @@ def noun_of(tool: str) -> str:
     """What a tool's results are about, from its name: `get_item` -> item, `search_emails` -> email."""
     words = [w for w in words_of(tool) if w not in TASK_VERBS and w not in {"by", "id", "all", "details", "info"}]
     noun = words[-1] if words else "result"
-    return _singular(noun)
+    return singular(noun)
 
 
 PHRASE_PROMPT = (
