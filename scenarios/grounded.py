@@ -52,7 +52,22 @@ from pydantic import BaseModel, Field
 
 from mcprl.checks import Check, ContainsCheck, HoldsCheck, holds_answer, normalize_text, numbers
 from mcprl.scenarios.explore import Exploration, ExploredCall, may_write, source_call
-from mcprl.scenarios.lexicon import NAME_KEYS, about, known, question, record_of, shaped, stated, words_of
+from mcprl.scenarios.lexicon import (
+    EARLIEST,
+    LATEST,
+    NAME_KEYS,
+    NOT_KINDS,
+    about,
+    known,
+    participle,
+    question,
+    record_of,
+    shaped,
+    singular,
+    stated,
+    who,
+    words_of,
+)
 from mcprl.scenarios.phrasing import (
     ASKS,
     DOES,
@@ -484,7 +499,7 @@ def _field_tasks(
             for record in records
         ]
     noun = noun or noun_of(call.tool)
-    dated = bool(records) and any(ISO_DATE.search(str(v)) for _, v in records[0])
+    kind = _kind(records, unasked) if listing else None
     row = len(records) == 1 and " | " in call.data  # one row of cells ("SKU-3002 | item ccc | stock: 42")
     given_text = normalize_text(" ".join(map(value_text, call.arguments.values())))
     # prose (a message's body, a description) may state labelled values of its own: "Tracking number: 1Z99."
@@ -496,7 +511,16 @@ def _field_tasks(
     words_given = [v for v in args.values() if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v)]
     topic = words_given[0] if listing and len(args) == 1 and words_given and not queries else None
     out: list[Scenario] = []
-    for record in rng.sample(records, min(2, len(records))):
+    # a dated listing's first and last lines by their place ("the latest commit"); only its first, "the first one
+    # listed", where its dates are in no order
+    order = _date_order(records) if listing and saying is not None else None
+    places = (
+        {} if order is None else {0: f"{order[0]} {kind or 'one'}", len(records) - 1: f"{order[1]} {kind or 'one'}"}
+    )
+    if listing and saying is not None and order is None and any(ISO_DATE.search(str(v)) for _, v in records[0]):
+        places = {0: "first one listed"}
+    for at in rng.sample(range(len(records)), min(2, len(records))):
+        record, place = records[at], places.get(at)
         # a key the record holds more than once (lines that were not read as a listing) names no one value
         twice = {k for k, n in Counter(k for k, _ in record).items() if n > 1}
         labelled = [
@@ -527,7 +551,9 @@ def _field_tasks(
             # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user
             # might; one question is worded one way, whichever call grounds it, so that duplicates stay duplicates
             if topic is not None and held[field] == 1 and (label is None or rng.random() < 0.5):
-                task = _worded(TOPIC_ASKS, topic, asked).format(field=asked, be=be(asked), noun=noun, topic=topic)
+                task = _worded(TOPIC_ASKS, topic, asked).format(
+                    field=asked, be=be(asked), What=who(asked), noun=noun, topic=topic
+                )
                 given = [topic]
             # (not a line of a listing of one thing's parts, which the call named: a table's columns, a folder's
             # files, whose names other things' parts share)
@@ -537,22 +563,36 @@ def _field_tasks(
                 words = label.split()
                 bare = len(words) <= 4 and not re.search(r"\d", label) and len({w[:1].isupper() for w in words}) == 1
                 task = _worded(NAME_ASKS if bare else NAME_ASKS[:1], label, asked).format(
-                    field=asked, be=be(asked), noun=noun, name=label
+                    field=asked, be=be(asked), What=who(asked), noun=noun, name=label
                 )
                 given = [label]
-            elif listing and saying is not None and record is records[0] and dated and rng.random() < 0.5:
-                # the first line of a listing in time order (its lines dated), by its place: a log's latest entry, as
-                # people ask "Who made the latest commit?"; not a table's first row, whose place means nothing
+            elif place is not None and rng.random() < 0.5:
+                # the first or last line of a listing in time order (its lines dated), by its place: a log's latest
+                # entry, as people ask "Who made the latest commit?"; not a table's first row, whose place means
+                # nothing. Said alone only of the first line of a call that states nothing: a listing cut short
+                # keeps its first line, not its last
                 given = [value_text(v) for v in args.values() if not shaped(v)]
-                task = _worded(saying.asks_record(asked), given, asked)
+                alone = kind is not None and not given and at == 0
+                task = _worded(saying.asks_record(asked, f"of the {place}", alone), given, asked)
             elif listing and saying is not None and (key := _identifying(record, records, field, unasked)) is not None:
-                # a line of a listing without a name: picked out by a field that no other line shares
+                # a line of a listing without a name: picked out by a field that no other line shares, as the thing
+                # the line is where that is known ("of the commit whose message is ...", "of commit a1b2")
                 given = [value_text(key[1]), *(value_text(v) for v in args.values() if not shaped(v))]
-                task = _worded(saying.asks_record(asked, " ".join(words_of(key[0])), quoted(key[1])), given, asked)
+                said_key = " ".join(words_of(key[0]))
+                which = (
+                    f"where the {said_key} is {quoted(key[1])}"
+                    if kind is None
+                    else f"of {kind} {quoted(key[1])}"
+                    if said_key == kind
+                    else f"of the {kind} whose {said_key} is {quoted(key[1])}"
+                )
+                task = _worded(saying.asks_record(asked, which, kind is not None and len(given) == 1), given, asked)
             elif not listing and saying is not None:  # the one record a call gave: by the call (its title alone,
                 # where it states nothing)
                 given = [] if queries else [value_text(v) for v in args.values()]
-                task = _worded(saying.asks_field(asked), given, asked)
+                # (a state that names a thing, "modified: TODO.md", not a date, "created: 2024-03-01")
+                state = participle(asked) and not re.search(r"\d", str(value))
+                task = _worded(saying.asks_field(asked, state), given, asked)
             else:
                 continue
             number = (
@@ -606,11 +646,44 @@ def _listed_name(line: Any) -> str | None:
     return words[-1]
 
 
+def _kind(records: list[list[tuple[str, Any]]], unasked: set[str]) -> str | None:
+    """What each record of a listing is: the thing the key that opens every one names ("Commit: a1b2..." -> commit),
+    where its values tell the records apart and it names a kind of thing (not `NOT_KINDS`: an id, a name, a date;
+    nor one of `unasked`: a position, "cid: 0")."""
+    opening = {record[0][0] if record else "" for record in records}
+    key = opening.pop() if len(opening) == 1 else ""
+    values = [str(record[0][1]) for record in records]
+    if (
+        not re.fullmatch(r"[A-Za-z]{3,}", key)
+        or key.lower() in NOT_KINDS
+        or key in unasked
+        or len(set(values)) < len(values)
+    ):
+        return None
+    return singular(key.lower())
+
+
+def _date_order(records: list[list[tuple[str, Any]]]) -> tuple[str, str] | None:
+    """The places of a listing's first and last records by their dates: (`LATEST`, `EARLIEST`) newest first (a log),
+    (`EARLIEST`, `LATEST`) oldest first; None where a record has no date or they are in no order."""
+    stamps = []
+    for record in records:
+        found = next((m[0] for _, v in record if (m := ISO_DATE.search(str(v)))), None)
+        if found is None:
+            return None
+        stamps.append(found)
+    if len(set(stamps)) < len(stamps):  # two at once: which is latest is the listing's choice
+        return None
+    if stamps == sorted(stamps, reverse=True):
+        return LATEST, EARLIEST
+    return (EARLIEST, LATEST) if stamps == sorted(stamps) else None
+
+
 def _identifying(
     record: list[tuple[str, Any]], records: list[list[tuple[str, Any]]], field: str, unasked: set[str]
 ) -> tuple[str, Any] | None:
     """A field of `record` (not `field`, nor one of `unasked`: a flag, a position) whose value no other record of
-    the listing has: a name first, else an id."""
+    the listing has: a name first, else an id, a hash or a uuid last (no one says those from memory)."""
     options = []
     for k, v in record:
         if (
@@ -621,8 +694,9 @@ def _identifying(
             and len(str(v)) <= 40
             and sum(any(k2 == k and str(v2) == str(v) for k2, v2 in other) for other in records) == 1
         ):
-            options.append((not re.search(r"[A-Za-z]{3}", str(v)), k, v))
-    return min(options)[1:] if options else None
+            hexadecimal = re.fullmatch(r"[0-9a-fA-F-]{12,}", str(v)) is not None
+            options.append((hexadecimal, not re.search(r"[A-Za-z]{3}", str(v)), k, v))
+    return min(options)[2:] if options else None
 
 
 def _worded(asks: tuple[str, ...], *about: Any) -> str:

@@ -18,6 +18,8 @@ structure (schemas, annotations, what the server answered). It holds:
   does in a listing ("[FILE] notes.txt");
 - `BARE_NAMES`, `PREPOSITIONS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT`, `OPERANDS`: how a call's arguments
   are said in a task;
+- `PEOPLE`, `NOT_KINDS`, `NOT_PARTICIPLES`, `LATEST`, `EARLIEST`, `who`, `participle`: how a task asks about
+  a record (who or what a field is, a state it is in, what the record is, its place in a dated listing);
 - `VERBS`, `GETS`, `FILLER`, `singular`, `plural`: how a tool's title is said, as an order or as the thing it gives.
 """
 
@@ -47,6 +49,17 @@ ABOUT_IT = frozenset(
 # ... and two operands of an order whose order matters, as people say them ("divide 5 by 18", "subtract 2 from 9"
 # for a - b), the first argument's value `{0}`
 OPERANDS = {"divide": "{0} by {1}", "subtract": "{1} from {0}"}
+# How a task asks about a record: "Who" is a field that names a person ("Who is the author of ...?")
+PEOPLE = frozenset(
+    "author owner creator sender recipient assignee committer reviewer maintainer reporter organizer customer".split()
+)
+# ... what the record is: the thing the key that opens each record of a listing names ("Commit: a1b2..." -> the
+# commit), but for a key that names no kind of thing
+NOT_KINDS = IDENTIFYING | NAME_KEYS | KINDS | frozenset("key index value number date time status result".split())
+# ... and a field named by a word that ends as a participle but is a thing ("seed", "feed", "speed")
+NOT_PARTICIPLES = frozenset("speed seed feed need embed breed bleed".split())
+# ... and its place in a listing in time order, its first or last one
+LATEST, EARLIEST = "latest", "earliest"
 # How a task names a call by its tool's title: a title starting with a verb is an order ("Convert temperature ..."),
 # any other one names a thing ("Git log", "Sum"); a verb of `GETS` asks for its object ("Get sum" -> "the sum").
 # `FILLER`: a title's words that say nothing of what it does ("Get Sum Tool")
@@ -195,6 +208,18 @@ def plural(noun: str) -> str:
     if noun.endswith("y") and noun[-2:-1] not in set("aeiou"):
         return noun[:-1] + "ies"
     return noun + "s"
+
+
+def participle(field: str) -> bool:
+    """Whether a field is a state a thing is in ("modified: TODO.md", "deleted: a.txt"), said as one ("What is
+    modified in the git status?"), not as a thing it has ("the modified of")."""
+    last = field.split(" ")[-1]
+    return len(last) > 4 and last.endswith("ed") and last not in NOT_PARTICIPLES
+
+
+def who(field: str) -> str:
+    """ "Who" for a field that names a person ("author"), "What" otherwise."""
+    return "Who" if field.split(" ")[-1] in PEOPLE else "What"
 
 
 def words_of(name: str) -> list[str]:

@@ -32,6 +32,7 @@ from mcprl.scenarios.lexicon import (
     VERBS,
     plural,
     singular,
+    who,
     words_of,
 )
 from mcprl.types import Scenario
@@ -143,26 +144,38 @@ class Said:
         phrase = self.phrase()
         return tuple(a.format(phrase) for a in PHRASE_ASKS) if phrase else tuple(a.format(self.order()) for a in ASKS)
 
-    def asks_field(self, field: str) -> tuple[str, ...]:
+    def asks_field(self, field: str, state: bool = False) -> tuple[str, ...]:
         """How a task asks for a field of the one record the call gave: the call's value itself where the
-        field is the thing it gives ("sum" of "get sum")."""
+        field is the thing it gives ("sum" of "get sum"); a `state` as one ("What is modified in the git status?")."""
         phrase = self.phrase()
         if phrase is not None and (field in GENERIC_FIELDS or self.thing.split(" ")[-1] == field):
             return self.asks_result()
-        asks = FIELD_ASKS if phrase is not None else CALL_ASKS
-        return tuple(a.format(field=field, be=be(field), phrase=phrase, action=self.order()) for a in asks)
+        if state:
+            asks = STATE_ASKS if phrase is not None else CALL_STATE_ASKS
+        else:
+            asks = FIELD_ASKS if phrase is not None else CALL_ASKS
+        return tuple(
+            a.format(field=field, be=be(field), What=who(field), phrase=phrase, action=self.order()) for a in asks
+        )
 
-    def asks_record(self, field: str, key: str | None = None, value: str = "") -> tuple[str, ...]:
-        """How a task asks for a field of the line of a listing that `key` `value` picks out, or of its first
-        line where no key is given ("In the git log, what is the author of the first one listed?")."""
+    def asks_record(self, field: str, which: str, alone: bool = False) -> tuple[str, ...]:
+        """How a task asks for a field of the line of a listing that `which` picks out ("where the message is
+        "Fix typo"", "of the commit whose message is ...", "of the latest commit"); `alone`, also without saying
+        the call, where what picks the line out says it ("Who is the author of the latest commit?")."""
         # (in what it gives, or lists, or in the thing it names: "In the table products, what is the type where ...")
         phrase = self.phrase() or self.listing() or (self.phrase(self.thing) if self.apposed else None)
-        if key is None:
-            asks = FIRST_IN_ASKS if phrase is not None else FIRST_ASKS
-        else:
-            asks = RECORD_IN_ASKS if phrase is not None else RECORD_ASKS
+        asks = RECORD_IN_ASKS if phrase is not None else RECORD_ASKS
         return tuple(
-            a.format(field=field, be=be(field), key=key, value=value, phrase=phrase, action=self.order()) for a in asks
+            a.format(
+                field=field,
+                be=be(field),
+                What=who(field),
+                what=who(field).lower(),
+                which=which,
+                phrase=phrase,
+                action=self.order(),
+            )
+            for a in (*asks, *(RECORD_ALONE_ASKS if alone else ()))
         )
 
     def asks_listing(self) -> tuple[str, ...]:
@@ -300,26 +313,27 @@ GENERIC_FIELDS = frozenset("result value output answer".split())
 # how a task asks for a field of the record a call gave: of what the call gives ("What is the temperature of the
 # structured content with location ...?"), or after what the call does ("Git show with revision a11a100. What is
 # the author?")
-FIELD_ASKS = ("What {be} the {field} of {phrase}?", "Find {phrase} and tell me its {field}.")
-CALL_ASKS = ("{action}. What {be} the {field}?", "{action} and tell me the {field}.")
+FIELD_ASKS = ("{What} {be} the {field} of {phrase}?", "Find {phrase} and tell me its {field}.")
+CALL_ASKS = ("{action}. {What} {be} the {field}?", "{action} and tell me the {field}.")
+STATE_ASKS = ("What {be} {field} in {phrase}?",)  # ... and a state it is in ("What is modified in the git status?")
+CALL_STATE_ASKS = ("{action}. What {be} {field}?",)
 # how a task asks for a field of one record, by its name: quoted or not, as people write ("What does the
 # steel hammer cost?" names it bare); a policy that saw only quotes learnt to copy quoted words alone
 NAME_ASKS = (
-    'What {be} the {field} of the {noun} "{name}"?',
-    "What {be} the {field} of the {name}?",
-    "What {be} the {name}'s {field}?",
+    '{What} {be} the {field} of the {noun} "{name}"?',
+    "{What} {be} the {field} of the {name}?",
+    "{What} {be} the {name}'s {field}?",
     "Find the {name} and tell me its {field}.",
 )
-# ... and, a line of a listing, in what the call gives ("In the git log, what is the author where the message is
-# ...?") or after what it does, by a field that picks the line out
-RECORD_IN_ASKS = ("In {phrase}, what {be} the {field} where the {key} is {value}?",)
-RECORD_ASKS = ("{action}. What {be} the {field} where the {key} is {value}?",)
-# ... and its first line, as people ask for the latest entry of a log or the top of a list
-FIRST_IN_ASKS = ("In {phrase}, what {be} the {field} of the first one listed?",)
-FIRST_ASKS = ("{action}. What {be} the {field} of the first one listed?",)
+# ... and, a line of a listing, in what the call gives ("In the git log, who is the author of the commit whose message
+# is ...?") or after what it does, by a field that picks the line out or by its place ("of the latest commit", as
+# people ask for the latest entry of a log); alone where that says which line it is
+RECORD_IN_ASKS = ("In {phrase}, {what} {be} the {field} {which}?",)
+RECORD_ASKS = ("{action}. {What} {be} the {field} {which}?",)
+RECORD_ALONE_ASKS = ("{What} {be} the {field} {which}?",)
 # ... and by what a search that found it was about
 TOPIC_ASKS = (
-    "What {be} the {field} in the {noun} about {topic}?",
+    "{What} {be} the {field} in the {noun} about {topic}?",
     "Find the {noun} about {topic} and tell me its {field}.",
 )
 # how a task asks for every name a short listing gives: after what the call does ("List directory ".". What does it

@@ -470,6 +470,36 @@ def test_no_task_states_a_filter_that_changed_nothing():
     assert any(t.reference[-1].arguments == {"max_count": 1} for t in tasks)  # it changed what the call said
 
 
+def test_a_dated_listing_asks_for_its_latest_and_earliest_lines_by_their_dates():
+    """A listing whose lines are dated, newest first or oldest first, asks for its first and last lines by place
+    ("the latest commit"), and the answer is the field of the line with that date; a listing in no date order says
+    only "the first one listed"; a line is picked out by words before a hash."""
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+
+    people = ["Ann Lee", "Bob Stone", "Carla Diaz", "Dan Roe"]
+    lines = [
+        (f"{i:x}" * 40, people[i], f"2024-03-0{i + 1} 10:00:00+00:00", f"Change number {'abcd'[i]}") for i in range(4)
+    ]
+
+    def log(order: list[int]) -> str:
+        return "\n\n".join(
+            f"Commit: {lines[i][0]}\nAuthor: {lines[i][1]}\nDate: {lines[i][2]}\nMessage: {lines[i][3]}" for i in order
+        )
+
+    for order, latest, earliest in (([3, 2, 1, 0], 3, 0), ([0, 1, 2, 3], 3, 0), ([2, 0, 3, 1], None, None)):
+        call = ExploredCall(index=0, session=0, tool="git_log", arguments={}, text=log(order))
+        tasks = [t for seed in range(12) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+        placed = [t for t in tasks if re.search(r"\b(latest|earliest|first one listed)\b", t.task)]
+        assert placed if latest is not None else not any("latest" in t.task or "earliest" in t.task for t in tasks)
+        for t in placed:
+            at = latest if "latest" in t.task else earliest if "earliest" in t.task else order[0]
+            assert any(str(t.answer) in v for v in lines[at]), (t.task, t.answer)
+            assert "Who" in t.task or "who" in t.task or "Author" not in t.task  # the author is asked who, not what
+        # a hash picks a line out only where no value in words does
+        assert not any(lines[i][0] in t.task for t in tasks for i in range(4)), [t.task for t in tasks]
+
+
 def test_a_task_that_states_a_value_needs_no_call_that_found_it():
     """Exploring found SKU-3000 by listing first; asked for by its sku, the item needs `get_item`
     alone, asked for by its name, the listing too (what the rollout must find)."""

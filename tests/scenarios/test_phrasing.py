@@ -36,8 +36,8 @@ def wordings(title: str, args: dict) -> list[str]:
         *s.asks_result(),
         *s.asks_field("temperature"),
         *s.asks_listing(),
-        *s.asks_record("author", "message", '"Fix typo"'),
-        *s.asks_record("author"),  # the first line of a listing
+        *s.asks_record("author", 'where the message is "Fix typo"'),
+        *s.asks_record("author", "of the latest commit"),  # a line of a listing by its place
     ]
 
 
@@ -65,6 +65,16 @@ def test_a_title_that_names_or_gets_a_thing_is_asked_about_that_thing() -> None:
     assert all(t.startswith("Convert temperature 14") for t in said("convert temperature", {"value": 14}).asks_result())
     # a listing of a thing a title names is asked for as its plural
     assert all("git branches" in t for t in said("git branch", {}).asks_listing())
+
+
+def test_a_field_naming_a_person_is_asked_who_and_a_line_alone_only_where_asked() -> None:
+    s = said("git log", {})
+    assert s.asks_record("author", "of the latest commit") == (
+        "In the git log, who is the author of the latest commit?",
+    )
+    assert s.asks_record("message", "of the latest commit", alone=True)[1:] == (
+        "What is the message of the latest commit?",
+    )
 
 
 def test_a_previous_result_is_said_as_one_not_quoted() -> None:
