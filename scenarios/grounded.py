@@ -135,14 +135,15 @@ class GroundingReport(BaseModel):
 
 
 def _answer(text: str) -> Any | None:
-    """The answer a short result gives: its one number when it has exactly one, else the text
-    itself when it is short; None when it is not an answer a check can hold."""
+    """The answer a short result gives: its one number when a line that has exactly one, else the text
+    itself when it is short; None when it is not an answer a check can hold (a text of lines, "Meeting at 10am.\n
+    Budget: 4500 USD", is asked for by its labelled values, not as its one number)."""
     text = text.strip()
     # a row of a listing, a message ("No items match."), a search that found nothing ("No matches found"),
     # or a heading that introduces nothing ("Staged changes:")
     if " | " in text or MESSAGE.fullmatch(text) or NOTHING.fullmatch(text) or text.endswith(":"):
         return None
-    if (number := _number_of(text)) is not None:
+    if "\n" not in text and (number := _number_of(text)) is not None:
         return number
     if numbers(text) or not text or len(text.split()) > MAX_ANSWER_WORDS or "\n" in text:
         return None
