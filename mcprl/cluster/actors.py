@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError
+from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
 
 from mcprl.errors import UserError, clip
 
@@ -87,13 +88,36 @@ def kill(handle: Any) -> None:
         pass
 
 
+# ray.kill can return while the actor's process still runs, before this process has heard it
+# died: a call sent right after may still run there (a busy machine widens that window). So
+# retiring an actor ends with calling Ray's own no-op method on it until that fails with
+# ActorDiedError; the actor is never restarted, so every later call on the handle fails too.
+GONE_S = 30.0  # how long that may take
+POLL_S = 0.05
+
+
+def not_gone() -> UserError:
+    return UserError(f"a Ray actor still answered {GONE_S:g} s after ray.kill (`ray list actors` shows it)")
+
+
 async def retire(handle: Any, grace_s: float = 10.0) -> None:
-    """End an actor: closed if it answers within `grace_s`, killed either way."""
+    """End an actor: closed if it answers within `grace_s`, killed either way; once this returns,
+    a call on `handle` raises RayActorError."""
     try:
         await asyncio.wait_for(handle.close.remote(), grace_s)
     except (TimeoutError, RayActorError):
         pass
     kill(handle)
+    deadline = time.monotonic() + GONE_S
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            await asyncio.wait_for(handle.__ray_ready__.remote(), left)
+        except ActorDiedError:
+            return
+        except (TimeoutError, ActorUnavailableError):
+            pass
+        await asyncio.sleep(POLL_S)
+    raise not_gone()
 
 
 def retire_blocking(handle: Any, grace_s: float = 10.0) -> None:
@@ -103,6 +127,16 @@ def retire_blocking(handle: Any, grace_s: float = 10.0) -> None:
     except (TimeoutError, RayActorError):
         pass
     kill(handle)
+    deadline = time.monotonic() + GONE_S
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            ray.get(handle.__ray_ready__.remote(), timeout=left)
+        except ActorDiedError:
+            return
+        except (TimeoutError, ActorUnavailableError):
+            pass
+        time.sleep(POLL_S)
+    raise not_gone()
 
 
 async def start(kind: ActorKind, *args: Any) -> Actor:
