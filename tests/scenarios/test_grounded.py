@@ -500,6 +500,16 @@ def test_a_dated_listing_asks_for_its_latest_and_earliest_lines_by_their_dates()
         assert not any(lines[i][0] in t.task for t in tasks for i in range(4)), [t.task for t in tasks]
 
 
+def test_a_text_of_lines_is_asked_for_by_its_labelled_values_not_its_one_number():
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+
+    text = "Meeting at 10am with Dana.\nBudget: 4500 USD\n"
+    call = ExploredCall(index=0, session=0, tool="read_text_file", arguments={"path": "notes.txt"}, text=text)
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    assert tasks and all("budget" in t.task for t in tasks if t.answer == 4500), [t.task for t in tasks]
+
+
 def test_a_task_that_states_a_value_needs_no_call_that_found_it():
     """Exploring found SKU-3000 by listing first; asked for by its sku, the item needs `get_item`
     alone, asked for by its name, the listing too (what the rollout must find)."""
