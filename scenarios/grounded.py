@@ -100,6 +100,7 @@ if TYPE_CHECKING:
     from mcprl.tools import ToolPool
 
 MAX_ANSWER_WORDS = 8  # a longer value is prose, not an answer a check can hold
+ANSWER_LABEL_WORDS = 3  # words besides a result's one number that still make it that number ("Total: 42 USD")
 FIELDS_PER_RESULT = 3  # field tasks made from one result, at most
 MAX_LISTED = 8  # names a listing may give for a task that asks for them all
 ANSWER_WORDS = 12  # words an answer may add around the value ("The confirmation code of the email is ZOE67V.")
@@ -135,15 +136,16 @@ class GroundingReport(BaseModel):
 
 
 def _answer(text: str) -> Any | None:
-    """The answer a short result gives: its one number when a line that has exactly one, else the text
-    itself when it is short; None when it is not an answer a check can hold (a text of lines, "Meeting at 10am.\n
-    Budget: 4500 USD", is asked for by its labelled values, not as its one number)."""
+    """The answer a short result gives: its one number when a line of a few words has exactly one ("Total: 42
+    USD"), else the text itself when it is short; None when it is not an answer a check can hold (a text of lines,
+    "Meeting at 10am.\nBudget: 4500 USD", or a sentence, "Cache hit ratio 0.95, latency 150ms", is asked for by its
+    labelled values, not as its one number)."""
     text = text.strip()
     # a row of a listing, a message ("No items match."), a search that found nothing ("No matches found"),
     # or a heading that introduces nothing ("Staged changes:")
     if " | " in text or MESSAGE.fullmatch(text) or NOTHING.fullmatch(text) or text.endswith(":"):
         return None
-    if "\n" not in text and (number := _number_of(text)) is not None:
+    if "\n" not in text and (number := _number_of(text, words=ANSWER_LABEL_WORDS)) is not None:
         return number
     if numbers(text) or not text or len(text.split()) > MAX_ANSWER_WORDS or "\n" in text:
         return None
@@ -503,6 +505,7 @@ def _field_tasks(
     kind = _kind(records, unasked) if listing else None
     row = len(records) == 1 and " | " in call.data  # one row of cells ("SKU-3002 | item ccc | stock: 42")
     given_text = normalize_text(" ".join(map(value_text, call.arguments.values())))
+    given_each = {normalize_text(value_text(v)) for v in call.arguments.values()}
     # prose (a message's body, a description) may state labelled values of its own: "Tracking number: 1Z99."
     # ("Confirmation code", "ZOE67V. Flight SW 764 ...") stands for ("Confirmation code", "ZOE67V"), and keeps the rest
     records = [list(dict.fromkeys(pair for k, v in record for pair in _stated(k, v))) for record in records]
@@ -527,7 +530,13 @@ def _field_tasks(
         labelled = [
             (k, v)
             for k, v in record
-            if k and k not in twice and k not in unasked and _holds(v) and normalize_text(str(v)) not in given_text
+            if k
+            and k not in twice
+            and k not in unasked
+            and _holds(v)
+            and normalize_text(str(v)) not in given_text
+            # (nor labelled by what the call was given: "Debug: Cache hit ratio 0.95" of message type "debug")
+            and normalize_text(k) not in given_each
         ]
         # (a line that introduces what follows, "README.md:", names it without its colon; markup, "# Project", names
         # nothing)
@@ -653,13 +662,10 @@ def _kind(records: list[list[tuple[str, Any]]], unasked: set[str]) -> str | None
     nor one of `unasked`: a position, "cid: 0")."""
     opening = {record[0][0] if record else "" for record in records}
     key = opening.pop() if len(opening) == 1 else ""
+    if not re.fullmatch(r"[A-Za-z]{3,}", key) or key.lower() in NOT_KINDS or key in unasked:
+        return None
     values = [str(record[0][1]) for record in records]
-    if (
-        not re.fullmatch(r"[A-Za-z]{3,}", key)
-        or key.lower() in NOT_KINDS
-        or key in unasked
-        or len(set(values)) < len(values)
-    ):
+    if len(set(values)) < len(values):
         return None
     return singular(key.lower())
 
