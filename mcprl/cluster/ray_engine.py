@@ -245,14 +245,16 @@ class RayRollouts:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
-        for w in self.workers:
-            if w is not None:
-                await actors.retire(w.actor, self.kind.grace_s)
-        self.workers = []
-        if self.trainer is not None:
-            await actors.retire(self.trainer.actor)
-        if self._started_ray:
-            ray.shutdown()
+        try:
+            for w in self.workers:
+                if w is not None:
+                    await actors.retire(w.actor, self.kind.grace_s)
+            if self.trainer is not None:
+                await actors.retire(self.trainer.actor)
+        finally:  # (an actor that outlives its kill, `actors.retire`'s error, still ends the Ray this run started)
+            self.workers = []
+            if self._started_ray:
+                ray.shutdown()
 
     def placement(self, model: TrainableModel, dtype: str) -> Placement:
         """Where `model`'s endpoint and trainer run for these rollouts: on the policy replicas (and the
