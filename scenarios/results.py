@@ -1,5 +1,5 @@
 """Reading a tool's result as data: the records it holds and their fields, whatever the server
-printed (structured content, JSON, a Python literal, an `a | b | c` listing, `key: value` lines): the text
+printed (structured content, JSON, a Python literal, an `a | b | c` listing, a CSV table, `key: value` lines): the text
 its text blocks hold (`ToolOutcome.data_text`, `ExploredCall.data`), never the client's rendering of an image.
 Exploration feeds the values on to later calls (mcprl.scenarios.explore); grounding asks about them
 (mcprl.scenarios.grounded)."""
@@ -7,6 +7,7 @@ Exploration feeds the values on to later calls (mcprl.scenarios.explore); ground
 from __future__ import annotations
 
 import ast
+import csv
 import json
 import re
 from typing import Any
@@ -71,6 +72,29 @@ def flatten(data: Any, key: str = "") -> list[tuple[str, Any]]:
 LABEL = re.compile(r"[A-Za-z][\w .'/-]*")
 
 
+CSV_HEADER = re.compile(r"[A-Za-z_][\w ]{0,39}")  # a CSV table's column name
+
+
+def csv_rows(lines: list[str]) -> list[list[tuple[str, Any]]] | None:
+    """The rows of a CSV table, each cell under its column's name ("name,qty\napple,3" -> [[("name", "apple"),
+    ("qty", "3")]]): a header of names and at least two rows, every line as many cells (two or more); else None."""
+    try:
+        table = list(csv.reader(lines))
+    except csv.Error:  # a NUL byte, a cell past csv's size limit: no table
+        return None
+    if len(table) < 3:
+        return None
+    header, *rows = table
+    if (
+        len(header) < 2
+        or len(set(header)) < len(header)
+        or not all(CSV_HEADER.fullmatch(h.strip()) for h in header)
+        or any(len(row) != len(header) for row in rows)
+    ):
+        return None
+    return [[(h.strip(), cell.strip()) for h, cell in zip(header, row) if cell.strip()] for row in rows]
+
+
 def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     """The records a result holds, each its (field, value) pairs: the objects of a list, a single
     object, the lines of an `a | b | c` listing (cells as field '', `key: value` cells by key), or
@@ -100,6 +124,8 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     # a listing: every line a row of cells, but for a note before or after the rows ("(10 of 11 shown)")
     if len(rows) > 1 and rows in (lines, lines[1:], lines[:-1]):
         return [cells(line) for line in rows]
+    if (table := csv_rows(lines)) is not None:
+        return table
     pairs = [cells(line) for line in lines]
     # records of `key: value` lines, one after another ("Commit: a1\nAuthor: Ann\nCommit: b2\nAuthor: Bob"):
     # a new record starts where the key that opens the first one comes again

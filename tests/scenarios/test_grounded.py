@@ -510,6 +510,22 @@ def test_a_text_of_lines_is_asked_for_by_its_labelled_values_not_its_one_number(
     assert tasks and all("budget" in t.task for t in tasks if t.answer == 4500), [t.task for t in tasks]
 
 
+def test_a_csv_table_is_asked_for_by_its_cells_not_as_lines():
+    """A file that is a CSV table grounds tasks about one row's cell, picked out by another cell of that row, and
+    no task asks for its lines as a listing."""
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+
+    rows = [("apple", "3"), ("pear", "7"), ("plum", "12")]
+    text = "name,qty\n" + "\n".join(",".join(r) for r in rows) + "\n"
+    call = ExploredCall(index=0, session=0, tool="read_text_file", arguments={"path": "./data.csv"}, text=text)
+    tasks = [t for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    assert tasks and not any(isinstance(t.answer, list) or "," in str(t.answer) for t in tasks)
+    for t in tasks:  # the answer is a cell of the one row whose other cell the task names
+        row = next(r for r in rows if any(re.search(rf"\b{c}\b", t.task) for c in r))
+        assert str(t.answer) in row and not re.search(rf"\b{t.answer}\b", t.task), t.task
+
+
 def test_a_task_that_states_a_value_needs_no_call_that_found_it():
     """Exploring found SKU-3000 by listing first; asked for by its sku, the item needs `get_item`
     alone, asked for by its name, the listing too (what the rollout must find)."""
