@@ -199,6 +199,9 @@ def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset())
     words = [w for w in words_of(title) if w not in FILLER] or words_of(title)
     if len(words) > 2 and words[0] not in VERBS and words[1] in VERBS:  # a prefix naming the server: "github get issue"
         words = [words[1], words[0], *words[2:]]
+    elif len(words) == 2 and words[0] not in VERBS and words[1] in GETS and len(args) == 1:
+        # ... before a verb that gets, what it gets its one argument: "git show" of a revision gives the revision
+        words = [words[1], *words_of(next(iter(args)))]
     verb = words[0] if words and words[0] in VERBS else None
     thing = " ".join(words[1:] if verb else words)
     shown = {k: (PREVIOUS if k in linked else v) for k, v in args.items()}

@@ -17,6 +17,7 @@ CALLS = [
     ("sum", {"numbers": [10, 8.25]}),
     ("git branch", {"branch_type": "all"}),
     ("git log", {}),
+    ("git show", {"revision": "a11a100"}),
     ("convert temperature", {"value": 14, "from_unit": "F", "to_unit": "C"}),
     ("describe table", {"table_name": "orders"}),
     ("Get File Info", {"path": "./docs"}),
@@ -65,6 +66,8 @@ def test_a_title_that_names_or_gets_a_thing_is_asked_about_that_thing() -> None:
     assert all(t.startswith("Convert temperature 14") for t in said("convert temperature", {"value": 14}).asks_result())
     # a listing of a thing a title names is asked for as its plural
     assert all("git branches" in t for t in said("git branch", {}).asks_listing())
+    # a prefix before a verb that gets: what it gets is its one argument
+    assert all("the revision a11a100" in t for t in said("git show", {"revision": "a11a100"}).asks_field("author"))
 
 
 def test_a_field_naming_a_person_is_asked_who_and_a_line_alone_only_where_asked() -> None:
