@@ -72,12 +72,10 @@ def test_a_title_that_names_or_gets_a_thing_is_asked_about_that_thing() -> None:
 
 def test_a_field_naming_a_person_is_asked_who_and_a_line_alone_only_where_asked() -> None:
     s = said("git log", {})
-    assert s.asks_record("author", "of the latest commit") == (
-        "In the git log, who is the author of the latest commit?",
-    )
-    assert s.asks_record("message", "of the latest commit", alone=True)[1:] == (
-        "What is the message of the latest commit?",
-    )
+    assert all(re.search(r"\b[Ww]ho is the author\b", t) for t in s.asks_record("author", "of the latest commit"))
+    named = s.asks_record("message", "of the latest commit")
+    alone = s.asks_record("message", "of the latest commit", alone=True)
+    assert set(named) < set(alone) and all("git log" in t for t in named) and any("git log" not in t for t in alone)
 
 
 def test_a_previous_result_is_said_as_one_not_quoted() -> None:
