@@ -100,6 +100,7 @@ if TYPE_CHECKING:
     from mcprl.tools import ToolPool
 
 MAX_ANSWER_WORDS = 8  # a longer value is prose, not an answer a check can hold
+MAX_ANSWER_CHARS = 80  # ... and a value longer than a line is read off, not answered (a PATH of 200 characters)
 ANSWER_LABEL_WORDS = 3  # words besides a result's one number that still make it that number ("Total: 42 USD")
 FIELDS_PER_RESULT = 3  # field tasks made from one result, at most
 MAX_LISTED = 8  # names a listing may give for a task that asks for them all
@@ -153,13 +154,15 @@ def _answer(text: str) -> Any | None:
 
 
 def _holds(value: Any) -> bool:
-    """Whether a value can be an answer: short, with something a check can hold, and not encoded
-    bytes (a file's base64 `blob`: no one asks for it), and not a yes or no (a guess holds it half the time)."""
+    """Whether a value can be an answer: short (in words and in characters), with something a check can hold, and
+    not encoded bytes (a file's base64 `blob`: no one asks for it), and not a yes or no (a guess holds it half the
+    time)."""
     text = str(value).strip()
     return (
         bool(normalize_text(text))
         and normalize_text(text) not in {"true", "false"}
         and len(text.split()) <= MAX_ANSWER_WORDS
+        and len(text) <= MAX_ANSWER_CHARS
         and len(numbers(text)) <= 1
         and not BASE64.fullmatch(text)
         and not text.endswith(":")

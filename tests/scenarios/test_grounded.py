@@ -528,6 +528,16 @@ def test_a_csv_table_is_asked_for_by_its_cells_not_as_lines():
         assert str(t.answer) in row and not re.search(rf"\b{t.answer}\b", t.task), t.task
 
 
+def test_no_answer_is_longer_than_a_line():
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+
+    env = {"HOME": "/root", "SHELL": "/bin/bash", "PATH": ":".join(f"/opt/tool{i}/bin" for i in range(12))}
+    call = ExploredCall(index=0, session=0, tool="get_env", arguments={}, text=json.dumps(env))
+    tasks = [t for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    assert tasks and all(len(str(t.answer)) <= 80 for t in tasks), [t.answer for t in tasks]
+
+
 def test_a_task_that_states_a_value_needs_no_call_that_found_it():
     """Exploring found SKU-3000 by listing first; asked for by its sku, the item needs `get_item`
     alone, asked for by its name, the listing too (what the rollout must find)."""
