@@ -65,7 +65,6 @@ from mcprl.scenarios.lexicon import (
     shaped,
     singular,
     stated,
-    who,
     words_of,
 )
 from mcprl.scenarios.phrasing import (
@@ -75,7 +74,7 @@ from mcprl.scenarios.phrasing import (
     NAME_ASKS,
     TOPIC_ASKS,
     Said,
-    be,
+    field_words,
     formula,
     noun_of,
     phrase,
@@ -520,12 +519,12 @@ def _field_tasks(
     out: list[Scenario] = []
     # a dated listing's first and last lines by their place ("the latest commit"); only its first, "the first one
     # listed", where its dates are in no order
-    order = _date_order(records) if listing and saying is not None else None
-    places = (
-        {} if order is None else {0: f"{order[0]} {kind or 'one'}", len(records) - 1: f"{order[1]} {kind or 'one'}"}
-    )
-    if listing and saying is not None and order is None and any(ISO_DATE.search(str(v)) for _, v in records[0]):
-        places = {0: "first one listed"}
+    places: dict[int, str] = {}
+    if listing and saying is not None:
+        if (order := _date_order(records)) is not None:
+            places = {0: f"{order[0]} {kind or 'one'}", len(records) - 1: f"{order[1]} {kind or 'one'}"}
+        elif any(ISO_DATE.search(str(v)) for _, v in records[0]):
+            places = {0: "first one listed"}
     for at in rng.sample(range(len(records)), min(2, len(records))):
         record, place = records[at], places.get(at)
         # a key the record holds more than once (lines that were not read as a listing) names no one value
@@ -564,9 +563,7 @@ def _field_tasks(
             # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user
             # might; one question is worded one way, whichever call grounds it, so that duplicates stay duplicates
             if topic is not None and held[field] == 1 and (label is None or rng.random() < 0.5):
-                task = _worded(TOPIC_ASKS, topic, asked).format(
-                    field=asked, be=be(asked), What=who(asked), noun=noun, topic=topic
-                )
+                task = _worded(TOPIC_ASKS, topic, asked).format(**field_words(asked), noun=noun, topic=topic)
                 given = [topic]
             # (not a line of a listing of one thing's parts, which the call named: a table's columns, a folder's
             # files, whose names other things' parts share)
@@ -576,7 +573,7 @@ def _field_tasks(
                 words = label.split()
                 bare = len(words) <= 4 and not re.search(r"\d", label) and len({w[:1].isupper() for w in words}) == 1
                 task = _worded(NAME_ASKS if bare else NAME_ASKS[:1], label, asked).format(
-                    field=asked, be=be(asked), What=who(asked), noun=noun, name=label
+                    **field_words(asked), noun=noun, name=label
                 )
                 given = [label]
             elif place is not None and rng.random() < 0.5:

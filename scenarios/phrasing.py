@@ -154,9 +154,7 @@ class Said:
             asks = STATE_ASKS if phrase is not None else CALL_STATE_ASKS
         else:
             asks = FIELD_ASKS if phrase is not None else CALL_ASKS
-        return tuple(
-            a.format(field=field, be=be(field), What=who(field), phrase=phrase, action=self.order()) for a in asks
-        )
+        return tuple(a.format(**field_words(field), phrase=phrase, action=self.order()) for a in asks)
 
     def asks_record(self, field: str, which: str, alone: bool = False) -> tuple[str, ...]:
         """How a task asks for a field of the line of a listing that `which` picks out ("where the message is
@@ -166,15 +164,7 @@ class Said:
         phrase = self.phrase() or self.listing() or (self.phrase(self.thing) if self.apposed else None)
         asks = RECORD_IN_ASKS if phrase is not None else RECORD_ASKS
         return tuple(
-            a.format(
-                field=field,
-                be=be(field),
-                What=who(field),
-                what=who(field).lower(),
-                which=which,
-                phrase=phrase,
-                action=self.order(),
-            )
+            a.format(**field_words(field), which=which, phrase=phrase, action=self.order())
             for a in (*asks, *(RECORD_ALONE_ASKS if alone else ()))
         )
 
@@ -190,6 +180,13 @@ def be(field: str) -> str:
     """ "are" for a plural field ("permissions"), "is" otherwise."""
     last = field.split(" ")[-1]
     return "are" if singular(last) != last else "is"
+
+
+def field_words(field: str) -> dict[str, str]:
+    """How a template says a field: `field`, its verb `be` ("is", "are") and what it is asked as, `What`/`what`
+    ("Who" for a person: mcprl.scenarios.lexicon.who)."""
+    asked = who(field)
+    return {"field": field, "be": be(field), "What": asked, "what": asked.lower()}
 
 
 def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset()) -> Said:
