@@ -43,14 +43,16 @@ import hashlib
 import json
 import random
 import re
+import shutil
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 from pydantic import BaseModel, Field
 
 from mcprl.checks import Check, ContainsCheck, HoldsCheck, holds_answer, normalize_text, numbers
+from mcprl.errors import UserError
 from mcprl.scenarios.explore import Exploration, ExploredCall, may_write, source_call
 from mcprl.scenarios.lexicon import (
     EARLIEST,
@@ -92,11 +94,8 @@ from mcprl.scenarios.results import (
     server_text,
 )
 from mcprl.scenarios.selection import focus, optional_parameters, select
-from mcprl.tools import ServerGone
+from mcprl.tools import ServerGone, ServerSpec, ToolPool
 from mcprl.types import ReferenceCall, Scenario
-
-if TYPE_CHECKING:
-    from mcprl.tools import ToolPool
 
 MAX_ANSWER_WORDS = 8  # a longer value is prose, not an answer a check can hold
 MAX_ANSWER_CHARS = 80  # ... and a value longer than a line is read off, not answered (a PATH of 200 characters)
@@ -172,6 +171,11 @@ def _holds(value: Any) -> bool:
 ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b")
 WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
 CLOCK_SPAN = datetime.timedelta(hours=36)
+# Where a task's answer came from a result that read the server's clock, the task is replayed again with the
+# clock this far ahead (libfaketime's offset): half a year and a day, on the other side of daylight saving in both
+# hemispheres, on another weekday, at another hour. An answer that comes back then too (9:30 in Tokyo is 6:00 in
+# Kolkata) does not hold only today.
+CLOCK_MOVE = "+4397.3h"
 
 
 def clock_bound(text: str, answer: Any, now: datetime.datetime | None = None) -> bool:
@@ -194,6 +198,16 @@ def clock_bound(text: str, answer: Any, now: datetime.datetime | None = None) ->
         or isinstance(answer, (int, float))
         or re.fullmatch(r"[+-]?\d+(?:[.:]\d+)?\s*h?", said) is not None
     )
+
+
+def clock_moved(spec: ServerSpec) -> ServerSpec | None:
+    """`spec`'s server started with its clock `CLOCK_MOVE` ahead (by libfaketime's `faketime`, where it is
+    installed); None where it cannot be: a server behind a URL, or no `faketime`."""
+    faketime = shutil.which("faketime")
+    if spec.transport != "stdio" or faketime is None:
+        return None
+    # an offset, not a date: the clock goes on from there, and the server's timers keep time
+    return spec.model_copy(update={"command": [faketime, "-f", CLOCK_MOVE, *spec.command]})
 
 
 def _chain(calls: list[ExploredCall], call: ExploredCall) -> list[ExploredCall]:
@@ -728,6 +742,17 @@ def _number_of(text: str, words: int | None = None) -> float | int | None:
     return int(value) if value.is_integer() else value
 
 
+def comes_back(original: str, replayed: str, answer: Any) -> bool:
+    """Whether a replayed result gives `answer` where the `original` result gave it: in each field that held it
+    there (a time difference of 9 hours, not the "+09:00" of a date beside it); anywhere in its text where no field
+    did (prose that states it)."""
+
+    def places(text: str) -> set[str]:
+        return {field for field, value in result_values(text, None) if holds_answer(str(value), answer)}
+
+    return holds_answer(replayed, answer) and places(original) <= places(replayed)
+
+
 async def verify(
     tasks: list[Scenario], pool: ToolPool, *, say: Callable[[str], None] = print
 ) -> tuple[list[Scenario], Counter]:
@@ -768,7 +793,10 @@ async def verify(
         for t in group:
             if last is None:
                 dropped["chain failed on replay"] += 1
-            elif all(holds_answer(last, v) for v in (t.answer if isinstance(t.answer, list) else [t.answer])):
+            elif all(
+                comes_back(t.reference[-1].result if t.read_back is None else "", last, v)
+                for v in (t.answer if isinstance(t.answer, list) else [t.answer])
+            ):
                 kept.append(t)
             else:
                 dropped["answer not reproduced"] += 1
@@ -836,7 +864,7 @@ async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
                 options = [
                     (got, tool, parameter)
                     for tool, parameter in tools
-                    if (got := found[tool, name]) and holds_answer(got[2], t.answer)
+                    if (got := found[tool, name]) and comes_back(t.reference[-1].result, got[2], t.answer)
                 ]
                 if options and (min(options)[0][0], 1) < focus(t):
                     (records, text, _), tool, parameter = min(options)
@@ -874,18 +902,33 @@ async def ground(
     }
     optional = optional_parameters(pool.toolset.mcp_tools)
     found = candidates(exploration, descriptions, seed=seed, titles=titles)
-    timeless = [t for t in found if not clock_bound(t.reference[-1].result, t.answer)]
+    # a task whose answer came from the server's clock is kept only where it comes back with the clock moved
+    clocked = {id(t) for t in found if clock_bound(t.reference[-1].result, t.answer)}
+    later = clock_moved(pool.spec)
+    timeless = [t for t in found if id(t) not in clocked or later is not None]
     fits = [t for t in timeless if max_calls is None or len(t.reference) <= max_calls]
     shortened = await shortcut(fits, pool)
     ordered, dropped = select(fits, len(fits), seed=seed, optional=optional)
     if len(timeless) < len(found):
-        dropped["holds only today (the server's clock)"] += len(found) - len(timeless)
+        dropped[
+            "holds only today (the server's clock; with faketime installed it is replayed with the clock moved)"
+        ] += len(found) - len(timeless)
     if len(fits) < len(timeless):
         dropped[f"more calls than an episode's {max_calls}"] += len(timeless) - len(fits)
     verified: list[Scenario] = []
     while ordered and len(verified) < n:
         batch, ordered = ordered[: n - len(verified)], ordered[n - len(verified) :]
         kept, lost = await verify(batch, pool, say=say)
+        if later is not None and (bound := [t for t in kept if id(t) in clocked]):
+            held: list[Scenario] = []
+            try:  # a server that cannot start with its clock moved keeps none of them
+                async with ToolPool(later, per_rollout=pool.per_rollout, workdir=pool.workdir) as moved:
+                    held, _ = await verify(bound, moved, say=say)
+            except UserError as e:
+                say(f"could not start the server with its clock moved ({e}); its clock's tasks are dropped")
+            kept = [t for t in kept if id(t) not in clocked or any(h is t for h in held)]
+            if len(held) < len(bound):
+                lost["holds only today (another answer with the clock moved)"] += len(bound) - len(held)
         verified += kept
         dropped.update(lost)
     picked, left = select(

@@ -22,16 +22,56 @@ def focus(task: Scenario) -> tuple[int, int, int]:
     return task.metadata.get("records", 1), len(task.reference), sum(len(c.arguments) for c in task.reference)
 
 
-def meaning(task: Scenario, optional: Mapping[str, set[str]]) -> tuple[Any, ...]:
+def asks(task: Scenario) -> tuple[str, str]:
+    """The tool a task's chain ends with and what it asks of its result (the field, else the kind of task)."""
+    return task.reference[-1].tool, task.metadata.get("field") or task.metadata["kind"]
+
+
+def idle_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
+    """(tool, what is asked: `asks`) -> the parameters whose value changed no answer: tasks asking the same of
+    the same tool, given the same values but for that parameter's, have one answer (a time difference is the
+    same at 9:30 and at noon)."""
+    answers: dict[tuple[Any, ...], dict[str, str]] = defaultdict(dict)  # ... -> that parameter's value -> answer
+    for t in tasks:
+        if t.read_back is not None:
+            continue
+        arguments = {k: normalize_text(value_text(v)) for k, v in t.reference[-1].arguments.items()}
+        for k, v in arguments.items():
+            rest = tuple(sorted((k2, v2) for k2, v2 in arguments.items() if k2 != k))
+            answers[(*asks(t), k, rest)][v] = normalize_text(str(t.answer))
+    idle: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for (tool, field, k, _), by_value in answers.items():
+        if len(by_value) > 1 and len(set(by_value.values())) == 1:
+            idle[tool, field].add(k)
+    return idle
+
+
+def twice(task: Scenario, optional: Mapping[str, set[str]]) -> bool:
+    """Whether a task's call is given one text twice as what it works on (not as `optional` filters, where
+    one date as both bounds of a range asks for that day): converting a zone or a unit to itself asks nothing."""
+    call = task.reference[-1]
+    texts = [
+        normalize_text(v)
+        for k, v in call.arguments.items()
+        if isinstance(v, str) and k not in optional.get(call.tool, ())
+    ]
+    return len(set(texts)) < len(texts)
+
+
+def meaning(
+    task: Scenario, optional: Mapping[str, set[str]], idle: Mapping[tuple[str, str], set[str]] | None = None
+) -> tuple[Any, ...]:
     """What a task asks, whatever its wording or the chain that grounded it: the field it asks for (else
     the tool its chain ends with), its answer and the values it states, but those of `optional`
-    parameters (tool -> names): a filter that left the answer where it was does not make another question."""
+    parameters (tool -> names) and `idle` ones (`idle_parameters`): a filter that left the answer where it
+    was, or a value that changed no answer, does not make another question."""
     given = task.metadata.get("given") or [value_text(v) for v in task.reference[-1].arguments.values()]
+    unchanged = (idle or {}).get(asks(task), set())
     filters = {
         normalize_text(value_text(v))
         for c in task.reference
         for k, v in c.arguments.items()
-        if k in optional.get(c.tool, ())
+        if k in optional.get(c.tool, ()) or c is task.reference[-1] and k in unchanged
     }
     return (
         task.metadata.get("field") or task.reference[-1].tool,
@@ -63,8 +103,12 @@ def select(
     rng = random.Random(f"{seed}/grounded/select")
     dropped: Counter = Counter()
     unique: dict[str, Scenario] = {}
+    idle = idle_parameters(tasks)
     for t in tasks:
-        key = repr(meaning(t, optional or {}))
+        if twice(t, optional or {}):
+            dropped["one text given twice"] += 1
+            continue
+        key = repr(meaning(t, optional or {}, idle))
         if key in unique:
             dropped["duplicate"] += 1
             # of the chains that answer one task, the one a rollout can best follow: the answer in the
@@ -75,9 +119,10 @@ def select(
             unique[key] = t
     by_tool: dict[str, dict[str, list[Scenario]]] = defaultdict(lambda: defaultdict(list))
     for t in unique.values():
-        by_tool[t.reference[-1].tool][t.metadata.get("field", t.metadata["kind"])].append(t)
-    for asks in by_tool.values():
-        for group in asks.values():
+        tool, field = asks(t)
+        by_tool[tool][field].append(t)
+    for groups in by_tool.values():
+        for group in groups.values():
             rng.shuffle(group)
             group.sort(key=lambda t: t.difficulty or 1)  # easy first within a group: a curriculum's start
     turn = {tool: 0 for tool in by_tool}  # the next group of each tool's to take from
@@ -88,10 +133,10 @@ def select(
         return groups[(turn[tool] - 1) % len(groups)].pop(0)
 
     picked: list[Scenario] = []
-    while len(picked) < n and any(g for asks in by_tool.values() for g in asks.values()):
+    while len(picked) < n and any(g for groups in by_tool.values() for g in groups.values()):
         for tool in sorted(by_tool):
             if any(by_tool[tool].values()) and len(picked) < n:
                 picked.append(take(tool))
-    if left := sum(len(g) for asks in by_tool.values() for g in asks.values()):
+    if left := sum(len(g) for groups in by_tool.values() for g in groups.values()):
         dropped["beyond the number asked for"] += left
     return picked, dropped

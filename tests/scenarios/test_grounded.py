@@ -1005,3 +1005,49 @@ async def test_a_task_that_names_its_record_is_shown_the_one_call_a_person_would
         assert t.reference[0].arguments == {"query": t.metadata["given"][0]}
         assert str(t.answer) in t.reference[0].result.replace("$", "")
     assert unheld.reference[0].tool == "list_items"
+
+
+def test_a_replayed_answer_counts_only_where_it_came_back_in_its_own_field():
+    """A time difference of 0 hours is not given back by a date's "+00:00" beside a difference of 1 hour, nor by
+    another tool's date; a sentence gives its number back where it states it again."""
+    from mcprl.scenarios.grounded import comes_back
+
+    def converted(offset: str, difference: str) -> str:
+        return json.dumps({"target": {"datetime": f"2027-05-30T10:30:00{offset}"}, "time_difference": difference})
+
+    assert comes_back(converted("+00:00", "+0.0h"), converted("+00:00", "+0.0h"), 0)
+    assert not comes_back(converted("+00:00", "+0.0h"), converted("+01:00", "+1.0h"), 0)
+    assert not comes_back(converted("+00:00", "+0.0h"), json.dumps({"datetime": "2026-11-28T02:34:09+00:00"}), 0)
+    assert comes_back("The meeting is in room 4.", "The meeting is in room 4.", 4)
+    assert not comes_back("The meeting is in room 4.", "The meeting moved to room 5.", 4)
+
+
+def test_a_value_that_changed_no_answer_makes_no_other_question_and_one_text_given_twice_none():
+    """Three times of day give one time difference: one question, not three. Converting a zone to itself
+    asks nothing, where the zones are what the call works on. A value that changed the answer still makes
+    its own question."""
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+    from mcprl.scenarios.selection import select
+
+    def convert(index: int, source: str, at: str, target: str, difference: float) -> ExploredCall:
+        result = {"source": source, "target": target, "time_difference": f"{difference:+.1f}h"}
+        arguments = {"source_timezone": source, "time": at, "target_timezone": target}
+        return ExploredCall(index=index, session=0, tool="convert_time", arguments=arguments, text=json.dumps(result))
+
+    calls = [
+        *(convert(i, "America/New_York", at, "Europe/London", 5) for i, at in enumerate(["09:30", "12:00", "8:54"])),
+        convert(3, "Asia/Tokyo", "09:30", "Europe/London", -9),
+        convert(4, "Asia/Tokyo", "09:30", "Asia/Tokyo", 0),
+    ]
+    found = [
+        t for t in candidates(Exploration(calls=calls), {}, seed=0) if t.metadata.get("field") == "time_difference"
+    ]
+    assert {t.reference[-1].arguments["time"] for t in found if t.answer == 5} == {"09:30", "12:00", "8:54"}
+    kept, dropped = select(found, 10, seed=0)
+    asked = sorted((t.reference[-1].arguments["source_timezone"], t.answer) for t in kept)
+    assert asked == [("America/New_York", 5), ("Asia/Tokyo", -9)], [t.task for t in kept]
+    assert dropped["one text given twice"] == 1
+    # as filters, one value given twice narrows (one date as both bounds of a range asks for that day)
+    _, dropped = select(found, 10, seed=0, optional={"convert_time": {"source_timezone", "target_timezone"}})
+    assert not dropped["one text given twice"]

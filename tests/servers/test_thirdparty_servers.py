@@ -1,9 +1,10 @@
 """Exploring and grounding on MCP servers we did not write (mcprl.scenarios.explore, .values, .grounded),
 installed from PyPI into their own environment as a user would: mcp-server-calculator (one tool,
-`calculate(expression)`) and mcp-server-git (every tool takes `repo_path`, which must lie inside the
-`--repository` on its command line). The tests state properties: a working call on every tool that
-can answer, no failed call made twice, the bounds kept, every kept task's answer given by the server
-when the test replays its chain, and no task that states its own answer."""
+`calculate(expression)`), mcp-server-git (every tool takes `repo_path`, which must lie inside the
+`--repository` on its command line) and mcp-server-time (every result states today's date). The tests
+state properties: a working call on every tool that can answer, no failed call made twice, the bounds kept,
+every kept task's answer given by the server when the test replays its chain, and no task that states its
+own answer."""
 
 from __future__ import annotations
 
@@ -24,14 +25,20 @@ from mcprl.tools import ServerSpec, ToolPool
 
 REPO = Path(__file__).resolve().parents[2]
 VENV = REPO / ".venv-thirdparty"
-PACKAGES = ["mcp-server-calculator==0.2.1", "mcp-server-git==2026.10.10"]
+PACKAGES = ["mcp-server-calculator==0.2.1", "mcp-server-git==2026.10.10", "mcp-server-time==2026.10.10"]
 
 
 @pytest.fixture(scope="session")
 def thirdparty_bin() -> Path:
     """The bin/ of an environment holding the third-party servers (made in REPO/.venv-thirdparty if missing)."""
     python = VENV / "bin" / "python"
-    check = [str(python), "-m", "pip", "show", "-q", *[p.split("==")[0] for p in PACKAGES]]
+    # every pin installed, at its version (`pip show` succeeds where one of several is)
+    pins = dict(p.split("==") for p in PACKAGES)
+    check = [
+        str(python),
+        "-c",
+        f"import importlib.metadata as m; assert all(m.version(p) == v for p, v in {pins!r}.items())",
+    ]
     if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
         return VENV / "bin"
     made = subprocess.run([sys.executable, "-m", "venv", str(VENV)], capture_output=True, text=True)
@@ -198,3 +205,44 @@ async def test_a_zero_data_run_on_a_repository_never_offers_its_writing_tools(th
     offered = {t["function"]["name"] for t in json.loads((run / "tools.json").read_text())["tools"]}
     assert offered == {t["name"] for t in tools} - writers
     assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=git_repo, capture_output=True, text=True).stdout == head
+
+
+def json_fields(text: str, answer: object) -> set[str]:
+    """The paths of the scalars of a JSON result that hold `answer`."""
+
+    def walk(data: object, path: str) -> list[tuple[str, object]]:
+        if isinstance(data, dict):
+            return [pair for k, v in data.items() for pair in walk(v, f"{path}/{k}")]
+        return [(path, data)]
+
+    return {path for path, value in walk(json.loads(text), "") if holds_answer(str(value), answer)}
+
+
+@pytest.mark.anyio
+async def test_a_clock_servers_tasks_are_those_that_hold_with_its_clock_moved(thirdparty_bin, monkeypatch):
+    """mcp-server-time: every result states today's date, and every task was dropped as holding only today.
+    Replayed with the server's clock half a year ahead (faketime), the answers that come back then, in the field
+    they came from, are kept: a time difference, not a day of the week or a difference that daylight saving moves.
+    Where the clock cannot be moved, none is kept."""
+    from mcprl.scenarios import grounded
+
+    spec = ServerSpec.parse(str(thirdparty_bin / "mcp-server-time"))
+    later = grounded.clock_moved(spec)
+    if later is None:
+        pytest.skip("faketime is not installed (make clock, or apt-get install faketime)")
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=30), seed=0, say=lambda _: None)
+        tasks, report = await ground(pool, 4, exploration, seed=0, say=lambda _: None)
+        assert len(tasks) >= 2 and not failed_twice(exploration), report.summary()
+        await check_answers(pool, tasks)
+        monkeypatch.setattr(grounded.shutil, "which", lambda _: None)
+        unmoved, _ = await ground(pool, 4, exploration, seed=0, say=lambda _: None)
+        assert unmoved == []
+    for t in tasks:
+        now, moved = [], []
+        for spec_at, results in ((spec, now), (later, moved)):
+            async with ToolPool(spec_at).session() as session:
+                for step in t.reference:
+                    results.append((await session.call(step.tool, step.arguments)).text)
+        assert json_fields(now[-1], t.answer) == json_fields(moved[-1], t.answer) != set(), (t.task, now, moved)
+        assert now[-1] != moved[-1]  # the clock was moved: the result states another date
