@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 
 from mcprl.checks import holds_answer
 from mcprl.scenarios.explore import Exploration, ExploredCall, may_write
-from mcprl.scenarios.grounded import _chain, _needed, _text_parameter
+from mcprl.scenarios.replay import REPLAYS_AT_ONCE, chain_of, needed, text_parameter
 from mcprl.scenarios.results import found_nothing, result_records, result_values
 from mcprl.tools import ServerGone
 from mcprl.types import ReferenceCall, Scenario
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 FURTHER_CALLS = 24  # calls made besides the exploration's, for tasks none of whose candidates takes a stated value
 VALUES_PER_TASK = 3  # values a task states that further calls are made with, longest first
 REPLAYS_PER_TASK = 3  # candidates replayed per task before it is given none
-REPLAYS_AT_ONCE = 4  # where every session is its own server process
 # an id a task states: letters and digits joined ("SKU-3486", "A4", "order_17"), or a quoted string
 ID_LIKE = re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]*\b")
 QUOTED = re.compile(r"[\"“']([^\"”']{2,60})[\"”']")
@@ -122,7 +121,7 @@ class Candidate(BaseModel):
 
 def _candidate(task: str, chain: list[ExploredCall], values: list[str], answer: tuple[list[Any], bool]) -> Candidate:
     """A chain as a candidate reference; `values`: those the task states (`named`)."""
-    chain = _needed(task, chain)
+    chain = needed(task, chain)
     last = chain[-1]
     records = [_record_text(r) for r in result_records(last.data, last.structured)]
     holding = [r for r in records if holds(r, answer)] or [last.data]
@@ -157,13 +156,13 @@ async def find_references(
         return scenarios, report
     calls = readable(exploration)
     seen = sorted({str(v) for c in calls for _, v in result_values(c.data, c.structured) if isinstance(v, str)})
-    lookups = [(t["name"], p) for t in pool.toolset.mcp_tools if not may_write(t) and (p := _text_parameter(t))]
+    lookups = [(t["name"], p) for t in pool.toolset.mcp_tools if not may_write(t) and (p := text_parameter(t))]
     made = {(c.tool, repr(sorted(c.arguments.items()))) for c in exploration.calls}
     values = {i: named(scenarios[i].task, seen, answer) for i, answer in wanted.items()}
     candidates: dict[int, list[Candidate]] = {}
     for i, answer in wanted.items():
         task = scenarios[i].task
-        found = [_candidate(task, _chain(calls, c), values[i], answer) for c in calls if holds(c.data, answer)]
+        found = [_candidate(task, chain_of(calls, c), values[i], answer) for c in calls if holds(c.data, answer)]
         # a task that states values (a name, an id) asks about their record: a chain related to none of
         # them holds the answer by chance ("aisle 5" of another item)
         candidates[i] = [c for c in found if c.related or not values[i]]

@@ -30,30 +30,27 @@ away, is not used.
 
 A task that names its record but whose chain found it the long way (a listing's line) is given the
 one call a person would make where one exists (`shortcut`: a search for the name). Before use,
-every task's chain is replayed in a fresh session: a task whose answer does not come
-back (a clock, a random id, a chain that cannot reach it) is dropped. What is left is
+every task's chain is replayed in a fresh session (mcprl.scenarios.replay): a task whose answer does not come
+back where it came from (a random id, a chain that cannot reach it, a clock where it cannot be moved) is dropped. What is left is
 deduplicated and spread over the tools; the report says how many were kept and dropped, and why,
 and which tools no task covers.
 """
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import json
 import random
 import re
-import shutil
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
 
-import anyio
 from pydantic import BaseModel, Field
 
 from mcprl.checks import Check, ContainsCheck, HoldsCheck, holds_answer, normalize_text, numbers
 from mcprl.errors import UserError
-from mcprl.scenarios.explore import Exploration, ExploredCall, may_write, source_call
+from mcprl.scenarios.explore import Exploration, ExploredCall, may_write
 from mcprl.scenarios.lexicon import (
     EARLIEST,
     LATEST,
@@ -84,7 +81,9 @@ from mcprl.scenarios.phrasing import (
     said,
     value_text,
 )
+from mcprl.scenarios.replay import chain_of, clock_bound, clock_moved, comes_back, needed, text_parameter, verify
 from mcprl.scenarios.results import (
+    ISO_DATE,
     MESSAGE,
     NOTHING,
     result_data,
@@ -94,7 +93,7 @@ from mcprl.scenarios.results import (
     server_text,
 )
 from mcprl.scenarios.selection import focus, optional_parameters, select
-from mcprl.tools import ServerGone, ServerSpec, ToolPool
+from mcprl.tools import ServerGone, ToolPool
 from mcprl.types import ReferenceCall, Scenario
 
 MAX_ANSWER_WORDS = 8  # a longer value is prose, not an answer a check can hold
@@ -103,7 +102,6 @@ ANSWER_LABEL_WORDS = 3  # words besides a result's one number that still make it
 FIELDS_PER_RESULT = 3  # field tasks made from one result, at most
 MAX_LISTED = 8  # names a listing may give for a task that asks for them all
 ANSWER_WORDS = 12  # words an answer may add around the value ("The confirmation code of the email is ZOE67V.")
-REPLAYS_AT_ONCE = 4  # chains replayed at once where every session is its own server process
 BASE64 = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
 
 
@@ -167,80 +165,6 @@ def _holds(value: Any) -> bool:
     )
 
 
-# An ISO date, with a time or not ("2026-11-27", "2026-11-27T14:00:00+01:00", "2026-11-27 09:40:46")
-ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b")
-WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
-CLOCK_SPAN = datetime.timedelta(hours=36)
-# Where a task's answer came from a result that read the server's clock, the task is replayed again with the
-# clock this far ahead (libfaketime's offset): half a year and a day, on the other side of daylight saving in both
-# hemispheres, on another weekday, at another hour. An answer that comes back then too (9:30 in Tokyo is 6:00 in
-# Kolkata) does not hold only today.
-CLOCK_MOVE = "+4397.3h"
-
-
-def clock_bound(text: str, answer: Any, now: datetime.datetime | None = None) -> bool:
-    """Whether an answer holds only today: the result it comes from states the date of about now
-    (the server read its clock), and the answer is such a date, a weekday, a flag or an offset
-    (a number, "+6.0h", "-04:00") rather than a name or a record's field (a commit's author stays)."""
-    now = now or datetime.datetime.now(datetime.UTC)
-    dates = []
-    for m in ISO_DATE.finditer(text):
-        try:
-            dates.append(datetime.datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=datetime.UTC))
-        except ValueError:
-            continue
-    if not any(abs(d - now) <= CLOCK_SPAN for d in dates):
-        return False
-    said = str(answer).strip()
-    return (
-        ISO_DATE.search(said) is not None
-        or normalize_text(said) in WEEKDAYS | {"true", "false"}
-        or isinstance(answer, (int, float))
-        or re.fullmatch(r"[+-]?\d+(?:[.:]\d+)?\s*h?", said) is not None
-    )
-
-
-def clock_moved(spec: ServerSpec) -> ServerSpec | None:
-    """`spec`'s server started with its clock `CLOCK_MOVE` ahead (by libfaketime's `faketime`, where it is
-    installed); None where it cannot be: a server behind a URL, or no `faketime`."""
-    faketime = shutil.which("faketime")
-    if spec.transport != "stdio" or faketime is None:
-        return None
-    # an offset, not a date: the clock goes on from there, and the server's timers keep time
-    return spec.model_copy(update={"command": [faketime, "-f", CLOCK_MOVE, *spec.command]})
-
-
-def _chain(calls: list[ExploredCall], call: ExploredCall) -> list[ExploredCall]:
-    """`call` and the calls its arguments came from, transitively, in the order they were made."""
-    by_index = {c.index: c for c in calls}
-    order: dict[int, ExploredCall] = {}
-    todo = [call]
-    while todo:
-        c = todo.pop()
-        if c.index not in order:
-            order[c.index] = c
-            todo += [by_index[p] for p in c.parents if p in by_index]
-    return [order[i] for i in sorted(order)]
-
-
-def _needed(task: str, chain: list[ExploredCall]) -> list[ExploredCall]:
-    """The calls of `chain` a rollout must make: the last, the writes (they made the state the
-    others read), and the earlier calls whose results gave one of those a value the task does not
-    state. `What is the price of the item with sku SKU-3000?` needs `get_item` alone, although
-    exploring found SKU-3000 by `list_items` first."""
-    by_index = {c.index: c for c in chain}
-    needed, todo = set(), [chain[-1], *(c for c in chain if c.writes)]
-    while todo:
-        c = todo.pop()
-        if c.index in needed:
-            continue
-        needed.add(c.index)
-        for k, v in c.arguments.items():
-            if (parent := by_index.get(source_call(c.sources.get(k, "")))) and not holds_answer(task, v):
-                todo.append(parent)
-    return [c for c in chain if c.index in needed]
-
-
 def _id(task: str, chain: list[ExploredCall] | list[ReferenceCall]) -> str:
     """A grounded task's id: its text's and its chain's, so the same seed grounds the same ids (what
     a scenario is shown keys on it)."""
@@ -258,7 +182,7 @@ def _scenario(
     given: list[str] | None = None,
     check: Check | None = None,
 ) -> Scenario:
-    chain = _needed(task, chain)
+    chain = needed(task, chain)
     return Scenario(
         id=_id(task, chain),
         task=task,
@@ -303,7 +227,7 @@ def _write_tasks(
     write, before = by_index.get(again.reads_back), by_index.get(again.repeats)  # type: ignore[arg-type]
     if write is None or before is None or write.is_error or before.is_error or again.is_error:
         return []
-    chain = _chain(calls, write)
+    chain = chain_of(calls, write)
     if any(c.is_error or any(shaped(v) for v in c.arguments.values()) for c in chain):
         return []  # (a write stated by its query, "INSERT INTO ...", would paste it)
     old = {(k, str(v)) for k, v in result_values(before.data, before.structured)}
@@ -396,7 +320,7 @@ def candidates(
         if call.is_error:
             continue
         call = plainest(call)
-        chain = _chain(calls, call)
+        chain = chain_of(calls, call)
         if any(c.is_error for c in chain):
             continue
         # a query (an SQL statement) is never pasted into a task: a call of one the lexicon knows is asked about by
@@ -742,91 +666,6 @@ def _number_of(text: str, words: int | None = None) -> float | int | None:
     return int(value) if value.is_integer() else value
 
 
-def comes_back(original: str, replayed: str, answer: Any) -> bool:
-    """Whether a replayed result gives `answer` where the `original` result gave it: in each field that held it
-    there (a time difference of 9 hours, not the "+09:00" of a date beside it); anywhere in its text where no field
-    did (prose that states it)."""
-
-    def places(text: str) -> set[str]:
-        return {field for field, value in result_values(text, None) if holds_answer(str(value), answer)}
-
-    return holds_answer(replayed, answer) and places(original) <= places(replayed)
-
-
-async def verify(
-    tasks: list[Scenario], pool: ToolPool, *, say: Callable[[str], None] = print
-) -> tuple[list[Scenario], Counter]:
-    """The tasks whose reference chain, replayed in a fresh session, still brings their answer back;
-    and why the others were dropped. Tasks sharing a chain share one replay."""
-    by_chain: dict[str, list[Scenario]] = defaultdict(list)
-    for t in tasks:
-        by_chain[repr(([(c.tool, c.arguments) for c in t.reference], t.read_back))].append(t)
-    kept: list[Scenario] = []
-    dropped: Counter = Counter()
-    limiter = anyio.CapacityLimiter(REPLAYS_AT_ONCE if pool.per_rollout else 1)
-    done = running = 0
-    retry: list[list[Scenario]] = []  # chains that failed while others replayed beside them, to replay alone
-
-    async def replay(group: list[Scenario]) -> None:
-        nonlocal done, running
-        last: str | None = None
-        async with limiter:
-            running += 1
-            crowded = running > 1
-            try:
-                async with pool.session() as session:
-                    read_back = [ReferenceCall(**group[0].read_back)] if group[0].read_back else []
-                    for step in [*group[0].reference, *read_back]:
-                        outcome = await session.call(step.tool, step.arguments)
-                        if outcome.is_error:
-                            last = None
-                            break
-                        last = outcome.data_text  # the server's text, not our placeholder for an image
-            except ServerGone:
-                last = None
-            crowded = crowded or running > 1
-            running -= 1
-        if last is None and crowded:
-            retry.append(group)
-            limiter.total_tokens = 1  # from now on, one at a time
-            return
-        for t in group:
-            if last is None:
-                dropped["chain failed on replay"] += 1
-            elif all(
-                comes_back(t.reference[-1].result if t.read_back is None else "", last, v)
-                for v in (t.answer if isinstance(t.answer, list) else [t.answer])
-            ):
-                kept.append(t)
-            else:
-                dropped["answer not reproduced"] += 1
-        done += 1
-        if done % 20 == 0:
-            say(f"verifying grounded tasks: {done}/{len(by_chain)} chains replayed, {len(kept)} tasks kept")
-
-    async with anyio.create_task_group() as tg:
-        for group in by_chain.values():
-            tg.start_soon(replay, group)
-    # a chain that failed while others replayed beside it may have failed for them (a database file that one
-    # process at a time may lock): it is replayed again, alone
-    again, retry = retry, []
-    for group in again:
-        await replay(group)
-    order = {id(t): i for i, t in enumerate(tasks)}
-    return sorted(kept, key=lambda t: order[id(t)]), dropped
-
-
-def _text_parameter(tool: dict[str, Any]) -> str | None:
-    """The one text parameter a tool can be called with alone (its one required parameter, or its
-    one parameter when none is required), if it has one."""
-    schema = tool.get("inputSchema") or {}
-    props, required = schema.get("properties") or {}, schema.get("required") or []
-    names = required if required else list(props)
-    if len(names) == 1 and (props.get(names[0]) or {}).get("type") == "string":
-        return names[0]
-    return None
-
-
 async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
     """Give a task that names its record (`metadata["given"]`, a name it states) but whose chain finds
     it the long way (a listing's line; a listing, then a lookup by its id; a category's search) a
@@ -835,7 +674,7 @@ async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
     references of unsolved groups show, and what a person would do: search for the steel level,
     not list 36 items first. Returns how many chains were shortened."""
     assert pool.toolset is not None
-    tools = [(t["name"], p) for t in pool.toolset.mcp_tools if not may_write(t) and (p := _text_parameter(t))]
+    tools = [(t["name"], p) for t in pool.toolset.mcp_tools if not may_write(t) and (p := text_parameter(t))]
     long = [t for t in tasks if t.metadata.get("given") and t.read_back is None and focus(t) > (1, 1)]
     if not tools or not long:
         return 0

@@ -567,7 +567,7 @@ def test_a_task_that_states_a_value_needs_no_call_that_found_it():
                 found["SKU-3000" in t.task] = [c.tool for c in t.reference]
     assert found == {True: ["get_item"], False: ["list_items", "get_item"]}
     # a write the chain made stays: it made the state the read reads
-    from mcprl.scenarios.grounded import _needed
+    from mcprl.scenarios.replay import needed
 
     write = ExploredCall(
         index=2,
@@ -580,7 +580,7 @@ def test_a_task_that_states_a_value_needs_no_call_that_found_it():
         text="SKU-3000 (mini hook): stock 40 -> 47",
     )
     read = item.model_copy(update={"index": 3})
-    assert [c.tool for c in _needed("What is the stock of the item with sku SKU-3000?", [listing, write, read])] == [
+    assert [c.tool for c in needed("What is the stock of the item with sku SKU-3000?", [listing, write, read])] == [
         "update_stock",
         "get_item",
     ]
@@ -1010,7 +1010,7 @@ async def test_a_task_that_names_its_record_is_shown_the_one_call_a_person_would
 def test_a_replayed_answer_counts_only_where_it_came_back_in_its_own_field():
     """A time difference of 0 hours is not given back by a date's "+00:00" beside a difference of 1 hour, nor by
     another tool's date; a sentence gives its number back where it states it again."""
-    from mcprl.scenarios.grounded import comes_back
+    from mcprl.scenarios.replay import comes_back
 
     def converted(offset: str, difference: str) -> str:
         return json.dumps({"target": {"datetime": f"2027-05-30T10:30:00{offset}"}, "time_difference": difference})

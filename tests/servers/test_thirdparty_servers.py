@@ -224,10 +224,10 @@ async def test_a_clock_servers_tasks_are_those_that_hold_with_its_clock_moved(th
     Replayed with the server's clock half a year ahead (faketime), the answers that come back then, in the field
     they came from, are kept: a time difference, not a day of the week or a difference that daylight saving moves.
     Where the clock cannot be moved, none is kept."""
-    from mcprl.scenarios import grounded
+    from mcprl.scenarios import replay
 
     spec = ServerSpec.parse(str(thirdparty_bin / "mcp-server-time"))
-    later = grounded.clock_moved(spec)
+    later = replay.clock_moved(spec)
     if later is None:
         pytest.skip("faketime is not installed (make clock, or apt-get install faketime)")
     async with ToolPool(spec) as pool:
@@ -235,7 +235,7 @@ async def test_a_clock_servers_tasks_are_those_that_hold_with_its_clock_moved(th
         tasks, report = await ground(pool, 4, exploration, seed=0, say=lambda _: None)
         assert len(tasks) >= 2 and not failed_twice(exploration), report.summary()
         await check_answers(pool, tasks)
-        monkeypatch.setattr(grounded.shutil, "which", lambda _: None)
+        monkeypatch.setattr(replay.shutil, "which", lambda _: None)
         unmoved, _ = await ground(pool, 4, exploration, seed=0, say=lambda _: None)
         assert unmoved == []
     for t in tasks:

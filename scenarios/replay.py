@@ -1,0 +1,180 @@
+"""Reference chains and their replay: the calls a task's answer came from (`chain`), the ones a rollout must
+make (`needed`), and the check that a task's chain, replayed in a fresh session, gives its answer back where it
+came from (`comes_back`, `verify`). An answer from a result that states about today's date (`clock_bound`) is
+replayed again with the server's clock moved (`clock_moved`), and holds only where it comes back then too.
+Grounding (mcprl.scenarios.grounded) and the references found for a user's own tasks
+(mcprl.scenarios.answers) replay their chains here."""
+
+from __future__ import annotations
+
+import datetime
+import re
+import shutil
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from mcprl.checks import holds_answer, normalize_text
+from mcprl.scenarios.explore import ExploredCall, source_call
+from mcprl.scenarios.results import ISO_DATE, result_values
+from mcprl.tools import ServerGone, ServerSpec, ToolPool
+from mcprl.types import ReferenceCall, Scenario
+
+REPLAYS_AT_ONCE = 4  # chains replayed at once where every session is its own server process
+WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+CLOCK_SPAN = datetime.timedelta(hours=36)
+# Where a task's answer came from a result that read the server's clock, the task is replayed again with the
+# clock this far ahead (libfaketime's offset): half a year and a day, on the other side of daylight saving in both
+# hemispheres, on another weekday, at another hour. An answer that comes back then too (9:30 in Tokyo is 6:00 in
+# Kolkata) does not hold only today.
+CLOCK_MOVE = "+4397.3h"
+
+
+def chain_of(calls: list[ExploredCall], call: ExploredCall) -> list[ExploredCall]:
+    """`call` and the calls its arguments came from, transitively, in the order they were made."""
+    by_index = {c.index: c for c in calls}
+    order: dict[int, ExploredCall] = {}
+    todo = [call]
+    while todo:
+        c = todo.pop()
+        if c.index not in order:
+            order[c.index] = c
+            todo += [by_index[p] for p in c.parents if p in by_index]
+    return [order[i] for i in sorted(order)]
+
+
+def needed(task: str, chain: list[ExploredCall]) -> list[ExploredCall]:
+    """The calls of `chain` a rollout must make: the last, the writes (they made the state the
+    others read), and the earlier calls whose results gave one of those a value the task does not
+    state. `What is the price of the item with sku SKU-3000?` needs `get_item` alone, although
+    exploring found SKU-3000 by `list_items` first."""
+    by_index = {c.index: c for c in chain}
+    needed, todo = set(), [chain[-1], *(c for c in chain if c.writes)]
+    while todo:
+        c = todo.pop()
+        if c.index in needed:
+            continue
+        needed.add(c.index)
+        for k, v in c.arguments.items():
+            if (parent := by_index.get(source_call(c.sources.get(k, "")))) and not holds_answer(task, v):
+                todo.append(parent)
+    return [c for c in chain if c.index in needed]
+
+
+def comes_back(original: str, replayed: str, answer: Any) -> bool:
+    """Whether a replayed result gives `answer` where the `original` result gave it: in each field that held it
+    there (a time difference of 9 hours, not the "+09:00" of a date beside it); anywhere in its text where no field
+    did (prose that states it)."""
+
+    def places(text: str) -> set[str]:
+        return {field for field, value in result_values(text, None) if holds_answer(str(value), answer)}
+
+    return holds_answer(replayed, answer) and places(original) <= places(replayed)
+
+
+async def verify(
+    tasks: list[Scenario], pool: ToolPool, *, say: Callable[[str], None] = print
+) -> tuple[list[Scenario], Counter]:
+    """The tasks whose reference chain, replayed in a fresh session, still brings their answer back;
+    and why the others were dropped. Tasks sharing a chain share one replay."""
+    by_chain: dict[str, list[Scenario]] = defaultdict(list)
+    for t in tasks:
+        by_chain[repr(([(c.tool, c.arguments) for c in t.reference], t.read_back))].append(t)
+    kept: list[Scenario] = []
+    dropped: Counter = Counter()
+    limiter = anyio.CapacityLimiter(REPLAYS_AT_ONCE if pool.per_rollout else 1)
+    done = running = 0
+    retry: list[list[Scenario]] = []  # chains that failed while others replayed beside them, to replay alone
+
+    async def replay(group: list[Scenario]) -> None:
+        nonlocal done, running
+        last: str | None = None
+        async with limiter:
+            running += 1
+            crowded = running > 1
+            try:
+                async with pool.session() as session:
+                    read_back = [ReferenceCall(**group[0].read_back)] if group[0].read_back else []
+                    for step in [*group[0].reference, *read_back]:
+                        outcome = await session.call(step.tool, step.arguments)
+                        if outcome.is_error:
+                            last = None
+                            break
+                        last = outcome.data_text  # the server's text, not our placeholder for an image
+            except ServerGone:
+                last = None
+            crowded = crowded or running > 1
+            running -= 1
+        if last is None and crowded:
+            retry.append(group)
+            limiter.total_tokens = 1  # from now on, one at a time
+            return
+        for t in group:
+            if last is None:
+                dropped["chain failed on replay"] += 1
+            elif all(
+                comes_back(t.reference[-1].result if t.read_back is None else "", last, v)
+                for v in (t.answer if isinstance(t.answer, list) else [t.answer])
+            ):
+                kept.append(t)
+            else:
+                dropped["answer not reproduced"] += 1
+        done += 1
+        if done % 20 == 0:
+            say(f"verifying grounded tasks: {done}/{len(by_chain)} chains replayed, {len(kept)} tasks kept")
+
+    async with anyio.create_task_group() as tg:
+        for group in by_chain.values():
+            tg.start_soon(replay, group)
+    # a chain that failed while others replayed beside it may have failed for them (a database file that one
+    # process at a time may lock): it is replayed again, alone
+    again, retry = retry, []
+    for group in again:
+        await replay(group)
+    order = {id(t): i for i, t in enumerate(tasks)}
+    return sorted(kept, key=lambda t: order[id(t)]), dropped
+
+
+def clock_bound(text: str, answer: Any, now: datetime.datetime | None = None) -> bool:
+    """Whether an answer holds only today: the result it comes from states the date of about now
+    (the server read its clock), and the answer is such a date, a weekday, a flag or an offset
+    (a number, "+6.0h", "-04:00") rather than a name or a record's field (a commit's author stays)."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    dates = []
+    for m in ISO_DATE.finditer(text):
+        try:
+            dates.append(datetime.datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=datetime.UTC))
+        except ValueError:
+            continue
+    if not any(abs(d - now) <= CLOCK_SPAN for d in dates):
+        return False
+    said = str(answer).strip()
+    return (
+        ISO_DATE.search(said) is not None
+        or normalize_text(said) in WEEKDAYS | {"true", "false"}
+        or isinstance(answer, (int, float))
+        or re.fullmatch(r"[+-]?\d+(?:[.:]\d+)?\s*h?", said) is not None
+    )
+
+
+def clock_moved(spec: ServerSpec) -> ServerSpec | None:
+    """`spec`'s server started with its clock `CLOCK_MOVE` ahead (by libfaketime's `faketime`, where it is
+    installed); None where it cannot be: a server behind a URL, or no `faketime`."""
+    faketime = shutil.which("faketime")
+    if spec.transport != "stdio" or faketime is None:
+        return None
+    # an offset, not a date: the clock goes on from there, and the server's timers keep time
+    return spec.model_copy(update={"command": [faketime, "-f", CLOCK_MOVE, *spec.command]})
+
+
+def text_parameter(tool: dict[str, Any]) -> str | None:
+    """The one text parameter a tool can be called with alone (its one required parameter, or its
+    one parameter when none is required), if it has one."""
+    schema = tool.get("inputSchema") or {}
+    props, required = schema.get("properties") or {}, schema.get("required") or []
+    names = required if required else list(props)
+    if len(names) == 1 and (props.get(names[0]) or {}).get("type") == "string":
+        return names[0]
+    return None
