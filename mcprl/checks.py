@@ -40,9 +40,10 @@ def normalize_text(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text).split())
 
 
-# A number standing alone: not part of a token like SKU-1234 or A4. Thousands separators are
-# dropped before reading (`THOUSANDS`).
-NUMBER = re.compile(r"(?<![\w-])-?\d+(?:\.\d+)?(?![\w-])")
+# A number standing alone, or with a unit of a few letters after it ("5.5h", "12kg", "150ms"): not part of a token
+# like SKU-1234, A4, 2d6 or a hash (86004dd47), and never the whole part of a decimal ("-5.5h" is -5.5, not -5).
+# Thousands separators are dropped before reading (`THOUSANDS`).
+NUMBER = re.compile(r"(?<![\w-])(-?\d+(?:\.\d+)?)(?!\.\d)(?:[A-Za-z]{1,3})?(?![\w-])")
 THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 

@@ -30,10 +30,10 @@ away, is not used.
 
 A task that names its record but whose chain found it the long way (a listing's line) is given the
 one call a person would make where one exists (`shortcut`: a search for the name). Before use,
-every task's chain is replayed in a fresh session (mcprl.scenarios.replay): a task whose answer does not come
-back where it came from (a random id, a chain that cannot reach it, a clock where it cannot be moved) is dropped. What is left is
-deduplicated and spread over the tools; the report says how many were kept and dropped, and why,
-and which tools no task covers.
+every task's chain is replayed in a fresh session (mcprl.scenarios.replay): a task whose answer does not
+come back where it came from (a random id, a chain that cannot reach it, a clock where it cannot be moved)
+is dropped. What is left is deduplicated and spread over the tools; the report says how many were kept and
+dropped, and why, and which tools no task covers.
 """
 
 from __future__ import annotations

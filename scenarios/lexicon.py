@@ -16,7 +16,7 @@ structure (schemas, annotations, what the server answered). It holds:
 - `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ...");
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
   does in a listing ("[FILE] notes.txt");
-- `BARE_NAMES`, `PREPOSITIONS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT`, `OPERANDS`: how a call's arguments
+- `BARE_NAMES`, `PREPOSITIONS`, `ENDS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT`, `OPERANDS`: how a call's arguments
   are said in a task;
 - `PEOPLE`, `NOT_KINDS`, `NOT_PARTICIPLES`, `LATEST`, `EARLIEST`, `who`, `participle`: how a task asks about
   a record (who or what a field is, a state it is in, what the record is, its place in a dated listing);
@@ -37,6 +37,9 @@ NAME_KEYS = frozenset({"name", "title", "subject", "label", "path", "file", "fil
 # starts with a preposition is that preposition and its value ("from F to C", not "from unit F and to unit C")
 BARE_NAMES = frozenset("value amount quantity number input".split())
 PREPOSITIONS = frozenset("from to into at by for since until before after".split())
+# ... as is one whose name starts with a word for where a move starts or ends ("from Asia/Tokyo to UTC", not "with
+# source timezone Asia/Tokyo and target timezone UTC")
+ENDS = {"source": "from", "src": "from", "origin": "from", "target": "to", "destination": "to", "dest": "to"}
 # ... and one named as the thing itself ("move" of "make move"), or by it and a word that is not a kind of it
 # (`move_san`, `table_name`, but not `branch_type` of "git branch": "with branch type all")
 KINDS = frozenset("type kind mode format category class".split())
@@ -103,7 +106,10 @@ PROBES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
         frozenset("date day timestamp since until when start end".split()),
     ),
     "time": (("12:00", "09:30"), frozenset("time hour clock".split())),
-    "timezone": (("UTC", "Europe/London"), frozenset("timezone tz zone iana".split())),
+    "timezone": (
+        ("UTC", "Europe/London", "Asia/Tokyo", "America/New_York", "Asia/Kolkata", "Australia/Sydney"),
+        frozenset("timezone tz zone iana".split()),
+    ),
     "url": (("https://example.com",), frozenset("url uri link website site href".split())),
     "email": (("user@example.com",), frozenset("email mail recipient sender".split())),
     "number": (("1", "42"), frozenset("number id count amount index num".split())),

@@ -23,6 +23,7 @@ from mcprl.llm import LLMError, complete, extract_json
 from mcprl.scenarios.lexicon import (
     ABOUT_IT,
     BARE_NAMES,
+    ENDS,
     FILLER,
     GETS,
     IDENTIFYING,
@@ -233,12 +234,14 @@ def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset())
     ]
     named = naming if len(naming) == 1 else []
     apposed = bool(named) and last not in ABOUT_IT
-    # a parameter whose name starts with a preposition no other one starts with: that preposition and its value
-    prepositions = Counter(n[0] for n in names.values() if n and n[0] in PREPOSITIONS)
+    # a parameter whose name starts with a preposition (or a word for one: `ENDS`) no other one starts with: that
+    # preposition and its value
+    lead = {k: ENDS.get(n[0], n[0]) for k, n in names.items() if n}
+    prepositions = Counter(p for p in lead.values() if p in PREPOSITIONS)
     placed = {
-        k: f"{names[k][0]} {text(v)}"
+        k: f"{lead[k]} {text(v)}"
         for k, v in shown.items()
-        if k not in operands and k not in named and plain(v) and names[k] and prepositions[names[k][0]] == 1
+        if k not in operands and k not in named and plain(v) and k in lead and prepositions[lead[k]] == 1
     }
     others = {k: v for k, v in shown.items() if k not in operands and k not in named and k not in placed}
     rest = " ".join([*placed.values(), *([f"with {args_text(others)}"] if others else [])])

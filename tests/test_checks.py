@@ -8,7 +8,16 @@ import json
 import pytest
 
 from mcprl import tasks
-from mcprl.checks import ContainsCheck, HoldsCheck, JsonFieldCheck, PythonCheck, RegexCheck, ServerCheck
+from mcprl.checks import (
+    ContainsCheck,
+    HoldsCheck,
+    JsonFieldCheck,
+    PythonCheck,
+    RegexCheck,
+    ServerCheck,
+    holds_answer,
+    numbers,
+)
 from mcprl.errors import UserError
 from mcprl.types import Scenario, dump_jsonl, load_jsonl
 
@@ -81,3 +90,12 @@ def test_a_bad_check_in_a_file_names_the_file_line_and_scenario(tmp_path):
     f.write_text("\n".join(json.dumps(r) for r in rows))
     with pytest.raises(UserError, match=rf"{f}:2: scenario q1: invalid check .*'fuzzy'.*kinds: exact, normalized"):
         load_jsonl(f, Scenario)
+
+
+def test_a_number_is_read_whole_with_its_unit_and_never_out_of_a_token():
+    """A decimal with a unit is its value ("-5.5h" is -5.5: read as -5, a wrong answer held and a right one
+    refused); a number with a unit counts as one; a code, a hash or dice notation holds none."""
+    assert numbers('"time_difference": "-5.5h"') == {-5.5} and numbers("12kg, 150ms") == {12, 150}
+    assert holds_answer("-5.5h", -5.5) and not holds_answer("-5.5h", -5)
+    assert numbers("SKU-1234 A4 2d6 86004dd47fc 5.5xyzw") == set()
+    assert numbers("[10,8.25] total: $1,234.50") == {10, 8.25, 1234.5}

@@ -11,7 +11,7 @@ import pytest
 from mcprl.scenarios.phrasing import quoted, said
 
 # (title, arguments): titles and argument names as third-party servers give them (mcp-server-everything,
-# mcp-server-math, mcp-server-git, mcp-units, mcp-server-sqlite, server-filesystem, mcp-chess)
+# mcp-server-math, mcp-server-git, mcp-units, mcp-server-time, mcp-server-sqlite, server-filesystem, mcp-chess)
 CALLS = [
     ("Get Sum Tool", {"a": 7, "b": 3}),
     ("sum", {"numbers": [10, 8.25]}),
@@ -19,6 +19,7 @@ CALLS = [
     ("git log", {}),
     ("git show", {"revision": "a11a100"}),
     ("convert temperature", {"value": 14, "from_unit": "F", "to_unit": "C"}),
+    ("convert time", {"source_timezone": "Asia/Tokyo", "time": "09:30", "target_timezone": "UTC"}),
     ("describe table", {"table_name": "orders"}),
     ("Get File Info", {"path": "./docs"}),
     ("list directory", {"path": "."}),
@@ -81,3 +82,12 @@ def test_a_field_naming_a_person_is_asked_who_and_a_line_alone_only_where_asked(
 def test_a_previous_result_is_said_as_one_not_quoted() -> None:
     s = said("average", {"numbers": [3, 5]}, linked=frozenset({"numbers"}))
     assert "the previous result" in s.order() and '"the previous result"' not in s.order()
+
+
+def test_where_a_move_starts_and_ends_is_said_from_and_to() -> None:
+    """A source and a target are said as people say them, as a unit's `from_unit` and `to_unit` are."""
+    for args in (
+        {"source_timezone": "Asia/Tokyo", "target_timezone": "UTC"},
+        {"from_unit": "Asia/Tokyo", "to_unit": "UTC"},
+    ):
+        assert all("from Asia/Tokyo to UTC" in t for t in said("convert time", {**args, "time": "09:30"}).asks_result())
