@@ -1,4 +1,4 @@
-"""Reference chains and their replay: the calls a task's answer came from (`chain`), the ones a rollout must
+"""Reference chains and their replay: the calls a task's answer came from (`chain_of`), the ones a rollout must
 make (`needed`), and the check that a task's chain, replayed in a fresh session, gives its answer back where it
 came from (`comes_back`, `verify`). An answer from a result that states about today's date (`clock_bound`) is
 replayed again with the server's clock moved (`clock_moved`), and holds only where it comes back then too.
@@ -51,16 +51,16 @@ def needed(task: str, chain: list[ExploredCall]) -> list[ExploredCall]:
     state. `What is the price of the item with sku SKU-3000?` needs `get_item` alone, although
     exploring found SKU-3000 by `list_items` first."""
     by_index = {c.index: c for c in chain}
-    needed, todo = set(), [chain[-1], *(c for c in chain if c.writes)]
+    made, todo = set(), [chain[-1], *(c for c in chain if c.writes)]
     while todo:
         c = todo.pop()
-        if c.index in needed:
+        if c.index in made:
             continue
-        needed.add(c.index)
+        made.add(c.index)
         for k, v in c.arguments.items():
             if (parent := by_index.get(source_call(c.sources.get(k, "")))) and not holds_answer(task, v):
                 todo.append(parent)
-    return [c for c in chain if c.index in needed]
+    return [c for c in chain if c.index in made]
 
 
 def comes_back(original: str, replayed: str, answer: Any) -> bool:
