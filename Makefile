@@ -35,7 +35,7 @@ lint: install
 	$(BIN)/ruff format --check .
 
 # Debian's faketime (libfaketime): grounding replays a task whose answer came from the server's clock with
-# the clock moved, and keeps it where the answer holds then too (scenarios/grounded.py). Needs root; without
+# the clock moved, and keeps it where the answer holds then too (scenarios/replay.py). Needs root; without
 # it those tasks are dropped, and the test of it is skipped with the reason.
 clock:
 	command -v faketime >/dev/null || apt-get install -y -q faketime >/dev/null || (apt-get update -q && apt-get install -y -q faketime >/dev/null) || echo "faketime not installed: tasks from a server's clock are dropped"

@@ -44,6 +44,7 @@ import random
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -755,21 +756,20 @@ async def ground(
     if len(fits) < len(timeless):
         dropped[f"more calls than an episode's {max_calls}"] += len(timeless) - len(fits)
     verified: list[Scenario] = []
-    while ordered and len(verified) < n:
-        batch, ordered = ordered[: n - len(verified)], ordered[n - len(verified) :]
-        kept, lost = await verify(batch, pool, say=say)
-        if later is not None and (bound := [t for t in kept if id(t) in clocked]):
-            held: list[Scenario] = []
-            try:  # a server that cannot start with its clock moved keeps none of them
-                async with ToolPool(later, per_rollout=pool.per_rollout, workdir=pool.workdir) as moved:
-                    held, _ = await verify(bound, moved, say=say)
+    async with AsyncExitStack() as stack:
+        moved = None  # the server with its clock moved, started once where a task needs it
+        if later is not None and clocked:
+            try:  # a server that cannot start with its clock moved keeps none of its clock's tasks
+                moved = await stack.enter_async_context(
+                    ToolPool(later, per_rollout=pool.per_rollout, workdir=pool.workdir)
+                )
             except UserError as e:
                 say(f"could not start the server with its clock moved ({e}); its clock's tasks are dropped")
-            kept = [t for t in kept if id(t) not in clocked or any(h is t for h in held)]
-            if len(held) < len(bound):
-                lost["holds only today (another answer with the clock moved)"] += len(bound) - len(held)
-        verified += kept
-        dropped.update(lost)
+        while ordered and len(verified) < n:
+            batch, ordered = ordered[: n - len(verified)], ordered[n - len(verified) :]
+            kept, lost = await verify(batch, pool, later=moved, say=say)
+            verified += kept
+            dropped.update(lost)
     picked, left = select(
         verified, n, seed=seed, optional=optional
     )  # spread again: what verification dropped was not even

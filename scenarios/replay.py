@@ -75,10 +75,27 @@ def comes_back(original: str, replayed: str, answer: Any) -> bool:
 
 
 async def verify(
+    tasks: list[Scenario], pool: ToolPool, *, later: ToolPool | None = None, say: Callable[[str], None] = print
+) -> tuple[list[Scenario], Counter]:
+    """The tasks whose reference chain, replayed in a fresh session, still brings their answer back where it
+    came from; and why the others were dropped. A task whose answer came from the server's clock (`clock_bound`)
+    must also bring it back on `later`, the server with its clock moved (`clock_moved`); without one it holds
+    only today."""
+    kept, dropped = await replayed(tasks, pool, say=say)
+    if bound := [t for t in kept if clock_bound(t.reference[-1].result, t.answer)]:
+        held, _ = await replayed(bound, later, say=say) if later is not None else ([], None)
+        gone = {id(t) for t in bound} - {id(t) for t in held}
+        kept = [t for t in kept if id(t) not in gone]
+        if gone:
+            dropped["holds only today (another answer with the clock moved)"] += len(gone)
+    return kept, dropped
+
+
+async def replayed(
     tasks: list[Scenario], pool: ToolPool, *, say: Callable[[str], None] = print
 ) -> tuple[list[Scenario], Counter]:
-    """The tasks whose reference chain, replayed in a fresh session, still brings their answer back;
-    and why the others were dropped. Tasks sharing a chain share one replay."""
+    """The tasks whose reference chain, replayed in a fresh session of `pool`, brings their answer back where
+    it came from (`comes_back`); and why the others were dropped. Tasks sharing a chain share one replay."""
     by_chain: dict[str, list[Scenario]] = defaultdict(list)
     for t in tasks:
         by_chain[repr(([(c.tool, c.arguments) for c in t.reference], t.read_back))].append(t)

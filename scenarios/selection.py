@@ -59,14 +59,14 @@ def twice(task: Scenario, optional: Mapping[str, set[str]]) -> bool:
 
 
 def meaning(
-    task: Scenario, optional: Mapping[str, set[str]], idle: Mapping[tuple[str, str], set[str]] | None = None
+    task: Scenario, optional: Mapping[str, set[str]], idle: Mapping[tuple[str, str], set[str]]
 ) -> tuple[Any, ...]:
     """What a task asks, whatever its wording or the chain that grounded it: the field it asks for (else
     the tool its chain ends with), its answer and the values it states, but those of `optional`
     parameters (tool -> names) and `idle` ones (`idle_parameters`): a filter that left the answer where it
     was, or a value that changed no answer, does not make another question."""
     given = task.metadata.get("given") or [value_text(v) for v in task.reference[-1].arguments.values()]
-    unchanged = (idle or {}).get(asks(task), set())
+    unchanged = idle.get(asks(task), set())
     filters = {
         normalize_text(value_text(v))
         for c in task.reference
