@@ -9,6 +9,7 @@ import json
 from typing import Literal
 
 from mcprl.errors import clip
+from mcprl.train.sequences import rendered_turn
 from mcprl.types import Message, Scenario, Trajectory, TrajectoryGroup
 
 RESULT_CHARS = 600  # of a reference's last result, given as the answer of a task whose answer is not known
@@ -35,21 +36,11 @@ def reference_exchange(scenario: Scenario) -> list[Message]:
     ]
 
 
-def reference_trajectory(group: TrajectoryGroup, finish: Literal["text", "tool"] = "text") -> Trajectory | None:
-    """A grounded task's whole reference chain as the policy should have written it, after the same
-    prompt the group's rollouts had (system prompt, demonstration, task): each reference call and its
-    recorded result (replayed before use), then the answer (`The answer is ...`, or complete_task's; a task
-    whose answer is not known, a synthesized one's, gives what its last call found).
-    Written, not sampled (`Trajectory.written_from`): the run adds it to a group no rollout solved
-    (`unsolved = "reference"`), where it is the one success GRPO can learn from, a supervised step
-    on the reference in the policy's own context. None where the group has no sampled turn to take
-    the prompt from, or the task is checked by reading state back (a written chain changed nothing)."""
-    s = group.scenario
-    sampled = next((t for t in group.valid if t.generations), None)
-    if s is None or not s.reference or s.read_back is not None or sampled is None:
-        return None
-    start = sampled.generations[0].message_index
-    messages = [dict(m) for m in sampled.messages[:start]]
+def reference_messages(s: Scenario, finish: Literal["text", "tool"] = "text") -> tuple[list[Message], str]:
+    """A grounded task's reference chain as the turns after its task: each reference call and its
+    recorded result, then the answer (`The answer is ...`, or complete_task's; a task whose answer is
+    not known, a synthesized one's, gives what its last call found), and that answer."""
+    messages: list[Message] = []
     for k, call in enumerate(s.reference):
         call_id = f"call_reference_{k}"
         messages += [
@@ -88,6 +79,23 @@ def reference_trajectory(group: TrajectoryGroup, finish: Literal["text", "tool"]
     else:
         answer = f"The answer is {answer}."
         messages.append({"role": "assistant", "content": answer})
+    return messages, answer
+
+
+def reference_trajectory(group: TrajectoryGroup, finish: Literal["text", "tool"] = "text") -> Trajectory | None:
+    """A grounded task's whole reference chain as the policy should have written it, after the same
+    prompt the group's rollouts had (system prompt, demonstration, task), its turns `reference_messages`.
+    Written, not sampled (`Trajectory.written_from`): the run adds it to a group no rollout solved
+    (`unsolved = "reference"`), where it is the one success GRPO can learn from, a supervised step
+    on the reference in the policy's own context. None where the group has no sampled turn to take
+    the prompt from, or the task is checked by reading state back (a written chain changed nothing)."""
+    s = group.scenario
+    sampled = next((t for t in group.valid if t.generations), None)
+    if s is None or not s.reference or s.read_back is not None or sampled is None:
+        return None
+    start = sampled.generations[0].message_index
+    written, answer = reference_messages(s, finish)
+    messages = [dict(m) for m in sampled.messages[:start]] + written
     metadata = {"final_answer": answer}
     calls = [c.tool for c in s.reference]
     metrics = {
@@ -105,4 +113,15 @@ def reference_trajectory(group: TrajectoryGroup, finish: Literal["text", "tool"]
         scenario_id=sampled.scenario_id,
         policy_version=sampled.policy_version,
         written_from=start,
+    )
+
+
+def reference_turn_tokens(s: Scenario, tokenizer, finish: Literal["text", "tool"] = "text") -> int:
+    """The most tokens one turn of `s`'s reference chain takes (a call, or the answer), written as the
+    policy's chat template writes it: a turn budget under it leaves the task unsolvable."""
+    messages = [{"role": "user", "content": s.task}, *reference_messages(s, finish)[0]]
+    return max(
+        len(tokenizer(rendered_turn(tokenizer, messages, i)[1], add_special_tokens=False)["input_ids"])
+        for i, m in enumerate(messages)
+        if m["role"] == "assistant"
     )

@@ -28,6 +28,7 @@ from mcprl.judges import score_groups
 from mcprl.judges.verify import build_checks
 from mcprl.model import memory
 from mcprl.model.trainable import TrainableModel
+from mcprl.model.weights import load_tokenizer
 from mcprl.paths import replace_text
 from mcprl.rollout import agents
 from mcprl.rollout.gather import LocalRollouts, Rollouts, untrainable
@@ -35,6 +36,7 @@ from mcprl.run import demonstration
 from mcprl.run.config import RunConfig, load_saved
 from mcprl.run.metrics import MetricsLog, rollout_metrics
 from mcprl.run.pipeline import Pipeline, policy_version, split_stale
+from mcprl.run.references import reference_turn_tokens
 from mcprl.run.unsolved import Step, Strategy, learnable, strategy
 from mcprl.scenarios.explore import unsafe_writers
 from mcprl.scenarios.source import run_scenarios
@@ -47,6 +49,7 @@ from mcprl.types import Scenario, TrajectoryGroup, dump_jsonl
 from mcprl.usage import run_tools, step_metrics
 
 PENDING_LINE = "step.pending.json"
+TURN_SPARE = 16  # tokens a turn budget raised to fit the reference turns (`_fit_turns`) leaves to spare
 
 
 class Interrupt:
@@ -166,6 +169,7 @@ class TrainingRun:
             train = await self._demonstration(
                 pool, train, shipped.demonstration if shipped and cfg.scenarios.task_help else None
             )
+            self._fit_turns(train + val)
             judge = cfg.judge.build(
                 all_or_nothing=not cfg.scenarios.task_help,
                 success_threshold=cfg.train.success_threshold,
@@ -264,6 +268,36 @@ class TrainingRun:
             }
         )
         return train
+
+    def _fit_turns(self, scenarios: list[Scenario]) -> None:
+        """A turn budget under what a task's reference chain takes (a call carrying a 40-digit commit
+        hash is 80 tokens) leaves that task unsolvable and its rollouts cut mid-call. A run not given
+        `--max-tokens` raises it to fit the longest reference turn, TURN_SPARE tokens to spare; one
+        given it is told which tasks cannot fit."""
+        cfg = self.cfg
+        known = [s for s in scenarios if s.reference]
+        if not known:
+            return
+        tokenizer = load_tokenizer(cfg.model)
+        need = {s.id: reference_turn_tokens(s, tokenizer, cfg.rollout.finish) for s in known}
+        budget = cfg.rollout.max_tokens
+        over = [s for s in known if need[s.id] > budget]
+        if not over:
+            return
+        longest = max(over, key=lambda s: need[s.id])
+        fit = need[longest.id] + TURN_SPARE
+        example = f"{need[longest.id]} tokens, {longest.reference[0].tool}"
+        if "max_tokens" in cfg.rollout.model_fields_set:
+            self.say(
+                f"--max-tokens {budget} leaves {len(over)} of {len(known)} tasks unsolvable: their reference turns "
+                f"take up to {example}; --max-tokens {fit} fits them"
+            )
+            return
+        self.say(
+            f"tokens per turn: {budget} -> {fit}, to fit {len(over)} of {len(known)} tasks' reference turns "
+            f"(the longest {example}); --max-tokens sets it"
+        )
+        self.cfg = cfg.model_copy(update={"rollout": cfg.rollout.model_copy(update={"max_tokens": fit})})
 
     async def _rollouts(self, scenarios: list[Scenario], per: int, label: str, configs=None) -> list[TrajectoryGroup]:
         """`per` rollouts of each scenario, under the run's rollout settings or each scenario's own (`configs`)."""

@@ -48,28 +48,37 @@ def sampling_settings(g: Generation) -> dict[str, float | int | bool]:
     return {"temperature": g.temperature, "top_p": g.top_p, "top_k": max(g.top_k, 0), "min_p": g.min_p, **flags}
 
 
+def rendered_turn(tokenizer, messages: list, i: int, tools: list | None = None) -> tuple[str, str]:
+    """Message `i` as the policy's chat template renders it after the messages before it: (the text
+    before it, ending in the generation prompt; its own text, ending at the end-of-turn token, as a
+    sampled turn ends)."""
+
+    def text(upto: int, prompt: bool) -> str:
+        return tokenizer.apply_chat_template(
+            messages[:upto], tools=tools or None, tokenize=False, add_generation_prompt=prompt
+        )
+
+    before, whole = text(i, True), text(i + 1, False)
+    if not whole.startswith(before):
+        raise ValueError(f"the chat template renders message {i} into the text before it")
+    reply, eos = whole[len(before) :], tokenizer.eos_token or ""
+    if eos and eos in reply:
+        reply = reply[: reply.index(eos) + len(eos)]
+    return before, reply
+
+
 def written_generations(traj: Trajectory, tokenizer) -> list[Generation]:
     """The generations of a trajectory the run wrote instead of sampling (`Generation.written`): each
     assistant message from `written_from` on (the messages before it, system prompt,
-    demonstration and task, were the policy's input) as the policy's chat template renders it
-    after the messages before it, its completion ending at the end-of-turn token, as a sampled turn ends."""
-
-    def text(messages: list, prompt: bool) -> str:
-        return tokenizer.apply_chat_template(
-            messages, tools=traj.tools or None, tokenize=False, add_generation_prompt=prompt
-        )
-
-    eos = tokenizer.eos_token or ""
+    demonstration and task, were the policy's input) as `rendered_turn` renders it."""
     out = []
     for i in range(traj.written_from or 0, len(traj.messages)):
         if traj.messages[i].get("role") != "assistant":
             continue
-        before, whole = text(traj.messages[:i], True), text(traj.messages[: i + 1], False)
-        if not whole.startswith(before):
-            raise ValueError(f"trajectory {traj.id}: the chat template renders message {i} into the text before it")
-        reply = whole[len(before) :]
-        if eos and eos in reply:
-            reply = reply[: reply.index(eos) + len(eos)]
+        try:
+            before, reply = rendered_turn(tokenizer, traj.messages, i, traj.tools)
+        except ValueError as e:
+            raise ValueError(f"trajectory {traj.id}: {e}") from None
         ids = tokenizer(reply, add_special_tokens=False)["input_ids"]
         out.append(
             Generation(
