@@ -43,13 +43,15 @@ def normalize_text(text: str) -> str:
 # A number standing alone, or with a unit of a few letters after it ("5.5h", "12kg", "150ms"): not part of a token
 # like SKU-1234, A4, 2d6 or a hash (86004dd47), and never the whole part of a decimal ("-5.5h" is -5.5, not -5).
 # Thousands separators are dropped before reading (`THOUSANDS`).
-NUMBER = re.compile(r"(?<![\w-])(-?\d+(?:\.\d+)?)(?!\.\d)(?:[A-Za-z]{1,3})?(?![\w-])")
+# A number alone: a decimal with its exponent (group 2; no unit after one) or a unit of up to three
+# letters ("12kg"), never a piece of a token (a code, a hash, dice notation, a version "1.2.0").
+NUMBER = re.compile(r"(?<![\w-])(?<!\d\.)(-?\d+(?:\.\d+)?)(?:([eE][-+]?\d+)(?!\.\d|[\w-])|(?!\.\d)(?:[A-Za-z]{1,3})?(?![\w-]))")
 THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
 def numbers(text: str) -> set[float]:
     """The values of the numbers standing alone in `text`."""
-    return {float(n) for n in NUMBER.findall(THOUSANDS.sub("", text))}
+    return {float(whole + exponent) for whole, exponent in NUMBER.findall(THOUSANDS.sub("", text))}
 
 
 def as_number(value: Any) -> float | None:

@@ -94,8 +94,12 @@ def test_a_bad_check_in_a_file_names_the_file_line_and_scenario(tmp_path):
 
 def test_a_number_is_read_whole_with_its_unit_and_never_out_of_a_token():
     """A decimal with a unit is its value ("-5.5h" is -5.5: read as -5, a wrong answer held and a right one
-    refused); a number with a unit counts as one; a code, a hash or dice notation holds none."""
+    refused); a number with a unit counts as one, and one in scientific notation as its value (Python
+    writes a small float so); a code, a hash or dice notation holds none."""
     assert numbers('"time_difference": "-5.5h"') == {-5.5} and numbers("12kg, 150ms") == {12, 150}
     assert holds_answer("-5.5h", -5.5) and not holds_answer("-5.5h", -5)
     assert numbers("SKU-1234 A4 2d6 86004dd47fc 5.5xyzw") == set()
     assert numbers("[10,8.25] total: $1,234.50") == {10, 8.25, 1234.5}
+    assert numbers("1.9e-05 km, -1.11111111e-06, 3E+2") == {1.9e-05, -1.11111111e-06, 300}
+    assert holds_answer("The answer is -1.11111111e-06.", -1.11111111e-06) and not holds_answer("1.9e-05", 1.9)
+    assert numbers("3e45a 2e5x9") == set()
