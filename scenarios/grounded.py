@@ -72,6 +72,7 @@ from mcprl.scenarios.phrasing import (
     DOES,
     FORMULA_ASKS,
     NAME_ASKS,
+    STATE_NAME_ASKS,
     TOPIC_ASKS,
     Said,
     field_words,
@@ -511,7 +512,8 @@ def _field_tasks(
                 # confirmed")
                 words = label.split()
                 bare = len(words) <= 4 and not re.search(r"\d", label) and len({w[:1].isupper() for w in words}) == 1
-                task = _worded(NAME_ASKS if bare else NAME_ASKS[:1], label, asked).format(
+                asks = STATE_NAME_ASKS if participle(asked) else NAME_ASKS
+                task = _worded(asks if bare else asks[:1], label, asked).format(
                     **field_words(asked), noun=noun, name=label
                 )
                 given = [label]
@@ -529,7 +531,9 @@ def _field_tasks(
                 given = [value_text(key[1]), *(value_text(v) for v in args.values() if not shaped(v))]
                 said_key = " ".join(words_of(key[0]))
                 which = (
-                    f"where the {said_key} is {quoted(key[1])}"
+                    f"where {quoted(key[1])} is {said_key}"
+                    if participle(said_key)
+                    else f"where the {said_key} is {quoted(key[1])}"
                     if kind is None
                     else f"of {kind} {quoted(key[1])}"
                     if said_key == kind

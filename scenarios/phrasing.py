@@ -328,6 +328,7 @@ NAME_ASKS = (
     "{What} {be} the {name}'s {field}?",
     "Find the {name} and tell me its {field}.",
 )
+STATE_NAME_ASKS = ('What {be} {field} in the {noun} "{name}"?', "What {be} {field} in {name}?")  # (a state: "added")
 # ... and, a line of a listing, in what the call gives ("In the git log, who is the author of the commit whose message
 # is ...?") or after what it does, by a field that picks the line out or by its place ("of the latest commit", as
 # people ask for the latest entry of a log); alone where that says which line it is

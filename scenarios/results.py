@@ -1,5 +1,6 @@
 """Reading a tool's result as data: the records it holds and their fields, whatever the server
-printed (structured content, JSON, a Python literal, an `a | b | c` listing, a CSV table, `key: value` lines): the text
+printed (structured content, JSON, a Python literal, a unified diff, an `a | b | c` listing, a CSV table, `key: value`
+lines): the text
 its text blocks hold (`ToolOutcome.data_text`, `ExploredCall.data`), never the client's rendering of an image.
 Exploration feeds the values on to later calls (mcprl.scenarios.explore); grounding asks about them
 (mcprl.scenarios.grounded)."""
@@ -97,10 +98,45 @@ def csv_rows(lines: list[str]) -> list[list[tuple[str, Any]]] | None:
     return [[(h.strip(), cell.strip()) for h, cell in zip(header, row) if cell.strip()] for row in rows]
 
 
+HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+
+
+def diff_records(lines: list[str]) -> list[list[tuple[str, Any]]] | None:
+    """The files of a unified diff (git's, `diff -u`'s), each a record of its path and the lines it adds
+    and removes ("+++ b/TODO.md\n@@ -1,2 +1,3 @@\n+- support Fahrenheit" -> [[("file", "TODO.md"),
+    ("added", "- support Fahrenheit")]]), each hunk read for as many lines as its header counts. None
+    where the lines hold no diff, or where a labelled line comes before it (a commit's "Author: Ann
+    Lee"): that result is a record with a diff in it, read as its lines."""
+
+    def path(header: str) -> str:
+        name = header[4:].split("\t")[0].strip()  # (diff -u puts a date after a tab)
+        return name[2:] if name[:2] in ("a/", "b/") else name
+
+    records: list[list[tuple[str, Any]]] = []
+    before, old, new = "", 0, 0  # the file's old path; the lines left of the hunk, old and new
+    for line in lines:
+        if old > 0 or new > 0:
+            mark, content = line[:1], line[1:].strip()
+            old -= mark in " -" or not line
+            new -= mark in " +" or not line
+            if mark in "+-" and content:
+                records[-1].append(("added" if mark == "+" else "removed", content))
+        elif line.startswith("--- "):
+            before = path(line)
+        elif line.startswith("+++ "):
+            after = path(line)
+            records.append([("file", before if after == "/dev/null" else after)])  # a deleted file: its old path
+        elif (hunk := HUNK.match(line)) and records:
+            old, new = (int(n) if n is not None else 1 for n in hunk.groups())
+        elif not records and ": " in line and LABEL.fullmatch(line.partition(": ")[0].strip()):
+            return None
+    return records or None
+
+
 def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     """The records a result holds, each its (field, value) pairs: the objects of a list, a single
-    object, the lines of an `a | b | c` listing (cells as field '', `key: value` cells by key), or
-    the `key: value` lines of a text."""
+    object, the files of a unified diff, the lines of an `a | b | c` listing (cells as field '', `key: value`
+    cells by key), or the `key: value` lines of a text."""
     data = result_data(text, structured)
     if isinstance(data, (list, tuple)) and data and all(isinstance(d, dict) for d in data):
         return [flatten(d) for d in list(data)[:50]]
@@ -122,6 +158,8 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     lines = [line for line in text.splitlines()[:200] if line.strip()]
     if cut and len(lines) > 1:
         lines.pop()  # cut mid-record: not a record
+    if (files := diff_records(text.splitlines())) is not None:
+        return files
     rows = [line for line in lines if " | " in line]
     # a listing: every line a row of cells, but for a note before or after the rows ("(10 of 11 shown)")
     if len(rows) > 1 and rows in (lines, lines[1:], lines[:-1]):
