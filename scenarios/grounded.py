@@ -352,8 +352,12 @@ def candidates(
                 out.append(_scenario(asked, answer, chain, "result", field=what, given=given))
             continue
         pasted = any(shaped(v) for c in chain for v in c.arguments.values())  # steps stated would paste a query
+        linked = [frozenset(k for k in c.arguments if c.sources.get(k, "").startswith("result:")) for c in chain]
+        # each call said after the one before it takes "the previous result": a value of an earlier one would be misread
+        in_turn = all(c.sources[k] == f"result:{chain[i - 1].index}" for i, c in enumerate(chain) for k in linked[i])
         if answer is not None and not echo and not pasted and not holds_answer(" ".join(given_values), answer):
-            linked = [frozenset(k for k in c.arguments if c.sources.get(k, "").startswith("result:")) for c in chain]
+            if not in_turn:
+                continue
             steps = [said(title_of(titles, c.tool), fixed_out(c.arguments), ln) for c, ln in zip(chain, linked)]
             if len(steps) == 1:
                 task = rng.choice(steps[0].asks_result())

@@ -1051,3 +1051,27 @@ def test_a_value_that_changed_no_answer_makes_no_other_question_and_one_text_giv
     # as filters, one value given twice narrows (one date as both bounds of a range asks for that day)
     _, dropped = select(found, 10, seed=0, optional={"convert_time": {"source_timezone", "target_timezone"}})
     assert not dropped["one text given twice"]
+
+
+def test_the_previous_result_is_always_the_result_of_the_call_said_before():
+    """A chain is said call after call, a value one call found given to the next as "the previous result": never
+    where it came from an earlier call (`divide(a=<first sum>, b=<second sum>)` is not "divide the previous result by
+    the previous result")."""
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+
+    def made(index, tool, arguments, text, sources=None):
+        parents = sorted({int(s.split(":")[1]) for s in (sources or {}).values()})
+        return ExploredCall(
+            index=index, session=0, tool=tool, arguments=arguments, text=text, sources=sources or {}, parents=parents
+        )
+
+    calls = [
+        made(0, "add", {"a": 2, "b": 3}, "5"),
+        made(1, "add", {"a": 16, "b": 34}, "50"),
+        made(2, "divide", {"a": 5, "b": 50}, "0.1", {"a": "result:0", "b": "result:1"}),
+        made(3, "multiply", {"a": 50, "b": 2}, "100", {"a": "result:1"}),
+    ]
+    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert not [t.task for t in tasks if t.answer == 0.1 and "previous result" in t.task]
+    assert any("previous result" in t.task for t in tasks if t.answer == 100), [t.task for t in tasks]
