@@ -45,7 +45,9 @@ def normalize_text(text: str) -> str:
 # Thousands separators are dropped before reading (`THOUSANDS`).
 # A number alone: a decimal with its exponent (group 2; no unit after one) or a unit of up to three
 # letters ("12kg"), never a piece of a token (a code, a hash, dice notation, a version "1.2.0").
-NUMBER = re.compile(r"(?<![\w-])(?<!\d\.)(-?\d+(?:\.\d+)?)(?:([eE][-+]?\d+)(?!\.\d|[\w-])|(?!\.\d)(?:[A-Za-z]{1,3})?(?![\w-]))")
+NUMBER = re.compile(
+    r"(?<![\w-])(?<!\d\.)(-?\d+(?:\.\d+)?)(?:([eE][-+]?\d+)(?!\.\d|[\w-])|(?!\.\d)(?:[A-Za-z]{1,3})?(?![\w-]))"
+)
 THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 

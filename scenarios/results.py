@@ -1,7 +1,7 @@
 """Reading a tool's result as data: the records it holds and their fields, whatever the server
 printed (structured content, JSON, a Python literal, a unified diff, an `a | b | c` listing, a CSV table, `key: value`
-lines): the text
-its text blocks hold (`ToolOutcome.data_text`, `ExploredCall.data`), never the client's rendering of an image.
+lines): the text its text blocks hold (`ToolOutcome.data_text`, `ExploredCall.data`), never the client's rendering of
+an image.
 Exploration feeds the values on to later calls (mcprl.scenarios.explore); grounding asks about them
 (mcprl.scenarios.grounded)."""
 
@@ -117,10 +117,12 @@ def diff_records(lines: list[str]) -> list[list[tuple[str, Any]]] | None:
     for line in lines:
         if old > 0 or new > 0:
             mark, content = line[:1], line[1:].strip()
-            old -= mark in " -" or not line
-            new -= mark in " +" or not line
-            if mark in "+-" and content:
-                records[-1].append(("added" if mark == "+" else "removed", content))
+            if mark in ("", " "):  # a line of context (blank: an empty one) in both
+                old, new = old - 1, new - 1
+            elif mark in "+-":  # ("\ No newline at end of file" counts in neither)
+                old, new = (old, new - 1) if mark == "+" else (old - 1, new)
+                if content:
+                    records[-1].append(("added" if mark == "+" else "removed", content))
         elif line.startswith("--- "):
             before = path(line)
         elif line.startswith("+++ "):

@@ -31,7 +31,11 @@ class RolloutConfig(BaseModel):
     # The defaults are the settings measured best for the default model (SmolLM2-135M) on zero-data
     # runs; docs/benchmarks.md, "Defaults that learn", holds the runs that chose them.
     max_turns: int = Field(default=3, ge=1, description="assistant turns per episode")
-    max_tokens: int = Field(default=64, ge=1, description="tokens per assistant turn")
+    max_tokens: int = Field(
+        default=64,
+        ge=1,
+        description="tokens per assistant turn (a run not given it raises it to fit its tasks' reference turns)",
+    )
     # bounded as the OpenAI API, our endpoint and vLLM bound it: a value they refuse fails every request
     temperature: float = Field(
         default=0.7, ge=0, le=2, description="sampling temperature, training and evaluation (0-2)"

@@ -286,7 +286,7 @@ class TrainingRun:
             return
         longest = max(over, key=lambda s: need[s.id])
         fit = need[longest.id] + TURN_SPARE
-        example = f"{need[longest.id]} tokens, {longest.reference[0].tool}"
+        example = f"{need[longest.id]} tokens, {'/'.join(dict.fromkeys(c.tool for c in longest.reference))}"
         if "max_tokens" in cfg.rollout.model_fields_set:
             self.say(
                 f"--max-tokens {budget} leaves {len(over)} of {len(known)} tasks unsolvable: their reference turns "
