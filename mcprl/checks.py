@@ -40,11 +40,10 @@ def normalize_text(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text).split())
 
 
-# A number standing alone, or with a unit of a few letters after it ("5.5h", "12kg", "150ms"): not part of a token
-# like SKU-1234, A4, 2d6 or a hash (86004dd47), and never the whole part of a decimal ("-5.5h" is -5.5, not -5).
-# Thousands separators are dropped before reading (`THOUSANDS`).
-# A number alone: a decimal with its exponent (group 2; no unit after one) or a unit of up to three
-# letters ("12kg"), never a piece of a token (a code, a hash, dice notation, a version "1.2.0").
+# A number standing alone, with its exponent ("1.9e-05": group 2, no unit after one) or a unit of up to three
+# letters after it ("5.5h", "12kg", "150ms"): never part of a token (SKU-1234, A4, 2d6, a hash 86004dd47, a version
+# 1.2.0), nor the whole part of a decimal ("-5.5h" is -5.5, not -5). Thousands separators are dropped before reading
+# (`THOUSANDS`).
 NUMBER = re.compile(
     r"(?<![\w-])(?<!\d\.)(-?\d+(?:\.\d+)?)(?:([eE][-+]?\d+)(?!\.\d|[\w-])|(?!\.\d)(?:[A-Za-z]{1,3})?(?![\w-]))"
 )

@@ -51,7 +51,7 @@ from pydantic import BaseModel, Field
 
 from mcprl.checks import Check, ContainsCheck, HoldsCheck, holds_answer, normalize_text, numbers
 from mcprl.errors import UserError
-from mcprl.scenarios.explore import Exploration, ExploredCall, may_write
+from mcprl.scenarios.explore import Exploration, ExploredCall, may_write, source_call
 from mcprl.scenarios.lexicon import (
     EARLIEST,
     LATEST,
@@ -352,11 +352,11 @@ def candidates(
                 out.append(_scenario(asked, answer, chain, "result", field=what, given=given))
             continue
         pasted = any(shaped(v) for c in chain for v in c.arguments.values())  # steps stated would paste a query
-        linked = [frozenset(k for k in c.arguments if c.sources.get(k, "").startswith("result:")) for c in chain]
-        # each call said after the one before it takes "the previous result": a value of an earlier one would be misread
-        in_turn = all(c.sources[k] == f"result:{chain[i - 1].index}" for i, c in enumerate(chain) for k in linked[i])
         if answer is not None and not echo and not pasted and not holds_answer(" ".join(given_values), answer):
-            if not in_turn:
+            linked = [frozenset(k for k in c.arguments if c.sources.get(k, "").startswith("result:")) for c in chain]
+            # each call is said after the one before it, a value it took from a result as "the previous result": one
+            # from an earlier call would be misread
+            if any(source_call(c.sources[k]) != chain[i - 1].index for i, c in enumerate(chain) for k in linked[i]):
                 continue
             steps = [said(title_of(titles, c.tool), fixed_out(c.arguments), ln) for c, ln in zip(chain, linked)]
             if len(steps) == 1:

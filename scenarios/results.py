@@ -75,6 +75,15 @@ def flatten(data: Any, key: str = "") -> list[tuple[str, Any]]:
 LABEL = re.compile(r"[A-Za-z][\w .'/-]*")
 
 
+def labelled(cell: str) -> tuple[str, str] | None:
+    """A `key: value` cell's key and value, where the key is a label (words, "Commit", "new file"), not code
+    that holds a colon (`return {"city": city}`); else None."""
+    key, sep, value = cell.partition(": ")
+    if sep and len(key) <= 30 and value.strip() and LABEL.fullmatch(key.strip()):
+        return key.strip(), value.strip()
+    return None
+
+
 CSV_HEADER = re.compile(r"[A-Za-z_][\w ]{0,39}")  # a CSV table's column name
 
 
@@ -130,7 +139,7 @@ def diff_records(lines: list[str]) -> list[list[tuple[str, Any]]] | None:
             records.append([("file", before if after == "/dev/null" else after)])  # a deleted file: its old path
         elif (hunk := HUNK.match(line)) and records:
             old, new = (int(n) if n is not None else 1 for n in hunk.groups())
-        elif not records and ": " in line and LABEL.fullmatch(line.partition(": ")[0].strip()):
+        elif not records and labelled(line) is not None:
             return None
     return records or None
 
@@ -148,10 +157,8 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     def cells(line: str) -> list[tuple[str, Any]]:
         out = []
         for cell in line.split(" | ") if " | " in line else [line]:
-            key, sep, value = cell.partition(": ")
-            # a key is a label (words, "Commit", "new file"), not code that holds a colon (`return {"city": city}`)
-            if sep and len(key) <= 30 and value.strip() and LABEL.fullmatch(key.strip()):
-                out.append((key.strip(), value.strip()))
+            if (pair := labelled(cell)) is not None:
+                out.append(pair)
             elif cell.strip():
                 out.append(("", cell.strip()))
         return out

@@ -274,19 +274,18 @@ class TrainingRun:
         hash is 80 tokens) leaves that task unsolvable and its rollouts cut mid-call. A run not given
         `--max-tokens` raises it to fit the longest reference turn, TURN_SPARE tokens to spare; one
         given it is told which tasks cannot fit."""
-        cfg = self.cfg
+        cfg, budget = self.cfg, self.cfg.rollout.max_tokens
         known = [s for s in scenarios if s.reference]
         if not known:
             return
         tokenizer = load_tokenizer(cfg.model)
-        need = {s.id: reference_turn_tokens(s, tokenizer, cfg.rollout.finish) for s in known}
-        budget = cfg.rollout.max_tokens
-        over = [s for s in known if need[s.id] > budget]
+        need = [(reference_turn_tokens(s, tokenizer, cfg.rollout.finish), s) for s in known]
+        over = [(n, s) for n, s in need if n > budget]
         if not over:
             return
-        longest = max(over, key=lambda s: need[s.id])
-        fit = need[longest.id] + TURN_SPARE
-        example = f"{need[longest.id]} tokens, {'/'.join(dict.fromkeys(c.tool for c in longest.reference))}"
+        most, longest = max(over, key=lambda pair: pair[0])
+        fit = most + TURN_SPARE
+        example = f"{most} tokens, {'/'.join(dict.fromkeys(c.tool for c in longest.reference))}"
         if "max_tokens" in cfg.rollout.model_fields_set:
             self.say(
                 f"--max-tokens {budget} leaves {len(over)} of {len(known)} tasks unsolvable: their reference turns "
