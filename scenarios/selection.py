@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from mcprl.checks import normalize_text
+from mcprl.checks import as_number, normalize_text
 from mcprl.scenarios.phrasing import value_text
 from mcprl.types import Scenario
 
@@ -27,10 +27,17 @@ def asks(task: Scenario) -> tuple[str, str]:
     return task.reference[-1].tool, task.metadata.get("field") or task.metadata["kind"]
 
 
+def answer_key(answer: Any) -> str:
+    """An answer as one question's: a number by its value (-5.5 is not 5.5, "42.0" is 42), else its normalised text."""
+    number = as_number(answer)
+    return repr(number) if number is not None else normalize_text(str(answer))
+
+
 def idle_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
     """(tool, what is asked: `asks`) -> the parameters whose value changed no answer: tasks asking the same of
     the same tool, given the same values but for that parameter's, have one answer (a time difference is the
-    same at 9:30 and at noon)."""
+    same at 9:30 and at noon), wherever it was varied. Where some of its values changed the answer (a target
+    zone), it is not idle, even beside other values that did not (two names of one zone: UTC, Etc/UTC)."""
     answers: dict[tuple[Any, ...], dict[str, str]] = defaultdict(dict)  # ... -> that parameter's value -> answer
     for t in tasks:
         if t.read_back is not None:
@@ -38,10 +45,14 @@ def idle_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
         arguments = {k: normalize_text(value_text(v)) for k, v in t.reference[-1].arguments.items()}
         for k, v in arguments.items():
             rest = tuple(sorted((k2, v2) for k2, v2 in arguments.items() if k2 != k))
-            answers[(*asks(t), k, rest)][v] = normalize_text(str(t.answer))
-    idle: dict[tuple[str, str], set[str]] = defaultdict(set)
+            answers[(*asks(t), k, rest)][v] = answer_key(t.answer)
+    varied: dict[tuple[str, str, str], bool] = {}  # (tool, field, parameter) -> whether it ever changed an answer
     for (tool, field, k, _), by_value in answers.items():
-        if len(by_value) > 1 and len(set(by_value.values())) == 1:
+        if len(by_value) > 1:
+            varied[tool, field, k] = varied.get((tool, field, k), False) or len(set(by_value.values())) > 1
+    idle: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for (tool, field, k), changed in varied.items():
+        if not changed:
             idle[tool, field].add(k)
     return idle
 
@@ -75,7 +86,7 @@ def meaning(
     }
     return (
         task.metadata.get("field") or task.reference[-1].tool,
-        normalize_text(str(task.answer)),
+        answer_key(task.answer),
         task.read_back is not None,
         tuple(sorted(g for g in map(normalize_text, map(str, given)) if g not in filters)),
     )

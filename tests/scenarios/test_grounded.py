@@ -1039,6 +1039,11 @@ def test_a_value_that_changed_no_answer_makes_no_other_question_and_one_text_giv
         *(convert(i, "America/New_York", at, "Europe/London", 5) for i, at in enumerate(["09:30", "12:00", "8:54"])),
         convert(3, "Asia/Tokyo", "09:30", "Europe/London", -9),
         convert(4, "Asia/Tokyo", "09:30", "Asia/Tokyo", 0),
+        # two names of one zone change no answer; the target zone still does, so each target is its own question
+        convert(5, "Asia/Kolkata", "12:00", "UTC", -5.5),
+        convert(6, "Asia/Kolkata", "12:00", "Etc/UTC", -5.5),
+        convert(7, "Asia/Kolkata", "09:30", "Asia/Tokyo", 3.5),
+        convert(8, "Asia/Tokyo", "12:00", "Asia/Kolkata", -3.5),
     ]
     found = [
         t for t in candidates(Exploration(calls=calls), {}, seed=0) if t.metadata.get("field") == "time_difference"
@@ -1046,7 +1051,14 @@ def test_a_value_that_changed_no_answer_makes_no_other_question_and_one_text_giv
     assert {t.reference[-1].arguments["time"] for t in found if t.answer == 5} == {"09:30", "12:00", "8:54"}
     kept, dropped = select(found, 10, seed=0)
     asked = sorted((t.reference[-1].arguments["source_timezone"], t.answer) for t in kept)
-    assert asked == [("America/New_York", 5), ("Asia/Tokyo", -9)], [t.task for t in kept]
+    assert asked == [
+        ("America/New_York", 5),
+        ("Asia/Kolkata", -5.5),
+        ("Asia/Kolkata", -5.5),
+        ("Asia/Kolkata", 3.5),
+        ("Asia/Tokyo", -9),
+        ("Asia/Tokyo", -3.5),
+    ], [t.task for t in kept]
     assert dropped["one text given twice"] == 1
     # as filters, one value given twice narrows (one date as both bounds of a range asks for that day)
     _, dropped = select(found, 10, seed=0, optional={"convert_time": {"source_timezone", "target_timezone"}})
