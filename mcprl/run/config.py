@@ -61,16 +61,6 @@ class RunConfig(BaseModel):
     )
     group_size: int = Field(default=4, ge=2, description="rollouts per scenario")
     groups_per_step: int = Field(default=4, ge=1, description="scenarios per step")
-    # A server's tools ground unequal numbers of tasks (git's log and diffs dozens, its status one
-    # or two); drawn as they come, a short run barely practises choosing the rare tools. A tool kind's
-    # share of the draws goes as its tasks ** tool_balance (temperature sampling, as multilingual
-    # pre-training mixes languages). Measured: docs/benchmarks.md.
-    tool_balance: float = Field(
-        default=0.5,
-        ge=0,
-        le=1,
-        description="how each step draws tasks over the tools they need: 1 as they come, 0 every tool alike",
-    )
     # Dynamic sampling: a group whose rewards are all equal teaches GRPO nothing.
     max_extra_groups: int | None = Field(
         default=None,

@@ -78,51 +78,19 @@ class Interrupt:
             signal.signal(signal.SIGINT, self._previous)
 
 
-def needs(scenario: Scenario) -> tuple[str, ...]:
-    """The tools a task needs, in order: its reference chain's, else the tools it names."""
-    return tuple(c.tool for c in scenario.reference) or tuple(scenario.tools)
-
-
-def step_batch(train: list[Scenario], step: int, k: int, seed: int, balance: float = 1.0) -> list[Scenario]:
-    """The scenarios of step `step` (0-based), a pure function of (seed, step), so a resumed run sees
-    exactly the scenarios it would have seen. `balance` 1 (or tasks that all need the same tools):
-    epochs of seeded shuffles, sliced k at a time. Below 1 the tasks are drawn by the tools they need
-    (`needs`), each kind in proportion to its number of tasks ** balance (0: every kind alike), so
-    that a tool that grounded two tasks is still practised beside one that grounded twenty; within a
-    kind, epochs of shuffles; never the same task twice in a step."""
-    kinds: dict[tuple[str, ...], list[Scenario]] = {}
-    for s in train:
-        kinds.setdefault(needs(s), []).append(s)
-    if balance >= 1 or len(kinds) < 2:
-        stream = _Epochs(train, f"{seed}", start=step * k)
-        return [stream.next() for _ in range(k)]
-    keys = list(kinds)
-    weights = [len(kinds[key]) ** balance for key in keys]
-    streams = {key: _Epochs(kinds[key], f"{seed}/{key}") for key in keys}
-    batch: list[Scenario] = []
-    for n in range(step + 1):  # replayed from step 0: a kind's next task depends on its earlier draws
-        rng, batch = random.Random(f"{seed}/step/{n}"), []
-        while len(batch) < min(k, len(train)):
-            task = streams[rng.choices(keys, weights)[0]].next()
-            if all(task is not b for b in batch):  # else it has had its turn in this very step
-                batch.append(task)
-    return batch
-
-
-class _Epochs:
-    """Tasks drawn one at a time from position `start` of a stream of epochs, each a shuffle of
-    `tasks` seeded by (seed, epoch)."""
-
-    def __init__(self, tasks: list[Scenario], seed: str, start: int = 0) -> None:
-        self.tasks, self.seed, self.drawn, self.epoch, self.order = tasks, seed, start, -1, tasks
-
-    def next(self) -> Scenario:
-        epoch, i = divmod(self.drawn, len(self.tasks))
-        if epoch != self.epoch:
-            self.epoch, self.order = epoch, list(self.tasks)
-            random.Random(f"{self.seed}/epoch/{epoch}").shuffle(self.order)
-        self.drawn += 1
-        return self.order[i]
+def step_batch(train: list[Scenario], step: int, k: int, seed: int) -> list[Scenario]:
+    """The scenarios of step `step` (0-based): epochs of seeded shuffles, sliced k at a time,
+    so a resumed run sees exactly the scenarios it would have seen."""
+    out: list[Scenario] = []
+    start = step * k
+    epoch = start // len(train)
+    offset = start % len(train)
+    while len(out) < k:
+        order = list(train)
+        random.Random(f"{seed}/epoch/{epoch}").shuffle(order)
+        out += order[offset : offset + (k - len(out))]
+        epoch, offset = epoch + 1, 0
+    return out
 
 
 def extra_scenarios(train: list[Scenario], batch: list[Scenario], step: int, k: int, seed: int) -> list[Scenario]:
@@ -371,7 +339,7 @@ class TrainingRun:
         """Step `step`'s groups: its batch rolled out and scored, topped up and retried."""
         cfg = self.cfg
         warmup = step < cfg.sft_warmup_steps  # reinforce successes only, before GRPO takes over
-        batch = step_batch(train, step, cfg.groups_per_step, cfg.seed, cfg.tool_balance)
+        batch = step_batch(train, step, cfg.groups_per_step, cfg.seed)
         label = f"step {step + 1}: rollouts"
         # what is done with unsolved groups (mcprl.run.unsolved); nothing in warm-up steps, which reinforce successes
         unsolved, context = Strategy() if warmup else self.unsolved, self._step(judge, label)

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from mcprl.errors import UserError
 from mcprl.rollout.config import RolloutConfig
 from mcprl.run.config import load_config
 from mcprl.run.runner import step_batch
-from mcprl.types import ReferenceCall, Scenario
+from mcprl.types import Scenario
 
 # --no-per-rollout: the calculator keeps no state, so one server serves every rollout (a process
 # per rollout costs ~2 s of CPU each to start: most of a tiny-model run)
@@ -56,34 +55,6 @@ def test_step_batches_are_deterministic_and_cover_epochs():
     seen = [s.id for step in range(5) for s in step_batch(train, step, 2, seed=1)]
     assert sorted(seen[:5]) == ["0", "1", "2", "3", "4"]  # first epoch is a permutation
     assert [s.id for s in step_batch(train, 3, 2, seed=1)] == [s.id for s in step_batch(train, 3, 2, seed=1)]
-
-
-def test_balanced_batches_practise_every_tool_and_stay_a_function_of_seed_and_step():
-    """Tasks of four tool kinds (40, 20, 4, 1 of them): drawn as they come, the rare kinds get their
-    share of the tasks; balanced, each kind's share goes as its count ** balance; a step never holds
-    a task twice; step n's batch does not depend on which steps were asked for before."""
-    counts = {"a": 40, "b": 20, "c": 4, "d": 1}
-    train = [
-        Scenario(id=f"{t}{i}", task=f"{t}{i}", reference=[ReferenceCall(tool=t)])
-        for t, n in counts.items()
-        for i in range(n)
-    ]
-    steps = 400
-
-    def shares(balance: float) -> dict[str, float]:
-        drawn = Counter(s.id[0] for step in range(steps) for s in step_batch(train, step, 4, 7, balance))
-        return {t: drawn[t] / (4 * steps) for t in counts}
-
-    for balance in (1.0, 0.5):
-        expected = {t: n**balance / sum(m**balance for m in counts.values()) for t, n in counts.items()}
-        got = shares(balance)
-        assert all(abs(got[t] - expected[t]) < 0.03 for t in counts), (balance, got, expected)
-    assert shares(0.0)["d"] > 0.15  # one task, still practised in most steps
-    for step in (0, 5, 50):
-        batch = step_batch(train, step, 4, 7, 0.5)
-        assert len({s.id for s in batch}) == 4
-        assert [s.id for s in batch] == [s.id for s in step_batch(list(train), step, 4, 7, 0.5)]
-    assert {s.id for step in range(steps) for s in step_batch(train, step, 4, 7, 0.5)} == {s.id for s in train}
 
 
 def test_config_file_flags_override_and_unknown_keys(tmp_path):
