@@ -103,6 +103,9 @@ MAX_ANSWER_CHARS = 80  # ... and a value longer than a line is read off, not ans
 ANSWER_LABEL_WORDS = 3  # words besides a result's one number that still make it that number ("Total: 42 USD")
 FIELDS_PER_RESULT = 3  # field tasks made from one result, at most
 MAX_LISTED = 8  # names a listing may give for a task that asks for them all
+# ... and values one may give for a task that asks how many there are (a longer one is counted by no one;
+# `results.flatten` reads 50 at most)
+MAX_COUNTED = 40
 ANSWER_WORDS = 12  # words an answer may add around the value ("The confirmation code of the email is ZOE67V.")
 BASE64 = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
 
@@ -396,6 +399,7 @@ def candidates(
         if noun and tables and (named := _named_rows(data, columns.get(tables[0], []))):
             call = call.model_copy(update={"structured": named})
         out += _listing_tasks(call, fixed_out(call.arguments), chain, saying, queries)
+        out += _count_tasks(call, fixed_out(call.arguments), chain, saying, queries)
         out += _field_tasks(call, fixed_out(call.arguments), chain, rng, unasked[call.tool], saying, queries, noun)
     return out
 
@@ -591,6 +595,29 @@ def _listing_tasks(
     task = _worded(saying.asks_listing(), call.tool, sorted(names))
     given = [name for v in queries for name in stated(v)] if queries else [value_text(v) for v in args.values()]
     return [_scenario(task, names, chain, "listing", given=given, check=ContainsCheck())]
+
+
+def _count_tasks(
+    call: ExploredCall,
+    args: dict[str, Any],
+    chain: list[ExploredCall],
+    saying: Said | None,
+    queries: list[str] | None = None,
+) -> list[Scenario]:
+    """A task asking how many things a listing too long to name them all gives ("How many valid moves are
+    there?" -> 20): one record of one kind of value (one key, or none), each value once, the whole result
+    (not cut by the client), and a name for what it lists (`Said.asks_count`). `args`: what a task states of
+    the call's arguments."""
+    if saying is None or queries or server_text(call.data)[1] or not (asks := saying.asks_count()):
+        return []
+    records = result_records(call.data, call.structured)
+    if len(records) != 1 or len({k for k, _ in records[0]}) != 1:
+        return []
+    values = [str(v) for _, v in records[0]]
+    if not MAX_LISTED < len(values) <= MAX_COUNTED or len(set(values)) < len(values):
+        return []
+    task = _worded(asks, call.tool, len(values))
+    return [_scenario(task, len(values), chain, "count", given=[value_text(v) for v in args.values()])]
 
 
 def _listed_name(line: Any) -> str | None:

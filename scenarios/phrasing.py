@@ -176,6 +176,14 @@ class Said:
             return tuple(a.format(about=listing) for a in ABOUT_LIST_ASKS)
         return tuple(a.format(action=self.order()) for a in LIST_ASKS)
 
+    def asks_count(self) -> tuple[str, ...]:
+        """How a task asks how many things the call lists ("How many valid moves are there?"); none where
+        what it lists has no name."""
+        listing = self.listing()
+        if listing is None or not listing.startswith("the "):
+            return ()
+        return tuple(a.format(about=listing, things=listing.removeprefix("the ")) for a in COUNT_ASKS)
+
 
 def be(field: str) -> str:
     """ "are" for a plural field ("permissions"), "is" otherwise."""
@@ -345,6 +353,7 @@ TOPIC_ASKS = (
 # the git branches with branch type all?")
 LIST_ASKS = ("{action}. What does it list?", "{action}: name everything it lists.")
 ABOUT_LIST_ASKS = ("What are {about}?", "Name {about}.")
+COUNT_ASKS = ("How many {things} are there?", "Count {about}.")
 ABOUT_ACTION = "Look at {about}"  # what a known query does, where a task states the call
 
 

@@ -1087,3 +1087,29 @@ def test_the_previous_result_is_always_the_result_of_the_call_said_before():
     tasks = [t for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
     assert not [t.task for t in tasks if t.answer == 0.1 and "previous result" in t.task]
     assert any("previous result" in t.task for t in tasks if t.answer == 100), [t.task for t in tasks]
+
+
+def test_a_listing_too_long_to_name_is_asked_how_many_it_lists():
+    """A listing of more values than a task would ask to name (20 legal moves) is asked how many it gives, the
+    answer its number of values; not where the client cut it, where a value repeats, or where a short listing's
+    names are asked for instead."""
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+    from mcprl.tools.convert import TRUNCATED
+
+    moves = ["e2e4", "d2d4", "g1f3", "c2c4", "b1c3", "e2e3", "d2d3", "g2g3", "b2b3", "f2f4", "a2a3", "h2h3"]
+
+    def listed(index: int, values: list[str], cut: bool = False) -> ExploredCall:
+        text = "\n".join(values) + ("\n[... truncated: 400 more characters]" if cut else "")
+        assert bool(TRUNCATED.search(text)) == cut
+        return ExploredCall(index=index, session=0, tool="get_valid_moves", arguments={}, text=text)
+
+    def counts(call: ExploredCall) -> list[tuple[str, object]]:
+        found = candidates(Exploration(calls=[call]), {}, seed=0)
+        return [(t.task, t.answer) for t in found if t.metadata.get("kind") == "count"]
+
+    (task, answer), *more = counts(listed(0, moves))
+    assert not more and answer == len(moves) and str(answer) not in task and "valid moves" in task
+    assert not counts(listed(0, moves, cut=True))
+    assert not counts(listed(0, [*moves[:-1], moves[0]]))
+    assert not counts(listed(0, moves[:5]))
