@@ -88,6 +88,7 @@ from mcprl.scenarios.results import (
     ISO_DATE,
     MESSAGE,
     NOTHING,
+    counted,
     result_data,
     result_records,
     result_values,
@@ -605,19 +606,16 @@ def _count_tasks(
     queries: list[str] | None = None,
 ) -> list[Scenario]:
     """A task asking how many things a listing too long to name them all gives ("How many valid moves are
-    there?" -> 20): one record of one kind of value (one key, or none), each value once, the whole result
-    (not cut by the client), and a name for what it lists (`Said.asks_count`). `args`: what a task states of
-    the call's arguments."""
-    if saying is None or queries or server_text(call.data)[1] or not (asks := saying.asks_count()):
+    there?" -> 20): values of one kind, each once, the whole result (`results.counted`), where the call names
+    what it lists (`Said.asks_count`); its replay must list as many. `args`: what a task states of the call's
+    arguments."""
+    if saying is None or queries or not (asks := saying.asks_count()):
         return []
-    records = result_records(call.data, call.structured)
-    if len(records) != 1 or len({k for k, _ in records[0]}) != 1:
+    count = counted(call.data, call.structured)
+    if count is None or not MAX_LISTED < count <= MAX_COUNTED:
         return []
-    values = [str(v) for _, v in records[0]]
-    if not MAX_LISTED < len(values) <= MAX_COUNTED or len(set(values)) < len(values):
-        return []
-    task = _worded(asks, call.tool, len(values))
-    return [_scenario(task, len(values), chain, "count", given=[value_text(v) for v in args.values()])]
+    task = _worded(asks, call.tool, count)
+    return [_scenario(task, count, chain, "count", given=[value_text(v) for v in args.values()])]
 
 
 def _listed_name(line: Any) -> str | None:

@@ -18,7 +18,7 @@ import anyio
 
 from mcprl.checks import holds_answer, normalize_text
 from mcprl.scenarios.explore import ExploredCall, source_call
-from mcprl.scenarios.results import ISO_DATE, result_values
+from mcprl.scenarios.results import ISO_DATE, counted, result_values
 from mcprl.tools import ServerGone, ServerSpec, ToolPool
 from mcprl.types import ReferenceCall, Scenario
 
@@ -131,9 +131,13 @@ async def replayed(
         for t in group:
             if last is None:
                 dropped["chain failed on replay"] += 1
-            elif all(
-                comes_back(t.reference[-1].result if t.read_back is None else "", last, v)
-                for v in (t.answer if isinstance(t.answer, list) else [t.answer])
+            elif (
+                counted(last) == t.answer  # a count is in no text: the replay must list as many
+                if t.metadata.get("kind") == "count"
+                else all(
+                    comes_back(t.reference[-1].result if t.read_back is None else "", last, v)
+                    for v in (t.answer if isinstance(t.answer, list) else [t.answer])
+                )
             ):
                 kept.append(t)
             else:

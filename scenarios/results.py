@@ -144,6 +144,18 @@ def diff_records(lines: list[str]) -> list[list[tuple[str, Any]]] | None:
     return records or None
 
 
+def counted(text: str, structured: Any = None) -> int | None:
+    """How many values a listing of one kind of value gives: a result of one record whose values share one key
+    (or none) and differ; None for any other result, or one the client cut (its count is not the server's)."""
+    if server_text(text)[1]:
+        return None
+    records = result_records(text, structured)
+    if len(records) != 1 or len({k for k, _ in records[0]}) != 1:
+        return None
+    values = [str(v) for _, v in records[0]]
+    return len(values) if len(set(values)) == len(values) else None
+
+
 def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     """The records a result holds, each its (field, value) pairs: the objects of a list, a single
     object, the files of a unified diff, the lines of an `a | b | c` listing (cells as field '', `key: value`
