@@ -400,7 +400,6 @@ def candidates(
         if noun and tables and (named := _named_rows(data, columns.get(tables[0], []))):
             call = call.model_copy(update={"structured": named})
         out += _listing_tasks(call, fixed_out(call.arguments), chain, saying, queries)
-        out += _count_tasks(call, fixed_out(call.arguments), chain, saying, queries)
         out += _field_tasks(call, fixed_out(call.arguments), chain, rng, unasked[call.tool], saying, queries, noun)
     return out
 
@@ -578,10 +577,17 @@ def _listing_tasks(
 ) -> list[Scenario]:
     """A task asking for every name a short listing gives (`git_branch`'s "  feature/alerts\n* main": its
     lines, none labelled, each a name after a marker such as `*` or `[FILE]`), checked by the share of them
-    the answer holds. `args`: what a task states of the call's arguments; a call that took `queries` (SQL) is
-    asked for by what its result holds ("the tables of the database"), and not at all without it (`saying`)."""
+    the answer holds; or how many a longer one gives ("How many valid moves are there?" -> 20: values of one
+    kind, each once, the whole result, `results.counted`), where the call names what it lists
+    (`Said.asks_count`), its replay listing as many. `args`: what a task states of the call's arguments; a call
+    that took `queries` (SQL) is asked for by what its result holds ("the tables of the database"), and not at
+    all without it (`saying`)."""
     if saying is None:
         return []
+    count = None if queries else counted(call.data, call.structured)
+    if count is not None and MAX_LISTED < count <= MAX_COUNTED and (asks := saying.asks_count()):
+        given = [value_text(v) for v in args.values()]
+        return [_scenario(_worded(asks, call.tool, count), count, chain, "count", given=given)]
     records = result_records(call.data, call.structured)
     if len(records) > 1 and all(len(r) == 1 and r[0][0].lower() in NAME_KEYS for r in records):
         records = [[("", r[0][1]) for r in records]]  # records that are each a name alone: [{'name': 'orders'}, ...]
@@ -596,26 +602,6 @@ def _listing_tasks(
     task = _worded(saying.asks_listing(), call.tool, sorted(names))
     given = [name for v in queries for name in stated(v)] if queries else [value_text(v) for v in args.values()]
     return [_scenario(task, names, chain, "listing", given=given, check=ContainsCheck())]
-
-
-def _count_tasks(
-    call: ExploredCall,
-    args: dict[str, Any],
-    chain: list[ExploredCall],
-    saying: Said | None,
-    queries: list[str] | None = None,
-) -> list[Scenario]:
-    """A task asking how many things a listing too long to name them all gives ("How many valid moves are
-    there?" -> 20): values of one kind, each once, the whole result (`results.counted`), where the call names
-    what it lists (`Said.asks_count`); its replay must list as many. `args`: what a task states of the call's
-    arguments."""
-    if saying is None or queries or not (asks := saying.asks_count()):
-        return []
-    count = counted(call.data, call.structured)
-    if count is None or not MAX_LISTED < count <= MAX_COUNTED:
-        return []
-    task = _worded(asks, call.tool, count)
-    return [_scenario(task, count, chain, "count", given=[value_text(v) for v in args.values()])]
 
 
 def _listed_name(line: Any) -> str | None:
