@@ -74,6 +74,16 @@ def comes_back(original: str, replayed: str, answer: Any) -> bool:
     return holds_answer(replayed, answer) and places(original) <= places(replayed)
 
 
+def gives_answer(task: Scenario, replayed: str) -> bool:
+    """Whether the replayed result of `task`'s chain (or of its read-back) gives its answer: each of its values
+    where the recorded result gave it (`comes_back`); a count, which is in no text, by listing as many values."""
+    if task.metadata.get("kind") == "count":
+        return counted(replayed) == task.answer
+    original = task.reference[-1].result if task.read_back is None else ""
+    values = task.answer if isinstance(task.answer, list) else [task.answer]
+    return all(comes_back(original, replayed, v) for v in values)
+
+
 async def verify(
     tasks: list[Scenario], pool: ToolPool, *, later: ToolPool | None = None, say: Callable[[str], None] = print
 ) -> tuple[list[Scenario], Counter]:
@@ -131,14 +141,7 @@ async def replayed(
         for t in group:
             if last is None:
                 dropped["chain failed on replay"] += 1
-            elif (
-                counted(last) == t.answer  # a count is in no text: the replay must list as many
-                if t.metadata.get("kind") == "count"
-                else all(
-                    comes_back(t.reference[-1].result if t.read_back is None else "", last, v)
-                    for v in (t.answer if isinstance(t.answer, list) else [t.answer])
-                )
-            ):
+            elif gives_answer(t, last):
                 kept.append(t)
             else:
                 dropped["answer not reproduced"] += 1

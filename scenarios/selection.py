@@ -46,14 +46,15 @@ def idle_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
         for k, v in arguments.items():
             rest = tuple(sorted((k2, v2) for k2, v2 in arguments.items() if k2 != k))
             answers[(*asks(t), k, rest)][v] = answer_key(t.answer)
-    varied: dict[tuple[str, str, str], bool] = {}  # (tool, field, parameter) -> whether it ever changed an answer
+    varied, changed = set(), set()  # (tool, field, parameter): given two values or more; and so changing an answer
     for (tool, field, k, _), by_value in answers.items():
         if len(by_value) > 1:
-            varied[tool, field, k] = varied.get((tool, field, k), False) or len(set(by_value.values())) > 1
+            varied.add((tool, field, k))
+            if len(set(by_value.values())) > 1:
+                changed.add((tool, field, k))
     idle: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for (tool, field, k), changed in varied.items():
-        if not changed:
-            idle[tool, field].add(k)
+    for tool, field, k in varied - changed:
+        idle[tool, field].add(k)
     return idle
 
 

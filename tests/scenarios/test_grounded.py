@@ -1089,34 +1089,6 @@ def test_the_previous_result_is_always_the_result_of_the_call_said_before():
     assert any("previous result" in t.task for t in tasks if t.answer == 100), [t.task for t in tasks]
 
 
-LISTINGS_SERVER = """
-from pathlib import Path
-from mcp.server.mcpserver import MCPServer
-
-mcp = MCPServer("listings")
-MOVES = ["e2e4", "d2d4", "g1f3", "c2c4", "b1c3", "e2e3", "d2d3", "g2g3", "b2b3", "f2f4", "a2a3", "h2h3"]
-SEEN = Path(__file__).with_suffix(".seen")
-
-
-@mcp.tool()
-def get_valid_moves() -> str:
-    \"\"\"The legal moves.\"\"\"
-    return "\\n".join(MOVES)
-
-
-@mcp.tool()
-def get_recent_events() -> str:
-    \"\"\"The events so far: one more every time it is asked (10 were seen before).\"\"\"
-    seen = int(SEEN.read_text()) + 1 if SEEN.exists() else 11
-    SEEN.write_text(str(seen))
-    return "\\n".join(f"event-{i}" for i in range(seen))
-
-
-if __name__ == "__main__":
-    mcp.run()
-"""
-
-
 async def test_a_listing_too_long_to_name_is_asked_how_many_it_lists(tmp_path):
     """A listing of more values than a task would ask to name (12 legal moves) is asked how many it gives, the
     answer its number of values; not where the client cut it, where a value repeats, or where a short listing's
@@ -1126,8 +1098,7 @@ async def test_a_listing_too_long_to_name_is_asked_how_many_it_lists(tmp_path):
     from mcprl.scenarios.grounded import candidates
     from mcprl.scenarios.replay import replayed
     from mcprl.tools.convert import TRUNCATED
-
-    moves = ["e2e4", "d2d4", "g1f3", "c2c4", "b1c3", "e2e3", "d2d3", "g2g3", "b2b3", "f2f4", "a2a3", "h2h3"]
+    from tests.scenarios.listings_server import MOVES as moves
 
     def listed(tool: str, values: list[str], cut: bool = False) -> ExploredCall:
         text = "\n".join(values) + ("\n[... truncated: 400 more characters]" if cut else "")
@@ -1142,8 +1113,7 @@ async def test_a_listing_too_long_to_name_is_asked_how_many_it_lists(tmp_path):
     assert not counts(listed("get_valid_moves", moves, cut=True))
     assert not counts(listed("get_valid_moves", [*moves[:-1], moves[0]]))
     assert not counts(listed("get_valid_moves", moves[:5]))
-    server = tmp_path / "listings.py"
-    server.write_text(LISTINGS_SERVER)
-    async with ToolPool(ServerSpec.parse(f"{sys.executable} {server}")) as pool:
+    server = Path(__file__).with_name("listings_server.py")
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {server} {tmp_path / 'seen'}")) as pool:
         kept, dropped = await replayed([task, *events], pool, say=lambda _: None)
     assert kept == [task] and dropped == {"answer not reproduced": 1}
