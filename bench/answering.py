@@ -1,0 +1,95 @@
+"""Answering from a result: how often the base policy's reply holds a grounded task's answer once the
+task's own reference call and its recorded result are in front of it (the run's system prompt,
+demonstration and tools), and how often that reply opens with a tag of the tool format
+(`<tool_response>`, `<tool_call>`) instead of an answer. A chat template to try is passed as a
+file, so a change to how results are shown is measured on this one step before any training run.
+
+    python bench/answering.py RUN_DIR [--template FILE] [-n 24] [-k 2] [--temperature 0.7]
+
+RUN_DIR is a run's directory (config.json, tools.json, scenarios/*.jsonl of grounded tasks);
+its one-call tasks are used, `-n` of them, each answered `-k` times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+
+from mcprl.checks import holds_answer
+from mcprl.model import weights
+from mcprl.model.chat_format import tool_template
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("--template", type=Path, help="a chat template to use instead of the shipped one")
+    ap.add_argument("-n", type=int, default=24, help="one-call grounded tasks used")
+    ap.add_argument("-k", type=int, default=2, help="replies sampled per task")
+    ap.add_argument("--temperature", type=float, default=0.7)
+    ap.add_argument("--max-tokens", type=int, default=97)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    cfg = json.loads((args.run_dir / "config.json").read_text())
+    tools = json.loads((args.run_dir / "tools.json").read_text())["tools"]
+    rollout = cfg["rollout"]
+    shown = (rollout.get("demonstrations") or [[]])[0]
+    template = args.template.read_text() if args.template else tool_template()
+    tok = weights.load_tokenizer(cfg["model"])
+    model = weights.load_model(cfg["model"], dtype="float32").eval()
+    torch.manual_seed(args.seed)
+    tasks = [
+        json.loads(line)
+        for split in ("train.jsonl", "val.jsonl")
+        for line in (args.run_dir / "scenarios" / split).read_text().splitlines()
+    ]
+    tasks = [t for t in tasks if len(t.get("reference") or []) == 1][: args.n]
+    right = tagged = replies = 0
+    for t in tasks:
+        call = t["reference"][0]
+        messages = [
+            {"role": "system", "content": rollout["system_prompt"]},
+            *shown,
+            {"role": "user", "content": t["task"]},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": call["tool"], "arguments": json.dumps(call["arguments"])},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": call["result"]},
+        ]
+        text = tok.apply_chat_template(
+            messages, tools=tools, chat_template=template, tokenize=False, add_generation_prompt=True
+        )
+        ids = tok(text, return_tensors="pt").input_ids
+        with torch.no_grad():
+            out = model.generate(
+                ids,
+                do_sample=True,
+                temperature=args.temperature,
+                max_new_tokens=args.max_tokens,
+                num_return_sequences=args.k,
+                pad_token_id=tok.eos_token_id,
+            )
+        for row in out:
+            reply = tok.decode(row[ids.shape[1] :], skip_special_tokens=True)
+            replies += 1
+            right += holds_answer(reply, t["answer"])
+            tagged += reply.lstrip().startswith("<tool_")
+    print(
+        f"{len(tasks)} tasks x {args.k}: the answer in {right}/{replies} replies ({right / replies:.1%}); "
+        f"opening with a tool tag {tagged}/{replies} ({tagged / replies:.1%})"
+    )
+
+
+if __name__ == "__main__":
+    main()
