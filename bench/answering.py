@@ -21,6 +21,10 @@ import torch
 from mcprl.checks import holds_answer
 from mcprl.model import weights
 from mcprl.model.chat_format import tool_template
+from mcprl.rollout.loop import initial_messages
+from mcprl.run.config import load_config
+from mcprl.run.references import reference_messages
+from mcprl.types import Scenario, load_jsonl
 
 
 def main() -> None:
@@ -33,40 +37,22 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=97)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    cfg = json.loads((args.run_dir / "config.json").read_text())
+    cfg = load_config(args.run_dir / "config.json", {})
     tools = json.loads((args.run_dir / "tools.json").read_text())["tools"]
-    rollout = cfg["rollout"]
-    shown = (rollout.get("demonstrations") or [[]])[0]
     template = args.template.read_text() if args.template else tool_template()
-    tok = weights.load_tokenizer(cfg["model"])
-    model = weights.load_model(cfg["model"], dtype="float32").eval()
+    tok = weights.load_tokenizer(cfg.model)
+    model = weights.load_model(cfg.model, dtype="float32").eval()
     torch.manual_seed(args.seed)
     tasks = [
-        json.loads(line)
+        s
         for split in ("train.jsonl", "val.jsonl")
-        for line in (args.run_dir / "scenarios" / split).read_text().splitlines()
-    ]
-    tasks = [t for t in tasks if len(t.get("reference") or []) == 1][: args.n]
+        for s in load_jsonl(args.run_dir / "scenarios" / split, Scenario)
+        if len(s.reference) == 1
+    ][: args.n]
     right = tagged = replies = 0
     for t in tasks:
-        call = t["reference"][0]
-        messages = [
-            {"role": "system", "content": rollout["system_prompt"]},
-            *shown,
-            {"role": "user", "content": t["task"]},
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {
-                        "id": "c1",
-                        "type": "function",
-                        "function": {"name": call["tool"], "arguments": json.dumps(call["arguments"])},
-                    }
-                ],
-            },
-            {"role": "tool", "tool_call_id": "c1", "content": call["result"]},
-        ]
+        # the run's opening (system prompt, demonstration, task), then the reference call and its result
+        messages = initial_messages(t, tools, cfg.rollout) + reference_messages(t)[0][:-1]
         text = tok.apply_chat_template(
             messages, tools=tools, chat_template=template, tokenize=False, add_generation_prompt=True
         )
@@ -83,7 +69,7 @@ def main() -> None:
         for row in out:
             reply = tok.decode(row[ids.shape[1] :], skip_special_tokens=True)
             replies += 1
-            right += holds_answer(reply, t["answer"])
+            right += holds_answer(reply, t.answer)
             tagged += reply.lstrip().startswith("<tool_")
     print(
         f"{len(tasks)} tasks x {args.k}: the answer in {right}/{replies} replies ({right / replies:.1%}); "
