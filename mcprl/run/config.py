@@ -68,7 +68,20 @@ class RunConfig(BaseModel):
         description="extra scenarios a step may draw when groups have no reward variance (default: groups per step; 0: "
         "off)",
     )
-    sft_warmup_steps: int = Field(default=0, ge=0, description="first steps reinforce only successful rollouts")
+    # A cold start: a small policy's own rollouts solve almost none of a new server's tasks, so GRPO's
+    # first steps have nothing to learn from but the written references `unsolved` adds, one a group.
+    # Reference steps come first and roll nothing out: each trains on the reference chains of
+    # groups_per_step x group_size grounded tasks (mcprl.run.references.written_chain, after the prompt
+    # the policy's rollouts get) with the warm-up loss, supervised (docs/benchmarks.md, "Reference steps").
+    reference_epochs: float = Field(
+        default=0.0,
+        ge=0,
+        description="passes over the grounded tasks' reference chains, trained on before any rollout (steps of "
+        "groups_per_step x group_size chains, counted in --steps)",
+    )
+    sft_warmup_steps: int = Field(
+        default=0, ge=0, description="first steps (after any reference steps) reinforce only successful rollouts"
+    )
     warmup_loss: str = Field(
         default="rft", description="the loss of the warm-up steps (a train.loss name or module:function)"
     )

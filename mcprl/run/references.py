@@ -10,7 +10,7 @@ from typing import Literal
 
 from mcprl.errors import clip
 from mcprl.train.sequences import rendered_turn
-from mcprl.types import Message, Scenario, Trajectory, TrajectoryGroup
+from mcprl.types import Message, Scenario, ToolSchema, Trajectory, TrajectoryGroup
 
 RESULT_CHARS = 600  # of a reference's last result, given as the answer of a task whose answer is not known
 
@@ -84,19 +84,31 @@ def reference_messages(s: Scenario, finish: Literal["text", "tool"] = "text") ->
 
 def reference_trajectory(group: TrajectoryGroup, finish: Literal["text", "tool"] = "text") -> Trajectory | None:
     """A grounded task's whole reference chain as the policy should have written it, after the same
-    prompt the group's rollouts had (system prompt, demonstration, task), its turns `reference_messages`.
-    Written, not sampled (`Trajectory.written_from`): the run adds it to a group no rollout solved
-    (`unsolved = "reference"`), where it is the one success GRPO can learn from, a supervised step
-    on the reference in the policy's own context. None where the group has no sampled turn to take
-    the prompt from, or the task is checked by reading state back (a written chain changed nothing)."""
-    s = group.scenario
+    prompt the group's rollouts had (system prompt, demonstration, task): `written_chain` on the
+    group's sampled prompt. The run adds it to a group no rollout solved (`unsolved = "reference"`),
+    where it is the one success GRPO can learn from, a supervised step on the reference in the
+    policy's own context. None where the group has no sampled turn to take the prompt from, or
+    `written_chain` gives none."""
     sampled = next((t for t in group.valid if t.generations), None)
-    if s is None or not s.reference or s.read_back is not None or sampled is None:
+    if group.scenario is None or sampled is None:
         return None
     start = sampled.generations[0].message_index
+    written = written_chain(group.scenario, sampled.messages[:start], sampled.tools, finish)
+    if written is not None:
+        written.policy_version = sampled.policy_version
+    return written
+
+
+def written_chain(
+    s: Scenario, prompt: list[Message], tools: list[ToolSchema] | None, finish: Literal["text", "tool"] = "text"
+) -> Trajectory | None:
+    """`s`'s reference chain (`reference_messages`) after `prompt`, the messages an episode opens with,
+    as a trajectory the run wrote, not sampled (`Trajectory.written_from`: the trainer tokenizes it
+    with the policy's chat template). None where `s` has no reference chain or is checked by reading
+    state back (a written chain changed nothing)."""
+    if not s.reference or s.read_back is not None:
+        return None
     written, answer = reference_messages(s, finish)
-    messages = [dict(m) for m in sampled.messages[:start]] + written
-    metadata = {"final_answer": answer}
     calls = [c.tool for c in s.reference]
     metrics = {
         "turns": float(len(calls) + 1),
@@ -106,13 +118,12 @@ def reference_trajectory(group: TrajectoryGroup, finish: Literal["text", "tool"]
         **{f"calls/{name}": float(calls.count(name)) for name in set(calls)},
     }
     return Trajectory(
-        messages=messages,
-        tools=sampled.tools,
-        metadata=metadata,
+        messages=[*(dict(m) for m in prompt), *written],
+        tools=tools,
+        metadata={"final_answer": answer},
         metrics=metrics,
-        scenario_id=sampled.scenario_id,
-        policy_version=sampled.policy_version,
-        written_from=start,
+        scenario_id=s.id,
+        written_from=len(prompt),
     )
 
 

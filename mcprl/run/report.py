@@ -76,7 +76,7 @@ def _sample(run_dir: Path, step_file: str) -> str:
 def write_report(run_dir: Path) -> Path:
     run_dir = Path(run_dir)
     rows = _rows(run_dir)
-    train = [r for r in rows if r["kind"] == "train"]
+    train = [r for r in rows if r["kind"] == "train" and not r.get("reference_step")]  # the steps that rolled out
     evals = [r for r in rows if r["kind"] == "eval"]
     figs = run_dir / "report"
     figs.mkdir(parents=True, exist_ok=True)

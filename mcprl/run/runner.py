@@ -12,13 +12,14 @@ no repeated steps.
 from __future__ import annotations
 
 import json
+import math
 import random
 import signal
 import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from mcprl import tasks
 from mcprl.backends.local import LocalBackend
@@ -32,12 +33,13 @@ from mcprl.model.weights import load_tokenizer
 from mcprl.paths import replace_text
 from mcprl.rollout import agents
 from mcprl.rollout.gather import LocalRollouts, Rollouts, untrainable
+from mcprl.rollout.loop import COMPLETE_TASK, initial_messages
 from mcprl.run import demonstration
 from mcprl.run.config import RunConfig, load_saved
 from mcprl.run.metrics import MetricsLog, rollout_metrics
 from mcprl.run.pipeline import Pipeline, policy_version, split_stale
-from mcprl.run.references import reference_turn_tokens
-from mcprl.run.unsolved import Step, Strategy, learnable, strategy
+from mcprl.run.references import reference_turn_tokens, written_chain
+from mcprl.run.unsolved import Step, Strategy, learnable, solved, strategy
 from mcprl.scenarios.explore import unsafe_writers
 from mcprl.scenarios.source import run_scenarios
 from mcprl.tools import ToolPool, open_tools, secret_values
@@ -78,10 +80,13 @@ class Interrupt:
             signal.signal(signal.SIGINT, self._previous)
 
 
-def step_batch(train: list[Scenario], step: int, k: int, seed: int) -> list[Scenario]:
-    """The scenarios of step `step` (0-based): epochs of seeded shuffles, sliced k at a time,
-    so a resumed run sees exactly the scenarios it would have seen."""
-    out: list[Scenario] = []
+T = TypeVar("T")
+
+
+def step_batch(train: list[T], step: int, k: int, seed: int) -> list[T]:
+    """The scenarios (or anything drawn like them) of step `step` (0-based): epochs of seeded
+    shuffles, sliced k at a time, so a resumed run sees exactly the scenarios it would have seen."""
+    out: list[T] = []
     start = step * k
     epoch = start // len(train)
     offset = start % len(train)
@@ -109,6 +114,7 @@ class Collected:
     groups: list[TrajectoryGroup]
     batch_size: int  # groups of its batch (the rest were drawn by dynamic sampling)
     warmup: bool
+    references: bool = False  # a reference step: the groups are written reference chains, nothing was rolled out
     read_cache: dict[str, float] = field(default_factory=dict)  # --cache-reads: calls saved, server time saved
 
 
@@ -126,6 +132,8 @@ class TrainingRun:
         self.metrics = MetricsLog(self.dir / "metrics.jsonl")
         self.secrets: list[str] = []
         self.rollouts: Rollouts | None = None  # where rollouts run: this process, or Ray workers (mcprl.cluster)
+        self.references: list[TrajectoryGroup] = []  # the reference steps' chains, a group each (`_reference_chains`)
+        self.reference_steps = 0
 
     async def run(self) -> dict[str, Any]:
         cfg = self.cfg
@@ -170,6 +178,7 @@ class TrainingRun:
                 pool, train, shipped.demonstration if shipped and cfg.scenarios.task_help else None
             )
             self._fit_turns(train + val)
+            self._reference_chains(pool, train)
             judge = cfg.judge.build(
                 all_or_nothing=not cfg.scenarios.task_help,
                 success_threshold=cfg.train.success_threshold,
@@ -338,7 +347,9 @@ class TrainingRun:
     async def _collect_groups(self, judge, train: list[Scenario], step: int) -> Collected:
         """Step `step`'s groups: its batch rolled out and scored, topped up and retried."""
         cfg = self.cfg
-        warmup = step < cfg.sft_warmup_steps  # reinforce successes only, before GRPO takes over
+        if step < self.reference_steps:
+            return await self._reference_step(judge, step)
+        warmup = step < self.reference_steps + cfg.sft_warmup_steps  # reinforce successes only, before GRPO
         batch = step_batch(train, step, cfg.groups_per_step, cfg.seed)
         label = f"step {step + 1}: rollouts"
         # what is done with unsolved groups (mcprl.run.unsolved); nothing in warm-up steps, which reinforce successes
@@ -359,6 +370,40 @@ class TrainingRun:
             groups += await scored(more, f"{label}, {len(more)} more")
         await unsolved.collected(context, groups)
         return Collected(step, groups, len(batch), warmup)
+
+    def _reference_chains(self, pool, train: list[Scenario]) -> None:
+        """The reference steps' material: each training task's reference chain written after the prompt
+        its rollouts get (`initial_messages`: system prompt, demonstration, task; a custom agent's own
+        prompt may differ) with the tools they are offered, and how many steps `reference_epochs` passes
+        over them take."""
+        cfg = self.cfg
+        if not cfg.reference_epochs or pool is None:
+            return
+        tools = pool.toolset.tools + ([COMPLETE_TASK] if cfg.rollout.finish == "tool" else [])
+        for s in train:
+            if (t := written_chain(s, initial_messages(s, tools, cfg.rollout), tools, cfg.rollout.finish)) is not None:
+                self.references.append(TrajectoryGroup(scenario=s, trajectories=[t]))
+        per = cfg.groups_per_step * cfg.group_size
+        self.reference_steps = math.ceil(cfg.reference_epochs * len(self.references) / per)
+        if self.reference_steps:
+            self.say(
+                f"reference steps: {self.reference_steps}, {per} of {len(self.references)} tasks' reference chains "
+                f"each ({cfg.reference_epochs:g} passes), before any rollout; --reference-epochs sets it"
+            )
+
+    async def _reference_step(self, judge, step: int) -> Collected:
+        """Reference step `step`: its chains scored by the run's judge, those it scores as solved kept (as
+        the `reference` strategy keeps them), nothing rolled out."""
+        cfg = self.cfg
+        batch = step_batch(self.references, step, cfg.groups_per_step * cfg.group_size, cfg.seed)
+        groups = await score_groups(judge, [g.model_copy(deep=True) for g in batch])
+        for g in groups:
+            for t in g.trajectories:
+                t.policy_version = step
+        kept = [g for g in groups if all(solved(t, cfg.train.success_threshold) for t in g.valid)]
+        if len(kept) < len(groups):
+            self.say(f"step {step + 1}: {len(groups) - len(kept)} reference chain(s) the judge does not score solved")
+        return Collected(step, kept, len(batch), warmup=True, references=True)
 
     def _step(self, judge, label: str) -> Step:
         """What a strategy for unsolved groups may use of the step labelled `label` (mcprl.run.unsolved)."""
@@ -412,6 +457,7 @@ class TrainingRun:
             "kind": "train",
             "step": c.step + 1,
             "sft_warmup": warmup,
+            "reference_step": c.references,
             **rollout_metrics(groups, cfg.train.success_threshold),
             **sampling,
             **staleness,
@@ -425,6 +471,12 @@ class TrainingRun:
         row.update({f"train/{k}": v for k, v in train_metrics.items()}, peak_rss_mb=memory.peak_rss_mb())
         self.metrics.append(row)
         pending.unlink()
+        if c.references:
+            self.say(
+                f"step {row['step']}/{cfg.steps}: trained on {int(train_metrics.get('groups_trained', 0))} reference "
+                f"chains (a reference step, nothing rolled out), loss {train_metrics.get('loss', float('nan')):.3f}"
+            )
+            return
         self.say(
             f"step {row['step']}/{cfg.steps}: reward {row['reward_mean']:.3f}, tool calls {row['tool_call_rate']:.0%}, "
             f"success {row.get('success_rate', float('nan')):.0%}, trained groups "
