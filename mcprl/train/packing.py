@@ -1,17 +1,18 @@
-"""Training sequences -> micro-batches, with each group's shared prompt computed once.
+"""Training sequences -> micro-batches, with the prompt tokens that sequences share computed once.
 
-The sequences of a group begin with the same prompt tokens (system prompt, tool list, task).
-A packed row holds that prefix once, followed by each sequence's remainder (a branch). The
+A group's rollouts begin with the same prompt (system prompt, tool list, demonstration, task), and
+a step's groups with the same system prompt, tool list and demonstration. A packed row holds what
+its sequences share once (a prefix), followed by each sequence's remainder (a branch). The
 attention mask lets a branch see the prefix and itself, never another branch, and position ids
 continue after the prefix in every branch, so each token gets the hidden state it would get in a
 sequence of its own: the same logprobs and the same gradient, for less compute. With an agent's
 prompt (hundreds of tokens of instructions and tools) shared by a group of 4-8 rollouts, most
 of the tokens a naive batch would run are prompt repeats.
 
-The prefix stops before the first loss-carrying token of any sequence in the group, so a token
+The prefix stops before the first loss-carrying token of any sequence in the row, so a token
 with its own advantage and sampling logprob is never shared. Rows are padded into micro-batches
-of at most `max_tokens` (rows x width); a group too long for one row is split over several,
-each repeating the prefix.
+of at most `max_tokens` (rows x width); sequences too long for one row are split over several,
+each repeating their prefix.
 """
 
 from __future__ import annotations
@@ -43,23 +44,30 @@ class PrefixBranches:
     def __len__(self) -> int:
         return len(self.prefix) + sum(len(s.input_ids) - len(self.prefix) for s in self.branches)
 
+    @classmethod
+    def sharing(cls, branches: list[Sequence]) -> PrefixBranches:
+        """A row of `branches` behind all they share before their first loss token."""
+        p = shared_prefix(branches)
+        return cls(branches[0].input_ids[:p] if p else [], branches)
+
 
 def pack_rows(groups: list[list[Sequence]], max_tokens: int, share: bool = True) -> list[PrefixBranches]:
-    """Each group's sequences as rows of its shared prefix and their branches, at most `max_tokens`
-    long (a single branch longer than that gets a row of its own). `share=False`: a row per sequence."""
+    """The step's sequences as rows of a shared prefix and their branches, at most `max_tokens` long (a
+    single branch longer than that gets a row of its own). Sequences are taken in token order, so those
+    that begin alike lie together, whatever their group: a group's rollouts (one prompt), and every
+    sequence of a step behind one system prompt, tool list and demonstration (a reference step's chains,
+    one a group, mcprl.run.runner). `share=False`: a row per sequence."""
+    seqs = [s for g in groups for s in g]
     if not share:
-        return [PrefixBranches([], [s]) for seqs in groups for s in seqs]
+        return [PrefixBranches([], [s]) for s in seqs]
     rows: list[PrefixBranches] = []
-    for seqs in groups:
-        p = shared_prefix(seqs)
-        prefix = seqs[0].input_ids[:p] if p else []
-        row = PrefixBranches(prefix, [])
-        for s in seqs:
-            if row.branches and len(row) + len(s.input_ids) - p > max_tokens:
-                rows.append(row)
-                row = PrefixBranches(prefix, [])
-            row.branches.append(s)
-        rows.append(row)
+    for s in sorted(seqs, key=lambda s: s.input_ids):
+        joined = PrefixBranches.sharing([*rows[-1].branches, s]) if rows else None
+        # s joins the last row where it shares some of its beginning and the row stays in the budget
+        if joined is not None and len(joined) <= max_tokens and len(joined) < len(rows[-1]) + len(s.input_ids):
+            rows[-1] = joined
+        else:
+            rows.append(PrefixBranches.sharing([s]))
     return rows
 
 

@@ -142,14 +142,27 @@ def test_shared_prefix_stops_at_the_first_loss_token():
 def test_rows_and_micro_batches_respect_token_budget():
     groups = [[_seq([7] * 8 + [1] * n, 8) for n in (10, 40, 20)], [_seq([5] * n, n - 2) for n in (50, 5)]]
     rows = packing.pack_rows(groups, max_tokens=40)
-    assert [len(r.prefix) for r in rows] == [8, 8, 8, 3, 3]
-    assert [len(r) for r in rows] == [18, 48, 28, 50, 5]
+    assert sorted(id(s) for r in rows for s in r.branches) == sorted(id(s) for g in groups for s in g)  # each once
+    assert [len(r.prefix) for r in rows] == [0, 0, 8, 0] and [len(r) for r in rows] == [5, 50, 38, 48]
     for r in rows:
         assert len(r) <= 40 or len(r.branches) == 1
+        p = len(r.prefix)
+        assert all(s.input_ids[:p] == r.prefix and not any(s.loss_mask[:p]) for s in r.branches)
     mbs = packing.micro_batches(rows, max_tokens=64)
     for mb in mbs:
         assert len(mb) * max(len(r) for r in mb) <= 64 or len(mb) == 1
     assert sorted(len(r) for mb in mbs for r in mb) == sorted(len(r) for r in rows)
+
+
+def test_groups_behind_one_system_prompt_share_it_in_a_row():
+    """A step's groups share what their prompts begin with (system prompt, tools), not only a group's
+    rollouts their whole prompt; sequences that begin differently do not share a row."""
+    system = [3] * 20
+    a = [_seq(system + [1, 2] + [9] * 5, 22), _seq(system + [1, 2] + [8] * 5, 22)]  # a group: one task
+    b = [_seq(system + [4] + [7] * 5, 21)]  # another task
+    rows = packing.pack_rows([a, b], max_tokens=100)
+    assert len(rows) == 1 and rows[0].prefix == system and len(rows[0]) == 20 + 7 + 7 + 6
+    assert [len(r) for r in packing.pack_rows([a, [_seq([6] * 10, 8)]], 100)] == [32, 10]
 
 
 def test_packed_mask_isolates_branches():
