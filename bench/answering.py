@@ -4,10 +4,13 @@ demonstration and tools), and how often that reply opens with a tag of the tool 
 (`<tool_response>`, `<tool_call>`) instead of an answer. A chat template to try is passed as a
 file, so a change to how results are shown is measured on this one step before any training run.
 
-    python bench/answering.py RUN_DIR [--template FILE] [-n 24] [-k 2] [--temperature 0.7]
+    python bench/answering.py RUN_DIR [--template FILE] [--checkpoint DIR] [--no-tag-start] [-n 24] [-k 2]
+        [--temperature 0.7]
 
 RUN_DIR is a run's directory (config.json, tools.json, scenarios/*.jsonl of grounded tasks);
-its one-call tasks are used, `-n` of them, each answered `-k` times.
+its one-call tasks are used, `-n` of them, each answered `-k` times. `--checkpoint` puts one of the
+run's steps (RUN_DIR/checkpoints/NNNN) on the base weights; `--no-tag-start` forbids every token
+that begins with `<` as a reply's first, the most a grammar refusing a tool tag there could give.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import json
 from pathlib import Path
 
 import torch
+from peft import PeftModel
+from transformers import LogitsProcessor, LogitsProcessorList
 
 from mcprl.checks import holds_answer
 from mcprl.model import weights
@@ -27,10 +32,24 @@ from mcprl.run.references import reference_messages
 from mcprl.types import Scenario, load_jsonl
 
 
+class NoTagStart(LogitsProcessor):
+    """A reply's first token may not begin with `<`."""
+
+    def __init__(self, banned: list[int], prompt_len: int):
+        self.banned, self.prompt_len = banned, prompt_len
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if input_ids.shape[1] == self.prompt_len:
+            scores[:, self.banned] = -float("inf")
+        return scores
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--template", type=Path, help="a chat template to use instead of the shipped one")
+    ap.add_argument("--checkpoint", type=Path, help="a step's adapter (RUN_DIR/checkpoints/NNNN) on the base weights")
+    ap.add_argument("--no-tag-start", action="store_true", help="no reply may open with a token beginning with <")
     ap.add_argument("-n", type=int, default=24, help="one-call grounded tasks used")
     ap.add_argument("-k", type=int, default=2, help="replies sampled per task")
     ap.add_argument("--temperature", type=float, default=0.7)
@@ -42,7 +61,10 @@ def main() -> None:
     template = args.template.read_text() if args.template else tool_template()
     tok = weights.load_tokenizer(cfg.model)
     model = weights.load_model(cfg.model, dtype="float32").eval()
+    if args.checkpoint:
+        model = PeftModel.from_pretrained(model, str(args.checkpoint)).eval()
     torch.manual_seed(args.seed)
+    tags = [i for t, i in tok.get_vocab().items() if tok.convert_tokens_to_string([t]).lstrip().startswith("<")]
     tasks = [
         s
         for split in ("train.jsonl", "val.jsonl")
@@ -65,6 +87,7 @@ def main() -> None:
                 max_new_tokens=args.max_tokens,
                 num_return_sequences=args.k,
                 pad_token_id=tok.eos_token_id,
+                logits_processor=LogitsProcessorList([NoTagStart(tags, ids.shape[1])] if args.no_tag_start else []),
             )
         for row in out:
             reply = tok.decode(row[ids.shape[1] :], skip_special_tokens=True)

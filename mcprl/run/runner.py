@@ -345,7 +345,8 @@ class TrainingRun:
         return collected
 
     async def _collect_groups(self, judge, train: list[Scenario], step: int) -> Collected:
-        """Step `step`'s groups: its batch rolled out and scored, topped up and retried."""
+        """Step `step`'s groups: its batch rolled out and scored, topped up and retried (a reference step's
+        written chains instead, `_reference_step`)."""
         cfg = self.cfg
         if step < self.reference_steps:
             return await self._reference_step(judge, step)
@@ -385,10 +386,15 @@ class TrainingRun:
                 self.references.append(TrajectoryGroup(scenario=s, trajectories=[t]))
         per = cfg.groups_per_step * cfg.group_size
         self.reference_steps = math.ceil(cfg.reference_epochs * len(self.references) / per)
-        if self.reference_steps:
+        if not self.references:
+            self.say(
+                f"--reference-epochs: none of the {len(train)} training tasks has a reference chain; no reference steps"
+            )
+        else:
             self.say(
                 f"reference steps: {self.reference_steps}, {per} of {len(self.references)} tasks' reference chains "
-                f"each ({cfg.reference_epochs:g} passes), before any rollout; --reference-epochs sets it"
+                f"each ({cfg.reference_epochs:g} pass{'' if cfg.reference_epochs == 1 else 'es'} over them), before "
+                "any rollout; --reference-epochs sets it"
             )
 
     async def _reference_step(self, judge, step: int) -> Collected:
@@ -474,7 +480,7 @@ class TrainingRun:
         if c.references:
             self.say(
                 f"step {row['step']}/{cfg.steps}: trained on {int(train_metrics.get('groups_trained', 0))} reference "
-                f"chains (a reference step, nothing rolled out), loss {train_metrics.get('loss', float('nan')):.3f}"
+                f"chains, {int(train_metrics.get('loss_tokens', 0))} tokens (a reference step, nothing rolled out)"
             )
             return
         self.say(

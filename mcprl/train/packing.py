@@ -52,23 +52,31 @@ class PrefixBranches:
 
 
 def pack_rows(groups: list[list[Sequence]], max_tokens: int, share: bool = True) -> list[PrefixBranches]:
-    """The step's sequences as rows of a shared prefix and their branches, at most `max_tokens` long (a
-    single branch longer than that gets a row of its own). Sequences are taken in token order, so those
-    that begin alike lie together, whatever their group: a group's rollouts (one prompt), and every
-    sequence of a step behind one system prompt, tool list and demonstration (a reference step's chains,
-    one a group, mcprl.run.runner). `share=False`: a row per sequence."""
-    seqs = [s for g in groups for s in g]
+    """Each group's sequences as rows of their shared prefix and their branches, at most `max_tokens`
+    long (a single branch longer than that gets a row of its own); then rows that begin alike, taken
+    in token order, merged where the merged row stays in the budget and runs fewer tokens than the two
+    apart: groups behind one system prompt, tool list and demonstration run it once (a reference
+    step's chains, one a group, mcprl.run.runner). `share=False`: a row per sequence."""
     if not share:
-        return [PrefixBranches([], [s]) for s in seqs]
+        return [PrefixBranches([], [s]) for seqs in groups for s in seqs]
     rows: list[PrefixBranches] = []
-    for s in sorted(seqs, key=lambda s: s.input_ids):
-        joined = PrefixBranches.sharing([*rows[-1].branches, s]) if rows else None
-        # s joins the last row where it shares some of its beginning and the row stays in the budget
-        if joined is not None and len(joined) <= max_tokens and len(joined) < len(rows[-1]) + len(s.input_ids):
-            rows[-1] = joined
+    for seqs in groups:
+        row: list[Sequence] = []
+        for s in seqs:
+            if row and len(PrefixBranches.sharing([*row, s])) > max_tokens:
+                rows.append(PrefixBranches.sharing(row))
+                row = []
+            row.append(s)
+        if row:
+            rows.append(PrefixBranches.sharing(row))
+    merged: list[PrefixBranches] = []
+    for r in sorted(rows, key=lambda r: r.branches[0].input_ids):
+        both = PrefixBranches.sharing([*merged[-1].branches, *r.branches]) if merged else None
+        if both is not None and len(both) <= max_tokens and len(both) < len(merged[-1]) + len(r):
+            merged[-1] = both
         else:
-            rows.append(PrefixBranches.sharing([s]))
-    return rows
+            merged.append(r)
+    return merged
 
 
 def micro_batches(rows: list[PrefixBranches], max_tokens: int) -> list[list[PrefixBranches]]:
