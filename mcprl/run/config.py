@@ -72,7 +72,8 @@ class RunConfig(BaseModel):
     # first steps have nothing to learn from but the written references `unsolved` adds, one a group.
     # Reference steps come first and roll nothing out: each trains on the reference chains of
     # groups_per_step x group_size grounded tasks (mcprl.run.references.written_chain, after the prompt
-    # the policy's rollouts get) with the warm-up loss, supervised (docs/benchmarks.md, "Reference steps").
+    # the policy's rollouts get) with the warm-up loss, supervised. Off by default: on mcp-server-git they
+    # taught the calls but not the answers, and held-out success did not move (docs/benchmarks.md, "Reference steps").
     reference_epochs: float = Field(
         default=0.0,
         ge=0,
