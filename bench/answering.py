@@ -64,7 +64,11 @@ def main() -> None:
     if args.checkpoint:
         model = PeftModel.from_pretrained(model, str(args.checkpoint)).eval()
     torch.manual_seed(args.seed)
-    tags = [i for t, i in tok.get_vocab().items() if tok.convert_tokens_to_string([t]).lstrip().startswith("<")]
+    tags = (  # the tokens a reply may not open with (--no-tag-start)
+        [i for t, i in tok.get_vocab().items() if tok.convert_tokens_to_string([t]).lstrip().startswith("<")]
+        if args.no_tag_start
+        else []
+    )
     tasks = [
         s
         for split in ("train.jsonl", "val.jsonl")

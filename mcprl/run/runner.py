@@ -133,7 +133,6 @@ class TrainingRun:
         self.secrets: list[str] = []
         self.rollouts: Rollouts | None = None  # where rollouts run: this process, or Ray workers (mcprl.cluster)
         self.references: list[TrajectoryGroup] = []  # the reference steps' chains, a group each (`_reference_chains`)
-        self.reference_steps = 0
 
     async def run(self) -> dict[str, Any]:
         cfg = self.cfg
@@ -372,11 +371,16 @@ class TrainingRun:
         await unsolved.collected(context, groups)
         return Collected(step, groups, len(batch), warmup)
 
+    @property
+    def reference_steps(self) -> int:
+        """The steps `reference_epochs` passes over the reference chains take, `groups_per_step x group_size` a step."""
+        cfg = self.cfg
+        return math.ceil(cfg.reference_epochs * len(self.references) / (cfg.groups_per_step * cfg.group_size))
+
     def _reference_chains(self, pool, train: list[Scenario]) -> None:
         """The reference steps' material: each training task's reference chain written after the prompt
         its rollouts get (`initial_messages`: system prompt, demonstration, task; a custom agent's own
-        prompt may differ) with the tools they are offered, and how many steps `reference_epochs` passes
-        over them take."""
+        prompt may differ) with the tools they are offered; the run says how many steps they take."""
         cfg = self.cfg
         if not cfg.reference_epochs or pool is None:
             return
@@ -384,15 +388,14 @@ class TrainingRun:
         for s in train:
             if (t := written_chain(s, initial_messages(s, tools, cfg.rollout), tools, cfg.rollout.finish)) is not None:
                 self.references.append(TrajectoryGroup(scenario=s, trajectories=[t]))
-        per = cfg.groups_per_step * cfg.group_size
-        self.reference_steps = math.ceil(cfg.reference_epochs * len(self.references) / per)
         if not self.references:
             self.say(
                 f"--reference-epochs: none of the {len(train)} training tasks has a reference chain; no reference steps"
             )
         else:
             self.say(
-                f"reference steps: {self.reference_steps}, {per} of {len(self.references)} tasks' reference chains "
+                f"reference steps: {self.reference_steps}, {cfg.groups_per_step * cfg.group_size} of "
+                f"{len(self.references)} tasks' reference chains "
                 f"each ({cfg.reference_epochs:g} pass{'' if cfg.reference_epochs == 1 else 'es'} over them), before "
                 "any rollout; --reference-epochs sets it"
             )

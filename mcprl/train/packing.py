@@ -59,6 +59,9 @@ def pack_rows(groups: list[list[Sequence]], max_tokens: int, share: bool = True)
     step's chains, one a group, mcprl.run.runner). `share=False`: a row per sequence."""
     if not share:
         return [PrefixBranches([], [s]) for seqs in groups for s in seqs]
+    # Each group's rows first, then merged: taken one sequence at a time across groups, a row holding the
+    # end of one group and the start of the next splits both, and GRPO steps ran 3-6% more tokens than
+    # packed per group (docs/benchmarks.md, "Packing across groups").
     rows: list[PrefixBranches] = []
     for seqs in groups:
         row: list[Sequence] = []
