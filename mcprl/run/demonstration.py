@@ -420,9 +420,8 @@ def from_reference(
 ) -> tuple[Demonstration, list[Scenario]]:
     """The `reference_exchange` of a grounded training scenario, with no generator call: one-call
     tasks first (the call is the whole solution), of those the ones whose answer is in a one-record
-    result (`records`: a lookup, not a listing the small policy then cannot read), reads before
-    writes, and calls copying the least from their request, picked by the seed; its task leaves
-    training whole.
+    result (`records`: a lookup, not a listing the small policy then cannot read), and reads before
+    writes, picked by the seed; its task leaves training whole.
 
     `per_tool`: one such exchange for each tool a reference chain starts with (its shortest chains
     first), each scenario shown one of them (RolloutConfig.demonstrations). With a single exchange the
@@ -434,16 +433,11 @@ def from_reference(
         by_tool.setdefault(s.reference[0].tool, []).append(s)
     groups = list(by_tool.values()) if per_tool else [grounded]
 
-    def cost(s: Scenario) -> tuple[bool, int, int, int]:
-        # a read (a policy that copies a write changes state on every task), the fewest calls, the
-        # answer in the fewest records (a lookup, not a listing), then the fewest characters the call
-        # copies from its request: the policy copies the shown call onto every task, and one copying a
-        # long value (`git_show` of a 40-digit hash the request states) taught it to invent such a
-        # value for requests that state none
+    def cost(s: Scenario) -> tuple[bool, int, int]:
+        # a read (a policy that copies a write changes state on every task), the fewest calls, then
+        # the answer in the fewest records (a lookup, not a listing)
         calls = s.reference
-        stated = [v if isinstance(v, str) else json.dumps(v) for v in calls[0].arguments.values()]
-        copied = sum(len(v) for v in stated if v and v.lower() in s.task.lower())
-        return any(c.writes for c in calls), len(calls), s.metadata.get("records", 1), copied
+        return any(c.writes for c in calls), len(calls), s.metadata.get("records", 1)
 
     chosen = []
     for group in groups:
