@@ -36,6 +36,7 @@ skipped from then on), `rate` calls a second at most; an error that asks to slow
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import re
@@ -441,11 +442,15 @@ async def explore(
             if (changed := await outlived(session, number)) is not None:
                 for writer in writers - set(retired):
                     retired[writer] = "may write, and the server's state outlived its process"
+                landed = [c for c in out.calls if c.writes and not c.is_error]
                 say(
                     f"warning: {changed} answered differently in a fresh session: the server keeps its state "
                     "outside its process, so tools that may write are not explored further "
-                    "(--isolated says otherwise)"
+                    f"(--isolated says otherwise); the {len(landed)} write(s) it answered before are kept there, "
+                    "undo them if that state is yours:"
                 )
+                for c in landed:  # whole, not clipped: what a user needs to find and undo each
+                    say(f"  {c.tool} {json.dumps(c.arguments, default=str)}")
         for name in plan(number):
             if len(out.calls) >= cfg.calls:
                 return
@@ -485,6 +490,11 @@ async def explore(
                     return
                 if not again.is_error:
                     reads[repr((again.tool, again.arguments))] = again
+            if isolated and not persistence_checked and fresh_reads:
+                # a fresh session checks for state that outlives the process before any other write, so that
+                # a server keeping it in a file of its own (a user's knowledge graph) gets one write, not a
+                # session's worth
+                return
 
     async with explorer:
         with anyio.move_on_after(cfg.minutes * 60):
