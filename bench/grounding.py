@@ -17,6 +17,7 @@ import time
 
 import anyio
 
+from mcprl.checks import live_of
 from mcprl.errors import UserError
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explore import explore, may_write
@@ -45,7 +46,12 @@ async def measure(target: str, calls: int, n: int, seed: int) -> dict:
         **report.model_dump(),
         "uncovered": report.uncovered,
         "samples": [
-            {"task": t.task, "answer": t.answer, "difficulty": t.difficulty}
+            {
+                "task": t.task,
+                "answer": t.answer,
+                "difficulty": t.difficulty,
+                "live": " (live: once)" * (live_of(t.check) is not None),
+            }
             for t in random.Random(seed).sample(tasks, min(4, len(tasks)))
         ],
         "tasks": [{"task": t.task, "answer": t.answer} for t in tasks],  # every kept task, to read the wording of all
@@ -70,7 +76,7 @@ def main() -> None:
         print(
             f"{r['server']}: {r['calls']} calls ({r['distinct']} distinct, {r['errors']} errors) -> {r['candidates']} "
             "candidates "
-            f"-> {r['kept']} kept; dropped {r['dropped']}; read tools covered "
+            f"-> {r['kept']} kept ({r['live']} asked live); dropped {r['dropped']}; read tools covered "
             f"{len(r['reads_covered'])}/{len(r['reads'])}"
             + (
                 f" (not: {', '.join(t for t in r['reads'] if t not in r['reads_covered'])})"
@@ -80,7 +86,7 @@ def main() -> None:
             + f"; {r['seconds']} s"
         )
         for sample in r["samples"]:
-            print(f"    [{sample['difficulty']}] {sample['task']}  => {sample['answer']!r}")
+            print(f"    [{sample['difficulty']}] {sample['task']}  => {sample['answer']!r}{sample['live']}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=2)

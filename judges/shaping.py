@@ -26,8 +26,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from mcprl.checks import holds_answer, words
+from mcprl.checks import holds_answer, live_of, words
 from mcprl.judges.base import zero_failed
+from mcprl.judges.verify import live_value
 from mcprl.tools.client import schema_validator
 from mcprl.types import Message, Trajectory, TrajectoryGroup
 
@@ -123,6 +124,10 @@ class ToolUseShaping:
         zero_failed(group)
         scenario = group.scenario
         answer, task = (scenario.answer, scenario.task) if scenario else (None, "")
+        # where the server answers anew each time, the answer is what the episode's own call gave; without such a
+        # call, "" (which no result holds: no evidence, on the same scale out of 5 as the group's other rollouts)
+        live = live_of(scenario.check) if scenario else None
         for t in group.valid:
-            t.reward = t.metrics[self.name] = tool_use_score(t, answer, task)
+            known = answer if live is None else (value if (value := live_value(t, live)) is not None else "")
+            t.reward = t.metrics[self.name] = tool_use_score(t, known, task)
         return group

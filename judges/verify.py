@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import math
 import re
 from collections.abc import Callable
@@ -25,13 +26,16 @@ from mcprl.checks import (
     ExactCheck,
     HoldsCheck,
     JsonFieldCheck,
+    LiveValue,
     NormalizedCheck,
     PythonCheck,
     RegexCheck,
     as_number,
+    field_at,
     holds_answer,
     normalize_text,
     numbers,
+    same_arguments,
     same_value,
 )
 from mcprl.errors import UserError, first_problem
@@ -63,15 +67,34 @@ def _truth(scenario: Scenario, value: Any) -> Any:
     return truth
 
 
-def _json_field(data: Any, path: str) -> Any:
-    for part in path.split("."):
-        if isinstance(data, list) and part.lstrip("-").isdigit():
-            data = data[int(part)]
-        elif isinstance(data, dict):
-            data = data[part]
-        else:
-            raise KeyError(part)
-    return data
+def live_value(trajectory: Trajectory, live: LiveValue) -> Any:
+    """The value a task's answer is read from where the server answers anew each time (`LiveValue`): what the
+    episode's last call of `live.tool` with `live.arguments` gave at `live.field` of its JSON result, read from the
+    conversation (a written reference chain's too); None where no such call answered, or its result has no
+    value there."""
+    matching: set[str] = set()
+    value = None
+    for m in trajectory.messages:
+        for call in m.get("tool_calls") or []:
+            function = call.get("function") or {}
+            arguments = function.get("arguments") or {}
+            try:
+                arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+            except ValueError:
+                continue
+            if function.get("name") == live.tool and isinstance(arguments, dict):
+                if same_arguments(arguments, live.arguments):
+                    matching.add(call.get("id"))
+        if m.get("role") == "tool" and m.get("tool_call_id") in matching:
+            content = m.get("content")
+            if isinstance(content, list):  # content parts
+                content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            try:
+                found = field_at(json.loads(str(content)), live.field)
+            except (ValueError, KeyError, IndexError, TypeError):
+                found = None
+            value = None if isinstance(found, (dict, list)) else found
+    return value
 
 
 def checker_for(scenario: Scenario) -> Checker:
@@ -94,11 +117,16 @@ def checker_for(scenario: Scenario) -> Checker:
 
         def holds(s: Scenario, t: Trajectory) -> float:
             answer = t.final_answer() if check.on == "answer" else str(t.metadata.get("read_back") or "")
-            if check.max_other_numbers is not None and len(numbers(answer) - given) > check.max_other_numbers:
+            truths, numbered = values, given
+            if check.live is not None:  # the value this episode's own call gave
+                if (live := live_value(t, check.live)) is None:
+                    return 0.0
+                truths, numbered = [live], numbers(scenario.task) | {n for n in [as_number(live)] if n is not None}
+            if check.max_other_numbers is not None and len(numbers(answer) - numbered) > check.max_other_numbers:
                 return 0.0
             if check.max_words is not None and len(answer.split()) > check.max_words:
                 return 0.0
-            return float(any(holds_answer(answer, v) for v in values))
+            return float(any(holds_answer(answer, v) for v in truths))
 
         return holds
     if isinstance(check, RegexCheck):
@@ -112,8 +140,8 @@ def checker_for(scenario: Scenario) -> Checker:
 
         def json_field(s: Scenario, t: Trajectory) -> float:
             try:
-                return float(same_value(_json_field(extract_json(t.final_answer()), check.field), truth))
-            except (ValueError, KeyError, IndexError):
+                return float(same_value(field_at(extract_json(t.final_answer()), check.field), truth))
+            except (ValueError, KeyError, IndexError, TypeError):
                 return 0.0  # no JSON, or no such field: the answer is wrong, not the checker
 
         return json_field

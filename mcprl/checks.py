@@ -10,7 +10,10 @@ dumps only the keys it was given (and its `kind`), so a file read and written ag
     {"kind": "holds", "value": 22.6}                 the answer holds the value (numbers by value, text as
                                                      whole words; `any_of` a list), with at most 3 other numbers;
                                                      `"on": "read_back"`: the result of the scenario's read-back
-                                                     call, made in the rollout's session after it (state changes)
+                                                     call, made in the rollout's session after it (state changes);
+                                                     `"live": {"tool", "arguments", "field"}`: the value that call,
+                                                     made in the episode, gave at `field` of its JSON result (a
+                                                     server that answers anew each time: dice, the clock)
     {"kind": "regex", "pattern": "\\b42\\b"}        1 if the pattern matches anywhere (`ignore_case` optional)
     {"kind": "json_field", "field": "order.total", "value": 12.5}  parse the answer as JSON, compare a field
     {"kind": "python", "function": "pkg.module:fn"}  fn(scenario, trajectory) -> float
@@ -22,6 +25,7 @@ dumps only the keys it was given (and its `kind`), so a file read and written ag
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import unicodedata
@@ -87,6 +91,31 @@ def holds_answer(text: str, answer: Any) -> bool:
     return bool(needle) and f" {needle} " in f" {' '.join(words(text))} "
 
 
+def field_at(data: Any, path: str) -> Any:
+    """The value at a dotted `path` of JSON data ("" is the whole of it); integer parts index lists
+    ("items.0.sku"). KeyError, IndexError or TypeError where the data has nothing there."""
+    for part in path.split(".") if path else []:
+        if isinstance(data, list) and part.lstrip("-").isdigit():
+            data = data[int(part)]
+        elif isinstance(data, dict):
+            data = data[part]
+        else:
+            raise KeyError(part)
+    return data
+
+
+def same_arguments(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two calls' arguments are the same: the same names, each value the same (`same_value` for
+    scalars, so 2 is "2"; nested values as their JSON)."""
+
+    def same(x: Any, y: Any) -> bool:
+        if isinstance(x, (dict, list)) or isinstance(y, (dict, list)):
+            return json.dumps(x, sort_keys=True) == json.dumps(y, sort_keys=True)
+        return same_value(x, y)
+
+    return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+
+
 KINDS = ("exact", "normalized", "contains", "holds", "regex", "json_field", "python", "server")
 
 
@@ -138,6 +167,18 @@ class ContainsCheck(BaseCheck):
     value: str | list[str] | None = None
 
 
+class LiveValue(BaseModel):
+    """An answer the server gives anew each time (a roll of dice, the clock, live data): the value that the
+    episode's own call of `tool` with `arguments` gave at `field` of its JSON result (a dotted path, "" for the
+    whole result), not a value fixed when the task was written."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    field: str = ""
+
+
 class HoldsCheck(BaseCheck):
     """The answer holds the value (numbers by value, text as whole words), or with `any_of` one of
     the values, and gives at most `max_other_numbers` numbers that are neither a value nor in the
@@ -152,6 +193,9 @@ class HoldsCheck(BaseCheck):
     any_of: bool = False
     max_other_numbers: int | None = Field(default=3, ge=0)
     max_words: int | None = Field(default=None, ge=1, description="an answer of more words recites rather than answers")
+    live: LiveValue | None = Field(
+        default=None, description="the value is the one this call gave in the episode, not `value` (`LiveValue`)"
+    )
 
 
 class RegexCheck(BaseCheck):
@@ -177,6 +221,11 @@ class ServerCheck(BaseCheck):
     model_config = ConfigDict(extra="allow")
     kind: Literal["server"] = "server"
     server: str
+
+
+def live_of(check: BaseCheck | None) -> LiveValue | None:
+    """Where a check reads its value from the episode's own call (`HoldsCheck.live`), that call; else None."""
+    return check.live if isinstance(check, HoldsCheck) else None
 
 
 Check = Annotated[

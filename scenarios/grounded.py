@@ -32,7 +32,9 @@ A task that names its record but whose chain found it the long way (a listing's 
 one call a person would make where one exists (`shortcut`: a search for the name). Before use,
 every task's chain is replayed in a fresh session (mcprl.scenarios.replay): a task whose answer does not
 come back where it came from (a random id, a chain that cannot reach it, a clock where it cannot be moved)
-is dropped. What is left is deduplicated and spread over the tools; the report says how many were kept and
+is dropped, unless its one call's JSON result gave it at one place that every replay fills anew (a roll of
+dice, the time in Tokyo): it is then asked live, checked by what the episode's own call gives there
+(mcprl.checks.LiveValue). What is left is deduplicated and spread over the tools; the report says how many were kept and
 dropped, and why, and which tools no task covers.
 """
 
@@ -49,7 +51,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mcprl.checks import Check, ContainsCheck, HoldsCheck, holds_answer, normalize_text, numbers
+from mcprl.checks import Check, ContainsCheck, HoldsCheck, holds_answer, live_of, normalize_text, numbers
 from mcprl.errors import UserError
 from mcprl.scenarios.explore import Exploration, ExploredCall, may_write, source_call
 from mcprl.scenarios.lexicon import (
@@ -83,7 +85,16 @@ from mcprl.scenarios.phrasing import (
     said,
     value_text,
 )
-from mcprl.scenarios.replay import chain_of, clock_bound, clock_moved, comes_back, needed, text_parameter, verify
+from mcprl.scenarios.replay import (
+    chain_of,
+    clock_bound,
+    clock_moved,
+    comes_back,
+    live_task,
+    needed,
+    text_parameter,
+    verify,
+)
 from mcprl.scenarios.results import (
     ISO_DATE,
     MESSAGE,
@@ -120,6 +131,9 @@ class GroundingReport(BaseModel):
     covered: dict[str, int] = Field(default_factory=dict, description="tool -> kept tasks whose chain calls it")
     rephrased: int = 0
     shortened: int = Field(default=0, description="candidates given a one-call chain by `shortcut`")
+    live: int = Field(
+        default=0, description="kept tasks the server answers anew each time, checked by the episode's own call's value"
+    )
 
     @property
     def uncovered(self) -> list[str]:
@@ -130,7 +144,7 @@ class GroundingReport(BaseModel):
         line = (
             f"grounded {self.kept} tasks ({self.rephrased} rephrased) in {self.explored} explored calls "
             f"({self.candidates} candidates, "
-            f"{self.shortened} chains shortened; "
+            f"{self.shortened} chains shortened, {self.live} answered anew each call; "
             f"dropped: {dropped}); tasks per tool: {', '.join(f'{t} {n}' for t, n in self.covered.items()) or 'none'}"
         )
         if self.uncovered:
@@ -728,6 +742,8 @@ async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
                 if options and (min(options)[0][0], 1) < focus(t):
                     (records, text, _), tool, parameter = min(options)
                     reference = [ReferenceCall(tool=tool, arguments={parameter: name}, result=text)]
+                    if (tool, {parameter: name}) != (t.reference[-1].tool, t.reference[-1].arguments):
+                        t.metadata["shortened"] = True  # another call than the one it asks about: right by its answer
                     t.id, t.tools, t.difficulty = _id(t.task, reference), [tool], 1
                     t.reference = reference
                     t.metadata["records"] = records
@@ -761,10 +777,12 @@ async def ground(
     }
     optional = optional_parameters(pool.toolset.mcp_tools)
     found = candidates(exploration, descriptions, seed=seed, titles=titles)
-    # a task whose answer came from the server's clock is kept only where it comes back with the clock moved
+    # a task whose answer came from the server's clock is kept as it is only where it comes back with the clock
+    # moved, else asked live (`live_task`: checked by what the episode's own call gives) where it can be
     clocked = {id(t) for t in found if clock_bound(t.reference[-1].result, t.answer)}
     later = clock_moved(pool.spec)
-    timeless = [t for t in found if id(t) not in clocked or later is not None]
+    asked = found if later is not None else [live_task(t, []) if id(t) in clocked else t for t in found]
+    timeless = [t for t in asked if t is not None]
     fits = [t for t in timeless if max_calls is None or len(t.reference) <= max_calls]
     shortened = await shortcut(fits, pool)
     ordered, dropped = select(fits, len(fits), seed=seed, optional=optional)
@@ -805,6 +823,7 @@ async def ground(
         rephrased=rephrased,
         shortened=shortened,
     )
+    report.live = sum(live_of(t.check) is not None for t in picked)
     covered: Counter = Counter(tool for t in picked for tool in t.tools)
     report.covered = {t: covered[t] for t in descriptions if covered[t]}
     return picked, report

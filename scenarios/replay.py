@@ -1,7 +1,9 @@
 """Reference chains and their replay: the calls a task's answer came from (`chain_of`), the ones a rollout must
 make (`needed`), and the check that a task's chain, replayed in a fresh session, gives its answer back where it
 came from (`comes_back`, `verify`). An answer from a result that states about today's date (`clock_bound`) is
-replayed again with the server's clock moved (`clock_moved`), and holds only where it comes back then too.
+replayed again with the server's clock moved (`clock_moved`), and holds only where it comes back then too. A
+result that comes back other than recorded is replayed twice; an answer the server gives anew each time is asked
+live where it can be (`live_task`).
 Grounding (mcprl.scenarios.grounded) and the references found for a user's own tasks
 (mcprl.scenarios.answers) replay their chains here."""
 
@@ -16,9 +18,9 @@ from typing import Any
 
 import anyio
 
-from mcprl.checks import holds_answer, normalize_text
+from mcprl.checks import HoldsCheck, LiveValue, field_at, holds_answer, live_of, normalize_text
 from mcprl.scenarios.explore import ExploredCall, source_call
-from mcprl.scenarios.results import ISO_DATE, counted, result_values
+from mcprl.scenarios.results import ISO_DATE, answer_paths, counted, result_data, result_values
 from mcprl.tools import ServerGone, ServerSpec, ToolPool
 from mcprl.types import ReferenceCall, Scenario
 
@@ -76,12 +78,50 @@ def comes_back(original: str, replayed: str, answer: Any) -> bool:
 
 def gives_answer(task: Scenario, replayed: str) -> bool:
     """Whether the replayed result of `task`'s chain (or of its read-back) gives its answer: each of its values
-    where the recorded result gave it (`comes_back`); a count, which is in no text, by listing as many values."""
+    where the recorded result gave it (`comes_back`); a count, which is in no text, by listing as many values; a
+    live answer (`live_task`), by having a value where the recorded result had it."""
+    if (live := live_of(task.check)) is not None:
+        return live_at(replayed, live.field) is not None
     if task.metadata.get("kind") == "count":
         return counted(replayed) == task.answer
     original = task.reference[-1].result if task.read_back is None else ""
     values = task.answer if isinstance(task.answer, list) else [task.answer]
     return all(comes_back(original, replayed, v) for v in values)
+
+
+def live_at(result: str, path: str) -> Any:
+    """The one value (a number, a text, a flag) at `path` of a JSON result; None where there is none."""
+    try:
+        value = field_at(result_data(result, None), path)
+    except (KeyError, IndexError, TypeError):
+        return None
+    return None if isinstance(value, (dict, list)) else value
+
+
+def live_task(task: Scenario, replays: list[str]) -> Scenario | None:
+    """`task` checked by the value its call gives in each episode (`HoldsCheck.live`), for a server that answers
+    anew each time (dice, the clock, live data): where its one call's JSON result gave the answer at one place
+    (the field the task asks for, where several held it) and every replay gives a value there too. None for a
+    task that cannot be asked so: a count, a listing, a write read back, a chain whose call takes an earlier
+    result's value (an episode's would differ), one `shortcut` gave (known to be the task's by the answer it gave,
+    which a value given anew shows nothing of), an answer in text no path reaches."""
+    if (
+        not isinstance(task.check, HoldsCheck)
+        or task.read_back is not None
+        or task.metadata.get("shortened")
+        or len(task.reference) != 1
+        or isinstance(task.answer, list)
+        or task.metadata.get("kind") == "count"
+    ):
+        return None
+    call = task.reference[0]
+    paths = answer_paths(result_data(call.result, None), task.answer)
+    if len(paths) > 1 and (field := task.metadata.get("field")):
+        paths = [p for p in paths if p.rpartition(".")[2] == field]
+    if len(paths) != 1 or any(live_at(r, paths[0]) is None for r in replays):
+        return None
+    live = LiveValue(tool=call.tool, arguments=call.arguments, field=paths[0])
+    return task.model_copy(update={"check": HoldsCheck(**task.check.model_dump(exclude={"kind"}), live=live)})
 
 
 async def verify(
@@ -92,10 +132,12 @@ async def verify(
     must also bring it back on `later`, the server with its clock moved (`clock_moved`); without one it holds
     only today."""
     kept, dropped = await replayed(tasks, pool, say=say)
-    if bound := [t for t in kept if clock_bound(t.reference[-1].result, t.answer)]:
+    if bound := [t for t in kept if live_of(t.check) is None and clock_bound(t.reference[-1].result, t.answer)]:
+        # those that do not come back with the clock moved are asked live where they can be (`replayed`)
         held, _ = await replayed(bound, later, say=say) if later is not None else ([], None)
-        gone = {id(t) for t in bound} - {id(t) for t in held}
-        kept = [t for t in kept if id(t) not in gone]
+        after = {t.id: t for t in held}
+        gone = {t.id for t in bound} - set(after)
+        kept = [after.get(t.id, t) for t in kept if t.id not in gone]
         if gone:
             dropped["holds only today (another answer with the clock moved)"] += len(gone)
     return kept, dropped
@@ -115,34 +157,46 @@ async def replayed(
     done = running = 0
     retry: list[list[Scenario]] = []  # chains that failed while others replayed beside them, to replay alone
 
+    async def run(group: list[Scenario]) -> str | None:
+        """The chain's last result (or its read-back's) in a fresh session; None where a call failed."""
+        last = None
+        try:
+            async with pool.session() as session:
+                read_back = [ReferenceCall(**group[0].read_back)] if group[0].read_back else []
+                for step in [*group[0].reference, *read_back]:
+                    outcome = await session.call(step.tool, step.arguments)
+                    if outcome.is_error:
+                        return None
+                    last = outcome.data_text  # the server's text, not our placeholder for an image
+        except ServerGone:
+            return None
+        return last
+
     async def replay(group: list[Scenario]) -> None:
         nonlocal done, running
-        last: str | None = None
         async with limiter:
             running += 1
             crowded = running > 1
-            try:
-                async with pool.session() as session:
-                    read_back = [ReferenceCall(**group[0].read_back)] if group[0].read_back else []
-                    for step in [*group[0].reference, *read_back]:
-                        outcome = await session.call(step.tool, step.arguments)
-                        if outcome.is_error:
-                            last = None
-                            break
-                        last = outcome.data_text  # the server's text, not our placeholder for an image
-            except ServerGone:
-                last = None
+            results = [await run(group)]
+            # a result that came back other than recorded may come from a server that answers anew each time
+            # (dice): it is replayed once more, so that an answer that came back by chance is not taken as fixed
+            if group[0].read_back is None and results[0] not in (None, group[0].reference[-1].result):
+                results.append(await run(group))
             crowded = crowded or running > 1
             running -= 1
-        if last is None and crowded:
+        failed = None in results
+        if failed and crowded:
             retry.append(group)
             limiter.total_tokens = 1  # from now on, one at a time
             return
+        replays = [r for r in results if r is not None]
         for t in group:
-            if last is None:
+            if failed:
                 dropped["chain failed on replay"] += 1
-            elif gives_answer(t, last):
+            elif all(gives_answer(t, r) for r in replays):
                 kept.append(t)
+            elif (live := live_task(t, replays)) is not None:  # another answer each time, at one place
+                kept.append(live)
             else:
                 dropped["answer not reproduced"] += 1
         done += 1
@@ -157,8 +211,8 @@ async def replayed(
     again, retry = retry, []
     for group in again:
         await replay(group)
-    order = {id(t): i for i, t in enumerate(tasks)}
-    return sorted(kept, key=lambda t: order[id(t)]), dropped
+    order = {t.id: i for i, t in enumerate(tasks)}
+    return sorted(kept, key=lambda t: order[t.id]), dropped
 
 
 def clock_bound(text: str, answer: Any, now: datetime.datetime | None = None) -> bool:

@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from mcprl.checks import same_value
 from mcprl.tools.convert import untruncated
 
 # An ISO date, with a time or not ("2026-11-27", "2026-11-27T14:00:00+01:00", "2026-11-27 09:40:46")
@@ -70,6 +71,15 @@ def flatten(data: Any, key: str = "") -> list[tuple[str, Any]]:
     if isinstance(data, (str, int, float)) and not isinstance(data, bool) and str(data).strip():
         return [(key, data)]
     return []
+
+
+def answer_paths(data: Any, answer: Any, path: str = "") -> list[str]:
+    """The dotted paths (mcprl.checks.field_at's) of the values in JSON `data` that are `answer` (`same_value`)."""
+    if isinstance(data, dict):
+        return [p for k, v in data.items() for p in answer_paths(v, answer, f"{path}.{k}" if path else str(k))]
+    if isinstance(data, list):
+        return [p for i, v in enumerate(data) for p in answer_paths(v, answer, f"{path}.{i}" if path else str(i))]
+    return [path] if data is not None and same_value(data, answer) else []
 
 
 LABEL = re.compile(r"[A-Za-z][\w .'/-]*")

@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from mcprl.checks import as_number, normalize_text
+from mcprl.checks import as_number, live_of, normalize_text
 from mcprl.scenarios.phrasing import value_text
 from mcprl.types import Scenario
 
@@ -74,7 +74,8 @@ def meaning(
     task: Scenario, optional: Mapping[str, set[str]], idle: Mapping[tuple[str, str], set[str]]
 ) -> tuple[Any, ...]:
     """What a task asks, whatever its wording or the chain that grounded it: the field it asks for (else
-    the tool its chain ends with), its answer and the values it states, but those of `optional`
+    the tool its chain ends with), its answer (where the server answers anew each time, where it is read) and the
+    values it states, but those of `optional`
     parameters (tool -> names) and `idle` ones (`idle_parameters`): a filter that left the answer where it
     was, or a value that changed no answer, does not make another question."""
     given = task.metadata.get("given") or [value_text(v) for v in task.reference[-1].arguments.values()]
@@ -85,9 +86,10 @@ def meaning(
         for k, v in c.arguments.items()
         if k in optional.get(c.tool, ()) or c is task.reference[-1] and k in unchanged
     }
+    live = live_of(task.check)
     return (
         task.metadata.get("field") or task.reference[-1].tool,
-        answer_key(task.answer),
+        answer_key(task.answer) if live is None else f"live {live.field}",  # a roll's sum, whichever it was once
         task.read_back is not None,
         tuple(sorted(g for g in map(normalize_text, map(str, given)) if g not in filters)),
     )

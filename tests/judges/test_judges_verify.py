@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from mcprl import tasks
@@ -151,3 +153,43 @@ async def test_a_nan_score_is_a_checker_failure():
     group = TrajectoryGroup(scenario=Scenario(id="s3", task="t"), trajectories=answering("x"))
     await VerifyJudge(checker=lambda s, t: float("nan")).score_group(group)
     assert "not a finite number" in group.skipped
+
+
+def episode(calls: list[tuple[str, dict | str, str]], final: str) -> Trajectory:
+    """A conversation making `calls` (tool, arguments as the model wrote them, result), then answering `final`."""
+    messages = [{"role": "user", "content": "q"}]
+    for k, (tool, arguments, result) in enumerate(calls):
+        written = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        call = {"id": f"c{k}", "type": "function", "function": {"name": tool, "arguments": written}}
+        messages += [
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{k}", "content": result},
+        ]
+    return Trajectory(messages=[*messages, {"role": "assistant", "content": final}])
+
+
+def test_a_live_answer_is_the_value_the_episodes_own_call_gave():
+    """A server that answers anew each time (dice): the answer is read from the result of the episode's own call
+    with the task's arguments, at the task's field, not the value the task was written with."""
+    check = {"kind": "holds", "live": {"tool": "roll", "arguments": {"notation": "2d6", "n": 2}, "field": "roll.total"}}
+    s = Scenario(id="s", task="Roll 2d6 twice; what is the total?", answer=7, check=check)
+    judge = checker_for(s)
+    rolled = json.dumps({"roll": {"total": 9, "rolls": [4, 5]}})
+    same = {"n": "2", "notation": "2d6"}  # the same arguments, another order, a number as text
+    assert judge(s, episode([("roll", same, rolled)], "The total is 9.")) == 1.0
+    assert judge(s, episode([("roll", same, rolled)], "The total is 7.")) == 0.0  # the value written once
+    # the last matching call counts; a call with other arguments, another tool, or no call gives no value
+    again = json.dumps({"roll": {"total": 3}})
+    assert judge(s, episode([("roll", same, rolled), ("roll", same, again)], "3")) == 1.0
+    assert judge(s, episode([("roll", {"notation": "1d20", "n": 2}, rolled)], "9")) == 0.0
+    assert judge(s, episode([("dice", same, rolled)], "9")) == 0.0
+    assert judge(s, episode([], "9")) == 0.0
+    # a result that is no JSON, or has nothing there, gives none either; content parts are read as their text
+    assert judge(s, episode([("roll", same, "total: 9")], "9")) == 0.0
+    assert judge(s, episode([("roll", same, json.dumps({"roll": {}}))], "9")) == 0.0
+    parts = episode([("roll", same, "")], "9")
+    parts.messages[2]["content"] = [{"type": "text", "text": rolled}]
+    assert judge(s, parts) == 1.0
+    # the written form is kept: dumped and read again, the check is the same
+    assert Scenario.model_validate_json(s.model_dump_json()).check == s.check
+    assert s.model_dump()["check"] == check

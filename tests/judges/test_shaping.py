@@ -218,3 +218,22 @@ async def test_evidence_gives_a_group_that_finds_nothing_but_the_right_item_its_
     await ShapedJudge(VerifyJudge(), ToolUseShaping(), 0.1).score_group(group)
     found, wrong = group.rewards()
     assert 0 < wrong < found <= 0.1
+
+
+@pytest.mark.anyio
+async def test_a_live_answer_is_evidence_where_the_episodes_own_call_gave_it():
+    """Where the server answers anew each time, a call's evidence is the value the episode's own call gave, not the
+    value the task was written with: the call that gave it ranks above a call of the same tool with other
+    arguments, whose result holds the written value by chance."""
+    live = {"tool": "add", "arguments": {"a": 5, "b": 6}, "field": "sum"}
+    scenario = Scenario(task="What is 5 + 6?", answer=11, check={"kind": "holds", "live": live})
+    group = TrajectoryGroup(
+        scenario=scenario,
+        trajectories=[
+            traj(*call("add", '{"a": 5, "b": 6}', '{"sum": 12}'), answer="I could not tell."),
+            traj(*call("add", '{"a": 5, "b": 7}', '{"sum": 11}'), answer="I could not tell."),
+        ],
+    )
+    await ToolUseShaping().score_group(group)
+    own, other = group.rewards()
+    assert own == 1.0 and other == pytest.approx(0.8)

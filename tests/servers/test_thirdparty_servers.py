@@ -1,7 +1,8 @@
 """Exploring and grounding on MCP servers we did not write (mcprl.scenarios.explore, .values, .grounded),
 installed from PyPI into their own environment as a user would: mcp-server-calculator (one tool,
 `calculate(expression)`), mcp-server-git (every tool takes `repo_path`, which must lie inside the
-`--repository` on its command line) and mcp-server-time (every result states today's date). The tests
+`--repository` on its command line), mcp-server-time (every result states today's date) and mcp-dice (every roll
+another). The tests
 state properties: a working call on every tool that can answer, no failed call made twice, the bounds kept,
 every kept task's answer given by the server when the test replays its chain, and no task that states its
 own answer."""
@@ -17,15 +18,22 @@ from pathlib import Path
 
 import pytest
 
-from mcprl.checks import holds_answer
+from mcprl.checks import field_at, holds_answer, live_of
+from mcprl.judges.verify import checker_for
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explore import explore
 from mcprl.scenarios.grounded import ground
 from mcprl.tools import ServerSpec, ToolPool
+from mcprl.types import Trajectory
 
 REPO = Path(__file__).resolve().parents[2]
 VENV = REPO / ".venv-thirdparty"
-PACKAGES = ["mcp-server-calculator==0.2.1", "mcp-server-git==2026.10.10", "mcp-server-time==2026.10.10"]
+PACKAGES = [
+    "mcp-server-calculator==0.2.1",
+    "mcp-server-git==2026.10.10",
+    "mcp-server-time==2026.10.10",
+    "mcp-dice==0.1.2",
+]
 
 
 @pytest.fixture(scope="session")
@@ -90,16 +98,35 @@ def reads_twice(exploration) -> list[str]:
     return [k for k in set(keys) if keys.count(k) > 1]
 
 
+def is_live(task) -> bool:
+    return live_of(task.check) is not None
+
+
 async def check_answers(pool: ToolPool, tasks) -> None:
-    """Every kept task's answer is what the server gives its chain now, and no task states it."""
+    """Every kept task's answer is what the server gives its chain now, and no task states it; where the server
+    answers anew each time (`live`), the verify judge scores an episode by the value its own call gave."""
     assert tasks
     for t in tasks:
         async with pool.session() as session:
             for step in t.reference:
                 outcome = await session.call(step.tool, step.arguments)
                 assert not outcome.is_error, (t.task, step, outcome.text)
-        assert holds_answer(outcome.text, t.answer), (t.task, t.answer, outcome.text)
         assert not holds_answer(t.task, t.answer), t.task
+        if not is_live(t):
+            assert holds_answer(outcome.text, t.answer), (t.task, t.answer, outcome.text)
+            continue
+        value = field_at(json.loads(outcome.text), t.check.live.field)
+        call = {"id": "c", "type": "function", "function": {"name": step.tool, "arguments": json.dumps(step.arguments)}}
+        conversation = [
+            {"role": "user", "content": t.task},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c", "content": outcome.text},
+        ]
+        score = checker_for(t)
+        assert score(t, Trajectory(messages=[*conversation, {"role": "assistant", "content": f"It is {value}."}]))
+        if not holds_answer(str(value), t.answer):  # the value the task was written with is this episode's no more
+            wrong = Trajectory(messages=[*conversation, {"role": "assistant", "content": f"It is {t.answer}."}])
+            assert score(t, wrong) == 0, (t.task, value, t.answer)
 
 
 @pytest.mark.anyio
@@ -145,6 +172,26 @@ async def test_a_git_server_is_sent_the_repository_its_command_line_names(thirdp
     assert exploration.fixed == {"repo_path": str(git_repo)}
     assert all(str(git_repo) not in t.task and t.reference[0].arguments["repo_path"] == str(git_repo) for t in tasks)
     assert any(str(t.answer) in {"Ann", "Bob", "Initial commit", "Add hello script", "Greet in full"} for t in tasks)
+
+
+@pytest.mark.anyio
+async def test_a_server_that_answers_anew_each_time_grounds_tasks_read_from_the_episodes_own_call(thirdparty_bin):
+    """mcp-dice: every roll gives other numbers, so no total comes back on replay, and a total that came back by
+    chance was kept as the task's fixed answer ("Roll 2d6 and tell me the sum." -> 8). A replay that gives another
+    result is made twice; an answer that does not come back both times is asked live where one place of the JSON
+    result gave it, and the verify judge reads it from the episode's own call; a fixed answer comes back on every
+    replay."""
+    spec = ServerSpec.parse(str(thirdparty_bin / "mcp-dice"))
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=20), seed=0, say=lambda _: None)
+        tasks, report = await ground(pool, 8, exploration, seed=0, say=lambda _: None)
+        assert len(tasks) == 8 and report.live == sum(map(is_live, tasks)) >= 6, report.summary()
+        await check_answers(pool, tasks)
+        for t in [t for t in tasks if not is_live(t)] * 3:
+            await check_answers(pool, [t])
+    # each live task reads the field it asks for, of the one call it states
+    for t in filter(is_live, tasks):
+        assert t.check.live.field in t.task and t.check.live.arguments["notation"] in t.task, t.task
 
 
 def test_a_server_whose_every_call_fails_says_so_per_tool_with_the_commands_own_flags(tmp_path, monkeypatch, capsys):
@@ -223,7 +270,8 @@ async def test_a_clock_servers_tasks_are_those_that_hold_with_its_clock_moved(th
     """mcp-server-time: every result states today's date, and every task was dropped as holding only today.
     Replayed with the server's clock half a year ahead (faketime), the answers that come back then, in the field
     they came from, are kept: a time difference, not a day of the week or a difference that daylight saving moves.
-    Where the clock cannot be moved, none is kept."""
+    Those that do not are asked live (checked by the value the episode's own call gives), where their call's JSON
+    result gives them at one place; where the clock cannot be moved, every task kept is asked live."""
     from mcprl.scenarios import replay
 
     spec = ServerSpec.parse(str(thirdparty_bin / "mcp-server-time"))
@@ -237,8 +285,11 @@ async def test_a_clock_servers_tasks_are_those_that_hold_with_its_clock_moved(th
         await check_answers(pool, tasks)
         monkeypatch.setattr(replay.shutil, "which", lambda _: None)
         unmoved, _ = await ground(pool, 4, exploration, seed=0, say=lambda _: None)
-        assert unmoved == []
-    for t in tasks:
+        assert all(is_live(t) for t in unmoved)
+        if unmoved:
+            await check_answers(pool, unmoved)
+    assert any(not is_live(t) for t in tasks), [t.task for t in tasks]
+    for t in [t for t in tasks if not is_live(t)]:
         now, moved = [], []
         for spec_at, results in ((spec, now), (later, moved)):
             async with ToolPool(spec_at).session() as session:
