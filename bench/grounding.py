@@ -50,7 +50,7 @@ async def measure(target: str, calls: int, n: int, seed: int) -> dict:
                 "task": t.task,
                 "answer": t.answer,
                 "difficulty": t.difficulty,
-                "live": " (live: once)" * (live_of(t.check) is not None),
+                "live": live_of(t.check) is not None,
             }
             for t in random.Random(seed).sample(tasks, min(4, len(tasks)))
         ],
@@ -86,7 +86,8 @@ def main() -> None:
             + f"; {r['seconds']} s"
         )
         for sample in r["samples"]:
-            print(f"    [{sample['difficulty']}] {sample['task']}  => {sample['answer']!r}{sample['live']}")
+            live = " (live: once)" * sample["live"]
+            print(f"    [{sample['difficulty']}] {sample['task']}  => {sample['answer']!r}{live}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=2)

@@ -37,11 +37,12 @@ from mcprl.checks import (
     numbers,
     same_arguments,
     same_value,
+    value_at,
 )
 from mcprl.errors import UserError, first_problem
 from mcprl.judges.base import zero_failed
 from mcprl.llm import extract_json
-from mcprl.types import SUCCESS_THRESHOLD, Scenario, Trajectory, TrajectoryGroup
+from mcprl.types import SUCCESS_THRESHOLD, Scenario, Trajectory, TrajectoryGroup, content_text
 
 Checker = Callable[[Scenario, Trajectory], Any]  # returns a float, or an awaitable of one
 
@@ -86,14 +87,7 @@ def live_value(trajectory: Trajectory, live: LiveValue) -> Any:
                 if same_arguments(arguments, live.arguments):
                     matching.add(call.get("id"))
         if m.get("role") == "tool" and m.get("tool_call_id") in matching:
-            content = m.get("content")
-            if isinstance(content, list):  # content parts
-                content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-            try:
-                found = field_at(json.loads(str(content)), live.field)
-            except (ValueError, KeyError, IndexError, TypeError):
-                found = None
-            value = None if isinstance(found, (dict, list)) else found
+            value = value_at(content_text(m.get("content")), live.field)
     return value
 
 

@@ -104,6 +104,16 @@ def field_at(data: Any, path: str) -> Any:
     return data
 
 
+def value_at(text: str, path: str) -> Any:
+    """The one value (a number, a text, a flag) at `path` (`field_at`) of a JSON text; None where the text is no
+    JSON or holds no such value there. A live answer (`LiveValue`) is read so where it is written and checked."""
+    try:
+        value = field_at(json.loads(text), path)
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    return None if isinstance(value, (dict, list)) else value
+
+
 def same_arguments(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Whether two calls' arguments are the same: the same names, each value the same (`same_value` for
     scalars, so 2 is "2"; nested values as their JSON)."""

@@ -231,6 +231,13 @@ def content_hash(obj: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def content_text(content: Any) -> str:
+    """OpenAI content (a string or a list of parts) as text."""
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
+
+
 def message_key(message: Message) -> str:
     """What identifies an assistant message across re-serialisation by clients: its text and its
     calls' names and parsed arguments. The endpoint splices a reply's sampled tokens back in by it

@@ -10,6 +10,7 @@ Grounding (mcprl.scenarios.grounded) and the references found for a user's own t
 from __future__ import annotations
 
 import datetime
+import json
 import re
 import shutil
 from collections import Counter, defaultdict
@@ -18,9 +19,9 @@ from typing import Any
 
 import anyio
 
-from mcprl.checks import HoldsCheck, LiveValue, field_at, holds_answer, live_of, normalize_text
+from mcprl.checks import HoldsCheck, LiveValue, holds_answer, live_of, normalize_text, value_at
 from mcprl.scenarios.explore import ExploredCall, source_call
-from mcprl.scenarios.results import ISO_DATE, answer_paths, counted, result_data, result_values
+from mcprl.scenarios.results import ISO_DATE, answer_paths, counted, result_values
 from mcprl.tools import ServerGone, ServerSpec, ToolPool
 from mcprl.types import ReferenceCall, Scenario
 
@@ -81,21 +82,12 @@ def gives_answer(task: Scenario, replayed: str) -> bool:
     where the recorded result gave it (`comes_back`); a count, which is in no text, by listing as many values; a
     live answer (`live_task`), by having a value where the recorded result had it."""
     if (live := live_of(task.check)) is not None:
-        return live_at(replayed, live.field) is not None
+        return value_at(replayed, live.field) is not None
     if task.metadata.get("kind") == "count":
         return counted(replayed) == task.answer
     original = task.reference[-1].result if task.read_back is None else ""
     values = task.answer if isinstance(task.answer, list) else [task.answer]
     return all(comes_back(original, replayed, v) for v in values)
-
-
-def live_at(result: str, path: str) -> Any:
-    """The one value (a number, a text, a flag) at `path` of a JSON result; None where there is none."""
-    try:
-        value = field_at(result_data(result, None), path)
-    except (KeyError, IndexError, TypeError):
-        return None
-    return None if isinstance(value, (dict, list)) else value
 
 
 def live_task(task: Scenario, replays: list[str]) -> Scenario | None:
@@ -115,10 +107,13 @@ def live_task(task: Scenario, replays: list[str]) -> Scenario | None:
     ):
         return None
     call = task.reference[0]
-    paths = answer_paths(result_data(call.result, None), task.answer)
+    try:  # JSON, as the judge reads it (`value_at`), not a Python literal the grounding also reads
+        paths = answer_paths(json.loads(call.result), task.answer)
+    except ValueError:
+        return None
     if len(paths) > 1 and (field := task.metadata.get("field")):
         paths = [p for p in paths if p.rpartition(".")[2] == field]
-    if len(paths) != 1 or any(live_at(r, paths[0]) is None for r in replays):
+    if len(paths) != 1 or any(value_at(r, paths[0]) is None for r in replays):
         return None
     live = LiveValue(tool=call.tool, arguments=call.arguments, field=paths[0])
     return task.model_copy(update={"check": HoldsCheck(**task.check.model_dump(exclude={"kind"}), live=live)})
@@ -184,18 +179,16 @@ async def replayed(
                 results.append(await run(group))
             crowded = crowded or running > 1
             running -= 1
-        failed = None in results
-        if failed and crowded:
+        if None in results and crowded:
             retry.append(group)
             limiter.total_tokens = 1  # from now on, one at a time
             return
-        replays = [r for r in results if r is not None]
         for t in group:
-            if failed:
+            if None in results:
                 dropped["chain failed on replay"] += 1
-            elif all(gives_answer(t, r) for r in replays):
+            elif all(gives_answer(t, r) for r in results):
                 kept.append(t)
-            elif (live := live_task(t, replays)) is not None:  # another answer each time, at one place
+            elif (live := live_task(t, results)) is not None:  # another answer each time, at one place
                 kept.append(live)
             else:
                 dropped["answer not reproduced"] += 1

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from threading import Lock
 from typing import Any
 
-from mcprl.types import message_key
+from mcprl.types import content_text, message_key
 
 SENTINEL = "\u2063MCPRL_TURN_{}\u2063"
 
@@ -32,19 +32,12 @@ def turn_keys(messages: list[dict[str, Any]]) -> list[str]:
     keys cost time linear in its length."""
     running, keys = hashlib.sha256(), []
     for m in messages:
-        part = message_key(m) if m.get("role") == "assistant" else _text(m.get("content"))
+        part = message_key(m) if m.get("role") == "assistant" else content_text(m.get("content"))
         running.update(
             json.dumps([m.get("role"), part], ensure_ascii=False).encode() + b"\n"
         )  # JSON has no raw newline
         keys.append(running.copy().hexdigest())
     return keys
-
-
-def _text(content: Any) -> str:
-    """OpenAI content (a string or a list of parts) as text."""
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content or ""
 
 
 class TurnCache:
@@ -87,7 +80,7 @@ def render_prompt(
             m = {"role": "assistant", "content": SENTINEL.format(len(spliced))}
             spliced.append(ids)
         elif isinstance(m.get("content"), list):  # OpenAI content parts -> text
-            m["content"] = _text(m["content"])
+            m["content"] = content_text(m["content"])
         msgs.append(m)
     text = tokenizer.apply_chat_template(msgs, tools=tools or None, tokenize=False, add_generation_prompt=True)
     if not spliced:
