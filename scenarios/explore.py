@@ -50,7 +50,7 @@ from pydantic import BaseModel, Field
 
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.lexicon import RATE_LIMITED, READ_WORDS, WRITE_WORDS, words_of
-from mcprl.scenarios.results import MESSAGE, result_values
+from mcprl.scenarios.results import MESSAGE, found_nothing, result_values
 from mcprl.scenarios.values import Drawn, Knowledge, context_values
 from mcprl.tools import ServerGone, redact_model
 from mcprl.tools import ToolPool as Pool
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 SESSION_CALLS = 6  # calls per session: one chain's worth of state
 READ_BACKS = 2  # earlier reads repeated after a write, per write: what the write changed
-PERSISTENCE_READS = 2  # reads of a fresh session repeated once, after a write, to see whether state outlived it
+PERSISTENCE_READS = 2  # reads that showed a write, asked again in a fresh session: did the state outlive it?
 BACKOFF_S = (2.0, 5.0, 15.0)  # waits after errors that ask to slow down, in turn
 
 
@@ -133,6 +133,11 @@ class Exploration(BaseModel):
     calls: list[ExploredCall] = Field(default_factory=list)
     skipped_tools: dict[str, str] = Field(default_factory=dict, description="tool -> why it was not called")
     hung_tools: list[str] = Field(default_factory=list)
+    outlived: list[str] = Field(
+        default_factory=list,
+        description="the tools that may write, retired when the server's state outlived its process (a file of its "
+        "own): a rollout must not call them either",
+    )
     # a parameter the server takes one value of (the repository its command line names): the
     # server's context, sent in every call, not a value a task states
     fixed: dict[str, Any] = Field(default_factory=dict, description="parameter name -> the one value it takes")
@@ -349,8 +354,8 @@ async def explore(
             await anyio.sleep(BACKOFF_S[min(backoffs, len(BACKOFF_S) - 1)])
             backoffs += 1
             return made
-        # a result that is one sentence ("No items match.") is a message, not a value to pass on
-        message = MESSAGE.fullmatch(made.data.strip()) is not None
+        # a result that is one sentence ("No items match.") or says it found nothing: a message, not a value to pass on
+        message = MESSAGE.fullmatch(made.data.strip()) is not None or found_nothing(made.data)
         values = (
             []
             if outcome.is_error
@@ -415,17 +420,21 @@ async def explore(
         )
 
     async def outlived(session: ToolSession, number: int) -> str | None:
-        """The read (up to PERSISTENCE_READS of those a fresh session answered before any write; a write shows
-        in some, not all) that this fresh session answers otherwise, and the same when asked again: state that
-        outlived the process, not a clock or dice, which answer otherwise every time. None when none does."""
-        for before in list(fresh_reads.values())[:PERSISTENCE_READS]:
+        """A read that showed the write (read again after it, it answered otherwise: up to PERSISTENCE_READS, those
+        of the whole state first) that this fresh session answers as it did after the write, twice: state that
+        outlived the process. Not a clock or dice (they answer otherwise every time), nor a value each session has
+        of its own (its working directory: the same before and after the write, another in this session). None
+        when none does, or no read showed the write."""
+        after = {c.repeats: c for c in out.calls if c.reads_back is not None and not c.is_error}
+        showed = [b for b in fresh_reads.values() if b.index in after and after[b.index].digest != b.digest]
+        for before in sorted(showed, key=lambda c: (bool(c.arguments), c.index))[:PERSISTENCE_READS]:
             answers = []
             for _ in range(2):
                 again = await repeat(session, number, before)
-                if again is None or again.is_error or again.digest == before.digest:
+                if again is None or again.is_error or again.digest != after[before.index].digest:
                     break
                 answers.append(again.digest)
-            if len(answers) == 2 and answers[0] == answers[1]:
+            if len(answers) == 2:
                 return before.tool
         return None
 
@@ -442,6 +451,7 @@ async def explore(
             if (changed := await outlived(session, number)) is not None:
                 for writer in writers - set(retired):
                     retired[writer] = "may write, and the server's state outlived its process"
+                out.outlived = sorted(writers)
                 landed = [c for c in out.calls if c.writes and not c.is_error]
                 say(
                     f"warning: {changed} answered differently in a fresh session: the server keeps its state "

@@ -51,7 +51,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mcprl.checks import Check, ContainsCheck, HoldsCheck, holds_answer, live_of, normalize_text, numbers
+from mcprl.checks import Check, ContainsCheck, HoldsCheck, as_number, holds_answer, live_of, normalize_text, numbers
 from mcprl.errors import UserError
 from mcprl.scenarios.explore import Exploration, ExploredCall, may_write, source_call
 from mcprl.scenarios.lexicon import (
@@ -118,6 +118,7 @@ MAX_LISTED = 8  # names a listing may give for a task that asks for them all
 # ... and values one may give for a task that asks how many there are (a longer one is counted by no one;
 # `results.flatten` reads 50 at most)
 MAX_COUNTED = 40
+STOCK_REPLY = 3  # calls of a tool, none a filter of another, that gave one text: the tool's reply to anything
 ANSWER_WORDS = 12  # words an answer may add around the value ("The confirmation code of the email is ZOE67V.")
 BASE64 = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
 
@@ -290,16 +291,17 @@ def candidates(
     # held only 0 and 1 (a flag: SQLite's `pk`) or counted its records from 0 (a position: `cid`) is no fact a person
     # asks for
     values: dict[tuple[str, str], set[str]] = defaultdict(set)
-    held: Counter = Counter()  # (tool, field) -> the records that held it
+    # (tool, field) -> the distinct records that held it (one record read again and again tells nothing apart)
+    held: dict[tuple[str, str], set[str]] = defaultdict(set)
     for call in calls:
         if not call.is_error:
             for record in result_records(call.data, call.structured):
                 for k, v in record:
                     values[call.tool, k].add(str(v))
-                    held[call.tool, k] += 1
+                    held[call.tool, k].add(repr(record))
     unasked: dict[str, set[str]] = defaultdict(set)  # tool -> its fields that no task asks for, nor picks a line by
     for (tool, field), seen in values.items():
-        if held[tool, field] >= 3 and (
+        if len(held[tool, field]) >= 3 and (
             len(seen) == 1 or seen <= {"0", "1"} or seen == {str(i) for i in range(len(seen))}
         ):
             unasked[tool].add(field)
@@ -335,13 +337,14 @@ def candidates(
     out: list[Scenario] = []
     for call in calls:
         if call.reads_back is not None:  # what a write changed: a task to make it, not a question on it
-            out += _write_tasks(calls, call, titles, rng, fixed_out)
+            if not exploration.outlived:  # ... where a rollout may write: not where its write would stay
+                out += _write_tasks(calls, call, titles, rng, fixed_out)
             continue
         if call.is_error:
             continue
         call = plainest(call)
         chain = chain_of(calls, call)
-        if any(c.is_error for c in chain):
+        if any(c.is_error or c.tool in exploration.outlived for c in chain):  # a write that stays is no step to repeat
             continue
         # a query (an SQL statement) is never pasted into a task: a call of one the lexicon knows is asked about by
         # what it means (`lexicon.question`, `lexicon.about`); one it does not know grounds only tasks that state
@@ -359,8 +362,14 @@ def candidates(
             else None
         )
         given_values = [value_text(v) for v in call.arguments.values()]
-        # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer
-        echo = isinstance(answer, str) and any(v and normalize_text(v) in normalize_text(answer) for v in given_values)
+        # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer;
+        # nor a text the tool gave to three calls or more, none a filter of another ("Task not found" for every id
+        # asked): its reply to anything, no fact about what it was asked
+        echo = isinstance(answer, str) and (
+            any(v and normalize_text(v) in normalize_text(answer) for v in given_values)
+            or as_number(answer) is None
+            and len({plainest(c).index for c in said_alike[call.tool, call.text]}) >= STOCK_REPLY
+        )
         if answer is not None and queries:
             asked = None if unknown else next((q for v in queries if (q := question(v, answer))), None)
             if asked is not None and not echo and not holds_answer(asked, answer):

@@ -307,6 +307,12 @@ async def grounded(
     exploration = await explore_for(
         pool, cfg, record, seed=seed, secrets=secrets, model=model, api_base=api_base, say=say
     )
+    if exploration.outlived:
+        pool.hide(set(exploration.outlived))
+        say(
+            f"not offering {', '.join(exploration.outlived)} to the policy: they may write, and this server's state "
+            "outlived its process, so a rollout's write would stay there (--isolated if each session starts fresh)"
+        )
     scenarios, report = await ground(
         pool,
         n,
@@ -327,10 +333,11 @@ async def grounded(
     if len(scenarios) < min(n, min_grounded):
         for line in exploration.silent():
             say(f"  {line}")
-        if fallback and exploration.answered():
+        offered = [t for t in exploration.answered() if t in pool.toolset.names()]  # not one hidden above
+        if fallback and offered:
             say(
                 f"grounding kept {len(scenarios)} of the {n} tasks asked for; topping the set up with tasks "
-                f"{model} synthesizes for the tools that answered ({', '.join(exploration.answered())}), each "
+                f"{model} synthesizes for the tools that answered ({', '.join(offered)}), each "
                 "kept where its reference call runs on the server"
             )
             topped, extra = await referenced_synthesized(

@@ -282,13 +282,23 @@ class Knowledge:
         the same again, a write would do what was seen done), with the leaves drawn; None when DRAWS
         draws found none. The first draws keep to
         what the arms say (a value that worked is sent again, the call differs in another
-        argument); later ones favour values this tool has not been sent."""
+        argument); later ones favour values this tool has not been sent. A tool that requires nothing is
+        first called with nothing: the server's own defaults, the plainest call (a listing of the whole
+        state, which a write shows in, where a filter drawn at random would not)."""
+        if not schema.get("required") and call_key(tool, {}) not in self.made:
+            return {}, []
         leaves: list[Drawn] = []
+        properties = sorted(p for p, sub in (schema.get("properties") or {}).items() if isinstance(sub, dict))
         for attempt in range(DRAWS):
             # after two repeats, one argument at a time looks for a value not sent yet: first those that
-            # have taken the most values that worked (a second file to read, not a second repository)
+            # have taken the most values that worked (a second file to read, not a second repository); after a
+            # repeat that gave none (optional parameters all left out), a parameter drawn to be given one
             turns = sorted(leaves, key=lambda d: (-len(self.worked.get(d.name, [])), d.path))
-            fresh = {turns[(attempt - 2) % len(turns)].path} if attempt >= 2 and turns else set()
+            fresh = (
+                {turns[(attempt - 2) % len(turns)].path if turns else rng.choice(properties)}
+                if attempt >= 2 and (turns or properties)
+                else set()
+            )
             leaves = []
             args = self._object(tool, "", schema, session, rng, leaves, fresh)
             if call_key(tool, args) not in self.made:
@@ -319,11 +329,10 @@ class Knowledge:
             if not isinstance(sub, dict):
                 continue
             optional = name not in required
-            if optional and rng.random() >= OPTIONAL * (1.5 if "default" not in sub else 1.0):
+            here = f"{path}.{name}" if path else name
+            if optional and here not in fresh and rng.random() >= OPTIONAL * (1.5 if "default" not in sub else 1.0):
                 continue
-            value = self._value(
-                tool, f"{path}.{name}" if path else name, name, sub, session, rng, leaves, fresh, optional
-            )
+            value = self._value(tool, here, name, sub, session, rng, leaves, fresh, optional)
             if value is not _SKIP:
                 out[name] = value
         return out

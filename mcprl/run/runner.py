@@ -42,7 +42,7 @@ from mcprl.run.references import reference_turn_tokens, written_chain
 from mcprl.run.unsolved import Step, Strategy, learnable, solved, strategy
 from mcprl.scenarios.explore import unsafe_writers
 from mcprl.scenarios.source import run_scenarios
-from mcprl.tools import ToolPool, open_tools, secret_values
+from mcprl.tools import ToolPool, open_tools, secret_values, write_tools
 from mcprl.tools.redact import redact, redact_model
 from mcprl.tools.tape import read_cache
 from mcprl.train import checkpoints
@@ -172,6 +172,10 @@ class TrainingRun:
                 max_calls=cfg.rollout.calls_per_episode,
                 say=self.say,
             )
+            if pool is not None and (hidden := [n for n in pool.spec.deny if n not in cfg.server.deny]):
+                # tools grounding found unsafe (a write that stays in the server's state): hidden on resume too
+                cfg.server = cfg.server.model_copy(update={"deny": [*cfg.server.deny, *hidden]})
+                write_tools(pool, self.dir)
             build_checks(train + val, cfg.scenarios.file or "the scenarios")  # a check that cannot be built stops here
             train = await self._demonstration(
                 pool, train, shipped.demonstration if shipped and cfg.scenarios.task_help else None

@@ -32,13 +32,14 @@ _EXPORTS = {
     "ToolPool": "mcprl.tools.pool",
     "ServerConfig": "mcprl.tools.config",
     "open_tools": "mcprl.tools.discovery",
+    "write_tools": "mcprl.tools.discovery",
 }
 
 if TYPE_CHECKING:
     from mcprl.tools.client import ServerGone, ToolOutcome, ToolSession, ToolSet, discover, open_session
     from mcprl.tools.config import ServerConfig
     from mcprl.tools.convert import hash_change_warning, result_text, to_openai, tools_hash
-    from mcprl.tools.discovery import open_tools
+    from mcprl.tools.discovery import open_tools, write_tools
     from mcprl.tools.pool import ToolPool
 
 __getattr__ = exports(__name__, _EXPORTS)

@@ -90,6 +90,18 @@ class ToolSet(BaseModel):
     def names(self) -> list[str]:
         return [t["name"] for t in self.mcp_tools]
 
+    def hiding(self, names: set[str]) -> ToolSet:
+        """This set with `names` denied as `--deny` would: not offered, and a call to one refused."""
+        tools = [t for t in self.tools if t["function"]["name"] not in names]
+        return self.model_copy(
+            update={
+                "spec": self.spec.model_copy(update={"deny": [*self.spec.deny, *sorted(names)]}),
+                "tools": tools,
+                "mcp_tools": [t for t in self.mcp_tools if t["name"] not in names],
+                "hash": tools_hash(tools),
+            }
+        )
+
 
 def _error(kind: ErrorKind, message: str, started: float) -> ToolOutcome:
     """An error outcome; its message cut to MAX_MESSAGE characters (it can quote a schema or an

@@ -19,6 +19,14 @@ from mcprl.tools.pool import ToolPool
 from mcprl.tools.redact import redact, secret_values
 
 
+def write_tools(pool: ToolPool, run_dir: Path) -> None:
+    """The run's tools.json: the tools it offers and their hash, secrets masked (a server can repeat a
+    secret it was given, an --env token, in a tool's description)."""
+    assert pool.toolset is not None
+    record = {"server": pool.spec.target, "hash": pool.toolset.hash, "tools": pool.toolset.tools}
+    (run_dir / "tools.json").write_text(json.dumps(redact(record, secret_values(pool.spec)), indent=2))
+
+
 @asynccontextmanager
 async def open_tools(
     server: ServerConfig, run_dir: Path, *, say: Callable[[str], None] = print
@@ -47,9 +55,7 @@ async def open_tools(
         previous = json.loads(tools_file.read_text())["hash"] if tools_file.exists() else None
         if warning := hash_change_warning(previous, toolset.hash, shown):
             say(f"warning: {warning}")
-        # a server can repeat a secret it was given (an --env token) in a tool's description
-        record = redact({"server": spec.target, "hash": toolset.hash, "tools": toolset.tools}, secrets)
-        tools_file.write_text(json.dumps(record, indent=2))
+        write_tools(pool, run_dir)
         say(f"{len(toolset.tools)} tools: {', '.join(t['function']['name'] for t in toolset.tools)}")
         yield pool
         if pool.tape is not None and (summary := pool.tape.summary()):

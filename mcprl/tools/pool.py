@@ -73,6 +73,13 @@ class ToolPool:
         if stack is not None:
             await stack.aclose()
 
+    def hide(self, names: set[str]) -> None:
+        """Stop offering `names` (tools found unsafe to call once the pool was open): sessions opened from
+        now on refuse them."""
+        assert self.toolset is not None
+        self.toolset = self.toolset.hiding(names)
+        self.spec = self.toolset.spec
+
     @asynccontextmanager
     async def session(self) -> AsyncIterator[ToolSession]:
         """A session for one rollout. Raises `ServerGone` when the server cannot be (re)connected."""

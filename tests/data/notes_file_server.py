@@ -1,6 +1,7 @@
 """Notes kept in a file that the environment names (NOTES_FILE), not the command line: state that
 outlives the server's process, as a knowledge-graph server's default file does. Its first read
-(`server_info`) never changes; `list_notes` shows what `add_note` wrote, in any later process.
+(`server_info`) never changes; `list_notes` shows what `add_note` wrote, in any later process (unless
+asked for notes holding a text the write did not: a filter).
 
     NOTES_FILE=F python tests/data/notes_file_server.py
 """
@@ -30,9 +31,10 @@ def server_info() -> str:
     return "notes server 1.0"
 
 
-def list_notes() -> str:
-    """List every note, one per line."""
-    return "\n".join(f"note {i}: {text}" for i, text in enumerate(_notes(), 1)) or "no notes"
+def list_notes(containing: Annotated[str | None, Field(description="only notes holding this text")] = None) -> str:
+    """List the notes, one per line: every one, or those holding a text."""
+    notes = [(i, text) for i, text in enumerate(_notes(), 1) if containing is None or containing in text]
+    return "\n".join(f"note {i}: {text}" for i, text in notes) or "no notes"
 
 
 def add_note(text: Annotated[str, Field(description="the note, e.g. buy milk")]) -> str:
