@@ -685,12 +685,18 @@ def shape_of(text: str) -> str:
 
 
 def _varied(value: str, rng: random.Random) -> str:
-    """A value with its numbers changed, keeping their form (integers stay integers)."""
-    return re.sub(
-        r"\d+(?:\.\d+)?",
-        lambda m: str(rng.randint(2, 99)) if "." not in m.group() else f"{rng.uniform(1, 99):.1f}",
-        value,
-    )
+    """A value with its numbers changed as a person changes them: each within half to twice its size, in its form
+    (integers stay integers, zero-padded ones padded, decimals keep their places): `2d6+3` gives `3d10+2`, not
+    `61d35-8`; `09:30` gives `07:45`."""
+
+    def vary(m: re.Match[str]) -> str:
+        digits, _, decimals = m.group().partition(".")
+        number = float(m.group()) * rng.uniform(0.5, 2.0)
+        if decimals:
+            return f"{max(number, 10 ** -len(decimals)):.{len(decimals)}f}"
+        return str(max(1, round(number))).zfill(len(digits) if digits.startswith("0") else 0)
+
+    return re.sub(r"\d+(?:\.\d+)?", vary, value)
 
 
 def _sample(schema: dict[str, Any], kinds: list[Any], rng: random.Random) -> Any:

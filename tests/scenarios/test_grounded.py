@@ -1153,3 +1153,21 @@ async def test_a_listing_too_long_to_name_is_asked_how_many_it_lists(tmp_path):
     async with ToolPool(ServerSpec.parse(f"{sys.executable} {server} {tmp_path / 'seen'}")) as pool:
         kept, dropped = await replayed([task, *events], pool, say=lambda _: None)
     assert kept == [task] and dropped == {"answer not reproduced": 1}
+
+
+def test_a_value_that_worked_is_varied_as_a_person_varies_it():
+    """Each number of a value that worked changes within half to twice its size and keeps its form (an integer, a
+    zero-padded one, a decimal's places), so a dice notation stays one a person rolls and a time stays a time."""
+    import random
+
+    from mcprl.scenarios.values import _varied
+
+    rng = random.Random(0)
+    for value in ("2d6+3", "09:30", "(7 - 2) / 5", "12.5"):
+        for _ in range(20):
+            varied = _varied(value, rng)
+            before, after = re.findall(r"\d+(?:\.\d+)?", value), re.findall(r"\d+(?:\.\d+)?", varied)
+            assert re.sub(r"\d+(?:\.\d+)?", "#", varied) == re.sub(r"\d+(?:\.\d+)?", "#", value)
+            for b, a in zip(before, after, strict=True):
+                assert float(b) / 2 - 1 <= float(a) <= float(b) * 2 + 1 and len(a) >= len(b) - (b[0] != "0")
+                assert ("." in a) == ("." in b) and len(a.partition(".")[2]) == len(b.partition(".")[2])
