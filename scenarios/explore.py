@@ -41,6 +41,7 @@ import os
 import random
 import re
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
 
 SESSION_CALLS = 6  # calls per session: one chain's worth of state
 READ_BACKS = 2  # earlier reads repeated after a write, per write: what the write changed
+QUIET_WRITES = 2  # writes of a tool that changed none of the reads made again after them: no more read-backs
 PERSISTENCE_READS = 2  # reads that showed a write, asked again in a fresh session: did the state outlive it?
 BACKOFF_S = (2.0, 5.0, 15.0)  # waits after errors that ask to slow down, in turn
 
@@ -403,6 +405,7 @@ async def explore(
     # reads answered in a fresh session before any write: in an isolated server every session starts in
     # that state, so they are what a session's first write changes (read again after it), made once
     fresh_reads: dict[str, ExploredCall] = {}
+    unchanged: Counter = Counter()  # tool that may write -> its writes whose reads made again all said the same
     persistence_checked = cfg.isolated is not None  # the user said whether sessions start fresh
 
     async def repeat(session: ToolSession, number: int, before: ExploredCall, **fields: Any) -> ExploredCall | None:
@@ -484,6 +487,8 @@ async def explore(
                     fresh_reads[repr((name, args))] = made_call
                 continue
             wrote = True
+            if unchanged[name] >= QUIET_WRITES:
+                continue  # its writes changed no read so far (a sum, not a store): reading back tells nothing
             # a write: read again what the session read before it, so the record shows what it changed;
             # first the reads of what the write named (a value in common), then of the whole state (no
             # arguments), then the latest
@@ -492,14 +497,20 @@ async def explore(
                 reads.values(),
                 key=lambda c: (not named & {repr(v) for v in c.arguments.values()}, bool(c.arguments), -c.index),
             )
+            shown = None  # whether a read made again answered otherwise
             for before in backs[:READ_BACKS]:
-                if len(out.calls) >= cfg.calls or before.tool in retired:
+                # (a read with no new call left to make is still made again; one that hangs or fails is not)
+                stopped = knowledge.logs[before.tool].failing >= cfg.retire_after or before.tool in out.hung_tools
+                if len(out.calls) >= cfg.calls or stopped:
                     break
                 again = await repeat(session, number, before, reads_back=made_call.index)
                 if again is None:
                     return
                 if not again.is_error:
                     reads[repr((again.tool, again.arguments))] = again
+                shown = shown or again.digest != before.digest
+            if shown is False:
+                unchanged[name] += 1
             if isolated and not persistence_checked and fresh_reads:
                 # a fresh session checks for state that outlives the process before any other write, so that
                 # a server keeping it in a file of its own (a user's knowledge graph) gets one write, not a

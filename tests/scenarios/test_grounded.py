@@ -1171,3 +1171,58 @@ def test_a_value_that_worked_is_varied_as_a_person_varies_it():
             for b, a in zip(before, after, strict=True):
                 assert float(b) / 2 - 1 <= float(a) <= float(b) * 2 + 1 and len(a) >= len(b) - (b[0] != "0")
                 assert ("." in a) == ("." in b) and len(a.partition(".")[2]) == len(b.partition(".")[2])
+
+
+THINGS = '''
+import sys
+sys.path.insert(0, {root!r})
+from mcprl.servers import serve
+
+THINGS = []
+
+
+def list_things() -> str:
+    """List the things."""
+    return ", ".join(THINGS) or "nothing yet"
+
+
+def add_thing(name: str) -> str:
+    """Add a thing."""
+    THINGS.append(name)
+    return "added"
+
+
+def shout(text: str) -> str:
+    """Say a text loudly."""
+    return text.upper()
+
+
+def build(seed: int = 0):
+    server = serve.new_server("things", "Things.")
+    serve.add_tools(server, [list_things, add_thing, shout], writes=["add_thing", "shout"])
+    return server
+
+
+if __name__ == "__main__":
+    serve.main(build, "Things.")
+'''
+
+
+async def test_reads_are_made_again_after_writes_that_change_them_not_after_ones_that_never_did(tmp_path):
+    """A tool that may write but changed no read made again after it twice (a pure function named like a write) is
+    read back after no more; one whose writes show is read back after every one, so write tasks still ground."""
+    from mcprl.scenarios.explore import QUIET_WRITES, READ_BACKS
+
+    server = tmp_path / "things.py"
+    server.write_text(THINGS.format(root=str(Path(__file__).resolve().parents[2])))
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {server}")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
+    calls = exploration.calls
+
+    def backs(tool: str) -> list[list[ExploredCall]]:
+        return [[b for b in calls if b.reads_back == c.index] for c in calls if c.tool == tool and not c.is_error]
+
+    shouts, adds = backs("shout"), backs("add_thing")
+    assert len(shouts) > QUIET_WRITES + 1, exploration.summary()  # enough of them for the bound to matter
+    assert sum(map(len, shouts)) <= QUIET_WRITES * READ_BACKS
+    assert len(adds) > QUIET_WRITES + 1 and all(adds[:-1]), exploration.summary()  # (the last may meet the budget)
