@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from mcprl import tasks
@@ -47,7 +48,7 @@ from mcprl.tools.redact import redact, redact_model
 from mcprl.tools.tape import read_cache
 from mcprl.train import checkpoints
 from mcprl.train.loss import objective
-from mcprl.types import Scenario, TrajectoryGroup, dump_jsonl
+from mcprl.types import Scenario, TrajectoryGroup, dump_jsonl, load_jsonl
 from mcprl.usage import run_tools, step_metrics
 
 PENDING_LINE = "step.pending.json"
@@ -146,6 +147,8 @@ class TrainingRun:
         for spec in {cfg.train.loss, cfg.warmup_loss}:  # and so does a bad loss
             objective(spec)
         self.unsolved = strategy(cfg.unsolved)  # and a bad strategy for unsolved groups
+        if cfg.scenarios.file and not self.resume:  # and a check in the user's file that cannot be built
+            build_checks(load_jsonl(Path(cfg.scenarios.file), Scenario), cfg.scenarios.file)
         self.dir.mkdir(parents=True, exist_ok=True)
         shipped = tasks.get(cfg.scenarios.tasks) if cfg.scenarios.tasks else None
         async with AsyncExitStack() as stack:
@@ -176,7 +179,7 @@ class TrainingRun:
                 # tools grounding found unsafe (a write that stays in the server's state): hidden on resume too
                 cfg.server = cfg.server.model_copy(update={"deny": [*cfg.server.deny, *hidden]})
                 write_tools(pool, self.dir)
-            build_checks(train + val, cfg.scenarios.file or "the scenarios")  # a check that cannot be built stops here
+            build_checks(train + val, cfg.scenarios.file or "the scenarios")  # a task set's or grounding's, too
             train = await self._demonstration(
                 pool, train, shipped.demonstration if shipped and cfg.scenarios.task_help else None
             )

@@ -358,19 +358,24 @@ def _listing_error(spec: ServerSpec, error: Exception) -> UserError:
 
 
 async def discover(spec: ServerSpec, *, workdir: Path | None = None) -> ToolSet:
-    """Connect once and describe the server: its (filtered) tools, resources and prompts.
+    """Connect once and describe the server (`describe`)."""
+    async with open_session(spec, workdir=workdir) as session:
+        return await describe(session)
+
+
+async def describe(session: ToolSession) -> ToolSet:
+    """The server of an open session: its (filtered) tools, resources and prompts.
 
     A server with no tools, or a filter that hides all of them, is a `UserError`."""
-    async with open_session(spec, workdir=workdir) as session:
-        conn = session._conn
-        capabilities = conn.initialize_result.get("capabilities") or {}
-        resources = await _optional_listing(conn, "list_resources", "resources") if "resources" in capabilities else []
-        templates = (
-            await _optional_listing(conn, "list_resource_templates", "resourceTemplates")
-            if "resources" in capabilities
-            else []
-        )
-        prompts = await _optional_listing(conn, "list_prompts", "prompts") if "prompts" in capabilities else []
+    spec, conn = session.spec, session._conn
+    capabilities = conn.initialize_result.get("capabilities") or {}
+    resources = await _optional_listing(conn, "list_resources", "resources") if "resources" in capabilities else []
+    templates = (
+        await _optional_listing(conn, "list_resource_templates", "resourceTemplates")
+        if "resources" in capabilities
+        else []
+    )
+    prompts = await _optional_listing(conn, "list_prompts", "prompts") if "prompts" in capabilities else []
     if not session.listed:
         raise UserError(
             f"{spec.target}: the server offers no tools; an agent needs at least one (check its configuration)"

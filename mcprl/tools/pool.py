@@ -8,7 +8,8 @@
 
 Per-rollout mode (default for stdio) opens a new session (a new server process) for every
 rollout, so rollouts cannot see each other's state. Shared mode (default for HTTP/SSE) keeps one
-long-lived session for all rollouts and reconnects when it has died.
+long-lived session for all rollouts (the one that discovered the tools: a stdio server starts once)
+and reconnects when it has died.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from mcprl.errors import UserError
-from mcprl.tools.client import ServerGone, ToolSession, ToolSet, discover, open_session
+from mcprl.tools.client import ServerGone, ToolSession, ToolSet, describe, discover, open_session
 from mcprl.tools.spec import ServerSpec
 from mcprl.tools.tape import Tape
 
@@ -55,11 +56,15 @@ class ToolPool:
         try:
             if self.tape is not None:
                 stack.callback(self.tape.close)
-            found = self.tape.discover(self.workdir) if self.tape else discover(self.spec, workdir=self.workdir)
-            self.toolset = await found
+                self.toolset = await self.tape.discover(self.workdir)
+            elif self.per_rollout:
+                self.toolset = await discover(self.spec, workdir=self.workdir)
             if not self.per_rollout:
-                self._tg = await stack.enter_async_context(anyio.create_task_group())
+                self._tg = tg = await stack.enter_async_context(anyio.create_task_group())
                 stack.callback(self._release_shared)
+                if self.tape is None:  # the session that describes the server is the one the rollouts share
+                    self._shared = await tg.start(self._hold)
+                    self.toolset = await describe(self._shared)
         except BaseException:
             await stack.aclose()
             raise

@@ -61,6 +61,7 @@ def test_train_and_eval_with_the_langgraph_agent_and_a_users_agent(tmp_path, tin
             "eval",
             "--server",
             "python -m mcprl.servers.calculator",
+            "--no-per-rollout",  # as the run was trained: one server, not one per rollout (~2 s of CPU each)
             "--model",
             "lg",
             "--scenarios",

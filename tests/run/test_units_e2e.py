@@ -22,6 +22,9 @@ def test_train_on_a_server_without_tasks_or_demonstration(tmp_path, smollm2_dir)
             "train",
             "--server",
             "python -m mcprl.servers.units",
+            # the units server keeps no state, so one process serves exploring, grounding and every rollout
+            # (a process per rollout costs ~2 s of CPU each to start: a third of the run)
+            "--no-per-rollout",
             "--model",
             str(smollm2_dir),
             "-n",
@@ -41,7 +44,7 @@ def test_train_on_a_server_without_tasks_or_demonstration(tmp_path, smollm2_dir)
             "--eval-every",
             "0",
             "--val-size",
-            "2",
+            "1",
             "--name",
             "units",
         ],

@@ -417,7 +417,8 @@ async def test_exploration_stays_within_its_bounds_and_skips_a_tool_that_hangs()
 async def test_grounded_tasks_on_the_shipped_servers():
     _, inventory, _ = await explore_and_ground(ServerSpec.parse("python -m mcprl.servers.inventory"), calls=18, n=6)
     assert any(re.search(r"\b(price|stock)\b", t.task) and t.metadata["kind"] == "field" for t in inventory)
-    calc = ServerSpec.parse("python -m mcprl.servers.calculator")
+    # one calculator server for each exploring: it keeps no state, so its sessions need no process each
+    calc = ServerSpec.parse("python -m mcprl.servers.calculator", per_rollout=False)
     async with ToolPool(calc) as pool:
         exploration = await explore(pool, ExploreConfig(calls=18), seed=0, say=lambda _: None)
         calculator, report = await ground(pool, 6, exploration, seed=0, max_calls=1, say=lambda _: None)
@@ -721,7 +722,9 @@ async def test_a_search_with_optional_filters_is_explored_past_its_first_page():
     """The shipped mailbox's search has only optional parameters: exploring fills some with words
     and date windows from earlier results, so grounded tasks reach facts beyond the newest emails,
     stated in their bodies."""
-    exploration, tasks, _ = await explore_and_ground(ServerSpec.parse("python -m mcprl.servers.email"), calls=120, n=96)
+    # one server for all 20 exploring sessions: the mailbox only reads, so a session's server is like a fresh one
+    mailbox = ServerSpec.parse("python -m mcprl.servers.email", per_rollout=False)
+    exploration, tasks, _ = await explore_and_ground(mailbox, calls=120, n=96)
     searches = [c for c in exploration.calls if c.tool == "search_emails"]
     assert len({repr(c.arguments) for c in searches}) > len(searches) / 2  # not the same listing again and again
     assert any(c.sources.get("query", "").startswith("result:") for c in searches)

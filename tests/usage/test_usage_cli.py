@@ -238,6 +238,7 @@ def test_usage_command_grounds_tasks_in_the_server(tiny_model_dir, tmp_path):
         "usage",
         "--server",
         "python -m mcprl.servers.inventory",
+        "--no-per-rollout",  # one server for exploring and every rollout: a process each costs ~2 s of CPU
         "-n",
         "4",
         "--samples",
