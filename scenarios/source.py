@@ -333,7 +333,8 @@ async def grounded(
     if len(scenarios) < min(n, min_grounded):
         for line in exploration.silent():
             say(f"  {line}")
-        offered = [t for t in exploration.answered() if t in pool.toolset.names()]  # not one hidden above
+        names = set(pool.toolset.names())
+        offered = [t for t in exploration.answered() if t in names]  # not one hidden above
         if fallback and offered:
             say(
                 f"grounding kept {len(scenarios)} of the {n} tasks asked for; topping the set up with tasks "

@@ -92,12 +92,13 @@ class ToolSet(BaseModel):
 
     def hiding(self, names: set[str]) -> ToolSet:
         """This set with `names` denied as `--deny` would: not offered, and a call to one refused."""
-        tools = [t for t in self.tools if t["function"]["name"] not in names]
+        spec = self.spec.model_copy(update={"deny": [*self.spec.deny, *sorted(names)]})
+        tools = [t for t in self.tools if spec.allows(t["function"]["name"])]
         return self.model_copy(
             update={
-                "spec": self.spec.model_copy(update={"deny": [*self.spec.deny, *sorted(names)]}),
+                "spec": spec,
                 "tools": tools,
-                "mcp_tools": [t for t in self.mcp_tools if t["name"] not in names],
+                "mcp_tools": [t for t in self.mcp_tools if spec.allows(t["name"])],
                 "hash": tools_hash(tools),
             }
         )
