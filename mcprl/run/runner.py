@@ -182,6 +182,8 @@ class TrainingRun:
                 update = {"deny": [*cfg.server.deny, *hidden], "private_home": pool.spec.private_home}
                 cfg.server = cfg.server.model_copy(update=update)
                 write_tools(pool, self.dir)
+                if on_ray is not None:  # its workers opened their pools before grounding
+                    on_ray.server = cfg.server
             build_checks(train + val, cfg.scenarios.file or "the scenarios")  # a task set's or grounding's, too
             train = await self._demonstration(
                 pool, train, shipped.demonstration if shipped and cfg.scenarios.task_help else None
