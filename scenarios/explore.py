@@ -9,7 +9,10 @@ server (`isolated`: per-rollout stdio sessions by default), never on a shared HT
 `writes` is on. A stdio command that names a file (a database given on the command line) keeps its
 state outside the process: such a server is not taken as isolated unless the user says it is; nor
 is one whose fresh session, once a write answered, reads otherwise than the first one did (a file
-of its own): its writes stop there.
+of its own): its writes stop there. The session of that first write, and the one checking after it,
+run with a home folder of their own (`ServerSpec.private_home`), where the server reads as it did in the
+user's: a server that keeps its state under the home (`~/.local/share/<app>`) writes into that one, is
+then given one per session from there on (rollouts too), and the user's is never written.
 
 Where arguments come from: `mcprl.scenarios.values` (the schema, the server's command line and
 resources, earlier results, values errors named, what worked before, a fuzzing dictionary), each
@@ -35,6 +38,7 @@ skipped from then on), `rate` calls a second at most; an error that asks to slow
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -140,6 +144,11 @@ class Exploration(BaseModel):
         description="the tools that may write, retired when the server's state outlived its process (a file of its "
         "own): a rollout must not call them either",
     )
+    private_home: bool = Field(
+        default=False,
+        description="the server keeps its state under its home folder: each session, a rollout's too, gets one of "
+        "its own (`ServerSpec.private_home`), and the user's is never written",
+    )
     # a parameter the server takes one value of (the repository its command line names): the
     # server's context, sent in every call, not a value a task states
     fixed: dict[str, Any] = Field(default_factory=dict, description="parameter name -> the one value it takes")
@@ -207,6 +216,19 @@ def names_a_file(command: list[str]) -> str | None:
         if re.search(DATA_FILE, value, re.I) or Path(value).exists():
             return value
     return None
+
+
+def changed_under(root: Path, since: float) -> list[str]:
+    """The files under `root` written at `since` or after (a second's slack for coarse file clocks), as
+    paths relative to it."""
+    changed = []
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = Path(folder, name)
+            with contextlib.suppress(OSError):
+                if path.stat().st_mtime >= since - 1:
+                    changed.append(str(path.relative_to(root)))
+    return sorted(changed)
 
 
 def is_isolated(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None]) -> bool:
@@ -407,6 +429,14 @@ async def explore(
     fresh_reads: dict[str, ExploredCall] = {}
     unchanged: Counter = Counter()  # tool that may write -> its writes whose reads made again all said the same
     persistence_checked = cfg.isolated is not None  # the user said whether sessions start fresh
+    # a home folder of each session's own, for the first write and the check after it (the module's docstring):
+    # "untried" until a session is about to write, "trial" from then until the check, then "kept" or "off"
+    homes = (
+        "untried"
+        if isolated and not persistence_checked and writers and explorer.per_rollout and not spec.private_home
+        else "off"
+    )
+    home_wrote: list[str] = []  # what the first write changed under the home it was given
 
     async def repeat(session: ToolSession, number: int, before: ExploredCall, **fields: Any) -> ExploredCall | None:
         """`before`'s call made again in `session`: a read asked again after a write, or in a fresh session."""
@@ -442,16 +472,38 @@ async def explore(
         return None
 
     async def session_walk(session: ToolSession, number: int) -> None:
-        nonlocal persistence_checked
+        nonlocal persistence_checked, homes
         rng = random.Random(f"{seed}/explore/{number}")
         # the answered reads of the state the session is in, by call: what a write may change
         reads: dict[str, ExploredCall] = dict(fresh_reads) if isolated else {}
         wrote = False
+        if homes == "trial" and not any(c.writes for c in out.calls):
+            # the first session with a home of its own: a read that answered in the user's and fails here needs
+            # something of the user's (a configuration, a credential): such a server is explored in theirs
+            for before in sorted(fresh_reads.values(), key=lambda c: (bool(c.arguments), c.index))[:PERSISTENCE_READS]:
+                again = await repeat(session, number, before)
+                if again is None or again.is_error:
+                    homes = "off"
+                    say(
+                        f"note: {before.tool} answered in your home folder and not in one of its own; the server "
+                        "is explored in yours"
+                    )
+                    return
+                reads[repr((again.tool, again.arguments))] = fresh_reads[repr((again.tool, again.arguments))] = again
         if isolated and not persistence_checked and fresh_reads and any(c.writes and not c.is_error for c in out.calls):
             # once after a write answered: does a fresh session still read what the first one did? If not, the
             # server keeps its state outside its process (a file of its own), and writes would pile up there
             persistence_checked = True
-            if (changed := await outlived(session, number)) is not None:
+            changed = await outlived(session, number)
+            if changed is None and home_wrote:
+                out.private_home = True
+                say(
+                    f"note: the server wrote {', '.join(home_wrote)} under the home folder it was given, and a "
+                    "fresh one starts empty: each of its sessions (rollouts too) gets a home of its own "
+                    "(--private-home), and yours is not written"
+                )
+            homes = "kept" if out.private_home else "off"
+            if changed is not None:
                 for writer in writers - set(retired):
                     retired[writer] = "may write, and the server's state outlived its process"
                 out.outlived = sorted(writers)
@@ -476,11 +528,17 @@ async def explore(
                     retired[name] = why
                 continue
             args, leaves = drawn
+            if name in writers and homes == "untried":
+                homes = "trial"  # the first write, in a session with a home of its own
+                return
+            started_at = time.time()
             made_call = await call(session, number, name, args, leaves)
             if made_call is None:
                 return
             if made_call.is_error:
                 continue
+            if name in writers and homes == "trial" and session.home is not None and not home_wrote:
+                home_wrote.extend(changed_under(session.home, started_at))
             if name not in writers:
                 reads[repr((name, args))] = made_call
                 if isolated and not wrote:
@@ -522,10 +580,16 @@ async def explore(
             number = 0
             while len(out.calls) < cfg.calls and len(retired) < len(tools):
                 before = len(out.calls)
+                opened = False
                 try:
-                    async with explorer.session() as session:
+                    async with explorer.session(private_home=True if homes in ("trial", "kept") else None) as session:
+                        opened = True
                         await session_walk(session, number)
                 except ServerGone as e:
+                    if not opened and homes == "trial":  # it does not start without the user's home
+                        homes = "off"
+                        say(f"note: the server did not start with a home folder of its own ({e.reason}): yours then")
+                        continue
                     say(f"warning: exploring: {e.reason}")
                     if not out.calls:
                         break
@@ -538,6 +602,9 @@ async def explore(
                 if len(out.calls) == before and all(knowledge.logs[n].exhausted for n in tools if n not in retired):
                     break  # nothing new to send to any tool
     out.seconds = time.monotonic() - started
+    # a write that landed under the home it was given, the check after it not made (the budget ran out): a home of
+    # each session's own is the safe side
+    out.private_home = out.private_home or homes == "trial" and bool(home_wrote)
     out.fixed = {name: knowledge.worked[name][0] for name in knowledge.worked if knowledge.fixed(name)}
     for name in tools:
         log = knowledge.logs[name]

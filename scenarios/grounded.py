@@ -379,7 +379,12 @@ def candidates(
                 out.append(_scenario(asked, answer, chain, "result", field=what, given=given))
             continue
         pasted = any(shaped(v) for c in chain for v in c.arguments.values())  # steps stated would paste a query
-        if answer is not None and not echo and not pasted and not holds_answer(" ".join(given_values), answer):
+        if (
+            answer is not None
+            and not echo
+            and not pasted
+            and (not holds_answer(" ".join(given_values), answer) or chosen(call.arguments, answer))
+        ):
             linked = [frozenset(k for k in c.arguments if c.sources.get(k, "").startswith("result:")) for c in chain]
             # each call is said after the one before it, a value it took from a result as "the previous result": one
             # from an earlier call would be misread
@@ -425,6 +430,14 @@ def candidates(
         out += _listing_tasks(call, fixed_out(call.arguments), chain, saying, queries)
         out += _field_tasks(call, fixed_out(call.arguments), chain, rng, unasked[call.tool], saying, queries, noun)
     return out
+
+
+def chosen(arguments: dict[str, Any], answer: Any) -> bool:
+    """Whether `answer` is one of the different values a list argument gives, and no other argument states it (the
+    largest of 3, 8 and 5 is 8): a choice the task asks for, not an answer it gives away."""
+    lists = [v for v in arguments.values() if isinstance(v, list) and len({value_text(x) for x in v}) >= 2]
+    others = " ".join(value_text(v) for v in arguments.values() if not any(v is x for x in lists))
+    return any(holds_answer(value_text(x), answer) for v in lists for x in v) and not holds_answer(others, answer)
 
 
 def _named_rows(data: Any, columns: list[str]) -> list[dict[str, Any]] | None:
@@ -507,7 +520,7 @@ def _field_tasks(
             and k not in twice
             and k not in unasked
             and _holds(v)
-            and normalize_text(str(v)) not in given_text
+            and (normalize_text(str(v)) not in given_text or chosen(call.arguments, v))
             # (nor labelled by what the call was given: "Debug: Cache hit ratio 0.95" of message type "debug")
             and normalize_text(k) not in given_each
         ]
@@ -583,10 +596,8 @@ def _field_tasks(
                 _number_of(value, words=1) if isinstance(value, str) else None
             )  # a field's value states a number, or a name
             answer = value if number is None else number
-            if holds_answer(
-                task, answer
-            ):  # the record was named by what states the answer ("the sum 'The sum of 10 and 20 is 30.'")
-                continue
+            if holds_answer(task, answer) and not chosen(call.arguments, answer):
+                continue  # the record was named by what states the answer ("the sum 'The sum of 10 and 20 is 30.'")
             out.append(_scenario(task, answer, chain, "field", field=normalize_text(field), given=given))
     return out
 
@@ -776,8 +787,18 @@ async def ground(
     """Up to `n` verified grounded tasks from `exploration` of `pool`'s server, and the report.
     Tasks are verified in the order `select` spreads them, a batch at a time, until `n` are kept;
     `phrase_with` (a generator model) rephrases the ones kept. `max_calls`: the calls an episode
-    has room for; a task whose chain is longer no rollout could solve, and is not kept."""
+    has room for; a task whose chain is longer no rollout could solve, and is not kept. What exploring found
+    unsafe holds from here on, for the replays and the rollouts after them: the pool gives each session a home of
+    its own where the server keeps its state there, and offers no tool whose writes outlived the process."""
     assert pool.toolset is not None
+    if exploration.private_home:
+        pool.give_private_homes()
+    if exploration.outlived:
+        pool.hide(set(exploration.outlived))
+        say(
+            f"not offering {', '.join(exploration.outlived)} to the policy: they may write, and this server's state "
+            "outlived its process, so a rollout's write would stay there (--isolated if each session starts fresh)"
+        )
     descriptions = {t["name"]: t.get("description") or "" for t in pool.toolset.mcp_tools}
     titles = {
         t["name"]: title

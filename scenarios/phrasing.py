@@ -203,11 +203,15 @@ def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset())
     arguments; a `linked` argument is "the previous result"."""
     title = re.sub(r"\s*\([^)]*\)", "", title) or title  # an aside: "Read File (Deprecated)"
     words = [w for w in words_of(title) if w not in FILLER] or words_of(title)
+    one = [w for k in args for w in words_of(k)] if len(args) == 1 else []
     if len(words) > 2 and words[0] not in VERBS and words[1] in VERBS:  # a prefix naming the server: "github get issue"
         words = [words[1], words[0], *words[2:]]
-    elif len(words) == 2 and words[0] not in VERBS and words[1] in GETS and len(args) == 1:
+    elif len(words) == 2 and words[0] not in VERBS and words[1] in GETS and one and one[-1] not in IDENTIFYING:
         # ... before a verb that gets, what it gets its one argument: "git show" of a revision gives the revision
-        words = [words[1], *words_of(next(iter(args)))]
+        words = [words[1], *one]
+    elif len(words) == 2 and words[0] not in VERBS and words[1] in VERBS and words[1] not in ABOUT_IT:
+        # a thing, then what is done to it: "task create" ("git status" is a noun's)
+        words = [words[1], plural(words[0]) if words[1] == "list" else words[0]]
     verb = words[0] if words and words[0] in VERBS else None
     thing = " ".join(words[1:] if verb else words)
     shown = {k: (PREVIOUS if k in linked else v) for k, v in args.items()}

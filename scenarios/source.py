@@ -307,12 +307,6 @@ async def grounded(
     exploration = await explore_for(
         pool, cfg, record, seed=seed, secrets=secrets, model=model, api_base=api_base, say=say
     )
-    if exploration.outlived:
-        pool.hide(set(exploration.outlived))
-        say(
-            f"not offering {', '.join(exploration.outlived)} to the policy: they may write, and this server's state "
-            "outlived its process, so a rollout's write would stay there (--isolated if each session starts fresh)"
-        )
     scenarios, report = await ground(
         pool,
         n,

@@ -109,11 +109,15 @@ def scenarios(
             )
         dump_jsonl(split_train_val(found, val_fraction, seed), output)
         synthesized = sum(s.metadata.get("source") == "synthesized" for s in found)
+        # what grounding found unsafe, for the run that trains on these: the same tools hidden, the same homes
+        flags = [f"--deny {n}" for n in pool.spec.deny if n not in spec.deny]
+        flags += ["--private-home"] if pool.spec.private_home and not spec.private_home else []
+        then = f"; train on them with {' '.join(flags)}, as they were grounded" if flags else ""
         return (
             f"wrote {len(found) - synthesized} grounded and {synthesized} synthesized scenarios to {output} "
-            "(the exploration beside it)"
+            f"(the exploration beside it){then}"
             if synthesized
-            else f"wrote {len(found)} grounded scenarios to {output} (the exploration beside it)"
+            else f"wrote {len(found)} grounded scenarios to {output} (the exploration beside it){then}"
         )
 
     async def run() -> str:

@@ -81,9 +81,17 @@ class RolloutWorker:
         return here
 
     async def run_group(
-        self, model: dict[str, Any], scenario: dict[str, Any], per: int, config: dict[str, Any]
+        self, model: dict[str, Any], scenario: dict[str, Any], per: int, config: dict[str, Any], server: dict[str, Any]
     ) -> dict[str, Any]:
-        """`per` rollouts of one scenario, all at once, as the local loop runs them."""
+        """`per` rollouts of one scenario, all at once, as the local loop runs them, against the server as the run
+        now names it: tools grounding hid after this worker started are refused, homes it gave are given."""
+        if server != self.server and self.pool is not None:
+            settled = ServerConfig.model_validate(server)
+            if hidden := set(settled.deny) - set(self.pool.spec.deny):
+                self.pool.hide(hidden)
+            if settled.private_home and not self.pool.spec.private_home:
+                self.pool.give_private_homes()
+        self.server = server
         m, s, rc = Model.model_validate(model), Scenario.model_validate(scenario), RolloutConfig.model_validate(config)
         [group] = await gather_trajectory_groups(
             [[self.agent(m, s, self.pool, rc.for_rollout(s.id, i)) for i in range(per)]], max_concurrency=per
@@ -361,7 +369,11 @@ class RayRollouts:
                 worker.busy += 1
                 try:
                     result = await worker.actor.run_group.remote(
-                        sent_model, scenarios[i].model_dump(mode="json"), per, configs[i].model_dump(mode="json")
+                        sent_model,
+                        scenarios[i].model_dump(mode="json"),
+                        per,
+                        configs[i].model_dump(mode="json"),
+                        self.server.model_dump(mode="json"),
                     )
                 except RayActorError:
                     reruns[i] += 1

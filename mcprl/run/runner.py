@@ -175,10 +175,15 @@ class TrainingRun:
                 max_calls=cfg.rollout.calls_per_episode,
                 say=self.say,
             )
-            if pool is not None and (hidden := [n for n in pool.spec.deny if n not in cfg.server.deny]):
-                # tools grounding found unsafe (a write that stays in the server's state): hidden on resume too
-                cfg.server = cfg.server.model_copy(update={"deny": [*cfg.server.deny, *hidden]})
+            hidden = [n for n in pool.spec.deny if n not in cfg.server.deny] if pool is not None else []
+            if pool is not None and (hidden or pool.spec.private_home != cfg.server.private_home):
+                # what grounding found unsafe (a write that stays in the server's state, the user's home written):
+                # the tools hidden and the homes given on resume too, and by the Ray workers
+                update = {"deny": [*cfg.server.deny, *hidden], "private_home": pool.spec.private_home}
+                cfg.server = cfg.server.model_copy(update=update)
                 write_tools(pool, self.dir)
+                if on_ray is not None:  # its workers opened their pools before grounding
+                    on_ray.server = cfg.server
             build_checks(train + val, cfg.scenarios.file or "the scenarios")  # a task set's or grounding's, too
             train = await self._demonstration(
                 pool, train, shipped.demonstration if shipped and cfg.scenarios.task_help else None

@@ -29,7 +29,7 @@ from mcprl.tools import compat
 from mcprl.tools.cassette import Replayed, ToolResult
 from mcprl.tools.content import ContentBlock, parse_blocks
 from mcprl.tools.convert import render, reports_error, schema_problem, to_openai, tools_hash
-from mcprl.tools.spec import ServerSpec
+from mcprl.tools.spec import ServerSpec, private_home_env
 from mcprl.tools.transport import Connection, connect, is_connection_lost
 from mcprl.types import ToolSchema
 
@@ -144,6 +144,11 @@ class ToolSession:
             t["name"]: problem for t in self.mcp_tools if (problem := schema_problem(t.get("inputSchema") or {}))
         }
         self.gone: str | None = None
+
+    @property
+    def home(self) -> Path | None:
+        """The home folder of this session's own (`ServerSpec.private_home`), where the server was given one."""
+        return Path(self.spec.env["HOME"]) if self.spec.private_home and "HOME" in self.spec.env else None
 
     @property
     def alive(self) -> bool:
@@ -327,6 +332,9 @@ async def open_session(spec: ServerSpec, *, workdir: Path | None = None) -> Asyn
     with ExitStack() as dirs:
         if workdir is None and spec.transport == "stdio" and spec.cwd is None:
             workdir = Path(dirs.enter_context(tempfile.TemporaryDirectory(prefix="mcprl-server-")))
+        if spec.private_home and spec.transport == "stdio":
+            home = Path(dirs.enter_context(tempfile.TemporaryDirectory(prefix="mcprl-home-")))
+            spec = spec.model_copy(update={"env": {**spec.env, **private_home_env(home)}})
         async with connect(spec, workdir or Path.cwd()) as conn:
             try:
                 tools = await _list_all(conn, "list_tools", "tools")

@@ -25,6 +25,12 @@ class ServerConfig(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict, description="'Name: value' sent to HTTP servers")
     env: dict[str, str] = Field(default_factory=dict, description="K=V for a stdio server's environment")
     cwd: str | None = Field(default=None, description="working directory of a stdio server")
+    private_home: bool = Field(
+        default=False,
+        description="give each session of a stdio server a home folder of its own (HOME), the caches kept: a "
+        "server keeping its state under the home starts fresh, and the user's is never written (exploring "
+        "turns it on where it finds such a server)",
+    )
     allow: list[str] = Field(default_factory=list, description="only tools matching this name/glob")
     deny: list[str] = Field(default_factory=list, description="never offer or call tools matching this name/glob")
     connect_timeout: float = Field(default=30.0, gt=0, description="seconds to wait for the MCP handshake")
@@ -96,6 +102,7 @@ class ServerConfig(BaseModel):
             headers=self.headers,
             env=self.env,
             cwd=self.cwd,
+            private_home=self.private_home,
             allow=self.allow,
             deny=self.deny,
             connect_timeout=self.connect_timeout,

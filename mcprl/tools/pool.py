@@ -85,27 +85,38 @@ class ToolPool:
         self.toolset = self.toolset.hiding(names)
         self.spec = self.toolset.spec
 
+    def give_private_homes(self) -> None:
+        """Give every session opened from now on a home folder of its own (`ServerSpec.private_home`: a server
+        found to keep its state under the home)."""
+        assert self.toolset is not None
+        self.spec = self.spec.model_copy(update={"private_home": True})
+        self.toolset = self.toolset.model_copy(update={"spec": self.spec})
+
     @asynccontextmanager
-    async def session(self) -> AsyncIterator[ToolSession]:
-        """A session for one rollout. Raises `ServerGone` when the server cannot be (re)connected."""
+    async def session(self, *, private_home: bool | None = None) -> AsyncIterator[ToolSession]:
+        """A session for one rollout. Raises `ServerGone` when the server cannot be (re)connected.
+        `private_home`: this per-rollout session's home folder is one of its own, or the user's (None: as the
+        spec says)."""
+        live = lambda: self._live_session(private_home)  # noqa: E731
         if self.tape is not None:
-            async with self.tape.session(self._live_session) as session:
+            async with self.tape.session(live) as session:
                 yield session
             return
-        async with self._live_session() as session:
+        async with live() as session:
             yield session
 
     @asynccontextmanager
-    async def _live_session(self) -> AsyncIterator[ToolSession]:
+    async def _live_session(self, private_home: bool | None = None) -> AsyncIterator[ToolSession]:
         if not self.per_rollout:
             if self._tg is None:
                 raise RuntimeError("a shared session lives in the pool: enter it first (async with ToolPool(...))")
             yield await self._shared_session()
             return
+        spec = self.spec if private_home is None else self.spec.model_copy(update={"private_home": private_home})
         stack = AsyncExitStack()
         try:
             async with self._starting:
-                session = await stack.enter_async_context(open_session(self.spec, workdir=self.workdir))
+                session = await stack.enter_async_context(open_session(spec, workdir=self.workdir))
         except UserError as e:
             raise ServerGone(f"could not start a session: {e}") from None
         async with stack:

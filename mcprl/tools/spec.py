@@ -12,6 +12,7 @@ import os
 import shlex
 import sys
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -56,6 +57,11 @@ class ServerSpec(BaseModel):
         default_factory=dict, description="stdio: added to the minimal environment the server starts with"
     )
     cwd: str | None = Field(default=None, description="stdio: working directory; default: a run-scoped temp dir")
+    private_home: bool = Field(
+        default=False,
+        description="stdio: each session gets a home folder of its own (`private_home_env`), so state a server keeps "
+        "under the home starts fresh each session and the user's stays as it was",
+    )
     connect_timeout: float = Field(default=30.0, gt=0)
     call_timeout: float = Field(default=60.0, gt=0)
     allow: list[str] = Field(default_factory=list, description="tool names or globs to keep (empty: all)")
@@ -119,6 +125,18 @@ class ServerSpec(BaseModel):
         if any(fnmatch.fnmatchcase(tool_name, pattern) for pattern in self.deny):
             return False
         return not self.allow or any(fnmatch.fnmatchcase(tool_name, pattern) for pattern in self.allow)
+
+
+def private_home_env(home: Path) -> dict[str, str]:
+    """What a stdio server's environment gets to make `home` its home folder, where programs keep what is
+    theirs (`~/.local/share/<app>`, `~/.config/<app>`); the caches stay the user's, so a server that
+    `npx` or `uvx` fetched starts from them, offline too."""
+    real = Path.home()
+    return {
+        "HOME": str(home),
+        "XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME", str(real / ".cache")),
+        "npm_config_cache": os.environ.get("npm_config_cache", str(real / ".npm")),
+    }
 
 
 def _argv(command: str) -> list[str]:

@@ -269,3 +269,38 @@ def test_workers_on_other_machines_reach_an_endpoint_listening_on_every_address(
     url = reachable("http://0.0.0.0:8123/v1")
     assert url.startswith("http://") and url.endswith(":8123/v1") and "0.0.0.0" not in url
     assert reachable("http://127.0.0.1:8123/v1") == "http://127.0.0.1:8123/v1"
+
+
+@pytest.mark.anyio
+async def test_a_worker_started_before_grounding_runs_against_the_server_as_grounding_left_it(tmp_path, monkeypatch):
+    """Rollout workers open their pools before grounding; a group sent with the run's server as grounding left it
+    (a tool that may write hidden, a home of each session's own given) runs against that: the worker's pool refuses
+    the tool and gives each session its own home from then on."""
+    from mcprl.cluster import ray_engine
+    from mcprl.cluster.ray_engine import RolloutWorker
+    from mcprl.model.trainable import Model
+    from mcprl.rollout.config import RolloutConfig
+    from mcprl.tools.config import ServerConfig
+    from mcprl.types import Scenario
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # the notes server keeps its file under the home
+    monkeypatch.setattr(ray_engine, "where", dict)  # the worker, called here, not as an actor: no Ray node to name
+    notes = Path(__file__).resolve().parents[1] / "data" / "notes_file_server.py"
+    server = ServerConfig(target=f"{sys.executable} {notes}")
+    worker = RolloutWorker(server.model_dump(mode="json"), "plain", os.getcwd())
+    assert "error" not in await worker.start()
+    settled = server.model_copy(update={"deny": ["add_note"], "private_home": True})
+    await worker.run_group(
+        Model(name="m", inference_base_url="http://127.0.0.1:9/v1").model_dump(mode="json"),  # no policy: it fails
+        Scenario(task="List the notes.").model_dump(mode="json"),
+        1,
+        RolloutConfig().model_dump(mode="json"),
+        settled.model_dump(mode="json"),
+    )
+    try:
+        assert "add_note" not in worker.pool.toolset.names()
+        async with worker.pool.session() as session:
+            assert session.home is not None and session.home != tmp_path
+            assert (await session.call("add_note", {"text": "x"})).is_error
+    finally:
+        await worker.close()

@@ -1,9 +1,10 @@
-"""Notes kept in a file that the environment names (NOTES_FILE), not the command line: state that
-outlives the server's process, as a knowledge-graph server's default file does. Its first read
-(`server_info`) never changes; `list_notes` shows what `add_note` wrote, in any later process (unless
-asked for notes holding a text the write did not: a filter).
+"""Notes kept in a file that the environment names (NOTES_FILE), not the command line, or else under the
+home folder (`~/.local/share/notes/notes.json`, as a todo app keeps its list): state that outlives the
+server's process, as a knowledge-graph server's default file does. Its first read (`server_info`) never
+changes; `list_notes` shows what `add_note` wrote, in any later process (unless asked for notes holding a
+text the write did not: a filter).
 
-    NOTES_FILE=F python tests/data/notes_file_server.py
+    [NOTES_FILE=F] python tests/data/notes_file_server.py
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pydantic import Field
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from mcprl.servers import serve  # noqa: E402
 
-FILE = Path(os.environ["NOTES_FILE"])
+FILE = Path(os.environ.get("NOTES_FILE") or Path.home() / ".local" / "share" / "notes" / "notes.json")
 
 
 def _notes() -> list[str]:
@@ -39,6 +40,7 @@ def list_notes(containing: Annotated[str | None, Field(description="only notes h
 
 def add_note(text: Annotated[str, Field(description="the note, e.g. buy milk")]) -> str:
     """Add a note."""
+    FILE.parent.mkdir(parents=True, exist_ok=True)
     FILE.write_text(json.dumps([*_notes(), text]))
     return f"added note {len(_notes())}"
 

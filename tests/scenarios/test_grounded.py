@@ -403,6 +403,34 @@ async def test_a_server_whose_state_outlives_its_process_gets_one_write_and_name
         assert (f"  add_note {json.dumps(c.arguments)}" in said) is not c.is_error
 
 
+async def test_a_server_keeping_its_state_under_the_home_gets_a_home_of_its_own_and_the_users_is_never_written(
+    tmp_path, monkeypatch
+):
+    """State under the home folder (the notes server without NOTES_FILE: `~/.local/share/notes`), a user's note
+    there: the first write is made in a session with a home of its own, where it lands; a fresh one starts empty,
+    so every session from then on gets its own home, writes are explored there, and the pool's sessions (grounding's
+    replays, rollouts) get one too. The user's file is never written."""
+    home = tmp_path / "home"
+    store = home / ".local" / "share" / "notes" / "notes.json"
+    store.parent.mkdir(parents=True)
+    store.write_text(json.dumps(["the user's own note"]))
+    monkeypatch.setenv("HOME", str(home))
+    said: list[str] = []
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {NOTES}")) as pool:
+        with contextlib.suppress(UserError):  # too few tasks for a run is not what this checks
+            await grounded(
+                pool, 8, ExploreConfig(calls=40), tmp_path / "e.jsonl", tmp_path / "g.json", seed=0, fallback=False,
+                say=said.append,
+            )  # fmt: skip
+        assert pool.spec.private_home and "add_note" in pool.toolset.names()
+        async with pool.session() as session:  # a rollout's write
+            assert not (await session.call("add_note", {"text": "x"})).is_error
+    calls = load_jsonl(tmp_path / "e.jsonl", ExploredCall)
+    assert sum(c.tool == "add_note" and not c.is_error for c in calls) >= 3  # writes explored, not stopped at one
+    assert json.loads(store.read_text()) == ["the user's own note"]
+    assert any("home" in line and "--private-home" in line for line in said)
+
+
 async def test_exploration_stays_within_its_bounds_and_skips_a_tool_that_hangs():
     started = time.monotonic()
     exploration, tasks, _ = await explore_and_ground(shop("--hang"), calls=12, call_timeout=1.0)
@@ -506,6 +534,26 @@ def test_a_text_a_tool_gave_whatever_it_was_asked_answers_no_task():
     ]
     tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
     assert {t.answer for t in tasks} == {"Renew passport", 7}, {(t.task, t.answer) for t in tasks}
+
+
+def test_an_answer_picked_from_a_list_the_task_gives_is_asked_and_one_an_argument_states_is_not():
+    """The largest of 3, 8 and 5 is 8, in a text or a JSON record: a choice the task asks for, so kept; a value a
+    list holds once (no choice), or one another argument states (`start` 7), still gives the answer away."""
+    from mcprl.scenarios.explore import Exploration, ExploredCall
+    from mcprl.scenarios.grounded import candidates
+
+    calls = [
+        ExploredCall(index=0, session=0, tool="max", arguments={"numbers": [3, 8, 5]}, text="8"),
+        ExploredCall(
+            index=1, session=0, tool="largest", arguments={"numbers": [4, 9]}, text='{"result": "9.0", "count": 2}'
+        ),
+        ExploredCall(index=2, session=0, tool="max", arguments={"numbers": [6, 6]}, text="6"),
+        ExploredCall(index=3, session=0, tool="top", arguments={"numbers": [1, 7], "start": 7}, text="7"),
+    ]
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    answers = {t.answer: t.task for t in tasks}
+    assert {8, 9} <= set(answers) and not {6, 7} & set(answers), answers
+    assert re.search(r"\b3\b.*\b8\b.*\b5\b", answers[8]) and re.search(r"\b4\b.*\b9\b", answers[9])  # stated
 
 
 def test_a_dated_listing_asks_for_its_latest_and_earliest_lines_by_their_dates():

@@ -28,6 +28,9 @@ CALLS = [
     ("github get issue", {"owner": "octo", "repo": "hello", "issue_number": 7}),
     ("Get Structured Content Tool", {"location": "Los Angeles"}),
     ("search nodes", {"query": "Alice"}),
+    ("task create", {"name": "Renew passport", "priority": "high"}),  # mcp-todo: the thing first, then the verb
+    ("task get", {"id": 3}),
+    ("task list", {"status": "done"}),
 ]
 
 
@@ -69,6 +72,11 @@ def test_a_title_that_names_or_gets_a_thing_is_asked_about_that_thing() -> None:
     assert all("git branches" in t for t in said("git branch", {}).asks_listing())
     # a prefix before a verb that gets: what it gets is its one argument
     assert all("the revision a11a100" in t for t in said("git show", {"revision": "a11a100"}).asks_field("author"))
+    # a thing, then what is done to it: the request starts with the doing, as a person's does; a noun after the
+    # thing ("git status") is no doing
+    assert said("task create", {"name": "Renew passport"}).order().split()[0] == "Create"
+    assert "tasks" in said("task list", {}).order().split()  # a listing of them
+    assert "git status" in said("git status", {}).order()
 
 
 def test_a_field_naming_a_person_is_asked_who_and_a_line_alone_only_where_asked() -> None:
