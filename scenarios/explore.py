@@ -480,6 +480,7 @@ async def explore(
         if homes == "trial" and not any(c.writes for c in out.calls):
             # the first session with a home of its own: a read that answered in the user's and fails here needs
             # something of the user's (a configuration, a credential): such a server is explored in theirs
+            here: dict[str, ExploredCall] = {}
             for before in sorted(fresh_reads.values(), key=lambda c: (bool(c.arguments), c.index))[:PERSISTENCE_READS]:
                 again = await repeat(session, number, before)
                 if again is None or again.is_error:
@@ -489,7 +490,9 @@ async def explore(
                         "is explored in yours"
                     )
                     return
-                reads[repr((again.tool, again.arguments))] = fresh_reads[repr((again.tool, again.arguments))] = again
+                here[repr((again.tool, again.arguments))] = again
+            reads |= here
+            fresh_reads.update(here)  # the state the first write changes: this home's
         if isolated and not persistence_checked and fresh_reads and any(c.writes and not c.is_error for c in out.calls):
             # once after a write answered: does a fresh session still read what the first one did? If not, the
             # server keeps its state outside its process (a file of its own), and writes would pile up there

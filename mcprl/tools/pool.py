@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 
@@ -97,7 +98,7 @@ class ToolPool:
         """A session for one rollout. Raises `ServerGone` when the server cannot be (re)connected.
         `private_home`: this per-rollout session's home folder is one of its own, or the user's (None: as the
         spec says)."""
-        live = lambda: self._live_session(private_home)  # noqa: E731
+        live = partial(self._live_session, private_home)
         if self.tape is not None:
             async with self.tape.session(live) as session:
                 yield session

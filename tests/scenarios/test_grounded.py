@@ -1277,3 +1277,28 @@ async def test_reads_are_made_again_after_writes_that_change_them_not_after_ones
     assert len(shouts) > QUIET_WRITES + 1, exploration.summary()  # enough of them for the bound to matter
     assert sum(map(len, shouts)) <= QUIET_WRITES * READ_BACKS
     assert len(adds) > QUIET_WRITES + 1 and all(adds[:-1]), exploration.summary()  # (the last may meet the budget)
+
+
+async def test_a_server_that_reads_the_users_home_to_answer_is_explored_in_it(tmp_path, monkeypatch):
+    """A server whose reads need a file of the user's home (a configuration, a credential) answers nothing in a home
+    of its own: it is explored in the user's, its writes (kept in its process) explored as on any fresh server."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".thingsrc").write_text("token")
+    monkeypatch.setenv("HOME", str(home))
+    needs_home = THINGS.replace(
+        '    """List the things."""\n',
+        '    """List the things."""\n'
+        "    from pathlib import Path\n"
+        '    if not (Path.home() / ".thingsrc").exists():\n'
+        '        raise ValueError("no ~/.thingsrc: log in first")\n',
+    )
+    server = tmp_path / "things.py"
+    server.write_text(needs_home.format(root=str(Path(__file__).resolve().parents[2])))
+    said: list[str] = []
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {server}")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=40), seed=0, say=said.append)
+    assert not exploration.private_home and any("home folder" in line for line in said)
+    lists = [c for c in exploration.calls if c.tool == "list_things"]
+    assert sum(c.is_error for c in lists) == 1 and len(lists) > 3  # the one call in a home of its own
+    assert sum(c.tool == "add_thing" and not c.is_error for c in exploration.calls) >= 2
