@@ -491,8 +491,11 @@ async def explore(
                     )
                     return
                 here[repr((again.tool, again.arguments))] = again
-            reads |= here
-            fresh_reads.update(here)  # the state the first write changes: this home's
+            # the state the first write changes is this home's: what the user's home read (their own records) is no
+            # "before" to it
+            reads = dict(here)
+            fresh_reads.clear()
+            fresh_reads.update(here)
         if isolated and not persistence_checked and fresh_reads and any(c.writes and not c.is_error for c in out.calls):
             # once after a write answered: does a fresh session still read what the first one did? If not, the
             # server keeps its state outside its process (a file of its own), and writes would pile up there

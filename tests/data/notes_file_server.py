@@ -1,8 +1,8 @@
 """Notes kept in a file that the environment names (NOTES_FILE), not the command line, or else under the
 home folder (`~/.local/share/notes/notes.json`, as a todo app keeps its list): state that outlives the
 server's process, as a knowledge-graph server's default file does. Its first read (`server_info`) never
-changes; `list_notes` shows what `add_note` wrote, in any later process (unless asked for notes holding a
-text the write did not: a filter).
+changes, `settings` gives what the home holds whatever was written; `list_notes` shows what `add_note`
+wrote, in any later process (unless asked for notes holding a text the write did not: a filter).
 
     [NOTES_FILE=F] python tests/data/notes_file_server.py
 """
@@ -32,6 +32,12 @@ def server_info() -> str:
     return "notes server 1.0"
 
 
+def settings() -> str:
+    """The settings in force: the user's (`~/.config/notes/settings`), else the defaults."""
+    mine = Path.home() / ".config" / "notes" / "settings"
+    return mine.read_text() if mine.exists() else "sort: newest first"
+
+
 def list_notes(containing: Annotated[str | None, Field(description="only notes holding this text")] = None) -> str:
     """List the notes, one per line: every one, or those holding a text."""
     notes = [(i, text) for i, text in enumerate(_notes(), 1) if containing is None or containing in text]
@@ -47,7 +53,7 @@ def add_note(text: Annotated[str, Field(description="the note, e.g. buy milk")])
 
 def build(seed: int = 0):
     server = serve.new_server("notes", "Notes in a file.")
-    serve.add_tools(server, [server_info, list_notes, add_note], writes=["add_note"])
+    serve.add_tools(server, [server_info, settings, list_notes, add_note], writes=["add_note"])
     return server
 
 

@@ -403,8 +403,9 @@ async def test_a_server_whose_state_outlives_its_process_gets_one_write_and_name
         assert (f"  add_note {json.dumps(c.arguments)}" in said) is not c.is_error
 
 
+@pytest.mark.parametrize("seed", [0, 1])
 async def test_a_server_keeping_its_state_under_the_home_gets_a_home_of_its_own_and_the_users_is_never_written(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, seed
 ):
     """State under the home folder (the notes server without NOTES_FILE: `~/.local/share/notes`), a user's note
     there: the first write is made in a session with a home of its own, where it lands; a fresh one starts empty,
@@ -414,13 +415,15 @@ async def test_a_server_keeping_its_state_under_the_home_gets_a_home_of_its_own_
     store = home / ".local" / "share" / "notes" / "notes.json"
     store.parent.mkdir(parents=True)
     store.write_text(json.dumps(["the user's own note"]))
+    (home / ".config" / "notes").mkdir(parents=True)  # and settings of theirs, which no write changes
+    (home / ".config" / "notes" / "settings").write_text("sort: oldest first")
     monkeypatch.setenv("HOME", str(home))
     said: list[str] = []
     async with ToolPool(ServerSpec.parse(f"{sys.executable} {NOTES}")) as pool:
         with contextlib.suppress(UserError):  # too few tasks for a run is not what this checks
             await grounded(
-                pool, 8, ExploreConfig(calls=40), tmp_path / "e.jsonl", tmp_path / "g.json", seed=0, fallback=False,
-                say=said.append,
+                pool, 8, ExploreConfig(calls=40), tmp_path / "e.jsonl", tmp_path / "g.json", seed=seed,
+                fallback=False, say=said.append,
             )  # fmt: skip
         assert pool.spec.private_home and "add_note" in pool.toolset.names()
         async with pool.session() as session:  # a rollout's write
