@@ -435,9 +435,11 @@ def candidates(
 def chosen(arguments: dict[str, Any], answer: Any) -> bool:
     """Whether `answer` is one of the different values a list argument gives, and no other argument states it (the
     largest of 3, 8 and 5 is 8): a choice the task asks for, not an answer it gives away."""
-    lists = [v for v in arguments.values() if isinstance(v, list) and len({value_text(x) for x in v}) >= 2]
-    others = " ".join(value_text(v) for v in arguments.values() if not any(v is x for x in lists))
-    return any(holds_answer(value_text(x), answer) for v in lists for x in v) and not holds_answer(others, answer)
+    lists, others = [], []
+    for v in arguments.values():
+        (lists if isinstance(v, list) and len({value_text(x) for x in v}) >= 2 else others).append(v)
+    in_a_list = any(holds_answer(value_text(x), answer) for v in lists for x in v)
+    return in_a_list and not holds_answer(" ".join(map(value_text, others)), answer)
 
 
 def _named_rows(data: Any, columns: list[str]) -> list[dict[str, Any]] | None:
