@@ -803,6 +803,9 @@ def test_prose_states_labelled_values_and_a_listing_may_end_with_a_note():
     ]
     assert sentence_fields("The Wi-Fi password at Lake Cabin is k3j2h1x9. Enjoy!") == [("Wi-Fi password", "k3j2h1x9")]
     assert sentence_fields("Good news: your order is on its way. Please keep noise down after 10 PM.") == []
+    # a clause labels its value by the noun it ends with; an expression is no value of the number it starts with
+    assert sentence_fields("Task created successfully with ID: 2") == [("ID", "2")]
+    assert sentence_fields("tags: 2 + 3") == []
     listing = (
         "msg-0296 | 2024-12-18 | SkyWay <b@sky.example> | Your flight to Porto is confirmed | Confirmation code: "
         "ZOE67V. Flight ...\n"
