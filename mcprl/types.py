@@ -78,6 +78,11 @@ class Scenario(BaseModel):
     reference: list[ReferenceCall] = Field(
         default_factory=list, description="calls that solve the task, in order (grounded tasks: replayed before use)"
     )
+    prepare: list[ReferenceCall] = Field(
+        default_factory=list,
+        description="calls the environment makes in the rollout's own session before the episode, not the policy: "
+        "the state the task is asked in (a note added, for a task that asks what the notes say)",
+    )
     split: Literal["train", "val"] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 

@@ -144,6 +144,9 @@ class Exploration(BaseModel):
         description="the tools that may write, retired when the server's state outlived its process (a file of its "
         "own): a rollout must not call them either",
     )
+    isolated: bool = Field(
+        default=False, description="each session started from fresh server state (`is_isolated`): writes are its own"
+    )
     private_home: bool = Field(
         default=False,
         description="the server keeps its state under its home folder: each session, a rollout's too, gets one of "
@@ -281,7 +284,7 @@ async def explore(
     assert pool.toolset is not None
     isolated = is_isolated(pool, cfg, say)
     unsafe = unsafe_writers(pool, cfg, say=lambda _: None)  # the note was just said
-    out = Exploration()
+    out = Exploration(isolated=isolated)
     tools: dict[str, dict[str, Any]] = {}
     for tool in pool.toolset.mcp_tools:
         if tool["name"] in unsafe:

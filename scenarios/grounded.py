@@ -186,10 +186,11 @@ def _holds(value: Any) -> bool:
     )
 
 
-def _id(task: str, chain: list[ExploredCall] | list[ReferenceCall]) -> str:
-    """A grounded task's id: its text's and its chain's, so the same seed grounds the same ids (what
-    a scenario is shown keys on it)."""
-    key = json.dumps([task, [[c.tool, c.arguments] for c in chain]], sort_keys=True, default=str)
+def _id(task: str, chain: list[ExploredCall] | list[ReferenceCall], prepare: list[ExploredCall] | None = None) -> str:
+    """A grounded task's id: its text's, its chain's and its prepared state's, so the same seed grounds the same ids
+    (what a scenario is shown keys on it)."""
+    state = [[[c.tool, c.arguments] for c in prepare]] if prepare else []
+    key = json.dumps([task, [[c.tool, c.arguments] for c in chain], *state], sort_keys=True, default=str)
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
@@ -202,10 +203,11 @@ def _scenario(
     field: str | None = None,
     given: list[str] | None = None,
     check: Check | None = None,
+    prepare: list[ExploredCall] | None = None,
 ) -> Scenario:
     chain = needed(task, chain)
     return Scenario(
-        id=_id(task, chain),
+        id=_id(task, chain, prepare),
         task=task,
         answer=answer,
         difficulty=min(5, len(chain)),
@@ -228,11 +230,27 @@ def _scenario(
             # how many records the result that holds the answer has: one to read, or a line of a listing to find
             "records": len(result_records(chain[-1].data, chain[-1].structured)) if read_back is None else 1,
         },
-        reference=[
-            ReferenceCall(tool=c.tool, arguments=c.arguments, result=c.text, writes=c.writes, sources=c.sources)
-            for c in chain
-        ],
+        reference=[_reference(c) for c in chain],
+        prepare=[_reference(c) for c in prepare or []],
     )
+
+
+def _reference(call: ExploredCall) -> ReferenceCall:
+    return ReferenceCall(
+        tool=call.tool, arguments=call.arguments, result=call.text, writes=call.writes, sources=call.sources
+    )
+
+
+def state_of(calls: list[ExploredCall], chain: list[ExploredCall]) -> list[ExploredCall]:
+    """The writes that made the state `chain` read: those its session made, and answered, before its last call,
+    none of the chain's own (a task's `prepare`, made by the environment before its episode: the note added that
+    a task asking what the notes say reads)."""
+    last, own = chain[-1], {c.index for c in chain}
+    return [
+        c
+        for c in calls
+        if c.session == last.session and c.writes and not c.is_error and c.index < last.index and c.index not in own
+    ]
 
 
 def _write_tasks(
@@ -241,9 +259,11 @@ def _write_tasks(
     titles: dict[str, str],
     rng: random.Random,
     stated: Callable[[dict[str, Any]], dict[str, Any]],
+    prepares: bool,
 ) -> list[Scenario]:
     """A task to make the write that `again` (a read repeated after it) shows the effect of,
-    checked by that read in the rollout's own session: it must hold a value that changed."""
+    checked by that read in the rollout's own session: it must hold a value that changed. `prepares`: the writes
+    its session made before it are the task's `prepare` (the task updated must exist)."""
     by_index = {c.index: c for c in calls}
     write, before = by_index.get(again.reads_back), by_index.get(again.repeats)  # type: ignore[arg-type]
     if write is None or before is None or write.is_error or before.is_error or again.is_error:
@@ -269,6 +289,7 @@ def _write_tasks(
             "write",
             read_back=again,
             given=[value_text(v) for v in write.arguments.values()],
+            prepare=state_of(calls, chain) if prepares else None,
         )
     ]
 
@@ -287,6 +308,9 @@ def candidates(
     titles = titles or {}
     rng = random.Random(f"{seed}/grounded")
     calls = exploration.calls
+    # where each session starts from fresh state and no write outlives it, the environment may make a session's
+    # writes again before an episode: what a read said after them is a question too (a store that starts empty)
+    prepares = exploration.isolated and not exploration.outlived
     # a field that held one value in every record a tool returned ("To: <the user>") tells no record apart; one that
     # held only 0 and 1 (a flag: SQLite's `pk`) or counted its records from 0 (a position: `cid`) is no fact a person
     # asks for
@@ -314,7 +338,7 @@ def candidates(
     # nothing: `git_log` with `end_timestamp` "Bob") is asked for as the plainest of those
     said_alike: dict[tuple[str, str], list[ExploredCall]] = defaultdict(list)
     for call in calls:
-        if not call.is_error and call.reads_back is None:
+        if not call.is_error and (prepares or call.reads_back is None):
             said_alike[call.tool, call.text].append(call)
 
     def plainest(call: ExploredCall) -> ExploredCall:
@@ -336,16 +360,18 @@ def candidates(
 
     out: list[Scenario] = []
     for call in calls:
-        if call.reads_back is not None:  # what a write changed: a task to make it, not a question on it
+        if call.reads_back is not None:  # what a write changed: a task to make it
             if not exploration.outlived:  # ... where a rollout may write: not where its write would stay
-                out += _write_tasks(calls, call, titles, rng, fixed_out)
-            continue
+                out += _write_tasks(calls, call, titles, rng, fixed_out, prepares)
+            if not prepares:  # ... and, where the environment may make that write, a question on what it left
+                continue
         if call.is_error:
             continue
         call = plainest(call)
         chain = chain_of(calls, call)
         if any(c.is_error or c.tool in exploration.outlived for c in chain):  # a write that stays is no step to repeat
             continue
+        state = state_of(calls, chain) if prepares else None
         # a query (an SQL statement) is never pasted into a task: a call of one the lexicon knows is asked about by
         # what it means (`lexicon.question`, `lexicon.about`); one it does not know grounds only tasks that state
         # no call (a record asked for by its name)
@@ -376,7 +402,7 @@ def candidates(
                 given = [name for v in queries for name in stated(v)]
                 # what it asks, whatever the table or column: tasks are spread over these as over a record's fields
                 what = next(normalize_text(k[0].text) for v in queries if (k := known(v)))
-                out.append(_scenario(asked, answer, chain, "result", field=what, given=given))
+                out.append(_scenario(asked, answer, chain, "result", field=what, given=given, prepare=state))
             continue
         pasted = any(shaped(v) for c in chain for v in c.arguments.values())  # steps stated would paste a query
         if (
@@ -413,6 +439,7 @@ def candidates(
                     chain,
                     "chain" if len(chain) > 1 else "result",
                     given=[value_text(v) for c in chain for v in fixed_out(c.arguments).values()],
+                    prepare=state,
                 )
             )
             continue
@@ -427,8 +454,10 @@ def candidates(
         tables = [found[1]["table"] for v in queries if (found := known(v)) and found[0].record and "table" in found[1]]
         if noun and tables and (named := _named_rows(data, columns.get(tables[0], []))):
             call = call.model_copy(update={"structured": named})
-        out += _listing_tasks(call, fixed_out(call.arguments), chain, saying, queries)
-        out += _field_tasks(call, fixed_out(call.arguments), chain, rng, unasked[call.tool], saying, queries, noun)
+        out += _listing_tasks(call, fixed_out(call.arguments), chain, saying, queries, state)
+        out += _field_tasks(
+            call, fixed_out(call.arguments), chain, rng, unasked[call.tool], saying, queries, noun, state
+        )
     return out
 
 
@@ -474,6 +503,7 @@ def _field_tasks(
     saying: Said | None,
     queries: list[str] | None = None,
     noun: str | None = None,
+    prepare: list[ExploredCall] | None = None,
 ) -> list[Scenario]:
     """Tasks asking for a labelled field of one record of the result (one line of a listing, or
     the whole result when it is one record); not for a field of `unasked` (a flag, a position, a constant). `args`:
@@ -600,7 +630,9 @@ def _field_tasks(
             answer = value if number is None else number
             if holds_answer(task, answer) and not chosen(call.arguments, answer):
                 continue  # the record was named by what states the answer ("the sum 'The sum of 10 and 20 is 30.'")
-            out.append(_scenario(task, answer, chain, "field", field=normalize_text(field), given=given))
+            out.append(
+                _scenario(task, answer, chain, "field", field=normalize_text(field), given=given, prepare=prepare)
+            )
     return out
 
 
@@ -610,6 +642,7 @@ def _listing_tasks(
     chain: list[ExploredCall],
     saying: Said | None,
     queries: list[str] | None = None,
+    prepare: list[ExploredCall] | None = None,
 ) -> list[Scenario]:
     """A task asking for every name a short listing gives (`git_branch`'s "  feature/alerts\n* main": its
     lines, none labelled, each a name after a marker such as `*` or `[FILE]`), checked by the share of them
@@ -623,7 +656,7 @@ def _listing_tasks(
     count = None if queries else counted(call.data, call.structured)
     if count is not None and MAX_LISTED < count <= MAX_COUNTED and (asks := saying.asks_count()):
         given = [value_text(v) for v in args.values()]
-        return [_scenario(_worded(asks, call.tool, count), count, chain, "count", given=given)]
+        return [_scenario(_worded(asks, call.tool, count), count, chain, "count", given=given, prepare=prepare)]
     records = result_records(call.data, call.structured)
     if len(records) > 1 and all(len(r) == 1 and r[0][0].lower() in NAME_KEYS for r in records):
         records = [[("", r[0][1]) for r in records]]  # records that are each a name alone: [{'name': 'orders'}, ...]
@@ -637,7 +670,7 @@ def _listing_tasks(
         return []
     task = _worded(saying.asks_listing(), call.tool, sorted(names))
     given = [name for v in queries for name in stated(v)] if queries else [value_text(v) for v in args.values()]
-    return [_scenario(task, names, chain, "listing", given=given, check=ContainsCheck())]
+    return [_scenario(task, names, chain, "listing", given=given, check=ContainsCheck(), prepare=prepare)]
 
 
 def _listed_name(line: Any) -> str | None:
@@ -731,7 +764,8 @@ async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
     not list 36 items first. Returns how many chains were shortened."""
     assert pool.toolset is not None
     tools = [(t["name"], p) for t in pool.toolset.mcp_tools if not may_write(t) and (p := text_parameter(t))]
-    long = [t for t in tasks if t.metadata.get("given") and t.read_back is None and focus(t) > (1, 1)]
+    # (its one session has no prepared state: a task asked of one keeps its chain)
+    long = [t for t in tasks if t.metadata.get("given") and t.read_back is None and not t.prepare and focus(t) > (1, 1)]
     if not tools or not long:
         return 0
     found: dict[

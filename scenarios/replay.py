@@ -80,7 +80,10 @@ def comes_back(original: str, replayed: str, answer: Any) -> bool:
 def gives_answer(task: Scenario, replayed: str) -> bool:
     """Whether the replayed result of `task`'s chain (or of its read-back) gives its answer: each of its values
     where the recorded result gave it (`comes_back`); a count, which is in no text, by listing as many values; a
-    live answer (`live_task`), by having a value where the recorded result had it."""
+    live answer (`live_task`), by having a value where the recorded result had it. And the record it names is there
+    (`names_again`)."""
+    if not names_again(task, replayed):
+        return False
     if (live := live_of(task.check)) is not None:
         return value_at(replayed, live.field) is not None
     if task.metadata.get("kind") == "count":
@@ -88,6 +91,13 @@ def gives_answer(task: Scenario, replayed: str) -> bool:
     original = task.reference[-1].result if task.read_back is None else ""
     values = task.answer if isinstance(task.answer, list) else [task.answer]
     return all(comes_back(original, replayed, v) for v in values)
+
+
+def names_again(task: Scenario, replayed: str) -> bool:
+    """Whether the values `task` states that its recorded result held (the record it names) are in the replayed
+    result too: a record named by the time it was made is none a replay, or an episode, has."""
+    original = task.reference[-1].result if task.read_back is None else ""
+    return all(holds_answer(replayed, g) for g in task.metadata.get("given") or [] if holds_answer(original, g))
 
 
 def live_task(task: Scenario, replays: list[str]) -> Scenario | None:
@@ -113,7 +123,7 @@ def live_task(task: Scenario, replays: list[str]) -> Scenario | None:
         return None
     if len(paths) > 1 and (field := task.metadata.get("field")):
         paths = [p for p in paths if p.rpartition(".")[2] == field]
-    if len(paths) != 1 or any(value_at(r, paths[0]) is None for r in replays):
+    if len(paths) != 1 or any(value_at(r, paths[0]) is None or not names_again(task, r) for r in replays):
         return None
     live = LiveValue(tool=call.tool, arguments=call.arguments, field=paths[0])
     return task.model_copy(update={"check": HoldsCheck(**task.check.model_dump(exclude={"kind"}), live=live)})
@@ -141,11 +151,14 @@ async def verify(
 async def replayed(
     tasks: list[Scenario], pool: ToolPool, *, say: Callable[[str], None] = print
 ) -> tuple[list[Scenario], Counter]:
-    """The tasks whose reference chain, replayed in a fresh session of `pool`, brings their answer back where
-    it came from (`comes_back`); and why the others were dropped. Tasks sharing a chain share one replay."""
+    """The tasks whose reference chain, replayed in a fresh session of `pool` (after the task's `prepare`), brings
+    their answer back where it came from (`comes_back`); and why the others were dropped. Tasks sharing a chain
+    share one replay."""
     by_chain: dict[str, list[Scenario]] = defaultdict(list)
     for t in tasks:
-        by_chain[repr(([(c.tool, c.arguments) for c in t.reference], t.read_back))].append(t)
+        by_chain[
+            repr([[(c.tool, c.arguments) for c in calls] for calls in (t.prepare, t.reference)] + [t.read_back])
+        ].append(t)
     kept: list[Scenario] = []
     dropped: Counter = Counter()
     limiter = anyio.CapacityLimiter(REPLAYS_AT_ONCE if pool.per_rollout else 1)
@@ -153,12 +166,13 @@ async def replayed(
     retry: list[list[Scenario]] = []  # chains that failed while others replayed beside them, to replay alone
 
     async def run(group: list[Scenario]) -> str | None:
-        """The chain's last result (or its read-back's) in a fresh session; None where a call failed."""
+        """The chain's last result (or its read-back's) in a fresh session, the task's state prepared first; None
+        where a call failed."""
         last = None
         try:
             async with pool.session() as session:
                 read_back = [ReferenceCall(**group[0].read_back)] if group[0].read_back else []
-                for step in [*group[0].reference, *read_back]:
+                for step in [*group[0].prepare, *group[0].reference, *read_back]:
                     outcome = await session.call(step.tool, step.arguments)
                     if outcome.is_error:
                         return None

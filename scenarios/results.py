@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from mcprl.checks import same_value
+from mcprl.scenarios.lexicon import participle
 from mcprl.tools.convert import untruncated
 
 # An ISO date, with a time or not ("2026-11-27", "2026-11-27T14:00:00+01:00", "2026-11-27 09:40:46")
@@ -217,10 +218,11 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
 # A value a sentence labels: "Confirmation code: ZOE67V.", "Your reservation number is 4F2A9C01." The label is
 # a short noun phrase at a sentence's start, up to its first preposition (after "Your"/"The" for "is"); the value one
 # token that looks
-# like an identifier or an amount (it holds a digit), so "is on its way" labels nothing.
+# like an identifier or an amount (it holds a digit), so "is on its way" labels nothing; nor the first number of an
+# expression ("tags: 2 + 3").
 _LABELLED = re.compile(
     r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?:(?:[Yy]our|[Tt]he|[Mm]y) )?(?P<label>[A-Za-z][\w-]*(?: [\w-]+){0,5}?)"
-    r"(?:: | is )(?P<value>[$€£]?[\w-]*\d[\w.,-]*?)(?=[.,;:!?]?(?:\s|$))"
+    r"(?:: | is )(?P<value>[$€£]?[\w-]*\d[\w.,-]*?)(?=[.,;:!?]?(?:\s(?![-+*/×÷^=<>]\s*[\d(])|$))"
 )
 
 
@@ -228,7 +230,14 @@ def sentence_fields(text: str) -> list[tuple[str, Any]]:
     """(label, value) pairs that sentences of a prose text state (`_LABELLED`), each label once."""
     found: dict[str, Any] = {}
     for m in _LABELLED.finditer(text):
-        label = re.split(r" (?:at|for|of|in|on|to) ", m["label"].strip())[0]  # "Wi-Fi password at Lake Cabin"
+        label = m["label"].strip()
+        clause = re.split(r" (?:at|for|of|in|on|to|with|by) ", label)
+        # a clause ("Task created successfully with ID") labels its value by the noun after its last preposition;
+        # a noun by the words before its first ("Wi-Fi password at Lake Cabin")
+        if len(clause) > 1 and any(participle(w) for w in clause[0].split()[1:]):
+            label = clause[-1]
+        else:
+            label = re.split(r" (?:at|for|of|in|on|to) ", label)[0]
         found.setdefault(label, m["value"].rstrip(".,"))
     return list(found.items())
 

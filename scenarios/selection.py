@@ -16,10 +16,16 @@ from mcprl.scenarios.phrasing import value_text
 from mcprl.types import Scenario
 
 
-def focus(task: Scenario) -> tuple[int, int, int]:
+def focus(task: Scenario) -> tuple[int, int, int, int]:
     """How hard a grounded task's reference is to follow: the records of the result that holds its
-    answer (one, or a listing to find a line in), then its calls, then the arguments they take."""
-    return task.metadata.get("records", 1), len(task.reference), sum(len(c.arguments) for c in task.reference)
+    answer (one, or a listing to find a line in), then its calls, then the arguments they take, then the calls
+    that prepare its state (a question asked of a fresh server is the plainer)."""
+    return (
+        task.metadata.get("records", 1),
+        len(task.reference),
+        sum(len(c.arguments) for c in task.reference),
+        len(task.prepare),
+    )
 
 
 def asks(task: Scenario) -> tuple[str, str]:

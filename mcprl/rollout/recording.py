@@ -15,9 +15,11 @@ An agent on the plain OpenAI SDK is a function of the `Recorder` (and the rollou
     traj = await Recorder(model, scenario, pool).run(my_agent, config)
     # or, as an Agent for training and evaluation: mcprl.rollout.agents.load("my_module:my_agent")
 
-`run` opens one MCP session from `pool` (none without a pool: `rec.tools` is None), runs the
-agent and returns the Trajectory. It never raises for tool or policy misbehaviour, nor for an
-exception in the agent: those mark the trajectory failed (`error`) with the reason. The agent
+`run` opens one MCP session from `pool` (none without a pool: `rec.tools` is None), makes the
+scenario's `prepare` calls in it (the state its task is asked in; one that fails fails the
+rollout), runs the agent, makes its `read_back` call, and returns the Trajectory. It never
+raises for tool or policy misbehaviour, nor for an exception in the agent: those mark the
+trajectory failed (`error`) with the reason. The agent
 returns the final answer (a str, -> `metadata["final_answer"]`), a dict whose `reward`,
 `metrics` and `metadata` are merged into the trajectory, or None.
 
@@ -151,6 +153,10 @@ class McpTools:
         return out
 
 
+class Unprepared(Exception):
+    """A call of the scenario's `prepare` failed: the episode has no state to be asked in."""
+
+
 class Recorder:
     """One rollout: its Trajectory, fed by the recording HTTP clients and `tools`."""
 
@@ -206,6 +212,7 @@ class Recorder:
                 if self.pool is not None:
                     assert self.pool.toolset is not None
                     self.tools = McpTools(await stack.enter_async_context(self.pool.session()), self.pool.toolset.tools)
+                    await self._prepare(self.tools.session)
                 stack.push_async_callback(self._close_clients)
                 result = None
                 with anyio.move_on_after(self.time_limit_s or math.inf) as limit:
@@ -216,6 +223,8 @@ class Recorder:
                     await self._read_back(self.tools.session, self.scenario.read_back)
         except ServerGone as e:
             traj.error = traj.error or f"{e.label}: {e}"
+        except Unprepared as e:
+            traj.error = str(e)
         except openai.APIError as e:
             if isinstance(e, openai.BadRequestError) and is_context_overflow(str(e)):
                 self._truncate(f"the conversation no longer fits the model's context ({clip(str(e), 200)})")
@@ -230,6 +239,19 @@ class Recorder:
         self._finish()
         traj.metrics["seconds"] = time.perf_counter() - t0
         return traj
+
+    async def _prepare(self, session: ToolSession) -> None:
+        """The scenario's `prepare` calls, made in the episode's own session before it starts (not turns of the
+        policy's, nor its time): the state the task is asked in. One that fails leaves no such state: the
+        rollout fails (`Unprepared`), and its group trains without it."""
+        for call in self.scenario.prepare:
+            outcome = await session.call(call.tool, call.arguments)
+            self.trajectory.log(f"prepared {call.tool}: {clip(outcome.text, 200)}")
+            if outcome.is_error:
+                raise Unprepared(
+                    f"preparing the task's state: {call.tool} {json.dumps(call.arguments, default=str)} failed: "
+                    f"{clip(outcome.text, 200)}"
+                )
 
     async def _read_back(self, session: ToolSession, call: dict[str, Any]) -> None:
         """The scenario's read-back call, made in the episode's own session once it is over (not a

@@ -19,6 +19,7 @@ from mcprl.judges import VerifyJudge
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explore import Exploration, ExploredCall, explore, may_write, names_a_file
 from mcprl.scenarios.grounded import ANSWER_WORDS, ground
+from mcprl.scenarios.replay import gives_answer
 from mcprl.scenarios.source import grounded
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup, load_jsonl
@@ -324,12 +325,16 @@ async def test_grounded_tasks_on_a_stdio_server_are_checked_by_value_and_replaye
 async def test_writes_stay_inside_a_fresh_session(shop_grounded):
     exploration, tasks, _ = shop_grounded
     assert any(c.tool == "add_to_cart" and not c.is_error for c in exploration.calls)
-    async with ToolPool(shop()) as pool, pool.session() as session:
-        assert (await session.call("cart_size", {})).text == "0"  # nothing the exploration added is here
-    # a cart size is only kept where a fresh session reproduces it
-    for t in tasks:
-        if t.tools[-1:] == ["cart_size"]:
-            assert t.answer == 0
+    async with ToolPool(shop()) as pool:
+        async with pool.session() as session:
+            assert (await session.call("cart_size", {})).text == "0"  # nothing the exploration added is here
+        # a cart size is only kept where a fresh session reproduces it, once the task's prepared writes are made
+        for t in tasks:
+            if t.tools[-1:] == ["cart_size"] and t.read_back is None:
+                async with pool.session() as session:
+                    for c in [*t.prepare, *t.reference]:
+                        outcome = await session.call(c.tool, c.arguments)
+                assert outcome.text == str(t.answer)
 
 
 async def test_a_write_is_a_task_checked_by_reading_back_the_rollouts_own_session(shop_grounded, tiny_model_dir):
@@ -340,7 +345,9 @@ async def test_a_write_is_a_task_checked_by_reading_back_the_rollouts_own_sessio
     # exploring repeated the session's earlier reads after the write: the cart's size went 0 -> 1
     assert any(c.reads_back is not None and c.tool == "cart_size" and c.text == "1" for c in exploration.calls)
     task = next(t for t in tasks if t.read_back)
-    assert task.read_back == {"tool": "cart_size", "arguments": {}} and task.answer == 1
+    # (the session's earlier adds, which the environment makes first: `prepare`)
+    prepared = sum(c.tool == "add_to_cart" for c in task.prepare)
+    assert task.read_back == {"tool": "cart_size", "arguments": {}} and task.answer == 1 + prepared
     product = task.reference[-1].arguments["product_id"]
     assert task.reference[-1].tool == "add_to_cart" and product in task.task
     judge = VerifyJudge()
@@ -350,9 +357,43 @@ async def test_a_write_is_a_task_checked_by_reading_back_the_rollouts_own_sessio
             _,
         ):
             did, didnt = await rollout(model, task, pool), await rollout(model, task, pool)
-    assert did.metadata["read_back"] == "1" and didnt.metadata["read_back"] == "0"  # each its own fresh session
+    # each its own fresh session
+    assert did.metadata["read_back"] == str(1 + prepared) and didnt.metadata["read_back"] == str(prepared)
     group = await judge.score_group(TrajectoryGroup(scenario=task, trajectories=[did, didnt]))
     assert [t.reward for t in group.trajectories] == [1.0, 0.0]  # the answer's words do not matter: the state does
+
+
+async def test_a_rollout_starts_in_the_state_its_task_prepares_in_its_own_session(
+    tmp_path, monkeypatch, tiny_model_dir
+):
+    """A task's `prepare` calls are made in the rollout's own session before its first turn, not by the policy: a
+    policy that only reads finds the note they added, once in each rollout (no state piles up across them), and is
+    scored right; a prepare call that fails fails that rollout, with the reason, and not the others."""
+    from mcprl.rollout.loop import rollout
+    from mcprl.types import ReferenceCall
+    from tests.scripted_policy import call, scripted_endpoint
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # each session gets a home of its own below; none writes here
+    task = Scenario(
+        task="What does my note say?",
+        answer="buy milk",
+        check={"kind": "holds"},
+        prepare=[ReferenceCall(tool="add_note", arguments={"text": "buy milk"}, writes=True)],
+        reference=[ReferenceCall(tool="list_notes", result="note 1: buy milk")],
+    )
+    broken = task.model_copy(update={"prepare": [ReferenceCall(tool="add_note", arguments={}, writes=True)]})
+    script = [call("list_notes"), "It says buy milk.", call("list_notes"), "It says buy milk."]
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {NOTES}", private_home=True)) as pool:
+        with scripted_endpoint(tiny_model_dir, script) as (model, engine):
+            first, failed, second = [await rollout(model, t, pool) for t in (task, broken, task)]
+    for t in (first, second):
+        assert t.error is None and t.metrics["tool_calls"] == 1  # the policy's one call: the prepare is not its
+        assert [m["content"] for m in t.messages if m["role"] == "tool"] == ["note 1: buy milk"]
+    assert "preparing the task's state: add_note {}" in failed.error and not failed.generations
+    assert len(engine.seen) == 4  # the failed rollout asked the policy nothing
+    group = await VerifyJudge().score_group(TrajectoryGroup(scenario=task, trajectories=[first, second]))
+    assert [t.reward for t in group.trajectories] == [1.0, 1.0]
+    assert not (tmp_path / ".local").exists()
 
 
 async def test_a_shared_server_is_never_sent_a_tool_that_may_write():
@@ -410,7 +451,9 @@ async def test_a_server_keeping_its_state_under_the_home_gets_a_home_of_its_own_
     """State under the home folder (the notes server without NOTES_FILE: `~/.local/share/notes`), a user's note
     there: the first write is made in a session with a home of its own, where it lands; a fresh one starts empty,
     so every session from then on gets its own home, writes are explored there, and the pool's sessions (grounding's
-    replays, rollouts) get one too. The user's file is never written."""
+    replays, rollouts) get one too. The user's file is never written. A store that starts empty is asked about what
+    its session's writes left, those writes the task's `prepare`: each such task's answer comes back in a fresh
+    session once its writes are made, and none states its answer."""
     home = tmp_path / "home"
     store = home / ".local" / "share" / "notes" / "notes.json"
     store.parent.mkdir(parents=True)
@@ -420,14 +463,23 @@ async def test_a_server_keeping_its_state_under_the_home_gets_a_home_of_its_own_
     monkeypatch.setenv("HOME", str(home))
     said: list[str] = []
     async with ToolPool(ServerSpec.parse(f"{sys.executable} {NOTES}")) as pool:
-        with contextlib.suppress(UserError):  # too few tasks for a run is not what this checks
-            await grounded(
-                pool, 8, ExploreConfig(calls=40), tmp_path / "e.jsonl", tmp_path / "g.json", seed=seed,
-                fallback=False, say=said.append,
-            )  # fmt: skip
+        tasks = await grounded(
+            pool, 8, ExploreConfig(calls=40), tmp_path / "e.jsonl", tmp_path / "g.json", seed=seed,
+            fallback=False, say=said.append,
+        )  # fmt: skip
         assert pool.spec.private_home and "add_note" in pool.toolset.names()
         async with pool.session() as session:  # a rollout's write
             assert not (await session.call("add_note", {"text": "x"})).is_error
+        # questions on what writes left (the notes listed), not tasks to make them
+        asked = [t for t in tasks if t.prepare and t.read_back is None and not any(c.writes for c in t.reference)]
+        assert asked
+        for t in asked:
+            assert all(c.writes for c in t.prepare) and not holds_answer(t.task, t.answer)
+            async with pool.session() as session:
+                for c in [*t.prepare, *t.reference]:
+                    outcome = await session.call(c.tool, c.arguments)
+                    assert not outcome.is_error
+            assert gives_answer(t, outcome.data_text)
     calls = load_jsonl(tmp_path / "e.jsonl", ExploredCall)
     assert sum(c.tool == "add_note" and not c.is_error for c in calls) >= 3  # writes explored, not stopped at one
     assert json.loads(store.read_text()) == ["the user's own note"]
@@ -751,6 +803,9 @@ def test_prose_states_labelled_values_and_a_listing_may_end_with_a_note():
     ]
     assert sentence_fields("The Wi-Fi password at Lake Cabin is k3j2h1x9. Enjoy!") == [("Wi-Fi password", "k3j2h1x9")]
     assert sentence_fields("Good news: your order is on its way. Please keep noise down after 10 PM.") == []
+    # a clause labels its value by the noun it ends with; an expression is no value of the number it starts with
+    assert sentence_fields("Task created successfully with ID: 2") == [("ID", "2")]
+    assert sentence_fields("tags: 2 + 3") == []
     listing = (
         "msg-0296 | 2024-12-18 | SkyWay <b@sky.example> | Your flight to Porto is confirmed | Confirmation code: "
         "ZOE67V. Flight ...\n"
