@@ -49,6 +49,7 @@ from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
+import anyio
 from pydantic import BaseModel, Field
 
 from mcprl.checks import Check, ContainsCheck, HoldsCheck, as_number, holds_answer, live_of, normalize_text, numbers
@@ -86,12 +87,14 @@ from mcprl.scenarios.phrasing import (
     value_text,
 )
 from mcprl.scenarios.replay import (
+    REPLAYS_AT_ONCE,
     chain_of,
     clock_bound,
     clock_moved,
     comes_back,
     live_task,
     needed,
+    replayed,
     text_parameter,
     verify,
 )
@@ -135,6 +138,7 @@ class GroundingReport(BaseModel):
     live: int = Field(
         default=0, description="kept tasks the server answers anew each time, checked by the episode's own call's value"
     )
+    unprepared: int = Field(default=0, description="prepare calls dropped from kept questions that came back without")
 
     @property
     def uncovered(self) -> list[str]:
@@ -145,7 +149,8 @@ class GroundingReport(BaseModel):
         line = (
             f"grounded {self.kept} tasks ({self.rephrased} rephrased) in {self.explored} explored calls "
             f"({self.candidates} candidates, "
-            f"{self.shortened} chains shortened, {self.live} answered anew each call; "
+            f"{self.shortened} chains shortened, {self.live} answered anew each call, {self.unprepared} prepared "
+            "writes not needed; "
             f"dropped: {dropped}); tasks per tool: {', '.join(f'{t} {n}' for t, n in self.covered.items()) or 'none'}"
         )
         if self.uncovered:
@@ -809,6 +814,35 @@ async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
     return shortened
 
 
+async def lighten(tasks: list[Scenario], pool: ToolPool, *, say: Callable[[str], None] = print) -> int:
+    """Drop from each question's `prepare` the writes its answer comes back without (replayed in a fresh session
+    with one fewer, the latest first, until none can go): of the session's writes that made the state it read, the
+    ones it needs, so that fewer records it does not ask about (another task named "test") stand beside the one it
+    does. A write task keeps its own (what its check reads held before the write is what exploring saw). Returns how
+    many went."""
+    dropped = 0
+    limiter = anyio.CapacityLimiter(REPLAYS_AT_ONCE)  # (a task with a prepare is asked only where sessions are fresh)
+
+    async def lighter(k: int) -> None:
+        nonlocal dropped
+        task, went = tasks[k], True
+        while went:  # until none can go: each write left is needed by what is left
+            went = False
+            for i in reversed(range(len(task.prepare))):
+                fewer = task.model_copy(update={"prepare": task.prepare[:i] + task.prepare[i + 1 :]})
+                async with limiter:
+                    kept, _ = await replayed([fewer], pool, say=say)
+                if kept:
+                    task, dropped, went = kept[0], dropped + 1, True
+        tasks[k] = task
+
+    async with anyio.create_task_group() as tg:
+        for k, task in enumerate(tasks):
+            if task.prepare and task.read_back is None:
+                tg.start_soon(lighter, k)
+    return dropped
+
+
 async def ground(
     pool: ToolPool,
     n: int,
@@ -877,6 +911,7 @@ async def ground(
         verified, n, seed=seed, optional=optional
     )  # spread again: what verification dropped was not even
     dropped.update(left)
+    unprepared = await lighten(picked, pool, say=say)
     rephrased = await phrase(picked, phrase_with, api_base=api_base, seed=seed) if phrase_with and picked else 0
     if ordered:
         dropped["beyond the number asked for"] += len(ordered)
@@ -888,6 +923,7 @@ async def ground(
         tools=list(descriptions),
         rephrased=rephrased,
         shortened=shortened,
+        unprepared=unprepared,
     )
     report.live = sum(live_of(t.check) is not None for t in picked)
     covered: Counter = Counter(tool for t in picked for tool in t.tools)

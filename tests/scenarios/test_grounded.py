@@ -452,8 +452,8 @@ async def test_a_server_keeping_its_state_under_the_home_gets_a_home_of_its_own_
     there: the first write is made in a session with a home of its own, where it lands; a fresh one starts empty,
     so every session from then on gets its own home, writes are explored there, and the pool's sessions (grounding's
     replays, rollouts) get one too. The user's file is never written. A store that starts empty is asked about what
-    its session's writes left, those writes the task's `prepare`: each such task's answer comes back in a fresh
-    session once its writes are made, and none states its answer."""
+    its session's writes left, the ones it needs the task's `prepare`: each such task's answer comes back in a fresh
+    session once they are made, not without any one of them, and none states its answer."""
     home = tmp_path / "home"
     store = home / ".local" / "share" / "notes" / "notes.json"
     store.parent.mkdir(parents=True)
@@ -475,11 +475,12 @@ async def test_a_server_keeping_its_state_under_the_home_gets_a_home_of_its_own_
         assert asked
         for t in asked:
             assert all(c.writes for c in t.prepare) and not holds_answer(t.task, t.answer)
-            async with pool.session() as session:
-                for c in [*t.prepare, *t.reference]:
-                    outcome = await session.call(c.tool, c.arguments)
-                    assert not outcome.is_error
-            assert gives_answer(t, outcome.data_text)
+            # its answer comes back once its writes are made, and not without any one of them (the ones it needs)
+            for prepare in [t.prepare, *(t.prepare[:i] + t.prepare[i + 1 :] for i in range(len(t.prepare)))]:
+                async with pool.session() as session:
+                    for c in [*prepare, *t.reference]:
+                        outcome = await session.call(c.tool, c.arguments)
+                assert gives_answer(t, outcome.data_text) is (prepare == t.prepare)
     calls = load_jsonl(tmp_path / "e.jsonl", ExploredCall)
     assert sum(c.tool == "add_note" and not c.is_error for c in calls) >= 3  # writes explored, not stopped at one
     assert json.loads(store.read_text()) == ["the user's own note"]
