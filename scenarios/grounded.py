@@ -19,6 +19,9 @@ source of tasks whose answer is a value its result holds:
              checked by reading it back: a read the exploration repeated after the write, whose result
              then held a value it did not hold before (`Scenario.read_back`; the rollout makes that
              call in its own session once the episode is over)
+    prepared any of the above from a read made after writes, where each session starts fresh and no write outlived
+             it: asked about the state the writes left (a todo list's task), those of them the answer needs
+             made by the environment before the episode (`Scenario.prepare`, `state_of`, `lighten`)
 
 Each task carries a `holds` check (numbers by value, text as whole words; mcprl.checks), so the
 `verify` judge scores it with no LLM; its reference chain (`Scenario.reference`: the calls, in
