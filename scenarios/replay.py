@@ -77,6 +77,11 @@ def comes_back(original: str, replayed: str, answer: Any) -> bool:
     return holds_answer(replayed, answer) and places(original) <= places(replayed)
 
 
+def recorded(task: Scenario) -> str:
+    """The recorded result `task`'s answer was read from: its chain's last ("" for a write's, read back live)."""
+    return task.reference[-1].result if task.read_back is None else ""
+
+
 def gives_answer(task: Scenario, replayed: str) -> bool:
     """Whether the replayed result of `task`'s chain (or of its read-back) gives its answer: each of its values
     where the recorded result gave it (`comes_back`); a count, which is in no text, by listing as many values; a
@@ -88,7 +93,7 @@ def gives_answer(task: Scenario, replayed: str) -> bool:
         return value_at(replayed, live.field) is not None
     if task.metadata.get("kind") == "count":
         return counted(replayed) == task.answer
-    original = task.reference[-1].result if task.read_back is None else ""
+    original = recorded(task)
     values = task.answer if isinstance(task.answer, list) else [task.answer]
     return all(comes_back(original, replayed, v) for v in values)
 
@@ -96,7 +101,7 @@ def gives_answer(task: Scenario, replayed: str) -> bool:
 def names_again(task: Scenario, replayed: str) -> bool:
     """Whether the values `task` states that its recorded result held (the record it names) are in the replayed
     result too: a record named by the time it was made is none a replay, or an episode, has."""
-    original = task.reference[-1].result if task.read_back is None else ""
+    original = recorded(task)
     return all(holds_answer(replayed, g) for g in task.metadata.get("given") or [] if holds_answer(original, g))
 
 
