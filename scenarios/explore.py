@@ -55,7 +55,7 @@ from pydantic import BaseModel, Field
 
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.lexicon import RATE_LIMITED, READ_WORDS, WRITE_WORDS, words_of
-from mcprl.scenarios.results import MESSAGE, found_nothing, result_values
+from mcprl.scenarios.results import MESSAGE, found_nothing, reports, result_values
 from mcprl.scenarios.values import Drawn, Knowledge, context_values
 from mcprl.tools import ServerGone, redact_model
 from mcprl.tools import ToolPool as Pool
@@ -299,8 +299,10 @@ async def explore(
         return out
     spec = pool.spec.model_copy(update={"call_timeout": cfg.call_timeout})
     explorer = Pool(spec, per_rollout=pool.per_rollout)  # fresh temp dirs for stdio sessions
-    writers = {name for name, tool in tools.items() if may_write(tool)}
-    knowledge = Knowledge(context_values(pool.toolset.spec, pool.toolset.resources, pool.toolset.resource_templates))
+    writers = frozenset(name for name, tool in tools.items() if may_write(tool))
+    knowledge = Knowledge(
+        context_values(pool.toolset.spec, pool.toolset.resources, pool.toolset.resource_templates), writers
+    )
     order = list(tools)
     random.Random(f"{seed}/explore").shuffle(order)
     retired: dict[str, str] = {}
@@ -381,8 +383,9 @@ async def explore(
             await anyio.sleep(BACKOFF_S[min(backoffs, len(BACKOFF_S) - 1)])
             backoffs += 1
             return made
-        # a result that is one sentence ("No items match.") or says it found nothing: a message, not a value to pass on
-        message = MESSAGE.fullmatch(made.data.strip()) is not None or found_nothing(made.data)
+        # a result that is one sentence ("No items match."), says what was done or that it found nothing: a message,
+        # not a value to pass on
+        message = MESSAGE.fullmatch(made.data.strip()) is not None or reports(made.data) or found_nothing(made.data)
         values = (
             []
             if outcome.is_error

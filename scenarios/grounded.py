@@ -70,6 +70,7 @@ from mcprl.scenarios.lexicon import (
     record_of,
     shaped,
     singular,
+    spoken,
     stated,
     words_of,
 )
@@ -582,8 +583,19 @@ def _field_tasks(
         # values with a digit first (an amount, a code, a count): what a person asks a record for
         picked = sorted(rng.sample(labelled, len(labelled)), key=lambda kv: not re.search(r"\d", str(kv[1])))
         for field, value in picked[:FIELDS_PER_RESULT]:
-            label = next((n for n in names if n != value and sum(n in str(v) for _, v in pairs) == 1), None)
-            asked = " ".join(words_of(field)) or field.lower()
+            # a name that picks the record out: of it alone, and given by at most one of the writes that made the
+            # state it is read from (two tasks created "Weekly report" are not told apart by it)
+            label = next(
+                (
+                    n
+                    for n in names
+                    if n != value
+                    and sum(n in str(v) for _, v in pairs) == 1
+                    and sum(n in json.dumps(c.arguments, ensure_ascii=False) for c in prepare or []) <= 1
+                ),
+                None,
+            )
+            asked = spoken(field) or field.lower()
             # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user
             # might; one question is worded one way, whichever call grounds it, so that duplicates stay duplicates
             if topic is not None and held[field] == 1 and (label is None or rng.random() < 0.5):
@@ -592,10 +604,9 @@ def _field_tasks(
             # (not a line of a listing of one thing's parts, which the call named: a table's columns, a folder's
             # files, whose names other things' parts share)
             elif label is not None and (not (saying and saying.named) if listing else not args or rng.random() < 0.5):
-                # bare, only a name that reads as one ("steel hammer", "Alice Smith"), not a subject ("Your flight is
-                # confirmed")
-                words = label.split()
-                bare = len(words) <= 4 and not re.search(r"\d", label) and len({w[:1].isupper() for w in words}) == 1
+                # bare, only a name that reads as a thing's ("steel hammer"), not a subject ("Your flight is
+                # confirmed") nor a proper name, which takes no article ("the Project Apollo's")
+                bare = len(label.split()) <= 4 and not re.search(r"\d", label) and label.islower()
                 asks = STATE_NAME_ASKS if participle(asked) else NAME_ASKS
                 task = _worded(asks if bare else asks[:1], label, asked).format(
                     **field_words(asked), noun=noun, name=label
@@ -613,7 +624,7 @@ def _field_tasks(
                 # a line of a listing without a name: picked out by a field that no other line shares, as the thing
                 # the line is where that is known ("of the commit whose message is ...", "of commit a1b2")
                 given = [value_text(key[1]), *(value_text(v) for v in args.values() if not shaped(v))]
-                said_key = " ".join(words_of(key[0]))
+                said_key = spoken(key[0])
                 which = (
                     f"where {quoted(key[1])} is {said_key}"
                     if participle(said_key)

@@ -17,7 +17,7 @@ structure (schemas, annotations, what the server answered). It holds:
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
   does in a listing ("[FILE] notes.txt");
 - `BARE_NAMES`, `PREPOSITIONS`, `ENDS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT`, `OPERANDS`: how a call's arguments
-  are said in a task;
+  are said in a task; `spoken`: a key in words, its short forms written out (`ABBREVIATIONS`);
 - `PEOPLE`, `NOT_KINDS`, `NOT_PARTICIPLES`, `LATEST`, `EARLIEST`, `who`, `participle`: how a task asks about
   a record (who or what a field is, a state it is in, what the record is, its place in a dated listing);
 - `VERBS`, `GETS`, `FILLER`, `singular`, `plural`: how a tool's title is said, as an order or as the thing it gives.
@@ -84,7 +84,33 @@ VERBS = (
     READ_WORDS | WRITE_WORDS | frozenset("make play roll add subtract multiply divide generate draw pick take".split())
 )
 
-# shape -> (values, the words a parameter of that shape is described with)
+# the short forms keys are written in, as a task says them (`spoken`)
+ABBREVIATIONS = {
+    "desc": "description",
+    "descr": "description",
+    "qty": "quantity",
+    "addr": "address",
+    "msg": "message",
+    "amt": "amount",
+    "num": "number",
+    "cnt": "count",
+    "img": "image",
+    "dob": "date of birth",
+    "tel": "telephone",
+    "pct": "percent",
+    "dir": "directory",
+    "repo": "repository",
+    "env": "environment",
+    "max": "maximum",
+    "min": "minimum",
+    "avg": "average",
+}
+# shape -> (values, the words a parameter of that shape is described with), the shapes a value must have before
+# the kinds of free text; a parameter described with none of them is sent a plain word (`PLAIN`) first. What a
+# person writes into a store (a name, a text, a tag) is sent as a person would write it, not as a test string: a
+# task about the record reads as one a person asks ("What is the status of the task "Weekly report"?").
+PLAIN = "word"
+WRITTEN = ("title", "text", "tag")
 PROBES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "expression": (
         ("2 + 3", "12 * 4", "(7 - 2) / 5"),
@@ -113,11 +139,38 @@ PROBES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "url": (("https://example.com",), frozenset("url uri link website site href".split())),
     "email": (("user@example.com",), frozenset("email mail recipient sender".split())),
     "number": (("1", "42"), frozenset("number id count amount index num".split())),
-    "word": (
-        ("test", "example", "hello world"),
-        frozenset("name query search text term keyword title topic message".split()),
-    ),
     "json": (("{}", "[]"), frozenset("json object payload".split())),
+    "word": (("test", "example", "hello world"), frozenset("query search term keyword find filter".split())),
+    "title": (
+        (
+            "Weekly report",
+            "Team meeting",
+            "Project Apollo",
+            "Garden plan",
+            "Trip to Lisbon",
+            "Reading list",
+            "Tax return",
+            "Birthday party",
+        ),
+        frozenset("name title subject heading label topic".split()),
+    ),
+    "text": (
+        (
+            "Send the draft to Sam by Friday.",
+            "Book a room for the review.",
+            "Ask Dana about the budget.",
+            "Check the flights to Oslo.",
+            "Renew the library books.",
+            "Water the plants on Monday.",
+        ),
+        frozenset(
+            "text description desc content body note notes message comment details observation observations".split()
+        ),
+    ),
+    "tag": (
+        ("work", "urgent", "home", "travel", "family", "finance"),
+        frozenset("tag tags category categories group labels".split()),
+    ),
 }
 
 
@@ -228,6 +281,11 @@ def who(field: str) -> str:
     return "Who" if field.split(" ")[-1] in PEOPLE else "What"
 
 
+def spoken(name: str) -> str:
+    """A key as a task says it, its words written out: `desc` -> "description", `max_qty` -> "maximum quantity"."""
+    return " ".join(ABBREVIATIONS.get(w, w) for w in words_of(name))
+
+
 def words_of(name: str) -> list[str]:
     """`getItemById` / `get_item-by id` -> ['get', 'item', 'by', 'id']."""
     return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)]
@@ -244,10 +302,20 @@ def described_as(shape: str, name: str, description: str) -> bool:
     return _rank(shape, name, description) < 2
 
 
-def probes(name: str, description: str) -> list[str]:
+def written(name: str) -> bool:
+    """Whether a parameter is named as text a person writes into a store (`WRITTEN`: a name, a text, tags)."""
+    return any(_rank(shape, name, "") == 0 for shape in WRITTEN)
+
+
+def probes(name: str, description: str, described: bool = False) -> list[str]:
     """The dictionary's values, those of shapes the parameter is described with first (its name's
-    words, then its description's), then the rest in the dictionary's order."""
-    return [value for shape in sorted(PROBES, key=lambda s: _rank(s, name, description)) for value in PROBES[shape][0]]
+    words, then its description's), then a plain word, then the rest in the dictionary's order; only the
+    first where `described`."""
+    ranks = {shape: _rank(shape, name, description) for shape in PROBES}
+    order = sorted(
+        (s for s in PROBES if ranks[s] < 2 or not described), key=lambda s: (ranks[s], ranks[s] == 2 and s != PLAIN)
+    )
+    return [value for shape in order for value in PROBES[shape][0]]
 
 
 def composed(name: str, description: str, names: Mapping[str, Sequence[Mapping[str, str]]]) -> list[str]:

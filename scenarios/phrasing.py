@@ -33,6 +33,7 @@ from mcprl.scenarios.lexicon import (
     VERBS,
     plural,
     singular,
+    spoken,
     who,
     words_of,
 )
@@ -53,7 +54,7 @@ def value_text(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(value_text(v) for v in value)
     if isinstance(value, dict):
-        return ", ".join(f"{' '.join(words_of(str(k)))} {value_text(v)}" for k, v in value.items())
+        return ", ".join(f"{spoken(str(k))} {value_text(v)}" for k, v in value.items())
     return str(value)
 
 
@@ -69,7 +70,7 @@ def quoted(value: Any) -> str:
 
 def args_text(args: dict[str, Any]) -> str:
     """A call's arguments as words: "repo path /srv/r and max count 3"."""
-    said = [f"{' '.join(words_of(k))} {quoted(v)}" for k, v in args.items()]
+    said = [f"{spoken(k)} {quoted(v)}" for k, v in args.items()]
     return " and ".join([", ".join(said[:-1]), said[-1]]) if len(said) > 1 else "".join(said)
 
 

@@ -30,6 +30,13 @@ MESSAGE = re.compile(
 )  # a result that is one sentence ("No items match."): a message, not data
 
 
+def reports(text: str) -> bool:
+    """Whether a one-line result says what was done ("Task created successfully with ID: 1", "Task 2 updated"): a
+    message whose words are the server's, not values of its data to pass on."""
+    words = [w.strip(".,:;!").lower() for w in text.split()]
+    return "\n" not in text.strip() and len(words) >= 3 and any(participle(w) for w in words[1:])
+
+
 def found_nothing(text: str) -> bool:
     """Whether a result says it found nothing: "No matches found", or one short line that begins so
     ("no items match 'zzzz'")."""

@@ -58,6 +58,7 @@ from mcprl.scenarios.lexicon import (
     known,
     probes,
     words_of,
+    written,
 )
 from mcprl.scenarios.results import NOTHING
 from mcprl.tools import ServerSpec
@@ -94,6 +95,7 @@ SETTLED = 0.15  # below this chance of answering, an arm is dropped for a parame
 FIXED_AFTER = 3  # values that failed on a parameter besides the one in plain view that worked: its context
 INVENTED = {"probe", "described", "schema", "varied"}  # arms that make a value up rather than take one given
 OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default)
+WRITTEN_ARMS = {"const", "enum", "default", "example", "error", "result", "probe", "generator"}
 OPTIONAL_ARMS = {"const", "enum", "default", "example", "worked", "kin", "error", "shaped", "word", "result"}
 QUOTED = re.compile(r"""(?<![\w])['"`]([^'"`\n]{1,120})['"`]""")
 PATH = re.compile(r"(?<![\w/@])(?:~?/[\w.@-]+(?:/[\w.@-]+)*/?|(?:[\w-][\w.-]*/)*[\w-]+\.[A-Za-z]\w{0,5})(?![\w/@])")
@@ -254,13 +256,15 @@ class Knowledge:
     values that worked and that errors named, the values results held, the calls made and failed,
     and each tool's log."""
 
-    def __init__(self, context: list[str]) -> None:
+    def __init__(self, context: list[str], writers: frozenset[str] = frozenset()) -> None:
         self.context = context
+        self.writers = writers  # the tools that may write
         self.stats: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
         self.worked: dict[str, list[Any]] = defaultdict(list)
         self.named: dict[str, list[str]] = defaultdict(list)  # parameter name -> values errors named
         self.tried: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values sent
         self.sent: dict[str, set[str]] = defaultdict(set)  # parameter name -> values sent, any tool
+        self.said: set[str] = set()  # every value sent, any parameter, any tool
         self.failed_new: Counter = Counter()  # parameter name -> values sent to it for the first time and blamed
         self.refused: dict[str, set[str]] = defaultdict(set)  # parameter name -> values blamed on it, any tool
         self.shapes: dict[str, set[str]] = defaultdict(set)  # an error's wording (`error_shape`) -> names it blamed
@@ -385,10 +389,23 @@ class Knowledge:
     ) -> Drawn | None:
         if self.fixed(name):  # the server's context: the one value it takes, whatever else varies
             return Drawn(path=path, name=name, arm="context", value=coerce(self.worked[name][0], schema))
-        arms = self._arms(name, schema, session, rng)
+        renew = tool in self.writers and written(name)
+        arms = self._arms(name, schema, session, rng, described=renew)
         if not arms:
             return None
-        if optional:
+        # what a write stores as a person's text (a name, a description, tags) is written as a person would, from
+        # the dictionary (lexicon.PROBES), not another field's value ("active" as a task's name), which any write
+        # takes (the server's answer says nothing of whether it fits); nor, for a name of a record it makes, one
+        # it has given before (two tasks "Weekly report" are not told apart by a task that names one), unless it
+        # has nothing else (a name it is to add to)
+        if renew:
+            arms = {
+                a: c
+                for a, c in arms.items()
+                if a.partition(".")[0] in WRITTEN_ARMS
+                and (not a.startswith("result") or self.prior(a, name) == NAMED_RESULT_PRIOR)
+            }
+        elif optional:
             # an optional filter given a made-up value matches nothing, or is ignored and only clutters the
             # task: only the schema's own values and values the server gave or named
             arms = {
@@ -414,7 +431,7 @@ class Knowledge:
             a, b = self.prior(arm, name, numeric)
             won, lost = self.stats[name, arm]
             untried = any(repr(v) not in tried for v, _ in arms[arm])
-            return rng.betavariate(a + won, b + lost) * (0.3 if path in fresh and not untried else 1.0)
+            return rng.betavariate(a + won, b + lost) * (0.3 if (renew or path in fresh) and not untried else 1.0)
 
         arm = max(sorted(arms), key=sample)
         options = [(v, p) for v, p in arms[arm] if repr(v) not in blamed] or arms[arm]
@@ -434,9 +451,10 @@ class Knowledge:
         return NUMERIC_RESULT_PRIOR if kind == "result" and numeric else PRIORS[kind]
 
     def _arms(
-        self, name: str, schema: dict[str, Any], session: int, rng: random.Random
+        self, name: str, schema: dict[str, Any], session: int, rng: random.Random, described: bool = False
     ) -> dict[str, list[tuple[Any, int | None]]]:
-        """Every arm's candidates for one leaf, each (value, the call of this session it came from)."""
+        """Every arm's candidates for one leaf, each (value, the call of this session it came from); the
+        dictionary's values only of the shapes the parameter is described with, where `described`."""
         if "const" in schema:
             return {"const": [(schema["const"], None)]}
         if isinstance(schema.get("enum"), list) and schema["enum"]:
@@ -470,10 +488,11 @@ class Knowledge:
                 arms.setdefault(f"result.{v.field}", []).append((v.value, v.call if v.session == session else None))
         if "string" in kinds or kinds == [None]:
             # one word of a longer text, as a person searches ("Porto" of "Your flight to Porto is booked")
+            # (of a text the server wrote: not one it was sent and says back, "Weekly report" of a task's name)
             arms["word"] = [
                 (w, v.call if v.session == session else None)
                 for v in self.seen
-                if isinstance(v.value, str) and " " in v.value.strip()
+                if isinstance(v.value, str) and " " in v.value.strip() and repr(v.value) not in self.said
                 for w in re.findall(r"[A-Za-z][A-Za-z'-]{3,}", v.value)
                 if valid(w)
             ]
@@ -486,7 +505,7 @@ class Knowledge:
             arms["varied"] = fit(
                 [_varied(v, rng) for v in self.worked.get(name, []) if isinstance(v, str) and re.search(r"\d", v)]
             )
-            arms["probe"] = fit(probes(name, description))
+            arms["probe"] = fit(probes(name, description, described))
             listed: dict[str, list[dict[str, str]]] = dict(self.kinds)
             if "table" not in listed:  # before any listing of tables answered: any name a result gave may be one
                 names = [v.value for v in self.seen if isinstance(v.value, str) and IDENTIFIER.fullmatch(v.value)]
@@ -558,6 +577,7 @@ class Knowledge:
         for d in leaves:
             self.tried[tool, d.path].add(repr(d.value))
             self.sent[d.name].add(repr(d.value))
+            self.said.add(repr(d.value))
         if error_kind == "timeout":
             log.errors[clip(text.partition("\n")[0], 160)] += 1
             return

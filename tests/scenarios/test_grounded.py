@@ -28,6 +28,7 @@ from tests.conftest import _free_port, _wait_listening
 pytestmark = pytest.mark.anyio
 SHOP = Path(__file__).resolve().parents[1] / "data" / "shop_server.py"
 NOTES = Path(__file__).resolve().parents[1] / "data" / "notes_file_server.py"
+TASKS = Path(__file__).resolve().parents[1] / "data" / "tasks_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:
@@ -485,6 +486,42 @@ async def test_a_server_keeping_its_state_under_the_home_gets_a_home_of_its_own_
     assert sum(c.tool == "add_note" and not c.is_error for c in calls) >= 3  # writes explored, not stopped at one
     assert json.loads(store.read_text()) == ["the user's own note"]
     assert any("home" in line and "--private-home" in line for line in said)
+
+
+async def test_a_stores_records_are_written_as_a_person_writes_them_and_asked_for_by_a_name_one_write_gave(tmp_path):
+    """A store that starts empty (a to-do list, a process each session): what its write is sent as a name, a
+    description or tags is never another field's value the server set ("open") nor a word of its stock replies
+    ("successfully"), and the names vary; a question that names a record by its name ("the task "Weekly report"")
+    names one that only one of the writes preparing it gave, and its answer comes back in a fresh session."""
+    from mcprl.scenarios.results import result_values
+
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {TASKS}")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=40), seed=0, say=lambda _: None)
+        tasks, _ = await ground(pool, 12, exploration, seed=0, say=lambda _: None)
+        adds = [c for c in exploration.calls if c.tool == "add_task" and not c.is_error]
+        assert len(adds) >= 4, exploration.summary()
+        server_set = {
+            str(v)
+            for c in exploration.calls
+            if not c.writes
+            for k, v in result_values(c.data, c.structured)
+            if k.rpartition(".")[2] in {"status", "priority"}
+        }
+        replies = {w.strip(".:") for c in adds for w in c.text.split()}
+        assert server_set and "successfully" in replies
+        for c in adds:
+            texts = [c.arguments["name"], c.arguments.get("desc"), *(c.arguments.get("tags") or [])]
+            assert not {str(t) for t in texts if t is not None} & (server_set | replies), c.arguments
+        assert len({c.arguments["name"] for c in adds}) >= 4
+        named = [t for t in tasks if t.prepare and re.search(r'the task "([^"]+)"', t.task)]
+        assert named, [t.task for t in tasks]
+        for t in named:
+            name = re.search(r'the task "([^"]+)"', t.task)[1]
+            assert sum(name in json.dumps(c.arguments) for c in t.prepare) == 1, (t.task, t.prepare)
+            async with pool.session() as session:
+                for c in [*t.prepare, *t.reference]:
+                    outcome = await session.call(c.tool, c.arguments)
+            assert gives_answer(t, outcome.data_text)
 
 
 async def test_exploration_stays_within_its_bounds_and_skips_a_tool_that_hangs():
