@@ -647,8 +647,11 @@ def _field_tasks(
                 _number_of(value, words=1) if isinstance(value, str) else None
             )  # a field's value states a number, or a name
             answer = value if number is None else number
-            if holds_answer(task, answer) and not chosen(call.arguments, answer):
-                continue  # the record was named by what states the answer ("the sum 'The sum of 10 and 20 is 30.'")
+            # the record was named by what states the answer ("the sum 'The sum of 10 and 20 is 30.'"); a value chosen
+            # from a list the call was given is asked for (the largest of 3, 8 and 5), but not a name, which is the
+            # one of the names given that the server found, said back ("Open nodes with names A, B: the name?")
+            if holds_answer(task, answer) and (not chosen(call.arguments, answer) or field.lower() in NAME_KEYS):
+                continue
             out.append(
                 _scenario(task, answer, chain, "field", field=normalize_text(field), given=given, prepare=prepare)
             )

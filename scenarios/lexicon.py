@@ -110,7 +110,7 @@ ABBREVIATIONS = {
 # person writes into a store (a name, a text, a tag) is sent as a person would write it, not as a test string: a
 # task about the record reads as one a person asks ("What is the status of the task "Weekly report"?").
 PLAIN = "word"
-WRITTEN = ("title", "text", "tag")
+WRITTEN = ("title", "text", "kind", "tag")
 PROBES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "expression": (
         ("2 + 3", "12 * 4", "(7 - 2) / 5"),
@@ -167,6 +167,7 @@ PROBES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
             "text description desc content body note notes message comment details observation observations".split()
         ),
     ),
+    "kind": (("person", "project", "event", "place"), frozenset("type kind".split())),
     "tag": (
         ("work", "urgent", "home", "travel", "family", "finance"),
         frozenset("tag tags category categories group labels".split()),
@@ -303,7 +304,8 @@ def described_as(shape: str, name: str, description: str) -> bool:
 
 
 def written(name: str) -> bool:
-    """Whether a parameter is named as text a person writes into a store (`WRITTEN`: a name, a text, tags)."""
+    """Whether a parameter is named as text a person writes into a store (`WRITTEN`: a name, a text, a kind of
+    thing, tags)."""
     return any(_rank(shape, name, "") == 0 for shape in WRITTEN)
 
 

@@ -370,7 +370,9 @@ class Knowledge:
             return list({json.dumps(v, sort_keys=True, default=str): v for v in items if v is not _SKIP}.values())
         if "object" in kinds:
             return {}
-        drawn = self._leaf(tool, path, name, schema, session, rng, fresh, optional)
+        # (a list's items differ: two entities of one name are one entity)
+        taken = {repr(d.value) for d in leaves if d.path == path}
+        drawn = self._leaf(tool, path, name, schema, session, rng, fresh, optional, taken)
         if drawn is None:
             return _SKIP
         leaves.append(drawn)
@@ -386,6 +388,7 @@ class Knowledge:
         rng: random.Random,
         fresh: set[str],
         optional: bool,
+        taken: set[str],
     ) -> Drawn | None:
         if self.fixed(name):  # the server's context: the one value it takes, whatever else varies
             return Drawn(path=path, name=name, arm="context", value=coerce(self.worked[name][0], schema))
@@ -416,7 +419,7 @@ class Knowledge:
             }
             if not arms:
                 return None
-        tried, blamed = self.tried[tool, path], self.blamed[tool, path]
+        tried, blamed = self.tried[tool, path] | taken, self.blamed[tool, path]
         numeric = bool({"integer", "number"} & set(kinds_of(schema)))
         # an arm whose values keep failing for this parameter is dropped (a repository path the command line
         # fixes: every made-up one fails), so a tool whose every parameter has one live value runs out of calls
