@@ -42,6 +42,30 @@ async def explore_and_ground(spec: ServerSpec, calls: int, n: int = 12, **cfg):
     return exploration, tasks, report
 
 
+def test_the_items_of_a_list_a_write_is_sent_name_different_things_as_a_person_names_them():
+    """Entities a knowledge graph is sent in one call are different entities, each named and typed as a person
+    would, whatever values of other fields results held (a status is no entity's name)."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge, SeenValue
+
+    entity = {"type": "object", "properties": {"name": {"type": "string"}, "entityType": {"type": "string"}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "entities": {"type": "array", "minItems": 2, "items": {**entity, "required": ["name", "entityType"]}}
+        },
+        "required": ["entities"],
+    }
+    knowledge = Knowledge([], writers=frozenset({"create_entities"}))
+    knowledge.seen = [SeenValue(value="active", field="status", call=0), SeenValue(value="2 + 3", field="", call=1)]
+    for seed in range(6):
+        args, _ = knowledge.arguments("create_entities", schema, session=1, rng=random.Random(seed))
+        names = [e["name"] for e in args["entities"]]
+        assert len(set(names)) == len(names) >= 2, args
+        assert not {"active", "2 + 3"} & {v for e in args["entities"] for v in e.values()}, args
+
+
 def test_results_are_read_as_records_and_arguments_take_the_shape_their_description_asks_for():
     import random
 
