@@ -94,6 +94,7 @@ REPEAT_CREDIT = 0.25  # a call that answered what was answered before (or nothin
 SETTLED = 0.15  # below this chance of answering, an arm is dropped for a parameter (`Knowledge.dead`)
 FIXED_AFTER = 3  # values that failed on a parameter besides the one in plain view that worked: its context
 INVENTED = {"probe", "described", "schema", "varied"}  # arms that make a value up rather than take one given
+ONE_ITEM = 0.2  # chance a list is given one item
 OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default)
 WRITTEN_ARMS = {"const", "enum", "default", "example", "error", "result", "probe", "generator"}
 OPTIONAL_ARMS = {"const", "enum", "default", "example", "worked", "kin", "error", "shaped", "word", "result"}
@@ -265,6 +266,7 @@ class Knowledge:
         self.tried: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values sent
         self.sent: dict[str, set[str]] = defaultdict(set)  # parameter name -> values sent, any tool
         self.said: set[str] = set()  # every value sent, any parameter, any tool
+        self.refused_lengths: dict[tuple[str, str], set[int]] = defaultdict(set)  # (tool, list's path) -> lengths
         self.failed_new: Counter = Counter()  # parameter name -> values sent to it for the first time and blamed
         self.refused: dict[str, set[str]] = defaultdict(set)  # parameter name -> values blamed on it, any tool
         self.shapes: dict[str, set[str]] = defaultdict(set)  # an error's wording (`error_shape`) -> names it blamed
@@ -362,10 +364,13 @@ class Knowledge:
             return self._object(tool, path, schema, session, rng, leaves, fresh)
         if "array" in kinds:
             item = schema.get("items") if isinstance(schema.get("items"), dict) else {"type": "string"}
-            # a list as people give one: mostly two or three items (a range of one number says nothing), within
-            # the schema's bounds
-            least = max(2, int(schema.get("minItems") or 1))
-            count = min(least + (rng.random() < 0.3), int(schema.get("maxItems") or 1e9))
+            # a list as people give one: mostly two or three different items (a range of one number says
+            # nothing), one now and then (a tool that takes "one input" in a list), within the schema's bounds
+            # ... and of a length this tool has not refused yet, where there is one ("requires one input")
+            least, most = int(schema.get("minItems") or 1), int(schema.get("maxItems") or 1e9)
+            count = 1 if least <= 1 and rng.random() < ONE_ITEM else max(2, least) + (rng.random() < 0.3)
+            lengths = [n for n in (count, 1, 2, 3) if least <= n <= most and n not in self.refused_lengths[tool, path]]
+            count = lengths[0] if lengths else min(count, most)
             items = [self._value(tool, f"{path}[]", name, item, session, rng, leaves, fresh) for _ in range(count)]
             return list({json.dumps(v, sort_keys=True, default=str): v for v in items if v is not _SKIP}.values())
         if "object" in kinds:
@@ -587,6 +592,8 @@ class Knowledge:
         if is_error:
             log.failing += 1
             self.failed.add(key)
+            for path, length in Counter(d.path[:-2] for d in leaves if d.path.endswith("[]")).items():
+                self.refused_lengths[tool, path].add(length)
             log.errors[clip(text.partition("\n")[0], 160)] += 1
             lowered = text.lower()
             sent = {str(d.value) for d in leaves}

@@ -64,6 +64,21 @@ def test_the_items_of_a_list_a_write_is_sent_name_different_things_as_a_person_n
         names = [e["name"] for e in args["entities"]]
         assert len(set(names)) == len(names) >= 2, args
         assert not {"active", "2 + 3"} & {v for e in args["entities"] for v in e.values()}, args
+    # a list of a length the tool refused is not sent again while another is left ("sqrt requires one input")
+    numbers = {
+        "type": "object",
+        "properties": {"numbers": {"type": "array", "items": {"type": "number"}}},
+        "required": ["numbers"],
+    }
+    lengths = set()
+    for index in range(3):
+        args, leaves = knowledge.arguments("sqrt", numbers, session=1, rng=random.Random(index))
+        assert len(args["numbers"]) not in lengths, args
+        lengths.add(len(args["numbers"]))
+        knowledge.learn(
+            "sqrt", args, leaves, index=index, session=1, text="requires one input", is_error=True, error_kind=None,
+            values=[],
+        )  # fmt: skip
 
 
 def test_results_are_read_as_records_and_arguments_take_the_shape_their_description_asks_for():
