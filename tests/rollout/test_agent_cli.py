@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.cli_runner import run_cli
+
 TESTS = Path(__file__).resolve().parents[1]
 ARGS = [
     "--server",
@@ -39,7 +41,7 @@ def mcprl(home: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_train_and_eval_with_the_langgraph_agent_and_a_users_agent(tmp_path, tiny_model_dir):
+def test_train_and_eval_with_the_langgraph_agent_and_a_users_agent(tmp_path, tiny_model_dir, monkeypatch, capsys):
     home = tmp_path / "home"
     r = mcprl(
         home, "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "1", "--name", "lg", "--agent", "langgraph"
@@ -54,10 +56,13 @@ def test_train_and_eval_with_the_langgraph_agent_and_a_users_agent(tmp_path, tin
     assert [(x["kind"], x["step"]) for x in rows] == [("eval", 0), ("train", 1), ("eval", 1)]
 
     # the trained model, evaluated by a user's agent (one that raises after its first call) instead
-    # of the one it was trained with: its rollouts fail, and are counted, instead of the run
+    # of the one it was trained with: its rollouts fail, and are counted, instead of the run. In this process (pytest
+    # puts tests/ on its path), as the refusals below: an interpreter of its own costs ~10 s of imports
+    monkeypatch.setenv("MCPRL_HOME", str(home))
     for agent, failed in (("user_agents:solve", 0), ("user_agents:crash", 2)):
-        r = mcprl(
-            home,
+        code, out, err = run_cli(
+            monkeypatch,
+            capsys,
             "eval",
             "--server",
             "python -m mcprl.servers.calculator",
@@ -70,15 +75,17 @@ def test_train_and_eval_with_the_langgraph_agent_and_a_users_agent(tmp_path, tin
             agent,
             "--json",
         )
-        assert r.returncode == 0, r.stderr[-3000:]
-        result = json.loads(r.stdout)
+        assert code == 0, err[-3000:]
+        result = json.loads(out)
         assert result["model"] == "lg@1" and result["scenarios"] == 2 and result["failed_rollouts"] == failed, agent
 
 
-def test_a_bad_agent_stops_the_run_before_any_work(tmp_path, tiny_model_dir):
+def test_a_bad_agent_stops_the_run_before_any_work(tmp_path, tiny_model_dir, monkeypatch, capsys):
     home = tmp_path / "home"
-    r = mcprl(
-        home,
+    monkeypatch.setenv("MCPRL_HOME", str(home))
+    code, _, err = run_cli(
+        monkeypatch,
+        capsys,
         "train",
         *ARGS,
         "--model",
@@ -90,8 +97,10 @@ def test_a_bad_agent_stops_the_run_before_any_work(tmp_path, tiny_model_dir):
         "--agent",
         "no_such_module:go",
     )
-    assert r.returncode != 0
-    assert "no module named no_such_module" in r.stderr and "Traceback" not in r.stderr
+    assert code != 0
+    assert "no module named no_such_module" in err and "Traceback" not in err
     assert not (home / "default" / "bad" / "checkpoints").exists()
-    r = mcprl(home, "train", *ARGS, "--steps", "1", "--agent", "langgraph", "--finish", "tool")
-    assert r.returncode != 0 and "ends on a text reply" in r.stderr and "Traceback" not in r.stderr
+    code, _, err = run_cli(
+        monkeypatch, capsys, "train", *ARGS, "--steps", "1", "--agent", "langgraph", "--finish", "tool"
+    )
+    assert code != 0 and "ends on a text reply" in err and "Traceback" not in err

@@ -133,16 +133,17 @@ async def test_every_kind_counts_tool_errors_and_malformed_calls_alike(tiny_mode
     ]
     config = RolloutConfig(demonstration=False)
     seen = {}
-    for kind in KINDS:
-        with scripted_endpoint(tiny_model_dir, replies) as (model, _):
-            async with ToolPool(ServerSpec.parse(CALC)) as pool:
+    # the calculator keeps no state: one server process serves every kind (a process each costs ~2 s of CPU)
+    async with ToolPool(ServerSpec.parse(CALC, per_rollout=False)) as pool:
+        for kind in KINDS:
+            with scripted_endpoint(tiny_model_dir, replies) as (model, _):
                 traj = await agents.load(kind)(model, TASK, pool, config)
-        assert traj.error is None and len(traj.generations) == 3
-        assert any("unparseable tool call" in line for line in traj.logs)
-        seen[kind] = (
-            _without_seconds(traj.metrics),
-            [(g.prompt_token_ids, g.completion_token_ids) for g in traj.generations],
-        )
+            assert traj.error is None and len(traj.generations) == 3
+            assert any("unparseable tool call" in line for line in traj.logs)
+            seen[kind] = (
+                _without_seconds(traj.metrics),
+                [(g.prompt_token_ids, g.completion_token_ids) for g in traj.generations],
+            )
     plain = seen["plain"]
     assert (
         plain[0]["error_kind/unknown_tool"] == 1
@@ -228,19 +229,20 @@ async def test_every_kind_sends_the_tool_call_grammar_when_the_rollout_constrain
     tag of the tools it offers (the endpoint compiles it: real schemas from a real server), and the
     reply's tool calls are still parsed and run; without it, no request carries a format."""
     replies = [call("multiply", a=17, b=25), "The answer is 425."]
-    for constrain, kinds in ((True, KINDS), (False, KINDS[:1])):
-        for kind in kinds:
-            with scripted_endpoint(tiny_model_dir, replies) as (model, engine):
-                async with ToolPool(ServerSpec.parse(CALC)) as pool:
+    # the calculator keeps no state: one server process serves every kind (a process each costs ~2 s of CPU)
+    async with ToolPool(ServerSpec.parse(CALC, per_rollout=False)) as pool:
+        for constrain, kinds in ((True, KINDS), (False, KINDS[:1])):
+            for kind in kinds:
+                with scripted_endpoint(tiny_model_dir, replies) as (model, engine):
                     traj = await agents.load(kind)(model, TASK, pool, RolloutConfig(constrain_tool_calls=constrain))
-            assert traj.error is None and traj.metrics["calls/multiply"] == 1, kind
-            formats = [req["response_format"] for req in engine.seen]
-            if not constrain:
-                assert formats == [None, None], kind
-                continue
-            offered = {t["function"]["name"] for t in engine.seen[0]["tools"]}
-            for fmt in formats:
-                assert fmt["type"] == "structural_tag" and fmt["triggers"] == ["<tool_call>"], kind
-                assert {s["begin"] for s in fmt["structures"]} == {
-                    f'<tool_call>\n{{"name": "{n}", "arguments": ' for n in offered
-                }
+                assert traj.error is None and traj.metrics["calls/multiply"] == 1, kind
+                formats = [req["response_format"] for req in engine.seen]
+                if not constrain:
+                    assert formats == [None, None], kind
+                    continue
+                offered = {t["function"]["name"] for t in engine.seen[0]["tools"]}
+                for fmt in formats:
+                    assert fmt["type"] == "structural_tag" and fmt["triggers"] == ["<tool_call>"], kind
+                    assert {s["begin"] for s in fmt["structures"]} == {
+                        f'<tool_call>\n{{"name": "{n}", "arguments": ' for n in offered
+                    }

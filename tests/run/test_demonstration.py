@@ -2,8 +2,6 @@
 a real MCP server, with the generator (a local HTTP stand-in here) constrained by the tool's schema."""
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +11,7 @@ from mcprl.errors import UserError
 from mcprl.run import demonstration
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario
+from tests.cli_runner import run_cli
 from tests.fake_llm import FakeLLM, Reply
 
 pytestmark = pytest.mark.anyio
@@ -375,22 +374,17 @@ async def test_a_new_source_is_one_function_used_in_its_place_in_the_order():
     assert (await settled([passes])).source == "generic"  # none answers
 
 
-def _train(home: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MCPRL_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "mcprl.cli", "train", "--server", "python -m mcprl.servers.calculator", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+def test_bad_demonstration_file_and_unbuildable_checks_stop_train_with_one_line(tmp_path, monkeypatch, capsys):
+    def train(*args: str) -> tuple[int, str]:
+        """`mcprl train` on the calculator, in this process (an interpreter of its own costs ~10 s of imports)."""
+        code, _, err = run_cli(monkeypatch, capsys, "train", "--server", "python -m mcprl.servers.calculator", *args)
+        return code, err
 
-
-def test_bad_demonstration_file_and_unbuildable_checks_stop_train_with_one_line(tmp_path):
+    monkeypatch.setenv("MCPRL_HOME", str(tmp_path / "home"))
     (tmp_path / "ex.json").write_text('{"role": "user", "content": "hi"}')
-    r = _train(tmp_path / "home", "--tasks", "calculator", "-n", "6", "--demonstration-file", str(tmp_path / "ex.json"))
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
-    assert "--demonstration-file" in r.stderr and "expected a non-empty JSON list" in r.stderr
+    code, err = train("--tasks", "calculator", "-n", "6", "--demonstration-file", str(tmp_path / "ex.json"))
+    assert code == 2 and "Traceback" not in err, err[-2000:]
+    assert "--demonstration-file" in err and "expected a non-empty JSON list" in err
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text(
@@ -405,6 +399,6 @@ def test_bad_demonstration_file_and_unbuildable_checks_stop_train_with_one_line(
             )
         )
     )
-    r = _train(tmp_path / "home", "--scenarios", str(bad), "--name", "bad")
-    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
-    assert str(bad) in r.stderr and "scenario q1" in r.stderr and "cannot load check function" in r.stderr
+    code, err = train("--scenarios", str(bad), "--name", "bad")
+    assert code == 2 and "Traceback" not in err, err[-2000:]
+    assert str(bad) in err and "scenario q1" in err and "cannot load check function" in err

@@ -2,13 +2,11 @@
 bound, deterministically per (seed, step); metrics say how many were drawn and dropped."""
 
 import json
-import os
-import subprocess
-import sys
 
 from mcprl.run.runner import extra_scenarios, step_batch
 from mcprl.run.unsolved import learnable
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
+from tests.cli_runner import run_cli
 from tests.fake_llm import FakeLLM
 
 
@@ -32,10 +30,10 @@ def test_learnable_means_scored_with_differing_rewards():
     assert learnable(group(0.0, 1.0)) and not learnable(group(0.0, 0.0)) and not learnable(group(0.0, 1.0, skipped="x"))
 
 
-def test_a_step_with_no_variance_draws_up_to_the_bound(tmp_path, tiny_model_dir):
+def test_a_step_with_no_variance_draws_up_to_the_bound(tmp_path, tiny_model_dir, monkeypatch, capsys):
     """The tiny random model solves nothing; with shaping off and all-or-nothing checks no group has
     variance, so each step draws its full bound of extra scenarios and drops every group."""
-    env = {**os.environ, "MCPRL_HOME": str(tmp_path / "home")}
+    monkeypatch.setenv("MCPRL_HOME", str(tmp_path / "home"))
     base = [
         "train",
         "--server",
@@ -68,14 +66,9 @@ def test_a_step_with_no_variance_draws_up_to_the_bound(tmp_path, tiny_model_dir)
     with FakeLLM(handler=lambda body: '{"a": 1, "b": 2}') as gen:
         gen_args = ["--judge-model", "openai/gen", "--api-base", gen.base_url]
         for name, extra in [("drawn", []), ("off", ["--max-extra-groups", "0"])]:
-            r = subprocess.run(
-                [sys.executable, "-m", "mcprl.cli", *base, *gen_args, "--name", name, *extra],
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=600,
-            )
-            assert r.returncode == 0, r.stderr[-3000:]
+            # in this process: the runs need no interpreter of their own (one costs ~10 s of imports)
+            code, _, err = run_cli(monkeypatch, capsys, *base, *gen_args, "--name", name, *extra)
+            assert code == 0, err[-3000:]
     d = tmp_path / "home" / "default"
     rows = {
         n: [json.loads(x) for x in (d / n / "metrics.jsonl").read_text().splitlines() if '"train"' in x][0]

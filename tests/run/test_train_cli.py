@@ -69,7 +69,9 @@ def test_config_file_flags_override_and_unknown_keys(tmp_path):
         load_config(None, {"group_size": 1})
 
 
-def test_train_writes_the_run_directory(tmp_path, tiny_model_dir):
+def test_train_writes_the_run_directory(tmp_path, tiny_model_dir, monkeypatch, capsys):
+    from tests.cli_runner import run_cli
+
     home = tmp_path / "home"
     r = mcprl(home, "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "2", "--name", "t")
     assert r.returncode == 0, r.stderr[-3000:]
@@ -91,17 +93,22 @@ def test_train_writes_the_run_directory(tmp_path, tiny_model_dir):
     rows = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
     assert [(r["kind"], r["step"]) for r in rows] == [("eval", 0), ("train", 1), ("train", 2), ("eval", 2)]
     assert json.loads((d / "tools.json").read_text())["hash"]
-    # a second run without --resume refuses to clobber it
-    again = mcprl(home, "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "2", "--name", "t")
-    assert again.returncode == 2 and "--resume" in again.stderr and "Traceback" not in again.stderr
+    # a second run without --resume refuses to clobber it. This and the evaluations below run in this process:
+    # they need no interpreter of their own, which costs ~10 s of imports
+    monkeypatch.setenv("MCPRL_HOME", str(home))
+    code, _, err = run_cli(
+        monkeypatch, capsys, "train", *ARGS, "--model", str(tiny_model_dir), "--steps", "2", "--name", "t"
+    )
+    assert code == 2 and "--resume" in err and "Traceback" not in err
 
     # `mcprl eval` on a trained step, with a RULER win rate against the base model
     from tests.fake_llm import FakeLLM, ruler_handler
 
     val = d / "scenarios" / "val.jsonl"
     with FakeLLM(handler=ruler_handler(lambda body: float(len(body) % 7) / 7)) as judge:
-        r = mcprl(
-            home,
+        code, out, err = run_cli(
+            monkeypatch,
+            capsys,
             "eval",
             "--server",
             "python -m mcprl.servers.calculator",
@@ -119,16 +126,16 @@ def test_train_writes_the_run_directory(tmp_path, tiny_model_dir):
             "6",
             "--json",
         )
-    assert r.returncode == 0, r.stderr[-3000:]
-    result = json.loads(r.stdout)
+    assert code == 0, err[-3000:]
+    result = json.loads(out)
     assert result["model"] == "t@2" and result["scenarios"] == 2 and result["baseline"] == str(tiny_model_dir)
     assert 0 <= result["success_rate"] <= 1 and len(result["success_ci"]) == 2
     assert 0 <= result["win_rate"] <= 1 and result["win_rate_judged"] + result["win_rate_skipped"] == 2
     # the per-tool report (mcprl.usage), against the calculator's own tools; per-tool figures in each step's line
     assert result["usage"]["episodes"] == 2 and {t["name"] for t in result["usage"]["tools"]} >= {"add", "multiply"}
     assert any(k.startswith("tool/needed/") for k in rows[1]) and any(k.startswith("tool/needed/") for k in rows[-1])
-    bad = mcprl(home, "eval", "--model", "t@9", "--scenarios", str(val))
-    assert bad.returncode == 2 and "no checkpoint '9'" in bad.stderr
+    code, _, err = run_cli(monkeypatch, capsys, "eval", "--model", "t@9", "--scenarios", str(val))
+    assert code == 2 and "no checkpoint '9'" in err
 
 
 @pytest.mark.anyio
@@ -228,14 +235,19 @@ def test_sigkill_at_random_points_then_resume_loses_and_repeats_nothing(tmp_path
     assert kills >= 1, "the kill schedule never interrupted the run; lower the timeouts"
 
 
-def test_secrets_never_land_in_the_run_directory(tmp_path, tiny_model_dir):
+def test_secrets_never_land_in_the_run_directory(tmp_path, tiny_model_dir, monkeypatch, capsys):
     from mcprl.tools.redact import redact_model
     from mcprl.types import Trajectory, TrajectoryGroup
+    from tests.cli_runner import run_cli
 
     home = tmp_path / "home"
     secret = "tok-abcdef123456"
-    r = mcprl(
-        home,
+    # in this process, with the environment `mcprl` gives its runs (no interpreter of its own: ~10 s of imports)
+    monkeypatch.setenv("MCPRL_HOME", str(home))
+    monkeypatch.setenv("SECRET_API_TOKEN", "tok-very-secret-123")
+    code, _, err = run_cli(
+        monkeypatch,
+        capsys,
         "train",
         *ARGS,
         "--model",
@@ -249,7 +261,7 @@ def test_secrets_never_land_in_the_run_directory(tmp_path, tiny_model_dir):
         "--eval-every",
         "0",
     )
-    assert r.returncode == 0, r.stderr[-3000:]
+    assert code == 0, err[-3000:]
     d = home / "default" / "s"
     assert json.loads((d / "config.json").read_text())["server"]["env"]["MY_API_TOKEN"] == "***"
     for f in d.rglob("*"):
@@ -261,7 +273,9 @@ def test_secrets_never_land_in_the_run_directory(tmp_path, tiny_model_dir):
     assert secret not in redact_model(g, [secret]).model_dump_json()
 
 
-def test_ctrl_c_finishes_the_step_saves_and_resume_continues(tmp_path, tiny_model_dir):
+def test_ctrl_c_finishes_the_step_saves_and_resume_continues(tmp_path, tiny_model_dir, monkeypatch, capsys):
+    from tests.cli_runner import run_cli
+
     home = tmp_path / "home"
     env = {**os.environ, "MCPRL_HOME": str(home)}
     log = tmp_path / "err.txt"
@@ -298,8 +312,11 @@ def test_ctrl_c_finishes_the_step_saves_and_resume_continues(tmp_path, tiny_mode
     # the step under way when Ctrl-C came was finished, no more: which step that was depends on the
     # machine's speed (the signal goes out once step 0's eval is reported), so only the prefix is pinned
     assert done == list(range(1, len(done) + 1)) and 1 <= len(done) < 4, done
-    r = mcprl(
-        home,
+    # the resume in this process: it needs no interpreter of its own (~10 s of imports)
+    monkeypatch.setenv("MCPRL_HOME", str(home))
+    code, _, err = run_cli(
+        monkeypatch,
+        capsys,
         "train",
         *ARGS,
         "--model",
@@ -312,7 +329,7 @@ def test_ctrl_c_finishes_the_step_saves_and_resume_continues(tmp_path, tiny_mode
         "0",
         "--resume",
     )
-    assert r.returncode == 0, r.stderr[-2000:]
+    assert code == 0, err[-2000:]
     done = [
         json.loads(x)["step"]
         for x in (d / "metrics.jsonl").read_text().splitlines()

@@ -4,10 +4,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
@@ -24,7 +21,6 @@ from tests.cli_runner import run_cli
 from tests.scripted_policy import call, scripted_endpoint
 
 CALC = "python -m mcprl.servers.calculator"
-ROOT = Path(__file__).resolve().parents[2]
 OVERRIDES = """
 [tools.multiply]
 description = "MULTIPLY: the product of two numbers"
@@ -112,10 +108,10 @@ def _scenarios(path: Path) -> Path:
     return path
 
 
-def _mcprl(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MCPRL_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "mcprl.cli", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+def _mcprl(monkeypatch, capsys, tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    """`mcprl ARGS` in this process (an interpreter of its own costs ~10 s of imports): exit code, stdout, stderr."""
+    monkeypatch.setenv("MCPRL_HOME", str(tmp_path / "home"))
+    return run_cli(monkeypatch, capsys, *args)
 
 
 def _on_calc(tmp_path: Path, model: Path, *more: str) -> list[str]:
@@ -126,11 +122,11 @@ def _on_calc(tmp_path: Path, model: Path, *more: str) -> list[str]:
     return [*flags, "--max-turns", "1", "--tool-overrides", str(tmp_path / "o.toml"), *more]
 
 
-def test_usage_command_end_to_end_with_a_baseline_and_overrides(tiny_model_dir, tmp_path):
+def test_usage_command_end_to_end_with_a_baseline_and_overrides(tiny_model_dir, tmp_path, monkeypatch, capsys):
     other = shutil.copytree(tiny_model_dir, tmp_path / "other-model")
     more = ["--baseline", str(other), "--samples", "1", "--json", str(tmp_path / "u.json")]
-    r = _mcprl(tmp_path, "usage", *_on_calc(tmp_path, tiny_model_dir, *more))
-    assert r.returncode == 0, r.stderr[-3000:]
+    code, out, err = _mcprl(monkeypatch, capsys, tmp_path, "usage", *_on_calc(tmp_path, tiny_model_dir, *more))
+    assert code == 0, err[-3000:]
     result = json.loads((tmp_path / "u.json").read_text())
     runs = result["runs"]
     assert result["scenarios"] == 2 and [run["overrides"] is not None for run in runs] == [False, True, False, True]
@@ -140,9 +136,9 @@ def test_usage_command_end_to_end_with_a_baseline_and_overrides(tiny_model_dir, 
         assert usage["episodes"] == 2 and usage["episodes_with_needs"] == 2
         assert {t["name"] for t in usage["tools"]} == {"add", "subtract", "multiply", "divide", "power"}
         assert next(t for t in usage["tools"] if t["name"] == "multiply")["episodes_needing"] == 2
-    assert "multiply" in r.stdout and "called when needed" in r.stdout
+    assert "multiply" in out and "called when needed" in out
     # each run's correct-call rate against the first run's, per tool needed
-    assert r.stdout.count("multiply: called when needed") == 3
+    assert out.count("multiply: called when needed") == 3
 
 
 def test_usage_command_needs_a_server(monkeypatch, capsys):
@@ -230,10 +226,12 @@ def test_report_html_has_the_tool_section_and_keeps_made_up_names_apart(tmp_path
     assert (d / "report" / "tools.png").exists() and 'src="report/tools.png"' in page  # which tool it learned to call
 
 
-def test_usage_command_grounds_tasks_in_the_server(tiny_model_dir, tmp_path):
+def test_usage_command_grounds_tasks_in_the_server(tiny_model_dir, tmp_path, monkeypatch, capsys):
     """Without --scenarios, `mcprl usage` grounds tasks in the server (as `mcprl train` does) and measures
     selection against their reference chains."""
-    r = _mcprl(
+    code, _, err = _mcprl(
+        monkeypatch,
+        capsys,
         tmp_path,
         "usage",
         "--server",
@@ -256,7 +254,7 @@ def test_usage_command_grounds_tasks_in_the_server(tiny_model_dir, tmp_path):
         "--json",
         str(tmp_path / "u.json"),
     )
-    assert r.returncode == 0, r.stderr[-3000:]
+    assert code == 0, err[-3000:]
     (run,) = json.loads((tmp_path / "u.json").read_text())["runs"]
     assert (tmp_path / "tasks" / "scenarios.jsonl").exists() and (tmp_path / "tasks" / "exploration.jsonl").exists()
     usage = run["usage"]
@@ -264,16 +262,18 @@ def test_usage_command_grounds_tasks_in_the_server(tiny_model_dir, tmp_path):
     assert sum(t["episodes_needing"] for t in usage["tools"]) >= 4  # each task's chain needs at least one tool
 
 
-def test_eval_prints_the_per_tool_table(tiny_model_dir, tmp_path):
-    r = _mcprl(tmp_path, "eval", *_on_calc(tmp_path, tiny_model_dir))
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "Tool use on 2 episodes (5 server tools)" in r.stdout and "called when needed" in r.stdout
-    assert all(name in r.stdout.split("Tool use")[1] for name in ("add", "multiply", "power"))  # a row per server tool
+def test_eval_prints_the_per_tool_table(tiny_model_dir, tmp_path, monkeypatch, capsys):
+    code, out, err = _mcprl(monkeypatch, capsys, tmp_path, "eval", *_on_calc(tmp_path, tiny_model_dir))
+    assert code == 0, err[-3000:]
+    assert "Tool use on 2 episodes (5 server tools)" in out and "called when needed" in out
+    assert all(name in out.split("Tool use")[1] for name in ("add", "multiply", "power"))  # a row per server tool
 
 
-def test_usage_refuses_an_override_of_a_tool_the_server_lacks_before_rolling_out(tmp_path):
+def test_usage_refuses_an_override_of_a_tool_the_server_lacks_before_rolling_out(tmp_path, monkeypatch, capsys):
     (tmp_path / "o.json").write_text(json.dumps({"tools": {"nope": {"description": "x"}}}))
-    r = _mcprl(
+    code, _, err = _mcprl(
+        monkeypatch,
+        capsys,
         tmp_path,
         "usage",
         "--server",
@@ -283,6 +283,6 @@ def test_usage_refuses_an_override_of_a_tool_the_server_lacks_before_rolling_out
         "--tool-overrides",
         str(tmp_path / "o.json"),
     )
-    assert r.returncode != 0 and "Traceback" not in r.stderr
-    assert "the server has no tool 'nope'; its tools: add, subtract, multiply, divide, power" in r.stderr
-    assert "rolling out" not in r.stderr
+    assert code != 0 and "Traceback" not in err
+    assert "the server has no tool 'nope'; its tools: add, subtract, multiply, divide, power" in err
+    assert "rolling out" not in err

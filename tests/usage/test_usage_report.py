@@ -48,9 +48,10 @@ EPISODES = [
 def groups(tiny_model_dir):
     async def run():
         out = []
-        for scenario, replies in EPISODES:
-            with scripted_endpoint(tiny_model_dir, replies) as (model, _):
-                async with ToolPool(ServerSpec.parse(CALC)) as pool:
+        # the calculator keeps no state: one server process serves every episode (a process each costs ~2 s of CPU)
+        async with ToolPool(ServerSpec.parse(CALC, per_rollout=False)) as pool:
+            for scenario, replies in EPISODES:
+                with scripted_endpoint(tiny_model_dir, replies) as (model, _):
                     out.append(TrajectoryGroup(trajectories=[await rollout(model, scenario, pool)], scenario=scenario))
         # a call that times out: the same server with a call timeout no call can meet
         spec = ServerSpec.parse(CALC).model_copy(update={"call_timeout": 1e-6})
