@@ -405,21 +405,14 @@ class Knowledge:
         # the dictionary (lexicon.PROBES), not another field's value ("active" as a task's name), which any write
         # takes (the server's answer says nothing of whether it fits); nor, for a name of a record it makes, one
         # it has given before (two tasks "Weekly report" are not told apart by a task that names one), unless it
-        # has nothing else (a name it is to add to)
-        if renew:
+        # has nothing else (a name it is to add to). An optional filter given a made-up value matches nothing, or
+        # is ignored and only clutters the task: only the schema's own values and values the server gave or named
+        if renew or optional:
+            allowed = WRITTEN_ARMS if renew else OPTIONAL_ARMS
             arms = {
                 a: c
                 for a, c in arms.items()
-                if a.partition(".")[0] in WRITTEN_ARMS
-                and (not a.startswith("result") or self.prior(a, name) == NAMED_RESULT_PRIOR)
-            }
-        elif optional:
-            # an optional filter given a made-up value matches nothing, or is ignored and only clutters the
-            # task: only the schema's own values and values the server gave or named
-            arms = {
-                a: c
-                for a, c in arms.items()
-                if a.partition(".")[0] in OPTIONAL_ARMS
+                if a.partition(".")[0] in allowed
                 and (not a.startswith("result") or self.prior(a, name) == NAMED_RESULT_PRIOR)
             }
             if not arms:
