@@ -519,6 +519,7 @@ def _field_tasks(
     what a task states of the call's arguments; `saying`, the call in words. A call that took `queries` (SQL)
     is said by what its result holds and its records named `noun` (a table's row), never by its query; with
     no `saying`, only its records' names ask for them."""
+    writes = [json.dumps(c.arguments, ensure_ascii=False) for c in prepare or []]  # the arguments of its state's writes
     pairs = result_values(call.data, call.structured)
     records = result_records(call.data, call.structured)
     listing = len(records) > 1
@@ -589,9 +590,7 @@ def _field_tasks(
                 (
                     n
                     for n in names
-                    if n != value
-                    and sum(n in str(v) for _, v in pairs) == 1
-                    and sum(n in json.dumps(c.arguments, ensure_ascii=False) for c in prepare or []) <= 1
+                    if n != value and sum(n in str(v) for _, v in pairs) == 1 and sum(n in w for w in writes) <= 1
                 ),
                 None,
             )

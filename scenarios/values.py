@@ -266,7 +266,8 @@ class Knowledge:
         self.tried: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values sent
         self.sent: dict[str, set[str]] = defaultdict(set)  # parameter name -> values sent, any tool
         self.said: set[str] = set()  # every value sent, any parameter, any tool
-        self.refused_lengths: dict[tuple[str, str], set[int]] = defaultdict(set)  # (tool, list's path) -> lengths
+        # (tool, a list of values' path) -> the lengths of it in calls that failed
+        self.refused_lengths: dict[tuple[str, str], set[int]] = defaultdict(set)
         self.failed_new: Counter = Counter()  # parameter name -> values sent to it for the first time and blamed
         self.refused: dict[str, set[str]] = defaultdict(set)  # parameter name -> values blamed on it, any tool
         self.shapes: dict[str, set[str]] = defaultdict(set)  # an error's wording (`error_shape`) -> names it blamed
@@ -365,8 +366,8 @@ class Knowledge:
         if "array" in kinds:
             item = schema.get("items") if isinstance(schema.get("items"), dict) else {"type": "string"}
             # a list as people give one: mostly two or three different items (a range of one number says
-            # nothing), one now and then (a tool that takes "one input" in a list), within the schema's bounds
-            # ... and of a length this tool has not refused yet, where there is one ("requires one input")
+            # nothing), one now and then, within the schema's bounds, and of a length this tool has not refused
+            # where one is left (a tool that "requires one input" in a list of numbers)
             least, most = int(schema.get("minItems") or 1), int(schema.get("maxItems") or 1e9)
             count = 1 if least <= 1 and rng.random() < ONE_ITEM else max(2, least) + (rng.random() < 0.3)
             lengths = [n for n in (count, 1, 2, 3) if least <= n <= most and n not in self.refused_lengths[tool, path]]
