@@ -20,8 +20,9 @@ import anyio
 from mcprl.checks import live_of
 from mcprl.errors import UserError
 from mcprl.scenarios.config import ExploreConfig
-from mcprl.scenarios.explore import explore, may_write
+from mcprl.scenarios.explore import explore
 from mcprl.scenarios.grounded import ground
+from mcprl.scenarios.isolation import may_write
 from mcprl.tools import ServerSpec, ToolPool
 
 

@@ -25,7 +25,8 @@ import anyio
 from pydantic import BaseModel, Field
 
 from mcprl.checks import holds_answer
-from mcprl.scenarios.explore import Exploration, ExploredCall, may_write
+from mcprl.scenarios.explored import Exploration, ExploredCall
+from mcprl.scenarios.isolation import may_write
 from mcprl.scenarios.replay import REPLAYS_AT_ONCE, chain_of, needed, text_parameter
 from mcprl.scenarios.results import found_nothing, result_records, result_values
 from mcprl.tools import ServerGone

@@ -2,17 +2,13 @@
 answers, that records every call and result. Grounded tasks (`mcprl.scenarios.grounded`) are made
 from this record.
 
-Which tools are called. MCP's tool annotations decide first (`readOnlyHint`, `destructiveHint`),
-the tool's name and description second (`mcprl.scenarios.lexicon.READ_WORDS`/`WRITE_WORDS`); a tool
-that says neither may write. A tool that may write is called only where each session gets a fresh
-server (`isolated`: per-rollout stdio sessions by default), never on a shared HTTP/SSE server unless
-`writes` is on. A stdio command that names a file (a database given on the command line) keeps its
-state outside the process: such a server is not taken as isolated unless the user says it is; nor
-is one whose fresh session, once a write answered, reads otherwise than the first one did (a file
-of its own): its writes stop there. The session of that first write, and the one checking after it,
-run with a home folder of their own (`ServerSpec.private_home`), where the server reads as it did in the
-user's: a server that keeps its state under the home (`~/.local/share/<app>`) writes into that one, is
-then given one per session from there on (rollouts too), and the user's is never written.
+Which tools are called: `mcprl.scenarios.isolation` (a tool that may write only where each session
+gets a fresh server). Nor is a server taken as isolated whose fresh session, once a write answered,
+reads otherwise than the first one did (a file of its own): its writes stop there. The session of
+that first write, and the one checking after it, run with a home folder of their own
+(`ServerSpec.private_home`), where the server reads as it did in the user's: a server that keeps its
+state under the home (`~/.local/share/<app>`) writes into that one, is then given one per session
+from there on (rollouts too), and the user's is never written.
 
 Where arguments come from: `mcprl.scenarios.values` (the schema, the server's command line and
 resources, earlier results, values errors named, what worked before, a fuzzing dictionary), each
@@ -38,10 +34,8 @@ skipped from then on), `rate` calls a second at most; an error that asks to slow
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import random
 import re
 import time
@@ -51,12 +45,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from pydantic import BaseModel, Field
 
 from mcprl.scenarios.config import ExploreConfig
-from mcprl.scenarios.lexicon import RATE_LIMITED, READ_WORDS, WRITE_WORDS, words_of
+from mcprl.scenarios.explored import Exploration, ExploredCall, ToolReport, source_call
+from mcprl.scenarios.isolation import changed_under, is_isolated, may_write, unsafe_writers
+from mcprl.scenarios.lexicon import RATE_LIMITED
 from mcprl.scenarios.results import MESSAGE, found_nothing, reports, result_values
-from mcprl.scenarios.values import Drawn, Knowledge, context_values
+from mcprl.scenarios.value_sources import context_values
+from mcprl.scenarios.values import Drawn, Knowledge
 from mcprl.tools import ServerGone, redact_model
 from mcprl.tools import ToolPool as Pool
 from mcprl.types import dump_jsonl
@@ -69,194 +65,6 @@ READ_BACKS = 2  # earlier reads repeated after a write, per write: what the writ
 QUIET_WRITES = 2  # writes of a tool that changed none of the reads made again after them: no more read-backs
 PERSISTENCE_READS = 2  # reads that showed a write, asked again in a fresh session: did the state outlive it?
 BACKOFF_S = (2.0, 5.0, 15.0)  # waits after errors that ask to slow down, in turn
-
-
-def source_call(source: str) -> int | None:
-    """The call an argument's value came from (`ExploredCall.sources`: "result:<index>"), if a call's."""
-    return int(source[7:]) if source.startswith("result:") else None
-
-
-class ExploredCall(BaseModel):
-    """One call made while exploring, and what came back."""
-
-    index: int
-    session: int = Field(description="calls of one session share the server's state")
-    tool: str
-    arguments: dict[str, Any]
-    text: str = Field(description="what the model is shown of the result (mcprl.tools.ToolOutcome.text)")
-    data_text: str | None = Field(
-        default=None,
-        description="the text the server wrote (ToolOutcome.data_text: its text blocks, no placeholder of ours for "
-        "an image or a blob), where it differs from `text`",
-    )
-    structured: Any = None
-    digest: str = Field(
-        default="", description="a hash of the whole result as the server sent it, past where `text` is cut"
-    )
-    is_error: bool = False
-    error_kind: str | None = None
-    latency_s: float = 0.0
-    writes: bool = Field(default=False, description="the tool may change the server's state (may_write)")
-    sources: dict[str, str] = Field(
-        default_factory=dict,
-        description="argument -> where its value came from "
-        "(an arm of mcprl.scenarios.values, or result:<call> for a value of this session's results)",
-    )
-    parents: list[int] = Field(default_factory=list, description="calls whose results gave argument values")
-    reads_back: int | None = Field(
-        default=None, description="the write call this call reads back: it repeats `repeats` after it"
-    )
-    repeats: int | None = Field(default=None, description="the earlier read of the same session this call repeats")
-
-    @property
-    def data(self) -> str:
-        """The result as data: the text the server wrote (its text blocks and structured content), never a
-        placeholder the client wrote for an image, audio or a blob; what grounding reads."""
-        return self.text if self.data_text is None else self.data_text
-
-
-class ToolReport(BaseModel):
-    """How one tool fared while exploring."""
-
-    calls: int = 0
-    answered: int = 0
-    distinct: int = Field(default=0, description="distinct answers")
-    errors: dict[str, int] = Field(
-        default_factory=dict, description="the commonest error texts (first line) and their counts"
-    )
-    sources: dict[str, int] = Field(default_factory=dict, description="argument sources drawn from, and how often")
-    retired: str | None = Field(default=None, description="why it got no more calls")
-
-    def line(self, name: str) -> str:
-        errors = "; ".join(f"{e} (x{n})" if n > 1 else e for e, n in self.errors.items()) or "none"
-        return (
-            f"{name}: {self.calls} calls, {self.answered} answered; errors: {errors}; "
-            f"argument sources tried: {', '.join(self.sources) or 'none'}"
-        )
-
-
-class Exploration(BaseModel):
-    calls: list[ExploredCall] = Field(default_factory=list)
-    skipped_tools: dict[str, str] = Field(default_factory=dict, description="tool -> why it was not called")
-    hung_tools: list[str] = Field(default_factory=list)
-    outlived: list[str] = Field(
-        default_factory=list,
-        description="the tools that may write, retired when the server's state outlived its process (a file of its "
-        "own): a rollout must not call them either",
-    )
-    isolated: bool = Field(
-        default=False, description="each session started from fresh server state (`is_isolated`): writes are its own"
-    )
-    private_home: bool = Field(
-        default=False,
-        description="the server keeps its state under its home folder: each session, a rollout's too, gets one of "
-        "its own (`ServerSpec.private_home`), and the user's is never written",
-    )
-    # a parameter the server takes one value of (the repository its command line names): the
-    # server's context, sent in every call, not a value a task states
-    fixed: dict[str, Any] = Field(default_factory=dict, description="parameter name -> the one value it takes")
-    tools: dict[str, ToolReport] = Field(default_factory=dict, description="tool -> how it fared")
-    seconds: float = 0.0
-
-    def answered(self) -> list[str]:
-        """The tools that answered at least once without error, in the order first seen."""
-        return list(dict.fromkeys(c.tool for c in self.calls if not c.is_error))
-
-    def silent(self) -> list[str]:
-        """One line per tool that was called and never answered: its calls, errors and the sources tried."""
-        return [report.line(name) for name, report in self.tools.items() if report.calls and not report.answered]
-
-    def summary(self) -> str:
-        errors = sum(c.is_error for c in self.calls)
-        chained = sum(bool(c.parents) and not c.is_error for c in self.calls)
-        distinct = len({(c.tool, repr(sorted(c.arguments.items()))) for c in self.calls})
-        line = (
-            f"explored {len(self.calls)} calls ({distinct} distinct) in {self.seconds:.0f} s: "
-            f"{len(self.calls) - errors} answered, "
-            f"{errors} errors, {chained} chained; tools answering: {', '.join(self.answered()) or 'none'}"
-        )
-        if silent := [name for name, r in self.tools.items() if r.calls and not r.answered]:
-            line += f"; never answered: {', '.join(silent)}"
-        if self.skipped_tools:
-            line += f"; not called: {', '.join(f'{t} ({why})' for t, why in self.skipped_tools.items())}"
-        return line
-
-
-def may_write(tool: dict[str, Any]) -> bool:
-    """Whether calling `tool` (an MCP tool definition) may change the server's state."""
-    hints = tool.get("annotations") or {}
-    if hints.get("readOnlyHint") is True:
-        return False
-    if hints.get("readOnlyHint") is False or hints.get("destructiveHint") is True:
-        return True
-    for text in (tool.get("name") or "", tool.get("description") or ""):
-        words = words_of(text)[:2]
-        if any(w in WRITE_WORDS for w in words):
-            return True
-        if any(w in READ_WORDS for w in words):
-            return False
-    return True
-
-
-DATA_FILE = r"\.(db|sqlite3?|duckdb|jsonl?|ndjson|csv|ya?ml|toml|txt|xlsx?|parquet)$"
-
-
-def names_a_file(command: list[str]) -> str | None:
-    """The first argument of a stdio command (after the program) that names an existing file or
-    folder, or looks like a data file's path: where a server keeps state that outlives its process."""
-    for arg in command[1:]:
-        # (a flag's value, "--db=shop.db", and an environment variable's, "env MEMORY_FILE=graph.jsonl")
-        value = arg.partition("=")[2] if re.match(r"--|[A-Za-z_]\w*=", arg) and "=" in arg else arg
-        if (
-            value.startswith("-")
-            or "/" not in value
-            and "." not in value
-            or re.search(r"\.(py|m?js|ts|jar|rb)$", value)
-            or Path(value).is_file()
-            and os.access(value, os.X_OK)
-        ):
-            continue  # a flag, a module name, or the server's own program (after `env VAR=value`, say)
-        if re.search(DATA_FILE, value, re.I) or Path(value).exists():
-            return value
-    return None
-
-
-def changed_under(root: Path, since: float) -> list[str]:
-    """The files under `root` written at `since` or after (a second's slack for coarse file clocks), as
-    paths relative to it."""
-    changed = []
-    for folder, _, files in os.walk(root):
-        for name in files:
-            path = Path(folder, name)
-            with contextlib.suppress(OSError):
-                if path.stat().st_mtime >= since - 1:
-                    changed.append(str(path.relative_to(root)))
-    return sorted(changed)
-
-
-def is_isolated(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None]) -> bool:
-    """Whether each session of `pool` starts from fresh server state (see the module's docstring)."""
-    if cfg.isolated is not None:
-        return cfg.isolated
-    if not pool.per_rollout:
-        return False
-    if (path := names_a_file(pool.spec.command)) is not None:
-        say(
-            f"note: the server's command names {path}: its state may live outside the process, so tools that may "
-            f"write are not explored (pass --isolated if each session really starts fresh)"
-        )
-        return False
-    return True
-
-
-def unsafe_writers(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None] = print) -> list[str]:
-    """The tools that may write on a server whose sessions may share state (shared, or state kept
-    outside its process): exploring never calls them unless `cfg.writes` says so, and a run on
-    tasks grounded here does not offer them either, since a rollout's write would change the answers."""
-    assert pool.toolset is not None
-    if cfg.writes or is_isolated(pool, cfg, say):
-        return []
-    return [tool["name"] for tool in pool.toolset.mcp_tools if may_write(tool)]
 
 
 # Writes a call's arguments for a tool (its MCP definition), given values seen so far; None if it cannot.

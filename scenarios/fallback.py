@@ -24,7 +24,8 @@ from pydantic import BaseModel, Field
 
 from mcprl.errors import UserError, clip
 from mcprl.llm import LLMError, complete, extract_json
-from mcprl.scenarios.explore import Exploration, may_write
+from mcprl.scenarios.explored import Exploration
+from mcprl.scenarios.isolation import may_write
 from mcprl.scenarios.results import found_nothing, result_records
 from mcprl.scenarios.synthesize import synthesize
 from mcprl.tools import ServerGone

@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 
 from mcprl.checks import HoldsCheck, LiveValue, holds_answer, live_of, normalize_text, value_at
-from mcprl.scenarios.explore import ExploredCall, source_call
+from mcprl.scenarios.explored import ExploredCall, source_call
 from mcprl.scenarios.results import ISO_DATE, answer_paths, counted, result_values
 from mcprl.tools import ServerGone, ServerSpec, ToolPool
 from mcprl.types import ReferenceCall, Scenario

@@ -22,8 +22,8 @@ from mcprl.errors import UserError, clip
 from mcprl.llm import LLMError, complete, extract_json, is_local
 from mcprl.scenarios.answers import find_references, known_answer
 from mcprl.scenarios.config import ExploreConfig, ScenarioConfig
-from mcprl.scenarios.explore import Exploration
 from mcprl.scenarios.explore import explore as explore_server
+from mcprl.scenarios.explored import Exploration
 from mcprl.scenarios.fallback import referenced_synthesized
 from mcprl.scenarios.grounded import ground
 from mcprl.scenarios.split import split_for_run

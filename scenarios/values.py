@@ -2,7 +2,8 @@
 (`mcprl.scenarios.explore` makes the calls).
 
 A tool's input schema is built as the schema says (nested objects and arrays included); each leaf,
-named by its property, draws from *arms*, each a source of candidate values:
+named by its property, draws from *arms*, each a source of candidate values (read out of what is in
+view by `mcprl.scenarios.value_sources`):
 
     const, enum, default, example  the schema's own values (and the examples its description quotes)
     worked     values a parameter of this name took in calls that answered, on any tool
@@ -49,20 +50,21 @@ import jsonschema
 from pydantic import BaseModel
 
 from mcprl.errors import clip
-from mcprl.scenarios.lexicon import (
-    ALLOWED_VALUES,
-    IDENTIFIER,
-    NAME_KEYS,
-    composed,
-    described_as,
-    known,
-    probes,
-    words_of,
-    written,
-)
+from mcprl.scenarios.lexicon import IDENTIFIER, NAME_KEYS, composed, described_as, known, probes, words_of, written
 from mcprl.scenarios.results import NOTHING
-from mcprl.tools import ServerSpec
-from mcprl.tools.redact import secret_values
+from mcprl.scenarios.value_sources import (
+    QUOTED,
+    coerce,
+    description_examples,
+    error_shape,
+    error_values,
+    fits_type,
+    from_schema,
+    kinds_of,
+    listed_names,
+    renumbered,
+    shape_of,
+)
 
 # arm -> Beta prior (successes, failures) before any call: how much a source is trusted untried
 PRIORS: dict[str, tuple[float, float]] = {
@@ -98,9 +100,6 @@ ONE_ITEM = 0.2  # chance a list is given one item
 OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default)
 WRITTEN_ARMS = {"const", "enum", "default", "example", "error", "result", "probe", "generator"}
 OPTIONAL_ARMS = {"const", "enum", "default", "example", "worked", "kin", "error", "shaped", "word", "result"}
-QUOTED = re.compile(r"""(?<![\w])['"`]([^'"`\n]{1,120})['"`]""")
-PATH = re.compile(r"(?<![\w/@])(?:~?/[\w.@-]+(?:/[\w.@-]+)*/?|(?:[\w-][\w.-]*/)*[\w-]+\.[A-Za-z]\w{0,5})(?![\w/@])")
-NAME = re.compile(r"[\w][\w.@-]{0,79}")  # one token a listing may name (a file, a folder, a key)
 
 
 class SeenValue(BaseModel):
@@ -145,106 +144,6 @@ class ToolLog:
 
     def novelty(self) -> float:
         return len(self.results) / self.answered if self.answered else 0.0
-
-
-def kinds_of(schema: dict[str, Any]) -> list[Any]:
-    return schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
-
-
-def number_of(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def fits_type(value: Any, kinds: list[Any]) -> bool:
-    if kinds == [None]:
-        return isinstance(value, (str, int, float)) and not isinstance(value, bool)
-    if isinstance(value, bool):
-        return "boolean" in kinds
-    if isinstance(value, str):
-        if "string" in kinds:
-            return True
-        number = number_of(value)
-        return number is not None and ("number" in kinds or "integer" in kinds and float(number).is_integer())
-    if isinstance(value, (int, float)):
-        return "number" in kinds or "integer" in kinds and float(value).is_integer() or "string" in kinds
-    return False
-
-
-def coerce(value: Any, schema: dict[str, Any]) -> Any:
-    """A value read from text, as the parameter's type wants it ("42" for an integer -> 42; 7 for a string -> "7")."""
-    kinds = kinds_of(schema)
-    if isinstance(value, str) and "string" not in kinds and (number := number_of(value)) is not None:
-        return int(number) if "integer" in kinds or number.is_integer() and "number" not in kinds else number
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and kinds == ["string"]:
-        return str(value)
-    return value
-
-
-def description_examples(description: str) -> list[str]:
-    """Example values a parameter's description gives: `e.g. SKU-1234`, `'drill'`, `like 2024-03-31`."""
-    found = re.findall(
-        r"(?:e\.g\.|eg\.|for example|such as|like)\s*,?:?\s*['\"]?([\w@./:-]+(?: [\w@./:-]+)?)", description, re.I
-    )
-    found += QUOTED.findall(description)
-    return list(dict.fromkeys(v.rstrip(".,)") for v in found if v.strip()))
-
-
-def context_values(spec: ServerSpec, resources: list[dict[str, Any]], templates: list[dict[str, Any]]) -> list[str]:
-    """Values in plain view before any call: the stdio command's arguments (but the program, its
-    script or module, and flags: `--repository /srv/r` gives /srv/r), the environment given to the
-    server (secrets left out) and its working directory, the server's resources' URIs and names and
-    its resource templates' names."""
-    found: list[str] = []
-    command = spec.command[1:]
-    for i, arg in enumerate(command):
-        if arg.startswith("-"):
-            if "=" in arg:
-                found.append(arg.partition("=")[2])
-            continue
-        if i and command[i - 1] == "-m" or re.search(r"\.(py|m?js|ts|jar|rb)$", arg):
-            continue  # the server's own program
-        found.append(arg)
-    secret = set(secret_values(spec, environ={}))
-    found += [v for v in spec.env.values() if v not in secret]
-    if spec.cwd:
-        found.append(spec.cwd)
-    for r in resources:
-        found += [str(r[k]) for k in ("uri", "name") if r.get(k)]
-    found += [str(t["name"]) for t in templates if t.get("name")]
-    return [v for v in dict.fromkeys(found) if v and len(v) <= 300]
-
-
-def error_values(text: str, sent: set[str]) -> list[str]:
-    """Values an error message names that the call did not send: quoted ones ("outside the allowed
-    repository '/srv/r'"), examples ("a date like 2024-03-31") and the items of a list it says it
-    takes ("must be one of (a, b)")."""
-    found = QUOTED.findall(text) + description_examples(text)  # "after must be a date like 2024-03-31"
-    for m in ALLOWED_VALUES.finditer(text):
-        found += [item.strip(" '\"`.") for item in re.split(r",|\bor\b|\|", m["items"])]
-    # not what the call sent, quoted back whole or in part, nor a message quoting it ("error: no object /srv/r")
-    return [
-        v
-        for v in dict.fromkeys(found)
-        if v and len(v) <= 120 and not v.endswith(":") and not any(v in s or len(s) > 2 and s in v for s in sent)
-    ]
-
-
-def error_shape(text: str, value: str, tool: str) -> str | None:
-    """An error's first line with the value it quotes back ("Ref '2024-03-05 10' did not resolve",
-    whole or in part) and the tool's name left out: parameters whose bad values draw one wording take
-    one kind of value. None where the error does not quote the value (a bare echo says nothing of its
-    kind), or says nothing besides it."""
-    line = text.strip().partition("\n")[0]
-    quoted = [q for q in QUOTED.findall(line) if q == value or len(q) > 3 and q in value]
-    if not quoted:
-        return None
-    for q in quoted:
-        line = line.replace(q, "{}")
-    line = line.replace(tool, "{tool}")
-    return line if len(re.findall(r"[A-Za-z]{3,}", line.replace("{tool}", ""))) >= 2 else None
 
 
 def call_key(tool: str, args: dict[str, Any]) -> str:
@@ -505,7 +404,7 @@ class Knowledge:
             ]
             arms["joined"] = [(v, p) for v, p in arms["joined"] if valid(v)]
             arms["varied"] = fit(
-                [_varied(v, rng) for v in self.worked.get(name, []) if isinstance(v, str) and re.search(r"\d", v)]
+                [renumbered(v, rng) for v in self.worked.get(name, []) if isinstance(v, str) and re.search(r"\d", v)]
             )
             arms["probe"] = fit(probes(name, description, described))
             listed: dict[str, list[dict[str, str]]] = dict(self.kinds)
@@ -514,7 +413,7 @@ class Knowledge:
                 listed["table"] = [{"table": n} for n in list(dict.fromkeys(names))[-24:]]
             arms["composed"] = fit(composed(name, description, listed))
             arms["described"] = fit([w for w in words_of(description) if len(w) > 3][:8])
-        sampled = _sample(schema, kinds, rng)
+        sampled = from_schema(schema, kinds, rng)
         if sampled is not None:
             arms["schema"] = fit([sampled])
         return {arm: options for arm, options in arms.items() if options}
@@ -649,7 +548,7 @@ class Knowledge:
         for d in leaves:
             if isinstance(d.value, str) and ("/" in d.value or d.value in (".", "~")):
                 for _, v in [(k, v) for k, v in values if not k or k.rpartition(".")[2].lower() in NAME_KEYS]:
-                    for token in _names(v):
+                    for token in listed_names(v):
                         if (token, index, session) not in self.listed[d.value] and not token.startswith("/"):
                             self.listed[d.value].append((token, index, session))
 
@@ -689,56 +588,3 @@ def name_in(name: str, lowered: str) -> bool:
 def _stems(name: str) -> set[str]:
     """A name's words without a plural's s: `names` and `name`, `entityNames` and `entity name` share them."""
     return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words_of(name)} - {"the", "of", "a"}
-
-
-def _names(value: Any) -> list[str]:
-    """The names a listed value gives: its paths ("docs/a.txt"), or its one token ("notes.txt" of "[FILE]
-    notes.txt")."""
-    if not isinstance(value, str):
-        return []
-    paths = PATH.findall(value)
-    if paths:
-        return paths
-    tokens = [t for t in value.split() if NAME.fullmatch(t)]
-    return tokens if len(tokens) == 1 and len(value.split()) <= 2 else []
-
-
-def shape_of(text: str) -> str:
-    """`SKU-1234` -> `A-9`: runs of letters and of digits, and the punctuation between them."""
-    return re.sub(r"\d+", "9", re.sub(r"[A-Za-z]+", "A", text))
-
-
-def _varied(value: str, rng: random.Random) -> str:
-    """A value with its numbers changed as a person changes them: each within half to twice its size, in its form
-    (integers stay integers, zero-padded ones padded, decimals keep their places): `2d6+3` gives `3d10+2`, not
-    `61d35-8`; `09:30` gives `07:45`."""
-
-    def vary(m: re.Match[str]) -> str:
-        digits, _, decimals = m.group().partition(".")
-        number = float(m.group()) * rng.uniform(0.5, 2.0)
-        if decimals:
-            return f"{max(number, 10 ** -len(decimals)):.{len(decimals)}f}"
-        return str(max(1, round(number))).zfill(len(digits) if digits.startswith("0") else 0)
-
-    return re.sub(r"\d+(?:\.\d+)?", vary, value)
-
-
-def _sample(schema: dict[str, Any], kinds: list[Any], rng: random.Random) -> Any:
-    """A value of the schema's type from its structure alone (bounds, formats); None for a free string."""
-    if "integer" in kinds or "number" in kinds:
-        low = schema.get("minimum", schema.get("exclusiveMinimum", 0) + (1 if "exclusiveMinimum" in schema else 0))
-        high = schema.get("maximum", max(low, 0) + 20)
-        value = rng.randint(int(low), max(int(low), int(high)))
-        return value if "integer" in kinds or rng.random() < 0.7 else value + rng.choice([0.5, 0.25])
-    if "boolean" in kinds:
-        return rng.random() < 0.5
-    formats = {
-        "date-time": "2024-03-01T12:00:00Z",
-        "date": "2024-03-01",
-        "time": "12:00:00",
-        "email": "user@example.com",
-        "uri": "https://example.com",
-        "url": "https://example.com",
-        "uuid": "123e4567-e89b-12d3-a456-426614174000",
-    }
-    return formats.get(str(schema.get("format") or ""))

@@ -41,7 +41,7 @@ from mcprl.run.metrics import MetricsLog, rollout_metrics
 from mcprl.run.pipeline import Pipeline, policy_version, split_stale
 from mcprl.run.references import reference_turn_tokens, written_chain
 from mcprl.run.unsolved import Step, Strategy, learnable, solved, strategy
-from mcprl.scenarios.explore import unsafe_writers
+from mcprl.scenarios.isolation import unsafe_writers
 from mcprl.scenarios.source import run_scenarios
 from mcprl.tools import ToolPool, open_tools, secret_values, write_tools
 from mcprl.tools.redact import redact, redact_model

@@ -113,7 +113,7 @@ class Tape:
             raise UserError(f"{cassette.path}: --allow/--deny hide all of its recorded tools; loosen the filter")
         tools = [to_openai(t) for t in mcp_tools]
         self.player = Player(cassette, self.settings.read_only)
-        # what the recorded server was given, as exploring reads it (mcprl.scenarios.values.context_values)
+        # what the recorded server was given, as exploring reads it (mcprl.scenarios.value_sources.context_values)
         return ToolSet(
             spec=self.spec.model_copy(
                 update={"env": {**header.env, **self.spec.env}, "cwd": self.spec.cwd or header.cwd}

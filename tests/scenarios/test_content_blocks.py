@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from mcprl.scenarios.candidates import candidates
 from mcprl.scenarios.config import ExploreConfig
-from mcprl.scenarios.explore import Exploration, ExploredCall, explore
-from mcprl.scenarios.grounded import candidates, ground
+from mcprl.scenarios.explore import explore
+from mcprl.scenarios.explored import Exploration, ExploredCall
+from mcprl.scenarios.grounded import ground
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.tools.content import (
     AudioContent,

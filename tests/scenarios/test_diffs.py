@@ -11,8 +11,8 @@ import subprocess
 import pytest
 
 from mcprl.checks import holds_answer
-from mcprl.scenarios.explore import Exploration, ExploredCall
-from mcprl.scenarios.grounded import candidates
+from mcprl.scenarios.candidates import candidates
+from mcprl.scenarios.explored import Exploration, ExploredCall
 from mcprl.scenarios.results import result_records
 
 pytestmark = pytest.mark.unit

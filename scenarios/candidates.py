@@ -1,0 +1,267 @@
+"""Every task an exploration's record grounds, before verification (the kinds are `mcprl.scenarios.grounded`'s):
+each call that answered asked for its result, said as the call, as the chain of calls that fed it, as an expression its
+description states or as what its query means, or asked about the records it gave (`mcprl.scenarios.record_tasks`);
+each write, checked by a read made again after it; and, where each session starts fresh, what a read said after
+writes, those writes the task's `prepare`."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from mcprl.checks import as_number, holds_answer, normalize_text
+from mcprl.scenarios.explored import Exploration, ExploredCall, source_call
+from mcprl.scenarios.grounded_task import answerable, chosen, grounded_scenario, result_answer
+from mcprl.scenarios.lexicon import about, known, question, record_of, shaped, stated, words_of
+from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, formula, noun_of, said, value_text
+from mcprl.scenarios.record_tasks import field_tasks, listing_tasks
+from mcprl.scenarios.replay import chain_of
+from mcprl.scenarios.results import result_data, result_records, result_values, server_text
+from mcprl.types import Scenario
+
+STOCK_REPLY = 3  # calls of a tool, none a filter of another, that gave one text: the tool's reply to anything
+
+
+def state_of(calls: list[ExploredCall], chain: list[ExploredCall]) -> list[ExploredCall]:
+    """The writes that made the state `chain` read: those its session made, and answered, before its last call,
+    none of the chain's own (a task's `prepare`, made by the environment before its episode: the note added that
+    a task asking what the notes say reads)."""
+    last, own = chain[-1], {c.index for c in chain}
+    return [
+        c
+        for c in calls
+        if c.session == last.session and c.writes and not c.is_error and c.index < last.index and c.index not in own
+    ]
+
+
+def _write_tasks(
+    calls: list[ExploredCall],
+    again: ExploredCall,
+    titles: dict[str, str],
+    rng: random.Random,
+    stated: Callable[[dict[str, Any]], dict[str, Any]],
+    prepares: bool,
+) -> list[Scenario]:
+    """A task to make the write that `again` (a read repeated after it) shows the effect of,
+    checked by that read in the rollout's own session: it must hold a value that changed. `prepares`: the writes
+    its session made before it are the task's `prepare` (the task updated must exist)."""
+    by_index = {c.index: c for c in calls}
+    write, before = by_index.get(again.reads_back), by_index.get(again.repeats)  # type: ignore[arg-type]
+    if write is None or before is None or write.is_error or before.is_error or again.is_error:
+        return []
+    chain = chain_of(calls, write)
+    if any(c.is_error or any(shaped(v) for v in c.arguments.values()) for c in chain):
+        return []  # (a write stated by its query, "INSERT INTO ...", would paste it)
+    old = {(k, str(v)) for k, v in result_values(before.data, before.structured)}
+    # a value the read did not hold before the write: holding it afterwards is the write's doing
+    changed = [
+        v
+        for k, v in result_values(again.data, again.structured)
+        if (k, str(v)) not in old and answerable(v) and not holds_answer(before.data, v)
+    ]
+    if not changed:
+        return []
+    done = said(title_of(titles, write.tool), stated(write.arguments)).order()
+    return [
+        grounded_scenario(
+            rng.choice(DOES).format(done),
+            rng.choice(changed),
+            chain,
+            "write",
+            read_back=again,
+            given=[value_text(v) for v in write.arguments.values()],
+            prepare=state_of(calls, chain) if prepares else None,
+        )
+    ]
+
+
+def title_of(titles: dict[str, str], tool: str) -> str:
+    """How a task names what a tool does: its title, else its name's words ("git_log" -> "git log")."""
+    return titles.get(tool) or " ".join(words_of(tool)) or tool
+
+
+def candidates(
+    exploration: Exploration, descriptions: dict[str, str], *, seed: int, titles: dict[str, str] | None = None
+) -> list[Scenario]:
+    """Every task the record grounds (see `mcprl.scenarios.grounded`'s docstring), before verification. `descriptions`
+    (tool -> description) give expressions they state (`formula`), `titles` (tool -> title) the words
+    a task names a call by."""
+    titles = titles or {}
+    rng = random.Random(f"{seed}/grounded")
+    calls = exploration.calls
+    # where each session starts from fresh state and no write outlives it, the environment may make a session's
+    # writes again before an episode: what a read said after them is a question too (a store that starts empty)
+    prepares = exploration.isolated and not exploration.outlived
+    # a field that held one value in every record a tool returned ("To: <the user>") tells no record apart; one that
+    # held only 0 and 1 (a flag: SQLite's `pk`) or counted its records from 0 (a position: `cid`) is no fact a person
+    # asks for
+    values: dict[tuple[str, str], set[str]] = defaultdict(set)
+    # (tool, field) -> the distinct records that held it (one record read again and again tells nothing apart)
+    held: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for call in calls:
+        if not call.is_error:
+            for record in result_records(call.data, call.structured):
+                for k, v in record:
+                    values[call.tool, k].add(str(v))
+                    held[call.tool, k].add(repr(record))
+    unasked: dict[str, set[str]] = defaultdict(set)  # tool -> its fields that no task asks for, nor picks a line by
+    for (tool, field), seen in values.items():
+        if len(held[tool, field]) >= 3 and (
+            len(seen) == 1 or seen <= {"0", "1"} or seen == {str(i) for i in range(len(seen))}
+        ):
+            unasked[tool].add(field)
+
+    def fixed_out(args: dict[str, Any]) -> dict[str, Any]:
+        """What a task states of a call's arguments: not the server's context (`Exploration.fixed`)."""
+        return {k: v for k, v in args.items() if not (k in exploration.fixed and v == exploration.fixed[k])}
+
+    # a call that said what a call of the same tool with fewer of its arguments said (a filter that changed
+    # nothing: `git_log` with `end_timestamp` "Bob") is asked for as the plainest of those
+    said_alike: dict[tuple[str, str], list[ExploredCall]] = defaultdict(list)
+    for call in calls:
+        if not call.is_error and (prepares or call.reads_back is None):
+            said_alike[call.tool, call.text].append(call)
+
+    def plainest(call: ExploredCall) -> ExploredCall:
+        fewer = [
+            c
+            for c in said_alike[call.tool, call.text]
+            if all(k in call.arguments and call.arguments[k] == v for k, v in c.arguments.items())
+        ]
+        return min(fewer, key=lambda c: (len(c.arguments), c.index))
+
+    # a table's columns, in order, as a known query that lists them answered: they name the cells of the table's
+    # rows where a server prints them unnamed ("[(1, 'steel hammer', 12.5, 40)]")
+    columns: dict[str, list[str]] = {}
+    for call in calls:
+        for v in call.arguments.values():
+            if not call.is_error and (found := known(v)) and found[0].lists == "column" and "table" in found[1]:
+                names = [str(n) for _, n in result_values(call.data, call.structured)]
+                columns.setdefault(found[1]["table"], names)
+
+    out: list[Scenario] = []
+    for call in calls:
+        if call.reads_back is not None:  # what a write changed: a task to make it
+            if not exploration.outlived:  # ... where a rollout may write: not where its write would stay
+                out += _write_tasks(calls, call, titles, rng, fixed_out, prepares)
+            if not prepares:  # ... and, where the environment may make that write, a question on what it left
+                continue
+        if call.is_error:
+            continue
+        call = plainest(call)
+        chain = chain_of(calls, call)
+        if any(c.is_error or c.tool in exploration.outlived for c in chain):  # a write that stays is no step to repeat
+            continue
+        state = state_of(calls, chain) if prepares else None
+        # a query (an SQL statement) is never pasted into a task: a call of one the lexicon knows is asked about by
+        # what it means (`lexicon.question`, `lexicon.about`); one it does not know grounds only tasks that state
+        # no call (a record asked for by its name)
+        queries = [v for v in call.arguments.values() if shaped(v)]
+        unknown = any(shaped(v) and known(v) is None for c in chain for v in c.arguments.values())
+        data = result_data(call.data, call.structured)
+        while isinstance(data, (list, tuple)) and len(data) == 1:  # one row of one value: "[(2,)]" answers 2
+            data = data[0]
+        if queries and isinstance(data, dict) and len(data) == 1:  # ... a row's one column named: "[{'COUNT(*)': 3}]"
+            data = next(iter(data.values()))
+        answer = (
+            result_answer(str(data) if data is not None else server_text(call.data)[0])
+            if data is None or isinstance(data, (str, int, float))
+            else None
+        )
+        given_values = [value_text(v) for v in call.arguments.values()]
+        # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer;
+        # nor a text the tool gave to three calls or more, none a filter of another ("Task not found" for every id
+        # asked): its reply to anything, no fact about what it was asked
+        echo = isinstance(answer, str) and (
+            any(v and normalize_text(v) in normalize_text(answer) for v in given_values)
+            or as_number(answer) is None
+            and len({plainest(c).index for c in said_alike[call.tool, call.text]}) >= STOCK_REPLY
+        )
+        if answer is not None and queries:
+            asked = None if unknown else next((q for v in queries if (q := question(v, answer))), None)
+            if asked is not None and not echo and not holds_answer(asked, answer):
+                given = [name for v in queries for name in stated(v)]
+                # what it asks, whatever the table or column: tasks are spread over these as over a record's fields
+                what = next(normalize_text(k[0].text) for v in queries if (k := known(v)))
+                out.append(grounded_scenario(asked, answer, chain, "result", field=what, given=given, prepare=state))
+            continue
+        pasted = any(shaped(v) for c in chain for v in c.arguments.values())  # steps stated would paste a query
+        if (
+            answer is not None
+            and not echo
+            and not pasted
+            and (not holds_answer(" ".join(given_values), answer) or chosen(call.arguments, answer))
+        ):
+            linked = [frozenset(k for k in c.arguments if c.sources.get(k, "").startswith("result:")) for c in chain]
+            # each call is said after the one before it, a value it took from a result as "the previous result": one
+            # from an earlier call would be misread
+            if any(source_call(c.sources[k]) != chain[i - 1].index for i, c in enumerate(chain) for k in linked[i]):
+                continue
+            steps = [said(title_of(titles, c.tool), fixed_out(c.arguments), ln) for c, ln in zip(chain, linked)]
+            if len(steps) == 1:
+                task = rng.choice(steps[0].asks_result())
+            else:
+                first, *then = [s.order() for s in steps]
+                task = rng.choice(ASKS).format(". ".join([first, *(f"Then {o[:1].lower()}{o[1:]}" for o in then)]))
+            expression = _expression(chain, linked, descriptions)
+            # as often asked as the expression a description states as in words; always where the value is one ("What is
+            # 98 + 51?")
+            own = (
+                len(chain) == 1
+                and len(call.arguments) == 1
+                and expression == " ".join(str(next(iter(call.arguments.values()))).split())
+            )
+            if expression is not None and (own or rng.random() < 0.5):
+                task = rng.choice(FORMULA_ASKS).format(expression)
+            out.append(
+                grounded_scenario(
+                    task,
+                    answer,
+                    chain,
+                    "chain" if len(chain) > 1 else "result",
+                    given=[value_text(v) for c in chain for v in fixed_out(c.arguments).values()],
+                    prepare=state,
+                )
+            )
+            continue
+        meant = None if unknown else next((a for v in queries if (a := about(v))), None)
+        # a query is said by what its result holds, and not at all where that is unknown
+        saying = (
+            (Said(None, "", about=meant) if meant else None)
+            if queries
+            else said(title_of(titles, call.tool), fixed_out(call.arguments))
+        )
+        noun = next((noun_of(r) for v in queries if (r := record_of(v))), None)
+        tables = [found[1]["table"] for v in queries if (found := known(v)) and found[0].record and "table" in found[1]]
+        if noun and tables and (named := _named_rows(data, columns.get(tables[0], []))):
+            call = call.model_copy(update={"structured": named})
+        out += listing_tasks(call, fixed_out(call.arguments), chain, saying, queries, state)
+        out += field_tasks(
+            call, fixed_out(call.arguments), chain, rng, unasked[call.tool], saying, queries, noun, state
+        )
+    return out
+
+
+def _named_rows(data: Any, columns: list[str]) -> list[dict[str, Any]] | None:
+    """Rows printed without their columns' names (tuples), each as a record named by `columns`; None where
+    the rows are not such tuples, one cell for each column."""
+    if not columns or not isinstance(data, (list, tuple)) or not data:
+        return None
+    if not all(isinstance(row, (list, tuple)) and len(row) == len(columns) for row in data):
+        return None
+    return [dict(zip(columns, row)) for row in data]
+
+
+def _expression(chain: list[ExploredCall], linked: list[frozenset[str]], descriptions: dict[str, str]) -> str | None:
+    """The chain as one expression, where each call's description states one and each call after
+    the first takes the previous result ("(18.5 * 10) - 3"); else None."""
+    expression = ""
+    for i, (c, ln) in enumerate(zip(chain, linked)):
+        if bool(i) != bool(ln):
+            return None
+        expression = formula(descriptions.get(c.tool, ""), c.tool, c.arguments, ln, expression)
+        if expression is None:
+            return None
+    return expression

@@ -1,0 +1,134 @@
+"""A grounded task made (`mcprl.scenarios.grounded`): what a value a result holds must be to be asked for (short,
+in words and in characters, one number at most, not a yes or no nor encoded bytes; given away by no argument, unless
+chosen from a list the call was given), and the Scenario of a question, its answer and the chain of calls that reached
+it: its id, its `holds` check, its reference chain and the state it is prepared in."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from mcprl.checks import Check, HoldsCheck, holds_answer, normalize_text, numbers
+from mcprl.scenarios.explored import ExploredCall
+from mcprl.scenarios.phrasing import value_text
+from mcprl.scenarios.replay import needed
+from mcprl.scenarios.results import MESSAGE, NOTHING, result_records
+from mcprl.types import ReferenceCall, Scenario
+
+MAX_ANSWER_WORDS = 8  # a longer value is prose, not an answer a check can hold
+MAX_ANSWER_CHARS = 80  # ... and a value longer than a line is read off, not answered (a PATH of 200 characters)
+ANSWER_LABEL_WORDS = 3  # words besides a result's one number that still make it that number ("Total: 42 USD")
+ANSWER_WORDS = 12  # words an answer may add around the value ("The confirmation code of the email is ZOE67V.")
+BASE64 = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
+
+
+def result_answer(text: str) -> Any | None:
+    """The answer a short result gives: its one number when a line of a few words has exactly one ("Total: 42
+    USD"), else the text itself when it is short; None when it is not an answer a check can hold (a text of lines,
+    "Meeting at 10am.\nBudget: 4500 USD", or a sentence, "Cache hit ratio 0.95, latency 150ms", is asked for by its
+    labelled values, not as its one number)."""
+    text = text.strip()
+    # a row of a listing, a message ("No items match."), a search that found nothing ("No matches found"),
+    # or a heading that introduces nothing ("Staged changes:")
+    if " | " in text or MESSAGE.fullmatch(text) or NOTHING.fullmatch(text) or text.endswith(":"):
+        return None
+    if "\n" not in text and (number := one_number(text, words=ANSWER_LABEL_WORDS)) is not None:
+        return number
+    if numbers(text) or not text or len(text.split()) > MAX_ANSWER_WORDS or "\n" in text:
+        return None
+    return text
+
+
+def answerable(value: Any) -> bool:
+    """Whether a value can be an answer: short (in words and in characters), with something a check can hold, and
+    not encoded bytes (a file's base64 `blob`: no one asks for it), and not a yes or no (a guess holds it half the
+    time)."""
+    text = str(value).strip()
+    return (
+        bool(normalize_text(text))
+        and normalize_text(text) not in {"true", "false"}
+        and len(text.split()) <= MAX_ANSWER_WORDS
+        and len(text) <= MAX_ANSWER_CHARS
+        and len(numbers(text)) <= 1
+        and not BASE64.fullmatch(text)
+        and not text.endswith(":")
+    )
+
+
+def one_number(text: str, words: int | None = None) -> float | int | None:
+    """The one number a text holds; with `words`, only if it has at most that many words besides
+    ("$88.88", "37 units", but not "48 hours in Porto", "Invoice for March 2024")."""
+    found = numbers(text)
+    if len(found) != 1 or words is not None and len(re.findall(r"[A-Za-z]+", text)) > words:
+        return None
+    (value,) = found
+    return int(value) if value.is_integer() else value
+
+
+def chosen(arguments: dict[str, Any], answer: Any) -> bool:
+    """Whether `answer` is one of the different values a list argument gives, and no other argument states it (the
+    largest of 3, 8 and 5 is 8): a choice the task asks for, not an answer it gives away."""
+    lists, others = [], []
+    for v in arguments.values():
+        (lists if isinstance(v, list) and len({value_text(x) for x in v}) >= 2 else others).append(v)
+    in_a_list = any(holds_answer(value_text(x), answer) for v in lists for x in v)
+    return in_a_list and not holds_answer(" ".join(map(value_text, others)), answer)
+
+
+def task_id(
+    task: str, chain: list[ExploredCall] | list[ReferenceCall], prepare: list[ExploredCall] | None = None
+) -> str:
+    """A grounded task's id: its text's, its chain's and its prepared state's, so the same seed grounds the same ids
+    (what a scenario is shown keys on it)."""
+    state = [[[c.tool, c.arguments] for c in prepare]] if prepare else []
+    key = json.dumps([task, [[c.tool, c.arguments] for c in chain], *state], sort_keys=True, default=str)
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def grounded_scenario(
+    task: str,
+    answer: Any,
+    chain: list[ExploredCall],
+    kind: str,
+    read_back: ExploredCall | None = None,
+    field: str | None = None,
+    given: list[str] | None = None,
+    check: Check | None = None,
+    prepare: list[ExploredCall] | None = None,
+) -> Scenario:
+    chain = needed(task, chain)
+    return Scenario(
+        id=task_id(task, chain, prepare),
+        task=task,
+        answer=answer,
+        difficulty=min(5, len(chain)),
+        tools=list(dict.fromkeys(c.tool for c in chain)),
+        # a task that changes state is checked on the state it leaves (its read-back), a record: any numbers
+        # an answer is a sentence around the value, not a pasted result (a recital held every field: trained on, it was
+        # learnt)
+        check=check
+        or (
+            HoldsCheck(max_words=len(str(answer).split()) + ANSWER_WORDS)
+            if read_back is None
+            else HoldsCheck(on="read_back", max_other_numbers=None)
+        ),
+        read_back=None if read_back is None else {"tool": read_back.tool, "arguments": read_back.arguments},
+        metadata={
+            "source": "grounded",
+            "kind": kind,
+            **({"field": field} if field else {}),
+            **({"given": given} if given else {}),  # the values it states, which a rephrasing keeps
+            # how many records the result that holds the answer has: one to read, or a line of a listing to find
+            "records": len(result_records(chain[-1].data, chain[-1].structured)) if read_back is None else 1,
+        },
+        reference=[_reference(c) for c in chain],
+        prepare=[_reference(c) for c in prepare or []],
+    )
+
+
+def _reference(call: ExploredCall) -> ReferenceCall:
+    return ReferenceCall(
+        tool=call.tool, arguments=call.arguments, result=call.text, writes=call.writes, sources=call.sources
+    )

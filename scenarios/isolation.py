@@ -1,0 +1,103 @@
+"""Which tools may write, and whether a server's sessions start from fresh state: exploring (and a run on the
+tasks grounded from it) calls a tool that may write only where its writes stay in the session that made them.
+
+MCP's tool annotations decide first (`readOnlyHint`, `destructiveHint`), the tool's name and description second
+(`mcprl.scenarios.lexicon.READ_WORDS`/`WRITE_WORDS`); a tool that says neither may write. A tool that may write is
+called only where each session gets a fresh server (`isolated`: per-rollout stdio sessions by default), never on a
+shared HTTP/SSE server unless `writes` is on. A stdio command that names a file (a database given on the command
+line) keeps its state outside the process: such a server is not taken as isolated unless the user says it is.
+Exploring checks the rest as it goes (`mcprl.scenarios.explore`): whether a fresh session reads what the first write
+left, and what a write changed under the home folder it was given (`changed_under`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcprl.scenarios.config import ExploreConfig
+from mcprl.scenarios.lexicon import READ_WORDS, WRITE_WORDS, words_of
+
+if TYPE_CHECKING:
+    from mcprl.tools import ToolPool
+
+
+def may_write(tool: dict[str, Any]) -> bool:
+    """Whether calling `tool` (an MCP tool definition) may change the server's state."""
+    hints = tool.get("annotations") or {}
+    if hints.get("readOnlyHint") is True:
+        return False
+    if hints.get("readOnlyHint") is False or hints.get("destructiveHint") is True:
+        return True
+    for text in (tool.get("name") or "", tool.get("description") or ""):
+        words = words_of(text)[:2]
+        if any(w in WRITE_WORDS for w in words):
+            return True
+        if any(w in READ_WORDS for w in words):
+            return False
+    return True
+
+
+DATA_FILE = r"\.(db|sqlite3?|duckdb|jsonl?|ndjson|csv|ya?ml|toml|txt|xlsx?|parquet)$"
+
+
+def names_a_file(command: list[str]) -> str | None:
+    """The first argument of a stdio command (after the program) that names an existing file or
+    folder, or looks like a data file's path: where a server keeps state that outlives its process."""
+    for arg in command[1:]:
+        # (a flag's value, "--db=shop.db", and an environment variable's, "env MEMORY_FILE=graph.jsonl")
+        value = arg.partition("=")[2] if re.match(r"--|[A-Za-z_]\w*=", arg) and "=" in arg else arg
+        if (
+            value.startswith("-")
+            or "/" not in value
+            and "." not in value
+            or re.search(r"\.(py|m?js|ts|jar|rb)$", value)
+            or Path(value).is_file()
+            and os.access(value, os.X_OK)
+        ):
+            continue  # a flag, a module name, or the server's own program (after `env VAR=value`, say)
+        if re.search(DATA_FILE, value, re.I) or Path(value).exists():
+            return value
+    return None
+
+
+def changed_under(root: Path, since: float) -> list[str]:
+    """The files under `root` written at `since` or after (a second's slack for coarse file clocks), as
+    paths relative to it."""
+    changed = []
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = Path(folder, name)
+            with contextlib.suppress(OSError):
+                if path.stat().st_mtime >= since - 1:
+                    changed.append(str(path.relative_to(root)))
+    return sorted(changed)
+
+
+def is_isolated(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None]) -> bool:
+    """Whether each session of `pool` starts from fresh server state (see the module's docstring)."""
+    if cfg.isolated is not None:
+        return cfg.isolated
+    if not pool.per_rollout:
+        return False
+    if (path := names_a_file(pool.spec.command)) is not None:
+        say(
+            f"note: the server's command names {path}: its state may live outside the process, so tools that may "
+            f"write are not explored (pass --isolated if each session really starts fresh)"
+        )
+        return False
+    return True
+
+
+def unsafe_writers(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None] = print) -> list[str]:
+    """The tools that may write on a server whose sessions may share state (shared, or state kept
+    outside its process): exploring never calls them unless `cfg.writes` says so, and a run on
+    tasks grounded here does not offer them either, since a rollout's write would change the answers."""
+    assert pool.toolset is not None
+    if cfg.writes or is_isolated(pool, cfg, say):
+        return []
+    return [tool["name"] for tool in pool.toolset.mcp_tools if may_write(tool)]

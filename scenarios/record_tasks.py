@@ -1,0 +1,301 @@
+"""Tasks asking about the records a call's result holds (the `field`, `listing` and `count` tasks of
+`mcprl.scenarios.candidates`): a labelled field of one record, picked out by a name of its own, by the call's
+arguments, by what a search was about, by its place in a dated listing or by a field no other record shares, worded
+one way whichever call grounds it; and every name a short listing gives, or how many a longer one gives."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections import Counter
+from typing import Any
+
+from mcprl.checks import ContainsCheck, holds_answer, normalize_text
+from mcprl.scenarios.explored import ExploredCall
+from mcprl.scenarios.grounded_task import MAX_ANSWER_WORDS, answerable, chosen, grounded_scenario, one_number
+from mcprl.scenarios.lexicon import EARLIEST, LATEST, NAME_KEYS, NOT_KINDS, participle, shaped, singular, spoken, stated
+from mcprl.scenarios.phrasing import (
+    NAME_ASKS,
+    STATE_NAME_ASKS,
+    TOPIC_ASKS,
+    Said,
+    field_words,
+    noun_of,
+    quoted,
+    value_text,
+)
+from mcprl.scenarios.results import ISO_DATE, counted, result_records, result_values, sentence_fields
+from mcprl.types import Scenario
+
+FIELDS_PER_RESULT = 3  # field tasks made from one result, at most
+MAX_LISTED = 8  # names a listing may give for a task that asks for them all
+# ... and values one may give for a task that asks how many there are (a longer one is counted by no one;
+# `results.flatten` reads 50 at most)
+MAX_COUNTED = 40
+
+
+def field_tasks(
+    call: ExploredCall,
+    args: dict[str, Any],
+    chain: list[ExploredCall],
+    rng: random.Random,
+    unasked: set[str],
+    saying: Said | None,
+    queries: list[str] | None = None,
+    noun: str | None = None,
+    prepare: list[ExploredCall] | None = None,
+) -> list[Scenario]:
+    """Tasks asking for a labelled field of one record of the result (one line of a listing, or
+    the whole result when it is one record); not for a field of `unasked` (a flag, a position, a constant). `args`:
+    what a task states of the call's arguments; `saying`, the call in words. A call that took `queries` (SQL)
+    is said by what its result holds and its records named `noun` (a table's row), never by its query; with
+    no `saying`, only its records' names ask for them."""
+    writes = [json.dumps(c.arguments, ensure_ascii=False) for c in prepare or []]  # the arguments of its state's writes
+    pairs = result_values(call.data, call.structured)
+    records = result_records(call.data, call.structured)
+    listing = len(records) > 1
+    if listing:  # a listing's fields are the keys every record has ("stock: 5"), not a colon inside a cell
+        keys = Counter(k for record in records for k in {k for k, _ in record if k})
+        records = [
+            [(k, v) if keys[k] == len(records) else ("", f"{k}: {v}" if k else v) for k, v in record]
+            for record in records
+        ]
+    noun = noun or noun_of(call.tool)
+    kind = _kind(records, unasked) if listing else None
+    row = len(records) == 1 and " | " in call.data  # one row of cells ("SKU-3002 | item ccc | stock: 42")
+    given_text = normalize_text(" ".join(map(value_text, call.arguments.values())))
+    given_each = {normalize_text(value_text(v)) for v in call.arguments.values()}
+    # prose (a message's body, a description) may state labelled values of its own: "Tracking number: 1Z99."
+    # ("Confirmation code", "ZOE67V. Flight SW 764 ...") stands for ("Confirmation code", "ZOE67V"), and keeps the rest
+    records = [list(dict.fromkeys(pair for k, v in record for pair in _stated(k, v))) for record in records]
+    held = Counter(k for record in records for k in {k for k, _ in record if k})
+    # a search's words (one argument, a word or more): a field that one record of its listing holds is asked
+    # for by what the search was about ("the confirmation code in the email about Porto"), as a user asks it
+    words_given = [v for v in args.values() if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v)]
+    topic = words_given[0] if listing and len(args) == 1 and words_given and not queries else None
+    out: list[Scenario] = []
+    # a dated listing's first and last lines by their place ("the latest commit"); only its first, "the first one
+    # listed", where its dates are in no order
+    places: dict[int, str] = {}
+    if listing and saying is not None:
+        if (order := _date_order(records)) is not None:
+            places = {0: f"{order[0]} {kind or 'one'}", len(records) - 1: f"{order[1]} {kind or 'one'}"}
+        elif any(ISO_DATE.search(str(v)) for _, v in records[0]):
+            places = {0: "first one listed"}
+    for at in rng.sample(range(len(records)), min(2, len(records))):
+        record, place = records[at], places.get(at)
+        # a key the record holds more than once (lines that were not read as a listing) names no one value
+        twice = {k for k, n in Counter(k for k, _ in record).items() if n > 1}
+        labelled = [
+            (k, v)
+            for k, v in record
+            if k
+            and k not in twice
+            and k not in unasked
+            and answerable(v)
+            and (normalize_text(str(v)) not in given_text or chosen(call.arguments, v))
+            # (nor labelled by what the call was given: "Debug: Cache hit ratio 0.95" of message type "debug")
+            and normalize_text(k) not in given_each
+        ]
+        # (a line that introduces what follows, "README.md:", names it without its colon; markup, "# Project", names
+        # nothing)
+        names = [
+            v.rstrip(":")
+            for k, v in record
+            if isinstance(v, str)
+            and re.search(r"[A-Za-z]{3}", v)
+            and v[:1].isalnum()
+            and 1 <= len(v.split()) <= MAX_ANSWER_WORDS
+            and not re.search(r"@|://", v)
+            # a value with no key names a record of a listing, or a cell of a row; the lines of a result that
+            # is one record are its heading or prose ("Repository status:", "On branch main")
+            and (not k and (listing or row) or k.lower() in NAME_KEYS)
+        ]
+        names.sort(key=lambda v: (" " not in v, bool(re.search(r"\d", v))))  # names before codes
+        # values with a digit first (an amount, a code, a count): what a person asks a record for
+        picked = sorted(rng.sample(labelled, len(labelled)), key=lambda kv: not re.search(r"\d", str(kv[1])))
+        for field, value in picked[:FIELDS_PER_RESULT]:
+            # a name that picks the record out: of it alone, and given by at most one of the writes that made the
+            # state it is read from (two tasks created "Weekly report" are not told apart by it)
+            label = next(
+                (
+                    n
+                    for n in names
+                    if n != value and sum(n in str(v) for _, v in pairs) == 1 and sum(n in w for w in writes) <= 1
+                ),
+                None,
+            )
+            asked = spoken(field) or field.lower()
+            # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user
+            # might; one question is worded one way, whichever call grounds it, so that duplicates stay duplicates
+            if topic is not None and held[field] == 1 and (label is None or rng.random() < 0.5):
+                task = _worded(TOPIC_ASKS, topic, asked).format(**field_words(asked), noun=noun, topic=topic)
+                given = [topic]
+            # (not a line of a listing of one thing's parts, which the call named: a table's columns, a folder's
+            # files, whose names other things' parts share)
+            elif label is not None and (not (saying and saying.named) if listing else not args or rng.random() < 0.5):
+                # bare, only a name that reads as a thing's ("steel hammer"), not a subject ("Your flight is
+                # confirmed") nor a proper name, which takes no article ("the Project Apollo's")
+                bare = len(label.split()) <= 4 and not re.search(r"\d", label) and label.islower()
+                asks = STATE_NAME_ASKS if participle(asked) else NAME_ASKS
+                task = _worded(asks if bare else asks[:1], label, asked).format(
+                    **field_words(asked), noun=noun, name=label
+                )
+                given = [label]
+            elif place is not None and rng.random() < 0.5:
+                # the first or last line of a listing in time order (its lines dated), by its place: a log's latest
+                # entry, as people ask "Who made the latest commit?"; not a table's first row, whose place means
+                # nothing. Said alone only of the first line of a call that states nothing: a listing cut short
+                # keeps its first line, not its last
+                given = [value_text(v) for v in args.values() if not shaped(v)]
+                alone = kind is not None and not given and at == 0
+                task = _worded(saying.asks_record(asked, f"of the {place}", alone), given, asked)
+            elif listing and saying is not None and (key := _identifying(record, records, field, unasked)) is not None:
+                # a line of a listing without a name: picked out by a field that no other line shares, as the thing
+                # the line is where that is known ("of the commit whose message is ...", "of commit a1b2")
+                given = [value_text(key[1]), *(value_text(v) for v in args.values() if not shaped(v))]
+                said_key = spoken(key[0])
+                which = (
+                    f"where {quoted(key[1])} is {said_key}"
+                    if participle(said_key)
+                    else f"where the {said_key} is {quoted(key[1])}"
+                    if kind is None
+                    else f"of {kind} {quoted(key[1])}"
+                    if said_key == kind
+                    else f"of the {kind} whose {said_key} is {quoted(key[1])}"
+                )
+                task = _worded(saying.asks_record(asked, which, kind is not None and len(given) == 1), given, asked)
+            elif not listing and saying is not None:  # the one record a call gave: by the call (its title alone,
+                # where it states nothing)
+                given = [] if queries else [value_text(v) for v in args.values()]
+                # (a state that names a thing, "modified: TODO.md", not a date, "created: 2024-03-01")
+                state = participle(asked) and not re.search(r"\d", str(value))
+                task = _worded(saying.asks_field(asked, state), given, asked)
+            else:
+                continue
+            number = (
+                one_number(value, words=1) if isinstance(value, str) else None
+            )  # a field's value states a number, or a name
+            answer = value if number is None else number
+            # the record was named by what states the answer ("the sum 'The sum of 10 and 20 is 30.'"); a value chosen
+            # from a list the call was given is asked for (the largest of 3, 8 and 5), but not a name, which is the
+            # one of the names given that the server found, said back ("Open nodes with names A, B: the name?")
+            if holds_answer(task, answer) and (not chosen(call.arguments, answer) or field.lower() in NAME_KEYS):
+                continue
+            out.append(
+                grounded_scenario(
+                    task, answer, chain, "field", field=normalize_text(field), given=given, prepare=prepare
+                )
+            )
+    return out
+
+
+def listing_tasks(
+    call: ExploredCall,
+    args: dict[str, Any],
+    chain: list[ExploredCall],
+    saying: Said | None,
+    queries: list[str] | None = None,
+    prepare: list[ExploredCall] | None = None,
+) -> list[Scenario]:
+    """A task asking for every name a short listing gives (`git_branch`'s "  feature/alerts\n* main": its
+    lines, none labelled, each a name after a marker such as `*` or `[FILE]`), checked by the share of them
+    the answer holds; or how many a longer one gives ("How many valid moves are there?" -> 20: values of one
+    kind, each once, the whole result, `results.counted`), where the call names what it lists
+    (`Said.asks_count`), its replay listing as many. `args`: what a task states of the call's arguments; a call
+    that took `queries` (SQL) is asked for by what its result holds ("the tables of the database"), and not at
+    all without it (`saying`)."""
+    if saying is None:
+        return []
+    count = None if queries else counted(call.data, call.structured)
+    if count is not None and MAX_LISTED < count <= MAX_COUNTED and (asks := saying.asks_count()):
+        given = [value_text(v) for v in args.values()]
+        return [grounded_scenario(_worded(asks, call.tool, count), count, chain, "count", given=given, prepare=prepare)]
+    records = result_records(call.data, call.structured)
+    if len(records) > 1 and all(len(r) == 1 and r[0][0].lower() in NAME_KEYS for r in records):
+        records = [[("", r[0][1]) for r in records]]  # records that are each a name alone: [{'name': 'orders'}, ...]
+    if len(records) != 1 or any(k for k, _ in records[0]):
+        return []
+    names = [_listed_name(v) for _, v in records[0]]
+    if not 2 <= len(names) <= MAX_LISTED or None in names or len(set(names)) < len(names):
+        return []
+    given_text = " ".join(map(value_text, call.arguments.values()))
+    if any(holds_answer(given_text, n) for n in names):  # a listing of what the call was given
+        return []
+    task = _worded(saying.asks_listing(), call.tool, sorted(names))
+    given = [name for v in queries for name in stated(v)] if queries else [value_text(v) for v in args.values()]
+    return [grounded_scenario(task, names, chain, "listing", given=given, check=ContainsCheck(), prepare=prepare)]
+
+
+def _listed_name(line: Any) -> str | None:
+    """The name a listing's line gives: the line, or its word after a marker ("* main", "[FILE] notes.txt",
+    "- draft"), where that reads as a name (letters, no spaces inside)."""
+    words = line.split() if isinstance(line, str) else []
+    marked = len(words) == 2 and re.fullmatch(r"[^\w\s]+|\[\w+\]", words[0])
+    if not (len(words) == 1 or marked) or len(words[-1]) > 60 or not re.search(r"[A-Za-z]{2}", words[-1]):
+        return None
+    return words[-1]
+
+
+def _kind(records: list[list[tuple[str, Any]]], unasked: set[str]) -> str | None:
+    """What each record of a listing is: the thing the key that opens every one names ("Commit: a1b2..." -> commit),
+    where its values tell the records apart and it names a kind of thing (not `NOT_KINDS`: an id, a name, a date;
+    nor one of `unasked`: a position, "cid: 0")."""
+    opening = {record[0][0] if record else "" for record in records}
+    key = opening.pop() if len(opening) == 1 else ""
+    if not re.fullmatch(r"[A-Za-z]{3,}", key) or key.lower() in NOT_KINDS or key in unasked:
+        return None
+    values = [str(record[0][1]) for record in records]
+    if len(set(values)) < len(values):
+        return None
+    return singular(key.lower())
+
+
+def _date_order(records: list[list[tuple[str, Any]]]) -> tuple[str, str] | None:
+    """The places of a listing's first and last records by their dates: (`LATEST`, `EARLIEST`) newest first (a log),
+    (`EARLIEST`, `LATEST`) oldest first; None where a record has no date or they are in no order."""
+    stamps = []
+    for record in records:
+        found = next((m[0] for _, v in record if (m := ISO_DATE.search(str(v)))), None)
+        if found is None:
+            return None
+        stamps.append(found)
+    if len(set(stamps)) < len(stamps):  # two at once: which is latest is the listing's choice
+        return None
+    if stamps == sorted(stamps, reverse=True):
+        return LATEST, EARLIEST
+    return (EARLIEST, LATEST) if stamps == sorted(stamps) else None
+
+
+def _identifying(
+    record: list[tuple[str, Any]], records: list[list[tuple[str, Any]]], field: str, unasked: set[str]
+) -> tuple[str, Any] | None:
+    """A field of `record` (not `field`, nor one of `unasked`: a flag, a position) whose value no other record of
+    the listing has: a name first, else an id, a hash or a uuid last (no one says those from memory)."""
+    options = []
+    for k, v in record:
+        if (
+            k
+            and k != field
+            and k not in unasked
+            and isinstance(v, (str, int, float))
+            and len(str(v)) <= 40
+            and sum(any(k2 == k and str(v2) == str(v) for k2, v2 in other) for other in records) == 1
+        ):
+            hexadecimal = re.fullmatch(r"[0-9a-fA-F-]{12,}", str(v)) is not None
+            options.append((hexadecimal, not re.search(r"[A-Za-z]{3}", str(v)), k, v))
+    return min(options)[2:] if options else None
+
+
+def _worded(asks: tuple[str, ...], *about: Any) -> str:
+    """One of `asks`, the same for the same question (its record and field) in every exploration."""
+    return asks[int(hashlib.sha256(json.dumps(about).encode()).hexdigest(), 16) % len(asks)]
+
+
+def _stated(key: str, value: Any) -> list[tuple[str, Any]]:
+    """A record's pair, with the labelled values its text states (`sentence_fields`) after it; the
+    pair itself gives way to the value its own label states."""
+    stated = sentence_fields(f"{key}: {value}" if key else value) if isinstance(value, str) else []
+    return stated if key and any(k == key for k, _ in stated) else [(key, value), *stated]

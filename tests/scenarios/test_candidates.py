@@ -1,0 +1,433 @@
+"""The tasks an exploration's record grounds, before verification (mcprl.scenarios.candidates,
+mcprl.scenarios.record_tasks, mcprl.scenarios.grounded_task): what each asks, how it is worded, and what is no
+answer."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcprl.scenarios.explored import ExploredCall
+from mcprl.tools import ServerSpec, ToolPool
+from mcprl.types import Scenario
+
+pytestmark = pytest.mark.anyio
+
+
+def test_a_short_listing_asks_for_every_name_it_gives_and_states_none():
+    """A listing whose lines are names, none labelled (`git_branch`'s "  feature/alerts\n* main"), grounds a
+    task asking for them all, markers left out, checked by the share the answer holds; the task states none
+    of them. Prose lines, a listing of one line, or one of the values the call was sent ground none."""
+    from mcprl.judges.verify import checker_for
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+    from mcprl.types import Message, Trajectory
+
+    def listing(text: str, arguments: dict | None = None) -> list:
+        call = ExploredCall(index=0, session=0, tool="git_branch", arguments=arguments or {}, text=text)
+        return [t for t in candidates(Exploration(calls=[call]), {}, seed=0) if t.metadata["kind"] == "listing"]
+
+    (task,) = listing("  feature/alerts\n* main\n[DIR] docs")
+    assert task.answer == ["feature/alerts", "main", "docs"] and task.check.kind == "contains"
+    assert not any(name in task.task for name in task.answer)
+    check = checker_for(task)
+
+    def said(answer: str) -> float:
+        return check(task, Trajectory(messages=[Message(role="assistant", content=answer)]))
+
+    assert said("The branches are feature/alerts and main, and the folder docs.") == 1.0
+    assert 0 < said("Only main.") < 1
+    assert listing("Changes to be committed and more\nOn branch main") == []  # prose, not names
+    assert listing("main") == []  # one line
+    assert listing("main\ndev", {"name": "dev"}) == []  # a listing of what the call was given
+
+
+def test_no_task_states_a_filter_that_changed_nothing():
+    """`git_log` with `end_timestamp` "README" said what `git_log` alone said: every task is asked of the
+    plain call (its reference takes no filter, its wording states none); a filter that changed the answer
+    stays."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    log = "Commit: a1\nAuthor: Ann Lee\nMessage: Initial commit\n\nCommit: b2\nAuthor: Bob Stone\nMessage: Add tests"
+    calls = [
+        ExploredCall(index=0, session=0, tool="git_log", arguments={"end_timestamp": "README"}, text=log),
+        ExploredCall(index=1, session=0, tool="git_log", arguments={}, text=log),
+        ExploredCall(index=2, session=0, tool="git_log", arguments={"max_count": 1}, text=log.split("\n\n")[0]),
+    ]
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert tasks and not any("README" in t.task or "end_timestamp" in t.reference[-1].arguments for t in tasks)
+    assert any(t.reference[-1].arguments == {"max_count": 1} for t in tasks)  # it changed what the call said
+
+
+def test_a_text_a_tool_gave_whatever_it_was_asked_answers_no_task():
+    """A lookup that said "Task not found" for three ids answers that to anything: no task asks for it, for any of
+    them; a record it found is still asked about, and a value three calls share that is a number (a sum) stays."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    calls = [
+        ExploredCall(index=i, session=0, tool="task_get", arguments={"id": n}, text="Task not found")
+        for i, n in enumerate((8, 18, 2))
+    ]
+    calls.append(
+        ExploredCall(index=3, session=0, tool="task_get", arguments={"id": 1}, text='{"name": "Renew passport"}')
+    )
+    calls += [
+        ExploredCall(index=4 + i, session=0, tool="add", arguments={"a": a, "b": b}, text="7")
+        for i, (a, b) in enumerate(((3, 4), (2, 5), (1, 6)))
+    ]
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert {t.answer for t in tasks} == {"Renew passport", 7}, {(t.task, t.answer) for t in tasks}
+
+
+def test_an_answer_picked_from_a_list_the_task_gives_is_asked_and_one_an_argument_states_is_not():
+    """The largest of 3, 8 and 5 is 8, in a text or a JSON record: a choice the task asks for, so kept; a value a
+    list holds once (no choice), or one another argument states (`start` 7), still gives the answer away."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    calls = [
+        ExploredCall(index=0, session=0, tool="max", arguments={"numbers": [3, 8, 5]}, text="8"),
+        ExploredCall(
+            index=1, session=0, tool="largest", arguments={"numbers": [4, 9]}, text='{"result": "9.0", "count": 2}'
+        ),
+        ExploredCall(index=2, session=0, tool="max", arguments={"numbers": [6, 6]}, text="6"),
+        ExploredCall(index=3, session=0, tool="top", arguments={"numbers": [1, 7], "start": 7}, text="7"),
+    ]
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    answers = {t.answer: t.task for t in tasks}
+    assert {8, 9} <= set(answers) and not {6, 7} & set(answers), answers
+    assert re.search(r"\b3\b.*\b8\b.*\b5\b", answers[8]) and re.search(r"\b4\b.*\b9\b", answers[9])  # stated
+
+
+def test_a_dated_listing_asks_for_its_latest_and_earliest_lines_by_their_dates():
+    """A listing whose lines are dated, newest first or oldest first, asks for its first and last lines by place
+    ("the latest commit"), and the answer is the field of the line with that date; a listing in no date order says
+    only "the first one listed"; a line is picked out by words before a hash."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    people = ["Ann Lee", "Bob Stone", "Carla Diaz", "Dan Roe"]
+    lines = [
+        (("abc", "bcd", "cde", "def")[i] * 13 + str(i), people[i], f"2024-03-0{i + 1} 10:00:00+00:00", f"Change {i}")
+        for i in range(4)
+    ]
+
+    def log(order: list[int]) -> str:
+        return "\n\n".join(
+            f"Commit: {lines[i][0]}\nAuthor: {lines[i][1]}\nDate: {lines[i][2]}\nMessage: {lines[i][3]}" for i in order
+        )
+
+    for order, latest, earliest in (([3, 2, 1, 0], 3, 0), ([0, 1, 2, 3], 3, 0), ([2, 0, 3, 1], None, None)):
+        call = ExploredCall(index=0, session=0, tool="git_log", arguments={}, text=log(order))
+        tasks = [t for seed in range(12) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+        placed = [t for t in tasks if re.search(r"\b(latest|earliest|first one listed)\b", t.task)]
+        places = {p for t in placed for p in ("latest", "earliest") if p in t.task}
+        assert places == ({"latest", "earliest"} if latest is not None else set()), [t.task for t in placed]
+        for t in placed:
+            at = latest if "latest" in t.task else earliest if "earliest" in t.task else order[0]
+            assert any(str(t.answer) in v for v in lines[at]), (t.task, t.answer)
+            assert "Who" in t.task or "who" in t.task or "Author" not in t.task  # the author is asked who, not what
+        # a hash picks a line out only where no value in words does
+        assert not any(lines[i][0] in t.task for t in tasks for i in range(4)), [t.task for t in tasks]
+
+
+def test_a_text_of_lines_is_asked_for_by_its_labelled_values_not_its_one_number():
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    text = "Meeting at 10am with Dana.\nBudget: 4500 USD\n"
+    call = ExploredCall(index=0, session=0, tool="read_text_file", arguments={"path": "notes.txt"}, text=text)
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    assert tasks and all("budget" in t.task for t in tasks if t.answer == 4500), [t.task for t in tasks]
+
+
+def test_a_csv_table_is_asked_for_by_its_cells_not_as_lines():
+    """A file that is a CSV table grounds tasks about one row's cell, picked out by another cell of that row, and
+    no task asks for its lines as a listing."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    rows = [("apple", "3"), ("pear", "7"), ("plum", "12")]
+    text = "name,qty\n" + "\n".join(",".join(r) for r in rows) + "\n"
+    call = ExploredCall(index=0, session=0, tool="read_text_file", arguments={"path": "./data.csv"}, text=text)
+    tasks = [t for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    assert tasks and not any(isinstance(t.answer, list) or "," in str(t.answer) for t in tasks)
+    for t in tasks:  # the answer is a cell of the one row whose other cell the task names
+        row = next(r for r in rows if any(re.search(rf"\b{c}\b", t.task) for c in r))
+        assert str(t.answer) in row and not re.search(rf"\b{t.answer}\b", t.task), t.task
+
+
+def test_no_answer_is_longer_than_a_line():
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    env = {"HOME": "/root", "SHELL": "/bin/bash", "PATH": ":".join(f"/opt/tool{i}/bin" for i in range(12))}
+    call = ExploredCall(index=0, session=0, tool="get_env", arguments={}, text=json.dumps(env))
+    tasks = [t for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    assert tasks and all(len(str(t.answer)) <= 80 for t in tasks), [t.answer for t in tasks]
+
+
+def test_a_task_that_states_a_value_needs_no_call_that_found_it():
+    """Exploring found SKU-3000 by listing first; asked for by its sku, the item needs `get_item`
+    alone, asked for by its name, the listing too (what the rollout must find)."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    listing = ExploredCall(
+        index=0,
+        session=0,
+        tool="list_items",
+        arguments={},
+        text="SKU-3000 | mini hook | 167.07\nSKU-4000 | steel level | 53.63",
+    )
+    item = ExploredCall(
+        index=1,
+        session=0,
+        tool="get_item",
+        arguments={"sku": "SKU-3000"},
+        sources={"sku": "result:0"},
+        parents=[0],
+        text='{"sku": "SKU-3000", "name": "mini hook", "price": 167.07, "stock": 40}',
+    )
+    found = {}
+    for seed in range(8):  # both wordings: by the sku the call took, by the record's name
+        for t in candidates(Exploration(calls=[listing, item]), {}, seed=seed):
+            if t.reference[-1].tool == "get_item":
+                found["SKU-3000" in t.task] = [c.tool for c in t.reference]
+    assert found == {True: ["get_item"], False: ["list_items", "get_item"]}
+    # a write the chain made stays: it made the state the read reads
+    from mcprl.scenarios.replay import needed
+
+    write = ExploredCall(
+        index=2,
+        session=0,
+        tool="update_stock",
+        arguments={"sku": "SKU-3000", "change": 7},
+        writes=True,
+        sources={"sku": "result:0"},
+        parents=[0],
+        text="SKU-3000 (mini hook): stock 40 -> 47",
+    )
+    read = item.model_copy(update={"index": 3})
+    assert [c.tool for c in needed("What is the stock of the item with sku SKU-3000?", [listing, write, read])] == [
+        "update_stock",
+        "get_item",
+    ]
+
+
+def test_no_task_is_answered_by_our_rendering_or_by_its_own_wording():
+    """Seen on @modelcontextprotocol/server-everything: an image's placeholder (`[image/png, 4 KB]`,
+    written by our client) gave the answer 4, and a one-sentence result named its own record
+    ('What is the sum of the sum "The sum of 10 and 20 is 30."?')."""
+    from mcprl.checks import holds_answer
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    image = ExploredCall(
+        index=0,
+        session=0,
+        tool="get-tiny-image",
+        arguments={},
+        text="Here's the image you requested:\n[image/png, 4 KB]\nThe image above is the MCP logo.",
+        data_text="Here's the image you requested:\nThe image above is the MCP logo.",  # its text blocks
+    )
+    total = ExploredCall(
+        index=1, session=0, tool="get-sum", arguments={"a": 10, "b": 20}, text="The sum of 10 and 20 is 30."
+    )
+    tasks = [
+        t
+        for seed in range(8)
+        for t in candidates(
+            Exploration(calls=[image, total]), {"get-sum": "Returns the sum of two numbers."}, seed=seed
+        )
+    ]
+    assert not [t for t in tasks if t.reference[-1].tool == "get-tiny-image"]
+    assert tasks and all(t.answer == 30 and not holds_answer(t.task, 30) for t in tasks), [t.task for t in tasks]
+
+
+def test_a_listing_cut_by_max_result_chars_grounds_each_field_in_its_own_record():
+    """A long listing is cut mid-record, and the client says so on a last line: neither the cut
+    record nor that line is a record, the rest is still a listing (not one record whose keys repeat,
+    which asked for one item's stock with another's), and a reference keeps the result whole."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+    from mcprl.tools.convert import _BoundedText
+
+    rows = [
+        f"SKU-{1000 + i} | item {chr(97 + i)}{chr(97 + i)}x | tools | stock: {10 + i} | price: ${i}.50"
+        for i in range(12)
+    ]
+    bounded = _BoundedText(300)
+    bounded.add("\n".join(rows))
+    listing = ExploredCall(index=0, session=0, tool="list_items", arguments={}, text=bounded.text())
+    assert listing.text.endswith("more characters]")
+    fields = [
+        t
+        for seed in range(6)
+        for t in candidates(Exploration(calls=[listing]), {}, seed=seed)
+        if t.metadata["kind"] == "field"
+    ]
+    assert fields
+    for t in fields:
+        name = t.metadata["given"][0]
+        row = next(r for r in rows if f"| {name} |" in r)
+        assert row in listing.text and str(t.answer) in row, (t.task, t.answer)
+        assert t.reference[0].result == listing.text
+
+
+def test_prose_states_labelled_values_and_a_listing_may_end_with_a_note():
+    """A message's body says what a person asks about ("Confirmation code: ZOE67V.", "Your
+    reservation number is 4F2A9C01."); a search's listing ends with a note that is not a record;
+    a one-sentence result is a message, not an answer; a subject that holds a number is a name."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+    from mcprl.scenarios.results import result_records, sentence_fields
+
+    assert sentence_fields(
+        "Confirmation code: ZOE67V. Flight SW 764 to Porto is booked. Check in 24 hours before."
+    ) == [("Confirmation code", "ZOE67V")]
+    assert sentence_fields("Dear Alex, thank you. Your reservation number is 4F2A9C01. We look forward to it.") == [
+        ("reservation number", "4F2A9C01")
+    ]
+    assert sentence_fields("The Wi-Fi password at Lake Cabin is k3j2h1x9. Enjoy!") == [("Wi-Fi password", "k3j2h1x9")]
+    assert sentence_fields("Good news: your order is on its way. Please keep noise down after 10 PM.") == []
+    # a clause labels its value by the noun it ends with; an expression is no value of the number it starts with
+    assert sentence_fields("Task created successfully with ID: 2") == [("ID", "2")]
+    assert sentence_fields("tags: 2 + 3") == []
+    listing = (
+        "msg-0296 | 2024-12-18 | SkyWay <b@sky.example> | Your flight to Porto is confirmed | Confirmation code: "
+        "ZOE67V. Flight ...\n"
+        "msg-0266 | 2024-11-14 | City Guides <h@cg.example> | 48 hours in Porto | Where to eat in Porto.\n"
+        "(2 of 11 matching emails shown)"
+    )
+    assert len(result_records(listing, None)) == 2
+    calls = [
+        ExploredCall(index=0, session=0, tool="search_emails", arguments={"query": "Porto"}, text=listing),
+        ExploredCall(index=1, session=0, tool="search_emails", arguments={"query": "Oslo"}, text="No emails match."),
+    ]
+    tasks = {t.task: t.answer for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
+    assert tasks == {
+        "Find the email about Porto and tell me its confirmation code.": "ZOE67V",  # what the search was about
+        'What is the confirmation code of the email "Your flight to Porto is confirmed"?': "ZOE67V",
+    }
+
+
+def test_a_description_that_states_an_expression_words_the_task_as_that_expression():
+    from mcprl.scenarios.phrasing import formula
+
+    assert formula("Multiply two numbers and return a * b.", "multiply", {"a": 18.5, "b": 10}) == "18.5 * 10"
+    # the previous call's expression in brackets where its result is fed on
+    assert (
+        formula("Subtract b from a and return a - b.", "subtract", {"a": 184, "b": 6}, frozenset({"a"}), "18.5 * 10")
+        == "(18.5 * 10) - 6"
+    )
+    assert (
+        formula("Raise base to the power exponent and return base ** exponent.", "power", {"base": 2, "exponent": -1.5})
+        == "2 ** -1.5"
+    )
+    # none where the description states no expression, or one without every argument
+    assert formula("Convert an amount from one unit to another.", "convert", {"value": 3, "to_unit": "km"}) is None
+    assert formula("Divide a by b and return a / b.", "divide", {"a": 2, "c": 1}) is None
+
+
+def test_a_value_that_changed_no_answer_makes_no_other_question_and_one_text_given_twice_none():
+    """Three times of day give one time difference: one question, not three. Converting a zone to itself
+    asks nothing, where the zones are what the call works on. A value that changed the answer still makes
+    its own question."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+    from mcprl.scenarios.selection import select
+
+    def convert(index: int, source: str, at: str, target: str, difference: float) -> ExploredCall:
+        result = {"source": source, "target": target, "time_difference": f"{difference:+.1f}h"}
+        arguments = {"source_timezone": source, "time": at, "target_timezone": target}
+        return ExploredCall(index=index, session=0, tool="convert_time", arguments=arguments, text=json.dumps(result))
+
+    calls = [
+        *(convert(i, "America/New_York", at, "Europe/London", 5) for i, at in enumerate(["09:30", "12:00", "8:54"])),
+        convert(3, "Asia/Tokyo", "09:30", "Europe/London", -9),
+        convert(4, "Asia/Tokyo", "09:30", "Asia/Tokyo", 0),
+        # two names of one zone change no answer; the target zone still does, so each target is its own question
+        convert(5, "Asia/Kolkata", "12:00", "UTC", -5.5),
+        convert(6, "Asia/Kolkata", "12:00", "Etc/UTC", -5.5),
+        convert(7, "Asia/Kolkata", "09:30", "Asia/Tokyo", 3.5),
+        convert(8, "Asia/Tokyo", "12:00", "Asia/Kolkata", -3.5),
+    ]
+    found = [
+        t for t in candidates(Exploration(calls=calls), {}, seed=0) if t.metadata.get("field") == "time_difference"
+    ]
+    assert {t.reference[-1].arguments["time"] for t in found if t.answer == 5} == {"09:30", "12:00", "8:54"}
+    kept, dropped = select(found, 10, seed=0)
+    asked = sorted((t.reference[-1].arguments["source_timezone"], t.answer) for t in kept)
+    assert asked == [
+        ("America/New_York", 5),
+        ("Asia/Kolkata", -5.5),
+        ("Asia/Kolkata", -5.5),
+        ("Asia/Kolkata", 3.5),
+        ("Asia/Tokyo", -9),
+        ("Asia/Tokyo", -3.5),
+    ], [t.task for t in kept]
+    assert dropped["one text given twice"] == 1
+    # as filters, one value given twice narrows (one date as both bounds of a range asks for that day)
+    _, dropped = select(found, 10, seed=0, optional={"convert_time": {"source_timezone", "target_timezone"}})
+    assert not dropped["one text given twice"]
+
+
+def test_the_previous_result_is_always_the_result_of_the_call_said_before():
+    """A chain is said call after call, a value one call found given to the next as "the previous result": never
+    where it came from an earlier call (`divide(a=<first sum>, b=<second sum>)` is not "divide the previous result by
+    the previous result")."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    def made(index, tool, arguments, text, sources=None):
+        parents = sorted({int(s.split(":")[1]) for s in (sources or {}).values()})
+        return ExploredCall(
+            index=index, session=0, tool=tool, arguments=arguments, text=text, sources=sources or {}, parents=parents
+        )
+
+    calls = [
+        made(0, "add", {"a": 2, "b": 3}, "5"),
+        made(1, "add", {"a": 16, "b": 34}, "50"),
+        made(2, "divide", {"a": 5, "b": 50}, "0.1", {"a": "result:0", "b": "result:1"}),
+        made(3, "multiply", {"a": 50, "b": 2}, "100", {"a": "result:1"}),
+    ]
+    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert not [t.task for t in tasks if t.answer == 0.1 and "previous result" in t.task]
+    assert any("previous result" in t.task for t in tasks if t.answer == 100), [t.task for t in tasks]
+
+
+async def test_a_listing_too_long_to_name_is_asked_how_many_it_lists(tmp_path):
+    """A listing of more values than a task would ask to name (12 legal moves) is asked how many it gives, the
+    answer its number of values; not where the client cut it, where a value repeats, or where a short listing's
+    names are asked for instead. Replayed, a count is kept where the listing gives as many again, not where it
+    grew."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+    from mcprl.scenarios.replay import replayed
+    from mcprl.tools.convert import TRUNCATED
+    from tests.scenarios.listings_server import MOVES as moves
+
+    def listed(tool: str, values: list[str], cut: bool = False) -> ExploredCall:
+        text = "\n".join(values) + ("\n[... truncated: 400 more characters]" if cut else "")
+        assert bool(TRUNCATED.search(text)) == cut
+        return ExploredCall(index=0, session=0, tool=tool, arguments={}, text=text)
+
+    def counts(call: ExploredCall) -> list[Scenario]:
+        return [t for t in candidates(Exploration(calls=[call]), {}, seed=0) if t.metadata.get("kind") == "count"]
+
+    (task,), events = counts(listed("get_valid_moves", moves)), counts(listed("get_recent_events", moves[:10]))
+    assert task.answer == len(moves) and str(task.answer) not in task.task and "valid moves" in task.task
+    assert not counts(listed("get_valid_moves", moves, cut=True))
+    assert not counts(listed("get_valid_moves", [*moves[:-1], moves[0]]))
+    assert not counts(listed("get_valid_moves", moves[:5]))
+    server = Path(__file__).with_name("listings_server.py")
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {server} {tmp_path / 'seen'}")) as pool:
+        kept, dropped = await replayed([task, *events], pool, say=lambda _: None)
+    assert kept == [task] and dropped == {"answer not reproduced": 1}

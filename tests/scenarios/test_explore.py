@@ -1,0 +1,319 @@
+"""Exploring real servers over real transports (mcprl.scenarios.explore, mcprl.scenarios.isolation): which tools may
+write and where, state that outlives a session or lives under the home folder, bounds, errors reported in text counted
+as errors, reads made again after writes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mcprl.checks import holds_answer
+from mcprl.errors import UserError
+from mcprl.scenarios.config import ExploreConfig
+from mcprl.scenarios.explore import explore
+from mcprl.scenarios.explored import Exploration, ExploredCall
+from mcprl.scenarios.isolation import may_write, names_a_file
+from mcprl.scenarios.replay import gives_answer
+from mcprl.scenarios.source import grounded
+from mcprl.tools import ServerSpec, ToolPool
+from mcprl.types import load_jsonl
+from tests.conftest import _free_port, _wait_listening
+from tests.scenarios.explored_servers import NOTES, SHOP, explore_and_ground, shop
+
+pytestmark = pytest.mark.anyio
+
+
+def test_which_tools_may_write():
+    assert not may_write({"name": "delete_everything", "annotations": {"readOnlyHint": True}})
+    assert may_write({"name": "get_item", "annotations": {"destructiveHint": True}})
+    assert not may_write({"name": "searchEmails"}) and not may_write({"name": "list_units"})
+    assert may_write({"name": "send_email"}) and may_write({"name": "createIssue"})
+    assert may_write({"name": "frobnicate", "description": "Frobnicates."})  # says neither: assume it writes
+    assert not may_write({"name": "frobnicate", "description": "Get the frobnication level."})
+    assert names_a_file(["python", "server.py", "--db", "shop.db"]) == "shop.db"
+    assert names_a_file(["npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"]) == "/tmp"
+    assert (
+        names_a_file(["python", "-m", "mcprl.servers.inventory"]) is None
+        and names_a_file(["python", str(SHOP)]) is None
+    )
+    # a file an environment variable names is where state lives; the server's own program after `env` is not
+    assert names_a_file(["env", "MEMORY_FILE_PATH=/tmp/graph.jsonl", sys.executable]) == "/tmp/graph.jsonl"
+    assert names_a_file(["env", "LOG_LEVEL=debug", sys.executable, "-m", "some_server"]) is None
+
+
+def test_which_result_texts_report_an_error():
+    from mcprl.tools.convert import reports_error
+
+    for text in (
+        "Error: Database error",
+        "ValueError: boom",
+        'Database error: near "2026": syntax error',
+        "notes.txt: Error - ENOENT: no such file or directory",
+        "/srv/a: Error - EISDIR: illegal operation",
+        '{"error": "not found"}',
+    ):
+        assert reports_error(text), text
+    for text in ("a.txt:\nhello\n---\nb.txt: Error - ENOENT", "status: error", "found: 0 errors", "price: 12"):
+        assert not reports_error(text), text
+
+
+async def test_a_result_that_reports_an_error_in_its_text_is_an_error():
+    from mcprl.judges.shaping import call_stages
+
+    async with ToolPool(shop()) as pool, pool.session() as session:
+        outcome = await session.call("run_query", {"query": "2026-05"})
+        fine = await session.call("list_products", {})
+    assert outcome.is_error and outcome.text.startswith("Error: Database error") and not fine.is_error
+    call = {"id": "c1", "function": {"name": "run_query", "arguments": '{"query": "2026-05"}'}}
+    schemas = {"run_query": {"type": "object", "properties": {"query": {"type": "string"}}}}
+    assert call_stages(call, schemas, {"c1": outcome.text}) == 3  # not "answered without error"
+
+
+async def test_a_shared_server_is_never_sent_a_tool_that_may_write():
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(SHOP), "--transport", "http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_listening(proc, port)
+        spec = ServerSpec.parse(f"http://127.0.0.1:{port}/mcp")
+        exploration, tasks, _ = await explore_and_ground(spec, calls=20)
+        assert "add_to_cart" not in {c.tool for c in exploration.calls}
+        assert "add_to_cart" in exploration.skipped_tools and tasks
+        opted_in, _, _ = await explore_and_ground(spec, calls=20, writes=True)
+        assert "add_to_cart" in {c.tool for c in opted_in.calls}
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+async def test_a_server_whose_state_outlives_its_process_gets_one_write_and_names_it(tmp_path, seed):
+    """State in a file the command line does not name: after the first write that answers, a fresh session's reads
+    (the whole listing, not one under a filter the write missed; `server_info` never changes) show it outlived its
+    process, so no tool that may write is called again, and the exploration says why and which writes landed.
+    Grounding then replays no chain that writes, and the run's pool offers the policy no tool that may write."""
+    notes = tmp_path / "notes.json"
+    spec = ServerSpec.parse(f"{sys.executable} {NOTES}", env=[f"NOTES_FILE={notes}"])
+    said: list[str] = []
+    async with ToolPool(spec) as pool:
+        with contextlib.suppress(UserError):  # too few tasks for a run is not what this checks
+            await grounded(
+                pool, 8, ExploreConfig(calls=60), tmp_path / "e.jsonl", tmp_path / "g.json", seed=seed,
+                fallback=False, say=said.append,
+            )  # fmt: skip
+        exploration = Exploration.model_validate({"calls": load_jsonl(tmp_path / "e.jsonl", ExploredCall)})
+        assert "add_note" not in pool.toolset.names()
+        async with pool.session() as session:
+            assert (await session.call("add_note", {"text": "x"})).is_error
+    writes = [c for c in exploration.calls if c.tool == "add_note"]
+    assert sum(not c.is_error for c in writes) == 1, exploration.summary()  # one landed before the check
+    assert len(json.loads(notes.read_text())) == 1  # and no replay while grounding added another
+    assert any("outside its process" in line for line in said)
+    # every write that landed is named whole, so that a user whose state it was can undo it
+    for c in writes:
+        assert (f"  add_note {json.dumps(c.arguments)}" in said) is not c.is_error
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+async def test_a_server_keeping_its_state_under_the_home_gets_a_home_of_its_own_and_the_users_is_never_written(
+    tmp_path, monkeypatch, seed
+):
+    """State under the home folder (the notes server without NOTES_FILE: `~/.local/share/notes`), a user's note
+    there: the first write is made in a session with a home of its own, where it lands; a fresh one starts empty,
+    so every session from then on gets its own home, writes are explored there, and the pool's sessions (grounding's
+    replays, rollouts) get one too. The user's file is never written. A store that starts empty is asked about what
+    its session's writes left, the ones it needs the task's `prepare`: each such task's answer comes back in a fresh
+    session once they are made, not without any one of them, and none states its answer."""
+    home = tmp_path / "home"
+    store = home / ".local" / "share" / "notes" / "notes.json"
+    store.parent.mkdir(parents=True)
+    store.write_text(json.dumps(["the user's own note"]))
+    (home / ".config" / "notes").mkdir(parents=True)  # and settings of theirs, which no write changes
+    (home / ".config" / "notes" / "settings").write_text("sort: oldest first")
+    monkeypatch.setenv("HOME", str(home))
+    said: list[str] = []
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {NOTES}")) as pool:
+        tasks = await grounded(
+            pool, 8, ExploreConfig(calls=40), tmp_path / "e.jsonl", tmp_path / "g.json", seed=seed,
+            fallback=False, say=said.append,
+        )  # fmt: skip
+        assert pool.spec.private_home and "add_note" in pool.toolset.names()
+        async with pool.session() as session:  # a rollout's write
+            assert not (await session.call("add_note", {"text": "x"})).is_error
+        # questions on what writes left (the notes listed), not tasks to make them
+        asked = [t for t in tasks if t.prepare and t.read_back is None and not any(c.writes for c in t.reference)]
+        assert asked
+        for t in asked:
+            assert all(c.writes for c in t.prepare) and not holds_answer(t.task, t.answer)
+            # its answer comes back once its writes are made, and not without any one of them (the ones it needs)
+            for prepare in [t.prepare, *(t.prepare[:i] + t.prepare[i + 1 :] for i in range(len(t.prepare)))]:
+                async with pool.session() as session:
+                    for c in [*prepare, *t.reference]:
+                        outcome = await session.call(c.tool, c.arguments)
+                assert gives_answer(t, outcome.data_text) is (prepare == t.prepare)
+    calls = load_jsonl(tmp_path / "e.jsonl", ExploredCall)
+    assert sum(c.tool == "add_note" and not c.is_error for c in calls) >= 3  # writes explored, not stopped at one
+    assert json.loads(store.read_text()) == ["the user's own note"]
+    assert any("home" in line and "--private-home" in line for line in said)
+
+
+async def test_exploration_stays_within_its_bounds_and_skips_a_tool_that_hangs():
+    started = time.monotonic()
+    exploration, tasks, _ = await explore_and_ground(shop("--hang"), calls=12, call_timeout=1.0)
+    assert len(exploration.calls) <= 12 and exploration.hung_tools == ["wait_forever"]
+    assert sum(c.tool == "wait_forever" for c in exploration.calls) <= 4  # once per concurrent session at most
+    assert tasks and time.monotonic() - started < 60
+    async with ToolPool(shop()) as pool:
+        bounded = await explore(pool, ExploreConfig(calls=1000, minutes=0.05), seed=0, say=lambda _: None)
+    assert bounded.seconds < 10 and len(bounded.calls) < 1000
+
+
+async def test_a_search_with_optional_filters_is_explored_past_its_first_page():
+    """The shipped mailbox's search has only optional parameters: exploring fills some with words
+    and date windows from earlier results, so grounded tasks reach facts beyond the newest emails,
+    stated in their bodies."""
+    # one server for all 20 exploring sessions: the mailbox only reads, so a session's server is like a fresh one
+    mailbox = ServerSpec.parse("python -m mcprl.servers.email", per_rollout=False)
+    exploration, tasks, _ = await explore_and_ground(mailbox, calls=120, n=96)
+    searches = [c for c in exploration.calls if c.tool == "search_emails"]
+    assert len({repr(c.arguments) for c in searches}) > len(searches) / 2  # not the same listing again and again
+    assert any(c.sources.get("query", "").startswith("result:") for c in searches)
+    assert any(
+        re.search(r"\b(confirmation code|amount due|reservation number|tracking number)\b", t.task) for t in tasks
+    )
+    assert not any("user@example.com" in str(c.arguments.get("query")) for c in searches)
+
+
+async def test_the_generator_writes_arguments_where_only_the_schema_gave_values(tmp_path, monkeypatch):
+    import json
+
+    from mcprl.scenarios.source import grounded
+    from tests.fake_llm import FakeLLM
+
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    weather = ServerSpec.parse(f"{sys.executable} {Path(__file__).resolve().parents[1] / 'one_tool_server.py'}")
+    cities = iter(["Oslo", "Cairo", "Atlantis", "Lima"] * 4)
+
+    def reply(body):
+        assert body["response_format"]["json_schema"]["schema"]["properties"]["city"]["type"] == "string"
+        return json.dumps({"city": next(cities)})
+
+    files = tmp_path / "exploration.jsonl", tmp_path / "grounding.json"
+    async with ToolPool(weather) as pool:
+        # sampled from the schema, the city is a word of the description: no forecast, nothing to ground
+        with pytest.raises(UserError, match="nothing it answered could be grounded"):
+            await grounded(
+                pool,
+                4,
+                ExploreConfig(calls=6, generated=0, phrase=False),
+                *files,
+                seed=0,
+                model="openai/fake",
+                fallback=False,
+                say=lambda _: None,
+            )
+        with FakeLLM(handler=reply) as llm:
+            tasks = await grounded(
+                pool,
+                4,
+                ExploreConfig(calls=6, generated=4, phrase=False),
+                *files,
+                seed=0,
+                model="openai/fake",
+                api_base=llm.base_url,
+                fallback=False,  # three tasks of the four asked for: no synthesized one to top them up
+                say=lambda _: None,
+            )
+    assert len(llm.requests) == 4  # the bound: the two calls after it sampled
+    answers = {t.reference[0].arguments["city"]: t.answer for t in tasks}
+    assert answers == {"Oslo": -3, "Cairo": 31, "Lima": 19}  # "no forecast for Atlantis" grounds nothing
+
+
+THINGS = '''
+import sys
+sys.path.insert(0, {root!r})
+from mcprl.servers import serve
+
+THINGS = []
+
+
+def list_things() -> str:
+    """List the things."""
+    return ", ".join(THINGS) or "nothing yet"
+
+
+def add_thing(name: str) -> str:
+    """Add a thing."""
+    THINGS.append(name)
+    return "added"
+
+
+def shout(text: str) -> str:
+    """Say a text loudly."""
+    return text.upper()
+
+
+def build(seed: int = 0):
+    server = serve.new_server("things", "Things.")
+    serve.add_tools(server, [list_things, add_thing, shout], writes=["add_thing", "shout"])
+    return server
+
+
+if __name__ == "__main__":
+    serve.main(build, "Things.")
+'''
+
+
+async def test_reads_are_made_again_after_writes_that_change_them_not_after_ones_that_never_did(tmp_path):
+    """A tool that may write but changed no read made again after it twice (a pure function named like a write) is
+    read back after no more; one whose writes show is read back after every one, so write tasks still ground."""
+    from mcprl.scenarios.explore import QUIET_WRITES, READ_BACKS
+
+    server = tmp_path / "things.py"
+    server.write_text(THINGS.format(root=str(Path(__file__).resolve().parents[2])))
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {server}")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
+    calls = exploration.calls
+
+    def backs(tool: str) -> list[list[ExploredCall]]:
+        return [[b for b in calls if b.reads_back == c.index] for c in calls if c.tool == tool and not c.is_error]
+
+    shouts, adds = backs("shout"), backs("add_thing")
+    assert len(shouts) > QUIET_WRITES + 1, exploration.summary()  # enough of them for the bound to matter
+    assert sum(map(len, shouts)) <= QUIET_WRITES * READ_BACKS
+    assert len(adds) > QUIET_WRITES + 1 and all(adds[:-1]), exploration.summary()  # (the last may meet the budget)
+
+
+async def test_a_server_that_reads_the_users_home_to_answer_is_explored_in_it(tmp_path, monkeypatch):
+    """A server whose reads need a file of the user's home (a configuration, a credential) answers nothing in a home
+    of its own: it is explored in the user's, its writes (kept in its process) explored as on any fresh server."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".thingsrc").write_text("token")
+    monkeypatch.setenv("HOME", str(home))
+    needs_home = THINGS.replace(
+        '    """List the things."""\n',
+        '    """List the things."""\n'
+        "    from pathlib import Path\n"
+        '    if not (Path.home() / ".thingsrc").exists():\n'
+        '        raise ValueError("no ~/.thingsrc: log in first")\n',
+    )
+    server = tmp_path / "things.py"
+    server.write_text(needs_home.format(root=str(Path(__file__).resolve().parents[2])))
+    said: list[str] = []
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {server}")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=40), seed=0, say=said.append)
+    assert not exploration.private_home and any("home folder" in line for line in said)
+    lists = [c for c in exploration.calls if c.tool == "list_things"]
+    assert sum(c.is_error for c in lists) == 1 and len(lists) > 3  # the one call in a home of its own
+    assert sum(c.tool == "add_thing" and not c.is_error for c in exploration.calls) >= 2

@@ -1,0 +1,267 @@
+"""Where exploring's arguments come from (mcprl.scenarios.values, mcprl.scenarios.value_sources): values drawn from
+the arms, as a person gives them, and what answers and errors teach about them."""
+
+from __future__ import annotations
+
+import re
+
+
+def test_the_items_of_a_list_a_write_is_sent_name_different_things_as_a_person_names_them():
+    """Entities a knowledge graph is sent in one call are different entities, each named and typed as a person
+    would, whatever values of other fields results held (a status is no entity's name)."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge, SeenValue
+
+    entity = {"type": "object", "properties": {"name": {"type": "string"}, "entityType": {"type": "string"}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "entities": {"type": "array", "minItems": 2, "items": {**entity, "required": ["name", "entityType"]}}
+        },
+        "required": ["entities"],
+    }
+    knowledge = Knowledge([], writers=frozenset({"create_entities"}))
+    knowledge.seen = [SeenValue(value="active", field="status", call=0), SeenValue(value="2 + 3", field="", call=1)]
+    for seed in range(6):
+        args, _ = knowledge.arguments("create_entities", schema, session=1, rng=random.Random(seed))
+        names = [e["name"] for e in args["entities"]]
+        assert len(set(names)) == len(names) >= 2, args
+        assert not {"active", "2 + 3"} & {v for e in args["entities"] for v in e.values()}, args
+    # a list of a length the tool refused is not sent again while another is left ("sqrt requires one input")
+    numbers = {
+        "type": "object",
+        "properties": {"numbers": {"type": "array", "items": {"type": "number"}}},
+        "required": ["numbers"],
+    }
+    lengths = set()
+    for index in range(3):
+        args, leaves = knowledge.arguments("sqrt", numbers, session=1, rng=random.Random(index))
+        assert len(args["numbers"]) not in lengths, args
+        lengths.add(len(args["numbers"]))
+        knowledge.learn(
+            "sqrt", args, leaves, index=index, session=1, text="requires one input", is_error=True, error_kind=None,
+            values=[],
+        )  # fmt: skip
+
+
+def test_results_are_read_as_records_and_arguments_take_the_shape_their_description_asks_for():
+    import random
+
+    from mcprl.scenarios.lexicon import probes
+    from mcprl.scenarios.results import result_records
+    from mcprl.scenarios.values import Knowledge, SeenValue
+
+    # a server that prints Python's repr() of its rows
+    assert result_records("[{'name': 'customers'}, {'name': 'orders'}]", None) == [
+        [("name", "customers")],
+        [("name", "orders")],
+    ]
+    assert result_records("P-1 | mug | price: 2\nP-2 | cup | price: 3", None)[1] == [
+        ("", "P-2"),
+        ("", "cup"),
+        ("price", "3"),
+    ]
+    assert result_records("From: a@b.c\nSubject: hi", {"result": "From: a@b.c\nSubject: hi"}) == [
+        [("From", "a@b.c"), ("Subject", "hi")]
+    ]
+    # records of `key: value` lines one after another, under a heading
+    log = "Commit history:\nCommit: a1\nAuthor: Ann\nCommit: b2\nAuthor: Bob"
+    assert result_records(log, None) == [[("Commit", "a1"), ("Author", "Ann")], [("Commit", "b2"), ("Author", "Bob")]]
+    # an SQL parameter is sent a query over a table some result named; a time one, a time first
+    knowledge = Knowledge([])
+    knowledge.seen = [SeenValue(value="orders", field="name", call=3, session=0)]
+    sql = {
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}},
+        "required": ["query"],
+    }
+    rng = random.Random(0)
+    drawn = [knowledge.arguments("run", sql, 0, rng) for _ in range(40)]
+    assert "SELECT * FROM orders LIMIT 5" in {args["query"] for args, _ in drawn if args}
+    assert re.fullmatch(r"\d\d:\d\d", probes("time", "Time to convert in 24-hour format (HH:MM)")[0])
+
+
+def test_sources_that_keep_failing_a_parameter_are_dropped_and_a_tool_with_one_live_value_runs_out():
+    """A repository path the server's command line fixes: the sources whose values keep failing on it
+    (blamed by name) are dropped for it, so a tool of that one parameter runs out of calls once its one
+    value that works was sent, and the exploration reports that value as the server's context. A short
+    value the error text holds inside a word ("all" in "allowed") is not blamed."""
+    import random
+
+    from mcprl.scenarios.phrasing import noun_of
+    from mcprl.scenarios.results import result_records
+    from mcprl.scenarios.values import Drawn, Knowledge, SeenValue
+
+    knowledge = Knowledge(["/srv/r"])  # the server's command line names the repository
+    status = {"type": "object", "properties": {"repo_path": {"type": "string"}}, "required": ["repo_path"]}
+    branch = {
+        "type": "object",
+        "properties": {"repo_path": {"type": "string"}, "kind": {"type": "string"}},
+        "required": ["repo_path", "kind"],
+    }
+
+    def call(tool: str, args: dict, error: str | None) -> None:
+        leaves = [Drawn(path=k, name=k, arm="context", value=v) for k, v in args.items()]
+        text, failed = error or "On branch main", bool(error)
+        knowledge.learn(tool, args, leaves, index=0, session=0, text=text, is_error=failed, error_kind=None, values=[])
+
+    call("status", {"repo_path": "/srv/r"}, None)
+    call("branch", {"repo_path": "/srv/o", "kind": "all"}, "Repository path '/srv/o' is outside the allowed repository")
+    assert repr("all") not in knowledge.blamed["branch", "kind"]
+    assert repr("/srv/o") in knowledge.blamed["branch", "repo_path"]
+    rng = random.Random(0)
+    bad = 0  # every new value an arm draws for the status tool fails, until its sources run out
+    while (drawn := knowledge.arguments("status", status, 1, rng)) is not None:
+        args, leaves = drawn
+        bad += 1
+        error = f"Repository path '{args['repo_path']}' is outside the allowed repository '/srv/r'"
+        knowledge.learn(
+            "status", args, leaves, index=bad, session=1, text=error, is_error=True, error_kind=None, values=[]
+        )
+        assert bad <= 30, "arms that keep failing were not dropped"
+    # the server's context: the one value that worked is one its command line names
+    assert knowledge.fixed("repo_path")
+    knowledge.context = []  # one value that worked, but not one in plain view: not the server's context
+    assert not knowledge.fixed("repo_path")
+    knowledge.context = ["/srv/r"]
+    knowledge.refused["repo_path"].add(repr("/srv/r"))  # a tool refused it (a folder, where a file is read)
+    assert not knowledge.fixed("repo_path")
+    knowledge.refused["repo_path"].clear()
+    # new values a result gave (new sources, untried for the parameter) change nothing: the context is sent alone
+    knowledge.seen += [SeenValue(value=v, field=f, call=9) for f, v in [("path", "/srv/other"), ("author", "Ann")]]
+    drawn = [knowledge.arguments("branch", branch, 1, rng) for _ in range(20)]
+    assert {args["repo_path"] for args, _ in filter(None, drawn)} == {"/srv/r"}
+    # a key is a label, not code that holds a colon (a diff's line); a plural loses its "s", "status" keeps it
+    diff = 'Author: Ann\n+    return {"city": city, "temp": 21.4}'
+    assert [k for k, _ in result_records(diff, None)[0] if k] == ["Author"]
+    assert (noun_of("git_status"), noun_of("search_emails"), noun_of("get_address")) == ("status", "email", "address")
+
+
+def test_a_parameter_whose_bad_values_draw_anothers_error_is_sent_the_values_that_worked_there():
+    """`git_show`'s `revision` is refused as `git_diff`'s `target` is ("Ref 'X' did not resolve to an
+    object"): the two take one kind of value, so a commit hash that `target` took is sent to `revision`.
+    An error that only echoes the value, or quotes nothing, relates no parameters."""
+    import random
+
+    from mcprl.scenarios.value_sources import error_shape
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    knowledge = Knowledge([])
+    show = {"type": "object", "properties": {"revision": {"type": "string"}}, "required": ["revision"]}
+
+    def call(tool: str, name: str, value: str, error: str | None) -> None:
+        leaves = [Drawn(path=name, name=name, arm="word", value=value)]
+        knowledge.learn(
+            tool,
+            {name: value},
+            leaves,
+            index=0,
+            session=0,
+            text=error or "diff --git a/x b/x",
+            is_error=bool(error),
+            error_kind=None,
+            values=[],
+        )
+
+    call("git_diff", "target", "3f2a9c1", None)
+    call("git_diff", "target", "README", "Error executing tool git_diff: Ref 'README' did not resolve to an object")
+    call("git_show", "revision", "Ann Lee", "Error executing tool git_show: Ref 'Ann Lee' did not resolve to an object")
+    assert knowledge.kin("revision") == {"target"} and knowledge.kin("target") == {"revision"}
+    rng = random.Random(0)
+    sent = [knowledge.arguments("git_show", show, 1, rng) for _ in range(6)]
+    assert "3f2a9c1" in {args["revision"] for args, _ in filter(None, sent)}
+    # the value quoted in part ("Ref '2024-03-05 10'" of "2024-03-05 10:00"), the tool's name left out
+    assert (
+        error_shape("git_log: Ref '2024-03-05 10' is bad", "2024-03-05 10:00", "git_log") == "{tool}: Ref '{}' is bad"
+    )
+    assert error_shape("Error executing tool t: /srv/x", "/srv/x", "t") is None  # an echo, not quoted
+    assert error_shape("Invalid value 'x'", "y", "t") is None  # quotes another value
+
+
+def test_a_file_servers_paths_come_from_its_results_and_its_files_ground_tasks():
+    """Seen on @modelcontextprotocol/server-filesystem, which grounded no task: every `path` was the
+    word "path". Now a path parameter (or a list of them) takes a path a result held, a result that
+    wraps its text (`{"content": "..."}`) is read as that text, a list argument is phrased as its
+    items, and neither a file's base64 blob nor a search that found nothing is an answer."""
+    import random
+
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+    from mcprl.scenarios.values import Knowledge
+
+    # a folder a call took, and the names its listing gave: paths to read (joined), for one path or a list of them
+    knowledge = Knowledge(["/srv/docs"])
+    listing = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    rng = random.Random(0)
+    args, leaves = knowledge.arguments("list_directory", listing, 0, rng)
+    assert args == {"path": "/srv/docs"} and leaves[0].arm == "context"  # the server's command line named it
+    knowledge.learn(
+        "list_directory",
+        args,
+        leaves,
+        index=0,
+        session=0,
+        text="[FILE] README.md\n[DIR] notes",
+        is_error=False,
+        error_kind=None,
+        values=[("", "[FILE] README.md"), ("", "[DIR] notes")],
+    )
+    read = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    many = {
+        "type": "object",
+        "properties": {"paths": {"type": "array", "items": {"type": "string"}}},
+        "required": ["paths"],
+    }
+    picked = {knowledge.arguments("read_file", read, 0, rng)[0]["path"] for _ in range(30)}
+    assert {"/srv/docs/README.md", "/srv/docs/notes"} <= picked
+    lists = [knowledge.arguments("read_multiple_files", many, 0, rng)[0]["paths"] for _ in range(30)]
+    assert all(isinstance(p, list) and p for p in lists) and any("/srv/docs/README.md" in p for p in lists)
+
+    text = "README.md:\n# Project\nOwner: Dana Reyes\n"
+    read = ExploredCall(
+        index=0,
+        session=0,
+        tool="read_multiple_files",
+        arguments={"paths": ["README.md"]},
+        text=text,
+        structured={"content": text},
+    )
+    media = ExploredCall(
+        index=1,
+        session=0,
+        tool="read_media_file",
+        arguments={"path": "README.md"},
+        text="[text/plain, 43 B]",
+        structured={"blob": "IyBQcm9qZWN0Ck93bmVyOiBEYW5hIFJleWVzClZlcnNpb246IDIuNC4xCg==", "mimeType": "text/plain"},
+    )
+    search = ExploredCall(
+        index=2,
+        session=0,
+        tool="search_files",
+        arguments={"path": "/srv/docs", "pattern": "budget"},
+        text="No matches found",
+    )
+    tasks = [t for seed in range(6) for t in candidates(Exploration(calls=[read, media, search]), {}, seed=seed)]
+    asked = {(t.task, t.answer) for t in tasks}
+    assert any("owner" in task and "README.md" in task for task, answer in asked if answer == "Dana Reyes"), asked
+    assert {answer for _, answer in asked} == {"Dana Reyes", "text/plain"}, asked
+    assert not [task for task, _ in asked if "['" in task or "# " in task or "README.md:" in task], asked
+
+
+def test_a_value_that_worked_is_varied_as_a_person_varies_it():
+    """Each number of a value that worked changes within half to twice its size and keeps its form (an integer, a
+    zero-padded one, a decimal's places), so a dice notation stays one a person rolls and a time stays a time."""
+    import random
+
+    from mcprl.scenarios.value_sources import renumbered
+
+    rng = random.Random(0)
+    for value in ("2d6+3", "09:30", "(7 - 2) / 5", "12.5"):
+        for _ in range(20):
+            varied = renumbered(value, rng)
+            before, after = re.findall(r"\d+(?:\.\d+)?", value), re.findall(r"\d+(?:\.\d+)?", varied)
+            assert re.sub(r"\d+(?:\.\d+)?", "#", varied) == re.sub(r"\d+(?:\.\d+)?", "#", value)
+            for b, a in zip(before, after, strict=True):
+                assert float(b) / 2 - 1 <= float(a) <= float(b) * 2 + 1 and len(a) >= len(b) - (b[0] != "0")
+                assert ("." in a) == ("." in b) and len(a.partition(".")[2]) == len(b.partition(".")[2])
