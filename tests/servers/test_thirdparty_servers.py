@@ -226,27 +226,34 @@ def test_a_server_whose_every_call_fails_says_so_per_tool_with_the_commands_own_
     assert len({json.dumps([c["tool"], c["arguments"]], sort_keys=True) for c in exploration}) == len(exploration)
 
 
-@pytest.mark.anyio
-async def test_a_zero_data_run_on_a_repository_never_offers_its_writing_tools(thirdparty_bin, git_repo, tiny_model_dir):
+def test_a_zero_data_run_on_a_repository_never_offers_its_writing_tools(
+    thirdparty_bin, git_repo, tiny_model_dir, monkeypatch, capsys
+):
     """Tasks grounded without writing are answered by the repository as it is; a rollout's
     `git_commit` or `git_checkout` would change the user's repository and the answers with it. The run
     does not offer the tools that may write, says so, and keeps that in its settings (evaluation too)."""
+    import anyio
+
+    from tests.cli_runner import run_cli
+
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=git_repo, capture_output=True, text=True).stdout
     home = git_repo.parent / "home-writes"
+    monkeypatch.setenv("MCPRL_HOME", str(home))
     server = f"{thirdparty_bin / 'mcp-server-git'} --repository {git_repo}"
-    r = subprocess.run(
-        [sys.executable, "-m", "mcprl.cli", "train", "--server", server, "--model", str(tiny_model_dir), "--steps", "0"]
-        + ["-n", "6", "--explore-calls", "30", "--name", "w", "--max-turns", "2"],
-        env={**os.environ, "MCPRL_HOME": str(home)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    async with ToolPool(ServerSpec.parse(server)) as pool:
-        tools = pool.toolset.mcp_tools
+    # in this process: an interpreter of its own costs ~10 s of imports
+    code, _, err = run_cli(
+        monkeypatch, capsys, "train", "--server", server, "--model", str(tiny_model_dir), "--steps", "0",
+        "-n", "6", "--explore-calls", "30", "--name", "w", "--max-turns", "2",
+    )  # fmt: skip
+    assert code == 0, err[-3000:]
+
+    async def offered_by_the_server() -> list[dict]:
+        async with ToolPool(ServerSpec.parse(server)) as pool:
+            return pool.toolset.mcp_tools
+
+    tools = anyio.run(offered_by_the_server)
     writers = {t["name"] for t in tools if not (t.get("annotations") or {}).get("readOnlyHint")}
-    assert writers and "not offering" in r.stderr
+    assert writers and "not offering" in err
     run = home / "default" / "w"
     assert set(json.loads((run / "config.json").read_text())["server"]["deny"]) == writers
     offered = {t["function"]["name"] for t in json.loads((run / "tools.json").read_text())["tools"]}
