@@ -115,7 +115,9 @@ async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
     assert pool.toolset is not None
     tools = [(t["name"], p) for t in pool.toolset.mcp_tools if not may_write(t) and (p := text_parameter(t))]
     # (its one session has no prepared state: a task asked of one keeps its chain)
-    long = [t for t in tasks if t.metadata.get("given") and t.read_back is None and not t.prepare and focus(t) > (1, 1)]
+    long = [
+        t for t in tasks if t.metadata.get("given") and t.read_back is None and not t.prepare and focus(t)[:2] > (1, 1)
+    ]
     if not tools or not long:
         return 0
     found: dict[
@@ -145,7 +147,7 @@ async def shortcut(tasks: list[Scenario], pool: ToolPool) -> int:
                     for tool, parameter in tools
                     if (got := found[tool, name]) and comes_back(t.reference[-1].result, got[2], t.answer)
                 ]
-                if options and (min(options)[0][0], 1) < focus(t):
+                if options and (min(options)[0][0], 1) < focus(t)[:2]:
                     (records, text, _), tool, parameter = min(options)
                     reference = [ReferenceCall(tool=tool, arguments={parameter: name}, result=text)]
                     if (tool, {parameter: name}) != (t.reference[-1].tool, t.reference[-1].arguments):

@@ -11,11 +11,13 @@ structure (schemas, annotations, what the server answered). It holds:
   (a database's tables, a table's columns), and those composed over such names (`composed`: a table's row
   count, a column's largest value), each with the question its one-value result answers and what its result
   holds, in words; `known(text)` reads a query sent back into its meaning, so that a task asks what the
-  query asks and never pastes it;
+  query asks and never pastes it; `listed_kind(tool)`: the kind a tool named for listing them gives
+  (`list_tables`);
 - `RATE_LIMITED`: an error that asks the client to slow down;
 - `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ...");
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
   does in a listing ("[FILE] notes.txt");
+- `LINKS`: the words that end no label in a result's prose;
 - `BARE_NAMES`, `PREPOSITIONS`, `ENDS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT`, `OPERANDS`: how a call's arguments
   are said in a task; `spoken`: a key in words, its short forms written out (`ABBREVIATIONS`);
 - `PEOPLE`, `NOT_KINDS`, `NOT_PARTICIPLES`, `LATEST`, `EARLIEST`, `who`, `participle`: how a task asks about
@@ -37,6 +39,8 @@ NAME_KEYS = frozenset({"name", "title", "subject", "label", "path", "file", "fil
 # starts with a preposition is that preposition and its value ("from F to C", not "from unit F and to unit C")
 BARE_NAMES = frozenset("value amount quantity number input".split())
 PREPOSITIONS = frozenset("from to into at by for since until before after".split())
+# Words that tie a label to what it is of, and so end none ("Meeting at 10am" labels nothing "meeting at")
+LINKS = frozenset("at by for from in of on to with".split())
 # ... as is one whose name starts with a word for where a move starts or ends ("from Asia/Tokyo to UTC", not "with
 # source timezone Asia/Tokyo and target timezone UTC")
 ENDS = {"source": "from", "src": "from", "origin": "from", "target": "to", "destination": "to", "dest": "to"}
@@ -254,6 +258,15 @@ ALLOWED_VALUES = re.compile(
     r"\s*:?\s*[\[({]?(?P<items>[^\n\])}]{1,300})",
     re.IGNORECASE,
 )
+
+
+def listed_kind(tool: str) -> str | None:
+    """The kind of name a tool named for listing them gives, where `QUERIES` are composed over that kind
+    (`list_tables` -> "table"; not `describe_table`, which names one)."""
+    words = words_of(tool)
+    kind = singular(words[-1]) if words else None
+    kinds = {k for queries in QUERIES.values() for q in queries for k in (q.over, q.lists) if k}
+    return kind if kind in kinds and kind != words[-1] else None
 
 
 def singular(noun: str) -> str:

@@ -218,7 +218,9 @@ def listing_tasks(
         records = [[("", r[0][1]) for r in records]]  # records that are each a name alone: [{'name': 'orders'}, ...]
     if len(records) != 1 or any(k for k, _ in records[0]):
         return []
-    names = [_listed_name(v) for _, v in records[0]]
+    heading = records[0] and str(records[0][0][1]).endswith(":")
+    lines = records[0][1:] if heading else records[0]  # less a heading ("Here are 3 resource links ...:")
+    names = [_listed_name(v) for _, v in lines]
     if not 2 <= len(names) <= MAX_LISTED or None in names or len(set(names)) < len(names):
         return []
     given_text = " ".join(map(value_text, call.arguments.values()))

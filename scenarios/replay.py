@@ -51,8 +51,8 @@ def chain_of(calls: list[ExploredCall], call: ExploredCall) -> list[ExploredCall
 def needed(task: str, chain: list[ExploredCall]) -> list[ExploredCall]:
     """The calls of `chain` a rollout must make: the last, the writes (they made the state the
     others read), and the earlier calls whose results gave one of those a value the task does not
-    state. `What is the price of the item with sku SKU-3000?` needs `get_item` alone, although
-    exploring found SKU-3000 by `list_items` first."""
+    state (a list, where it does not state each of its items). `What is the price of the item with sku
+    SKU-3000?` needs `get_item` alone, although exploring found SKU-3000 by `list_items` first."""
     by_index = {c.index: c for c in chain}
     made, todo = set(), [chain[-1], *(c for c in chain if c.writes)]
     while todo:
@@ -61,7 +61,8 @@ def needed(task: str, chain: list[ExploredCall]) -> list[ExploredCall]:
             continue
         made.add(c.index)
         for k, v in c.arguments.items():
-            if (parent := by_index.get(source_call(c.sources.get(k, "")))) and not holds_answer(task, v):
+            stated = all(holds_answer(task, item) for item in v) if isinstance(v, list) else holds_answer(task, v)
+            if (parent := by_index.get(source_call(c.sources.get(k, "")))) and not stated:
                 todo.append(parent)
     return [c for c in chain if c.index in made]
 

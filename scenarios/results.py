@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from mcprl.checks import same_value
-from mcprl.scenarios.lexicon import participle
+from mcprl.scenarios.lexicon import LINKS, participle
 from mcprl.tools.convert import untruncated
 
 # An ISO date, with a time or not ("2026-11-27", "2026-11-27T14:00:00+01:00", "2026-11-27 09:40:46")
@@ -233,8 +233,28 @@ _LABELLED = re.compile(
 )
 
 
+# A list of measures, each a few words and its number ("Cache hit ratio 0.95, latency 150ms"; "2 files, 1
+# directories"), after a label or not
+_WORDS, _NUMBER = r"[A-Za-z][\w-]*(?: [A-Za-z][\w-]*){0,3}", r"[$€£]?\d[\d.,]*"
+_MEASURE = re.compile(
+    rf"(?P<label>{_WORDS}) (?P<value>{_NUMBER}(?: ?[A-Za-z%]{{1,3}})?)|(?P<count>{_NUMBER}) (?P<counted>{_WORDS})"
+)
+
+
+def _measure(part: str) -> re.Match | None:
+    """The measure a part of a line is, if it is one: not words that end with a link to more ("Meeting at 10am")."""
+    m = _MEASURE.fullmatch(part)
+    return None if m is None or m["label"] and m["label"].split()[-1].lower() in LINKS else m
+
+
 def sentence_fields(text: str) -> list[tuple[str, Any]]:
-    """(label, value) pairs that sentences of a prose text state (`_LABELLED`), each label once."""
+    """(label, value) pairs that sentences of a prose text state (`_LABELLED`), each label once; or, for a line
+    that is a list of two or more measures and nothing else (`_MEASURE`), each measure by its words (a count,
+    "2 files", is no value of a label: "Total: 2 files, 1 directories" labels no 2)."""
+    lines = [line.split(": ", 1)[-1].strip().rstrip(".") for line in text.splitlines()]
+    measures = [[_measure(part) for part in line.split(", ")] for line in lines]
+    if any(len(ms) >= 2 and all(ms) for ms in measures):
+        return [(m["label"], m["value"]) for ms in measures if len(ms) >= 2 and all(ms) for m in ms if m["label"]]
     found: dict[str, Any] = {}
     for m in _LABELLED.finditer(text):
         label = m["label"].strip()

@@ -101,6 +101,15 @@ def meaning(
     )
 
 
+def stated_items(task: Scenario) -> Counter:
+    """The values a task states (its `given`, else its call's arguments), a list's items each, normalised."""
+    lists = {
+        normalize_text(value_text(v)): v for c in task.reference for v in c.arguments.values() if isinstance(v, list)
+    }
+    given = task.metadata.get("given") or [value_text(v) for v in task.reference[-1].arguments.values()]
+    return Counter(normalize_text(value_text(item)) for g in given for item in lists.get(normalize_text(str(g)), [g]))
+
+
 def optional_parameters(tools: list[dict[str, Any]]) -> dict[str, set[str]]:
     """Each tool's parameters that its input schema does not require."""
     out = {}
@@ -122,21 +131,40 @@ def select(
     about as often. Also the count of those left out."""
     rng = random.Random(f"{seed}/grounded/select")
     dropped: Counter = Counter()
-    unique: dict[str, Scenario] = {}
+    best: dict[str, list[Scenario]] = {}  # a meaning -> the chains that answer it that a rollout can best follow
+    asked: dict[str, str] = {}  # a meaning -> what it asks and what answers it, whatever it states
     idle = idle_parameters(tasks)
     for t in tasks:
         if twice(t, optional or {}):
             dropped["one text given twice"] += 1
             continue
-        key = repr(meaning(t, optional or {}, idle))
-        if key in unique:
-            dropped["duplicate"] += 1
-            # of the chains that answer one task, the one a rollout can best follow: the answer in the
-            # fewest records (`get_item` over a listing's fifteenth line), then the fewest calls
-            if focus(t) < focus(unique[key]):
-                unique[key] = t
-        else:
-            unique[key] = t
+        meant = meaning(t, optional or {}, idle)
+        key = repr(meant)
+        asked[key] = repr(meant[:3])
+        if key not in best:
+            best[key] = [t]
+            continue
+        dropped["duplicate"] += 1
+        # the answer in the fewest records (`get_item` over a listing's fifteenth line), then the fewest calls
+        if focus(t) < focus(best[key][0]):
+            best[key] = [t]
+        elif focus(t) == focus(best[key][0]):
+            best[key].append(t)
+    # of a meaning's chains, the one of the tool that fewest meanings end with so far: the run asks of more of the
+    # server's tools (`read_text_file` and `read_file` read one file alike)
+    ends = Counter(chains[0].reference[-1].tool for chains in best.values() if len(chains) == 1)
+    unique: dict[str, Scenario] = {}
+    for key, chains in best.items():
+        unique[key] = min(chains, key=lambda c: ends[c.reference[-1].tool])
+        if len(chains) > 1:
+            ends[unique[key].reference[-1].tool] += 1
+    # one that states what another of its field and answer states and more (a name beside made-up ones: the nodes
+    # "Team meeting" and "hello world") asks what that one asks; not where the other states nothing (a listing's
+    # line is not what a question naming its record asks)
+    items = {key: stated_items(t) for key, t in unique.items()}
+    for key in [k for k in unique if any(asked[o] == asked[k] and items[o] and items[o] < items[k] for o in items)]:
+        del unique[key]
+        dropped["duplicate"] += 1
     by_tool: dict[str, dict[str, list[Scenario]]] = defaultdict(lambda: defaultdict(list))
     for t in unique.values():
         tool, field = asks(t)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import re
+from difflib import SequenceMatcher
 from typing import Any
 
 from mcprl.scenarios.lexicon import ALLOWED_VALUES
@@ -96,12 +97,21 @@ def error_values(text: str, sent: set[str]) -> list[str]:
     found = QUOTED.findall(text) + description_examples(text)  # "after must be a date like 2024-03-31"
     for m in ALLOWED_VALUES.finditer(text):
         found += [item.strip(" '\"`.") for item in re.split(r",|\bor\b|\|", m["items"])]
-    # not what the call sent, quoted back whole or in part, nor a message quoting it ("error: no object /srv/r")
+    # not what the call sent, quoted back whole or in part, nor a message quoting it ("error: no object /srv/r"), nor
+    # most of it joined to what the server adds ("/srv/r/<a long value sent>", cut where a quote ended early)
     return [
         v
         for v in dict.fromkeys(found)
-        if v and len(v) <= 120 and not v.endswith(":") and not any(v in s or len(s) > 2 and s in v for s in sent)
+        if v
+        and len(v) <= 120
+        and not v.endswith(":")
+        and not any(v in s or len(s) > 2 and (s in v or _shared(v, s) >= max(8, len(s) * 2 // 3)) for s in sent)
     ]
+
+
+def _shared(a: str, b: str) -> int:
+    """The length of the longest text two texts share."""
+    return SequenceMatcher(None, a, b, autojunk=False).find_longest_match().size
 
 
 def error_shape(text: str, value: str, tool: str) -> str | None:

@@ -50,7 +50,17 @@ import jsonschema
 from pydantic import BaseModel
 
 from mcprl.errors import clip
-from mcprl.scenarios.lexicon import IDENTIFIER, NAME_KEYS, composed, described_as, known, probes, words_of, written
+from mcprl.scenarios.lexicon import (
+    IDENTIFIER,
+    NAME_KEYS,
+    composed,
+    described_as,
+    known,
+    listed_kind,
+    probes,
+    words_of,
+    written,
+)
 from mcprl.scenarios.results import NOTHING
 from mcprl.scenarios.value_sources import (
     QUOTED,
@@ -144,6 +154,12 @@ class ToolLog:
 
     def novelty(self) -> float:
         return len(self.results) / self.answered if self.answered else 0.0
+
+
+def named_result(arm: str, name: str) -> bool:
+    """Whether an arm is a result's field whose name shares a word with the parameter's ("sku" -> `sku`)."""
+    kind, _, field_name = arm.partition(".")
+    return kind == "result" and bool(field_name) and bool(_stems(field_name) & _stems(name))
 
 
 def call_key(tool: str, args: dict[str, Any]) -> str:
@@ -312,8 +328,7 @@ class Knowledge:
             arms = {
                 a: c
                 for a, c in arms.items()
-                if a.partition(".")[0] in allowed
-                and (not a.startswith("result") or self.prior(a, name) == NAMED_RESULT_PRIOR)
+                if a.partition(".")[0] in allowed and (not a.startswith("result") or named_result(a, name))
             }
             if not arms:
                 return None
@@ -346,8 +361,8 @@ class Knowledge:
     def prior(self, arm: str, name: str, numeric: bool = False) -> tuple[float, float]:
         """An arm's prior for a parameter (`PRIORS`), but for results of the parameter's name, and
         results fed on to a number."""
-        kind, _, field_name = arm.partition(".")
-        if kind == "result" and field_name and _stems(field_name) & _stems(name):
+        kind = arm.partition(".")[0]
+        if named_result(arm, name):
             return NAMED_RESULT_PRIOR
         return NUMERIC_RESULT_PRIOR if kind == "result" and numeric else PRIORS[kind]
 
@@ -543,6 +558,12 @@ class Knowledge:
                     binding = {**found[1], kind: str(v)}
                     if isinstance(v, str) and IDENTIFIER.fullmatch(v) and binding not in self.kinds[kind]:
                         self.kinds[kind].append(binding)
+        # ... as are the names a call of no arguments gives of a tool named for listing that kind (`list_tables`)
+        if not args and (kind := listed_kind(tool)) is not None:
+            for k, v in values:
+                named = not k or k.rpartition(".")[2].lower() in NAME_KEYS
+                if named and isinstance(v, str) and IDENTIFIER.fullmatch(v) and {kind: v} not in self.kinds[kind]:
+                    self.kinds[kind].append({kind: v})
         # what a call that took a path listed: names to join under that path (a listing's lines, its names'
         # fields; not a labelled field's value, a size or a permission of `get_file_info`)
         for d in leaves:

@@ -63,5 +63,10 @@ def parse_blocks(content: list[Any] | None) -> list[ContentBlock]:
 
 
 def is_text(block: ContentBlock) -> bool:
-    """Whether the block is text the server wrote: a text block, or an embedded text resource."""
-    return isinstance(block, TextContent) or isinstance(block, EmbeddedResource) and "text" in block.resource
+    """Whether the block is text the server wrote: a text block, an embedded text resource, or a resource link (its
+    URI: a listing of links is data)."""
+    return (
+        isinstance(block, (TextContent, ResourceLink))
+        or isinstance(block, EmbeddedResource)
+        and "text" in block.resource
+    )

@@ -224,7 +224,7 @@ def render(content: list[ContentBlock], structured: Any, limit: int) -> Rendered
     """A `tools/call` result as text: text blocks joined, binaries as `[image/png, 12 KB]`, resource
     links as their URI, structured content as JSON when there is no other content. Longer than `limit`
     characters: cut, with a marker saying how much was cut. And the same with only the text the server
-    wrote (`data`): no placeholder of ours, no link."""
+    wrote (`data`): no placeholder of ours."""
     out = _BoundedText(limit)
     for block in content:
         out.add(block_text(block), data=is_text(block))

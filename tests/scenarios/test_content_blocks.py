@@ -53,7 +53,8 @@ async def test_an_outcome_carries_the_blocks_and_a_cassette_replays_them(tmp_pat
     assert image.data_text == "Here's the image you requested:\nThe image above is the MCP logo."
     other = seen["get_media"]
     assert [type(b) for b in other.content] == [AudioContent, EmbeddedResource, ResourceLink]
-    assert other.text == "[audio/wav, 15 KB]\n[application/pdf, 10 KB]\nfile:///big.csv" and other.data_text == ""
+    assert other.text == "[audio/wav, 15 KB]\n[application/pdf, 10 KB]\nfile:///big.csv"
+    assert other.data_text == "file:///big.csv"  # a link's URI is the server's; a placeholder is ours
     assert seen["get_sum"].data_text == seen["get_sum"].text == "The sum of 2 and 3 is 5."
     assert "content" not in image.model_dump()  # the blocks ride with the outcome; the cassette keeps the wire
 
@@ -122,5 +123,8 @@ async def test_a_server_answering_an_image_and_text_grounds_nothing_from_the_ima
     assert {"get_tiny_image", "get_media", "get_sum"} <= called
     image = next(c for c in exploration.calls if c.tool == "get_tiny_image")
     assert "[image/png, 4 KB]" in image.text and "4 KB" not in image.data
-    assert tasks and all(t.reference[-1].tool == "get_sum" for t in tasks), [(t.task, t.answer) for t in tasks]
-    assert not [t for t in tasks if t.answer in (4, "4", "image/png", "file:///big.csv")]
+    # the sums, and at most the link's URI (the server wrote it); nothing of the image, the clip or the PDF
+    assert tasks and all(t.reference[-1].tool == "get_sum" or t.answer == "file:///big.csv" for t in tasks), [
+        (t.task, t.answer) for t in tasks
+    ]
+    assert not [t for t in tasks if t.answer in (4, "4", "image/png", "audio/wav", "application/pdf")]

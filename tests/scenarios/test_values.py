@@ -265,3 +265,59 @@ def test_a_value_that_worked_is_varied_as_a_person_varies_it():
             for b, a in zip(before, after, strict=True):
                 assert float(b) / 2 - 1 <= float(a) <= float(b) * 2 + 1 and len(a) >= len(b) - (b[0] != "0")
                 assert ("." in a) == ("." in b) and len(a.partition(".")[2]) == len(b.partition(".")[2])
+
+
+def test_no_error_that_says_back_a_value_sent_offers_it_as_a_new_one():
+    """Seen on server-filesystem: an error quoting a date `path` was sent, joined to the folder and cut short where
+    the quote ended early, was sent to `path` again as a new value, and drew the same error. An error's values are
+    offered only where they are not what the call sent, whole, in part, or most of it joined to more."""
+    from mcprl.scenarios.value_sources import error_values
+
+    sent = "Sun Nov 29 2026 12:35:35 GMT+0000 (Coordinated Universal Time)"
+    told = f"Error: ENOENT: no such file or directory, open '/srv/docs/{sent}'"
+    assert error_values(told, {sent}) == []
+    assert error_values(told.replace(")'", "'"), {sent}) == []  # the quote cut where the date's brackets open
+    assert error_values("Path 'x' is outside the allowed directory '/srv/docs'", {"x"}) == ["/srv/docs"]
+    assert error_values("Ref 'main~9' did not resolve; did you mean 'main~1'?", {"main~9"}) == ["main~1"]
+
+
+def test_a_tool_named_for_listing_tables_gives_the_tables_queries_are_composed_over():
+    """Seen on mcp-server-sqlite: its `list_tables` named the tables, but `read_query` composed its counts over any
+    name a result had given (a column, a type: "SELECT COUNT(*) FROM TEXT"), failed until the tool was retired, and
+    exploring stopped at 48 calls with 7 tasks. The names a call of no arguments gives of a tool named for listing a
+    kind that queries are composed over are that kind's, as a known listing query's are; a tool named for one of
+    them (`describe_table`) lists none."""
+    import random
+
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    knowledge = Knowledge([])
+    tables = [("name", "products"), ("name", "orders")]
+    knowledge.learn(
+        "list_tables", {}, [], index=0, session=0, text=str(tables), is_error=False, error_kind=None, values=tables
+    )
+    columns = [("name", "id"), ("type", "INTEGER"), ("name", "price"), ("type", "REAL")]
+    leaves = [Drawn(path="table_name", name="table_name", arm="result.name", value="products")]
+    knowledge.learn(
+        "describe_table",
+        {"table_name": "products"},
+        leaves,
+        index=1,
+        session=0,
+        text=str(columns),
+        is_error=False,
+        error_kind=None,
+        values=columns,
+    )
+    assert [b["table"] for b in knowledge.kinds["table"]] == ["products", "orders"]
+    schema = {
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "A SELECT query"}},
+        "required": ["query"],
+    }
+    rng = random.Random(0)
+    sent = [knowledge.arguments("read_query", schema, 1, rng) for _ in range(200)]
+    composed = [args["query"] for args, leaves in filter(None, sent) if leaves[0].arm == "composed"]
+    # the table each names: after FROM, or quoted (a catalogue's query of its columns)
+    named = {m for q in composed for found in re.findall(r"FROM (\w+)\b(?![.(])|'(\w+)'", q) for m in found if m}
+    assert composed and named <= {"products", "orders", "sqlite_master"}, composed

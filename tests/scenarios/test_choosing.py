@@ -1,0 +1,165 @@
+"""Which of the grounded candidates a run keeps (mcprl.scenarios.selection.select, mcprl.scenarios.grounded.shortcut)
+and what a result gives to ask about (mcprl.scenarios.results, mcprl.scenarios.record_tasks): properties, each seen
+failing on a third-party server (server-memory, server-filesystem, server-everything)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from mcprl.scenarios.candidates import candidates
+from mcprl.scenarios.explored import Exploration, ExploredCall
+from mcprl.scenarios.selection import select, stated_items
+from mcprl.tools import ServerSpec, ToolPool
+
+pytestmark = pytest.mark.anyio
+
+
+def _call(index: int, tool: str, arguments: dict, text: str) -> ExploredCall:
+    return ExploredCall(index=index, session=0, tool=tool, arguments=arguments, text=text)
+
+
+def test_a_question_that_states_more_than_another_asking_the_same_is_not_kept():
+    """A knowledge graph's `open_nodes` was sent a real name beside made-up ones ("Team meeting", "hello world"); the
+    question it grounded listed them all, beside one that named only the node. No kept task states what another
+    kept task of the same field and answer states and more; a question stating nothing (a listing's) does not make
+    one that names its record go."""
+
+    kinds = {"Team meeting": ("event", "Book a room."), "Garden plan": ("project", "Plant tomatoes in May.")}
+
+    def graph(*names: str) -> str:
+        entities = [{"name": n, "entityType": kinds[n][0], "observations": [kinds[n][1]]} for n in names]
+        return json.dumps({"entities": entities, "relations": []})
+
+    calls = [
+        _call(0, "open_nodes", {"names": ["Team meeting", "hello world"]}, graph("Team meeting")),
+        _call(1, "open_nodes", {"names": ["knowledge-graph", "Team meeting", "test"]}, graph("Team meeting")),
+        _call(2, "open_nodes", {"names": ["Team meeting"]}, graph("Team meeting")),
+        _call(3, "open_nodes", {"names": ["Garden plan", "nothing"]}, graph("Garden plan")),
+        _call(4, "read_graph", {}, graph("Team meeting", "Garden plan")),
+    ]
+    for seed in range(4):
+        found = candidates(Exploration(calls=calls), {}, seed=seed)
+        kept, dropped = select(found, 20, seed=seed)
+        assert kept and dropped["duplicate"] > 0
+        stated = [(t.metadata.get("field"), str(t.answer), stated_items(t)) for t in kept]
+        for field, answer, items in stated:
+            assert not [other for f, a, other in stated if (f, a) == (field, answer) and other and other < items], kept
+        told = Counter(item for *_, items in stated for item in items)
+        assert not {"hello world", "knowledge-graph", "test"} & set(told), [t.task for t in kept]
+        # the one call naming only "Garden plan" beside a made-up name is kept: nothing states less
+        assert any(t.answer == "project" and "garden plan" in stated_items(t) for t in kept), [t.task for t in kept]
+
+
+def test_of_chains_that_answer_one_question_alike_the_kept_tasks_spread_over_the_tools():
+    """A file server's `read_file` and `read_text_file` read a file alike: every question one grounds the other
+    grounds too. Kept, they end with both tools, not all with the one listed first."""
+    table = "name,qty\napples,4\npears,7\nplums,9\n"
+    calls = [
+        _call(0, "read_file", {"path": "fruit.csv"}, table),
+        _call(1, "read_text_file", {"path": "fruit.csv"}, table),
+    ]
+    for seed in range(4):
+        found = candidates(Exploration(calls=calls), {}, seed=seed)
+        assert {t.reference[-1].tool for t in found} == {"read_file", "read_text_file"}
+        kept, _ = select(found, 20, seed=seed)
+        tools = Counter(t.reference[-1].tool for t in kept)
+        assert set(tools) == {"read_file", "read_text_file"} and max(tools.values()) - min(tools.values()) <= 1, tools
+
+
+async def test_a_task_asked_of_one_record_in_one_call_keeps_its_chain():
+    """`shortcut` gives a task that finds its record the long way (a listing's line) the one call a person would
+    make; a task whose one call already gives its record alone keeps that call, whatever other tool also finds it
+    by name (it used to move every such task to the first such tool, and the tool it was grounded on to none)."""
+    from mcprl.scenarios.grounded import shortcut
+
+    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory")) as pool:
+        async with pool.session() as session:
+            sku = (await session.call("list_items", {})).text.split(" | ")[0]
+            item = await session.call("get_item", {"sku": sku})
+        call = _call(0, "get_item", {"sku": sku}, item.text)
+        named = [t for t in candidates(Exploration(calls=[call]), {}, seed=0) if t.metadata.get("given")]
+        assert named and all(t.metadata["records"] == 1 and len(t.reference) == 1 for t in named)
+        chains = [t.reference for t in named]
+        assert await shortcut(named, pool) == 0
+    assert [t.reference for t in named] == chains
+
+
+def test_a_line_of_measures_gives_each_and_a_count_labels_nothing():
+    """A debug line ("Cache hit ratio 0.95, latency 150ms") is a list of measures, each asked for by its words; a
+    line of counts ("Total: 2 files, 1 directories") gives no "total" of 2; a line that only mentions numbers
+    ("Meeting at 10am, budget 4500 USD") is no list of measures."""
+    from mcprl.scenarios.results import sentence_fields
+
+    assert sentence_fields("Debug: Cache hit ratio 0.95, latency 150ms") == [
+        ("Cache hit ratio", "0.95"),
+        ("latency", "150ms"),
+    ]
+    assert sentence_fields("Total: 2 files, 1 directories") == []
+    assert sentence_fields("Meeting at 10am, budget 4500 USD") == []
+    calls = [
+        _call(0, "get_annotated_message", {"messageType": "debug"}, "Debug: Cache hit ratio 0.95, latency 150ms"),
+        _call(1, "list_directory_with_sizes", {"path": "."}, "[FILE] a.txt  12 B\n\nTotal: 2 files, 1 directories"),
+    ]
+    asked = {t.answer: t.task for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
+    assert {0.95, 150} <= set(asked), asked
+    assert "cache hit ratio" in asked[0.95].lower() and "latency" in asked[150].lower(), asked
+    assert not [task for task in asked.values() if "total" in task.lower()], asked
+
+
+def test_a_listing_of_resource_links_under_a_heading_asks_for_them_all():
+    """A tool that answers a heading and resource links (server-everything's `get-resource-links`): the links' URIs
+    are the server's data, the heading is none of the names, and the task asks for them all."""
+    from mcprl.tools.content import parse_blocks
+    from mcprl.tools.convert import render
+
+    uris = ["demo://resource/dynamic/blob/1", "demo://resource/dynamic/text/2", "demo://resource/dynamic/blob/3"]
+    blocks = [{"type": "text", "text": "Here are 3 resource links to resources available in this server:"}]
+    blocks += [{"type": "resource_link", "uri": u, "name": f"Resource {i}"} for i, u in enumerate(uris, 1)]
+    text, data = render(parse_blocks(blocks), None, 4000)
+    assert data == text and all(u in data for u in uris)
+    call = ExploredCall(index=0, session=0, tool="get_resource_links", arguments={}, text=text, data_text=None)
+    listings = [t for t in candidates(Exploration(calls=[call]), {}, seed=0) if t.metadata["kind"] == "listing"]
+    assert [sorted(t.answer) for t in listings] == [sorted(uris)], [(t.task, t.answer) for t in listings]
+    assert not [u for u in uris if u in listings[0].task]
+
+
+def test_a_chain_keeps_no_call_that_only_found_a_list_the_task_states_item_by_item():
+    """mcp-server-math's `max` was sent numbers an earlier `compare` gave: "What is the max of 0.0, 4 and 17.0?" was
+    grounded on both calls, so its demonstration and reference made a call no one needs. A task that states every
+    item of a list argument needs no call that found them; one that does not state them all keeps it."""
+    first = ExploredCall(
+        index=0, session=0, tool="compare", arguments={"numbers": [3, 4]}, text='{"result": [0.0, 4, 17.0]}'
+    )
+    most = ExploredCall(
+        index=1,
+        session=0,
+        tool="max",
+        arguments={"numbers": [0.0, 4, 17.0]},
+        sources={"numbers": "result:0"},
+        parents=[0],
+        text='{"result": 17.0, "operation": "max"}',
+    )
+    tasks = candidates(Exploration(calls=[first, most]), {}, seed=0)
+    asked = [t for t in tasks if t.reference[-1].tool == "max"]
+    assert asked and all([c.tool for c in t.reference] == ["max"] for t in asked), [t.task for t in asked]
+    ids = ExploredCall(
+        index=1,
+        session=0,
+        tool="get_orders",
+        arguments={"ids": ["ord-7a1f", "ord-93c2"]},
+        sources={"ids": "result:0"},
+        parents=[0],
+        text='{"customer": "Ada", "total": 17.5}',
+    )
+    listing = ExploredCall(
+        index=0, session=0, tool="recent_orders", arguments={}, text='{"ids": ["ord-7a1f", "ord-93c2"]}'
+    )
+    from mcprl.scenarios.replay import needed
+
+    assert [c.tool for c in needed("What is the total of the orders of Ada?", [listing, ids])] == [
+        "recent_orders",
+        "get_orders",
+    ]
