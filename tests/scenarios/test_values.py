@@ -5,6 +5,13 @@ from __future__ import annotations
 
 import re
 
+# a tool's one parameter, an SQL query
+SQL = {
+    "type": "object",
+    "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}},
+    "required": ["query"],
+}
+
 
 def test_the_items_of_a_list_a_write_is_sent_name_different_things_as_a_person_names_them():
     """Entities a knowledge graph is sent in one call are different entities, each named and typed as a person
@@ -71,13 +78,8 @@ def test_results_are_read_as_records_and_arguments_take_the_shape_their_descript
     # an SQL parameter is sent a query over a table some result named; a time one, a time first
     knowledge = Knowledge([])
     knowledge.seen = [SeenValue(value="orders", field="name", call=3, session=0)]
-    sql = {
-        "type": "object",
-        "properties": {"query": {"type": "string", "description": "SELECT SQL query to execute"}},
-        "required": ["query"],
-    }
     rng = random.Random(0)
-    drawn = [knowledge.arguments("run", sql, 0, rng) for _ in range(40)]
+    drawn = [knowledge.arguments("run", SQL, 0, rng) for _ in range(40)]
     assert "SELECT * FROM orders LIMIT 5" in {args["query"] for args, _ in drawn if args}
     assert re.fullmatch(r"\d\d:\d\d", probes("time", "Time to convert in 24-hour format (HH:MM)")[0])
 
@@ -310,13 +312,8 @@ def test_a_tool_named_for_listing_tables_gives_the_tables_queries_are_composed_o
         values=columns,
     )
     assert [b["table"] for b in knowledge.kinds["table"]] == ["products", "orders"]
-    schema = {
-        "type": "object",
-        "properties": {"query": {"type": "string", "description": "A SELECT query"}},
-        "required": ["query"],
-    }
     rng = random.Random(0)
-    sent = [knowledge.arguments("read_query", schema, 1, rng) for _ in range(200)]
+    sent = [knowledge.arguments("read_query", SQL, 1, rng) for _ in range(200)]
     composed = [args["query"] for args, leaves in filter(None, sent) if leaves[0].arm == "composed"]
     # the table each names: after FROM, or quoted (a catalogue's query of its columns)
     named = {m for q in composed for found in re.findall(r"FROM (\w+)\b(?![.(])|'(\w+)'", q) for m in found if m}
