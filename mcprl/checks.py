@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import struct
 import unicodedata
 from typing import Annotated, Any, Literal
 
@@ -81,12 +82,22 @@ def words(text: str) -> list[str]:
     return normalize_text(text).split()
 
 
+def single(number: float) -> float:
+    """`number` rounded to single precision: a database's REAL column (duckdb's FLOAT) gives 0.9 as
+    0.8999999761581421, and a reply of 0.9 holds that answer."""
+    try:
+        return struct.unpack("f", struct.pack("f", number))[0]
+    except OverflowError:
+        return number
+
+
 def holds_answer(text: str, answer: Any) -> bool:
     """Whether `text` holds `answer`: a number as a number of the same value ("$22.60" holds
-    22.6, "SKU-1234" holds no 1234), anything else as whole words, both normalised."""
+    22.6, "SKU-1234" holds no 1234; a fraction stored in single precision as the shortest number
+    that rounds to it, `single`), anything else as whole words, both normalised."""
     number = as_number(answer)
     if number is not None:
-        return any(math.isclose(n, number, abs_tol=1e-9) for n in numbers(text))
+        return any(math.isclose(n, number, abs_tol=1e-9) or single(n) == number != int(number) for n in numbers(text))
     needle = " ".join(words(str(answer)))
     return bool(needle) and f" {needle} " in f" {' '.join(words(text))} "
 

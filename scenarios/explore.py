@@ -51,10 +51,11 @@ from mcprl.scenarios.explored import Exploration, ExploredCall, ToolReport, sour
 from mcprl.scenarios.isolation import changed_under, is_isolated, may_write, unsafe_writers
 from mcprl.scenarios.lexicon import RATE_LIMITED
 from mcprl.scenarios.results import MESSAGE, found_nothing, reports, result_values
-from mcprl.scenarios.value_sources import context_values
+from mcprl.scenarios.value_sources import context_values, folder_entries
 from mcprl.scenarios.values import Drawn, Knowledge
 from mcprl.tools import ServerGone, redact_model
 from mcprl.tools import ToolPool as Pool
+from mcprl.tools.convert import inlined
 from mcprl.types import dump_jsonl
 
 if TYPE_CHECKING:
@@ -101,16 +102,15 @@ async def explore(
                 if not pool.per_rollout
                 else "may write, and the server's state may outlive its process"
             )
-        else:
-            tools[tool["name"]] = tool
+        else:  # (its schema's parts each standing alone: values are drawn and checked part by part)
+            tools[tool["name"]] = {**tool, "inputSchema": inlined(tool.get("inputSchema") or {})}
     if not tools:
         return out
     spec = pool.spec.model_copy(update={"call_timeout": cfg.call_timeout})
     explorer = Pool(spec, per_rollout=pool.per_rollout)  # fresh temp dirs for stdio sessions
     writers = frozenset(name for name, tool in tools.items() if may_write(tool))
-    knowledge = Knowledge(
-        context_values(pool.toolset.spec, pool.toolset.resources, pool.toolset.resource_templates), writers
-    )
+    context = context_values(pool.toolset.spec, pool.toolset.resources, pool.toolset.resource_templates)
+    knowledge = Knowledge(context, writers, folder_entries(pool.toolset.spec, context))
     order = list(tools)
     random.Random(f"{seed}/explore").shuffle(order)
     retired: dict[str, str] = {}
@@ -355,6 +355,14 @@ async def explore(
             made_call = await call(session, number, name, args, leaves)
             if made_call is None:
                 return
+            if made_call.is_error and len(out.calls) < cfg.calls:
+                # made again once, as a person who read the error would: with the value it named for what it blamed
+                again = knowledge.corrected(name, tools[name].get("inputSchema") or {}, args, leaves)
+                if again is not None:
+                    args = again[0]
+                    made_call = await call(session, number, name, *again)
+                    if made_call is None:
+                        return
             if made_call.is_error:
                 continue
             if name in writers and homes == "trial" and session.home is not None and not home_wrote:

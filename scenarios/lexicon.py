@@ -252,9 +252,12 @@ IDENTIFIER = re.compile(r"[A-Za-z_]\w{0,63}")  # a name a query may be composed 
 RATE_LIMITED = re.compile(
     r"\b(?:429|rate[ -]?limit(?:ed)?|too many requests|retry[ -]after|slow down)\b", re.IGNORECASE
 )
-# "must be one of ('pending', 'done')", "valid values are: a, b", "expected one of [x, y]"
+# "must be one of ('pending', 'done')", "valid values are: a, b", "expected one of [x, y]"; or a list the error
+# names by its kind ("no column 'x'; the columns: name, team, hours": `kind`, where the list must have two or more
+# short items to be one)
 ALLOWED_VALUES = re.compile(
-    r"\b(?:one of|(?:valid|allowed|possible|supported) (?:values|options|choices)(?: are)?|choose from)"
+    r"\b(?:one of|(?:valid|allowed|possible|supported) (?:values|options|choices)(?: are)?|choose from"
+    r"|(?P<kind>[A-Za-z]+s)(?: are)?:)"
     r"\s*:?\s*[\[({]?(?P<items>[^\n\])}]{1,300})",
     re.IGNORECASE,
 )

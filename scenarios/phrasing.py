@@ -203,6 +203,9 @@ def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset())
     """A call in words (`Said`), from its tool's title (else its name's words) and what a task states of its
     arguments; a `linked` argument is "the previous result"."""
     title = re.sub(r"\s*\([^)]*\)", "", title) or title  # an aside: "Read File (Deprecated)"
+    (key, value), *others = args.items() if args else [(None, None)]
+    if not others and isinstance(value, dict) and value and key not in linked:
+        args = value  # one object holding the call's parameters (a pydantic model's `request`): said as they are
     words = [w for w in words_of(title) if w not in FILLER] or words_of(title)
     one = [w for k in args for w in words_of(k)] if len(args) == 1 else []
     if len(words) > 2 and words[0] not in VERBS and words[1] in VERBS:  # a prefix naming the server: "github get issue"

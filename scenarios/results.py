@@ -179,7 +179,7 @@ def counted(text: str, structured: Any = None) -> int | None:
 def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     """The records a result holds, each its (field, value) pairs: the objects of a list, a single
     object, the files of a unified diff, the lines of an `a | b | c` listing (cells as field '', `key: value`
-    cells by key), or the `key: value` lines of a text."""
+    cells by key) or of `key: value` pairs ("name: Ann, team: Sales"), or the `key: value` lines of a text."""
     data = result_data(text, structured)
     if isinstance(data, (list, tuple)) and data and all(isinstance(d, dict) for d in data):
         return [flatten(d) for d in list(data)[:50]]
@@ -187,8 +187,11 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
         return [flatten(data)]
 
     def cells(line: str) -> list[tuple[str, Any]]:
+        parts = line.split(" | ") if " | " in line else [line]
+        if len(parts) == 1 and len(pairs := re.split(r"[,;] ", line)) > 1 and all(map(labelled, pairs)):
+            parts = pairs  # a line of `key: value` pairs ("name: Ann, team: Sales, hours: 31")
         out = []
-        for cell in line.split(" | ") if " | " in line else [line]:
+        for cell in parts:
             if (pair := labelled(cell)) is not None:
                 out.append(pair)
             elif cell.strip():
@@ -201,7 +204,7 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
         lines.pop()  # cut mid-record: not a record
     if (files := diff_records(text.splitlines())) is not None:
         return files
-    rows = [line for line in lines if " | " in line]
+    rows = [line for line in lines if len(cells(line)) > 1]
     # a listing: every line a row of cells, but for a note before or after the rows ("(10 of 11 shown)")
     if len(rows) > 1 and rows in (lines, lines[1:], lines[:-1]):
         return [cells(line) for line in rows]

@@ -6,12 +6,16 @@ the type a parameter takes."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import random
 import re
 from difflib import SequenceMatcher
+from pathlib import Path
 from typing import Any
 
 from mcprl.scenarios.lexicon import ALLOWED_VALUES
+from mcprl.scenarios.results import flatten
 from mcprl.tools import ServerSpec
 from mcprl.tools.redact import secret_values
 
@@ -90,13 +94,54 @@ def context_values(spec: ServerSpec, resources: list[dict[str, Any]], templates:
     return [v for v in dict.fromkeys(found) if v and len(v) <= 300]
 
 
+FOLDER_ENTRIES = 40  # entries under one folder in plain view offered as values
+LISTED_PER_FOLDER = 200  # entries of one folder read (a folder of 100,000 files is not listed whole)
+
+
+def folder_entries(spec: ServerSpec, context: list[str]) -> dict[str, list[str]]:
+    """The files and folders under each value in plain view that names a folder on this machine (a stdio
+    server's working directory, `--root /srv/docs`; relative to the working directory), as paths relative to
+    it: two levels deep, nearest first, hidden ones left out. A server given a folder works on the files in it
+    (a spreadsheet server started in the user's folder of workbooks), as one that lists them would say."""
+    if spec.transport != "stdio":
+        return {}
+    found: dict[str, list[str]] = {}
+    for value in context:
+        folder = Path(spec.cwd or "", value)
+        if not (folder.is_absolute() and folder.is_dir()):
+            continue
+        entries: list[Path] = []
+        level = [folder]
+        for _ in range(2):
+            below = []
+            for parent in level:
+                try:
+                    below += sorted(itertools.islice(parent.iterdir(), LISTED_PER_FOLDER))
+                except OSError:  # a folder this user may not read
+                    continue
+            level = [e for e in below if not e.name.startswith(".")]
+            entries += level
+            level = [e for e in level if e.is_dir()]
+        found[value] = [str(e.relative_to(folder)) for e in entries[:FOLDER_ENTRIES]]
+    return {value: names for value, names in found.items() if names}
+
+
 def error_values(text: str, sent: set[str]) -> list[str]:
     """Values an error message names that the call did not send: quoted ones ("outside the allowed
     repository '/srv/r'"), examples ("a date like 2024-03-31") and the items of a list it says it
-    takes ("must be one of (a, b)")."""
+    takes ("must be one of (a, b)", "the columns: name, team")."""
+    if "{" in text:  # an error as a JSON object: its values' words, not its keys ("status", "error_code")
+        try:
+            data = json.loads(text[text.index("{") :])
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            text = "\n".join(str(v) for _, v in flatten(data))
     found = QUOTED.findall(text) + description_examples(text)  # "after must be a date like 2024-03-31"
     for m in ALLOWED_VALUES.finditer(text):
-        found += [item.strip(" '\"`.") for item in re.split(r",|\bor\b|\|", m["items"])]
+        items = [item.strip(" '\"`.") for item in re.split(r",|\bor\b|\|", m["items"].split(". ")[0])]
+        if not m["kind"] or len(items) >= 2 and all(0 < len(item.split()) <= 3 for item in items):
+            found += items
     # not what the call sent, quoted back whole or in part, nor a message quoting it ("error: no object /srv/r"), nor
     # most of it joined to what the server adds ("/srv/r/<a long value sent>", cut where a quote ended early)
     return [

@@ -19,7 +19,8 @@ view by `mcprl.scenarios.value_sources`):
     shaped     values results held that have the shape of an example ("SKU-3000" for "e.g. SKU-1234")
     word       a word of a longer text a result held, as a person searches ("Porto")
     joined     a name a result listed, under the path the call that listed it took ("notes.txt" of
-               `list_directory("/srv/docs")` -> "/srv/docs/notes.txt"), for any parameter
+               `list_directory("/srv/docs")` -> "/srv/docs/notes.txt"), or a folder in plain view holds on
+               this machine (`value_sources.folder_entries`), for any parameter
     varied     a value that worked, with other numbers in it ("2 + 3" -> "17 + 45")
     schema     sampled from the schema: numbers in its bounds, booleans, formats
     probe      the fuzzing dictionary (`mcprl.scenarios.lexicon.PROBES`), for strings
@@ -172,7 +173,9 @@ class Knowledge:
     values that worked and that errors named, the values results held, the calls made and failed,
     and each tool's log."""
 
-    def __init__(self, context: list[str], writers: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, context: list[str], writers: frozenset[str] = frozenset(), folders: dict[str, list[str]] | None = None
+    ) -> None:
         self.context = context
         self.writers = writers  # the tools that may write
         self.stats: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
@@ -189,8 +192,12 @@ class Knowledge:
         self.blamed: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values blamed
         self.made: set[str] = set()
         self.failed: set[str] = set()
+        # tool -> the leaf path its latest call's error blamed alone, and the values that error named (`corrected`)
+        self.hints: dict[str, tuple[str, list[str]]] = {}
         self.seen: list[SeenValue] = []
         self.listed: dict[str, list[tuple[str, int, int]]] = defaultdict(list)  # path -> (name, call, session)
+        for folder, names in (folders or {}).items():  # what a folder in plain view holds: listed by no call
+            self.listed[folder] += [(name, -1, -1) for name in names]
         self.logs: dict[str, ToolLog] = defaultdict(ToolLog)
         # a kind of name (lexicon.Query.lists: "table", "column") -> the bindings known queries' results gave
         self.kinds: dict[str, list[dict[str, str]]] = defaultdict(list)
@@ -225,6 +232,28 @@ class Knowledge:
             args = self._object(tool, "", schema, session, rng, leaves, fresh)
             if call_key(tool, args) not in self.made:
                 return args, leaves
+        return None
+
+    def corrected(
+        self, tool: str, schema: dict[str, Any], args: dict[str, Any], leaves: list[Drawn]
+    ) -> tuple[dict[str, Any], list[Drawn]] | None:
+        """The call that just failed, made again as a person who read its error would: the one parameter the error
+        blamed ("no column 'x'; the columns: name, team") given the first value it named for it (one this tool was
+        not sent there first) that makes a call not made yet, the rest as they were. None where the error blamed
+        more than one, or named no such value."""
+        if (hint := self.hints.pop(tool, None)) is None:
+            return None
+        path, told = hint
+        *parents, last = path.split(".")
+        for value in sorted(told, key=lambda v: repr(v) in self.tried[tool, path]):  # values not sent there first
+            again = json.loads(json.dumps(args, default=str))
+            node = again
+            for part in parents:
+                node = node[part]
+            node[last] = value
+            if self._validator(schema)(again) and call_key(tool, again) not in self.made:
+                drawn = Drawn(path=path, name=last, arm="error", value=value)
+                return again, [drawn if d.path == path else d for d in leaves]
         return None
 
     def proposed(self, tool: str, schema: dict[str, Any], written: dict[str, Any]) -> list[Drawn] | None:
@@ -494,6 +523,7 @@ class Knowledge:
             self.tried[tool, d.path].add(repr(d.value))
             self.sent[d.name].add(repr(d.value))
             self.said.add(repr(d.value))
+        self.hints.pop(tool, None)
         if error_kind == "timeout":
             log.errors[clip(text.partition("\n")[0], 160)] += 1
             return
@@ -506,14 +536,16 @@ class Knowledge:
             lowered = text.lower()
             sent = {str(d.value) for d in leaves}
             told = error_values(text, sent | {tool})
-            # an error names a parameter, or the value it was sent (whole, or quoted in part: "Ref '2024-01-15 09'")
+            # an error names a parameter, or the value it was sent (whole, or quoted in part: "Ref '2024-01-15 09'";
+            # a quote of one value whole is not part of another: "no column '/srv'" of a file "/srv/a.csv")
+            parts = [q for q in QUOTED.findall(text) if len(q) > 3 and q not in sent]
             named = [
                 d
                 for d in leaves
                 if name_in(d.name, lowered)
                 or len(str(d.value)) > 1
                 and re.search(rf"(?<!\w){re.escape(str(d.value).lower())}(?!\w)", lowered)
-                or any(len(q) > 3 and q in str(d.value) for q in QUOTED.findall(text))
+                or any(q in str(d.value) for q in parts)
             ]
             # of those, or else of every parameter, the ones whose value has not worked before (a repository
             # path that worked, sent also as a branch type that the error quotes back, is not to blame)
@@ -524,6 +556,8 @@ class Knowledge:
             for d in named:
                 if (shape := error_shape(text, str(d.value), tool)) is not None:
                     self.shapes[shape].add(d.name)
+            if len(named) == 1 and told and "[]" not in named[0].path:
+                self.hints[tool] = (named[0].path, told)
             for d in blamed:
                 self.stats[d.name, d.arm][1] += 1
                 self.blamed[tool, d.path].add(repr(d.value))

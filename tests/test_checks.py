@@ -103,3 +103,11 @@ def test_a_number_is_read_whole_with_its_unit_and_never_out_of_a_token():
     assert numbers("1.9e-05 km, -1.11111111e-06, 3E+2") == {1.9e-05, -1.11111111e-06, 300}
     assert holds_answer("The answer is -1.11111111e-06.", -1.11111111e-06) and not holds_answer("1.9e-05", 1.9)
     assert numbers("3e45a 2e5x9") == set()
+
+
+def test_a_fraction_stored_in_single_precision_is_held_by_the_number_a_person_writes():
+    """A database's REAL column gives 0.9 as 0.8999999761581421 (single precision read back as double): a reply of
+    0.9 holds it, one of 0.91 does not, and a whole number or a double's fraction is compared as before."""
+    assert holds_answer("The ratio is 0.9.", 0.8999999761581421) and holds_answer("0.89999998", 0.8999999761581421)
+    assert not holds_answer("The ratio is 0.91.", 0.8999999761581421) and not holds_answer("0.9", 0.8999999)
+    assert not holds_answer("3.0000001", 3) and holds_answer("1e40 stars", 1e40)

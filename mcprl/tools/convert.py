@@ -70,24 +70,55 @@ _SAME_INSTANCE_LISTS = ("allOf", "anyOf", "oneOf")
 MAX_SCHEMA_DEPTH = 64  # applicators nested deeper than this (through $refs included) are refused
 
 
+def pointed(schema: Any, ref: str) -> Any:
+    """What a local `$ref` ("#/$defs/Request") of `schema` points to; None where it points nowhere."""
+    node = schema
+    for part in ref.removeprefix("#").split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def inlined(schema: Any) -> Any:
+    """`schema` with each local `$ref` replaced by the schema it points to (the keywords beside it kept), and its
+    `$defs` dropped, so that each part stands alone (a nested object drawn and checked by its own schema, as a
+    pydantic model's `{"request": {"$ref": "#/$defs/Request"}}` needs). A `$ref` met again below itself (a tree's
+    `children`) takes any value there."""
+
+    def walk(node: Any, refs: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(n, refs) for n in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#"):
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            target = pointed(schema, ref)
+            if ref in refs or len(refs) >= MAX_SCHEMA_DEPTH or not isinstance(target, dict):
+                return walk(rest, refs)
+            return walk({**target, **rest}, (*refs, ref))
+        out = {}
+        for key, value in node.items():
+            if key in ("properties", "patternProperties", "dependentSchemas") and isinstance(value, dict):
+                out[key] = {name: walk(sub, refs) for name, sub in value.items()}  # names, then schemas
+            elif key not in ("$defs", "definitions"):
+                out[key] = value if key in ("enum", "const", "default", "examples") else walk(value, refs)
+        return out
+
+    return walk(schema, ())
+
+
 def schema_problem(schema: Any) -> str | None:
     """Why a tool's input schema cannot be used to check arguments, or None: a local `$ref` that
     leads back to itself without descending into the instance (`#/$defs/A` -> `#/$defs/B` ->
     `#/$defs/A`: jsonschema raises RecursionError on it, a grammar compiler loops or refuses),
     or applicators nested past MAX_SCHEMA_DEPTH. A recursive schema that does descend (a tree
     whose `children` items refer to the root) is fine."""
-
-    def resolve(ref: str) -> Any:
-        node = schema
-        for part in ref.removeprefix("#").split("/")[1:]:
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return None
-        return node
 
     clean: set[str] = set()  # refs whose every path was followed without a problem
 
@@ -100,7 +131,7 @@ def schema_problem(schema: Any) -> str | None:
         if isinstance(ref, str) and ref.startswith("#") and ref not in clean:
             if ref in refs:
                 return "$ref cycle: " + " -> ".join([*refs[refs.index(ref) :], ref])
-            if (found := walk(resolve(ref), (*refs, ref), depth + 1)) is not None:
+            if (found := walk(pointed(schema, ref), (*refs, ref), depth + 1)) is not None:
                 return found
             clean.add(ref)
         for key in _SAME_INSTANCE:
@@ -250,20 +281,19 @@ _ERROR_OPENING = re.compile(
     re.IGNORECASE,
 )
 _ERROR_KEYS = {"error", "errors", "error_message", "message", "detail", "code", "status", "ok", "success"}
+_OUTCOME_FLAGS = ("ok", "success", "succeeded", "successful", "status")  # a result's flag of whether the call worked
 
 
 def reports_error(text: str) -> bool:
     """Whether a tool result that MCP calls a success says in its text that the call failed: an
     error opening its first line, or a JSON object that says it (`{"ok": false, ...}`,
-    `{"success": false, ...}`, or only error fields: `{"error": "not found"}`)."""
+    `{"success": false, ...}`, `{"status": false, ...}`, or only error fields: `{"error": "not found"}`)."""
     try:
         data = json.loads(text)
     except ValueError:
         return _ERROR_OPENING.search(text.lstrip().partition("\n")[0][:200]) is not None
     if not isinstance(data, dict):
         return False
-    return (
-        data.get("ok") is False
-        or data.get("success") is False
-        or (bool(data.get("error") or data.get("errors")) and set(data) <= _ERROR_KEYS)
+    return any(data.get(flag) is False for flag in _OUTCOME_FLAGS) or (
+        bool(data.get("error") or data.get("errors")) and set(data) <= _ERROR_KEYS
     )

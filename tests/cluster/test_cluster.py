@@ -146,6 +146,7 @@ def ray_run(cluster, tiny_model_dir, tmp_path_factory) -> Path:
         address=cluster.address,
         rollout_workers=2,
         worker_cpus=1,
+        start_timeout_s=300,  # a loaded machine (the suite's other worker) starts a worker in minutes, not seconds
     )
 
 

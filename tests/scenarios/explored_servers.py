@@ -13,6 +13,7 @@ from mcprl.tools import ServerSpec, ToolPool
 SHOP = Path(__file__).resolve().parents[1] / "data" / "shop_server.py"
 NOTES = Path(__file__).resolve().parents[1] / "data" / "notes_file_server.py"
 TASKS = Path(__file__).resolve().parents[1] / "data" / "tasks_server.py"
+FOLDER = Path(__file__).resolve().parents[1] / "data" / "folder_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:

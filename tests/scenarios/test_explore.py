@@ -25,7 +25,7 @@ from mcprl.scenarios.source import grounded
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import load_jsonl
 from tests.conftest import _free_port, _wait_listening
-from tests.scenarios.explored_servers import NOTES, SHOP, explore_and_ground, shop
+from tests.scenarios.explored_servers import FOLDER, NOTES, SHOP, explore_and_ground, shop
 
 pytestmark = pytest.mark.anyio
 
@@ -58,9 +58,18 @@ def test_which_result_texts_report_an_error():
         "notes.txt: Error - ENOENT: no such file or directory",
         "/srv/a: Error - EISDIR: illegal operation",
         '{"error": "not found"}',
+        '{"ok": false, "detail": "no such order"}',
+        '{"status": false, "status_message": "file not found", "tool_result": {"error_code": "file_not_found"}}',
     ):
         assert reports_error(text), text
-    for text in ("a.txt:\nhello\n---\nb.txt: Error - ENOENT", "status: error", "found: 0 errors", "price: 12"):
+    for text in (
+        "a.txt:\nhello\n---\nb.txt: Error - ENOENT",
+        "status: error",
+        "found: 0 errors",
+        "price: 12",
+        '{"status": true, "tool_result": {"sheets": 2}}',
+        '{"status": "shipped", "ok": true}',
+    ):
         assert not reports_error(text), text
 
 
@@ -165,6 +174,38 @@ async def test_a_server_keeping_its_state_under_the_home_gets_a_home_of_its_own_
     assert sum(c.tool == "add_note" and not c.is_error for c in calls) >= 3  # writes explored, not stopped at one
     assert json.loads(store.read_text()) == ["the user's own note"]
     assert any("home" in line and "--private-home" in line for line in said)
+
+
+async def test_a_server_working_in_its_folder_is_asked_about_the_files_there_and_never_writes_them(tmp_path):
+    """A server started in a folder of tables (`--cwd`) that no command-line argument or description names: the
+    files in its working directory are values in plain view, so exploring reads them; a total of a column is found
+    from the columns its errors name. Every kept task's answer comes back on a fresh replay of its reference without
+    stating it. The folder is the user's, so no tool that may write is called and its files are as they were."""
+    folder = tmp_path / "tables"
+    (folder / "2026").mkdir(parents=True)
+    (folder / "orders.csv").write_text("customer,item,quantity\nAna Ruiz,desk lamp,2\nBen Okafor,chair,7\n")
+    (folder / "2026" / "staff.csv").write_text("name,team,hours\nCarla Diaz,Sales,31\nDev Patel,Support,12\n")
+    (folder / ".hidden.csv").write_text("secret,value\nkey,1\n")
+    before = {p: p.is_file() and p.read_bytes() for p in folder.rglob("*")}
+    said: list[str] = []
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {FOLDER}", cwd=str(folder))) as pool:
+        tasks = await grounded(
+            pool, 8, ExploreConfig(calls=40), tmp_path / "e.jsonl", tmp_path / "g.json", seed=0, fallback=False,
+            say=said.append,
+        )  # fmt: skip
+        for t in tasks:
+            assert not holds_answer(t.task, t.answer), t.task
+            async with pool.session() as session:
+                for c in t.reference:
+                    outcome = await session.call(c.tool, c.arguments)
+            assert gives_answer(t, outcome.data_text), t.task
+    calls = load_jsonl(tmp_path / "e.jsonl", ExploredCall)
+    read = {str(c.arguments["file"]) for c in calls if not c.is_error}
+    assert {str(folder / "orders.csv"), str(folder / "2026" / "staff.csv")} <= read, read
+    assert not any(".hidden" in json.dumps(c.arguments) for c in calls)
+    assert {t.reference[-1].tool for t in tasks} == {"read_table", "column_total"}
+    assert not any(c.tool == "save_table" for c in calls) and any("--isolated" in line for line in said)
+    assert {p: p.is_file() and p.read_bytes() for p in folder.rglob("*")} == before
 
 
 async def test_exploration_stays_within_its_bounds_and_skips_a_tool_that_hangs():

@@ -77,6 +77,9 @@ def test_a_title_that_names_or_gets_a_thing_is_asked_about_that_thing() -> None:
     assert said("task create", {"name": "Renew passport"}).order().split()[0] == "Create"
     assert "tasks" in said("task list", {}).order().split()  # a listing of them
     assert "git status" in said("git status", {}).order()
+    # one object holding the call's parameters (a pydantic model's `request`) is said as the parameters it holds
+    request = said("read range", {"request": {"file_path": "/srv/shop.xlsx", "sheet": "Orders"}})
+    assert request == said("read range", {"file_path": "/srv/shop.xlsx", "sheet": "Orders"}), request
 
 
 def test_a_field_naming_a_person_is_asked_who_and_a_line_alone_only_where_asked() -> None:

@@ -75,6 +75,12 @@ def test_results_are_read_as_records_and_arguments_take_the_shape_their_descript
     # records of `key: value` lines one after another, under a heading
     log = "Commit history:\nCommit: a1\nAuthor: Ann\nCommit: b2\nAuthor: Bob"
     assert result_records(log, None) == [[("Commit", "a1"), ("Author", "Ann")], [("Commit", "b2"), ("Author", "Bob")]]
+    # a line of `key: value` pairs a record (a comma inside a value keeps the line whole)
+    rows = "name: Carla Diaz, team: Sales, hours: 31\nname: Dev Patel, team: Support, hours: 12"
+    assert result_records(rows, None)[1] == [("name", "Dev Patel"), ("team", "Support"), ("hours", "12")]
+    assert result_records("Date: Mon, 3 Mar 2025\nAuthor: Ann", None) == [
+        [("Date", "Mon, 3 Mar 2025"), ("Author", "Ann")]
+    ]
     # an SQL parameter is sent a query over a table some result named; a time one, a time first
     knowledge = Knowledge([])
     knowledge.seen = [SeenValue(value="orders", field="name", call=3, session=0)]
@@ -269,6 +275,18 @@ def test_a_value_that_worked_is_varied_as_a_person_varies_it():
                 assert ("." in a) == ("." in b) and len(a.partition(".")[2]) == len(b.partition(".")[2])
 
 
+def test_an_error_that_lists_values_by_their_kind_offers_them_and_a_json_errors_keys_are_none():
+    """ "no column 'x'; the columns: name, team" names what the parameter takes (two or more short items); a sentence
+    after a colon names nothing, and an error written as a JSON object offers its values' words, not its keys."""
+    from mcprl.scenarios.value_sources import error_values
+
+    assert error_values("no column 'x'; the columns: name, team, hours", {"x"}) == ["name", "team", "hours"]
+    assert error_values("Details: the file could not be opened by this server", set()) == []
+    sheet = 'Error: {"status": false, "tool_result": {"error_code": "sheet_not_found", "message": "no sheet \'x\'"}}'
+    assert error_values(sheet.replace("'x'", "'x'; the sheets: Orders, Staff"), {"x"}) == ["Orders", "Staff"]
+    assert error_values(sheet, {"x"}) == []
+
+
 def test_no_error_that_says_back_a_value_sent_offers_it_as_a_new_one():
     """Seen on server-filesystem: an error quoting a date `path` was sent, joined to the folder and cut short where
     the quote ended early, was sent to `path` again as a new value, and drew the same error. An error's values are
@@ -318,3 +336,31 @@ def test_a_tool_named_for_listing_tables_gives_the_tables_queries_are_composed_o
     # the table each names: after FROM, or quoted (a catalogue's query of its columns)
     named = {m for q in composed for found in re.findall(r"FROM (\w+)\b(?![.(])|'(\w+)'", q) for m in found if m}
     assert composed and named <= {"products", "orders", "sqlite_master"}, composed
+
+
+def test_every_real_tools_schema_gives_arguments_it_validates():
+    """Each real MCP tool's input schema (tests/data/mcp_tool_schemas.json: `$defs`/`$ref` of pydantic models,
+    `anyOf`, enums, formats) gives drawn arguments that the whole schema validates, a nested model's fields
+    included: its parts are drawn from their own schemas with the references inlined (`inlined`)."""
+    import json
+    import random
+    from pathlib import Path
+
+    import jsonschema
+
+    from mcprl.scenarios.values import Knowledge
+    from mcprl.tools.convert import inlined
+
+    schemas = json.loads((Path(__file__).resolve().parents[1] / "data" / "mcp_tool_schemas.json").read_text())[
+        "schemas"
+    ]
+    assert sum('"$ref"' in json.dumps(s) for s in schemas.values()) >= 5
+    knowledge = Knowledge(["/srv/data"])
+    drawn = 0
+    for tool, schema in schemas.items():
+        for seed in range(2):
+            made = knowledge.arguments(tool, inlined(schema), session=0, rng=random.Random(seed))
+            if made is not None:
+                jsonschema.validate(made[0], schema)
+                drawn += 1
+    assert drawn >= len(schemas)
