@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from mcprl.checks import as_number, holds_answer, normalize_text
+from mcprl.checks import as_number, holds_answer, normalize_text, same_value
 from mcprl.scenarios.explored import Exploration, ExploredCall, source_call
 from mcprl.scenarios.grounded_task import answerable, chosen, grounded_scenario, result_answer
 from mcprl.scenarios.lexicon import about, known, question, record_of, shaped, stated, words_of
@@ -100,16 +100,28 @@ def candidates(
     values: dict[tuple[str, str], set[str]] = defaultdict(set)
     # (tool, field) -> the distinct records that held it (one record read again and again tells nothing apart)
     held: dict[tuple[str, str], set[str]] = defaultdict(set)
+    # (tool, field named as one of its parameters) -> whether it held what the call sent, every time one was sent; and
+    # the values it held where none was: the request said back, where those are one value, its default
+    # (`detail_level: names`), not a filter's (`status: done` of a listing filtered by it, any status of one that is not)
+    echoed: dict[tuple[str, str], bool] = {}
+    unsent: dict[tuple[str, str], set[str]] = defaultdict(set)
     for call in calls:
         if not call.is_error:
             for record in result_records(call.data, call.structured):
                 for k, v in record:
                     values[call.tool, k].add(str(v))
                     held[call.tool, k].add(repr(record))
+                    if k in call.arguments:
+                        echoed[call.tool, k] = echoed.get((call.tool, k), True) and same_value(v, call.arguments[k])
+                    else:
+                        unsent[call.tool, k].add(str(v))
     unasked: dict[str, set[str]] = defaultdict(set)  # tool -> its fields that no task asks for, nor picks a line by
     for (tool, field), seen in values.items():
-        if len(held[tool, field]) >= 3 and (
-            len(seen) == 1 or seen <= {"0", "1"} or seen == {str(i) for i in range(len(seen))}
+        if (
+            echoed.get((tool, field))
+            and len(unsent[tool, field]) <= 1
+            or len(held[tool, field]) >= 3
+            and (len(seen) == 1 or seen <= {"0", "1"} or seen == {str(i) for i in range(len(seen))})
         ):
             unasked[tool].add(field)
 

@@ -110,8 +110,9 @@ def field_tasks(
             and 1 <= len(v.split()) <= MAX_ANSWER_WORDS
             and not re.search(r"@|://", v)
             # a value with no key names a record of a listing, or a cell of a row; the lines of a result that
-            # is one record are its heading or prose ("Repository status:", "On branch main")
-            and (not k and (listing or row) or k.lower() in NAME_KEYS)
+            # is one record are its heading or prose ("Repository status:", "On branch main"); a name key the record
+            # holds more than once names its parts ("sheets": [{"name": "Orders"}, {"name": "Staff"}]), not it
+            and (not k and (listing or row) or k.lower() in NAME_KEYS and k not in twice)
         ]
         names.sort(key=lambda v: (" " not in v, bool(re.search(r"\d", v))))  # names before codes
         # values with a digit first (an amount, a code, a count): what a person asks a record for

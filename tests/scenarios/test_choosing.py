@@ -163,3 +163,53 @@ def test_a_chain_keeps_no_call_that_only_found_a_list_the_task_states_item_by_it
         "recent_orders",
         "get_orders",
     ]
+
+
+def test_a_field_that_says_back_what_the_call_was_sent_is_asked_for_by_no_task():
+    """Seen on dbhub's `search_objects`: its results repeat the request (`"detail_level": "names"`, the default when
+    none was sent), and tasks asked for it ("What is the detail level of the object ...?" -> names). A field named as
+    a parameter of its tool that held what was sent, every time one was, is the request said back: no task asks for
+    it, whatever the calls that left it to its default gave; the facts beside it are asked for."""
+
+    def found(kind: str, level: str, names: list[str]) -> str:
+        return json.dumps({"object_type": kind, "detail_level": level, "count": len(names), "objects": names})
+
+    calls = [
+        _call(0, "search_objects", {"object_type": "table"}, found("table", "names", ["employee", "salary"])),
+        _call(1, "search_objects", {"object_type": "index"}, found("index", "names", ["PRIMARY"])),
+        _call(2, "search_objects", {"object_type": "table", "detail_level": "full"}, found("table", "full", ["x"])),
+        _call(3, "search_objects", {"object_type": "column", "detail_level": "names"}, found("column", "names", [])),
+    ]
+    for seed in range(4):
+        tasks = candidates(Exploration(calls=calls), {}, seed=seed)
+        assert tasks and all(t.metadata.get("field") not in ("detail_level", "object_type") for t in tasks), [
+            (t.task, t.answer) for t in tasks
+        ]
+        assert not any(t.answer in ("names", "full", "table", "index", "column") for t in tasks), [
+            t.task for t in tasks
+        ]
+
+
+def test_a_record_is_not_named_by_a_name_its_parts_each_have():
+    """Seen on excel-tools-mcp: a workbook's inspection holds its sheets, each with a `name`; tasks asked "What is the
+    sheet count of the inspect "Orders"?", naming the whole result by its first sheet. A name key a record holds more
+    than once names its parts, not the record."""
+    sheets = [{"name": "Orders", "rows": 6}, {"name": "Staff", "rows": 4}]
+    text = json.dumps({"file_path": "/srv/shop.xlsx", "sheet_count": 2, "sheets": sheets, "backend": "openpyxl"})
+    calls = [_call(0, "excel_inspect", {"file_path": "/srv/shop.xlsx"}, text)]
+    for seed in range(6):
+        tasks = candidates(Exploration(calls=calls), {}, seed=seed)
+        assert tasks and not any("Orders" in t.task or "Staff" in t.task for t in tasks), [t.task for t in tasks]
+
+
+def test_a_field_a_listing_was_filtered_by_is_still_asked_for_where_it_varies():
+    """A to-do list's `list_tasks(status="done")` lists only done tasks (each `status: done`, what was sent), but its
+    listing with no filter holds every status: the field is the tasks' data, asked for there."""
+    rows = {"Renew passport": "done", "Team meeting": "active", "Weekly report": "pending"}
+
+    def listing(status: str | None) -> str:
+        return json.dumps([{"title": t, "status": s} for t, s in rows.items() if status in (None, s)])
+
+    calls = [_call(0, "list_tasks", {}, listing(None)), _call(1, "list_tasks", {"status": "done"}, listing("done"))]
+    asked = {t.metadata.get("field") for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
+    assert "status" in asked, asked
