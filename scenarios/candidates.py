@@ -102,7 +102,7 @@ def candidates(
     held: dict[tuple[str, str], set[str]] = defaultdict(set)
     # (tool, field named as one of its parameters) -> whether it held what the call sent, every time one was sent; and
     # the values it held where none was: the request said back, where those are one value, its default
-    # (`detail_level: names`), not a filter's (`status: done` of a listing filtered by it, any status of one that is not)
+    # (`detail_level: names`), not a filter's (`status: done` of a listing filtered by it, any status unfiltered)
     echoed: dict[tuple[str, str], bool] = {}
     unsent: dict[tuple[str, str], set[str]] = defaultdict(set)
     for call in calls:
