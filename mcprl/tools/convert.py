@@ -281,7 +281,7 @@ _ERROR_OPENING = re.compile(
     re.IGNORECASE,
 )
 _ERROR_KEYS = {"error", "errors", "error_message", "message", "detail", "code", "status", "ok", "success"}
-_OUTCOME_FLAGS = ("ok", "success", "succeeded", "successful", "status")  # a result's flag of whether the call worked
+_OUTCOME_FLAGS = ("ok", "success", "succeeded", "successful")  # a result's flag of whether the call worked
 
 
 def reports_error(text: str) -> bool:
@@ -294,6 +294,11 @@ def reports_error(text: str) -> bool:
         return _ERROR_OPENING.search(text.lstrip().partition("\n")[0][:200]) is not None
     if not isinstance(data, dict):
         return False
-    return any(data.get(flag) is False for flag in _OUTCOME_FLAGS) or (
-        bool(data.get("error") or data.get("errors")) and set(data) <= _ERROR_KEYS
+    return (
+        any(data.get(flag) is False for flag in _OUTCOME_FLAGS)
+        # (a `status` flag with a message beside it: `{"status": false, "status_message": "..."}`; alone it may be a
+        # thing's state, a lamp's `{"status": false}`)
+        or data.get("status") is False
+        and any("message" in key or "error" in key for key in data)
+        or (bool(data.get("error") or data.get("errors")) and set(data) <= _ERROR_KEYS)
     )

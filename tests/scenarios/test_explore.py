@@ -69,6 +69,7 @@ def test_which_result_texts_report_an_error():
         "price: 12",
         '{"status": true, "tool_result": {"sheets": 2}}',
         '{"status": "shipped", "ok": true}',
+        '{"device": "lamp", "status": false}',  # a thing's state, not the call's
     ):
         assert not reports_error(text), text
 
