@@ -84,15 +84,10 @@ def is_isolated(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None]) 
         return cfg.isolated
     if not pool.per_rollout:
         return False
-    if pool.spec.cwd is not None:
+    # (a working directory given, or a file the command names: the files there outlive the process)
+    if (path := pool.spec.cwd or names_a_file(pool.spec.command)) is not None:
         say(
-            f"note: the server runs in {pool.spec.cwd}: the files there outlive its process, so tools that may "
-            f"write are not explored (pass --isolated if each session really starts fresh)"
-        )
-        return False
-    if (path := names_a_file(pool.spec.command)) is not None:
-        say(
-            f"note: the server's command names {path}: its state may live outside the process, so tools that may "
+            f"note: the server works on {path}: its state may live outside the process, so tools that may "
             f"write are not explored (pass --isolated if each session really starts fresh)"
         )
         return False

@@ -263,13 +263,15 @@ ALLOWED_VALUES = re.compile(
 )
 
 
+_COMPOSED_KINDS = frozenset(k for queries in QUERIES.values() for q in queries for k in (q.over, q.lists) if k)
+
+
 def listed_kind(tool: str) -> str | None:
     """The kind of name a tool named for listing them gives, where `QUERIES` are composed over that kind
     (`list_tables` -> "table"; not `describe_table`, which names one)."""
     words = words_of(tool)
     kind = singular(words[-1]) if words else None
-    kinds = {k for queries in QUERIES.values() for q in queries for k in (q.over, q.lists) if k}
-    return kind if kind in kinds and kind != words[-1] else None
+    return kind if kind in _COMPOSED_KINDS and kind != words[-1] else None
 
 
 def singular(noun: str) -> str:

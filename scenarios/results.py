@@ -204,13 +204,13 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
         lines.pop()  # cut mid-record: not a record
     if (files := diff_records(text.splitlines())) is not None:
         return files
-    rows = [line for line in lines if len(cells(line)) > 1]
+    pairs = [cells(line) for line in lines]
+    rows = [p for p in pairs if len(p) > 1]
     # a listing: every line a row of cells, but for a note before or after the rows ("(10 of 11 shown)")
-    if len(rows) > 1 and rows in (lines, lines[1:], lines[:-1]):
-        return [cells(line) for line in rows]
+    if len(rows) > 1 and rows in (pairs, pairs[1:], pairs[:-1]):
+        return rows
     if (table := csv_rows(lines)) is not None:
         return table
-    pairs = [cells(line) for line in lines]
     # records of `key: value` lines, one after another ("Commit: a1\nAuthor: Ann\nCommit: b2\nAuthor: Bob"):
     # a new record starts where the key that opens the first one comes again
     keys = [p[0][0] for p in pairs if len(p) == 1 and p[0][0]]

@@ -40,6 +40,7 @@ sent), else all of them, and what the error quotes becomes their `error` candida
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import re
@@ -246,7 +247,7 @@ class Knowledge:
         path, told = hint
         *parents, last = path.split(".")
         for value in sorted(told, key=lambda v: repr(v) in self.tried[tool, path]):  # values not sent there first
-            again = json.loads(json.dumps(args, default=str))
+            again = copy.deepcopy(args)
             node = again
             for part in parents:
                 node = node[part]
