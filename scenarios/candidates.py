@@ -6,6 +6,7 @@ writes, those writes the task's `prepare`."""
 
 from __future__ import annotations
 
+import math
 import random
 from collections import defaultdict
 from collections.abc import Callable
@@ -15,12 +16,13 @@ from mcprl.checks import as_number, holds_answer, normalize_text, same_value
 from mcprl.scenarios.explored import Exploration, ExploredCall, source_call
 from mcprl.scenarios.grounded_task import answerable, chosen, grounded_scenario, result_answer
 from mcprl.scenarios.lexicon import about, known, question, record_of, shaped, stated, words_of
-from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, formula, noun_of, said, value_text
+from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, arithmetic, formula, noun_of, said, value_text
 from mcprl.scenarios.record_tasks import field_tasks, listing_tasks
 from mcprl.scenarios.replay import chain_of
 from mcprl.scenarios.results import result_data, result_records, result_values, server_text
 from mcprl.types import Scenario
 
+EXPRESSION_FIELD = "value"  # what a task worded as an expression asks for ("What is 2 + 3?")
 STOCK_REPLY = 3  # calls of a tool, none a filter of another, that gave one text: the tool's reply to anything
 
 
@@ -185,9 +187,12 @@ def candidates(
         given_values = [value_text(v) for v in call.arguments.values()]
         # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer;
         # nor a text the tool gave to three calls or more, none a filter of another ("Task not found" for every id
-        # asked): its reply to anything, no fact about what it was asked
+        # asked): its reply to anything, no fact about what it was asked; nor words the request holds (the header
+        # `MAX(id)` of a query's empty result)
         echo = isinstance(answer, str) and (
             any(v and normalize_text(v) in normalize_text(answer) for v in given_values)
+            or as_number(answer) is None
+            and any(f" {normalize_text(answer)} " in f" {normalize_text(v)} " for v in given_values)
             or as_number(answer) is None
             and len({plainest(c).index for c in said_alike[call.tool, call.text]}) >= STOCK_REPLY
         )
@@ -202,6 +207,7 @@ def candidates(
         pasted = any(shaped(v) for c in chain for v in c.arguments.values())  # steps stated would paste a query
         if (
             answer is not None
+            and answerable(answer)
             and not echo
             and not pasted
             and (not holds_answer(" ".join(given_values), answer) or chosen(call.arguments, answer))
@@ -217,7 +223,7 @@ def candidates(
             else:
                 first, *then = [s.order() for s in steps]
                 task = rng.choice(ASKS).format(". ".join([first, *(f"Then {o[:1].lower()}{o[1:]}" for o in then)]))
-            expression = _expression(chain, linked, descriptions)
+            expression = _expression(chain, linked, descriptions, answer)
             # as often asked as the expression a description states as in words; always where the value is one ("What is
             # 98 + 51?")
             own = (
@@ -225,14 +231,19 @@ def candidates(
                 and len(call.arguments) == 1
                 and expression == " ".join(str(next(iter(call.arguments.values()))).split())
             )
-            if expression is not None and (own or rng.random() < 0.5):
+            worded = expression is not None and (own or rng.random() < 0.5)
+            if worded:
                 task = rng.choice(FORMULA_ASKS).format(expression)
+            elif holds_answer(task, answer) and not chosen(call.arguments, answer):
+                continue  # the tool's name says it ("What is the sympy complexes?" -> Complexes)
             out.append(
                 grounded_scenario(
                     task,
                     answer,
                     chain,
                     "chain" if len(chain) > 1 else "result",
+                    # (an expression's value is one question whichever tool computed it)
+                    field=EXPRESSION_FIELD if worded else None,
                     given=[value_text(v) for c in chain for v in fixed_out(c.arguments).values()],
                     prepare=state,
                 )
@@ -266,9 +277,13 @@ def _named_rows(data: Any, columns: list[str]) -> list[dict[str, Any]] | None:
     return [dict(zip(columns, row)) for row in data]
 
 
-def _expression(chain: list[ExploredCall], linked: list[frozenset[str]], descriptions: dict[str, str]) -> str | None:
+def _expression(
+    chain: list[ExploredCall], linked: list[frozenset[str]], descriptions: dict[str, str], answer: Any
+) -> str | None:
     """The chain as one expression, where each call's description states one and each call after
-    the first takes the previous result ("(18.5 * 10) - 3"); else None."""
+    the first takes the previous result ("(18.5 * 10) - 3"), and that expression's value is the
+    answer (to the answer's decimals: a calculator's 3.33 of 10 / 3); else None. A tool that does
+    something else with an expression (its degree, its logical negation) is asked for by what it does."""
     expression = ""
     for i, (c, ln) in enumerate(zip(chain, linked)):
         if bool(i) != bool(ln):
@@ -276,4 +291,11 @@ def _expression(chain: list[ExploredCall], linked: list[frozenset[str]], descrip
         expression = formula(descriptions.get(c.tool, ""), c.tool, c.arguments, ln, expression)
         if expression is None:
             return None
-    return expression
+    value, number = arithmetic(expression), as_number(answer)
+    if value is None or number is None:
+        return None
+    decimals = len(str(answer).strip().partition(".")[2]) if "e" not in str(answer).lower() else 15
+    same = (
+        math.isclose(value, number, rel_tol=1e-9, abs_tol=1e-9) or bool(decimals) and round(value, decimals) == number
+    )
+    return expression if same else None

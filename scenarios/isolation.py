@@ -45,20 +45,19 @@ def may_write(tool: dict[str, Any]) -> bool:
 DATA_FILE = r"\.(db|sqlite3?|duckdb|jsonl?|ndjson|csv|ya?ml|toml|txt|xlsx?|parquet)$"
 
 
+def is_program(arg: str) -> bool:
+    """Whether a command-line argument is a program: a script (`server.py`, `dist/index.js`) or an
+    executable file (`.venv/bin/some-server` after `env -C DIR`), not data the server works on."""
+    return bool(re.search(r"\.(py|m?js|ts|jar|rb)$", arg)) or Path(arg).is_file() and os.access(arg, os.X_OK)
+
+
 def names_a_file(command: list[str]) -> str | None:
     """The first argument of a stdio command (after the program) that names an existing file or
     folder, or looks like a data file's path: where a server keeps state that outlives its process."""
     for arg in command[1:]:
         # (a flag's value, "--db=shop.db", and an environment variable's, "env MEMORY_FILE=graph.jsonl")
         value = arg.partition("=")[2] if re.match(r"--|[A-Za-z_]\w*=", arg) and "=" in arg else arg
-        if (
-            value.startswith("-")
-            or "/" not in value
-            and "." not in value
-            or re.search(r"\.(py|m?js|ts|jar|rb)$", value)
-            or Path(value).is_file()
-            and os.access(value, os.X_OK)
-        ):
+        if value.startswith("-") or "/" not in value and "." not in value or is_program(value):
             continue  # a flag, a module name, or the server's own program (after `env VAR=value`, say)
         if re.search(DATA_FILE, value, re.I) or Path(value).exists():
             return value

@@ -9,6 +9,9 @@ every value of the template and does not give the answer away (`keeps`, `phrase`
 
 from __future__ import annotations
 
+import ast
+import math
+import operator
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -75,6 +78,39 @@ def args_text(args: dict[str, Any]) -> str:
 
 
 EXPRESSION = re.compile(r"[-+*/%^().\d\s]*\d\s*[-+*/%^]+\s*[-(\d][-+*/%^().\d\s]*")  # arithmetic: "(7 - 2) / 5"
+_ARITHMETIC = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+
+
+def arithmetic(expression: str) -> float | None:
+    """The value of an `EXPRESSION` ("^" a power, as calculators read it); None where it has none (a
+    division by zero, a power past 1000) or is not one."""
+
+    def value(node: ast.AST) -> float:
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return node.value
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _ARITHMETIC:
+            return _ARITHMETIC[type(node.op)](value(node.operand))
+        if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+            left, right = value(node.left), value(node.right)
+            if isinstance(node.op, ast.Pow) and abs(right) > 1000:
+                raise OverflowError
+            return _ARITHMETIC[type(node.op)](left, right)
+        raise ValueError(node)
+
+    try:
+        number = value(ast.parse(expression.replace("^", "**"), mode="eval").body)
+        return float(number) if isinstance(number, (int, float)) and math.isfinite(number) else None
+    except (SyntaxError, ValueError, ArithmeticError, TypeError):
+        return None
 
 
 PREVIOUS = "the previous result"  # how a task says an argument that the previous call's result gave

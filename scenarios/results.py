@@ -19,10 +19,11 @@ from mcprl.tools.convert import untruncated
 
 # An ISO date, with a time or not ("2026-11-27", "2026-11-27T14:00:00+01:00", "2026-11-27 09:40:46")
 ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b")
-# A result that says it found nothing: "No matches found", "Task not found", "[]", "null"
+# A result that says it found nothing: "No matches found", "Task not found", "[]", "null", a program's empty values
+# ("set()", "NotImplemented", "undefined")
 NOTHING = re.compile(
     r"\W*(?:no\b.{0,30}\b(?:found|match(?:es|ed)?|results?)|nothing(?: found)?|(?:\S+ ){0,4}not found"
-    r"|none|null|\[\]|\{\})\W*",
+    r"|(?:none|null|undefined|nan|notimplemented)\b|set\(\)|\[\]|\{\}|\(\))\W*",
     re.I,
 )
 MESSAGE = re.compile(

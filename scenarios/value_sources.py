@@ -14,6 +14,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
+from mcprl.scenarios.isolation import is_program
 from mcprl.scenarios.lexicon import ALLOWED_VALUES
 from mcprl.scenarios.results import flatten
 from mcprl.tools import ServerSpec
@@ -81,8 +82,8 @@ def context_values(spec: ServerSpec, resources: list[dict[str, Any]], templates:
             if "=" in arg:
                 found.append(arg.partition("=")[2])
             continue
-        if i and command[i - 1] == "-m" or re.search(r"\.(py|m?js|ts|jar|rb)$", arg):
-            continue  # the server's own program
+        if i and command[i - 1] == "-m" or is_program(arg):
+            continue  # the server's own program (after `env -C DIR`, say)
         found.append(arg)
     secret = set(secret_values(spec, environ={}))
     found += [v for v in spec.env.values() if v not in secret]

@@ -282,12 +282,17 @@ _ERROR_OPENING = re.compile(
 )
 _ERROR_KEYS = {"error", "errors", "error_message", "message", "detail", "code", "status", "ok", "success"}
 _OUTCOME_FLAGS = ("ok", "success", "succeeded", "successful")  # a result's flag of whether the call worked
+_FAILED_STATUSES = (False, "error", "failed", "failure", "fail")  # a `status` that says the call did not work
+
+
+def _failed_status(status: Any) -> bool:
+    return status is False or isinstance(status, str) and status.strip().lower() in _FAILED_STATUSES
 
 
 def reports_error(text: str) -> bool:
     """Whether a tool result that MCP calls a success says in its text that the call failed: an
-    error opening its first line, or a JSON object that says it (`{"ok": false, ...}`,
-    `{"success": false, ...}`, `{"status": false, ...}`, or only error fields: `{"error": "not found"}`)."""
+    error opening its first line, or a JSON object that says it (`{"ok": false, ...}`, `{"success": false,
+    ...}`, `{"status": "error", "message": ...}`, or only error fields: `{"error": "not found"}`)."""
     try:
         data = json.loads(text)
     except ValueError:
@@ -296,9 +301,9 @@ def reports_error(text: str) -> bool:
         return False
     return (
         any(data.get(flag) is False for flag in _OUTCOME_FLAGS)
-        # (a `status` flag with a message beside it: `{"status": false, "status_message": "..."}`; alone it may be a
-        # thing's state, a lamp's `{"status": false}`)
-        or data.get("status") is False
+        # (a failed `status` with a message beside it: `{"status": false, "status_message": "..."}`, `{"status":
+        # "error", "message": "..."}`; alone it may be a thing's state, a lamp's `{"status": false}`)
+        or _failed_status(data.get("status"))
         and any("message" in key or "error" in key for key in data)
         or (bool(data.get("error") or data.get("errors")) and set(data) <= _ERROR_KEYS)
     )

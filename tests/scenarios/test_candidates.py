@@ -336,6 +336,60 @@ def test_a_description_that_states_an_expression_words_the_task_as_that_expressi
     assert formula("Divide a by b and return a / b.", "divide", {"a": 2, "c": 1}) is None
 
 
+def test_a_task_is_worded_as_an_expression_only_where_the_answer_is_its_value():
+    """Seen on mcp-sympy: "What is 2 + 3?" was asked of `sympy_Not` (False) and `sympy_degree` (0), tools that do
+    something else with an expression. "What is 2 + 3?" is asked only where the answer is 5 (a calculator's rounding
+    to its decimals kept: 3.33 of 10 / 3); the other tools' tasks say what they do."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    said = [("calculate", "2 + 3", "5"), ("divide_text", "10 / 3", "3.33"), ("degree", "2 + 3", "0")]
+    said += [("negate", "7 - 2", "-5"), ("int_divide", "7 / 2", "3")]
+    calls = [
+        ExploredCall(index=i, session=0, tool=tool, arguments={"expr": expr}, text=text)
+        for i, (tool, expr, text) in enumerate(said)
+    ]
+    tasks = [t for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    by_tool: dict[str, set[str]] = {}
+    for t in tasks:
+        by_tool.setdefault(t.reference[0].tool, set()).add(t.task)
+    assert set(by_tool) == {tool for tool, _, _ in said}, by_tool
+    as_expression = re.compile(r"(What is|Compute|Work out) [\d\s+*/()-]+[?.]|[\d\s+*/()-]+ = \?")
+    for tool, worded in by_tool.items():
+        assert any(as_expression.fullmatch(w) for w in worded) == (tool in {"calculate", "divide_text"}), (tool, worded)
+    # the value of 2 + 3 is one question, whichever of the tools that computed it grounds it
+    from mcprl.scenarios.selection import select
+
+    again = [
+        ExploredCall(index=9 + i, session=0, tool=t, arguments={"expr": "2 + 3"}, text="5") for i, t in enumerate("fg")
+    ]
+    kept, _ = select(candidates(Exploration(calls=calls[:1] + again), {}, seed=0), 8, seed=0)
+    assert [t.answer for t in kept] == [5], [(t.task, t.reference[0].tool) for t in kept]
+
+
+def test_no_answer_is_words_the_request_holds():
+    """Seen on @executeautomation/database-server: a query's empty result printed as its header alone (`MAX(id)`)
+    grounded "Which id in the insights table comes last?" -> "MAX(id)". A text the request's arguments hold is said
+    back, no answer; a value the query found stays."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    calls = [
+        ExploredCall(
+            index=0, session=0, tool="read_query", arguments={"query": "SELECT MAX(id) FROM notes"}, text="MAX(id)\n"
+        ),
+        ExploredCall(
+            index=1,
+            session=0,
+            tool="read_query",
+            arguments={"query": "SELECT MAX(name) FROM products"},
+            text="Steel bolt",
+        ),
+    ]
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert {t.answer for t in tasks} == {"Steel bolt"}, {(t.task, t.answer) for t in tasks}
+
+
 def test_a_value_that_changed_no_answer_makes_no_other_question_and_one_text_given_twice_none():
     """Three times of day give one time difference: one question, not three. Converting a zone to itself
     asks nothing, where the zones are what the call works on. A value that changed the answer still makes

@@ -60,6 +60,8 @@ def test_which_result_texts_report_an_error():
         '{"error": "not found"}',
         '{"ok": false, "detail": "no such order"}',
         '{"status": false, "status_message": "file not found", "tool_result": {"error_code": "file_not_found"}}',
+        '{"status": "error", "message": "Language \'x\' is not available"}',
+        '{"status": "Failed", "error_message": "no such project"}',
     ):
         assert reports_error(text), text
     for text in (
@@ -70,6 +72,8 @@ def test_which_result_texts_report_an_error():
         '{"status": true, "tool_result": {"sheets": 2}}',
         '{"status": "shipped", "ok": true}',
         '{"device": "lamp", "status": false}',  # a thing's state, not the call's
+        '{"job": "build", "status": "failed"}',  # a job's state: nothing says the call failed
+        '{"status": "success", "message": "Language \'python\' is available"}',
     ):
         assert not reports_error(text), text
 

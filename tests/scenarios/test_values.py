@@ -364,3 +364,25 @@ def test_every_real_tools_schema_gives_arguments_it_validates():
                 jsonschema.validate(made[0], schema)
                 drawn += 1
     assert drawn >= len(schemas)
+
+
+def test_the_values_in_plain_view_are_what_a_server_works_on_not_its_program(tmp_path):
+    """Seen on mcp-server-tree-sitter run as `env -C REPO .venv/bin/mcp-server-tree-sitter`: its program's path was
+    offered to every string parameter (`project`, `language`) as a value in plain view. The folder, a flag's value and
+    a data file are; the executable the command runs, a script or a module, are not."""
+    import os
+    import sys
+
+    from mcprl.scenarios.value_sources import context_values
+    from mcprl.tools import ServerSpec
+
+    program = tmp_path / "bin" / "some-server"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\n")
+    os.chmod(program, 0o755)
+    data = tmp_path / "shop.db"
+    data.write_text("")
+    spec = ServerSpec.parse(f"env -C {tmp_path} {program} --db {data} --mode=read")
+    assert context_values(spec, [], []) == [str(tmp_path), str(data), "read"]
+    spec = ServerSpec.parse(f"{sys.executable} -m some_server {tmp_path / 'server.py'} {tmp_path}")
+    assert context_values(spec, [], []) == [str(tmp_path)]
