@@ -43,7 +43,7 @@ def _write_tasks(
     again: ExploredCall,
     titles: dict[str, str],
     rng: random.Random,
-    stated: Callable[[dict[str, Any]], dict[str, Any]],
+    stated: Callable[[ExploredCall], dict[str, Any]],
     prepares: bool,
 ) -> list[Scenario]:
     """A task to make the write that `again` (a read repeated after it) shows the effect of,
@@ -65,7 +65,7 @@ def _write_tasks(
     ]
     if not changed:
         return []
-    done = said(title_of(titles, write.tool), stated(write.arguments)).order()
+    done = said(title_of(titles, write.tool), stated(write)).order()
     return [
         grounded_scenario(
             rng.choice(DOES).format(done),
@@ -127,9 +127,14 @@ def candidates(
         ):
             unasked[tool].add(field)
 
-    def fixed_out(args: dict[str, Any]) -> dict[str, Any]:
-        """What a task states of a call's arguments: not the server's context (`Exploration.fixed`)."""
-        return {k: v for k, v in args.items() if not (k in exploration.fixed and v == exploration.fixed[k])}
+    def fixed_out(call: ExploredCall) -> dict[str, Any]:
+        """What a task states of a call's arguments: not the server's context (`Exploration.fixed`), nor a value
+        its schema's default gave (the call is the same without it: `git_diff`'s "staged False")."""
+        return {
+            k: v
+            for k, v in call.arguments.items()
+            if not (k in exploration.fixed and v == exploration.fixed[k]) and call.sources.get(k) != "default"
+        }
 
     # a call that said what a call of the same tool with fewer of its arguments said (a filter that changed
     # nothing: `git_log` with `end_timestamp` "Bob") is asked for as the plainest of those
@@ -217,7 +222,7 @@ def candidates(
             # from an earlier call would be misread
             if any(source_call(c.sources[k]) != chain[i - 1].index for i, c in enumerate(chain) for k in linked[i]):
                 continue
-            steps = [said(title_of(titles, c.tool), fixed_out(c.arguments), ln) for c, ln in zip(chain, linked)]
+            steps = [said(title_of(titles, c.tool), fixed_out(c), ln) for c, ln in zip(chain, linked)]
             if len(steps) == 1:
                 task = rng.choice(steps[0].asks_result())
             else:
@@ -244,7 +249,7 @@ def candidates(
                     "chain" if len(chain) > 1 else "result",
                     # (an expression's value is one question whichever tool computed it)
                     field=EXPRESSION_FIELD if worded else None,
-                    given=[value_text(v) for c in chain for v in fixed_out(c.arguments).values()],
+                    given=[value_text(v) for c in chain for v in fixed_out(c).values()],
                     prepare=state,
                 )
             )
@@ -254,16 +259,14 @@ def candidates(
         saying = (
             (Said(None, "", about=meant) if meant else None)
             if queries
-            else said(title_of(titles, call.tool), fixed_out(call.arguments))
+            else said(title_of(titles, call.tool), fixed_out(call))
         )
         noun = next((noun_of(r) for v in queries if (r := record_of(v))), None)
         tables = [found[1]["table"] for v in queries if (found := known(v)) and found[0].record and "table" in found[1]]
         if noun and tables and (named := _named_rows(data, columns.get(tables[0], []))):
             call = call.model_copy(update={"structured": named})
-        out += listing_tasks(call, fixed_out(call.arguments), chain, saying, queries, state)
-        out += field_tasks(
-            call, fixed_out(call.arguments), chain, rng, unasked[call.tool], saying, queries, noun, state
-        )
+        out += listing_tasks(call, fixed_out(call), chain, saying, queries, state)
+        out += field_tasks(call, fixed_out(call), chain, rng, unasked[call.tool], saying, queries, noun, state)
     return out
 
 

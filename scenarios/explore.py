@@ -110,7 +110,9 @@ async def explore(
     explorer = Pool(spec, per_rollout=pool.per_rollout)  # fresh temp dirs for stdio sessions
     writers = frozenset(name for name, tool in tools.items() if may_write(tool))
     context = context_values(pool.toolset.spec, pool.toolset.resources, pool.toolset.resource_templates)
-    knowledge = Knowledge(context, writers, folder_entries(pool.toolset.spec, context))
+    names = {t["name"] for t in pool.toolset.mcp_tools}
+    names |= {k for t in pool.toolset.mcp_tools for k in (t.get("inputSchema") or {}).get("properties") or {}}
+    knowledge = Knowledge(context, writers, folder_entries(pool.toolset.spec, context), frozenset(names))
     order = list(tools)
     random.Random(f"{seed}/explore").shuffle(order)
     retired: dict[str, str] = {}

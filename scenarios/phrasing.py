@@ -54,8 +54,12 @@ def first_sentence(description: str) -> str:
 def value_text(value: Any) -> str:
     """A value as a person writes it: a list as its items ("a.txt, b.txt"), a record as its fields
     ("name Alice, type person"), not Python's repr of them."""
-    if isinstance(value, (list, tuple)):
-        return ", ".join(value_text(v) for v in value)
+    if isinstance(
+        value, (list, tuple)
+    ):  # (records of a list of several each in brackets: "(start 1, end 5), (start 9)")
+        return ", ".join(
+            f"({value_text(v)})" if isinstance(v, dict) and len(value) > 1 else value_text(v) for v in value
+        )
     if isinstance(value, dict):
         return ", ".join(f"{spoken(str(k))} {value_text(v)}" for k, v in value.items())
     return str(value)
@@ -240,6 +244,8 @@ def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset())
     arguments; a `linked` argument is "the previous result"."""
     title = re.sub(r"\s*\([^)]*\)", "", title) or title  # an aside: "Read File (Deprecated)"
     (key, value), *others = args.items() if args else [(None, None)]
+    if not others and isinstance(value, list) and len(value) == 1:
+        value = value[0]  # (a list of one request: the files to read, one file)
     if not others and isinstance(value, dict) and value and key not in linked:
         args = value  # one object holding the call's parameters (a pydantic model's `request`): said as they are
     words = [w for w in words_of(title) if w not in FILLER] or words_of(title)

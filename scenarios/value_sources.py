@@ -72,13 +72,13 @@ def description_examples(description: str) -> list[str]:
 
 def context_values(spec: ServerSpec, resources: list[dict[str, Any]], templates: list[dict[str, Any]]) -> list[str]:
     """Values in plain view before any call: the stdio command's arguments (but the program, its
-    script or module, and flags: `--repository /srv/r` gives /srv/r), the environment given to the
-    server (secrets left out) and its working directory, the server's resources' URIs and names and
-    its resource templates' names."""
+    script or module, and flags: `--repository /srv/r` gives /srv/r, `env GIT_BASE_DIR=/srv/r` too),
+    the environment given to the server (secrets left out) and its working directory, the server's
+    resources' URIs and names and its resource templates' names."""
     found: list[str] = []
     command = spec.command[1:]
     for i, arg in enumerate(command):
-        if arg.startswith("-"):
+        if arg.startswith("-") or re.match(r"[A-Za-z_]\w*=", arg):  # (a flag, or a variable `env` sets: its value)
             if "=" in arg:
                 found.append(arg.partition("=")[2])
             continue

@@ -109,6 +109,7 @@ SETTLED = 0.15  # below this chance of answering, an arm is dropped for a parame
 FIXED_AFTER = 3  # values that failed on a parameter besides the one in plain view that worked: its context
 INVENTED = {"probe", "described", "schema", "varied"}  # arms that make a value up rather than take one given
 ONE_ITEM = 0.2  # chance a list is given one item
+ONE_REQUEST = 0.8  # ... a read's list of objects (requests)
 OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default)
 WRITTEN_ARMS = {"const", "enum", "default", "example", "error", "result", "probe", "generator"}
 OPTIONAL_ARMS = {"const", "enum", "default", "example", "worked", "kin", "error", "shaped", "word", "result"}
@@ -175,10 +176,18 @@ class Knowledge:
     and each tool's log."""
 
     def __init__(
-        self, context: list[str], writers: frozenset[str] = frozenset(), folders: dict[str, list[str]] | None = None
+        self,
+        context: list[str],
+        writers: frozenset[str] = frozenset(),
+        folders: dict[str, list[str]] | None = None,
+        names: frozenset[str] = frozenset(),
     ) -> None:
         self.context = context
         self.writers = writers  # the tools that may write
+        # the server's tool and parameter names: an error quotes them to say what to give or call ("specify a 'path'
+        # or use 'git_set_working_dir' first"), and none it quotes is a value
+        self.names = names
+        self.wanted: set[str] = set()  # optional parameters an error asked for where a call left them out
         self.stats: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
         self.worked: dict[str, list[Any]] = defaultdict(list)
         self.named: dict[str, list[str]] = defaultdict(list)  # parameter name -> values errors named
@@ -280,7 +289,7 @@ class Knowledge:
         for name, sub in props.items():
             if not isinstance(sub, dict):
                 continue
-            optional = name not in required
+            optional = name not in required and name not in self.wanted
             here = f"{path}.{name}" if path else name
             if optional and here not in fresh and rng.random() >= OPTIONAL * (1.5 if "default" not in sub else 1.0):
                 continue
@@ -312,9 +321,12 @@ class Knowledge:
             item = schema.get("items") if isinstance(schema.get("items"), dict) else {"type": "string"}
             # a list as people give one: mostly two or three different items (a range of one number says
             # nothing), one now and then, within the schema's bounds, and of a length this tool has not refused
-            # where one is left (a tool that "requires one input" in a list of numbers)
+            # where one is left (a tool that "requires one input" in a list of numbers); a read's list of
+            # requests (the files to read, each with its line ranges) mostly one, as a person asks of one thing
             least, most = int(schema.get("minItems") or 1), int(schema.get("maxItems") or 1e9)
-            count = 1 if least <= 1 and rng.random() < ONE_ITEM else max(2, least) + (rng.random() < 0.3)
+            requests = tool not in self.writers and "object" in kinds_of(item)
+            one = ONE_REQUEST if requests else ONE_ITEM
+            count = 1 if least <= 1 and rng.random() < one else max(2, least) + (rng.random() < 0.3)
             lengths = [n for n in (count, 1, 2, 3) if least <= n <= most and n not in self.refused_lengths[tool, path]]
             count = lengths[0] if lengths else min(count, most)
             items = [self._value(tool, f"{path}[]", name, item, session, rng, leaves, fresh) for _ in range(count)]
@@ -448,8 +460,14 @@ class Knowledge:
                 for listed, call, s in names
             ]
             arms["joined"] = [(v, p) for v, p in arms["joined"] if valid(v)]
+            # (a value in plain view is the server's context, a folder or a file: one of its digits changed names
+            # nothing there)
             arms["varied"] = fit(
-                [renumbered(v, rng) for v in self.worked.get(name, []) if isinstance(v, str) and re.search(r"\d", v)]
+                [
+                    renumbered(v, rng)
+                    for v in self.worked.get(name, [])
+                    if isinstance(v, str) and re.search(r"\d", v) and v not in self.context
+                ]
             )
             arms["probe"] = fit(probes(name, description, described))
             listed: dict[str, list[dict[str, str]]] = dict(self.kinds)
@@ -536,7 +554,10 @@ class Knowledge:
             log.errors[clip(text.partition("\n")[0], 160)] += 1
             lowered = text.lower()
             sent = {str(d.value) for d in leaves}
-            told = error_values(text, sent | {tool})
+            quoted = set(QUOTED.findall(text))
+            told = [v for v in error_values(text, sent | {tool}) if not (v in self.names and v in quoted)]
+            # a parameter it asks for, not sent ("Please specify a 'path'"): given from now on, as if required
+            self.wanted |= {q for q in quoted & self.names if q not in args}
             # an error names a parameter, or the value it was sent (whole, or quoted in part: "Ref '2024-01-15 09'";
             # a quote of one value whole is not part of another: "no column '/srv'" of a file "/srv/a.csv")
             parts = [q for q in QUOTED.findall(text) if len(q) > 3 and q not in sent]

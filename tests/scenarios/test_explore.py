@@ -25,7 +25,7 @@ from mcprl.scenarios.source import grounded
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import load_jsonl
 from tests.conftest import _free_port, _wait_listening
-from tests.scenarios.explored_servers import FOLDER, NOTES, SHOP, explore_and_ground, shop
+from tests.scenarios.explored_servers import FOLDER, NOTES, NOTES_FOLDER, SHOP, explore_and_ground, shop
 
 pytestmark = pytest.mark.anyio
 
@@ -211,6 +211,37 @@ async def test_a_server_working_in_its_folder_is_asked_about_the_files_there_and
     assert {t.reference[-1].tool for t in tasks} == {"read_table", "column_total"}
     assert not any(c.tool == "save_table" for c in calls) and any("--isolated" in line for line in said)
     assert {p: p.is_file() and p.read_bytes() for p in folder.rglob("*")} == before
+
+
+async def test_a_parameter_an_error_asks_for_is_given_a_value_in_plain_view_and_the_names_it_quotes_are_none(tmp_path):
+    """Seen on @cyanheads/git-mcp-server (`env GIT_BASE_DIR=R git-mcp-server`): every tool's optional `path` was sent
+    its default, refused with "Please specify a 'path' or use 'git_set_working_dir' first", and the quoted names were
+    sent as values; 0 tasks. A parameter an error asks for is given from then on, from every source (the folder an
+    `env VAR=value` on the command line names among them); no name of a tool or parameter an error quotes is sent as
+    a value; no failed call is made twice; every kept task's answer comes back on replay without being stated."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "groceries.txt").write_text("shop: Corner Market\nitems: 6\n")
+    (folder / "trip.txt").write_text("city: Porto\nseat: 22A\nflight: TP1345\n")
+    spec = ServerSpec.parse(f"env NOTES_DIR={folder} {sys.executable} {NOTES_FOLDER}")
+    async with ToolPool(spec) as pool:
+        tasks = await grounded(
+            pool, 8, ExploreConfig(calls=40), tmp_path / "e.jsonl", tmp_path / "g.json", seed=0, fallback=False,
+            say=lambda _: None,
+        )  # fmt: skip
+        for t in tasks:
+            assert not holds_answer(t.task, t.answer), t.task
+            async with pool.session() as session:
+                for c in t.reference:
+                    outcome = await session.call(c.tool, c.arguments)
+            assert gives_answer(t, outcome.data_text), t.task
+    calls = load_jsonl(tmp_path / "e.jsonl", ExploredCall)
+    assert any(c.arguments.get("path") == str(folder) and not c.is_error for c in calls)
+    sent = {json.dumps(v) for c in calls for v in c.arguments.values()}
+    assert not {'"path"', '"set_notes_folder"', '"list_notes"', '"read_note"'} & sent, sent
+    failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in calls if c.is_error]
+    assert len(failed) == len(set(failed))
+    assert "read_note" in {t.reference[-1].tool for t in tasks}, [t.task for t in tasks]
 
 
 async def test_exploration_stays_within_its_bounds_and_skips_a_tool_that_hangs():

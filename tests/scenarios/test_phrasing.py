@@ -80,6 +80,10 @@ def test_a_title_that_names_or_gets_a_thing_is_asked_about_that_thing() -> None:
     # one object holding the call's parameters (a pydantic model's `request`) is said as the parameters it holds
     request = said("read range", {"request": {"file_path": "/srv/shop.xlsx", "sheet": "Orders"}})
     assert request == said("read range", {"file_path": "/srv/shop.xlsx", "sheet": "Orders"}), request
+    # ... and so is a list of one such request (the files to read: one file); a list of several says each apart
+    ranges = {"file_path": "/srv/a.txt", "ranges": [{"start": 1, "end": 5}, {"start": 9}]}
+    assert said("get text", {"files": [ranges]}) == said("get text", ranges)
+    assert "ranges (start 1, end 5), (start 9)" in said("get text", ranges).order()
 
 
 def test_a_field_naming_a_person_is_asked_who_and_a_line_alone_only_where_asked() -> None:

@@ -386,3 +386,23 @@ def test_the_values_in_plain_view_are_what_a_server_works_on_not_its_program(tmp
     assert context_values(spec, [], []) == [str(tmp_path), str(data), "read"]
     spec = ServerSpec.parse(f"{sys.executable} -m some_server {tmp_path / 'server.py'} {tmp_path}")
     assert context_values(spec, [], []) == [str(tmp_path)]
+
+
+def test_a_reads_list_of_requests_is_mostly_one_as_a_person_asks_of_one_thing():
+    """Seen on mcp-text-editor: `files`, a list of {file_path, ranges}, was sent two or three files at once (often
+    one file twice), and its tasks stated them all. A read's list of objects is mostly one request; a list of numbers
+    mostly several (the range of one number says nothing)."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    request = {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}
+    files = {"type": "object", "properties": {"files": {"type": "array", "items": request}}, "required": ["files"]}
+    numbers = {"type": "object", "properties": {"numbers": {"type": "array", "items": {"type": "number"}}}}
+    knowledge = Knowledge(["/srv/a.txt", "/srv/b.txt"])
+    ones = {"files": 0, "numbers": 0}
+    for seed in range(20):
+        for tool, schema in (("get_text", files), ("sum", numbers)):
+            args, _ = knowledge.arguments(tool, schema, session=seed, rng=random.Random(seed))
+            ones[next(iter(schema["properties"]))] += len(next(iter(args.values()), [])) == 1
+    assert ones["files"] >= 12 and ones["numbers"] <= 8, ones
