@@ -197,9 +197,10 @@ def candidates(
         echo = isinstance(answer, str) and (
             any(v and normalize_text(v) in normalize_text(answer) for v in given_values)
             or as_number(answer) is None
-            and any(f" {normalize_text(answer)} " in f" {normalize_text(v)} " for v in given_values)
-            or as_number(answer) is None
-            and len({plainest(c).index for c in said_alike[call.tool, call.text]}) >= STOCK_REPLY
+            and (
+                any(f" {normalize_text(answer)} " in f" {normalize_text(v)} " for v in given_values)
+                or len({plainest(c).index for c in said_alike[call.tool, call.text]}) >= STOCK_REPLY
+            )
         )
         if answer is not None and queries:
             asked = None if unknown else next((q for v in queries if (q := question(v, answer))), None)

@@ -54,9 +54,8 @@ def first_sentence(description: str) -> str:
 def value_text(value: Any) -> str:
     """A value as a person writes it: a list as its items ("a.txt, b.txt"), a record as its fields
     ("name Alice, type person"), not Python's repr of them."""
-    if isinstance(
-        value, (list, tuple)
-    ):  # (records of a list of several each in brackets: "(start 1, end 5), (start 9)")
+    # (the records of a list of several each in brackets: "(start 1, end 5), (start 9)")
+    if isinstance(value, (list, tuple)):
         return ", ".join(
             f"({value_text(v)})" if isinstance(v, dict) and len(value) > 1 else value_text(v) for v in value
         )
