@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+from mcprl.checks import holds_answer
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explore import explore
+from mcprl.scenarios.explored import ExploredCall
 from mcprl.scenarios.grounded import ground
+from mcprl.scenarios.replay import gives_answer
+from mcprl.scenarios.source import grounded
 from mcprl.tools import ServerSpec, ToolPool
+from mcprl.types import Scenario, load_jsonl
 
 SHOP = Path(__file__).resolve().parents[1] / "data" / "shop_server.py"
 NOTES = Path(__file__).resolve().parents[1] / "data" / "notes_file_server.py"
@@ -26,3 +32,21 @@ async def explore_and_ground(spec: ServerSpec, calls: int, n: int = 12, **cfg):
         exploration = await explore(pool, ExploreConfig(calls=calls, **cfg), seed=0, say=lambda _: None)
         tasks, report = await ground(pool, n, exploration, seed=0, say=lambda _: None)
     return exploration, tasks, report
+
+
+async def grounded_and_replayed(
+    spec: ServerSpec, folder: Path, calls: int = 40, say: Callable[[str], None] = lambda _: None
+) -> tuple[list[Scenario], list[ExploredCall]]:
+    """A run's grounding of `spec` (its record in `folder`), each kept task checked as the issue asks: its wording
+    does not state its answer, and its reference, replayed in a fresh session, gives it. The tasks and the calls."""
+    async with ToolPool(spec) as pool:
+        tasks = await grounded(
+            pool, 8, ExploreConfig(calls=calls), folder / "e.jsonl", folder / "g.json", seed=0, fallback=False, say=say
+        )
+        for t in tasks:
+            assert not holds_answer(t.task, t.answer), t.task
+            async with pool.session() as session:
+                for c in t.reference:
+                    outcome = await session.call(c.tool, c.arguments)
+            assert gives_answer(t, outcome.data_text), t.task
+    return tasks, load_jsonl(folder / "e.jsonl", ExploredCall)

@@ -25,7 +25,15 @@ from mcprl.scenarios.source import grounded
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import load_jsonl
 from tests.conftest import _free_port, _wait_listening
-from tests.scenarios.explored_servers import FOLDER, NOTES, NOTES_FOLDER, SHOP, explore_and_ground, shop
+from tests.scenarios.explored_servers import (
+    FOLDER,
+    NOTES,
+    NOTES_FOLDER,
+    SHOP,
+    explore_and_ground,
+    grounded_and_replayed,
+    shop,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -193,18 +201,8 @@ async def test_a_server_working_in_its_folder_is_asked_about_the_files_there_and
     (folder / ".hidden.csv").write_text("secret,value\nkey,1\n")
     before = {p: p.is_file() and p.read_bytes() for p in folder.rglob("*")}
     said: list[str] = []
-    async with ToolPool(ServerSpec.parse(f"{sys.executable} {FOLDER}", cwd=str(folder))) as pool:
-        tasks = await grounded(
-            pool, 8, ExploreConfig(calls=40), tmp_path / "e.jsonl", tmp_path / "g.json", seed=0, fallback=False,
-            say=said.append,
-        )  # fmt: skip
-        for t in tasks:
-            assert not holds_answer(t.task, t.answer), t.task
-            async with pool.session() as session:
-                for c in t.reference:
-                    outcome = await session.call(c.tool, c.arguments)
-            assert gives_answer(t, outcome.data_text), t.task
-    calls = load_jsonl(tmp_path / "e.jsonl", ExploredCall)
+    spec = ServerSpec.parse(f"{sys.executable} {FOLDER}", cwd=str(folder))
+    tasks, calls = await grounded_and_replayed(spec, tmp_path, say=said.append)
     read = {str(c.arguments["file"]) for c in calls if not c.is_error}
     assert {str(folder / "orders.csv"), str(folder / "2026" / "staff.csv")} <= read, read
     assert not any(".hidden" in json.dumps(c.arguments) for c in calls)
@@ -224,18 +222,7 @@ async def test_a_parameter_an_error_asks_for_is_given_a_value_in_plain_view_and_
     (folder / "groceries.txt").write_text("shop: Corner Market\nitems: 6\n")
     (folder / "trip.txt").write_text("city: Porto\nseat: 22A\nflight: TP1345\n")
     spec = ServerSpec.parse(f"env NOTES_DIR={folder} {sys.executable} {NOTES_FOLDER}")
-    async with ToolPool(spec) as pool:
-        tasks = await grounded(
-            pool, 8, ExploreConfig(calls=40), tmp_path / "e.jsonl", tmp_path / "g.json", seed=0, fallback=False,
-            say=lambda _: None,
-        )  # fmt: skip
-        for t in tasks:
-            assert not holds_answer(t.task, t.answer), t.task
-            async with pool.session() as session:
-                for c in t.reference:
-                    outcome = await session.call(c.tool, c.arguments)
-            assert gives_answer(t, outcome.data_text), t.task
-    calls = load_jsonl(tmp_path / "e.jsonl", ExploredCall)
+    tasks, calls = await grounded_and_replayed(spec, tmp_path)
     assert any(c.arguments.get("path") == str(folder) and not c.is_error for c in calls)
     sent = {json.dumps(v) for c in calls for v in c.arguments.values()}
     assert not {'"path"', '"set_notes_folder"', '"list_notes"', '"read_note"'} & sent, sent
