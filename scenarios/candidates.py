@@ -6,7 +6,6 @@ writes, those writes the task's `prepare`."""
 
 from __future__ import annotations
 
-import math
 import random
 from collections import defaultdict
 from collections.abc import Callable
@@ -14,9 +13,10 @@ from typing import Any
 
 from mcprl.checks import as_number, holds_answer, normalize_text, same_value
 from mcprl.scenarios.explored import Exploration, ExploredCall, source_call
+from mcprl.scenarios.expressions import chain_expression
 from mcprl.scenarios.grounded_task import answerable, chosen, grounded_scenario, result_answer
 from mcprl.scenarios.lexicon import about, known, question, record_of, shaped, stated, words_of
-from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, arithmetic, formula, noun_of, said, value_text
+from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, noun_of, said, value_text
 from mcprl.scenarios.record_tasks import field_tasks, listing_tasks
 from mcprl.scenarios.replay import chain_of
 from mcprl.scenarios.results import result_data, result_records, result_values, server_text
@@ -87,9 +87,9 @@ def title_of(titles: dict[str, str], tool: str) -> str:
 def candidates(
     exploration: Exploration, descriptions: dict[str, str], *, seed: int, titles: dict[str, str] | None = None
 ) -> list[Scenario]:
-    """Every task the record grounds (see `mcprl.scenarios.grounded`'s docstring), before verification. `descriptions`
-    (tool -> description) give expressions they state (`formula`), `titles` (tool -> title) the words
-    a task names a call by."""
+    """Every task the record grounds (see `mcprl.scenarios.grounded`'s docstring), before verification.
+    `descriptions` (tool -> description) give expressions they state (`mcprl.scenarios.expressions`), `titles`
+    (tool -> title) the words a task names a call by."""
     titles = titles or {}
     rng = random.Random(f"{seed}/grounded")
     calls = exploration.calls
@@ -229,7 +229,7 @@ def candidates(
             else:
                 first, *then = [s.order() for s in steps]
                 task = rng.choice(ASKS).format(". ".join([first, *(f"Then {o[:1].lower()}{o[1:]}" for o in then)]))
-            expression = _expression(chain, linked, descriptions, answer)
+            expression = chain_expression(chain, linked, descriptions, answer)
             # as often asked as the expression a description states as in words; always where the value is one ("What is
             # 98 + 51?")
             own = (
@@ -279,27 +279,3 @@ def _named_rows(data: Any, columns: list[str]) -> list[dict[str, Any]] | None:
     if not all(isinstance(row, (list, tuple)) and len(row) == len(columns) for row in data):
         return None
     return [dict(zip(columns, row)) for row in data]
-
-
-def _expression(
-    chain: list[ExploredCall], linked: list[frozenset[str]], descriptions: dict[str, str], answer: Any
-) -> str | None:
-    """The chain as one expression, where each call's description states one and each call after
-    the first takes the previous result ("(18.5 * 10) - 3"), and that expression's value is the
-    answer (to the answer's decimals: a calculator's 3.33 of 10 / 3); else None. A tool that does
-    something else with an expression (its degree, its logical negation) is asked for by what it does."""
-    expression = ""
-    for i, (c, ln) in enumerate(zip(chain, linked)):
-        if bool(i) != bool(ln):
-            return None
-        expression = formula(descriptions.get(c.tool, ""), c.tool, c.arguments, ln, expression)
-        if expression is None:
-            return None
-    value, number = arithmetic(expression), as_number(answer)
-    if value is None or number is None:
-        return None
-    decimals = len(str(answer).strip().partition(".")[2]) if "e" not in str(answer).lower() else 15
-    same = (
-        math.isclose(value, number, rel_tol=1e-9, abs_tol=1e-9) or bool(decimals) and round(value, decimals) == number
-    )
-    return expression if same else None

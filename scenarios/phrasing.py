@@ -3,15 +3,12 @@ values, never its description pasted (`said`, `Said`: an order where the title s
 "Convert temperature 14 from F to C. What is the value?"; a question about the thing a title names or
 gets, "What is the sum of 7 and 3?", "In the git log, what is the author where ...?"); as an expression
 where the call's one value is one ("What is 98 + 51?") or its description states one over every argument
-(`formula`, `FORMULA_ASKS`); a record's field by name, by the call, or by what a search was about
+(`mcprl.scenarios.expressions`, `FORMULA_ASKS`); a record's field by name, by the call, or by what a search was about
 (`NAME_ASKS`, `Said.asks_field`, `TOPIC_ASKS`); and a generator's rephrasing, used only where it keeps
 every value of the template and does not give the answer away (`keeps`, `phrase`)."""
 
 from __future__ import annotations
 
-import ast
-import math
-import operator
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -78,42 +75,6 @@ def args_text(args: dict[str, Any]) -> str:
     """A call's arguments as words: "repo path /srv/r and max count 3"."""
     said = [f"{spoken(k)} {quoted(v)}" for k, v in args.items()]
     return " and ".join([", ".join(said[:-1]), said[-1]]) if len(said) > 1 else "".join(said)
-
-
-EXPRESSION = re.compile(r"[-+*/%^().\d\s]*\d\s*[-+*/%^]+\s*[-(\d][-+*/%^().\d\s]*")  # arithmetic: "(7 - 2) / 5"
-_ARITHMETIC = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-    ast.USub: operator.neg,
-    ast.UAdd: operator.pos,
-}
-
-
-def arithmetic(expression: str) -> float | None:
-    """The value of an `EXPRESSION` ("^" a power, as calculators read it); None where it has none (a
-    division by zero, a power past 1000) or is not one."""
-
-    def value(node: ast.AST) -> float:
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return node.value
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _ARITHMETIC:
-            return _ARITHMETIC[type(node.op)](value(node.operand))
-        if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
-            left, right = value(node.left), value(node.right)
-            if isinstance(node.op, ast.Pow) and abs(right) > 1000:
-                raise OverflowError
-            return _ARITHMETIC[type(node.op)](left, right)
-        raise ValueError(node)
-
-    try:
-        number = value(ast.parse(expression.replace("^", "**"), mode="eval").body)
-        return float(number) if isinstance(number, (int, float)) and math.isfinite(number) else None
-    except (SyntaxError, ValueError, ArithmeticError, TypeError):
-        return None
 
 
 PREVIOUS = "the previous result"  # how a task says an argument that the previous call's result gave
@@ -313,53 +274,6 @@ def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset())
         apposed,
         rest.replace(f'"{PREVIOUS}"', PREVIOUS),
     )
-
-
-def _fill(
-    description: str, tool: str, args: dict[str, Any], linked: frozenset[str], previous: str
-) -> tuple[str, dict[str, str]]:
-    """The description's first sentence with the call's values in place of the argument names it
-    mentions, and the arguments it does not mention."""
-    text = first_sentence(description) or f"Use {tool}"
-    rest: dict[str, str] = {}
-    for name, value in args.items():
-        shown = previous if name in linked else quoted(value)
-        pattern = rf"(?<![\w-]){re.escape(name.replace('_', ' '))}(?![\w-])"
-        if len(name) > 1:
-            # a word, but never the first one: that is the verb ("Change an item's stock", argument `change`)
-            text, hits = re.subn(rf"(?<=.){pattern}", lambda _: shown, text, flags=re.IGNORECASE)  # noqa: B023
-        else:  # a letter: a variable everywhere when beside an operator ("a - b"), else only where no word
-            # follows it, so that an article ("a number") stays
-            operand = re.search(rf"(?<!\w){name}\s*[-+*/%^=<>]|[-+*/%^=<>]\s*{name}(?!\w)", text)
-            text, hits = re.subn(pattern if operand else rf"{pattern}(?!\s+[A-Za-z]{{3}})", lambda _: shown, text)  # noqa: B023
-        if not hits:
-            rest[name.replace("_", " ")] = shown
-    return text, rest
-
-
-def formula(
-    description: str, tool: str, args: dict[str, Any], linked: frozenset[str] = frozenset(), previous: str = ""
-) -> str | None:
-    """The call as an expression of its values, where its description states one over every
-    argument ("Multiply two numbers and return a * b" -> "18.5 * 10"); a `linked` argument is the
-    previous call's expression, `previous`, in brackets ("(18.5 * 10) - 3"); or the call's one value,
-    where it is an expression itself ("98 + 51" of a calculator's `expression`). None otherwise."""
-    if (
-        not linked
-        and len(args) == 1
-        and isinstance(value := next(iter(args.values())), str)
-        and EXPRESSION.fullmatch(value)
-    ):
-        return " ".join(value.split())
-    text, rest = _fill(description, tool, args, linked, f"({previous})")
-    if rest:
-        return None
-    for clause in re.split(r",\s*|;\s*|\s+and\s+", text):
-        verb, _, body = clause.partition(" ")
-        body = body if verb.isalpha() else clause  # "return 18.5 * 10": the expression after its verb
-        if re.fullmatch(r"[-+*/%^().\d\s]+", body) and re.search(r"[\d)]\s*[-+*/%^]+\s*[-\d(]", body):
-            return body.strip()
-    return None
 
 
 # How a task asks for a result: a few wordings, so that no one sentence shape is what the policy learns; after what

@@ -319,7 +319,7 @@ def test_prose_states_labelled_values_and_a_listing_may_end_with_a_note():
 
 
 def test_a_description_that_states_an_expression_words_the_task_as_that_expression():
-    from mcprl.scenarios.phrasing import formula
+    from mcprl.scenarios.expressions import formula
 
     assert formula("Multiply two numbers and return a * b.", "multiply", {"a": 18.5, "b": 10}) == "18.5 * 10"
     # the previous call's expression in brackets where its result is fed on
