@@ -51,12 +51,17 @@ def is_program(arg: str) -> bool:
     return bool(re.search(r"\.(py|m?js|ts|jar|rb)$", arg)) or Path(arg).is_file() and os.access(arg, os.X_OK)
 
 
+def assigned(arg: str) -> str | None:
+    """The value a command-line argument assigns (a flag's, "--db=shop.db", or a variable's that `env` sets,
+    "MEMORY_FILE=graph.jsonl"); None for any other argument."""
+    return arg.partition("=")[2] if re.match(r"-|[A-Za-z_]\w*=", arg) and "=" in arg else None
+
+
 def names_a_file(command: list[str]) -> str | None:
     """The first argument of a stdio command (after the program) that names an existing file or
     folder, or looks like a data file's path: where a server keeps state that outlives its process."""
     for arg in command[1:]:
-        # (a flag's value, "--db=shop.db", and an environment variable's, "env MEMORY_FILE=graph.jsonl")
-        value = arg.partition("=")[2] if re.match(r"--|[A-Za-z_]\w*=", arg) and "=" in arg else arg
+        value = assigned(arg) or arg
         if value.startswith("-") or "/" not in value and "." not in value or is_program(value):
             continue  # a flag, a module name, or the server's own program (after `env VAR=value`, say)
         if re.search(DATA_FILE, value, re.I) or Path(value).exists():

@@ -14,7 +14,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
-from mcprl.scenarios.isolation import is_program
+from mcprl.scenarios.isolation import assigned, is_program
 from mcprl.scenarios.lexicon import ALLOWED_VALUES
 from mcprl.scenarios.results import flatten
 from mcprl.tools import ServerSpec
@@ -78,9 +78,10 @@ def context_values(spec: ServerSpec, resources: list[dict[str, Any]], templates:
     found: list[str] = []
     command = spec.command[1:]
     for i, arg in enumerate(command):
-        if arg.startswith("-") or re.match(r"[A-Za-z_]\w*=", arg):  # (a flag, or a variable `env` sets: its value)
-            if "=" in arg:
-                found.append(arg.partition("=")[2])
+        if (value := assigned(arg)) is not None:  # (a flag's value, or a variable's that `env` sets)
+            found.append(value)
+            continue
+        if arg.startswith("-"):
             continue
         if i and command[i - 1] == "-m" or is_program(arg):
             continue  # the server's own program (after `env -C DIR`, say)
