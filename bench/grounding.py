@@ -1,7 +1,7 @@
 """What exploring a server grounds: for each server, the calls made, the tools that answered, the
 tasks kept and dropped (and why), and the tools no task covers; nothing is trained.
 
-    python bench/grounding.py "python -m mcprl.servers.inventory" "uvx mcp-server-time" [--calls 120] [-n 48] [--out F]
+    python bench/grounding.py "python -m mcprl.servers.inventory" "uvx mcp-server-time" [--calls N] [-n 48] [--out F]
 
 Each server gets the exploration and verification `mcprl train --server X` runs by default
 (mcprl.scenarios.explore, mcprl.scenarios.grounded), with the same seed; the sample tasks show what the
@@ -26,7 +26,7 @@ from mcprl.scenarios.isolation import may_write
 from mcprl.tools import ServerSpec, ToolPool
 
 
-async def measure(target: str, calls: int, n: int, seed: int) -> dict:
+async def measure(target: str, calls: int | None, n: int, seed: int) -> dict:
     started = time.monotonic()
     async with ToolPool(ServerSpec.parse(target)) as pool:
         exploration = await explore(pool, ExploreConfig(calls=calls), seed=seed, say=lambda _: None)
@@ -62,7 +62,7 @@ async def measure(target: str, calls: int, n: int, seed: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("servers", nargs="+")
-    ap.add_argument("--calls", type=int, default=120)
+    ap.add_argument("--calls", type=int, default=None, help="exploring's calls at most (default: as a run's)")
     ap.add_argument("-n", type=int, default=48)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out")

@@ -49,12 +49,21 @@ class ScenarioConfig(BaseModel):
     task_help: bool = Field(default=True, description="--tasks: use its hand-written example and partial credit")
 
 
+CALLS = 120  # exploring's calls at most, by default
+CALLS_PER_TOOL = 3  # or so many a tool, on a server of many (a working call found for each, a second value)
+
+
 class ExploreConfig(BaseModel):
     """How far a run explores its server before grounding tasks in it (`[explore]` in a run file)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    calls: int = Field(default=120, ge=1, description="tool calls at most while exploring the server")
+    calls: int | None = Field(
+        default=None,
+        ge=1,
+        description=f"tool calls at most while exploring the server (default: {CALLS}, or {CALLS_PER_TOOL} a tool "
+        "where that is more)",
+    )
     minutes: float = Field(default=3.0, gt=0, description="minutes at most while exploring the server")
     call_timeout: float = Field(
         default=10.0, gt=0, description="seconds a call may take while exploring; a tool that hangs is skipped"
@@ -83,3 +92,7 @@ class ExploreConfig(BaseModel):
         description="rephrase grounded tasks with the generator model (--judge-model); default: unless it is the "
         "offline local one",
     )
+
+    def budget(self, tools: int) -> int:
+        """The calls at most for exploring a server of `tools` tools."""
+        return self.calls if self.calls is not None else max(CALLS, CALLS_PER_TOOL * tools)

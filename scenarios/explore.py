@@ -23,13 +23,14 @@ The search: sessions one after another (a per-rollout server: each its own proce
 calls: first the tools not called yet, then by what they gave (a tool whose answers were new is
 called more than one that repeats itself, one that has not answered yet keeps getting tries). No
 call is made twice (one that failed would fail again, a read would say the same, a write would do
-what was seen done), but the reads repeated after a write to see what it changed; a tool whose
-last `retire_after` calls failed, or that has nothing new to be sent, gets no more calls, and the
-record says which errors it gave and which sources were tried.
+what was seen done), but the reads repeated after a write to see what it changed (until writes are
+found to change nothing read back); a tool whose last `retire_after` calls failed, or that has nothing
+new to be sent, gets no more calls, and the record says which errors it gave and which sources were tried.
 
-Bounds: `calls` in all, `minutes` of wall time, `call_timeout` per call (a tool that hangs is
-skipped from then on), `rate` calls a second at most; an error that asks to slow down (HTTP 429,
-"rate limit") backs off. Results are cut like the model's (`ServerSpec.max_result_chars`).
+Bounds: `calls` in all (`ExploreConfig.budget`: more on a server of many tools), `minutes` of wall
+time, `call_timeout` per call (a tool that hangs is skipped from then on), `rate` calls a second at
+most; an error that asks to slow down (HTTP 429, "rate limit") backs off. Results are cut like the
+model's (`ServerSpec.max_result_chars`).
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ if TYPE_CHECKING:
 SESSION_CALLS = 6  # calls per session: one chain's worth of state
 READ_BACKS = 2  # earlier reads repeated after a write, per write: what the write changed
 QUIET_WRITES = 2  # writes of a tool that changed none of the reads made again after them: no more read-backs
+# writes of any tools that changed no read made again after them, none having changed one: a server whose tools
+# compute rather than store (named like writes, unannotated), read back after no more writes
+QUIET_SERVER = 4
 PERSISTENCE_READS = 2  # reads that showed a write, asked again in a fresh session: did the state outlive it?
 BACKOFF_S = (2.0, 5.0, 15.0)  # waits after errors that ask to slow down, in turn
 
@@ -106,6 +110,7 @@ async def explore(
             tools[tool["name"]] = {**tool, "inputSchema": inlined(tool.get("inputSchema") or {})}
     if not tools:
         return out
+    budget = cfg.budget(len(pool.toolset.mcp_tools))
     spec = pool.spec.model_copy(update={"call_timeout": cfg.call_timeout})
     explorer = Pool(spec, per_rollout=pool.per_rollout)  # fresh temp dirs for stdio sessions
     writers = frozenset(name for name, tool in tools.items() if may_write(tool))
@@ -244,6 +249,7 @@ async def explore(
     # that state, so they are what a session's first write changes (read again after it), made once
     fresh_reads: dict[str, ExploredCall] = {}
     unchanged: Counter = Counter()  # tool that may write -> its writes whose reads made again all said the same
+    shown_any = False  # whether a read made again after a write ever answered otherwise
     persistence_checked = cfg.isolated is not None  # the user said whether sessions start fresh
     # a home folder of each session's own, for the first write and the check after it (the module's docstring):
     # "untried" until a session is about to write, "trial" from then until the check, then "kept" or "off"
@@ -288,7 +294,7 @@ async def explore(
         return None
 
     async def session_walk(session: ToolSession, number: int) -> None:
-        nonlocal persistence_checked, homes
+        nonlocal persistence_checked, homes, shown_any
         rng = random.Random(f"{seed}/explore/{number}")
         # the answered reads of the state the session is in, by call: what a write may change
         reads: dict[str, ExploredCall] = dict(fresh_reads) if isolated else {}
@@ -339,7 +345,7 @@ async def explore(
                 for c in landed:  # whole, not clipped: what a user needs to find and undo each
                     say(f"  {c.tool} {json.dumps(c.arguments, default=str)}")
         for name in plan(number):
-            if len(out.calls) >= cfg.calls:
+            if len(out.calls) >= budget:
                 return
             if name in retired:
                 continue
@@ -357,7 +363,7 @@ async def explore(
             made_call = await call(session, number, name, args, leaves)
             if made_call is None:
                 return
-            if made_call.is_error and len(out.calls) < cfg.calls:
+            if made_call.is_error and len(out.calls) < budget:
                 # made again once, as a person who read the error would: with the value it named for what it blamed
                 again = knowledge.corrected(name, tools[name].get("inputSchema") or {}, args, leaves)
                 if again is not None:
@@ -375,8 +381,10 @@ async def explore(
                     fresh_reads[repr((name, args))] = made_call
                 continue
             wrote = True
-            if unchanged[name] >= QUIET_WRITES:
-                continue  # its writes changed no read so far (a sum, not a store): reading back tells nothing
+            # its writes (or the server's, none having shown) changed no read so far (a sum, not a store): reading
+            # back tells nothing
+            if unchanged[name] >= QUIET_WRITES or not shown_any and unchanged.total() >= QUIET_SERVER:
+                continue
             # a write: read again what the session read before it, so the record shows what it changed;
             # first the reads of what the write named (a value in common), then of the whole state (no
             # arguments), then the latest
@@ -389,7 +397,7 @@ async def explore(
             for before in backs[:READ_BACKS]:
                 # (a read with no new call left to make is still made again; one that hangs or fails is not)
                 stopped = knowledge.logs[before.tool].failing >= cfg.retire_after or before.tool in out.hung_tools
-                if len(out.calls) >= cfg.calls or stopped:
+                if len(out.calls) >= budget or stopped:
                     break
                 again = await repeat(session, number, before, reads_back=made_call.index)
                 if again is None:
@@ -399,6 +407,7 @@ async def explore(
                 shown = shown or again.digest != before.digest
             if shown is False:
                 unchanged[name] += 1
+            shown_any = shown_any or bool(shown)
             if isolated and not persistence_checked and fresh_reads:
                 # a fresh session checks for state that outlives the process before any other write, so that
                 # a server keeping it in a file of its own (a user's knowledge graph) gets one write, not a
@@ -408,7 +417,7 @@ async def explore(
     async with explorer:
         with anyio.move_on_after(cfg.minutes * 60):
             number = 0
-            while len(out.calls) < cfg.calls and len(retired) < len(tools):
+            while len(out.calls) < budget and len(retired) < len(tools):
                 before = len(out.calls)
                 opened = False
                 try:
@@ -426,8 +435,7 @@ async def explore(
                 number += 1
                 if number % 5 == 0:
                     say(
-                        f"exploring: {len(out.calls)}/{cfg.calls} calls, {len(out.answered())}/{len(tools)} tools "
-                        "answered"
+                        f"exploring: {len(out.calls)}/{budget} calls, {len(out.answered())}/{len(tools)} tools answered"
                     )
                 if len(out.calls) == before and all(knowledge.logs[n].exhausted for n in tools if n not in retired):
                     break  # nothing new to send to any tool

@@ -19,7 +19,8 @@ structure (schemas, annotations, what the server answered). It holds:
   does in a listing ("[FILE] notes.txt");
 - `LINKS`: the words that end no label in a result's prose;
 - `BARE_NAMES`, `PREPOSITIONS`, `ENDS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT`, `OPERANDS`: how a call's arguments
-  are said in a task; `spoken`: a key in words, its short forms written out (`ABBREVIATIONS`);
+  are said in a task; `spoken`: a key in words, its short forms written out (`ABBREVIATIONS`), a unit it ends
+  in said as one (`UNITS`);
 - `PEOPLE`, `NOT_KINDS`, `NOT_PARTICIPLES`, `LATEST`, `EARLIEST`, `who`, `participle`: how a task asks about
   a record (who or what a field is, a state it is in, what the record is, its place in a dated listing);
 - `VERBS`, `GETS`, `FILLER`, `singular`, `plural`: how a tool's title is said, as an order or as the thing it gives.
@@ -108,6 +109,26 @@ ABBREVIATIONS = {
     "max": "maximum",
     "min": "minimum",
     "avg": "average",
+}
+# the units a key's last word may be (`duration_ms`, `price_usd`), as a task says them
+UNITS = {
+    "ms": "milliseconds",
+    "sec": "seconds",
+    "secs": "seconds",
+    "mg": "milligrams",
+    "g": "grams",
+    "kg": "kilograms",
+    "lb": "pounds",
+    "lbs": "pounds",
+    "mm": "millimetres",
+    "cm": "centimetres",
+    "km": "kilometres",
+    "kb": "kilobytes",
+    "mb": "megabytes",
+    "gb": "gigabytes",
+    "usd": "US dollars",
+    "eur": "euros",
+    "gbp": "pounds sterling",
 }
 # shape -> (values, the words a parameter of that shape is described with), the shapes a value must have before
 # the kinds of free text; a parameter described with none of them is sent a plain word (`PLAIN`) first. What a
@@ -301,8 +322,11 @@ def who(field: str) -> str:
 
 
 def spoken(name: str) -> str:
-    """A key as a task says it, its words written out: `desc` -> "description", `max_qty` -> "maximum quantity"."""
-    return " ".join(ABBREVIATIONS.get(w, w) for w in words_of(name))
+    """A key as a task says it, its words written out: `desc` -> "description", `max_qty` -> "maximum quantity",
+    and a unit it ends in as one: `weight_g` -> "weight in grams"."""
+    words = words_of(name)
+    unit = f" in {UNITS[words.pop()]}" if len(words) > 1 and words[-1] in UNITS else ""
+    return " ".join(ABBREVIATIONS.get(w, w) for w in words) + unit
 
 
 def words_of(name: str) -> list[str]:

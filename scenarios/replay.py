@@ -9,6 +9,7 @@ Grounding (mcprl.scenarios.grounded) and the references found for a user's own t
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import re
@@ -22,7 +23,7 @@ import anyio
 from mcprl.checks import HoldsCheck, LiveValue, holds_answer, live_of, normalize_text, value_at
 from mcprl.scenarios.explored import ExploredCall, source_call
 from mcprl.scenarios.results import ISO_DATE, answer_paths, counted, result_values
-from mcprl.tools import ServerGone, ServerSpec, ToolPool
+from mcprl.tools import ServerGone, ServerSpec, ToolPool, ToolSession
 from mcprl.types import ReferenceCall, Scenario
 
 REPLAYS_AT_ONCE = 4  # chains replayed at once where every session is its own server process
@@ -159,7 +160,7 @@ async def replayed(
 ) -> tuple[list[Scenario], Counter]:
     """The tasks whose reference chain, replayed in a fresh session of `pool` (after the task's `prepare`), brings
     their answer back where it came from (`comes_back`); and why the others were dropped. Tasks sharing a chain
-    share one replay."""
+    share one replay, and chains that write nothing one session."""
     by_chain: dict[str, list[Scenario]] = defaultdict(list)
     for t in tasks:
         by_chain[
@@ -171,21 +172,25 @@ async def replayed(
     done = running = 0
     retry: list[list[Scenario]] = []  # chains that failed while others replayed beside them, to replay alone
 
-    async def run(group: list[Scenario]) -> str | None:
-        """The chain's last result (or its read-back's) in a fresh session, the task's state prepared first; None
-        where a call failed."""
+    async def chain(session: ToolSession, group: list[Scenario]) -> str | None:
+        """The chain's last result (or its read-back's) in `session`, the task's state prepared first; None where
+        a call failed."""
         last = None
+        read_back = [ReferenceCall(**group[0].read_back)] if group[0].read_back else []
+        for step in [*group[0].prepare, *group[0].reference, *read_back]:
+            outcome = await session.call(step.tool, step.arguments)
+            if outcome.is_error:
+                return None
+            last = outcome.data_text  # the server's text, not our placeholder for an image
+        return last
+
+    async def run(group: list[Scenario]) -> str | None:
+        """The chain's last result in a fresh session; None where a call failed."""
         try:
             async with pool.session() as session:
-                read_back = [ReferenceCall(**group[0].read_back)] if group[0].read_back else []
-                for step in [*group[0].prepare, *group[0].reference, *read_back]:
-                    outcome = await session.call(step.tool, step.arguments)
-                    if outcome.is_error:
-                        return None
-                    last = outcome.data_text  # the server's text, not our placeholder for an image
+                return await chain(session, group)
         except ServerGone:
             return None
-        return last
 
     async def replay(group: list[Scenario]) -> None:
         nonlocal done, running
@@ -216,8 +221,29 @@ async def replayed(
         if done % 20 == 0:
             say(f"verifying grounded tasks: {done}/{len(by_chain)} chains replayed, {len(kept)} tasks kept")
 
+    # chains that write nothing, where each session is a server process of its own: replayed one after another in
+    # one session (one process, not one each). A read changes no state (as exploring takes it), so each finds the
+    # server as a fresh session would; one that does not give its result back there as recorded is replayed in a
+    # fresh session after all
+    reads: list[list[Scenario]] = []
+    alone: list[list[Scenario]] = []
+    for group in by_chain.values():
+        quiet = pool.per_rollout and not group[0].prepare and not any(c.writes for c in group[0].reference)
+        (reads if quiet else alone).append(group)
+    if reads:
+        with contextlib.suppress(ServerGone):
+            async with pool.session() as session:
+                while reads:
+                    result = await chain(session, reads[0])
+                    group = reads.pop(0)
+                    if result == group[0].reference[-1].result and all(gives_answer(t, result) for t in group):
+                        kept.extend(group)
+                        done += 1
+                    else:
+                        alone.append(group)
+        alone += reads  # the server went away: the rest each in a session of its own
     async with anyio.create_task_group() as tg:
-        for group in by_chain.values():
+        for group in alone:
             tg.start_soon(replay, group)
     # a chain that failed while others replayed beside it may have failed for them (a database file that one
     # process at a time may lock): it is replayed again, alone

@@ -214,7 +214,9 @@ async def explore_for(
     """`pool`'s server explored within `cfg`'s bounds (mcprl.scenarios.explore), its record written to
     `record` (JSONL, secrets masked); `model` (the generator) writes arguments for tools that do not answer."""
     record.parent.mkdir(parents=True, exist_ok=True)
-    say(f"exploring {pool.spec.target} (at most {cfg.calls} calls, {cfg.minutes:g} min) ...")
+    assert pool.toolset is not None
+    calls = cfg.budget(len(pool.toolset.mcp_tools))
+    say(f"exploring {pool.spec.target} (at most {calls} calls, {cfg.minutes:g} min) ...")
 
     async def propose(tool: dict[str, Any], seen: list[Any]) -> dict[str, Any] | None:
         """Arguments for one call of `tool`, by the generator; None when its call fails (exploring goes on)."""

@@ -17,16 +17,18 @@ import pytest
 from mcprl.checks import holds_answer
 from mcprl.errors import UserError
 from mcprl.scenarios.config import ExploreConfig
-from mcprl.scenarios.explore import explore
+from mcprl.scenarios.explore import QUIET_SERVER, QUIET_WRITES, READ_BACKS, explore
 from mcprl.scenarios.explored import Exploration, ExploredCall
 from mcprl.scenarios.isolation import may_write, names_a_file
 from mcprl.scenarios.replay import gives_answer
 from mcprl.scenarios.source import grounded
+from mcprl.scenarios.values import call_key
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import load_jsonl
 from tests.conftest import _free_port, _wait_listening
 from tests.scenarios.explored_servers import (
     FOLDER,
+    MANY_TOOLS,
     NOTES,
     NOTES_FOLDER,
     SHOP,
@@ -341,8 +343,6 @@ if __name__ == "__main__":
 async def test_reads_are_made_again_after_writes_that_change_them_not_after_ones_that_never_did(tmp_path):
     """A tool that may write but changed no read made again after it twice (a pure function named like a write) is
     read back after no more; one whose writes show is read back after every one, so write tasks still ground."""
-    from mcprl.scenarios.explore import QUIET_WRITES, READ_BACKS
-
     server = tmp_path / "things.py"
     server.write_text(THINGS.format(root=str(Path(__file__).resolve().parents[2])))
     async with ToolPool(ServerSpec.parse(f"{sys.executable} {server}")) as pool:
@@ -356,6 +356,21 @@ async def test_reads_are_made_again_after_writes_that_change_them_not_after_ones
     assert len(shouts) > QUIET_WRITES + 1, exploration.summary()  # enough of them for the bound to matter
     assert sum(map(len, shouts)) <= QUIET_WRITES * READ_BACKS
     assert len(adds) > QUIET_WRITES + 1 and all(adds[:-1]), exploration.summary()  # (the last may meet the budget)
+
+
+async def test_a_server_of_many_tools_gets_a_working_call_on_each_and_writes_that_change_nothing_are_not_read_back():
+    """90 tools that compute, half of them saying they may write (explored on a shared server as `--explore-writes`
+    allows), each answering only for a part its errors name: by default every tool is found a working call (the
+    budget grows with the tools), no failed call is made twice, and once a few writes changed nothing read back
+    after them, no write is read back again (the budget goes to tools not called yet)."""
+    spec = ServerSpec.parse(f"{sys.executable} {MANY_TOOLS}", per_rollout=False)
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(writes=True), seed=0, say=lambda _: None)
+    assert {c.tool for c in exploration.calls if not c.is_error} == set(exploration.tools), exploration.summary()
+    assert len(exploration.calls) <= ExploreConfig().budget(len(exploration.tools))
+    failed = [call_key(c.tool, c.arguments) for c in exploration.calls if c.is_error]
+    assert len(failed) == len(set(failed))
+    assert sum(c.reads_back is not None for c in exploration.calls) <= QUIET_SERVER * READ_BACKS
 
 
 async def test_a_server_that_reads_the_users_home_to_answer_is_explored_in_it(tmp_path, monkeypatch):

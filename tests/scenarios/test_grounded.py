@@ -17,10 +17,10 @@ from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explore import explore
 from mcprl.scenarios.grounded import ground
 from mcprl.scenarios.grounded_task import ANSWER_WORDS
-from mcprl.scenarios.replay import gives_answer
+from mcprl.scenarios.replay import gives_answer, replayed
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
-from tests.scenarios.explored_servers import NOTES, SHOP, TASKS, explore_and_ground, shop
+from tests.scenarios.explored_servers import MANY_TOOLS, NOTES, SHOP, TASKS, explore_and_ground, shop
 
 pytestmark = pytest.mark.anyio
 
@@ -457,3 +457,26 @@ def test_a_replayed_answer_counts_only_where_it_came_back_in_its_own_field():
     assert not comes_back(converted("+00:00", "+0.0h"), json.dumps({"datetime": "2026-11-28T02:34:09+00:00"}), 0)
     assert comes_back("The meeting is in room 4.", "The meeting is in room 4.", 4)
     assert not comes_back("The meeting is in room 4.", "The meeting moved to room 5.", 4)
+
+
+async def test_chains_that_write_nothing_are_replayed_in_one_server_process(tmp_path):
+    """Where each session is a server process of its own, the tasks whose chains only read are verified one after
+    another in one session: one process started, not one a chain, and every one kept, as a fresh session gives
+    each its answer back."""
+    starts = tmp_path / "starts"
+    starts.mkdir()
+    spec = ServerSpec.parse(f"{sys.executable} {MANY_TOOLS}", env=[f"STARTS_DIR={starts}"])
+    async with ToolPool(spec.model_copy(update={"per_rollout": False})) as shared:
+        exploration = await explore(shared, ExploreConfig(calls=40), seed=0, say=lambda _: None)
+        tasks, _ = await ground(shared, 4, exploration, seed=0, say=lambda _: None)
+    assert len(tasks) == 4 and not any(c.writes for t in tasks for c in [*t.prepare, *t.reference])
+    async with ToolPool(spec) as pool:
+        before = len(list(starts.iterdir()))
+        kept, dropped = await replayed(tasks, pool, say=lambda _: None)
+        assert len(list(starts.iterdir())) == before + 1
+        assert [t.id for t in kept] == [t.id for t in tasks], dropped
+        for t in tasks:
+            async with pool.session() as session:
+                for c in t.reference:
+                    outcome = await session.call(c.tool, c.arguments)
+            assert gives_answer(t, outcome.data_text), t.task

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from mcprl.scenarios.lexicon import spoken
 from mcprl.scenarios.phrasing import quoted, said
 
 # (title, arguments): titles and argument names as third-party servers give them (mcp-server-everything,
@@ -106,3 +107,12 @@ def test_where_a_move_starts_and_ends_is_said_from_and_to() -> None:
         {"from_unit": "Asia/Tokyo", "to_unit": "UTC"},
     ):
         assert all("from Asia/Tokyo to UTC" in t for t in said("convert time", {**args, "time": "09:30"}).asks_result())
+
+
+def test_a_key_ending_in_a_unit_is_said_with_the_unit_written_out() -> None:
+    """`weight_g`, `durationMs`: the unit is said as one, not read as a word of the key's name ("weight g"); a key
+    that is only a unit's letters stays as it is."""
+    for key, unit in (("weight_g", "grams"), ("durationMs", "milliseconds"), ("price_usd", "dollars")):
+        words = spoken(key).split()
+        assert unit in words and words[-1] not in key.lower(), spoken(key)
+    assert spoken("g") == "g"
