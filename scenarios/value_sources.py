@@ -21,6 +21,8 @@ from mcprl.tools import ServerSpec
 from mcprl.tools.redact import secret_values
 
 QUOTED = re.compile(r"""(?<![\w])['"`]([^'"`\n]{1,120})['"`]""")
+# a command's usage an error quotes ("usage: 'git <command> [<revision>...]'"): its placeholders are no value
+USAGE = re.compile(r"<[\w-]+>|\[[^\]]*\.\.\.\]")
 PATH = re.compile(r"(?<![\w/@])(?:~?/[\w.@-]+(?:/[\w.@-]+)*/?|(?:[\w-][\w.-]*/)*[\w-]+\.[A-Za-z]\w{0,5})(?![\w/@])")
 NAME = re.compile(r"[\w][\w.@-]{0,79}")  # one token a listing may name (a file, a folder, a key)
 
@@ -152,6 +154,7 @@ def error_values(text: str, sent: set[str]) -> list[str]:
         if v
         and len(v) <= 120
         and not v.endswith(":")
+        and not USAGE.search(v)
         and not any(v in s or len(s) > 2 and (s in v or _shared(v, s) >= max(8, len(s) * 2 // 3)) for s in sent)
     ]
 
