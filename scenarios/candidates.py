@@ -19,7 +19,7 @@ from mcprl.scenarios.lexicon import about, known, question, record_of, shaped, s
 from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, noun_of, said, value_text
 from mcprl.scenarios.record_tasks import field_tasks, listing_tasks
 from mcprl.scenarios.replay import chain_of
-from mcprl.scenarios.results import result_data, result_records, result_values, server_text
+from mcprl.scenarios.results import found_nothing, result_data, result_records, result_values, server_text
 from mcprl.types import Scenario
 
 EXPRESSION_FIELD = "value"  # what a task worded as an expression asks for ("What is 2 + 3?")
@@ -167,7 +167,7 @@ def candidates(
                 out += _write_tasks(calls, call, titles, rng, fixed_out, prepares)
             if not prepares:  # ... and, where the environment may make that write, a question on what it left
                 continue
-        if call.is_error:
+        if call.is_error or found_nothing(call.data):  # (a filter that matched nothing: its zeros are no answer)
             continue
         call = plainest(call)
         chain = chain_of(calls, call)

@@ -40,11 +40,31 @@ def reports(text: str) -> bool:
 
 def found_nothing(text: str) -> bool:
     """Whether a result says it found nothing: "No matches found", or one short line that begins so
-    ("no items match 'zzzz'")."""
+    ("no items match 'zzzz'"), or a JSON object holding nothing but empty lists, zeros, flags and sentences
+    (`{"success": true, "commits": [], "totalCount": 0, "note": "No commits matched the applied filters."}`)."""
     text = text.strip()
-    return NOTHING.fullmatch(text) is not None or (
-        "\n" not in text and len(text) <= 120 and NOTHING.match(text) is not None
+    return (
+        NOTHING.fullmatch(text) is not None
+        or ("\n" not in text and len(text) <= 120 and NOTHING.match(text) is not None)
+        or text.startswith("{")
+        and _holds_nothing(text)
     )
+
+
+def _holds_nothing(text: str) -> bool:
+    """Whether a JSON object holds nothing found: an empty list or text, the rest zeros, flags and sentences."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    if not isinstance(data, dict):
+        return False
+    values = list(data.values())
+    empty = [
+        v for v in values if v in ("", [], {}) or isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0
+    ]
+    said = [v for v in values if isinstance(v, bool) or isinstance(v, str) and MESSAGE.fullmatch(v.strip())]
+    return bool(empty) and any(v in ("", [], {}) for v in empty) and len(empty) + len(said) == len(values)
 
 
 def result_data(text: str, structured: Any) -> Any:

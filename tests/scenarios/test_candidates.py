@@ -390,6 +390,29 @@ def test_no_answer_is_words_the_request_holds():
     assert {t.answer for t in tasks} == {"Steel bolt"}, {(t.task, t.answer) for t in tasks}
 
 
+def test_a_result_that_found_nothing_answers_no_task():
+    """Seen on @cyanheads/git-mcp-server: a log filtered by words of other results (`since` "version", `until`
+    "alerts") matched nothing, `{"commits": [], "totalCount": 0, ...}`, and grounded "What is the total count of the
+    git log ... since version until alerts?" -> 0. A JSON result of empty lists, zeros, flags and sentences found
+    nothing; a result with a record in it still answers, a count of zero alone too."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    def log(index: int, since: str, commits: list) -> ExploredCall:
+        note = "No commits matched the applied filters. Try removing filters." if not commits else "Done."
+        result = {"success": True, "commits": commits, "totalCount": len(commits), "note": note}
+        return ExploredCall(index=index, session=0, tool="git_log", arguments={"since": since}, text=json.dumps(result))
+
+    calls = [
+        log(0, "version", []),
+        log(1, "2024-03-01", [{"hash": "fb2fd2a", "author": "Ann Lee", "message": "Document installation"}]),
+        ExploredCall(index=2, session=0, tool="count_open", arguments={"label": "bug"}, text='{"count": 0}'),
+    ]
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert {t.reference[-1].arguments.get("since") for t in tasks if t.tools == ["git_log"]} == {"2024-03-01"}
+    assert any(t.tools == ["count_open"] and t.answer == 0 for t in tasks), {(t.task, t.answer) for t in tasks}
+
+
 def test_a_value_that_changed_no_answer_makes_no_other_question_and_one_text_given_twice_none():
     """Three times of day give one time difference: one question, not three. Converting a zone to itself
     asks nothing, where the zones are what the call works on. A value that changed the answer still makes
