@@ -300,8 +300,10 @@ def test_no_error_that_says_back_a_value_sent_offers_it_as_a_new_one():
     assert error_values("Path 'x' is outside the allowed directory '/srv/docs'", {"x"}) == ["/srv/docs"]
     assert error_values("Ref 'main~9' did not resolve; did you mean 'main~1'?", {"main~9"}) == ["main~1"]
     # a command's usage is none: its placeholders are what a value would stand in for
-    usage = "ambiguous argument 'x': use '--' to separate paths, like 'git <command> [<revision>...] -- [<file>...]'"
-    assert "--" in error_values(usage, {"x"}) and not any("<" in v for v in error_values(usage, {"x"}))
+    usage = (
+        "unknown revision 'x', did you mean 'v1.2'? Separate paths, like 'git <command> [<revision>...] -- [<file>]'"
+    )
+    assert "v1.2" in error_values(usage, {"x"}) and not any("<" in v for v in error_values(usage, {"x"}))
 
 
 def test_a_tool_named_for_listing_tables_gives_the_tables_queries_are_composed_over():
