@@ -44,10 +44,15 @@ async def grounded_and_replayed(
         tasks = await grounded(
             pool, 8, ExploreConfig(calls=calls), folder / "e.jsonl", folder / "g.json", seed=0, fallback=False, say=say
         )
-        for t in tasks:
-            assert not holds_answer(t.task, t.answer), t.task
-            async with pool.session() as session:
-                for c in t.reference:
-                    outcome = await session.call(c.tool, c.arguments)
-            assert gives_answer(t, outcome.data_text), t.task
+        assert not any(holds_answer(t.task, t.answer) for t in tasks), [t.task for t in tasks]
+        await come_back_fresh(pool, tasks)
     return tasks, load_jsonl(folder / "e.jsonl", ExploredCall)
+
+
+async def come_back_fresh(pool: ToolPool, tasks: list[Scenario]) -> None:
+    """Each task's reference chain, replayed in a fresh session of `pool`, gives its answer."""
+    for t in tasks:
+        async with pool.session() as session:
+            for c in t.reference:
+                outcome = await session.call(c.tool, c.arguments)
+        assert gives_answer(t, outcome.data_text), t.task
