@@ -7,6 +7,7 @@ writes, those writes the task's `prepare`."""
 from __future__ import annotations
 
 import random
+import re
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,7 @@ from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, noun_of, sa
 from mcprl.scenarios.record_tasks import field_tasks, listing_tasks
 from mcprl.scenarios.replay import chain_of
 from mcprl.scenarios.results import found_nothing, result_data, result_records, result_values, server_text
+from mcprl.scenarios.values import call_key
 from mcprl.types import Scenario
 
 EXPRESSION_FIELD = "value"  # what a task worded as an expression asks for ("What is 2 + 3?")
@@ -38,6 +40,21 @@ def state_of(calls: list[ExploredCall], chain: list[ExploredCall]) -> list[Explo
     ]
 
 
+def changed_by(calls: list[ExploredCall], again: ExploredCall) -> tuple[ExploredCall, list[Any]] | None:
+    """The write that `again` (a read repeated after it) reads back, and the values it holds that the read did not
+    before: holding them afterwards is the write's doing. None where a call of the three failed."""
+    by_index = {c.index: c for c in calls}
+    write, before = by_index.get(again.reads_back), by_index.get(again.repeats)  # type: ignore[arg-type]
+    if write is None or before is None or write.is_error or before.is_error or again.is_error:
+        return None
+    old = {(k, str(v)) for k, v in result_values(before.data, before.structured)}
+    return write, [
+        v
+        for k, v in result_values(again.data, again.structured)
+        if (k, str(v)) not in old and answerable(v) and not holds_answer(before.data, v)
+    ]
+
+
 def _write_tasks(
     calls: list[ExploredCall],
     again: ExploredCall,
@@ -45,24 +62,18 @@ def _write_tasks(
     rng: random.Random,
     stated: Callable[[ExploredCall], dict[str, Any]],
     prepares: bool,
+    any_write: dict[str, set[str]],
 ) -> list[Scenario]:
     """A task to make the write that `again` (a read repeated after it) shows the effect of,
-    checked by that read in the rollout's own session: it must hold a value that changed. `prepares`: the writes
-    its session made before it are the task's `prepare` (the task updated must exist)."""
-    by_index = {c.index: c for c in calls}
-    write, before = by_index.get(again.reads_back), by_index.get(again.repeats)  # type: ignore[arg-type]
-    if write is None or before is None or write.is_error or before.is_error or again.is_error:
+    checked by that read in the rollout's own session: it must hold a value that changed, and not one `any_write` gives
+    its tool, the values any write of it leaves (the turn passing to black after any first move: no check of this one).
+    `prepares`: the writes its session made before it are the task's `prepare` (the task updated must exist)."""
+    if (found := changed_by(calls, again)) is None:
         return []
+    write, changed = found[0], [v for v in found[1] if str(v) not in any_write.get(found[0].tool, set())]
     chain = chain_of(calls, write)
     if any(c.is_error or any(shaped(v) for v in c.arguments.values()) for c in chain):
         return []  # (a write stated by its query, "INSERT INTO ...", would paste it)
-    old = {(k, str(v)) for k, v in result_values(before.data, before.structured)}
-    # a value the read did not hold before the write: holding it afterwards is the write's doing
-    changed = [
-        v
-        for k, v in result_values(again.data, again.structured)
-        if (k, str(v)) not in old and answerable(v) and not holds_answer(before.data, v)
-    ]
     if not changed:
         return []
     done = said(title_of(titles, write.tool), stated(write)).order()
@@ -85,12 +96,18 @@ def title_of(titles: dict[str, str], tool: str) -> str:
 
 
 def candidates(
-    exploration: Exploration, descriptions: dict[str, str], *, seed: int, titles: dict[str, str] | None = None
+    exploration: Exploration,
+    descriptions: dict[str, str],
+    *,
+    seed: int,
+    titles: dict[str, str] | None = None,
+    defaults: dict[str, dict[str, Any]] | None = None,
 ) -> list[Scenario]:
     """Every task the record grounds (see `mcprl.scenarios.grounded`'s docstring), before verification.
     `descriptions` (tool -> description) give expressions they state (`mcprl.scenarios.expressions`), `titles`
-    (tool -> title) the words a task names a call by."""
-    titles = titles or {}
+    (tool -> title) the words a task names a call by, `defaults` (tool -> parameter -> its schema's default) the
+    values a task need not state."""
+    titles, defaults = titles or {}, defaults or {}
     rng = random.Random(f"{seed}/grounded")
     calls = exploration.calls
     # where each session starts from fresh state and no write outlives it, the environment may make a session's
@@ -128,12 +145,15 @@ def candidates(
             unasked[tool].add(field)
 
     def fixed_out(call: ExploredCall) -> dict[str, Any]:
-        """What a task states of a call's arguments: not the server's context (`Exploration.fixed`), nor a value
-        its schema's default gave (the call is the same without it: `git_diff`'s "staged False")."""
+        """What a task states of a call's arguments: not the server's context (`Exploration.fixed`), nor its schema's
+        default, drawn as one or not (the call is the same without it: `git_diff`'s "staged False")."""
+        default = defaults.get(call.tool, {})
         return {
             k: v
             for k, v in call.arguments.items()
-            if not (k in exploration.fixed and v == exploration.fixed[k]) and call.sources.get(k) != "default"
+            if not (k in exploration.fixed and v == exploration.fixed[k])
+            and call.sources.get(k) != "default"
+            and not (k in default and (type(v), v) == (type(default[k]), default[k]))
         }
 
     # a call that said what a call of the same tool with fewer of its arguments said (a filter that changed
@@ -160,11 +180,24 @@ def candidates(
                 names = [str(n) for _, n in result_values(call.data, call.structured)]
                 columns.setdefault(found[1]["table"], names)
 
+    # a tool's writes with different arguments that left one value alike, read back by the same read: that value is
+    # any write's, no check of one
+    left: dict[tuple[str, str, str], set[str]] = defaultdict(set)  # (tool, read-back, value) -> the writes' calls
+    for call in calls:
+        if call.reads_back is not None and (found := changed_by(calls, call)) is not None:
+            write, changed = found
+            for v in changed:
+                left[write.tool, call_key(call.tool, call.arguments), str(v)].add(call_key(write.tool, write.arguments))
+    any_write: dict[str, set[str]] = defaultdict(set)
+    for (tool, _, value), writes in left.items():
+        if len(writes) > 1:
+            any_write[tool].add(value)
+
     out: list[Scenario] = []
     for call in calls:
         if call.reads_back is not None:  # what a write changed: a task to make it
             if not exploration.outlived:  # ... where a rollout may write: not where its write would stay
-                out += _write_tasks(calls, call, titles, rng, fixed_out, prepares)
+                out += _write_tasks(calls, call, titles, rng, fixed_out, prepares, any_write)
             if not prepares:  # ... and, where the environment may make that write, a question on what it left
                 continue
         if call.is_error or found_nothing(call.data):  # (a filter that matched nothing: its zeros are no answer)
@@ -184,23 +217,26 @@ def candidates(
             data = data[0]
         if queries and isinstance(data, dict) and len(data) == 1:  # ... a row's one column named: "[{'COUNT(*)': 3}]"
             data = next(iter(data.values()))
+        given_values = [value_text(v) for v in call.arguments.values()]
         answer = (
-            result_answer(str(data) if data is not None else server_text(call.data)[0])
+            result_answer(str(data) if data is not None else server_text(call.data)[0], given_values)
             if data is None or isinstance(data, (str, int, float))
             else None
         )
-        given_values = [value_text(v) for v in call.arguments.values()]
         # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer;
         # nor a text the tool gave to three calls or more, none a filter of another ("Task not found" for every id
         # asked): its reply to anything, no fact about what it was asked; nor words the request holds (the header
         # `MAX(id)` of a query's empty result)
-        echo = isinstance(answer, str) and (
-            any(v and normalize_text(v) in normalize_text(answer) for v in given_values)
-            or as_number(answer) is None
+        # (a number alone, "8", is no stock reply: many sums are 8; a number in words, "Server v2 is up.", can be)
+        stock = len({plainest(c).index for c in said_alike[call.tool, call.text]}) >= STOCK_REPLY
+        echo = (
+            isinstance(answer, str)
             and (
-                any(f" {normalize_text(answer)} " in f" {normalize_text(v)} " for v in given_values)
-                or len({plainest(c).index for c in said_alike[call.tool, call.text]}) >= STOCK_REPLY
+                any(v and normalize_text(v) in normalize_text(answer) for v in given_values)
+                or as_number(answer) is None
+                and (any(f" {normalize_text(answer)} " in f" {normalize_text(v)} " for v in given_values) or stock)
             )
+            or (stock and as_number(answer) is not None and re.search(r"[A-Za-z]{2}", call.text) is not None)
         )
         if answer is not None and queries:
             asked = None if unknown else next((q for v in queries if (q := question(v, answer))), None)

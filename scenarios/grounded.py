@@ -56,7 +56,7 @@ from mcprl.scenarios.candidates import candidates
 from mcprl.scenarios.explored import Exploration
 from mcprl.scenarios.grounded_task import task_id
 from mcprl.scenarios.isolation import may_write
-from mcprl.scenarios.phrasing import phrase
+from mcprl.scenarios.phrasing import phrase, task_titles
 from mcprl.scenarios.replay import (
     REPLAYS_AT_ONCE,
     clock_bound,
@@ -68,7 +68,7 @@ from mcprl.scenarios.replay import (
     verify,
 )
 from mcprl.scenarios.results import result_records
-from mcprl.scenarios.selection import focus, optional_parameters, select
+from mcprl.scenarios.selection import focus, optional_parameters, schema_defaults, select
 from mcprl.tools import ServerGone, ToolPool
 from mcprl.types import ReferenceCall, Scenario
 
@@ -217,13 +217,14 @@ async def ground(
             "outlived its process, so a rollout's write would stay there (--isolated if each session starts fresh)"
         )
     descriptions = {t["name"]: t.get("description") or "" for t in pool.toolset.mcp_tools}
-    titles = {
-        t["name"]: title
-        for t in pool.toolset.mcp_tools
-        if (title := t.get("title") or (t.get("annotations") or {}).get("title"))
-    }
     optional = optional_parameters(pool.toolset.mcp_tools)
-    found = candidates(exploration, descriptions, seed=seed, titles=titles)
+    found = candidates(
+        exploration,
+        descriptions,
+        seed=seed,
+        titles=task_titles(pool.toolset.mcp_tools),
+        defaults=schema_defaults(pool.toolset.mcp_tools),
+    )
     # a task whose answer came from the server's clock is kept as it is only where it comes back with the clock
     # moved, else asked live (`live_task`: checked by what the episode's own call gives) where it can be
     clocked = {id(t) for t in found if clock_bound(t.reference[-1].result, t.answer)}

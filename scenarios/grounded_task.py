@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from mcprl.checks import Check, HoldsCheck, holds_answer, normalize_text, numbers
@@ -20,22 +21,39 @@ from mcprl.types import ReferenceCall, Scenario
 MAX_ANSWER_WORDS = 8  # a longer value is prose, not an answer a check can hold
 MAX_ANSWER_CHARS = 80  # ... and a value longer than a line is read off, not answered (a PATH of 200 characters)
 ANSWER_LABEL_WORDS = 3  # words besides a result's one number that still make it that number ("Total: 42 USD")
+# ... and a sentence's words besides its one number and the values its call was sent ("There are 42 units of SKU-3486
+# in stock.")
+SENTENCE_WORDS = 8
 ANSWER_WORDS = 12  # words an answer may add around the value ("The confirmation code of the email is ZOE67V.")
 BASE64 = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
 
 
-def result_answer(text: str) -> Any | None:
+def result_answer(text: str, sent: Sequence[str] = ()) -> Any | None:
     """The answer a short result gives: its one number when a line of a few words has exactly one ("Total: 42
-    USD"), else the text itself when it is short; None when it is not an answer a check can hold (a text of lines,
-    "Meeting at 10am.\nBudget: 4500 USD", or a sentence, "Cache hit ratio 0.95, latency 150ms", is asked for by its
-    labelled values, not as its one number)."""
+    USD"), or a sentence of a line has one besides the values its call was `sent` ("bolt weighs 204 g at scale
+    17" -> 204, sent "bolt" and 17; "Task 2 updated." none, sent 2), else the text itself when it is short; None when
+    it is not an answer a check can hold (a text of lines, "Meeting at 10am.\nBudget: 4500 USD", or a sentence,
+    "Cache hit ratio 0.95, latency 150ms", is asked for by its labelled values, not as its one number)."""
     text = text.strip()
-    # a row of a listing, a message ("No items match."), a search that found nothing ("No matches found"),
-    # or a heading that introduces nothing ("Staged changes:")
-    if " | " in text or MESSAGE.fullmatch(text) or NOTHING.fullmatch(text) or text.endswith(":"):
+    # a row of a listing, a search that found nothing ("No matches found"), or a heading that introduces nothing
+    # ("Staged changes:")
+    if " | " in text or NOTHING.fullmatch(text) or text.endswith(":"):
         return None
-    if "\n" not in text and (number := one_number(text, words=ANSWER_LABEL_WORDS)) is not None:
-        return number
+    if "\n" not in text:
+        if not MESSAGE.fullmatch(text) and (number := one_number(text, words=ANSWER_LABEL_WORDS)) is not None:
+            return number
+        rest = text
+        for value in filter(None, sent):
+            rest = re.sub(rf"(?<![\w.]){re.escape(value)}(?!\w|\.\d)", " ", rest, flags=re.I)
+        # (a sentence, or a line that says what it was asked: not a title's one number, "Invoice for March 2024")
+        if (
+            (MESSAGE.fullmatch(text) or rest != text)
+            and len(text) <= 2 * MAX_ANSWER_CHARS
+            and (number := one_number(rest, words=SENTENCE_WORDS)) is not None
+        ):
+            return number
+    if MESSAGE.fullmatch(text):  # a message ("No items match.")
+        return None
     if numbers(text) or not text or len(text.split()) > MAX_ANSWER_WORDS or "\n" in text:
         return None
     return text

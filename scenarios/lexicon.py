@@ -38,7 +38,7 @@ NAME_KEYS = frozenset({"name", "title", "subject", "label", "path", "file", "fil
 # How a call's arguments are said in a task (mcprl.scenarios.phrasing.said): a parameter named by one of
 # `BARE_NAMES` is its value alone ("Convert weight 14.25", not "with value 14.25"), and one whose name
 # starts with a preposition is that preposition and its value ("from F to C", not "from unit F and to unit C")
-BARE_NAMES = frozenset("value amount quantity number input".split())
+BARE_NAMES = frozenset("value amount quantity number input expression".split())
 PREPOSITIONS = frozenset("from to into at by for since until before after".split())
 # Words that tie a label to what it is of, and so end none ("Meeting at 10am" labels nothing "meeting at")
 LINKS = frozenset("at by for from in of on to with".split())
@@ -51,6 +51,8 @@ KINDS = frozenset("type kind mode format category class".split())
 # ... and one named as what it identifies ("Read the file "notes.txt"", not "with path "notes.txt""); "for" it where
 # the title's thing is something about it (`ABOUT_IT`: 'the file info for "./docs"')
 IDENTIFYING = frozenset("path file filename name id".split())
+# ... though a path names only a place ("Read the file "notes.txt"", but "the git blame for "/srv/repo"")
+PATHS, PLACES = frozenset("path file filename".split()), frozenset("file folder directory document repository".split())
 ABOUT_IT = frozenset(
     "info information details metadata stats statistics status tree size sizes summary history content contents".split()
 )
@@ -73,6 +75,9 @@ LATEST, EARLIEST = "latest", "earliest"
 # `FILLER`: a title's words that say nothing of what it does ("Get Sum Tool")
 GETS = frozenset("get fetch retrieve read show view lookup look".split())
 FILLER = frozenset({"tool"})
+# ... and a title's words from one of `HOW` on, which say how it does it, not what ("Get Current Time with Optional
+# Location and Calendar Systems" -> "the current time")
+HOW = frozenset("with using via".split())
 READ_WORDS = frozenset(
     "get list search find read show describe fetch lookup look query count calculate compute convert compare check "
     "view info inspect explain summarize summarise resolve validate browse retrieve stat status preview "
@@ -92,6 +97,7 @@ VERBS = (
 # the short forms keys are written in, as a task says them (`spoken`)
 ABBREVIATIONS = {
     "desc": "description",
+    "expr": "expression",
     "descr": "description",
     "qty": "quantity",
     "addr": "address",

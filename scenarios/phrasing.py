@@ -26,9 +26,12 @@ from mcprl.scenarios.lexicon import (
     ENDS,
     FILLER,
     GETS,
+    HOW,
     IDENTIFYING,
     KINDS,
     OPERANDS,
+    PATHS,
+    PLACES,
     PREPOSITIONS,
     VERBS,
     plural,
@@ -46,6 +49,19 @@ def first_sentence(description: str) -> str:
     """A tool description's first sentence, without its final stop."""
     first = re.split(r"(?<=[.!?])\s|\n", description.strip(), maxsplit=1)[0]
     return first.rstrip(".!? ")
+
+
+def task_titles(tools: list[dict[str, Any]]) -> dict[str, str]:
+    """The words a task names each titled tool by: its title (or its annotations'), up to a word of `HOW` where no
+    other tool's title comes to the same words ("Get Current Time with Optional Location" -> "Get Current Time")."""
+    titles = {t["name"]: title for t in tools if (title := t.get("title") or (t.get("annotations") or {}).get("title"))}
+
+    def head(title: str) -> str:
+        words = title.split()
+        return " ".join(words[: next((i for i, w in enumerate(words) if i and w.lower() in HOW), len(words))])
+
+    heads = Counter(head(title) for title in titles.values())
+    return {name: head(title) if heads[head(title)] == 1 else title for name, title in titles.items()}
 
 
 def value_text(value: Any) -> str:
@@ -69,12 +85,6 @@ def quoted(value: Any) -> str:
     return (
         f'"{value}"' if isinstance(value, str) and (not value or " " in value or not value[0].isalnum()) else str(value)
     )
-
-
-def args_text(args: dict[str, Any]) -> str:
-    """A call's arguments as words: "repo path /srv/r and max count 3"."""
-    said = [f"{spoken(k)} {quoted(v)}" for k, v in args.items()]
-    return " and ".join([", ".join(said[:-1]), said[-1]]) if len(said) > 1 else "".join(said)
 
 
 PREVIOUS = "the previous result"  # how a task says an argument that the previous call's result gave
@@ -231,7 +241,7 @@ def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset())
 
     # operands: every argument named by a letter ("a", "b"), or the one named by `BARE_NAMES` ("numbers")
     letters = [k for k, v in shown.items() if len(k) == 1 and k.isalpha() and plain(v)]
-    bare = [k for k, v in shown.items() if len(names[k]) == 1 and singular(names[k][0]) in BARE_NAMES and plain(v)]
+    bare = [k for k, v in shown.items() if len(names[k]) == 1 and singular(spoken(k)) in BARE_NAMES and plain(v)]
     operands = letters if letters and not bare else bare if len(bare) == 1 and not letters else []
     values = [text(x) for k in operands for x in (shown[k] if isinstance(shown[k], list) else [shown[k]])]
     # named: the one argument named by `IDENTIFYING`, or by the thing's last word ("table name" of "describe table")
@@ -251,7 +261,13 @@ def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset())
         )
     ]
     named = naming if len(naming) == 1 else []
-    apposed = bool(named) and last not in ABOUT_IT
+    apposed = bool(named) and last not in ABOUT_IT and (names[named[0]][-1] not in PATHS or singular(last) in PLACES)
+    # ... or the one value of a call of a title that names what it gets: what it is for ("the weather for London", not
+    # "with city London"), but for a kind of it ("the git branches with branch type local")
+    only = next(iter(shown)) if len(shown) == 1 and not operands and not named and verb in {None, *GETS} else None
+    plain_one = only is not None and plain(shown[only]) and not isinstance(shown[only], list)
+    if plain_one and names[only] and names[only][-1] not in KINDS:
+        named = [only]
     # a parameter whose name starts with a preposition (or a word for one: `ENDS`) no other one starts with: that
     # preposition and its value
     lead = {k: ENDS.get(n[0], n[0]) for k, n in names.items() if n}
@@ -262,7 +278,12 @@ def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset())
         if k not in operands and k not in named and plain(v) and k in lead and prepositions[lead[k]] == 1
     }
     others = {k: v for k, v in shown.items() if k not in operands and k not in named and k not in placed}
-    rest = " ".join([*placed.values(), *([f"with {args_text(others)}"] if others else [])])
+    # the others by name and value ("with repo path /srv/r and max count 3"), a flag by its name alone, with or without
+    # it ("with include untracked", "without stat"), not as True or False
+    withs = [spoken(k) if v is True else f"{spoken(k)} {quoted(v)}" for k, v in others.items() if v is not False]
+    withouts = [spoken(k) for k, v in others.items() if v is False]
+    flags = ", ".join(p for p in (withs and f"with {_listed(withs)}", withouts and f"without {_listed(withouts)}") if p)
+    rest = " ".join([*placed.values(), *([flags] if flags else [])])
     # two operands of an order whose order matters: the letters given in their order ("a", "b"), or one list's items
     ordered = bool(operands) and (operands == sorted(letters) or isinstance(shown[operands[0]], list))
     joined = OPERANDS.get(verb or "") if len(values) == 2 and ordered else None

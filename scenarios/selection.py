@@ -120,6 +120,16 @@ def optional_parameters(tools: list[dict[str, Any]]) -> dict[str, set[str]]:
     return out
 
 
+def schema_defaults(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each tool's parameters that its input schema gives a default, and that default."""
+    out = {}
+    for tool in tools:
+        schema = tool.get("inputSchema") or {}
+        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        out[tool["name"]] = {k: p["default"] for k, p in properties.items() if isinstance(p, dict) and "default" in p}
+    return out
+
+
 def select(
     tasks: list[Scenario], n: int, *, seed: int, optional: Mapping[str, set[str]] | None = None
 ) -> tuple[list[Scenario], Counter]:

@@ -508,3 +508,88 @@ async def test_a_listing_too_long_to_name_is_asked_how_many_it_lists(tmp_path):
     async with ToolPool(ServerSpec.parse(f"{sys.executable} {server} {tmp_path / 'seen'}")) as pool:
         kept, dropped = await replayed([task, *events], pool, say=lambda _: None)
     assert kept == [task] and dropped == {"answer not reproduced": 1}
+
+
+def test_no_task_states_a_value_its_schema_gives_as_the_default():
+    """@cyanheads/git-mcp-server's `git_log` sent `stat: false` and `maxCount: 10` (values that had worked in other
+    calls, not drawn as defaults): the call is the same without them, so no task states them; the value that is not
+    a default (`filePath`) is stated."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    log = json.dumps({"commits": [{"shortHash": "3558577", "message": "Add config"}], "totalCount": 1})
+    arguments = {"filePath": "TODO.md", "stat": False, "maxCount": 10}
+    call = ExploredCall(
+        index=0, session=0, tool="git_log", arguments=arguments, text=log, sources=dict.fromkeys(arguments, "worked")
+    )
+    defaults = {"git_log": {"stat": False, "maxCount": 10, "filePath": ""}}
+    tasks = [t for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed, defaults=defaults)]
+    assert tasks and all("TODO.md" in t.task for t in tasks)
+    assert not any(re.search(r"\bstat\b|\b10\b|maximum count|False", t.task) for t in tasks), [t.task for t in tasks]
+    # the reference call is the one exploring made
+    assert all(t.reference[-1].arguments == arguments for t in tasks)
+
+
+def test_a_sentence_grounds_the_one_number_it_holds_besides_what_its_call_was_sent():
+    """A server that answers in prose ("There are 42 units of SKU-3486 in stock.") grounds a task asking for the one
+    number the sentence holds besides the values its call was sent, stating those values and not the answer; a
+    sentence whose numbers are all the call's own ("Task 2 updated."), or a title-like line that echoes nothing
+    ("Invoice for the March period 2024"), grounds no such task."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    def asked(tool: str, arguments: dict, text: str) -> list[tuple[str, object]]:
+        call = ExploredCall(index=0, session=0, tool=tool, arguments=arguments, text=text)
+        return [(t.task, t.answer) for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+
+    for tool, arguments, text, answer in (
+        ("get_stock", {"sku": "SKU-3486"}, "There are 42 units of SKU-3486 in stock.", 42),
+        ("get_weight", {"part": "bolt", "scale": 17}, "bolt weighs 204 g at scale 17", 204),
+        ("get_weather", {"city": "London"}, "Temperature in London is 15°C", 15),
+    ):
+        tasks = asked(tool, arguments, text)
+        assert tasks and all(a == answer for _, a in tasks), (text, tasks)
+        for task, _ in tasks:
+            assert all(str(v) in task for v in arguments.values()) and str(answer) not in task, task
+    assert asked("update_task", {"id": 2, "status": "done"}, "Task 2 updated.") == []
+    assert asked("get_invoice", {}, "Invoice for the March period 2024") == []
+    # ... nor a sentence the tool gave to every call, its reply to anything
+    stock = [
+        ExploredCall(index=i, session=0, tool="get_status", arguments={"service": s}, text="Server v2 is running.")
+        for i, s in enumerate(["web", "db", "queue"])
+    ]
+    assert [t.task for seed in range(4) for t in candidates(Exploration(calls=stock), {}, seed=seed)] == []
+
+
+def test_no_write_is_checked_by_a_value_any_write_of_its_tool_leaves():
+    """mcp-chess: after `make_move` e2e4 and after d2d4 (each in a fresh game), `get_turn` says "black": any move
+    leaves it, so no task checks a move by it; the last move each leaves in the history is that move's alone, and
+    checks it. A
+    tool written once keeps the value it changed (nothing tells it apart from another write)."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    calls: list[ExploredCall] = []
+
+    def session(s: int, move: str, last: str) -> None:
+        def add(tool: str, arguments: dict, text: str, **more) -> None:
+            calls.append(ExploredCall(index=len(calls), session=s, tool=tool, arguments=arguments, text=text, **more))
+
+        add("get_turn", {}, "white")
+        add("get_history", {}, "Last move: none")
+        add("make_move", {"move_uci": move}, f"Moved {move}.", writes=True)
+        write = len(calls) - 1
+        add("get_turn", {}, "black", reads_back=write, repeats=write - 2)
+        add("get_history", {}, f"Last move: {last}", reads_back=write, repeats=write - 1)
+
+    session(0, "e2e4", "e4")
+
+    def checks(calls: list[ExploredCall]) -> set:
+        tasks = [t for seed in range(8) for t in candidates(Exploration(calls=calls, isolated=True), {}, seed=seed)]
+        return {(t.reference[-1].arguments["move_uci"], t.answer) for t in tasks if t.metadata["kind"] == "write"}
+
+    assert ("e2e4", "black") in checks(calls)  # one move: nothing says "black" is any move's
+    session(1, "d2d4", "d4")
+    found = checks(calls)
+    assert found and all(answer != "black" for _, answer in found), found
+    assert {move for move, _ in found} == {"e2e4", "d2d4"}

@@ -32,6 +32,9 @@ CALLS = [
     ("task create", {"name": "Renew passport", "priority": "high"}),  # mcp-todo: the thing first, then the verb
     ("task get", {"id": 3}),
     ("task list", {"status": "done"}),
+    # @cyanheads/git-mcp-server, mcp-sympy: flags, and an expression to work on
+    ("git blame", {"path": "/srv/repo", "filePath": "TODO.md", "ignoreWhitespace": True, "porcelain": False}),
+    ("sympy derivative", {"expr": "x**2 + 1", "variable": "x"}),
 ]
 
 
@@ -49,9 +52,13 @@ def wordings(title: str, args: dict) -> list[str]:
 
 @pytest.mark.parametrize(("title", "args"), CALLS)
 def test_every_value_is_said_in_every_wording(title: str, args: dict) -> None:
+    """... a flag by its name, with or without it, never as True or False."""
     for text in wordings(title, args):
-        for value in args.values():
-            for item in value if isinstance(value, list) else [value]:
+        assert not re.search(r"\b(?:True|False)\b", text), text
+        for key, value in args.items():
+            if isinstance(value, bool):
+                assert re.search(rf"\b{'with' if value else 'without'}\b[^,]*\b{spoken(key)}\b", text), (text, key)
+            for item in value if isinstance(value, list) else [] if isinstance(value, bool) else [value]:
                 assert quoted(item) in text, (text, item)
 
 
@@ -116,3 +123,36 @@ def test_a_key_ending_in_a_unit_is_said_with_the_unit_written_out() -> None:
         words = spoken(key).split()
         assert unit in words and words[-1] not in key.lower(), spoken(key)
     assert spoken("g") == "g"
+
+
+def test_a_path_names_only_a_place_and_an_expression_is_what_is_worked_on() -> None:
+    """A path is the thing itself where the thing is a place ("List directory "./docs"", "the file "a.txt""), and
+    where the thing is looked at there, for it ('the git blame for "/srv/repo"'); an expression (`expr`) is what the
+    call works on ("the sympy derivative of x**2 with variable x"), not "with expr"; a getter's one value is what it
+    gets the thing for ("the weather for London", not "with city London")."""
+    assert all('for "/srv/repo"' in t for t in said("git blame", {"path": "/srv/repo"}).asks_result())
+    assert all('directory "./docs"' in t for t in [said("list directory", {"path": "./docs"}).order()])
+    assert all("the file a.txt" in t for t in said("read file", {"path": "a.txt"}).asks_field("size"))
+    derivative = said("sympy derivative", {"expr": "x**2", "variable": "x"})
+    assert all("of x**2 with variable x" in t for t in derivative.asks_result()), derivative
+    # the one value of a call that gets a thing is what it gets it for; a kind of the thing is said by its name
+    assert all("the weather for London" in t for t in said("get weather", {"city": "London"}).asks_result())
+    assert all("with branch type local" in t for t in said("git branch", {"branch_type": "local"}).asks_listing())
+
+
+def test_a_title_is_said_up_to_how_it_works_unless_that_would_name_two_tools_alike() -> None:
+    """mcp-simple-timeserver's "Get Current Time with Optional Location and Calendar Systems" names the current
+    time; "Read File" and "Read File with Line Numbers" stay apart."""
+    from mcprl.scenarios.phrasing import task_titles
+
+    tools = [
+        {"name": "get_current_time", "title": "Get Current Time with Optional Location and Calendar Systems"},
+        {"name": "read", "annotations": {"title": "Read File"}},
+        {"name": "read_numbered", "title": "Read File with Line Numbers"},
+        {"name": "with_nothing"},
+    ]
+    assert task_titles(tools) == {
+        "get_current_time": "Get Current Time",
+        "read": "Read File",
+        "read_numbered": "Read File with Line Numbers",
+    }
