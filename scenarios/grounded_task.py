@@ -62,11 +62,12 @@ def result_answer(text: str, sent: Sequence[str] = ()) -> Any | None:
 def answerable(value: Any) -> bool:
     """Whether a value can be an answer: short (in words and in characters), with something a check can hold, and
     not encoded bytes (a file's base64 `blob`: no one asks for it), and not a yes or no (a guess holds it half the
-    time)."""
+    time), nor one letter (sympy's identity matrix "I": any reply saying "I" or "a" would hold it)."""
     text = str(value).strip()
     return (
         bool(normalize_text(text))
         and normalize_text(text) not in {"true", "false"}
+        and not re.fullmatch(r"[A-Za-z]", text)
         and len(text.split()) <= MAX_ANSWER_WORDS
         and len(text) <= MAX_ANSWER_CHARS
         and len(numbers(text)) <= 1

@@ -67,6 +67,7 @@ def field_tasks(
     row = len(records) == 1 and " | " in call.data  # one row of cells ("SKU-3002 | item ccc | stock: 42")
     given_text = normalize_text(" ".join(map(value_text, call.arguments.values())))
     given_each = {normalize_text(value_text(v)) for v in call.arguments.values()}
+    worded = [v for v in call.arguments.values() if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v)]
     # prose (a message's body, a description) may state labelled values of its own: "Tracking number: 1Z99."
     # ("Confirmation code", "ZOE67V. Flight SW 764 ...") stands for ("Confirmation code", "ZOE67V"), and keeps the rest
     records = [list(dict.fromkeys(pair for k, v in record for pair in _stated(k, v))) for record in records]
@@ -95,7 +96,12 @@ def field_tasks(
             and k not in twice
             and k not in unasked
             and answerable(v)
-            and (normalize_text(str(v)) not in given_text or chosen(call.arguments, v))
+            # (nor one that says back what the call was given: "Europe/Warsaw (CET)" of timezone Europe/Warsaw)
+            and (
+                normalize_text(str(v)) not in given_text
+                and not any(holds_answer(str(v), w) for w in worded)
+                or chosen(call.arguments, v)
+            )
             # (nor labelled by what the call was given: "Debug: Cache hit ratio 0.95" of message type "debug")
             and normalize_text(k) not in given_each
         ]

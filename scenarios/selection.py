@@ -175,8 +175,20 @@ def select(
     for key in [k for k in unique if any(asked[o] == asked[k] and items[o] and items[o] < items[k] for o in items)]:
         del unique[key]
         dropped["duplicate"] += 1
+    # an answer of 0 is the likeliest guess (a count of none, an expression's imaginary part): those tasks are taken
+    # only where no other is left, as a yes or no never is one
+    zero = [t for t in unique.values() if as_number(t.answer) == 0]
+    picked = _spread([t for t in unique.values() if as_number(t.answer) != 0], n, rng)
+    picked += _spread(zero, n - len(picked), rng)
+    if left := len(unique) - len(picked):
+        dropped["beyond the number asked for"] += left
+    return picked, dropped
+
+
+def _spread(tasks: list[Scenario], n: int, rng: random.Random) -> list[Scenario]:
+    """At most `n` of `tasks`, a tool at a time in turn and, within a tool, a field at a time (round robin)."""
     by_tool: dict[str, dict[str, list[Scenario]]] = defaultdict(lambda: defaultdict(list))
-    for t in unique.values():
+    for t in tasks:
         tool, field = asks(t)
         by_tool[tool][field].append(t)
     for groups in by_tool.values():
@@ -195,6 +207,4 @@ def select(
         for tool in sorted(by_tool):
             if any(by_tool[tool].values()) and len(picked) < n:
                 picked.append(take(tool))
-    if left := sum(len(g) for groups in by_tool.values() for g in groups.values()):
-        dropped["beyond the number asked for"] += left
-    return picked, dropped
+    return picked

@@ -213,3 +213,43 @@ def test_a_field_a_listing_was_filtered_by_is_still_asked_for_where_it_varies():
     calls = [_call(0, "list_tasks", {}, listing(None)), _call(1, "list_tasks", {"status": "done"}, listing("done"))]
     asked = {t.metadata.get("field") for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
     assert "status" in asked, asked
+
+
+def test_no_field_answer_says_back_a_value_its_task_states():
+    """mcp-simple-timeserver's `get_current_time` of timezone "Europe/Warsaw" answered `"timezone": "Europe/Warsaw
+    (CET)"`, and a task asked for it: an answer holding a worded value the call was sent is the request said back,
+    asked for by no task; the facts beside it are asked for."""
+    result = {"timezone": "Europe/Warsaw (CET)", "day_of_week": "Monday", "calendar": "gregorian"}
+    calls = [_call(0, "get_current_time", {"timezone": "Europe/Warsaw"}, json.dumps(result))]
+    tasks = [t for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert tasks and all("Europe/Warsaw" not in str(t.answer) for t in tasks), [(t.task, t.answer) for t in tasks]
+    assert any(t.answer == "Monday" for t in tasks)
+
+
+def test_tasks_answered_by_zero_are_kept_only_where_no_other_is_left():
+    """mcp-sympy grounded `im`, `arg`, `degree`, `diff` of "2 + 3", each 0: the likeliest guess, as a yes or no is.
+    Kept tasks answered by 0 come after every other, on whichever tool: asked for fewer than the tasks that are not,
+    none is kept; asked for more, they fill the rest."""
+    calls = [
+        _call(i, tool, {"expr": "2 + 3"}, str(value))
+        for i, (tool, value) in enumerate([("im", 0), ("arg", 0), ("degree", 0), ("gamma", 24), ("evalf", 5.5)])
+    ]
+    found = [t for t in candidates(Exploration(calls=calls), {}, seed=0)]
+    assert sorted(str(t.answer) for t in found) == ["0", "0", "0", "24", "5.5"], [(t.task, t.answer) for t in found]
+    for seed in range(4):
+        kept, dropped = select(found, 2, seed=seed)
+        assert sorted(str(t.answer) for t in kept) == ["24", "5.5"] and dropped["beyond the number asked for"] == 3
+        kept, _ = select(found, 4, seed=seed)
+        assert [str(t.answer) for t in kept][:2] != ["0", "0"] and len(kept) == 4
+        assert sum(t.answer == 0 for t in kept) == 2 and all(t.answer != 0 for t in kept[:2])
+
+
+def test_a_one_letter_value_answers_no_task():
+    """mcp-sympy's `Identity` of 5 printed "I", and a task asked for it: any reply with "I" in it held that answer.
+    No task is answered by one letter, whether the whole result or a field."""
+    calls = [
+        _call(0, "sympy_identity", {"n": 5}, "I"),
+        _call(1, "get_unit", {"quantity": "temperature"}, json.dumps({"unit": "C", "name": "Celsius"})),
+    ]
+    tasks = [t for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert tasks and all(len(str(t.answer)) > 1 for t in tasks), [(t.task, t.answer) for t in tasks]
