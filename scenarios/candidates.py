@@ -58,9 +58,8 @@ def changed_by(calls: list[ExploredCall], again: ExploredCall) -> tuple[Explored
 def _write_tasks(
     calls: list[ExploredCall],
     again: ExploredCall,
-    titles: dict[str, str],
+    say: Callable[[ExploredCall], Said],
     rng: random.Random,
-    stated: Callable[[ExploredCall], dict[str, Any]],
     prepares: bool,
     any_write: dict[str, set[str]],
 ) -> list[Scenario]:
@@ -76,7 +75,7 @@ def _write_tasks(
         return []  # (a write stated by its query, "INSERT INTO ...", would paste it)
     if not changed:
         return []
-    done = said(title_of(titles, write.tool), stated(write)).order()
+    done = say(write).order()
     return [
         grounded_scenario(
             rng.choice(DOES).format(done),
@@ -156,6 +155,13 @@ def candidates(
             and not (k in default and (type(v), v) == (type(default[k]), default[k]))
         }
 
+    def say(call: ExploredCall, linked: frozenset[str] = frozenset()) -> Said:
+        """The call in words: by its tool's title and the arguments a task states, a parameter its schema gives a
+        default a setting of it."""
+        return said(
+            title_of(titles, call.tool), fixed_out(call), linked, settings=frozenset(defaults.get(call.tool, ()))
+        )
+
     # a call that said what a call of the same tool with fewer of its arguments said (a filter that changed
     # nothing: `git_log` with `end_timestamp` "Bob") is asked for as the plainest of those
     said_alike: dict[tuple[str, str], list[ExploredCall]] = defaultdict(list)
@@ -197,7 +203,7 @@ def candidates(
     for call in calls:
         if call.reads_back is not None:  # what a write changed: a task to make it
             if not exploration.outlived:  # ... where a rollout may write: not where its write would stay
-                out += _write_tasks(calls, call, titles, rng, fixed_out, prepares, any_write)
+                out += _write_tasks(calls, call, say, rng, prepares, any_write)
             if not prepares:  # ... and, where the environment may make that write, a question on what it left
                 continue
         if call.is_error or found_nothing(call.data):  # (a filter that matched nothing: its zeros are no answer)
@@ -259,7 +265,7 @@ def candidates(
             # from an earlier call would be misread
             if any(source_call(c.sources[k]) != chain[i - 1].index for i, c in enumerate(chain) for k in linked[i]):
                 continue
-            steps = [said(title_of(titles, c.tool), fixed_out(c), ln) for c, ln in zip(chain, linked)]
+            steps = [say(c, ln) for c, ln in zip(chain, linked)]
             if len(steps) == 1:
                 task = rng.choice(steps[0].asks_result())
             else:
@@ -293,11 +299,7 @@ def candidates(
             continue
         meant = None if unknown else next((a for v in queries if (a := about(v))), None)
         # a query is said by what its result holds, and not at all where that is unknown
-        saying = (
-            (Said(None, "", about=meant) if meant else None)
-            if queries
-            else said(title_of(titles, call.tool), fixed_out(call))
-        )
+        saying = (Said(None, "", about=meant) if meant else None) if queries else say(call)
         noun = next((noun_of(r) for v in queries if (r := record_of(v))), None)
         tables = [found[1]["table"] for v in queries if (found := known(v)) and found[0].record and "table" in found[1]]
         if noun and tables and (named := _named_rows(data, columns.get(tables[0], []))):

@@ -66,7 +66,7 @@ def answerable(value: Any) -> bool:
     text = str(value).strip()
     return (
         bool(normalize_text(text))
-        and normalize_text(text) not in {"true", "false"}
+        and normalize_text(text) not in {"true", "false", "yes", "no"}
         and not re.fullmatch(r"[A-Za-z]", text)
         and len(text.split()) <= MAX_ANSWER_WORDS
         and len(text) <= MAX_ANSWER_CHARS

@@ -209,9 +209,12 @@ def field_words(field: str) -> dict[str, str]:
     return {"field": field, "be": be(field), "What": asked, "what": asked.lower()}
 
 
-def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset()) -> Said:
+def said(
+    title: str, args: dict[str, Any], linked: frozenset[str] = frozenset(), settings: frozenset[str] = frozenset()
+) -> Said:
     """A call in words (`Said`), from its tool's title (else its name's words) and what a task states of its
-    arguments; a `linked` argument is "the previous result"."""
+    arguments; a `linked` argument is "the previous result"; `settings`, parameters that set how the call works (its
+    schema gives them a default), said by name ("with calendar hijri"), never as what the call is for."""
     title = re.sub(r"\s*\([^)]*\)", "", title) or title  # an aside: "Read File (Deprecated)"
     (key, value), *others = args.items() if args else [(None, None)]
     if not others and isinstance(value, list) and len(value) == 1:
@@ -266,7 +269,7 @@ def said(title: str, args: dict[str, Any], linked: frozenset[str] = frozenset())
     # "with city London"), but for a kind of it ("the git branches with branch type local")
     only = next(iter(shown)) if len(shown) == 1 and not operands and not named and verb in {None, *GETS} else None
     plain_one = only is not None and plain(shown[only]) and not isinstance(shown[only], list)
-    if plain_one and names[only] and names[only][-1] not in KINDS:
+    if plain_one and names[only] and names[only][-1] not in KINDS and only not in settings:
         named = [only]
     # a parameter whose name starts with a preposition (or a word for one: `ENDS`) no other one starts with: that
     # preposition and its value

@@ -244,12 +244,16 @@ def test_tasks_answered_by_zero_are_kept_only_where_no_other_is_left():
         assert sum(t.answer == 0 for t in kept) == 2 and all(t.answer != 0 for t in kept[:2])
 
 
-def test_a_one_letter_value_answers_no_task():
-    """mcp-sympy's `Identity` of 5 printed "I", and a task asked for it: any reply with "I" in it held that answer.
-    No task is answered by one letter, whether the whole result or a field."""
+def test_a_one_letter_or_yes_or_no_value_answers_no_task():
+    """mcp-sympy's `Identity` of 5 printed "I", and a task asked for it: any reply with "I" in it held that answer;
+    mcp-simple-timeserver's `dst_active` "No" a guess holds half the time. No task is answered by one letter or by
+    yes or no, whether the whole result or a field."""
     calls = [
         _call(0, "sympy_identity", {"n": 5}, "I"),
         _call(1, "get_unit", {"quantity": "temperature"}, json.dumps({"unit": "C", "name": "Celsius"})),
+        _call(2, "get_current_time", {"timezone": "Europe/Warsaw"}, json.dumps({"dst_active": "No", "offset": 60})),
     ]
     tasks = [t for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
-    assert tasks and all(len(str(t.answer)) > 1 for t in tasks), [(t.task, t.answer) for t in tasks]
+    assert tasks and all(len(str(t.answer)) > 1 and t.answer != "No" for t in tasks), [
+        (t.task, t.answer) for t in tasks
+    ]

@@ -138,6 +138,9 @@ def test_a_path_names_only_a_place_and_an_expression_is_what_is_worked_on() -> N
     # the one value of a call that gets a thing is what it gets it for; a kind of the thing is said by its name
     assert all("the weather for London" in t for t in said("get weather", {"city": "London"}).asks_result())
     assert all("with branch type local" in t for t in said("git branch", {"branch_type": "local"}).asks_listing())
+    # ... and so is a setting, a parameter its schema gives a default (mcp-simple-timeserver's `calendar`)
+    hijri = said("get current time", {"calendar": "hijri"}, settings=frozenset({"calendar"}))
+    assert all("with calendar hijri" in t for t in hijri.asks_result()), hijri
 
 
 def test_a_title_is_said_up_to_how_it_works_unless_that_would_name_two_tools_alike() -> None:
