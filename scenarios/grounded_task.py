@@ -26,6 +26,7 @@ ANSWER_LABEL_WORDS = 3  # words besides a result's one number that still make it
 SENTENCE_WORDS = 8
 ANSWER_WORDS = 12  # words an answer may add around the value ("The confirmation code of the email is ZOE67V.")
 BASE64 = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
+EXPRESSION = re.compile(r"\d\s*[*/^]\s*[\w(]|[\w)]\s*[*/^]\s*\d")  # a number an operator joins to another term
 
 
 def result_answer(text: str, sent: Sequence[str] = ()) -> Any | None:
@@ -81,6 +82,8 @@ def one_number(text: str, words: int | None = None) -> float | int | None:
     ("$88.88", "37 units", but not "48 hours in Porto", "Invoice for March 2024")."""
     found = numbers(text)
     if len(found) != 1 or words is not None and len(re.findall(r"[A-Za-z]+", text)) > words:
+        return None
+    if EXPRESSION.search(text):  # a term of an expression ("pi/4", "2*x"): not a value of its own
         return None
     (value,) = found
     return int(value) if value.is_integer() else value

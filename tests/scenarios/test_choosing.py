@@ -252,6 +252,7 @@ def test_a_one_letter_or_yes_or_no_value_answers_no_task():
         _call(0, "sympy_identity", {"n": 5}, "I"),
         _call(1, "get_unit", {"quantity": "temperature"}, json.dumps({"unit": "C", "name": "Celsius"})),
         _call(2, "get_current_time", {"timezone": "Europe/Warsaw"}, json.dumps({"dst_active": "No", "offset": 60})),
+        _call(3, "sympy_atan", {"expr": "1"}, "pi/4"),  # ... nor a term of an expression: pi/4 answers no 4
     ]
     tasks = [t for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
     assert tasks and all(len(str(t.answer)) > 1 and t.answer != "No" for t in tasks), [
