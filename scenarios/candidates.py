@@ -156,8 +156,8 @@ def candidates(
         }
 
     def say(call: ExploredCall, linked: frozenset[str] = frozenset()) -> Said:
-        """The call in words: by its tool's title and the arguments a task states, a parameter its schema gives a
-        default a setting of it."""
+        """The call in words (`said`), by its tool's title and the arguments a task states; a parameter its schema
+        gives a default is a setting of the call."""
         return said(
             title_of(titles, call.tool), fixed_out(call), linked, settings=frozenset(defaults.get(call.tool, ()))
         )
