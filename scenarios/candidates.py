@@ -40,10 +40,9 @@ def state_of(calls: list[ExploredCall], chain: list[ExploredCall]) -> list[Explo
     ]
 
 
-def changed_by(calls: list[ExploredCall], again: ExploredCall) -> tuple[ExploredCall, list[Any]] | None:
+def changed_by(by_index: dict[int, ExploredCall], again: ExploredCall) -> tuple[ExploredCall, list[Any]] | None:
     """The write that `again` (a read repeated after it) reads back, and the values it holds that the read did not
     before: holding them afterwards is the write's doing. None where a call of the three failed."""
-    by_index = {c.index: c for c in calls}
     write, before = by_index.get(again.reads_back), by_index.get(again.repeats)  # type: ignore[arg-type]
     if write is None or before is None or write.is_error or before.is_error or again.is_error:
         return None
@@ -58,18 +57,16 @@ def changed_by(calls: list[ExploredCall], again: ExploredCall) -> tuple[Explored
 def _write_tasks(
     calls: list[ExploredCall],
     again: ExploredCall,
+    write: ExploredCall,
+    changed: list[Any],
     say: Callable[[ExploredCall], Said],
     rng: random.Random,
     prepares: bool,
-    any_write: dict[str, set[str]],
 ) -> list[Scenario]:
-    """A task to make the write that `again` (a read repeated after it) shows the effect of,
-    checked by that read in the rollout's own session: it must hold a value that changed, and not one `any_write` gives
-    its tool, the values any write of it leaves (the turn passing to black after any first move: no check of this one).
-    `prepares`: the writes its session made before it are the task's `prepare` (the task updated must exist)."""
-    if (found := changed_by(calls, again)) is None:
-        return []
-    write, changed = found[0], [v for v in found[1] if str(v) not in any_write.get(found[0].tool, set())]
+    """A task to make `write`, which `again` (a read repeated after it) shows the effect of, checked by that read in
+    the rollout's own session: it must hold one of the values that changed (`changed_by`, less those any write of the
+    tool leaves). `prepares`: the writes its session made before it are the task's `prepare` (the task updated must
+    exist)."""
     chain = chain_of(calls, write)
     if any(c.is_error or any(shaped(v) for v in c.arguments.values()) for c in chain):
         return []  # (a write stated by its query, "INSERT INTO ...", would paste it)
@@ -188,12 +185,13 @@ def candidates(
 
     # a tool's writes with different arguments that left one value alike, read back by the same read: that value is
     # any write's, no check of one
+    by_index = {c.index: c for c in calls}
+    changes = {c.index: found for c in calls if c.reads_back is not None and (found := changed_by(by_index, c))}
     left: dict[tuple[str, str, str], set[str]] = defaultdict(set)  # (tool, read-back, value) -> the writes' calls
-    for call in calls:
-        if call.reads_back is not None and (found := changed_by(calls, call)) is not None:
-            write, changed = found
-            for v in changed:
-                left[write.tool, call_key(call.tool, call.arguments), str(v)].add(call_key(write.tool, write.arguments))
+    for index, (write, changed) in changes.items():
+        again = by_index[index]
+        for v in changed:
+            left[write.tool, call_key(again.tool, again.arguments), str(v)].add(call_key(write.tool, write.arguments))
     any_write: dict[str, set[str]] = defaultdict(set)
     for (tool, _, value), writes in left.items():
         if len(writes) > 1:
@@ -203,7 +201,10 @@ def candidates(
     for call in calls:
         if call.reads_back is not None:  # what a write changed: a task to make it
             if not exploration.outlived:  # ... where a rollout may write: not where its write would stay
-                out += _write_tasks(calls, call, say, rng, prepares, any_write)
+                if (found := changes.get(call.index)) is not None:
+                    write, changed = found
+                    changed = [v for v in changed if str(v) not in any_write[write.tool]]
+                    out += _write_tasks(calls, call, write, changed, say, rng, prepares)
             if not prepares:  # ... and, where the environment may make that write, a question on what it left
                 continue
         if call.is_error or found_nothing(call.data):  # (a filter that matched nothing: its zeros are no answer)

@@ -110,24 +110,30 @@ def stated_items(task: Scenario) -> Counter:
     return Counter(normalize_text(value_text(item)) for g in given for item in lists.get(normalize_text(str(g)), [g]))
 
 
+def _parameters(tool: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    """A tool's input schema's properties and the names it requires."""
+    schema = tool.get("inputSchema") or {}
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    return properties, set(schema.get("required") or [])
+
+
 def optional_parameters(tools: list[dict[str, Any]]) -> dict[str, set[str]]:
     """Each tool's parameters that its input schema does not require."""
     out = {}
     for tool in tools:
-        schema = tool.get("inputSchema") or {}
-        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        out[tool["name"]] = set(properties) - set(schema.get("required") or [])
+        properties, required = _parameters(tool)
+        out[tool["name"]] = set(properties) - required
     return out
 
 
 def schema_defaults(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Each tool's parameters that its input schema gives a default, and that default."""
-    out = {}
-    for tool in tools:
-        schema = tool.get("inputSchema") or {}
-        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        out[tool["name"]] = {k: p["default"] for k, p in properties.items() if isinstance(p, dict) and "default" in p}
-    return out
+    return {
+        tool["name"]: {
+            k: p["default"] for k, p in _parameters(tool)[0].items() if isinstance(p, dict) and "default" in p
+        }
+        for tool in tools
+    }
 
 
 def select(
