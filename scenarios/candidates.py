@@ -20,7 +20,14 @@ from mcprl.scenarios.lexicon import about, known, question, record_of, shaped, s
 from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, noun_of, said, value_text
 from mcprl.scenarios.record_tasks import field_tasks, listing_tasks
 from mcprl.scenarios.replay import chain_of
-from mcprl.scenarios.results import found_nothing, result_data, result_records, result_values, server_text
+from mcprl.scenarios.results import (
+    found_nothing,
+    result_data,
+    result_records,
+    result_values,
+    server_text,
+    wrapped_listing,
+)
 from mcprl.scenarios.values import call_key
 from mcprl.types import Scenario
 
@@ -307,6 +314,9 @@ def candidates(
             call = call.model_copy(update={"structured": named})
         out += listing_tasks(call, fixed_out(call), chain, saying, queries, state)
         out += field_tasks(call, fixed_out(call), chain, rng, unasked[call.tool], saying, queries, noun, state)
+        if (wrapped := wrapped_listing(data)) is not None:  # ... and what is said of a listing it wraps: its total
+            own = call.model_copy(update={"structured": {k: v for k, v in data.items() if k != wrapped[0]}})
+            out += field_tasks(own, fixed_out(call), chain, rng, unasked[call.tool], saying, queries, noun, state)
     return out
 
 

@@ -249,6 +249,7 @@ async def explore(
     # that state, so they are what a session's first write changes (read again after it), made once
     fresh_reads: dict[str, ExploredCall] = {}
     unchanged: Counter = Counter()  # tool that may write -> its writes whose reads made again all said the same
+    read_back: Counter = Counter()  # a read (tool, arguments) -> the times it was made again after a write
     shown_any = False  # whether a read made again after a write ever answered otherwise
     persistence_checked = cfg.isolated is not None  # the user said whether sessions start fresh
     # a home folder of each session's own, for the first write and the check after it (the module's docstring):
@@ -303,7 +304,9 @@ async def explore(
             # the first session with a home of its own: a read that answered in the user's and fails here needs
             # something of the user's (a configuration, a credential): such a server is explored in theirs
             here: dict[str, ExploredCall] = {}
-            for before in sorted(fresh_reads.values(), key=lambda c: (bool(c.arguments), c.index))[:PERSISTENCE_READS]:
+            # of the whole state, and data first (not an image alone): the reads this home's writes are read back by
+            state_first = sorted(fresh_reads.values(), key=lambda c: (bool(c.arguments), not c.data.strip(), c.index))
+            for before in state_first[:PERSISTENCE_READS]:
                 again = await repeat(session, number, before)
                 if again is None or again.is_error:
                     homes = "off"
@@ -386,12 +389,19 @@ async def explore(
             if unchanged[name] >= QUIET_WRITES or not shown_any and unchanged.total() >= QUIET_SERVER:
                 continue
             # a write: read again what the session read before it, so the record shows what it changed;
-            # first the reads of what the write named (a value in common), then of the whole state (no
-            # arguments), then the latest
+            # first the reads of what the write named (a value in common), then those that gave data (not an
+            # image alone: nothing to ask about), of the whole state (no arguments), read back the fewest times
+            # (each read of the state gets its turn: the moves left after a move, not the turn alone), the latest
             named = {repr(v) for v in args.values()}
             backs = sorted(
                 reads.values(),
-                key=lambda c: (not named & {repr(v) for v in c.arguments.values()}, bool(c.arguments), -c.index),
+                key=lambda c: (
+                    not named & {repr(v) for v in c.arguments.values()},
+                    not c.data.strip(),
+                    bool(c.arguments),
+                    read_back[repr((c.tool, c.arguments))],
+                    -c.index,
+                ),
             )
             shown = None  # whether a read made again answered otherwise
             for before in backs[:READ_BACKS]:
@@ -402,6 +412,7 @@ async def explore(
                 again = await repeat(session, number, before, reads_back=made_call.index)
                 if again is None:
                     return
+                read_back[repr((before.tool, before.arguments))] += 1
                 if not again.is_error:
                     reads[repr((again.tool, again.arguments))] = again
                 shown = shown or again.digest != before.digest

@@ -17,7 +17,7 @@ structure (schemas, annotations, what the server answered). It holds:
 - `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ...");
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
   does in a listing ("[FILE] notes.txt");
-- `LINKS`: the words that end no label in a result's prose;
+- `LINKS`: the words that end no label in a result's prose; `FUNCTION_WORDS`: the words of a text no one searches by;
 - `BARE_NAMES`, `PREPOSITIONS`, `ENDS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT`, `OPERANDS`: how a call's arguments
   are said in a task; `spoken`: a key in words, its short forms written out (`ABBREVIATIONS`), a unit it ends
   in said as one (`UNITS`);
@@ -42,6 +42,12 @@ BARE_NAMES = frozenset("value amount quantity number input expression".split())
 PREPOSITIONS = frozenset("from to into at by for since until before after".split())
 # Words that tie a label to what it is of, and so end none ("Meeting at 10am" labels nothing "meeting at")
 LINKS = frozenset("at by for from in of on to with".split())
+# words of four letters or more that a person searching a text by one of its words never picks ("about", not "budget")
+FUNCTION_WORDS = frozenset(
+    "about above after again also been before being below could does done each from have here into just more most "
+    "only other over same should some such than that their them then there these they this those through under "
+    "until very were what when where which while will with would your".split()
+)
 # ... as is one whose name starts with a word for where a move starts or ends ("from Asia/Tokyo to UTC", not "with
 # source timezone Asia/Tokyo and target timezone UTC")
 ENDS = {"source": "from", "src": "from", "origin": "from", "target": "to", "destination": "to", "dest": "to"}
@@ -144,9 +150,10 @@ PLAIN = "word"
 WRITTEN = ("title", "text", "kind", "tag")
 PROBES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "expression": (
-        ("2 + 3", "12 * 4", "(7 - 2) / 5"),
+        ("2 + 3", "x**2 + 3*x", "12 * 4", "(7 - 2) / 5"),  # (one over a variable, for algebra: its derivative)
         frozenset("expression expr formula math equation calculate calculation compute evaluate".split()),
     ),
+    "symbol": (("x", "y"), frozenset("variable variables symbol symbols var".split())),
     "sql": (
         (
             "SELECT name FROM sqlite_master WHERE type='table'",
@@ -302,7 +309,14 @@ def listed_kind(tool: str) -> str | None:
 
 
 def singular(noun: str) -> str:
-    """A plural's "s" taken off, not the end of "status", "analysis" or "address"."""
+    """A plural's "s" taken off ("entries" -> "entry", "branches" -> "branch"), not the end of "status", "analysis"
+    or "address"."""
+    if noun in ("series", "species"):
+        return noun
+    if noun.endswith("ies") and len(noun) > 4:
+        return noun[:-3] + "y"
+    if noun.endswith(("ches", "shes", "xes", "sses")):
+        return noun[:-2]
     return noun[:-1] if noun.endswith("s") and not noun.endswith(("ss", "us", "is")) else noun
 
 

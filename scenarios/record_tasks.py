@@ -26,7 +26,15 @@ from mcprl.scenarios.phrasing import (
     quoted,
     value_text,
 )
-from mcprl.scenarios.results import ISO_DATE, counted, result_records, result_values, sentence_fields
+from mcprl.scenarios.results import (
+    ISO_DATE,
+    counted,
+    result_data,
+    result_records,
+    result_values,
+    sentence_fields,
+    wrapped_listing,
+)
 from mcprl.types import Scenario
 
 FIELDS_PER_RESULT = 3  # field tasks made from one result, at most
@@ -63,7 +71,7 @@ def field_tasks(
             for record in records
         ]
     noun = noun or noun_of(call.tool)
-    kind = _kind(records, unasked) if listing else None
+    kind = (_listed(call) or _kind(records, unasked)) if listing else None
     row = len(records) == 1 and " | " in call.data  # one row of cells ("SKU-3002 | item ccc | stock: 42")
     given_text = normalize_text(" ".join(map(value_text, call.arguments.values())))
     given_each = {normalize_text(value_text(v)) for v in call.arguments.values()}
@@ -246,6 +254,15 @@ def _listed_name(line: Any) -> str | None:
     if not (len(words) == 1 or marked) or len(words[-1]) > 60 or not re.search(r"[A-Za-z]{2}", words[-1]):
         return None
     return words[-1]
+
+
+def _listed(call: ExploredCall) -> str | None:
+    """What each record of a listing an object wraps is, by the listing's key where that is a plural of a kind of
+    thing ("commits" -> commit; not `NOT_KINDS`, nor a word that is no plural: "data")."""
+    wrapped = wrapped_listing(result_data(call.data, call.structured))
+    key = spoken(wrapped[0]).lower() if wrapped is not None else ""
+    one = singular(key)
+    return one if re.fullmatch(r"[a-z]{3,}", key) and one != key and one not in NOT_KINDS else None
 
 
 def _kind(records: list[list[tuple[str, Any]]], unasked: set[str]) -> str | None:

@@ -197,11 +197,28 @@ def counted(text: str, structured: Any = None) -> int | None:
     return len(values) if len(set(values)) == len(values) else None
 
 
+def wrapped_listing(data: Any) -> tuple[str, list[dict[str, Any]]] | None:
+    """The listing an object wraps, with its key: its one list of objects, where all else it holds is about the
+    listing (a total, a page, a flag, a note: `{"commits": [...], "totalCount": 1, "success": true}`), so that no
+    record takes the wrapper's fields for its own and the key says what each is (a commit); None for an object that
+    is a record itself, holding a list (`{"name": "Ann", "orders": [...]}`)."""
+    if not isinstance(data, dict):
+        return None
+    lists = [(k, v) for k, v in data.items() if isinstance(v, list) and v and all(isinstance(d, dict) for d in v)]
+    rest = [v for k, v in data.items() if k not in {k for k, _ in lists}]
+    about = all(
+        v is None or isinstance(v, (bool, int, float)) or isinstance(v, str) and len(v.split()) > 3 for v in rest
+    )
+    return (str(lists[0][0]), lists[0][1]) if len(lists) == 1 and about else None
+
+
 def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     """The records a result holds, each its (field, value) pairs: the objects of a list, a single
     object, the files of a unified diff, the lines of an `a | b | c` listing (cells as field '', `key: value`
     cells by key) or of `key: value` pairs ("name: Ann, team: Sales"), or the `key: value` lines of a text."""
     data = result_data(text, structured)
+    if (wrapped := wrapped_listing(data)) is not None:
+        data = wrapped[1]
     if isinstance(data, (list, tuple)) and data and all(isinstance(d, dict) for d in data):
         return [flatten(d) for d in list(data)[:50]]
     if data is not None:

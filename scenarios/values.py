@@ -53,8 +53,10 @@ from pydantic import BaseModel
 
 from mcprl.errors import clip
 from mcprl.scenarios.lexicon import (
+    FUNCTION_WORDS,
     IDENTIFIER,
     NAME_KEYS,
+    PLAIN,
     composed,
     described_as,
     known,
@@ -63,7 +65,7 @@ from mcprl.scenarios.lexicon import (
     words_of,
     written,
 )
-from mcprl.scenarios.results import NOTHING
+from mcprl.scenarios.results import MESSAGE, NOTHING
 from mcprl.scenarios.value_sources import (
     QUOTED,
     coerce,
@@ -159,6 +161,11 @@ class ToolLog:
         return len(self.results) / self.answered if self.answered else 0.0
 
 
+def sentence(value: Any) -> bool:
+    """Whether a value is a sentence ("Ask Dana about the budget."): prose, not what a person searches by."""
+    return isinstance(value, str) and MESSAGE.fullmatch(value.strip()) is not None
+
+
 def named_result(arm: str, name: str) -> bool:
     """Whether an arm is a result's field whose name shares a word with the parameter's ("sku" -> `sku`)."""
     kind, _, field_name = arm.partition(".")
@@ -205,6 +212,7 @@ class Knowledge:
         # tool -> the leaf path its latest call's error blamed alone, and the values that error named (`corrected`)
         self.hints: dict[str, tuple[str, list[str]]] = {}
         self.seen: list[SeenValue] = []
+        self.state_from: dict[int, int] = {}  # session -> its latest write that answered: results before it are stale
         self.listed: dict[str, list[tuple[str, int, int]]] = defaultdict(list)  # path -> (name, call, session)
         for folder, names in (folders or {}).items():  # what a folder in plain view holds: listed by no call
             self.listed[folder] += [(name, -1, -1) for name in names]
@@ -394,8 +402,14 @@ class Knowledge:
         arm = max(sorted(arms), key=sample)
         options = [(v, p) for v, p in arms[arm] if repr(v) not in blamed] or arms[arm]
         untried = [(v, p) for v, p in options if repr(v) not in tried]
-        # a value this session's results gave first: the calls link into a chain that replays in one session
-        untried = [(v, p) for v, p in untried if p is not None] or untried
+        # a value this session's results gave first: the calls link into a chain that replays in one session; of
+        # those, one the state as it is now gave (read after the session's latest write: the moves open after a move)
+        since = self.state_from.get(session, -1)
+        untried = (
+            [(v, p) for v, p in untried if p is not None and p > since]
+            or [(v, p) for v, p in untried if p is not None]
+            or untried
+        )
         # untried values of the dictionary in its order (the shapes the parameter is described with first)
         value, parent = (untried[0] if arm == "probe" else rng.choice(untried)) if untried else rng.choice(options)
         return Drawn(path=path, name=name, arm=arm, value=coerce(value, schema), parent=parent)
@@ -444,15 +458,17 @@ class Knowledge:
         for v in self.seen:
             if fits_type(v.value, kinds) and valid(coerce(v.value, schema)):
                 arms.setdefault(f"result.{v.field}", []).append((v.value, v.call if v.session == session else None))
+        searched = ("string" in kinds or kinds == [None]) and described_as(PLAIN, name, description)
         if "string" in kinds or kinds == [None]:
             # one word of a longer text, as a person searches ("Porto" of "Your flight to Porto is booked")
-            # (of a text the server wrote: not one it was sent and says back, "Weekly report" of a task's name)
+            # (of a text the server wrote: not one it was sent and says back, "Weekly report" of a task's name,
+            # but for a search, which finds a record by any word of it)
             arms["word"] = [
                 (w, v.call if v.session == session else None)
                 for v in self.seen
-                if isinstance(v.value, str) and " " in v.value.strip() and repr(v.value) not in self.said
+                if isinstance(v.value, str) and " " in v.value.strip() and (searched or repr(v.value) not in self.said)
                 for w in re.findall(r"[A-Za-z][A-Za-z'-]{3,}", v.value)
-                if valid(w)
+                if valid(w) and w.lower() not in FUNCTION_WORDS
             ]
             arms["joined"] = [
                 (f"{base.rstrip('/')}/{listed}", call if s == session else None)
@@ -479,6 +495,8 @@ class Knowledge:
         sampled = from_schema(schema, kinds, rng)
         if sampled is not None:
             arms["schema"] = fit([sampled])
+        if searched:  # a person searches by a word of a sentence ("budget"), not by the whole of it
+            arms = {a: [(v, p) for v, p in options if not sentence(v)] for a, options in arms.items()}
         return {arm: options for arm, options in arms.items() if options}
 
     def mean(self, name: str, arm: str, numeric: bool = False) -> float:
@@ -543,6 +561,8 @@ class Knowledge:
             self.sent[d.name].add(repr(d.value))
             self.said.add(repr(d.value))
         self.hints.pop(tool, None)
+        if tool in self.writers and not is_error:
+            self.state_from[session] = index
         if error_kind == "timeout":
             log.errors[clip(text.partition("\n")[0], 160)] += 1
             return

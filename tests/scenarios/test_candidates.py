@@ -593,3 +593,26 @@ def test_no_write_is_checked_by_a_value_any_write_of_its_tool_leaves():
     found = checks(calls)
     assert found and all(answer != "black" for _, answer in found), found
     assert {move for move, _ in found} == {"e2e4", "d2d4"}
+
+
+def test_a_listing_an_object_wraps_is_asked_of_by_what_its_key_says_each_record_is_never_with_the_wrappers_total():
+    """@cyanheads/git-mcp-server's `git_log` wraps its commits with what is said of them (`{"success": true,
+    "commits": [...], "totalCount": 2}`): a task asks for a field of a commit as of a commit ("the author of the
+    commit whose subject is ..."), and none asks for the total as a commit's ("the total count of the commit ...");
+    the total is still asked of the whole log."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    commits = [
+        {"hash": "ea67ad9f", "author": "Ann Lee", "timestamp": 1709287200, "subject": "Initial commit"},
+        {"hash": "16a8aaf1", "author": "Bob Stone", "timestamp": 1709373600, "subject": "Add forecast module"},
+    ]
+    log = {"success": True, "commits": commits, "totalCount": 2}
+    call = ExploredCall(
+        index=0, session=0, tool="git_log", arguments={"path": "/srv/repo"}, text=json.dumps(log), structured=log
+    )
+    tasks = [t for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    records = [t for t in tasks if any(c["subject"] in t.task or c["hash"] in t.task for c in commits)]
+    assert records and all(re.search(r"\bcommit\b", t.task) for t in records), [t.task for t in records]
+    assert not any("total" in t.task for t in records), [t.task for t in records]
+    assert any("total" in t.task and t.answer == 2 for t in tasks), [t.task for t in tasks]

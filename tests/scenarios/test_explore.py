@@ -32,6 +32,7 @@ from tests.scenarios.explored_servers import (
     NOTES,
     NOTES_FOLDER,
     SHOP,
+    TRACK_GAME,
     explore_and_ground,
     grounded_and_replayed,
     shop,
@@ -356,6 +357,29 @@ async def test_reads_are_made_again_after_writes_that_change_them_not_after_ones
     assert len(shouts) > QUIET_WRITES + 1, exploration.summary()  # enough of them for the bound to matter
     assert sum(map(len, shouts)) <= QUIET_WRITES * READ_BACKS
     assert len(adds) > QUIET_WRITES + 1 and all(adds[:-1]), exploration.summary()  # (the last may meet the budget)
+
+
+async def test_after_a_move_every_read_of_the_board_that_gives_data_is_made_again_and_the_next_move_is_one_it_opened():
+    """A game keeps one board per process, and each move opens other squares (as a chess server's listing of the
+    moves holds white's, then black's). After a move, the reads of the whole state that give data (whose turn it
+    is, the open squares) are made again, not a picture of the board (an image: nothing to ask about); a session's
+    next move takes a square the read after its last move listed, not one a stale listing held, so moves chain."""
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {TRACK_GAME}")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=20), seed=0, say=lambda _: None)
+    calls = {c.index: c for c in exploration.calls}
+    read_back = {c.tool for c in calls.values() if c.reads_back is not None}
+    assert read_back == {"whose_turn", "open_moves"}, exploration.summary()
+    # a move that answered, its square listed by a read made again after the session's move before it
+    chained = [
+        c
+        for c in calls.values()
+        if c.tool == "move" and not c.is_error and any(calls[p].reads_back is not None for p in c.parents)
+    ]
+    assert chained, [(c.tool, c.arguments, c.sources, c.is_error) for c in calls.values()]
+    for c in chained:
+        earlier = [b for b in calls.values() if b.session == c.session and b.index < c.index]
+        last_move = max(b.index for b in earlier if b.tool == "move" and not b.is_error)
+        assert all(p > last_move for p in c.parents), (c.arguments, c.parents, last_move)
 
 
 async def test_a_server_of_many_tools_gets_a_working_call_on_each_and_writes_that_change_nothing_are_not_read_back():

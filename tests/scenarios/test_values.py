@@ -3,6 +3,7 @@ the arms, as a person gives them, and what answers and errors teach about them."
 
 from __future__ import annotations
 
+import json
 import re
 
 # a tool's one parameter, an SQL query
@@ -72,6 +73,12 @@ def test_results_are_read_as_records_and_arguments_take_the_shape_their_descript
     assert result_records("From: a@b.c\nSubject: hi", {"result": "From: a@b.c\nSubject: hi"}) == [
         [("From", "a@b.c"), ("Subject", "hi")]
     ]
+    # a listing wrapped with what is said of it (a total, a flag, a note): its records, none taking the total for
+    # its own ("the total count of the commit "Fix typo""); an object holding a list is one record
+    wrapped = {"success": True, "commits": [{"hash": "a1", "message": "Fix typo"}], "totalCount": 1, "note": None}
+    assert result_records(json.dumps(wrapped), wrapped) == [[("hash", "a1"), ("message", "Fix typo")]]
+    person = {"name": "Ann", "orders": [{"id": 1}, {"id": 2}]}
+    assert result_records(json.dumps(person), None) == [[("name", "Ann"), ("id", 1), ("id", 2)]]
     # records of `key: value` lines one after another, under a heading
     log = "Commit history:\nCommit: a1\nAuthor: Ann\nCommit: b2\nAuthor: Bob"
     assert result_records(log, None) == [[("Commit", "a1"), ("Author", "Ann")], [("Commit", "b2"), ("Author", "Bob")]]
@@ -273,6 +280,39 @@ def test_a_value_that_worked_is_varied_as_a_person_varies_it():
             for b, a in zip(before, after, strict=True):
                 assert float(b) / 2 - 1 <= float(a) <= float(b) * 2 + 1 and len(a) >= len(b) - (b[0] != "0")
                 assert ("." in a) == ("." in b) and len(a.partition(".")[2]) == len(b.partition(".")[2])
+
+
+def test_a_search_is_sent_a_word_of_a_sentence_a_result_held_never_the_whole_sentence():
+    """A knowledge graph's observation ("Ask Dana about the budget."), written by exploring and read back, is found
+    by a search for a word of it, as a person searches ("budget"), not by the whole sentence; a parameter that is
+    no search (a note to store) may still take a sentence."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge, SeenValue, sentence
+
+    search = {
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "The search query"}},
+        "required": ["query"],
+    }
+    observation = "Ask Dana about the budget."
+    knowledge = Knowledge([])
+    knowledge.said.add(repr(observation))  # exploring wrote it: the server says it back
+    knowledge.seen = [
+        SeenValue(value=observation, field="observations", call=0),
+        SeenValue(value="Dana", field="name", call=0),
+    ]
+    sent = set()
+    for seed in range(30):
+        args, _ = knowledge.arguments("search_nodes", search, session=1, rng=random.Random(seed))
+        assert not sentence(args["query"]), args
+        sent.add(args["query"])
+    assert {"budget", "Dana"} & sent and "about" not in sent, sent  # (a word no one searches by: `FUNCTION_WORDS`)
+    note = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
+    assert any(
+        knowledge.arguments("add_note", note, session=1, rng=random.Random(seed))[0]["note"] == observation
+        for seed in range(30)
+    )
 
 
 def test_an_error_that_lists_values_by_their_kind_offers_them_and_a_json_errors_keys_are_none():
