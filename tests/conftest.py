@@ -165,3 +165,26 @@ def mcp1_python() -> Path:
     if pip.returncode != 0 or subprocess.run(check, capture_output=True).returncode != 0:
         pytest.skip(f"pip install 'mcp>=1.24,<2' failed: {pip.stderr.strip()[-300:]}")
     return python
+
+
+# ---- test servers' processes (tests/server_fork.py) --------------------------------------------
+@pytest.fixture(scope="session", autouse=True)
+def fork_server():
+    """One process per test session that has imported the MCP SDK, from which the test servers of tests/data
+    (which call `server_fork.hand_over()` first) are forked instead of each paying the imports anew."""
+    import subprocess
+    import sys
+
+    from tests.server_fork import PRELOAD
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from tests.server_fork import main; main()", *PRELOAD],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    yield
+    proc.terminate()
+    proc.wait(timeout=30)
