@@ -172,19 +172,16 @@ def mcp1_python() -> Path:
 def fork_server():
     """One process per test session that has imported the MCP SDK, from which the test servers of tests/data
     (which call `server_fork.hand_over()` first) are forked instead of each paying the imports anew."""
-    import subprocess
     import sys
+    import time
 
-    from tests.server_fork import PRELOAD
+    from tests.server_fork import PRELOAD, _socket_path, start
 
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from tests.server_fork import main; main()", *PRELOAD],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    yield
+    proc = start(sys.executable, PRELOAD)
+    # every test's servers forked, not only those started once it has made its imports
+    deadline = time.monotonic() + 60
+    while not os.path.exists(_socket_path(os.getpid())) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield proc
     proc.terminate()
     proc.wait(timeout=30)

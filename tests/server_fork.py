@@ -20,12 +20,14 @@ import selectors
 import signal
 import socket
 import sys
+import zlib
 
 FORKED = False  # set in a fork server's children: the script they run is the server itself
 
 
 def _socket_path(pid: int) -> str:
-    return f"/tmp/mcprl-test-forks-{pid}.sock"
+    """Where the fork server of process `pid` for this python's environment listens."""
+    return f"/tmp/mcprl-test-forks-{pid}-{zlib.crc32(sys.prefix.encode()):08x}.sock"
 
 
 def hand_over() -> None:
@@ -73,6 +75,7 @@ def _run_child(state: dict, fds: list[int], closing: list) -> None:
         for fd, target in zip(fds, (0, 1, 2)):
             os.dup2(fd, target)
             os.close(fd)
+        _new_stdio()
         os.chdir(state["cwd"])
         os.environ.clear()
         os.environ.update(state["env"])
@@ -81,15 +84,17 @@ def _run_child(state: dict, fds: list[int], closing: list) -> None:
             sys.modules["random"].seed()
         import runpy
 
-        try:
-            runpy.run_path(state["argv"][0], run_name="__main__")
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        except BaseException:
-            import traceback
+        runpy.run_path(state["argv"][0], run_name="__main__")
+        code = 0
+    except SystemExit as e:  # as the interpreter ends on one
+        if e.code is None or isinstance(e.code, int):
+            code = e.code or 0
+        else:
+            print(e.code, file=sys.stderr)
+    except BaseException:
+        import traceback
 
-            traceback.print_exc()
+        traceback.print_exc()
     finally:
         with contextlib.suppress(BaseException):
             import atexit
@@ -100,13 +105,25 @@ def _run_child(state: dict, fds: list[int], closing: list) -> None:
         os._exit(code)
 
 
+def _new_stdio() -> None:
+    """sys.stdin, .stdout and .stderr made anew on the script's fds 0-2, as an interpreter's start makes them (the
+    fork server's, made on /dev/null, would take a pipe for a file that seeks)."""
+    encoding = sys.stdout.encoding
+    sys.stdin = sys.__stdin__ = open(0, encoding=encoding, closefd=False)  # noqa: SIM115
+    sys.stdout = sys.__stdout__ = open(1, "w", encoding=encoding, closefd=False)  # noqa: SIM115
+    sys.stderr = sys.__stderr__ = open(  # noqa: SIM115
+        2, "w", buffering=1, encoding=encoding, errors="backslashreplace", closefd=False
+    )
+
+
 def serve_forks(path: str, preload: list[str]) -> None:
     """The fork server: import `preload`, then fork a child per script that connects to `path`, until the
     process that started it is gone."""
     import importlib
 
     for name in preload:
-        importlib.import_module(name)
+        with contextlib.suppress(ImportError):  # (what this environment's SDK has)
+            importlib.import_module(name)
     parent, me = os.getppid(), os.getpid()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
@@ -202,10 +219,48 @@ def _reap(children: dict[int, socket.socket], sel: selectors.BaseSelector) -> No
         conn.close()
 
 
+CONSOLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "console_server.py")
+
+
+def console(bin_dir: os.PathLike, name: str) -> str:
+    """The command of console script `name` of the environment of `bin_dir` (`BIN/NAME`) that a fork server of
+    that environment runs (`start(BIN/python, CONSOLE_PRELOAD)`)."""
+    return f"{os.path.join(bin_dir, 'python')} {CONSOLE} {name}"
+
+
+SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "shipped_server.py")
+
+
+def shipped(name: str) -> str:
+    """The command of shipped server `name` (`python -m mcprl.servers.NAME`) that a fork server runs."""
+    return f"python {SHIPPED} {name}"
+
+
 # what the test servers import before they answer (mcprl.servers.serve: the SDK's server, pydantic)
+# and the shipped servers' modules, whose state each process's `build` makes
 PRELOAD = ["mcprl.servers.serve", "mcp.server.stdio", "pydantic", "anyio", "argparse", "sqlite3", "csv"]
+PRELOAD += [f"mcprl.servers.{name}.server" for name in ("calculator", "inventory", "email", "units")]
+
+
+# what an environment of the SDK's previous generation (mcp 1.x) and the servers written on it import first
+CONSOLE_PRELOAD = ["mcp.server", "mcp.server.stdio", "mcp.server.fastmcp", "mcp.types", "pydantic", "anyio", "click"]
+
+
+def start(python: os.PathLike, preload: list[str]):
+    """A fork server for `python`'s environment, child of this process (`.terminate()` it when done)."""
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = "import sys; sys.path.insert(0, sys.argv[1]); from tests.server_fork import main; main()"
+    return subprocess.Popen(
+        [str(python), "-c", code, root, *preload],
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def main() -> None:
     """Run as the fork server of the process that started it (`python -c ... main()` PRELOAD...)."""
-    serve_forks(_socket_path(os.getppid()), sys.argv[1:])
+    serve_forks(_socket_path(os.getppid()), sys.argv[2:])
