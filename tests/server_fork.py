@@ -9,6 +9,10 @@ the fork server forks a child that runs the script as `__main__` on those very p
 waits and exits with the child's status (killed, it takes the child with it). Anywhere else (a `mcprl` subprocess
 or a Ray worker started the server, another python, a library preloaded by exec such as libfaketime's moved clock)
 the script runs as it is. Standard library only: it runs before anything else the script imports.
+
+A shipped server runs through it as `shipped(NAME)` (tests/data/shipped_server.py, for `python -m
+mcprl.servers.NAME`), another environment's console script as `console(BIN, NAME)` (tests/data/console_server.py)
+with a fork server of that environment (`start(BIN/python, CONSOLE_PRELOAD)`).
 """
 
 from __future__ import annotations
