@@ -165,3 +165,23 @@ def mcp1_python() -> Path:
     if pip.returncode != 0 or subprocess.run(check, capture_output=True).returncode != 0:
         pytest.skip(f"pip install 'mcp>=1.24,<2' failed: {pip.stderr.strip()[-300:]}")
     return python
+
+
+# ---- test servers' processes (tests/server_fork.py) --------------------------------------------
+@pytest.fixture(scope="session", autouse=True)
+def fork_server():
+    """One process per test session that has imported the MCP SDK, from which the test servers of tests/data
+    (which call `server_fork.hand_over()` first) are forked instead of each paying the imports anew."""
+    import sys
+    import time
+
+    from tests.server_fork import PRELOAD, _socket_path, start
+
+    proc = start(sys.executable, PRELOAD)
+    # every test's servers forked, not only those started once it has made its imports
+    deadline = time.monotonic() + 60
+    while not os.path.exists(_socket_path(os.getpid())) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield proc
+    proc.terminate()
+    proc.wait(timeout=30)

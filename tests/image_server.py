@@ -2,11 +2,19 @@
 @modelcontextprotocol/server-everything's get-tiny-image does): an image between two text blocks, an
 audio clip, a binary resource, a resource link; and one tool that answers a sentence with a number."""
 
-import base64
 import sys
+from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
-from mcp.types import AudioContent, BlobResourceContents, EmbeddedResource, ImageContent, ResourceLink, TextContent
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.server_fork import hand_over  # noqa: E402
+
+hand_over()  # under pytest: run by a fork of a process that has imported the SDK (tests/server_fork.py)
+
+import base64  # noqa: E402
+import sys  # noqa: E402
+
+from mcp.server.mcpserver import MCPServer  # noqa: E402
+from mcp.types import AudioContent, BlobResourceContents, EmbeddedResource, ImageContent, ResourceLink, TextContent  # noqa: E402
 
 mcp = MCPServer("media")
 SIZE = int(sys.argv[1]) if len(sys.argv) > 1 else 4096  # bytes of the image: `[image/png, 4 KB]`

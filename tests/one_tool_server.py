@@ -5,7 +5,15 @@ a user's machine.
     mcprl scenarios --server "python /abs/path/tests/one_tool_server.py" -n 8 -o weather.jsonl
 """
 
-from mcp.server.mcpserver import MCPServer
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.server_fork import hand_over  # noqa: E402
+
+hand_over()  # under pytest: run by a fork of a process that has imported the SDK (tests/server_fork.py)
+
+from mcp.server.mcpserver import MCPServer  # noqa: E402
 
 mcp = MCPServer("weather")
 

@@ -7,14 +7,19 @@ looking in the folder. `save_table` writes one there.
 
 from __future__ import annotations
 
-import csv
 import sys
 from pathlib import Path
-from typing import Annotated
-
-from pydantic import Field
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.server_fork import hand_over  # noqa: E402
+
+hand_over()  # under pytest: run by a fork of a process that has imported the SDK (tests/server_fork.py)
+
+import csv  # noqa: E402
+from typing import Annotated  # noqa: E402
+
+from pydantic import Field  # noqa: E402
+
 from mcprl.servers import serve  # noqa: E402
 
 FILE = Annotated[str, Field(description="the file")]

@@ -9,15 +9,20 @@ wrote, in any later process (unless asked for notes holding a text the write did
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from pathlib import Path
-from typing import Annotated
-
-from pydantic import Field
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.server_fork import hand_over  # noqa: E402
+
+hand_over()  # under pytest: run by a fork of a process that has imported the SDK (tests/server_fork.py)
+
+import json  # noqa: E402
+import os  # noqa: E402
+from typing import Annotated  # noqa: E402
+
+from pydantic import Field  # noqa: E402
+
 from mcprl.servers import serve  # noqa: E402
 
 FILE = Path(os.environ.get("NOTES_FILE") or Path.home() / ".local" / "share" / "notes" / "notes.json")

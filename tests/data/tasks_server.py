@@ -7,11 +7,16 @@ ID: 1"); the server sets each task's status ("open") and a priority, which `get_
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.server_fork import hand_over  # noqa: E402
+
+hand_over()  # under pytest: run by a fork of a process that has imported the SDK (tests/server_fork.py)
+
+import json  # noqa: E402
+
 from mcprl.servers import serve  # noqa: E402
 
 TASKS: list[dict] = []

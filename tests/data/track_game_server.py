@@ -11,6 +11,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.server_fork import hand_over  # noqa: E402
+
+hand_over()  # under pytest: run by a fork of a process that has imported the SDK (tests/server_fork.py)
+
 from mcprl.servers import serve  # noqa: E402
 
 PLAYERS = ("north", "south")

@@ -8,9 +8,10 @@ from mcprl.rollout.loop import ToolAgent
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario
 from tests.scripted_policy import call, scripted_endpoint
+from tests.server_fork import shipped
 
 pytestmark = pytest.mark.anyio
-CALC = "python -m mcprl.servers.calculator"
+CALC = shipped("calculator")  # `python -m mcprl.servers.calculator`, forked under pytest (tests/server_fork.py)
 TASK = Scenario(id="t1", task="What is 17 * 25? Use the tools.")
 
 

@@ -17,6 +17,7 @@ from mcprl.train.sequences import written_generations
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 from tests.run.test_unsolved import serve
 from tests.scripted_policy import ScriptedEngine, call, scripted_endpoint
+from tests.server_fork import shipped  # `python -m mcprl.servers.NAME`, forked under pytest
 
 pytestmark = pytest.mark.anyio
 
@@ -85,7 +86,7 @@ async def test_a_task_whose_reference_call_outgrows_the_turn_is_solved_once_the_
 
     said: list[str] = []
     run = TrainingRun(RunConfig(model=str(tiny_model_dir), group_size=2), say=said.append)
-    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
+    async with ToolPool(ServerSpec.parse(shipped("calculator"))) as pool:
         with scripted_endpoint(tiny_model_dir, engine=Budgeted(tiny_model_dir, handler=reply)) as (policy, _):
             serve(run, policy, pool)
 

@@ -13,6 +13,7 @@ from mcprl.run.unsolved import UNSOLVED, leave, strategy
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 from tests import user_strategies
+from tests.server_fork import shipped  # `python -m mcprl.servers.NAME`, forked under pytest
 
 pytestmark = pytest.mark.anyio
 
@@ -57,7 +58,7 @@ async def test_a_grounded_group_no_rollout_solved_is_retried_with_its_reference_
         return call("add", a=2, b=3) if users.count(task) == 2 and next(turns) % 2 else "I do not know."
 
     run = TrainingRun(RunConfig(group_size=2, rollout={"max_turns": 2}), say=lambda _: None)
-    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
+    async with ToolPool(ServerSpec.parse(shipped("calculator"))) as pool:
         with scripted_endpoint(tiny_model_dir, handler=reply) as (policy, _):
             serve(run, policy, pool)
             groups = await score_groups(VerifyJudge(), await run._rollouts([scenario], 2, "step"))
@@ -94,7 +95,7 @@ async def test_a_grounded_group_no_rollout_solved_gets_its_reference_chain_and_t
         return "I do not know." if request["messages"][-1]["role"] == "tool" else first
 
     run = TrainingRun(RunConfig(group_size=2, rollout={"max_turns": 3}, unsolved="reference"), say=lambda _: None)
-    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
+    async with ToolPool(ServerSpec.parse(shipped("calculator"))) as pool:
         with scripted_endpoint(tiny_model_dir, handler=reply) as (policy, _):
             serve(run, policy, pool)
             groups = await score_groups(VerifyJudge(), await run._rollouts([scenario], 2, "step"))

@@ -8,7 +8,14 @@ given as its argument; 10 events were seen before the first call).
 import sys
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.server_fork import hand_over  # noqa: E402
+
+if __name__ == "__main__":
+    hand_over()  # under pytest: run by a fork of a process that has imported the SDK (tests/server_fork.py)
+
+
+from mcp.server.mcpserver import MCPServer  # noqa: E402
 
 mcp = MCPServer("listings")
 MOVES = ["e2e4", "d2d4", "g1f3", "c2c4", "b1c3", "e2e3", "d2d3", "g2g3", "b2b3", "f2f4", "a2a3", "h2h3"]

@@ -7,7 +7,15 @@ repr of tuples, the columns unnamed; a bad statement is an error.
 
 from __future__ import annotations
 
-import sqlite3
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.server_fork import hand_over  # noqa: E402
+
+hand_over()  # under pytest: run by a fork of a process that has imported the SDK (tests/server_fork.py)
+
+import sqlite3  # noqa: E402
 
 try:  # mcp 2.x
     from mcp.server.mcpserver import MCPServer as Server

@@ -13,6 +13,7 @@ from mcprl.scenarios.candidates import candidates
 from mcprl.scenarios.explored import Exploration, ExploredCall
 from mcprl.scenarios.selection import select, stated_items
 from mcprl.tools import ServerSpec, ToolPool
+from tests.server_fork import shipped
 
 pytestmark = pytest.mark.anyio
 
@@ -75,7 +76,7 @@ async def test_a_task_asked_of_one_record_in_one_call_keeps_its_chain():
     by name (it used to move every such task to the first such tool, and the tool it was grounded on to none)."""
     from mcprl.scenarios.grounded import shortcut
 
-    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory")) as pool:
+    async with ToolPool(ServerSpec.parse(shipped("inventory"))) as pool:
         async with pool.session() as session:
             sku = (await session.call("list_items", {})).text.split(" | ")[0]
             item = await session.call("get_item", {"sku": sku})

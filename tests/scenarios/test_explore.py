@@ -309,6 +309,8 @@ async def test_the_generator_writes_arguments_where_only_the_schema_gave_values(
 THINGS = '''
 import sys
 sys.path.insert(0, {root!r})
+from tests.server_fork import hand_over
+hand_over()  # under pytest: run by a fork of a process that has imported the SDK (tests/server_fork.py)
 from mcprl.servers import serve
 
 THINGS = []

@@ -17,9 +17,10 @@ from mcprl.scenarios.source import run_scenarios
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 from tests.fake_llm import FakeLLM, ruler_handler
+from tests.server_fork import shipped
 
 pytestmark = pytest.mark.anyio
-INVENTORY = "python -m mcprl.servers.inventory"
+INVENTORY = shipped("inventory")  # `python -m mcprl.servers.inventory`, forked under pytest
 QUERIES = ["drill", "zzzz", "steel", "hammer", "qqqq", "brass"]  # two find nothing: those tasks are not kept
 
 
@@ -175,7 +176,7 @@ async def test_scenario_sources_are_registered_and_mixed_tops_up_what_grounded_k
     monkeypatch.setenv("OPENAI_API_KEY", "x")
     made = {}
     with FakeLLM(handler=generator) as llm:
-        async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
+        async with ToolPool(ServerSpec.parse(shipped("calculator"))) as pool:
             for source in ("grounded", "mixed"):  # two grounded tasks are enough for `grounded` here
                 train, val = await run_scenarios(
                     ScenarioConfig(n=6, source=source, min_grounded=2),

@@ -29,6 +29,7 @@ from tests.scenarios.explored_servers import (
     explore_and_ground,
     shop,
 )
+from tests.server_fork import shipped
 
 pytestmark = pytest.mark.anyio
 
@@ -176,10 +177,10 @@ async def test_a_stores_records_are_written_as_a_person_writes_them_and_asked_fo
 
 
 async def test_grounded_tasks_on_the_shipped_servers():
-    _, inventory, _ = await explore_and_ground(ServerSpec.parse("python -m mcprl.servers.inventory"), calls=18, n=6)
+    _, inventory, _ = await explore_and_ground(ServerSpec.parse(shipped("inventory")), calls=18, n=6)
     assert any(re.search(r"\b(price|stock)\b", t.task) and t.metadata["kind"] == "field" for t in inventory)
     # one calculator server for each exploring: it keeps no state, so its sessions need no process each
-    calc = ServerSpec.parse("python -m mcprl.servers.calculator", per_rollout=False)
+    calc = ServerSpec.parse(shipped("calculator"), per_rollout=False)
     async with ToolPool(calc) as pool:
         exploration = await explore(pool, ExploreConfig(calls=18), seed=0, say=lambda _: None)
         calculator, report = await ground(pool, 6, exploration, seed=0, max_calls=1, say=lambda _: None)
@@ -229,7 +230,7 @@ async def test_run_scenarios_grounds_by_default_and_the_demonstration_is_a_refer
     from mcprl.scenarios.config import ScenarioConfig
     from mcprl.scenarios.source import run_scenarios
 
-    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.calculator")) as pool:
+    async with ToolPool(ServerSpec.parse(shipped("calculator"))) as pool:
         train, val = await run_scenarios(
             ScenarioConfig(n=8),
             tmp_path,
@@ -379,7 +380,7 @@ async def test_a_task_follows_its_most_focused_chain_and_exploring_draws_from_ev
     from mcprl.scenarios.results import result_records
     from mcprl.scenarios.selection import select
 
-    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory")) as pool:
+    async with ToolPool(ServerSpec.parse(shipped("inventory"))) as pool:
         exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
     looked_up = {c.arguments.get("sku") for c in exploration.calls if c.tool == "get_item" and not c.is_error}
     assert len(looked_up) >= 6, looked_up
@@ -437,7 +438,7 @@ async def test_a_task_that_names_its_record_is_shown_the_one_call_a_person_would
     from mcprl.scenarios.explored import Exploration, ExploredCall
     from mcprl.scenarios.grounded import shortcut
 
-    async with ToolPool(ServerSpec.parse("python -m mcprl.servers.inventory")) as pool:
+    async with ToolPool(ServerSpec.parse(shipped("inventory"))) as pool:
         async with pool.session() as session:
             listing = await session.call("list_items", {})
         call = ExploredCall(index=0, session=0, tool="list_items", arguments={}, text=listing.text)

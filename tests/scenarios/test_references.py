@@ -15,9 +15,10 @@ from mcprl.scenarios.config import ExploreConfig, ScenarioConfig
 from mcprl.scenarios.source import run_scenarios
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Generation, Scenario, Trajectory, TrajectoryGroup, dump_jsonl
+from tests.server_fork import shipped
 
 pytestmark = pytest.mark.anyio
-INVENTORY = "python -m mcprl.servers.inventory"
+INVENTORY = shipped("inventory")  # `python -m mcprl.servers.inventory`, forked under pytest
 
 
 INVENTORY_TASKS = [

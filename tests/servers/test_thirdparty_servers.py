@@ -25,6 +25,7 @@ from mcprl.scenarios.explore import explore
 from mcprl.scenarios.grounded import ground
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Trajectory
+from tests import server_fork
 
 REPO = Path(__file__).resolve().parents[2]
 VENV = REPO / ".venv-thirdparty"
@@ -47,15 +48,24 @@ def thirdparty_bin() -> Path:
         "-c",
         f"import importlib.metadata as m; assert all(m.version(p) == v for p, v in {pins!r}.items())",
     ]
-    if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
-        return VENV / "bin"
-    made = subprocess.run([sys.executable, "-m", "venv", str(VENV)], capture_output=True, text=True)
-    if made.returncode != 0:
-        pytest.skip(f"cannot create {VENV}: {made.stderr.strip()[-300:]}")
-    pip = subprocess.run([str(python), "-m", "pip", "install", "-q", *PACKAGES], capture_output=True, text=True)
-    if pip.returncode != 0:
-        pytest.skip(f"pip install {' '.join(PACKAGES)} failed: {pip.stderr.strip()[-300:]}")
-    return VENV / "bin"
+    if not (python.exists() and subprocess.run(check, capture_output=True).returncode == 0):
+        made = subprocess.run([sys.executable, "-m", "venv", str(VENV)], capture_output=True, text=True)
+        if made.returncode != 0:
+            pytest.skip(f"cannot create {VENV}: {made.stderr.strip()[-300:]}")
+        pip = subprocess.run([str(python), "-m", "pip", "install", "-q", *PACKAGES], capture_output=True, text=True)
+        if pip.returncode != 0:
+            pytest.skip(f"pip install {' '.join(PACKAGES)} failed: {pip.stderr.strip()[-300:]}")
+    # the servers' processes forked from one of this environment that has imported its SDK (`server`)
+    forks = server_fork.start(python, server_fork.CONSOLE_PRELOAD)
+    yield VENV / "bin"
+    forks.terminate()
+    forks.wait(timeout=30)
+
+
+def server(bin_dir: Path, name: str) -> str:
+    """The command of the environment's console script `name` (`BIN/NAME`), run by a fork of a process of the
+    environment that has imported its MCP SDK (tests/server_fork.py): ~1.3 s of CPU less for each session."""
+    return server_fork.console(bin_dir, name)
 
 
 @pytest.fixture(scope="session")
@@ -133,7 +143,7 @@ async def check_answers(pool: ToolPool, tasks) -> None:
 async def test_a_calculator_we_did_not_write_is_sent_expressions_and_grounds_arithmetic(thirdparty_bin):
     """mcp-server-calculator: its one string parameter was sent its own name 120 times ("Unknown
     identifier: expression"); now expressions, and the tasks ask for their value."""
-    spec = ServerSpec.parse(str(thirdparty_bin / "mcp-server-calculator"))
+    spec = ServerSpec.parse(server(thirdparty_bin, "mcp-server-calculator"))
     async with ToolPool(spec) as pool:
         exploration = await explore(pool, ExploreConfig(calls=30), seed=0, say=lambda _: None)
         tasks, report = await ground(pool, 8, exploration, seed=0, say=lambda _: None)
@@ -154,7 +164,7 @@ async def test_a_git_server_is_sent_the_repository_its_command_line_names(thirdp
     """mcp-server-git: `repo_path` was "path", "repo" or "repository" in every one of 120 calls, all
     refused. Its command line names the repository, and its errors say so; every read tool now
     answers, and tasks ask about its commits."""
-    spec = ServerSpec.parse(f"{thirdparty_bin / 'mcp-server-git'} --repository {git_repo}")
+    spec = ServerSpec.parse(f"{server(thirdparty_bin, 'mcp-server-git')} --repository {git_repo}")
     async with ToolPool(spec) as pool:
         reads = {t["name"] for t in pool.toolset.mcp_tools if (t.get("annotations") or {}).get("readOnlyHint")}
         started = time.monotonic()
@@ -181,7 +191,7 @@ async def test_a_server_that_answers_anew_each_time_grounds_tasks_read_from_the_
     result is made twice; an answer that does not come back both times is asked live where one place of the JSON
     result gave it, and the verify judge reads it from the episode's own call; a fixed answer comes back on every
     replay."""
-    spec = ServerSpec.parse(str(thirdparty_bin / "mcp-dice"))
+    spec = ServerSpec.parse(server(thirdparty_bin, "mcp-dice"))
     async with ToolPool(spec) as pool:
         exploration = await explore(pool, ExploreConfig(calls=20), seed=0, say=lambda _: None)
         tasks, report = await ground(pool, 8, exploration, seed=0, say=lambda _: None)
@@ -239,16 +249,16 @@ def test_a_zero_data_run_on_a_repository_never_offers_its_writing_tools(
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=git_repo, capture_output=True, text=True).stdout
     home = git_repo.parent / "home-writes"
     monkeypatch.setenv("MCPRL_HOME", str(home))
-    server = f"{thirdparty_bin / 'mcp-server-git'} --repository {git_repo}"
+    server_command = f"{server(thirdparty_bin, 'mcp-server-git')} --repository {git_repo}"
     # in this process: an interpreter of its own costs ~10 s of imports
     code, _, err = run_cli(
-        monkeypatch, capsys, "train", "--server", server, "--model", str(tiny_model_dir), "--steps", "0",
+        monkeypatch, capsys, "train", "--server", server_command, "--model", str(tiny_model_dir), "--steps", "0",
         "-n", "6", "--explore-calls", "30", "--name", "w", "--max-turns", "2",
     )  # fmt: skip
     assert code == 0, err[-3000:]
 
     async def offered_by_the_server() -> list[dict]:
-        async with ToolPool(ServerSpec.parse(server)) as pool:
+        async with ToolPool(ServerSpec.parse(server_command)) as pool:
             return pool.toolset.mcp_tools
 
     tools = anyio.run(offered_by_the_server)
@@ -281,7 +291,7 @@ async def test_a_clock_servers_tasks_are_those_that_hold_with_its_clock_moved(th
     result gives them at one place; where the clock cannot be moved, every task kept is asked live."""
     from mcprl.scenarios import replay
 
-    spec = ServerSpec.parse(str(thirdparty_bin / "mcp-server-time"))
+    spec = ServerSpec.parse(server(thirdparty_bin, "mcp-server-time"))
     later = replay.clock_moved(spec)
     if later is None:
         pytest.skip("faketime is not installed (make clock, or apt-get install faketime)")
