@@ -6,7 +6,8 @@ structure (schemas, annotations, what the server answered). It holds:
 - `PROBES`: a small fuzzing dictionary, as RESTler keeps one: values of common shapes (a number, an
   arithmetic expression, a date, a path, an SQL introspection query, ...) for a string parameter that
   nothing else gave a value; `probes(name, description)` orders them by the words the parameter is
-  described with, and exploring learns from the server's answers which shape a parameter takes;
+  described with, and exploring learns from the server's answers which shape a parameter takes; `FORMATTED`:
+  the shapes of a form of their own, which take no word of a text;
 - `QUERIES`: queries of those shapes that a lexicon knows the meaning of: those that list names of a kind
   (a database's tables, a table's columns), and those composed over such names (`composed`: a table's row
   count, a column's largest value), each with the question its one-value result answers and what its result
@@ -147,6 +148,8 @@ UNITS = {
 # person writes into a store (a name, a text, a tag) is sent as a person would write it, not as a test string: a
 # task about the record reads as one a person asks ("What is the status of the task "Weekly report"?").
 PLAIN = "word"
+# shapes whose values have a form of their own (a date, a path, an address): a word of a text is none of them
+FORMATTED = ("date", "time", "timezone", "url", "email", "path", "glob", "number", "expression", "symbol", "json")
 WRITTEN = ("title", "text", "kind", "tag")
 PROBES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "expression": (

@@ -53,6 +53,7 @@ from pydantic import BaseModel
 
 from mcprl.errors import clip
 from mcprl.scenarios.lexicon import (
+    FORMATTED,
     FUNCTION_WORDS,
     IDENTIFIER,
     NAME_KEYS,
@@ -459,17 +460,25 @@ class Knowledge:
             if fits_type(v.value, kinds) and valid(coerce(v.value, schema)):
                 arms.setdefault(f"result.{v.field}", []).append((v.value, v.call if v.session == session else None))
         searched = ("string" in kinds or kinds == [None]) and described_as(PLAIN, name, description)
+        # (a parameter of a form of its own, a date or a path, takes no word: "until Stone" filters nothing)
+        wordy = searched or not any(described_as(shape, name, description) for shape in FORMATTED)
         if "string" in kinds or kinds == [None]:
             # one word of a longer text, as a person searches ("Porto" of "Your flight to Porto is booked")
             # (of a text the server wrote: not one it was sent and says back, "Weekly report" of a task's name,
             # but for a search, which finds a record by any word of it)
-            arms["word"] = [
-                (w, v.call if v.session == session else None)
-                for v in self.seen
-                if isinstance(v.value, str) and " " in v.value.strip() and (searched or repr(v.value) not in self.said)
-                for w in re.findall(r"[A-Za-z][A-Za-z'-]{3,}", v.value)
-                if valid(w) and w.lower() not in FUNCTION_WORDS
-            ]
+            arms["word"] = (
+                []
+                if not wordy
+                else [
+                    (w, v.call if v.session == session else None)
+                    for v in self.seen
+                    if isinstance(v.value, str)
+                    and " " in v.value.strip()
+                    and (searched or repr(v.value) not in self.said)
+                    for w in re.findall(r"[A-Za-z][A-Za-z'-]{3,}", v.value)
+                    if valid(w) and w.lower() not in FUNCTION_WORDS
+                ]
+            )
             arms["joined"] = [
                 (f"{base.rstrip('/')}/{listed}", call if s == session else None)
                 for base, names in self.listed.items()

@@ -228,8 +228,18 @@ CONSOLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "cons
 
 def console(bin_dir: os.PathLike, name: str) -> str:
     """The command of console script `name` of the environment of `bin_dir` (`BIN/NAME`) that a fork server of
-    that environment runs (`start(BIN/python, CONSOLE_PRELOAD)`)."""
-    return f"{os.path.join(bin_dir, 'python')} {CONSOLE} {name}"
+    that environment runs (`start(BIN/python, CONSOLE_PRELOAD)`): a script of the same name beside the
+    environment's `bin` that runs tests/data/console_server.py for it, so that the command line a server is
+    explored with is as the user's (exploring reads values off it: the program is none of them)."""
+    folder = os.path.join(os.path.dirname(os.path.abspath(bin_dir)), "forked-bin")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, name)
+    python = os.path.join(os.path.abspath(bin_dir), "python")
+    lines = [f"#!{python}", "import runpy, sys", f"sys.argv[0:1] = [{CONSOLE!r}, {name!r}]"]
+    with open(path, "w") as f:
+        f.write("\n".join([*lines, f"runpy.run_path({CONSOLE!r}, run_name='__main__')", ""]))
+    os.chmod(path, 0o755)
+    return path
 
 
 SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "shipped_server.py")

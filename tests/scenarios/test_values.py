@@ -284,8 +284,8 @@ def test_a_value_that_worked_is_varied_as_a_person_varies_it():
 
 def test_a_search_is_sent_a_word_of_a_sentence_a_result_held_never_the_whole_sentence():
     """A knowledge graph's observation ("Ask Dana about the budget."), written by exploring and read back, is found
-    by a search for a word of it, as a person searches ("budget"), not by the whole sentence; a parameter that is
-    no search (a note to store) may still take a sentence."""
+    by a search for a word of it, as a person searches ("budget"), not by the whole sentence; a date takes no word of
+    it; a parameter that is no search (a note to store) may still take a sentence."""
     import random
 
     from mcprl.scenarios.values import Knowledge, SeenValue, sentence
@@ -308,6 +308,15 @@ def test_a_search_is_sent_a_word_of_a_sentence_a_result_held_never_the_whole_sen
         assert not sentence(args["query"]), args
         sent.add(args["query"])
     assert {"budget", "Dana"} & sent and "about" not in sent, sent  # (a word no one searches by: `FUNCTION_WORDS`)
+    # a parameter of a form of its own (a date) is sent no word of a text: "until Stone" filters nothing
+    until = {
+        "type": "object",
+        "properties": {"until": {"type": "string", "description": "Show commits before this date"}},
+        "required": ["until"],
+    }
+    knowledge.seen.append(SeenValue(value="Bob Stone", field="author", call=1))
+    drawn = [knowledge.arguments("git_log", until, session=1, rng=random.Random(seed)) for seed in range(30)]
+    assert not any(d.arm == "word" for _, leaves in drawn for d in leaves), drawn
     note = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
     assert any(
         knowledge.arguments("add_note", note, session=1, rng=random.Random(seed))[0]["note"] == observation
