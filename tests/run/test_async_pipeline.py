@@ -215,7 +215,8 @@ def calculator_children() -> list[int]:
             cmd = (proc / "cmdline").read_bytes()
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == os.getpid() and b"mcprl.servers.calculator" in cmd:
+        # (the module run as the server: not the fork server of tests/server_fork.py, which imports it)
+        if ppid == os.getpid() and b"mcprl.servers.calculator" in cmd.split(b"\0"):
             found.append(int(proc.name))
     return found
 
