@@ -205,7 +205,7 @@ def wrapped_listing(data: Any) -> tuple[str, list[dict[str, Any]]] | None:
     if not isinstance(data, dict):
         return None
     lists = [(k, v) for k, v in data.items() if isinstance(v, list) and v and all(isinstance(d, dict) for d in v)]
-    rest = [v for k, v in data.items() if k not in {k for k, _ in lists}]
+    rest = [v for k, v in data.items() if not any(k == key for key, _ in lists)]
     about = all(
         v is None or isinstance(v, (bool, int, float)) or isinstance(v, str) and len(v.split()) > 3 for v in rest
     )

@@ -466,19 +466,16 @@ class Knowledge:
             # one word of a longer text, as a person searches ("Porto" of "Your flight to Porto is booked")
             # (of a text the server wrote: not one it was sent and says back, "Weekly report" of a task's name,
             # but for a search, which finds a record by any word of it)
-            arms["word"] = (
-                []
-                if not wordy
-                else [
-                    (w, v.call if v.session == session else None)
-                    for v in self.seen
-                    if isinstance(v.value, str)
-                    and " " in v.value.strip()
-                    and (searched or repr(v.value) not in self.said)
-                    for w in re.findall(r"[A-Za-z][A-Za-z'-]{3,}", v.value)
-                    if valid(w) and w.lower() not in FUNCTION_WORDS
-                ]
-            )
+            arms["word"] = [
+                (w, v.call if v.session == session else None)
+                for v in self.seen
+                if wordy
+                and isinstance(v.value, str)
+                and " " in v.value.strip()
+                and (searched or repr(v.value) not in self.said)
+                for w in re.findall(r"[A-Za-z][A-Za-z'-]{3,}", v.value)
+                if valid(w) and w.lower() not in FUNCTION_WORDS
+            ]
             arms["joined"] = [
                 (f"{base.rstrip('/')}/{listed}", call if s == session else None)
                 for base, names in self.listed.items()
