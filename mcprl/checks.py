@@ -70,11 +70,16 @@ def as_number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+# numbers equal but for float noise: a relative tolerance of 1e-9 would take a clock's seconds 1.8 s apart
+# (1796022807.35 and 1796022809.12) for one value, and a replay of a clock for the answer it gave
+REL_TOL = 1e-12
+
+
 def same_value(a: Any, b: Any) -> bool:
     """Equal as numbers when both read as numbers (so "42.0" matches 42), else as normalised text."""
     x, y = as_number(a), as_number(b)
     if x is not None and y is not None:
-        return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9)
+        return math.isclose(x, y, rel_tol=REL_TOL, abs_tol=1e-9)
     return normalize_text(str(a)) == normalize_text(str(b))
 
 
@@ -97,7 +102,10 @@ def holds_answer(text: str, answer: Any) -> bool:
     that rounds to it, `single`), anything else as whole words, both normalised."""
     number = as_number(answer)
     if number is not None:
-        return any(math.isclose(n, number, abs_tol=1e-9) or single(n) == number != int(number) for n in numbers(text))
+        return any(
+            math.isclose(n, number, rel_tol=REL_TOL, abs_tol=1e-9) or single(n) == number != int(number)
+            for n in numbers(text)
+        )
     needle = " ".join(words(str(answer)))
     return bool(needle) and f" {needle} " in f" {' '.join(words(text))} "
 

@@ -347,7 +347,9 @@ async def explore(
                 )
                 for c in landed:  # whole, not clipped: what a user needs to find and undo each
                     say(f"  {c.tool} {json.dumps(c.arguments, default=str)}")
-        for name in plan(number):
+        queue = plan(number)
+        opened = False  # whether a write of this session gave the tools that had not answered their turn
+        for name in queue:  # (a list that grows while walked: the turns a write gives come after it)
             if len(out.calls) >= budget:
                 return
             if name in retired:
@@ -384,6 +386,12 @@ async def explore(
                     fresh_reads[repr((name, args))] = made_call
                 continue
             wrote = True
+            # a write that gave values (a project registered, a connection opened) may make what the tools that have
+            # not answered yet need: they get a turn in this session after it, sent its values first (`state_from`)
+            if not opened and any(v.call == made_call.index for v in knowledge.seen):
+                opened = True
+                waiting = [n for n in order if n not in retired and n not in writers and not knowledge.logs[n].answered]
+                queue += waiting[:SESSION_CALLS]
             # its writes (or the server's, none having shown) changed no read so far (a sum, not a store): reading
             # back tells nothing
             if unchanged[name] >= QUIET_WRITES or not shown_any and unchanged.total() >= QUIET_SERVER:

@@ -45,6 +45,7 @@ import json
 import random
 import re
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +105,10 @@ PRIORS: dict[str, tuple[float, float]] = {
 }
 NAMED_RESULT_PRIOR = (3, 1)  # a result field whose name shares a word with the parameter's ("sku" -> `sku`)
 NUMERIC_RESULT_PRIOR = (2, 2)  # any number a result gave, for a number: a computed value fed on (a multi-step task)
+# a result field whose values have an id's form (letters and digits, one token: a commit's hash, "ws-101", a UUID):
+# what a tool that takes one thing's name is sent, before a field of names, dates or messages ("Bob Stone")
+ID_RESULT_PRIOR = (2, 1)
+ID_FORM = re.compile(r"(?!\d{4}-\d\d-\d\d)(?=[^\s]*\d)(?=[^\s]*[A-Za-z])[\w.:/-]{6,}")
 KNOWN_VALUES = 400  # values results held that are kept to draw from (the latest)
 LONG_VALUE = 80  # a longer text a result held is prose, not a value to pass on
 DRAWS = 8  # draws of a call before giving up on finding one not made yet
@@ -395,7 +400,7 @@ class Knowledge:
         arms = live
 
         def sample(arm: str) -> float:
-            a, b = self.prior(arm, name, numeric)
+            a, b = self.prior(arm, name, numeric, [v for v, _ in arms[arm]])
             won, lost = self.stats[name, arm]
             untried = any(repr(v) not in tried for v, _ in arms[arm])
             return rng.betavariate(a + won, b + lost) * (0.3 if (renew or path in fresh) and not untried else 1.0)
@@ -415,12 +420,14 @@ class Knowledge:
         value, parent = (untried[0] if arm == "probe" else rng.choice(untried)) if untried else rng.choice(options)
         return Drawn(path=path, name=name, arm=arm, value=coerce(value, schema), parent=parent)
 
-    def prior(self, arm: str, name: str, numeric: bool = False) -> tuple[float, float]:
-        """An arm's prior for a parameter (`PRIORS`), but for results of the parameter's name, and
-        results fed on to a number."""
+    def prior(self, arm: str, name: str, numeric: bool = False, values: Sequence[Any] = ()) -> tuple[float, float]:
+        """An arm's prior for a parameter (`PRIORS`), but for results of the parameter's name, results fed on to
+        a number, and results whose `values` (the arm's candidates, where known) have an id's form."""
         kind = arm.partition(".")[0]
         if named_result(arm, name):
             return NAMED_RESULT_PRIOR
+        if kind == "result" and not numeric and values and all(ID_FORM.fullmatch(str(v)) for v in values):
+            return ID_RESULT_PRIOR
         return NUMERIC_RESULT_PRIOR if kind == "result" and numeric else PRIORS[kind]
 
     def _arms(

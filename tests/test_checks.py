@@ -17,6 +17,7 @@ from mcprl.checks import (
     ServerCheck,
     holds_answer,
     numbers,
+    same_value,
 )
 from mcprl.errors import UserError
 from mcprl.types import Scenario, dump_jsonl, load_jsonl
@@ -111,3 +112,11 @@ def test_a_fraction_stored_in_single_precision_is_held_by_the_number_a_person_wr
     assert holds_answer("The ratio is 0.9.", 0.8999999761581421) and holds_answer("0.89999998", 0.8999999761581421)
     assert not holds_answer("The ratio is 0.91.", 0.8999999761581421) and not holds_answer("0.9", 0.8999999)
     assert not holds_answer("3.0000001", 3) and holds_answer("1e40 stars", 1e40)
+
+
+def test_a_clocks_seconds_a_moment_apart_are_two_values():
+    """A server's clock in seconds (1796022807.350497) read again 1.8 s later is another value, not the one answer
+    a replay gives back (a relative tolerance of 1e-9 took them for one), while float noise is still one value."""
+    assert not holds_answer("1796022809.123456", 1796022807.350497)
+    assert not same_value("1796022809.123456", 1796022807.350497)
+    assert holds_answer(str(0.1 + 0.2), 0.3) and same_value(0.1 + 0.2, 0.3) and same_value(1e40 * 3, 3e40)

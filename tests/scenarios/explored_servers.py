@@ -23,6 +23,8 @@ FOLDER = Path(__file__).resolve().parents[1] / "data" / "folder_server.py"
 NOTES_FOLDER = Path(__file__).resolve().parents[1] / "data" / "notes_folder_server.py"
 MANY_TOOLS = Path(__file__).resolve().parents[1] / "data" / "many_tools_server.py"
 TRACK_GAME = Path(__file__).resolve().parents[1] / "data" / "track_game_server.py"
+ORDERS = Path(__file__).resolve().parents[1] / "data" / "orders_server.py"
+WORKSPACES = Path(__file__).resolve().parents[1] / "data" / "workspace_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:

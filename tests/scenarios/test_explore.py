@@ -31,8 +31,10 @@ from tests.scenarios.explored_servers import (
     MANY_TOOLS,
     NOTES,
     NOTES_FOLDER,
+    ORDERS,
     SHOP,
     TRACK_GAME,
+    WORKSPACES,
     explore_and_ground,
     grounded_and_replayed,
     shop,
@@ -382,6 +384,36 @@ async def test_after_a_move_every_read_of_the_board_that_gives_data_is_made_agai
         earlier = [b for b in calls.values() if b.session == c.session and b.index < c.index]
         last_move = max(b.index for b in earlier if b.tool == "move" and not b.is_error)
         assert all(p > last_move for p in c.parents), (c.arguments, c.parents, last_move)
+
+
+async def test_reads_that_need_what_a_write_makes_are_called_after_it_with_what_it_gave():
+    """A server's reads work on a workspace one opens first, in the same process (a code server's registered
+    project). Exploring calls a session's writes last; once one answers with the id the reads take, the reads that
+    have not answered get their turn in that session, sent its id: each answers, chained to the write, and none is
+    called twice with one failed value."""
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {WORKSPACES}")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=40), seed=0, say=lambda _: None)
+    calls = {c.index: c for c in exploration.calls}
+    for tool in ("workspace_files", "workspace_size"):
+        answered = [c for c in calls.values() if c.tool == tool and not c.is_error and c.reads_back is None]
+        assert answered, exploration.summary()
+        for c in answered:
+            assert any(calls[p].tool == "open_workspace" and calls[p].session == c.session for p in c.parents), (
+                c.arguments,
+                c.sources,
+            )
+    failed = [call_key(c.tool, c.arguments) for c in calls.values() if c.is_error]
+    assert len(failed) == len(set(failed))
+
+
+@pytest.mark.parametrize("seed", range(4))
+async def test_a_tool_taking_one_things_name_is_sent_a_listings_id_before_its_names_dates_and_notes(seed):
+    """A listing's records hold a customer, a date, a note, a city, a status, a carrier and a reference of an id's
+    form; the tool taking one order names its parameter as no field is named. Of the values the listing gave, the
+    id-like ones are sent first: it answers within a few tries, whatever the seed."""
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {ORDERS}")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=12, retire_after=3), seed=seed, say=lambda _: None)
+    assert exploration.tools["order_detail"].answered, exploration.summary()
 
 
 async def test_a_server_of_many_tools_gets_a_working_call_on_each_and_writes_that_change_nothing_are_not_read_back():
