@@ -27,6 +27,9 @@ SENTENCE_WORDS = 8
 ANSWER_WORDS = 12  # words an answer may add around the value ("The confirmation code of the email is ZOE67V.")
 BASE64 = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
 EXPRESSION = re.compile(r"\d\s*[*/^]\s*[\w(]|[\w)]\s*[*/^]\s*\d")  # a number an operator joins to another term
+# a function applied to its arguments, the whole text: an expression left unevaluated (`Derivative(5, x)`), whose
+# numbers are what it was given, not what it came to
+APPLIED = re.compile(r"[A-Za-z_][\w.]*\(.*\)", re.S)
 
 
 def result_answer(text: str, sent: Sequence[str] = ()) -> Any | None:
@@ -83,7 +86,7 @@ def one_number(text: str, words: int | None = None) -> float | int | None:
     found = numbers(text)
     if len(found) != 1 or words is not None and len(re.findall(r"[A-Za-z]+", text)) > words:
         return None
-    if EXPRESSION.search(text):  # a term of an expression ("pi/4", "2*x"): not a value of its own
+    if EXPRESSION.search(text) or APPLIED.fullmatch(text.strip()):  # a term of an expression ("pi/4", "2*x")
         return None
     (value,) = found
     return int(value) if value.is_integer() else value

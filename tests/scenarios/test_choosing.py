@@ -248,12 +248,15 @@ def test_tasks_answered_by_zero_are_kept_only_where_no_other_is_left():
 def test_a_one_letter_or_yes_or_no_value_answers_no_task():
     """mcp-sympy's `Identity` of 5 printed "I", and a task asked for it: any reply with "I" in it held that answer;
     mcp-simple-timeserver's `dst_active` "No" a guess holds half the time. No task is answered by one letter or by
-    yes or no, whether the whole result or a field."""
+    yes or no, whether the whole result or a field; nor by a number of a function it left unevaluated
+    (`Derivative(5, x)`: the derivative of 2 + 3 is not 5)."""
     calls = [
         _call(0, "sympy_identity", {"n": 5}, "I"),
         _call(1, "get_unit", {"quantity": "temperature"}, json.dumps({"unit": "C", "name": "Celsius"})),
         _call(2, "get_current_time", {"timezone": "Europe/Warsaw"}, json.dumps({"dst_active": "No", "offset": 60})),
         _call(3, "sympy_atan", {"expr": "1"}, "pi/4"),  # ... nor a term of an expression: pi/4 answers no 4
+        # ... nor a number a function left unevaluated was given: the derivative of 5 is no 5
+        _call(4, "sympy_derivative", {"expr": "2 + 3", "variable": "x"}, "Derivative(5, x)"),
     ]
     tasks = [t for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
     assert tasks and all(len(str(t.answer)) > 1 and t.answer != "No" for t in tasks), [
