@@ -472,7 +472,8 @@ class Knowledge:
         if "string" in kinds or kinds == [None]:
             # one word of a longer text, as a person searches ("Porto" of "Your flight to Porto is booked")
             # (of a text the server wrote: not one it was sent and says back, "Weekly report" of a task's name,
-            # but for a search, which finds a record by any word of it)
+            # but for a search, which finds a record by any word of it); not a sentence's first word, an order's
+            # verb ("Send" of "Send the draft to Sam by Friday."), which no one searches notes by
             arms["word"] = [
                 (w, v.call if v.session == session else None)
                 for v in self.seen
@@ -480,7 +481,7 @@ class Knowledge:
                 and isinstance(v.value, str)
                 and " " in v.value.strip()
                 and (searched or repr(v.value) not in self.said)
-                for w in re.findall(r"[A-Za-z][A-Za-z'-]{3,}", v.value)
+                for w in re.findall(r"[A-Za-z][A-Za-z'-]{3,}", v.value)[1 if sentence(v.value) else 0 :]
                 if valid(w) and w.lower() not in FUNCTION_WORDS
             ]
             arms["joined"] = [

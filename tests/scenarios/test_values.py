@@ -283,9 +283,10 @@ def test_a_value_that_worked_is_varied_as_a_person_varies_it():
 
 
 def test_a_search_is_sent_a_word_of_a_sentence_a_result_held_never_the_whole_sentence():
-    """A knowledge graph's observation ("Ask Dana about the budget."), written by exploring and read back, is found
-    by a search for a word of it, as a person searches ("budget"), not by the whole sentence; a date takes no word of
-    it; a parameter that is no search (a note to store) may still take a sentence."""
+    """A knowledge graph's observation ("Check the budget with Dana."), written by exploring and read back, is found
+    by a search for a word of it, as a person searches ("budget"), not by the whole sentence nor its first word (an
+    order's verb, "Check"); a date takes no word of it; a parameter that is no search (a note to store) may still
+    take a sentence."""
     import random
 
     from mcprl.scenarios.values import Knowledge, SeenValue, sentence
@@ -295,7 +296,7 @@ def test_a_search_is_sent_a_word_of_a_sentence_a_result_held_never_the_whole_sen
         "properties": {"query": {"type": "string", "description": "The search query"}},
         "required": ["query"],
     }
-    observation = "Ask Dana about the budget."
+    observation = "Check the budget with Dana."
     knowledge = Knowledge([])
     knowledge.said.add(repr(observation))  # exploring wrote it: the server says it back
     knowledge.seen = [
@@ -303,11 +304,12 @@ def test_a_search_is_sent_a_word_of_a_sentence_a_result_held_never_the_whole_sen
         SeenValue(value="Dana", field="name", call=0),
     ]
     sent = set()
-    for seed in range(30):
+    for seed in range(200):  # (the words of a text are one source among several: enough draws to see them all)
         args, _ = knowledge.arguments("search_nodes", search, session=1, rng=random.Random(seed))
         assert not sentence(args["query"]), args
         sent.add(args["query"])
-    assert {"budget", "Dana"} & sent and "about" not in sent, sent  # (a word no one searches by: `FUNCTION_WORDS`)
+    # (not a word no one searches by: `FUNCTION_WORDS`, or the order's verb a sentence starts with)
+    assert {"budget", "Dana"} & sent and not {"with", "Check"} & sent, sent
     # a parameter of a form of its own (a date) is sent no word of a text: "until Stone" filters nothing
     until = {
         "type": "object",
