@@ -27,12 +27,14 @@ from mcprl.scenarios.phrasing import (
     value_text,
 )
 from mcprl.scenarios.results import (
+    ID_FORM,
     ISO_DATE,
     counted,
     result_data,
     result_records,
     result_values,
     sentence_fields,
+    server_text,
     wrapped_listing,
 )
 from mcprl.types import Scenario
@@ -86,11 +88,14 @@ def field_tasks(
     topic = words_given[0] if listing and len(args) == 1 and words_given and not queries else None
     out: list[Scenario] = []
     # a dated listing's first and last lines by their place ("the latest commit"); only its first, "the first one
-    # listed", where its dates are in no order
+    # listed", where its dates are in no order, or the client cut it (its last line shown is not the last one)
     places: dict[int, str] = {}
+    cut = server_text(call.data)[1]
     if listing and saying is not None:
         if (order := _date_order(records)) is not None:
             places = {0: f"{order[0]} {kind or 'one'}", len(records) - 1: f"{order[1]} {kind or 'one'}"}
+            if cut:
+                del places[len(records) - 1]
         elif any(ISO_DATE.search(str(v)) for _, v in records[0]):
             places = {0: "first one listed"}
     for at in rng.sample(range(len(records)), min(2, len(records))):
@@ -167,7 +172,11 @@ def field_tasks(
                 given = [value_text(v) for v in args.values() if not shaped(v)]
                 alone = kind is not None and not given and at == 0
                 task = _worded(saying.asks_record(asked, f"of the {place}", alone), given, asked)
-            elif listing and saying is not None and (key := _identifying(record, records, field, unasked)) is not None:
+            elif (
+                listing
+                and saying is not None
+                and (key := _identifying(record, records, field, unasked, cut)) is not None
+            ):
                 # a line of a listing without a name: picked out by a field that no other line shares, as the thing
                 # the line is where that is known ("of the commit whose message is ...", "of commit a1b2")
                 given = [value_text(key[1]), *(value_text(v) for v in args.values() if not shaped(v))]
@@ -296,10 +305,11 @@ def _date_order(records: list[list[tuple[str, Any]]]) -> tuple[str, str] | None:
 
 
 def _identifying(
-    record: list[tuple[str, Any]], records: list[list[tuple[str, Any]]], field: str, unasked: set[str]
+    record: list[tuple[str, Any]], records: list[list[tuple[str, Any]]], field: str, unasked: set[str], cut: bool
 ) -> tuple[str, Any] | None:
     """A field of `record` (not `field`, nor one of `unasked`: a flag, a position) whose value no other record of
-    the listing has: a name first, else an id, a hash or a uuid last (no one says those from memory)."""
+    the listing has: a name first, else an id, a hash or a uuid last (no one says those from memory). Of a listing
+    the client `cut`, only a value of an id's form: an author no other line shown has may have more lines unshown."""
     options = []
     for k, v in record:
         if (
@@ -309,6 +319,7 @@ def _identifying(
             and isinstance(v, (str, int, float))
             and len(str(v)) <= 40
             and sum(any(k2 == k and str(v2) == str(v) for k2, v2 in other) for other in records) == 1
+            and (not cut or ID_FORM.fullmatch(str(v)) is not None)
         ):
             hexadecimal = re.fullmatch(r"[0-9a-fA-F-]{12,}", str(v)) is not None
             options.append((hexadecimal, not re.search(r"[A-Za-z]{3}", str(v)), k, v))

@@ -8,10 +8,14 @@ Exploration feeds the values on to later calls (mcprl.scenarios.explore); ground
 from __future__ import annotations
 
 import ast
+import contextlib
 import csv
 import json
 import re
 from typing import Any
+
+from partial_json_parser import Allow
+from partial_json_parser import loads as loads_partial
 
 from mcprl.checks import same_value
 from mcprl.scenarios.lexicon import LINKS, participle
@@ -26,6 +30,8 @@ NOTHING = re.compile(
     r"|(?:none|null|undefined|nan|notimplemented)\b|set\(\)|\[\]|\{\}|\(\))\W*",
     re.I,
 )
+# a value of an id's form: one token of letters and digits, not a date (a commit's hash, "ws-101", a UUID, "SKU-1234")
+ID_FORM = re.compile(r"(?!\d{4}-\d\d-\d\d)(?=[^\s]*\d)(?=[^\s]*[A-Za-z])[\w.:/-]{6,}")
 MESSAGE = re.compile(
     r"[^\n|]*\w \w[^\n|]*[.!]"
 )  # a result that is one sentence ("No items match."): a message, not data
@@ -79,6 +85,13 @@ def result_data(text: str, structured: Any) -> Any:
         return json.loads(text)
     except ValueError:
         pass
+    kept, cut = server_text(text)
+    if cut and kept.lstrip()[:1] in ("[", "{"):
+        # JSON the client cut: its complete values (no string or number cut short, no object or list closed
+        # early but the outer ones), and of a list not its last item, which may have been cut mid-record
+        with contextlib.suppress(ValueError, RecursionError):
+            data = loads_partial(kept, Allow.OBJ | Allow.ARR)
+            return data[:-1] if isinstance(data, list) else data
     if text.lstrip()[:1] in ("[", "{", "("):
         try:
             return ast.literal_eval(text.strip())

@@ -67,7 +67,7 @@ from mcprl.scenarios.lexicon import (
     words_of,
     written,
 )
-from mcprl.scenarios.results import MESSAGE, NOTHING
+from mcprl.scenarios.results import ID_FORM, MESSAGE, NOTHING
 from mcprl.scenarios.value_sources import (
     QUOTED,
     coerce,
@@ -108,7 +108,6 @@ NUMERIC_RESULT_PRIOR = (2, 2)  # any number a result gave, for a number: a compu
 # a result field whose values have an id's form (letters and digits, one token: a commit's hash, "ws-101", a UUID):
 # what a tool that takes one thing's name is sent, before a field of names, dates or messages ("Bob Stone")
 ID_RESULT_PRIOR = (2, 1)
-ID_FORM = re.compile(r"(?!\d{4}-\d\d-\d\d)(?=[^\s]*\d)(?=[^\s]*[A-Za-z])[\w.:/-]{6,}")
 KNOWN_VALUES = 400  # values results held that are kept to draw from (the latest)
 LONG_VALUE = 80  # a longer text a result held is prose, not a value to pass on
 DRAWS = 8  # draws of a call before giving up on finding one not made yet

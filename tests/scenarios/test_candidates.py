@@ -281,6 +281,38 @@ def test_a_listing_cut_by_max_result_chars_grounds_each_field_in_its_own_record(
         assert t.reference[0].result == listing.text
 
 
+def test_a_json_listing_cut_by_max_result_chars_is_its_whole_records_and_its_last_shown_is_not_the_earliest():
+    """A JSON listing of commits, newest first, cut mid-record by the client: its records are the ones shown whole
+    (not its lines, `"sha": "c1f0...",`), and its values, not its lines, feed calls. Each task's answer is a field of
+    every record that has what the task names, in the whole listing (an author the lines shown have once may have
+    more lines unshown: a record is picked out by an id then), and none asks for the earliest commit: the last one
+    shown is not the last one there is."""
+    import json
+
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+    from mcprl.scenarios.results import result_values
+    from mcprl.tools.convert import _BoundedText
+
+    subjects = "Bump version,Fix rounding,Add forecast,Add alerts,Fix typo,Add tests,Drop Python 3.9,Add CLI".split(",")
+    commits = [
+        {"sha": f"c{i:02d}f0a9b{i}e", "author": name, "date": f"2024-03-{28 - 2 * i:02d}", "subject": subject}
+        for i, (name, subject) in enumerate(zip(["Ann Lee", "Bob Stone", "Carla Diaz", "Dan Wu"] * 2, subjects))
+    ]
+    bounded = _BoundedText(700)
+    bounded.add(json.dumps(commits, indent=2))
+    log = ExploredCall(index=0, session=0, tool="git_log", arguments={}, text=bounded.text())
+    assert log.text.endswith("more characters]")
+    values = [v for _, v in result_values(log.data, None)]
+    assert values and all(any(v == x for c in commits for x in c.values()) for v in values), values
+    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=[log]), {}, seed=seed)]
+    assert tasks
+    for t in tasks:
+        assert "earliest" not in t.task and "oldest" not in t.task, t.task
+        named = [c for c in commits if all(g in map(str, c.values()) for g in t.metadata.get("given", []))]
+        assert named and all(t.answer in c.values() for c in named), (t.task, t.answer)
+
+
 def test_prose_states_labelled_values_and_a_listing_may_end_with_a_note():
     """A message's body says what a person asks about ("Confirmation code: ZOE67V.", "Your
     reservation number is 4F2A9C01."); a search's listing ends with a note that is not a record;
