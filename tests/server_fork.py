@@ -6,9 +6,10 @@ pytest each worker starts one fork server (`fork_server`, tests/conftest.py) tha
 script calls `hand_over()` first thing: when the process that started it (the test's, over the SDK's real stdio
 pipes) has a fork server, the script hands it its argv, working directory, environment and stdin/stdout/stderr, and
 the fork server forks a child that runs the script as `__main__` on those very pipes; the script's own process only
-waits and exits with the child's status (killed, it takes the child with it). Anywhere else (a `mcprl` subprocess
-or a Ray worker started the server, another python, a library preloaded by exec such as libfaketime's moved clock)
-the script runs as it is. Standard library only: it runs before anything else the script imports.
+waits and exits with the child's status (killed, it takes the child with it). A server that a subprocess of the test
+started (a `mcprl` run, a script) is forked by the test's fork server too. Anywhere else (a Ray worker started the
+server, another python, a library preloaded by exec such as libfaketime's moved clock) the script runs as it is.
+Standard library only: it runs before anything else the script imports.
 
 A shipped server runs through it as `shipped(NAME)` (tests/data/shipped_server.py, for `python -m
 mcprl.servers.NAME`), another environment's console script as `console(BIN, NAME)` (tests/data/console_server.py)
@@ -40,8 +41,10 @@ def hand_over() -> None:
     if FORKED or "LD_PRELOAD" in os.environ:  # (libfaketime's moved clock, say: loaded by exec, never by a fork)
         return
     path = _socket_path(os.getppid())
-    if not os.path.exists(path):
-        return
+    if not os.path.exists(path):  # a server that a subprocess of the test started: the test's fork server
+        path = _socket_path(_parent_of(os.getppid()))
+        if not os.path.exists(path):
+            return
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(path)
@@ -59,6 +62,14 @@ def hand_over() -> None:
         conn.close()
         return
     os._exit(int(reply) if reply.strip() else 1)
+
+
+def _parent_of(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _python() -> list[str]:

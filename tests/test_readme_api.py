@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.server_fork import shipped
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -18,6 +20,11 @@ def test_the_readme_api_example_trains_a_step(tmp_path, tiny_model_dir):
     code = re.search(r"```python\n(.*?)```", section, re.S)[1]
     assert "from mcprl." not in code and "import mcprl." not in code  # the public API only
     code = code.replace('"smollm2-135m"', repr(str(tiny_model_dir))).replace("range(3)", "range(1)")
+    # the calculator module, a process per rollout still, forked from the test's fork server (tests/server_fork.py):
+    # sixteen rollouts' servers, ~1.5 s of CPU of imports each started afresh
+    calculator = '"python -m mcprl.servers.calculator"'
+    assert calculator in code
+    code = code.replace(calculator, repr(shipped("calculator")))
     r = subprocess.run(
         [sys.executable, "-c", code],
         env={**os.environ, "MCPRL_HOME": str(tmp_path)},

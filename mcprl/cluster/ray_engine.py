@@ -16,11 +16,11 @@ with the reason in its `exceptions`, not trained on) rather than killing workers
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -39,8 +39,6 @@ except ImportError:  # the local engine never gets here; say how to get the extr
 from mcprl.backends.base import Placement
 from mcprl.cluster import actors
 from mcprl.cluster.actors import where
-from mcprl.cluster.replicas import PolicyReplicas
-from mcprl.cluster.trainer import RemoteTrainer
 from mcprl.model.trainable import Model
 from mcprl.model.trainable import Model as PlainModel
 from mcprl.rollout import agents
@@ -53,6 +51,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from mcprl.cluster import ClusterConfig
+    from mcprl.cluster.replicas import PolicyReplicas
+    from mcprl.cluster.trainer import RemoteTrainer
     from mcprl.model.trainable import TrainableModel
 
 MAX_RERUNS = 2  # times a group is handed out again after its worker died running it
@@ -65,8 +65,9 @@ class RolloutWorker:
         if os.path.isdir(cwd):  # a module:function agent imports from the driver's directory, when the node has it
             os.chdir(cwd)
         self.server, self.agent_spec = server, agent
-        self.stack = AsyncExitStack()
         self.pool = self.agent = None
+        self._owner: asyncio.Task | None = None  # the task that entered the pool, and leaves it at `close`
+        self._closing = asyncio.Event()
 
     async def start(self) -> dict[str, Any]:
         """Open the MCP tools on this node and load the agent: where this worker runs, or what failed."""
@@ -74,7 +75,7 @@ class RolloutWorker:
         try:
             server = ServerConfig.model_validate(self.server)
             if server.connects:  # the spec is parsed here: `python` is this node's interpreter
-                self.pool = await self.stack.enter_async_context(ToolPool(server.spec()))
+                self.pool = await self._hold(ToolPool(server.spec()))
             self.agent = agents.load(self.agent_spec)
         except UserError as e:
             return {**here, "error": str(e)}
@@ -98,8 +99,29 @@ class RolloutWorker:
         )
         return group.model_dump(mode="json")
 
+    async def _hold(self, pool: ToolPool) -> ToolPool:
+        """Enter `pool` in a task of its own, which leaves it at `close`: Ray runs each call of an async actor as
+        a task of its own, and a pool's shared session (`per_rollout` off) lives in a task group that the task
+        which entered it must exit."""
+        opened: asyncio.Future[ToolPool] = asyncio.get_running_loop().create_future()
+
+        async def own() -> None:
+            try:
+                async with pool:
+                    opened.set_result(pool)
+                    await self._closing.wait()
+            except BaseException as e:
+                if opened.done():
+                    raise
+                opened.set_exception(e)
+
+        self._owner = asyncio.create_task(own())
+        return await opened
+
     async def close(self) -> None:
-        await self.stack.aclose()
+        self._closing.set()
+        if self._owner is not None:
+            await self._owner
 
 
 @dataclass
@@ -279,6 +301,8 @@ class RayRollouts:
         """The Runtime's endpoint factory (`StartEndpoint`) for `policy_replicas` replicas of `model`'s base."""
 
         async def start(trainer: Any) -> PolicyReplicas:  # the replicas load their own copy of the base model
+            from mcprl.cluster.replicas import PolicyReplicas
+
             self.replicas = PolicyReplicas(self.config, model.base_model, model.lora.rank, say=self.say)
             try:
                 await self.replicas.start()
@@ -293,6 +317,8 @@ class RayRollouts:
         """The Runtime's trainer factory (`LoadTrainer`) for a trainer actor of `model` (blocks)."""
 
         def load(checkpoint: Path | None) -> RemoteTrainer:
+            from mcprl.cluster.trainer import RemoteTrainer
+
             self.trainer = RemoteTrainer(self.config, model, checkpoint, dtype)
             self.say(f"trainer actor on Ray node {self.trainer.where['node'][:8]} (pid {self.trainer.where['pid']})")
             return self.trainer

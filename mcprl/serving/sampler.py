@@ -141,6 +141,9 @@ def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], 
     out_lp: list[list[float]] = [[] for _ in rows]
     finish: list[str | None] = [None] * b
     text_end: list[int | None] = [None] * b
+    # The rows still sampling, by index into `rows`: once a row finishes it leaves the batch (its KV cache
+    # rows, mask and settings dropped), so a batch whose rows end early stops computing for them.
+    live = list(range(b))
     for _ in range(budget):
         logits = logits.float()
         # Logprobs under the policy's distribution at the row's settings (vLLM's processed_logprobs):
@@ -154,9 +157,7 @@ def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], 
             probs.masked_fill(scaled < truncation_cut(scaled, **truncation).unsqueeze(-1), 0.0) if truncated else probs
         )
         if constrained:  # draw among the tokens each row's grammar allows, truncated among those
-            allowed = allowed_tokens(
-                [r.constraint if finish[i] is None else None for i, r in enumerate(rows)], logits.shape[-1]
-            )
+            allowed = allowed_tokens([rows[i].constraint for i in live], logits.shape[-1])
             blocked = ~allowed.to(logits.device)
             logits = logits.masked_fill(blocked, float("-inf"))  # for the greedy rows' argmax
             masked = scaled.masked_fill(blocked, float("-inf"))
@@ -175,17 +176,16 @@ def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], 
             chosen_lp -= mass.log()
         chosen_lp = chosen_lp.tolist()
         chosen = next_ids.tolist()
-        for i, r in enumerate(rows):
-            if finish[i] is not None:
-                continue
+        for j, i in enumerate(live):
+            r = rows[i]
             if r.cancelled is not None and r.cancelled.is_set():
                 finish[i] = "cancelled"
                 continue
-            tok = chosen[i]
+            tok = chosen[j]
             out_ids[i].append(tok)
             if r.constraint is not None:
                 r.constraint.advance(tok)
-            out_lp[i].append(chosen_lp[i])
+            out_lp[i].append(chosen_lp[j])
             if tok in eos_ids:
                 finish[i] = "stop"
             elif r.stop and decode is not None:
@@ -195,9 +195,17 @@ def sample(model, rows: list[SampleRequest], *, pad_id: int, eos_ids: set[int], 
                     finish[i], text_end[i] = "stop", min(hits)
             if finish[i] is None and len(out_ids[i]) >= r.max_new_tokens:
                 finish[i] = "length"
-        if all(f is not None for f in finish):
+        keep = [j for j, i in enumerate(live) if finish[i] is None]
+        if not keep:
             break
-        mask = torch.cat([mask, torch.ones((b, 1), dtype=mask.dtype, device=device)], dim=-1)
+        if len(keep) < len(live):  # the finished rows leave the batch
+            live = [live[j] for j in keep]
+            index = torch.tensor(keep, device=device)
+            cache.batch_select_indices(index)
+            mask, positions, next_ids, temps = mask[index], positions[index], next_ids[index], temps[index]
+            truncation = {k: v[index] for k, v in truncation.items()}
+            generators = [generators[j] for j in keep]
+        mask = torch.cat([mask, torch.ones((len(live), 1), dtype=mask.dtype, device=device)], dim=-1)
         positions = positions[:, -1:] + 1
         logits = next_logits(
             input_ids=next_ids.unsqueeze(-1), attention_mask=mask, position_ids=positions, past_key_values=cache

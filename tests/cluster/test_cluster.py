@@ -86,6 +86,9 @@ def train_in_process(home: Path, tiny_model_dir: Path, name: str, during=None, k
         None,
         {
             "server.target": "python -m mcprl.servers.calculator",
+            # the calculator keeps no state: one server per worker serves its rollouts, not a process each
+            # (~1.5 s of CPU to start, ten or more a run)
+            "server.per_rollout": False,
             "scenarios.tasks": "calculator",
             "scenarios.n": 12,
             "scenarios.val_size": 1,
@@ -305,3 +308,15 @@ async def test_a_worker_started_before_grounding_runs_against_the_server_as_grou
             assert (await session.call("add_note", {"text": "x"})).is_error
     finally:
         await worker.close()
+
+
+def test_a_rollout_worker_imports_no_torch():
+    """A Ray actor imports the module its class is defined in: the rollout workers' (ray_engine) leaves the
+    policy replicas' and the trainer actor's modules, and torch with them, to those actors (~7 s of CPU per
+    worker process)."""
+    code = "import sys, mcprl.cluster.ray_engine; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )

@@ -297,6 +297,41 @@ def test_shared_prefix_batch_equals_rows_sampled_alone(engine):
         assert got.logprobs == pytest.approx(alone.logprobs, abs=1e-4)
 
 
+def test_a_finished_row_leaves_the_batch_and_the_others_sample_as_alone(engine):
+    """A row that ends (its budget, here) is no longer computed: each decoding step's forward gets the rows
+    still sampling, and those draw what they would alone (greedy, top-p and plain rows, prompts of unequal
+    lengths)."""
+    from mcprl.serving.sampler import SampleRequest, sample
+
+    rows = [
+        SampleRequest([100, 101, 102], 2, seed=0),
+        SampleRequest([100, 103], 5, temperature=0.0),
+        SampleRequest([104, 105, 106, 107, 108], 3, top_p=0.9, seed=2),
+        SampleRequest([109], 7, temperature=0.7, seed=3),
+    ]
+    kw = dict(pad_id=engine.pad_id, eos_ids=set())
+    decoder = engine.model.get_decoder()
+    sizes: list[int] = []
+
+    def record(_module, _args, kwargs):  # the sampler's forwards (the LM head's one-time check keeps no cache)
+        if kwargs.get("past_key_values") is not None:
+            sizes.append(kwargs["input_ids"].shape[0])
+
+    hook = decoder.register_forward_pre_hook(record, with_kwargs=True)
+    try:
+        together = sample(engine.model, rows, **kw)
+    finally:
+        hook.remove()
+    # the prefill draws token 1, each later forward one more: the 2-token row gone from the 3rd, the 3-token
+    # row from the 4th, the 5-token row from the 6th
+    assert sizes == [4, 4, 3, 2, 2, 1, 1]
+    assert [len(s.token_ids) for s in together] == [2, 5, 3, 7]
+    for row, got in zip(rows, together):
+        (alone,) = sample(engine.model, [row], **kw)
+        assert got.token_ids == alone.token_ids and got.finish_reason == alone.finish_reason == "length"
+        assert got.logprobs == pytest.approx(alone.logprobs, abs=1e-4)
+
+
 def test_sampled_logprobs_are_under_the_distribution_drawn_from(engine):
     """Each token's recorded logprob is log softmax(logits / T) of the sampled token, minus the log
     of the top-p set's mass when top_p < 1 (vLLM's processed_logprobs), for rows of one batch with
