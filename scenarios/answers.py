@@ -28,7 +28,7 @@ from mcprl.checks import holds_answer
 from mcprl.scenarios.explored import Exploration, ExploredCall
 from mcprl.scenarios.isolation import may_write
 from mcprl.scenarios.replay import REPLAYS_AT_ONCE, chain_of, needed, text_parameter
-from mcprl.scenarios.results import found_nothing, result_records, result_values
+from mcprl.scenarios.results import ID_LIKE, found_nothing, result_records, result_values
 from mcprl.tools import ServerGone
 from mcprl.types import ReferenceCall, Scenario
 
@@ -38,8 +38,7 @@ if TYPE_CHECKING:
 FURTHER_CALLS = 24  # calls made besides the exploration's, for tasks none of whose candidates takes a stated value
 VALUES_PER_TASK = 3  # values a task states that further calls are made with, longest first
 REPLAYS_PER_TASK = 3  # candidates replayed per task before it is given none
-# an id a task states: letters and digits joined ("SKU-3486", "A4", "order_17"), or a quoted string
-ID_LIKE = re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]*\b")
+# an id a task states: letters and digits joined (`ID_LIKE`), or a quoted string
 QUOTED = re.compile(r"[\"“']([^\"”']{2,60})[\"”']")
 UNANSWERED_KINDS = ("python", "server", "regex")  # checks that state no value a result could hold
 

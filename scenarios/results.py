@@ -30,7 +30,10 @@ NOTHING = re.compile(
     r"|(?:none|null|undefined|nan|notimplemented)\b|set\(\)|\[\]|\{\}|\(\))\W*",
     re.I,
 )
-# a value of an id's form: one token of letters and digits, not a date (a commit's hash, "ws-101", a UUID, "SKU-1234")
+# the shapes of ids, letters and digits joined: one found in words ("SKU-3486", "A4", "order_17" in a task), and a
+# value that is one whole, long enough not to be a code of a few characters and not a date (a commit's hash, "ws-101",
+# a UUID, "v1.2.0")
+ID_LIKE = re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]*\b")
 ID_FORM = re.compile(r"(?!\d{4}-\d\d-\d\d)(?=[^\s]*\d)(?=[^\s]*[A-Za-z])[\w.:/-]{6,}")
 MESSAGE = re.compile(
     r"[^\n|]*\w \w[^\n|]*[.!]"
@@ -85,14 +88,14 @@ def result_data(text: str, structured: Any) -> Any:
         return json.loads(text)
     except ValueError:
         pass
-    kept, cut = server_text(text)
-    if cut and kept.lstrip()[:1] in ("[", "{"):
+    opening = text.lstrip()[:1]
+    if opening in ("[", "{") and (cut := server_text(text))[1]:
         # JSON the client cut: its complete values (no string or number cut short, no object or list closed
         # early but the outer ones), and of a list not its last item, which may have been cut mid-record
         with contextlib.suppress(ValueError, RecursionError):
-            data = loads_partial(kept, Allow.OBJ | Allow.ARR)
+            data = loads_partial(cut[0], Allow.OBJ | Allow.ARR)
             return data[:-1] if isinstance(data, list) else data
-    if text.lstrip()[:1] in ("[", "{", "("):
+    if opening in ("[", "{", "("):
         try:
             return ast.literal_eval(text.strip())
         except (ValueError, SyntaxError, MemoryError, RecursionError):
