@@ -116,6 +116,8 @@ def candidates(
     # where each session starts from fresh state and no write outlives it, the environment may make a session's
     # writes again before an episode: what a read said after them is a question too (a store that starts empty)
     prepares = exploration.isolated and not exploration.outlived
+    # writes that are no step of a task: those that stayed past the process, and those that changed the user's files
+    stays = {*exploration.outlived, *exploration.withheld}
     # a field that held one value in every record a tool returned ("To: <the user>") tells no record apart; one that
     # held only 0 and 1 (a flag: SQLite's `pk`) or counted its records from 0 (a position: `cid`) is no fact a person
     # asks for
@@ -206,21 +208,22 @@ def candidates(
 
     out: list[Scenario] = []
     for call in calls:
-        if call.reads_back is not None:  # what a write changed: a task to make it
-            if not exploration.outlived:  # ... where a rollout may write: not where its write would stay
-                if (found := changes.get(call.index)) is not None:
-                    write, changed = found
-                    changed = [v for v in changed if str(v) not in any_write[write.tool]]
-                    out += _write_tasks(calls, call, write, changed, say, rng, prepares)
+        if call.reads_back is not None:  # what a write changed: a task to make it, where a rollout may make it
+            if (found := changes.get(call.index)) is not None and found[0].tool not in stays:
+                write, changed = found
+                changed = [v for v in changed if str(v) not in any_write[write.tool]]
+                out += _write_tasks(calls, call, write, changed, say, rng, prepares)
             if not prepares:  # ... and, where the environment may make that write, a question on what it left
                 continue
         if call.is_error or found_nothing(call.data):  # (a filter that matched nothing: its zeros are no answer)
             continue
         call = plainest(call)
         chain = chain_of(calls, call)
-        if any(c.is_error or c.tool in exploration.outlived for c in chain):  # a write that stays is no step to repeat
+        if any(c.is_error or c.tool in stays for c in chain):  # a write that stays is no step to repeat
             continue
         state = state_of(calls, chain) if prepares else None
+        if state and any(c.tool in stays for c in state):  # nor one to make before an episode
+            continue
         # a query (an SQL statement) is never pasted into a task: a call of one the lexicon knows is asked about by
         # what it means (`lexicon.question`, `lexicon.about`); one it does not know grounds only tasks that state
         # no call (a record asked for by its name)

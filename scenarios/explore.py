@@ -4,7 +4,11 @@ from this record.
 
 Which tools are called: `mcprl.scenarios.isolation` (a tool that may write only where each session
 gets a fresh server). Nor is a server taken as isolated whose fresh session, once a write answered,
-reads otherwise than the first one did (a file of its own): its writes stop there. The session of
+reads otherwise than the first one did (a file of its own): its writes stop there. A server run on copies of the
+user's files (`ServerSpec.private_copy`) is isolated, and a tool whose write changed the files there is retired
+after it (`Exploration.withheld`): a task does not ask to change the user's repository or database, while a
+write kept in the server's process (a project registered, a working folder set) is explored on; a tool never
+seen answering there is withheld too (what it would change is not known). The session of
 that first write, and the one checking after it, run with a home folder of their own
 (`ServerSpec.private_home`), where the server reads as it did in the user's: a server that keeps its
 state under the home (`~/.local/share/<app>`) writes into that one, is then given one per session
@@ -27,7 +31,8 @@ what was seen done), but the reads repeated after a write to see what it changed
 found to change nothing read back); a tool whose last `retire_after` calls failed, or that has nothing
 new to be sent, gets no more calls, and the record says which errors it gave and which sources were tried.
 
-Bounds: `calls` in all (`ExploreConfig.budget`: more on a server of many tools), `minutes` of wall
+Bounds: `calls` in all (`ExploreConfig.budget`: more on a server of many tools; by default a quarter more for the
+writes on copies of the user's files, which a set budget shares), `minutes` of wall
 time, `call_timeout` per call (a tool that hangs is skipped from then on), `rate` calls a second at
 most; an error that asks to slow down (HTTP 429, "rate limit") backs off. Results are cut like the
 model's (`ServerSpec.max_result_chars`).
@@ -57,6 +62,7 @@ from mcprl.scenarios.values import Drawn, Knowledge
 from mcprl.tools import ServerGone, redact_model
 from mcprl.tools import ToolPool as Pool
 from mcprl.tools.convert import inlined
+from mcprl.tools.copies import files_of
 from mcprl.types import dump_jsonl
 
 if TYPE_CHECKING:
@@ -69,6 +75,8 @@ QUIET_WRITES = 2  # writes of a tool that changed none of the reads made again a
 # compute rather than store (named like writes, unannotated), read back after no more writes
 QUIET_SERVER = 4
 PERSISTENCE_READS = 2  # reads that showed a write, asked again in a fresh session: did the state outlive it?
+WRITE_SHARE = 0.25  # of the calls, for writes on copies of the user's files (`ServerSpec.private_copy`)
+CORRECTIONS = 3  # calls made again, in turn, with the values an error named for the parameter it blamed
 BACKOFF_S = (2.0, 5.0, 15.0)  # waits after errors that ask to slow down, in turn
 
 
@@ -114,6 +122,11 @@ async def explore(
     spec = pool.spec.model_copy(update={"call_timeout": cfg.call_timeout})
     explorer = Pool(spec, per_rollout=pool.per_rollout)  # fresh temp dirs for stdio sessions
     writers = frozenset(name for name, tool in tools.items() if may_write(tool))
+    # on a server run on copies of the user's files what tasks ask about is there already: writes are explored for
+    # what they open (a project registered, a working folder set), within a share of the calls: one beyond the
+    # default budget, so that the reads keep theirs (of a budget the user set, a share of it)
+    write_calls = int(budget * WRITE_SHARE) if pool.spec.private_copy and writers else budget
+    budget += write_calls if write_calls < budget and cfg.calls is None else 0
     context = context_values(pool.toolset.spec, pool.toolset.resources, pool.toolset.resource_templates)
     names = {t["name"] for t in pool.toolset.mcp_tools}
     names |= {k for t in pool.toolset.mcp_tools for k in (t.get("inputSchema") or {}).get("properties") or {}}
@@ -167,6 +180,8 @@ async def explore(
             text="",
             **fields,
         )
+        # a write on copies of the user's files (`ServerSpec.private_copy`): what it changed there, compared
+        held = files_of(session.copies) if name in writers and session.copies else None
         try:
             outcome = await session.call(name, args)
         except ServerGone as e:
@@ -194,6 +209,10 @@ async def explore(
             }
         )
         out.calls.append(made)
+        if held is not None and not outcome.is_error and name not in out.withheld and files_of(session.copies) != held:
+            # it changed the files the server works on: no task asks to change the user's repository or database
+            out.withheld.append(name)
+            retired[name] = "changed the files the server works on (in a copy of them)"
         if outcome.is_error and RATE_LIMITED.search(outcome.text):  # not the arguments' fault: slow down
             await anyio.sleep(BACKOFF_S[min(backoffs, len(BACKOFF_S) - 1)])
             backoffs += 1
@@ -352,6 +371,9 @@ async def explore(
         for name in queue:  # (a list that grows while walked: the turns a write gives come after it)
             if len(out.calls) >= budget:
                 return
+            if name in writers and sum(knowledge.logs[w].calls for w in writers) >= write_calls:
+                for writer in writers - set(retired):
+                    retired[writer] = f"the share of calls for writes ({write_calls}) was used"
             if name in retired:
                 continue
             drawn = await arguments(name, number, rng)
@@ -368,14 +390,22 @@ async def explore(
             made_call = await call(session, number, name, args, leaves)
             if made_call is None:
                 return
-            if made_call.is_error and len(out.calls) < budget:
-                # made again once, as a person who read the error would: with the value it named for what it blamed
+            # made again as a person who read the error would: with the values it named for what it blamed, in turn
+            # while each fails blaming nothing else ("the columns: customer, item, quantity", then "could not convert
+            # 'Ana Ruiz'"), CORRECTIONS at most
+            hint = knowledge.hints.get(name)
+            for _ in range(CORRECTIONS if made_call.is_error else 0):
                 again = knowledge.corrected(name, tools[name].get("inputSchema") or {}, args, leaves)
-                if again is not None:
-                    args = again[0]
-                    made_call = await call(session, number, name, *again)
-                    if made_call is None:
-                        return
+                if again is None or len(out.calls) >= budget:
+                    break
+                args, leaves = again
+                made_call = await call(session, number, name, args, leaves)
+                if made_call is None:
+                    return
+                if not made_call.is_error:
+                    break
+                if hint is not None:  # (an error blaming a parameter again says what to send next itself)
+                    knowledge.hints.setdefault(name, hint)
             if made_call.is_error:
                 continue
             if name in writers and homes == "trial" and session.home is not None and not home_wrote:
@@ -459,6 +489,8 @@ async def explore(
                 if len(out.calls) == before and all(knowledge.logs[n].exhausted for n in tools if n not in retired):
                     break  # nothing new to send to any tool
     out.seconds = time.monotonic() - started
+    if pool.spec.private_copy:  # a write never seen answering: what it would change in the user's files is not known
+        out.withheld += sorted(w for w in writers if not knowledge.logs[w].answered and w not in out.withheld)
     # a write that landed under the home it was given, the check after it not made (the budget ran out): a home of
     # each session's own is the safe side
     out.private_home = out.private_home or homes == "trial" and bool(home_wrote)

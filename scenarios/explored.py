@@ -82,6 +82,12 @@ class Exploration(BaseModel):
         description="the tools that may write, retired when the server's state outlived its process (a file of its "
         "own): a rollout must not call them either",
     )
+    withheld: list[str] = Field(
+        default_factory=list,
+        description="on a server run on copies of the user's files, the tools that may write that no task uses and no "
+        "rollout is offered: those retired when a write of theirs changed the files there (a task does not ask to "
+        "change the user's repository or database), and those never seen answering (what they change is not known)",
+    )
     isolated: bool = Field(
         default=False, description="each session started from fresh server state (`is_isolated`): writes are its own"
     )

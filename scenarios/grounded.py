@@ -206,7 +206,8 @@ async def ground(
     `phrase_with` (a generator model) rephrases the ones kept. `max_calls`: the calls an episode
     has room for; a task whose chain is longer no rollout could solve, and is not kept. What exploring found
     unsafe holds from here on, for the replays and the rollouts after them: the pool gives each session a home of
-    its own where the server keeps its state there, and offers no tool whose writes outlived the process."""
+    its own where the server keeps its state there, and offers no tool whose writes outlived the process or changed
+    the files it works on."""
     assert pool.toolset is not None
     if exploration.private_home:
         pool.give_private_homes()
@@ -215,6 +216,13 @@ async def ground(
         say(
             f"not offering {', '.join(exploration.outlived)} to the policy: they may write, and this server's state "
             "outlived its process, so a rollout's write would stay there (--isolated if each session starts fresh)"
+        )
+    if exploration.withheld:
+        pool.hide(set(exploration.withheld))
+        say(
+            f"not offering {', '.join(exploration.withheld)} to the policy: they may write to the files the server "
+            "works on (they changed its copy of them while exploring, or never answered), and a task here does not "
+            "ask to change yours"
         )
     descriptions = {t["name"]: t.get("description") or "" for t in pool.toolset.mcp_tools}
     optional = optional_parameters(pool.toolset.mcp_tools)

@@ -5,7 +5,9 @@ MCP's tool annotations decide first (`readOnlyHint`, `destructiveHint`), the too
 (`mcprl.scenarios.lexicon.READ_WORDS`/`WRITE_WORDS`); a tool that says neither may write. A tool that may write is
 called only where each session gets a fresh server (`isolated`: per-rollout stdio sessions by default), never on a
 shared HTTP/SSE server unless `writes` is on. A stdio command that names a file (a database given on the command
-line) keeps its state outside the process: such a server is not taken as isolated unless the user says it is.
+line) keeps its state outside the process: such a server is isolated where each session runs on copies of its
+files (`ServerSpec.private_copy`, on by default where they are small enough), and otherwise not taken as isolated
+unless the user says it is.
 Exploring checks the rest as it goes (`mcprl.scenarios.explore`): whether a fresh session reads what the first write
 left, and what a write changed under the home folder it was given (`changed_under`).
 """
@@ -14,13 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.lexicon import READ_WORDS, WRITE_WORDS, words_of
+from mcprl.tools.copies import names_a_file, too_large, worked_on
 
 if TYPE_CHECKING:
     from mcprl.tools import ToolPool
@@ -42,33 +44,6 @@ def may_write(tool: dict[str, Any]) -> bool:
     return True
 
 
-DATA_FILE = r"\.(db|sqlite3?|duckdb|jsonl?|ndjson|csv|ya?ml|toml|txt|xlsx?|parquet)$"
-
-
-def is_program(arg: str) -> bool:
-    """Whether a command-line argument is a program: a script (`server.py`, `dist/index.js`) or an
-    executable file (`.venv/bin/some-server` after `env -C DIR`), not data the server works on."""
-    return bool(re.search(r"\.(py|m?js|ts|jar|rb)$", arg)) or Path(arg).is_file() and os.access(arg, os.X_OK)
-
-
-def assigned(arg: str) -> str | None:
-    """The value a command-line argument assigns (a flag's, "--db=shop.db", or a variable's that `env` sets,
-    "MEMORY_FILE=graph.jsonl"); None for any other argument."""
-    return arg.partition("=")[2] if re.match(r"-|[A-Za-z_]\w*=", arg) and "=" in arg else None
-
-
-def names_a_file(command: list[str]) -> str | None:
-    """The first argument of a stdio command (after the program) that names an existing file or
-    folder, or looks like a data file's path: where a server keeps state that outlives its process."""
-    for arg in command[1:]:
-        value = assigned(arg) or arg
-        if value.startswith("-") or "/" not in value and "." not in value or is_program(value):
-            continue  # a flag, a module name, or the server's own program (after `env VAR=value`, say)
-        if re.search(DATA_FILE, value, re.I) or Path(value).exists():
-            return value
-    return None
-
-
 def changed_under(root: Path, since: float) -> list[str]:
     """The files under `root` written at `since` or after (a second's slack for coarse file clocks), as
     paths relative to it."""
@@ -88,11 +63,17 @@ def is_isolated(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None]) 
         return cfg.isolated
     if not pool.per_rollout:
         return False
-    # (a working directory given, or a file the command names: the files there outlive the process)
-    if (path := pool.spec.cwd or names_a_file(pool.spec.command)) is not None:
+    # (a working directory given, or a file the command names: the files there outlive the process, unless each
+    # session has copies of its own)
+    spec = pool.spec
+    if not spec.private_copy and (path := spec.cwd or names_a_file(spec.command)) is not None:
+        large = too_large(worked_on(spec))
         say(
-            f"note: the server works on {path}: its state may live outside the process, so tools that may "
-            f"write are not explored (pass --isolated if each session really starts fresh)"
+            f"note: the server works on {path}"
+            + (f" ({large}, not copied once a session)" if large else "")
+            + ": its state may live outside the process, so tools that may write are not explored (pass "
+            + ("--private-copy to copy it for each session anyway, " if large else "")
+            + "--isolated if each session really starts fresh)"
         )
         return False
     return True

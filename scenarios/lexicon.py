@@ -75,6 +75,8 @@ PEOPLE = frozenset(
 NOT_KINDS = IDENTIFYING | NAME_KEYS | KINDS | frozenset("key index value number date time status result".split())
 # ... and a field named by a word that ends as a participle but is a thing ("seed", "feed", "speed")
 NOT_PARTICIPLES = frozenset("speed seed feed need embed breed bleed".split())
+# past participles not ending in -ed, as a result says what was done ("notes folder set to /srv/notes")
+IRREGULAR_PARTICIPLES = frozenset("set reset unset sent made done written built begun put cut kept".split())
 # ... and its place in a listing in time order, its first or last one
 LATEST, EARLIEST = "latest", "earliest"
 # How a task names a call by its tool's title: a title starting with a verb is an order ("Convert temperature ..."),

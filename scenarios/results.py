@@ -18,7 +18,7 @@ from partial_json_parser import Allow
 from partial_json_parser import loads as loads_partial
 
 from mcprl.checks import same_value
-from mcprl.scenarios.lexicon import LINKS, participle
+from mcprl.scenarios.lexicon import IRREGULAR_PARTICIPLES, LINKS, participle
 from mcprl.tools.convert import untruncated
 
 # An ISO date, with a time or not ("2026-11-27", "2026-11-27T14:00:00+01:00", "2026-11-27 09:40:46")
@@ -44,7 +44,11 @@ def reports(text: str) -> bool:
     """Whether a one-line result says what was done ("Task created successfully with ID: 1", "Task 2 updated"): a
     message whose words are the server's, not values of its data to pass on."""
     words = [w.strip(".,:;!").lower() for w in text.split()]
-    return "\n" not in text.strip() and len(words) >= 3 and any(participle(w) for w in words[1:])
+    return (
+        "\n" not in text.strip()
+        and len(words) >= 3
+        and any(participle(w) or w in IRREGULAR_PARTICIPLES for w in words[1:])
+    )
 
 
 def found_nothing(text: str) -> bool:

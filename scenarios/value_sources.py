@@ -14,10 +14,10 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
-from mcprl.scenarios.isolation import assigned, is_program
 from mcprl.scenarios.lexicon import ALLOWED_VALUES
 from mcprl.scenarios.results import flatten
 from mcprl.tools import ServerSpec
+from mcprl.tools.copies import assigned, is_program
 from mcprl.tools.redact import secret_values
 
 QUOTED = re.compile(r"""(?<![\w])['"`]([^'"`\n]{1,120})['"`]""")

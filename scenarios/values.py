@@ -387,7 +387,9 @@ class Knowledge:
             }
             if not arms:
                 return None
-        tried, blamed = self.tried[tool, path] | taken, self.blamed[tool, path]
+        # (a value blamed here that worked for a parameter of this name since is not to blame: the error was another's)
+        tried = self.tried[tool, path] | taken
+        blamed = self.blamed[tool, path] - {repr(v) for v in self.worked.get(name, [])}
         numeric = bool({"integer", "number"} & set(kinds_of(schema)))
         # an arm whose values keep failing for this parameter is dropped (a repository path the command line
         # fixes: every made-up one fails), so a tool whose every parameter has one live value runs out of calls
@@ -396,7 +398,9 @@ class Knowledge:
         if not live:
             best = max(arms, key=lambda a: self.mean(name, a, numeric))
             live = {best: arms[best]}
-        arms = live
+        # an arm whose every value an error here blamed has nothing to send ("Is a directory: '/srv'" of the one
+        # folder the command line names), while another has
+        arms = {a: c for a, c in live.items() if any(repr(v) not in blamed for v, _ in c)} or live
 
         def sample(arm: str) -> float:
             a, b = self.prior(arm, name, numeric, [v for v, _ in arms[arm]])
@@ -585,7 +589,7 @@ class Knowledge:
             for path, length in Counter(d.path[:-2] for d in leaves if d.path.endswith("[]")).items():
                 self.refused_lengths[tool, path].add(length)
             log.errors[clip(text.partition("\n")[0], 160)] += 1
-            lowered = text.lower()
+            lowered = text.lower().replace(tool.lower(), " ")  # (a tool's name, "column_total", names no "column")
             sent = {str(d.value) for d in leaves}
             quoted = set(QUOTED.findall(text))
             told = [v for v in error_values(text, sent | {tool}) if not (v in self.names and v in quoted)]
@@ -602,6 +606,10 @@ class Knowledge:
                 and re.search(rf"(?<!\w){re.escape(str(d.value).lower())}(?!\w)", lowered)
                 or any(q in str(d.value) for q in parts)
             ]
+            # one value sent to two parameters and quoted back: the one the error names is to blame ("no column
+            # '/srv/a.csv'" of a file and a column both sent it)
+            by_name = [d for d in named if name_in(d.name, lowered)]
+            named = by_name if len(named) > 1 and len(by_name) == 1 else named
             # of those, or else of every parameter, the ones whose value has not worked before (a repository
             # path that worked, sent also as a branch type that the error quotes back, is not to blame)
             unproven = [d for d in named or leaves if repr(d.value) not in map(repr, self.worked.get(d.name, []))]

@@ -29,6 +29,7 @@ from mcprl.tools import compat
 from mcprl.tools.cassette import Replayed, ToolResult
 from mcprl.tools.content import ContentBlock, parse_blocks
 from mcprl.tools.convert import render, reports_error, schema_problem, to_openai, tools_hash
+from mcprl.tools.copies import PathMap, copied
 from mcprl.tools.spec import ServerSpec, private_home_env
 from mcprl.tools.transport import Connection, connect, is_connection_lost
 from mcprl.types import ToolSchema
@@ -129,10 +130,19 @@ def schema_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator |
 class ToolSession:
     """One MCP session. Use it from `open_session` or `ToolPool.session`."""
 
-    def __init__(self, conn: Connection, mcp_tools: list[dict[str, Any]]) -> None:
-        """`mcp_tools`: everything the server listed; the model sees only what the spec allows."""
+    def __init__(
+        self,
+        conn: Connection,
+        mcp_tools: list[dict[str, Any]],
+        spec: ServerSpec | None = None,
+        paths: PathMap | None = None,
+    ) -> None:
+        """`mcp_tools`: everything the server listed; the model sees only what the spec allows. `spec`: the server
+        as the user named it, where the connection runs it on copies (`mcprl.tools.copies`) whose paths `paths`
+        maps to the originals' and back."""
         self._conn = conn
-        self._offer(conn.spec, mcp_tools)
+        self.paths = paths
+        self._offer(spec or conn.spec, mcp_tools if paths is None else paths.outward(mcp_tools))
 
     def _offer(self, spec: ServerSpec, mcp_tools: list[dict[str, Any]]) -> None:
         self.spec = spec
@@ -144,6 +154,11 @@ class ToolSession:
             t["name"]: problem for t in self.mcp_tools if (problem := schema_problem(t.get("inputSchema") or {}))
         }
         self.gone: str | None = None
+
+    @property
+    def copies(self) -> list[Path]:
+        """The copies of what the server works on that this session runs on (`ServerSpec.private_copy`)."""
+        return self.paths.copies if self.paths is not None else []
 
     @property
     def home(self) -> Path | None:
@@ -165,7 +180,7 @@ class ToolSession:
         args = self._checked(name, arguments, started)
         if isinstance(args, ToolOutcome):
             return args
-        return await self._send(name, args, started)
+        return await self._send(name, args if self.paths is None else self.paths.inward(args), started)
 
     def _checked(
         self, name: str, arguments: dict[str, Any] | str | None, started: float
@@ -223,7 +238,8 @@ class ToolSession:
         return False
 
     def _outcome(self, result: Any, started: float) -> ToolOutcome:
-        return self.outcome(result.model_dump(by_alias=True, mode="json", exclude_none=True), started)
+        wire = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return self.outcome(wire if self.paths is None else self.paths.outward(wire), started)
 
     def outcome(self, wire: dict[str, Any], started: float, **fields: Any) -> ToolOutcome:
         """What the model is shown of a `tools/call` result (`wire`: as the server sent it)."""
@@ -327,20 +343,31 @@ async def _list_all(conn: Connection, method: str, key: str) -> list[dict[str, A
 async def open_session(spec: ServerSpec, *, workdir: Path | None = None) -> AsyncIterator[ToolSession]:
     """One MCP session: a new process for stdio, a new session for HTTP/SSE.
 
-    A stdio server without `spec.cwd` runs in `workdir`, or in a temp dir removed afterwards.
-    Failing to connect is a `UserError`; closing never raises, even when the server died."""
+    A stdio server without `spec.cwd` runs in `workdir`, or in a temp dir removed afterwards; with
+    `spec.private_copy`, on copies of its files of this session's own. Failing to connect is a `UserError`;
+    closing never raises, even when the server died."""
     with ExitStack() as dirs:
         if workdir is None and spec.transport == "stdio" and spec.cwd is None:
             workdir = Path(dirs.enter_context(tempfile.TemporaryDirectory(prefix="mcprl-server-")))
+        run, paths = spec, None
+        if spec.private_copy and spec.transport == "stdio":
+            try:
+                run, paths = dirs.enter_context(copied(spec))
+            except OSError as e:
+                raise UserError(
+                    f"{spec.target}: copying what the server works on failed ({e}); pass --no-private-copy to run it "
+                    "on the files themselves (its tools that may write are then not called)"
+                ) from None
         if spec.private_home and spec.transport == "stdio":
             home = Path(dirs.enter_context(tempfile.TemporaryDirectory(prefix="mcprl-home-")))
             spec = spec.model_copy(update={"env": {**spec.env, **private_home_env(home)}})
-        async with connect(spec, workdir or Path.cwd()) as conn:
+            run = run.model_copy(update={"env": {**run.env, **private_home_env(home)}})
+        async with connect(run, workdir or Path.cwd()) as conn:
             try:
                 tools = await _list_all(conn, "list_tools", "tools")
             except Exception as e:
                 raise _listing_error(spec, e) from None
-            yield ToolSession(conn, tools)
+            yield ToolSession(conn, tools, spec, paths)
 
 
 def _listing_error(spec: ServerSpec, error: Exception) -> UserError:
@@ -385,6 +412,8 @@ async def describe(session: ToolSession) -> ToolSet:
         else []
     )
     prompts = await _optional_listing(conn, "list_prompts", "prompts") if "prompts" in capabilities else []
+    if session.paths is not None:  # (a file's resource names the original, as the tools' results do)
+        resources, templates, prompts = session.paths.outward([resources, templates, prompts])
     if not session.listed:
         raise UserError(
             f"{spec.target}: the server offers no tools; an agent needs at least one (check its configuration)"

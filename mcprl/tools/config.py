@@ -31,6 +31,12 @@ class ServerConfig(BaseModel):
         "server keeping its state under the home starts fresh, and the user's is never written (exploring "
         "turns it on where it finds such a server)",
     )
+    private_copy: bool | None = Field(
+        default=None,
+        description="run each session of a stdio server on a copy of the files and folders its command line names "
+        "and of its --cwd, so yours are never written and its tools that write are explored there (default: on "
+        "where they are at most 20,000 files and 100 MB)",
+    )
     allow: list[str] = Field(default_factory=list, description="only tools matching this name/glob")
     deny: list[str] = Field(default_factory=list, description="never offer or call tools matching this name/glob")
     connect_timeout: float = Field(default=30.0, gt=0, description="seconds to wait for the MCP handshake")
@@ -103,6 +109,7 @@ class ServerConfig(BaseModel):
             env=self.env,
             cwd=self.cwd,
             private_home=self.private_home,
+            private_copy=self.private_copy,
             allow=self.allow,
             deny=self.deny,
             connect_timeout=self.connect_timeout,

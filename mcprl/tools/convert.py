@@ -292,18 +292,24 @@ def _failed_status(status: Any) -> bool:
 def reports_error(text: str) -> bool:
     """Whether a tool result that MCP calls a success says in its text that the call failed: an
     error opening its first line, or a JSON object that says it (`{"ok": false, ...}`, `{"success": false,
-    ...}`, `{"status": "error", "message": ...}`, or only error fields: `{"error": "not found"}`)."""
+    ...}`, `{"status": "error", "message": ...}`, `{"result": "error", "reason": ...}`, or only error fields:
+    `{"error": "not found"}`), or one whose every entry does (a result per file asked for, each failed)."""
     try:
         data = json.loads(text)
     except ValueError:
         return _ERROR_OPENING.search(text.lstrip().partition("\n")[0][:200]) is not None
-    if not isinstance(data, dict):
-        return False
+    return isinstance(data, dict) and (
+        _says_failed(data) or bool(data) and all(isinstance(v, dict) and _says_failed(v) for v in data.values())
+    )
+
+
+def _says_failed(data: dict[str, Any]) -> bool:
     return (
         any(data.get(flag) is False for flag in _OUTCOME_FLAGS)
-        # (a failed `status` with a message beside it: `{"status": false, "status_message": "..."}`, `{"status":
-        # "error", "message": "..."}`; alone it may be a thing's state, a lamp's `{"status": false}`)
-        or _failed_status(data.get("status"))
-        and any("message" in key or "error" in key for key in data)
+        # (a failed `status` or `result` with a message or reason beside it: `{"status": false, "status_message":
+        # "..."}`, `{"result": "error", "reason": "..."}`; alone it may be a thing's state, a lamp's
+        # `{"status": false}`)
+        or any(_failed_status(data.get(key)) for key in ("status", "result"))
+        and any("message" in key or "error" in key or "reason" in key for key in data)
         or (bool(data.get("error") or data.get("errors")) and set(data) <= _ERROR_KEYS)
     )

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcprl.errors import UserError, first_problem
+from mcprl.tools.copies import too_large, worked_on
 
 Transport = Literal["stdio", "http", "sse"]
 TRANSPORT_CHOICES = ("auto", "stdio", "http", "sse")
@@ -62,6 +63,11 @@ class ServerSpec(BaseModel):
         description="stdio: each session gets a home folder of its own (`private_home_env`), so state a server keeps "
         "under the home starts fresh each session and the user's stays as it was",
     )
+    private_copy: bool = Field(
+        default=False,
+        description="stdio: each session runs on a copy of the files and folders its command line names and of its "
+        "working directory (`mcprl.tools.copies`), so the user's are never written and every session starts from them",
+    )
     connect_timeout: float = Field(default=30.0, gt=0)
     call_timeout: float = Field(default=60.0, gt=0)
     allow: list[str] = Field(default_factory=list, description="tool names or globs to keep (empty: all)")
@@ -81,6 +87,7 @@ class ServerSpec(BaseModel):
         headers: Mapping[str, str] | Iterable[str] | None = None,
         env: Mapping[str, str] | Iterable[str] | None = None,
         cwd: str | None = None,
+        private_copy: bool | None = None,
         **options: object,
     ) -> ServerSpec:
         """Build a spec from a URL or command line. `headers` may be `"Name: value"` strings and
@@ -90,6 +97,7 @@ class ServerSpec(BaseModel):
         servers (`python -m mcprl.servers.inventory`) work whether or not the venv is activated.
         Without `cwd` a stdio server runs in a directory of the run's own, so a path in the command
         (a file here, `python server.py`, or a relative path, `./bin/serve`) is made absolute.
+        `private_copy` None: on for a stdio server that works on files small enough to copy once a session.
         """
         target = target.strip()
         if transport not in TRANSPORT_CHOICES:
@@ -116,9 +124,12 @@ class ServerSpec(BaseModel):
                 raise UserError(f"{target}: --env and --cwd apply to stdio commands, not to a server at a URL")
             fields.update(url=target)
         try:
-            return cls.model_validate({**options, **fields})
+            spec = cls.model_validate({**options, **fields})
         except ValidationError as e:
             raise UserError(f"{target}: invalid server option {first_problem(e)}") from None
+        if private_copy is None:
+            private_copy = transport == "stdio" and bool(paths := worked_on(spec)) and too_large(paths) is None
+        return spec.model_copy(update={"private_copy": private_copy and transport == "stdio"})
 
     def allows(self, tool_name: str) -> bool:
         """Whether the model may see and call this tool (allow/deny by name or glob; deny wins)."""

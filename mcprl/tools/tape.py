@@ -172,6 +172,7 @@ class ReplaySession(ToolSession):
     def __init__(self, tape: Tape, live: LiveSession, stack: AsyncExitStack) -> None:
         assert tape.player is not None
         self._conn = None  # type: ignore[assignment]
+        self.paths = None  # (recorded as the user's paths: a live session on copies maps its own)
         self._offer(tape.spec, tape.player.cassette.header.tools)
         self.gone = None
         self.tape, self.player, self.lease = tape, tape.player, Lease()

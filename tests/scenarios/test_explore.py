@@ -17,13 +17,14 @@ import pytest
 from mcprl.checks import holds_answer
 from mcprl.errors import UserError
 from mcprl.scenarios.config import ExploreConfig
-from mcprl.scenarios.explore import QUIET_SERVER, QUIET_WRITES, READ_BACKS, explore
+from mcprl.scenarios.explore import CORRECTIONS, QUIET_SERVER, QUIET_WRITES, READ_BACKS, explore
 from mcprl.scenarios.explored import Exploration, ExploredCall
-from mcprl.scenarios.isolation import may_write, names_a_file
+from mcprl.scenarios.isolation import may_write
 from mcprl.scenarios.replay import gives_answer
 from mcprl.scenarios.source import grounded
 from mcprl.scenarios.values import call_key
 from mcprl.tools import ServerSpec, ToolPool
+from mcprl.tools.copies import names_a_file
 from mcprl.types import load_jsonl
 from tests.conftest import _free_port, _wait_listening
 from tests.scenarios.explored_servers import (
@@ -75,6 +76,8 @@ def test_which_result_texts_report_an_error():
         '{"status": false, "status_message": "file not found", "tool_result": {"error_code": "file_not_found"}}',
         '{"status": "error", "message": "Language \'x\' is not available"}',
         '{"status": "Failed", "error_message": "no such project"}',
+        # (mcp-text-editor: a result per file edited)
+        '{"/srv/notes.txt": {"result": "error", "reason": "Hash mismatch - file has been modified", "hash": "e45a"}}',
     ):
         assert reports_error(text), text
     for text in (
@@ -87,6 +90,8 @@ def test_which_result_texts_report_an_error():
         '{"device": "lamp", "status": false}',  # a thing's state, not the call's
         '{"job": "build", "status": "failed"}',  # a job's state: nothing says the call failed
         '{"status": "success", "message": "Language \'python\' is available"}',
+        '{"/srv/notes.txt": {"result": "ok", "hash": "e45a"}, "/srv/b.txt": {"result": "error", "reason": "gone"}}',
+        '{"result": "error"}',  # (a value, alone: what was computed)
     ):
         assert not reports_error(text), text
 
@@ -194,26 +199,49 @@ async def test_a_server_keeping_its_state_under_the_home_gets_a_home_of_its_own_
     assert any("home" in line and "--private-home" in line for line in said)
 
 
-async def test_a_server_working_in_its_folder_is_asked_about_the_files_there_and_never_writes_them(tmp_path):
+async def test_a_server_working_in_its_folder_is_asked_about_the_files_there_and_writes_only_copies_of_them(tmp_path):
     """A server started in a folder of tables (`--cwd`) that no command-line argument or description names: the
-    files in its working directory are values in plain view, so exploring reads them; a total of a column is found
-    from the columns its errors name. Every kept task's answer comes back on a fresh replay of its reference without
-    stating it. The folder is the user's, so no tool that may write is called and its files are as they were."""
+    files in its working directory are values in plain view, so exploring reads them. Every kept task's answer comes
+    back on a fresh replay of its reference without stating it. The folder is the user's: each session runs on a copy
+    of it of its own, so the tool that writes is explored there, every path the server is sent and answers with is
+    the folder's own, and its files stay as they were."""
     folder = tmp_path / "tables"
     (folder / "2026").mkdir(parents=True)
     (folder / "orders.csv").write_text("customer,item,quantity\nAna Ruiz,desk lamp,2\nBen Okafor,chair,7\n")
     (folder / "2026" / "staff.csv").write_text("name,team,hours\nCarla Diaz,Sales,31\nDev Patel,Support,12\n")
     (folder / ".hidden.csv").write_text("secret,value\nkey,1\n")
     before = {p: p.is_file() and p.read_bytes() for p in folder.rglob("*")}
-    said: list[str] = []
     spec = ServerSpec.parse(f"{sys.executable} {FOLDER}", cwd=str(folder))
-    tasks, calls = await grounded_and_replayed(spec, tmp_path, say=said.append)
+    tasks, calls = await grounded_and_replayed(spec, tmp_path, calls=60)
     read = {str(c.arguments["file"]) for c in calls if not c.is_error}
     assert {str(folder / "orders.csv"), str(folder / "2026" / "staff.csv")} <= read, read
     assert not any(".hidden" in json.dumps(c.arguments) for c in calls)
-    assert {t.reference[-1].tool for t in tasks} == {"read_table", "column_total"}
-    assert not any(c.tool == "save_table" for c in calls) and any("--isolated" in line for line in said)
+    assert "read_table" in {t.reference[-1].tool for t in tasks}
+    saved = [c for c in calls if c.tool == "save_table" and not c.is_error]
+    assert saved and all(c.text == f"saved {c.arguments['file']}" for c in saved)  # the folder's path, not a copy's
+    assert not any("mcprl-copy" in c.text + json.dumps(c.arguments) for c in calls)
     assert {p: p.is_file() and p.read_bytes() for p in folder.rglob("*")} == before
+
+
+@pytest.mark.parametrize("seed", range(5))
+async def test_a_value_an_error_named_that_fails_otherwise_is_followed_by_the_next_it_named(tmp_path, seed):
+    """`column_total` of a table whose one numeric column is named last: a wrong column is refused with "the columns:
+    name, team, hours", and the first named fails otherwise ("could not convert 'Carla Diaz'", blaming no parameter).
+    A person goes on down the list at once; so does exploring, and the total is found in the calls right after the
+    error, with the table the error was about. No failed call is made twice."""
+    folder = tmp_path / "tables"
+    folder.mkdir()
+    (folder / "staff.csv").write_text("name,team,hours\nCarla Diaz,Sales,31\nDev Patel,Support,12\n")
+    spec = ServerSpec.parse(f"{sys.executable} {FOLDER}", cwd=str(folder), deny=["save_table"])
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=16), seed=seed, say=lambda _: None)
+    calls = exploration.calls
+    named = next(c for c in calls if "the columns: name, team, hours" in c.text)
+    total = next(c for c in calls if c.tool == "column_total" and not c.is_error)
+    assert total.arguments == {"file": str(folder / "staff.csv"), "column": "hours"} and total.text == "hours total: 43"
+    assert total.session == named.session and total.index - named.index <= CORRECTIONS
+    failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in calls if c.is_error]
+    assert len(failed) == len(set(failed))
 
 
 async def test_a_parameter_an_error_asks_for_is_given_a_value_in_plain_view_and_the_names_it_quotes_are_none(tmp_path):

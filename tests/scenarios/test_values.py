@@ -462,3 +462,31 @@ def test_a_reads_list_of_requests_is_mostly_one_as_a_person_asks_of_one_thing():
             args, _ = knowledge.arguments(tool, schema, session=seed, rng=random.Random(seed))
             ones[next(iter(schema["properties"]))] += len(next(iter(args.values()), [])) == 1
     assert ones["files"] >= 12 and ones["numbers"] <= 8, ones
+
+
+def test_a_value_an_error_blamed_is_not_sent_there_again_while_another_source_has_one():
+    """mcp-text-editor, run in a folder: `file_path` was sent the folder the command line names again and again
+    ("Is a directory"), each time with other line ranges, while the folder's files sat in another source. A source
+    whose every value an error blamed on the parameter sends none of them there again while another has one."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    knowledge = Knowledge(["/srv/docs"], folders={"/srv/docs": ["a.txt", "b.txt"]})
+    schema = {
+        "type": "object",
+        "properties": {"file_path": {"type": "string"}, "start": {"type": "integer", "minimum": 1}},
+        "required": ["file_path", "start"],
+    }
+    rng = random.Random(0)
+    sent = []
+    for i in range(40):
+        drawn = knowledge.arguments("read", schema, i, rng)
+        if drawn is None:
+            break
+        args, leaves = drawn
+        sent.append(args["file_path"])
+        folder = args["file_path"] == "/srv/docs"
+        error = f"Is a directory: '{args['file_path']}'" if folder else f"start {args['start']} is past the end"
+        knowledge.learn("read", args, leaves, index=i, session=i, text=error, is_error=True, error_kind=None, values=[])
+    assert sent.count("/srv/docs") <= 1, sent

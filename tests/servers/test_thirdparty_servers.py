@@ -103,8 +103,9 @@ def failed_twice(exploration) -> list[str]:
 
 
 def reads_twice(exploration) -> list[str]:
-    """Reads made again that were not made again on purpose (a read-back after a write)."""
-    keys = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in exploration.calls if c.reads_back is None]
+    """Reads made again that were not made again on purpose (a read-back after a write, or in a fresh session after
+    one: did the state outlive it?)."""
+    keys = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in exploration.calls if c.repeats is None]
     return [k for k in set(keys) if keys.count(k) > 1]
 
 
@@ -163,7 +164,8 @@ async def test_a_calculator_we_did_not_write_is_sent_expressions_and_grounds_ari
 async def test_a_git_server_is_sent_the_repository_its_command_line_names(thirdparty_bin, git_repo):
     """mcp-server-git: `repo_path` was "path", "repo" or "repository" in every one of 120 calls, all
     refused. Its command line names the repository, and its errors say so; every read tool now
-    answers, and tasks ask about its commits."""
+    answers, and tasks ask about its commits. Its writes are explored on copies of the repository (the run's test
+    below checks the repository after)."""
     spec = ServerSpec.parse(f"{server(thirdparty_bin, 'mcp-server-git')} --repository {git_repo}")
     async with ToolPool(spec) as pool:
         reads = {t["name"] for t in pool.toolset.mcp_tools if (t.get("annotations") or {}).get("readOnlyHint")}
@@ -172,8 +174,7 @@ async def test_a_git_server_is_sent_the_repository_its_command_line_names(thirdp
         tasks, report = await ground(pool, 12, exploration, seed=0, say=lambda _: None)
         assert len(exploration.calls) <= 80 and time.monotonic() - started >= (len(exploration.calls) - 1) / 10
         assert not failed_twice(exploration) and not reads_twice(exploration)
-        # no write was sent: the command names a folder, whose state outlives the server's process
-        assert not {c.tool for c in exploration.calls} - reads
+        assert spec.private_copy and exploration.isolated
         assert set(exploration.answered()) >= reads - {"git_diff"}, exploration.summary()
         assert len(tasks) >= 6 and len(report.covered) >= 2, report.summary()
         await check_answers(pool, tasks)
@@ -236,17 +237,29 @@ def test_a_server_whose_every_call_fails_says_so_per_tool_with_the_commands_own_
     assert len({json.dumps([c["tool"], c["arguments"]], sort_keys=True) for c in exploration}) == len(exploration)
 
 
-def test_a_zero_data_run_on_a_repository_never_offers_its_writing_tools(
+def test_a_zero_data_run_on_a_repository_writes_only_copies_of_it_and_offers_no_tool_that_changed_them(
     thirdparty_bin, git_repo, tiny_model_dir, monkeypatch, capsys
 ):
-    """Tasks grounded without writing are answered by the repository as it is; a rollout's
-    `git_commit` or `git_checkout` would change the user's repository and the answers with it. The run
-    does not offer the tools that may write, says so, and keeps that in its settings (evaluation too)."""
-    import anyio
-
+    """A rollout's or an exploring call's `git_commit`, `git_add` or `git_checkout` would change the user's
+    repository and the answers with it. Each session runs on a copy of the repository of its own, where the tools
+    that may write are explored; each that changed the copy's files is retired and not offered to the policy (no
+    task asks to change the user's repository), the run says so and keeps it in its settings, and after the run the
+    repository's commits, branches, index and files are as they were."""
     from tests.cli_runner import run_cli
 
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=git_repo, capture_output=True, text=True).stdout
+    def state() -> list[str]:
+        git = ["git", "-C", str(git_repo)]
+        return [
+            subprocess.run([*git, *args], capture_output=True, text=True).stdout
+            for args in (
+                ["log", "--all", "--format=%H %s"],
+                ["branch", "-a"],
+                ["status", "--porcelain"],
+                ["ls-files", "-s"],
+            )
+        ] + sorted(str(p) for p in git_repo.rglob("*") if ".git" not in p.parts)
+
+    before = state()
     home = git_repo.parent / "home-writes"
     monkeypatch.setenv("MCPRL_HOME", str(home))
     server_command = f"{server(thirdparty_bin, 'mcp-server-git')} --repository {git_repo}"
@@ -256,19 +269,19 @@ def test_a_zero_data_run_on_a_repository_never_offers_its_writing_tools(
         "-n", "6", "--explore-calls", "30", "--name", "w", "--max-turns", "2",
     )  # fmt: skip
     assert code == 0, err[-3000:]
-
-    async def offered_by_the_server() -> list[dict]:
-        async with ToolPool(ServerSpec.parse(server_command)) as pool:
-            return pool.toolset.mcp_tools
-
-    tools = anyio.run(offered_by_the_server)
-    writers = {t["name"] for t in tools if not (t.get("annotations") or {}).get("readOnlyHint")}
-    assert writers and "not offering" in err
     run = home / "default" / "w"
-    assert set(json.loads((run / "config.json").read_text())["server"]["deny"]) == writers
+    calls = [json.loads(line) for line in (run / "scenarios" / "exploration.jsonl").read_text().splitlines()]
+    wrote = {c["tool"] for c in calls if c["writes"] and not c["is_error"]}
+    assert wrote, [(c["tool"], c["text"][:80]) for c in calls if c["writes"]]
+    assert not any("mcprl-copy" in json.dumps(c) for c in calls)  # the repository's own path, in and out
+    assert all(sum(c["tool"] == tool and not c["is_error"] for c in calls) == 1 for tool in wrote)  # then retired
+    said = " ".join(err.split())  # (the console wraps its lines)
+    line = said[said.index("not offering") :].partition("ask to change yours")[0]
+    assert all(tool in line for tool in wrote) and "may write to the files" in line
     offered = {t["function"]["name"] for t in json.loads((run / "tools.json").read_text())["tools"]}
-    assert offered == {t["name"] for t in tools} - writers
-    assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=git_repo, capture_output=True, text=True).stdout == head
+    deny = set(json.loads((run / "config.json").read_text())["server"]["deny"])
+    assert wrote <= deny and not wrote & offered
+    assert state() == before
 
 
 def json_fields(text: str, answer: object) -> set[str]:

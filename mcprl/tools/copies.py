@@ -1,0 +1,188 @@
+"""Sessions on copies of what a stdio server works on: the files and folders its command line names (a
+repository, a database file, `MEMORY_FILE_PATH=graph.jsonl`) and its working directory.
+
+A server given the user's files keeps its state there, past its process: a write made while exploring or in a
+rollout would change the user's repository or database, and every later session would read it. With
+`ServerSpec.private_copy` each session runs on a copy of them of its own, made when it starts and removed when it
+ends, so the user's are never written and every session starts from them as they are: such a server is as
+isolated as one that keeps its state in its process. The server is told the copies' paths (its command line, its
+environment, its working directory); the calls and results carry the originals' (`PathMap`), so what the model
+and the tasks see is the same with or without copies.
+
+A copy is made only of what is small enough to copy once a session (`MAX_COPY_FILES`, `MAX_COPY_BYTES`): a large
+folder is worked on as it is, and its writes are not called (`mcprl.scenarios.isolation`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcprl.tools.spec import ServerSpec
+
+DATA_FILE = r"\.(db|sqlite3?|duckdb|jsonl?|ndjson|csv|ya?ml|toml|txt|xlsx?|parquet)$"
+MAX_COPY_FILES = 20_000  # what a session copies at most, in files ...
+MAX_COPY_BYTES = 100 * 2**20  # ... and in bytes: a tenth of a second or so on a disk, once per rollout
+
+
+def is_program(arg: str) -> bool:
+    """Whether a command-line argument is a program: a script (`server.py`, `dist/index.js`) or an
+    executable file (`.venv/bin/some-server` after `env -C DIR`), not data the server works on."""
+    return bool(re.search(r"\.(py|m?js|ts|jar|rb)$", arg)) or Path(arg).is_file() and os.access(arg, os.X_OK)
+
+
+def assigned(arg: str) -> str | None:
+    """The value a command-line argument assigns (a flag's, "--db=shop.db", or a variable's that `env` sets,
+    "MEMORY_FILE=graph.jsonl"); None for any other argument."""
+    return arg.partition("=")[2] if re.match(r"-|[A-Za-z_]\w*=", arg) and "=" in arg else None
+
+
+def names_a_file(command: list[str]) -> str | None:
+    """The first argument of a stdio command (after the program) that names an existing file or
+    folder, or looks like a data file's path: where a server keeps state that outlives its process."""
+    for arg in command[1:]:
+        value = assigned(arg) or arg
+        if value.startswith("-") or "/" not in value and "." not in value or is_program(value):
+            continue  # a flag, a module name, or the server's own program (after `env VAR=value`, say)
+        if re.search(DATA_FILE, value, re.I) or Path(value).exists():
+            return value
+    return None
+
+
+def worked_on(spec: ServerSpec) -> list[Path]:
+    """What a stdio server works on that a session would copy: every absolute path its command line names (an
+    existing file or folder, or a data file to be made in an existing folder) and its working directory; a path
+    inside another of them goes with that one."""
+    found: list[Path] = []
+    for arg in spec.command[1:]:
+        value = assigned(arg) or arg
+        if not os.path.isabs(value) or is_program(value):
+            continue
+        path = Path(value)
+        if path.exists() or re.search(DATA_FILE, value, re.I) and path.parent.is_dir():
+            found.append(path)
+    if spec.cwd is not None:
+        found.append(Path(spec.cwd).absolute())
+    found = sorted({Path(os.path.normpath(p)) for p in found}, key=lambda p: len(p.parts))
+    return [p for i, p in enumerate(found) if not any(p.is_relative_to(q) for q in found[:i])]
+
+
+def too_large(paths: list[Path]) -> str | None:
+    """Why `paths` are not copied once a session ("12,000 files, 2.1 GB"), or None when they are small enough.
+    Counted until past a limit, so a large tree costs a bounded walk."""
+    files = size = 0
+    stack = [p for p in paths if p.exists()]
+    while stack and files <= MAX_COPY_FILES and size <= MAX_COPY_BYTES:
+        path = stack.pop()
+        try:
+            info = path.lstat()
+            if stat.S_ISDIR(info.st_mode):
+                stack.extend(Path(e.path) for e in os.scandir(path))
+                continue
+        except OSError:
+            continue  # not readable: it is not copied either
+        files, size = files + 1, size + info.st_size
+    if files <= MAX_COPY_FILES and size <= MAX_COPY_BYTES:
+        return None
+    return f"over {MAX_COPY_FILES:,} files" if files > MAX_COPY_FILES else f"over {MAX_COPY_BYTES // 2**20} MB"
+
+
+class PathMap:
+    """Paths of the originals and of their copies, each replaced by the other in any string of a JSON value; a
+    path is replaced whole (`/data/shop` is not in `/data/shop2` nor `/old/data/shop`) and with what follows it
+    (`/data/shop/a.csv`)."""
+
+    def __init__(self, pairs: list[tuple[str, str]]) -> None:
+        self.copies = [Path(c) for _, c in pairs]
+        # the copies as the server may see them too, through the links of the temp folder (macOS' /private/var)
+        back = [(c, o) for o, c in pairs] + [(os.path.realpath(c), o) for o, c in pairs if os.path.realpath(c) != c]
+        self._in = self._pattern(pairs)
+        self._out = self._pattern(back)
+
+    @staticmethod
+    def _pattern(pairs: list[tuple[str, str]]) -> tuple[re.Pattern[str], dict[str, str]] | None:
+        if not pairs:
+            return None
+        pairs = sorted(pairs, key=lambda pair: -len(pair[0]))  # the longest first, where one holds another
+        alternatives = "|".join(re.escape(a) for a, _ in pairs)
+        return re.compile(rf"(?<![\w.~-])(?:{alternatives})(?![\w.~-])"), dict(pairs)
+
+    def inward(self, value: Any) -> Any:
+        """`value` with the originals' paths as the copies' (what the server is sent)."""
+        return _replaced(value, self._in)
+
+    def outward(self, value: Any) -> Any:
+        """`value` with the copies' paths as the originals' (what the server answered, as it reads for the user)."""
+        return _replaced(value, self._out)
+
+
+def files_of(roots: list[Path]) -> dict[str, tuple[int, int]]:
+    """What `roots` hold: each file's size and modification time, and each folder, by path (what a call changed
+    there, compared)."""
+    held = {}
+    for root in roots:
+        for folder, _, files in os.walk(root):
+            held[folder] = (-1, 0)  # (a folder made or removed; its own time changes with what it holds)
+            for name in files:
+                path = os.path.join(folder, name)
+                with contextlib.suppress(OSError):
+                    info = os.lstat(path)
+                    held[path] = (info.st_size, info.st_mtime_ns)
+    return held
+
+
+def _replaced(value: Any, pattern: tuple[re.Pattern[str], dict[str, str]] | None) -> Any:
+    if pattern is None:
+        return value
+    if isinstance(value, str):
+        return pattern[0].sub(lambda m: pattern[1][m.group(0)], value)
+    if isinstance(value, dict):
+        return {_replaced(k, pattern): _replaced(v, pattern) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replaced(v, pattern) for v in value]
+    return value
+
+
+def _special(folder: str, names: list[str]) -> list[str]:
+    """The entries of `folder` a copy leaves out: sockets, pipes and devices (no data, and not copyable)."""
+    left = []
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(folder, name)).st_mode
+        except OSError:
+            left.append(name)
+            continue
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            left.append(name)
+    return left
+
+
+@contextmanager
+def copied(spec: ServerSpec) -> Iterator[tuple[ServerSpec, PathMap]]:
+    """A copy of what `spec`'s server works on (`worked_on`), in a temp folder removed at the end, and the spec that
+    runs it there: its command line, environment and working directory name the copies. Each keeps its name
+    (`.../0/effrepo`), so the server says the same names; a data file not made yet is made in the copy's folder."""
+    with tempfile.TemporaryDirectory(prefix="mcprl-copy-") as root:
+        pairs = []
+        for i, path in enumerate(worked_on(spec)):
+            copy = Path(root, str(i), path.name or "root")
+            copy.parent.mkdir()
+            if path.is_dir():
+                shutil.copytree(path, copy, symlinks=True, ignore=_special)
+            elif path.exists():
+                shutil.copy2(path, copy)
+            pairs.append((str(path), str(copy)))
+        paths = PathMap(pairs)
+        update = {"command": paths.inward(spec.command), "env": paths.inward(spec.env)}
+        if spec.cwd is not None:
+            update["cwd"] = paths.inward(str(Path(spec.cwd).absolute()))
+        yield spec.model_copy(update=update), paths

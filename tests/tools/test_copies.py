@@ -1,0 +1,117 @@
+"""Sessions on copies of what a stdio server works on (`mcprl.tools.copies`): which paths are copied, how paths are
+said both ways, and a real server's writes landing in its session's copy, never in the user's folder."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcprl.tools import ServerSpec, ToolPool, copies
+from mcprl.tools.copies import PathMap, worked_on
+
+FOLDER = Path(__file__).resolve().parents[1] / "data" / "folder_server.py"
+
+
+def test_a_path_is_said_the_other_way_whole_and_with_what_follows_it_never_as_part_of_another():
+    paths = PathMap([("/data/shop", "/tmp/c/0/shop"), ("/data/shop/orders.db", "/tmp/c/1/orders.db")])
+    sent = {
+        "file": "/data/shop/a.csv",
+        "uri": "file:///data/shop",
+        "others": ["/data/shop2", "/old/data/shop", "/data/shopping", "/data/shop/orders.db"],
+        "/data/shop": "a key too",
+    }
+    inward = paths.inward(sent)
+    assert inward == {
+        "file": "/tmp/c/0/shop/a.csv",
+        "uri": "file:///tmp/c/0/shop",
+        "others": ["/data/shop2", "/old/data/shop", "/data/shopping", "/tmp/c/1/orders.db"],
+        "/tmp/c/0/shop": "a key too",
+    }
+    assert paths.outward(inward) == sent
+    assert paths.outward("Repository path 'x' is outside the allowed repository '/tmp/c/0/shop'") == (
+        "Repository path 'x' is outside the allowed repository '/data/shop'"
+    )
+
+
+def test_what_a_server_works_on_is_every_absolute_path_its_command_names_and_its_folder(tmp_path):
+    repo, data = tmp_path / "repo", tmp_path / "data"
+    (repo / "src").mkdir(parents=True)
+    data.mkdir()
+    script = tmp_path / "server.py"
+    script.write_text("")
+    command = [
+        sys.executable,
+        str(script),  # the server's own program
+        "--repository",
+        str(repo),
+        f"--db={data}/new.db",  # a database the server makes: in the copy's folder
+        str(repo / "src"),  # inside the repository: copied with it
+        "/no/such/folder",
+        "relative/name",
+    ]
+    spec = ServerSpec(target="x", transport="stdio", command=command, cwd=str(tmp_path / "data"))
+    assert sorted(worked_on(spec)) == sorted([repo, data])
+    no_cwd = spec.model_copy(update={"cwd": None})
+    assert sorted(worked_on(no_cwd)) == sorted([repo, data / "new.db"])
+
+
+def test_sessions_get_copies_where_the_files_are_small_enough_or_the_user_says(tmp_path, monkeypatch):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i in range(5):
+        (folder / f"{i}.txt").write_text("x" * 100)
+    command = f"{sys.executable} {FOLDER} {folder}"
+    assert ServerSpec.parse(command).private_copy
+    assert not ServerSpec.parse(f"{sys.executable} {FOLDER}").private_copy  # nothing of the user's to copy
+    assert not ServerSpec.parse(command, private_copy=False).private_copy
+    assert not ServerSpec.parse("http://localhost:9/mcp").private_copy
+    monkeypatch.setattr(copies, "MAX_COPY_FILES", 4)
+    assert copies.too_large([folder]) == "over 4 files"
+    assert not ServerSpec.parse(command).private_copy
+    assert ServerSpec.parse(command, private_copy=True).private_copy
+    monkeypatch.setattr(copies, "MAX_COPY_FILES", 100)
+    monkeypatch.setattr(copies, "MAX_COPY_BYTES", 400)
+    assert copies.too_large([folder]) == "over 0 MB"
+
+
+@pytest.mark.anyio
+async def test_a_servers_writes_land_in_its_sessions_copy_and_it_answers_with_the_users_paths(tmp_path):
+    """The folder server writes tables into the folder it runs in. Each session runs in a copy of it of its own:
+    what one session saves, it reads back, the next does not see, and the user's folder is as it was; every path
+    the server is sent and answers with is the user's."""
+    folder = tmp_path / "tables"
+    folder.mkdir()
+    (folder / "orders.csv").write_text("customer,quantity\nAna Ruiz,2\n")
+    before = {p: p.read_bytes() for p in folder.rglob("*")}
+    spec = ServerSpec.parse(f"{sys.executable} {FOLDER}", cwd=str(folder))
+    assert spec.private_copy
+    new = str(folder / "new.csv")
+    async with ToolPool(spec) as pool:
+        async with pool.session() as session:
+            saved = await session.call("save_table", {"file": new, "text": "x,y\n3,4\n"})
+            assert saved.text == f"saved {new}" and not saved.is_error
+            assert (await session.call("read_table", {"file": new})).text == "x: 3, y: 4"
+            assert (await session.call("read_table", {"file": "orders.csv"})).text == "customer: Ana Ruiz, quantity: 2"
+            missing = await session.call("read_table", {"file": str(folder / "none.csv")})
+            assert missing.is_error and str(folder / "none.csv") in missing.text
+        async with pool.session() as session:
+            again = await session.call("read_table", {"file": new})
+            assert again.is_error and again.text.endswith(f"cannot open {new}")
+    assert {p: p.read_bytes() for p in folder.rglob("*")} == before
+
+
+def test_what_a_copy_holds_changes_with_a_file_written_or_removed_and_a_folder_made(tmp_path):
+    from mcprl.tools.copies import files_of
+
+    (tmp_path / "a.txt").write_text("a")
+    before = files_of([tmp_path])
+    assert files_of([tmp_path]) == before  # (reading it changes nothing)
+    (tmp_path / "new").mkdir()
+    assert files_of([tmp_path]) != before
+    (tmp_path / "new").rmdir()
+    (tmp_path / "a.txt").write_text("ab")
+    assert files_of([tmp_path]) != before
+    (tmp_path / "a.txt").unlink()
+    assert files_of([tmp_path]) != before
