@@ -25,6 +25,7 @@ from mcprl.scenarios.results import (
     result_data,
     result_records,
     result_values,
+    says_done,
     server_text,
     wrapped_listing,
 )
@@ -122,8 +123,9 @@ def candidates(
     # held only 0 and 1 (a flag: SQLite's `pk`) or counted its records from 0 (a position: `cid`) is no fact a person
     # asks for
     values: dict[tuple[str, str], set[str]] = defaultdict(set)
-    # (tool, field) -> the distinct records that held it (one record read again and again tells nothing apart)
-    held: dict[tuple[str, str], set[str]] = defaultdict(set)
+    # (tool, field) -> the distinct calls and records that held it (one record read again and again tells nothing
+    # apart; one reply to every different call, "Insight added", does not either)
+    held: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)
     # (tool, field named as one of its parameters) -> whether it held what the call sent, every time one was sent; and
     # the values it held where none was: the request said back, where those are one value, its default
     # (`detail_level: names`), not a filter's (`status: done` of a listing filtered by it, any status unfiltered)
@@ -134,7 +136,7 @@ def candidates(
             for record in result_records(call.data, call.structured):
                 for k, v in record:
                     values[call.tool, k].add(str(v))
-                    held[call.tool, k].add(repr(record))
+                    held[call.tool, k].add((call_key(call.tool, call.arguments), repr(record)))
                     if k in call.arguments:
                         echoed[call.tool, k] = echoed.get((call.tool, k), True) and same_value(v, call.arguments[k])
                     else:
@@ -245,7 +247,9 @@ def candidates(
         # asked): its reply to anything, no fact about what it was asked; nor words the request holds (the header
         # `MAX(id)` of a query's empty result)
         # (a number alone, "8", is no stock reply: many sums are 8; a number in words, "Server v2 is up.", can be)
-        stock = len({plainest(c).index for c in said_alike[call.tool, call.text]}) >= STOCK_REPLY
+        stock = len({plainest(c).index for c in said_alike[call.tool, call.text]}) >= STOCK_REPLY or (
+            call.writes and isinstance(answer, str) and says_done(answer)  # a write's word that it was done
+        )
         echo = (
             isinstance(answer, str)
             and (

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import re
 import time
@@ -54,15 +55,15 @@ import anyio
 
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explored import Exploration, ExploredCall, ToolReport, source_call
-from mcprl.scenarios.isolation import changed_under, is_isolated, may_write, unsafe_writers
+from mcprl.scenarios.isolation import is_isolated, may_write, unsafe_writers
 from mcprl.scenarios.lexicon import RATE_LIMITED
-from mcprl.scenarios.results import MESSAGE, found_nothing, reports, result_values
+from mcprl.scenarios.results import MESSAGE, found_nothing, reports, result_values, says_done
 from mcprl.scenarios.value_sources import context_values, folder_entries
 from mcprl.scenarios.values import Drawn, Knowledge
 from mcprl.tools import ServerGone, redact_model
 from mcprl.tools import ToolPool as Pool
 from mcprl.tools.convert import inlined
-from mcprl.tools.copies import files_of
+from mcprl.tools.copies import changed_paths, files_of
 from mcprl.types import dump_jsonl
 
 if TYPE_CHECKING:
@@ -181,7 +182,7 @@ async def explore(
             **fields,
         )
         # a write on copies of the user's files (`ServerSpec.private_copy`): what it changed there, compared
-        held = files_of(session.copies) if name in writers and session.copies else None
+        held = files_of(session.copy_folders) if name in writers and session.copy_folders else None
         try:
             outcome = await session.call(name, args)
         except ServerGone as e:
@@ -209,7 +210,12 @@ async def explore(
             }
         )
         out.calls.append(made)
-        if held is not None and not outcome.is_error and name not in out.withheld and files_of(session.copies) != held:
+        if (
+            held is not None
+            and not outcome.is_error
+            and name not in out.withheld
+            and files_of(session.copy_folders) != held
+        ):
             # it changed the files the server works on: no task asks to change the user's repository or database
             out.withheld.append(name)
             retired[name] = "changed the files the server works on (in a copy of them)"
@@ -218,7 +224,7 @@ async def explore(
             backoffs += 1
             return made
         # a result that is one sentence ("No items match."), says what was done or that it found nothing: a message,
-        # not a value to pass on
+        # not a value to pass on; nor a write's word that it was done (`{"message": "Insight added"}`)
         message = MESSAGE.fullmatch(made.data.strip()) is not None or reports(made.data) or found_nothing(made.data)
         values = (
             []
@@ -227,6 +233,7 @@ async def explore(
                 (k, v)
                 for k, v in result_values(made.data, outcome.structured)
                 if not (message and v == made.data.strip())
+                and not (made.writes and isinstance(v, str) and says_done(v))
             ]
         )
         knowledge.learn(
@@ -386,7 +393,9 @@ async def explore(
             if name in writers and homes == "untried":
                 homes = "trial"  # the first write, in a session with a home of its own
                 return
-            started_at = time.time()
+            # the trial's write: what the home folder holds before it, to see what it (or a correction of it) wrote
+            home = session.home if name in writers and homes == "trial" and not home_wrote else None
+            home_held = files_of([home]) if home is not None else None
             made_call = await call(session, number, name, args, leaves)
             if made_call is None:
                 return
@@ -408,8 +417,8 @@ async def explore(
                     knowledge.hints.setdefault(name, hint)
             if made_call.is_error:
                 continue
-            if name in writers and homes == "trial" and session.home is not None and not home_wrote:
-                home_wrote.extend(changed_under(session.home, started_at))
+            if home is not None and home_held is not None:
+                home_wrote.extend(os.path.relpath(p, home) for p in changed_paths(home_held, files_of([home])))
             if name not in writers:
                 reads[repr((name, args))] = made_call
                 if isolated and not wrote:

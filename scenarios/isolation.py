@@ -9,15 +9,12 @@ line) keeps its state outside the process: such a server is isolated where each 
 files (`ServerSpec.private_copy`, on by default where they are small enough), and otherwise not taken as isolated
 unless the user says it is.
 Exploring checks the rest as it goes (`mcprl.scenarios.explore`): whether a fresh session reads what the first write
-left, and what a write changed under the home folder it was given (`changed_under`).
+left, and what a write changed under the home folder it was given (`mcprl.tools.copies.changed_paths`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcprl.scenarios.config import ExploreConfig
@@ -42,19 +39,6 @@ def may_write(tool: dict[str, Any]) -> bool:
         if any(w in READ_WORDS for w in words):
             return False
     return True
-
-
-def changed_under(root: Path, since: float) -> list[str]:
-    """The files under `root` written at `since` or after (a second's slack for coarse file clocks), as
-    paths relative to it."""
-    changed = []
-    for folder, _, files in os.walk(root):
-        for name in files:
-            path = Path(folder, name)
-            with contextlib.suppress(OSError):
-                if path.stat().st_mtime >= since - 1:
-                    changed.append(str(path.relative_to(root)))
-    return sorted(changed)
 
 
 def is_isolated(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None]) -> bool:

@@ -22,6 +22,7 @@ structure (schemas, annotations, what the server answered). It holds:
 - `BARE_NAMES`, `PREPOSITIONS`, `ENDS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT`, `OPERANDS`: how a call's arguments
   are said in a task; `spoken`: a key in words, its short forms written out (`ABBREVIATIONS`), a unit it ends
   in said as one (`UNITS`);
+- `OUTCOMES`, `ERROR_FIELDS`: the words a reply says it worked with, the fields it says what failed in;
 - `PEOPLE`, `NOT_KINDS`, `NOT_PARTICIPLES`, `LATEST`, `EARLIEST`, `who`, `participle`: how a task asks about
   a record (who or what a field is, a state it is in, what the record is, its place in a dated listing);
 - `VERBS`, `GETS`, `FILLER`, `singular`, `plural`: how a tool's title is said, as an order or as the thing it gives.
@@ -77,6 +78,11 @@ NOT_KINDS = IDENTIFYING | NAME_KEYS | KINDS | frozenset("key index value number 
 NOT_PARTICIPLES = frozenset("speed seed feed need embed breed bleed".split())
 # past participles not ending in -ed, as a result says what was done ("notes folder set to /srv/notes")
 IRREGULAR_PARTICIPLES = frozenset("set reset unset sent made done written built begun put cut kept".split())
+# ... and the words a write's reply says it worked with ("success", `"status": "ok"`), no fact of the state it left
+OUTCOMES = frozenset("success successful succeeded ok done".split())
+# the fields in which a result says what went wrong (`{"file_content": ..., "error": "YAML parser returned ..."}`):
+# their text is no value to pass on, nor an answer
+ERROR_FIELDS = frozenset("error errors exception traceback stderr".split())
 # ... and its place in a listing in time order, its first or last one
 LATEST, EARLIEST = "latest", "earliest"
 # How a task names a call by its tool's title: a title starting with a verb is an order ("Convert temperature ..."),

@@ -345,8 +345,13 @@ ABOUT_ACTION = "Look at {about}"  # what a known query does, where a task states
 
 
 def noun_of(tool: str) -> str:
-    """What a tool's results are about, from its name: `get_item` -> item, `search_emails` -> email."""
-    words = [w for w in words_of(tool) if w not in TASK_VERBS and w not in {"by", "id", "all", "details", "info"}]
+    """What a tool's results are about, from its name: `get_item` -> item, `search_emails` -> email,
+    `list_projects_tool` -> project."""
+    words = [
+        w
+        for w in words_of(tool)
+        if w not in TASK_VERBS and w not in FILLER and w not in {"by", "id", "all", "details", "info"}
+    ]
     noun = words[-1] if words else "result"
     return singular(noun)
 

@@ -33,6 +33,7 @@ from mcprl.scenarios.results import (
     result_data,
     result_records,
     result_values,
+    says_done,
     sentence_fields,
     server_text,
     wrapped_listing,
@@ -109,6 +110,8 @@ def field_tasks(
             and k not in twice
             and k not in unasked
             and answerable(v)
+            # (nor a write's word that it was done: "Insight added", "status: success")
+            and not (call.writes and isinstance(v, str) and says_done(v))
             # (nor one that says back what the call was given: "Europe/Warsaw (CET)" of timezone Europe/Warsaw)
             and (
                 normalize_text(str(v)) not in given_text

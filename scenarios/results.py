@@ -18,7 +18,7 @@ from partial_json_parser import Allow
 from partial_json_parser import loads as loads_partial
 
 from mcprl.checks import same_value
-from mcprl.scenarios.lexicon import IRREGULAR_PARTICIPLES, LINKS, participle
+from mcprl.scenarios.lexicon import ERROR_FIELDS, IRREGULAR_PARTICIPLES, LINKS, OUTCOMES, participle
 from mcprl.tools.convert import untruncated
 
 # An ISO date, with a time or not ("2026-11-27", "2026-11-27T14:00:00+01:00", "2026-11-27 09:40:46")
@@ -48,6 +48,18 @@ def reports(text: str) -> bool:
         "\n" not in text.strip()
         and len(words) >= 3
         and any(participle(w) or w in IRREGULAR_PARTICIPLES for w in words[1:])
+    )
+
+
+def says_done(text: str) -> bool:
+    """Whether a write's reply, or a field of it, says no more than that the write was done: words and no number,
+    ending as a participle or an outcome ("Insight added", "All caches cleared", "success"), or a report of it
+    (`reports`). Every write of the tool says it alike: it is no fact of the state the write left."""
+    words = [w.strip(".,:;!").lower() for w in text.split()]
+    return (
+        bool(words)
+        and not re.search(r"\d", text)
+        and (participle(words[-1]) or words[-1] in IRREGULAR_PARTICIPLES or words[-1] in OUTCOMES or reports(text))
     )
 
 
@@ -114,9 +126,15 @@ def server_text(text: str) -> tuple[str, bool]:
 
 
 def flatten(data: Any, key: str = "") -> list[tuple[str, Any]]:
-    """(field, value) pairs of the scalars in `data`, each under its nearest key."""
+    """(field, value) pairs of the scalars in `data`, each under its nearest key; not the text of a field that says
+    what went wrong (`lexicon.ERROR_FIELDS`: `"error": "File does not exist: 4096"`), a count of errors as it is."""
     if isinstance(data, dict):
-        return [pair for k, v in data.items() for pair in flatten(v, str(k))]
+        return [
+            pair
+            for k, v in data.items()
+            for pair in flatten(v, str(k))
+            if not (str(k).lower() in ERROR_FIELDS and isinstance(pair[1], str))
+        ]
     if isinstance(data, (list, tuple)):
         return [pair for v in list(data)[:50] for pair in flatten(v, key)]
     if isinstance(data, (str, int, float)) and not isinstance(data, bool) and str(data).strip():

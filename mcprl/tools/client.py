@@ -156,9 +156,10 @@ class ToolSession:
         self.gone: str | None = None
 
     @property
-    def copies(self) -> list[Path]:
-        """The copies of what the server works on that this session runs on (`ServerSpec.private_copy`)."""
-        return self.paths.copies if self.paths is not None else []
+    def copy_folders(self) -> list[Path]:
+        """The folders of the copies of what the server works on that this session runs on (`ServerSpec.private_copy`),
+        each holding one copy and what the server made beside it."""
+        return self.paths.folders if self.paths is not None else []
 
     @property
     def home(self) -> Path | None:

@@ -102,7 +102,9 @@ class PathMap:
     (`/data/shop/a.csv`)."""
 
     def __init__(self, pairs: list[tuple[str, str]]) -> None:
-        self.copies = [Path(c) for _, c in pairs]
+        # the folder each copy was made in, its own: a copied file's holds what the server makes beside it too (a
+        # database's journal), so what a call changed is seen there
+        self.folders = [Path(c).parent for _, c in pairs]
         # the copies as the server may see them too, through the links of the temp folder (macOS' /private/var)
         back = [(c, o) for o, c in pairs] + [(os.path.realpath(c), o) for o, c in pairs if os.path.realpath(c) != c]
         self._in = self._pattern(pairs)
@@ -138,6 +140,11 @@ def files_of(roots: list[Path]) -> dict[str, tuple[int, int]]:
                     info = os.lstat(path)
                     held[path] = (info.st_size, info.st_mtime_ns)
     return held
+
+
+def changed_paths(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
+    """The paths two `files_of` snapshots differ at: files written, made or removed, folders made or removed."""
+    return sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
 
 
 def _replaced(value: Any, pattern: tuple[re.Pattern[str], dict[str, str]] | None) -> Any:

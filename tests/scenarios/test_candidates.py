@@ -648,3 +648,43 @@ def test_a_listing_an_object_wraps_is_asked_of_by_what_its_key_says_each_record_
     assert records and all(re.search(r"\bcommit\b", t.task) for t in records), [t.task for t in records]
     assert not any("total" in t.task for t in records), [t.task for t in records]
     assert any("total" in t.task and t.answer == 2 for t in tasks), [t.task for t in tasks]
+
+
+def test_a_writes_word_that_it_was_done_answers_no_task_and_is_sent_nowhere():
+    """A write's reply that says only that it was done ("Insight added", "All caches cleared", `"status":
+    "success"`) is the same for any write of its tool: no task asks for it, whatever the write was sent; what the
+    write's reply holds of the state (the id it gave) is still asked for, and a read's words are as they were."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    replies = [
+        ({"insight": "orders grew"}, '{"success": true, "message": "Insight added"}'),
+        ({"insight": "stock is low"}, '{"success": true, "message": "Insight added"}'),
+        ({}, '{"status": "success", "message": "All caches cleared"}'),
+        ({"title": "Renew passport"}, '{"status": "success", "id": 41, "message": "Task created"}'),
+    ]
+    calls = [
+        ExploredCall(index=i, session=i, tool=f"write_{i // 2}", arguments=a, text=t, writes=True)
+        for i, (a, t) in enumerate(replies)
+    ]
+    calls.append(
+        ExploredCall(index=4, session=4, tool="task_status", arguments={"id": 7}, text='{"status": "completed"}')
+    )
+    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert {t.answer for t in tasks} == {41, "completed"}, {(t.task, t.answer) for t in tasks}
+
+
+def test_what_a_result_says_went_wrong_is_no_answer_and_no_value_to_send():
+    """mcp-server-tree-sitter's `diagnose_config` answers `{"file_content": ..., "error": "YAML parser ..."}`: its
+    error's text is neither asked for nor offered as a value (it was sent as the next call's path); a count of
+    errors is a number of the data, asked for as any."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+    from mcprl.scenarios.results import result_values
+
+    text = json.dumps({"file_content": "1.2.0", "error": "YAML parser returned non-dict: <class 'str'>", "errors": 3})
+    assert ("error", "YAML parser returned non-dict: <class 'str'>") not in result_values(text, None)
+    assert ("errors", 3) in result_values(text, None)
+    call = ExploredCall(index=0, session=0, tool="diagnose", arguments={"path": "/srv/VERSION"}, text=text)
+    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    assert {t.answer for t in tasks} == {"1.2.0", 3}, [(t.task, t.answer) for t in tasks]

@@ -159,3 +159,16 @@ def test_a_title_is_said_up_to_how_it_works_unless_that_would_name_two_tools_ali
         "read": "Read File",
         "read_numbered": "Read File with Line Numbers",
     }
+
+
+def test_a_tools_records_are_named_by_what_its_name_lists_not_by_its_filler() -> None:
+    """`list_projects_tool`'s records are projects, not tools ("the python of the tool "Weekly report""); a name of
+    one word names its records still."""
+    from mcprl.scenarios.phrasing import noun_of
+
+    assert [noun_of(t) for t in ("list_projects_tool", "get_item", "search_emails", "tool")] == [
+        "project",
+        "item",
+        "email",
+        "result",
+    ]

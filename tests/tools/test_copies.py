@@ -115,3 +115,24 @@ def test_what_a_copy_holds_changes_with_a_file_written_or_removed_and_a_folder_m
     assert files_of([tmp_path]) != before
     (tmp_path / "a.txt").unlink()
     assert files_of([tmp_path]) != before
+
+
+@pytest.mark.anyio
+async def test_a_write_to_a_copied_file_shows_in_its_sessions_copy_folders_and_not_in_the_users_file(tmp_path):
+    """A server named a data file (`env ORDERS=.../orders.csv`, as a database server is named its database): the
+    session's copy folders change when a call writes that file's copy (a walk of the copied file itself saw nothing,
+    so a database server's writes were never noticed), and do not when a call only reads it."""
+    from mcprl.tools.copies import files_of
+
+    orders = tmp_path / "orders.csv"
+    orders.write_text("customer,quantity\nAna Ruiz,2\n")
+    spec = ServerSpec.parse(f"env ORDERS={orders} {sys.executable} {FOLDER}")
+    assert spec.private_copy
+    async with ToolPool(spec) as pool:
+        async with pool.session() as session:
+            held = files_of(session.copy_folders)
+            assert held and not (await session.call("read_table", {"file": str(orders)})).is_error
+            assert files_of(session.copy_folders) == held
+            saved = await session.call("save_table", {"file": str(orders), "text": "x,y\n3,4\n"})
+            assert not saved.is_error and files_of(session.copy_folders) != held
+    assert orders.read_text() == "customer,quantity\nAna Ruiz,2\n"
