@@ -66,7 +66,8 @@ def result_answer(text: str, sent: Sequence[str] = ()) -> Any | None:
 def answerable(value: Any) -> bool:
     """Whether a value can be an answer: short (in words and in characters), with something a check can hold, and
     not encoded bytes (a file's base64 `blob`: no one asks for it), and not a yes or no (a guess holds it half the
-    time), nor one letter (sympy's identity matrix "I": any reply saying "I" or "a" would hold it)."""
+    time), nor one letter (sympy's identity matrix "I": any reply saying "I" or "a" would hold it), nor a program's
+    name for an object (`<class 'sympy.core.numbers.Integer'>`, `<function f at 0x7f...>`)."""
     text = str(value).strip()
     return (
         bool(normalize_text(text))
@@ -77,6 +78,7 @@ def answerable(value: Any) -> bool:
         and len(numbers(text)) <= 1
         and not BASE64.fullmatch(text)
         and not text.endswith(":")
+        and not re.fullmatch(r"<[^<>]*>", text)
     )
 
 

@@ -688,3 +688,20 @@ def test_what_a_result_says_went_wrong_is_no_answer_and_no_value_to_send():
     call = ExploredCall(index=0, session=0, tool="diagnose", arguments={"path": "/srv/VERSION"}, text=text)
     tasks = [t for seed in range(8) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
     assert {t.answer for t in tasks} == {"1.2.0", 3}, [(t.task, t.answer) for t in tasks]
+
+
+def test_a_programs_name_for_an_object_is_no_answer():
+    """mcp-sympy's `func` of "1 + 6" answered `<class 'sympy.core.numbers.Integer'>`: a program's name for an
+    object, no fact a person asks for; the number a sibling call gave still answers."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    calls = [
+        ExploredCall(
+            index=0, session=0, tool="sympy_func", arguments={"expr": "1 + 6"}, text="<class 'sympy.Integer'>"
+        ),
+        ExploredCall(index=1, session=0, tool="sympy_eval", arguments={"expr": "1 + 6"}, text="7"),
+        ExploredCall(index=2, session=0, tool="lookup", arguments={"x": "f"}, text='{"f": "<function f at 0x7f3a>"}'),
+    ]
+    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert {t.answer for t in tasks} == {7}, [(t.task, t.answer) for t in tasks]
