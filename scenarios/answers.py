@@ -87,7 +87,7 @@ def readable(exploration: Exploration) -> list[ExploredCall]:
         and not c.writes
         and c.reads_back is None
         and c.index < first_write.get(c.session, len(exploration.calls) + 1)
-        and not found_nothing(c.data)
+        and not found_nothing(c.data, c.arguments)
     ]
 
 
@@ -184,7 +184,7 @@ async def find_references(
             outcome = await session.call(tool, {parameter: value})
             further[key] = (
                 None
-                if outcome.is_error or found_nothing(outcome.data_text)
+                if outcome.is_error or found_nothing(outcome.data_text, {parameter: value})
                 else ExploredCall(
                     index=-report.further_calls - 1,  # apart from the exploration's
                     session=-1,

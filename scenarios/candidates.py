@@ -217,7 +217,9 @@ def candidates(
                 out += _write_tasks(calls, call, write, changed, say, rng, prepares)
             if not prepares:  # ... and, where the environment may make that write, a question on what it left
                 continue
-        if call.is_error or found_nothing(call.data):  # (a filter that matched nothing: its zeros are no answer)
+        if call.is_error or found_nothing(
+            call.data, call.arguments
+        ):  # (a filter that matched nothing: its zeros are no answer)
             continue
         call = plainest(call)
         chain = chain_of(calls, call)

@@ -225,7 +225,9 @@ async def explore(
             return made
         # a result that is one sentence ("No items match."), says what was done or that it found nothing: a message,
         # not a value to pass on; nor a write's word that it was done (`{"message": "Insight added"}`)
-        message = MESSAGE.fullmatch(made.data.strip()) is not None or reports(made.data) or found_nothing(made.data)
+        message = (
+            MESSAGE.fullmatch(made.data.strip()) is not None or reports(made.data) or found_nothing(made.data, args)
+        )
         values = (
             []
             if outcome.is_error

@@ -166,7 +166,7 @@ async def referenced_synthesized(
                 continue
             if outcome.is_error:
                 why = "its call failed"
-            elif found_nothing(outcome.data_text):
+            elif found_nothing(outcome.data_text, args):
                 why = "its call found nothing"
             else:
                 reference = ReferenceCall(tool=name, arguments=args, result=outcome.text, writes=may_write(tools[name]))

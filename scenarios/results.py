@@ -63,32 +63,41 @@ def says_done(text: str) -> bool:
     )
 
 
-def found_nothing(text: str) -> bool:
+def found_nothing(text: str, given: dict[str, Any] | None = None) -> bool:
     """Whether a result says it found nothing: "No matches found", or one short line that begins so
-    ("no items match 'zzzz'"), or a JSON object holding nothing but empty lists, zeros, flags and sentences
-    (`{"success": true, "commits": [], "totalCount": 0, "note": "No commits matched the applied filters."}`)."""
+    ("no items match 'zzzz'"), or a JSON object holding, at any depth, nothing but empty lists, zeros, flags,
+    sentences and the values the call was `given` said back (`{"success": true, "commits": [], "totalCount": 0,
+    "note": "No commits matched the applied filters."}`, `{"data": {"object_type": "column", "count": 0,
+    "results": []}}` of a search for columns)."""
     text = text.strip()
     return (
         NOTHING.fullmatch(text) is not None
         or ("\n" not in text and len(text) <= 120 and NOTHING.match(text) is not None)
         or text.startswith("{")
-        and _holds_nothing(text)
+        and _holds_nothing(text, {str(v) for v in (given or {}).values() if isinstance(v, (str, int, float))})
     )
 
 
-def _holds_nothing(text: str) -> bool:
-    """Whether a JSON object holds nothing found: an empty list or text, the rest zeros, flags and sentences."""
+def _holds_nothing(text: str, given: set[str]) -> bool:
+    """Whether a JSON object holds nothing found: an empty list or text, the rest zeros, flags, sentences and
+    `given` values, in it or in the objects it holds."""
     try:
         data = json.loads(text)
     except ValueError:
         return False
     if not isinstance(data, dict):
         return False
-    values = list(data.values())
+
+    def leaves(d: dict[str, Any]) -> list[Any]:
+        return [leaf for v in d.values() for leaf in (leaves(v) if isinstance(v, dict) and v else [v])]
+
+    values = leaves(data)
     empty = [
         v for v in values if v in ("", [], {}) or isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0
     ]
-    said = [v for v in values if isinstance(v, bool) or isinstance(v, str) and MESSAGE.fullmatch(v.strip())]
+    said = [
+        v for v in values if isinstance(v, bool) or isinstance(v, str) and (MESSAGE.fullmatch(v.strip()) or v in given)
+    ]
     return bool(empty) and any(v in ("", [], {}) for v in empty) and len(empty) + len(said) == len(values)
 
 
