@@ -485,3 +485,21 @@ async def test_chains_that_write_nothing_are_replayed_in_one_server_process(tmp_
         assert len(list(starts.iterdir())) == before + 1
         assert [t.id for t in kept] == [t.id for t in tasks], dropped
         await come_back_fresh(pool, tasks)
+
+
+def test_a_unix_time_of_about_now_is_the_servers_clock():
+    """mcp-server-tree-sitter's `last_scan_time` (Unix seconds of the call) grounded "Register project R and tell
+    me the last scan time.", which no later call gives: a number of seconds or milliseconds within a day and a half
+    of now is the server's clock, like an ISO date; a number of that form long ago is not (an id, a past time)."""
+    import datetime
+
+    from mcprl.scenarios.replay import clock_bound
+
+    now = datetime.datetime(2026, 12, 1, 17, 0, tzinfo=datetime.UTC)
+    seconds = int(now.timestamp()) - 40
+    scan = json.dumps({"name": "effrepo", "last_scan_time": seconds, "languages": {"python": 1}})
+    assert clock_bound(scan, seconds, now) and clock_bound(scan, 1, now)  # (the other number: replayed with it moved)
+    assert not clock_bound(scan, "effrepo", now)
+    assert clock_bound(json.dumps({"at": seconds * 1000 + 512}), seconds * 1000 + 512, now)
+    assert clock_bound(f"scanned at {seconds}.25", seconds, now)
+    assert not clock_bound(json.dumps({"id": 1700000000, "count": 3}), 3, now)
