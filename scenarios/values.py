@@ -67,7 +67,7 @@ from mcprl.scenarios.lexicon import (
     words_of,
     written,
 )
-from mcprl.scenarios.results import ID_FORM, MESSAGE, NOTHING
+from mcprl.scenarios.results import ID_FORM, MESSAGE, NOTHING, found_nothing
 from mcprl.scenarios.value_sources import (
     QUOTED,
     coerce,
@@ -596,24 +596,30 @@ class Knowledge:
             # a parameter it asks for, not sent ("Please specify a 'path'"): given from now on, as if required
             self.wanted |= {q for q in quoted & self.names if q not in args}
             # an error names a parameter, or the value it was sent (whole, or quoted in part: "Ref '2024-01-15 09'";
-            # a quote of one value whole is not part of another: "no column '/srv'" of a file "/srv/a.csv")
+            # a quote of one value whole is not part of another: "no column '/srv'" of a file "/srv/a.csv"; nor is a
+            # folder the start of a path in it: "path '/srv/r/VERSION' ... not in 'a632078'" of a repository "/srv/r")
             parts = [q for q in QUOTED.findall(text) if len(q) > 3 and q not in sent]
             named = [
                 d
                 for d in leaves
                 if name_in(d.name, lowered)
                 or len(str(d.value)) > 1
-                and re.search(rf"(?<!\w){re.escape(str(d.value).lower())}(?!\w)", lowered)
+                and re.search(rf"(?<!\w){re.escape(str(d.value).lower())}(?![\w/])", lowered)
                 or any(q in str(d.value) for q in parts)
             ]
             # one value sent to two parameters and quoted back: the one the error names is to blame ("no column
             # '/srv/a.csv'" of a file and a column both sent it)
             by_name = [d for d in named if name_in(d.name, lowered)]
-            named = by_name if len(named) > 1 and len(by_name) == 1 else named
+            one_value = len({repr(d.value) for d in named}) == 1
+            named = by_name if len(named) > 1 and len(by_name) == 1 and one_value else named
+
             # of those, or else of every parameter, the ones whose value has not worked before (a repository
-            # path that worked, sent also as a branch type that the error quotes back, is not to blame)
-            unproven = [d for d in named or leaves if repr(d.value) not in map(repr, self.worked.get(d.name, []))]
-            blamed = unproven or named or leaves
+            # path that worked, sent also as a branch type that the error quotes back, is not to blame; nor where the
+            # error names it only by its name's word: "no such path '' in HEAD" of a file path sent beside it)
+            def unproven(among: list[Drawn]) -> list[Drawn]:
+                return [d for d in among if repr(d.value) not in map(repr, self.worked.get(d.name, []))]
+
+            blamed = unproven(named or leaves) or unproven(leaves) or named or leaves
             named = [d for d in named if d in blamed]
             self.failed_new.update(d.name for d in named if d in first)
             for d in named:
@@ -634,10 +640,12 @@ class Knowledge:
         # ... and one that says back what it was sent (`echoes`) is worth nothing: a new answer each time, no news
         credit = 0.0 if echoes(text, args) else 1.0 if new else REPEAT_CREDIT
         log.results.add(text)
+        # (a value whose call found nothing has not shown it works: a filter by a file path "1" lists no commits)
+        nothing = found_nothing(text, args)
         for d in leaves:
             self.stats[d.name, d.arm][0] += credit
             self.stats[d.name, d.arm][1] += 1.0 - credit
-            if repr(d.value) not in map(repr, self.worked[d.name]):
+            if not nothing and repr(d.value) not in map(repr, self.worked[d.name]):
                 self.worked[d.name].append(d.value)
         # a long text is prose, and a line ending in a colon a heading ("Staged changes:"): no values to pass on
         seen = [

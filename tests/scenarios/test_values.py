@@ -490,3 +490,30 @@ def test_a_value_an_error_blamed_is_not_sent_there_again_while_another_source_ha
         error = f"Is a directory: '{args['file_path']}'" if folder else f"start {args['start']} is past the end"
         knowledge.learn("read", args, leaves, index=i, session=i, text=error, is_error=True, error_kind=None, values=[])
     assert sent.count("/srv/docs") <= 1, sent
+
+
+def test_a_value_that_worked_is_not_blamed_for_an_error_that_names_its_parameters_word_beside_one_that_did_not():
+    """@cyanheads/git-mcp-server: `git_blame {"path": R, "filePath": "1"}` said "fatal: no such path '1' in HEAD".
+    The repository R had answered for `path`, and "1" had only filtered a log to nothing, which shows no value
+    works: the file path is to blame, not R, which stays the one place `path` is (`fixed`) after others failed."""
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    knowledge = Knowledge(["/srv/r"])
+
+    def learn(tool: str, args: dict, text: str, is_error: bool) -> None:
+        leaves = [
+            Drawn(path=k, name=k, arm="context" if v == "/srv/r" else "result.x", value=v) for k, v in args.items()
+        ]
+        index = len(knowledge.made)
+        knowledge.learn(
+            tool, args, leaves, index=index, session=index, text=text, is_error=is_error, error_kind=None, values=[]
+        )
+
+    learn("git_status", {"path": "/srv/r"}, "On branch main", False)
+    learn("git_log", {"path": "/srv/r", "filePath": "1"}, '{"success": true, "commits": [], "totalCount": 0}', False)
+    assert knowledge.worked["filePath"] == []
+    learn("git_blame", {"path": "/srv/r", "filePath": "1"}, "fatal: no such path '1' in HEAD", True)
+    assert "'1'" in knowledge.refused["filePath"] and "'/srv/r'" not in knowledge.refused["path"]
+    for other in ("main", "git init", "a632078"):  # a repository path elsewhere: "does not exist: /srv/r/main"
+        learn("git_show", {"path": other}, f"Working directory does not exist: /srv/r/{other}", True)
+    assert knowledge.fixed("path")
