@@ -217,9 +217,9 @@ def candidates(
                 out += _write_tasks(calls, call, write, changed, say, rng, prepares)
             if not prepares:  # ... and, where the environment may make that write, a question on what it left
                 continue
-        if call.is_error or found_nothing(
-            call.data, call.arguments
-        ):  # (a filter that matched nothing: its zeros are no answer)
+        # (a filter that matched nothing: its zeros are no answer; what it says back is what it was sent, or its
+        # schema's defaults for the rest)
+        if call.is_error or found_nothing(call.data, {**defaults.get(call.tool, {}), **call.arguments}):
             continue
         call = plainest(call)
         chain = chain_of(calls, call)

@@ -708,13 +708,14 @@ def test_a_programs_name_for_an_object_is_no_answer():
 
 
 def test_a_search_that_found_nothing_says_back_what_it_was_asked_and_answers_no_task():
-    """dbhub's `search_objects` that matched nothing wraps its request said back, a zero count and an empty list in
-    `data`: no task asks for that zero; a search that found something is asked for its count."""
+    """dbhub's `search_objects` that matched nothing wraps its request said back (with its schema's default for a
+    parameter not sent), a zero count and an empty list in `data`: no task asks for that zero; a search that found
+    something is asked for its count."""
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration
 
     def reply(kind: str, pattern: str, found: list) -> str:
-        data = {"object_type": kind, "pattern": pattern, "count": len(found), "results": found, "truncated": False}
+        data = {"object_type": kind, "pattern": pattern, "detail_level": "names", "count": len(found), "results": found}
         return json.dumps({"success": True, "data": data})
 
     calls = [
@@ -727,7 +728,8 @@ def test_a_search_that_found_nothing_says_back_what_it_was_asked_and_answers_no_
             text=reply("table", "dept%", [{"name": "dept_emp"}, {"name": "dept_manager"}]),
         ),
     ]  # fmt: skip
-    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    defaults = {"search_objects": {"detail_level": "names"}}
+    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed, defaults=defaults)]
     assert tasks and all(t.reference[-1].arguments["pattern"] == "dept%" for t in tasks), [
         (t.task, t.answer) for t in tasks
     ]
