@@ -146,7 +146,8 @@ def grounded_scenario(
             "source": "grounded",
             "kind": kind,
             **({"field": field} if field else {}),
-            **({"given": given} if given else {}),  # the values it states, which a rephrasing keeps
+            # the values it states, which a rephrasing keeps (none: a question said by what its result holds)
+            **({"given": given} if given is not None else {}),
             # how many records the result that holds the answer has: one to read, or a line of a listing to find
             "records": len(result_records(chain[-1].data, chain[-1].structured)) if read_back is None else 1,
         },

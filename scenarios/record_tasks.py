@@ -196,7 +196,8 @@ def field_tasks(
                 task = _worded(saying.asks_record(asked, which, kind is not None and len(given) == 1), given, asked)
             elif not listing and saying is not None:  # the one record a call gave: by the call (its title alone,
                 # where it states nothing)
-                given = [] if queries else [value_text(v) for v in args.values()]
+                # (of a query: the names it states, as its result is said: "the rows of the department table")
+                given = [n for v in queries for n in stated(v)] if queries else [value_text(v) for v in args.values()]
                 # (a state that names a thing, "modified: TODO.md", not a date, "created: 2024-03-01")
                 state = participle(asked) and not re.search(r"\d", str(value))
                 task = _worded(saying.asks_field(asked, state), given, asked)

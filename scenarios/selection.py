@@ -84,7 +84,7 @@ def meaning(
     values it states, but those of `optional`
     parameters (tool -> names) and `idle` ones (`idle_parameters`): a filter that left the answer where it
     was, or a value that changed no answer, does not make another question."""
-    given = task.metadata.get("given") or [value_text(v) for v in task.reference[-1].arguments.values()]
+    given = stated_values(task)
     unchanged = idle.get(asks(task), set())
     filters = {
         normalize_text(value_text(v))
@@ -101,12 +101,20 @@ def meaning(
     )
 
 
+def stated_values(task: Scenario) -> list[Any]:
+    """The values a task states: its `given` (none for a question said by what its query's result holds, "the rows
+    of the department table", whichever query gave them), else its last call's arguments."""
+    if "given" in task.metadata:
+        return task.metadata["given"]
+    return [value_text(v) for v in task.reference[-1].arguments.values()]
+
+
 def stated_items(task: Scenario) -> Counter:
     """The values a task states (its `given`, else its call's arguments), a list's items each, normalised."""
     lists = {
         normalize_text(value_text(v)): v for c in task.reference for v in c.arguments.values() if isinstance(v, list)
     }
-    given = task.metadata.get("given") or [value_text(v) for v in task.reference[-1].arguments.values()]
+    given = stated_values(task)
     return Counter(normalize_text(value_text(item)) for g in given for item in lists.get(normalize_text(str(g)), [g]))
 
 

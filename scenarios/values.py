@@ -514,6 +514,13 @@ class Knowledge:
             arms["schema"] = fit([sampled])
         if searched:  # a person searches by a word of a sentence ("budget"), not by the whole of it
             arms = {a: [(v, p) for v, p in options if not sentence(v)] for a, options in arms.items()}
+        # a parameter's own name is no value of it ("LIKE pattern" read as an example of `pattern`), but where the
+        # schema lists it
+        own = words_of(name)
+        arms = {
+            arm: [(v, p) for v, p in options if arm == "enum" or not (isinstance(v, str) and words_of(v) == own)]
+            for arm, options in arms.items()
+        }
         return {arm: options for arm, options in arms.items() if options}
 
     def mean(self, name: str, arm: str, numeric: bool = False) -> float:

@@ -517,3 +517,39 @@ def test_a_value_that_worked_is_not_blamed_for_an_error_that_names_its_parameter
     for other in ("main", "git init", "a632078"):  # a repository path elsewhere: "does not exist: /srv/r/main"
         learn("git_show", {"path": other}, f"Working directory does not exist: /srv/r/{other}", True)
     assert knowledge.fixed("path")
+
+
+def test_a_parameter_is_never_sent_its_own_name():
+    """dbhub's `pattern` is described "LIKE pattern (% = any chars, _ = one char)", which read as an example,
+    "pattern", sent in 11 calls; mcp-server-calculator's `expression` was once sent "expression" 120 times. No draw
+    sends a parameter its own name, whatever the description, the results or the errors said; a schema's enum may."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    knowledge = Knowledge([])
+    schema = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "LIKE pattern (% = any chars, _ = one char)"},
+            "sort_order": {"type": "string", "description": "e.g. sort order"},
+            "kind": {"type": "string", "enum": ["kind", "table"]},
+        },
+        "required": ["pattern", "sort_order", "kind"],
+    }
+    rng = random.Random(0)
+    sent: list[dict] = []
+    for i in range(30):
+        drawn = knowledge.arguments("search", schema, i, rng)
+        if drawn is None:
+            break
+        args, leaves = drawn
+        sent.append(args)
+        knowledge.learn(
+            "search", args, leaves, index=i, session=i, text=f'{{"pattern": "pattern", "sort_order": "sort order", '
+            f'"rows": [{{"name": "n{i}"}}]}}', is_error=False, error_kind=None,
+            values=[("pattern", "pattern"), ("sort_order", "sort order"), ("name", f"n{i}")],
+        )  # fmt: skip
+    assert len(sent) >= 10
+    assert not [a for a in sent if a["pattern"] == "pattern" or a["sort_order"] == "sort order"], sent
+    assert any(a["kind"] == "kind" for a in sent)
