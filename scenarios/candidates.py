@@ -250,7 +250,7 @@ def candidates(
         # `MAX(id)` of a query's empty result)
         # (a number alone, "8", is no stock reply: many sums are 8; a number in words, "Server v2 is up.", can be)
         stock = len({plainest(c).index for c in said_alike[call.tool, call.text]}) >= STOCK_REPLY or (
-            call.writes and isinstance(answer, str) and says_done(answer)  # a write's word that it was done
+            call.writes and says_done(answer)  # a write's word that it was done
         )
         echo = (
             isinstance(answer, str)

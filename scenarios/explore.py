@@ -234,8 +234,7 @@ async def explore(
             else [
                 (k, v)
                 for k, v in result_values(made.data, outcome.structured)
-                if not (message and v == made.data.strip())
-                and not (made.writes and isinstance(v, str) and says_done(v))
+                if not (message and v == made.data.strip()) and not (made.writes and says_done(v))
             ]
         )
         knowledge.learn(

@@ -111,7 +111,7 @@ def field_tasks(
             and k not in unasked
             and answerable(v)
             # (nor a write's word that it was done: "Insight added", "status: success")
-            and not (call.writes and isinstance(v, str) and says_done(v))
+            and not (call.writes and says_done(v))
             # (nor one that says back what the call was given: "Europe/Warsaw (CET)" of timezone Europe/Warsaw)
             and (
                 normalize_text(str(v)) not in given_text

@@ -51,10 +51,12 @@ def reports(text: str) -> bool:
     )
 
 
-def says_done(text: str) -> bool:
+def says_done(text: Any) -> bool:
     """Whether a write's reply, or a field of it, says no more than that the write was done: words and no number,
     ending as a participle or an outcome ("Insight added", "All caches cleared", "success"), or a report of it
     (`reports`). Every write of the tool says it alike: it is no fact of the state the write left."""
+    if not isinstance(text, str):
+        return False
     words = [w.strip(".,:;!").lower() for w in text.split()]
     return (
         bool(words)
