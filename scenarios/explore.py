@@ -131,7 +131,15 @@ async def explore(
     context = context_values(pool.toolset.spec, pool.toolset.resources, pool.toolset.resource_templates)
     names = {t["name"] for t in pool.toolset.mcp_tools}
     names |= {k for t in pool.toolset.mcp_tools for k in (t.get("inputSchema") or {}).get("properties") or {}}
-    knowledge = Knowledge(context, writers, folder_entries(pool.toolset.spec, context), frozenset(names))
+    params = {t["name"]: list((t.get("inputSchema") or {}).get("properties") or {}) for t in pool.toolset.mcp_tools}
+    knowledge = Knowledge(
+        context,
+        writers,
+        folder_entries(pool.toolset.spec, context),
+        frozenset(names),
+        params,
+        fresh_sessions=isolated and pool.per_rollout,
+    )
     order = list(tools)
     random.Random(f"{seed}/explore").shuffle(order)
     retired: dict[str, str] = {}

@@ -22,14 +22,12 @@ import anyio
 
 from mcprl.checks import HoldsCheck, LiveValue, holds_answer, live_of, normalize_text, value_at
 from mcprl.scenarios.explored import ExploredCall, source_call
-from mcprl.scenarios.results import ISO_DATE, answer_paths, counted, result_values
+from mcprl.scenarios.results import ISO_DATE, answer_paths, clock_spans, counted, result_values
 from mcprl.tools import ServerGone, ServerSpec, ToolPool, ToolSession
 from mcprl.types import ReferenceCall, Scenario
 
 REPLAYS_AT_ONCE = 4  # chains replayed at once where every session is its own server process
 WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
-CLOCK_SPAN = datetime.timedelta(hours=36)
-UNIX_TIME = re.compile(r"(?<![\w.])(\d{10}|\d{13})(?:\.\d+)?(?![\w.])")  # seconds or milliseconds since 1970
 # Where a task's answer came from a result that read the server's clock, the task is replayed again with the
 # clock this far ahead (libfaketime's offset): half a year and a day, on the other side of daylight saving in both
 # hemispheres, on another weekday, at another hour. An answer that comes back then too (9:30 in Tokyo is 6:00 in
@@ -260,17 +258,7 @@ def clock_bound(text: str, answer: Any, now: datetime.datetime | None = None) ->
     (the server read its clock: an ISO date, or a Unix time in seconds or milliseconds, `"last_scan_time":
     1796145733`), and the answer is such a date, a weekday, a flag or an offset (a number, "+6.0h", "-04:00")
     rather than a name or a record's field (a commit's author stays)."""
-    now = now or datetime.datetime.now(datetime.UTC)
-    dates = []
-    for m in ISO_DATE.finditer(text):
-        try:
-            dates.append(datetime.datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=datetime.UTC))
-        except ValueError:
-            continue
-    for m in UNIX_TIME.finditer(text):
-        seconds = float(m[0]) / (1000 if len(m[1]) == 13 else 1)
-        dates.append(datetime.datetime.fromtimestamp(seconds, datetime.UTC))
-    if not any(abs(d - now) <= CLOCK_SPAN for d in dates):
+    if not clock_spans(text, now):
         return False
     said = str(answer).strip()
     return (

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import csv
+import datetime
 import json
 import re
 from typing import Any
@@ -23,6 +24,9 @@ from mcprl.tools.convert import untruncated
 
 # An ISO date, with a time or not ("2026-11-27", "2026-11-27T14:00:00+01:00", "2026-11-27 09:40:46")
 ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b")
+# seconds or milliseconds since 1970 ("last_scan_time": 1796145733)
+UNIX_TIME = re.compile(r"(?<![\w.])(\d{10}|\d{13})(?:\.\d+)?(?![\w.])")
+CLOCK_SPAN = datetime.timedelta(hours=36)  # a date this near now may be the server's clock
 # A result that says it found nothing: "No matches found", "Task not found", "[]", "null", a program's empty values
 # ("set()", "NotImplemented", "undefined")
 NOTHING = re.compile(
@@ -38,6 +42,25 @@ ID_FORM = re.compile(r"(?!\d{4}-\d\d-\d\d)(?=[^\s]*\d)(?=[^\s]*[A-Za-z])[\w.:/-]
 MESSAGE = re.compile(
     r"[^\n|]*\w \w[^\n|]*[.!]"
 )  # a result that is one sentence ("No items match."): a message, not data
+
+
+def clock_spans(text: str, now: datetime.datetime | None = None) -> list[tuple[int, int]]:
+    """Where a text states a time of about `now` (an ISO date, with a time or not, or a Unix time in seconds or
+    milliseconds): the server's clock, as far as a text tells."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    spans = []
+    for m in ISO_DATE.finditer(text):
+        try:
+            when = datetime.datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=datetime.UTC)
+        except ValueError:
+            continue
+        if abs(when - now) <= CLOCK_SPAN:
+            spans.append(m.span())
+    for m in UNIX_TIME.finditer(text):
+        when = datetime.datetime.fromtimestamp(float(m[0]) / (1000 if len(m[1]) == 13 else 1), datetime.UTC)
+        if abs(when - now) <= CLOCK_SPAN:
+            spans.append(m.span())
+    return sorted(spans)
 
 
 def reports(text: str) -> bool:

@@ -67,7 +67,7 @@ from mcprl.scenarios.lexicon import (
     words_of,
     written,
 )
-from mcprl.scenarios.results import ID_FORM, MESSAGE, NOTHING, found_nothing
+from mcprl.scenarios.results import ID_FORM, MESSAGE, NOTHING, clock_spans, found_nothing
 from mcprl.scenarios.value_sources import (
     QUOTED,
     coerce,
@@ -193,12 +193,17 @@ class Knowledge:
         writers: frozenset[str] = frozenset(),
         folders: dict[str, list[str]] | None = None,
         names: frozenset[str] = frozenset(),
+        params: dict[str, list[str]] | None = None,
+        fresh_sessions: bool = False,
     ) -> None:
         self.context = context
         self.writers = writers  # the tools that may write
         # the server's tool and parameter names: an error quotes them to say what to give or call ("specify a 'path'
         # or use 'git_set_working_dir' first"), and none it quotes is a value
         self.names = names
+        self.params = params or {}  # tool -> the names of its arguments (the input schema's properties)
+        # each session is a server of its own, started afresh: what a write made there is gone in the next
+        self.fresh_sessions = fresh_sessions
         self.wanted: set[str] = set()  # optional parameters an error asked for where a call left them out
         self.stats: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
         self.worked: dict[str, list[Any]] = defaultdict(list)
@@ -399,8 +404,14 @@ class Knowledge:
             best = max(arms, key=lambda a: self.mean(name, a, numeric))
             live = {best: arms[best]}
         # an arm whose every value an error here blamed has nothing to send ("Is a directory: '/srv'" of the one
-        # folder the command line names), while another has
-        arms = {a: c for a, c in live.items() if any(repr(v) not in blamed for v, _ in c)} or live
+        # folder the command line names), while another has; but a value this session's latest write gave, or a
+        # result after it, is sent where it was blamed before: the write made it (a workspace's id, opened again)
+        since = self.state_from.get(session, -1)
+
+        def sendable(value: Any, parent: int | None) -> bool:
+            return repr(value) not in blamed or since >= 0 and parent is not None and parent >= since
+
+        arms = {a: c for a, c in live.items() if any(sendable(v, p) for v, p in c)} or live
 
         def sample(arm: str) -> float:
             a, b = self.prior(arm, name, numeric, [v for v, _ in arms[arm]])
@@ -409,11 +420,10 @@ class Knowledge:
             return rng.betavariate(a + won, b + lost) * (0.3 if (renew or path in fresh) and not untried else 1.0)
 
         arm = max(sorted(arms), key=sample)
-        options = [(v, p) for v, p in arms[arm] if repr(v) not in blamed] or arms[arm]
+        options = [(v, p) for v, p in arms[arm] if sendable(v, p)] or arms[arm]
         untried = [(v, p) for v, p in options if repr(v) not in tried]
         # a value this session's results gave first: the calls link into a chain that replays in one session; of
         # those, one the state as it is now gave (read after the session's latest write: the moves open after a move)
-        since = self.state_from.get(session, -1)
         untried = (
             [(v, p) for v, p in untried if p is not None and p > since]
             or [(v, p) for v, p in untried if p is not None]
@@ -421,6 +431,8 @@ class Knowledge:
         )
         # untried values of the dictionary in its order (the shapes the parameter is described with first)
         value, parent = (untried[0] if arm == "probe" else rng.choice(untried)) if untried else rng.choice(options)
+        if parent is None:  # (a value that worked, that a result of this session gave too: the calls chain)
+            parent = next((v.call for v in reversed(self.seen) if v.session == session and v.value == value), None)
         return Drawn(path=path, name=name, arm=arm, value=coerce(value, schema), parent=parent)
 
     def prior(self, arm: str, name: str, numeric: bool = False, values: Sequence[Any] = ()) -> tuple[float, float]:
@@ -444,6 +456,13 @@ class Knowledge:
             return {"enum": [(v, None) for v in schema["enum"]]}
         kinds = kinds_of(schema)
         valid = self._validator(schema)
+        # (where each session is a fresh server, not what another session's write made, or a result read after it: a
+        # workspace's id an earlier process opened names none in this one)
+        seen = [
+            v
+            for v in self.seen
+            if not self.fresh_sessions or v.session == session or v.call < self.state_from.get(v.session, v.call + 1)
+        ]
 
         def fit(values: list[Any]) -> list[tuple[Any, int | None]]:
             return [(v, None) for v in values if fits_type(v, kinds) and valid(coerce(v, schema))]
@@ -457,7 +476,7 @@ class Knowledge:
         shapes = {shape_of(str(e)) for e in examples}
         arms["shaped"] = [
             (v.value, v.call if v.session == session else None)
-            for v in self.seen
+            for v in seen
             if isinstance(v.value, str) and shape_of(v.value) in shapes and valid(coerce(v.value, schema))
         ]
         if not {"integer", "number"} & set(kinds):  # any number works: one that did says nothing
@@ -466,7 +485,7 @@ class Knowledge:
         arms["error"] = fit(self.named.get(name, []))
         # (a URI in plain view, a resource's, only for a parameter that takes one: not a graph's entity name)
         arms["context"] = fit([v for v in self.context if "://" not in v or described_as("url", name, description)])
-        for v in self.seen:
+        for v in seen:
             if fits_type(v.value, kinds) and valid(coerce(v.value, schema)):
                 arms.setdefault(f"result.{v.field}", []).append((v.value, v.call if v.session == session else None))
         searched = ("string" in kinds or kinds == [None]) and described_as(PLAIN, name, description)
@@ -479,7 +498,7 @@ class Knowledge:
             # verb ("Send" of "Send the draft to Sam by Friday."), which no one searches notes by
             arms["word"] = [
                 (w, v.call if v.session == session else None)
-                for v in self.seen
+                for v in seen
                 if wordy
                 and isinstance(v.value, str)
                 and " " in v.value.strip()
@@ -505,7 +524,7 @@ class Knowledge:
             arms["probe"] = fit(probes(name, description, described))
             listed: dict[str, list[dict[str, str]]] = dict(self.kinds)
             if "table" not in listed:  # before any listing of tables answered: any name a result gave may be one
-                names = [v.value for v in self.seen if isinstance(v.value, str) and IDENTIFIER.fullmatch(v.value)]
+                names = [v.value for v in seen if isinstance(v.value, str) and IDENTIFIER.fullmatch(v.value)]
                 listed["table"] = [{"table": n} for n in list(dict.fromkeys(names))[-24:]]
             arms["composed"] = fit(composed(name, description, listed))
             arms["described"] = fit([w for w in words_of(description) if len(w) > 3][:8])
@@ -602,6 +621,18 @@ class Knowledge:
             told = [v for v in error_values(text, sent | {tool}) if not (v in self.names and v in quoted)]
             # a parameter it asks for, not sent ("Please specify a 'path'"): given from now on, as if required
             self.wanted |= {q for q in quoted & self.names if q not in args}
+            if asked := self._asked(tool, args, lowered, leaves, parts=[q for q in quoted if len(q) > 3]):
+                # it names, by their names, parameters the call left out, and nothing it sent ("Please provide either
+                # a country (e.g., "Poland", "PL") or a city" of a call given a date): those are wanted, each with
+                # the values named after it; what was sent is not to blame
+                for value in told:
+                    at = m.start() if (m := re.search(rf"(?<!\w){re.escape(value.lower())}(?!\w)", lowered)) else -1
+                    before = [(lowered.rfind(" ".join(words_of(p)), 0, at), p) for p in asked]
+                    owners = [max(before)[1]] if at >= 0 and max(before)[0] >= 0 else asked
+                    for p in owners:
+                        self.named[p] = list(dict.fromkeys([*self.named[p], value]))
+                self.wanted |= set(asked)
+                return
             # an error names a parameter, or the value it was sent (whole, or quoted in part: "Ref '2024-01-15 09'";
             # a quote of one value whole is not part of another: "no column '/srv'" of a file "/srv/a.csv"; nor is a
             # folder the start of a path in it: "path '/srv/r/VERSION' ... not in 'a632078'" of a repository "/srv/r")
@@ -634,6 +665,7 @@ class Knowledge:
                     self.shapes[shape].add(d.name)
             if len(named) == 1 and told and "[]" not in named[0].path:
                 self.hints[tool] = (named[0].path, told)
+            self.wanted -= {d.name for d in named}  # (one asked for, sent and refused by name: left out again)
             for d in blamed:
                 self.stats[d.name, d.arm][1] += 1
                 self.blamed[tool, d.path].add(repr(d.value))
@@ -643,10 +675,13 @@ class Knowledge:
         log.answered += 1
         log.failing = 0
         # an answer said before, or one that found nothing ("[]", "No matches"), is worth less than a new one
-        new = text not in log.results and not NOTHING.fullmatch(text.strip())
+        # (one that differs from another only in the time it was read at, or in the value it says back of those it
+        # was sent, says the same: "Current UTC Time from <server>: <now>")
+        said = gist(text, args)
+        new = said not in log.results and not NOTHING.fullmatch(text.strip())
         # ... and one that says back what it was sent (`echoes`) is worth nothing: a new answer each time, no news
         credit = 0.0 if echoes(text, args) else 1.0 if new else REPEAT_CREDIT
-        log.results.add(text)
+        log.results.add(said)
         # (a value whose call found nothing has not shown it works: a filter by a file path "1" lists no commits)
         nothing = found_nothing(text, args)
         for d in leaves:
@@ -685,6 +720,22 @@ class Knowledge:
                         if (token, index, session) not in self.listed[d.value] and not token.startswith("/"):
                             self.listed[d.value].append((token, index, session))
 
+    def _asked(self, tool: str, args: dict[str, Any], lowered: str, leaves: list[Drawn], parts: list[str]) -> list[str]:
+        """The arguments of `tool` left out of a call that an error names, by their names' words, where it names
+        none that was sent and quotes no value sent: what it asks for."""
+
+        def says(name: str) -> bool:
+            return re.search(rf"\b{re.escape(' '.join(words_of(name)))}\b", lowered) is not None
+
+        sent = [str(d.value).lower() for d in leaves if len(str(d.value)) > 1]
+        if (
+            any(says(d.name) for d in leaves)
+            or any(v in lowered for v in sent)
+            or any(q.lower() in v for q in parts for v in sent)
+        ):
+            return []
+        return [p for p in self.params.get(tool, []) if p not in args and says(p)]
+
     def retired(self, tool: str, after: int) -> str | None:
         """Why `tool` gets no more calls: `after` distinct calls all failed, or nothing new to send."""
         log = self.logs[tool]
@@ -710,6 +761,24 @@ def echoes(text: str, args: dict[str, Any]) -> bool:
     found = re.findall(r"\d+(?:\.\d+)?", text)
     words = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", text)}
     return bool(found or words) and set(found) <= numbers_sent and words <= words_sent
+
+
+def gist(text: str, args: dict[str, Any]) -> str:
+    """What a result says beyond the server's clock (`clock_spans`) and the values its call was sent (their text
+    said back, in any case), each put as a mark."""
+    for start, end in reversed(clock_spans(text)):
+        text = f"{text[:start]}\x00now{text[end:]}"
+    for value in sorted({v for v in _strings(args) if len(v) > 1}, key=len, reverse=True):
+        text = re.sub(re.escape(value), "\x00sent", text, flags=re.I)
+    return text
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return [value] if isinstance(value, str) else []
 
 
 def name_in(name: str, lowered: str) -> bool:

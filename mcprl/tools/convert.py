@@ -271,11 +271,16 @@ def result_text(result: dict[str, Any], limit: int) -> str:
 
 # A result that reports an error in its text without MCP's `isError` ("Database error: near
 # \"2026\": syntax error", "ValueError: ...", "notes.txt: Error - ENOENT: ...", {"error": "not found"}):
-# the first line opens with an error word, or names one before a colon within its first few words, or
+# the first line opens with an error word or a refusal, or names one before a colon within its first few words, or
 # says it of what it names ("NAME: Error - ..."), or the whole result is a JSON object whose only keys
 # are error fields or it says `"ok": false`. A listing whose later lines mention errors is data.
 _ERROR_OPENING = re.compile(
     r"^\W*(?:error|exception|traceback|fatal|failed|failure)\b"
+    # ... or says the call could not be done, or asks for what it lacks ("Could not parse date 'x'. Use ISO 8601",
+    # "Unknown calendar", "Please provide either a country or a city"), after a label too ("Note: Could not
+    # resolve country 'x'", where what follows is the server's fallback, not what was asked)
+    r"|^\W*(?:[A-Za-z]{2,12}:\s*)?(?:could ?n[o']t|can ?n[o']t|unable to|failed to|not supported)\b"
+    r"|^\W*(?:invalid|unknown|unsupported|unrecognized|please (?:provide|specify|use|enter|supply|give|pass))\s+\w"
     r"|^[\w .'-]{0,40}?\b\w*(?:error|exception)\b\s*[:!]"
     r"|^[^\s:]{1,80}:\s+(?:error|exception)\b\s*[:!-]",
     re.IGNORECASE,

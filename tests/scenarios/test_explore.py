@@ -78,6 +78,12 @@ def test_which_result_texts_report_an_error():
         '{"status": "Failed", "error_message": "no such project"}',
         # (mcp-text-editor: a result per file edited)
         '{"/srv/notes.txt": {"result": "error", "reason": "Hash mismatch - file has been modified", "hash": "e45a"}}',
+        # (refusals, mcp-simple-timeserver's: not what was asked, and what follows a label is a fallback)
+        'Could not parse date "tuesday". Use ISO 8601 format (YYYY-MM-DD) or "now".',
+        'Note: Could not resolve country "Tuesday". Try a city name.\n\nUTC Time: 2026-12-01 19:16:56',
+        'Please provide either a country (e.g., "Poland", "PL") or a city (e.g., "Warsaw", "Berlin").',
+        "Unknown calendar format: tuesday",
+        "Cannot divide by zero",
     ):
         assert reports_error(text), text
     for text in (
@@ -92,6 +98,9 @@ def test_which_result_texts_report_an_error():
         '{"status": "success", "message": "Language \'python\' is available"}',
         '{"/srv/notes.txt": {"result": "ok", "hash": "e45a"}, "/srv/b.txt": {"result": "error", "reason": "gone"}}',
         '{"result": "error"}',  # (a value, alone: what was computed)
+        "Unknown",  # (a value, alone)
+        "Status: unknown",
+        "Note: 3 files changed",
     ):
         assert not reports_error(text), text
 

@@ -553,3 +553,94 @@ def test_a_parameter_is_never_sent_its_own_name():
     assert len(sent) >= 10
     assert not [a for a in sent if a["pattern"] == "pattern" or a["sort_order"] == "sort order"], sent
     assert any(a["kind"] == "kind" for a in sent)
+
+
+def test_an_error_that_asks_for_what_a_call_left_out_blames_nothing_sent_and_is_given_what_it_asked_for():
+    """mcp-simple-timeserver's `is_holiday {"date": "2026-01-01"}` said "Please provide either a country (e.g.,
+    "Poland", "PL") or a city (e.g., "Warsaw", "Berlin")." and exploring sent the date "Warsaw" next: the error was
+    taken as the date's. An error that names, by their names, parameters the call left out, and nothing it sent,
+    blames nothing sent; the next calls give what it asked for, each with the values named after its name."""
+    import random
+
+    from mcprl.scenarios.values import Drawn, Knowledge, call_key
+
+    schema = {
+        "type": "object",
+        "properties": {"country": {"type": "string"}, "date": {"type": "string"}, "city": {"type": "string"}},
+    }
+    knowledge = Knowledge([], params={"is_holiday": ["country", "date", "city"]})
+    rng = random.Random(0)
+    args, leaves = {"date": "2026-01-01"}, [Drawn(path="date", name="date", arm="example", value="2026-01-01")]
+    asked = 'Please provide either a country (e.g., "Poland", "PL") or a city (e.g., "Warsaw", "Berlin").'
+    knowledge.learn(
+        "is_holiday", args, leaves, index=0, session=0, text=asked, is_error=True, error_kind=None, values=[]
+    )
+    assert not knowledge.blamed["is_holiday", "date"] and knowledge.stats["date", "example"][1] == 0
+    assert knowledge.named["country"] == ["Poland", "PL"] and knowledge.named["city"] == ["Warsaw", "Berlin"]
+    knowledge.made.add(call_key("is_holiday", {}))  # (made: the first call of a tool that requires nothing)
+    later = [knowledge.arguments("is_holiday", schema, 1, rng) for _ in range(5)]
+    assert all(drawn is not None and {"country", "city"} <= set(drawn[0]) for drawn in later), later
+    # a call given a country and refused for it, by name, leaves the country out again where it likes
+    sent = {"country": "Warsaw", "city": "Berlin"}
+    drawn = [d for d in later[0][1] if d.name in sent]
+    for d in drawn:
+        d.value = sent[d.name]
+    knowledge.learn(
+        "is_holiday", sent, drawn, index=1, session=1, text='Could not resolve country "Warsaw".', is_error=True,
+        error_kind=None, values=[],
+    )  # fmt: skip
+    assert "country" not in knowledge.wanted and "city" in knowledge.wanted
+
+
+def test_a_result_that_differs_only_in_its_clock_and_what_it_says_back_is_no_new_answer():
+    """mcp-simple-timeserver's `get_utc {"server": X}` answers "Current UTC Time from X: <now>" to any X: 29 of 120
+    calls went there, each answer new by its text. An answer that differs from one before only in the time it was
+    read at, or in the value it says back of those sent, is credited as a repeat."""
+    import datetime
+
+    from mcprl.scenarios.values import REPEAT_CREDIT, Drawn, Knowledge
+
+    knowledge = Knowledge([])
+    now = datetime.datetime.now(datetime.UTC)
+    for i, server in enumerate(["pool.ntp.org", "time.example.org", "Warsaw"]):
+        at = (now + datetime.timedelta(seconds=3 * i)).strftime("%Y-%m-%d %H:%M:%S")
+        text = f"Current UTC Time from {server}: {at}\nDay: {now:%A}"
+        leaves = [Drawn(path="server", name="server", arm="word", value=server)]
+        knowledge.learn(
+            "get_utc", {"server": server}, leaves, index=i, session=i, text=text, is_error=False, error_kind=None,
+            values=[],
+        )  # fmt: skip
+    assert len(knowledge.logs["get_utc"].results) == 1
+    assert knowledge.stats["server", "word"][0] == 1 + 2 * REPEAT_CREDIT
+
+
+def test_where_each_session_is_a_fresh_server_no_session_is_sent_what_anothers_write_made():
+    """A code server's `open_workspace` gives "ws-101" in each fresh process; another session sent it before its own
+    write, and it failed there ("no workspace 'ws-101' is open"), was blamed and made, so the session that opened one
+    could not send it. Where each session is a server of its own, what a write made, or a result read after it, is
+    no value in another session; where sessions share one server, it is."""
+    import random
+
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    schema = {"type": "object", "properties": {"workspace_id": {"type": "string"}}, "required": ["workspace_id"]}
+    for fresh in (True, False):
+        knowledge = Knowledge([], writers=frozenset({"open_workspace"}), fresh_sessions=fresh)
+        knowledge.learn(
+            "list_formats", {}, [], index=0, session=0, text="md, txt", is_error=False, error_kind=None,
+            values=[("", "md")],
+        )  # fmt: skip
+        opened = [Drawn(path="title", name="title", arm="probe", value="Weekly report")]
+        knowledge.learn(
+            "open_workspace", {"title": "Weekly report"}, opened, index=1, session=0,
+            text='{"workspace_id": "ws-101"}', is_error=False, error_kind=None, values=[("workspace_id", "ws-101")],
+        )  # fmt: skip
+        rng = random.Random(0)
+        sent = set()
+        for _ in range(12):
+            drawn = knowledge.arguments("workspace_size", schema, 1, rng)
+            if drawn is None:
+                break
+            sent.add(drawn[0]["workspace_id"])
+            knowledge.made.add(json.dumps(["workspace_size", drawn[0]], sort_keys=True))
+        assert ("ws-101" in sent) is not fresh and "md" in sent, (fresh, sent)
