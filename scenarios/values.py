@@ -204,6 +204,7 @@ class Knowledge:
         self.params = params or {}  # tool -> the names of its arguments (the input schema's properties)
         # each session is a server of its own, started afresh: what a write made there is gone in the next
         self.fresh_sessions = fresh_sessions
+        self.initial: set[str] = set()  # values read before any write of their session: every fresh server's
         self.wanted: set[str] = set()  # optional parameters an error asked for where a call left them out
         self.stats: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
         self.worked: dict[str, list[Any]] = defaultdict(list)
@@ -456,12 +457,10 @@ class Knowledge:
             return {"enum": [(v, None) for v in schema["enum"]]}
         kinds = kinds_of(schema)
         valid = self._validator(schema)
-        # (where each session is a fresh server, not what another session's write made, or a result read after it: a
-        # workspace's id an earlier process opened names none in this one)
+        # (where each session is a fresh server, only what a session read before its first write, or this session's
+        # results: a workspace's id an earlier process opened names none in this one)
         seen = [
-            v
-            for v in self.seen
-            if not self.fresh_sessions or v.session == session or v.call < self.state_from.get(v.session, v.call + 1)
+            v for v in self.seen if not self.fresh_sessions or v.session == session or repr(v.value) in self.initial
         ]
 
         def fit(values: list[Any]) -> list[tuple[Any, int | None]]:
@@ -695,6 +694,8 @@ class Knowledge:
             for k, v in values
             if not (isinstance(v, str) and (len(v) > LONG_VALUE or v.rstrip().endswith(":")))
         ]
+        if index < self.state_from.get(session, index + 1):  # the state a fresh server starts in
+            self.initial |= {repr(n.value) for n in seen}
         self.seen = [s for s in self.seen if repr(s.value) not in {repr(n.value) for n in seen}] + seen
         self.seen = self.seen[-KNOWN_VALUES:]
         # a known query that lists names of a kind (a database's tables, a table's columns): its result's names are

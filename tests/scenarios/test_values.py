@@ -618,7 +618,8 @@ def test_where_each_session_is_a_fresh_server_no_session_is_sent_what_anothers_w
     """A code server's `open_workspace` gives "ws-101" in each fresh process; another session sent it before its own
     write, and it failed there ("no workspace 'ws-101' is open"), was blamed and made, so the session that opened one
     could not send it. Where each session is a server of its own, what a write made, or a result read after it, is
-    no value in another session; where sessions share one server, it is."""
+    no value in another session (but what a session read before its write too: a chess board's first moves, read
+    again after a move); where sessions share one server, it is."""
     import random
 
     from mcprl.scenarios.values import Drawn, Knowledge
@@ -634,6 +635,11 @@ def test_where_each_session_is_a_fresh_server_no_session_is_sent_what_anothers_w
         knowledge.learn(
             "open_workspace", {"title": "Weekly report"}, opened, index=1, session=0,
             text='{"workspace_id": "ws-101"}', is_error=False, error_kind=None, values=[("workspace_id", "ws-101")],
+        )  # fmt: skip
+        # (read again after the write: a value every fresh server gives, which the write did not make)
+        knowledge.learn(
+            "list_formats", {}, [], index=2, session=0, text="md, txt", is_error=False, error_kind=None,
+            values=[("", "md")],
         )  # fmt: skip
         rng = random.Random(0)
         sent = set()
