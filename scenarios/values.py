@@ -626,7 +626,7 @@ class Knowledge:
                 # the values named after it; what was sent is not to blame
                 for value in told:
                     at = m.start() if (m := re.search(rf"(?<!\w){re.escape(value.lower())}(?!\w)", lowered)) else -1
-                    before = [(lowered.rfind(" ".join(words_of(p)), 0, at), p) for p in asked]
+                    before = [(mentioned(p, lowered[:at]), p) for p in asked]
                     owners = [max(before)[1]] if at >= 0 and max(before)[0] >= 0 else asked
                     for p in owners:
                         self.named[p] = list(dict.fromkeys([*self.named[p], value]))
@@ -724,18 +724,14 @@ class Knowledge:
     def _asked(self, tool: str, args: dict[str, Any], lowered: str, leaves: list[Drawn], parts: list[str]) -> list[str]:
         """The arguments of `tool` left out of a call that an error names, by their names' words, where it names
         none that was sent and quotes no value sent: what it asks for."""
-
-        def says(name: str) -> bool:
-            return re.search(rf"\b{re.escape(' '.join(words_of(name)))}\b", lowered) is not None
-
         sent = [str(d.value).lower() for d in leaves if len(str(d.value)) > 1]
         if (
-            any(says(d.name) for d in leaves)
+            any(mentioned(d.name, lowered) >= 0 for d in leaves)
             or any(v in lowered for v in sent)
             or any(q.lower() in v for q in parts for v in sent)
         ):
             return []
-        return [p for p in self.params.get(tool, []) if p not in args and says(p)]
+        return [p for p in self.params.get(tool, []) if p not in args and mentioned(p, lowered) >= 0]
 
     def retired(self, tool: str, after: int) -> str | None:
         """Why `tool` gets no more calls: `after` distinct calls all failed, or nothing new to send."""
@@ -780,6 +776,17 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list):
         return [s for v in value for s in _strings(v)]
     return [value] if isinstance(value, str) else []
+
+
+def mentioned(name: str, lowered: str) -> int:
+    """Where a (lower-cased) text last names a parameter, whole, as written or as words ("file_path", "file path"); -1
+    where it does not."""
+    found = [
+        m.start()
+        for form in {name.lower(), " ".join(words_of(name))}
+        for m in re.finditer(rf"\b{re.escape(form)}\b", lowered)
+    ]
+    return max(found, default=-1)
 
 
 def name_in(name: str, lowered: str) -> bool:

@@ -650,3 +650,18 @@ def test_where_each_session_is_a_fresh_server_no_session_is_sent_what_anothers_w
             sent.add(drawn[0]["workspace_id"])
             knowledge.made.add(json.dumps(["workspace_size", drawn[0]], sort_keys=True))
         assert ("ws-101" in sent) is not fresh and "md" in sent, (fresh, sent)
+
+
+def test_an_error_that_asks_for_parameters_by_their_names_as_written_is_given_them():
+    """mcp-server-tree-sitter's `find_usage` said "Either language or file_path must be provided" three times, to
+    calls given a project alone."""
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    knowledge = Knowledge([], params={"find_usage": ["project", "symbol", "language", "file_path"]})
+    leaves = [Drawn(path="project", name="project", arm="context", value="/srv/r")]
+    knowledge.learn(
+        "find_usage", {"project": "/srv/r"}, leaves, index=0, session=0,
+        text="Error executing tool find_usage: Either language or file_path must be provided", is_error=True,
+        error_kind=None, values=[],
+    )  # fmt: skip
+    assert {"language", "file_path"} <= knowledge.wanted and not knowledge.blamed["find_usage", "project"]
