@@ -45,8 +45,8 @@ MESSAGE = re.compile(
 
 
 def clock_spans(text: str, now: datetime.datetime | None = None) -> list[tuple[int, int]]:
-    """Where a text states a time of about `now` (an ISO date, with a time or not, or a Unix time in seconds or
-    milliseconds): the server's clock, as far as a text tells."""
+    """Where a text states a time of about `now` (an ISO date, with a time or not, but its zone's offset, or a Unix
+    time in seconds or milliseconds): the server's clock, as far as a text tells."""
     now = now or datetime.datetime.now(datetime.UTC)
     spans = []
     for m in ISO_DATE.finditer(text):
@@ -54,8 +54,9 @@ def clock_spans(text: str, now: datetime.datetime | None = None) -> list[tuple[i
             when = datetime.datetime(int(m[1]), int(m[2]), int(m[3]), tzinfo=datetime.UTC)
         except ValueError:
             continue
-        if abs(when - now) <= CLOCK_SPAN:
-            spans.append(m.span())
+        if abs(when - now) <= CLOCK_SPAN:  # (not its offset: the zone a time is given in is no clock's)
+            offset = re.search(r"(?:Z|[+-]\d{2}:?\d{2})$", m[0]) if ":" in m[0] else None
+            spans.append((m.start(), m.end() - (len(offset[0]) if offset else 0)))
     for m in UNIX_TIME.finditer(text):
         when = datetime.datetime.fromtimestamp(float(m[0]) / (1000 if len(m[1]) == 13 else 1), datetime.UTC)
         if abs(when - now) <= CLOCK_SPAN:

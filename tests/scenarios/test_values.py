@@ -612,6 +612,15 @@ def test_a_result_that_differs_only_in_its_clock_and_what_it_says_back_is_no_new
         )  # fmt: skip
     assert len(knowledge.logs["get_utc"].results) == 1
     assert knowledge.stats["server", "word"][0] == 1 + 2 * REPEAT_CREDIT
+    # (but the time in another zone is another answer: mcp-server-time's `get_current_time`)
+    for i, (zone, offset) in enumerate([("Europe/Warsaw", "+01:00"), ("Asia/Tokyo", "+09:00")]):
+        text = json.dumps({"timezone": zone, "datetime": f"{now:%Y-%m-%dT%H:%M:%S}{offset}", "is_dst": False})
+        leaves = [Drawn(path="timezone", name="timezone", arm="example", value=zone)]
+        knowledge.learn(
+            "get_current_time", {"timezone": zone}, leaves, index=3 + i, session=3 + i, text=text, is_error=False,
+            error_kind=None, values=[],
+        )  # fmt: skip
+    assert len(knowledge.logs["get_current_time"].results) == 2
 
 
 def test_where_each_session_is_a_fresh_server_no_session_is_sent_what_anothers_write_made():
