@@ -67,7 +67,7 @@ from mcprl.scenarios.lexicon import (
     words_of,
     written,
 )
-from mcprl.scenarios.results import ID_FORM, MESSAGE, NOTHING, clock_spans, found_nothing
+from mcprl.scenarios.results import ID_FORM, MESSAGE, NOTHING, clock_spans, flatten, found_nothing
 from mcprl.scenarios.value_sources import (
     QUOTED,
     coerce,
@@ -765,17 +765,9 @@ def gist(text: str, args: dict[str, Any]) -> str:
     said back, in any case), each put as a mark."""
     for start, end in reversed(clock_spans(text)):
         text = f"{text[:start]}\x00now{text[end:]}"
-    for value in sorted({v for v in _strings(args) if len(v) > 1}, key=len, reverse=True):
+    for value in sorted({v for _, v in flatten(args) if isinstance(v, str) and len(v) > 1}, key=len, reverse=True):
         text = re.sub(re.escape(value), "\x00sent", text, flags=re.I)
     return text
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return [value] if isinstance(value, str) else []
 
 
 def mentioned(name: str, lowered: str) -> int:
