@@ -129,14 +129,11 @@ async def explore(
     write_calls = int(budget * WRITE_SHARE) if pool.spec.private_copy and writers else budget
     budget += write_calls if write_calls < budget and cfg.calls is None else 0
     context = context_values(pool.toolset.spec, pool.toolset.resources, pool.toolset.resource_templates)
-    names = {t["name"] for t in pool.toolset.mcp_tools}
-    names |= {k for t in pool.toolset.mcp_tools for k in (t.get("inputSchema") or {}).get("properties") or {}}
     params = {t["name"]: list((t.get("inputSchema") or {}).get("properties") or {}) for t in pool.toolset.mcp_tools}
     knowledge = Knowledge(
         context,
         writers,
         folder_entries(pool.toolset.spec, context),
-        frozenset(names),
         params,
         fresh_sessions=isolated and pool.per_rollout,
     )

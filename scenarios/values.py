@@ -192,16 +192,15 @@ class Knowledge:
         context: list[str],
         writers: frozenset[str] = frozenset(),
         folders: dict[str, list[str]] | None = None,
-        names: frozenset[str] = frozenset(),
         params: dict[str, list[str]] | None = None,
         fresh_sessions: bool = False,
     ) -> None:
         self.context = context
         self.writers = writers  # the tools that may write
+        self.params = params or {}  # tool -> the names of its arguments (the input schema's properties)
         # the server's tool and parameter names: an error quotes them to say what to give or call ("specify a 'path'
         # or use 'git_set_working_dir' first"), and none it quotes is a value
-        self.names = names
-        self.params = params or {}  # tool -> the names of its arguments (the input schema's properties)
+        self.names = frozenset(self.params) | {p for names in self.params.values() for p in names}
         # each session is a server of its own, started afresh: what a write made there is gone in the next
         self.fresh_sessions = fresh_sessions
         self.initial: set[str] = set()  # values read before any write of their session: every fresh server's
