@@ -119,12 +119,28 @@ def candidates(
     prepares = exploration.isolated and not exploration.outlived
     # writes that are no step of a task: those that stayed past the process, and those that changed the user's files
     stays = {*exploration.outlived, *exploration.withheld}
+    # a call that said what a call of the same tool with fewer of its arguments said (a filter that changed
+    # nothing: `git_log` with `end_timestamp` "Bob") is asked for as the plainest of those
+    said_alike: dict[tuple[str, str], list[ExploredCall]] = defaultdict(list)
+    for call in calls:
+        if not call.is_error and (prepares or call.reads_back is None):
+            said_alike[call.tool, call.text].append(call)
+
+    def plainest(call: ExploredCall) -> ExploredCall:
+        fewer = [
+            c
+            for c in said_alike[call.tool, call.text]
+            if all(k in call.arguments and call.arguments[k] == v for k, v in c.arguments.items())
+        ]
+        return min([call, *fewer], key=lambda c: (len(c.arguments), c.index))
+
     # a field that held one value in every record a tool returned ("To: <the user>") tells no record apart; one that
     # held only 0 and 1 (a flag: SQLite's `pk`) or counted its records from 0 (a position: `cid`) is no fact a person
     # asks for
     values: dict[tuple[str, str], set[str]] = defaultdict(set)
     # (tool, field) -> the distinct calls and records that held it (one record read again and again tells nothing
-    # apart; one reply to every different call, "Insight added", does not either)
+    # apart, given optional values that changed nothing too; one reply to every different call, "Insight added",
+    # does not either)
     held: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)
     # (tool, field named as one of its parameters) -> whether it held what the call sent, every time one was sent; and
     # the values it held where none was: the request said back, where those are one value, its default
@@ -136,7 +152,7 @@ def candidates(
             for record in result_records(call.data, call.structured):
                 for k, v in record:
                     values[call.tool, k].add(str(v))
-                    held[call.tool, k].add((call_key(call.tool, call.arguments), repr(record)))
+                    held[call.tool, k].add((call_key(call.tool, plainest(call).arguments), repr(record)))
                     if k in call.arguments:
                         echoed[call.tool, k] = echoed.get((call.tool, k), True) and same_value(v, call.arguments[k])
                     else:
@@ -169,21 +185,6 @@ def candidates(
         return said(
             title_of(titles, call.tool), fixed_out(call), linked, settings=frozenset(defaults.get(call.tool, ()))
         )
-
-    # a call that said what a call of the same tool with fewer of its arguments said (a filter that changed
-    # nothing: `git_log` with `end_timestamp` "Bob") is asked for as the plainest of those
-    said_alike: dict[tuple[str, str], list[ExploredCall]] = defaultdict(list)
-    for call in calls:
-        if not call.is_error and (prepares or call.reads_back is None):
-            said_alike[call.tool, call.text].append(call)
-
-    def plainest(call: ExploredCall) -> ExploredCall:
-        fewer = [
-            c
-            for c in said_alike[call.tool, call.text]
-            if all(k in call.arguments and call.arguments[k] == v for k, v in c.arguments.items())
-        ]
-        return min(fewer, key=lambda c: (len(c.arguments), c.index))
 
     # a table's columns, in order, as a known query that lists them answered: they name the cells of the table's
     # rows where a server prints them unnamed ("[(1, 'steel hammer', 12.5, 40)]")

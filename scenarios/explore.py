@@ -59,7 +59,7 @@ from mcprl.scenarios.isolation import is_isolated, may_write, unsafe_writers
 from mcprl.scenarios.lexicon import RATE_LIMITED
 from mcprl.scenarios.results import MESSAGE, found_nothing, reports, result_values, says_done
 from mcprl.scenarios.value_sources import context_values, folder_entries
-from mcprl.scenarios.values import Drawn, Knowledge
+from mcprl.scenarios.values import Drawn, Knowledge, call_key
 from mcprl.tools import ServerGone, redact_model
 from mcprl.tools import ToolPool as Pool
 from mcprl.tools.convert import inlined
@@ -402,6 +402,7 @@ async def explore(
             # the trial's write: what the home folder holds before it, to see what it (or a correction of it) wrote
             home = session.home if name in writers and homes == "trial" and not home_wrote else None
             home_held = files_of([home]) if home is not None else None
+            answers = len(knowledge.logs[name].results)  # (to tell whether this call's answer was new)
             made_call = await call(session, number, name, args, leaves)
             if made_call is None:
                 return
@@ -429,6 +430,26 @@ async def explore(
                 reads[repr((name, args))] = made_call
                 if isolated and not wrote:
                     fresh_reads[repr((name, args))] = made_call
+                # a new answer of a read given optional values: made again with what it needs alone (its required
+                # parameters, and those an error asked for), once; where that says the same, the values changed
+                # nothing, and a task asks of the plain call and states none of them (an exclusion that excluded
+                # nothing, a flag that flagged nothing)
+                needs = set((tools[name].get("inputSchema") or {}).get("required") or []) | knowledge.wanted
+                plain = {k: v for k, v in args.items() if k in needs}
+                if (
+                    plain != args
+                    and len(knowledge.logs[name].results) > answers
+                    and call_key(name, plain) not in knowledge.made
+                    and len(out.calls) < budget
+                ):
+                    kept = [d for d in leaves if re.split(r"[.\[]", d.path)[0] in plain]
+                    bare = await call(session, number, name, plain, kept)
+                    if bare is None:
+                        return
+                    if not bare.is_error:
+                        reads[repr((name, plain))] = bare
+                        if isolated and not wrote:
+                            fresh_reads[repr((name, plain))] = bare
                 continue
             wrote = True
             # a write that gave values (a project registered, a connection opened) may make what the tools that have

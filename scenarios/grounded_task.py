@@ -96,10 +96,12 @@ def one_number(text: str, words: int | None = None) -> float | int | None:
 
 def chosen(arguments: dict[str, Any], answer: Any) -> bool:
     """Whether `answer` is one of the different values a list argument gives, and no other argument states it (the
-    largest of 3, 8 and 5 is 8): a choice the task asks for, not an answer it gives away."""
+    largest of 3, 8 and 5 is 8): a choice the task asks for, not an answer it gives away. A list of objects is
+    requests (line ranges to read), not values to choose among: what it states gives an answer away."""
     lists, others = [], []
     for v in arguments.values():
-        (lists if isinstance(v, list) and len({value_text(x) for x in v}) >= 2 else others).append(v)
+        values = isinstance(v, list) and all(isinstance(x, (str, int, float)) for x in v)
+        (lists if values and len({value_text(x) for x in v}) >= 2 else others).append(v)
     in_a_list = any(holds_answer(value_text(x), answer) for v in lists for x in v)
     return in_a_list and not holds_answer(" ".join(map(value_text, others)), answer)
 

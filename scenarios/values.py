@@ -114,6 +114,7 @@ DRAWS = 8  # draws of a call before giving up on finding one not made yet
 REPEAT_CREDIT = 0.25  # a call that answered what was answered before (or nothing) counts a quarter of a success
 SETTLED = 0.15  # below this chance of answering, an arm is dropped for a parameter (`Knowledge.dead`)
 FIXED_AFTER = 3  # values that failed on a parameter besides the one in plain view that worked: its context
+MISSHAPEN = 2  # values of one shape blamed on a parameter, none of it working, where another shape worked: no more
 INVENTED = {"probe", "described", "schema", "varied"}  # arms that make a value up rather than take one given
 ONE_ITEM = 0.2  # chance a list is given one item
 ONE_REQUEST = 0.8  # ... a read's list of objects (requests)
@@ -215,6 +216,7 @@ class Knowledge:
         self.refused_lengths: dict[tuple[str, str], set[int]] = defaultdict(set)
         self.failed_new: Counter = Counter()  # parameter name -> values sent to it for the first time and blamed
         self.refused: dict[str, set[str]] = defaultdict(set)  # parameter name -> values blamed on it, any tool
+        self.refused_shapes: dict[str, Counter] = defaultdict(Counter)  # parameter name -> `shape_of` its blamed values
         self.shapes: dict[str, set[str]] = defaultdict(set)  # an error's wording (`error_shape`) -> names it blamed
         self.blamed: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values blamed
         self.made: set[str] = set()
@@ -409,7 +411,9 @@ class Knowledge:
         since = self.state_from.get(session, -1)
 
         def sendable(value: Any, parent: int | None) -> bool:
-            return repr(value) not in blamed or since >= 0 and parent is not None and parent >= since
+            return not self.misshapen(name, value) and (
+                repr(value) not in blamed or since >= 0 and parent is not None and parent >= since
+            )
 
         arms = {a: c for a, c in live.items() if any(sendable(v, p) for v, p in c)} or live
 
@@ -550,6 +554,14 @@ class Knowledge:
         """Whether the arm has failed this parameter too often to be drawn from again (SETTLED)."""
         return sum(self.stats[name, arm]) >= 3 and self.mean(name, arm, numeric) < SETTLED
 
+    def misshapen(self, name: str, value: Any) -> bool:
+        """Whether `value` has a shape (`shape_of`) that MISSHAPEN values blamed on parameter `name` had, none of
+        it working, where a value of another shape worked: after "no folder '61 bytes'" and "... '29 bytes'", with
+        "reports" listed, a size is no folder, whichever field of a listing gives the next one."""
+        shape = shape_of(str(value))
+        worked = {shape_of(str(v)) for v in self.worked.get(name, [])}
+        return bool(worked) and shape not in worked and self.refused_shapes[name][shape] >= MISSHAPEN
+
     def fixed(self, name: str) -> bool:
         """Whether parameter `name` is the server's context: one value of it worked, a value in plain view
         (its command line, environment, resources) that no tool refused (a folder that a tool reading files
@@ -667,6 +679,8 @@ class Knowledge:
             for d in blamed:
                 self.stats[d.name, d.arm][1] += 1
                 self.blamed[tool, d.path].add(repr(d.value))
+                if repr(d.value) not in self.refused[d.name]:
+                    self.refused_shapes[d.name][shape_of(str(d.value))] += 1
                 self.refused[d.name].add(repr(d.value))
                 self.named[d.name] = list(dict.fromkeys([*self.named[d.name], *told]))
             return

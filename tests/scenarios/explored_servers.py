@@ -25,6 +25,7 @@ MANY_TOOLS = Path(__file__).resolve().parents[1] / "data" / "many_tools_server.p
 TRACK_GAME = Path(__file__).resolve().parents[1] / "data" / "track_game_server.py"
 ORDERS = Path(__file__).resolve().parents[1] / "data" / "orders_server.py"
 WORKSPACES = Path(__file__).resolve().parents[1] / "data" / "workspace_server.py"
+ENTRIES = Path(__file__).resolve().parents[1] / "data" / "entries_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:

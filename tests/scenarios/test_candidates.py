@@ -87,7 +87,9 @@ def test_a_text_a_tool_gave_whatever_it_was_asked_answers_no_task():
 
 def test_an_answer_picked_from_a_list_the_task_gives_is_asked_and_one_an_argument_states_is_not():
     """The largest of 3, 8 and 5 is 8, in a text or a JSON record: a choice the task asks for, so kept; a value a
-    list holds once (no choice), or one another argument states (`start` 7), still gives the answer away."""
+    list holds once (no choice), one another argument states (`start` 7), or one a list of requests states (the
+    line ranges of a file to read, `{"start": 37}`: each a request, not a value to choose among), still gives the
+    answer away."""
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration, ExploredCall
 
@@ -98,10 +100,17 @@ def test_an_answer_picked_from_a_list_the_task_gives_is_asked_and_one_an_argumen
         ),
         ExploredCall(index=2, session=0, tool="max", arguments={"numbers": [6, 6]}, text="6"),
         ExploredCall(index=3, session=0, tool="top", arguments={"numbers": [1, 7], "start": 7}, text="7"),
+        ExploredCall(
+            index=4,
+            session=0,
+            tool="read_lines",
+            arguments={"ranges": [{"start": 37}, {"start": 2, "end": 4}]},
+            text='{"start_line": 37, "end_line": 37, "lines_read": 0}',
+        ),
     ]
     tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
     answers = {t.answer: t.task for t in tasks}
-    assert {8, 9} <= set(answers) and not {6, 7} & set(answers), answers
+    assert {8, 9} <= set(answers) and not {6, 7, 37} & set(answers), answers
     assert re.search(r"\b3\b.*\b8\b.*\b5\b", answers[8]) and re.search(r"\b4\b.*\b9\b", answers[9])  # stated
 
 

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from mcprl.tools.copies import names_a_file
 from mcprl.types import load_jsonl
 from tests.conftest import _free_port, _wait_listening
 from tests.scenarios.explored_servers import (
+    ENTRIES,
     FOLDER,
     MANY_TOOLS,
     NOTES,
@@ -271,6 +273,31 @@ async def test_a_parameter_an_error_asks_for_is_given_a_value_in_plain_view_and_
     failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in calls if c.is_error]
     assert len(failed) == len(set(failed))
     assert "read_note" in {t.reference[-1].tool for t in tasks}, [t.task for t in tasks]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+async def test_a_shape_of_value_refused_twice_where_another_worked_is_sent_no_more(seed):
+    """A listing of files by folder ("q1.csv: 120 bytes") offers its sizes to the folder parameter as much as the
+    folders' names: once two sizes were refused ("no folder '340 bytes'") and a name worked, no size is sent as a
+    folder again, whichever line gave it; no failed call is made twice."""
+    from mcprl.scenarios.value_sources import shape_of
+
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {ENTRIES}")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=40), seed=seed, say=lambda _: None)
+    refused: Counter = Counter()
+    worked: set[str] = set()
+    for c in exploration.calls:
+        if c.tool != "list_files":
+            continue
+        shape = shape_of(c.arguments["folder"])
+        assert not (worked and shape not in worked and refused[shape] >= 2), (c.index, c.arguments)
+        if c.is_error:
+            refused[shape] += 1
+        else:
+            worked.add(shape)
+    assert worked and refused, (worked, refused)
+    failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in exploration.calls if c.is_error]
+    assert len(failed) == len(set(failed))
 
 
 async def test_exploration_stays_within_its_bounds_and_skips_a_tool_that_hangs():

@@ -21,6 +21,7 @@ from mcprl.scenarios.replay import gives_answer, replayed
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Scenario, Trajectory, TrajectoryGroup
 from tests.scenarios.explored_servers import (
+    ENTRIES,
     MANY_TOOLS,
     NOTES,
     SHOP,
@@ -174,6 +175,25 @@ async def test_a_stores_records_are_written_as_a_person_writes_them_and_asked_fo
                 for c in [*t.prepare, *t.reference]:
                     outcome = await session.call(c.tool, c.arguments)
             assert gives_answer(t, outcome.data_text)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+async def test_no_task_states_an_optional_value_its_call_answers_the_same_without(seed):
+    """A folder listed with an exclusion that matched nothing, or a flag that changed nothing, said what it says
+    without them: every task asks of a call whose optional values each change its result (made again here without
+    each), and states none that does not."""
+    spec = ServerSpec.parse(f"{sys.executable} {ENTRIES}")
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=40), seed=seed, say=lambda _: None)
+        tasks, _ = await ground(pool, 12, exploration, seed=seed, say=lambda _: None)
+        assert len(tasks) >= 4, [t.task for t in tasks]
+        async with pool.session() as session:
+            for t in tasks:
+                call = t.reference[-1]
+                for k in set(call.arguments) - {"folder"}:
+                    without = {n: v for n, v in call.arguments.items() if n != k}
+                    outcome = await session.call(call.tool, without)
+                    assert outcome.text != call.result, (t.task, call.arguments, k)
 
 
 async def test_grounded_tasks_on_the_shipped_servers():
