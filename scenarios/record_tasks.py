@@ -157,8 +157,13 @@ def field_tasks(
                 task = _worded(TOPIC_ASKS, topic, asked).format(**field_words(asked), noun=noun, topic=topic)
                 given = [topic]
             # (not a line of a listing of one thing's parts, which the call named: a table's columns, a folder's
-            # files, whose names other things' parts share)
-            elif label is not None and (not (saying and saying.named) if listing else not args or rng.random() < 0.5):
+            # files, whose names other things' parts share; nor what a write made, which is not there before the
+            # write a task asks for: "Register project ... and tell me", not "the project Team meeting's")
+            elif (
+                label is not None
+                and not call.writes
+                and (not (saying and saying.named) if listing else not args or rng.random() < 0.5)
+            ):
                 # bare, only a name that reads as a thing's ("steel hammer"), not a subject ("Your flight is
                 # confirmed") nor a proper name, which takes no article ("the Project Apollo's")
                 bare = len(label.split()) <= 4 and not re.search(r"\d", label) and label.islower()

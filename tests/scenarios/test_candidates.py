@@ -683,6 +683,37 @@ def test_a_writes_word_that_it_was_done_answers_no_task_and_is_sent_nowhere():
     assert {t.answer for t in tasks} == {41, "completed"}, {(t.task, t.answer) for t in tasks}
 
 
+def test_what_a_write_made_is_asked_for_by_the_write_not_by_its_name():
+    """A write that made a record ("register the project Team meeting") and said what it holds: a task asks for the
+    write and what it gave ("Register project ... and tell me its last scan"), never of "the project Team meeting"
+    as if it were there before; a read of a record a write made earlier names it."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    made = '{"name": "Team meeting", "root": "/srv/repo", "files": 12, "languages": 3}'
+    calls = [
+        ExploredCall(
+            index=0,
+            session=0,
+            tool="register_project",
+            arguments={"path": "/srv/repo", "name": "Team meeting"},
+            text=made,
+            writes=True,
+        ),
+        ExploredCall(
+            index=1,
+            session=1,
+            tool="list_projects",
+            arguments={},
+            text='[{"name": "Garden plan", "files": 7}, {"name": "Tax return", "files": 4}]',
+        ),
+    ]
+    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    writes = [t for t in tasks if t.reference[-1].tool == "register_project"]
+    assert writes and not [t.task for t in writes if "of the project" in t.task or "project's" in t.task]
+    assert any("Garden plan" in t.task for t in tasks if t.reference[-1].tool == "list_projects")
+
+
 def test_what_a_result_says_went_wrong_is_no_answer_and_no_value_to_send():
     """mcp-server-tree-sitter's `diagnose_config` answers `{"file_content": ..., "error": "YAML parser ..."}`: its
     error's text is neither asked for nor offered as a value (it was sent as the next call's path); a count of
