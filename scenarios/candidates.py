@@ -21,6 +21,7 @@ from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, noun_of, sa
 from mcprl.scenarios.record_tasks import field_tasks, listing_tasks
 from mcprl.scenarios.replay import chain_of
 from mcprl.scenarios.results import (
+    failed_items,
     found_nothing,
     result_data,
     result_records,
@@ -219,8 +220,13 @@ def candidates(
             if not prepares:  # ... and, where the environment may make that write, a question on what it left
                 continue
         # (a filter that matched nothing: its zeros are no answer; what it says back is what it was sent, or its
-        # schema's defaults for the rest)
-        if call.is_error or found_nothing(call.data, {**defaults.get(call.tool, {}), **call.arguments}):
+        # schema's defaults for the rest; nor a call some of whose list's items the result says failed: no task
+        # states a file that is not there beside one that is)
+        if (
+            call.is_error
+            or found_nothing(call.data, {**defaults.get(call.tool, {}), **call.arguments})
+            or failed_items(call.data, call.arguments)
+        ):
             continue
         call = plainest(call)
         chain = chain_of(calls, call)

@@ -62,7 +62,7 @@ from mcprl.scenarios.value_sources import context_values, folder_entries
 from mcprl.scenarios.values import Drawn, Knowledge, call_key
 from mcprl.tools import ServerGone, redact_model
 from mcprl.tools import ToolPool as Pool
-from mcprl.tools.convert import inlined
+from mcprl.tools.convert import inlined, reports_error
 from mcprl.tools.copies import changed_paths, files_of
 from mcprl.types import dump_jsonl
 
@@ -229,7 +229,8 @@ async def explore(
             backoffs += 1
             return made
         # a result that is one sentence ("No items match."), says what was done or that it found nothing: a message,
-        # not a value to pass on; nor a write's word that it was done (`{"message": "Insight added"}`)
+        # not a value to pass on; nor a write's word that it was done (`{"message": "Insight added"}`), nor what a
+        # part of the result says went wrong ("a.txt: Error - ENOENT"), nor a rule between parts ("---")
         message = (
             MESSAGE.fullmatch(made.data.strip()) is not None or reports(made.data) or found_nothing(made.data, args)
         )
@@ -239,7 +240,9 @@ async def explore(
             else [
                 (k, v)
                 for k, v in result_values(made.data, outcome.structured)
-                if not (message and v == made.data.strip()) and not (made.writes and says_done(v))
+                if not (message and v == made.data.strip())
+                and not (made.writes and says_done(v))
+                and not (isinstance(v, str) and (reports_error(v) or not re.search(r"\w", v)))
             ]
         )
         knowledge.learn(

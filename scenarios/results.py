@@ -20,7 +20,7 @@ from partial_json_parser import loads as loads_partial
 
 from mcprl.checks import same_value
 from mcprl.scenarios.lexicon import ERROR_FIELDS, IRREGULAR_PARTICIPLES, LINKS, OUTCOMES, participle
-from mcprl.tools.convert import untruncated
+from mcprl.tools.convert import reports_error, untruncated
 
 # An ISO date, with a time or not ("2026-11-27", "2026-11-27T14:00:00+01:00", "2026-11-27 09:40:46")
 ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b")
@@ -73,6 +73,25 @@ def reports(text: str) -> bool:
         and len(words) >= 3
         and any(participle(w) or w in IRREGULAR_PARTICIPLES for w in words[1:])
     )
+
+
+def failed_items(text: str, args: dict[str, Any]) -> set[str]:
+    """The items of the call's list arguments that its result says failed: a line naming one that reports an error
+    (`reports_error`: "Sun Mar 10 2024: Error - ENOENT: no such file" of a file read among others)."""
+    items = {str(v) for value in args.values() if isinstance(value, list) for v in value if str(v).strip()}
+    if not items:
+        return set()
+    # (less the mark the client puts before an error's text: "Error: a.txt: Error - ENOENT")
+    lines = [re.sub(r"^error:\s*", "", line.strip(), flags=re.IGNORECASE) for line in text.splitlines()]
+    return {
+        item
+        for item in items
+        for line in lines
+        if (said := re.match(rf"{re.escape(item)}\s*:\s*(.*)", line)) is not None
+        and reports_error(said[1])
+        or f"'{item}'" in line
+        and reports_error(line)
+    }
 
 
 def says_done(text: Any) -> bool:
@@ -221,6 +240,7 @@ def csv_rows(lines: list[str]) -> list[list[tuple[str, Any]]] | None:
     return [[(h.strip(), cell.strip()) for h, cell in zip(header, row) if cell.strip()] for row in rows]
 
 
+RULE = re.compile(r"([-=*_~])\1{2,}")  # a line that divides a text's parts: "---", "==="
 HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 
 
@@ -322,6 +342,11 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
         return rows
     if (table := csv_rows(lines)) is not None:
         return table
+    # parts a rule divides ("a.txt:\nsize: 44\n---\nb.txt:\nsize: 340", files read at once): a record each
+    rules = [i for i, line in enumerate(lines) if RULE.fullmatch(line.strip())]
+    if rules:
+        parts = [pairs[a + 1 : b] for a, b in zip([-1, *rules], [*rules, len(pairs)])]
+        return [[pair for p in part for pair in p] for part in parts if part]
     # records of `key: value` lines, one after another ("Commit: a1\nAuthor: Ann\nCommit: b2\nAuthor: Bob"):
     # a new record starts where the key that opens the first one comes again
     keys = [p[0][0] for p in pairs if len(p) == 1 and p[0][0]]

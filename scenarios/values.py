@@ -67,7 +67,7 @@ from mcprl.scenarios.lexicon import (
     words_of,
     written,
 )
-from mcprl.scenarios.results import ID_FORM, MESSAGE, NOTHING, clock_spans, flatten, found_nothing
+from mcprl.scenarios.results import ID_FORM, MESSAGE, NOTHING, clock_spans, failed_items, flatten, found_nothing
 from mcprl.scenarios.value_sources import (
     QUOTED,
     coerce,
@@ -657,6 +657,8 @@ class Knowledge:
             ]
             # one value sent to two parameters and quoted back: the one the error names is to blame ("no column
             # '/srv/a.csv'" of a file and a column both sent it)
+            if failed := failed_items(text, args):  # a result per item: those it says failed, not the ones it read
+                named = [d for d in leaves if d.path.endswith("[]") and str(d.value) in failed]
             by_name = [d for d in named if name_in(d.name, lowered)]
             one_value = len({repr(d.value) for d in named}) == 1
             named = by_name if len(named) > 1 and len(by_name) == 1 and one_value else named
@@ -677,11 +679,7 @@ class Knowledge:
                 self.hints[tool] = (named[0].path, told)
             self.wanted -= {d.name for d in named}  # (one asked for, sent and refused by name: left out again)
             for d in blamed:
-                self.stats[d.name, d.arm][1] += 1
-                self.blamed[tool, d.path].add(repr(d.value))
-                if repr(d.value) not in self.refused[d.name]:
-                    self.refused_shapes[d.name][shape_of(str(d.value))] += 1
-                self.refused[d.name].add(repr(d.value))
+                self._refuse(tool, d)
                 self.named[d.name] = list(dict.fromkeys([*self.named[d.name], *told]))
             return
         log.answered += 1
@@ -696,7 +694,11 @@ class Knowledge:
         log.results.add(said)
         # (a value whose call found nothing has not shown it works: a filter by a file path "1" lists no commits)
         nothing = found_nothing(text, args)
+        failed = failed_items(text, args)  # a list's items the result says failed, the call answering for the rest
         for d in leaves:
+            if d.path.endswith("[]") and str(d.value) in failed:
+                self._refuse(tool, d)
+                continue
             self.stats[d.name, d.arm][0] += credit
             self.stats[d.name, d.arm][1] += 1.0 - credit
             if not nothing and repr(d.value) not in map(repr, self.worked[d.name]):
@@ -733,6 +735,14 @@ class Knowledge:
                     for token in listed_names(v):
                         if (token, index, session) not in self.listed[d.value] and not token.startswith("/"):
                             self.listed[d.value].append((token, index, session))
+
+    def _refuse(self, tool: str, d: Drawn) -> None:
+        """Value `d` was refused: a loss for its arm, blamed on its parameter here, refused on its name."""
+        self.stats[d.name, d.arm][1] += 1
+        self.blamed[tool, d.path].add(repr(d.value))
+        if repr(d.value) not in self.refused[d.name]:
+            self.refused_shapes[d.name][shape_of(str(d.value))] += 1
+        self.refused[d.name].add(repr(d.value))
 
     def _asked(self, tool: str, args: dict[str, Any], lowered: str, leaves: list[Drawn], parts: list[str]) -> list[str]:
         """The arguments of `tool` left out of a call that an error names, by their names' words, where it names

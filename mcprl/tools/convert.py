@@ -282,7 +282,7 @@ _ERROR_OPENING = re.compile(
     r"|^\W*(?:[A-Za-z]{2,12}:\s*)?(?:could ?n[o']t|can ?n[o']t|unable to|failed to|not supported)\b"
     r"|^\W*(?:invalid|unknown|unsupported|unrecognized|please (?:provide|specify|use|enter|supply|give|pass))\s+\w"
     r"|^[\w .'-]{0,40}?\b\w*(?:error|exception)\b\s*[:!]"
-    r"|^[^\s:]{1,80}:\s+(?:error|exception)\b\s*[:!-]",
+    r"|^.{1,80}?:\s+(?:error|exception)\b\s*[:!-]",
     re.IGNORECASE,
 )
 _ERROR_KEYS = {"error", "errors", "error_message", "message", "detail", "code", "status", "ok", "success"}

@@ -1,6 +1,6 @@
 """Folders of files, each listed with an optional exclusion (names or `*` patterns) and an optional flag that
 changes nothing the listing says (`follow_links`: there are no links): values a call may be given that leave its
-answer as it was.
+answer as it was. Files are read several at once, each failing alone (`read_files`).
 
     python tests/data/entries_server.py
 """
@@ -49,9 +49,27 @@ def list_files(
     return "\n".join(f"{n}: {size} bytes" for n, size in kept) or "no files"
 
 
+def recent_files() -> list[dict]:
+    """The files changed lately, with their folders."""
+    return [{"name": "q2.csv", "folder": "reports"}, {"name": "soup.md", "folder": "recipes"}]
+
+
+def read_files(names: Annotated[list[str], Field(description="the names of the files to read")]) -> str:
+    """Each file's size and folder, or what went wrong reading it, one file after another (a file that is not there
+    does not stop the others)."""
+    found = {name: (folder, size) for folder, files in FOLDERS.items() for name, size in files.items()}
+    parts = [
+        f"{name}: Error - no such file"
+        if name not in found
+        else f"{name}:\nsize: {found[name][1]}\nfolder: {found[name][0]}"
+        for name in names
+    ]
+    return "\n---\n".join(parts)
+
+
 def build(seed: int = 0):
     server = serve.new_server("entries", "Folders of files.")
-    serve.add_tools(server, [folders, list_files])
+    serve.add_tools(server, [folders, list_files, recent_files, read_files])
     return server
 
 

@@ -65,7 +65,14 @@ def test_which_tools_may_write():
 
 
 def test_which_result_texts_report_an_error():
+    from mcprl.scenarios.results import failed_items
     from mcprl.tools.convert import reports_error
+
+    # files read at once, each failing alone: those a part of the result says failed
+    answered = "a.txt:\nhello\n---\nTue Dec 01 2026: Error - ENOENT: no such file or directory, open '/srv/x'"
+    assert failed_items(answered, {"paths": ["a.txt", "Tue Dec 01 2026"]}) == {"Tue Dec 01 2026"}
+    assert failed_items("Error: b.txt: Error - EISDIR\n---\na.txt:\nhello", {"paths": ["a.txt", "b.txt"]}) == {"b.txt"}
+    assert not failed_items("a.txt:\nhello", {"paths": ["a.txt"]})
 
     for text in (
         "Error: Database error",
@@ -73,6 +80,8 @@ def test_which_result_texts_report_an_error():
         'Database error: near "2026": syntax error',
         "notes.txt: Error - ENOENT: no such file or directory",
         "/srv/a: Error - EISDIR: illegal operation",
+        # (a file named as a date was sent: the name a result gives before its colon may hold spaces)
+        "Sun Mar 10 2024 10:00:00 GMT+0000 (Coordinated Universal Time): Error - ENOENT: no such file",
         '{"error": "not found"}',
         '{"ok": false, "detail": "no such order"}',
         '{"status": false, "status_message": "file not found", "tool_result": {"error_code": "file_not_found"}}',

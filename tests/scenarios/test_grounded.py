@@ -190,10 +190,33 @@ async def test_no_task_states_an_optional_value_its_call_answers_the_same_withou
         async with pool.session() as session:
             for t in tasks:
                 call = t.reference[-1]
-                for k in set(call.arguments) - {"folder"}:
+                for k in set(call.arguments) - {"folder"} if call.tool == "list_files" else ():
                     without = {n: v for n, v in call.arguments.items() if n != k}
                     outcome = await session.call(call.tool, without)
                     assert outcome.text != call.result, (t.task, call.arguments, k)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+async def test_files_read_at_once_are_each_their_own_record_and_no_task_states_one_that_failed(seed):
+    """`read_files` reads several files at once, a part each ("q1.csv:\nsize: 120\n---\nq2.csv: ..."), a file that
+    is not there failing alone ("test: Error - no such file"): a task that names a file is answered by that file's
+    part (read alone here), no task states a file the server said it lacks, and no value a part said failed
+    (nor a rule between parts) is sent as a file's name."""
+    spec = ServerSpec.parse(f"{sys.executable} {ENTRIES}")
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=60), seed=seed, say=lambda _: None)
+        tasks, _ = await ground(pool, 16, exploration, seed=seed, say=lambda _: None)
+        reads = [t for t in tasks if t.reference[-1].tool == "read_files"]
+        assert reads, [t.task for t in tasks]
+        async with pool.session() as session:
+            for t in reads:
+                for name in t.reference[-1].arguments["names"]:
+                    alone = await session.call("read_files", {"names": [name]})
+                    assert not alone.is_error, (t.task, name)
+                    if name in t.task:
+                        assert holds_answer(alone.text, t.answer), (t.task, t.answer, alone.text)
+    sent = [n for c in exploration.calls if c.tool == "read_files" for n in c.arguments["names"]]
+    assert not [n for n in sent if "Error" in n or not re.search(r"\w", n)], sent
 
 
 async def test_grounded_tasks_on_the_shipped_servers():
