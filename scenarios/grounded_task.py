@@ -16,6 +16,7 @@ from mcprl.scenarios.explored import ExploredCall
 from mcprl.scenarios.phrasing import value_text
 from mcprl.scenarios.replay import needed
 from mcprl.scenarios.results import MESSAGE, NOTHING, result_records
+from mcprl.tools.copies import SESSION_FOLDER
 from mcprl.types import ReferenceCall, Scenario
 
 MAX_ANSWER_WORDS = 8  # a longer value is prose, not an answer a check can hold
@@ -67,7 +68,8 @@ def answerable(value: Any) -> bool:
     """Whether a value can be an answer: short (in words and in characters), with something a check can hold, and
     not encoded bytes (a file's base64 `blob`: no one asks for it), and not a yes or no (a guess holds it half the
     time), nor one letter (sympy's identity matrix "I": any reply saying "I" or "a" would hold it), nor a program's
-    name for an object (`<class 'sympy.core.numbers.Integer'>`, `<function f at 0x7f...>`)."""
+    name for an object (`<class 'sympy.core.numbers.Integer'>`, `<function f at 0x7f...>`), nor a folder the session
+    was given (its home: another in the next session)."""
     text = str(value).strip()
     return (
         bool(normalize_text(text))
@@ -79,6 +81,7 @@ def answerable(value: Any) -> bool:
         and not BASE64.fullmatch(text)
         and not text.endswith(":")
         and not re.fullmatch(r"<[^<>]*>", text)
+        and not SESSION_FOLDER.search(text)
     )
 
 

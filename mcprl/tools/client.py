@@ -29,7 +29,7 @@ from mcprl.tools import compat
 from mcprl.tools.cassette import Replayed, ToolResult
 from mcprl.tools.content import ContentBlock, parse_blocks
 from mcprl.tools.convert import render, reports_error, schema_problem, to_openai, tools_hash
-from mcprl.tools.copies import PathMap, copied
+from mcprl.tools.copies import HOME_PREFIX, WORKDIR_PREFIX, PathMap, copied
 from mcprl.tools.spec import ServerSpec, private_home_env
 from mcprl.tools.transport import Connection, connect, is_connection_lost
 from mcprl.types import ToolSchema
@@ -349,7 +349,7 @@ async def open_session(spec: ServerSpec, *, workdir: Path | None = None) -> Asyn
     closing never raises, even when the server died."""
     with ExitStack() as dirs:
         if workdir is None and spec.transport == "stdio" and spec.cwd is None:
-            workdir = Path(dirs.enter_context(tempfile.TemporaryDirectory(prefix="mcprl-server-")))
+            workdir = Path(dirs.enter_context(tempfile.TemporaryDirectory(prefix=WORKDIR_PREFIX)))
         run, paths = spec, None
         if spec.private_copy and spec.transport == "stdio":
             try:
@@ -360,7 +360,7 @@ async def open_session(spec: ServerSpec, *, workdir: Path | None = None) -> Asyn
                     "on the files themselves (its tools that may write are then not called)"
                 ) from None
         if spec.private_home and spec.transport == "stdio":
-            home = Path(dirs.enter_context(tempfile.TemporaryDirectory(prefix="mcprl-home-")))
+            home = Path(dirs.enter_context(tempfile.TemporaryDirectory(prefix=HOME_PREFIX)))
             spec = spec.model_copy(update={"env": {**spec.env, **private_home_env(home)}})
             run = run.model_copy(update={"env": {**run.env, **private_home_env(home)}})
         async with connect(run, workdir or Path.cwd()) as conn:

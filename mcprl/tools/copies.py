@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 DATA_FILE = r"\.(db|sqlite3?|duckdb|jsonl?|ndjson|csv|ya?ml|toml|txt|xlsx?|parquet)$"
 MAX_COPY_FILES = 20_000  # what a session copies at most, in files ...
 MAX_COPY_BYTES = 100 * 2**20  # ... and in bytes: a tenth of a second or so on a disk, once per rollout
+# the folders a session is given, each made anew (its working directory, its home, copies of the user's files): no
+# answer holds one (a scenarios file is asked again in other sessions)
+WORKDIR_PREFIX, HOME_PREFIX, COPY_PREFIX = "mcprl-server-", "mcprl-home-", "mcprl-copy-"
+SESSION_FOLDER = re.compile(f"(?:{WORKDIR_PREFIX}|{HOME_PREFIX}|{COPY_PREFIX})\\w+")
 
 
 def is_program(arg: str) -> bool:
@@ -178,7 +182,7 @@ def copied(spec: ServerSpec) -> Iterator[tuple[ServerSpec, PathMap]]:
     """A copy of what `spec`'s server works on (`worked_on`), in a temp folder removed at the end, and the spec that
     runs it there: its command line, environment and working directory name the copies. Each keeps its name
     (`.../0/effrepo`), so the server says the same names; a data file not made yet is made in the copy's folder."""
-    with tempfile.TemporaryDirectory(prefix="mcprl-copy-") as root:
+    with tempfile.TemporaryDirectory(prefix=COPY_PREFIX) as root:
         pairs = []
         for i, path in enumerate(worked_on(spec)):
             copy = Path(root, str(i), path.name or "root")

@@ -714,6 +714,23 @@ def test_what_a_write_made_is_asked_for_by_the_write_not_by_its_name():
     assert any("Garden plan" in t.task for t in tasks if t.reference[-1].tool == "list_projects")
 
 
+def test_a_folder_the_session_was_given_is_no_answer():
+    """A server that prints its environment gives the home and working folder its session was given: another in
+    each session (the next rollout's, a scenarios file asked again), so no task asks for them; the rest stays."""
+    import tempfile
+
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+    from mcprl.tools.copies import HOME_PREFIX, WORKDIR_PREFIX
+
+    home, workdir = tempfile.mkdtemp(prefix=HOME_PREFIX), tempfile.mkdtemp(prefix=WORKDIR_PREFIX)
+    env = json.dumps({"HOME": home, "PWD": f"{workdir}/data", "SHELL": "/bin/bash", "TERM": "xterm-256color"})
+    calls = [ExploredCall(index=0, session=0, tool="print_environment", arguments={}, text=env)]
+    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    answers = {str(t.answer) for t in tasks}
+    assert answers and not [a for a in answers if home in a or workdir in a], answers
+
+
 def test_what_a_result_says_went_wrong_is_no_answer_and_no_value_to_send():
     """mcp-server-tree-sitter's `diagnose_config` answers `{"file_content": ..., "error": "YAML parser ..."}`: its
     error's text is neither asked for nor offered as a value (it was sent as the next call's path); a count of
