@@ -26,6 +26,7 @@ TRACK_GAME = Path(__file__).resolve().parents[1] / "data" / "track_game_server.p
 ORDERS = Path(__file__).resolve().parents[1] / "data" / "orders_server.py"
 WORKSPACES = Path(__file__).resolve().parents[1] / "data" / "workspace_server.py"
 ENTRIES = Path(__file__).resolve().parents[1] / "data" / "entries_server.py"
+THOUGHTS = Path(__file__).resolve().parents[1] / "data" / "thoughts_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:

@@ -26,6 +26,7 @@ from tests.scenarios.explored_servers import (
     NOTES,
     SHOP,
     TASKS,
+    THOUGHTS,
     come_back_fresh,
     explore_and_ground,
     shop,
@@ -217,6 +218,21 @@ async def test_files_read_at_once_are_each_their_own_record_and_no_task_states_o
                         assert holds_answer(alone.text, t.answer), (t.task, t.answer, alone.text)
     sent = [n for c in exploration.calls if c.tool == "read_files" for n in c.arguments["names"]]
     assert not [n for n in sent if "Error" in n or not re.search(r"\w", n)], sent
+
+
+async def test_an_answer_the_calls_before_it_made_is_no_task_and_not_asked_live():
+    """A scratchpad's count of the thoughts kept so far (`think`, a read each session's calls add to): a fresh
+    session answers it otherwise than exploring's did, and alike each time, so it is no answer that comes anew
+    (dice, the clock) to ask live; every task kept comes back in a fresh session as recorded."""
+    from mcprl.checks import live_of
+
+    spec = ServerSpec.parse(f"{sys.executable} {THOUGHTS}")
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=30), seed=0, say=lambda _: None)
+        assert any(json.loads(c.text)["history_length"] > 2 for c in exploration.calls if not c.is_error)
+        tasks, _ = await ground(pool, 8, exploration, seed=0, say=lambda _: None)
+        assert not [t.task for t in tasks if live_of(t.check) is not None]
+        await come_back_fresh(pool, tasks)
 
 
 async def test_grounded_tasks_on_the_shipped_servers():
