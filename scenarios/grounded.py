@@ -235,8 +235,8 @@ async def ground(
     )
     # a task whose answer came from the server's clock is kept as it is only where it comes back with the clock
     # moved, else asked live (`live_task`: checked by what the episode's own call gives) where it can be
-    clocked = {id(t) for t in found if clock_bound(t.reference[-1].result, t.answer)}
     later = clock_moved(pool.spec)
+    clocked = {id(t) for t in found if clock_bound(t.reference[-1].result, t.answer, any_answer=later is not None)}
     asked = found if later is not None else [live_task(t, []) if id(t) in clocked else t for t in found]
     timeless = [t for t in asked if t is not None]
     fits = [t for t in timeless if max_calls is None or len(t.reference) <= max_calls]

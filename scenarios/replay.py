@@ -143,7 +143,10 @@ async def verify(
     must also bring it back on `later`, the server with its clock moved (`clock_moved`); without one it holds
     only today."""
     kept, dropped = await replayed(tasks, pool, say=say)
-    if bound := [t for t in kept if live_of(t.check) is None and clock_bound(t.reference[-1].result, t.answer)]:
+    moved = later is not None
+    if bound := [
+        t for t in kept if live_of(t.check) is None and clock_bound(t.reference[-1].result, t.answer, any_answer=moved)
+    ]:
         # those that do not come back with the clock moved are asked live where they can be (`replayed`)
         held, _ = await replayed(bound, later, say=say) if later is not None else ([], None)
         after = {t.id: t for t in held}
@@ -265,13 +268,17 @@ async def replayed(
     return sorted(kept, key=lambda t: order[t.id]), dropped
 
 
-def clock_bound(text: str, answer: Any, now: datetime.datetime | None = None) -> bool:
-    """Whether an answer holds only today: the result it comes from states the date of about now
+def clock_bound(text: str, answer: Any, now: datetime.datetime | None = None, *, any_answer: bool = False) -> bool:
+    """Whether an answer may hold only today: the result it comes from states the date of about now
     (the server read its clock: an ISO date, or a Unix time in seconds or milliseconds, `"last_scan_time":
     1796145733`), and the answer is such a date, a weekday, a flag or an offset (a number, "+6.0h", "-04:00")
-    rather than a name or a record's field (a commit's author stays)."""
+    rather than a name or a record's field (a commit's author stays). With `any_answer` (the server can be
+    replayed with its clock moved, which keeps every answer that holds then too), any answer of such a result: a
+    month's name in any calendar is read off the clock as a date is."""
     if not clock_spans(text, now):
         return False
+    if any_answer:
+        return True
     said = str(answer).strip()
     return (
         ISO_DATE.search(said) is not None

@@ -562,3 +562,10 @@ def test_a_unix_time_of_about_now_is_the_servers_clock():
     assert clock_bound(json.dumps({"at": seconds * 1000 + 512}), seconds * 1000 + 512, now)
     assert clock_bound(f"scanned at {seconds}.25", seconds, now)
     assert not clock_bound(json.dumps({"id": 1700000000, "count": 3}), 3, now)
+    # a month's name read off the clock (mcp-simple-timeserver's Hijri calendar): checked with the clock moved where
+    # it can be, like any answer of a result that states now; not where every such answer would be dropped
+    hijri = json.dumps({"gregorian": now.isoformat(), "month": "Jumada al-Akhirah", "day": 10})
+    assert clock_bound(hijri, "Jumada al-Akhirah", now, any_answer=True) and clock_bound(
+        scan, "effrepo", now, any_answer=True
+    )
+    assert not clock_bound(json.dumps({"id": 1700000000, "name": "Ann"}), "Ann", now, any_answer=True)
