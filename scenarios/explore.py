@@ -170,10 +170,9 @@ async def explore(
         sources: dict[str, str] = fields.pop("sources", {})
         # per argument: a result of this session where any of its leaves came from one, else its first leaf's arm
         for d in leaves:
-            top = re.split(r"[.\[]", d.path)[0]
-            if d.parent is not None and source_call(sources.get(top, "")) is None:
-                sources[top] = f"result:{d.parent}"
-            sources.setdefault(top, d.arm)
+            if d.parent is not None and source_call(sources.get(d.argument, "")) is None:
+                sources[d.argument] = f"result:{d.parent}"
+            sources.setdefault(d.argument, d.arm)
         parents = sorted({d.parent for d in leaves if d.parent is not None} | set(fields.pop("parents", [])))
         made = ExploredCall(
             index=len(out.calls),
@@ -335,6 +334,13 @@ async def explore(
         # the answered reads of the state the session is in, by call: what a write may change
         reads: dict[str, ExploredCall] = dict(fresh_reads) if isolated else {}
         wrote = False
+
+        def answered_read(made: ExploredCall) -> None:
+            """A read that answered: the state the session is in (before its first write, a fresh server's)."""
+            reads[repr((made.tool, made.arguments))] = made
+            if isolated and not wrote:
+                fresh_reads[repr((made.tool, made.arguments))] = made
+
         if homes == "trial" and not any(c.writes for c in out.calls):
             # the first session with a home of its own: a read that answered in the user's and fails here needs
             # something of the user's (a configuration, a credential): such a server is explored in theirs
@@ -430,9 +436,7 @@ async def explore(
             if home is not None and home_held is not None:
                 home_wrote.extend(os.path.relpath(p, home) for p in changed_paths(home_held, files_of([home])))
             if name not in writers:
-                reads[repr((name, args))] = made_call
-                if isolated and not wrote:
-                    fresh_reads[repr((name, args))] = made_call
+                answered_read(made_call)
                 # a new answer of a read given optional values: made again with what it needs alone (its required
                 # parameters, and those an error asked for), once; where that says the same, the values changed
                 # nothing, and a task asks of the plain call and states none of them (an exclusion that excluded
@@ -445,14 +449,11 @@ async def explore(
                     and call_key(name, plain) not in knowledge.made
                     and len(out.calls) < budget
                 ):
-                    kept = [d for d in leaves if re.split(r"[.\[]", d.path)[0] in plain]
-                    bare = await call(session, number, name, plain, kept)
+                    bare = await call(session, number, name, plain, [d for d in leaves if d.argument in plain])
                     if bare is None:
                         return
                     if not bare.is_error:
-                        reads[repr((name, plain))] = bare
-                        if isolated and not wrote:
-                            fresh_reads[repr((name, plain))] = bare
+                        answered_read(bare)
                 continue
             wrote = True
             # a write that gave values (a project registered, a connection opened) may make what the tools that have

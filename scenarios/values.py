@@ -140,6 +140,11 @@ class Drawn:
     value: Any
     parent: int | None = None  # the call whose result gave the value, in this session
 
+    @property
+    def argument(self) -> str:
+        """The call's argument the leaf is in: `ranges` of `ranges[].start`."""
+        return re.split(r"[.\[]", self.path)[0]
+
 
 @dataclass
 class ToolLog:
