@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from mcprl.checks import holds_answer
 from mcprl.scenarios.explored import Exploration, ExploredCall
 from mcprl.scenarios.isolation import may_write
-from mcprl.scenarios.replay import REPLAYS_AT_ONCE, chain_of, needed, text_parameter
+from mcprl.scenarios.replay import REPLAYS_AT_ONCE, chain_of, needed, reissued, text_parameter
 from mcprl.scenarios.results import ID_LIKE, found_nothing, result_records, result_values
 from mcprl.tools import ServerGone
 from mcprl.types import ReferenceCall, Scenario
@@ -270,12 +270,14 @@ async def find_references(
 async def _replay(pool: ToolPool, calls: list[ReferenceCall]) -> str | None:
     """The last result of `calls` made in a fresh session; None where one failed."""
     last = None
+    made: list[tuple[ReferenceCall, str]] = []
     try:
         async with pool.session() as session:
             for call in calls:
-                outcome = await session.call(call.tool, call.arguments)
+                outcome = await session.call(call.tool, reissued(call, made))
                 if outcome.is_error:
                     return None
+                made.append((call, outcome.text))
                 last = outcome.data_text
     except ServerGone:
         return None

@@ -15,7 +15,7 @@ from typing import Any
 from mcprl.checks import as_number, holds_answer, normalize_text, same_value
 from mcprl.scenarios.explored import Exploration, ExploredCall, source_call
 from mcprl.scenarios.expressions import chain_expression
-from mcprl.scenarios.grounded_task import answerable, chosen, grounded_scenario, result_answer
+from mcprl.scenarios.grounded_task import answerable, chosen, grounded_scenario, result_answer, task_id
 from mcprl.scenarios.lexicon import about, known, question, record_of, shaped, stated, words_of
 from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, noun_of, said, value_text
 from mcprl.scenarios.record_tasks import field_tasks, listing_tasks
@@ -184,8 +184,33 @@ def candidates(
         """The call in words (`said`), by its tool's title and the arguments a task states; a parameter its schema
         gives a default is a setting of the call."""
         return said(
-            title_of(titles, call.tool), fixed_out(call), linked, settings=frozenset(defaults.get(call.tool, ()))
+            title_of(titles, call.tool),
+            fixed_out(call),
+            linked,
+            settings=frozenset(defaults.get(call.tool, ())),
+            order=call.writes,
         )
+
+    def handled(chain: list[ExploredCall]) -> tuple[frozenset[str], list[Said], list[str]] | None:
+        """How a task says a chain whose calls take handles (`Exploration.handles`: a session's id, another each
+        session), which it never states: the handles its last call takes, said as "the previous result", after the
+        calls before it, said as orders ("Load csv ... Then ... for the previous result"), and the values those
+        state. None where a handle a result gave came from another call than the one before (a task would state
+        it, or misread "the previous result")."""
+        linked = [frozenset(k for k in c.arguments if source_call(c.sources.get(k, "")) is not None) for c in chain]
+        for i, c in enumerate(chain):
+            if any(
+                k in exploration.handles and (i == 0 or source_call(c.sources[k]) != chain[i - 1].index)
+                for k in linked[i]
+            ):
+                return None
+        issued = frozenset(k for k in linked[-1] if k in exploration.handles)
+        if not issued:
+            return frozenset(), [], []
+        if any(source_call(c.sources[k]) != chain[i - 1].index for i, c in enumerate(chain) for k in linked[i]):
+            return None
+        steps = [say(c, ln) for c, ln in zip(chain[:-1], linked)]
+        return issued, steps, [value_text(v) for c in chain[:-1] for v in fixed_out(c).values()]
 
     # a table's columns, in order, as a known query that lists them answered: they name the cells of the table's
     # rows where a server prints them unnamed ("[(1, 'steel hammer', 12.5, 40)]")
@@ -216,7 +241,12 @@ def candidates(
             if (found := changes.get(call.index)) is not None and found[0].tool not in stays:
                 write, changed = found
                 changed = [v for v in changed if str(v) not in any_write[write.tool]]
-                out += _write_tasks(calls, call, write, changed, say, rng, prepares)
+                if (after := handled(chain_of(calls, write))) is not None:
+                    issued, steps, stated_before = after
+                    made = _write_tasks(
+                        calls, call, write, changed, lambda c, issued=issued: say(c, issued), rng, prepares
+                    )
+                    out += _after(made, steps, stated_before)
             if not prepares:  # ... and, where the environment may make that write, a question on what it left
                 continue
         # (a filter that matched nothing: its zeros are no answer; what it says back is what it was sent, or its
@@ -328,11 +358,41 @@ def candidates(
         tables = [found[1]["table"] for v in queries if (found := known(v)) and found[0].record and "table" in found[1]]
         if noun and tables and (named := _named_rows(data, columns.get(tables[0], []))):
             call = call.model_copy(update={"structured": named})
-        out += listing_tasks(call, fixed_out(call), chain, saying, queries, state)
-        out += field_tasks(call, fixed_out(call), chain, rng, unasked[call.tool], saying, queries, noun, state)
+        if (after := handled(chain)) is None:
+            continue
+        issued, steps, stated_before = after
+        states = {k: v for k, v in fixed_out(call).items() if k not in issued}
+        if issued:
+            saying = say(call, issued)
+        made = listing_tasks(call, states, chain, saying, queries, state)
+        made += field_tasks(call, states, chain, rng, unasked[call.tool], saying, queries, noun, state)
         if (wrapped := wrapped_listing(data)) is not None:  # ... and what is said of a listing it wraps: its total
             own = call.model_copy(update={"structured": {k: v for k, v in data.items() if k != wrapped[0]}})
-            out += field_tasks(own, fixed_out(call), chain, rng, unasked[call.tool], saying, queries, noun, state)
+            made += field_tasks(own, states, chain, rng, unasked[call.tool], saying, queries, noun, state)
+        out += _after(made, steps, stated_before)
+    return out
+
+
+def _after(tasks: list[Scenario], steps: list[Said], stated: list[str]) -> list[Scenario]:
+    """`tasks`, each asked after the `steps` that made what it takes ("Load csv ... Then what is ..."), which state
+    the values `stated`; those the steps give the answer away in dropped."""
+    if not steps:
+        return tasks
+    lead = ". Then ".join(o if i == 0 else f"{o[:1].lower()}{o[1:]}" for i, o in enumerate(s.order() for s in steps))
+    out = []
+    for t in tasks:
+        task = f"{lead}. Then {t.task[:1].lower()}{t.task[1:]}"
+        if not holds_answer(task, t.answer):
+            given = [*stated, *t.metadata.get("given", [])]
+            out.append(
+                t.model_copy(
+                    update={
+                        "task": task,
+                        "id": task_id(task, t.reference, t.prepare),
+                        "metadata": {**t.metadata, "given": given},
+                    }
+                )
+            )
     return out
 
 

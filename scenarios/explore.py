@@ -59,11 +59,11 @@ from mcprl.scenarios.isolation import is_isolated, may_write, unsafe_writers
 from mcprl.scenarios.lexicon import RATE_LIMITED
 from mcprl.scenarios.results import MESSAGE, found_nothing, reports, result_values, says_done
 from mcprl.scenarios.value_sources import context_values, folder_entries
-from mcprl.scenarios.values import Drawn, Knowledge, call_key
+from mcprl.scenarios.values import AWAITING, Drawn, Knowledge, call_key
 from mcprl.tools import ServerGone, redact_model
 from mcprl.tools import ToolPool as Pool
 from mcprl.tools.convert import inlined, reports_error
-from mcprl.tools.copies import changed_paths, files_of
+from mcprl.tools.copies import changed_paths, files_of, own_records
 from mcprl.types import dump_jsonl
 
 if TYPE_CHECKING:
@@ -145,19 +145,69 @@ async def explore(
     generated = 0  # calls whose arguments `propose` wrote
     backoffs = 0
 
-    def plan(number: int) -> list[str]:
+    # session -> the copies of the user's files as its first write found them (as they were made: reads write none)
+    originals: dict[int, dict[str, tuple[int, int]]] = {}
+
+    def required(name: str) -> list[str]:
+        return list((tools[name].get("inputSchema") or {}).get("required") or [])
+
+    def spent() -> bool:
+        """Whether the share of calls for writes is used; the writes are retired then, but those that issue what
+        others take (a session's id: made for them as they need it), and, where tools take a handle
+        (`Exploration.handles`), those that take none, which may issue it (the load of a file, whose tries are
+        bounded as any tool's are)."""
+        if sum(knowledge.logs[w].calls for w in writers) < write_calls:
+            return False
+        issuing = {w for issued in knowledge.issuers.values() for w in issued}
+        if any(p in knowledge.handles for name in tools for p in required(name)):
+            issuing |= {w for w in writers if not knowledge.handles & set(required(w))}
+        for writer in writers - set(retired) - issuing:
+            retired[writer] = f"the share of calls for writes ({write_calls}) was used"
+        return True
+
+    def handles() -> set[str]:
+        """The parameters that take a handle (`Knowledge.handles`), as far as the calls so far tell: those that
+        AWAITING tools or more require and that awaited a value some call issues, and, where each session is a fresh
+        server, those that took another value a write gave each time (a handle the server issues, not a record it made
+        again alike)."""
+        requiring = Counter(p for name in tools for p in required(name))  # (a handle is what many tools require)
+        knowledge.handles.update(p for p, n in requiring.items() if n >= AWAITING and knowledge.awaited(p))
+        knowledge.handles.update(p for p, got in knowledge.issued.items() if knowledge.fresh_sessions and len(got) > 1)
+        return knowledge.handles
+
+    def plan(number: int) -> tuple[list[str], dict[str, dict[str, Any]]]:
         """The tools session `number` calls, in order: those not called yet first (in the seeded
         order), then drawn by what they gave; calls that need no argument first (listings: their
         values feed the others' arguments), reads before writes (a write shows what it changed by
-        the reads before it)."""
+        the reads before it). A tool that requires a handle (`Knowledge.awaited`: a session's id, which made-up
+        values never were) that no call is known to issue waits while others are left to call (the load that opens
+        one); where each session is a fresh server, a tool that takes a value only a write of its session issues
+        has that write made before it, as it was made when it issued one (returned with those arguments; the
+        issuers in turn)."""
         rng = random.Random(f"{seed}/explore/{number}/plan")
+        handles()
+        spent()
         live = [n for n in order if n not in retired]
-        picked = [n for n in live if not knowledge.logs[n].calls][:SESSION_CALLS]
 
-        while live and len(picked) < SESSION_CALLS:
-            picked.append(rng.choices(live, weights=[knowledge.logs[n].weight() for n in live])[0])
-        picked.sort(key=lambda n: (bool((tools[n].get("inputSchema") or {}).get("required")), n in writers))
-        return picked
+        def issuers(p: str) -> list[str]:
+            return [w for w in knowledge.issuers[p] if w not in retired]
+
+        live = [n for n in live if not any(p in knowledge.handles and not issuers(p) for p in required(n))] or live
+        # (an issuer, then, called as it is needed)
+        drawn = [n for n in live if not (spent() and any(n in issued for issued in knowledge.issuers.values()))]
+        picked = [n for n in live if not knowledge.logs[n].calls][:SESSION_CALLS]
+        while drawn and len(picked) < SESSION_CALLS:
+            picked.append(rng.choices(drawn, weights=[knowledge.logs[n].weight() for n in drawn])[0])
+        issuing: dict[str, dict[str, Any]] = {}
+        if knowledge.fresh_sessions:
+            for name in list(picked):
+                for p in required(name):
+                    if (made := [w for w in issuers(p) if w != name]) and not set(issuing) & set(knowledge.issuers[p]):
+                        issuer = made[number % len(made)]
+                        issuing[issuer] = knowledge.issuers[p][issuer]
+        picked = [*issuing, *(n for n in picked if n not in issuing)]
+        picked.sort(key=lambda n: (n not in issuing, bool(required(n)), n in writers))
+        return picked, issuing
 
     async def call(
         session: ToolSession, number: int, name: str, args: dict[str, Any], leaves: list[Drawn], **fields: Any
@@ -187,6 +237,7 @@ async def explore(
         )
         # a write on copies of the user's files (`ServerSpec.private_copy`): what it changed there, compared
         held = files_of(session.copy_folders) if name in writers and session.copy_folders else None
+        original = originals.setdefault(number, held) if held is not None else None  # (the session's first write's)
         try:
             outcome = await session.call(name, args)
         except ServerGone as e:
@@ -214,13 +265,15 @@ async def explore(
             }
         )
         out.calls.append(made)
+        now = files_of(session.copy_folders) if held is not None and not outcome.is_error else held
         if (
             held is not None
-            and not outcome.is_error
             and name not in out.withheld
-            and files_of(session.copy_folders) != held
+            and now != held
+            and not own_records(session.copy_folders, original or {}, changed_paths(held, now))
         ):
-            # it changed the files the server works on: no task asks to change the user's repository or database
+            # it changed the files the server works on: no task asks to change the user's repository or database (but
+            # records of the server's own it made, a history of a file it loaded, change nothing of the user's)
             out.withheld.append(name)
             retired[name] = "changed the files the server works on (in a copy of them)"
         if outcome.is_error and RATE_LIMITED.search(outcome.text):  # not the arguments' fault: slow down
@@ -388,17 +441,25 @@ async def explore(
                 )
                 for c in landed:  # whole, not clipped: what a user needs to find and undo each
                     say(f"  {c.tool} {json.dumps(c.arguments, default=str)}")
-        queue = plan(number)
+        queue, issuing = plan(number)
         opened = False  # whether a write of this session gave the tools that had not answered their turn
-        for name in queue:  # (a list that grows while walked: the turns a write gives come after it)
+        at = 0
+        while at < len(queue):  # (a list that grows while walked: the turns a write gives come right after it)
+            name = queue[at]
+            at += 1
             if len(out.calls) >= budget:
                 return
-            if name in writers and sum(knowledge.logs[w].calls for w in writers) >= write_calls:
-                for writer in writers - set(retired):
-                    retired[writer] = f"the share of calls for writes ({write_calls}) was used"
+            if name in writers and wrote and isolated and not persistence_checked and fresh_reads:
+                # a fresh session checks for state that outlives the process before any other write, so that a server
+                # keeping it in a file of its own (a user's knowledge graph) gets one write, not a session's worth;
+                # the reads after the write (the turns it opened) are made first
+                return
+            if name in writers:
+                spent()
             if name in retired:
                 continue
-            drawn = await arguments(name, number, rng)
+            # (an issuing write made again as it was: in a fresh server it issues anew, where nothing was done yet)
+            drawn = (issuing.pop(name), []) if name in issuing else await arguments(name, number, rng)
             if drawn is None:
                 knowledge.logs[name].exhausted += 1
                 if why := knowledge.retired(name, cfg.retire_after):
@@ -461,7 +522,7 @@ async def explore(
             if not opened and any(v.call == made_call.index for v in knowledge.seen):
                 opened = True
                 waiting = [n for n in order if n not in retired and n not in writers and not knowledge.logs[n].answered]
-                queue += waiting[:SESSION_CALLS]
+                queue[at:at] = waiting[:SESSION_CALLS]
             # its writes (or the server's, none having shown) changed no read so far (a sum, not a store): reading
             # back tells nothing
             if unchanged[name] >= QUIET_WRITES or not shown_any and unchanged.total() >= QUIET_SERVER:
@@ -497,11 +558,6 @@ async def explore(
             if shown is False:
                 unchanged[name] += 1
             shown_any = shown_any or bool(shown)
-            if isolated and not persistence_checked and fresh_reads:
-                # a fresh session checks for state that outlives the process before any other write, so that
-                # a server keeping it in a file of its own (a user's knowledge graph) gets one write, not a
-                # session's worth
-                return
 
     async with explorer:
         with anyio.move_on_after(cfg.minutes * 60):
@@ -534,6 +590,7 @@ async def explore(
     # a write that landed under the home it was given, the check after it not made (the budget ran out): a home of
     # each session's own is the safe side
     out.private_home = out.private_home or homes == "trial" and bool(home_wrote)
+    out.handles = sorted(handles())
     out.fixed = {name: knowledge.worked[name][0] for name in knowledge.worked if knowledge.fixed(name)}
     for name in tools:
         log = knowledge.logs[name]

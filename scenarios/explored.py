@@ -88,6 +88,11 @@ class Exploration(BaseModel):
         "rollout is offered: those retired when a write of theirs changed the files there (a task does not ask to "
         "change the user's repository or database), and those never seen answering (what they change is not known)",
     )
+    handles: list[str] = Field(
+        default_factory=list,
+        description="parameters that take a value a call issues (the id of a session a load opened), which made-up "
+        "values never were: a task says where it came from (the call before), never the value, another each session",
+    )
     isolated: bool = Field(
         default=False, description="each session started from fresh server state (`is_isolated`): writes are its own"
     )

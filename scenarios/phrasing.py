@@ -210,11 +210,17 @@ def field_words(field: str) -> dict[str, str]:
 
 
 def said(
-    title: str, args: dict[str, Any], linked: frozenset[str] = frozenset(), settings: frozenset[str] = frozenset()
+    title: str,
+    args: dict[str, Any],
+    linked: frozenset[str] = frozenset(),
+    settings: frozenset[str] = frozenset(),
+    order: bool = False,
 ) -> Said:
     """A call in words (`Said`), from its tool's title (else its name's words) and what a task states of its
     arguments; a `linked` argument is "the previous result"; `settings`, parameters that set how the call works (its
-    schema gives them a default), said by name ("with calendar hijri"), never as what the call is for."""
+    schema gives them a default), said by name ("with calendar hijri"), never as what the call is for. `order`: the
+    tool may write, and a title of two words or more starts with what it does though the lexicon knows no such verb
+    ("load csv", "request planning"): an order, not a thing to find."""
     title = re.sub(r"\s*\([^)]*\)", "", title) or title  # an aside: "Read File (Deprecated)"
     (key, value), *others = args.items() if args else [(None, None)]
     if not others and isinstance(value, list) and len(value) == 1:
@@ -231,7 +237,7 @@ def said(
     elif len(words) == 2 and words[0] not in VERBS and words[1] in VERBS and words[1] not in ABOUT_IT:
         # a thing, then what is done to it: "task create" ("git status" is a noun's)
         words = [words[1], plural(words[0]) if words[1] == "list" else words[0]]
-    verb = words[0] if words and words[0] in VERBS else None
+    verb = words[0] if words and (words[0] in VERBS or order and len(words) > 1) else None
     thing = " ".join(words[1:] if verb else words)
     shown = {k: (PREVIOUS if k in linked else v) for k, v in args.items()}
     names = {k: words_of(k) for k in shown}

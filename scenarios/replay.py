@@ -48,6 +48,25 @@ def chain_of(calls: list[ExploredCall], call: ExploredCall) -> list[ExploredCall
     return [order[i] for i in sorted(order)]
 
 
+def reissued(step: ReferenceCall, made: list[tuple[ReferenceCall, str]]) -> dict[str, Any]:
+    """`step`'s arguments as replayed after the calls `made` (each as recorded, and what it answered now): a value
+    it took from an earlier result is that result's value now, at the same field, where the server issued another
+    (the id of a session a load opened, new in every process)."""
+    arguments = dict(step.arguments)
+    for k, v in step.arguments.items():
+        if source_call(step.sources.get(k, "")) is None or isinstance(v, (dict, list)):
+            continue
+        for recorded, now in reversed(made):
+            fields = {f for f, value in result_values(recorded.result, None) if str(value) == str(v)}
+            issued = {str(value): value for f, value in result_values(now, None) if f in fields}
+            if fields:
+                if len(issued) == 1:
+                    value = next(iter(issued.values()))
+                    arguments[k] = str(value) if isinstance(v, str) else value
+                break
+    return arguments
+
+
 def needed(task: str, chain: list[ExploredCall]) -> list[ExploredCall]:
     """The calls of `chain` a rollout must make: the last, the writes (they made the state the
     others read), and the earlier calls whose results gave one of those a value the task does not
@@ -173,16 +192,22 @@ async def replayed(
     limiter = anyio.CapacityLimiter(REPLAYS_AT_ONCE if pool.per_rollout else 1)
     done = running = 0
     retry: list[list[Scenario]] = []  # chains that failed while others replayed beside them, to replay alone
+    # a chain -> the values it took from a result that the server issued anew on replay (a session's id)
+    renewed: dict[int, set[str]] = defaultdict(set)
 
     async def chain(session: ToolSession, group: list[Scenario]) -> str | None:
         """The chain's last result (or its read-back's) in `session`, the task's state prepared first; None where
         a call failed."""
         last = None
         read_back = [ReferenceCall(**group[0].read_back)] if group[0].read_back else []
+        made: list[tuple[ReferenceCall, str]] = []
         for step in [*group[0].prepare, *group[0].reference, *read_back]:
-            outcome = await session.call(step.tool, step.arguments)
+            arguments = reissued(step, made)
+            renewed[id(group)] |= {str(v) for k, v in step.arguments.items() if arguments[k] != v}
+            outcome = await session.call(step.tool, arguments)
             if outcome.is_error:
                 return None
+            made.append((step, outcome.text))
             last = outcome.data_text  # the server's text, not our placeholder for an image
         return last
 
@@ -213,6 +238,8 @@ async def replayed(
         for t in group:
             if None in results:
                 dropped["chain failed on replay"] += 1
+            elif any(holds_answer(t.task, v) for v in renewed[id(group)]):  # a rollout would send what it states
+                dropped["states a value the server issues anew each session"] += 1
             elif all(gives_answer(t, r) for r in results):
                 kept.append(t)
             elif len(results) > 1 and results[0] == results[1] and not clock_spans(results[0]):

@@ -114,6 +114,7 @@ DRAWS = 8  # draws of a call before giving up on finding one not made yet
 REPEAT_CREDIT = 0.25  # a call that answered what was answered before (or nothing) counts a quarter of a success
 SETTLED = 0.15  # below this chance of answering, an arm is dropped for a parameter (`Knowledge.dead`)
 FIXED_AFTER = 3  # values that failed on a parameter besides the one in plain view that worked: its context
+AWAITING = 3  # tools sent values of a parameter, none working, before it awaits a value a call is to issue
 MISSHAPEN = 2  # values of one shape blamed on a parameter, none of it working, where another shape worked: no more
 INVENTED = {"probe", "described", "schema", "varied"}  # arms that make a value up rather than take one given
 ONE_ITEM = 0.2  # chance a list is given one item
@@ -183,6 +184,13 @@ def named_result(arm: str, name: str) -> bool:
     return kind == "result" and bool(field_name) and bool(_stems(field_name) & _stems(name))
 
 
+def issued_as(arm: str, name: str) -> bool:
+    """Whether an arm is a result's field named as the parameter is, every word of it (`session_id` of `session_id`,
+    not `max_sessions`)."""
+    kind, _, field_name = arm.partition(".")
+    return kind == "result" and _stems(name) <= _stems(field_name)
+
+
 def call_key(tool: str, args: dict[str, Any]) -> str:
     """A call in canonical form: the same call, whatever the order of its arguments."""
     return json.dumps([tool, args], sort_keys=True, default=str)
@@ -230,6 +238,12 @@ class Knowledge:
         self.hints: dict[str, tuple[str, list[str]]] = {}
         self.seen: list[SeenValue] = []
         self.state_from: dict[int, int] = {}  # session -> its latest write that answered: results before it are stale
+        self.handles: set[str] = set()  # parameters that awaited a value some call issues (`awaited`)
+        self.made_at: dict[int, tuple[str, dict[str, Any]]] = {}  # call index -> its tool and arguments
+        # parameter name -> the writes whose result, in the same session, gave a value that worked for it (a load that
+        # opens a session, whose id the reads of it take), each with the arguments of the call that gave it
+        self.issuers: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+        self.issued: dict[str, set[str]] = defaultdict(set)  # parameter name -> the values writes gave that worked
         self.listed: dict[str, list[tuple[str, int, int]]] = defaultdict(list)  # path -> (name, call, session)
         for folder, names in (folders or {}).items():  # what a folder in plain view holds: listed by no call
             self.listed[folder] += [(name, -1, -1) for name in names]
@@ -382,6 +396,15 @@ class Knowledge:
             return Drawn(path=path, name=name, arm="context", value=coerce(self.worked[name][0], schema))
         renew = tool in self.writers and written(name)
         arms = self._arms(name, schema, session, rng, described=renew)
+        if name in self.handles:  # a handle takes what was issued as one (a result's `session_id`), nothing else
+            arms = {a: c for a, c in arms.items() if issued_as(a, name)} or arms
+        # a value of the parameter's name that this session's latest write gave, or a result since, is what it is sent
+        # (the id of the session a load opened, for the reads of it)
+        since = self.state_from.get(session, -1)
+        issued = {
+            a: [(v, p) for v, p in c if p is not None and p >= since] for a, c in arms.items() if issued_as(a, name)
+        }
+        arms = {a: c for a, c in issued.items() if c} if since >= 0 and any(issued.values()) else arms
         if not arms:
             return None
         # what a write stores as a person's text (a name, a description, tags) is written as a person would, from
@@ -413,7 +436,6 @@ class Knowledge:
         # an arm whose every value an error here blamed has nothing to send ("Is a directory: '/srv'" of the one
         # folder the command line names), while another has; but a value this session's latest write gave, or a
         # result after it, is sent where it was blamed before: the write made it (a workspace's id, opened again)
-        since = self.state_from.get(session, -1)
 
         def sendable(value: Any, parent: int | None) -> bool:
             return not self.misshapen(name, value) and (
@@ -567,6 +589,18 @@ class Knowledge:
         worked = {shape_of(str(v)) for v in self.worked.get(name, [])}
         return bool(worked) and shape not in worked and self.refused_shapes[name][shape] >= MISSHAPEN
 
+    def awaited(self, name: str) -> bool:
+        """Whether parameter `name` awaits a value some call is to issue (the id of a session a load opens): AWAITING
+        tools or more were sent values of it, none worked, no error named one, and no result held a field of its
+        name. The tools that require it wait for one; the others (the load) are called first."""
+        sent_by = {tool for tool, path in self.tried if path == name}
+        return (
+            len(sent_by) >= AWAITING
+            and not self.worked.get(name)
+            and not self.named.get(name)
+            and not any(issued_as(f"result.{v.field}", name) for v in self.seen)
+        )
+
     def fixed(self, name: str) -> bool:
         """Whether parameter `name` is the server's context: one value of it worked, a value in plain view
         (its command line, environment, resources) that no tool refused (a folder that a tool reading files
@@ -619,6 +653,7 @@ class Knowledge:
             self.sent[d.name].add(repr(d.value))
             self.said.add(repr(d.value))
         self.hints.pop(tool, None)
+        self.made_at[index] = (tool, args)
         if tool in self.writers and not is_error:
             self.state_from[session] = index
         if error_kind == "timeout":
@@ -662,6 +697,11 @@ class Knowledge:
             ]
             # one value sent to two parameters and quoted back: the one the error names is to blame ("no column
             # '/srv/a.csv'" of a file and a column both sent it)
+            if not named:  # ... or a word of one parameter's name alone ("Invalid session" of `session_id`)
+                worded = [
+                    d for d in leaves if any(len(w) > 3 and re.search(rf"\b{w}", lowered) for w in _stems(d.name))
+                ]
+                named = worded if len({d.name for d in worded}) == 1 else []
             if failed := failed_items(text, args):  # a result per item: those it says failed, not the ones it read
                 named = [d for d in leaves if d.path.endswith("[]") and str(d.value) in failed]
             by_name = [d for d in named if name_in(d.name, lowered)]
@@ -708,6 +748,9 @@ class Knowledge:
             self.stats[d.name, d.arm][1] += 1.0 - credit
             if not nothing and repr(d.value) not in map(repr, self.worked[d.name]):
                 self.worked[d.name].append(d.value)
+            if d.parent in self.made_at and (issued := self.made_at[d.parent])[0] in self.writers:
+                self.issuers[d.name].setdefault(*issued)
+                self.issued[d.name].add(repr(d.value))
         # a long text is prose, and a line ending in a colon a heading ("Staged changes:"): no values to pass on
         seen = [
             SeenValue(value=v, field=k, call=index, session=session)

@@ -151,6 +151,23 @@ def changed_paths(before: dict[str, tuple[int, int]], after: dict[str, tuple[int
     return sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
 
 
+def own_records(roots: list[Path], original: dict[str, tuple[int, int]], changed: list[str]) -> bool:
+    """Whether the `changed` paths of `roots` (`changed_paths`) are all records of the server's own: none of them
+    a file or folder of the user's (`original`, a `files_of` snapshot of the copies as they were made), each under a
+    hidden folder the server made (`.csv_history/` beside a data file it loaded; not one the user had, `.notes/`)."""
+
+    def made_hidden(path: str) -> bool:
+        root = next((r for r in map(str, roots) if path.startswith(f"{r}{os.sep}")), None)
+        if root is None:
+            return False
+        parts = Path(os.path.relpath(path, root)).parts
+        return any(
+            part.startswith(".") and os.path.join(root, *parts[: i + 1]) not in original for i, part in enumerate(parts)
+        )
+
+    return bool(changed) and all(path not in original and made_hidden(path) for path in changed)
+
+
 def _replaced(value: Any, pattern: tuple[re.Pattern[str], dict[str, str]] | None) -> Any:
     if pattern is None:
         return value

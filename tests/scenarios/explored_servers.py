@@ -11,10 +11,10 @@ from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explore import explore
 from mcprl.scenarios.explored import ExploredCall
 from mcprl.scenarios.grounded import ground
-from mcprl.scenarios.replay import gives_answer
+from mcprl.scenarios.replay import gives_answer, reissued
 from mcprl.scenarios.source import grounded
 from mcprl.tools import ServerSpec, ToolPool
-from mcprl.types import Scenario, load_jsonl
+from mcprl.types import ReferenceCall, Scenario, load_jsonl
 
 SHOP = Path(__file__).resolve().parents[1] / "data" / "shop_server.py"
 NOTES = Path(__file__).resolve().parents[1] / "data" / "notes_file_server.py"
@@ -27,6 +27,7 @@ ORDERS = Path(__file__).resolve().parents[1] / "data" / "orders_server.py"
 WORKSPACES = Path(__file__).resolve().parents[1] / "data" / "workspace_server.py"
 ENTRIES = Path(__file__).resolve().parents[1] / "data" / "entries_server.py"
 THOUGHTS = Path(__file__).resolve().parents[1] / "data" / "thoughts_server.py"
+TABLES = Path(__file__).resolve().parents[1] / "data" / "tables_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:
@@ -55,9 +56,13 @@ async def grounded_and_replayed(
 
 
 async def come_back_fresh(pool: ToolPool, tasks: list[Scenario]) -> None:
-    """Each task's reference chain, replayed in a fresh session of `pool`, gives its answer."""
+    """Each task's reference chain, replayed in a fresh session of `pool` after its `prepare`, gives its answer (a
+    value it took from an earlier result taken from that result again, as a rollout would: a session's id), or its
+    read-back does."""
     for t in tasks:
+        made: list = []
         async with pool.session() as session:
-            for c in t.reference:
-                outcome = await session.call(c.tool, c.arguments)
+            for c in [*t.prepare, *t.reference, *([ReferenceCall(**t.read_back)] if t.read_back else [])]:
+                outcome = await session.call(c.tool, reissued(c, made))
+                made.append((c, outcome.text))
         assert gives_answer(t, outcome.data_text), t.task

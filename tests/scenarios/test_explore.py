@@ -36,6 +36,7 @@ from tests.scenarios.explored_servers import (
     NOTES_FOLDER,
     ORDERS,
     SHOP,
+    TABLES,
     TRACK_GAME,
     WORKSPACES,
     explore_and_ground,
@@ -527,3 +528,37 @@ async def test_a_server_that_reads_the_users_home_to_answer_is_explored_in_it(tm
     lists = [c for c in exploration.calls if c.tool == "list_things"]
     assert sum(c.is_error for c in lists) == 1 and len(lists) > 3  # the one call in a home of its own
     assert sum(c.tool == "add_thing" and not c.is_error for c in exploration.calls) >= 2
+
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+async def test_a_handle_a_write_issues_is_taken_from_it_and_no_task_states_it(tmp_path):
+    """Seen on csv-mcp-server (`env -C DIR csv-editor`): 33 of 39 tools require the id of a session a load opens, a
+    random one in every process. It was sent made-up ids 137 times, the loads got one call each of the writes' share,
+    and the one that answered was withheld (it keeps a history under a hidden folder of the copy): 7 tasks, all on
+    the server's info. Now: the tools that take the id answer with one a load of their own session issued; the load,
+    which adds records of the server's own alone, is offered and grounds tasks, the write that changes the user's
+    file is not; no task states an id (each asks after the load, "the previous result"), and every kept task comes
+    back in a fresh session, where the load issues another; the user's folder is not written."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "stock.csv").write_text("item,qty\napple,3\npear,7\nplum,12\n")
+    spec = ServerSpec.parse(f"env -C {folder} {sys.executable} {TABLES}")
+    tasks, calls = await grounded_and_replayed(spec, tmp_path, calls=60)
+    by_index = {c.index: c for c in calls}
+    taking = [c for c in calls if "session_id" in c.arguments and c.tool != "load_table"]
+    assert {c.tool for c in taking if not c.is_error} >= {"table_columns", "table_rows"}
+    for c in taking:
+        if not c.is_error:  # the id came from a load of the same session
+            parents = [by_index[p] for p in c.parents]
+            assert any(p.session == c.session and c.arguments["session_id"] in p.text for p in parents), c
+    assert any(t.reference[0].tool == "load_table" and len(t.reference) > 1 for t in tasks), [t.task for t in tasks]
+    for t in tasks:
+        assert not UUID.search(t.task), t.task
+        assert "drop_rows" not in t.tools
+        for i, c in enumerate(t.reference):  # the id it takes is the one a load before it in the chain issues
+            assert "session_id" not in c.arguments or "load_table" in [r.tool for r in t.reference[:i]], t.task
+    assert sorted(p.name for p in folder.iterdir()) == ["stock.csv"]
+    failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in calls if c.is_error]
+    assert len(failed) == len(set(failed))

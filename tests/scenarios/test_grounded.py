@@ -17,9 +17,9 @@ from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explore import explore
 from mcprl.scenarios.grounded import ground
 from mcprl.scenarios.grounded_task import ANSWER_WORDS
-from mcprl.scenarios.replay import gives_answer, replayed
+from mcprl.scenarios.replay import gives_answer, reissued, replayed
 from mcprl.tools import ServerSpec, ToolPool
-from mcprl.types import Scenario, Trajectory, TrajectoryGroup
+from mcprl.types import ReferenceCall, Scenario, Trajectory, TrajectoryGroup
 from tests.scenarios.explored_servers import (
     ENTRIES,
     MANY_TOOLS,
@@ -116,7 +116,6 @@ async def test_a_rollout_starts_in_the_state_its_task_prepares_in_its_own_sessio
     policy that only reads finds the note they added, once in each rollout (no state piles up across them), and is
     scored right; a prepare call that fails fails that rollout, with the reason, and not the others."""
     from mcprl.rollout.loop import rollout
-    from mcprl.types import ReferenceCall
     from tests.scripted_policy import call, scripted_endpoint
 
     monkeypatch.setenv("HOME", str(tmp_path))  # each session gets a home of its own below; none writes here
@@ -569,3 +568,16 @@ def test_a_unix_time_of_about_now_is_the_servers_clock():
         scan, "effrepo", now, any_answer=True
     )
     assert not clock_bound(json.dumps({"id": 1700000000, "name": "Ann"}), "Ann", now, any_answer=True)
+
+
+def test_a_value_a_chain_took_from_a_result_is_taken_from_that_result_again_on_replay():
+    """A session's id a load issued, another in every process: a replayed step that took it from the load's result
+    is sent the one the load gives now, at the same field; a value stated, or given back alike, is sent as it was."""
+    load = ReferenceCall(tool="load", arguments={"file": "a.csv"}, result='{"session_id": "s-1", "rows": 3}')
+    rows = ReferenceCall(
+        tool="rows", arguments={"session_id": "s-1", "file": "a.csv"}, sources={"session_id": "result:4"}
+    )
+    assert reissued(rows, [(load, '{"session_id": "s-2", "rows": 3}')]) == {"session_id": "s-2", "file": "a.csv"}
+    assert reissued(rows, [(load, '{"session_id": "s-1", "rows": 3}')])["session_id"] == "s-1"
+    stated = rows.model_copy(update={"sources": {"session_id": "worked"}})
+    assert reissued(stated, [(load, '{"session_id": "s-2", "rows": 3}')])["session_id"] == "s-1"

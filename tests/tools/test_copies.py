@@ -117,6 +117,33 @@ def test_what_a_copy_holds_changes_with_a_file_written_or_removed_and_a_folder_m
     assert files_of([tmp_path]) != before
 
 
+def test_records_a_server_makes_under_hidden_folders_are_its_own_and_any_change_of_the_users_files_is_not(tmp_path):
+    """What a write changed in a session's copy is the server's own records only where all of it is made anew (none
+    of the user's files, as the session found them, written over or removed) under a hidden folder; one inside a
+    hidden folder the user gave is theirs."""
+    from mcprl.tools.copies import changed_paths, files_of, own_records
+
+    root = tmp_path / "0"
+    (root / "data" / ".notes").mkdir(parents=True)
+    (root / "data" / "stock.csv").write_text("item,qty\n")
+    roots = [root]
+    original = files_of(roots)
+
+    def changed_by(write) -> list[str]:
+        before = files_of(roots)
+        write()
+        return changed_paths(before, files_of(roots))
+
+    history = root / "data" / ".history"
+    assert own_records(roots, original, changed_by(lambda: (history.mkdir(), (history / "s1.json").write_text("{}"))))
+    # (written over again later in the session: still a record of its own, not the user's)
+    assert own_records(roots, original, changed_by(lambda: (history / "s1.json").write_text('{"rows": 3}')))
+    assert not own_records(roots, original, changed_by(lambda: (root / "data" / "stock.csv").write_text("item\n")))
+    assert not own_records(roots, original, changed_by(lambda: (root / "data" / "out.csv").write_text("a\n")))
+    assert not own_records(roots, original, changed_by(lambda: (root / "data" / ".notes" / "n.txt").write_text("a")))
+    assert not own_records(roots, original, [])
+
+
 @pytest.mark.anyio
 async def test_a_write_to_a_copied_file_shows_in_its_sessions_copy_folders_and_not_in_the_users_file(tmp_path):
     """A server named a data file (`env ORDERS=.../orders.csv`, as a database server is named its database): the
