@@ -30,6 +30,13 @@ call is made twice (one that failed would fail again, a read would say the same,
 what was seen done), but the reads repeated after a write to see what it changed (until writes are
 found to change nothing read back); a tool whose last `retire_after` calls failed, or that has nothing
 new to be sent, gets no more calls, and the record says which errors it gave and which sources were tried.
+A parameter that many tools require, that no made-up value worked for and no result named, is a handle
+(`Exploration.handles`: the id of a session a load opens, another in every process): the tools that take it wait
+while others are left to call (the load); once a write's result gave one that worked, a session whose tools take it
+makes that write first, as it was made then, and the parameter is sent what the write issued under its name. A task
+states no handle: it says the write before the call ("Load ... Then ... for the previous result"), and its replay
+takes the handle the write issues then. A write whose change to a copy of the user's files is records of the
+server's own alone (under a hidden folder it made: a history of the file it loaded) is no change of theirs.
 
 Bounds: `calls` in all (`ExploreConfig.budget`: more on a server of many tools; by default a quarter more for the
 writes on copies of the user's files, which a set budget shares), `minutes` of wall
@@ -186,15 +193,15 @@ async def explore(
         issuers in turn)."""
         rng = random.Random(f"{seed}/explore/{number}/plan")
         handles()
-        spent()
-        live = [n for n in order if n not in retired]
+        shared = spent()
 
         def issuers(p: str) -> list[str]:
             return [w for w in knowledge.issuers[p] if w not in retired]
 
+        live = [n for n in order if n not in retired]
         live = [n for n in live if not any(p in knowledge.handles and not issuers(p) for p in required(n))] or live
         # (an issuer, then, called as it is needed)
-        drawn = [n for n in live if not (spent() and any(n in issued for issued in knowledge.issuers.values()))]
+        drawn = [n for n in live if not (shared and any(n in issued for issued in knowledge.issuers.values()))]
         picked = [n for n in live if not knowledge.logs[n].calls][:SESSION_CALLS]
         while drawn and len(picked) < SESSION_CALLS:
             picked.append(rng.choices(drawn, weights=[knowledge.logs[n].weight() for n in drawn])[0])
@@ -205,7 +212,7 @@ async def explore(
                     if (made := [w for w in issuers(p) if w != name]) and not set(issuing) & set(knowledge.issuers[p]):
                         issuer = made[number % len(made)]
                         issuing[issuer] = knowledge.issuers[p][issuer]
-        picked = [*issuing, *(n for n in picked if n not in issuing)]
+        picked = [*issuing, *(n for n in picked if n not in issuing)]  # (the issuers first, each once)
         picked.sort(key=lambda n: (n not in issuing, bool(required(n)), n in writers))
         return picked, issuing
 

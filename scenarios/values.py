@@ -114,7 +114,9 @@ DRAWS = 8  # draws of a call before giving up on finding one not made yet
 REPEAT_CREDIT = 0.25  # a call that answered what was answered before (or nothing) counts a quarter of a success
 SETTLED = 0.15  # below this chance of answering, an arm is dropped for a parameter (`Knowledge.dead`)
 FIXED_AFTER = 3  # values that failed on a parameter besides the one in plain view that worked: its context
-AWAITING = 3  # tools sent values of a parameter, none working, before it awaits a value a call is to issue
+# tools that require a parameter, and that were sent values of it, none working, before it awaits a value a call is to
+# issue (a handle: `awaited`)
+AWAITING = 3
 MISSHAPEN = 2  # values of one shape blamed on a parameter, none of it working, where another shape worked: no more
 INVENTED = {"probe", "described", "schema", "varied"}  # arms that make a value up rather than take one given
 ONE_ITEM = 0.2  # chance a list is given one item
@@ -238,7 +240,7 @@ class Knowledge:
         self.hints: dict[str, tuple[str, list[str]]] = {}
         self.seen: list[SeenValue] = []
         self.state_from: dict[int, int] = {}  # session -> its latest write that answered: results before it are stale
-        self.handles: set[str] = set()  # parameters that awaited a value some call issues (`awaited`)
+        self.handles: set[str] = set()  # parameters that take a value a call issues (a session's id: `awaited`)
         self.made_at: dict[int, tuple[str, dict[str, Any]]] = {}  # call index -> its tool and arguments
         # parameter name -> the writes whose result, in the same session, gave a value that worked for it (a load that
         # opens a session, whose id the reads of it take), each with the arguments of the call that gave it
