@@ -400,11 +400,16 @@ class Knowledge:
         arms = self._arms(name, schema, session, rng, described=renew)
         if name in self.handles:  # a handle takes what was issued as one (a result's `session_id`), nothing else
             arms = {a: c for a, c in arms.items() if issued_as(a, name)} or arms
-        # a value of the parameter's name that this session's latest write gave, or a result since, is what it is sent
-        # (the id of the session a load opened, for the reads of it)
+        # a value of the parameter's name that this session's latest write gave another tool, or a result since, is
+        # what it is sent (the id of the session a load opened, for the reads of it), where it was not sent here yet;
+        # not one the write was sent and says back, nor what a write says of itself to its own next call (a move made)
         since = self.state_from.get(session, -1)
+        writer, sent = self.made_at.get(since, ("", {}))
+        echoed = {repr(v) for v in sent.values()} | self.tried[tool, path]
         issued = {
-            a: [(v, p) for v, p in c if p is not None and p >= since] for a, c in arms.items() if issued_as(a, name)
+            a: [(v, p) for v, p in c if p is not None and p >= since and repr(v) not in echoed]
+            for a, c in arms.items()
+            if issued_as(a, name) and writer != tool
         }
         arms = {a: c for a, c in issued.items() if c} if since >= 0 and any(issued.values()) else arms
         if not arms:
@@ -701,7 +706,7 @@ class Knowledge:
             # '/srv/a.csv'" of a file and a column both sent it)
             if not named:  # ... or a word of one parameter's name alone ("Invalid session" of `session_id`)
                 worded = [
-                    d for d in leaves if any(len(w) > 3 and re.search(rf"\b{w}", lowered) for w in _stems(d.name))
+                    d for d in leaves if any(len(w) > 3 and re.search(rf"\b{w}s?\b", lowered) for w in _stems(d.name))
                 ]
                 named = worded if len({d.name for d in worded}) == 1 else []
             if failed := failed_items(text, args):  # a result per item: those it says failed, not the ones it read
