@@ -197,18 +197,13 @@ def candidates(
         calls before it, said as orders ("Load csv ... Then ... for the previous result"), and the values those
         state. None where a handle a result gave came from another call than the one before (a task would state
         it, or misread "the previous result")."""
-        linked = [frozenset(k for k in c.arguments if source_call(c.sources.get(k, "")) is not None) for c in chain]
-        for i, c in enumerate(chain):
-            if any(
-                k in exploration.handles and (i == 0 or source_call(c.sources[k]) != chain[i - 1].index)
-                for k in linked[i]
-            ):
-                return None
+        linked = links(chain)
+        if linked is None:  # (a value from a result that no task says where it came from: stated, unless a handle)
+            taken = [k for c in chain for k in c.arguments if source_call(c.sources.get(k, "")) is not None]
+            return None if set(exploration.handles) & set(taken) else (frozenset(), [], [])
         issued = frozenset(k for k in linked[-1] if k in exploration.handles)
         if not issued:
             return frozenset(), [], []
-        if any(source_call(c.sources[k]) != chain[i - 1].index for i, c in enumerate(chain) for k in linked[i]):
-            return None
         steps = [say(c, ln) for c, ln in zip(chain[:-1], linked)]
         return issued, steps, [value_text(v) for c in chain[:-1] for v in fixed_out(c).values()]
 
@@ -314,10 +309,7 @@ def candidates(
             and not pasted
             and (not holds_answer(" ".join(given_values), answer) or chosen(call.arguments, answer))
         ):
-            linked = [frozenset(k for k in c.arguments if c.sources.get(k, "").startswith("result:")) for c in chain]
-            # each call is said after the one before it, a value it took from a result as "the previous result": one
-            # from an earlier call would be misread
-            if any(source_call(c.sources[k]) != chain[i - 1].index for i, c in enumerate(chain) for k in linked[i]):
+            if (linked := links(chain)) is None:
                 continue
             steps = [say(c, ln) for c, ln in zip(chain, linked)]
             if len(steps) == 1:
@@ -371,6 +363,15 @@ def candidates(
             made += field_tasks(own, states, chain, rng, unasked[call.tool], saying, queries, noun, state)
         out += _after(made, steps, stated_before)
     return out
+
+
+def links(chain: list[ExploredCall]) -> list[frozenset[str]] | None:
+    """Each call's arguments that took a value from a result, said as "the previous result" where each call is said
+    after the one before it; None where one came from an earlier call than that (it would be misread)."""
+    linked = [frozenset(k for k in c.arguments if source_call(c.sources.get(k, "")) is not None) for c in chain]
+    if any(source_call(c.sources[k]) != chain[i - 1].index for i, c in enumerate(chain) for k in linked[i]):
+        return None
+    return linked
 
 
 def _after(tasks: list[Scenario], steps: list[Said], stated: list[str]) -> list[Scenario]:

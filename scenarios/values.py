@@ -755,8 +755,8 @@ class Knowledge:
             self.stats[d.name, d.arm][1] += 1.0 - credit
             if not nothing and repr(d.value) not in map(repr, self.worked[d.name]):
                 self.worked[d.name].append(d.value)
-            if d.parent in self.made_at and (issued := self.made_at[d.parent])[0] in self.writers:
-                self.issuers[d.name].setdefault(*issued)
+            if d.parent in self.made_at and (parent := self.made_at[d.parent])[0] in self.writers:
+                self.issuers[d.name].setdefault(*parent)
                 self.issued[d.name].add(repr(d.value))
         # a long text is prose, and a line ending in a colon a heading ("Staged changes:"): no values to pass on
         seen = [
