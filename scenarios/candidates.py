@@ -356,6 +356,14 @@ def candidates(
         states = {k: v for k, v in fixed_out(call).items() if k not in issued}
         if issued:
             saying = say(call, issued)
+        elif unsaid := [c for c in chain[:-1] if c.writes]:
+            # a write before the call that the task does not say ("Add tasks to request req-1 ..." of the planning
+            # that made req-1): the environment makes it before the episode (its `prepare`), where it may; no task
+            # asks for the call after a write it never mentions
+            if state is None:
+                continue
+            state = sorted([*state, *unsaid], key=lambda c: c.index)
+            chain = [c for c in chain if not c.writes or c is call]
         made = listing_tasks(call, states, chain, saying, queries, state)
         made += field_tasks(call, states, chain, rng, unasked[call.tool], saying, queries, noun, state)
         if (wrapped := wrapped_listing(data)) is not None:  # ... and what is said of a listing it wraps: its total

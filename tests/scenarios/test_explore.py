@@ -562,3 +562,20 @@ async def test_a_handle_a_write_issues_is_taken_from_it_and_no_task_states_it(tm
     assert sorted(p.name for p in folder.iterdir()) == ["stock.csv"]
     failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in calls if c.is_error]
     assert len(failed) == len(set(failed))
+
+
+@pytest.mark.parametrize("server", [WORKSPACES, TABLES])
+async def test_a_write_a_task_needs_is_said_by_it_or_made_before_its_episode(server, tmp_path):
+    """Seen on @kazuph/mcp-taskmanager: "Add tasks to request req-1 ... What is the id?" kept the planning that made
+    req-1 in its chain, a step the policy must make, which the task never mentions. Every write a task's reference
+    makes before its last call is said by the task (each value it was sent is in it); one it does not say is made
+    by the environment before the episode (`prepare`), and the task comes back in a fresh session either way."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "stock.csv").write_text("item,qty\napple,3\npear,7\nplum,12\n")
+    spec = ServerSpec.parse(f"env -C {folder} {sys.executable} {server}")
+    tasks, _ = await grounded_and_replayed(spec, tmp_path, calls=60)
+    assert tasks
+    for t in tasks:
+        for c in t.reference[:-1]:
+            assert not c.writes or all(holds_answer(t.task, v) for v in c.arguments.values()), (t.task, c)
