@@ -77,7 +77,10 @@ if TYPE_CHECKING:
     from mcprl.tools import ToolPool, ToolSession
 
 SESSION_CALLS = 6  # calls per session: one chain's worth of state
+QUIET_COPIES = 2  # a write's answers on copies of the user's files, none changing them: no share of the writes'
+IDLE_SESSIONS = 3  # sessions in a row that made no call: exploring is over (a session may end before its first call)
 READ_BACKS = 2  # earlier reads repeated after a write, per write: what the write changed
+CLEAN_READS = 3  # reads made again at a session's start, where a write the user's files keep came before each
 QUIET_WRITES = 2  # writes of a tool that changed none of the reads made again after them: no more read-backs
 # writes of any tools that changed no read made again after them, none having changed one: a server whose tools
 # compute rather than store (named like writes, unannotated), read back after no more writes
@@ -154,32 +157,40 @@ async def explore(
 
     # session -> the copies of the user's files as its first write found them (as they were made: reads write none)
     originals: dict[int, dict[str, tuple[int, int]]] = {}
+    kept_files: Counter = Counter()  # write -> its answers on copies of the user's files that left them as they were
 
     def required(name: str) -> list[str]:
         return list((tools[name].get("inputSchema") or {}).get("required") or [])
+
+    def unchanging() -> set[str]:
+        """The writes that answered QUIET_COPIES times or more on copies of the user's files and never changed them:
+        a query tool that says it may write, run on a copy of the database it reads. They spend no share of the
+        writes, and what they answer is read as a read's."""
+        return {w for w in writers if kept_files[w] >= QUIET_COPIES and w not in out.withheld}
 
     def spent() -> bool:
         """Whether the share of calls for writes is used; the writes are retired then, but those that issue what
         others take (a session's id: made for them as they need it), and, where tools take a handle
         (`Exploration.handles`), those that take none, which may issue it (the load of a file, whose tries are
         bounded as any tool's are)."""
-        if sum(knowledge.logs[w].calls for w in writers) < write_calls:
+        quiet = unchanging()
+        if sum(knowledge.logs[w].calls for w in writers - quiet) < write_calls:
             return False
         issuing = {w for issued in knowledge.issuers.values() for w in issued}
         if any(p in knowledge.handles for name in tools for p in required(name)):
             issuing |= {w for w in writers if not knowledge.handles & set(required(w))}
-        for writer in writers - set(retired) - issuing:
+        for writer in writers - set(retired) - issuing - quiet:
             retired[writer] = f"the share of calls for writes ({write_calls}) was used"
         return True
 
     def handles() -> set[str]:
         """The parameters that take a handle (`Knowledge.handles`), as far as the calls so far tell: those that
         AWAITING tools or more require and that awaited a value some call issues, and, where each session is a fresh
-        server, those that took another value a write gave each time (a handle the server issues, not a record it made
-        again alike)."""
+        server, those that took a value a write gave that another making of it, alike, did not give (a handle the server
+        issues anew, not a record it made again alike)."""
         requiring = Counter(p for name in tools for p in required(name))  # (a handle is what many tools require)
         knowledge.handles.update(p for p, n in requiring.items() if n >= AWAITING and knowledge.awaited(p))
-        knowledge.handles.update(p for p, got in knowledge.issued.items() if knowledge.fresh_sessions and len(got) > 1)
+        knowledge.handles.update(p for p in knowledge.issued if knowledge.fresh_sessions and knowledge.renews(p))
         return knowledge.handles
 
     def plan(number: int) -> tuple[list[str], dict[str, dict[str, Any]]]:
@@ -273,11 +284,12 @@ async def explore(
         )
         out.calls.append(made)
         now = files_of(session.copy_folders) if held is not None and not outcome.is_error else held
+        kept_files[name] += held is not None and not outcome.is_error and now == held
         if (
             held is not None
             and name not in out.withheld
             and now != held
-            and not own_records(session.copy_folders, original or {}, changed_paths(held, now))
+            and not own_records(session.copy_folders, original or {}, changed_paths(held, now), session.made_files)
         ):
             # it changed the files the server works on: no task asks to change the user's repository or database (but
             # records of the server's own it made, a history of a file it loaded, change nothing of the user's)
@@ -354,6 +366,24 @@ async def explore(
         else "off"
     )
     home_wrote: list[str] = []  # what the first write changed under the home it was given
+
+    def unwritten() -> list[ExploredCall]:
+        """The reads (not read-backs) that answered only in sessions where a write the user's files would keep had
+        answered before them, each once: to be made again in a session before its writes (`CLEAN_READS`)."""
+        after: dict[str, ExploredCall] = {}
+        clean: set[str] = set()
+        written: set[int] = set()  # the sessions such a write answered in, so far
+        reads = set(tools) - writers | unchanging()
+        for c in out.calls:
+            if c.tool in out.withheld and not c.is_error:
+                written.add(c.session)
+            elif c.tool in reads and not c.is_error and c.reads_back is None:
+                if c.session in written:
+                    after.setdefault(call_key(c.tool, c.arguments), c)
+                else:
+                    clean.add(call_key(c.tool, c.arguments))
+        stopped = set(out.hung_tools) | {n for n in tools if knowledge.logs[n].failing >= cfg.retire_after}
+        return [c for key, c in after.items() if key not in clean and c.tool not in stopped]
 
     async def repeat(session: ToolSession, number: int, before: ExploredCall, **fields: Any) -> ExploredCall | None:
         """`before`'s call made again in `session`: a read asked again after a write, or in a fresh session."""
@@ -448,6 +478,16 @@ async def explore(
                 )
                 for c in landed:  # whole, not clipped: what a user needs to find and undo each
                     say(f"  {c.tool} {json.dumps(c.arguments, default=str)}")
+        # reads that answered only after a write of their session that changed the user's files (no task asks after
+        # such a write: `Exploration.withheld`), made again here before any write, a few a session
+        for before in unwritten()[:CLEAN_READS]:
+            if len(out.calls) >= budget:
+                return
+            again = await repeat(session, number, before)
+            if again is None:
+                return
+            if not again.is_error:
+                answered_read(again)
         queue, issuing = plan(number)
         opened = False  # whether a write of this session gave the tools that had not answered their turn
         at = 0
@@ -568,7 +608,7 @@ async def explore(
 
     async with explorer:
         with anyio.move_on_after(cfg.minutes * 60):
-            number = 0
+            number = idle = 0
             while len(out.calls) < budget and len(retired) < len(tools):
                 before = len(out.calls)
                 opened = False
@@ -589,8 +629,13 @@ async def explore(
                     say(
                         f"exploring: {len(out.calls)}/{budget} calls, {len(out.answered())}/{len(tools)} tools answered"
                     )
-                if len(out.calls) == before and all(knowledge.logs[n].exhausted for n in tools if n not in retired):
-                    break  # nothing new to send to any tool
+                idle = idle + 1 if len(out.calls) == before else 0
+                if (
+                    idle
+                    and all(knowledge.logs[n].exhausted for n in tools if n not in retired)
+                    or idle >= IDLE_SESSIONS
+                ):
+                    break  # nothing new to send to any tool, or no tool is left to call that any session makes
     out.seconds = time.monotonic() - started
     if pool.spec.private_copy:  # a write never seen answering: what it would change in the user's files is not known
         out.withheld += sorted(w for w in writers if not knowledge.logs[w].answered and w not in out.withheld)

@@ -50,7 +50,7 @@ def is_isolated(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None]) 
     # (a working directory given, or a file the command names: the files there outlive the process, unless each
     # session has copies of its own)
     spec = pool.spec
-    if not spec.private_copy and (path := spec.cwd or names_a_file(spec.command)) is not None:
+    if not spec.private_copy and (path := spec.cwd or names_a_file(spec.command, spec.env)) is not None:
         large = too_large(worked_on(spec))
         say(
             f"note: the server works on {path}"

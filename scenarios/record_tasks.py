@@ -30,6 +30,7 @@ from mcprl.scenarios.results import (
     ID_FORM,
     ISO_DATE,
     counted,
+    data_key,
     result_data,
     result_records,
     result_values,
@@ -109,6 +110,7 @@ def field_tasks(
             if k
             and k not in twice
             and k not in unasked
+            and not data_key(k)
             and answerable(v)
             # (nor a write's word that it was done: "Insight added", "status: success")
             and not (call.writes and says_done(v))
@@ -196,6 +198,8 @@ def field_tasks(
                     if kind is None
                     else f"of {kind} {quoted(key[1])}"
                     if said_key == kind
+                    else f"whose {said_key} is {quoted(key[1])}"  # (the thing itself: "who is the customer whose ...")
+                    if asked == kind
                     else f"of the {kind} whose {said_key} is {quoted(key[1])}"
                 )
                 task = _worded(saying.asks_record(asked, which, kind is not None and len(given) == 1), given, asked)

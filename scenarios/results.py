@@ -13,6 +13,7 @@ import csv
 import datetime
 import json
 import re
+from collections import Counter
 from typing import Any
 
 from partial_json_parser import Allow
@@ -109,14 +110,15 @@ def says_done(text: Any) -> bool:
 
 
 def found_nothing(text: str, given: dict[str, Any] | None = None) -> bool:
-    """Whether a result says it found nothing: "No matches found", or one short line that begins so
+    """Whether a result says it found nothing: no text, "No matches found", or one short line that begins so
     ("no items match 'zzzz'"), or a JSON object holding, at any depth, nothing but empty lists, zeros, flags,
     sentences and the values the call was `given` said back (`{"success": true, "commits": [], "totalCount": 0,
     "note": "No commits matched the applied filters."}`, `{"data": {"object_type": "column", "count": 0,
     "results": []}}` of a search for columns)."""
     text = text.strip()
     return (
-        NOTHING.fullmatch(text) is not None
+        not text
+        or NOTHING.fullmatch(text) is not None
         or ("\n" not in text and len(text) <= 120 and NOTHING.match(text) is not None)
         or text.startswith("{")
         and _holds_nothing(text, {str(v) for v in (given or {}).values() if isinstance(v, (str, int, float))})
@@ -194,6 +196,12 @@ def flatten(data: Any, key: str = "") -> list[tuple[str, Any]]:
     if isinstance(data, (str, int, float)) and not isinstance(data, bool) and str(data).strip():
         return [(key, data)]
     return []
+
+
+def data_key(key: str) -> bool:
+    """Whether an object's key is a value, not the name of a field: a file's name, a path, an address, a number, a
+    share ("shop.xlsx": 5627, "/srv/a", "50%", "2024-03"): what it maps to has no name a task could ask it by."""
+    return bool(re.search(r"\w\.\w|[/\\@%]|^\W*\d", key))
 
 
 def answer_paths(data: Any, answer: Any, path: str = "") -> list[str]:
@@ -347,6 +355,17 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     if rules:
         parts = [pairs[a + 1 : b] for a, b in zip([-1, *rules], [*rules, len(pairs)])]
         return [[pair for p in part for pair in p] for part in parts if part]
+    # records of `key: value` lines that blank lines divide, each under a heading or not ("1. row\nname: products\n\n2.
+    # row\nname: orders\n\nResult: 2 rows"): a record each paragraph with the keys two or more have, its heading no
+    # field of it; a paragraph that has none of those keys (a count after them) is no record
+    paragraphs = [[cells(line) for line in part.splitlines() if line.strip()] for part in re.split(r"\n\s*\n", text)]
+    paragraphs = paragraphs[:-1] if cut else paragraphs
+    if all(len(p) == 1 for para in paragraphs for p in para):
+        keyed = [[p[0] for p in para if p[0][0]] for para in paragraphs]
+        shapes = Counter(frozenset(k for k, _ in record) for record in keyed if record)
+        shape, times = shapes.most_common(1)[0] if shapes else (frozenset(), 0)
+        if times > 1 and all(frozenset(k for k, _ in r) == shape or not shape & {k for k, _ in r} for r in keyed):
+            return [r for r in keyed if frozenset(k for k, _ in r) == shape]
     # records of `key: value` lines, one after another ("Commit: a1\nAuthor: Ann\nCommit: b2\nAuthor: Bob"):
     # a new record starts where the key that opens the first one comes again
     keys = [p[0][0] for p in pairs if len(p) == 1 and p[0][0]]

@@ -160,6 +160,7 @@ class ToolLog:
     arms: Counter = field(default_factory=Counter)
     exhausted: int = 0  # sessions that found no call it had not made yet
     failing: int = 0  # calls that failed since its last answer
+    silent: int = 0  # answers in a row that said nothing ("", "[]", "No matches") of a state that held something
     invented: bool = (
         False  # the latest call's arguments were all made up (INVENTED arms) or the generator's: it may know better
     )
@@ -240,12 +241,17 @@ class Knowledge:
         self.hints: dict[str, tuple[str, list[str]]] = {}
         self.seen: list[SeenValue] = []
         self.state_from: dict[int, int] = {}  # session -> its latest write that answered: results before it are stale
+        self.holding: set[int] = set()  # the sessions a call answered values in (their state holds data)
         self.handles: set[str] = set()  # parameters that take a value a call issues (a session's id: `awaited`)
         self.made_at: dict[int, tuple[str, dict[str, Any]]] = {}  # call index -> its tool and arguments
         # parameter name -> the writes whose result, in the same session, gave a value that worked for it (a load that
         # opens a session, whose id the reads of it take), each with the arguments of the call that gave it
         self.issuers: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
-        self.issued: dict[str, set[str]] = defaultdict(set)  # parameter name -> the values writes gave that worked
+        # parameter name -> the write call (`call_key`) -> the values it gave that worked; and what each making of a
+        # write answered (`call_key` -> texts): a write made again alike that gave another value each time issues
+        # handles (a session's id), not records (the rows a query listed)
+        self.issued: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+        self.written: dict[str, list[str]] = defaultdict(list)
         self.listed: dict[str, list[tuple[str, int, int]]] = defaultdict(list)  # path -> (name, call, session)
         for folder, names in (folders or {}).items():  # what a folder in plain view holds: listed by no call
             self.listed[folder] += [(name, -1, -1) for name in names]
@@ -596,6 +602,11 @@ class Knowledge:
         worked = {shape_of(str(v)) for v in self.worked.get(name, [])}
         return bool(worked) and shape not in worked and self.refused_shapes[name][shape] >= MISSHAPEN
 
+    def renews(self, name: str) -> bool:
+        """Whether a value that worked for parameter `name`, given by a write, is one another making of that write,
+        alike, did not give: the server issues it anew (a session's id), it is no record the write made again."""
+        return any(v not in text for key, got in self.issued[name].items() for v in got for text in self.written[key])
+
     def awaited(self, name: str) -> bool:
         """Whether parameter `name` awaits a value some call is to issue (the id of a session a load opens): AWAITING
         tools or more were sent values of it, none worked, no error named one, and no result held a field of its
@@ -663,6 +674,7 @@ class Knowledge:
         self.made_at[index] = (tool, args)
         if tool in self.writers and not is_error:
             self.state_from[session] = index
+            self.written[key].append(text)
         if error_kind == "timeout":
             log.errors[clip(text.partition("\n")[0], 160)] += 1
             return
@@ -746,6 +758,9 @@ class Knowledge:
         log.results.add(said)
         # (a value whose call found nothing has not shown it works: a filter by a file path "1" lists no commits)
         nothing = found_nothing(text, args)
+        # (of values drawn, not a call made again, and of a state that held something: a search of an empty store
+        # says nothing whatever it is sent)
+        log.silent = 0 if not nothing else log.silent + 1 if leaves and session in self.holding else log.silent
         failed = failed_items(text, args)  # a list's items the result says failed, the call answering for the rest
         for d in leaves:
             if d.path.endswith("[]") and str(d.value) in failed:
@@ -757,13 +772,15 @@ class Knowledge:
                 self.worked[d.name].append(d.value)
             if d.parent in self.made_at and (parent := self.made_at[d.parent])[0] in self.writers:
                 self.issuers[d.name].setdefault(*parent)
-                self.issued[d.name].add(repr(d.value))
+                self.issued[d.name][call_key(*parent)].add(str(d.value))
         # a long text is prose, and a line ending in a colon a heading ("Staged changes:"): no values to pass on
         seen = [
             SeenValue(value=v, field=k, call=index, session=session)
             for k, v in values
             if not (isinstance(v, str) and (len(v) > LONG_VALUE or v.rstrip().endswith(":")))
         ]
+        if seen and not nothing:  # (values, not a word that it was done: "Entities deleted")
+            self.holding.add(session)
         if index < self.state_from.get(session, index + 1):  # the state a fresh server starts in
             self.initial |= {repr(n.value) for n in seen}
         self.seen = [s for s in self.seen if repr(s.value) not in {repr(n.value) for n in seen}] + seen
@@ -812,12 +829,15 @@ class Knowledge:
         return [p for p in self.params.get(tool, []) if p not in args and mentioned(p, lowered) >= 0]
 
     def retired(self, tool: str, after: int) -> str | None:
-        """Why `tool` gets no more calls: `after` distinct calls all failed, or nothing new to send."""
+        """Why `tool` gets no more calls: `after` distinct calls in a row failed or said nothing, or nothing new to
+        send."""
         log = self.logs[tool]
         if not log.answered and log.failing >= after:
             return f"{log.calls} calls, all errors"
         if log.failing >= after:
             return f"its last {log.failing} calls failed"
+        if log.silent >= after:
+            return f"its last {log.silent} answers said nothing"
         if log.exhausted >= 2:
             return "no call left that it was not sent already"
         return None

@@ -162,6 +162,11 @@ class ToolSession:
         return self.paths.folders if self.paths is not None else []
 
     @property
+    def made_files(self) -> list[Path]:
+        """The copies of data files the user named that were not there (`PathMap.made`): the server makes them."""
+        return self.paths.made if self.paths is not None else []
+
+    @property
     def home(self) -> Path | None:
         """The home folder of this session's own (`ServerSpec.private_home`), where the server was given one."""
         return Path(self.spec.env["HOME"]) if self.spec.private_home and "HOME" in self.spec.env else None

@@ -1,5 +1,6 @@
-"""Sessions on copies of what a stdio server works on: the files and folders its command line names (a
-repository, a database file, `MEMORY_FILE_PATH=graph.jsonl`) and its working directory.
+"""Sessions on copies of what a stdio server works on: the files and folders its command line and environment name
+(a repository, a database file, `MEMORY_FILE_PATH=graph.jsonl`, `DB_URL=sqlite:////data/shop.db`) and its working
+directory.
 
 A server given the user's files keeps its state there, past its process: a write made while exploring or in a
 rollout would change the user's repository or database, and every later session would read it. With
@@ -21,7 +22,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,11 +51,26 @@ def assigned(arg: str) -> str | None:
     return arg.partition("=")[2] if re.match(r"-|[A-Za-z_]\w*=", arg) and "=" in arg else None
 
 
-def names_a_file(command: list[str]) -> str | None:
-    """The first argument of a stdio command (after the program) that names an existing file or
-    folder, or looks like a data file's path: where a server keeps state that outlives its process."""
-    for arg in command[1:]:
-        value = assigned(arg) or arg
+def local_path(value: str) -> str:
+    """The path a value names: a URL's where it has no host (`sqlite:////data/shop.db` and `file:///data/shop.db`
+    name /data/shop.db), else the value itself."""
+    if url := re.match(r"[A-Za-z][\w+.-]*:///+(?=[^/])", value):
+        return "/" + value[url.end() :]
+    return value
+
+
+def _given(command: list[str], env: dict[str, str]) -> Iterator[tuple[str, bool]]:
+    """The values a server is given, each as the path it names and whether a URL named it: its command line's
+    arguments after the program (a flag's or a variable's value where one is assigned) and its environment's."""
+    for value in [assigned(arg) or arg for arg in command[1:]] + list(env.values()):
+        path = local_path(value)
+        yield path, path != value
+
+
+def names_a_file(command: list[str], env: dict[str, str] | None = None) -> str | None:
+    """The first value a stdio server is given (`_given`) that names an existing file or folder, or looks like a
+    data file's path: where a server keeps state that outlives its process."""
+    for value, _ in _given(command, env or {}):
         if value.startswith("-") or "/" not in value and "." not in value or is_program(value):
             continue  # a flag, a module name, or the server's own program (after `env VAR=value`, say)
         if re.search(DATA_FILE, value, re.I) or Path(value).exists():
@@ -63,16 +79,15 @@ def names_a_file(command: list[str]) -> str | None:
 
 
 def worked_on(spec: ServerSpec) -> list[Path]:
-    """What a stdio server works on that a session would copy: every absolute path its command line names (an
-    existing file or folder, or a data file to be made in an existing folder) and its working directory; a path
-    inside another of them goes with that one."""
+    """What a stdio server works on that a session would copy: every absolute path it is given (`_given`: an
+    existing file or folder, or a data file to be made in an existing folder; a URL's path only where it exists, as
+    `sqlite:///shop.db`'s is relative) and its working directory; a path inside another of them goes with that one."""
     found: list[Path] = []
-    for arg in spec.command[1:]:
-        value = assigned(arg) or arg
+    for value, in_url in _given(spec.command, spec.env):
         if not os.path.isabs(value) or is_program(value):
             continue
         path = Path(value)
-        if path.exists() or re.search(DATA_FILE, value, re.I) and path.parent.is_dir():
+        if path.exists() or re.search(DATA_FILE, value, re.I) and path.parent.is_dir() and not in_url:
             found.append(path)
     if spec.cwd is not None:
         found.append(Path(spec.cwd).absolute())
@@ -109,6 +124,8 @@ class PathMap:
         # the folder each copy was made in, its own: a copied file's holds what the server makes beside it too (a
         # database's journal), so what a call changed is seen there
         self.folders = [Path(c).parent for _, c in pairs]
+        # the copies of data files the user named that were not there (the server makes them: a store of its own)
+        self.made = [Path(c) for o, c in pairs if not os.path.lexists(o)]
         # the copies as the server may see them too, through the links of the temp folder (macOS' /private/var)
         back = [(c, o) for o, c in pairs] + [(os.path.realpath(c), o) for o, c in pairs if os.path.realpath(c) != c]
         self._in = self._pattern(pairs)
@@ -151,10 +168,14 @@ def changed_paths(before: dict[str, tuple[int, int]], after: dict[str, tuple[int
     return sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
 
 
-def own_records(roots: list[Path], original: dict[str, tuple[int, int]], changed: list[str]) -> bool:
+def own_records(
+    roots: list[Path], original: dict[str, tuple[int, int]], changed: list[str], made: Sequence[Path] = ()
+) -> bool:
     """Whether the `changed` paths of `roots` (`changed_paths`) are all records of the server's own: none of them
     a file or folder of the user's (`original`, a `files_of` snapshot of the copies as they were made), each under a
-    hidden folder the server made (`.csv_history/` beside a data file it loaded; not one the user had, `.notes/`)."""
+    hidden folder the server made (`.csv_history/` beside a data file it loaded; not one the user had, `.notes/`), or
+    a file the user named that was not there (`made`, `PathMap.made`: `--memory-path graph.jsonl` before the first
+    write), or one beside it that it names (its journal, `shop.db-journal`)."""
 
     def made_hidden(path: str) -> bool:
         root = next((r for r in map(str, roots) if path.startswith(f"{r}{os.sep}")), None)
@@ -165,7 +186,10 @@ def own_records(roots: list[Path], original: dict[str, tuple[int, int]], changed
             part.startswith(".") and os.path.join(root, *parts[: i + 1]) not in original for i, part in enumerate(parts)
         )
 
-    return bool(changed) and all(path not in original and made_hidden(path) for path in changed)
+    def store(path: str) -> bool:
+        return any(path.startswith(str(m)) for m in made)
+
+    return bool(changed) and all(store(path) or path not in original and made_hidden(path) for path in changed)
 
 
 def _replaced(value: Any, pattern: tuple[re.Pattern[str], dict[str, str]] | None) -> Any:

@@ -28,6 +28,7 @@ WORKSPACES = Path(__file__).resolve().parents[1] / "data" / "workspace_server.py
 ENTRIES = Path(__file__).resolve().parents[1] / "data" / "entries_server.py"
 THOUGHTS = Path(__file__).resolve().parents[1] / "data" / "thoughts_server.py"
 TABLES = Path(__file__).resolve().parents[1] / "data" / "tables_server.py"
+SQL_URL = Path(__file__).resolve().parents[1] / "data" / "sql_url_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:

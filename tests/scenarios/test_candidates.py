@@ -790,3 +790,16 @@ def test_a_search_that_found_nothing_says_back_what_it_was_asked_and_answers_no_
     assert tasks and all(t.reference[-1].arguments["pattern"] == "dept%" for t in tasks), [
         (t.task, t.answer) for t in tasks
     ]
+
+
+def test_a_key_that_is_a_value_names_no_field_to_ask_for():
+    """excel-mcp-server's `list_workbooks` maps file names to sizes (`{"shop.xlsx": 5627}`): "What is the shop xlsx?"
+    asks for nothing a person could name. A key that is a file's name, a path, a number or a share grounds no task;
+    the fields beside it that have names do."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    mapped = {"shop.xlsx": 5627, "/srv/notes.txt": 120, "50%": 3.5, "2024-03": 7, "used_range": "A1:C4"}
+    call = ExploredCall(index=0, session=0, tool="describe_files", arguments={}, text=json.dumps(mapped))
+    tasks = candidates(Exploration(calls=[call]), {}, seed=0)
+    assert tasks and {str(t.answer) for t in tasks} == {"A1:C4"}, [(t.task, t.answer) for t in tasks]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from mcprl.errors import UserError
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explore import CORRECTIONS, QUIET_SERVER, QUIET_WRITES, READ_BACKS, explore
 from mcprl.scenarios.explored import Exploration, ExploredCall
+from mcprl.scenarios.grounded import ground
 from mcprl.scenarios.isolation import may_write
 from mcprl.scenarios.replay import gives_answer
 from mcprl.scenarios.source import grounded
@@ -36,9 +38,11 @@ from tests.scenarios.explored_servers import (
     NOTES_FOLDER,
     ORDERS,
     SHOP,
+    SQL_URL,
     TABLES,
     TRACK_GAME,
     WORKSPACES,
+    come_back_fresh,
     explore_and_ground,
     grounded_and_replayed,
     shop,
@@ -151,11 +155,12 @@ async def test_a_shared_server_is_never_sent_a_tool_that_may_write():
 
 @pytest.mark.parametrize("seed", [0, 1])
 async def test_a_server_whose_state_outlives_its_process_gets_one_write_and_names_it(tmp_path, seed):
-    """State in a file the command line does not name: after the first write that answers, a fresh session's reads
-    (the whole listing, not one under a filter the write missed; `server_info` never changes) show it outlived its
-    process, so no tool that may write is called again, and the exploration says why and which writes landed.
+    """State in a file nothing names as one (a path with no data file's suffix, not there yet): after the first write
+    that answers, a fresh session's reads (the whole listing, not one under a filter the write missed; `server_info`
+    never changes) show it outlived its process, so no tool that may write is called again, and the exploration says
+    why and which writes landed.
     Grounding then replays no chain that writes, and the run's pool offers the policy no tool that may write."""
-    notes = tmp_path / "notes.json"
+    notes = tmp_path / "notes"
     spec = ServerSpec.parse(f"{sys.executable} {NOTES}", env=[f"NOTES_FILE={notes}"])
     said: list[str] = []
     async with ToolPool(spec) as pool:
@@ -579,3 +584,61 @@ async def test_a_write_a_task_needs_is_said_by_it_or_made_before_its_episode(ser
     for t in tasks:
         for c in t.reference[:-1]:
             assert not c.writes or all(holds_answer(t.task, v) for v in c.arguments.values()), (t.task, c)
+
+
+async def test_a_database_a_url_names_is_explored_on_its_copies_and_reads_are_made_before_the_writes_it_keeps(
+    tmp_path,
+):
+    """Seen on mcp-alchemy (`DB_URL=sqlite:////data/shop.db`, tools with no hints): the database a URL named was not
+    copied, so no tool that may write was called, and every tool may: 0 calls. On copies, its queries then spent the
+    writes' share, the rows a query listed were taken for handles, and sessions made no call, for ever. Now: the file
+    a URL names is copied for each session and never written; a tool that answered on the copies without changing
+    them spends no share of the writes; no handle is made of the rows a query listed; a read that answered after a
+    write that changed the copy is made again in a later session before its writes; no tool's answers say nothing
+    more than `retire_after` times in a row; a count after the rows is no field of a row (each answer is a value of
+    the database or a count), and a row is not asked for the field it is named by as a field of itself; every kept
+    task comes back in a fresh session."""
+    db = tmp_path / "data" / "shop.db"
+    db.parent.mkdir()
+    products = [("steel bolt", 0.25, 120), ("oak plank", 12.0, 15), ("copper wire", 3.5, 40)]
+    orders = [("Ada", "oak plank", 2), ("Ben", "steel bolt", 50)]
+    with sqlite3.connect(db) as c:
+        c.execute("CREATE TABLE products (name TEXT, price REAL, stock INTEGER)")
+        c.executemany("INSERT INTO products VALUES (?, ?, ?)", products)
+        c.execute("CREATE TABLE orders (customer TEXT, product TEXT, quantity INTEGER)")
+        c.executemany("INSERT INTO orders VALUES (?, ?, ?)", orders)
+    before = db.read_bytes()
+    spec = ServerSpec.parse(f"{sys.executable} {SQL_URL}", env=[f"DB_URL=sqlite:///{db}"])
+    assert spec.private_copy
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
+        tasks, _ = await ground(pool, 8, exploration, seed=0, say=lambda _: None)
+        await come_back_fresh(pool, tasks)
+    calls = exploration.calls
+    assert exploration.handles == [] and exploration.withheld == ["add_product"]
+    assert {c.tool for c in calls if not c.is_error} == {"table_names", "find_tables", "run_query", "add_product"}
+    assert len(calls) == 60 and len(tasks) >= 6, (len(calls), [t.task for t in tasks])
+    values = {str(v) for row in products + orders for v in row} | {"products", "orders", "name", "price", "stock"}
+    values |= {"customer", "product", "quantity", "12"}
+    # (no record asked for a field by the thing that field names: "who is the customer of the customer whose ...")
+    assert not any(re.search(r"\bthe (\w+) of the \1\b", t.task) for t in tasks), [t.task for t in tasks]
+    for t in tasks:  # (a list, or names a comma joins)
+        parts = [str(v) for v in t.answer] if isinstance(t.answer, list) else str(t.answer).split(", ")
+        assert all(p in values or p.isdigit() for p in parts), (t.task, t.answer)
+    # the reads after the write the copy keeps, made again before it in a later session (the last session aside)
+    after_write, clean = {}, set()
+    for c in calls:
+        wrote = any(w.tool == "add_product" and w.session == c.session and w.index < c.index for w in calls)
+        if c.tool != "add_product" and not c.is_error and c.reads_back is None:
+            (
+                after_write.setdefault(call_key(c.tool, c.arguments), c)
+                if wrote
+                else clean.add(call_key(c.tool, c.arguments))
+            )
+    last = calls[-1].session
+    assert after_write and all(k in clean for k, c in after_write.items() if c.session < last - 1), after_write
+    silent: Counter = Counter()
+    for c in calls:
+        silent[c.tool] = silent[c.tool] + 1 if not c.is_error and not c.text.strip() else 0
+        assert silent[c.tool] <= ExploreConfig().retire_after
+    assert db.read_bytes() == before and sorted(p.name for p in db.parent.iterdir()) == ["shop.db"]

@@ -532,7 +532,8 @@ async def test_chains_that_write_nothing_are_replayed_in_one_server_process(tmp_
     each its answer back."""
     starts = tmp_path / "starts"
     starts.mkdir()
-    spec = ServerSpec.parse(f"{sys.executable} {MANY_TOOLS}", env=[f"STARTS_DIR={starts}"])
+    # (the folder the server marks its starts in is the test's: no copy of it a session)
+    spec = ServerSpec.parse(f"{sys.executable} {MANY_TOOLS}", env=[f"STARTS_DIR={starts}"], private_copy=False)
     async with ToolPool(spec.model_copy(update={"per_rollout": False})) as shared:
         exploration = await explore(shared, ExploreConfig(calls=40), seed=0, say=lambda _: None)
         tasks, _ = await ground(shared, 4, exploration, seed=0, say=lambda _: None)

@@ -82,6 +82,9 @@ def test_results_are_read_as_records_and_arguments_take_the_shape_their_descript
     # records of `key: value` lines one after another, under a heading
     log = "Commit history:\nCommit: a1\nAuthor: Ann\nCommit: b2\nAuthor: Bob"
     assert result_records(log, None) == [[("Commit", "a1"), ("Author", "Ann")], [("Commit", "b2"), ("Author", "Bob")]]
+    # records blank lines divide, each under its heading, a count after them (mcp-alchemy's rows): no record's field
+    rows = "1. row\nid: 1\nname: Steel bolt\n\n2. row\nid: 2\nname: Oak plank\n\nResult: 2 rows"
+    assert result_records(rows, None) == [[("id", "1"), ("name", "Steel bolt")], [("id", "2"), ("name", "Oak plank")]]
     # a line of `key: value` pairs a record (a comma inside a value keeps the line whole)
     rows = "name: Carla Diaz, team: Sales, hours: 31\nname: Dev Patel, team: Support, hours: 12"
     assert result_records(rows, None)[1] == [("name", "Dev Patel"), ("team", "Support"), ("hours", "12")]

@@ -57,6 +57,28 @@ def test_what_a_server_works_on_is_every_absolute_path_its_command_names_and_its
     assert sorted(worked_on(no_cwd)) == sorted([repo, data / "new.db"])
 
 
+def test_a_file_a_url_names_in_the_command_or_the_environment_is_copied_and_the_copy_is_named_so(tmp_path):
+    """`DB_URL=sqlite:////data/shop.db`, `--db-url sqlite:////...`, `file:///...`: the file a URL with no host names
+    is what the server works on, and the server is told the copy's URL; a URL whose path is relative (three slashes
+    in SQLAlchemy's) or names no file is not."""
+    db = tmp_path / "shop.db"
+    db.write_bytes(b"x")
+    for spec in (
+        ServerSpec.parse(f"{sys.executable} {FOLDER}", env=[f"DB_URL=sqlite:///{db}"]),
+        ServerSpec.parse(f"env DB_URL=sqlite:///{db} {sys.executable} {FOLDER}"),
+        ServerSpec.parse(f"{sys.executable} {FOLDER} --db-url sqlite:///{db}"),
+        ServerSpec.parse(f"{sys.executable} {FOLDER} --data=file://{db}"),
+    ):
+        assert worked_on(spec) == [db] and spec.private_copy
+        with copies.copied(spec) as (session, paths):
+            told = [*session.command, *session.env.values()]
+            (url,) = [v for v in told if "://" in v]
+            copy = Path(copies.local_path(url.partition("=")[2] if "=" in url else url))
+            assert copy != db and copy.read_bytes() == b"x" and paths.outward(url).endswith(str(db))
+    for url in ("sqlite:///shop.db", f"sqlite:///{tmp_path}/none.db", "https://example.com/shop.db"):
+        assert worked_on(ServerSpec.parse(f"{sys.executable} {FOLDER}", env=[f"DB_URL={url}"])) == []
+
+
 def test_sessions_get_copies_where_the_files_are_small_enough_or_the_user_says(tmp_path, monkeypatch):
     folder = tmp_path / "notes"
     folder.mkdir()

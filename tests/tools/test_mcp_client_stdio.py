@@ -243,6 +243,7 @@ async def test_per_rollout_servers_start_a_few_at_a_time(tmp_path):
     spec = ServerSpec.parse(
         f"{sys.executable} {Path(__file__).resolve().parents[1] / 'data' / 'slow_start_server.py'}",
         env=[f"MARK_DIR={tmp_path}"],
+        private_copy=False,  # (the folder the servers mark in is the test's: no copy of it a session)
     )
     pool = ToolPool(spec, per_rollout=True)
     answers = []
