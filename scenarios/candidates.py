@@ -16,7 +16,7 @@ from mcprl.checks import as_number, holds_answer, normalize_text, same_value
 from mcprl.scenarios.explored import Exploration, ExploredCall, source_call
 from mcprl.scenarios.expressions import chain_expression
 from mcprl.scenarios.grounded_task import answerable, chosen, grounded_scenario, result_answer, task_id
-from mcprl.scenarios.lexicon import about, known, question, record_of, shaped, stated, words_of
+from mcprl.scenarios.lexicon import ENDS, about, described_as, known, question, record_of, shaped, stated, words_of
 from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, noun_of, said, value_text
 from mcprl.scenarios.record_tasks import field_tasks, listing_tasks
 from mcprl.scenarios.replay import chain_of
@@ -79,7 +79,7 @@ def _write_tasks(
     chain = chain_of(calls, write)
     if any(c.is_error or any(shaped(v) for v in c.arguments.values()) for c in chain):
         return []  # (a write stated by its query, "INSERT INTO ...", would paste it)
-    if not changed:
+    if not changed or misplaced_path(write.arguments):
         return []
     done = say(write).order()
     return [
@@ -93,6 +93,22 @@ def _write_tasks(
             prepare=state_of(calls, chain) if prepares else None,
         )
     ]
+
+
+def misplaced_path(value: Any, key: str = "") -> bool:
+    """Whether a write was sent a path where nothing named a path is asked for (a relation "to /srv/memory.jsonl",
+    the server's own file, which exploring sends anywhere first): no one writes that."""
+    if isinstance(value, dict):
+        return any(misplaced_path(v, str(k)) for k, v in value.items())
+    if isinstance(value, list):
+        return any(misplaced_path(v, key) for v in value)
+    places = ("path", "url", "glob")  # (and where a move starts or ends: `source`, `destination`)
+    return (
+        isinstance(value, str)
+        and value.startswith("/")
+        and not any(described_as(p, key, "") for p in places)
+        and not (set(words_of(key)) & set(ENDS))
+    )
 
 
 def title_of(titles: dict[str, str], tool: str) -> str:

@@ -15,7 +15,18 @@ from typing import Any
 from mcprl.checks import ContainsCheck, holds_answer, normalize_text
 from mcprl.scenarios.explored import ExploredCall
 from mcprl.scenarios.grounded_task import MAX_ANSWER_WORDS, answerable, chosen, grounded_scenario, one_number
-from mcprl.scenarios.lexicon import EARLIEST, LATEST, NAME_KEYS, NOT_KINDS, participle, shaped, singular, spoken, stated
+from mcprl.scenarios.lexicon import (
+    EARLIEST,
+    LATEST,
+    NAME_KEYS,
+    NOT_KINDS,
+    PREPOSITIONS,
+    participle,
+    shaped,
+    singular,
+    spoken,
+    stated,
+)
 from mcprl.scenarios.phrasing import (
     NAME_ASKS,
     STATE_NAME_ASKS,
@@ -111,6 +122,7 @@ def field_tasks(
             and k not in twice
             and k not in unasked
             and not data_key(k)
+            and spoken(k) not in PREPOSITIONS  # ("the to of the relation": a word that names no thing)
             and answerable(v)
             # (nor a write's word that it was done: "Insight added", "status: success")
             and not (call.writes and says_done(v))

@@ -313,11 +313,29 @@ def wrapped_listing(data: Any) -> tuple[str, list[dict[str, Any]]] | None:
     return (str(lists[0][0]), lists[0][1]) if len(lists) == 1 and about else None
 
 
+def grid_rows(value: Any) -> list[dict[str, Any]] | None:
+    """A table given as rows, the first naming the columns (`[["id", "product"], [1, "Steel bolt"]]`, a spreadsheet's
+    range): its other rows, each a record of those names; None for any other value."""
+    if not (isinstance(value, list) and len(value) > 1 and all(isinstance(row, list) for row in value)):
+        return None
+    head, *rows = value
+    named = len(head) > 1 and all(isinstance(h, str) and h.strip() for h in head) and len(set(head)) == len(head)
+    if not named or any(len(row) != len(head) for row in rows):
+        return None
+    return [dict(zip(head, row, strict=True)) for row in rows]
+
+
 def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
-    """The records a result holds, each its (field, value) pairs: the objects of a list, a single
-    object, the files of a unified diff, the lines of an `a | b | c` listing (cells as field '', `key: value`
-    cells by key) or of `key: value` pairs ("name: Ann, team: Sales"), or the `key: value` lines of a text."""
+    """The records a result holds, each its (field, value) pairs: the objects of a list, a single object, the rows of
+    a table under its column names (`grid_rows`), the files of a unified diff, the lines of an `a | b | c` listing
+    (cells as field '', `key: value` cells by key) or of `key: value` pairs ("name: Ann, team: Sales"), or the
+    `key: value` lines of a text."""
     data = result_data(text, structured)
+    # a table of rows under its column names, alone or beside what is said of it (`{"range": "A1:E5", "values":
+    # [[...]]}`): its rows
+    grids = [g for v in (data.values() if isinstance(data, dict) else [data]) if (g := grid_rows(v)) is not None]
+    if len(grids) == 1 and (not isinstance(data, dict) or all(not isinstance(v, dict) for v in data.values())):
+        data = grids[0]
     if (wrapped := wrapped_listing(data)) is not None:
         data = wrapped[1]
     if isinstance(data, (list, tuple)) and data and all(isinstance(d, dict) for d in data):

@@ -794,12 +794,43 @@ def test_a_search_that_found_nothing_says_back_what_it_was_asked_and_answers_no_
 
 def test_a_key_that_is_a_value_names_no_field_to_ask_for():
     """excel-mcp-server's `list_workbooks` maps file names to sizes (`{"shop.xlsx": 5627}`): "What is the shop xlsx?"
-    asks for nothing a person could name. A key that is a file's name, a path, a number or a share grounds no task;
-    the fields beside it that have names do."""
+    asks for nothing a person could name. A key that is a file's name, a path, a number or a share grounds no task,
+    nor one that is a preposition alone (a relation's `to`); the fields beside it that have names do."""
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration, ExploredCall
 
-    mapped = {"shop.xlsx": 5627, "/srv/notes.txt": 120, "50%": 3.5, "2024-03": 7, "used_range": "A1:C4"}
+    mapped = {"shop.xlsx": 5627, "/srv/notes.txt": 120, "50%": 3.5, "2024-03": 7, "to": "Ann", "used_range": "A1:C4"}
     call = ExploredCall(index=0, session=0, tool="describe_files", arguments={}, text=json.dumps(mapped))
     tasks = candidates(Exploration(calls=[call]), {}, seed=0)
     assert tasks and {str(t.answer) for t in tasks} == {"A1:C4"}, [(t.task, t.answer) for t in tasks]
+
+
+def test_no_write_task_states_a_path_where_its_write_asks_for_no_path():
+    """A knowledge-graph server named its file on the command line, and exploring sent that path first to any string
+    (`create_relations` "to /srv/memory.jsonl"): no person writes a relation to a file. A write that was sent a path
+    where nothing named a path (nor where a move starts or ends) is asked for grounds no write task; one sent names
+    does, as does a path where a path is asked for."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    def write_tasks(tool: str, arguments: dict) -> list:
+        graph = '{"relations": []}'
+        calls = [
+            ExploredCall(index=0, session=0, tool="read_graph", arguments={}, text=graph),
+            ExploredCall(index=1, session=0, tool=tool, arguments=arguments, text="done", writes=True),
+            ExploredCall(
+                index=2,
+                session=0,
+                tool="read_graph",
+                arguments={},
+                text=f'{{"relations": [{json.dumps(arguments)}]}}',
+                reads_back=1,
+                repeats=0,
+            ),  # fmt: skip
+        ]
+        tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls, isolated=True), {}, seed=seed)]
+        return [t for t in tasks if t.metadata["kind"] == "write"]
+
+    assert write_tasks("create_relations", {"relations": [{"from": "Ann Lee", "to": "Porto office"}]})
+    assert not write_tasks("create_relations", {"relations": [{"from": "Ann Lee", "to": "/srv/memory.jsonl"}]})
+    assert write_tasks("copy_file", {"source": "/srv/a.txt", "destination": "/srv/b.txt"})

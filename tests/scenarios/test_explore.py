@@ -642,3 +642,19 @@ async def test_a_database_a_url_names_is_explored_on_its_copies_and_reads_are_ma
         silent[c.tool] = silent[c.tool] + 1 if not c.is_error and not c.text.strip() else 0
         assert silent[c.tool] <= ExploreConfig().retire_after
     assert db.read_bytes() == before and sorted(p.name for p in db.parent.iterdir()) == ["shop.db"]
+
+
+async def test_a_store_the_user_named_that_is_not_there_yet_is_the_servers_own_and_its_writes_are_explored(tmp_path):
+    """Seen on @itseasy21/mcp-knowledge-graph (`--memory-path graph.jsonl`, no such file yet): each session ran on a
+    copy, but the first write made the file there, which counted as changing the user's files, so every write was
+    withheld and the reads of an empty store grounded nothing. A data file the user named that was not there is the
+    server's own store: its writes are explored and offered, what the reads say after them grounds tasks (each comes
+    back in a fresh session, its writes made before the episode), and the user's path is still not there."""
+    notes = tmp_path / "store" / "notes.json"
+    notes.parent.mkdir()
+    spec = ServerSpec.parse(f"{sys.executable} {NOTES}", env=[f"NOTES_FILE={notes}"])
+    assert spec.private_copy
+    tasks, calls = await grounded_and_replayed(spec, tmp_path, calls=40)
+    assert any(c.tool == "add_note" and not c.is_error for c in calls)
+    assert any(c.writes for t in tasks for c in [*t.prepare, *t.reference]), [t.task for t in tasks]
+    assert not notes.exists() and list(notes.parent.iterdir()) == []

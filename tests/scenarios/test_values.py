@@ -85,6 +85,11 @@ def test_results_are_read_as_records_and_arguments_take_the_shape_their_descript
     # records blank lines divide, each under its heading, a count after them (mcp-alchemy's rows): no record's field
     rows = "1. row\nid: 1\nname: Steel bolt\n\n2. row\nid: 2\nname: Oak plank\n\nResult: 2 rows"
     assert result_records(rows, None) == [[("id", "1"), ("name", "Steel bolt")], [("id", "2"), ("name", "Oak plank")]]
+    # a table as rows under a row of column names, beside what is said of it (excel-mcp-server's `read_range`): its
+    # rows; rows with no names are no table of records
+    grid = {"range": "A1:C3", "values": [["id", "product", "qty"], [1, "Steel bolt", 50], [2, "Oak plank", 2]]}
+    assert result_records(json.dumps(grid), None)[1] == [("id", 2), ("product", "Oak plank"), ("qty", 2)]
+    assert result_records("[[1, 2], [3, 4]]", None) == [[("", 1), ("", 2), ("", 3), ("", 4)]]
     # a line of `key: value` pairs a record (a comma inside a value keeps the line whole)
     rows = "name: Carla Diaz, team: Sales, hours: 31\nname: Dev Patel, team: Support, hours: 12"
     assert result_records(rows, None)[1] == [("name", "Dev Patel"), ("team", "Support"), ("hours", "12")]
