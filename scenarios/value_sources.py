@@ -17,7 +17,7 @@ from typing import Any
 from mcprl.scenarios.lexicon import ALLOWED_VALUES
 from mcprl.scenarios.results import flatten
 from mcprl.tools import ServerSpec
-from mcprl.tools.copies import assigned, is_program
+from mcprl.tools.copies import RUNTIME_VARIABLES, assigned, is_program
 from mcprl.tools.redact import secret_values
 
 QUOTED = re.compile(r"""(?<![\w])['"`]([^'"`\n]{1,120})['"`]""")
@@ -80,6 +80,8 @@ def context_values(spec: ServerSpec, resources: list[dict[str, Any]], templates:
     found: list[str] = []
     command = spec.command[1:]
     for i, arg in enumerate(command):
+        if arg.partition("=")[0] in RUNTIME_VARIABLES:  # (where its programs are: `env PYTHONPATH=...`)
+            continue
         if (value := assigned(arg)) is not None:  # (a flag's value, or a variable's that `env` sets)
             found.append(value)
             continue
@@ -89,7 +91,7 @@ def context_values(spec: ServerSpec, resources: list[dict[str, Any]], templates:
             continue  # the server's own program (after `env -C DIR`, say)
         found.append(arg)
     secret = set(secret_values(spec, environ={}))
-    found += [v for v in spec.env.values() if v not in secret]
+    found += [v for k, v in spec.env.items() if v not in secret and k not in RUNTIME_VARIABLES]
     if spec.cwd:
         found.append(spec.cwd)
     for r in resources:

@@ -31,6 +31,11 @@ if TYPE_CHECKING:
     from mcprl.tools.spec import ServerSpec
 
 DATA_FILE = r"\.(db|sqlite3?|duckdb|jsonl?|ndjson|csv|ya?ml|toml|txt|xlsx?|parquet)$"
+# variables that tell a program where programs, libraries and the user's things are, not what it works on
+RUNTIME_VARIABLES = frozenset(
+    "PATH PYTHONPATH PYTHONHOME VIRTUAL_ENV NODE_PATH NODE_OPTIONS LD_LIBRARY_PATH DYLD_LIBRARY_PATH CLASSPATH GOPATH "
+    "HOME TMPDIR TEMP TMP PWD XDG_CONFIG_HOME XDG_DATA_HOME XDG_CACHE_HOME".split()
+)
 MAX_COPY_FILES = 20_000  # what a session copies at most, in files ...
 MAX_COPY_BYTES = 100 * 2**20  # ... and in bytes: a tenth of a second or so on a disk, once per rollout
 # the folders a session is given, each made anew (its working directory, its home, copies of the user's files): no
@@ -61,8 +66,10 @@ def local_path(value: str) -> str:
 
 def _given(command: list[str], env: dict[str, str]) -> Iterator[tuple[str, bool]]:
     """The values a server is given, each as the path it names and whether a URL named it: its command line's
-    arguments after the program (a flag's or a variable's value where one is assigned) and its environment's."""
-    for value in [assigned(arg) or arg for arg in command[1:]] + list(env.values()):
+    arguments after the program (a flag's or a variable's value where one is assigned) and its environment's, but
+    where programs and libraries are (`RUNTIME_VARIABLES`)."""
+    given = [assigned(arg) or arg for arg in command[1:] if arg.partition("=")[0] not in RUNTIME_VARIABLES]
+    for value in given + [v for k, v in env.items() if k not in RUNTIME_VARIABLES]:
         path = local_path(value)
         yield path, path != value
 

@@ -60,7 +60,7 @@ def test_what_a_server_works_on_is_every_absolute_path_its_command_names_and_its
 def test_a_file_a_url_names_in_the_command_or_the_environment_is_copied_and_the_copy_is_named_so(tmp_path):
     """`DB_URL=sqlite:////data/shop.db`, `--db-url sqlite:////...`, `file:///...`: the file a URL with no host names
     is what the server works on, and the server is told the copy's URL; a URL whose path is relative (three slashes
-    in SQLAlchemy's) or names no file is not."""
+    in SQLAlchemy's) or names no file is not, nor a folder where its programs are (`PYTHONPATH`)."""
     db = tmp_path / "shop.db"
     db.write_bytes(b"x")
     for spec in (
@@ -77,6 +77,9 @@ def test_a_file_a_url_names_in_the_command_or_the_environment_is_copied_and_the_
             assert copy != db and copy.read_bytes() == b"x" and paths.outward(url).endswith(str(db))
     for url in ("sqlite:///shop.db", f"sqlite:///{tmp_path}/none.db", "https://example.com/shop.db"):
         assert worked_on(ServerSpec.parse(f"{sys.executable} {FOLDER}", env=[f"DB_URL={url}"])) == []
+    # where its programs and libraries are is nothing it works on
+    assert worked_on(ServerSpec.parse(f"{sys.executable} {FOLDER}", env=[f"PYTHONPATH={tmp_path}"])) == []
+    assert worked_on(ServerSpec.parse(f"env PYTHONPATH={tmp_path} HOME={tmp_path} {sys.executable} {FOLDER}")) == []
 
 
 def test_sessions_get_copies_where_the_files_are_small_enough_or_the_user_says(tmp_path, monkeypatch):
