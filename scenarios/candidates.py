@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +30,7 @@ from mcprl.scenarios.results import (
     server_text,
     wrapped_listing,
 )
-from mcprl.scenarios.values import call_key
+from mcprl.scenarios.values import call_key, gist
 from mcprl.types import Scenario
 
 EXPRESSION_FIELD = "value"  # what a task worded as an expression asks for ("What is 2 + 3?")
@@ -111,6 +111,13 @@ def misplaced_path(value: Any, key: str = "") -> bool:
     )
 
 
+def spread(held: set[tuple[str, str]]) -> int:
+    """Over how many things a field was seen, of its (call, record) pairs: the calls that differ in what they were
+    asked, or the records one call gave, whichever are more (a call made again, after a write, asks no other thing)."""
+    per_call = Counter(call for call, _ in held)
+    return max(len(per_call), *per_call.values(), 0)
+
+
 def title_of(titles: dict[str, str], tool: str) -> str:
     """How a task names what a tool does: its title, else its name's words ("git_log" -> "git log")."""
     return titles.get(tool) or " ".join(words_of(tool)) or tool
@@ -169,7 +176,8 @@ def candidates(
             for record in result_records(call.data, call.structured):
                 for k, v in record:
                     values[call.tool, k].add(str(v))
-                    held[call.tool, k].add((call_key(call.tool, plainest(call).arguments), repr(record)))
+                    # (a record read again that differs only in the clock is the same record)
+                    held[call.tool, k].add((call_key(call.tool, plainest(call).arguments), gist(repr(record), {})))
                     if k in call.arguments:
                         echoed[call.tool, k] = echoed.get((call.tool, k), True) and same_value(v, call.arguments[k])
                     else:
@@ -179,7 +187,7 @@ def candidates(
         if (
             echoed.get((tool, field))
             and len(unsent[tool, field]) <= 1
-            or len(held[tool, field]) >= 3
+            or spread(held[tool, field]) >= 3
             and (len(seen) == 1 or seen <= {"0", "1"} or seen == {str(i) for i in range(len(seen))})
         ):
             unasked[tool].add(field)

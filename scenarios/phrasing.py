@@ -162,7 +162,9 @@ class Said:
         phrase = self.phrase()
         if phrase is not None and (field in GENERIC_FIELDS or self.thing.split(" ")[-1] == field):
             return self.asks_result()
-        if state:
+        if field in PREPOSITIONS:  # (said after what it is of, where that is said as a thing)
+            asks = PREPOSITION_ASKS if phrase is not None else ()
+        elif state:
             asks = STATE_ASKS if phrase is not None else CALL_STATE_ASKS
         else:
             asks = FIELD_ASKS if phrase is not None else CALL_ASKS
@@ -321,6 +323,9 @@ FIELD_ASKS = ("{What} {be} the {field} of {phrase}?", "Find {phrase} and tell me
 CALL_ASKS = ("{action}. {What} {be} the {field}?", "{action} and tell me the {field}.")
 STATE_ASKS = ("What {be} {field} in {phrase}?",)  # ... and a state it is in ("What is modified in the git status?")
 CALL_STATE_ASKS = ("{action}. What {be} {field}?",)
+# ... and a field a preposition names, as people ask it ("Who is the email msg-0143 from?", not "the from of")
+PREPOSITION_ASKS = ("{What} {be} {phrase} {field}?",)
+PREPOSITION_NAME_ASKS = ('{What} {be} the {noun} "{name}" {field}?',)
 # how a task asks for a field of one record, by its name: quoted or not, as people write ("What does the
 # steel hammer cost?" names it bare); a policy that saw only quotes learnt to copy quoted words alone
 NAME_ASKS = (

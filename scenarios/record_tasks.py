@@ -29,6 +29,7 @@ from mcprl.scenarios.lexicon import (
 )
 from mcprl.scenarios.phrasing import (
     NAME_ASKS,
+    PREPOSITION_NAME_ASKS,
     STATE_NAME_ASKS,
     TOPIC_ASKS,
     Said,
@@ -122,7 +123,6 @@ def field_tasks(
             and k not in twice
             and k not in unasked
             and not data_key(k)
-            and spoken(k) not in PREPOSITIONS  # ("the to of the relation": a word that names no thing)
             and answerable(v)
             # (nor a write's word that it was done: "Insight added", "status: success")
             and not (call.writes and says_done(v))
@@ -165,9 +165,12 @@ def field_tasks(
                 None,
             )
             asked = spoken(field) or field.lower()
+            # (a field a preposition names, "from" of an email, is asked after the thing it is of: "Who is the email
+            # ... from?", never as a line of a listing a field picks out, "the to where ...")
+            after = asked in PREPOSITIONS
             # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user
             # might; one question is worded one way, whichever call grounds it, so that duplicates stay duplicates
-            if topic is not None and held[field] == 1 and (label is None or rng.random() < 0.5):
+            if topic is not None and held[field] == 1 and not after and (label is None or rng.random() < 0.5):
                 task = _worded(TOPIC_ASKS, topic, asked).format(**field_words(asked), noun=noun, topic=topic)
                 given = [topic]
             # (not a line of a listing of one thing's parts, which the call named: a table's columns, a folder's
@@ -181,11 +184,13 @@ def field_tasks(
                 # bare, only a name that reads as a thing's ("steel hammer"), not a subject ("Your flight is
                 # confirmed") nor a proper name, which takes no article ("the Project Apollo's")
                 bare = len(label.split()) <= 4 and not re.search(r"\d", label) and label.islower()
-                asks = STATE_NAME_ASKS if participle(asked) else NAME_ASKS
+                asks = PREPOSITION_NAME_ASKS if after else STATE_NAME_ASKS if participle(asked) else NAME_ASKS
                 task = _worded(asks if bare else asks[:1], label, asked).format(
                     **field_words(asked), noun=noun, name=label
                 )
                 given = [label]
+            elif after and listing:
+                continue
             elif place is not None and rng.random() < 0.5:
                 # the first or last line of a listing in time order (its lines dated), by its place: a log's latest
                 # entry, as people ask "Who made the latest commit?"; not a table's first row, whose place means
@@ -221,7 +226,9 @@ def field_tasks(
                 given = [n for v in queries for n in stated(v)] if queries else [value_text(v) for v in args.values()]
                 # (a state that names a thing, "modified: TODO.md", not a date, "created: 2024-03-01")
                 state = participle(asked) and not re.search(r"\d", str(value))
-                task = _worded(saying.asks_field(asked, state), given, asked)
+                if not (asks := saying.asks_field(asked, state)):
+                    continue
+                task = _worded(asks, given, asked)
             else:
                 continue
             number = (

@@ -27,6 +27,13 @@ from mcprl.tools.convert import reports_error, untruncated
 ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b")
 # seconds or milliseconds since 1970 ("last_scan_time": 1796145733)
 UNIX_TIME = re.compile(r"(?<![\w.])(\d{10}|\d{13})(?:\.\d+)?(?![\w.])")
+# a date written out with its weekday, as JavaScript's `Date.toString` and mail headers write one ("Wed Dec 02 2026
+# 04:05:11", "Wed, 02 Dec 2026 04:05:11"), its time with it (not its zone's offset)
+MONTHS = "jan feb mar apr may jun jul aug sep oct nov dec".split()
+WRITTEN_TIME = re.compile(
+    r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? (?:(?P<day>\d{1,2}) (?P<month>[A-Z][a-z]{2,8})"
+    r"|(?P<month2>[A-Z][a-z]{2,8}) (?P<day2>\d{1,2})),? (?P<year>\d{4})(?:,? \d{1,2}:\d{2}(?::\d{2})?)?"
+)
 CLOCK_SPAN = datetime.timedelta(hours=36)  # a date this near now may be the server's clock
 # A result that says it found nothing: "No matches found", "Task not found", "[]", "null", a program's empty values
 # ("set()", "NotImplemented", "undefined")
@@ -46,8 +53,8 @@ MESSAGE = re.compile(
 
 
 def clock_spans(text: str, now: datetime.datetime | None = None) -> list[tuple[int, int]]:
-    """Where a text states a time of about `now` (an ISO date, with a time or not, but its zone's offset, or a Unix
-    time in seconds or milliseconds): the server's clock, as far as a text tells."""
+    """Where a text states a time of about `now` (an ISO date, with a time or not, but its zone's offset, one written
+    out with its weekday, or a Unix time in seconds or milliseconds): the server's clock, as far as a text tells."""
     now = now or datetime.datetime.now(datetime.UTC)
     spans = []
     for m in ISO_DATE.finditer(text):
@@ -58,6 +65,14 @@ def clock_spans(text: str, now: datetime.datetime | None = None) -> list[tuple[i
         if abs(when - now) <= CLOCK_SPAN:  # (not its offset: the zone a time is given in is no clock's)
             offset = re.search(r"(?:Z|[+-]\d{2}:?\d{2})$", m[0]) if ":" in m[0] else None
             spans.append((m.start(), m.end() - (len(offset[0]) if offset else 0)))
+    for m in WRITTEN_TIME.finditer(text):
+        try:
+            day, month = int(m["day"] or m["day2"]), MONTHS.index((m["month"] or m["month2"])[:3].lower()) + 1
+            when = datetime.datetime(int(m["year"]), month, day, tzinfo=datetime.UTC)
+        except ValueError:
+            continue
+        if abs(when - now) <= CLOCK_SPAN:
+            spans.append(m.span())
     for m in UNIX_TIME.finditer(text):
         when = datetime.datetime.fromtimestamp(float(m[0]) / (1000 if len(m[1]) == 13 else 1), datetime.UTC)
         if abs(when - now) <= CLOCK_SPAN:

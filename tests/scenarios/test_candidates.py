@@ -4,6 +4,7 @@ answer."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import sys
@@ -795,7 +796,8 @@ def test_a_search_that_found_nothing_says_back_what_it_was_asked_and_answers_no_
 def test_a_key_that_is_a_value_names_no_field_to_ask_for():
     """excel-mcp-server's `list_workbooks` maps file names to sizes (`{"shop.xlsx": 5627}`): "What is the shop xlsx?"
     asks for nothing a person could name. A key that is a file's name, a path, a number or a share grounds no task,
-    nor one that is a preposition alone (a relation's `to`); the fields beside it that have names do."""
+    nor one that is a preposition alone (a relation's `to`) where nothing names what it is of ("Describe files. What
+    is the to?"); the fields beside it that have names do."""
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration, ExploredCall
 
@@ -803,6 +805,12 @@ def test_a_key_that_is_a_value_names_no_field_to_ask_for():
     call = ExploredCall(index=0, session=0, tool="describe_files", arguments={}, text=json.dumps(mapped))
     tasks = candidates(Exploration(calls=[call]), {}, seed=0)
     assert tasks and {str(t.answer) for t in tasks} == {"A1:C4"}, [(t.task, t.answer) for t in tasks]
+    # a preposition's field is asked after what it is of, as people ask it: never "the from of the email"
+    text = "From: Aisha Bello\nTo: Alex Morgan\nSubject: Lunch on Tuesday?"
+    call = ExploredCall(index=0, session=0, tool="read_email", arguments={"email_id": "msg-0143"}, text=text)
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    assert {"Aisha Bello", "Alex Morgan"} <= {t.answer for t in tasks}
+    assert not any(re.search(r"\bthe (?:from|to) of\b", t.task) for t in tasks), [t.task for t in tasks]
 
 
 def test_no_write_task_states_a_path_where_its_write_asks_for_no_path():
@@ -834,3 +842,29 @@ def test_no_write_task_states_a_path_where_its_write_asks_for_no_path():
     assert write_tasks("create_relations", {"relations": [{"from": "Ann Lee", "to": "Porto office"}]})
     assert not write_tasks("create_relations", {"relations": [{"from": "Ann Lee", "to": "/srv/memory.jsonl"}]})
     assert write_tasks("copy_file", {"source": "/srv/a.txt", "destination": "/srv/b.txt"})
+
+
+def test_a_record_read_again_after_a_write_or_with_its_clock_moved_is_no_other_record():
+    """mcp-server-filesystem's `get_file_info` of a folder, before a write (`created: <now>` in JavaScript's way),
+    after it (its `modified` now too), in a fresh session, and of "." (the same folder): its size held one value in
+    four records, so it read as a constant (a flag) and grounded nothing. A call made again asks no other thing, and
+    a record that differs only in the clock is the same record: the size is asked for."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+    from mcprl.scenarios.results import clock_spans
+
+    def info(modified: str) -> str:
+        now = datetime.datetime.now(datetime.UTC).strftime("%a %b %d %Y %H:%M:%S GMT+0000 (Coordinated Universal Time)")
+        return f"size: 4096\ncreated: {now}\nmodified: {modified}\nisDirectory: true\npermissions: 755"
+
+    assert len(clock_spans(info("Sun Mar 10 2024 10:00:00 GMT+0000"))) == 1  # (now, not a date long ago)
+    old = "Sun Mar 10 2024 10:00:00 GMT+0000 (Coordinated Universal Time)"
+    texts = [(0, "/srv/d", info(old)), (0, "/srv/d", info("x")), (1, "/srv/d", info(old)), (2, ".", info(old))]
+    calls = [
+        ExploredCall(index=i, session=s, tool="get_file_info", arguments={"path": p}, text=t)
+        for i, (s, p, t) in enumerate(texts)
+    ]
+    calls.insert(1, ExploredCall(index=9, session=0, tool="create_directory", arguments={"path": "x"}, text="made"))
+    calls[2] = calls[2].model_copy(update={"reads_back": 9, "repeats": 0})
+    tasks = candidates(Exploration(calls=calls, isolated=True), {}, seed=0)
+    assert 4096 in {t.answer for t in tasks}, [(t.task, t.answer) for t in tasks]
