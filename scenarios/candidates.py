@@ -6,6 +6,7 @@ writes, those writes the task's `prepare`."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections import Counter, defaultdict
@@ -16,13 +17,25 @@ from mcprl.checks import as_number, holds_answer, normalize_text, same_value
 from mcprl.scenarios.explored import Exploration, ExploredCall, source_call
 from mcprl.scenarios.expressions import chain_expression
 from mcprl.scenarios.grounded_task import answerable, chosen, grounded_scenario, result_answer, task_id
-from mcprl.scenarios.lexicon import ENDS, about, described_as, known, question, record_of, shaped, stated, words_of
+from mcprl.scenarios.lexicon import (
+    ENDS,
+    about,
+    described_as,
+    known,
+    question,
+    record_of,
+    shaped,
+    singular,
+    stated,
+    words_of,
+)
 from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, noun_of, said, value_text
 from mcprl.scenarios.record_tasks import field_tasks, listing_tasks
 from mcprl.scenarios.replay import chain_of
 from mcprl.scenarios.results import (
     failed_items,
     found_nothing,
+    listing_of,
     result_data,
     result_records,
     result_values,
@@ -150,13 +163,22 @@ def candidates(
         if not call.is_error and (prepares or call.reads_back is None):
             said_alike[call.tool, call.text].append(call)
 
+    # session -> where a write that is no step of a task first answered in it: what was read after it asks nothing
+    kept_from: dict[int, int] = {}
+    for call in calls:
+        if call.writes and not call.is_error and call.tool in stays:
+            kept_from.setdefault(call.session, call.index)
+
     def plainest(call: ExploredCall) -> ExploredCall:
         fewer = [
             c
             for c in said_alike[call.tool, call.text]
             if all(k in call.arguments and call.arguments[k] == v for k, v in c.arguments.items())
         ]
-        return min([call, *fewer], key=lambda c: (len(c.arguments), c.index))
+        # (the fewest arguments; of those, one read before any such write, as a read made again clean was)
+        return min(
+            [call, *fewer], key=lambda c: (len(c.arguments), c.index > kept_from.get(c.session, c.index), c.index)
+        )
 
     # a field that held one value in every record a tool returned ("To: <the user>") tells no record apart; one that
     # held only 0 and 1 (a flag: SQLite's `pk`) or counted its records from 0 (a position: `cid`) is no fact a person
@@ -388,8 +410,15 @@ def candidates(
                 continue
             state = sorted([*state, *unsaid], key=lambda c: c.index)
             chain = [c for c in chain if not c.writes or c is call]
-        made = listing_tasks(call, states, chain, saying, queries, state)
-        made += field_tasks(call, states, chain, rng, unasked[call.tool], saying, queries, noun, state)
+        # (an object holding listings of two kinds, `{"entities": [...], "relations": [...]}`: each on its own, its
+        # records called what its key says, never the fields of both taken for one record of the whole)
+        parts = [{k: v} for k, v in data.items() if listing_of(v)] if isinstance(data, dict) else []
+        made = []
+        for part in parts if len(parts) > 1 else [None]:
+            one = call if part is None else call.model_copy(update={"structured": part, "text": json.dumps(part)})
+            named = noun if part is None else singular(" ".join(words_of(next(iter(part)))))
+            made += listing_tasks(one, states, chain, saying, queries, state)
+            made += field_tasks(one, states, chain, rng, unasked[call.tool], saying, queries, named, state)
         if (wrapped := wrapped_listing(data)) is not None:  # ... and what is said of a listing it wraps: its total
             own = call.model_copy(update={"structured": {k: v for k, v in data.items() if k != wrapped[0]}})
             made += field_tasks(own, states, chain, rng, unasked[call.tool], saying, queries, noun, state)

@@ -215,6 +215,8 @@ def field_tasks(
                     if kind is None
                     else f"of {kind} {quoted(key[1])}"
                     if said_key == kind
+                    else f"of the {kind} {quoted(key[1])}"  # (by its name: "of the sheet Orders")
+                    if said_key in ("name", "title")
                     else f"whose {said_key} is {quoted(key[1])}"  # (the thing itself: "who is the customer whose ...")
                     if asked == kind
                     else f"of the {kind} whose {said_key} is {quoted(key[1])}"

@@ -313,17 +313,27 @@ def counted(text: str, structured: Any = None) -> int | None:
     return len(values) if len(set(values)) == len(values) else None
 
 
+def listing_of(value: Any) -> bool:
+    """Whether a value is a listing of records: a list of objects, not empty."""
+    return isinstance(value, list) and bool(value) and all(isinstance(d, dict) for d in value)
+
+
 def wrapped_listing(data: Any) -> tuple[str, list[dict[str, Any]]] | None:
     """The listing an object wraps, with its key: its one list of objects, where all else it holds is about the
-    listing (a total, a page, a flag, a note: `{"commits": [...], "totalCount": 1, "success": true}`), so that no
+    listing (a total, a page, a flag, a note, an object of properties: `{"commits": [...], "totalCount": 1,
+    "success": true}`, `{"sheets": [...], "doc_properties": {...}}`), so that no
     record takes the wrapper's fields for its own and the key says what each is (a commit); None for an object that
     is a record itself, holding a list (`{"name": "Ann", "orders": [...]}`)."""
     if not isinstance(data, dict):
         return None
-    lists = [(k, v) for k, v in data.items() if isinstance(v, list) and v and all(isinstance(d, dict) for d in v)]
+    lists = [(k, v) for k, v in data.items() if listing_of(v)]
     rest = [v for k, v in data.items() if not any(k == key for key, _ in lists)]
     about = all(
-        v is None or isinstance(v, (bool, int, float)) or isinstance(v, str) and len(v.split()) > 3 for v in rest
+        v is None
+        or isinstance(v, (bool, int, float, dict))  # (an object of its own: the properties of what holds the listing)
+        or isinstance(v, str)
+        and len(v.split()) > 3
+        for v in rest
     )
     return (str(lists[0][0]), lists[0][1]) if len(lists) == 1 and about else None
 

@@ -868,3 +868,62 @@ def test_a_record_read_again_after_a_write_or_with_its_clock_moved_is_no_other_r
     calls[2] = calls[2].model_copy(update={"reads_back": 9, "repeats": 0})
     tasks = candidates(Exploration(calls=calls, isolated=True), {}, seed=0)
     assert 4096 in {t.answer for t in tasks}, [(t.task, t.answer) for t in tasks]
+
+
+def test_a_listing_beside_the_properties_of_what_holds_it_is_its_records_each_named_by_its_name():
+    """excel-mcp-server's `describe_workbook`: `{"sheets": [...], "doc_properties": {...}}` was read as one record
+    whose `name` and `used_range` came twice, so it grounded nothing. A list of objects beside objects of properties
+    is a listing: each sheet's fields are asked for, the sheet named by its name."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    book = {
+        "sheets": [{"name": "Orders", "used_range": "A1:E5", "active": True}, {"name": "Staff", "used_range": "A1:C4"}],
+        "doc_properties": {"author": "openpyxl"},
+    }
+    call = ExploredCall(
+        index=0, session=0, tool="describe_workbook", arguments={"path": "/srv/a.xlsx"}, text=json.dumps(book)
+    )
+    tasks = candidates(Exploration(calls=[call]), {}, seed=0)
+    ranges = {t.answer: t.task for t in tasks if t.answer in ("A1:E5", "A1:C4")}
+    assert set(ranges) == {"A1:E5", "A1:C4"} and "Orders" in ranges["A1:E5"], [t.task for t in tasks]
+
+
+def test_a_read_made_again_before_the_writes_the_copies_keep_grounds_what_it_read_after_them_did_not():
+    """A read that answered only after a write that changed the user's files (withheld: no task asks after it) is
+    made again in a later session before any write; it said the same, and the plainest of the reads alike was the
+    first, after the write, so nothing was asked. The one read clean grounds the tasks."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    rows = json.dumps({"range": "A1:B3", "values": [["product", "qty"], ["Steel bolt", 50], ["Oak plank", 2]]})
+    read = {"path": "/srv/shop.xlsx", "sheet": "Orders"}
+    calls = [
+        ExploredCall(index=0, session=0, tool="clear_range", arguments={"range": "Z9"}, text="{}", writes=True),
+        ExploredCall(index=1, session=0, tool="read_range", arguments=read, text=rows),
+        ExploredCall(index=2, session=1, tool="read_range", arguments=read, text=rows, repeats=1),
+    ]
+    withheld = Exploration(calls=calls, isolated=True, withheld=["clear_range"])
+    assert {t.answer for t in candidates(withheld, {}, seed=0)} >= {50, 2}
+    assert not candidates(Exploration(calls=calls[:2], isolated=True, withheld=["clear_range"]), {}, seed=0)
+
+
+def test_an_object_holding_listings_of_two_kinds_asks_of_each_by_what_its_key_says():
+    """A knowledge graph's `read_graph`, `{"entities": [...], "relations": [...]}`, was read as one record whose
+    fields came from both ("What is the name of the graph?", three times with three answers). Each listing is read on
+    its own, its records called what its key says."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    graph = {
+        "entities": [
+            {"name": "Weekly report", "entityType": "project"},
+            {"name": "Garden plan", "entityType": "place"},
+        ],
+        "relations": [{"from": "Weekly report", "to": "Garden plan", "relationType": "depends on"}],
+    }
+    call = ExploredCall(index=0, session=0, tool="read_graph", arguments={}, text=json.dumps(graph))
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    kinds = {t.answer: t.task for t in tasks if t.answer in ("project", "place")}
+    assert set(kinds) == {"project", "place"} and all("entity" in task for task in kinds.values()), kinds
+    assert not any("name of the graph" in t.task for t in tasks), [t.task for t in tasks]
