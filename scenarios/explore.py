@@ -146,6 +146,7 @@ async def explore(
         folder_entries(pool.toolset.spec, context),
         params,
         fresh_sessions=isolated and pool.per_rollout,
+        descriptions={t["name"]: t.get("description") or "" for t in pool.toolset.mcp_tools},
     )
     order = list(tools)
     random.Random(f"{seed}/explore").shuffle(order)
@@ -564,11 +565,13 @@ async def explore(
                         answered_read(bare)
                 continue
             wrote = True
-            # a write that gave values (a project registered, a connection opened) may make what the tools that have
-            # not answered yet need: they get a turn in this session after it, sent its values first (`state_from`)
+            # a write that gave values (a project registered, a connection opened, an entity made) may make what the
+            # tools that have told nothing yet need (not answered, or answered only that they found nothing: a
+            # search of an empty store): they get a turn in this session after it, sent its values first
+            # (`state_from`)
             if not opened and any(v.call == made_call.index for v in knowledge.seen):
                 opened = True
-                waiting = [n for n in order if n not in retired and n not in writers and not knowledge.logs[n].answered]
+                waiting = [n for n in order if n not in retired and n not in writers and not knowledge.logs[n].told]
                 queue[at:at] = waiting[:SESSION_CALLS]
             # its writes (or the server's, none having shown) changed no read so far (a sum, not a store): reading
             # back tells nothing

@@ -365,10 +365,20 @@ def words_of(name: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)]
 
 
-def _rank(shape: str, name: str, description: str) -> int:
-    """0: the parameter's name has a word of the shape's, 1: its description has one, 2: neither."""
-    hints = PROBES[shape][1]
-    return 0 if set(words_of(name)) & hints else 1 if set(words_of(description)) & hints else 2
+# a shape's words that another sense shares: a parameter named so is of the shape only where its description or
+# its tool's says so with another of the shape's words ("query" of "a SQL query", not of "the search query")
+AMBIGUOUS = {"sql": frozenset({"query"})}
+
+
+def _rank(shape: str, name: str, description: str, around: str = "") -> int:
+    """0: the parameter's name has a word of the shape's, 1: its description has one, 2: neither; a word of the
+    shape's that another sense shares (`AMBIGUOUS`) counts only beside another in the description or `around` (its
+    tool's description)."""
+    strong = PROBES[shape][1] - AMBIGUOUS.get(shape, frozenset())
+    named, said = set(words_of(name)), set(words_of(description))
+    if named & strong or named & PROBES[shape][1] and (said | set(words_of(around))) & strong:
+        return 0
+    return 1 if said & strong else 2
 
 
 def described_as(shape: str, name: str, description: str) -> bool:
@@ -382,25 +392,27 @@ def written(name: str) -> bool:
     return any(_rank(shape, name, "") == 0 for shape in WRITTEN)
 
 
-def probes(name: str, description: str, described: bool = False) -> list[str]:
+def probes(name: str, description: str, described: bool = False, around: str = "") -> list[str]:
     """The dictionary's values, those of shapes the parameter is described with first (its name's
     words, then its description's), then a plain word, then the rest in the dictionary's order; only the
     first where `described`."""
-    ranks = {shape: _rank(shape, name, description) for shape in PROBES}
+    ranks = {shape: _rank(shape, name, description, around) for shape in PROBES}
     order = sorted(
         (s for s in PROBES if ranks[s] < 2 or not described), key=lambda s: (ranks[s], ranks[s] == 2 and s != PLAIN)
     )
     return [value for shape in order for value in PROBES[shape][0]]
 
 
-def composed(name: str, description: str, names: Mapping[str, Sequence[Mapping[str, str]]]) -> list[str]:
+def composed(
+    name: str, description: str, names: Mapping[str, Sequence[Mapping[str, str]]], around: str = ""
+) -> list[str]:
     """`QUERIES` composed over `names` (kind -> the bindings results gave: {"table": "orders"}, {"table":
     "orders", "column": "price"}), for a parameter described as of their shape; names that are not
     identifiers are left out (a query over them would not parse)."""
     return [
         query.text.format(**binding)
         for shape, queries in QUERIES.items()
-        if _rank(shape, name, description) < 2
+        if _rank(shape, name, description, around) < 2
         for query in queries
         if query.over is not None
         for binding in names.get(query.over, ())

@@ -161,6 +161,7 @@ class ToolLog:
     exhausted: int = 0  # sessions that found no call it had not made yet
     failing: int = 0  # calls that failed since its last answer
     silent: int = 0  # answers in a row that said nothing ("", "[]", "No matches") of a state that held something
+    told: int = 0  # answers that said something (not that they found nothing)
     invented: bool = (
         False  # the latest call's arguments were all made up (INVENTED arms) or the generator's: it may know better
     )
@@ -211,8 +212,10 @@ class Knowledge:
         folders: dict[str, list[str]] | None = None,
         params: dict[str, list[str]] | None = None,
         fresh_sessions: bool = False,
+        descriptions: dict[str, str] | None = None,
     ) -> None:
         self.context = context
+        self.descriptions = descriptions or {}  # tool -> its description (what a parameter's words mean there)
         self.writers = writers  # the tools that may write
         self.params = params or {}  # tool -> the names of its arguments (the input schema's properties)
         # the server's tool and parameter names: an error quotes them to say what to give or call ("specify a 'path'
@@ -403,7 +406,7 @@ class Knowledge:
         if self.fixed(name):  # the server's context: the one value it takes, whatever else varies
             return Drawn(path=path, name=name, arm="context", value=coerce(self.worked[name][0], schema))
         renew = tool in self.writers and written(name)
-        arms = self._arms(name, schema, session, rng, described=renew)
+        arms = self._arms(name, schema, session, rng, described=renew, around=self.descriptions.get(tool, ""))
         if name in self.handles:  # a handle takes what was issued as one (a result's `session_id`), nothing else
             arms = {a: c for a, c in arms.items() if issued_as(a, name)} or arms
         # a value of the parameter's name that this session's latest write gave another tool, or a result since, is
@@ -490,10 +493,17 @@ class Knowledge:
         return NUMERIC_RESULT_PRIOR if kind == "result" and numeric else PRIORS[kind]
 
     def _arms(
-        self, name: str, schema: dict[str, Any], session: int, rng: random.Random, described: bool = False
+        self,
+        name: str,
+        schema: dict[str, Any],
+        session: int,
+        rng: random.Random,
+        described: bool = False,
+        around: str = "",
     ) -> dict[str, list[tuple[Any, int | None]]]:
         """Every arm's candidates for one leaf, each (value, the call of this session it came from); the
-        dictionary's values only of the shapes the parameter is described with, where `described`."""
+        dictionary's values only of the shapes the parameter is described with, where `described`; `around`, its
+        tool's description (where a word of its name has two senses)."""
         if "const" in schema:
             return {"const": [(schema["const"], None)]}
         if isinstance(schema.get("enum"), list) and schema["enum"]:
@@ -563,12 +573,12 @@ class Knowledge:
                     if isinstance(v, str) and re.search(r"\d", v) and v not in self.context
                 ]
             )
-            arms["probe"] = fit(probes(name, description, described))
+            arms["probe"] = fit(probes(name, description, described, around))
             listed: dict[str, list[dict[str, str]]] = dict(self.kinds)
             if "table" not in listed:  # before any listing of tables answered: any name a result gave may be one
                 names = [v.value for v in seen if isinstance(v.value, str) and IDENTIFIER.fullmatch(v.value)]
                 listed["table"] = [{"table": n} for n in list(dict.fromkeys(names))[-24:]]
-            arms["composed"] = fit(composed(name, description, listed))
+            arms["composed"] = fit(composed(name, description, listed, around))
             arms["described"] = fit([w for w in words_of(description) if len(w) > 3][:8])
         sampled = from_schema(schema, kinds, rng)
         if sampled is not None:
@@ -761,6 +771,7 @@ class Knowledge:
         # (of values drawn, not a call made again, and of a state that held something: a search of an empty store
         # says nothing whatever it is sent)
         log.silent = 0 if not nothing else log.silent + 1 if leaves and session in self.holding else log.silent
+        log.told += not nothing
         failed = failed_items(text, args)  # a list's items the result says failed, the call answering for the rest
         for d in leaves:
             if d.path.endswith("[]") and str(d.value) in failed:

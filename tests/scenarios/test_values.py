@@ -682,3 +682,29 @@ def test_an_error_that_asks_for_parameters_by_their_names_as_written_is_given_th
         error_kind=None, values=[],
     )  # fmt: skip
     assert {"language", "file_path"} <= knowledge.wanted and not knowledge.blamed["find_usage", "project"]
+
+
+def test_a_query_is_sql_only_where_its_tool_or_description_says_so():
+    """excel-mcp-server's `find_cells(query)` ("Find cells whose value contains the query") and a knowledge graph's
+    `search_nodes(query)` were sent `SELECT name FROM pragma_table_info(...)`: "query" has two senses. A parameter
+    named so is sent SQL only where its description or its tool's says SQL, a select, a statement or a database;
+    else a search's words."""
+    import random
+
+    from mcprl.scenarios.lexicon import SHAPED
+    from mcprl.scenarios.values import Knowledge, SeenValue
+
+    search = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+    tools = {
+        "find_cells": "Find cells whose value contains (or equals) the query.",
+        "execute_query": "Execute a SQL query.",
+    }
+    knowledge = Knowledge([], descriptions=tools)
+    knowledge.seen = [SeenValue(value="Steel bolt order", field="product", call=0, session=0)]
+    rng = random.Random(0)
+    sent = {tool: [knowledge.arguments(tool, search, 0, rng) for _ in range(20)] for tool in tools}
+    sql = {
+        tool: [args["query"] for args, _ in drawn if args and SHAPED["sql"].fullmatch(args["query"])]
+        for tool, drawn in sent.items()
+    }
+    assert sql["execute_query"] and not sql["find_cells"], sql
