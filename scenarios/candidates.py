@@ -18,10 +18,9 @@ from mcprl.scenarios.explored import Exploration, ExploredCall, source_call
 from mcprl.scenarios.expressions import chain_expression
 from mcprl.scenarios.grounded_task import answerable, chosen, grounded_scenario, result_answer, task_id
 from mcprl.scenarios.lexicon import (
-    ENDS,
     about,
-    described_as,
     known,
+    misplaced_path,
     question,
     record_of,
     shaped,
@@ -106,22 +105,6 @@ def _write_tasks(
             prepare=state_of(calls, chain) if prepares else None,
         )
     ]
-
-
-def misplaced_path(value: Any, key: str = "") -> bool:
-    """Whether a write was sent a path where nothing named a path is asked for (a relation "to /srv/memory.jsonl",
-    the server's own file, which exploring sends anywhere first): no one writes that."""
-    if isinstance(value, dict):
-        return any(misplaced_path(v, str(k)) for k, v in value.items())
-    if isinstance(value, list):
-        return any(misplaced_path(v, key) for v in value)
-    places = ("path", "url", "glob")  # (and where a move starts or ends: `source`, `destination`)
-    return (
-        isinstance(value, str)
-        and value.startswith("/")
-        and not any(described_as(p, key, "") for p in places)
-        and not (set(words_of(key)) & set(ENDS))
-    )
 
 
 def spread(held: set[tuple[str, str]]) -> int:
@@ -423,7 +406,15 @@ def candidates(
             own = call.model_copy(update={"structured": {k: v for k, v in data.items() if k != wrapped[0]}})
             made += field_tasks(own, states, chain, rng, unasked[call.tool], saying, queries, noun, state)
         out += _after(made, steps, stated_before)
-    return out
+    # (a field that holds a path where its name asks for none holds what exploring wrote there: "What is the relation
+    # from?" -> the server's own file)
+    # ... nor a read sent one so: `open_nodes` of names "/srv/memory.jsonl")
+    return [
+        t
+        for t in out
+        if not (t.metadata.get("field") and misplaced_path({t.metadata["field"]: t.answer}))
+        and not any(misplaced_path(c.arguments) for c in t.reference)
+    ]
 
 
 def links(chain: list[ExploredCall]) -> list[frozenset[str]] | None:

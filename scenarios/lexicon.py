@@ -6,8 +6,9 @@ structure (schemas, annotations, what the server answered). It holds:
 - `PROBES`: a small fuzzing dictionary, as RESTler keeps one: values of common shapes (a number, an
   arithmetic expression, a date, a path, an SQL introspection query, ...) for a string parameter that
   nothing else gave a value; `probes(name, description)` orders them by the words the parameter is
-  described with, and exploring learns from the server's answers which shape a parameter takes; `FORMATTED`:
-  the shapes of a form of their own, which take no word of a text;
+  described with (a word with two senses, `AMBIGUOUS`, only beside another in the tool's description), and
+  exploring learns from the server's answers which shape a parameter takes; `FORMATTED`: the shapes of a form of
+  their own, which take no word of a text; `misplaced_path`: a path where nothing named a path is asked for;
 - `QUERIES`: queries of those shapes that a lexicon knows the meaning of: those that list names of a kind
   (a database's tables, a table's columns), and those composed over such names (`composed`: a table's row
   count, a column's largest value), each with the question its one-value result answers and what its result
@@ -19,7 +20,7 @@ structure (schemas, annotations, what the server answered). It holds:
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
   does in a listing ("[FILE] notes.txt");
 - `LINKS`: the words that end no label in a result's prose; `FUNCTION_WORDS`: the words of a text no one searches by;
-- `BARE_NAMES`, `PREPOSITIONS`, `ENDS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT`, `OPERANDS`: how a call's arguments
+- `BARE_NAMES`, `PREPOSITIONS` (`TIMES`), `ENDS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT`, `OPERANDS`: how a call's arguments
   are said in a task; `spoken`: a key in words, its short forms written out (`ABBREVIATIONS`), a unit it ends
   in said as one (`UNITS`);
 - `OUTCOMES`, `ERROR_FIELDS`: the words a reply says it worked with, the fields it says what failed in;
@@ -33,6 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from mcprl.checks import as_number
 
@@ -42,6 +44,7 @@ NAME_KEYS = frozenset({"name", "title", "subject", "label", "path", "file", "fil
 # starts with a preposition is that preposition and its value ("from F to C", not "from unit F and to unit C")
 BARE_NAMES = frozenset("value amount quantity number input expression".split())
 PREPOSITIONS = frozenset("from to into at by for since until before after".split())
+TIMES = frozenset("since until before after".split())  # ... of those, the ones of time ("since when", not worded)
 # Words that tie a label to what it is of, and so end none ("Meeting at 10am" labels nothing "meeting at")
 LINKS = frozenset("at by for from in of on to with".split())
 # words of four letters or more that a person searching a text by one of its words never picks ("about", not "budget")
@@ -494,3 +497,19 @@ def stated(value: object) -> list[str]:
     """The names a known query's question states, as it words them ("orders", "product id")."""
     found = known(value)
     return list(_words(found[1]).values()) if found is not None else []
+
+
+def misplaced_path(value: Any, key: str = "") -> bool:
+    """Whether a value holds a path where nothing named a path is asked for (a relation "to /srv/memory.jsonl", the
+    server's own file, which exploring sends anywhere first): no one writes or asks that."""
+    if isinstance(value, dict):
+        return any(misplaced_path(v, str(k)) for k, v in value.items())
+    if isinstance(value, list):
+        return any(misplaced_path(v, key) for v in value)
+    places = ("path", "url", "glob")  # (and where a move starts or ends: `source`, `destination`)
+    return (
+        isinstance(value, str)
+        and value.startswith("/")
+        and not any(described_as(p, key, "") for p in places)
+        and not (set(words_of(key)) & set(ENDS))
+    )

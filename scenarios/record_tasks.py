@@ -21,6 +21,7 @@ from mcprl.scenarios.lexicon import (
     NAME_KEYS,
     NOT_KINDS,
     PREPOSITIONS,
+    TIMES,
     participle,
     shaped,
     singular,
@@ -168,6 +169,8 @@ def field_tasks(
             # (a field a preposition names, "from" of an email, is asked after the thing it is of: "Who is the email
             # ... from?", never as a line of a listing a field picks out, "the to where ...")
             after = asked in PREPOSITIONS
+            if asked in TIMES:
+                continue  # (a time a preposition names is asked "since when", which no template words)
             # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user
             # might; one question is worded one way, whichever call grounds it, so that duplicates stay duplicates
             if topic is not None and held[field] == 1 and not after and (label is None or rng.random() < 0.5):
