@@ -8,7 +8,9 @@ reads otherwise than the first one did (a file of its own): its writes stop ther
 user's files (`ServerSpec.private_copy`) is isolated, and a tool whose write changed the files there is retired
 after it (`Exploration.withheld`): a task does not ask to change the user's repository or database, while a
 write kept in the server's process (a project registered, a working folder set) is explored on; a tool never
-seen answering there is withheld too (what it would change is not known). The session of
+seen answering there is withheld too (what it would change is not known). A read that answered only after such a
+write in its session is made again at a later session's start, before its writes (`unwritten`), and a write that
+answered on the copies without changing them spends no share of the writes (`unchanging`). The session of
 that first write, and the one checking after it, run with a home folder of their own
 (`ServerSpec.private_home`), where the server reads as it did in the user's: a server that keeps its
 state under the home (`~/.local/share/<app>`) writes into that one, is then given one per session
@@ -28,8 +30,9 @@ calls: first the tools not called yet, then by what they gave (a tool whose answ
 called more than one that repeats itself, one that has not answered yet keeps getting tries). No
 call is made twice (one that failed would fail again, a read would say the same, a write would do
 what was seen done), but the reads repeated after a write to see what it changed (until writes are
-found to change nothing read back); a tool whose last `retire_after` calls failed, or that has nothing
-new to be sent, gets no more calls, and the record says which errors it gave and which sources were tried.
+found to change nothing read back); a tool whose last `retire_after` calls failed, or whose last answers to them
+said nothing of a state that held something, or that has nothing new to be sent, gets no more calls, and the record
+says which errors it gave and which sources were tried; sessions that make no call end the search.
 A parameter that many tools require, that no made-up value worked for and no result named, is a handle
 (`Exploration.handles`: the id of a session a load opens, another in every process): the tools that take it wait
 while others are left to call (the load); once a write's result gave one that worked, a session whose tools take it
