@@ -33,6 +33,7 @@ from mcprl.scenarios.record_tasks import field_tasks, listing_tasks
 from mcprl.scenarios.replay import chain_of
 from mcprl.scenarios.results import (
     failed_items,
+    flatten,
     found_nothing,
     listing_of,
     result_data,
@@ -406,13 +407,13 @@ def candidates(
             own = call.model_copy(update={"structured": {k: v for k, v in data.items() if k != wrapped[0]}})
             made += field_tasks(own, states, chain, rng, unasked[call.tool], saying, queries, noun, state)
         out += _after(made, steps, stated_before)
-    # (a field that holds a path where its name asks for none holds what exploring wrote there: "What is the relation
-    # from?" -> the server's own file)
-    # ... nor a read sent one so: `open_nodes` of names "/srv/memory.jsonl")
+    # (no task on a call sent a path where none is asked for, `open_nodes` of names "/srv/memory.jsonl", nor one
+    # that states or is answered by what a write was sent so: "What is the relation from?" -> the server's own file)
+    wrote = {str(v) for c in calls if c.writes for k, v in flatten(c.arguments) if misplaced_path(v, k)}
     return [
         t
         for t in out
-        if not (t.metadata.get("field") and misplaced_path({t.metadata["field"]: t.answer}))
+        if not wrote & {str(t.answer), *map(str, t.metadata.get("given", []))}
         and not any(misplaced_path(c.arguments) for c in t.reference)
     ]
 

@@ -808,9 +808,12 @@ def test_a_key_that_is_a_value_names_no_field_to_ask_for():
     # a preposition's field is asked after what it is of, as people ask it: never "the from of the email"
     text = "From: Aisha Bello\nTo: Alex Morgan\nSince: 2019\nSubject: Lunch on Tuesday?"
     call = ExploredCall(index=0, session=0, tool="read_email", arguments={"email_id": "msg-0143"}, text=text)
-    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
-    assert {"Aisha Bello", "Alex Morgan"} <= {t.answer for t in tasks}
-    assert not any(re.search(r"\bthe (?:from|to|since) of\b| since\?$", t.task) for t in tasks), [t.task for t in tasks]
+    relations = json.dumps([{"from": "Bob", "type": "knows"}, {"from": "Ann Lee", "type": "manages"}])
+    listed = ExploredCall(index=1, session=0, tool="read_graph", arguments={}, text=relations)
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=[call, listed]), {}, seed=seed)]
+    assert {"Aisha Bello", "Alex Morgan", "knows"} <= {t.answer for t in tasks}
+    said = r"\bthe (?:from|to|since) (?:of|is)\b| since\?$| of (?:from|to)\b"
+    assert not any(re.search(said, t.task) for t in tasks), [t.task for t in tasks]
 
 
 def test_no_write_task_states_a_path_where_its_write_asks_for_no_path():
@@ -842,13 +845,15 @@ def test_no_write_task_states_a_path_where_its_write_asks_for_no_path():
     assert write_tasks("create_relations", {"relations": [{"from": "Ann Lee", "to": "Porto office"}]})
     assert not write_tasks("create_relations", {"relations": [{"from": "Ann Lee", "to": "/srv/memory.jsonl"}]})
     assert write_tasks("copy_file", {"source": "/srv/a.txt", "destination": "/srv/b.txt"})
-    # nor is a read that was sent one so asked for, nor a field that holds one where its name asks for none
+    # nor is a read that was sent one so asked for, nor a field that holds what a write was sent so
     node = json.dumps({"name": "Garden plan", "entityType": "place"})
     opened = ExploredCall(index=0, session=0, tool="open_nodes", arguments={"names": ["/srv/memory.jsonl"]}, text=node)
-    relation = json.dumps({"from": "/srv/memory.jsonl", "relationType": "event"})
-    graph = ExploredCall(index=1, session=0, tool="read_graph", arguments={}, text=relation)
-    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=[opened, graph]), {}, seed=seed)]
-    assert tasks and not any("open_nodes" in t.tools or t.answer == "/srv/memory.jsonl" for t in tasks), [
+    made = {"relations": [{"from": "/srv/memory.jsonl", "relationType": "event"}]}
+    write = ExploredCall(index=1, session=0, tool="create_relations", arguments=made, text="made", writes=True)
+    listed = [made["relations"][0], {"from": "Ann Lee", "relationType": "knows"}]
+    graph = ExploredCall(index=2, session=0, tool="read_graph", arguments={}, text=json.dumps(listed))
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=[opened, write, graph]), {}, seed=seed)]
+    assert tasks and not any("open_nodes" in t.tools or "/srv/memory.jsonl" in f"{t.task} {t.answer}" for t in tasks), [
         (t.task, t.answer) for t in tasks
     ]
 
