@@ -409,7 +409,9 @@ def candidates(
         out += _after(made, steps, stated_before)
     # (no task on a call sent a path where none is asked for, `open_nodes` of names "/srv/memory.jsonl", nor one
     # that states or is answered by what a write was sent so: "What is the relation from?" -> the server's own file)
-    wrote = {str(v) for c in calls if c.writes for k, v in flatten(c.arguments) if misplaced_path(v, k)}
+    sent = [(c, k, v) for c in calls for k, v in flatten(c.arguments) if isinstance(v, str) and v.startswith("/")]
+    placed = {v for _, k, v in sent if not misplaced_path(v, k)}  # (a path sent where one is asked is the user's)
+    wrote = {v for c, k, v in sent if c.writes and v not in placed}
     return [
         t
         for t in out

@@ -853,6 +853,20 @@ def test_no_write_task_states_a_path_where_its_write_asks_for_no_path():
     listed = [made["relations"][0], {"from": "Ann Lee", "relationType": "knows"}]
     graph = ExploredCall(index=2, session=0, tool="read_graph", arguments={}, text=json.dumps(listed))
     tasks = [t for seed in range(4) for t in candidates(Exploration(calls=[opened, write, graph]), {}, seed=seed)]
+    # ... but a path sent where one is asked too is the user's file, stated where a task asks of it (excel-mcp-server's
+    # workbook, sent also as a sheet by a write)
+    book = ExploredCall(
+        index=3,
+        session=1,
+        tool="clear_range",
+        arguments={"path": "/srv/a.xlsx", "sheet": "/srv/a.xlsx"},
+        text="{}",
+        writes=True,
+    )
+    read = ExploredCall(
+        index=4, session=2, tool="describe_sheet", arguments={"path": "/srv/a.xlsx"}, text='{"used_range": "A1:C4"}'
+    )
+    assert any("/srv/a.xlsx" in t.task for t in candidates(Exploration(calls=[book, read]), {}, seed=0))
     assert tasks and not any("open_nodes" in t.tools or "/srv/memory.jsonl" in f"{t.task} {t.answer}" for t in tasks), [
         (t.task, t.answer) for t in tasks
     ]
