@@ -16,6 +16,7 @@ import re
 import shutil
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -316,13 +317,29 @@ def clock_bound(text: str, answer: Any, now: datetime.datetime | None = None, *,
 
 
 def clock_moved(spec: ServerSpec) -> ServerSpec | None:
-    """`spec`'s server started with its clock `CLOCK_MOVE` ahead (by libfaketime's `faketime`, where it is
-    installed); None where it cannot be: a server behind a URL, or no `faketime`."""
+    """`spec`'s server started with its clock `CLOCK_MOVE` ahead (libfaketime, preloaded where its `faketime` is
+    installed); None where it cannot be: a server behind a URL, or no libfaketime."""
     faketime = shutil.which("faketime")
     if spec.transport != "stdio" or faketime is None:
         return None
+    # the library itself, not the `faketime` program: that one makes a semaphore named by its process id and leaves
+    # it behind when it is killed, and a later process given that id cannot start ("only works on platforms that
+    # support the sem_open() system call")
+    prefix = Path(faketime).resolve().parent.parent
+    library = next(
+        (
+            p
+            for pattern in ("lib*/faketime/libfaketime.so.1", "lib*/*/faketime/libfaketime.so.1")
+            for p in prefix.glob(pattern)
+        ),
+        None,
+    )
+    if library is None:
+        return None
+    preloaded = spec.env.get("LD_PRELOAD", "")
     # an offset, not a date: the clock goes on from there, and the server's timers keep time
-    return spec.model_copy(update={"command": [faketime, "-f", CLOCK_MOVE, *spec.command]})
+    moved = {"LD_PRELOAD": ":".join(filter(None, [str(library), preloaded])), "FAKETIME": CLOCK_MOVE}
+    return spec.model_copy(update={"env": {**spec.env, **moved}})
 
 
 def text_parameter(tool: dict[str, Any]) -> str | None:

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 DATA_FILE = r"\.(db|sqlite3?|duckdb|jsonl?|ndjson|csv|ya?ml|toml|txt|xlsx?|parquet)$"
 # variables that tell a program where programs, libraries and the user's things are, not what it works on
 RUNTIME_VARIABLES = frozenset(
-    "PATH PYTHONPATH PYTHONHOME VIRTUAL_ENV NODE_PATH NODE_OPTIONS LD_LIBRARY_PATH DYLD_LIBRARY_PATH CLASSPATH GOPATH "
-    "HOME TMPDIR TEMP TMP PWD XDG_CONFIG_HOME XDG_DATA_HOME XDG_CACHE_HOME".split()
+    "PATH PYTHONPATH PYTHONHOME VIRTUAL_ENV NODE_PATH NODE_OPTIONS LD_LIBRARY_PATH LD_PRELOAD DYLD_LIBRARY_PATH "
+    "CLASSPATH GOPATH HOME TMPDIR TEMP TMP PWD XDG_CONFIG_HOME XDG_DATA_HOME XDG_CACHE_HOME".split()
 )
 MAX_COPY_FILES = 20_000  # what a session copies at most, in files ...
 MAX_COPY_BYTES = 100 * 2**20  # ... and in bytes: a tenth of a second or so on a disk, once per rollout

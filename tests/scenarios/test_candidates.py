@@ -898,6 +898,32 @@ def test_a_record_read_again_after_a_write_or_with_its_clock_moved_is_no_other_r
     assert 4096 in {t.answer for t in tasks}, [(t.task, t.answer) for t in tasks]
 
 
+def test_a_weekday_every_call_read_off_the_clock_at_one_hour_is_no_constant():
+    """mcp-server-time's `get_current_time`, called for four zones between 05:00 and 15:00 UTC, says the same weekday
+    for each (a flag likewise): read as a constant, the tool grounded nothing at that hour and the clock test failed
+    there. A value of a record that states the clock's date, of the kind the clock gives, is asked for (live where
+    it moves with the clock)."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    now = datetime.datetime.now(datetime.UTC)
+    weekday = now.strftime("%A")
+    calls = [
+        ExploredCall(
+            index=i,
+            session=0,
+            tool="get_current_time",
+            arguments={"timezone": zone},
+            text=json.dumps({"timezone": zone, "datetime": now.isoformat(), "day_of_week": weekday, "is_dst": False}),
+        )
+        for i, zone in enumerate(["Europe/London", "Etc/UTC", "America/New_York", "Asia/Tokyo"])
+    ]
+    tasks = candidates(Exploration(calls=calls), {}, seed=0)
+    assert weekday in {t.answer for t in tasks}, [(t.task, t.answer) for t in tasks]
+    old = [c.model_copy(update={"text": c.text.replace(now.isoformat(), "2024-03-10T10:00:00")}) for c in calls]
+    assert weekday not in {t.answer for t in candidates(Exploration(calls=old), {}, seed=0)}  # no clock: a constant
+
+
 def test_a_listing_beside_the_properties_of_what_holds_it_is_its_records_each_named_by_its_name():
     """excel-mcp-server's `describe_workbook`: `{"sheets": [...], "doc_properties": {...}}` was read as one record
     whose `name` and `used_range` came twice, so it grounded nothing. A list of objects beside objects of properties
