@@ -12,8 +12,9 @@ dumps only the keys it was given (and its `kind`), so a file read and written ag
                                                      `"on": "read_back"`: the result of the scenario's read-back
                                                      call, made in the rollout's session after it (state changes);
                                                      `"live": {"tool", "arguments", "field"}`: the value that call,
-                                                     made in the episode, gave at `field` of its JSON result (a
-                                                     server that answers anew each time: dice, the clock)
+                                                     made in the episode, gave at `field` of its JSON result, or
+                                                     on its line so labelled (a server that answers anew each
+                                                     time: dice, the clock)
     {"kind": "regex", "pattern": "\\b42\\b"}        1 if the pattern matches anywhere (`ignore_case` optional)
     {"kind": "json_field", "field": "order.total", "value": 12.5}  parse the answer as JSON, compare a field
     {"kind": "python", "function": "pkg.module:fn"}  fn(scenario, trajectory) -> float
@@ -123,12 +124,35 @@ def field_at(data: Any, path: str) -> Any:
     return data
 
 
+LABEL = re.compile(r"[A-Za-z][\w .'/-]*")
+
+
+def labelled(cell: str) -> tuple[str, str] | None:
+    """A `key: value` cell's key and value, where the key is a label (words, "Commit", "new file"), not code
+    that holds a colon (`return {"city": city}`); else None."""
+    key, sep, value = cell.partition(": ")
+    if sep and len(key) <= 30 and value.strip() and LABEL.fullmatch(key.strip()):
+        return key.strip(), value.strip()
+    return None
+
+
+def labelled_lines(text: str) -> list[tuple[str, str]]:
+    """The `label: value` lines of a text ("Day: Wednesday"), each as its label and value."""
+    return [pair for line in text.splitlines() if (pair := labelled(line.strip())) is not None]
+
+
 def value_at(text: str, path: str) -> Any:
-    """The one value (a number, a text, a flag) at `path` (`field_at`) of a JSON text; None where the text is no
-    JSON or holds no such value there. A live answer (`LiveValue`) is read so where it is written and checked."""
+    """The one value (a number, a text, a flag) at `path` (`field_at`) of a JSON text, or of a text that is no JSON
+    the value of its one line labelled `path` (`labelled_lines`); None where there is no such one value. A live
+    answer (`LiveValue`) is read so where it is written and checked."""
     try:
-        value = field_at(json.loads(text), path)
-    except (ValueError, KeyError, IndexError, TypeError):
+        data = json.loads(text)
+    except ValueError:
+        values = [value for label, value in labelled_lines(text) if label == path]
+        return values[0] if len(values) == 1 else None
+    try:
+        value = field_at(data, path)
+    except (KeyError, IndexError, TypeError):
         return None
     return None if isinstance(value, (dict, list)) else value
 
@@ -199,7 +223,8 @@ class ContainsCheck(BaseCheck):
 class LiveValue(BaseModel):
     """An answer the server gives anew each time (a roll of dice, the clock, live data): the value that the
     episode's own call of `tool` with `arguments` gave at `field` of its JSON result (a dotted path, "" for the
-    whole result), not a value fixed when the task was written."""
+    whole result) or, of a text, on its line labelled `field` (`value_at`), not a value fixed when the task was
+    written."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -21,7 +21,16 @@ from typing import Any
 
 import anyio
 
-from mcprl.checks import HoldsCheck, LiveValue, holds_answer, live_of, normalize_text, value_at
+from mcprl.checks import (
+    HoldsCheck,
+    LiveValue,
+    holds_answer,
+    labelled_lines,
+    live_of,
+    normalize_text,
+    same_value,
+    value_at,
+)
 from mcprl.scenarios.explored import ExploredCall, source_call
 from mcprl.scenarios.results import ISO_DATE, answer_paths, clock_spans, counted, result_values
 from mcprl.tools import ServerGone, ServerSpec, ToolPool, ToolSession
@@ -129,10 +138,11 @@ def names_again(task: Scenario, replayed: str) -> bool:
 def live_task(task: Scenario, replays: list[str]) -> Scenario | None:
     """`task` checked by the value its call gives in each episode (`HoldsCheck.live`), for a server that answers
     anew each time (dice, the clock, live data): where its one call's JSON result gave the answer at one place
-    (the field the task asks for, where several held it) and every replay gives a value there too. None for a
+    (the field the task asks for, where several held it), or its text on one labelled line ("Day: Wednesday"), and
+    every replay gives a value there too. None for a
     task that cannot be asked so: a count, a listing, a write read back, a chain whose call takes an earlier
     result's value (an episode's would differ), one `shortcut` gave (known to be the task's by the answer it gave,
-    which a value given anew shows nothing of), an answer in text no path reaches."""
+    which a value given anew shows nothing of), an answer in text no path or label reaches."""
     if (
         not isinstance(task.check, HoldsCheck)
         or task.read_back is not None
@@ -145,8 +155,8 @@ def live_task(task: Scenario, replays: list[str]) -> Scenario | None:
     call = task.reference[0]
     try:  # JSON, as the judge reads it (`value_at`), not a Python literal the grounding also reads
         paths = answer_paths(json.loads(call.result), task.answer)
-    except ValueError:
-        return None
+    except ValueError:  # a text: the lines labelled so ("Day: Wednesday")
+        paths = [label for label, value in labelled_lines(call.result) if same_value(value, task.answer)]
     if len(paths) > 1 and (field := task.metadata.get("field")):
         paths = [p for p in paths if p.rpartition(".")[2] == field]
     if len(paths) != 1 or any(value_at(r, paths[0]) is None or not names_again(task, r) for r in replays):

@@ -19,7 +19,7 @@ from typing import Any
 from partial_json_parser import Allow
 from partial_json_parser import loads as loads_partial
 
-from mcprl.checks import same_value
+from mcprl.checks import labelled, same_value
 from mcprl.scenarios.lexicon import ERROR_FIELDS, IRREGULAR_PARTICIPLES, LINKS, OUTCOMES, participle
 from mcprl.tools.convert import reports_error, untruncated
 
@@ -226,18 +226,6 @@ def answer_paths(data: Any, answer: Any, path: str = "") -> list[str]:
     if isinstance(data, list):
         return [p for i, v in enumerate(data) for p in answer_paths(v, answer, f"{path}.{i}" if path else str(i))]
     return [path] if data is not None and same_value(data, answer) else []
-
-
-LABEL = re.compile(r"[A-Za-z][\w .'/-]*")
-
-
-def labelled(cell: str) -> tuple[str, str] | None:
-    """A `key: value` cell's key and value, where the key is a label (words, "Commit", "new file"), not code
-    that holds a colon (`return {"city": city}`); else None."""
-    key, sep, value = cell.partition(": ")
-    if sep and len(key) <= 30 and value.strip() and LABEL.fullmatch(key.strip()):
-        return key.strip(), value.strip()
-    return None
 
 
 CSV_HEADER = re.compile(r"[A-Za-z_][\w ]{0,39}")  # a CSV table's column name

@@ -193,3 +193,16 @@ def test_a_live_answer_is_the_value_the_episodes_own_call_gave():
     # the written form is kept: dumped and read again, the check is the same
     assert Scenario.model_validate_json(s.model_dump_json()).check == s.check
     assert s.model_dump()["check"] == check
+
+
+def test_a_live_answer_of_a_text_is_the_value_on_the_line_its_label_names():
+    """A clock that answers in lines of text (mcp-simple-timeserver's "Day: Wednesday"): the value is read from the
+    episode's own result on the one line labelled as the task's field; none where no line, or two, are so labelled."""
+    check = {"kind": "holds", "live": {"tool": "get_local_time", "field": "Day"}}
+    s = Scenario(id="s", task="What day of the week is it here?", answer="Wednesday", check=check)
+    judge = checker_for(s)
+    now = "Current Time: 2027-06-04 12:00:01\nDay: Friday\nTimezone: UTC"
+    assert judge(s, episode([("get_local_time", {}, now)], "It is Friday.")) == 1.0
+    assert judge(s, episode([("get_local_time", {}, now)], "Wednesday")) == 0.0
+    assert judge(s, episode([("get_local_time", {}, now.replace("Day:", "Weekday:"))], "Friday")) == 0.0
+    assert judge(s, episode([("get_local_time", {}, f"{now}\nDay: Saturday")], "Friday")) == 0.0

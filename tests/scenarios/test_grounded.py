@@ -611,3 +611,26 @@ async def test_a_server_started_with_its_clock_moved_reads_it_moved_where_a_kill
         for p in left:
             p.unlink(missing_ok=True)
     assert abs(then - time.time() - float(CLOCK_MOVE.strip("+h")) * 3600) < 600
+
+
+def test_a_clock_answer_in_lines_of_text_is_asked_live_by_its_label():
+    """mcp-simple-timeserver answers in `label: value` lines, no JSON: its weekday, another with the clock moved,
+    was dropped as holding only today, so that the server grounded 2 tasks. It is asked live, read from the
+    episode's own result on the line so labelled, where one line holds it and every replay has that line."""
+    import datetime
+
+    from mcprl.checks import HoldsCheck, value_at
+    from mcprl.scenarios.replay import live_task
+
+    now = datetime.datetime.now(datetime.UTC)
+    text = f"Current Time: {now:%Y-%m-%d %H:%M:%S}\nDay: {now:%A}\nTimezone: UTC"
+    call = ReferenceCall(tool="get_local_time", arguments={}, result=text)
+    task = Scenario(
+        id="t", task="What day is it?", answer=f"{now:%A}", check=HoldsCheck(), reference=[call], tools=[call.tool]
+    )
+    later = "Current Time: 2027-06-04 12:00:01\nDay: Friday\nTimezone: UTC"
+    live = live_task(task, [later, later])
+    assert live is not None and live.check.live.field == "Day" and value_at(later, live.check.live.field) == "Friday"
+    assert live_task(task, [later.replace("Day:", "Weekday:")]) is None  # a replay without that line
+    twice = task.model_copy(update={"reference": [call.model_copy(update={"result": f"{text}\nDay: {now:%A}"})]})
+    assert live_task(twice, [later]) is None  # two lines hold it: which one the task asks for is not known
