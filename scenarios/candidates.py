@@ -141,11 +141,26 @@ def candidates(
     # writes that are no step of a task: those that stayed past the process, and those that changed the user's files
     stays = {*exploration.outlived, *exploration.withheld}
     # a call that said what a call of the same tool with fewer of its arguments said (a filter that changed
-    # nothing: `git_log` with `end_timestamp` "Bob") is asked for as the plainest of those
+    # nothing: `git_log` with `end_timestamp` "Bob") is asked for as the plainest of those: said beyond the clock,
+    # and with a value the plainer call was not sent said back where that one said its schema's default (an NTP
+    # server's name the server did not use: "UTC time from using: ..." said what "from pool.ntp.org: ..." did)
     said_alike: dict[tuple[str, str], list[ExploredCall]] = defaultdict(list)
+    answered: dict[str, list[ExploredCall]] = defaultdict(list)  # tool -> its calls that answered
     for call in calls:
         if not call.is_error and (prepares or call.reads_back is None):
             said_alike[call.tool, call.text].append(call)
+            answered[call.tool].append(call)
+    beyond_clock = {c.index: gist(c.text, {}) for found in answered.values() for c in found}
+
+    def says_as(plainer: ExploredCall, call: ExploredCall) -> bool:
+        """Whether `call` said what `plainer`, sent some of its arguments alike and no other, said."""
+        if not all(k in call.arguments and call.arguments[k] == v for k, v in plainer.arguments.items()):
+            return False
+        text, default = plainer.text, defaults.get(call.tool, {})
+        for k, v in call.arguments.items():
+            if k not in plainer.arguments and isinstance(v, str) and isinstance(d := default.get(k), str) and d:
+                text = text.replace(d, v)
+        return (gist(text, {}) if text != plainer.text else beyond_clock[plainer.index]) == beyond_clock[call.index]
 
     # session -> where a write that is no step of a task first answered in it: what was read after it asks nothing
     kept_from: dict[int, int] = {}
@@ -153,16 +168,16 @@ def candidates(
         if call.writes and not call.is_error and call.tool in stays:
             kept_from.setdefault(call.session, call.index)
 
+    plain: dict[int, ExploredCall] = {}
+
     def plainest(call: ExploredCall) -> ExploredCall:
-        fewer = [
-            c
-            for c in said_alike[call.tool, call.text]
-            if all(k in call.arguments and call.arguments[k] == v for k, v in c.arguments.items())
-        ]
-        # (the fewest arguments; of those, one read before any such write, as a read made again clean was)
-        return min(
-            [call, *fewer], key=lambda c: (len(c.arguments), c.index > kept_from.get(c.session, c.index), c.index)
-        )
+        if call.index not in plain:
+            fewer = [c for c in answered[call.tool] if call.index in beyond_clock and says_as(c, call)]
+            # (the fewest arguments; of those, one read before any such write, as a read made again clean was)
+            plain[call.index] = min(
+                [call, *fewer], key=lambda c: (len(c.arguments), c.index > kept_from.get(c.session, c.index), c.index)
+            )
+        return plain[call.index]
 
     # a field that held one value in every record a tool returned ("To: <the user>") tells no record apart; one that
     # held only 0 and 1 (a flag: SQLite's `pk`) or counted its records from 0 (a position: `cid`) is no fact a person

@@ -65,6 +65,36 @@ def test_no_task_states_a_filter_that_changed_nothing():
     assert any(t.reference[-1].arguments == {"max_count": 1} for t in tasks)  # it changed what the call said
 
 
+def test_no_task_states_a_value_the_server_said_back_in_place_of_its_default_and_did_not_use():
+    """mcp-simple-timeserver's `get_utc` sent `server` "using" or "holiday" (words of other results) said what it
+    said sent none, the default's name ("pool.ntp.org") put as the value sent, at another second of the clock:
+    "What is the day of the utc time from an ntp server using?" was kept. Each is asked of the plain call; a value
+    that changed what the call said stays."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    def utc(server: str, second: int, day: str = "Wednesday") -> str:
+        now = datetime.datetime.now(datetime.UTC).replace(second=second)
+        return f"Current UTC Time from {server}: {now:%Y-%m-%d %H:%M:%S}\nDay: {day}\n(Note: using local server time)"
+
+    sent = [
+        ({}, utc("pool.ntp.org", 1)),
+        ({"server": "using"}, utc("using", 5)),
+        ({"server": "holiday"}, utc("holiday", 9)),
+    ]
+    sent.append(({"server": "time.nist.gov"}, utc("time.nist.gov", 12, "Thursday")))  # (another answer: it is used)
+    calls = [
+        ExploredCall(index=i, session=0, tool="get_utc", arguments=arguments, text=text)
+        for i, (arguments, text) in enumerate(sent)
+    ]
+    defaults = {"get_utc": {"server": "pool.ntp.org"}}
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed, defaults=defaults)]
+    stated = [f"{t.task} {[c.arguments for c in t.reference]}" for t in tasks]
+    assert not any(w in said for said in stated for w in ("using", "holiday")), stated
+    assert any(t.reference[-1].arguments == {} for t in tasks)
+    assert any(t.reference[-1].arguments == {"server": "time.nist.gov"} for t in tasks)
+
+
 def test_a_text_a_tool_gave_whatever_it_was_asked_answers_no_task():
     """A lookup that said "Task not found" for three ids answers that to anything: no task asks for it, for any of
     them; a record it found is still asked about, and a value three calls share that is a number (a sum) stays."""
