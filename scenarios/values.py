@@ -57,6 +57,7 @@ from mcprl.scenarios.lexicon import (
     FORMATTED,
     FUNCTION_WORDS,
     IDENTIFIER,
+    IDENTIFYING,
     NAME_KEYS,
     PLAIN,
     composed,
@@ -131,6 +132,14 @@ class SeenValue(BaseModel):
     field: str
     call: int
     session: int = 0
+    tool: str = ""  # the tool whose result held it
+
+    @property
+    def arm(self) -> str:
+        """The arm it is drawn from: its field's (`result.status`); a record's name or id by its tool's too
+        (`result.register_project.name`), which names what it names: a project's, for a `project` parameter."""
+        identifying = self.tool and self.field.rpartition(".")[2] in IDENTIFYING
+        return f"result.{self.tool}.{self.field}" if identifying else f"result.{self.field}"
 
 
 @dataclass
@@ -539,7 +548,7 @@ class Knowledge:
         arms["context"] = fit([v for v in self.context if "://" not in v or described_as("url", name, description)])
         for v in seen:
             if fits_type(v.value, kinds) and valid(coerce(v.value, schema)):
-                arms.setdefault(f"result.{v.field}", []).append((v.value, v.call if v.session == session else None))
+                arms.setdefault(v.arm, []).append((v.value, v.call if v.session == session else None))
         searched = ("string" in kinds or kinds == [None]) and described_as(PLAIN, name, description)
         # (a parameter of a form of its own, a date or a path, takes no word: "until Stone" filters nothing)
         wordy = searched or not any(described_as(shape, name, description) for shape in FORMATTED)
@@ -626,7 +635,7 @@ class Knowledge:
             len(sent_by) >= AWAITING
             and not self.worked.get(name)
             and not self.named.get(name)
-            and not any(issued_as(f"result.{v.field}", name) for v in self.seen)
+            and not any(issued_as(v.arm, name) for v in self.seen)
         )
 
     def fixed(self, name: str) -> bool:
@@ -731,7 +740,11 @@ class Knowledge:
                     d for d in leaves if any(len(w) > 3 and re.search(rf"\b{w}s?\b", lowered) for w in _stems(d.name))
                 ]
                 named = worded if len({d.name for d in worded}) == 1 else []
-            if failed := failed_items(text, args):  # a result per item: those it says failed, not the ones it read
+            # a result per item: those it says failed, not the ones it read; but not where the error names by its name
+            # a parameter sent that value too ("no folder '340 bytes'" of a folder and an item of `exclude` both
+            # sent it)
+            failed = failed_items(text, args)
+            if failed and not any(name_in(d.name, lowered) and str(d.value) in failed for d in named):
                 named = [d for d in leaves if d.path.endswith("[]") and str(d.value) in failed]
             by_name = [d for d in named if name_in(d.name, lowered)]
             one_value = len({repr(d.value) for d in named}) == 1
@@ -786,7 +799,7 @@ class Knowledge:
                 self.issued[d.name][call_key(*parent)].add(str(d.value))
         # a long text is prose, and a line ending in a colon a heading ("Staged changes:"): no values to pass on
         seen = [
-            SeenValue(value=v, field=k, call=index, session=session)
+            SeenValue(value=v, field=k, call=index, session=session, tool=tool)
             for k, v in values
             if not (isinstance(v, str) and (len(v) > LONG_VALUE or v.rstrip().endswith(":")))
         ]
@@ -794,6 +807,10 @@ class Knowledge:
             self.holding.add(session)
         if index < self.state_from.get(session, index + 1):  # the state a fresh server starts in
             self.initial |= {repr(n.value) for n in seen}
+        # a value a write of this session gave is still the write's where a read says it again (a project registered,
+        # then listed): the write issued it, and is made first in a later session that sends it (`issuers`)
+        issued = {repr(s.value) for s in self.seen if s.session == session and self.made_at[s.call][0] in self.writers}
+        seen = [n for n in seen if repr(n.value) not in issued]
         self.seen = [s for s in self.seen if repr(s.value) not in {repr(n.value) for n in seen}] + seen
         self.seen = self.seen[-KNOWN_VALUES:]
         # a known query that lists names of a kind (a database's tables, a table's columns): its result's names are

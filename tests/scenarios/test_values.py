@@ -708,3 +708,69 @@ def test_a_query_is_sql_only_where_its_tool_or_description_says_so():
         for tool, drawn in sent.items()
     }
     assert sql["execute_query"] and not sql["find_cells"], sql
+
+
+def test_a_records_name_is_a_value_of_the_kind_its_tool_names():
+    """mcp-server-tree-sitter's tools take `project`, the name `register_project_tool` gave a project: a `name`
+    shares no word with `project`, so it was drawn as any result's field, and every call of 20 read tools was sent
+    a folder's path ("Project '/work/tp/effrepo' not found"). A record's name or id is drawn for a parameter its
+    tool's name names as trusted as a field of the parameter's name; another field of that tool's is not."""
+    import random
+
+    from mcprl.scenarios.values import NAMED_RESULT_PRIOR, Knowledge, SeenValue
+
+    knowledge = Knowledge([])
+    registered = [("name", "Garden plan"), ("root_path", "/srv/repo"), ("description", "Book a room")]
+    knowledge.seen = [SeenValue(value=v, field=f, call=0, tool="register_project_tool") for f, v in registered]
+    arms = knowledge._arms("project", {"type": "string"}, 0, random.Random(0))
+    named = {arm for arm in arms if knowledge.prior(arm, "project") == NAMED_RESULT_PRIOR}
+    assert {v for arm in named for v, _ in arms[arm]} == {"Garden plan"}, arms
+
+
+def test_a_value_a_write_gave_and_a_read_said_again_is_the_writes_to_make_first_in_a_fresh_session():
+    """mcp-server-tree-sitter: `register_project_tool` gave the project "Weekly report", `list_projects_tool` listed
+    it after, and `analyze_project` was sent it from the listing: no write was known to have issued it, so later
+    sessions (each a fresh server) sent it unregistered ("Project 'Weekly report' not found", 60 calls). The write
+    that gave it first in the session is where it came from: it is the value's issuer."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    knowledge = Knowledge([], writers=frozenset({"register_project"}), fresh_sessions=True)
+    project = json.dumps({"name": "Weekly report", "root_path": "/srv/repo"})
+    for index, (tool, args) in enumerate([("register_project", {"name": "Weekly report"}), ("list_projects", {})]):
+        knowledge.learn(
+            tool, args, [], index=index, session=0, text=project, is_error=False, error_kind=None,
+            values=[("name", "Weekly report"), ("root_path", "/srv/repo")],
+        )  # fmt: skip
+    schema = {"type": "object", "properties": {"project": {"type": "string"}}, "required": ["project"]}
+    for index in range(2, 12):
+        args, leaves = knowledge.arguments("analyze_project", schema, session=0, rng=random.Random(index))
+        knowledge.learn(
+            "analyze_project", args, leaves, index=index, session=0, text=project, is_error=False, error_kind=None,
+            values=[("files", 3)],
+        )  # fmt: skip
+        if args["project"] == "Weekly report":
+            break
+    assert args["project"] == "Weekly report"
+    assert "register_project" in knowledge.issuers["project"], dict(knowledge.issuers)
+
+
+def test_an_error_that_names_a_parameter_blames_it_and_not_a_list_item_sent_the_same_value():
+    """ "no folder '340 bytes'" of a call sent `folder` "340 bytes" and `exclude` ["340 bytes", "29 bytes"] was read as
+    a result per item that failed (the item "340 bytes"): the folder was not blamed, and sizes went on being sent
+    as folders. The parameter the error names by its name is to blame."""
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    knowledge = Knowledge([])
+    args = {"folder": "340 bytes", "exclude": ["340 bytes", "29 bytes"]}
+    leaves = [
+        Drawn(path="folder", name="folder", arm="result.q2.csv", value="340 bytes"),
+        Drawn(path="exclude[]", name="exclude", arm="result.q2.csv", value="340 bytes"),
+        Drawn(path="exclude[]", name="exclude", arm="result.x", value="29 bytes"),
+    ]
+    knowledge.learn(
+        "list_files", args, leaves, index=0, session=0, text="Error executing tool list_files: no folder '340 bytes'",
+        is_error=True, error_kind=None, values=[],
+    )  # fmt: skip
+    assert "'340 bytes'" in knowledge.refused["folder"] and not knowledge.refused["exclude"]
