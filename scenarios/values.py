@@ -57,7 +57,6 @@ from mcprl.scenarios.lexicon import (
     FORMATTED,
     FUNCTION_WORDS,
     IDENTIFIER,
-    IDENTIFYING,
     NAME_KEYS,
     PLAIN,
     composed,
@@ -132,14 +131,6 @@ class SeenValue(BaseModel):
     field: str
     call: int
     session: int = 0
-    tool: str = ""  # the tool whose result held it
-
-    @property
-    def arm(self) -> str:
-        """The arm it is drawn from: its field's (`result.status`); a record's name or id by its tool's too
-        (`result.register_project.name`), which names what it names: a project's, for a `project` parameter."""
-        identifying = self.tool and self.field.rpartition(".")[2] in IDENTIFYING
-        return f"result.{self.tool}.{self.field}" if identifying else f"result.{self.field}"
 
 
 @dataclass
@@ -548,7 +539,7 @@ class Knowledge:
         arms["context"] = fit([v for v in self.context if "://" not in v or described_as("url", name, description)])
         for v in seen:
             if fits_type(v.value, kinds) and valid(coerce(v.value, schema)):
-                arms.setdefault(v.arm, []).append((v.value, v.call if v.session == session else None))
+                arms.setdefault(f"result.{v.field}", []).append((v.value, v.call if v.session == session else None))
         searched = ("string" in kinds or kinds == [None]) and described_as(PLAIN, name, description)
         # (a parameter of a form of its own, a date or a path, takes no word: "until Stone" filters nothing)
         wordy = searched or not any(described_as(shape, name, description) for shape in FORMATTED)
@@ -635,7 +626,7 @@ class Knowledge:
             len(sent_by) >= AWAITING
             and not self.worked.get(name)
             and not self.named.get(name)
-            and not any(issued_as(v.arm, name) for v in self.seen)
+            and not any(issued_as(f"result.{v.field}", name) for v in self.seen)
         )
 
     def fixed(self, name: str) -> bool:
@@ -756,7 +747,10 @@ class Knowledge:
             def unproven(among: list[Drawn]) -> list[Drawn]:
                 return [d for d in among if repr(d.value) not in map(repr, self.worked.get(d.name, []))]
 
-            blamed = unproven(named or leaves) or unproven(leaves) or named or leaves
+            # (an error that names nothing, of a call that sent an empty object or list: that is the likelier
+            # fault, "near WHERE: syntax error" of a table's update sent no data, and no value is to blame)
+            empty = any(v in ({}, []) for v in args.values())
+            blamed = [] if empty and not named else unproven(named or leaves) or unproven(leaves) or named or leaves
             named = [d for d in named if d in blamed]
             self.failed_new.update(d.name for d in named if d in first)
             for d in named:
@@ -799,7 +793,7 @@ class Knowledge:
                 self.issued[d.name][call_key(*parent)].add(str(d.value))
         # a long text is prose, and a line ending in a colon a heading ("Staged changes:"): no values to pass on
         seen = [
-            SeenValue(value=v, field=k, call=index, session=session, tool=tool)
+            SeenValue(value=v, field=k, call=index, session=session)
             for k, v in values
             if not (isinstance(v, str) and (len(v) > LONG_VALUE or v.rstrip().endswith(":")))
         ]

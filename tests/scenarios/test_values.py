@@ -710,23 +710,6 @@ def test_a_query_is_sql_only_where_its_tool_or_description_says_so():
     assert sql["execute_query"] and not sql["find_cells"], sql
 
 
-def test_a_records_name_is_a_value_of_the_kind_its_tool_names():
-    """mcp-server-tree-sitter's tools take `project`, the name `register_project_tool` gave a project: a `name`
-    shares no word with `project`, so it was drawn as any result's field, and every call of 20 read tools was sent
-    a folder's path ("Project '/work/tp/effrepo' not found"). A record's name or id is drawn for a parameter its
-    tool's name names as trusted as a field of the parameter's name; another field of that tool's is not."""
-    import random
-
-    from mcprl.scenarios.values import NAMED_RESULT_PRIOR, Knowledge, SeenValue
-
-    knowledge = Knowledge([])
-    registered = [("name", "Garden plan"), ("root_path", "/srv/repo"), ("description", "Book a room")]
-    knowledge.seen = [SeenValue(value=v, field=f, call=0, tool="register_project_tool") for f, v in registered]
-    arms = knowledge._arms("project", {"type": "string"}, 0, random.Random(0))
-    named = {arm for arm in arms if knowledge.prior(arm, "project") == NAMED_RESULT_PRIOR}
-    assert {v for arm in named for v, _ in arms[arm]} == {"Garden plan"}, arms
-
-
 def test_a_value_a_write_gave_and_a_read_said_again_is_the_writes_to_make_first_in_a_fresh_session():
     """mcp-server-tree-sitter: `register_project_tool` gave the project "Weekly report", `list_projects_tool` listed
     it after, and `analyze_project` was sent it from the listing: no write was known to have issued it, so later
