@@ -757,3 +757,25 @@ def test_an_error_that_names_a_parameter_blames_it_and_not_a_list_item_sent_the_
         is_error=True, error_kind=None, values=[],
     )  # fmt: skip
     assert "'340 bytes'" in knowledge.refused["folder"] and not knowledge.refused["exclude"]
+
+
+def test_an_error_that_names_nothing_of_a_call_sent_an_empty_object_blames_no_value():
+    """mcp-sqlite-server's `update_records` sent `table` "products" and `data` {}: `SQLITE_ERROR: near "WHERE":
+    syntax error` names nothing, and was blamed on the one value sent, the table, which then went unsent to its
+    reads (`read_records` never answered). The empty object is the likelier fault: no value is blamed."""
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    knowledge = Knowledge([])
+    leaves = [Drawn(path="table", name="table", arm="result.name", value="products")]
+    knowledge.learn(
+        "update_records", {"table": "products", "data": {}, "conditions": {}}, leaves, index=0, session=0,
+        text='Error updating records: SQLITE_ERROR: near "WHERE": syntax error', is_error=True, error_kind=None,
+        values=[],
+    )  # fmt: skip
+    assert not knowledge.refused["table"]
+    knowledge.learn(
+        "read_records", {"table": "WHERE"}, [Drawn(path="table", name="table", arm="probe", value="WHERE")], index=1,
+        session=0, text='Error reading records: Table "WHERE" does not exist', is_error=True, error_kind=None,
+        values=[],
+    )  # fmt: skip
+    assert knowledge.refused["table"] == {"'WHERE'"}  # (an error that names the value still blames it)
