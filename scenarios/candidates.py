@@ -30,8 +30,9 @@ from mcprl.scenarios.lexicon import (
 )
 from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, noun_of, said, value_text
 from mcprl.scenarios.record_tasks import field_tasks, listing_tasks
-from mcprl.scenarios.replay import chain_of, clock_bound
+from mcprl.scenarios.replay import chain_of, of_clock_kind
 from mcprl.scenarios.results import (
+    clock_spans,
     failed_items,
     flatten,
     found_nothing,
@@ -192,16 +193,17 @@ def candidates(
     # (`detail_level: names`), not a filter's (`status: done` of a listing filtered by it, any status unfiltered)
     echoed: dict[tuple[str, str], bool] = {}
     unsent: dict[tuple[str, str], set[str]] = defaultdict(set)
-    # (tool, field) -> whether every value it held may have been read off the server's clock (`clock_bound`: a
-    # weekday, a flag, an offset beside today's date): calls made within a minute of each other all say "Wednesday"
-    # or "not daylight saving", which is the hour's doing, not a constant's
+    # (tool, field) -> whether every value it held may have been read off the server's clock (a weekday, a flag, an
+    # offset beside today's date: `of_clock_kind`): calls made within a minute of each other all say "Wednesday" or
+    # "not daylight saving", which is the hour's doing, not a constant's
     of_clock: dict[tuple[str, str], bool] = {}
     for call in calls:
         if not call.is_error:
+            states_now = bool(clock_spans(call.text))  # (once a call: a text's scan, not a value's)
             for record in result_records(call.data, call.structured):
                 for k, v in record:
                     values[call.tool, k].add(str(v))
-                    of_clock[call.tool, k] = of_clock.get((call.tool, k), True) and clock_bound(call.text, v)
+                    of_clock[call.tool, k] = of_clock.get((call.tool, k), True) and states_now and of_clock_kind(v)
                     # (a record read again that differs only in the clock is the same record)
                     held[call.tool, k].add((call_key(call.tool, plainest(call).arguments), gist(repr(record), {})))
                     if k in call.arguments:

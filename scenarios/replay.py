@@ -313,10 +313,12 @@ def clock_bound(text: str, answer: Any, now: datetime.datetime | None = None, *,
     rather than a name or a record's field (a commit's author stays). With `any_answer` (the server can be
     replayed with its clock moved, which keeps every answer that holds then too), any answer of such a result: a
     month's name in any calendar is read off the clock as a date is."""
-    if not clock_spans(text, now):
-        return False
-    if any_answer:
-        return True
+    return bool(clock_spans(text, now)) and (any_answer or of_clock_kind(answer))
+
+
+def of_clock_kind(answer: Any) -> bool:
+    """Whether a value is of a kind the clock gives: a date, a weekday, a flag or an offset (a number, "+6.0h",
+    "-04:00"), not a name."""
     said = str(answer).strip()
     return (
         ISO_DATE.search(said) is not None
