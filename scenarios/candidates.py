@@ -255,10 +255,14 @@ def candidates(
             taken = [k for c in chain for k in c.arguments if source_call(c.sources.get(k, "")) is not None]
             return None if set(exploration.handles) & set(taken) else (frozenset(), [], [])
         issued = frozenset(k for k in linked[-1] if k in exploration.handles)
-        if not issued:
+        stated = [value_text(v) for c in chain[:-1] for v in fixed_out(c).values()]
+        # (a handle whose value a call before was sent, a project's name its registering gave, is the user's own, the
+        # same each session: where the environment makes those calls before an episode, the task asks after them as
+        # after any write it does not say, stating the value: "What is the size of ... with project "Weekly report"?")
+        if not issued or prepares and all(value_text(chain[-1].arguments[k]) in stated for k in issued):
             return frozenset(), [], []
         steps = [say(c, ln) for c, ln in zip(chain[:-1], linked)]
-        return issued, steps, [value_text(v) for c in chain[:-1] for v in fixed_out(c).values()]
+        return issued, steps, stated
 
     # a table's columns, in order, as a known query that lists them answered: they name the cells of the table's
     # rows where a server prints them unnamed ("[(1, 'steel hammer', 12.5, 40)]")
@@ -425,7 +429,17 @@ def candidates(
             one = call if part is None else call.model_copy(update={"structured": part, "text": json.dumps(part)})
             named = noun if part is None else singular(" ".join(words_of(next(iter(part)))))
             made += listing_tasks(one, states, chain, saying, queries, state)
-            made += field_tasks(one, states, chain, rng, unasked[call.tool], saying, queries, named, state)
+            # (a part of one record is that record in what the call gives: "What is the relation in the graph
+            # from?", not "What is the graph from?")
+            says = saying
+            if (
+                part is not None
+                and saying is not None
+                and (whole := saying.phrase())
+                and len(next(iter(part.values()))) == 1
+            ):
+                says = Said(None, "", about=f"the {named} in {whole}")
+            made += field_tasks(one, states, chain, rng, unasked[call.tool], says, queries, named, state)
         if (wrapped := wrapped_listing(data)) is not None:  # ... and what is said of a listing it wraps: its total
             own = call.model_copy(update={"structured": {k: v for k, v in data.items() if k != wrapped[0]}})
             made += field_tasks(own, states, chain, rng, unasked[call.tool], saying, queries, noun, state)

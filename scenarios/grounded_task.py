@@ -15,7 +15,7 @@ from mcprl.checks import Check, HoldsCheck, holds_answer, normalize_text, number
 from mcprl.scenarios.explored import ExploredCall
 from mcprl.scenarios.phrasing import value_text
 from mcprl.scenarios.replay import needed
-from mcprl.scenarios.results import MESSAGE, NOTHING, result_records
+from mcprl.scenarios.results import ISO_DATE, MESSAGE, NOTHING, result_records
 from mcprl.tools.copies import SESSION_FOLDER
 from mcprl.types import ReferenceCall, Scenario
 
@@ -90,6 +90,8 @@ def one_number(text: str, words: int | None = None) -> float | int | None:
     ("$88.88", "37 units", but not "48 hours in Porto", "Invoice for March 2024")."""
     found = numbers(text)
     if len(found) != 1 or words is not None and len(re.findall(r"[A-Za-z]+", text)) > words:
+        return None
+    if ISO_DATE.search(text):  # a date or a time is no number ("2026-12-02T06:00:00-05:00" is not 0)
         return None
     if EXPRESSION.search(text) or APPLIED.fullmatch(text.strip()):  # a term of an expression ("pi/4", "2*x")
         return None

@@ -229,6 +229,15 @@ def said(
         value = value[0]  # (a list of one request: the files to read, one file)
     if not others and isinstance(value, dict) and value and key not in linked:
         args = value  # one object holding the call's parameters (a pydantic model's `request`): said as they are
+    # ... and a list of one object among them (a request's `ranges`, one range) as the fields it holds ("start 5 and
+    # end 7", not "ranges (start 5, end 7)"), where no other argument has one's name
+    one_item = {
+        k for k, v in args.items() if k not in linked and isinstance(v, list) and len(v) == 1 and isinstance(v[0], dict)
+    }
+    if one_item and all(args[k][0] for k in one_item):
+        fields = [f for k in one_item for f in args[k][0]]
+        if len(set(fields)) == len(fields) and not set(fields) & set(args):
+            args = {f: v for k, item in args.items() for f, v in (item[0] if k in one_item else {k: item}).items()}
     words = [w for w in words_of(title) if w not in FILLER] or words_of(title)
     one = [w for k in args for w in words_of(k)] if len(args) == 1 else []
     if len(words) > 2 and words[0] not in VERBS and words[1] in VERBS:  # a prefix naming the server: "github get issue"
@@ -270,6 +279,12 @@ def said(
             or names[k][0] == last
             and names[k][-1] not in KINDS
         )
+    ]
+    # (else the one named by identifying words alone: `file_path`, `file_name`)
+    naming = naming or [
+        k
+        for k, v in shown.items()
+        if k not in operands and plain(v) and not isinstance(v, list) and all(w in IDENTIFYING for w in names[k])
     ]
     named = naming if len(naming) == 1 else []
     apposed = bool(named) and last not in ABOUT_IT and (names[named[0]][-1] not in PATHS or singular(last) in PLACES)

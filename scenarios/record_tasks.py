@@ -211,21 +211,21 @@ def field_tasks(
                 # the line is where that is known ("of the commit whose message is ...", "of commit a1b2")
                 given = [value_text(key[1]), *(value_text(v) for v in args.values() if not shaped(v))]
                 said_key = spoken(key[0])
-                which = (
-                    f"where {quoted(key[1])} is {said_key}"
-                    if participle(said_key)
-                    else f"of the {kind or 'one'} {said_key} {quoted(key[1])}"  # ("of the relation from "Ann"")
-                    if said_key in PREPOSITIONS
-                    else f"where the {said_key} is {quoted(key[1])}"
-                    if kind is None
-                    else f"of {kind} {quoted(key[1])}"
-                    if said_key == kind
-                    else f"of the {kind} {quoted(key[1])}"  # (by its name: "of the sheet Orders")
-                    if said_key in ("name", "title")
-                    else f"whose {said_key} is {quoted(key[1])}"  # (the thing itself: "who is the customer whose ...")
-                    if asked == kind
-                    else f"of the {kind} whose {said_key} is {quoted(key[1])}"
-                )
+                picked_by = quoted(key[1])
+                if participle(said_key):
+                    which = f"where {picked_by} is {said_key}"
+                elif said_key in PREPOSITIONS:
+                    which = f"of the {kind or 'one'} {said_key} {picked_by}"  # ("of the relation from "Ann"")
+                elif said_key in ("name", "title"):  # by its name: "of the sheet Orders", "the type of price"
+                    which = f"of the {kind} {picked_by}" if kind else f"of {picked_by}"
+                elif kind is None:
+                    which = f"where the {said_key} is {picked_by}"
+                elif said_key == kind:
+                    which = f"of {kind} {picked_by}"
+                elif asked == kind:  # (the thing itself: "who is the customer whose ...")
+                    which = f"whose {said_key} is {picked_by}"
+                else:
+                    which = f"of the {kind} whose {said_key} is {picked_by}"
                 task = _worded(saying.asks_record(asked, which, kind is not None and len(given) == 1), given, asked)
             elif not listing and saying is not None:  # the one record a call gave: by the call (its title alone,
                 # where it states nothing)

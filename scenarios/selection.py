@@ -158,13 +158,16 @@ def select(
     best: dict[str, list[Scenario]] = {}  # a meaning -> the chains that answer it that a rollout can best follow
     asked: dict[str, str] = {}  # a meaning -> what it asks and what answers it, whatever it states
     idle = idle_parameters(tasks)
+    worded: dict[tuple[str, str], str] = {}  # a task's words and answer -> its meaning: one question, whichever tool
     for t in tasks:
         if twice(t, optional or {}):
             dropped["one text given twice"] += 1
             continue
         meant = meaning(t, optional or {}, idle)
-        key = repr(meant)
-        asked[key] = repr(meant[:3])
+        # (the same words with the same answer are one question, though two tools' chains ground it: a table's
+        # columns, listed by a tool that describes it and by a query)
+        key = worded.setdefault((normalize_text(t.task), str(meant[1])), repr(meant))
+        asked.setdefault(key, repr(meant[:3]))
         if key not in best:
             best[key] = [t]
             continue

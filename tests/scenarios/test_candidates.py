@@ -1011,3 +1011,85 @@ def test_an_object_holding_listings_of_two_kinds_asks_of_each_by_what_its_key_sa
     kinds = {t.answer: t.task for t in tasks if t.answer in ("project", "place")}
     assert set(kinds) == {"project", "place"} and all("entity" in task for task in kinds.values()), kinds
     assert not any("name of the graph" in t.task for t in tasks), [t.task for t in tasks]
+
+
+def test_a_listings_line_picked_out_by_its_name_is_asked_for_by_that_name():
+    """A database server's `describe_table` lists each column as a line with its `name` and `type`: a line picked
+    out by its name is asked for by that name, as a record is ("In the table products, what is the type of
+    price?"), never by what its name field holds ("... where the name is price"); the answer is the line's own."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    columns = [("id", "INTEGER"), ("name", "TEXT"), ("price", "REAL"), ("stock", "INTEGER")]
+    text = json.dumps([{"cid": i, "name": n, "type": t, "notnull": 0} for i, (n, t) in enumerate(columns)])
+    call = ExploredCall(index=0, session=0, tool="describe_table", arguments={"table_name": "products"}, text=text)
+    picked = [
+        t
+        for seed in range(8)
+        for t in candidates(Exploration(calls=[call]), {}, seed=seed)
+        if t.metadata.get("field") == "type" and any(n in t.metadata.get("given", []) for n, _ in columns)
+    ]
+    assert picked
+    for t in picked:
+        (name,) = [n for n, _ in columns if n in t.metadata["given"]]
+        assert t.answer == dict(columns)[name] and not re.search(r"\bthe name is\b", t.task), t.task
+
+
+def test_a_handle_the_call_before_was_sent_is_stated_and_one_the_server_issued_is_not():
+    """mcp-server-tree-sitter's tools take a `project` registered first (a handle: made-up names were refused), and
+    `register_project_tool` is sent the name it registers: its tasks read "Register project ... Then get the file
+    ... with project the previous result". A handle whose value the call before was sent is the user's own: the
+    task states it and the environment registers it before the episode (its `prepare`); one the server issued (a
+    session's id) stays unsaid, its call said as "the previous result"."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    def chain(handle: str, sent: dict) -> Exploration:
+        made = json.dumps({"name": handle, "root_path": "/srv/r"})
+        read = json.dumps({"path": "VERSION", "size": 6, "line_count": 1, "owner": "Ann Lee"})
+        calls = [
+            ExploredCall(index=0, session=0, tool="register_project", arguments=sent, text=made, writes=True),
+            ExploredCall(
+                index=1,
+                session=0,
+                tool="get_file_metadata",
+                arguments={"project": handle, "path": "VERSION"},
+                text=read,
+                sources={"project": "result:0"},
+                parents=[0],
+            ),
+        ]
+        return Exploration(calls=calls, handles=["project"], isolated=True)
+
+    def reads(exploration: Exploration) -> list:
+        found = [t for seed in range(4) for t in candidates(exploration, {}, seed=seed)]
+        return [t for t in found if t.reference[-1].tool == "get_file_metadata"]
+
+    named = reads(chain("Weekly report", {"path": ".", "name": "Weekly report"}))
+    assert named and all("the previous result" not in t.task for t in named), [t.task for t in named]
+    assert any("Weekly report" in t.task for t in named)  # (by the call: a file named alone states no project)
+    assert all([c.tool for c in t.prepare] == ["register_project"] for t in named), [t.task for t in named]
+    issued = reads(chain("prj-8f2a", {"path": "."}))
+    assert issued and all("prj-8f2a" not in t.task and not t.prepare for t in issued)  # (the rollout registers it)
+    assert all([c.tool for c in t.reference] == ["register_project", "get_file_metadata"] for t in issued)
+
+
+def test_a_time_on_the_hour_is_no_number():
+    """mcp-server-time's `get_current_time` at six o'clock gave "datetime": "2026-12-02T06:00:00-05:00", whose one
+    number (its zeros) was taken for the answer: "Find the current time for America/New_York and tell me its
+    datetime." -> 0, which every later result holds. A date or a time is never answered by a number in it."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    for stamp in ("2026-12-02T06:00:00-05:00", "2024-03-07", "2024-03-07 10:00"):
+        record = {"timezone": "America/New_York", "datetime": stamp, "is_dst": False, "offset_hours": -5}
+        call = ExploredCall(
+            index=0,
+            session=0,
+            tool="get_current_time",
+            arguments={"timezone": "America/New_York"},
+            text=json.dumps(record),
+        )
+        for seed in range(4):
+            for t in candidates(Exploration(calls=[call]), {}, seed=seed):
+                assert t.metadata.get("field") != "datetime" or isinstance(t.answer, str), (t.task, t.answer)

@@ -290,3 +290,42 @@ def test_no_two_kept_tasks_read_alike_with_one_answer():
         said = Counter((t.task, str(t.answer)) for t in kept)
         assert kept and max(said.values()) == 1, said
         assert {t.answer for t in kept if t.metadata.get("field") == "count"} == {9, 16}, said
+
+
+def test_one_question_two_tools_answer_alike_is_kept_once():
+    """A database server's `read_query` and `export_query` (as JSON) listed a table's columns alike: each grounded
+    "What are the columns of the orders table?", and both were kept, their tools (and the export's format) told them
+    apart. Tasks of the same words and answer are one question, whichever tool's chain grounds them."""
+    query = "SELECT name FROM pragma_table_info('orders')"
+    listed = json.dumps([{"name": n} for n in ("id", "product_id", "quantity", "customer", "date")], indent=2)
+    calls = [
+        _call(0, "read_query", {"query": query}, listed),
+        _call(1, "export_query", {"query": query, "format": "json"}, listed),
+    ]
+    for seed in range(4):
+        found = candidates(Exploration(calls=calls), {}, seed=seed)
+        assert len({t.reference[-1].tool for t in found}) == 2, [t.task for t in found]
+        kept, dropped = select(found, 16, seed=seed)
+        said = Counter((t.task, str(t.answer)) for t in kept)
+        assert kept and max(said.values()) == 1 and dropped["duplicate"] > 0, said
+
+
+def test_a_field_of_the_one_record_of_a_listing_beside_others_is_asked_of_that_record():
+    """A knowledge graph's `read_graph` gives `{"entities": [...], "relations": [one]}`: the one relation's fields
+    were asked of the whole ("What is the graph from?", "What is the relation type of the graph?"). A field of a
+    listing's one record, beside listings of other kinds, is asked of that record."""
+    graph = {
+        "entities": [
+            {"name": "Team meeting", "entityType": "project", "observations": ["Check the flights to Oslo."]},
+            {"name": "Weekly report", "entityType": "person", "observations": ["Send the draft to Sam by Friday."]},
+        ],
+        "relations": [{"from": "Weekly report", "to": "Team meeting", "relationType": "prepares"}],
+    }
+    call = _call(0, "read_graph", {}, json.dumps(graph, indent=2))
+    asked = [
+        t
+        for seed in range(6)
+        for t in candidates(Exploration(calls=[call]), {}, seed=seed)
+        if t.metadata.get("field") in ("from", "to", "relationtype")
+    ]
+    assert asked and all("relation" in t.task.replace("relation type", "") for t in asked), [t.task for t in asked]

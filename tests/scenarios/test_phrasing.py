@@ -172,3 +172,19 @@ def test_a_tools_records_are_named_by_what_its_name_lists_not_by_its_filler() ->
         "email",
         "result",
     ]
+
+
+def test_a_list_of_one_object_is_said_as_its_fields_and_a_file_path_names_the_file() -> None:
+    """mcp-text-editor's `get_text_file_contents` takes `files`, a list of requests, each with a `file_path` and a
+    list of `ranges`: one file's one range was said as "with file path "/srv/todo.txt" and ranges (start 5, end
+    7)". A list of one object is said as the fields it holds, each value in every wording, no bracket; a parameter
+    named by identifying words alone (`file_path`) names what the call looks at; a list of several stays apart."""
+    args = {"files": [{"file_path": "/srv/todo.txt", "ranges": [{"start": 5, "end": 7}]}]}
+    for text in wordings("get text file contents", args):
+        assert "(" not in text and all(v in text for v in ('"/srv/todo.txt"', "5", "7")), text
+        assert "file path" not in text, text
+    several = {"file_path": "/srv/todo.txt", "ranges": [{"start": 1, "end": 5}, {"start": 9}]}
+    assert "(start 1, end 5), (start 9)" in said("get text file contents", several).order()
+    # (a path named beside another identifying one is said by its name: the repository is what the call looks at)
+    blame = said("git blame", {"path": "/srv/repo", "filePath": "TODO.md"}).order()
+    assert '"/srv/repo"' in blame and "file path TODO.md" in blame, blame
