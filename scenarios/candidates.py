@@ -424,8 +424,10 @@ def candidates(
         # (an object holding listings of two kinds, `{"entities": [...], "relations": [...]}`: each on its own, its
         # records called what its key says, never the fields of both taken for one record of the whole)
         parts = [{k: v} for k, v in data.items() if listing_of(v)] if isinstance(data, dict) else []
+        # (... and one beside empty listings of other kinds, the object holding nothing else)
+        lists = len(parts) > 1 or len(parts) == 1 < len(data) and all(isinstance(v, list) for v in data.values())
         made = []
-        for part in parts if len(parts) > 1 else [None]:
+        for part in parts if lists else [None]:
             one = call if part is None else call.model_copy(update={"structured": part, "text": json.dumps(part)})
             named = noun if part is None else singular(" ".join(words_of(next(iter(part)))))
             made += listing_tasks(one, states, chain, saying, queries, state)

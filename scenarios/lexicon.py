@@ -20,9 +20,9 @@ structure (schemas, annotations, what the server answered). It holds:
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
   does in a listing ("[FILE] notes.txt");
 - `LINKS`: the words that end no label in a result's prose; `FUNCTION_WORDS`: the words of a text no one searches by;
-- `BARE_NAMES`, `PREPOSITIONS` (`TIMES`), `ENDS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT`, `OPERANDS`: how a call's arguments
-  are said in a task; `spoken`: a key in words, its short forms written out (`ABBREVIATIONS`), a unit it ends
-  in said as one (`UNITS`);
+- `BARE_NAMES`, `PREPOSITIONS` (`TIMES`), `ENDS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT` (`ABOUT_ONLY`), `OPERANDS`: how a
+  call's arguments are said in a task; `spoken`: a key in words, its short forms written out (`ABBREVIATIONS`), a unit
+  it ends in said as one (`UNITS`);
 - `OUTCOMES`, `ERROR_FIELDS`: the words a reply says it worked with, the fields it says what failed in;
 - `PEOPLE`, `NOT_KINDS`, `NOT_PARTICIPLES`, `LATEST`, `EARLIEST`, `who`, `participle`: how a task asks about
   a record (who or what a field is, a state it is in, what the record is, its place in a dated listing);
@@ -67,6 +67,9 @@ PATHS, PLACES = frozenset("path file filename".split()), frozenset("file folder 
 ABOUT_IT = frozenset(
     "info information details metadata stats statistics status tree size sizes summary history content contents".split()
 )
+# ... of which those that say nothing of their own: a field of the file info for "./docs" is the file's ("the size of
+# the file "./docs"")
+ABOUT_ONLY = frozenset("info information details metadata content contents".split())
 # ... and two operands of an order whose order matters, as people say them ("divide 5 by 18", "subtract 2 from 9"
 # for a - b), the first argument's value `{0}`
 OPERANDS = {"divide": "{0} by {1}", "subtract": "{1} from {0}"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
@@ -22,6 +22,7 @@ from mcprl.errors import UserError
 from mcprl.llm import LLMError, complete, extract_json
 from mcprl.scenarios.lexicon import (
     ABOUT_IT,
+    ABOUT_ONLY,
     BARE_NAMES,
     ENDS,
     FILLER,
@@ -115,6 +116,7 @@ class Said:
     apposed: bool = False
     rest: str = ""
     about: str | None = None
+    of: Said | None = None  # what a thing that is only about another (`ABOUT_ONLY`: "file info") is of ("file")
 
     def order(self) -> str:
         """What the call does, as an order: "Convert temperature 14 from F to C", "Find the git log"."""
@@ -162,6 +164,8 @@ class Said:
         phrase = self.phrase()
         if phrase is not None and (field in GENERIC_FIELDS or self.thing.split(" ")[-1] == field):
             return self.asks_result()
+        if phrase is not None and self.of is not None:  # (a field of the file info for X is the file's)
+            phrase = self.of.phrase()
         if field in PREPOSITIONS:  # (said after what it is of, where that is said as a thing)
             asks = PREPOSITION_ASKS if phrase is not None else ()
         elif state:
@@ -313,7 +317,7 @@ def said(
     # two operands of an order whose order matters: the letters given in their order ("a", "b"), or one list's items
     ordered = bool(operands) and (operands == sorted(letters) or isinstance(shown[operands[0]], list))
     joined = OPERANDS.get(verb or "") if len(values) == 2 and ordered else None
-    return Said(
+    saying = Said(
         verb,
         thing,
         joined.format(*values) if joined else _listed(values),
@@ -321,6 +325,12 @@ def said(
         apposed,
         rest.replace(f'"{PREVIOUS}"', PREVIOUS),
     )
+    # (the file that a "file info" is about, the value named apposed where it names it: 'the file "/srv/docs"')
+    head, _, tail = thing.rpartition(" ")
+    if head and tail in ABOUT_ONLY and saying.named != PREVIOUS:
+        apposed = bool(named) and (names[named[0]][-1] not in PATHS or singular(head.split(" ")[-1]) in PLACES)
+        return replace(saying, of=replace(saying, thing=head, apposed=apposed))
+    return saying
 
 
 # How a task asks for a result: a few wordings, so that no one sentence shape is what the policy learns; after what
@@ -358,7 +368,7 @@ RECORD_ASKS = ("{action}. {What} {be} the {field} {which}?",)
 RECORD_ALONE_ASKS = ("{What} {be} the {field} {which}?",)
 # ... and by what a search that found it was about
 TOPIC_ASKS = (
-    "{What} {be} the {field} in the {noun} about {topic}?",
+    "{What} {be} the {field} of the {noun} about {topic}?",
     "Find the {noun} about {topic} and tell me its {field}.",
 )
 # how a task asks for every name a short listing gives: after what the call does ("List directory ".". What does it

@@ -17,6 +17,7 @@ from mcprl.scenarios.explored import ExploredCall
 from mcprl.scenarios.grounded_task import MAX_ANSWER_WORDS, answerable, chosen, grounded_scenario, one_number
 from mcprl.scenarios.lexicon import (
     EARLIEST,
+    IDENTIFYING,
     LATEST,
     NAME_KEYS,
     NOT_KINDS,
@@ -27,6 +28,7 @@ from mcprl.scenarios.lexicon import (
     singular,
     spoken,
     stated,
+    words_of,
 )
 from mcprl.scenarios.phrasing import (
     NAME_ASKS,
@@ -44,6 +46,7 @@ from mcprl.scenarios.results import (
     ISO_DATE,
     counted,
     data_key,
+    listing_of,
     result_data,
     result_records,
     result_values,
@@ -100,7 +103,17 @@ def field_tasks(
     # a search's words (one argument, a word or more): a field that one record of its listing holds is asked
     # for by what the search was about ("the confirmation code in the email about Porto"), as a user asks it
     words_given = [v for v in args.values() if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v)]
-    topic = words_given[0] if listing and len(args) == 1 and words_given and not queries else None
+    # (... and so is the one record a search found: a listing of one, beside none of any other kind)
+    data = result_data(call.data, call.structured)
+    lists = [v for v in (data.values() if isinstance(data, dict) else [data]) if listing_of(v) or v == []]
+    found = listing or sum(map(len, lists)) == 1
+    # (a field that says only which listing its records are in, each "type": "entity" of `{"entities": [...]}`, is no
+    # answer; a listing's files and folders each "type": "file" or "directory" are)
+    kinds = {singular(spoken(k)): v for k, v in data.items() if listing_of(v)} if isinstance(data, dict) else {}
+    sorts = {k for k, v in kinds.items() if all(k in {normalize_text(str(x)) for x in r.values()} for r in v)}
+    # (not a value that names what the call looks at, a path or a name: the files of "docs" are no search about docs)
+    naming = any(set(words_of(k)) & IDENTIFYING for k in args)
+    topic = words_given[0] if found and len(args) == 1 and words_given and not queries and not naming else None
     out: list[Scenario] = []
     # a dated listing's first and last lines by their place ("the latest commit"); only its first, "the first one
     # listed", where its dates are in no order, or the client cut it (its last line shown is not the last one)
@@ -125,6 +138,7 @@ def field_tasks(
             and k not in unasked
             and not data_key(k)
             and answerable(v)
+            and normalize_text(str(v)) not in sorts
             # (nor a write's word that it was done: "Insight added", "status: success")
             and not (call.writes and says_done(v))
             # (nor one that says back what the call was given: "Europe/Warsaw (CET)" of timezone Europe/Warsaw)

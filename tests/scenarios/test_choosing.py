@@ -321,11 +321,37 @@ def test_a_field_of_the_one_record_of_a_listing_beside_others_is_asked_of_that_r
         ],
         "relations": [{"from": "Weekly report", "to": "Team meeting", "relationType": "prepares"}],
     }
-    call = _call(0, "read_graph", {}, json.dumps(graph, indent=2))
-    asked = [
-        t
-        for seed in range(6)
-        for t in candidates(Exploration(calls=[call]), {}, seed=seed)
-        if t.metadata.get("field") in ("from", "to", "relationtype")
+    for entities in (graph["entities"], []):  # (beside the entities, or beside none of them)
+        call = _call(0, "read_graph", {}, json.dumps({**graph, "entities": entities}, indent=2))
+        asked = [
+            t
+            for seed in range(6)
+            for t in candidates(Exploration(calls=[call]), {}, seed=seed)
+            if t.metadata.get("field") in ("from", "to", "relationtype")
+        ]
+        assert asked and all("relation" in t.task.replace("relation type", "") for t in asked), [t.task for t in asked]
+
+
+def test_the_one_record_a_search_found_is_asked_for_by_what_the_search_was_about():
+    """server-memory's `search_nodes` for "Dana" found one entity (`{"entities": [one], "relations": []}`): its
+    fields were asked only after the call's order ("Search nodes with query budget. What is the entity type?"), where
+    a listing's record found by a search is asked for by what it was about. So is the one record a search found; a
+    record that is no listing (a city's weather) is asked for by its call, as before, and so is a listing of what a
+    path names."""
+    entity = {"type": "entity", "name": "Weekly report", "entityType": "person", "observations": ["Ask Dana."]}
+    found = {"entities": [entity], "relations": []}
+    calls = [
+        _call(0, "search_nodes", {"query": "Dana"}, json.dumps(found, indent=2)),
+        _call(1, "get_weather", {"city": "Oslo"}, json.dumps({"city": "Oslo", "temperature": 4, "conditions": "rain"})),
     ]
-    assert asked and all("relation" in t.task.replace("relation type", "") for t in asked), [t.task for t in asked]
+    tasks = [t for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    searched = [t for t in tasks if t.reference[-1].tool == "search_nodes" and t.metadata.get("given") == ["Dana"]]
+    assert any("query" not in t.task for t in searched), [t.task for t in searched]
+    # (nor is a field asked that says only which listing the record is in: "type": "entity" of the entities)
+    assert searched and all(t.answer != "entity" for t in tasks), [(t.task, t.answer) for t in tasks]
+    weather = [t for t in tasks if t.reference[-1].tool == "get_weather"]
+    assert weather and all("Oslo" in t.task for t in weather)
+    # (a value naming what a call looks at is no topic: the one file of a folder "docs" is not "the tree about docs")
+    tree = _call(0, "directory_tree", {"path": "docs"}, json.dumps([{"name": "todo.txt", "type": "file"}]))
+    in_folder = [t for seed in range(6) for t in candidates(Exploration(calls=[tree]), {}, seed=seed)]
+    assert in_folder and not any("about docs" in t.task for t in in_folder), [t.task for t in in_folder]

@@ -188,3 +188,21 @@ def test_a_list_of_one_object_is_said_as_its_fields_and_a_file_path_names_the_fi
     # (a path named beside another identifying one is said by its name: the repository is what the call looks at)
     blame = said("git blame", {"path": "/srv/repo", "filePath": "TODO.md"}).order()
     assert '"/srv/repo"' in blame and "file path TODO.md" in blame, blame
+
+
+def test_a_field_of_what_a_call_tells_about_a_thing_is_asked_of_the_thing() -> None:
+    """server-filesystem's `get_file_info`, mcp-sqlite's `db_info` and tree-sitter's `get_file_metadata` were asked
+    "What are the permissions of the file info for "/srv/docs"?", "What is the size of the db info?": a field of
+    what a title says is only about a thing (its info, details, metadata) is the thing's, and asked of it, every value
+    still said; a thing of its own ("git status") keeps its words, and the call is still ordered by its title."""
+    for title, args in (
+        ("Get File Info", {"path": "/srv/docs"}),
+        ("db info", {}),
+        ("get file metadata", {"project": "Weekly report", "path": "/srv/r/VERSION"}),
+        ("get text file contents", {"file_path": "/srv/todo.txt"}),
+    ):
+        asked = said(title, args).asks_field("size")
+        assert not any(re.search(r"\b(info|metadata|contents)\b", t) for t in asked), asked
+        assert all(quoted(v) in t for v in args.values() for t in asked), asked
+        assert title.split()[-1].lower() in said(title, args).order()
+    assert all("git status" in t for t in said("git status", {"repo_path": "/srv/r"}).asks_field("current branch"))
