@@ -30,6 +30,7 @@ from mcprl.scenarios.lexicon import (
     HOW,
     IDENTIFYING,
     KINDS,
+    NAME_KEYS,
     OPERANDS,
     PATHS,
     PLACES,
@@ -79,13 +80,28 @@ def value_text(value: Any) -> str:
 
 
 def quoted(value: Any) -> str:
+    """A value as a task states it: a text with spaces in quotes, a list's items each, a record in brackets, or by
+    its name first where it has one ('"Weekly report" (entity type person)', not "(name Weekly report, ...)")."""
     if isinstance(value, (list, tuple)):
-        return ", ".join(quoted(v) for v in value)
+        return (
+            _listed([quoted(v) for v in value])
+            if value and all(_named(v) for v in value)
+            else ", ".join(quoted(v) for v in value)
+        )
     if isinstance(value, dict):
+        if (name := _named(value)) is not None:
+            rest = {k: v for k, v in value.items() if k != name}
+            return f"{quoted(value[name])} ({value_text(rest)})" if rest else quoted(value[name])
         return f"({value_text(value)})"
     return (
         f'"{value}"' if isinstance(value, str) and (not value or " " in value or not value[0].isalnum()) else str(value)
     )
+
+
+def _named(value: Any) -> str | None:
+    """The key a record's one name is under (`NAME_KEYS`), if it has one."""
+    keys = [k for k, v in value.items() if k in NAME_KEYS and isinstance(v, str)] if isinstance(value, dict) else []
+    return keys[0] if len(keys) == 1 else None
 
 
 PREVIOUS = "the previous result"  # how a task says an argument that the previous call's result gave
@@ -284,11 +300,21 @@ def said(
             and names[k][-1] not in KINDS
         )
     ]
-    # (else the one named by identifying words alone: `file_path`, `file_name`)
+    # (else the one named by identifying words alone, `file_path`, `file_name`; or records, each named, that are the
+    # things the title names: 'Create entities "Weekly report" (entity type person)', not "with entities (name ...)")
     naming = naming or [
         k
         for k, v in shown.items()
-        if k not in operands and plain(v) and not isinstance(v, list) and all(w in IDENTIFYING for w in names[k])
+        if k not in operands
+        and (
+            plain(v)
+            and not isinstance(v, list)
+            and all(w in IDENTIFYING for w in names[k])
+            or isinstance(v, list)
+            and v
+            and all(_named(x) for x in v)
+            and names[k] == [last]
+        )
     ]
     named = naming if len(naming) == 1 else []
     apposed = bool(named) and last not in ABOUT_IT and (names[named[0]][-1] not in PATHS or singular(last) in PLACES)

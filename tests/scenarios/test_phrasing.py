@@ -206,3 +206,19 @@ def test_a_field_of_what_a_call_tells_about_a_thing_is_asked_of_the_thing() -> N
         assert all(quoted(v) in t for v in args.values() for t in asked), asked
         assert title.split()[-1].lower() in said(title, args).order()
     assert all("git status" in t for t in said("git status", {"repo_path": "/srv/r"}).asks_field("current branch"))
+
+
+def test_records_each_with_a_name_are_said_by_their_names_first() -> None:
+    """server-memory's `create_entities` writes were said "Create entities with entities (name Weekly report, entity
+    type person, observations ...), (name Team meeting, ...)". Records that each have a name are said by it first,
+    the rest of each in brackets, and records that are the things the title names follow it: every name and value
+    is still in the order, once."""
+    entities = [
+        {"name": "Weekly report", "entityType": "person", "observations": ["Book a room."]},
+        {"name": "Team meeting", "entityType": "project", "observations": ["Check the flights to Oslo."]},
+    ]
+    order = said("create entities", {"entities": entities}, order=True).order()
+    assert order.startswith('Create entities "Weekly report" (') and "with entities" not in order, order
+    for value in ("Weekly report", "Team meeting", "person", "project", "Book a room.", "Check the flights to Oslo."):
+        assert order.count(value) == 1, (order, value)
+    assert "name " not in order, order
