@@ -33,6 +33,10 @@ EXPRESSION = re.compile(r"\d\s*[*/^]\s*[\w(]|[\w)]\s*[*/^]\s*\d")  # a number an
 APPLIED = re.compile(r"[A-Za-z_][\w.]*\(.*\)", re.S)
 
 
+# a listing's line: a marker ("*", "-", "[FILE]"), then a name
+LISTED = re.compile(r"(?:[^\w\s]+|\[\w+\])\s+(\S*[A-Za-z]{2}\S*)")
+
+
 def result_answer(text: str, sent: Sequence[str] = ()) -> Any | None:
     """The answer a short result gives: its one number when a line of a few words has exactly one ("Total: 42
     USD"), or a sentence of a line has one besides the values its call was `sent` ("bolt weighs 204 g at scale
@@ -44,6 +48,8 @@ def result_answer(text: str, sent: Sequence[str] = ()) -> Any | None:
     # ("Staged changes:")
     if " | " in text or NOTHING.fullmatch(text) or text.endswith(":"):
         return None
+    if marked := LISTED.fullmatch(text):  # a listing of one line: its name, not its marker ("[FILE] todo.txt")
+        return marked[1]
     if "\n" not in text:
         if not MESSAGE.fullmatch(text) and (number := one_number(text, words=ANSWER_LABEL_WORDS)) is not None:
             return number

@@ -1093,3 +1093,15 @@ def test_a_time_on_the_hour_is_no_number():
         for seed in range(4):
             for t in candidates(Exploration(calls=[call]), {}, seed=seed):
                 assert t.metadata.get("field") != "datetime" or isinstance(t.answer, str), (t.task, t.answer)
+
+
+def test_a_listing_of_one_line_is_answered_by_its_name_not_its_marker():
+    """server-filesystem's `list_directory` of a folder holding one file gave "[FILE] todo.txt", taken whole for the
+    answer ("List directory docs, and tell me the result." -> "[FILE] todo.txt"): a reply naming todo.txt did not
+    hold it. A listing's one line answers by its name."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    call = ExploredCall(index=0, session=0, tool="list_directory", arguments={"path": "docs"}, text="[FILE] todo.txt")
+    answers = {str(t.answer) for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
+    assert answers == {"todo.txt"}, answers
