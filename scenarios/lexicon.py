@@ -69,7 +69,7 @@ ABOUT_IT = frozenset(
 )
 # ... of which those that say nothing of their own: a field of the file info for "./docs" is the file's ("the size of
 # the file "./docs"")
-ABOUT_ONLY = frozenset("info information details metadata content contents".split())
+ABOUT_ONLY = frozenset("info information details metadata".split())
 # ... and two operands of an order whose order matters, as people say them ("divide 5 by 18", "subtract 2 from 9"
 # for a - b), the first argument's value `{0}`
 OPERANDS = {"divide": "{0} by {1}", "subtract": "{1} from {0}"}
