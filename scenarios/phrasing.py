@@ -83,11 +83,8 @@ def quoted(value: Any) -> str:
     """A value as a task states it: a text with spaces in quotes, a list's items each, a record in brackets, or by
     its name first where it has one ('"Weekly report" (entity type person)', not "(name Weekly report, ...)")."""
     if isinstance(value, (list, tuple)):
-        return (
-            _listed([quoted(v) for v in value])
-            if value and all(_named(v) for v in value)
-            else ", ".join(quoted(v) for v in value)
-        )
+        items = [quoted(v) for v in value]
+        return _listed(items) if value and all(_named(v) for v in value) else ", ".join(items)
     if isinstance(value, dict):
         if (name := _named(value)) is not None:
             rest = {k: v for k, v in value.items() if k != name}
