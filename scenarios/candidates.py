@@ -18,7 +18,11 @@ from mcprl.scenarios.explored import Exploration, ExploredCall, source_call
 from mcprl.scenarios.expressions import chain_expression
 from mcprl.scenarios.grounded_task import answerable, chosen, grounded_scenario, result_answer, task_id
 from mcprl.scenarios.lexicon import (
+    ENTRY,
+    IDENTIFYING,
+    NAME_KEYS,
     about,
+    counts,
     known,
     misplaced_path,
     question,
@@ -29,7 +33,7 @@ from mcprl.scenarios.lexicon import (
     words_of,
 )
 from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, noun_of, said, value_text
-from mcprl.scenarios.record_tasks import field_tasks, listing_tasks
+from mcprl.scenarios.record_tasks import count_tasks, field_tasks, listing_tasks, wrapped_kind
 from mcprl.scenarios.replay import chain_of, of_clock_kind
 from mcprl.scenarios.results import (
     clock_spans,
@@ -220,6 +224,23 @@ def candidates(
             and (len(seen) == 1 or seen <= {"0", "1"} or seen == {str(i) for i in range(len(seen))})
         ):
             unasked[tool].add(field)
+    # ... nor one that every tool that answered gave, two tools or more, each always the same value, over three calls
+    # or records: the server's own (`"backend": "openpyxl"`, a tool's "status_message" of success), not a fact about
+    # what was asked (a repository's one branch, which only some tools say, still is)
+    tools_of: dict[str, set[str]] = defaultdict(set)
+    for tool, field in values:
+        tools_of[field].add(tool)
+    answering = {c.tool for c in calls if not c.is_error}
+    for field, tools in tools_of.items():
+        if (
+            len(tools) > 1
+            and tools == answering
+            and all(len(values[t, field]) == 1 for t in tools)
+            and sum(spread(held[t, field]) for t in tools) >= 3
+            and not any(of_clock[t, field] for t in tools)
+        ):
+            for tool in tools:
+                unasked[tool].add(field)
 
     def fixed_out(call: ExploredCall) -> dict[str, Any]:
         """What a task states of a call's arguments: not the server's context (`Exploration.fixed`), nor its schema's
@@ -322,7 +343,7 @@ def candidates(
         # no call (a record asked for by its name)
         queries = [v for v in call.arguments.values() if shaped(v)]
         unknown = any(shaped(v) and known(v) is None for c in chain for v in c.arguments.values())
-        data = result_data(call.data, call.structured)
+        data = returned = result_data(call.data, call.structured)
         while isinstance(data, (list, tuple)) and len(data) == 1:  # one row of one value: "[(2,)]" answers 2
             data = data[0]
         if queries and isinstance(data, dict) and len(data) == 1:  # ... a row's one column named: "[{'COUNT(*)': 3}]"
@@ -426,25 +447,39 @@ def candidates(
         parts = [{k: v} for k, v in data.items() if listing_of(v)] if isinstance(data, dict) else []
         # (... and one beside empty listings of other kinds, the object holding nothing else)
         lists = len(parts) > 1 or len(parts) == 1 < len(data) and all(isinstance(v, list) for v in data.values())
-        made = []
+        made, wrapped = [], wrapped_listing(data)
         for part in parts if lists else [None]:
             one = call if part is None else call.model_copy(update={"structured": part, "text": json.dumps(part)})
             named = noun if part is None else singular(" ".join(words_of(next(iter(part)))))
             made += listing_tasks(one, states, chain, saying, queries, state)
             # (a part of one record is that record in what the call gives: "What is the relation in the graph
             # from?", not "What is the graph from?")
+            # (... and so is a listing of one record, `[{"name": "todo.txt", "type": "file"}]`, where the call named
+            # what it lists: "What is the type of the entry in the directory tree for docs?", not "... of the directory
+            # tree for docs?", whose record is the file, not docs)
             says = saying
+            listed = next(iter(part.values())) if part is not None else wrapped[1] if wrapped else returned
             if (
-                part is not None
+                not queries
                 and saying is not None
                 and (whole := saying.phrase())
-                and len(next(iter(part.values()))) == 1
+                and listing_of(listed)
+                and len(listed) == 1
             ):
+                named = named if part is not None else wrapped_kind(call) or ENTRY
                 says = Said(None, "", about=f"the {named} in {whole}")
             made += field_tasks(one, states, chain, rng, unasked[call.tool], says, queries, named, state)
-        if (wrapped := wrapped_listing(data)) is not None:  # ... and what is said of a listing it wraps: its total
-            own = call.model_copy(update={"structured": {k: v for k, v in data.items() if k != wrapped[0]}})
-            made += field_tasks(own, states, chain, rng, unasked[call.tool], saying, queries, noun, state)
+        if wrapped is not None:  # ... and what is said of a listing it wraps: its total, as how many it lists where
+            # it counts them ("How many commits are in the git log?", not "... tell me its total count")
+            said_of = {k: v for k, v in data.items() if k != wrapped[0]}
+            many = len(wrapped[1])
+            total = {k for k, v in said_of.items() if counts(k) and type(v) is int and v == many > 1}
+            kind = wrapped_kind(call)
+            asked = count_tasks(call, many, states, chain, saying, queries, state, kind) if total and saying else []
+            own = call.model_copy(
+                update={"structured": {k: v for k, v in said_of.items() if not asked or k not in total}}
+            )
+            made += asked + field_tasks(own, states, chain, rng, unasked[call.tool], saying, queries, noun, state)
         out += _after(made, steps, stated_before)
     # (no task on a call sent a path where none is asked for, `open_nodes` of names "/srv/memory.jsonl", nor one
     # that states or is answered by what a write was sent so: "What is the relation from?" -> the server's own file)
@@ -461,10 +496,20 @@ def candidates(
 
 def links(chain: list[ExploredCall]) -> list[frozenset[str]] | None:
     """Each call's arguments that took a value from a result, said as "the previous result" where each call is said
-    after the one before it; None where one came from an earlier call than that (it would be misread)."""
+    after the one before it; None where one came from an earlier call than that, or where that result labelled it
+    neither as what names a thing (a name, an id, a path) nor as the parameter's kind of thing (a health report's
+    "max_sessions": 100 sent as a session id): either would be misread."""
     linked = [frozenset(k for k in c.arguments if source_call(c.sources.get(k, "")) is not None) for c in chain]
     if any(source_call(c.sources[k]) != chain[i - 1].index for i, c in enumerate(chain) for k in linked[i]):
         return None
+    for before, call, taken in zip(chain, chain[1:], linked[1:]):
+        pairs = result_values(before.data, before.structured)
+        for k in taken:
+            labels = {label for label, v in pairs if same_value(v, call.arguments[k])}
+            head = singular(words_of(k)[-1]) if words_of(k) else ""
+            said = [{singular(w) for w in words_of(label)} for label in labels]
+            if labels and not any(not w or head in w or w & (IDENTIFYING | NAME_KEYS) for w in said):
+                return None
     return linked
 
 

@@ -71,14 +71,14 @@ def result_answer(text: str, sent: Sequence[str] = ()) -> Any | None:
 
 
 def answerable(value: Any) -> bool:
-    """Whether a value can be an answer: short (in words and in characters), with something a check can hold, and
-    not encoded bytes (a file's base64 `blob`: no one asks for it), and not a yes or no (a guess holds it half the
-    time), nor one letter (sympy's identity matrix "I": any reply saying "I" or "a" would hold it), nor a program's
-    name for an object (`<class 'sympy.core.numbers.Integer'>`, `<function f at 0x7f...>`), nor a folder the session
-    was given (its home: another in the next session)."""
+    """Whether a value can be an answer: short (in words and in characters), with something a check can hold (not
+    marks alone: "___"), and not encoded bytes (a file's base64 `blob`: no one asks for it), and not a yes or no (a
+    guess holds it half the time), nor one letter (sympy's identity matrix "I": any reply saying "I" or "a" would hold
+    it), nor a program's name for an object (`<class 'sympy.core.numbers.Integer'>`, `<function f at 0x7f...>`), nor a
+    folder the session was given (its home: another in the next session)."""
     text = str(value).strip()
     return (
-        bool(normalize_text(text))
+        re.search(r"[^\W_]", text) is not None
         and normalize_text(text) not in {"true", "false", "yes", "no"}
         and not re.fullmatch(r"[A-Za-z]", text)
         and len(text.split()) <= MAX_ANSWER_WORDS

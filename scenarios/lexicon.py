@@ -24,7 +24,8 @@ structure (schemas, annotations, what the server answered). It holds:
   call's arguments are said in a task; `spoken`: a key in words, its short forms written out (`ABBREVIATIONS`), a unit
   it ends in said as one (`UNITS`);
 - `OUTCOMES`, `ERROR_FIELDS`: the words a reply says it worked with, the fields it says what failed in;
-- `PEOPLE`, `NOT_KINDS`, `NOT_PARTICIPLES`, `LATEST`, `EARLIEST`, `who`, `participle`: how a task asks about
+- `COUNTING` (`counts`): the keys that say how many a listing holds; `WHEN` (`unix_time`): the keys of a time;
+- `PEOPLE`, `NOT_KINDS`, `ENTRY`, `NOT_PARTICIPLES`, `LATEST`, `EARLIEST`, `who`, `participle`: how a task asks about
   a record (who or what a field is, a state it is in, what the record is, its place in a dated listing);
 - `VERBS`, `GETS`, `FILLER`, `singular`, `plural`: how a tool's title is said, as an order or as the thing it gives.
 """
@@ -73,6 +74,10 @@ ABOUT_ONLY = frozenset("info information details metadata".split())
 # ... and two operands of an order whose order matters, as people say them ("divide 5 by 18", "subtract 2 from 9"
 # for a - b), the first argument's value `{0}`
 OPERANDS = {"divide": "{0} by {1}", "subtract": "{1} from {0}"}
+WHEN = frozenset("time timestamp date created modified updated accessed mtime ctime atime".split())  # (`unix_time`)
+COUNTING = frozenset("count total number num".split())  # the words of a key that says how many (`counts`)
+# what the one record of a listing is called where nothing names its kind ("the entry in the directory tree")
+ENTRY = "entry"
 # How a task asks about a record: "Who" is a field that names a person ("Who is the author of ...?")
 PEOPLE = frozenset(
     "author owner creator sender recipient assignee committer reviewer maintainer reporter organizer customer".split()
@@ -364,6 +369,18 @@ def spoken(name: str) -> str:
     words = words_of(name)
     unit = f" in {UNITS[words.pop()]}" if len(words) > 1 and words[-1] in UNITS else ""
     return " ".join(ABBREVIATIONS.get(w, w) for w in words) + unit
+
+
+def unix_time(key: str, value: Any) -> bool:
+    """Whether a value is a count of seconds since 1970 under a key of time (`last_scan_time`: 1796218191.2,
+    `created`): a time no one reads, or asks for, as a number."""
+    number = as_number(value) if isinstance(value, (int, float, str)) else None
+    return number is not None and 1e9 <= number < 1e10 and bool(WHEN & set(words_of(key)))
+
+
+def counts(key: str) -> bool:
+    """Whether a key names how many there are (`count`, `totalCount`, `num_rows`): a listing's total beside it."""
+    return bool(COUNTING & set(words_of(key)))
 
 
 def words_of(name: str) -> list[str]:

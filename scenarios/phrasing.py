@@ -173,9 +173,10 @@ class Said:
 
     def asks_field(self, field: str, state: bool = False) -> tuple[str, ...]:
         """How a task asks for a field of the one record the call gave: the call's value itself where the
-        field is the thing it gives ("sum" of "get sum"); a `state` as one ("What is modified in the git status?")."""
+        field is the thing it gives ("sum" of "get sum", "content" of "get text file contents"); a `state` as one
+        ("What is modified in the git status?")."""
         phrase = self.phrase()
-        if phrase is not None and (field in GENERIC_FIELDS or self.thing.split(" ")[-1] == field):
+        if phrase is not None and (field in GENERIC_FIELDS or singular(self.thing.split(" ")[-1]) == singular(field)):
             return self.asks_result()
         if phrase is not None and self.of is not None:  # (a field of the file info for X is the file's)
             phrase = self.of.phrase()
@@ -206,9 +207,11 @@ class Said:
             return tuple(a.format(about=listing) for a in ABOUT_LIST_ASKS)
         return tuple(a.format(action=self.order()) for a in LIST_ASKS)
 
-    def asks_count(self) -> tuple[str, ...]:
-        """How a task asks how many things the call lists ("How many valid moves are there?"); none where
-        what it lists has no name."""
+    def asks_count(self, kind: str | None = None) -> tuple[str, ...]:
+        """How a task asks how many things the call lists ("How many valid moves are there?"), or how many of a
+        `kind` what it gives holds ("How many commits are in the git log?"); none where what it lists has no name."""
+        if kind is not None and (phrase := self.phrase()) is not None:
+            return tuple(a.format(things=plural(kind), phrase=phrase) for a in COUNT_IN_ASKS)
         listing = self.listing()
         if listing is None or not listing.startswith("the "):
             return ()
@@ -267,7 +270,8 @@ def said(
         words = [words[1], plural(words[0]) if words[1] == "list" else words[0]]
     verb = words[0] if words and (words[0] in VERBS or order and len(words) > 1) else None
     thing = " ".join(words[1:] if verb else words)
-    shown = {k: (PREVIOUS if k in linked else v) for k, v in args.items()}
+    # (an empty object, list or text states nothing: "Rename columns with session id ...", not "... and mapping ()")
+    shown = {k: (PREVIOUS if k in linked else v) for k, v in args.items() if k in linked or v not in ({}, [], "")}
     names = {k: words_of(k) for k in shown}
 
     def text(v: Any) -> str:
@@ -400,6 +404,7 @@ TOPIC_ASKS = (
 LIST_ASKS = ("{action}. What does it list?", "{action}: name everything it lists.")
 ABOUT_LIST_ASKS = ("What are {about}?", "Name {about}.")
 COUNT_ASKS = ("How many {things} are there?", "Count {about}.")
+COUNT_IN_ASKS = ("How many {things} are in {phrase}?", "Count the {things} in {phrase}.")
 ABOUT_ACTION = "Look at {about}"  # what a known query does, where a task states the call
 
 

@@ -28,6 +28,7 @@ from mcprl.scenarios.lexicon import (
     singular,
     spoken,
     stated,
+    unix_time,
     words_of,
 )
 from mcprl.scenarios.phrasing import (
@@ -91,7 +92,7 @@ def field_tasks(
             for record in records
         ]
     noun = noun or noun_of(call.tool)
-    kind = (_listed(call) or _kind(records, unasked)) if listing else None
+    kind = (wrapped_kind(call) or _kind(records, unasked)) if listing else None
     row = len(records) == 1 and " | " in call.data  # one row of cells ("SKU-3002 | item ccc | stock: 42")
     given_text = normalize_text(" ".join(map(value_text, call.arguments.values())))
     given_each = {normalize_text(value_text(v)) for v in call.arguments.values()}
@@ -138,6 +139,7 @@ def field_tasks(
             and k not in unasked
             and not data_key(k)
             and answerable(v)
+            and not unix_time(k, v)
             and normalize_text(str(v)) not in sorts
             # (nor a write's word that it was done: "Insight added", "status: success")
             and not (call.writes and says_done(v))
@@ -199,8 +201,9 @@ def field_tasks(
                 and (not (saying and saying.named) if listing else not args or rng.random() < 0.5)
             ):
                 # bare, only a name that reads as a thing's ("steel hammer"), not a subject ("Your flight is
-                # confirmed") nor a proper name, which takes no article ("the Project Apollo's")
-                bare = len(label.split()) <= 4 and not re.search(r"\d", label) and label.islower()
+                # confirmed") nor a proper name, which takes no article ("the Project Apollo's"), nor a file's ("the
+                # todo.txt's")
+                bare = len(label.split()) <= 4 and re.fullmatch(r"[a-z ]+", label) is not None
                 asks = PREPOSITION_NAME_ASKS if after else STATE_NAME_ASKS if participle(asked) else NAME_ASKS
                 task = _worded(asks if bare else asks[:1], label, asked).format(
                     **field_words(asked), noun=noun, name=label
@@ -287,9 +290,8 @@ def listing_tasks(
     if saying is None:
         return []
     count = None if queries else counted(call.data, call.structured)
-    if count is not None and MAX_LISTED < count <= MAX_COUNTED and (asks := saying.asks_count()):
-        given = [value_text(v) for v in args.values()]
-        return [grounded_scenario(_worded(asks, call.tool, count), count, chain, "count", given=given, prepare=prepare)]
+    if count is not None and MAX_LISTED < count <= MAX_COUNTED:
+        return count_tasks(call, count, args, chain, saying, None, prepare)
     records = result_records(call.data, call.structured)
     if len(records) > 1 and all(len(r) == 1 and r[0][0].lower() in NAME_KEYS for r in records):
         records = [[("", r[0][1]) for r in records]]  # records that are each a name alone: [{'name': 'orders'}, ...]
@@ -308,6 +310,24 @@ def listing_tasks(
     return [grounded_scenario(task, names, chain, "listing", given=given, check=ContainsCheck(), prepare=prepare)]
 
 
+def count_tasks(
+    call: ExploredCall,
+    count: int,
+    args: dict[str, Any],
+    chain: list[ExploredCall],
+    saying: Said,
+    queries: list[str] | None = None,
+    prepare: list[ExploredCall] | None = None,
+    kind: str | None = None,
+) -> list[Scenario]:
+    """A task asking how many things the call lists, `count` ("How many valid moves are there?", "Count the columns of
+    the department table."), where the call names what it lists or they are of a `kind` (`Said.asks_count`)."""
+    if not (asks := saying.asks_count(kind)):
+        return []
+    given = [name for v in queries for name in stated(v)] if queries else [value_text(v) for v in args.values()]
+    return [grounded_scenario(_worded(asks, call.tool, count), count, chain, "count", given=given, prepare=prepare)]
+
+
 def _listed_name(line: Any) -> str | None:
     """The name a listing's line gives: the line, or its word after a marker ("* main", "[FILE] notes.txt",
     "- draft"), where that reads as a name (letters, no spaces inside)."""
@@ -318,7 +338,7 @@ def _listed_name(line: Any) -> str | None:
     return words[-1]
 
 
-def _listed(call: ExploredCall) -> str | None:
+def wrapped_kind(call: ExploredCall) -> str | None:
     """What each record of a listing an object wraps is, by the listing's key where that is a plural of a kind of
     thing ("commits" -> commit; not `NOT_KINDS`, nor a word that is no plural: "data")."""
     wrapped = wrapped_listing(result_data(call.data, call.structured))

@@ -671,7 +671,7 @@ def test_a_listing_an_object_wraps_is_asked_of_by_what_its_key_says_each_record_
     """@cyanheads/git-mcp-server's `git_log` wraps its commits with what is said of them (`{"success": true,
     "commits": [...], "totalCount": 2}`): a task asks for a field of a commit as of a commit ("the author of the
     commit whose subject is ..."), and none asks for the total as a commit's ("the total count of the commit ...");
-    the total is still asked of the whole log."""
+    the total is asked as how many commits the log holds."""
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration
 
@@ -687,7 +687,9 @@ def test_a_listing_an_object_wraps_is_asked_of_by_what_its_key_says_each_record_
     records = [t for t in tasks if any(c["subject"] in t.task or c["hash"] in t.task for c in commits)]
     assert records and all(re.search(r"\bcommit\b", t.task) for t in records), [t.task for t in records]
     assert not any("total" in t.task for t in records), [t.task for t in records]
-    assert any("total" in t.task and t.answer == 2 for t in tasks), [t.task for t in tasks]
+    assert any(re.search(r"how many commits|count the commits", t.task, re.I) and t.answer == 2 for t in tasks), [
+        t.task for t in tasks
+    ]
 
 
 def test_a_writes_word_that_it_was_done_answers_no_task_and_is_sent_nowhere():
@@ -1105,3 +1107,117 @@ def test_a_listing_of_one_line_is_answered_by_its_name_not_its_marker():
     call = ExploredCall(index=0, session=0, tool="list_directory", arguments={"path": "docs"}, text="[FILE] todo.txt")
     answers = {str(t.answer) for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
     assert answers == {"todo.txt"}, answers
+
+
+def test_a_listings_total_beside_it_is_asked_as_how_many_it_lists():
+    """A listing wrapped with its total (`{"tables": [...], "count": 3}`) was asked for the total as a field of the
+    listing ("Find the tables of the database and tell me its count."), as no one asks. Where the call names what it
+    lists, a total that counts its records is asked as how many there are, and answered by that many."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    tables = [{"name": n, "rows": r} for n, r in (("orders", 4), ("products", 5), ("staff", 2))]
+    for total in ("count", "totalCount", "num_tables"):
+        call = ExploredCall(
+            index=0,
+            session=0,
+            tool="list_tables",
+            arguments={"schema": "main"},
+            text=json.dumps({"tables": tables, total: 3}),
+        )
+        found = [t for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+        counted = [t for t in found if t.metadata["kind"] == "count"]
+        assert counted and all(t.answer == 3 and "how many" in t.task.lower() for t in counted), found
+        assert not any(t.metadata.get("field") == total.lower() for t in found), [t.task for t in found]
+
+
+def test_a_field_that_is_what_the_call_gives_is_asked_as_that():
+    """mcp-text-editor's `get_text_file_contents` gives each range's "content": asked as "What is the content of the
+    text file contents for ...?". A field that is the thing the call gives, in the singular or the plural, is asked
+    as the call's value."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    line = {"content": "second line\n", "start_line": 2, "end_line": 2, "total_lines": 5, "content_size": 12}
+    ranges = {"ranges": [{**line, "range_hash": "d34c8645" * 8}]}
+    call = ExploredCall(
+        index=0,
+        session=0,
+        tool="get_text_file_contents",
+        arguments={"files": [{"file_path": "/srv/a.txt", "ranges": [{"start": 2, "end": 3}]}]},
+        text=json.dumps({"/srv/a.txt": {**ranges, "file_hash": "54506a1e" * 8}}),
+    )
+    found = [t for seed in range(16) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    asked = [t.task for t in found if t.answer == "second line\n"]
+    assert asked and not any(re.search(r"\bcontent of|its content\b", t) for t in asked), asked
+
+
+def test_what_every_tool_of_the_server_says_alike_and_times_in_seconds_answer_nothing():
+    """excel-tools-mcp says `"backend": "openpyxl"` in every reply, whatever it was asked ("Inspect excel ... and
+    tell me the backend."), and each tool's one word of success; mcp-server-tree-sitter gives times as seconds since
+    1970 ("What is the last scan time of the project ...?" -> 1796218191), and a sheet's pattern of merged cells as
+    "___". None of these answers a task; what differs with what was asked still does."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    def reply(said: str, **fields: object) -> str:
+        return json.dumps({"status": True, "status_message": said, "tool_result": {**fields, "backend": "openpyxl"}})
+
+    calls = [
+        ExploredCall(
+            index=0,
+            session=0,
+            tool="excel_inspect",
+            arguments={"file_path": "/srv/shop.xlsx"},
+            text=reply("检查成功", file_size_bytes=5592, sheet_count=2, modified=1796214252.86),
+        ),
+        *(
+            ExploredCall(
+                index=i,
+                session=0,
+                tool="excel_profile_structure",
+                arguments={"file_path": "/srv/shop.xlsx", "sheet": sheet},
+                text=reply("分析成功", sheet=sheet, total_rows_in_sheet=rows, merged="___", last_scan_time=1796218191),
+            )
+            for i, (sheet, rows) in enumerate((("Orders", 5), ("Staff", 4)), start=1)
+        ),
+    ]
+    found = [t for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    answers = {str(t.answer) for t in found}
+    unasked = {"openpyxl", "检查成功", "分析成功", "___", "1796218191", "1796214252.86"}
+    assert not answers & unasked, [(t.task, t.answer) for t in found]
+    assert {"5592", "5", "4"} & answers, [(t.task, t.answer) for t in found]
+    # (where a tool answers without it, the one value is a fact some tools say: the one backend may be asked for)
+    other = ExploredCall(index=3, session=0, tool="excel_sheets", arguments={}, text='["Orders", "Staff"]')
+    found = [t for seed in range(8) for t in candidates(Exploration(calls=[*calls, other]), {}, seed=seed)]
+    assert "openpyxl" in {str(t.answer) for t in found}
+
+
+def test_a_value_a_result_labelled_as_something_else_is_never_said_as_the_previous_result():
+    """csv-mcp-server's `health_check` said "max_sessions": 100, which exploring sent on as a session id: "Check
+    health. Then load csv ... with session id the previous result." A value a result labelled neither as a name,
+    an id or a path nor as the parameter's kind of thing is never "the previous result"; one it labelled so is."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    def tasks(first: dict, sent: object) -> list:
+        calls = [
+            ExploredCall(index=0, session=0, tool="health_check", arguments={}, text=json.dumps(first)),
+            ExploredCall(
+                index=1,
+                session=0,
+                tool="get_session_info",
+                arguments={"session_id": sent},
+                text=json.dumps({"rows": 3, "columns": 2, "created": "2024-03-01"}),
+                sources={"session_id": "result:0"},
+                parents=[0],
+            ),
+        ]
+        exploration = Exploration(calls=calls, handles=["session_id"])  # (a session's id: never stated)
+        found = [t for seed in range(4) for t in candidates(exploration, {}, seed=seed)]
+        return [t for t in found if len(t.reference) == 2]
+
+    assert not tasks({"status": "healthy", "max_sessions": 100, "uptime_seconds": 42}, 100)
+    for labelled in ({"status": "healthy", "session_id": "s-91"}, {"status": "healthy", "id": "s-91"}):
+        chained = tasks(labelled, "s-91")
+        assert chained and all("the previous result" in t.task for t in chained), [t.task for t in chained]

@@ -355,3 +355,21 @@ def test_the_one_record_a_search_found_is_asked_for_by_what_the_search_was_about
     tree = _call(0, "directory_tree", {"path": "docs"}, json.dumps([{"name": "todo.txt", "type": "file"}]))
     in_folder = [t for seed in range(6) for t in candidates(Exploration(calls=[tree]), {}, seed=seed)]
     assert in_folder and not any("about docs" in t.task for t in in_folder), [t.task for t in in_folder]
+
+
+def test_the_one_record_of_a_listing_is_asked_as_a_record_in_it_not_as_what_the_call_named():
+    """server-filesystem's `directory_tree` of "docs" gave `[{"name": "todo.txt", "type": "file"}]`: its one record's
+    fields were asked of the folder ("Find the directory tree for docs and tell me its type." -> file, of a
+    folder). A field of a listing's one record, alone or wrapped (`{"commits": [one], "total": 1}`), is asked of that
+    record in what the call gave."""
+    tree = _call(0, "directory_tree", {"path": "docs"}, json.dumps([{"name": "todo.txt", "type": "file"}], indent=2))
+    commit = {"hash": "a1b2c3d", "author": "Ann Lee", "message": "Add the changelog"}
+    log = _call(1, "git_log", {"max_count": 1}, json.dumps({"commits": [commit], "total": 1}, indent=2))
+    for call, item in ((tree, "entry"), (log, "commit")):
+        asked = [
+            t
+            for seed in range(6)
+            for t in candidates(Exploration(calls=[call]), {}, seed=seed)
+            if t.metadata.get("field") in ("name", "type", "author", "message")
+        ]
+        assert asked and all(f"{item} in the" in t.task or "todo.txt" in t.task for t in asked), [t.task for t in asked]

@@ -224,3 +224,12 @@ def test_records_each_with_a_name_are_said_by_their_names_first() -> None:
     for value in ("Weekly report", "Team meeting", "person", "project", "Book a room.", "Check the flights to Oslo."):
         assert order.count(value) == 1, (order, value)
     assert "name " not in order, order
+
+
+def test_an_empty_argument_states_nothing() -> None:
+    """csv-mcp-server's `rename_columns` was sent an empty mapping: "Rename columns with session id ... and mapping
+    ()". An empty object, list or text is said as nothing; every other value still is."""
+    for empty in ({}, [], ""):
+        args = {"session_id": "s-1", "mapping": empty, "inplace": 3}
+        for text in wordings("rename columns", args):
+            assert "mapping" not in text and "()" not in text and "s-1" in text and "3" in text, text

@@ -96,6 +96,10 @@ def test_results_are_read_as_records_and_arguments_take_the_shape_their_descript
     assert result_records("Date: Mon, 3 Mar 2025\nAuthor: Ann", None) == [
         [("Date", "Mon, 3 Mar 2025"), ("Author", "Ann")]
     ]
+    # columns that spaces pad (server-filesystem's sizes): a value a cell, never the padded line (it was sent on as
+    # a pattern, and stated: 'with exclude patterns "[FILE] todo.txt        128 B"')
+    sized = "[FILE] data.csv                  24 B\n[DIR] docs                    \n\nCombined size: 24 B"
+    assert {v for r in result_records(sized, None) for _, v in r} == {"[FILE] data.csv", "24 B", "[DIR] docs"}
     # an SQL parameter is sent a query over a table some result named; a time one, a time first
     knowledge = Knowledge([])
     knowledge.seen = [SeenValue(value="orders", field="name", call=3, session=0)]
