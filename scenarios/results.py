@@ -357,8 +357,12 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
         return [flatten(data)]
 
     def cells(line: str) -> list[tuple[str, Any]]:
-        # cells `|` divides, or that spaces pad into columns ("[FILE] notes.txt      66 B"): no one value is the line
-        parts = line.split(" | ") if " | " in line else re.split(r"(?<=\S) {3,}(?=\S)", line)
+        # cells `|` divides, or that spaces pad into columns ("[FILE] notes.txt      66 B"): no one value is the line;
+        # but a label padded from its value is one pair ("modified:   TODO.md")
+        if " | " in line:
+            parts = line.split(" | ")
+        else:
+            parts = [line] if labelled(line.strip()) is not None else re.split(r"(?<=\S) {3,}(?=\S)", line)
         if len(parts) == 1 and len(pairs := re.split(r"[,;] ", line)) > 1 and all(map(labelled, pairs)):
             parts = pairs  # a line of `key: value` pairs ("name: Ann, team: Sales, hours: 31")
         out = []

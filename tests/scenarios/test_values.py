@@ -100,6 +100,9 @@ def test_results_are_read_as_records_and_arguments_take_the_shape_their_descript
     # a pattern, and stated: 'with exclude patterns "[FILE] todo.txt        128 B"')
     sized = "[FILE] data.csv                  24 B\n[DIR] docs                    \n\nCombined size: 24 B"
     assert {v for r in result_records(sized, None) for _, v in r} == {"[FILE] data.csv", "24 B", "[DIR] docs"}
+    # (... but a label padded from its value is one pair: git's "modified:   TODO.md")
+    status = "Changes not staged for commit:\n\tmodified:   TODO.md\n\tnew file:   CHANGELOG.md"
+    assert {("modified", "TODO.md"), ("new file", "CHANGELOG.md")} <= set(result_records(status, None)[0])
     # an SQL parameter is sent a query over a table some result named; a time one, a time first
     knowledge = Knowledge([])
     knowledge.seen = [SeenValue(value="orders", field="name", call=3, session=0)]
