@@ -447,7 +447,21 @@ def candidates(
         parts = [{k: v} for k, v in data.items() if listing_of(v)] if isinstance(data, dict) else []
         # (... and one beside empty listings of other kinds, the object holding nothing else)
         lists = len(parts) > 1 or len(parts) == 1 < len(data) and all(isinstance(v, list) for v in data.values())
-        made, wrapped = [], wrapped_listing(data)
+        # a total beside a listing that counts its records (`{"commits": [...], "totalCount": 2}`, a statement's rows
+        # beside its "count": 2) is asked as how many it lists ("How many commits are in the git log?", not "... tell
+        # me its total count"), not as a field
+        wrapped = wrapped_listing(data)
+        pairs = flatten(data) if isinstance(data, dict) else []
+        many = len(wrapped[1]) if wrapped else max(Counter(k for k, _ in pairs).values(), default=0)
+        total = {k for k, v in pairs if counts(k) and type(v) is int and v == many > 1}
+        # (of a query, only one that lists all there is: the rows of `SELECT * ... LIMIT 5` count the sample)
+        whole = all((k := known(v)) is not None and k[0].lists is not None for v in queries)
+        made = (
+            count_tasks(call, many, states, chain, saying, queries, state, wrapped_kind(call))
+            if total and saying and whole
+            else []
+        )
+        hidden = unasked[call.tool] | (total if made or not whole else set())
         for part in parts if lists else [None]:
             one = call if part is None else call.model_copy(update={"structured": part, "text": json.dumps(part)})
             named = noun if part is None else singular(" ".join(words_of(next(iter(part)))))
@@ -468,18 +482,10 @@ def candidates(
             ):
                 named = named if part is not None else wrapped_kind(call) or ENTRY
                 says = Said(None, "", about=f"the {named} in {whole}")
-            made += field_tasks(one, states, chain, rng, unasked[call.tool], says, queries, named, state)
-        if wrapped is not None:  # ... and what is said of a listing it wraps: its total, as how many it lists where
-            # it counts them ("How many commits are in the git log?", not "... tell me its total count")
-            said_of = {k: v for k, v in data.items() if k != wrapped[0]}
-            many = len(wrapped[1])
-            total = {k for k, v in said_of.items() if counts(k) and type(v) is int and v == many > 1}
-            kind = wrapped_kind(call)
-            asked = count_tasks(call, many, states, chain, saying, queries, state, kind) if total and saying else []
-            own = call.model_copy(
-                update={"structured": {k: v for k, v in said_of.items() if not asked or k not in total}}
-            )
-            made += asked + field_tasks(own, states, chain, rng, unasked[call.tool], saying, queries, noun, state)
+            made += field_tasks(one, states, chain, rng, hidden, says, queries, named, state)
+        if wrapped is not None:  # ... and what is said of a listing it wraps
+            own = call.model_copy(update={"structured": {k: v for k, v in data.items() if k != wrapped[0]}})
+            made += field_tasks(own, states, chain, rng, hidden, saying, queries, noun, state)
         out += _after(made, steps, stated_before)
     # (no task on a call sent a path where none is asked for, `open_nodes` of names "/srv/memory.jsonl", nor one
     # that states or is answered by what a write was sent so: "What is the relation from?" -> the server's own file)

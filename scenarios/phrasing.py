@@ -86,10 +86,12 @@ def quoted(value: Any) -> str:
         items = [quoted(v) for v in value]
         return _listed(items) if value and all(_named(v) for v in value) else ", ".join(items)
     if isinstance(value, dict):
-        if (name := _named(value)) is not None:
-            rest = {k: v for k, v in value.items() if k != name}
-            return f"{quoted(value[name])} ({value_text(rest)})" if rest else quoted(value[name])
-        return f"({value_text(value)})"
+        name = _named(value)
+        # (its fields each quoted as a value is: sentences apart, "observations "Send the draft.", "Book a room."")
+        fields = ", ".join(f"{spoken(str(k))} {quoted(v)}" for k, v in value.items() if k != name)
+        if name is not None:
+            return f"{quoted(value[name])} ({fields})" if fields else quoted(value[name])
+        return f"({fields})"
     return (
         f'"{value}"' if isinstance(value, str) and (not value or " " in value or not value[0].isalnum()) else str(value)
     )

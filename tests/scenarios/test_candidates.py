@@ -1129,6 +1129,14 @@ def test_a_listings_total_beside_it_is_asked_as_how_many_it_lists():
         counted = [t for t in found if t.metadata["kind"] == "count"]
         assert counted and all(t.answer == 3 and "how many" in t.task.lower() for t in counted), found
         assert not any(t.metadata.get("field") == total.lower() for t in found), [t.task for t in found]
+    # (... and so is a statement's count beside its rows, two objects deep: dbhub's `execute_sql`)
+    query = "SELECT name FROM pragma_table_info('department')"
+    rows = [{"name": "dept_no"}, {"name": "dept_name"}]
+    reply = {"success": True, "data": {"statements": [{"sql": query, "rows": rows, "count": 2}], "source_id": "x"}}
+    call = ExploredCall(index=0, session=0, tool="execute_sql", arguments={"sql": query}, text=json.dumps(reply))
+    found = [t for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    assert any(t.metadata["kind"] == "count" and t.answer == 2 for t in found), [t.task for t in found]
+    assert not any(t.metadata.get("field") == "count" for t in found), [t.task for t in found]
 
 
 def test_a_field_that_is_what_the_call_gives_is_asked_as_that():

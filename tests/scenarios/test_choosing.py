@@ -267,29 +267,28 @@ def test_a_one_letter_or_yes_or_no_value_answers_no_task():
 def test_no_two_kept_tasks_read_alike_with_one_answer():
     """dbhub's `execute_sql` read a table with eight LIMITs over its 9 rows; each grounded "Find the rows of the
     department table and tell me its count." (a question said by what its result holds states no value), and all
-    eight were kept, their queries counted as what they state. No two kept tasks read alike with one answer, and a
-    question on another table's rows stays."""
+    eight were kept, their queries counted as what they state. No two kept tasks read alike with one answer; a
+    sample's count (`LIMIT n`) is asked as no total, and a listing of all there is (a table's columns) is asked how
+    many it holds, once."""
     rows = [
         {"dept_no": f"d00{i}", "dept_name": name}
         for i, name in enumerate("Sales Support Legal Ops HR IT QA Art Lab".split())
     ]
 
     def reply(sql: str) -> str:  # (dbhub's own form)
-        table = rows if "department" in sql else [{"emp_no": 10000 + i, "dept_no": f"d00{i % 9}"} for i in range(16)]
+        table = rows if "LIMIT" in sql else [{"name": "dept_no"}, {"name": "dept_name"}]
         statement = {"sql": sql, "rows": table, "count": len(table)}
         return json.dumps({"success": True, "data": {"statements": [statement], "source_id": "default"}})
 
-    calls = [
-        _call(i, "execute_sql", {"sql": sql}, reply(sql))
-        for i, sql in enumerate(f"SELECT * FROM department LIMIT {n}" for n in (10, 12, 13, 17, 28, 33, 53, 62))
-    ]
-    other = "SELECT * FROM dept_manager LIMIT 20"  # (another table, its rows another count: the query is no filter)
-    calls.append(_call(8, "execute_sql", {"sql": other}, reply(other)))
+    queries = [f"SELECT * FROM department LIMIT {n}" for n in (10, 12, 13, 17, 28, 33, 53, 62)]
+    queries += ["SELECT name FROM pragma_table_info('department')"] * 2
+    calls = [_call(i, "execute_sql", {"sql": sql}, reply(sql)) for i, sql in enumerate(queries)]
     for seed in range(4):
         kept, dropped = select(candidates(Exploration(calls=calls), {}, seed=seed), 16, seed=seed)
         said = Counter((t.task, str(t.answer)) for t in kept)
         assert kept and max(said.values()) == 1, said
-        assert {t.answer for t in kept if t.metadata.get("field") == "count"} == {9, 16}, said
+        assert [t.answer for t in kept if t.metadata["kind"] == "count"] == [2], said
+        assert not any(t.answer == 9 for t in kept), said
 
 
 def test_one_question_two_tools_answer_alike_is_kept_once():

@@ -224,6 +224,11 @@ def test_records_each_with_a_name_are_said_by_their_names_first() -> None:
     for value in ("Weekly report", "Team meeting", "person", "project", "Book a room.", "Check the flights to Oslo."):
         assert order.count(value) == 1, (order, value)
     assert "name " not in order, order
+    # (a record's texts each in quotes, so that sentences stay apart: 'observations "Book a room."', not
+    # "observations Send the draft., Book a room.")
+    entities[0]["observations"] = ["Send the draft.", "Book a room."]
+    order = said("create entities", {"entities": entities}, order=True).order()
+    assert 'observations "Send the draft.", "Book a room."' in order, order
 
 
 def test_an_empty_argument_states_nothing() -> None:
