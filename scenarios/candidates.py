@@ -41,6 +41,7 @@ from mcprl.scenarios.results import (
     flatten,
     found_nothing,
     listing_of,
+    listing_size,
     result_data,
     result_records,
     result_values,
@@ -450,10 +451,8 @@ def candidates(
         # a total beside a listing that counts its records (`{"commits": [...], "totalCount": 2}`, a statement's rows
         # beside its "count": 2) is asked as how many it lists ("How many commits are in the git log?", not "... tell
         # me its total count"), not as a field
-        wrapped = wrapped_listing(data)
-        pairs = flatten(data) if isinstance(data, dict) else []
-        many = len(wrapped[1]) if wrapped else max(Counter(k for k, _ in pairs).values(), default=0)
-        total = {k for k, v in pairs if counts(k) and type(v) is int and v == many > 1}
+        wrapped, many = wrapped_listing(data), listing_size(data)
+        total = {k for k, v in flatten(data) if counts(k) and type(v) is int and v == many > 1}
         # (of a query, only one that lists all there is: the rows of `SELECT * ... LIMIT 5` count the sample)
         whole = all((k := known(v)) is not None and k[0].lists is not None for v in queries)
         made = (

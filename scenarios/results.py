@@ -301,6 +301,14 @@ def counted(text: str, structured: Any = None) -> int | None:
     return len(values) if len(set(values)) == len(values) else None
 
 
+def listing_size(data: Any) -> int:
+    """How many records a result's listing holds: the listing an object wraps, else the most times one key comes in
+    an object at any depth (a statement's rows two objects deep); 0 for any other result."""
+    if (wrapped := wrapped_listing(data)) is not None:
+        return len(wrapped[1])
+    return max(Counter(k for k, _ in flatten(data)).values(), default=0) if isinstance(data, dict) else 0
+
+
 def listing_of(value: Any) -> bool:
     """Whether a value is a listing of records: a list of objects, not empty."""
     return isinstance(value, list) and bool(value) and all(isinstance(d, dict) for d in value)

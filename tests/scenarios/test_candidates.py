@@ -1137,6 +1137,13 @@ def test_a_listings_total_beside_it_is_asked_as_how_many_it_lists():
     found = [t for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
     assert any(t.metadata["kind"] == "count" and t.answer == 2 for t in found), [t.task for t in found]
     assert not any(t.metadata.get("field") == "count" for t in found), [t.task for t in found]
+    # (and its replay, listing as many, gives the count: a count is in no text, so it came back by none)
+    from mcprl.scenarios.replay import gives_answer
+
+    counted = [t for t in found if t.metadata["kind"] == "count"]
+    assert all(gives_answer(t, json.dumps(reply)) for t in counted)
+    fewer = {**reply, "data": {"statements": [{"sql": query, "rows": rows[:1], "count": 1}], "source_id": "x"}}
+    assert not any(gives_answer(t, json.dumps(fewer)) for t in counted)
 
 
 def test_a_field_that_is_what_the_call_gives_is_asked_as_that():
