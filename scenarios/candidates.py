@@ -454,13 +454,13 @@ def candidates(
         wrapped, many = wrapped_listing(data), listing_size(data)
         total = {k for k, v in flatten(data) if counts(k) and type(v) is int and v == many > 1}
         # (of a query, only one that lists all there is: the rows of `SELECT * ... LIMIT 5` count the sample)
-        whole = all((k := known(v)) is not None and k[0].lists is not None for v in queries)
+        complete = all((k := known(v)) is not None and k[0].lists is not None for v in queries)
         made = (
             count_tasks(call, many, states, chain, saying, queries, state, wrapped_kind(call))
-            if total and saying and whole
+            if total and saying and complete
             else []
         )
-        hidden = unasked[call.tool] | (total if made or not whole else set())
+        hidden = unasked[call.tool] | (total if made or not complete else set())
         for part in parts if lists else [None]:
             one = call if part is None else call.model_copy(update={"structured": part, "text": json.dumps(part)})
             named = noun if part is None else singular(" ".join(words_of(next(iter(part)))))
