@@ -448,19 +448,21 @@ def candidates(
         parts = [{k: v} for k, v in data.items() if listing_of(v)] if isinstance(data, dict) else []
         # (... and one beside empty listings of other kinds, the object holding nothing else)
         lists = len(parts) > 1 or len(parts) == 1 < len(data) and all(isinstance(v, list) for v in data.values())
-        # a total beside a listing that counts its records (`{"commits": [...], "totalCount": 2}`, a statement's rows
-        # beside its "count": 2) is asked as how many it lists ("How many commits are in the git log?", not "... tell
-        # me its total count"), not as a field
-        wrapped, many = wrapped_listing(data), listing_size(data)
-        total = {k for k, v in flatten(data) if counts(k) and type(v) is int and v == many > 1}
-        # (of a query, only one that lists all there is: the rows of `SELECT * ... LIMIT 5` count the sample)
+        # a total beside a listing that counts its records is asked as how many it lists, not as a field, where what
+        # the listing holds has a name: the key that wraps it (`{"commits": [...], "totalCount": 2}`: "How many commits
+        # are in the git log?", not "... tell me its total count"), or a known query's meaning (a statement's rows,
+        # two objects deep, beside its "count": "Count the columns of the department table."); of a query, only one
+        # that lists all there is (the rows of `SELECT * ... LIMIT 5` count the sample)
+        wrapped, kind, many = wrapped_listing(data), wrapped_kind(call), listing_size(data)
+        sized = {k for k, v in flatten(data) if counts(k) and type(v) is int and v == many > 1}
         complete = all((k := known(v)) is not None and k[0].lists is not None for v in queries)
+        said_what = kind is not None and wrapped is not None or bool(queries) and complete
         made = (
-            count_tasks(call, many, states, chain, saying, queries, state, wrapped_kind(call))
-            if total and saying and complete
+            count_tasks(call, many, states, chain, saying, queries, state, kind)
+            if sized and saying and said_what
             else []
         )
-        hidden = unasked[call.tool] | (total if made or not complete else set())
+        hidden = unasked[call.tool] | (sized if made or not complete else set())
         for part in parts if lists else [None]:
             one = call if part is None else call.model_copy(update={"structured": part, "text": json.dumps(part)})
             named = noun if part is None else singular(" ".join(words_of(next(iter(part)))))

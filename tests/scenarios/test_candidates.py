@@ -1144,6 +1144,18 @@ def test_a_listings_total_beside_it_is_asked_as_how_many_it_lists():
     assert all(gives_answer(t, json.dumps(reply)) for t in counted)
     fewer = {**reply, "data": {"statements": [{"sql": query, "rows": rows[:1], "count": 1}], "source_id": "x"}}
     assert not any(gives_answer(t, json.dumps(fewer)) for t in counted)
+    # (a number that only happens to equal how many records there are, in what no key or query names, counts nothing:
+    # mcp-text-editor's three ranges of a file of 3 lines, "How many text file contents ... are there?" -> 3)
+    ranges = [{"content": f"line {i}\n", "start_line": i, "total_lines": 3} for i in (1, 2, 3)]
+    read = ExploredCall(
+        index=0,
+        session=0,
+        tool="get_text_file_contents",
+        arguments={"file_path": "/srv/a.txt", "ranges": [{"start": i} for i in (1, 2, 3)]},
+        text=json.dumps({"/srv/a.txt": {"ranges": ranges, "file_hash": "54506a1e" * 8}}),
+    )
+    found = [t for seed in range(4) for t in candidates(Exploration(calls=[read]), {}, seed=seed)]
+    assert not any(t.metadata["kind"] == "count" for t in found), [t.task for t in found]
 
 
 def test_a_field_that_is_what_the_call_gives_is_asked_as_that():
