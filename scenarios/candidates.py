@@ -456,7 +456,7 @@ def candidates(
         wrapped, kind, many = wrapped_listing(data), wrapped_kind(call), listing_size(data)
         sized = {k for k, v in flatten(data) if counts(k) and type(v) is int and v == many > 1}
         complete = all((k := known(v)) is not None and k[0].lists is not None for v in queries)
-        said_what = kind is not None and wrapped is not None or bool(queries) and complete
+        said_what = kind is not None or bool(queries) and complete
         made = (
             count_tasks(call, many, states, chain, saying, queries, state, kind)
             if sized and saying and said_what
@@ -481,7 +481,7 @@ def candidates(
                 and listing_of(listed)
                 and len(listed) == 1
             ):
-                named = named if part is not None else wrapped_kind(call) or ENTRY
+                named = named if part is not None else kind or ENTRY
                 says = Said(None, "", about=f"the {named} in {whole}")
             made += field_tasks(one, states, chain, rng, hidden, says, queries, named, state)
         if wrapped is not None:  # ... and what is said of a listing it wraps
@@ -514,8 +514,8 @@ def links(chain: list[ExploredCall]) -> list[frozenset[str]] | None:
         for k in taken:
             labels = {label for label, v in pairs if same_value(v, call.arguments[k])}
             head = singular(words_of(k)[-1]) if words_of(k) else ""
-            said = [{singular(w) for w in words_of(label)} for label in labels]
-            if labels and not any(not w or head in w or w & (IDENTIFYING | NAME_KEYS) for w in said):
+            worded = [{singular(w) for w in words_of(label)} for label in labels]
+            if labels and not any(not w or head in w or w & (IDENTIFYING | NAME_KEYS) for w in worded):
                 return None
     return linked
 
