@@ -373,7 +373,8 @@ async def explore(
 
     def unwritten() -> list[ExploredCall]:
         """The reads (not read-backs) that answered only in sessions where a write the user's files would keep had
-        answered before them, each once: to be made again in a session before its writes (`CLEAN_READS`)."""
+        answered before them, each once, and were never made in a session without one: to be made again in a
+        session before its writes (`CLEAN_READS`)."""
         after: dict[str, ExploredCall] = {}
         clean: set[str] = set()
         written: set[int] = set()  # the sessions such a write answered in, so far
@@ -381,11 +382,13 @@ async def explore(
         for c in out.calls:
             if c.tool in out.withheld and not c.is_error:
                 written.add(c.session)
-            elif c.tool in reads and not c.is_error and c.reads_back is None:
-                if c.session in written:
-                    after.setdefault(call_key(c.tool, c.arguments), c)
-                else:
+            elif c.tool in reads and c.reads_back is None:
+                # (one made in such a session that failed is not made again there: it needs the write, and a
+                # failed call is never made again alike)
+                if c.session not in written:
                     clean.add(call_key(c.tool, c.arguments))
+                elif not c.is_error:
+                    after.setdefault(call_key(c.tool, c.arguments), c)
         stopped = set(out.hung_tools) | {n for n in tools if knowledge.logs[n].failing >= cfg.retire_after}
         return [c for key, c in after.items() if key not in clean and c.tool not in stopped]
 

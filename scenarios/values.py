@@ -6,7 +6,8 @@ named by its property, draws from *arms*, each a source of candidate values (rea
 view by `mcprl.scenarios.value_sources`):
 
     const, enum, default, example  the schema's own values (and the examples its description quotes)
-    worked     values a parameter of this name took in calls that answered, on any tool
+    worked     values a parameter of this name took in calls that answered, on any tool, something new or
+               saying the value (an answer said before, "Distance: 0", shows no value sent works)
     kin        values that worked for a parameter whose bad values draw the same error ("Ref '{}' did not
                resolve to an object" of `git_diff`'s `target` and `git_show`'s `revision`): the same kind
     error      values an error named when this parameter was blamed ("outside the allowed repository
@@ -35,7 +36,9 @@ the first that answered), and prefers a value this tool has not been sent yet. A
 server's context (`Knowledge.fixed`: the one value in plain view that worked, where others failed) is
 sent that value alone. A call that answered
 credits its arms; one that failed blames the parameters its error names (by name, or by the value
-sent), else all of them, and what the error quotes becomes their `error` candidates.
+sent), else all of them, and what the error quotes becomes their `error` candidates; a value two tools refused
+alike is not sent on. An optional parameter is given a value now and then (more often while its tool says the
+same again), never its default: leaving it out gives that.
 """
 
 from __future__ import annotations
@@ -121,7 +124,8 @@ MISSHAPEN = 2  # values of one shape blamed on a parameter, none of it working, 
 INVENTED = {"probe", "described", "schema", "varied"}  # arms that make a value up rather than take one given
 ONE_ITEM = 0.2  # chance a list is given one item
 ONE_REQUEST = 0.8  # ... a read's list of objects (requests)
-OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default)
+OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default) ...
+OPTIONAL_MOST = 0.75  # ... growing, while a tool says the same again, to this (`Knowledge._object`)
 WRITTEN_ARMS = {"const", "enum", "default", "example", "error", "result", "probe", "generator"}
 OPTIONAL_ARMS = {"const", "enum", "default", "example", "worked", "kin", "error", "shaped", "word", "result"}
 
@@ -162,6 +166,7 @@ class ToolLog:
     failing: int = 0  # calls that failed since its last answer
     silent: int = 0  # answers in a row that said nothing ("", "[]", "No matches") of a state that held something
     told: int = 0  # answers that said something (not that they found nothing)
+    same: int = 0  # answers in a row that said what it had said before
     invented: bool = (
         False  # the latest call's arguments were all made up (INVENTED arms) or the generator's: it may know better
     )
@@ -224,7 +229,8 @@ class Knowledge:
         # each session is a server of its own, started afresh: what a write made there is gone in the next
         self.fresh_sessions = fresh_sessions
         self.initial: set[str] = set()  # values read before any write of their session: every fresh server's
-        self.wanted: set[str] = set()  # optional parameters an error asked for where a call left them out
+        self.wanted: set[str] = set()  # optional parameters an error asked for where a call left them out ...
+        self.needed: set[str] = set()  # ... of which those it asked for alone ("Please specify a 'path'")
         self.stats: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
         self.worked: dict[str, list[Any]] = defaultdict(list)
         self.named: dict[str, list[str]] = defaultdict(list)  # parameter name -> values errors named
@@ -235,6 +241,8 @@ class Knowledge:
         self.refused_lengths: dict[tuple[str, str], set[int]] = defaultdict(set)
         self.failed_new: Counter = Counter()  # parameter name -> values sent to it for the first time and blamed
         self.refused: dict[str, set[str]] = defaultdict(set)  # parameter name -> values blamed on it, any tool
+        # (name, value, an error's wording) -> the tools that refused the value on a parameter of that name so
+        self.refused_on: dict[tuple[str, str, str], set[str]] = defaultdict(set)
         self.refused_shapes: dict[str, Counter] = defaultdict(Counter)  # parameter name -> `shape_of` its blamed values
         self.shapes: dict[str, set[str]] = defaultdict(set)  # an error's wording (`error_shape`) -> names it blamed
         self.blamed: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values blamed
@@ -336,12 +344,15 @@ class Knowledge:
         props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         required = set(schema.get("required") or [])
         out: dict[str, Any] = {}
+        # a tool that says the same again whatever it is sent is given more of its optional parameters at once: the
+        # answer may need two of them together (a distance between two dates, each "now" by default, is 0 with one)
+        chance = min(OPTIONAL_MOST, OPTIONAL * (1 + self.logs[tool].same / 2))
         for name, sub in props.items():
             if not isinstance(sub, dict):
                 continue
             optional = name not in required and name not in self.wanted
             here = f"{path}.{name}" if path else name
-            if optional and here not in fresh and rng.random() >= OPTIONAL * (1.5 if "default" not in sub else 1.0):
+            if optional and here not in fresh and rng.random() >= chance * (1.5 if "default" not in sub else 1.0):
                 continue
             value = self._value(tool, here, name, sub, session, rng, leaves, fresh, optional)
             if value is not _SKIP:
@@ -429,18 +440,24 @@ class Knowledge:
         # it has given before (two tasks "Weekly report" are not told apart by a task that names one), unless it
         # has nothing else (a name it is to add to). An optional filter given a made-up value matches nothing, or
         # is ignored and only clutters the task: only the schema's own values and values the server gave or named
+        # ... nor its default, which leaving it out gives (a distance "from now", as without `from_date`)
         if renew or optional:
             allowed = WRITTEN_ARMS if renew else OPTIONAL_ARMS
+            default = repr(schema["default"]) if optional and "default" in schema else None
             arms = {
-                a: c
+                a: kept
                 for a, c in arms.items()
                 if a.partition(".")[0] in allowed and (not a.startswith("result") or named_result(a, name))
+                if (kept := [(v, p) for v, p in c if repr(v) != default])
             }
             if not arms:
                 return None
-        # (a value blamed here that worked for a parameter of this name since is not to blame: the error was another's)
+        # (a value blamed here that worked for a parameter of this name since is not to blame: the error was another's;
+        # one two tools refused alike on a parameter of this name is not this one's either: "Working directory does
+        # not exist: /srv/r/git init" of every tool's `path`; but a query a write refused, a read may take)
         tried = self.tried[tool, path] | taken
-        blamed = self.blamed[tool, path] - {repr(v) for v in self.worked.get(name, [])}
+        widely = {v for (n, v, _), tools in self.refused_on.items() if n == name and len(tools) >= 2}
+        blamed = (self.blamed[tool, path] | widely) - {repr(v) for v in self.worked.get(name, [])}
         numeric = bool({"integer", "number"} & set(kinds_of(schema)))
         # an arm whose values keep failing for this parameter is dropped (a repository path the command line
         # fixes: every made-up one fails), so a tool whose every parameter has one live value runs out of calls
@@ -535,8 +552,11 @@ class Knowledge:
             arms["worked"] = fit(self.worked.get(name, []))
             arms["kin"] = fit([v for other in sorted(self.kin(name)) for v in self.worked.get(other, [])])
         arms["error"] = fit(self.named.get(name, []))
-        # (a URI in plain view, a resource's, only for a parameter that takes one: not a graph's entity name)
-        arms["context"] = fit([v for v in self.context if "://" not in v or described_as("url", name, description)])
+        # (a URI in plain view, a resource's, only for a parameter that takes one: not a graph's entity name; and for
+        # one that takes a path, the paths first: the repository `GIT_BASE_DIR` names, not the `stdio` beside it)
+        context = [v for v in self.context if "://" not in v or described_as("url", name, description)]
+        paths = [v for v in context if "/" in v] if described_as("path", name, description) else []
+        arms["context"] = fit(paths or context)
         for v in seen:
             if fits_type(v.value, kinds) and valid(coerce(v.value, schema)):
                 arms.setdefault(f"result.{v.field}", []).append((v.value, v.call if v.session == session else None))
@@ -699,7 +719,9 @@ class Knowledge:
             quoted = set(QUOTED.findall(text))
             told = [v for v in error_values(text, sent | {tool}) if not (v in self.names and v in quoted)]
             # a parameter it asks for, not sent ("Please specify a 'path'"): given from now on, as if required
-            self.wanted |= {q for q in quoted & self.names if q not in args}
+            missing = {q for q in quoted & self.names if q not in args}
+            self.wanted |= missing
+            self.needed |= missing if len(missing) == 1 else set()
             if asked := self._asked(tool, args, lowered, leaves, parts=[q for q in quoted if len(q) > 3]):
                 # it names, by their names, parameters the call left out, and nothing it sent ("Please provide either
                 # a country (e.g., "Poland", "PL") or a city" of a call given a date): those are wanted, each with
@@ -758,9 +780,11 @@ class Knowledge:
                     self.shapes[shape].add(d.name)
             if len(named) == 1 and told and "[]" not in named[0].path:
                 self.hints[tool] = (named[0].path, told)
-            self.wanted -= {d.name for d in named}  # (one asked for, sent and refused by name: left out again)
+            # (one asked for, sent and refused by name: left out again, where the error that asked for it named
+            # others to give instead, "either a country or a city"; one asked for alone is needed whatever it is sent)
+            self.wanted -= {d.name for d in named} - self.needed
             for d in blamed:
-                self._refuse(tool, d)
+                self._refuse(tool, d, text)
                 self.named[d.name] = list(dict.fromkeys([*self.named[d.name], *told]))
             return
         log.answered += 1
@@ -773,6 +797,7 @@ class Knowledge:
         # ... and one that says back what it was sent (`echoes`) is worth nothing: a new answer each time, no news
         credit = 0.0 if echoes(text, args) else 1.0 if new else REPEAT_CREDIT
         log.results.add(said)
+        log.same = 0 if new else log.same + 1
         # (a value whose call found nothing has not shown it works: a filter by a file path "1" lists no commits)
         nothing = found_nothing(text, args)
         # (of values drawn, not a call made again, and of a state that held something: a search of an empty store
@@ -782,11 +807,17 @@ class Knowledge:
         failed = failed_items(text, args)  # a list's items the result says failed, the call answering for the rest
         for d in leaves:
             if d.path.endswith("[]") and str(d.value) in failed:
-                self._refuse(tool, d)
+                self._refuse(tool, d, text)
                 continue
             self.stats[d.name, d.arm][0] += credit
             self.stats[d.name, d.arm][1] += 1.0 - credit
-            if not nothing and repr(d.value) not in map(repr, self.worked[d.name]):
+            # (an answer said before has not shown a value works, unless it says that value: a city sent to a tool
+            # that answers "Distance: 0" whatever the city, one the server cannot place, is not sent on as one)
+            if (
+                not nothing
+                and (new or says_value(text, d.value))
+                and repr(d.value) not in map(repr, self.worked[d.name])
+            ):
                 self.worked[d.name].append(d.value)
             if d.parent in self.made_at and (parent := self.made_at[d.parent])[0] in self.writers:
                 self.issuers[d.name].setdefault(*parent)
@@ -830,13 +861,16 @@ class Knowledge:
                         if (token, index, session) not in self.listed[d.value] and not token.startswith("/"):
                             self.listed[d.value].append((token, index, session))
 
-    def _refuse(self, tool: str, d: Drawn) -> None:
-        """Value `d` was refused: a loss for its arm, blamed on its parameter here, refused on its name."""
+    def _refuse(self, tool: str, d: Drawn, text: str) -> None:
+        """Value `d` was refused: a loss for its arm, blamed on its parameter here, refused on its name (by an error
+        `text`, whose wording, the value and the tool's name left out, tools that refuse it alike share)."""
+        wording = text.strip().partition("\n")[0].replace(str(d.value), "{}").replace(tool, "{tool}")
         self.stats[d.name, d.arm][1] += 1
         self.blamed[tool, d.path].add(repr(d.value))
         if repr(d.value) not in self.refused[d.name]:
             self.refused_shapes[d.name][shape_of(str(d.value))] += 1
         self.refused[d.name].add(repr(d.value))
+        self.refused_on[d.name, repr(d.value), wording].add(tool)
 
     def _asked(self, tool: str, args: dict[str, Any], lowered: str, leaves: list[Drawn], parts: list[str]) -> list[str]:
         """The arguments of `tool` left out of a call that an error names, by their names' words, where it names
@@ -878,6 +912,17 @@ def echoes(text: str, args: dict[str, Any]) -> bool:
     found = re.findall(r"\d+(?:\.\d+)?", text)
     words = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", text)}
     return bool(found or words) and set(found) <= numbers_sent and words <= words_sent
+
+
+def says_value(text: str, value: Any) -> bool:
+    """Whether a result says a value it was sent, whole ("No public holiday data available for Germany" of
+    "Germany"); not a flag, nor a value of one character that any text holds."""
+    said = str(value)
+    return (
+        not isinstance(value, bool)
+        and len(said) > 1
+        and re.search(rf"(?<![\w.]){re.escape(said)}(?![\w])", text, flags=re.I) is not None
+    )
 
 
 def gist(text: str, args: dict[str, Any]) -> str:

@@ -625,18 +625,21 @@ async def test_a_database_a_url_names_is_explored_on_its_copies_and_reads_are_ma
     for t in tasks:  # (a list, or names a comma joins)
         parts = [str(v) for v in t.answer] if isinstance(t.answer, list) else str(t.answer).split(", ")
         assert all(p in values or p.isdigit() for p in parts), (t.task, t.answer)
-    # the reads after the write the copy keeps, made again before it in a later session (the last session aside)
-    after_write, clean = {}, set()
+    # the reads after the write the copy keeps, made again before it in a later session (the last session aside),
+    # once: one that fails there needs the write, and is not made again
+    after_write, clean, failed_clean = {}, set(), Counter()
     for c in calls:
         wrote = any(w.tool == "add_product" and w.session == c.session and w.index < c.index for w in calls)
-        if c.tool != "add_product" and not c.is_error and c.reads_back is None:
-            (
-                after_write.setdefault(call_key(c.tool, c.arguments), c)
-                if wrote
-                else clean.add(call_key(c.tool, c.arguments))
-            )
+        if c.tool != "add_product" and c.reads_back is None:
+            key = call_key(c.tool, c.arguments)
+            if wrote and not c.is_error:
+                after_write.setdefault(key, c)
+            elif not wrote:
+                clean.add(key)
+                failed_clean[key] += c.is_error and c.repeats is not None
     last = calls[-1].session
     assert after_write and all(k in clean for k, c in after_write.items() if c.session < last - 1), after_write
+    assert all(n <= 1 for n in failed_clean.values()), failed_clean
     silent: Counter = Counter()
     for c in calls:
         silent[c.tool] = silent[c.tool] + 1 if not c.is_error and not c.text.strip() else 0

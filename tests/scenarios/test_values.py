@@ -786,3 +786,112 @@ def test_an_error_that_names_nothing_of_a_call_sent_an_empty_object_blames_no_va
         values=[],
     )  # fmt: skip
     assert knowledge.refused["table"] == {"'WHERE'"}  # (an error that names the value still blames it)
+
+
+def test_a_value_sent_to_a_tool_that_answered_as_before_has_not_worked():
+    """mcp-simple-timeserver's `calculate_time_distance` answers "Distance: 0 (same parameters, error?)" whatever
+    city it is sent; "New York", which the offline server cannot place, was credited as a city that worked, sent on
+    to every tool taking a city, and never blamed for the errors that quoted it. An answer said before shows no value
+    works, unless it says that value; and an error that quotes a value sent to one parameter alone blames it."""
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    knowledge = Knowledge([])
+
+    def learn(tool: str, args: dict, text: str, is_error: bool = False) -> None:
+        leaves = [Drawn(path=k, name=k, arm="example", value=v) for k, v in args.items()]
+        index = len(knowledge.made)
+        knowledge.learn(
+            tool, args, leaves, index=index, session=index, text=text, is_error=is_error, error_kind=None, values=[]
+        )
+
+    learn("distance", {}, "Distance: 0 (same parameters, error?)")
+    learn("distance", {"city": "New York"}, "Distance: 0 (same parameters, error?)")
+    learn("holidays", {"country": "DE"}, "No public holiday data available for Germany (2026).")
+    learn("holidays", {"country": "Poland"}, "No public holiday data available for Poland (2026).")
+    assert knowledge.worked["city"] == []
+    assert knowledge.worked["country"] == ["DE", "Poland"]  # (the first answer new, the second saying its country)
+    learn("now", {"city": "New York"}, 'Error: Could not resolve location "New York".', is_error=True)
+    assert "'New York'" in knowledge.refused["city"]
+
+
+def test_a_parameter_an_error_asked_for_alone_is_given_until_a_value_works_and_a_value_two_tools_refused_is_not():
+    """@cyanheads/git-mcp-server: every tool's optional `path` defaults to a session directory none set ("No session
+    working directory set. Please specify a 'path'"), and "git init", quoted by another error, was sent as a path to
+    tool after tool ("Working directory does not exist: /srv/r/git init"): the repository in plain view came at the
+    84th call. A parameter an error asked for alone stays given though a value sent was refused; a value two tools
+    refused on a parameter of that name is not sent there again; of the values in plain view, a path comes first for a
+    parameter that takes one (not the transport's name, `stdio`, beside it)."""
+    import random
+
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    tools = ["git_status", "git_log", "git_diff", "git_show", "git_blame", "git_branch"]
+    schema = {"type": "object", "properties": {"path": {"type": "string", "default": "."}}}
+    knowledge = Knowledge(["stdio", "Git Working Directory", "/srv/r"], params={t: ["path"] for t in tools})
+    rng, sent = random.Random(0), []
+    for i in range(30):
+        tool = tools[i % len(tools)]
+        if (drawn := knowledge.arguments(tool, schema, i, rng)) is None:
+            continue
+        args, leaves = drawn
+        path = args.get("path")
+        sent.append((tool, path))
+        if path == "/srv/r":
+            break
+        if path in (None, "."):
+            text = "Error: No session working directory set. Please specify a 'path' or use 'git_set_working_dir'."
+        else:
+            text = f"Error: Working directory does not exist: /srv/r/{path}. Pass 'git init' to make one."
+        knowledge.learn(tool, args, leaves, index=i, session=i, text=text, is_error=True, error_kind=None, values=[])
+    assert sent[-1][1] == "/srv/r" and len(sent) <= len(tools) + 3, sent  # (each tool called plain first)
+    # a value two tools refused on a parameter of a name is not sent there on a third while another is left
+    schema = {"type": "object", "properties": {"target": {"type": "string"}}, "required": ["target"]}
+    for seed in range(10):
+        knowledge = Knowledge(["stdio", "/srv/r"], params={t: ["target"] for t in tools})
+        for i, tool in enumerate(tools[:2]):
+            args, leaves = {"target": "stdio"}, [Drawn(path="target", name="target", arm="context", value="stdio")]
+            text = "Error: Working directory does not exist: /srv/r/stdio"
+            knowledge.learn(
+                tool, args, leaves, index=i, session=i, text=text, is_error=True, error_kind=None, values=[]
+            )
+        drawn = knowledge.arguments(tools[2], schema, 2, random.Random(seed))
+        assert drawn is not None and drawn[0]["target"] != "stdio", (seed, drawn)
+
+
+def test_an_optional_parameter_is_never_sent_its_default_and_two_dates_come_together():
+    """A distance between two dates, each "now" by default, is 0 unless both are given: mcp-simple-timeserver's
+    `calculate_time_distance` (eight optional parameters, each a default) said "Distance: 0" 17 times, sent "now"
+    as a date, and never got two dates. An optional parameter is never sent its default (leaving it out gives that),
+    and while a tool says the same again its calls give more of its optional parameters at once."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    def described(*examples: str) -> dict:
+        listed = ", ".join(f'"{e}"' for e in examples)
+        return {"type": "string", "default": "now", "description": f'ISO 8601 date or "now". Examples: {listed}'}
+
+    cities = {"type": "string", "default": "", "enum": ["", "Warsaw", "Tokyo", "Lima", "Oslo", "Perth"]}
+    schema = {
+        "type": "object",
+        "properties": {
+            "from_date": described("2025-01-15", "2025-02-01", "2025-03-10", "2025-04-22", "2025-05-30", "now"),
+            "to_date": described("2025-12-31", "2025-11-02", "2025-10-09", "2025-09-18", "2025-08-27", "now"),
+            **{name: cities for name in ("unit", "timezone", "city", "country")},
+            **{name: {"type": "boolean", "default": False} for name in ("business_days", "exclude_holidays")},
+        },
+    }
+    for seed in range(4):
+        knowledge, rng = Knowledge([], params={"distance": list(schema["properties"])}), random.Random(seed)
+        two_dates = 0
+        for i in range(20):
+            if (drawn := knowledge.arguments("distance", schema, i, rng)) is None:
+                continue  # (no call left that was not made)
+            args, leaves = drawn
+            assert all(args[k] not in ("now", "", False) for k in args)  # (no default)
+            two_dates += all(args.get(k, "now") != "now" for k in ("from_date", "to_date"))
+            text = "Distance: 0 (same parameters, error?)"
+            knowledge.learn(
+                "distance", args, leaves, index=i, session=i, text=text, is_error=False, error_kind=None, values=[]
+            )
+        assert two_dates >= 4, (seed, two_dates)
