@@ -13,6 +13,7 @@ from typing import Any
 
 from mcprl.checks import as_number, live_of, normalize_text
 from mcprl.scenarios.phrasing import value_text
+from mcprl.scenarios.record_tasks import MAX_LISTED
 from mcprl.types import Scenario
 
 
@@ -156,6 +157,7 @@ def select(
     rng = random.Random(f"{seed}/grounded/select")
     dropped: Counter = Counter()
     best: dict[str, list[Scenario]] = {}  # a meaning -> the chains that answer it that a rollout can best follow
+    every: dict[str, list[Scenario]] = defaultdict(list)  # a meaning -> every chain that answers it
     asked: dict[str, str] = {}  # a meaning -> what it asks and what answers it, whatever it states
     idle = idle_parameters(tasks)
     worded: dict[tuple[str, str], str] = {}  # a task's words and answer -> its meaning: one question, whichever tool
@@ -168,6 +170,7 @@ def select(
         # columns, listed by a tool that describes it and by a query)
         key = worded.setdefault((normalize_text(t.task), str(meant[1])), repr(meant))
         asked.setdefault(key, repr(meant[:3]))
+        every[key].append(t)
         if key not in best:
             best[key] = [t]
             continue
@@ -183,8 +186,16 @@ def select(
     unique: dict[str, Scenario] = {}
     for key, chains in best.items():
         unique[key] = min(chains, key=lambda c: ends[c.reference[-1].tool])
-        if len(chains) > 1:
-            ends[unique[key].reference[-1].tool] += 1
+        # ... or, where that tool ends others and one that ends none answers it too, less plainly but in a listing a
+        # reader goes through, that one's: the export of the rows a read listed asks of one tool more (the read's
+        # own query with fewer rows, of none)
+        tool = unique[key].reference[-1].tool
+        if len(chains) == 1:
+            ends[tool] -= 1
+        unasked = [c for c in every[key] if not ends[c.reference[-1].tool] and focus(c)[0] <= MAX_LISTED]
+        if ends[tool] and unasked:
+            unique[key] = min(unasked, key=focus)
+        ends[unique[key].reference[-1].tool] += 1
     # one that states what another of its field and answer states and more (a name beside made-up ones: the nodes
     # "Team meeting" and "hello world") asks what that one asks; not where the other states nothing (a listing's
     # line is not what a question naming its record asks)

@@ -70,6 +70,26 @@ def test_of_chains_that_answer_one_question_alike_the_kept_tasks_spread_over_the
         assert set(tools) == {"read_file", "read_text_file"} and max(tools.values()) - min(tools.values()) <= 1, tools
 
 
+def test_a_tool_that_answers_only_what_another_answers_more_plainly_still_ends_a_kept_task():
+    """ea-database-server's `export_query` was sent the queries that had worked on `read_query`, whose own varied
+    ones (`LIMIT 2` of `LIMIT 5`) read fewer rows: every question the export grounded, a read grounded more plainly,
+    and no kept task asked of the export. Where a tool ends no kept task, a question it answers in a short listing
+    is asked of it."""
+    rows = [{"id": i, "name": n, "price": p} for i, (n, p) in enumerate([("bolt", 0.25), ("wire", 3.5), ("jar", 2.75)])]
+    calls = [
+        _call(0, "read_query", {"query": "SELECT * FROM products LIMIT 2"}, json.dumps(rows[:2])),
+        _call(1, "read_query", {"query": "SELECT * FROM products LIMIT 3"}, json.dumps(rows)),
+        _call(2, "read_query", {"query": "SELECT COUNT(*) FROM products"}, json.dumps([{"COUNT(*)": 3}])),
+        _call(3, "export_query", {"query": "SELECT * FROM products LIMIT 3", "format": "json"}, json.dumps(rows)),
+    ]
+    for seed in range(4):
+        found = candidates(Exploration(calls=calls), {}, seed=seed)
+        assert "export_query" in {t.reference[-1].tool for t in found}
+        kept, _ = select(found, 20, seed=seed)
+        tools = Counter(t.reference[-1].tool for t in kept)
+        assert tools["export_query"] >= 1 and tools["read_query"] >= tools["export_query"], tools
+
+
 async def test_a_task_asked_of_one_record_in_one_call_keeps_its_chain():
     """`shortcut` gives a task that finds its record the long way (a listing's line) the one call a person would
     make; a task whose one call already gives its record alone keeps that call, whatever other tool also finds it
