@@ -33,6 +33,9 @@ EXPRESSION = re.compile(r"\d\s*[*/^]\s*[\w(]|[\w)]\s*[*/^]\s*\d")  # a number an
 APPLIED = re.compile(r"[A-Za-z_][\w.]*\(.*\)", re.S)
 
 
+# a row of cells that commas join, no space between, one of them a word ("pear,7" of a CSV file's line; "1,000" is a
+# number)
+CELLS = re.compile(r"(?=\S*[A-Za-z])[^,\s]+(?:,[^,\s]+)+")
 # a listing's line: a marker ("*", "-", "[FILE]"), then a name
 LISTED = re.compile(r"(?:[^\w\s]+|\[\w+\])\s+(\S*[A-Za-z]{2}\S*)")
 
@@ -93,9 +96,11 @@ def answerable(value: Any) -> bool:
 
 def one_number(text: str, words: int | None = None) -> float | int | None:
     """The one number a text holds; with `words`, only if it has at most that many words besides
-    ("$88.88", "37 units", but not "48 hours in Porto", "Invoice for March 2024")."""
+    ("$88.88", "37 units", but not "48 hours in Porto", "Invoice for March 2024", nor a cell of a row, "pear,7")."""
     found = numbers(text)
     if len(found) != 1 or words is not None and len(re.findall(r"[A-Za-z]+", text)) > words:
+        return None
+    if words is not None and CELLS.fullmatch(text.strip()):
         return None
     if ISO_DATE.search(text):  # a date or a time is no number ("2026-12-02T06:00:00-05:00" is not 0)
         return None

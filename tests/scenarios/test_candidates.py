@@ -203,6 +203,25 @@ def test_a_csv_table_is_asked_for_by_its_cells_not_as_lines():
         assert str(t.answer) in row and not re.search(rf"\b{t.answer}\b", t.task), t.task
 
 
+def test_one_line_of_a_csv_file_is_not_asked_as_its_one_number():
+    """mcp-text-editor read lines 3 to 20 of a CSV file, `{"content": "pear,7\n", ...}`: "Find the text file contents
+    for data.csv with start 3 and end 20." -> 7, as a number with a unit ("37 units") is. A row of cells that commas
+    join is no number; read whole, or as a sentence's result, it is no number either."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    ranges = {"data.csv": {"ranges": [{"content": "pear,7\n", "start": 3, "end": 20, "content_size": 12}]}}
+    calls = [
+        ExploredCall(
+            index=0, session=0, tool="get_text", arguments={"path": "data.csv", "start": 3}, text=json.dumps(ranges)
+        ),
+        ExploredCall(index=1, session=0, tool="read_line", arguments={"path": "data.csv", "line": 3}, text="pear,7\n"),
+    ]
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert not any(t.answer == 7 for t in tasks), [(t.task, t.answer) for t in tasks]
+    assert any(t.answer == 20 for t in tasks)  # (a number alone still is one: the end of the range read)
+
+
 def test_no_answer_is_longer_than_a_line():
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration, ExploredCall
