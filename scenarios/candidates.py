@@ -202,8 +202,19 @@ def candidates(
     # offset beside today's date: `of_clock_kind`): calls made within a minute of each other all say "Wednesday" or
     # "not daylight saving", which is the hour's doing, not a constant's
     of_clock: dict[tuple[str, str], bool] = {}
+    # tool -> the kinds of thing it and its results name (`update_entities`: entity; `{"entities": [...],
+    # "relations": [...]}`: entity, relation): a field saying one of them of every record is the record's kind tag
+    # (`"type": "entity"`), which the call already says
+    kinds_named: dict[str, set[str]] = defaultdict(set)
     for call in calls:
         if not call.is_error:
+            kinds_named[call.tool] |= {singular(w) for w in words_of(call.tool)[-1:]}
+            try:
+                data = json.loads(call.data)
+            except ValueError:
+                data = None
+            if isinstance(data, dict):
+                kinds_named[call.tool] |= {singular(w) for key in data for w in words_of(key)[-1:]}
             states_now = bool(clock_spans(call.text))  # (once a call: a text's scan, not a value's)
             for record in result_records(call.data, call.structured):
                 for k, v in record:
@@ -223,6 +234,7 @@ def candidates(
             or spread(held[tool, field]) >= 3
             and not of_clock[tool, field]
             and (len(seen) == 1 or seen <= {"0", "1"} or seen == {str(i) for i in range(len(seen))})
+            or {v.lower() for v in seen} <= kinds_named[tool]
         ):
             unasked[tool].add(field)
     # ... nor one that every tool that answered gave, two tools or more, each always the same value, over three calls

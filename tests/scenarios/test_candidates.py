@@ -222,6 +222,43 @@ def test_one_line_of_a_csv_file_is_not_asked_as_its_one_number():
     assert any(t.answer == 20 for t in tasks)  # (a number alone still is one: the end of the range read)
 
 
+def test_a_field_that_tags_each_record_with_the_kind_the_call_names_is_not_asked():
+    """@itseasy21/mcp-knowledge-graph tags each record with its kind, `"type": "entity"` of `update_entities` and
+    of `read_graph`'s `{"entities": [...], "relations": [...]}` ("Update entities "Weekly report" and tell me the
+    type." -> entity). A field whose every value is a kind the tool's name or its result's keys name is not asked;
+    the record's own fields still are."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    def entity(name: str, kind: str) -> dict:
+        return {"type": "entity", "name": name, "entityType": kind, "observations": [f"Call {name} on Monday."]}
+
+    graph = {
+        "entities": [entity("Ada", "person"), entity("Lisbon", "city"), entity("Apollo", "project")],
+        "relations": [{"type": "relation", "from": "Ada", "to": "Lisbon", "relationType": "lives_in"}],
+    }
+    calls = [
+        ExploredCall(index=0, session=0, tool="read_graph", arguments={}, text=json.dumps(graph)),
+        ExploredCall(
+            index=1,
+            session=0,
+            tool="update_entities",
+            arguments={"entities": [{"name": "Ada"}]},
+            text=json.dumps([entity("Ada", "person")]),
+        ),  # fmt: skip
+        ExploredCall(
+            index=2,
+            session=0,
+            tool="update_entities",
+            arguments={"entities": [{"name": "Apollo"}]},
+            text=json.dumps([entity("Apollo", "project")]),
+        ),  # fmt: skip
+    ]
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert not any(str(t.answer) in ("entity", "relation") for t in tasks), [(t.task, t.answer) for t in tasks]
+    assert any(t.answer == "person" for t in tasks) and any(t.answer == "lives_in" for t in tasks)
+
+
 def test_no_answer_is_longer_than_a_line():
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration, ExploredCall
