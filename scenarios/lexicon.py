@@ -16,6 +16,7 @@ structure (schemas, annotations, what the server answered). It holds:
   query asks and never pastes it; `listed_kind(tool)`: the kind a tool named for listing them gives
   (`list_tables`);
 - `RATE_LIMITED`: an error that asks the client to slow down;
+- `BOUNDS` (`bound_pairs`): the words that name the lower and the upper end of a range (`start_line`, `end_line`);
 - `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ...");
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
   does in a listing ("[FILE] notes.txt");
@@ -381,6 +382,34 @@ def unix_time(key: str, value: Any) -> bool:
 def counts(key: str) -> bool:
     """Whether a key names how many there are (`count`, `totalCount`, `num_rows`): a listing's total beside it."""
     return bool(COUNTING & set(words_of(key)))
+
+
+# the first and the last of a range, as parameters are named: `start_line`/`end_line`, `from_date`/`to_date`
+BOUNDS = (
+    ("start", "end"),
+    ("begin", "end"),
+    ("from", "to"),
+    ("since", "until"),
+    ("min", "max"),
+    ("minimum", "maximum"),
+    ("low", "high"),
+    ("lower", "upper"),
+    ("first", "last"),
+)
+
+
+def bound_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
+    """The pairs of `names` that name the two ends of one range (`BOUNDS`): the same words but one, that one a
+    range's first and last (`start_line`, `end_line`; `from`, `to`), each pair (lower, upper)."""
+    words = {n: words_of(n) for n in names}
+    pairs = []
+    for low in names:
+        for high in names:
+            a, b = words[low], words[high]
+            differ = [(x, y) for x, y in zip(a, b) if x != y]
+            if len(a) == len(b) and len(differ) == 1 and differ[0] in BOUNDS:
+                pairs.append((low, high))
+    return pairs
 
 
 def words_of(name: str) -> list[str]:

@@ -49,7 +49,7 @@ import random
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jsonschema
@@ -62,6 +62,7 @@ from mcprl.scenarios.lexicon import (
     IDENTIFIER,
     NAME_KEYS,
     PLAIN,
+    bound_pairs,
     composed,
     described_as,
     known,
@@ -70,7 +71,16 @@ from mcprl.scenarios.lexicon import (
     words_of,
     written,
 )
-from mcprl.scenarios.results import ID_FORM, MESSAGE, NOTHING, clock_spans, failed_items, flatten, found_nothing
+from mcprl.scenarios.results import (
+    ID_FORM,
+    ISO_DATE,
+    MESSAGE,
+    NOTHING,
+    clock_spans,
+    failed_items,
+    flatten,
+    found_nothing,
+)
 from mcprl.scenarios.value_sources import (
     QUOTED,
     coerce,
@@ -344,6 +354,7 @@ class Knowledge:
         props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         required = set(schema.get("required") or [])
         out: dict[str, Any] = {}
+        first = len(leaves)  # (the leaves drawn here: another item of a list has leaves at the same paths)
         # a tool that says the same again whatever it is sent is given more of its optional parameters at once: the
         # answer may need two of them together (a distance between two dates, each "now" by default, is 0 with one)
         chance = min(OPTIONAL_MOST, OPTIONAL * (1 + self.logs[tool].same / 2))
@@ -357,6 +368,17 @@ class Knowledge:
             value = self._value(tool, here, name, sub, session, rng, leaves, fresh, optional)
             if value is not _SKIP:
                 out[name] = value
+        # the two ends of a range, drawn each on its own, given in order, as a person gives them (lines 5 to 19, not
+        # 19 to 5)
+        for low, high in bound_pairs(list(out)):
+            if backwards(out[low], out[high]):
+                out[low], out[high] = out[high], out[low]
+                at = {d.path: k for k, d in enumerate(leaves) if k >= first}
+                ends = [at.get(f"{path}.{n}" if path else n) for n in (low, high)]
+                if None not in ends:  # (each value keeps the source it came from)
+                    i, j = ends
+                    a, b = leaves[i], leaves[j]
+                    leaves[i], leaves[j] = replace(b, path=a.path, name=a.name), replace(a, path=b.path, name=b.name)
         return out
 
     def _value(
@@ -912,6 +934,14 @@ def echoes(text: str, args: dict[str, Any]) -> bool:
     found = re.findall(r"\d+(?:\.\d+)?", text)
     words = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", text)}
     return bool(found or words) and set(found) <= numbers_sent and words <= words_sent
+
+
+def backwards(low: Any, high: Any) -> bool:
+    """Whether a range's two ends are given the wrong way round: numbers, or dates of one form, the first later."""
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)):
+        return low > high
+    dates = all(isinstance(v, str) and ISO_DATE.fullmatch(v) for v in (low, high))
+    return dates and len(low) == len(high) and low > high
 
 
 def says_value(text: str, value: Any) -> bool:

@@ -895,3 +895,44 @@ def test_an_optional_parameter_is_never_sent_its_default_and_two_dates_come_toge
                 "distance", args, leaves, index=i, session=i, text=text, is_error=False, error_kind=None, values=[]
             )
         assert two_dates >= 4, (seed, two_dates)
+
+
+def test_the_two_ends_of_a_range_are_given_in_order():
+    """mcp-text-editor's ranges were drawn an end at a time: "with ranges (start 3, end 20), (start 19, end 5)", and
+    git-mcp-server's blame "start line 2 and end line 1". Two parameters that name a range's first and last
+    (`start`/`end`, `from_date`/`to_date`, `minPrice`/`maxPrice`) are given in order, at any depth, each value
+    keeping the source it came from."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    line = {"type": "integer", "minimum": 1, "maximum": 40}
+    date = {"type": "string", "description": 'Examples: "2025-12-31", "2025-01-15", "2025-06-01"'}
+    schema = {
+        "type": "object",
+        "properties": {
+            "file_path": {"type": "string", "enum": ["/srv/a.txt"]},
+            "ranges": {
+                "type": "array",
+                "minItems": 2,
+                "items": {"type": "object", "properties": {"start": line, "end": line}, "required": ["start", "end"]},
+            },
+            "start_line": line,
+            "end_line": line,
+            "from_date": date,
+            "to_date": date,
+        },
+        "required": ["file_path", "ranges", "start_line", "end_line", "from_date", "to_date"],
+    }
+    for seed in range(6):
+        knowledge, rng = Knowledge([]), random.Random(seed)
+        for i in range(10):
+            if (drawn := knowledge.arguments("read", schema, i, rng)) is None:
+                continue
+            args, leaves = drawn
+            assert all(r["start"] <= r["end"] for r in args["ranges"]), args
+            assert args["start_line"] <= args["end_line"] and args["from_date"] <= args["to_date"], args
+            at = {d.path: d.value for d in leaves}
+            assert at["start_line"] == args["start_line"] and at["to_date"] == args["to_date"], (at, args)
+            knowledge.learn("read", args, leaves, index=i, session=i, text=f"read {i}", is_error=False,
+                            error_kind=None, values=[])  # fmt: skip
