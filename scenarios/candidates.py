@@ -53,6 +53,9 @@ from mcprl.scenarios.values import call_key, gist
 from mcprl.types import Scenario
 
 EXPRESSION_FIELD = "value"  # what a task worded as an expression asks for ("What is 2 + 3?")
+# a key that names no property: a number, or a letter or two and a number (`{"matches": {"E3": "2024-03-05"}}`, a
+# cell's address: a map's keys are values, not fields)
+CODE_KEY = re.compile(r"[A-Za-z]{0,2}\d+")
 STOCK_REPLY = 3  # calls of a tool, none a filter of another, that gave one text: the tool's reply to anything
 
 
@@ -235,6 +238,7 @@ def candidates(
             and not of_clock[tool, field]
             and (len(seen) == 1 or seen <= {"0", "1"} or seen == {str(i) for i in range(len(seen))})
             or {v.lower() for v in seen} <= kinds_named[tool]
+            or CODE_KEY.fullmatch(field.rpartition(".")[2])
         ):
             unasked[tool].add(field)
     # ... nor one that every tool that answered gave, two tools or more, each always the same value, over three calls

@@ -259,6 +259,27 @@ def test_a_field_that_tags_each_record_with_the_kind_the_call_names_is_not_asked
     assert any(t.answer == "person" for t in tasks) and any(t.answer == "lives_in" for t in tasks)
 
 
+def test_a_key_that_is_a_cell_address_or_a_number_is_not_asked_as_a_field():
+    """excel-mcp-server's `find_cells` maps each cell it found to its value, `{"matches": {"E3": "2024-03-05"}}`:
+    "Find cells ... with query 4. What is the e 3?". A key that is a number, or a letter or two and a number, names
+    no property; a sheet's own fields still are asked."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    found = [{"E3": "2024-03-05"}, {"B2": "Engineering", "C4": "Sales"}, {"12": "Ada"}]
+    calls = [
+        ExploredCall(index=i, session=0, tool="find_cells", arguments={"query": q}, text=json.dumps({"matches": m}))
+        for i, (q, m) in enumerate(zip(["2024", "Eng", "Ada"], found))
+    ]
+    sheet = {"name": "Staff", "used_range": "A1:C4", "rows": 4}
+    calls.append(
+        ExploredCall(index=3, session=0, tool="describe_sheet", arguments={"sheet": "Staff"}, text=json.dumps(sheet))
+    )
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert not any(t.tools == ["find_cells"] for t in tasks), [(t.task, t.answer) for t in tasks]
+    assert any(t.answer == "A1:C4" for t in tasks)
+
+
 def test_no_answer_is_longer_than_a_line():
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration, ExploredCall
