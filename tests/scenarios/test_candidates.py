@@ -239,20 +239,16 @@ def test_a_field_that_tags_each_record_with_the_kind_the_call_names_is_not_asked
     }
     calls = [
         ExploredCall(index=0, session=0, tool="read_graph", arguments={}, text=json.dumps(graph)),
-        ExploredCall(
-            index=1,
-            session=0,
-            tool="update_entities",
-            arguments={"entities": [{"name": "Ada"}]},
-            text=json.dumps([entity("Ada", "person")]),
-        ),  # fmt: skip
-        ExploredCall(
-            index=2,
-            session=0,
-            tool="update_entities",
-            arguments={"entities": [{"name": "Apollo"}]},
-            text=json.dumps([entity("Apollo", "project")]),
-        ),  # fmt: skip
+        *(
+            ExploredCall(
+                index=i,
+                session=0,
+                tool="update_entities",
+                arguments={"entities": [{"name": name}]},
+                text=json.dumps([entity(name, kind)]),
+            )
+            for i, (name, kind) in enumerate([("Ada", "person"), ("Apollo", "project")], start=1)
+        ),
     ]
     tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
     assert not any(str(t.answer) in ("entity", "relation") for t in tasks), [(t.task, t.answer) for t in tasks]
