@@ -383,8 +383,8 @@ async def explore(
             if c.tool in out.withheld and not c.is_error:
                 written.add(c.session)
             elif c.tool in reads and c.reads_back is None:
-                # (one made in such a session that failed is not made again there: it needs the write, and a
-                # failed call is never made again alike)
+                # (one made in a session without such a write was made clean, whether it answered or failed: one
+                # that failed there needs the write, and a failed call is never made again alike)
                 if c.session not in written:
                     clean.add(call_key(c.tool, c.arguments))
                 elif not c.is_error:
