@@ -886,7 +886,8 @@ class Knowledge:
     def _refuse(self, tool: str, d: Drawn, text: str) -> None:
         """Value `d` was refused: a loss for its arm, blamed on its parameter here, refused on its name (by an error
         `text`, whose wording, the value and the tool's name left out, tools that refuse it alike share)."""
-        wording = text.strip().partition("\n")[0].replace(str(d.value), "{}").replace(tool, "{tool}")
+        line = text.strip().partition("\n")[0]
+        wording = (line.replace(str(d.value), "{}") if str(d.value) else line).replace(tool, "{tool}")
         self.stats[d.name, d.arm][1] += 1
         self.blamed[tool, d.path].add(repr(d.value))
         if repr(d.value) not in self.refused[d.name]:
