@@ -212,11 +212,7 @@ def candidates(
     for call in calls:
         if not call.is_error:
             kinds_named[call.tool] |= {singular(w) for w in words_of(call.tool)[-1:]}
-            try:
-                data = json.loads(call.data)
-            except ValueError:
-                data = None
-            if isinstance(data, dict):
+            if isinstance(data := result_data(call.data, call.structured), dict):
                 kinds_named[call.tool] |= {singular(w) for key in data for w in words_of(key)[-1:]}
             states_now = bool(clock_spans(call.text))  # (once a call: a text's scan, not a value's)
             for record in result_records(call.data, call.structured):

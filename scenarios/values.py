@@ -251,8 +251,10 @@ class Knowledge:
         self.refused_lengths: dict[tuple[str, str], set[int]] = defaultdict(set)
         self.failed_new: Counter = Counter()  # parameter name -> values sent to it for the first time and blamed
         self.refused: dict[str, set[str]] = defaultdict(set)  # parameter name -> values blamed on it, any tool
-        # (name, value, an error's wording) -> the tools that refused the value on a parameter of that name so
+        # (name, value, an error's wording) -> the tools that refused the value on a parameter of that name so; and
+        # name -> the values two tools refused alike there
         self.refused_on: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+        self.refused_widely: dict[str, set[str]] = defaultdict(set)
         self.refused_shapes: dict[str, Counter] = defaultdict(Counter)  # parameter name -> `shape_of` its blamed values
         self.shapes: dict[str, set[str]] = defaultdict(set)  # an error's wording (`error_shape`) -> names it blamed
         self.blamed: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values blamed
@@ -478,8 +480,7 @@ class Knowledge:
         # one two tools refused alike on a parameter of this name is not this one's either: "Working directory does
         # not exist: /srv/r/git init" of every tool's `path`; but a query a write refused, a read may take)
         tried = self.tried[tool, path] | taken
-        widely = {v for (n, v, _), tools in self.refused_on.items() if n == name and len(tools) >= 2}
-        blamed = (self.blamed[tool, path] | widely) - {repr(v) for v in self.worked.get(name, [])}
+        blamed = (self.blamed[tool, path] | self.refused_widely[name]) - {repr(v) for v in self.worked.get(name, [])}
         numeric = bool({"integer", "number"} & set(kinds_of(schema)))
         # an arm whose values keep failing for this parameter is dropped (a repository path the command line
         # fixes: every made-up one fails), so a tool whose every parameter has one live value runs out of calls
@@ -894,6 +895,8 @@ class Knowledge:
             self.refused_shapes[d.name][shape_of(str(d.value))] += 1
         self.refused[d.name].add(repr(d.value))
         self.refused_on[d.name, repr(d.value), wording].add(tool)
+        if len(self.refused_on[d.name, repr(d.value), wording]) >= 2:
+            self.refused_widely[d.name].add(repr(d.value))
 
     def _asked(self, tool: str, args: dict[str, Any], lowered: str, leaves: list[Drawn], parts: list[str]) -> list[str]:
         """The arguments of `tool` left out of a call that an error names, by their names' words, where it names
