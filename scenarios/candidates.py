@@ -32,7 +32,7 @@ from mcprl.scenarios.lexicon import (
     stated,
     words_of,
 )
-from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, noun_of, said, value_text
+from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, named_record, noun_of, said, value_text
 from mcprl.scenarios.record_tasks import count_tasks, field_tasks, listing_tasks, wrapped_kind
 from mcprl.scenarios.replay import chain_of, of_clock_kind
 from mcprl.scenarios.results import (
@@ -55,7 +55,7 @@ from mcprl.types import Scenario
 EXPRESSION_FIELD = "value"  # what a task worded as an expression asks for ("What is 2 + 3?")
 # a key that names no property: a number, or a letter or two and a number (`{"matches": {"E3": "2024-03-05"}}`, a
 # cell's address: a map's keys are values, not fields)
-CODE_KEY = re.compile(r"[A-Za-z]{0,2}\d+")
+CODE_KEY = re.compile(r"[A-Za-z]{0,2}\d+|\.\w+")  # (... or a file's extension: `{"file_counts": {".py": 1}}`)
 STOCK_REPLY = 3  # calls of a tool, none a filter of another, that gave one text: the tool's reply to anything
 
 
@@ -73,9 +73,18 @@ def state_of(calls: list[ExploredCall], chain: list[ExploredCall]) -> list[Explo
 
 def changed_by(by_index: dict[int, ExploredCall], again: ExploredCall) -> tuple[ExploredCall, list[Any]] | None:
     """The write that `again` (a read repeated after it) reads back, and the values it holds that the read did not
-    before: holding them afterwards is the write's doing. None where a call of the three failed."""
+    before: holding them afterwards is the write's doing. None where a call of the three failed, or where a write
+    that is no step of the write's own chain answered between the read and the write (what that one made, a task's
+    `prepare` makes too: a check that the state holds it passes with nothing done)."""
     write, before = by_index.get(again.reads_back), by_index.get(again.repeats)  # type: ignore[arg-type]
     if write is None or before is None or write.is_error or before.is_error or again.is_error:
+        return None
+    steps = {c.index for c in chain_of(list(by_index.values()), write)}
+    if any(
+        (c := by_index.get(i)) is not None and c.session == write.session and c.writes and not c.is_error
+        for i in range(before.index + 1, write.index)
+        if i not in steps
+    ):
         return None
     old = {(k, str(v)) for k, v in result_values(before.data, before.structured)}
     return write, [
@@ -99,7 +108,7 @@ def _write_tasks(
     tool leaves). `prepares`: the writes its session made before it are the task's `prepare` (the task updated must
     exist)."""
     chain = chain_of(calls, write)
-    if any(c.is_error or any(shaped(v) for v in c.arguments.values()) for c in chain):
+    if any(c.is_error or requests(c.arguments) or any(shaped(v) for v in c.arguments.values()) for c in chain):
         return []  # (a write stated by its query, "INSERT INTO ...", would paste it)
     if not changed or misplaced_path(write.arguments):
         return []
@@ -115,6 +124,47 @@ def _write_tasks(
             prepare=state_of(calls, chain) if prepares else None,
         )
     ]
+
+
+def requests(arguments: dict[str, Any]) -> bool:
+    """Whether a call was sent several requests at once: a list of two records or more, none named by a name of its
+    own (`mcp-text-editor`'s reads of three files' ranges, "(file path ..., ranges (start 14)), (file path ...)"): a
+    task would recite them, where one request is a question (named records, entities to create, are said by name)."""
+    held = list(arguments.values())
+    while held:
+        value = held.pop()
+        if isinstance(value, list) and sum(isinstance(x, dict) and not named_record(x) for x in value) > 1:
+            return True
+        held += value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return False
+
+
+def listed_names(data: Any) -> list[str]:
+    """The texts a result lists as values: the items of its lists that hold texts alone, at any depth."""
+    if isinstance(data, dict):
+        return [x for v in data.values() for x in listed_names(v)]
+    if isinstance(data, list):
+        if data and all(isinstance(x, str) for x in data):
+            return data
+        return [x for v in data for x in listed_names(v)]
+    return []
+
+
+def tallies(data: Any) -> list[dict[str, Any]]:
+    """The objects a result holds under a key whose values are all numbers (a count of each thing, or a field per
+    figure: which of the two, the keys' being listed elsewhere says)."""
+    found = []
+    for v in data.values() if isinstance(data, dict) else data if isinstance(data, list) else []:
+        if isinstance(data, dict) and isinstance(v, dict) and v:
+            if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v.values()):
+                found.append(v)
+        found += tallies(v)
+    return found
+
+
+def record_names(records: list[list[tuple[str, Any]]]) -> list[str]:
+    """The names a listing's records hold under a key that names its record (`NAME_KEYS`)."""
+    return [str(v) for record in records for k, v in record if k.lower() in NAME_KEYS]
 
 
 def spread(held: set[tuple[str, str]]) -> int:
@@ -213,7 +263,7 @@ def candidates(
         if not call.is_error:
             kinds_named[call.tool] |= {singular(w) for w in words_of(call.tool)[-1:]}
             if isinstance(data := result_data(call.data, call.structured), dict):
-                kinds_named[call.tool] |= {singular(w) for key in data for w in words_of(key)[-1:]}
+                kinds_named[call.tool] |= {singular(w) for key in data for w in words_of(str(key))[-1:]}
             states_now = bool(clock_spans(call.text))  # (once a call: a text's scan, not a value's)
             for record in result_records(call.data, call.structured):
                 for k, v in record:
@@ -234,9 +284,18 @@ def candidates(
             and not of_clock[tool, field]
             and (len(seen) == 1 or seen <= {"0", "1"} or seen == {str(i) for i in range(len(seen))})
             or {v.lower() for v in seen} <= kinds_named[tool]
+            or CODE_KEY.fullmatch(field)
             or CODE_KEY.fullmatch(field.rpartition(".")[2])
         ):
             unasked[tool].add(field)
+    # ... nor the keys of a tally: an object inside a result that maps names the server listed as values elsewhere to
+    # numbers (`"languages": {"markdown": 3, "python": 1}`, where `list_languages` listed both): its keys are values
+    listed = {str(x) for c in calls if not c.is_error for x in listed_names(result_data(c.data, c.structured))}
+    for call in calls:
+        if not call.is_error:
+            for tally in tallies(result_data(call.data, call.structured)):
+                if len(tally) > 1 and set(tally) <= listed:
+                    unasked[call.tool] |= set(tally)
     # ... nor one that every tool that answered gave, two tools or more, each always the same value, over three calls
     # or records: the server's own (`"backend": "openpyxl"`, a tool's "status_message" of success), not a fact about
     # what was asked (a repository's one branch, which only some tools say, still is)
@@ -301,11 +360,23 @@ def candidates(
     # a table's columns, in order, as a known query that lists them answered: they name the cells of the table's
     # rows where a server prints them unnamed ("[(1, 'steel hammer', 12.5, 40)]")
     columns: dict[str, list[str]] = {}
+    # the names a listing said were each a kind of thing (a known query's, "the columns of the products table"; or
+    # one an object's key wraps, `{"tables": [...]}`) -> that kind: another tool's records named those names alike
+    # are those things ("the name of the column whose type is REAL" of a table's description, not "the name where
+    # the type is REAL")
+    listed_as: dict[frozenset[str], str] = {}
     for call in calls:
+        if call.is_error:
+            continue
         for v in call.arguments.values():
-            if not call.is_error and (found := known(v)) and found[0].lists == "column" and "table" in found[1]:
+            if (found := known(v)) and found[0].lists is not None:
                 names = [str(n) for _, n in result_values(call.data, call.structured)]
-                columns.setdefault(found[1]["table"], names)
+                listed_as.setdefault(frozenset(names), found[0].lists)
+                if found[0].lists == "column" and "table" in found[1]:
+                    columns.setdefault(found[1]["table"], names)
+        if (wrapped := wrapped_listing(result_data(call.data, call.structured))) and (kind := wrapped_kind(call)):
+            listed_as.setdefault(frozenset(record_names([list(r.items()) for r in wrapped[1]])), kind)
+    listed_as.pop(frozenset(), None)
 
     # a tool's writes with different arguments that left one value alike, read back by the same read: that value is
     # any write's, no check of one
@@ -347,6 +418,8 @@ def candidates(
         call = plainest(call)
         chain = chain_of(calls, call)
         if any(c.is_error or c.tool in stays for c in chain):  # a write that stays is no step to repeat
+            continue
+        if any(requests(c.arguments) for c in chain):
             continue
         state = state_of(calls, chain) if prepares else None
         if state and any(c.tool in stays for c in state):  # nor one to make before an episode
@@ -495,7 +568,8 @@ def candidates(
             ):
                 named = named if part is not None else kind or ENTRY
                 says = Said(None, "", about=f"the {named} in {whole}")
-            made += field_tasks(one, states, chain, rng, hidden, says, queries, named, state)
+            names = frozenset(record_names(result_records(one.data, one.structured)))
+            made += field_tasks(one, states, chain, rng, hidden, says, queries, named, state, listed_as.get(names))
         if wrapped is not None:  # ... and what is said of a listing it wraps
             own = call.model_copy(update={"structured": {k: v for k, v in data.items() if k != wrapped[0]}})
             made += field_tasks(own, states, chain, rng, hidden, saying, queries, noun, state)

@@ -13,6 +13,7 @@ from typing import Any
 
 from mcprl.checks import Check, HoldsCheck, holds_answer, normalize_text, numbers
 from mcprl.scenarios.explored import ExploredCall
+from mcprl.scenarios.lexicon import FLAGS
 from mcprl.scenarios.phrasing import value_text
 from mcprl.scenarios.replay import needed
 from mcprl.scenarios.results import ISO_DATE, MESSAGE, NOTHING, result_records
@@ -82,7 +83,7 @@ def answerable(value: Any) -> bool:
     text = str(value).strip()
     return (
         re.search(r"[^\W_]", text) is not None
-        and normalize_text(text) not in {"true", "false", "yes", "no"}
+        and normalize_text(text) not in FLAGS
         and not re.fullmatch(r"[A-Za-z]", text)
         and len(text.split()) <= MAX_ANSWER_WORDS
         and len(text) <= MAX_ANSWER_CHARS

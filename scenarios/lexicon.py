@@ -24,7 +24,8 @@ structure (schemas, annotations, what the server answered). It holds:
 - `BARE_NAMES`, `PREPOSITIONS` (`TIMES`), `ENDS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT` (`ABOUT_ONLY`), `OPERANDS`: how a
   call's arguments are said in a task; `spoken`: a key in words, its short forms written out (`ABBREVIATIONS`), a unit
   it ends in said as one (`UNITS`);
-- `OUTCOMES`, `ERROR_FIELDS`: the words a reply says it worked with, the fields it says what failed in;
+- `OUTCOMES`, `ERROR_FIELDS`: the words a reply says it worked with, the fields it says what failed in; `FLAGS`: the
+  words that say yes or no (no answer, and no value of another parameter than one named as the flag it came from);
 - `COUNTING` (`counts`): the keys that say how many a listing holds; `WHEN` (`unix_time`): the keys of a time;
 - `PEOPLE`, `NOT_KINDS`, `ENTRY`, `NOT_PARTICIPLES`, `LATEST`, `EARLIEST`, `who`, `participle`: how a task asks about
   a record (who or what a field is, a state it is in, what the record is, its place in a dated listing);
@@ -94,6 +95,7 @@ IRREGULAR_PARTICIPLES = frozenset("set reset unset sent made done written built 
 OUTCOMES = frozenset("success successful succeeded ok done".split())
 # the fields in which a result says what went wrong (`{"file_content": ..., "error": "YAML parser returned ..."}`):
 # their text is no value to pass on, nor an answer
+FLAGS = frozenset("true false yes no on off".split())
 ERROR_FIELDS = frozenset("error errors exception traceback stderr".split())
 # ... and its place in a listing in time order, its first or last one
 LATEST, EARLIEST = "latest", "earliest"

@@ -84,9 +84,9 @@ def quoted(value: Any) -> str:
     its name first where it has one ('"Weekly report" (entity type person)', not "(name Weekly report, ...)")."""
     if isinstance(value, (list, tuple)):
         items = [quoted(v) for v in value]
-        return _listed(items) if value and all(_named(v) for v in value) else ", ".join(items)
+        return _listed(items) if value and all(named_record(v) for v in value) else ", ".join(items)
     if isinstance(value, dict):
-        name = _named(value)
+        name = named_record(value)
         # (its fields each quoted as a value is: sentences apart, "observations "Send the draft.", "Book a room."")
         fields = ", ".join(f"{spoken(str(k))} {quoted(v)}" for k, v in value.items() if k != name)
         if name is not None:
@@ -97,7 +97,7 @@ def quoted(value: Any) -> str:
     )
 
 
-def _named(value: Any) -> str | None:
+def named_record(value: Any) -> str | None:
     """The key a record's one name is under (`NAME_KEYS`), if it has one."""
     keys = [k for k, v in value.items() if k in NAME_KEYS and isinstance(v, str)] if isinstance(value, dict) else []
     return keys[0] if len(keys) == 1 else None
@@ -140,7 +140,10 @@ class Said:
         phrase = self.phrase()
         if phrase is not None:
             return f"{(self.verb or 'find').capitalize()} {phrase}"
-        text = " ".join(p for p in (self.verb or "", self.thing, self.operands, self.named, self.rest) if p)
+        thing, named = self.thing, self.named
+        if self.apposed and named == PREVIOUS:  # (what the call before gave is the thing: "close that session")
+            thing, named = f"that {thing}", ""
+        text = " ".join(p for p in (self.verb or "", thing, self.operands, named, self.rest) if p)
         return text[:1].upper() + text[1:]
 
     def phrase(self, thing: str | None = None) -> str | None:
@@ -153,7 +156,10 @@ class Said:
             return None
         of = f"of {self.operands}" if self.operands else ""
         named = self.named if self.apposed or not self.named else f"for {self.named}"
-        return " ".join(p for p in (f"the {thing or self.thing}", of, named, self.rest) if p)
+        the = "the"
+        if self.apposed and named == PREVIOUS:  # ("the size of that file")
+            the, named = "that", ""
+        return " ".join(p for p in (f"{the} {thing or self.thing}", of, named, self.rest) if p)
 
     def listing(self) -> str | None:
         """What a listing it gives holds, as a plural noun phrase: a title's things ("the allowed
@@ -315,7 +321,7 @@ def said(
             and all(w in IDENTIFYING for w in names[k])
             or isinstance(v, list)
             and v
-            and all(_named(x) for x in v)
+            and all(named_record(x) for x in v)
             and names[k] == [last]
         )
     ]

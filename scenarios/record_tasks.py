@@ -75,12 +75,14 @@ def field_tasks(
     queries: list[str] | None = None,
     noun: str | None = None,
     prepare: list[ExploredCall] | None = None,
+    kind: str | None = None,
 ) -> list[Scenario]:
     """Tasks asking for a labelled field of one record of the result (one line of a listing, or
     the whole result when it is one record); not for a field of `unasked` (a flag, a position, a constant). `args`:
     what a task states of the call's arguments; `saying`, the call in words. A call that took `queries` (SQL)
     is said by what its result holds and its records named `noun` (a table's row), never by its query; with
-    no `saying`, only its records' names ask for them."""
+    no `saying`, only its records' names ask for them. `kind`: what each record of a listing is, where another
+    listing said so of their names (else its wrapper's key or opening key says it)."""
     writes = [json.dumps(c.arguments, ensure_ascii=False) for c in prepare or []]  # the arguments of its state's writes
     pairs = result_values(call.data, call.structured)
     records = result_records(call.data, call.structured)
@@ -92,7 +94,7 @@ def field_tasks(
             for record in records
         ]
     noun = noun or noun_of(call.tool)
-    kind = (wrapped_kind(call) or _kind(records, unasked)) if listing else None
+    kind = (kind or wrapped_kind(call) or _kind(records, unasked)) if listing else None
     row = len(records) == 1 and " | " in call.data  # one row of cells ("SKU-3002 | item ccc | stock: 42")
     given_text = normalize_text(" ".join(map(value_text, call.arguments.values())))
     given_each = {normalize_text(value_text(v)) for v in call.arguments.values()}

@@ -150,6 +150,8 @@ def error_values(text: str, sent: set[str]) -> list[str]:
             found += items
     # not what the call sent, quoted back whole or in part, nor a message quoting it ("error: no object /srv/r"), nor
     # most of it joined to what the server adds ("/srv/r/<a long value sent>", cut where a quote ended early)
+    # (in any case: "Could not parse date "utc"" of a date sent "UTC" quotes it back)
+    lowered = {s.lower() for s in sent}
     return [
         v
         for v in dict.fromkeys(found)
@@ -157,7 +159,10 @@ def error_values(text: str, sent: set[str]) -> list[str]:
         and len(v) <= 120
         and not v.endswith(":")
         and not USAGE.search(v)
-        and not any(v in s or len(s) > 2 and (s in v or _shared(v, s) >= max(8, len(s) * 2 // 3)) for s in sent)
+        and not any(
+            (low := v.lower()) in s or len(s) > 2 and (s in low or _shared(low, s) >= max(8, len(s) * 2 // 3))
+            for s in lowered
+        )
     ]
 
 

@@ -57,6 +57,7 @@ from pydantic import BaseModel
 
 from mcprl.errors import clip
 from mcprl.scenarios.lexicon import (
+    FLAGS,
     FORMATTED,
     FUNCTION_WORDS,
     IDENTIFIER,
@@ -565,7 +566,8 @@ class Knowledge:
             arms["default"] = fit([schema["default"]])
         examples = [*(schema.get("examples") or []), *description_examples(description)]
         arms["example"] = fit(examples)
-        shapes = {shape_of(str(e)) for e in examples}
+        # (a shape of a form of its own: digits or marks, `SKU-1234`; one word's, "now" of a date, takes any word)
+        shapes = {shape for e in examples if re.search(r"[^A ]", shape := shape_of(str(e)))}
         arms["shaped"] = [
             (v.value, v.call if v.session == session else None)
             for v in seen
@@ -633,6 +635,15 @@ class Knowledge:
         own = words_of(name)
         arms = {
             arm: [(v, p) for v, p in options if arm == "enum" or not (isinstance(v, str) and words_of(v) == own)]
+            for arm, options in arms.items()
+        }
+        # ... nor is a yes or a no a result said of something else ("DST Active: No" is no `country`)
+        arms = {
+            arm: [
+                (v, p)
+                for v, p in options
+                if not (arm.startswith("result.") and str(v).lower() in FLAGS and not named_result(arm, name))
+            ]
             for arm, options in arms.items()
         }
         return {arm: options for arm, options in arms.items() if options}

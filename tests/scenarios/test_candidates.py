@@ -255,6 +255,16 @@ def test_a_field_that_tags_each_record_with_the_kind_the_call_names_is_not_asked
     assert any(t.answer == "person" for t in tasks) and any(t.answer == "lives_in" for t in tasks)
 
 
+def test_a_map_keyed_by_numbers_grounds_its_tasks_without_failing():
+    """mcp-sympy's `factorint` prints a Python dict keyed by numbers (`{2: 3, 5: 1}`): reading what its keys name
+    failed on a key that is no text, and ended the whole grounding. No task asks for a prime's power by its number."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    call = ExploredCall(index=0, session=0, tool="factorint", arguments={"n": 40}, text="{2: 3, 5: 1}")
+    assert candidates(Exploration(calls=[call]), {}, seed=0) == []
+
+
 def test_a_key_that_is_a_cell_address_or_a_number_is_not_asked_as_a_field():
     """excel-mcp-server's `find_cells` maps each cell it found to its value, `{"matches": {"E3": "2024-03-05"}}`:
     "Find cells ... with query 4. What is the e 3?". A key that is a number, or a letter or two and a number, names
@@ -740,6 +750,99 @@ def test_no_write_is_checked_by_a_value_any_write_of_its_tool_leaves():
     assert {move for move, _ in found} == {"e2e4", "d2d4"}
 
 
+def test_a_write_is_checked_only_by_what_it_changed_since_the_state_it_started_from():
+    """mcp-todo: `task_get` 1 said "not found", `task_create` made task 1 ("Weekly report", tags family), nothing
+    read it then, and `task_update` 1 set its tags again; `task_get` 1 read after the update differs from the read
+    before the create by the create's doing: the update's task (whose `prepare` makes the create) may not be checked
+    by the name, which holds with nothing done. Read after the create, the update's own change checks it."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    record = '{{"id": 1, "name": "Weekly report", "tags": [{}]}}'
+
+    def calls(read_between: bool, chained: bool = False) -> list[ExploredCall]:
+        made: list[ExploredCall] = []
+
+        def add(tool: str, arguments: dict, text: str, **more) -> int:
+            made.append(ExploredCall(index=len(made), session=0, tool=tool, arguments=arguments, text=text, **more))
+            return len(made) - 1
+
+        read = add("task_get", {"id": 1}, "Task 1 not found")
+        create = add("task_create", {"name": "Weekly report", "tags": ["family"]}, "Created task 1", writes=True)
+        if read_between:
+            read = add("task_get", {"id": 1}, record.format('"family"'))
+        # (chained: the update's id came from the create's reply, which a task then states as its first step)
+        more = {"sources": {"id": f"result:{create}"}, "parents": [create]} if chained else {}
+        update = add("task_update", {"id": 1, "tags": ["family", "travel"]}, "Task 1 updated", writes=True, **more)
+        add("task_get", {"id": 1}, record.format('"family", "travel"'), reads_back=update, repeats=read)
+        return made
+
+    def checks(made: list[ExploredCall]) -> set:
+        tasks = [t for seed in range(8) for t in candidates(Exploration(calls=made, isolated=True), {}, seed=seed)]
+        return {t.answer for t in tasks if t.metadata["kind"] == "write" and t.reference[-1].tool == "task_update"}
+
+    assert checks(calls(read_between=False)) == set()
+    assert checks(calls(read_between=True)) == {"travel"}
+    # ... and a write before it that is a step of its task is the task's doing too
+    assert "Weekly report" in checks(calls(read_between=False, chained=True))
+
+
+def test_records_named_as_another_listing_said_its_things_are_asked_of_as_those_things():
+    """mcp-server-sqlite: `describe_table` gave a table's columns as records (name, type); a known query had listed
+    those names as the table's columns. A task picks a record out as the column it is ("the name of the column whose
+    type is REAL"), never as "the name where the type is REAL"; records whose names no listing gave stay unnamed."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    columns = [
+        {"cid": 0, "name": "id", "type": "INTEGER"},
+        {"cid": 1, "name": "label", "type": "TEXT"},
+        {"cid": 2, "name": "price", "type": "REAL"},
+    ]
+
+    def tasks(listed: list[str]) -> list[str]:
+        query = "SELECT name FROM pragma_table_info('products')"
+        calls = [
+            ExploredCall(index=0, session=0, tool="read_query", arguments={"query": query}, text=json.dumps(listed)),
+            ExploredCall(
+                index=1,
+                session=0,
+                tool="describe_table",
+                arguments={"table_name": "products"},
+                text=json.dumps(columns),
+            ),
+        ]
+        found = [t for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+        return [t.task for t in found if t.reference[-1].tool == "describe_table"]
+
+    named = tasks(["id", "label", "price"])
+    assert any("of the column whose" in t for t in named) and not any(" where " in t for t in named), named
+    unnamed = tasks(["id", "label", "stock"])  # (a listing of other names says nothing of these records)
+    assert not any("column" in t for t in unnamed) and any(" where " in t for t in unnamed), unnamed
+
+
+def test_a_call_sent_several_requests_at_once_grounds_no_task_and_one_sent_one_does():
+    """mcp-text-editor's `get_text_file_contents` takes a list of files, each with its ranges: a read of three was
+    worded "Find the text file contents with files (file path ..., ranges (start 14)), (file path ...), (...)". No
+    task recites several unnamed requests; one file's read is asked, and named records (entities) are still said."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    def tasks(tool: str, arguments: dict, text: str) -> list[str]:
+        call = ExploredCall(index=0, session=0, tool=tool, arguments=arguments, text=text)
+        return [t.task for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+
+    read = "get_text_file_contents"
+    one = {"files": [{"file_path": "/srv/notes.txt", "ranges": [{"start": 3, "end": 3}]}]}
+    assert tasks(read, one, '{"content": "Next review: Friday", "hash": "0a1b"}')
+    two = {"files": [one["files"][0], {"file_path": "/srv/todo.txt", "ranges": [{"start": 1}]}]}
+    assert tasks(read, two, '{"content": "Next review: Friday\\nOwner: Ann", "hash": "0a1b"}') == []
+    ranges = {"files": [{"file_path": "/srv/notes.txt", "ranges": [{"start": 1, "end": 2}, {"start": 9}]}]}
+    assert tasks(read, ranges, '{"content": "Next review: Friday", "hash": "0a1b"}') == []
+    people = {"entities": [{"name": "Ann", "entityType": "person"}, {"name": "Bob", "entityType": "person"}]}
+    assert tasks("open_nodes", people, '{"entities": [{"name": "Ann", "observations": ["Lives in Oslo"]}]}')
+
+
 def test_a_listing_an_object_wraps_is_asked_of_by_what_its_key_says_each_record_is_never_with_the_wrappers_total():
     """@cyanheads/git-mcp-server's `git_log` wraps its commits with what is said of them (`{"success": true,
     "commits": [...], "totalCount": 2}`): a task asks for a field of a commit as of a commit ("the author of the
@@ -919,6 +1022,47 @@ def test_a_key_that_is_a_value_names_no_field_to_ask_for():
     assert {"Aisha Bello", "Alex Morgan", "knows"} <= {t.answer for t in tasks}
     said = r"\bthe (?:from|to|since) (?:of|is)\b| since\?$| of (?:from|to)\b"
     assert not any(re.search(said, t.task) for t in tasks), [t.task for t in tasks]
+
+
+def test_the_keys_of_a_tally_are_values_and_name_no_field_to_ask_for():
+    """mcp-server-tree-sitter's `analyze_project` counts files by language and by extension (`"languages":
+    {"markdown": 3, "python": 1}`, `"file_counts": {".md": 3, ".py": 1}`): "What is the markdown of the project?"
+    asks for nothing a person names. Keys the server listed as values elsewhere (`list_languages`), or that are
+    extensions, ground no task; the fields beside them do, and a tally of keys listed nowhere is fields."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    analysis = {
+        "name": "site",
+        "languages": {"markdown": 3, "python": 1},
+        "file_counts": {".md": 3, ".py": 1},
+        "total_files": 4,
+    }
+    stats = {"sizes": {"lines": 120, "words": 800}}
+
+    def answers(listing: list[str]) -> set:
+        calls = [
+            ExploredCall(
+                index=0, session=0, tool="list_languages", arguments={}, text=json.dumps({"available": listing})
+            ),
+            ExploredCall(
+                index=1, session=0, tool="analyze_project", arguments={"project": "site"}, text=json.dumps(analysis)
+            ),
+            ExploredCall(
+                index=2, session=0, tool="file_stats", arguments={"path": "/srv/a.txt"}, text=json.dumps(stats)
+            ),
+        ]
+        found = [t for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+        return {
+            (t.reference[-1].tool, t.metadata.get("field"), t.answer)
+            for t in found
+            if t.reference[-1].tool != "list_languages"
+        }
+
+    asked = answers(["bash", "markdown", "python"])
+    assert ("analyze_project", "total_files", 4) in asked and ("file_stats", "lines", 120) in asked, asked
+    assert not any(field in ("markdown", "python", "md", "py", ".md", ".py") for _, field, _ in asked), asked
+    assert ("analyze_project", "markdown", 3) in answers(["bash", "go"])
 
 
 def test_no_write_task_states_a_path_where_its_write_asks_for_no_path():

@@ -107,6 +107,18 @@ def test_a_previous_result_is_said_as_one_not_quoted() -> None:
     assert "the previous result" in s.order() and '"the previous result"' not in s.order()
 
 
+def test_a_thing_the_previous_call_gave_is_said_as_that_thing() -> None:
+    """csv-mcp-server: a load gave a session, then `close_session(session_id=...)`: "close that session", not
+    "close session the previous result"; what is about a thing the call gave stays "for the previous result"."""
+    for title, args, words in (
+        ("close session", {"session_id": "s-1"}, "Close that session"),
+        ("read file", {"path": "/srv/a.txt"}, "Read that file"),
+        ("get session info", {"session_id": "s-1"}, "Get the session info for the previous result"),
+    ):
+        assert said(title, args, linked=frozenset(args)).order() == words
+    assert said("read file", {"path": "/a"}, linked=frozenset({"path"})).phrase() == "that file"
+
+
 def test_where_a_move_starts_and_ends_is_said_from_and_to() -> None:
     """A source and a target are said as people say them, as a unit's `from_unit` and `to_unit` are."""
     for args in (

@@ -365,6 +365,9 @@ def test_no_error_that_says_back_a_value_sent_offers_it_as_a_new_one():
     assert error_values(told.replace(")'", "'"), {sent}) == []  # the quote cut where the date's brackets open
     assert error_values("Path 'x' is outside the allowed directory '/srv/docs'", {"x"}) == ["/srv/docs"]
     assert error_values("Ref 'main~9' did not resolve; did you mean 'main~1'?", {"main~9"}) == ["main~1"]
+    # ... nor one it says back in another case (mcp-simple-timeserver lowers what it could not parse)
+    parse = 'Error: Could not parse date "utc". Use ISO 8601 format (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS) or "now".'
+    assert error_values(parse, {"UTC", "Berlin"}) == ["now"]
     # a command's usage is none: its placeholders are what a value would stand in for
     usage = (
         "unknown revision 'x', did you mean 'v1.2'? Separate paths, like 'git <command> [<revision>...] -- [<file>]'"
@@ -936,3 +939,45 @@ def test_the_two_ends_of_a_range_are_given_in_order():
             assert at["start_line"] == args["start_line"] and at["to_date"] == args["to_date"], (at, args)
             knowledge.learn("read", args, leaves, index=i, session=i, text=f"read {i}", is_error=False,
                             error_kind=None, values=[])  # fmt: skip
+
+
+def test_a_yes_or_no_a_result_said_of_something_else_is_no_value_of_a_parameter():
+    """mcp-simple-timeserver said "DST Active: No", and exploring sent "No" as a `country` (the server took it: a
+    task said "with country No"). A result's yes or no goes only to a parameter named as what it was said of."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge, SeenValue
+
+    knowledge = Knowledge([])
+    knowledge.seen = [
+        SeenValue(value="No", field="dst_active", call=0),
+        SeenValue(value="yes", field="verbose", call=0),
+        SeenValue(value="Oslo", field="city", call=0),
+    ]
+    schema = {
+        "type": "object",
+        "properties": {"country": {"type": "string"}, "dst_active": {"type": "string"}},
+        "required": ["country", "dst_active"],
+    }
+    sent = {"country": set(), "dst_active": set()}
+    for seed in range(40):
+        args, _ = knowledge.arguments("holidays", schema, session=0, rng=random.Random(seed))
+        for k, v in args.items():
+            sent[k].add(v)
+    assert not {"No", "yes"} & sent["country"] and "Oslo" in sent["country"], sent
+    assert "No" in sent["dst_active"], sent
+
+
+def test_a_word_among_a_parameters_examples_lends_its_shape_to_no_word_a_result_held():
+    """mcp-simple-timeserver's dates take "2025-01-15" or "now": the shape of "now", one word, took every word a
+    result held ("Wednesday", "UTC", "No"), each refused. Only an example of a form of its own (digits, marks) offers
+    the values of its shape."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge, SeenValue
+
+    knowledge = Knowledge([])
+    knowledge.seen = [SeenValue(value=v, field="day", call=0) for v in ("Wednesday", "2024-03-05")]
+    schema = {"type": "string", "examples": ["2025-01-15", "now"]}
+    shaped = {v for v, _ in knowledge._arms("to_date", schema, session=0, rng=random.Random(0)).get("shaped", [])}
+    assert shaped == {"2024-03-05"}, shaped
