@@ -36,6 +36,7 @@ from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, named_recor
 from mcprl.scenarios.record_tasks import count_tasks, field_tasks, listing_tasks, wrapped_kind
 from mcprl.scenarios.replay import chain_of, of_clock_kind
 from mcprl.scenarios.results import (
+    ISO_DATE,
     clock_spans,
     failed_items,
     flatten,
@@ -458,7 +459,8 @@ def candidates(
             or (stock and as_number(answer) is not None and re.search(r"[A-Za-z]{2}", call.text) is not None)
         )
         if answer is not None and queries:
-            asked = None if unknown else next((q for v in queries if (q := question(v, answer))), None)
+            dated = isinstance(answer, str) and ISO_DATE.fullmatch(answer.strip()) is not None
+            asked = None if unknown else next((q for v in queries if (q := question(v, answer, dated))), None)
             if asked is not None and not echo and not holds_answer(asked, answer):
                 given = [name for v in queries for name in stated(v)]
                 # what it asks, whatever the table or column: tasks are spread over these as over a record's fields
@@ -569,7 +571,9 @@ def candidates(
                 named = named if part is not None else kind or ENTRY
                 says = Said(None, "", about=f"the {named} in {whole}")
             names = frozenset(record_names(result_records(one.data, one.structured)))
-            made += field_tasks(one, states, chain, rng, hidden, says, queries, named, state, listed_as.get(names))
+            # (a query's rows are each a row of its table: "the date of the order whose customer is Cleo")
+            each = listed_as.get(names) or (named if queries and part is None else None)
+            made += field_tasks(one, states, chain, rng, hidden, says, queries, named, state, each)
         if wrapped is not None:  # ... and what is said of a listing it wraps
             own = call.model_copy(update={"structured": {k: v for k, v in data.items() if k != wrapped[0]}})
             made += field_tasks(own, states, chain, rng, hidden, saying, queries, noun, state)

@@ -244,7 +244,7 @@ class Query:
     kind (`{table}`, `{column}`): it is composed over the bindings of kind `over` that earlier results gave
     (a column's binding holds its table's name too). `lists`: the kind of name each value of its result is
     (the names then bound with this query's own bindings); `ask`: the question its one-value result answers
-    (`text_ask` where that value is a text, not a number); `about`: what its result holds, in words;
+    (`text_ask` where that value is a text, not a number; `date_ask`, a date); `about`: what its result holds, in words;
     `record`: what one record of its result is (a row of `{table}`)."""
 
     text: str
@@ -252,6 +252,7 @@ class Query:
     lists: str | None = None
     ask: str | None = None
     text_ask: str | None = None
+    date_ask: str | None = None
     about: str | None = None
     record: str | None = None
 
@@ -283,12 +284,14 @@ QUERIES: dict[str, tuple[Query, ...]] = {
             over="column",
             ask="What is the largest value of {column} in the {table} table?",
             text_ask="Which {column} in the {table} table comes last in alphabetical order?",
+            date_ask="What is the latest {column} in the {table} table?",
         ),
         Query(
             "SELECT MIN({column}) FROM {table}",
             over="column",
             ask="What is the smallest value of {column} in the {table} table?",
             text_ask="Which {column} in the {table} table comes first in alphabetical order?",
+            date_ask="What is the earliest {column} in the {table} table?",
         ),
         Query(
             "SELECT COUNT(DISTINCT {column}) FROM {table}",
@@ -516,14 +519,15 @@ def _words(binding: Mapping[str, str]) -> dict[str, str]:
     return {k: " ".join(words_of(v)) or v for k, v in binding.items()}
 
 
-def question(value: object, answer: object) -> str | None:
-    """The question a known query's one-value result (`answer`) answers, in words; None where it has none."""
+def question(value: object, answer: object, dated: bool = False) -> str | None:
+    """The question a known query's one-value result (`answer`, `dated` where it is a date) answers, in words; None
+    where it has none."""
     found = known(value)
     if found is None:
         return None
     query, binding = found
     text = isinstance(answer, str) and as_number(answer) is None
-    ask = (query.text_ask or query.ask) if text else query.ask
+    ask = ((dated and query.date_ask) or query.text_ask or query.ask) if text else query.ask
     return ask.format(**_words(binding)) if ask else None
 
 

@@ -30,6 +30,7 @@ from mcprl.scenarios.lexicon import (
     HOW,
     IDENTIFYING,
     KINDS,
+    LINKS,
     NAME_KEYS,
     OPERANDS,
     PATHS,
@@ -227,9 +228,11 @@ class Said:
 
 
 def be(field: str) -> str:
-    """ "are" for a plural field ("permissions"), "is" otherwise."""
-    last = field.split(" ")[-1]
-    return "are" if singular(last) != last else "is"
+    """ "are" for a plural field ("permissions"), "is" otherwise: by its head, the word before what it is in or of
+    ("maximum size in megabytes" is one size)."""
+    words = field.split(" ")
+    head = next((words[i - 1] for i, w in enumerate(words) if i and w in LINKS), words[-1])
+    return "are" if singular(head) != head else "is"
 
 
 def field_words(field: str) -> dict[str, str]:

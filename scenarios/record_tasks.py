@@ -332,10 +332,12 @@ def count_tasks(
 
 def _listed_name(line: Any) -> str | None:
     """The name a listing's line gives: the line, or its word after a marker ("* main", "[FILE] notes.txt",
-    "- draft"), where that reads as a name (letters, no spaces inside)."""
+    "- draft"), where that reads as a name (letters, no spaces inside; not a CSV line's cells, "apple,3")."""
     words = line.split() if isinstance(line, str) else []
     marked = len(words) == 2 and re.fullmatch(r"[^\w\s]+|\[\w+\]", words[0])
     if not (len(words) == 1 or marked) or len(words[-1]) > 60 or not re.search(r"[A-Za-z]{2}", words[-1]):
+        return None
+    if re.search(r"\w,\w", words[-1]):
         return None
     return words[-1]
 

@@ -180,6 +180,13 @@ def select(
             best[key] = [t]
         elif focus(t) == focus(best[key][0]):
             best[key].append(t)
+    # one that states what another of its field and answer states and more (a name beside made-up ones: the nodes
+    # "Team meeting" and "hello world") asks what that one asks; not where the other states nothing (a listing's
+    # line is not what a question naming its record asks)
+    items = {key: stated_items(chains[0]) for key, chains in best.items()}
+    for key in [k for k in best if any(asked[o] == asked[k] and items[o] and items[o] < items[k] for o in items)]:
+        del best[key]
+        dropped["duplicate"] += 1
     # of a meaning's chains, the one of the tool that fewest meanings end with so far: the run asks of more of the
     # server's tools (`read_text_file` and `read_file` read one file alike)
     ends = Counter(chains[0].reference[-1].tool for chains in best.values() if len(chains) == 1)
@@ -196,13 +203,6 @@ def select(
         if ends[tool] and unasked:
             unique[key] = min(unasked, key=focus)
         ends[unique[key].reference[-1].tool] += 1
-    # one that states what another of its field and answer states and more (a name beside made-up ones: the nodes
-    # "Team meeting" and "hello world") asks what that one asks; not where the other states nothing (a listing's
-    # line is not what a question naming its record asks)
-    items = {key: stated_items(t) for key, t in unique.items()}
-    for key in [k for k in unique if any(asked[o] == asked[k] and items[o] and items[o] < items[k] for o in items)]:
-        del unique[key]
-        dropped["duplicate"] += 1
     # an answer of 0 is the likeliest guess (a count of none, an expression's imaginary part): those tasks are taken
     # only where no other is left, as a yes or no never is one
     zero = [t for t in unique.values() if as_number(t.answer) == 0]

@@ -201,6 +201,12 @@ def test_a_csv_table_is_asked_for_by_its_cells_not_as_lines():
     for t in tasks:  # the answer is a cell of the one row whose other cell the task names
         row = next(r for r in rows if any(re.search(rf"\b{c}\b", t.task) for c in r))
         assert str(t.answer) in row and not re.search(rf"\b{t.answer}\b", t.task), t.task
+    # ... nor under the file's name as a heading (server-filesystem's `read_multiple_files`)
+    many = call.model_copy(update={"tool": "read_multiple_files", "arguments": {"paths": ["data.csv"]}})
+    headed = many.model_copy(update={"text": "data.csv:\n" + text})
+    assert not any(
+        isinstance(t.answer, list) for seed in range(6) for t in candidates(Exploration(calls=[headed]), {}, seed=seed)
+    )
 
 
 def test_one_line_of_a_csv_file_is_not_asked_as_its_one_number():
@@ -819,6 +825,18 @@ def test_records_named_as_another_listing_said_its_things_are_asked_of_as_those_
     assert any("of the column whose" in t for t in named) and not any(" where " in t for t in named), named
     unnamed = tasks(["id", "label", "stock"])  # (a listing of other names says nothing of these records)
     assert not any("column" in t for t in unnamed) and any(" where " in t for t in unnamed), unnamed
+    # ... and a query's rows are each a row of its table: "the date of the order whose customer is Cleo"
+    rows = [{"id": 1, "customer": "Ada", "date": "2024-03-02"}, {"id": 2, "customer": "Cleo", "date": "2024-03-11"}]
+    call = ExploredCall(
+        index=0,
+        session=0,
+        tool="read_query",
+        arguments={"query": "SELECT * FROM orders LIMIT 5"},
+        text=json.dumps(rows),
+    )
+    picked = [t.task for seed in range(8) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    whose = [t for t in picked if "whose" in t or " where " in t]
+    assert whose and all("of the order whose" in t for t in whose), picked
 
 
 def test_a_call_sent_several_requests_at_once_grounds_no_task_and_one_sent_one_does():

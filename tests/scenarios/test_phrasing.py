@@ -9,7 +9,7 @@ import re
 import pytest
 
 from mcprl.scenarios.lexicon import spoken
-from mcprl.scenarios.phrasing import quoted, said
+from mcprl.scenarios.phrasing import be, quoted, said
 
 # (title, arguments): titles and argument names as third-party servers give them (mcp-server-everything,
 # mcp-server-math, mcp-server-git, mcp-units, mcp-server-time, mcp-server-sqlite, server-filesystem, mcp-chess)
@@ -250,3 +250,10 @@ def test_an_empty_argument_states_nothing() -> None:
         args = {"session_id": "s-1", "mapping": empty, "inplace": 3}
         for text in wordings("rename columns", args):
             assert "mapping" not in text and "()" not in text and "s-1" in text and "3" in text, text
+
+
+def test_a_field_is_one_or_many_by_its_head_not_by_its_unit() -> None:
+    """mcp-server-tree-sitter's `max_size_mb`, said "maximum size in megabytes", is one size: "What is", not "What
+    are"; a plural head ("total rows in sheet", "permissions") is many."""
+    assert be("maximum size in megabytes") == be("line count") == "is"
+    assert be("total rows in sheet") == be("permissions") == "are"

@@ -42,6 +42,11 @@ def test_a_composed_query_reads_back_into_its_question_which_states_no_sql():
     assert known("select  count(*) from loans;") is not None
     assert known("SELECT * FROM loans LIMIT 20") is not None
     assert known("SELECT member FROM loans WHERE days > 7") is None and question("SELECT 1", 1) is None
+    # a text column's largest value is the last in alphabetical order, but a date's is the latest
+    top = "SELECT MAX(date) FROM orders"
+    assert "alphabetical" in question(top, "Cleo")  # type: ignore[operator]
+    latest = question(top, "2024-03-11", dated=True)
+    assert latest is not None and "latest" in latest and "alphabetical" not in latest
     # a name that is not an identifier is never composed into a query
     assert composed("sql", "", {"table": [{"table": "drop table; --"}]}) == []
     # every known query with a question is one over names
