@@ -285,6 +285,10 @@ def candidates(
             and not of_clock[tool, field]
             and (len(seen) == 1 or seen <= {"0", "1"} or seen == {str(i) for i in range(len(seen))})
             or {v.lower() for v in seen} <= kinds_named[tool]
+            # (a field named as a parameter the call was never sent, saying its schema's default: `"mode": "list"`)
+            or (tool, field) not in echoed
+            and field in defaults.get(tool, {})
+            and seen == {str(defaults[tool][field])}
             or CODE_KEY.fullmatch(field)
             or CODE_KEY.fullmatch(field.rpartition(".")[2])
         ):

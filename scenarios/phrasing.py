@@ -180,10 +180,11 @@ class Said:
         phrase = self.phrase()
         return tuple(a.format(phrase) for a in PHRASE_ASKS) if phrase else tuple(a.format(self.order()) for a in ASKS)
 
-    def asks_field(self, field: str, state: bool = False) -> tuple[str, ...]:
+    def asks_field(self, field: str, state: bool = False, counted: bool = False) -> tuple[str, ...]:
         """How a task asks for a field of the one record the call gave: the call's value itself where the
         field is the thing it gives ("sum" of "get sum", "content" of "get text file contents"); a `state` as one
-        ("What is modified in the git status?")."""
+        ("What is modified in the git status?"), and how many are in it where it is `counted` ("How many files
+        changed in the git diff?")."""
         phrase = self.phrase()
         if phrase is not None and (field in GENERIC_FIELDS or singular(self.thing.split(" ")[-1]) == singular(field)):
             return self.asks_result()
@@ -191,6 +192,8 @@ class Said:
             phrase = self.of.phrase()
         if field in PREPOSITIONS:  # (said after what it is of, where that is said as a thing)
             asks = PREPOSITION_ASKS if phrase is not None else ()
+        elif counted:
+            asks = COUNTED_ASKS if phrase is not None else CALL_COUNTED_ASKS
         elif state:
             asks = STATE_ASKS if phrase is not None else CALL_STATE_ASKS
         else:
@@ -386,6 +389,9 @@ FIELD_ASKS = ("{What} {be} the {field} of {phrase}?", "Find {phrase} and tell me
 CALL_ASKS = ("{action}. {What} {be} the {field}?", "{action} and tell me the {field}.")
 STATE_ASKS = ("What {be} {field} in {phrase}?",)  # ... and a state it is in ("What is modified in the git status?")
 CALL_STATE_ASKS = ("{action}. What {be} {field}?",)
+# ... and how many things are in a state, a number ("files changed": "How many files changed in the git diff?")
+COUNTED_ASKS = ("How many {field} in {phrase}?",)
+CALL_COUNTED_ASKS = ("{action}. How many {field}?",)
 # ... and a field a preposition names, as people ask it ("Who is the email msg-0143 from?", not "the from of")
 PREPOSITION_ASKS = ("{What} {be} {phrase} {field}?",)
 PREPOSITION_NAME_ASKS = ('{What} {be} the {noun} "{name}" {field}?',)

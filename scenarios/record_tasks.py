@@ -252,7 +252,10 @@ def field_tasks(
                 given = [n for v in queries for n in stated(v)] if queries else [value_text(v) for v in args.values()]
                 # (a state that names a thing, "modified: TODO.md", not a date, "created: 2024-03-01")
                 state = participle(asked) and not re.search(r"\d", str(value))
-                if not (asks := saying.asks_field(asked, state)):
+                # (... and a count of things in one, "files changed: 1")
+                head = asked.split(" ")[0]
+                counted = participle(asked) and " " in asked and singular(head) != head and type(value) is int
+                if not (asks := saying.asks_field(asked, state, counted)):
                     continue
                 task = _worded(asks, given, asked)
             else:

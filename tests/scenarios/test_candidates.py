@@ -691,6 +691,40 @@ def test_no_task_states_a_value_its_schema_gives_as_the_default():
     assert all(t.reference[-1].arguments == arguments for t in tasks)
 
 
+def test_a_field_that_says_back_a_parameters_default_the_call_was_not_sent_is_no_answer():
+    """@cyanheads/git-mcp-server's `git_tag`, sent only a path, says `"mode": "list"`: its `mode` parameter's default,
+    not a fact about the repository ("Git tag ... and tell me the mode"). What it says beside it is still asked."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    said = json.dumps({"success": True, "mode": "list", "tags": ["v1.0", "v1.1"], "latest": "v1.1"})
+    call = ExploredCall(index=0, session=0, tool="git_tag", arguments={"path": "/srv/r"}, text=said)
+
+    def answers(defaults: dict) -> set:
+        exploration = Exploration(calls=[call])
+        return {
+            str(t.answer)
+            for seed in range(4)
+            for t in candidates(exploration, {}, seed=seed, defaults={"git_tag": defaults})
+        }
+
+    assert "list" not in answers({"mode": "list"}) and "v1.1" in answers({"mode": "list"})
+    assert "list" in answers({"mode": "create"})  # (a mode it was not given by default is what it did)
+
+
+def test_a_count_of_things_in_a_state_is_asked_how_many():
+    """@cyanheads/git-mcp-server's `git_diff` says `"filesChanged": 1`: "What is the files changed of the git diff?"
+    reads as no question; it is asked how many files changed. A state that names a thing stays asked as one."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    said = json.dumps({"filesChanged": 2, "insertions": 5, "modified": "TODO.md"})
+    call = ExploredCall(index=0, session=0, tool="git_diff", arguments={"path": "/srv/r"}, text=said)
+    tasks = {t.answer: t.task for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
+    assert re.search(r"^How many files changed\b", tasks[2]), tasks
+    assert "How many" not in tasks["TODO.md"], tasks
+
+
 def test_a_sentence_grounds_the_one_number_it_holds_besides_what_its_call_was_sent():
     """A server that answers in prose ("There are 42 units of SKU-3486 in stock.") grounds a task asking for the one
     number the sentence holds besides the values its call was sent, stating those values and not the answer; a
