@@ -566,8 +566,7 @@ class Knowledge:
             arms["default"] = fit([schema["default"]])
         examples = [*(schema.get("examples") or []), *description_examples(description)]
         arms["example"] = fit(examples)
-        # (a shape of a form of its own: digits or marks, `SKU-1234`; one word's, "now" of a date, takes any word)
-        shapes = {shape for e in examples if re.search(r"[^A ]", shape := shape_of(str(e)))}
+        shapes = {shape_of(str(e)) for e in examples}
         arms["shaped"] = [
             (v.value, v.call if v.session == session else None)
             for v in seen

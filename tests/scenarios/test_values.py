@@ -966,18 +966,3 @@ def test_a_yes_or_no_a_result_said_of_something_else_is_no_value_of_a_parameter(
             sent[k].add(v)
     assert not {"No", "yes"} & sent["country"] and "Oslo" in sent["country"], sent
     assert "No" in sent["dst_active"], sent
-
-
-def test_a_word_among_a_parameters_examples_lends_its_shape_to_no_word_a_result_held():
-    """mcp-simple-timeserver's dates take "2025-01-15" or "now": the shape of "now", one word, took every word a
-    result held ("Wednesday", "UTC", "No"), each refused. Only an example of a form of its own (digits, marks) offers
-    the values of its shape."""
-    import random
-
-    from mcprl.scenarios.values import Knowledge, SeenValue
-
-    knowledge = Knowledge([])
-    knowledge.seen = [SeenValue(value=v, field="day", call=0) for v in ("Wednesday", "2024-03-05")]
-    schema = {"type": "string", "examples": ["2025-01-15", "now"]}
-    shaped = {v for v, _ in knowledge._arms("to_date", schema, session=0, rng=random.Random(0)).get("shaped", [])}
-    assert shaped == {"2024-03-05"}, shaped
