@@ -80,12 +80,12 @@ def changed_by(by_index: dict[int, ExploredCall], again: ExploredCall) -> tuple[
     write, before = by_index.get(again.reads_back), by_index.get(again.repeats)  # type: ignore[arg-type]
     if write is None or before is None or write.is_error or before.is_error or again.is_error:
         return None
-    steps = {c.index for c in chain_of(list(by_index.values()), write)}
-    if any(
-        (c := by_index.get(i)) is not None and c.session == write.session and c.writes and not c.is_error
+    between = [
+        i
         for i in range(before.index + 1, write.index)
-        if i not in steps
-    ):
+        if (c := by_index.get(i)) is not None and c.session == write.session and c.writes and not c.is_error
+    ]
+    if between and not {c.index for c in chain_of(list(by_index.values()), write)} >= set(between):
         return None
     old = {(k, str(v)) for k, v in result_values(before.data, before.structured)}
     return write, [
@@ -140,14 +140,14 @@ def requests(arguments: dict[str, Any]) -> bool:
     return False
 
 
-def listed_names(data: Any) -> list[str]:
+def listed_texts(data: Any) -> list[str]:
     """The texts a result lists as values: the items of its lists that hold texts alone, at any depth."""
     if isinstance(data, dict):
-        return [x for v in data.values() for x in listed_names(v)]
+        return [x for v in data.values() for x in listed_texts(v)]
     if isinstance(data, list):
         if data and all(isinstance(x, str) for x in data):
             return data
-        return [x for v in data for x in listed_names(v)]
+        return [x for v in data for x in listed_texts(v)]
     return []
 
 
@@ -260,11 +260,17 @@ def candidates(
     # "relations": [...]}`: entity, relation): a field saying one of them of every record is the record's kind tag
     # (`"type": "entity"`), which the call already says
     kinds_named: dict[str, set[str]] = defaultdict(set)
+    # the texts results listed as values, and tool -> the objects its results map names to numbers in (`tallies`)
+    listed: set[str] = set()
+    tallied: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for call in calls:
         if not call.is_error:
             kinds_named[call.tool] |= {singular(w) for w in words_of(call.tool)[-1:]}
-            if isinstance(data := result_data(call.data, call.structured), dict):
+            data = result_data(call.data, call.structured)
+            if isinstance(data, dict):
                 kinds_named[call.tool] |= {singular(w) for key in data for w in words_of(str(key))[-1:]}
+            listed.update(map(str, listed_texts(data)))
+            tallied[call.tool] += tallies(data)
             states_now = bool(clock_spans(call.text))  # (once a call: a text's scan, not a value's)
             for record in result_records(call.data, call.structured):
                 for k, v in record:
@@ -295,12 +301,10 @@ def candidates(
             unasked[tool].add(field)
     # ... nor the keys of a tally: an object inside a result that maps names the server listed as values elsewhere to
     # numbers (`"languages": {"markdown": 3, "python": 1}`, where `list_languages` listed both): its keys are values
-    listed = {str(x) for c in calls if not c.is_error for x in listed_names(result_data(c.data, c.structured))}
-    for call in calls:
-        if not call.is_error:
-            for tally in tallies(result_data(call.data, call.structured)):
-                if len(tally) > 1 and set(tally) <= listed:
-                    unasked[call.tool] |= set(tally)
+    for tool, found in tallied.items():
+        for tally in found:
+            if len(tally) > 1 and set(tally) <= listed:
+                unasked[tool] |= set(tally)
     # ... nor one that every tool that answered gave, two tools or more, each always the same value, over three calls
     # or records: the server's own (`"backend": "openpyxl"`, a tool's "status_message" of success), not a fact about
     # what was asked (a repository's one branch, which only some tools say, still is)

@@ -93,9 +93,10 @@ NOT_PARTICIPLES = frozenset("speed seed feed need embed breed bleed".split())
 IRREGULAR_PARTICIPLES = frozenset("set reset unset sent made done written built begun put cut kept".split())
 # ... and the words a write's reply says it worked with ("success", `"status": "ok"`), no fact of the state it left
 OUTCOMES = frozenset("success successful succeeded ok done".split())
+# the words that say yes or no: no answer (a guess holds it half the time), and no value of another parameter
+FLAGS = frozenset("true false yes no on off".split())
 # the fields in which a result says what went wrong (`{"file_content": ..., "error": "YAML parser returned ..."}`):
 # their text is no value to pass on, nor an answer
-FLAGS = frozenset("true false yes no on off".split())
 ERROR_FIELDS = frozenset("error errors exception traceback stderr".split())
 # ... and its place in a listing in time order, its first or last one
 LATEST, EARLIEST = "latest", "earliest"
