@@ -6,15 +6,18 @@ ask about, chains that did not replay), the set is topped up with tasks the gene
 arguments of the task's first call as JSON under that tool's input schema (our endpoint enforces
 it by constrained decoding, so the offline `local` model writes valid JSON too); the call is made
 in a fresh session, and the task is kept only where it ran without error and found something (not
-"no items match"). That call is its `Scenario.reference`, shown by the demonstration and written
-for groups no rollout solved (`--unsolved reference`) as for grounded tasks. These tasks have no
-check: their answers are not known, so the judge scores them with RULER
-(mcprl.judges.JudgeConfig.build, `unchecked`).
+"no items match"), and where it reads as a request of that call (`unfit`): words, not a tool's
+identifier, about what the tool does, stating the values the call was given (a small model's
+drafts echo the prompt, "make the new ones", or are no words at all). That call is its
+`Scenario.reference`, shown by the demonstration and written for groups no rollout solved
+(`--unsolved reference`) as for grounded tasks. These tasks have no check: their answers are not
+known, so the judge scores them with RULER (mcprl.judges.JudgeConfig.build, `unchecked`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -22,10 +25,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import BaseModel, Field
 
+from mcprl.checks import holds_answer
 from mcprl.errors import UserError, clip
 from mcprl.llm import LLMError, complete, extract_json
 from mcprl.scenarios.explored import Exploration
 from mcprl.scenarios.isolation import may_write
+from mcprl.scenarios.lexicon import FUNCTION_WORDS, GETS, words_of
 from mcprl.scenarios.results import found_nothing, result_records
 from mcprl.scenarios.synthesize import synthesize
 from mcprl.tools import ServerGone
@@ -41,6 +46,8 @@ ARGUMENTS_PROMPT = (
 TRIES = 2  # argument writes per task: the greedy one, then one sampled
 AT_ONCE = 4  # tasks whose call is written and made at once where every session is its own server process
 EXTRA = 0.5  # tasks synthesized beyond those needed, as a share of them: some get no call that runs
+MIN_WORDS = 3  # words of letters a request has at the least ("get_holidays" alone is none)
+ROOT = 5  # letters two words share at their start to be one word's forms ("holiday", "holidays")
 
 
 class FallbackReport(BaseModel):
@@ -59,6 +66,47 @@ class FallbackReport(BaseModel):
             f"({self.synthesized} written, {self.requested} wanted; dropped: {dropped})"
         )
         return f"{line}; synthesis: {self.synthesis}" if self.synthesis and not self.kept else line
+
+
+def _roots(text: str) -> set[str]:
+    """A text's content words, each by its start (`ROOT` letters): not function words, nor a verb of getting that
+    any request has ("get", "show")."""
+    return {w[:ROOT] for w in words_of(text) if len(w) >= 3 and w not in FUNCTION_WORDS and w not in GETS}
+
+
+def _stated(task: str, value: Any) -> bool:
+    """Whether a task states an argument's value: whole, or a word of it ("Tokyo" of "Asia/Tokyo")."""
+    if holds_answer(task, value):
+        return True
+    return isinstance(value, str) and any(
+        holds_answer(task, w) for w in re.findall(r"[A-Za-z]{4,}", value) if w.lower() not in FUNCTION_WORDS
+    )
+
+
+def unfit(task: str, tool: dict[str, Any], args: dict[str, Any] | None, names: list[str]) -> str | None:
+    """Why a synthesized task is no request a person would make of its first call (`tool`, an MCP tool definition,
+    given `args`; None: not written yet), or None where it is one: it has words, names no tool by its identifier
+    (`names`; the generator is told not to) nor is one's name in words, shares a word with what the tool does or
+    with the values it is given, and states every value the call was given but a flag, a choice the schema lists and
+    a default."""
+    if len(re.findall(r"[A-Za-z]{2,}", task)) < MIN_WORDS:
+        return "no words"
+    if any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", task) for n in names if len(words_of(n)) > 1):
+        return "names a tool"
+    if any(words_of(task) == words_of(n) for n in names):  # a tool's name in words, "Calculate Time Distance"
+        return "names a tool"
+    if args is None:
+        return None
+    given = [str(v) for v in args.values() if isinstance(v, (str, int, float))]
+    if not _roots(task) & _roots(" ".join([tool["name"], tool.get("description") or "", *given])):
+        return "not about its tool"
+    props = (tool.get("inputSchema") or {}).get("properties") or {}
+    for key, value in args.items():
+        schema = props.get(key) if isinstance(props.get(key), dict) else {}
+        chosen = isinstance(value, bool) or "enum" in schema or "const" in schema or value == schema.get("default")
+        if not chosen and isinstance(value, (str, int, float)) and not _stated(task, value):
+            return "does not state its call's values"
+    return None
 
 
 def _first_tool(scenario: Scenario, answered: list[str]) -> str | None:
@@ -143,6 +191,7 @@ async def referenced_synthesized(
     report.synthesized = len(result.scenarios)
     report.synthesis = result.report.summary().partition("\n")[0]
     seen = [c.arguments for c in exploration.calls if not c.is_error and c.arguments][-12:]
+    names = [t["name"] for t in pool.toolset.mcp_tools]
     dropped: Counter = Counter()
     limiter = anyio.CapacityLimiter(AT_ONCE if pool.per_rollout else 1)
 
@@ -151,12 +200,17 @@ async def referenced_synthesized(
         name = _first_tool(scenario, answered)
         if name is None:
             return "uses no tool that answered"
+        if why := unfit(scenario.task, tools[name], None, names):
+            return why
         why = "the generator wrote no arguments"
         for attempt in range(TRIES):
             args = await _arguments(
                 scenario, tools[name], seen, model=model, api_base=api_base, seed=seed * 1000 + k, attempt=attempt
             )
             if args is None:
+                continue
+            if unfit_now := unfit(scenario.task, tools[name], args, names):
+                why = unfit_now
                 continue
             try:
                 async with limiter, pool.session() as session:

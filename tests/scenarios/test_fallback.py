@@ -25,18 +25,21 @@ QUERIES = ["drill", "zzzz", "steel", "hammer", "qqqq", "brass"]  # two find noth
 
 
 def generator(body: dict) -> str:
-    """A generator model: tasks for the tools offered, and a call's arguments under the tool's schema
-    (a query from QUERIES in turn, some of which find nothing; small numbers)."""
+    """A generator model: tasks for the tools offered, each naming a query from QUERIES in turn (some of which find
+    nothing) and two small numbers, and a call's arguments under the tool's schema, the values its task names."""
     schema = body["response_format"]["json_schema"]["schema"]
     props = schema.get("properties", {})
     seed = body.get("seed") or 0
     if "scenarios" in props:
         tool = props["scenarios"]["items"]["properties"]["tools"]["items"]["enum"][0]
-        task = f"Find the items a customer asked about in request {seed}"
+        n = 2 + seed % 7
+        task = f"Could you {tool.replace('_', ' ')} {QUERIES[seed % len(QUERIES)]} with {n} and {n + 1}?"
         return json.dumps({"scenarios": [{"tools": [tool], "task": task, "difficulty": 1}]})
+    task = re.search(r"Task: (.*)", body["messages"][-1]["content"])[1]
     if "query" in props:
-        return json.dumps({"query": QUERIES[seed % len(QUERIES)]})
-    numbers = {k: 2 + seed % 7 for k, v in props.items() if v.get("type") in ("number", "integer")}
+        return json.dumps({"query": next(q for q in QUERIES if q in task)})
+    named = iter(int(x) for x in re.findall(r"\d+", task))
+    numbers = {k: next(named, 1) for k, v in props.items() if v.get("type") in ("number", "integer")}
     return json.dumps({k: numbers[k] for k in schema.get("required", []) if k in numbers})
 
 
@@ -83,6 +86,45 @@ async def test_grounding_that_keeps_too_few_tasks_is_topped_up_with_synthesized_
     # calls that found nothing were made (QUERIES) and their tasks dropped
     report = json.loads((tmp_path / "grounding.json").read_text())["fallback"]
     assert report["kept"] == len(synthesized) and sum(report["dropped"].values()) > 0
+
+
+async def test_a_synthesized_task_is_kept_only_as_a_request_stating_what_its_call_is_given(tmp_path, monkeypatch):
+    # drafts as the offline 135M generator writes them (no words, a tool's name, the prompt echoed, a request
+    # whose call is given a value it does not state) beside requests that state theirs
+    drafts = [
+        "9:10:198ABBA",
+        "Find me the steel items",
+        "search_items",
+        "Which items match brass?",
+        "here, add two tasks.",
+        "Find the items a customer asked about",
+        "search_items is not available, please make a new task",
+    ]
+
+    def llm(body: dict) -> str:
+        props = body["response_format"]["json_schema"]["schema"].get("properties", {})
+        if "scenarios" in props:
+            return json.dumps({"scenarios": [{"tools": ["search_items"], "task": t, "difficulty": 1} for t in drafts]})
+        task = re.search(r"Task: (.*)", body["messages"][-1]["content"])[1]
+        return json.dumps({"query": next((q for q in QUERIES if q in task), "drill")})  # else one made up
+
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    with FakeLLM(handler=llm) as fake:
+        tasks = await starved(tmp_path, fake, [])
+    synthesized = [s for s in tasks if s.metadata.get("source") == "synthesized"]
+    assert synthesized
+    for s in synthesized:
+        assert len(re.findall(r"[A-Za-z]{2,}", s.task)) >= 3 and "search items" not in s.task.lower().replace("_", " ")
+        assert s.reference[0].arguments["query"] in s.task  # the value its call is given, stated
+    report = json.loads((tmp_path / "grounding.json").read_text())["fallback"]
+    assert report["dropped"].get("does not state its call's values") and report["dropped"].get("no words")
+    # nor a tool's name written out as words
+    from mcprl.scenarios.fallback import unfit
+
+    distance = {"name": "calculate_time_distance", "description": "Time between two dates"}
+    assert unfit("Calculate Time Distance", distance, {}, ["calculate_time_distance"]) is not None
+    dates = {"from_date": "2025-01-01", "to_date": "2025-03-01"}
+    assert unfit("How long is it from 2025-01-01 to 2025-03-01?", distance, dates, ["calculate_time_distance"]) is None
 
 
 async def test_without_the_fallback_or_an_answering_tool_it_stops_with_the_fix(tmp_path, monkeypatch):
