@@ -69,7 +69,7 @@ from mcprl.scenarios.isolation import is_isolated, may_write, unsafe_writers
 from mcprl.scenarios.lexicon import RATE_LIMITED
 from mcprl.scenarios.results import MESSAGE, found_nothing, reports, result_values, says_done
 from mcprl.scenarios.value_sources import context_values, folder_entries
-from mcprl.scenarios.values import AWAITING, Drawn, Knowledge, call_key
+from mcprl.scenarios.values import AWAITING, Drawn, Knowledge, call_key, gist
 from mcprl.tools import ServerGone, redact_model
 from mcprl.tools import ToolPool as Pool
 from mcprl.tools.convert import inlined, reports_error
@@ -92,6 +92,7 @@ PERSISTENCE_READS = 2  # reads that showed a write, asked again in a fresh sessi
 WRITE_SHARE = 0.25  # of the calls, for writes on copies of the user's files (`ServerSpec.private_copy`)
 CORRECTIONS = 3  # calls made again, in turn, with the values an error named for the parameter it blamed
 BACKOFF_S = (2.0, 5.0, 15.0)  # waits after errors that ask to slow down, in turn
+REDUCTIONS = 2  # reads of a tool given two optional values or more whose values are each left out in turn
 
 
 # Writes a call's arguments for a tool (its MCP definition), given values seen so far; None if it cannot.
@@ -162,6 +163,7 @@ async def explore(
     # session -> the copies of the user's files as its first write found them (as they were made: reads write none)
     originals: dict[int, dict[str, tuple[int, int]]] = {}
     kept_files: Counter = Counter()  # write -> its answers on copies of the user's files that left them as they were
+    reduced: Counter = Counter()  # read -> its calls whose optional values were each left out in turn (`REDUCTIONS`)
 
     def required(name: str) -> list[str]:
         return list((tools[name].get("inputSchema") or {}).get("required") or [])
@@ -558,17 +560,34 @@ async def explore(
                 # nothing, a flag that flagged nothing)
                 needs = set((tools[name].get("inputSchema") or {}).get("required") or []) | knowledge.wanted
                 plain = {k: v for k, v in args.items() if k in needs}
-                if (
-                    plain != args
-                    and len(knowledge.logs[name].results) > answers
-                    and call_key(name, plain) not in knowledge.made
-                    and len(out.calls) < budget
-                ):
+                new = len(knowledge.logs[name].results) > answers
+                said = gist(made_call.text, {})
+                alike = False
+                if plain != args and new and call_key(name, plain) not in knowledge.made and len(out.calls) < budget:
                     bare = await call(session, number, name, plain, [d for d in leaves if d.argument in plain])
                     if bare is None:
                         return
                     if not bare.is_error:
                         answered_read(bare)
+                        alike = gist(bare.text, {}) == said
+                # where that said otherwise, of two optional values or more, each left out in turn, and kept out where
+                # the answer stays: the fewest that say it (the date that set a time difference, not the zone and
+                # the city sent beside it, which changed nothing), a call a task asks of and states alone
+                optional = [k for k in args if k not in needs]
+                if new and not alike and len(optional) >= 2 and reduced[name] < REDUCTIONS:
+                    reduced[name] += 1
+                    kept = dict(args)
+                    for k in optional:
+                        fewer = {a: v for a, v in kept.items() if a != k}
+                        if call_key(name, fewer) in knowledge.made or len(out.calls) >= budget:
+                            continue
+                        tried = await call(session, number, name, fewer, [d for d in leaves if d.argument in fewer])
+                        if tried is None:
+                            return
+                        if not tried.is_error:
+                            answered_read(tried)
+                            if gist(tried.text, {}) == said:
+                                kept = fewer
                 continue
             wrote = True
             # a write that gave values (a project registered, a connection opened, an entity made) may make what the

@@ -442,6 +442,62 @@ async def test_reads_are_made_again_after_writes_that_change_them_not_after_ones
     assert len(adds) > QUIET_WRITES + 1 and all(adds[:-1]), exploration.summary()  # (the last may meet the budget)
 
 
+TRIPS = '''
+import datetime, json, sys
+sys.path.insert(0, {root!r})
+from tests.server_fork import hand_over
+hand_over()
+from mcprl.servers import serve
+
+
+def list_trips() -> str:
+    """List the planned trips."""
+    return json.dumps([
+        {{"city": "Oslo", "date": "2025-03-14", "zone": "Europe/Oslo"}},
+        {{"city": "Lima", "date": "2025-07-02", "zone": "America/Lima"}},
+        {{"city": "Cairo", "date": "2025-11-30", "zone": "Africa/Cairo"}},
+    ])
+
+
+def days_until(
+    date: str | None = None, zone: str | None = None, city: str | None = None, unit: str | None = None
+) -> str:
+    """Days from 2025-01-01 until a date (default 2025-01-01)."""
+    try:
+        then = datetime.date.fromisoformat(date or "2025-01-01")
+    except ValueError:
+        raise ValueError(f"not a date: {{date!r}}; use YYYY-MM-DD")
+    return f"{{(then - datetime.date(2025, 1, 1)).days}} days"
+
+
+def build(seed: int = 0):
+    server = serve.new_server("trips", "Trips.")
+    serve.add_tools(server, [list_trips, days_until], writes=[])
+    return server
+
+
+if __name__ == "__main__":
+    serve.main(build, "Trips.")
+'''
+
+
+async def test_a_read_given_optional_values_is_asked_with_those_that_changed_its_answer_alone(tmp_path):
+    """A read sent a date beside a zone, a city and a unit that change nothing is made again without each in turn:
+    the tasks asking it how many days state the date alone, and every one of them gives its answer on replay."""
+    server = tmp_path / "trips.py"
+    server.write_text(TRIPS.format(root=str(Path(__file__).resolve().parents[2])))
+    for seed in (0, 1):
+        async with ToolPool(ServerSpec.parse(f"{sys.executable} {server}")) as pool:
+            exploration = await explore(pool, ExploreConfig(calls=40), seed=seed, say=lambda _: None)
+            tasks, _ = await ground(pool, 12, exploration, seed=seed, say=lambda _: None)
+            await come_back_fresh(pool, tasks)
+        dated = [t for t in tasks if t.reference[-1].tool == "days_until" and t.reference[-1].arguments.get("date")]
+        assert dated, [t.task for t in tasks]
+        assert all(set(t.reference[-1].arguments) == {"date"} for t in dated), [t.task for t in dated]
+        failed = [call_key(c.tool, c.arguments) for c in exploration.calls if c.is_error]
+        assert len(failed) == len(set(failed))
+
+
 async def test_after_a_move_every_read_of_the_board_that_gives_data_is_made_again_and_the_next_move_is_one_it_opened():
     """A game keeps one board per process, and each move opens other squares (as a chess server's listing of the
     moves holds white's, then black's). After a move, the reads of the whole state that give data (whose turn it
