@@ -50,6 +50,8 @@ PREPOSITIONS = frozenset("from to into at by for since until before after".split
 TIMES = frozenset("since until before after".split())  # ... of those, the ones of time ("since when", not worded)
 # Words that tie a label to what it is of, and so end none ("Meeting at 10am" labels nothing "meeting at")
 LINKS = frozenset("at by for from in of on to with".split())
+# words a title may open with that say how much of a thing, not what is done to it ("all table names": no order "all")
+DETERMINERS = frozenset("all every each any some".split())
 # words of four letters or more that a person searching a text by one of its words never picks ("about", not "budget")
 FUNCTION_WORDS = frozenset(
     "about above after again also been before being below could does done each from have here into just more most "

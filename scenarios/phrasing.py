@@ -24,6 +24,7 @@ from mcprl.scenarios.lexicon import (
     ABOUT_IT,
     ABOUT_ONLY,
     BARE_NAMES,
+    DETERMINERS,
     ENDS,
     FILLER,
     GETS,
@@ -178,7 +179,9 @@ class Said:
     def asks_result(self) -> tuple[str, ...]:
         """How a task asks for the call's one value ("What is the sum of 7 and 3?")."""
         phrase = self.phrase()
-        return tuple(a.format(phrase) for a in PHRASE_ASKS) if phrase else tuple(a.format(self.order()) for a in ASKS)
+        if phrase is None:
+            return tuple(a.format(self.order()) for a in ASKS)
+        return tuple(a.format(phrase=phrase, be=be(self.about or self.thing)) for a in PHRASE_ASKS)
 
     def asks_field(self, field: str, state: bool = False, counted: bool = False) -> tuple[str, ...]:
         """How a task asks for a field of the one record the call gave: the call's value itself where the
@@ -273,6 +276,9 @@ def said(
         if len(set(fields)) == len(fields) and not set(fields) & set(args):
             args = {f: v for k, item in args.items() for f, v in (item[0] if k in one_item else {k: item}).items()}
     words = [w for w in words_of(title) if w not in FILLER] or words_of(title)
+    quantified = len(words) > 1 and words[0] in DETERMINERS  # a thing named by how much of it: no order
+    if quantified:  # ("all table names" are the table names)
+        words = words[1:]
     one = [w for k in args for w in words_of(k)] if len(args) == 1 else []
     if len(words) > 2 and words[0] not in VERBS and words[1] in VERBS:  # a prefix naming the server: "github get issue"
         words = [words[1], words[0], *words[2:]]
@@ -282,7 +288,7 @@ def said(
     elif len(words) == 2 and words[0] not in VERBS and words[1] in VERBS and words[1] not in ABOUT_IT:
         # a thing, then what is done to it: "task create" ("git status" is a noun's)
         words = [words[1], plural(words[0]) if words[1] == "list" else words[0]]
-    verb = words[0] if words and (words[0] in VERBS or order and len(words) > 1) else None
+    verb = words[0] if words and (words[0] in VERBS or order and not quantified and len(words) > 1) else None
     thing = " ".join(words[1:] if verb else words)
     # (an empty object, list or text states nothing: "Rename columns with session id ...", not "... and mapping ()")
     shown = {k: (PREVIOUS if k in linked else v) for k, v in args.items() if k in linked or v not in ({}, [], "")}
@@ -377,7 +383,7 @@ def said(
 # How a task asks for a result: a few wordings, so that no one sentence shape is what the policy learns; after what
 # the call does (`ASKS`), or of what it gives (`PHRASE_ASKS`: "What is the sum of 7 and 3?")
 ASKS = ("{}. What is the result?", "{}: what do you get?", "{}, and tell me the result.")
-PHRASE_ASKS = ("What is {}?", "Tell me {}.", "Find {}.")
+PHRASE_ASKS = ("What {be} {phrase}?", "Tell me {phrase}.", "Find {phrase}.")
 DOES = ("{}.", "Please do this: {}.", "{}, please.")  # how a task asks for a change
 FORMULA_ASKS = ("What is {}?", "Compute {}.", "Work out {}.", "{} = ?")  # how a task asks for an expression's value
 # a field that is the call's value itself, whatever its tool gives ("result": "What is the sum of 7 and 3?")

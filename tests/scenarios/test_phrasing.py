@@ -257,3 +257,15 @@ def test_a_field_is_one_or_many_by_its_head_not_by_its_unit() -> None:
     are"; a plural head ("total rows in sheet", "permissions") is many."""
     assert be("maximum size in megabytes") == be("line count") == "is"
     assert be("total rows in sheet") == be("permissions") == "are"
+
+
+def test_a_thing_named_by_how_much_of_it_is_asked_for_not_ordered_and_many_things_are_asked_as_many() -> None:
+    """mcp-alchemy's `all_table_names` (a tool that may write, by its name: no word of reading) was said "All table
+    names. What is the result?", as if "all" were what it does. A title that opens with how much of a thing is that
+    thing, asked for; and a call's value is asked with "are" where it is many ("the file contents")."""
+    for title in ("all table names", "every user name"):
+        asked = said(title, {}, order=True).asks_result()
+        assert all(not re.match(r"(?i)(all|every)\b", a) and "result" not in a for a in asked), asked
+    assert said("all table names", {}, order=True).asks_result()[0].startswith("What are")
+    assert said("get file contents", {"path": "a.txt"}).asks_result()[0].startswith("What are")
+    assert said("sum", {"a": 1, "b": 2}).asks_result()[0].startswith("What is")
