@@ -72,9 +72,15 @@ def description_examples(description: str) -> list[str]:
     return list(dict.fromkeys(v.rstrip(".,)") for v in found if v.strip()))
 
 
+# the names of MCP's transports: a server's command line says which it speaks (`excel-mcp-server stdio`, `--transport
+# stdio`), which no tool of it takes (a sheet, a column, a search "stdio")
+TRANSPORTS = frozenset({"stdio", "sse", "http", "streamable-http", "streamable_http", "streamablehttp"})
+
+
 def context_values(spec: ServerSpec, resources: list[dict[str, Any]], templates: list[dict[str, Any]]) -> list[str]:
     """Values in plain view before any call: the stdio command's arguments (but the program, its
-    script or module, and flags: `--repository /srv/r` gives /srv/r, `env GIT_BASE_DIR=/srv/r` too),
+    script or module, flags and the transport it names: `--repository /srv/r` gives /srv/r, `env GIT_BASE_DIR=/srv/r`
+    too),
     the environment given to the server (secrets left out) and its working directory, the server's
     resources' URIs and names and its resource templates' names."""
     found: list[str] = []
@@ -97,7 +103,7 @@ def context_values(spec: ServerSpec, resources: list[dict[str, Any]], templates:
     for r in resources:
         found += [str(r[k]) for k in ("uri", "name") if r.get(k)]
     found += [str(t["name"]) for t in templates if t.get("name")]
-    return [v for v in dict.fromkeys(found) if v and len(v) <= 300]
+    return [v for v in dict.fromkeys(found) if v and len(v) <= 300 and v.lower() not in TRANSPORTS]
 
 
 FOLDER_ENTRIES = 40  # entries under one folder in plain view offered as values
