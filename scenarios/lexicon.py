@@ -441,9 +441,10 @@ def _rank(shape: str, name: str, description: str, around: str = "") -> int:
     return 1 if said & strong else 2
 
 
-def described_as(shape: str, name: str, description: str) -> bool:
-    """Whether a parameter's name or description has a word of a `PROBES` shape's ("uri" of "url")."""
-    return _rank(shape, name, description) < 2
+def described_as(shape: str, name: str, description: str, around: str = "") -> bool:
+    """Whether a parameter's name or description has a word of a `PROBES` shape's ("uri" of "url"); `around`, its
+    tool's description, tells an ambiguous word's sense (`AMBIGUOUS`)."""
+    return _rank(shape, name, description, around) < 2
 
 
 def written(name: str) -> bool:

@@ -69,6 +69,7 @@ from mcprl.scenarios.lexicon import (
     known,
     listed_kind,
     probes,
+    shaped,
     words_of,
     written,
 )
@@ -133,6 +134,9 @@ FIXED_AFTER = 3  # values that failed on a parameter besides the one in plain vi
 AWAITING = 3
 MISSHAPEN = 2  # values of one shape blamed on a parameter, none of it working, where another shape worked: no more
 INVENTED = {"probe", "described", "schema", "varied"}  # arms that make a value up rather than take one given
+# arms whose values are what the parameter was given or offered as such (what worked, its schema's, its dictionary's,
+# queries composed for it), not texts found elsewhere
+GIVEN_AS_IS = {"const", "enum", "default", "example", "worked", "varied", "composed", "probe", "generator", "schema"}
 ONE_ITEM = 0.2  # chance a list is given one item
 ONE_REQUEST = 0.8  # ... a read's list of objects (requests)
 OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default) ...
@@ -636,6 +640,12 @@ class Knowledge:
             arm: [(v, p) for v, p in options if arm == "enum" or not (isinstance(v, str) and words_of(v) == own)]
             for arm, options in arms.items()
         }
+        # ... nor is a text a result, an error or a description held a statement, where the parameter takes one but it
+        # is one (dbhub's `sql` sent "main" and "salary": a syntax error each, and the tool retired before a query ran)
+        if described_as("sql", name, description, around):
+            arms = {
+                arm: [(v, p) for v, p in options if arm in GIVEN_AS_IS or shaped(v)] for arm, options in arms.items()
+            }
         # ... nor is a yes or a no a result said of something else ("DST Active: No" is no `country`)
         arms = {
             arm: [

@@ -460,6 +460,11 @@ def test_the_values_in_plain_view_are_what_a_server_works_on_not_its_program(tmp
     assert context_values(spec, [], []) == [str(tmp_path), str(data), "read"]
     spec = ServerSpec.parse(f"{sys.executable} -m some_server {tmp_path / 'server.py'} {tmp_path}")
     assert context_values(spec, [], []) == [str(tmp_path)]
+    # ... nor the MCP transport it is told to speak (excel-mcp-server's `stdio` was sent as a sheet and a search)
+    for command in (f"{program} stdio {tmp_path}", f"{program} --transport=stdio {tmp_path}", f"{program} sse {data}"):
+        assert context_values(ServerSpec.parse(command), [], []) == [
+            str(tmp_path) if "sse" not in command else str(data)
+        ]
 
 
 def test_a_reads_list_of_requests_is_mostly_one_as_a_person_asks_of_one_thing():
@@ -966,3 +971,32 @@ def test_a_yes_or_no_a_result_said_of_something_else_is_no_value_of_a_parameter(
             sent[k].add(v)
     assert not {"No", "yes"} & sent["country"] and "Oslo" in sent["country"], sent
     assert "No" in sent["dst_active"], sent
+
+
+def test_a_parameter_taking_a_statement_is_sent_statements_not_the_words_results_held():
+    """dbhub's `execute_sql` was sent "main", "salary" and "PRIMARY" (a search's schema, table and index names):
+    a syntax error each, and the tool retired before any query ran. A parameter that takes a statement is sent
+    statements (the dictionary's, those composed over the names results gave, a result's own statement), never a
+    bare word a result held; a search's `query` beside it, not described as one, still takes those words."""
+    import random
+
+    from mcprl.scenarios.lexicon import shaped
+    from mcprl.scenarios.values import Knowledge, SeenValue
+
+    knowledge = Knowledge([])
+    knowledge.seen = [
+        SeenValue(value=v, field=f, call=0)
+        for v, f in [("main", "schema"), ("salary", "table"), ("PRIMARY", "name"), ("SELECT 1", "last_query")]
+    ]
+    schema = {
+        "type": "object",
+        "properties": {"sql": {"type": "string", "description": "The SQL to run"}, "query": {"type": "string"}},
+        "required": ["sql", "query"],
+    }
+    sent: dict[str, set] = {"sql": set(), "query": set()}
+    for seed in range(60):
+        args, _ = knowledge.arguments("execute_sql", schema, session=0, rng=random.Random(seed))
+        for k, v in args.items():
+            sent[k].add(v)
+    assert sent["sql"] and all(shaped(v) or v.upper().startswith(("SELECT", "SHOW")) for v in sent["sql"]), sent
+    assert {"main", "salary", "PRIMARY"} & sent["query"], sent
