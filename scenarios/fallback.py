@@ -97,7 +97,7 @@ def unfit(task: str, tool: dict[str, Any], args: dict[str, Any] | None, names: l
         return "names a tool"
     if args is None:
         return None
-    given = [str(v) for v in args.values() if isinstance(v, (str, int, float))]
+    given = [str(v) for v in args.values() if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
     if not _roots(task) & _roots(" ".join([tool["name"], tool.get("description") or "", *given])):
         return "not about its tool"
     props = (tool.get("inputSchema") or {}).get("properties") or {}
