@@ -1000,3 +1000,31 @@ def test_a_parameter_taking_a_statement_is_sent_statements_not_the_words_results
             sent[k].add(v)
     assert sent["sql"] and all(shaped(v) or v.upper().startswith(("SELECT", "SHOW")) for v in sent["sql"]), sent
     assert {"main", "salary", "PRIMARY"} & sent["query"], sent
+
+
+def test_a_value_a_read_gave_before_a_write_said_it_back_comes_from_the_read():
+    """excel-mcp-server's `format_range` answers with the sheet it formatted; a `read_range` after it was sent that
+    sheet as the write's, its chain held the write, and no question on the sheet's rows was kept (5 tasks in one
+    folder, 16 in another). A value a read of the session gave first is that read's, whatever says it back later;
+    one a write gave first stays the write's (the id of what it made, listed after it)."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    knowledge = Knowledge([], writers=frozenset({"format_range", "create_sheet"}))
+
+    def learn(tool: str, index: int, values: list[tuple[str, str]]) -> None:
+        knowledge.learn(
+            tool, {}, [], index=index, session=0, text="ok", is_error=False, error_kind=None, values=values
+        )  # fmt: skip
+
+    learn("describe_workbook", 0, [("sheet", "Orders")])
+    learn("format_range", 1, [("sheet", "Orders")])
+    learn("create_sheet", 2, [("sheet", "Report")])
+    learn("list_sheets", 3, [("sheet", "Report"), ("sheet", "Orders")])
+    came_from = {s.value: s.call for s in knowledge.seen}
+    assert came_from["Orders"] in {0, 3} and came_from["Report"] == 2, came_from
+    schema = {"type": "object", "properties": {"sheet": {"type": "string"}}, "required": ["sheet"]}
+    for seed in range(20):
+        _, leaves = knowledge.arguments("read_range", schema, session=0, rng=random.Random(seed))
+        assert all(d.parent != 1 for d in leaves), leaves  # never sent as the format's
