@@ -879,10 +879,12 @@ class Knowledge:
         # then listed): the write issued it, and is made first in a later session that sends it (`issuers`)
         # ... and one a read of this session gave before a write said it back is the read's (the sheet a format of it
         # names): the write issued nothing, and no chain through it is needed to ask of the sheet
-        issued = {repr(s.value) for s in self.seen if s.session == session and self.made_at[s.call][0] in self.writers}
-        if tool in self.writers:
-            issued |= {repr(s.value) for s in self.seen if s.session == session and repr(s.value) not in issued}
-        seen = [n for n in seen if repr(n.value) not in issued]
+        kept = {
+            repr(s.value)
+            for s in self.seen
+            if s.session == session and (tool in self.writers or self.made_at[s.call][0] in self.writers)
+        }
+        seen = [n for n in seen if repr(n.value) not in kept]
         self.seen = [s for s in self.seen if repr(s.value) not in {repr(n.value) for n in seen}] + seen
         self.seen = self.seen[-KNOWN_VALUES:]
         # a known query that lists names of a kind (a database's tables, a table's columns): its result's names are
