@@ -68,7 +68,7 @@ from mcprl.scenarios.explored import Exploration, ExploredCall, ToolReport, sour
 from mcprl.scenarios.isolation import is_isolated, may_write, unsafe_writers
 from mcprl.scenarios.lexicon import RATE_LIMITED
 from mcprl.scenarios.results import MESSAGE, found_nothing, reports, result_values, says_done
-from mcprl.scenarios.value_sources import context_values, folder_entries
+from mcprl.scenarios.value_sources import context_values, file_texts, folder_entries
 from mcprl.scenarios.values import AWAITING, Drawn, Knowledge, call_key, gist
 from mcprl.tools import ServerGone, redact_model
 from mcprl.tools import ToolPool as Pool
@@ -144,13 +144,15 @@ async def explore(
     budget += write_calls if write_calls < budget and cfg.calls is None else 0
     context = context_values(pool.toolset.spec, pool.toolset.resources, pool.toolset.resource_templates)
     params = {t["name"]: list((t.get("inputSchema") or {}).get("properties") or {}) for t in pool.toolset.mcp_tools}
+    folders = folder_entries(pool.toolset.spec, context)
     knowledge = Knowledge(
         context,
         writers,
-        folder_entries(pool.toolset.spec, context),
+        folders,
         params,
         fresh_sessions=isolated and pool.per_rollout,
         descriptions={t["name"]: t.get("description") or "" for t in pool.toolset.mcp_tools},
+        texts=file_texts(pool.toolset.spec, context, folders),
     )
     order = list(tools)
     random.Random(f"{seed}/explore").shuffle(order)
@@ -228,7 +230,13 @@ async def explore(
                 for p in required(name):
                     if (made := [w for w in issuers(p) if w != name]) and not set(issuing) & set(knowledge.issuers[p]):
                         issuer = made[number % len(made)]
-                        issuing[issuer] = knowledge.issuers[p][issuer]
+                        # (made without a handle it takes as an option: the one it was sent first was made up before
+                        # any was known to be one, "session id 60", and issued nothing a fresh server had)
+                        issuing[issuer] = {
+                            k: v
+                            for k, v in knowledge.issuers[p][issuer].items()
+                            if k not in knowledge.handles or k in required(issuer)
+                        }
         picked = [*issuing, *(n for n in picked if n not in issuing)]  # (the issuers first, each once)
         picked.sort(key=lambda n: (n not in issuing, bool(required(n)), n in writers))
         return picked, issuing

@@ -82,8 +82,8 @@ def value_text(value: Any) -> str:
 
 
 def quoted(value: Any) -> str:
-    """A value as a task states it: a text with spaces in quotes, a list's items each, a record in brackets, or by
-    its name first where it has one ('"Weekly report" (entity type person)', not "(name Weekly report, ...)")."""
+    """A value as a task states it: a text with spaces or lines in quotes, a list's items each, a record in brackets,
+    or by its name first where it has one ('"Weekly report" (entity type person)', not "(name Weekly report, ...)")."""
     if isinstance(value, (list, tuple)):
         items = [quoted(v) for v in value]
         return _listed(items) if value and all(named_record(v) for v in value) else ", ".join(items)
@@ -95,7 +95,9 @@ def quoted(value: Any) -> str:
             return f"{quoted(value[name])} ({fields})" if fields else quoted(value[name])
         return f"({fields})"
     return (
-        f'"{value}"' if isinstance(value, str) and (not value or " " in value or not value[0].isalnum()) else str(value)
+        f'"{value}"'
+        if isinstance(value, str) and (not value or re.search(r"\s", value) or not value[0].isalnum())
+        else str(value)
     )
 
 
@@ -431,16 +433,26 @@ COUNT_IN_ASKS = ("How many {things} are in {phrase}?", "Count the {things} in {p
 ABOUT_ACTION = "Look at {about}"  # what a known query does, where a task states the call
 
 
-def noun_of(tool: str) -> str:
-    """What a tool's results are about, from its name: `get_item` -> item, `search_emails` -> email,
-    `list_projects_tool` -> project."""
+def _noun_word(tool: str) -> str:
     words = [
         w
         for w in words_of(tool)
         if w not in TASK_VERBS and w not in FILLER and w not in {"by", "id", "all", "details", "info"}
     ]
-    noun = words[-1] if words else "result"
-    return singular(noun)
+    return words[-1] if words else "result"
+
+
+def noun_of(tool: str) -> str:
+    """What a tool's results are about, from its name: `get_item` -> item, `search_emails` -> email,
+    `list_projects_tool` -> project."""
+    return singular(_noun_word(tool))
+
+
+def names_each(tool: str) -> bool:
+    """Whether a tool's name calls each record it lists what it is: its noun is a plural (`list_tasks`: each a task),
+    not the whole the records are parts of (`read_range`: rows of a range, none of them "the range")."""
+    word = _noun_word(tool)
+    return singular(word) != word
 
 
 PHRASE_PROMPT = (

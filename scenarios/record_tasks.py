@@ -38,6 +38,7 @@ from mcprl.scenarios.phrasing import (
     TOPIC_ASKS,
     Said,
     field_words,
+    names_each,
     noun_of,
     quoted,
     value_text,
@@ -93,8 +94,11 @@ def field_tasks(
             [(k, v) if keys[k] == len(records) else ("", f"{k}: {v}" if k else v) for k, v in record]
             for record in records
         ]
-    noun = noun or noun_of(call.tool)
     kind = (kind or wrapped_kind(call) or _kind(records, unasked)) if listing else None
+    # what a record is called where it is asked for by its name: the noun given, else the tool's where its name calls
+    # each record so (a listing of it in the plural), else the kind a listing's records are known as
+    each = noun or (noun_of(call.tool) if not listing or names_each(call.tool) else kind)
+    noun = noun or noun_of(call.tool)
     row = len(records) == 1 and " | " in call.data  # one row of cells ("SKU-3002 | item ccc | stock: 42")
     given_text = normalize_text(" ".join(map(value_text, call.arguments.values())))
     given_each = {normalize_text(value_text(v)) for v in call.arguments.values()}
@@ -199,16 +203,18 @@ def field_tasks(
             # write a task asks for: "Register project ... and tell me", not "the project Team meeting's")
             elif (
                 label is not None
+                and (each is not None or participle(asked) and not after)
                 and not call.writes
                 and (not (saying and saying.named) if listing else not args or rng.random() < 0.5)
             ):
                 # bare, only a name that reads as a thing's ("steel hammer"), not a subject ("Your flight is
                 # confirmed") nor a proper name, which takes no article ("the Project Apollo's"), nor a file's ("the
-                # todo.txt's")
-                bare = len(label.split()) <= 4 and re.fullmatch(r"[a-z ]+", label) is not None
+                # todo.txt's"); where what the record is has no name, a state in it alone ("What is added in TODO.md?")
+                bare = each is None or len(label.split()) <= 4 and re.fullmatch(r"[a-z ]+", label) is not None
                 asks = PREPOSITION_NAME_ASKS if after else STATE_NAME_ASKS if participle(asked) else NAME_ASKS
+                asks = asks if each is not None else asks[1:]
                 task = _worded(asks if bare else asks[:1], label, asked).format(
-                    **field_words(asked), noun=noun, name=label
+                    **field_words(asked), noun=each, name=label
                 )
                 given = [label]
             elif after and listing:

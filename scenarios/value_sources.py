@@ -138,6 +138,31 @@ def folder_entries(spec: ServerSpec, context: list[str]) -> dict[str, list[str]]
     return {value: names for value, names in found.items() if names}
 
 
+FILE_TEXT_BYTES = 2000  # a file in plain view this small is a text a parameter may be given whole ...
+FILE_TEXTS = 12  # ... of this many files at most
+
+
+def file_texts(spec: ServerSpec, context: list[str], folders: dict[str, list[str]]) -> dict[str, str]:
+    """The texts of the small files in plain view (those the server is given, and those in the folders it is given:
+    `folder_entries`), by their paths: what a parameter that takes a document of their kind may be given (a CSV
+    server's `content`, as a person pastes the file they have)."""
+    paths = [Path(spec.cwd or "", v) for v in context]
+    paths += [Path(spec.cwd or "", folder, name) for folder, names in folders.items() for name in names]
+    found: dict[str, str] = {}
+    for path in paths:
+        if len(found) >= FILE_TEXTS:
+            break
+        try:
+            if not path.is_absolute() or not path.is_file() or path.stat().st_size > FILE_TEXT_BYTES:
+                continue
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):  # not readable, or no text
+            continue
+        if text.strip() and "\x00" not in text:
+            found[str(path)] = text
+    return found
+
+
 def error_values(text: str, sent: set[str]) -> list[str]:
     """Values an error message names that the call did not send: quoted ones ("outside the allowed
     repository '/srv/r'"), examples ("a date like 2024-03-31") and the items of a list it says it

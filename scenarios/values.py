@@ -50,6 +50,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import PurePath
 from typing import Any
 
 import jsonschema
@@ -57,6 +58,7 @@ from pydantic import BaseModel
 
 from mcprl.errors import clip
 from mcprl.scenarios.lexicon import (
+    DOCUMENT,
     FLAGS,
     FORMATTED,
     FUNCTION_WORDS,
@@ -107,6 +109,7 @@ PRIORS: dict[str, tuple[float, float]] = {
     "example": (3, 1),
     "error": (3, 1),
     "shaped": (3, 1),
+    "file": (3, 1),
     "context": (2, 1),
     "composed": (2, 1),
     "joined": (1, 1),
@@ -136,13 +139,25 @@ MISSHAPEN = 2  # values of one shape blamed on a parameter, none of it working, 
 INVENTED = {"probe", "described", "schema", "varied"}  # arms that make a value up rather than take one given
 # arms whose values are what the parameter was given or offered as such (what worked, its schema's, its dictionary's,
 # queries composed for it), not texts found elsewhere
-GIVEN_AS_IS = {"const", "enum", "default", "example", "worked", "varied", "composed", "probe", "generator", "schema"}
+GIVEN_AS_IS = {
+    "const",
+    "enum",
+    "default",
+    "example",
+    "worked",
+    "varied",
+    "composed",
+    "probe",
+    "generator",
+    "schema",
+    "file",
+}
 ONE_ITEM = 0.2  # chance a list is given one item
 ONE_REQUEST = 0.8  # ... a read's list of objects (requests)
 OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default) ...
 OPTIONAL_MOST = 0.75  # ... growing, while a tool says the same again, to this (`Knowledge._object`)
-WRITTEN_ARMS = {"const", "enum", "default", "example", "error", "result", "probe", "generator"}
-OPTIONAL_ARMS = {"const", "enum", "default", "example", "worked", "kin", "error", "shaped", "word", "result"}
+WRITTEN_ARMS = {"const", "enum", "default", "example", "error", "result", "probe", "generator", "file"}
+OPTIONAL_ARMS = {"const", "enum", "default", "example", "worked", "kin", "error", "shaped", "word", "result", "file"}
 
 
 class SeenValue(BaseModel):
@@ -202,10 +217,15 @@ def sentence(value: Any) -> bool:
     return isinstance(value, str) and MESSAGE.fullmatch(value.strip()) is not None
 
 
-def named_result(arm: str, name: str) -> bool:
-    """Whether an arm is a result's field whose name shares a word with the parameter's ("sku" -> `sku`)."""
+def named_result(arm: str, name: str, description: str = "") -> bool:
+    """Whether an arm is a result's field whose name shares a word with the parameter's ("sku" -> `sku`), or with
+    what its `description` opens by saying it is (`from`, "The name of the entity where the relation starts" ->
+    `name`)."""
     kind, _, field_name = arm.partition(".")
-    return kind == "result" and bool(field_name) and bool(_stems(field_name) & _stems(name))
+    if kind != "result" or not field_name:
+        return False
+    said = re.match(r"\s*(?:(?:the|an?)\s+)?([A-Za-z]+(?: [A-Za-z]+)?)\s+of\b", description, re.I)
+    return bool(_stems(field_name) & (_stems(name) | (_stems(said[1]) if said else set())))
 
 
 def issued_as(arm: str, name: str) -> bool:
@@ -233,8 +253,10 @@ class Knowledge:
         params: dict[str, list[str]] | None = None,
         fresh_sessions: bool = False,
         descriptions: dict[str, str] | None = None,
+        texts: dict[str, str] | None = None,
     ) -> None:
         self.context = context
+        self.texts = texts or {}  # path -> the text of a small file in plain view (`value_sources.file_texts`)
         self.descriptions = descriptions or {}  # tool -> its description (what a parameter's words mean there)
         self.writers = writers  # the tools that may write
         self.params = params or {}  # tool -> the names of its arguments (the input schema's properties)
@@ -446,7 +468,9 @@ class Knowledge:
         if self.fixed(name):  # the server's context: the one value it takes, whatever else varies
             return Drawn(path=path, name=name, arm="context", value=coerce(self.worked[name][0], schema))
         renew = tool in self.writers and written(name)
-        arms = self._arms(name, schema, session, rng, described=renew, around=self.descriptions.get(tool, ""))
+        arms = self._arms(
+            name, schema, session, rng, described=renew, around=self.descriptions.get(tool, ""), tool=tool
+        )
         if name in self.handles:  # a handle takes what was issued as one (a result's `session_id`), nothing else
             arms = {a: c for a, c in arms.items() if issued_as(a, name)} or arms
         # a value of the parameter's name that this session's latest write gave another tool, or a result since, is
@@ -476,7 +500,8 @@ class Knowledge:
             arms = {
                 a: kept
                 for a, c in arms.items()
-                if a.partition(".")[0] in allowed and (not a.startswith("result") or named_result(a, name))
+                if a.partition(".")[0] in allowed
+                and (not a.startswith("result") or named_result(a, name, str(schema.get("description") or "")))
                 if (kept := [(v, p) for v, p in c if repr(v) != default])
             }
             if not arms:
@@ -506,7 +531,7 @@ class Knowledge:
         arms = {a: c for a, c in live.items() if any(sendable(v, p) for v, p in c)} or live
 
         def sample(arm: str) -> float:
-            a, b = self.prior(arm, name, numeric, [v for v, _ in arms[arm]])
+            a, b = self.prior(arm, name, numeric, [v for v, _ in arms[arm]], str(schema.get("description") or ""))
             won, lost = self.stats[name, arm]
             untried = any(repr(v) not in tried for v, _ in arms[arm])
             return rng.betavariate(a + won, b + lost) * (0.3 if (renew or path in fresh) and not untried else 1.0)
@@ -527,11 +552,14 @@ class Knowledge:
             parent = next((v.call for v in reversed(self.seen) if v.session == session and v.value == value), None)
         return Drawn(path=path, name=name, arm=arm, value=coerce(value, schema), parent=parent)
 
-    def prior(self, arm: str, name: str, numeric: bool = False, values: Sequence[Any] = ()) -> tuple[float, float]:
-        """An arm's prior for a parameter (`PRIORS`), but for results of the parameter's name, results fed on to
-        a number, and results whose `values` (the arm's candidates, where known) have an id's form."""
+    def prior(
+        self, arm: str, name: str, numeric: bool = False, values: Sequence[Any] = (), description: str = ""
+    ) -> tuple[float, float]:
+        """An arm's prior for a parameter (`PRIORS`), but for results of the parameter's name (or of what its
+        `description` says it is), results fed on to a number, and results whose `values` (the arm's candidates,
+        where known) have an id's form."""
         kind = arm.partition(".")[0]
-        if named_result(arm, name):
+        if named_result(arm, name, description):
             return NAMED_RESULT_PRIOR
         if kind == "result" and not numeric and values and all(ID_FORM.fullmatch(str(v)) for v in values):
             return ID_RESULT_PRIOR
@@ -545,10 +573,12 @@ class Knowledge:
         rng: random.Random,
         described: bool = False,
         around: str = "",
+        tool: str = "",
     ) -> dict[str, list[tuple[Any, int | None]]]:
         """Every arm's candidates for one leaf, each (value, the call of this session it came from); the
         dictionary's values only of the shapes the parameter is described with, where `described`; `around`, its
-        tool's description (where a word of its name has two senses)."""
+        tool's description (where a word of its name has two senses), and `tool` its name (the kind of file it
+        takes)."""
         if "const" in schema:
             return {"const": [(schema["const"], None)]}
         if isinstance(schema.get("enum"), list) and schema["enum"]:
@@ -585,6 +615,19 @@ class Knowledge:
         context = [v for v in self.context if "://" not in v or described_as("url", name, description)]
         paths = [v for v in context if "/" in v] if described_as("path", name, description) else []
         arms["context"] = fit(paths or context)
+        # the whole text of a file in plain view of a kind the parameter or its tool names (`load_csv_from_content`'s
+        # `content`: data.csv's lines), as a person pastes the file they have; not for a parameter that takes a path
+        # (a parameter named for a text, or for the kind itself: `csv`; not the session id beside it)
+        own = set(words_of(name))
+        if not any(described_as(shape, name, description) for shape in ("path", "url")):
+            said = {*own, *words_of(description), *words_of(around), *words_of(tool)}
+            arms["file"] = fit(
+                [
+                    text
+                    for p, text in self.texts.items()
+                    if (kind := PurePath(p).suffix[1:].lower()) in said and own & (DOCUMENT | {kind})
+                ]
+            )
         for v in seen:
             if fits_type(v.value, kinds) and valid(coerce(v.value, schema)):
                 arms.setdefault(f"result.{v.field}", []).append((v.value, v.call if v.session == session else None))
@@ -651,10 +694,16 @@ class Knowledge:
             arm: [
                 (v, p)
                 for v, p in options
-                if not (arm.startswith("result.") and str(v).lower() in FLAGS and not named_result(arm, name))
+                if not (
+                    arm.startswith("result.") and str(v).lower() in FLAGS and not named_result(arm, name, description)
+                )
             ]
             for arm, options in arms.items()
         }
+        # a text of the kind the tool takes is all it is given, while that has not kept failing: a made-up sentence is
+        # no CSV (a load of one answers, and every statistic of what it loaded fails)
+        if arms.get("file") and not self.dead(name, "file"):
+            return {"file": arms["file"]}
         return {arm: options for arm, options in arms.items() if options}
 
     def mean(self, name: str, arm: str, numeric: bool = False) -> float:

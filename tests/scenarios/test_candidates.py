@@ -1517,3 +1517,26 @@ def test_a_value_a_result_labelled_as_something_else_is_never_said_as_the_previo
     for labelled in ({"status": "healthy", "session_id": "s-91"}, {"status": "healthy", "id": "s-91"}):
         chained = tasks(labelled, "s-91")
         assert chained and all("the previous result" in t.task for t in chained), [t.task for t in chained]
+
+
+def test_a_listings_record_asked_for_by_its_name_is_called_what_the_tool_calls_each_record_never_the_whole():
+    """excel-mcp-server's `read_range` gives a range's rows: "What are the hours of the range "Ann Lee"?" called a
+    row by the whole it is part of. A record asked for by its name is called what the tool's name calls each record
+    (`list_members`: "the member "Ann Lee""), else by the call that gave it, never by a noun the
+    tool's name gives in the singular."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    rows = [["name", "team", "hours"], ["Ann Lee", "Engineering", 38], ["Bob Stone", "Support", 35]]
+    rows += [["Carla Diaz", "Sales", 31]]
+    text = json.dumps({"range": "A1:C4", "values": rows})
+
+    def tasks(tool: str) -> list:
+        call = ExploredCall(index=0, session=0, tool=tool, arguments={}, text=text)
+        found = [t for seed in range(12) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+        return [t for t in found if t.metadata.get("field") in ("team", "hours")]
+
+    whole = tasks("read_range")
+    assert whole and not any(re.search(r"\brange\W+\"?(Ann|Bob|Carla)", t.task) for t in whole), [t.task for t in whole]
+    each = tasks("list_members")
+    assert any(re.search(r"\bmember \"(Ann Lee|Bob Stone|Carla Diaz)\"", t.task) for t in each), [t.task for t in each]

@@ -717,3 +717,69 @@ async def test_a_store_the_user_named_that_is_not_there_yet_is_the_servers_own_a
     assert any(c.tool == "add_note" and not c.is_error for c in calls)
     assert any(c.writes for t in tasks for c in [*t.prepare, *t.reference]), [t.task for t in tasks]
     assert not notes.exists() and list(notes.parent.iterdir()) == []
+
+
+PASTED = '''
+import csv, io, json, sys, uuid
+sys.path.insert(0, {root!r})
+from tests.server_fork import hand_over
+hand_over()
+from mcprl.servers import serve
+
+SESSIONS = {{}}
+
+
+def load_csv_from_content(content: str, session_id: str | None = None) -> dict:
+    """Load CSV data from string content into a session."""
+    sid = session_id or str(uuid.uuid4())
+    SESSIONS[sid] = list(csv.DictReader(io.StringIO(content)))
+    columns = list(SESSIONS[sid][0]) if SESSIONS[sid] else []
+    return {{"success": True, "session_id": sid, "rows": len(SESSIONS[sid]), "columns": columns}}
+
+
+def column_mean(session_id: str, column: str) -> dict:
+    """The mean of a numeric column of a loaded table."""
+    if session_id not in SESSIONS:
+        raise ValueError("Session not found")
+    try:
+        values = [float(r[column]) for r in SESSIONS[session_id]]
+    except (KeyError, ValueError, TypeError):
+        raise ValueError(f"No numeric column {{column!r}}")
+    if not values:
+        raise ValueError("No rows")
+    return {{"column": column, "mean": sum(values) / len(values)}}
+
+
+def build(seed: int = 0):
+    server = serve.new_server("pasted", "CSV tables pasted into sessions.")
+    serve.add_tools(server, [load_csv_from_content, column_mean], writes=["load_csv_from_content"])
+    return server
+
+
+if __name__ == "__main__":
+    serve.main(build, "CSV tables pasted into sessions.")
+'''
+
+
+async def test_a_tool_that_takes_a_kind_of_document_is_given_the_text_of_a_file_of_that_kind_in_plain_view(tmp_path):
+    """Seen on csv-mcp-server (`env -C DIR csv-editor`, a CSV file in DIR): `load_csv_from_content` was sent a probe
+    sentence as its `content` in every session, so every statistics tool failed ("No numeric columns found"), and
+    its tasks said "with session id 100", a made-up value of an optional handle, kept for every session's load. The
+    text of a file in plain view of the kind the tool names is what it is given: the statistics answer, their tasks'
+    answers are the file's (checked in a fresh session), and no task's load states a session id."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "stock.csv").write_text("item,qty\napple,3\npear,7\nplum,12\n")
+    (folder / "notes.txt").write_text("Call the supplier on Monday.\n")
+    server = tmp_path / "pasted.py"
+    server.write_text(PASTED.format(root=str(Path(__file__).resolve().parents[2])))
+    spec = ServerSpec.parse(f"env -C {folder} {sys.executable} {server}")
+    tasks, calls = await grounded_and_replayed(spec, tmp_path, calls=40)
+    assert any(c.tool == "column_mean" and not c.is_error for c in calls), [(c.tool, c.arguments) for c in calls]
+    assert "Call the supplier" not in json.dumps([c.arguments for c in calls])  # (no CSV: no text of it)
+    means = [t for t in tasks if t.reference[-1].tool == "column_mean"]
+    assert means and all(t.answer == 22 / 3 for t in means), [(t.task, t.answer) for t in means]
+    for t in tasks:
+        assert not any("session_id" in c.arguments for c in t.reference if c.tool == "load_csv_from_content"), t.task
+    failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in calls if c.is_error]
+    assert len(failed) == len(set(failed))

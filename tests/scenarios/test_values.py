@@ -1028,3 +1028,30 @@ def test_a_value_a_read_gave_before_a_write_said_it_back_comes_from_the_read():
     for seed in range(20):
         _, leaves = knowledge.arguments("read_range", schema, session=0, rng=random.Random(seed))
         assert all(d.parent != 1 for d in leaves), leaves  # never sent as the format's
+
+
+def test_a_parameter_described_as_a_things_name_is_sent_names_results_gave_before_their_other_fields():
+    """mcp-knowledge-graph's `create_relations` takes `from`, "The name of the entity where the relation starts": it
+    was sent the server's file path and an entity's `createdAt` stamp as often as a name, and its graph held relations
+    from "2026-12-03T05:17:46.082Z". A result's field that the parameter's description says it is (its `name`) is
+    drawn from first, as one sharing the parameter's name is."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge, SeenValue
+
+    knowledge = Knowledge([])
+    knowledge.seen = [
+        SeenValue(value="Weekly report", field="name", call=0),
+        SeenValue(value="2026-12-03T05:17:46.082Z", field="createdAt", call=0),
+        SeenValue(value="person", field="entityType", call=0),
+        SeenValue(value="Send the draft to Sam.", field="observations", call=0),
+    ]
+    schema = {
+        "type": "object",
+        "properties": {"from": {"type": "string", "description": "The name of the entity where the relation starts"}},
+        "required": ["from"],
+    }
+    sent = [
+        knowledge.arguments("create_relations", schema, session=0, rng=random.Random(s))[0]["from"] for s in range(60)
+    ]
+    assert sent.count("Weekly report") > len(sent) / 2, sent
