@@ -68,7 +68,7 @@ from mcprl.scenarios.explored import Exploration, ExploredCall, ToolReport, sour
 from mcprl.scenarios.isolation import is_isolated, may_write, unsafe_writers
 from mcprl.scenarios.lexicon import RATE_LIMITED
 from mcprl.scenarios.results import MESSAGE, found_nothing, reports, result_values, says_done
-from mcprl.scenarios.value_sources import context_values, file_texts, folder_entries
+from mcprl.scenarios.value_sources import context_values, documented, file_texts, folder_entries
 from mcprl.scenarios.values import AWAITING, Drawn, Knowledge, call_key, gist
 from mcprl.tools import ServerGone, redact_model
 from mcprl.tools import ToolPool as Pool
@@ -130,7 +130,8 @@ async def explore(
                 else "may write, and the server's state may outlive its process"
             )
         else:  # (its schema's parts each standing alone: values are drawn and checked part by part)
-            tools[tool["name"]] = {**tool, "inputSchema": inlined(tool.get("inputSchema") or {})}
+            # (and its parameters described where only its docstring describes them)
+            tools[tool["name"]] = {**tool, "inputSchema": inlined(documented(tool).get("inputSchema") or {})}
     if not tools:
         return out
     budget = cfg.budget(len(pool.toolset.mcp_tools))

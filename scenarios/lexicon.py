@@ -18,7 +18,8 @@ structure (schemas, annotations, what the server answered). It holds:
 - `RATE_LIMITED`: an error that asks the client to slow down;
 - `BOUNDS` (`bound_pairs`): the words that name the lower and the upper end of a range (`start_line`, `end_line`);
 - `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ...");
-- `DOCUMENT`: the words of a parameter's name that say it takes a document's text;
+- `DOCUMENT`: the words of a parameter's name that say it takes a document's text; `FILES`, `FOLDERS`: those that say
+  it takes a file's path, or a folder's;
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
   does in a listing ("[FILE] notes.txt");
 - `LINKS`: the words that end no label in a result's prose; `FUNCTION_WORDS`: the words of a text no one searches by;
@@ -71,6 +72,9 @@ IDENTIFYING = frozenset("path file filename name id".split())
 # the words that name a parameter taking a document's whole text (a CSV server's `content`), which the text of a file
 # in plain view of the kind its tool names is given (not an id or a name beside it)
 DOCUMENT = frozenset("content contents text data body document source input raw".split())
+# the words that say a parameter takes a file's path, and those that say a folder's: one said to take a file is sent
+# no folder ("File path relative to project root" sent "." answered "Is a directory")
+FILES, FOLDERS = frozenset("file filename".split()), frozenset("dir directory folder".split())
 # ... though a path names only a place ("Read the file "notes.txt"", but "the git blame for "/srv/repo"")
 PATHS, PLACES = frozenset("path file filename".split()), frozenset("file folder directory document repository".split())
 ABOUT_IT = frozenset(

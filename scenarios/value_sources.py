@@ -138,6 +138,47 @@ def folder_entries(spec: ServerSpec, context: list[str]) -> dict[str, list[str]]
     return {value: names for value, names in found.items() if names}
 
 
+# the heading of a docstring's section of arguments (Google's "Args:", "Parameters:"; NumPy's underlined one)
+ARGS_HEADING = re.compile(r"^\s*(?:args|arguments|parameters|params)\s*:?\s*(?:\n\s*-{3,})?\s*$", re.I | re.M)
+ARG_LINE = re.compile(r"^(\s*)(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")  # "path (str): File path", "path: ..."
+PARAM_FIELD = re.compile(r":param\s+(?:\w+\s+)?(\w+)\s*:\s*([^\n]+)")  # Sphinx's ":param path: File path"
+
+
+def documented(tool: dict[str, Any]) -> dict[str, Any]:
+    """A tool whose parameters lacking a description in its schema get the one its description's docstring gives
+    (`Args:` / `Parameters:` sections, `:param name:` fields), as a Python server's tools often carry them: "path: File
+    path relative to project root" says the path is a file's, where the schema says only `"title": "Path"`."""
+    schema = tool.get("inputSchema") or {}
+    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    text = str(tool.get("description") or "")
+    said: dict[str, str] = dict(PARAM_FIELD.findall(text))
+    for heading in ARGS_HEADING.finditer(text):
+        indent: int | None = None
+        lines = [line for line in text[heading.end() :].splitlines()[1:] if line.strip()]
+        for i, line in enumerate(lines):
+            found = ARG_LINE.match(line)
+            depth = len(line) - len(line.lstrip())
+            if indent is None and found is None:
+                break
+            if found is not None and (indent is None or depth == indent):
+                indent = depth
+                # (NumPy's "path : str", its description on the line below, indented more)
+                below = lines[i + 1] if i + 1 < len(lines) else ""
+                typed = " " not in found[3].strip() and len(below) - len(below.lstrip()) > depth
+                if found[2] in props:
+                    said.setdefault(found[2], (below if typed else found[3]).strip())
+            elif indent is None or depth <= indent:
+                break  # the next section ("Returns:") or prose
+    filled = {
+        k: {**v, "description": said[k]}
+        for k, v in props.items()
+        if isinstance(v, dict) and not v.get("description") and said.get(k)
+    }
+    if not filled:
+        return tool
+    return {**tool, "inputSchema": {**schema, "properties": {**props, **filled}}}
+
+
 FILE_TEXT_BYTES = 2000  # a file in plain view this small is a text a parameter may be given whole ...
 FILE_TEXTS = 12  # ... of this many files at most
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 import re
 from collections import Counter, defaultdict
@@ -59,7 +60,9 @@ from pydantic import BaseModel
 from mcprl.errors import clip
 from mcprl.scenarios.lexicon import (
     DOCUMENT,
+    FILES,
     FLAGS,
+    FOLDERS,
     FORMATTED,
     FUNCTION_WORDS,
     IDENTIFIER,
@@ -156,6 +159,7 @@ ONE_ITEM = 0.2  # chance a list is given one item
 ONE_REQUEST = 0.8  # ... a read's list of objects (requests)
 OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default) ...
 OPTIONAL_MOST = 0.75  # ... growing, while a tool says the same again, to this (`Knowledge._object`)
+SCHEMA_GIVEN = {"const", "enum", "default", "example"}  # arms whose values the tool's own schema gives
 WRITTEN_ARMS = {"const", "enum", "default", "example", "error", "result", "probe", "generator", "file"}
 OPTIONAL_ARMS = {"const", "enum", "default", "example", "worked", "kin", "error", "shaped", "word", "result", "file"}
 
@@ -305,6 +309,14 @@ class Knowledge:
         self.listed: dict[str, list[tuple[str, int, int]]] = defaultdict(list)  # path -> (name, call, session)
         for folder, names in (folders or {}).items():  # what a folder in plain view holds: listed by no call
             self.listed[folder] += [(name, -1, -1) for name in names]
+        # the values known to name a folder: the dictionary's, and those in plain view that are folders on this machine
+        self.folders = {".", "./", "..", "/"} | {v for v in context if os.path.isabs(v) and os.path.isdir(v)}
+        self.folders |= {
+            f"{folder.rstrip('/')}/{name}"
+            for folder, names in (folders or {}).items()
+            for name in names
+            if os.path.isdir(os.path.join(folder, name))
+        }
         self.logs: dict[str, ToolLog] = defaultdict(ToolLog)
         # a kind of name (lexicon.Query.lists: "table", "column") -> the bindings known queries' results gave
         self.kinds: dict[str, list[dict[str, str]]] = defaultdict(list)
@@ -441,8 +453,20 @@ class Knowledge:
             count = 1 if least <= 1 and rng.random() < one else max(2, least) + (rng.random() < 0.3)
             lengths = [n for n in (count, 1, 2, 3) if least <= n <= most and n not in self.refused_lengths[tool, path]]
             count = lengths[0] if lengths else min(count, most)
-            items = [self._value(tool, f"{path}[]", name, item, session, rng, leaves, fresh) for _ in range(count)]
-            return list({json.dumps(v, sort_keys=True, default=str): v for v in items if v is not _SKIP}.values())
+            # (each item a different thing: one of a name an item before it has, two entities "Weekly report", is
+            # left out, with the values drawn for it)
+            items: list[Any] = []
+            names: set[str] = set()
+            for _ in range(count):
+                first = len(leaves)
+                value = self._value(tool, f"{path}[]", name, item, session, rng, leaves, fresh)
+                named = [repr(v) for k, v in value.items() if k in NAME_KEYS] if isinstance(value, dict) else []
+                if value is _SKIP or set(named) & names:
+                    del leaves[first:]
+                    continue
+                names.update(named)
+                items.append(value)
+            return list({json.dumps(v, sort_keys=True, default=str): v for v in items}.values())
         if "object" in kinds:
             return {}
         # (a list's items differ: two entities of one name are one entity)
@@ -674,8 +698,21 @@ class Knowledge:
         sampled = from_schema(schema, kinds, rng)
         if sampled is not None:
             arms["schema"] = fit([sampled])
-        if searched:  # a person searches by a word of a sentence ("budget"), not by the whole of it
+        # a parameter said to take a file's path is sent no folder (a file's tool sent "." said "Is a directory")
+        said_of = {*words_of(name), *words_of(description)}
+        if said_of & FILES and not said_of & FOLDERS:
+            arms = {
+                a: [(v, p) for v, p in options if not (isinstance(v, str) and v in self.folders)]
+                for a, options in arms.items()
+            }
+        if searched:  # a person searches by a word of a sentence ("budget"), not by the whole of it ...
             arms = {a: [(v, p) for v, p in options if not sentence(v)] for a, options in arms.items()}
+            # ... nor by where a file is (a search of a workbook's cells sent its path found nothing, every time), but
+            # where the schema or its description gives one
+            arms = {
+                a: [(v, p) for v, p in options if a in SCHEMA_GIVEN or not (isinstance(v, str) and v.startswith("/"))]
+                for a, options in arms.items()
+            }
         # a parameter's own name is no value of it ("LIKE pattern" read as an example of `pattern`), but where the
         # schema lists it
         own = words_of(name)

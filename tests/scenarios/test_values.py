@@ -1055,3 +1055,99 @@ def test_a_parameter_described_as_a_things_name_is_sent_names_results_gave_befor
         knowledge.arguments("create_relations", schema, session=0, rng=random.Random(s))[0]["from"] for s in range(60)
     ]
     assert sent.count("Weekly report") > len(sent) / 2, sent
+
+
+def test_a_search_is_never_sent_where_a_file_is():
+    """excel-mcp-server's `find_cells` takes a `query` to find among a workbook's cells: it was sent the workbook's
+    path (joined from its folder, or as a result gave it) on every call, and found nothing each time. A search is
+    sent words; a path only where its schema or description gives one."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge, SeenValue
+
+    knowledge = Knowledge(["/data/xl"], folders={"/data/xl": ["shop.xlsx", "staff.xlsx"]})
+    knowledge.seen = [
+        SeenValue(value="/data/xl/shop.xlsx", field="path", call=0),
+        SeenValue(value="Engineering", field="team", call=0),
+        SeenValue(value="Ann Lee", field="name", call=0),
+    ]
+    schema = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "query": {"type": "string", "description": "Text to search for"}},
+        "required": ["path", "query"],
+    }
+    sent = [knowledge.arguments("find_cells", schema, session=0, rng=random.Random(s)) for s in range(40)]
+    queries = [args["query"] for args, _ in filter(None, sent)]
+    assert queries and not any(q.startswith("/") for q in queries), queries
+    assert any(args["path"].startswith("/data/xl/") for args, _ in filter(None, sent))  # (the path goes to `path`)
+
+
+def test_a_parameter_its_docstring_says_takes_a_file_is_described_so_and_never_sent_a_folder(tmp_path):
+    """mcp-server-tree-sitter's tools describe their parameters only in their docstrings ("Args: path: File path
+    relative to project root"; the schema says `"title": "Path"`): `get_ast` was sent "." and the server's folder, and
+    answered "Could not detect language" or "Is a directory". A parameter gets the description its tool's docstring
+    gives (Google's `Args:`, NumPy's `Parameters`, Sphinx's `:param:`), never overriding the schema's; one said to take
+    a file's path is sent no folder: the dictionary's "." and "/", nor a folder in plain view."""
+    import random
+
+    from mcprl.scenarios.value_sources import documented, folder_entries
+    from mcprl.scenarios.values import Knowledge
+    from mcprl.tools import ServerSpec
+
+    google = "Get the tree of a file.\n\n    Args:\n        project: Project name\n        path: File path relative to"
+    google += (
+        " project root\n            (continued)\n        depth: How deep\n\n    Returns:\n        tree: the tree\n"
+    )
+    numpy = "Read.\n\nParameters\n----------\npath : str\n    File to read\n\nReturns\n-------\nstr\n"
+    sphinx = "Read.\n:param path: File to read\n:param str tree: not a parameter of it\n"
+    props = {"path": {"title": "Path", "type": "string"}, "tree": {"type": "string", "description": "Given."}}
+    for text, said in [
+        (google, "File path relative to project root"),
+        (numpy, "File to read"),
+        (sphinx, "File to read"),
+    ]:
+        schema = documented({"name": "t", "description": text, "inputSchema": {"properties": props}})["inputSchema"]
+        assert schema["properties"]["path"]["description"] == said
+        assert schema["properties"]["tree"]["description"] == "Given."  # (the schema's own stays)
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "app.py").write_text("print(1)\n")
+    spec = ServerSpec.parse("some-server", cwd=str(tmp_path))
+    knowledge = Knowledge([str(tmp_path)], folders=folder_entries(spec, [str(tmp_path)]))
+    tool = documented({"name": "get_ast", "description": google, "inputSchema": {"properties": props}})
+    schema = {**tool["inputSchema"], "required": ["path"]}
+    sent = {knowledge.arguments("get_ast", schema, session=0, rng=random.Random(s))[0]["path"] for s in range(40)}
+    assert not sent & {".", "/", "..", str(tmp_path), str(tmp_path / "docs")}, sent
+    assert str(tmp_path / "app.py") in sent, sent
+
+
+def test_no_list_a_call_is_sent_names_one_thing_twice():
+    """mcp-knowledge-graph's `update_entities` was sent "Weekly report" twice in one list (its one entity name any
+    result held, drawn again for each item), and grounded "In the entities "Weekly report" and "Weekly report" ...,
+    what is the version of the first one listed?". The items of a list a call is sent are different things: one named
+    as an item before it is left out."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge, SeenValue
+
+    item = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "The name of the entity to update"},
+            "entityType": {"type": "string", "description": "The updated type of the entity"},
+        },
+        "required": ["name"],
+    }
+    schema = {"type": "object", "properties": {"entities": {"type": "array", "items": item}}, "required": ["entities"]}
+    knowledge = Knowledge([], writers=frozenset({"update_entities"}))
+    knowledge.seen = [SeenValue(value="Weekly report", field="name", call=0, session=1)]
+    lists = []
+    for seed in range(30):
+        drawn = knowledge.arguments("update_entities", schema, session=1, rng=random.Random(seed))
+        if drawn is not None:
+            args, leaves = drawn
+            names = [e["name"] for e in args["entities"]]
+            assert len(names) == len(set(names)), args
+            assert {d.value for d in leaves if d.name == "name"} == set(names), (args, leaves)  # (what was sent)
+            lists.append(names)
+    assert any("Weekly report" in names for names in lists), lists
