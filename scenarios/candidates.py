@@ -21,6 +21,7 @@ from mcprl.scenarios.lexicon import (
     ENTRY,
     IDENTIFYING,
     NAME_KEYS,
+    PATHS,
     about,
     counts,
     known,
@@ -591,11 +592,25 @@ def candidates(
     sent = [(c, k, v) for c in calls for k, v in flatten(c.arguments) if isinstance(v, str) and v.startswith("/")]
     placed = {v for _, k, v in sent if not misplaced_path(v, k)}  # (a path sent where one is asked is the user's)
     wrote = {v for c, k, v in sent if c.writes and v not in placed}
+    # (... but a path the server itself named a thing by, where the write that made it was sent no name, is that
+    # thing's name: a project registered with no name of its own is called by its folder's path)
+    named = {
+        v
+        for c in calls
+        if c.writes and not c.is_error
+        for k, v in flatten(result_data(c.data, c.structured))
+        if k.lower() in NAME_KEYS - PATHS
+        and isinstance(v, str)
+        and not any(v == w for n, w in flatten(c.arguments) if n.lower() in NAME_KEYS - PATHS)
+    }
     return [
         t
         for t in out
         if not wrote & {str(t.answer), *map(str, t.metadata.get("given", []))}
-        and not any(misplaced_path(c.arguments) for c in t.reference)
+        and not any(
+            misplaced_path({k: v for k, v in c.arguments.items() if not (isinstance(v, str) and v in named)})
+            for c in t.reference
+        )
     ]
 
 

@@ -437,7 +437,7 @@ def _noun_word(tool: str) -> str:
     words = [
         w
         for w in words_of(tool)
-        if w not in TASK_VERBS and w not in FILLER and w not in {"by", "id", "all", "details", "info"}
+        if w not in TASK_VERBS and w not in FILLER and w not in {"by", "id", "all", *ABOUT_ONLY}
     ]
     return words[-1] if words else "result"
 

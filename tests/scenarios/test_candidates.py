@@ -1540,3 +1540,43 @@ def test_a_listings_record_asked_for_by_its_name_is_called_what_the_tool_calls_e
     assert whole and not any(re.search(r"\brange\W+\"?(Ann|Bob|Carla)", t.task) for t in whole), [t.task for t in whole]
     each = tasks("list_members")
     assert any(re.search(r"\bmember \"(Ann Lee|Bob Stone|Carla Diaz)\"", t.task) for t in each), [t.task for t in each]
+
+
+def test_a_path_the_server_named_a_thing_by_is_that_things_name_and_one_a_call_made_up_is_not():
+    """mcp-server-tree-sitter's `register_project_tool` sent a path and no `name` names the project by the path
+    ("name": "/srv/repo"): every task on the project (`project` "/srv/repo") was dropped as stating a path where
+    none is asked for, and the server grounded 7 tasks instead of 14. A path the server itself named a thing by,
+    where the write that made it was sent no name, is that thing's name; a path a call was sent as a name
+    (`create_entities` of "/srv/memory.jsonl") still grounds nothing."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    def tasks(register: dict, registered: str) -> list:
+        calls = [
+            ExploredCall(
+                index=0,
+                session=0,
+                tool="register_project",
+                arguments=register,
+                text=json.dumps({"name": registered, "root_path": "/srv/repo"}),
+                writes=True,
+            ),
+            ExploredCall(
+                index=1,
+                session=0,
+                tool="get_file_metadata",
+                arguments={"project": registered, "path": "app.py"},
+                text=json.dumps({"path": "app.py", "size": 72, "line_count": 2}),
+                sources={"project": "result:0"},
+                parents=[0],
+            ),
+        ]
+        found = [t for seed in range(4) for t in candidates(Exploration(calls=calls, isolated=True), {}, seed=seed)]
+        return [t for t in found if t.reference[-1].tool == "get_file_metadata"]
+
+    assert tasks({"path": "/srv/repo"}, "/srv/repo")  # (the server named it)
+    named = tasks({"path": "/srv/repo", "name": "Weekly report"}, "Weekly report")
+    # (and a record a tool gives metadata of is called the thing it is about: "the file "app.py"", never "the
+    # metadata "app.py"")
+    assert named and not any(re.search(r"\bmetadata \"", t.task) for t in named), [t.task for t in named]
+    assert not tasks({"path": "/srv/repo", "name": "/srv/memory.jsonl"}, "/srv/memory.jsonl")  # (a made-up name)
