@@ -260,7 +260,10 @@ class Knowledge:
         texts: dict[str, str] | None = None,
     ) -> None:
         self.context = context
-        self.texts = texts or {}  # path -> the text of a small file in plain view (`value_sources.file_texts`)
+        # a kind of file (its extension) -> the texts of the small files of that kind in plain view (`file_texts`)
+        self.texts: dict[str, list[str]] = defaultdict(list)
+        for path, text in (texts or {}).items():
+            self.texts[PurePath(path).suffix[1:].lower()].append(text)
         self.descriptions = descriptions or {}  # tool -> its description (what a parameter's words mean there)
         self.writers = writers  # the tools that may write
         self.params = params or {}  # tool -> the names of its arguments (the input schema's properties)
@@ -643,13 +646,15 @@ class Knowledge:
         # `content`: data.csv's lines), as a person pastes the file they have; not for a parameter that takes a path
         # (a parameter named for a text, or for the kind itself: `csv`; not the session id beside it)
         own = set(words_of(name))
+        said_of = own | set(words_of(description))  # (the words the parameter is named and described with)
         if not any(described_as(shape, name, description) for shape in ("path", "url")):
-            said = {*own, *words_of(description), *words_of(around), *words_of(tool)}
+            said = said_of | set(words_of(around)) | set(words_of(tool))
             arms["file"] = fit(
                 [
                     text
-                    for p, text in self.texts.items()
-                    if (kind := PurePath(p).suffix[1:].lower()) in said and own & (DOCUMENT | {kind})
+                    for kind, found in self.texts.items()
+                    if kind in said and own & (DOCUMENT | {kind})
+                    for text in found
                 ]
             )
         for v in seen:
@@ -699,7 +704,6 @@ class Knowledge:
         if sampled is not None:
             arms["schema"] = fit([sampled])
         # a parameter said to take a file's path is sent no folder (a file's tool sent "." said "Is a directory")
-        said_of = {*words_of(name), *words_of(description)}
         if said_of & FILES and not said_of & FOLDERS:
             arms = {
                 a: [(v, p) for v, p in options if not (isinstance(v, str) and v in self.folders)]
