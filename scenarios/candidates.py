@@ -245,8 +245,8 @@ def candidates(
     # asks for
     values: dict[tuple[str, str], set[str]] = defaultdict(set)
     # (tool, field) -> the distinct calls and records that held it (one record read again and again tells nothing
-    # apart, given optional values that changed nothing too; one reply to every different call, "Insight added",
-    # does not either)
+    # apart, given optional values that changed nothing too, or another session's handle: the mean of one column of
+    # the table each session loaded; one reply to every different call, "Insight added", does not either)
     held: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)
     # (tool, field named as one of its parameters) -> whether it held what the call sent, every time one was sent; and
     # the values it held where none was: the request said back, where those are one value, its default
@@ -278,7 +278,8 @@ def candidates(
                     values[call.tool, k].add(str(v))
                     of_clock[call.tool, k] = of_clock.get((call.tool, k), True) and states_now and of_clock_kind(v)
                     # (a record read again that differs only in the clock is the same record)
-                    held[call.tool, k].add((call_key(call.tool, plainest(call).arguments), gist(repr(record), {})))
+                    asked = {p: v for p, v in plainest(call).arguments.items() if p not in exploration.handles}
+                    held[call.tool, k].add((call_key(call.tool, asked), gist(repr(record), {})))
                     if k in call.arguments:
                         echoed[call.tool, k] = echoed.get((call.tool, k), True) and same_value(v, call.arguments[k])
                     else:
