@@ -361,7 +361,7 @@ async def explore(
             generated += 1
             written = await propose(tool, [v.value for v in knowledge.seen[-SHOWN_VALUES:]])
             if isinstance(written, dict) and written:
-                drawn = knowledge.proposed(name, tool.get("inputSchema") or {}, written)
+                drawn = knowledge.proposed(name, tool.get("inputSchema") or {}, written, number)
                 if drawn is not None:
                     return written, drawn
         return knowledge.arguments(name, tool.get("inputSchema") or {}, number, rng)
@@ -404,7 +404,11 @@ async def explore(
         return [c for key, c in after.items() if key not in clean and c.tool not in stopped]
 
     async def repeat(session: ToolSession, number: int, before: ExploredCall, **fields: Any) -> ExploredCall | None:
-        """`before`'s call made again in `session`: a read asked again after a write, or in a fresh session."""
+        """`before`'s call made again in `session`: a read asked again after a write, or in a fresh session. A value
+        it took from a result of another session is one that worked, here: the call is linked to no call of that
+        session (a status read again at a session's start is no step after the last session's setting of its
+        folder)."""
+        here = {c.index for c in out.calls if c.session == number}
         return await call(
             session,
             number,
@@ -412,8 +416,8 @@ async def explore(
             before.arguments,
             [],
             repeats=before.index,
-            sources=before.sources,
-            parents=before.parents,
+            sources={k: s if source_call(s) in here | {None} else "worked" for k, s in before.sources.items()},
+            parents=[p for p in before.parents if p in here],
             **fields,
         )
 

@@ -17,7 +17,8 @@ structure (schemas, annotations, what the server answered). It holds:
   (`list_tables`);
 - `RATE_LIMITED`: an error that asks the client to slow down;
 - `BOUNDS` (`bound_pairs`): the words that name the lower and the upper end of a range (`start_line`, `end_line`);
-- `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ...");
+- `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ..."); `FORBIDDING`: the words
+  just before a quoted value that forbid it ("must not start with "-"");
 - `DOCUMENT`: the words of a parameter's name that say it takes a document's text; `FILES`, `FOLDERS`: those that say
   it takes a file's path, or a folder's;
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
@@ -334,6 +335,10 @@ ALLOWED_VALUES = re.compile(
     r"\s*:?\s*[\[({]?(?P<items>[^\n\])}]{1,300})",
     re.IGNORECASE,
 )
+
+# the words just before a quoted value that forbid it, a negation at most three words back ("must not start with
+# "-"", "cannot be 'root'", "never '..'"): no example to send, as a value the text offers is
+FORBIDDING = re.compile(r"\b(?:not|never|cannot|can't|mustn't|shouldn't|don't|doesn't)\s+(?:[\w-]+\s+){0,3}$", re.I)
 
 
 _COMPOSED_KINDS = frozenset(k for queries in QUERIES.values() for q in queries for k in (q.over, q.lists) if k)

@@ -14,7 +14,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
-from mcprl.scenarios.lexicon import ALLOWED_VALUES
+from mcprl.scenarios.lexicon import ALLOWED_VALUES, FORBIDDING
 from mcprl.scenarios.results import flatten
 from mcprl.tools import ServerSpec
 from mcprl.tools.copies import RUNTIME_VARIABLES, assigned, is_program
@@ -63,12 +63,17 @@ def coerce(value: Any, schema: dict[str, Any]) -> Any:
     return value
 
 
+def offered(text: str) -> list[str]:
+    """The values a text quotes, but those it forbids (`FORBIDDING`: "ref must not start with "-"")."""
+    return [m[1] for m in QUOTED.finditer(text) if not FORBIDDING.search(text[max(0, m.start() - 80) : m.start()])]
+
+
 def description_examples(description: str) -> list[str]:
     """Example values a parameter's description gives: `e.g. SKU-1234`, `'drill'`, `like 2024-03-31`."""
     found = re.findall(
         r"(?:e\.g\.|eg\.|for example|such as|like)\s*,?:?\s*['\"]?([\w@./:-]+(?: [\w@./:-]+)?)", description, re.I
     )
-    found += QUOTED.findall(description)
+    found += offered(description)
     return list(dict.fromkeys(v.rstrip(".,)") for v in found if v.strip()))
 
 
@@ -215,7 +220,7 @@ def error_values(text: str, sent: set[str]) -> list[str]:
             data = None
         if isinstance(data, dict):
             text = "\n".join(str(v) for _, v in flatten(data))
-    found = QUOTED.findall(text) + description_examples(text)  # "after must be a date like 2024-03-31"
+    found = offered(text) + description_examples(text)  # "after must be a date like 2024-03-31"
     for m in ALLOWED_VALUES.finditer(text):
         items = [item.strip(" '\"`.") for item in re.split(r",|\bor\b|\|", m["items"].split(". ")[0])]
         if not m["kind"] or len(items) >= 2 and all(0 < len(item.split()) <= 3 for item in items):

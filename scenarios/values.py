@@ -378,12 +378,22 @@ class Knowledge:
                 return again, [drawn if d.path == path else d for d in leaves]
         return None
 
-    def proposed(self, tool: str, schema: dict[str, Any], written: dict[str, Any]) -> list[Drawn] | None:
-        """The leaves of arguments the generator wrote, if they are valid and not a call made already."""
+    def proposed(self, tool: str, schema: dict[str, Any], written: dict[str, Any], session: int) -> list[Drawn] | None:
+        """The leaves of arguments the generator wrote, if they are valid and not a call made already; a value a
+        result of this `session` gave is linked to that call, as a drawn one is (it was shown the values seen)."""
         key = call_key(tool, written)
         if not self._validator(schema)(written) or key in self.failed or key in self.made:
             return None
-        return [Drawn(path=k, name=k, arm="generator", value=v) for k, v in written.items()]
+        return [
+            Drawn(
+                path=k,
+                name=k,
+                arm="generator",
+                value=v,
+                parent=next((s.call for s in reversed(self.seen) if s.session == session and s.value == v), None),
+            )
+            for k, v in written.items()
+        ]
 
     def _object(
         self,
@@ -520,10 +530,11 @@ class Knowledge:
         # it has given before (two tasks "Weekly report" are not told apart by a task that names one), unless it
         # has nothing else (a name it is to add to). An optional filter given a made-up value matches nothing, or
         # is ignored and only clutters the task: only the schema's own values and values the server gave or named
-        # ... nor its default, which leaving it out gives (a distance "from now", as without `from_date`)
+        # ... nor its default, which leaving it out gives (a distance "from now", as without `from_date`), nor where an
+        # error asked for it when it was left out (a path "." of a session directory none set)
+        default = repr(schema["default"]) if "default" in schema and (optional or name in self.wanted) else None
         if renew or optional:
             allowed = WRITTEN_ARMS if renew else OPTIONAL_ARMS
-            default = repr(schema["default"]) if optional and "default" in schema else None
             arms = {
                 a: kept
                 for a, c in arms.items()
@@ -531,8 +542,10 @@ class Knowledge:
                 and (not a.startswith("result") or named_result(a, name, str(schema.get("description") or "")))
                 if (kept := [(v, p) for v, p in c if repr(v) != default])
             }
-            if not arms:
-                return None
+        elif default is not None:
+            arms = {a: kept for a, c in arms.items() if (kept := [(v, p) for v, p in c if repr(v) != default])}
+        if not arms:
+            return None
         # (a value blamed here that worked for a parameter of this name since is not to blame: the error was another's;
         # one two tools refused alike on a parameter of this name is not this one's either: "Working directory does
         # not exist: /srv/r/git init" of every tool's `path`; but a query a write refused, a read may take)
@@ -851,8 +864,9 @@ class Knowledge:
             sent = {str(d.value) for d in leaves}
             quoted = set(QUOTED.findall(text))
             told = [v for v in error_values(text, sent | {tool}) if not (v in self.names and v in quoted)]
-            # a parameter it asks for, not sent ("Please specify a 'path'"): given from now on, as if required
-            missing = {q for q in quoted & self.names if q not in args}
+            # a parameter of the tool it asks for, not sent ("Please specify a 'path'"): given from now on, as if
+            # required (alone of the tool's: "... or use 'git_set_working_dir' first" names another tool, no choice)
+            missing = {q for q in quoted & set(self.params.get(tool, ())) if q not in args}
             self.wanted |= missing
             self.needed |= missing if len(missing) == 1 else set()
             if asked := self._asked(tool, args, lowered, leaves, parts=[q for q in quoted if len(q) > 3]):

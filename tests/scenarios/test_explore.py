@@ -650,7 +650,8 @@ async def test_a_database_a_url_names_is_explored_on_its_copies_and_reads_are_ma
     writes' share, the rows a query listed were taken for handles, and sessions made no call, for ever. Now: the file
     a URL names is copied for each session and never written; a tool that answered on the copies without changing
     them spends no share of the writes; no handle is made of the rows a query listed; a read that answered after a
-    write that changed the copy is made again in a later session before its writes; no tool's answers say nothing
+    write that changed the copy is made again in a later session before its writes, linked to no call of the first
+    session (the values it took from results there are values that worked); no tool's answers say nothing
     more than `retire_after` times in a row; a count after the rows is no field of a row (each answer is a value of
     the database or a count), and a row is not asked for the field it is named by as a field of itself; every kept
     task comes back in a fresh session."""
@@ -695,6 +696,9 @@ async def test_a_database_a_url_names_is_explored_on_its_copies_and_reads_are_ma
                 failed_clean[key] += c.is_error and c.repeats is not None
     last = calls[-1].session
     assert after_write and all(k in clean for k, c in after_write.items() if c.session < last - 1), after_write
+    # ... each a call of its own session: none linked to the calls of the session it was first made in
+    by_index = {c.index: c for c in calls}
+    assert all(by_index[p].session == c.session for c in calls for p in c.parents)
     assert all(n <= 1 for n in failed_clean.values()), failed_clean
     silent: Counter = Counter()
     for c in calls:
@@ -759,6 +763,69 @@ def build(seed: int = 0):
 if __name__ == "__main__":
     serve.main(build, "CSV tables pasted into sessions.")
 '''
+
+
+OPENED = '''
+import os, sys
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from tests.server_fork import hand_over
+hand_over()
+from mcprl.servers import serve
+
+WORK = Path(os.environ["WORK_DIR"]).resolve()
+
+
+def open_folder(folder: str) -> dict:
+    """Open a working folder (its index refreshed): the label of its workspace."""
+    if Path(folder).resolve() != WORK:
+        raise ValueError(f"No such working folder: {{folder}}")
+    (WORK / ".index").write_text(str(sorted(p.name for p in WORK.iterdir())))
+    return {{"label": f"ws-{{WORK.name}}", "opened": True}}
+
+
+def workspace_status(label: str) -> dict:
+    """The status of a workspace, by its label."""
+    if label != f"ws-{{WORK.name}}":
+        raise ValueError(f"No workspace labelled {{label}}")
+    names = sorted(p.name for p in WORK.iterdir() if not p.name.startswith("."))
+    return {{"files": len(names), "first": names[0], "last": names[-1]}}
+
+
+def build(seed: int = 0):
+    server = serve.new_server("opened", "Working folders.")
+    serve.add_tools(server, [open_folder, workspace_status], writes=["open_folder"])
+    return server
+
+
+if __name__ == "__main__":
+    serve.main(build, "Working folders.")
+'''
+
+
+async def test_a_read_made_again_in_a_later_session_is_linked_to_no_call_of_the_first(tmp_path):
+    """Seen on @cyanheads/git-mcp-server: `git_status` took its `path` from what `git_set_working_dir` said back, a
+    write withheld for changing the copy (its index refreshed), and was made again at a later session's start, still
+    linked to that write of the first session: every task on it was a chain through the withheld write, and dropped
+    (0 of 5 status calls grounded one). A read made again in another session is linked only to calls of its own; the
+    value it took from a result there is one that worked (a workspace's label, the same in every session): the status
+    grounds tasks, each answered on replay. (A value the generator wrote that a result of its session gave is linked
+    to that call, as a drawn one is: here the label, which only opening the folder says.)"""
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ["alpha.txt", "beta.txt", "gamma.txt"]:
+        (work / name).write_text(name)
+    (work / ".index").write_text("[]")
+    server = tmp_path / "opened.py"
+    server.write_text(OPENED.format(root=str(Path(__file__).resolve().parents[2])))
+    spec = ServerSpec.parse(f"{sys.executable} {server}", env=[f"WORK_DIR={work}"])
+    assert spec.private_copy
+    tasks, calls = await grounded_and_replayed(spec, tmp_path, calls=30)
+    by_index = {c.index: c for c in calls}
+    assert all(by_index[p].session == c.session for c in calls for p in c.parents)
+    assert any(c.repeats is not None and c.tool == "workspace_status" for c in calls)
+    assert any(t.reference[-1].tool == "workspace_status" for t in tasks), [t.task for t in tasks]
+    assert not any(c.tool == "open_folder" for t in tasks for c in [*t.prepare, *t.reference])
 
 
 async def test_a_tool_that_takes_a_kind_of_document_is_given_the_text_of_a_file_of_that_kind_in_plain_view(tmp_path):

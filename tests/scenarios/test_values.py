@@ -365,6 +365,9 @@ def test_no_error_that_says_back_a_value_sent_offers_it_as_a_new_one():
     assert error_values(told.replace(")'", "'"), {sent}) == []  # the quote cut where the date's brackets open
     assert error_values("Path 'x' is outside the allowed directory '/srv/docs'", {"x"}) == ["/srv/docs"]
     assert error_values("Ref 'main~9' did not resolve; did you mean 'main~1'?", {"main~9"}) == ["main~1"]
+    # ... nor one it forbids (@cyanheads/git-mcp-server's refs and paths were sent "-" of 'must not start with "-"')
+    assert error_values('Invalid arguments: Commit ref must not start with "-" at ref', {"x"}) == []
+    assert error_values("Sheet 'x' not found in the workbook; the sheets are 'Orders'", {"x"}) == ["Orders"]
     # ... nor one it says back in another case (mcp-simple-timeserver lowers what it could not parse)
     parse = 'Error: Could not parse date "utc". Use ISO 8601 format (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SS) or "now".'
     assert error_values(parse, {"UTC", "Berlin"}) == ["now"]
@@ -828,14 +831,16 @@ def test_a_parameter_an_error_asked_for_alone_is_given_until_a_value_works_and_a
     tool after tool ("Working directory does not exist: /srv/r/git init"): the repository in plain view came at the
     84th call. A parameter an error asked for alone stays given though a value sent was refused; a value two tools
     refused on a parameter of that name is not sent there again; of the values in plain view, a path comes first for a
-    parameter that takes one (not the transport's name, `stdio`, beside it)."""
+    parameter that takes one (not the transport's name, `stdio`, beside it). The other tool the error names, the one
+    that sets the directory, is no parameter asked for beside `path`: `path` was still asked for alone."""
     import random
 
     from mcprl.scenarios.values import Drawn, Knowledge
 
     tools = ["git_status", "git_log", "git_diff", "git_show", "git_blame", "git_branch"]
     schema = {"type": "object", "properties": {"path": {"type": "string", "default": "."}}}
-    knowledge = Knowledge(["stdio", "Git Working Directory", "/srv/r"], params={t: ["path"] for t in tools})
+    params = {t: ["path"] for t in [*tools, "git_set_working_dir"]}
+    knowledge = Knowledge(["stdio", "Git Working Directory", "/srv/r"], params=params)
     rng, sent = random.Random(0), []
     for i in range(30):
         tool = tools[i % len(tools)]
@@ -852,6 +857,19 @@ def test_a_parameter_an_error_asked_for_alone_is_given_until_a_value_works_and_a
             text = f"Error: Working directory does not exist: /srv/r/{path}. Pass 'git init' to make one."
         knowledge.learn(tool, args, leaves, index=i, session=i, text=text, is_error=True, error_kind=None, values=[])
     assert sent[-1][1] == "/srv/r" and len(sent) <= len(tools) + 3, sent  # (each tool called plain first)
+    # ... though another tool refused a value of it by name after it was asked for (old code: optional again, and
+    # only the values errors named sent, "git init" among them)
+    plain = "Error: No session working directory set. Please specify a 'path' or use 'git_set_working_dir' first."
+    for seed in range(5):
+        knowledge = Knowledge(["stdio", "Git Working Directory", "/srv/r"], params=params)
+        knowledge.learn("git_status", {}, [], index=0, session=0, text=plain, is_error=True, error_kind=None, values=[])
+        args, leaves = {"path": "git init"}, [Drawn(path="path", name="path", arm="error", value="git init")]
+        text = "Error: Working directory does not exist: /srv/r/git init"
+        knowledge.learn(
+            "git_show", args, leaves, index=1, session=1, text=text, is_error=True, error_kind=None, values=[]
+        )
+        drawn = knowledge.arguments("git_status", schema, 2, random.Random(seed))
+        assert drawn is not None and drawn[0].get("path") == "/srv/r", (seed, drawn)
     # a value two tools refused on a parameter of a name is not sent there on a third while another is left
     schema = {"type": "object", "properties": {"target": {"type": "string"}}, "required": ["target"]}
     for seed in range(10):
