@@ -20,7 +20,7 @@ structure (schemas, annotations, what the server answered). It holds:
 - `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ..."); `FORBIDDING`: the words
   just before a quoted value that forbid it ("must not start with "-"");
 - `DOCUMENT`: the words of a parameter's name that say it takes a document's text; `FILES`, `FOLDERS`: those that say
-  it takes a file's path, or a folder's;
+  it takes a file's path, or a folder's; `LOCATING`: those that say where a call looks, not what it asks about;
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
   does in a listing ("[FILE] notes.txt");
 - `LINKS`: the words that end no label in a result's prose; `FUNCTION_WORDS`: the words of a text no one searches by;
@@ -76,6 +76,8 @@ DOCUMENT = frozenset("content contents text data body document source input raw"
 # the words that say a parameter takes a file's path, and those that say a folder's: one said to take a file is sent
 # no folder ("File path relative to project root" sent "." answered "Is a directory")
 FILES, FOLDERS = frozenset("file filename".split()), frozenset("dir directory folder".split())
+# the words of a parameter's name that say where a call looks (a repository's path, a folder), not what it asks about
+LOCATING = frozenset({"path", "repository", "repo", "root", "workspace", *FOLDERS})
 # ... though a path names only a place ("Read the file "notes.txt"", but "the git blame for "/srv/repo"")
 PATHS, PLACES = frozenset("path file filename".split()), frozenset("file folder directory document repository".split())
 ABOUT_IT = frozenset(

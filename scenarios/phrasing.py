@@ -26,12 +26,14 @@ from mcprl.scenarios.lexicon import (
     BARE_NAMES,
     DETERMINERS,
     ENDS,
+    FILES,
     FILLER,
     GETS,
     HOW,
     IDENTIFYING,
     KINDS,
     LINKS,
+    LOCATING,
     NAME_KEYS,
     OPERANDS,
     PATHS,
@@ -281,7 +283,9 @@ def said(
     quantified = len(words) > 1 and words[0] in DETERMINERS  # a thing named by how much of it: no order
     if quantified:  # ("all table names" are the table names)
         words = words[1:]
-    one = [w for k in args for w in words_of(k)] if len(args) == 1 else []
+    # (the one argument the call is about: where it looks, a repository's or a folder's path, is no such argument)
+    about = [k for k in args if not set(words_of(k)) & LOCATING] if len(args) > 1 else list(args)
+    one = [w for k in about for w in words_of(k)] if len(about) == 1 else []
     if len(words) > 2 and words[0] not in VERBS and words[1] in VERBS:  # a prefix naming the server: "github get issue"
         words = [words[1], words[0], *words[2:]]
     elif len(words) == 2 and words[0] not in VERBS and words[1] in GETS and one and one[-1] not in IDENTIFYING:
@@ -339,6 +343,10 @@ def said(
             and names[k] == [last]
         )
     ]
+    # (two that name it: the one named for the thing itself, the object of "git show", where the other says where it
+    # looks, said as where: "the object main in "/srv/r"")
+    if len(naming) > 1 and len(own := [k for k in naming if names[k] == [last]]) == 1:
+        naming = own
     named = naming if len(naming) == 1 else []
     apposed = bool(named) and last not in ABOUT_IT and (names[named[0]][-1] not in PATHS or singular(last) in PLACES)
     # ... or the one value of a call of a title that names what it gets: what it is for ("the weather for London", not
@@ -356,6 +364,14 @@ def said(
         for k, v in shown.items()
         if k not in operands and k not in named and plain(v) and k in lead and prepositions[lead[k]] == 1
     }
+    # ... and where a call looks, beside the thing it names (not a file's path: "with file path README.md")
+    where = [
+        k
+        for k, v in shown.items()
+        if k not in {*named, *operands, *placed} and plain(v) and set(names[k]) & LOCATING and not set(names[k]) & FILES
+    ]
+    if named and len(where) == 1:
+        placed[where[0]] = f"in {text(shown[where[0]])}"
     others = {k: v for k, v in shown.items() if k not in operands and k not in named and k not in placed}
     # the others by name and value ("with repo path /srv/r and max count 3"), a flag by its name alone, with or without
     # it ("with include untracked", "without stat"), not as True or False

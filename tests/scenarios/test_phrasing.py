@@ -80,6 +80,11 @@ def test_a_title_that_names_or_gets_a_thing_is_asked_about_that_thing() -> None:
     assert all("git branches" in t for t in said("git branch", {}).asks_listing())
     # a prefix before a verb that gets: what it gets is its one argument
     assert all("the revision a11a100" in t for t in said("git show", {"revision": "a11a100"}).asks_field("author"))
+    # ... beside where the call looks, said as where (@cyanheads/git-mcp-server: "Find the git for "/srv/r" with
+    # object main and tell me its type", the thing lost to the repository's path); a file's path is no such place
+    shown = said("Git Show", {"path": "/srv/r", "object": "main", "filePath": "README.md"}).asks_field("type")
+    assert all('the object main in "/srv/r"' in t and "file path README.md" in t for t in shown), shown
+    assert all('the git log for "/srv/r"' in t for t in said("git log", {"path": "/srv/r"}).asks_field("author"))
     # a thing, then what is done to it: the request starts with the doing, as a person's does; a noun after the
     # thing ("git status") is no doing
     assert said("task create", {"name": "Renew passport"}).order().split()[0] == "Create"
