@@ -261,7 +261,8 @@ def candidates(
     # "relations": [...]}`: entity, relation): a field saying one of them of every record is the record's kind tag
     # (`"type": "entity"`), which the call already says
     kinds_named: dict[str, set[str]] = defaultdict(set)
-    # the texts results listed as values, and tool -> the objects its results map names to numbers in (`tallies`)
+    # the texts results listed or held as values, and tool -> the objects its results map names to numbers in
+    # (`tallies`)
     listed: set[str] = set()
     tallied: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for call in calls:
@@ -276,6 +277,8 @@ def candidates(
             for record in result_records(call.data, call.structured):
                 for k, v in record:
                     values[call.tool, k].add(str(v))
+                    if isinstance(v, str):
+                        listed.add(v)
                     of_clock[call.tool, k] = of_clock.get((call.tool, k), True) and states_now and of_clock_kind(v)
                     # (a record read again that differs only in the clock is the same record)
                     asked = {p: v for p, v in plainest(call).arguments.items() if p not in exploration.handles}
@@ -301,8 +304,9 @@ def candidates(
             or CODE_KEY.fullmatch(field.rpartition(".")[2])
         ):
             unasked[tool].add(field)
-    # ... nor the keys of a tally: an object inside a result that maps names the server listed as values elsewhere to
-    # numbers (`"languages": {"markdown": 3, "python": 1}`, where `list_languages` listed both): its keys are values
+    # ... nor the keys of a tally: an object inside a result that maps names the server listed or held as values
+    # elsewhere to numbers (`"languages": {"markdown": 3, "python": 1}`, where `list_languages` listed both; a column's
+    # `top_10_values` of the names a preview's rows held): its keys are values
     for tool, found in tallied.items():
         for tally in found:
             if len(tally) > 1 and set(tally) <= listed:

@@ -96,9 +96,11 @@ def quoted(value: Any) -> str:
         if name is not None:
             return f"{quoted(value[name])} ({fields})" if fields else quoted(value[name])
         return f"({fields})"
+    # (and a word a task says of fields, which read bare as the parameter's name: 'column "name"', not "column name")
     return (
         f'"{value}"'
-        if isinstance(value, str) and (not value or re.search(r"\s", value) or not value[0].isalnum())
+        if isinstance(value, str)
+        and (not value or re.search(r"\s", value) or not value[0].isalnum() or value.lower() in NAME_KEYS | IDENTIFYING)
         else str(value)
     )
 

@@ -1079,8 +1079,8 @@ def test_a_key_that_is_a_value_names_no_field_to_ask_for():
 def test_the_keys_of_a_tally_are_values_and_name_no_field_to_ask_for():
     """mcp-server-tree-sitter's `analyze_project` counts files by language and by extension (`"languages":
     {"markdown": 3, "python": 1}`, `"file_counts": {".md": 3, ".py": 1}`): "What is the markdown of the project?"
-    asks for nothing a person names. Keys the server listed as values elsewhere (`list_languages`), or that are
-    extensions, ground no task; the fields beside them do, and a tally of keys listed nowhere is fields."""
+    asks for nothing a person names. Keys the server listed or held as values elsewhere (`list_languages`), or that
+    are extensions, ground no task; the fields beside them do, and a tally of keys listed nowhere is fields."""
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration
 
@@ -1115,6 +1115,26 @@ def test_the_keys_of_a_tally_are_values_and_name_no_field_to_ask_for():
     assert ("analyze_project", "total_files", 4) in asked and ("file_stats", "lines", 120) in asked, asked
     assert not any(field in ("markdown", "python", "md", "py", ".md", ".py") for _, field, _ in asked), asked
     assert ("analyze_project", "markdown", 3) in answers(["bash", "go"])
+    # ... nor keys another result held as values (csv-editor's `top_10_values` of the names its load's preview rows
+    # held: "What is the apple of the column statistics?")
+    calls = [
+        ExploredCall(
+            index=0,
+            session=0,
+            tool="load_table",
+            arguments={"content": "name,price"},
+            text=json.dumps({"rows": 2, "preview": [{"name": "apple", "price": 0.5}, {"name": "pear", "price": 0.8}]}),
+        ),
+        ExploredCall(
+            index=1,
+            session=0,
+            tool="column_statistics",
+            arguments={"column": "name"},
+            text=json.dumps({"unique_count": 2, "top_values": {"apple": 1, "pear": 1}}),
+        ),
+    ]
+    fields = {t.metadata.get("field") for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
+    assert "unique_count" in fields and not fields & {"apple", "pear"}, fields
 
 
 def test_no_write_task_states_a_path_where_its_write_asks_for_no_path():

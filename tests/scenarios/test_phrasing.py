@@ -85,6 +85,10 @@ def test_a_title_that_names_or_gets_a_thing_is_asked_about_that_thing() -> None:
     shown = said("Git Show", {"path": "/srv/r", "object": "main", "filePath": "README.md"}).asks_field("type")
     assert all('the object main in "/srv/r"' in t and "file path README.md" in t for t in shown), shown
     assert all('the git log for "/srv/r"' in t for t in said("git log", {"path": "/srv/r"}).asks_field("author"))
+    # a value that is a word tasks say of fields is quoted, not read as the parameter's name (csv-editor's "column
+    # statistics with ... column name" of the column "name")
+    stats = said("get column statistics", {"session": "s1", "column": "name"}).asks_field("dtype")
+    assert all('column "name"' in t for t in stats), stats
     # a thing, then what is done to it: the request starts with the doing, as a person's does; a noun after the
     # thing ("git status") is no doing
     assert said("task create", {"name": "Renew passport"}).order().split()[0] == "Create"
