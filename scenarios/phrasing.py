@@ -40,6 +40,7 @@ from mcprl.scenarios.lexicon import (
     PLACES,
     PREPOSITIONS,
     VERBS,
+    WRITE_WORDS,
     plural,
     singular,
     spoken,
@@ -213,8 +214,10 @@ class Said:
         """How a task asks for a field of the line of a listing that `which` picks out ("where the message is
         "Fix typo"", "of the commit whose message is ...", "of the latest commit"); `alone`, also without saying
         the call, where what picks the line out says it ("Who is the author of the latest commit?")."""
-        # (in what it gives, or lists, or in the thing it names: "In the table products, what is the type where ...")
-        phrase = self.phrase() or self.listing() or (self.phrase(self.thing) if self.apposed else None)
+        # (in what it gives, or lists, or in the thing it names: "In the table products, what is the type where ...";
+        # not the things an order makes or changes, which it is said as: "Create entities ... What is ...")
+        named = self.apposed and self.verb not in WRITE_WORDS
+        phrase = self.phrase() or self.listing() or (self.phrase(self.thing) if named else None)
         asks = RECORD_IN_ASKS if phrase is not None else RECORD_ASKS
         return tuple(
             a.format(**field_words(field), which=which, phrase=phrase, action=self.order())

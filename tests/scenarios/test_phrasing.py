@@ -89,6 +89,16 @@ def test_a_title_that_names_or_gets_a_thing_is_asked_about_that_thing() -> None:
     # statistics with ... column name" of the column "name")
     stats = said("get column statistics", {"session": "s1", "column": "name"}).asks_field("dtype")
     assert all('column "name"' in t for t in stats), stats
+    # a line of what an order made is asked after the order, not "in" the things it was sent (mcp-knowledge-graph:
+    # 'In the entities "Team meeting" (entity type project, ...), what is the version where ...?')
+    made = [{"name": "Team meeting", "entityType": "project"}, {"name": "Apollo", "entityType": "event"}]
+    asked = said("create entities", {"entities": made}, order=True).asks_record("version", "where the type is event")
+    assert all(t.startswith('Create entities "Team meeting"') for t in asked), asked
+    assert (
+        said("describe table", {"table": "products"})
+        .asks_record("type", "where the name is price")[0]
+        .startswith("In the table products,")
+    )
     # a thing, then what is done to it: the request starts with the doing, as a person's does; a noun after the
     # thing ("git status") is no doing
     assert said("task create", {"name": "Renew passport"}).order().split()[0] == "Create"
