@@ -33,12 +33,14 @@ from mcprl.scenarios.lexicon import (
     stated,
     words_of,
 )
-from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, named_record, noun_of, said, value_text
+from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, named_record, noun_of, quoted, said, value_text
 from mcprl.scenarios.record_tasks import count_tasks, field_tasks, listing_tasks, wrapped_kind
 from mcprl.scenarios.replay import chain_of, of_clock_kind
 from mcprl.scenarios.results import (
     ISO_DATE,
+    answer_paths,
     clock_spans,
+    data_key,
     failed_items,
     flatten,
     found_nothing,
@@ -592,6 +594,42 @@ def candidates(
             own = call.model_copy(update={"structured": {k: v for k, v in data.items() if k != wrapped[0]}})
             made += field_tasks(own, states, chain, rng, hidden, saying, queries, noun, state)
         out += _after(made, steps, stated_before)
+    # a search's place for what it was sent: where two calls of a tool found theirs at one place in its result under
+    # different keys (`{"matches": {"Staff": {"C2": 38}}}` of 38, `... {"D3": "Ben"}` of Ben), those keys say where a
+    # value is (a cell's address), and the tool, named for the things it finds, is asked which one holds it
+    # (a place: the result's key it is under, at a depth; the keys on the way may vary too, a sheet's name)
+    found_at: dict[tuple[str, str, int], set[str]] = defaultdict(set)
+    for call in calls:
+        if not call.is_error and not call.writes:
+            for _, at in searched_at(call):
+                found_at[call.tool, at.partition(".")[0], at.count(".")].add(at.rpartition(".")[2])
+    for call in calls:
+        things = words_of(call.tool)[-1:]
+        if call.is_error or call.writes or not things or singular(things[0]) == things[0]:
+            continue
+        chain = chain_of(calls, call)
+        if call.index > kept_from.get(call.session, call.index) or len(chain) > 1:
+            continue
+        state = state_of(calls, chain) if prepares else None
+        if state and any(c.tool in stays for c in state):
+            continue
+        for name, at in searched_at(call):
+            key = at.rpartition(".")[2]
+            value = call.arguments[name]
+            if (
+                len(found_at[call.tool, at.partition(".")[0], at.count(".")]) < 2
+                or data_key(key)
+                or holds_answer(value_text(value), key)
+            ):
+                continue
+            # (the call said without what it searched for, which the question says: "Find cells "/srv/shop.xlsx" with
+            # sheet Staff. Which cell holds 38?")
+            others = call.model_copy(update={"arguments": {k: v for k, v in call.arguments.items() if k != name}})
+            task = f"{say(others).order()}. Which {singular(things[0])} holds {quoted(value)}?"
+            given = [value_text(v) for v in fixed_out(call).values()]
+            out.append(
+                grounded_scenario(task, key, chain, "result", field=singular(things[0]), given=given, prepare=state)
+            )
     # (no task on a call sent a path where none is asked for, `open_nodes` of names "/srv/memory.jsonl", nor one
     # that states or is answered by what a write was sent so: "What is the relation from?" -> the server's own file)
     sent = [(c, k, v) for c in calls for k, v in flatten(c.arguments) if isinstance(v, str) and v.startswith("/")]
@@ -616,6 +654,23 @@ def candidates(
             misplaced_path({k: v for k, v in c.arguments.items() if not (isinstance(v, str) and v in named)})
             for c in t.reference
         )
+    ]
+
+
+def searched_at(call: ExploredCall) -> list[tuple[str, str]]:
+    """Where in its result a read found a value it was sent (a search's text, not a path): each (the parameter, the
+    dotted path of the one place the result holds its value), for values it holds in one place only."""
+    data = result_data(call.data, call.structured)
+    # (not where it says the value back under a parameter's name: a request echoed, `"pattern": "PRIMARY"`)
+    return [
+        (k, paths[0])
+        for k, v in call.arguments.items()
+        if isinstance(v, (str, int, float))
+        and not isinstance(v, bool)
+        and not str(v).startswith("/")
+        and len(paths := answer_paths(data, v)) == 1
+        and "." in paths[0]
+        and paths[0].rpartition(".")[2] not in call.arguments
     ]
 
 

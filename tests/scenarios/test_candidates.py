@@ -1600,3 +1600,30 @@ def test_a_path_the_server_named_a_thing_by_is_that_things_name_and_one_a_call_m
     # metadata "app.py"")
     assert named and not any(re.search(r"\bmetadata \"", t.task) for t in named), [t.task for t in named]
     assert not tasks({"path": "/srv/repo", "name": "/srv/memory.jsonl"}, "/srv/memory.jsonl")  # (a made-up name)
+
+
+def test_a_search_is_asked_where_it_found_what_it_was_sent_where_that_place_varies():
+    """excel-mcp-server's `find_cells` answers where it found a value (`{"matches": {"Staff": {"C2": 38}}}`): the
+    address is a key, no field a task asked for, so the tool grounded nothing. Where two calls of a tool found what
+    they were sent at one place in the result under different keys, the tool (named for the things it finds) is
+    asked which one holds the value, the key the answer, never stated; a record that holds a value it was sent under
+    the same field each time (a customer found by name) is asked no such thing."""
+    from mcprl.checks import holds_answer
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    def call(index: int, tool: str, query: object, result: dict) -> ExploredCall:
+        arguments = {"path": "/srv/shop.xlsx", "query": query}
+        return ExploredCall(index=index, session=index, tool=tool, arguments=arguments, text=json.dumps(result))
+
+    calls = [
+        call(0, "find_cells", 38, {"matches": {"Staff": {"C2": 38}}}),
+        call(1, "find_cells", "Ben", {"matches": {"Orders": {"D3": "Ben"}}}),
+        call(2, "find_customers", "Ben", {"found": {"customer": "Ben", "orders": 2}}),
+        call(3, "find_customers", "Ada", {"found": {"customer": "Ada", "orders": 5}}),
+    ]
+    found = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    cells = {(t.task, t.answer) for t in found if t.reference[-1].tool == "find_cells"}
+    assert {answer for _, answer in cells} == {"C2", "D3"}, cells
+    assert all("cell holds" in task and not holds_answer(task, answer) for task, answer in cells), cells
+    assert not any(t.answer in ("customer", "query") for t in found), [(t.task, t.answer) for t in found]
