@@ -594,15 +594,20 @@ def candidates(
             own = call.model_copy(update={"structured": {k: v for k, v in data.items() if k != wrapped[0]}})
             made += field_tasks(own, states, chain, rng, hidden, saying, queries, noun, state)
         out += _after(made, steps, stated_before)
+
     # a search's place for what it was sent: where two calls of a tool found theirs at one place in its result under
     # different keys (`{"matches": {"Staff": {"C2": 38}}}` of 38, `... {"D3": "Ben"}` of Ben), those keys say where a
     # value is (a cell's address), and the tool, named for the things it finds, is asked which one holds it
-    # (a place: the result's key it is under, at a depth; the keys on the way may vary too, a sheet's name)
+    def place(tool: str, at: str) -> tuple[str, str, int]:
+        """A place in a tool's result: the result's key it is under, at a depth (the keys on the way may vary too:
+        a sheet's name)."""
+        return tool, at.partition(".")[0], at.count(".")
+
     found_at: dict[tuple[str, str, int], set[str]] = defaultdict(set)
     for call in calls:
         if not call.is_error and not call.writes:
             for _, at in searched_at(call):
-                found_at[call.tool, at.partition(".")[0], at.count(".")].add(at.rpartition(".")[2])
+                found_at[place(call.tool, at)].add(at.rpartition(".")[2])
     for call in calls:
         things = words_of(call.tool)[-1:]
         if call.is_error or call.writes or not things or singular(things[0]) == things[0]:
@@ -616,11 +621,7 @@ def candidates(
         for name, at in searched_at(call):
             key = at.rpartition(".")[2]
             value = call.arguments[name]
-            if (
-                len(found_at[call.tool, at.partition(".")[0], at.count(".")]) < 2
-                or data_key(key)
-                or holds_answer(value_text(value), key)
-            ):
+            if len(found_at[place(call.tool, at)]) < 2 or data_key(key) or holds_answer(value_text(value), key):
                 continue
             # (the call said without what it searched for, which the question says: "Find cells "/srv/shop.xlsx" with
             # sheet Staff. Which cell holds 38?")

@@ -378,6 +378,10 @@ class Knowledge:
                 return again, [drawn if d.path == path else d for d in leaves]
         return None
 
+    def given_by(self, value: Any, session: int) -> int | None:
+        """The latest call of `session` whose result gave `value`, if one did: a call sent it is linked to that one."""
+        return next((v.call for v in reversed(self.seen) if v.session == session and v.value == value), None)
+
     def proposed(self, tool: str, schema: dict[str, Any], written: dict[str, Any], session: int) -> list[Drawn] | None:
         """The leaves of arguments the generator wrote, if they are valid and not a call made already; a value a
         result of this `session` gave is linked to that call, as a drawn one is (it was shown the values seen)."""
@@ -390,7 +394,7 @@ class Knowledge:
                 name=k,
                 arm="generator",
                 value=v,
-                parent=next((s.call for s in reversed(self.seen) if s.session == session and s.value == v), None),
+                parent=self.given_by(v, session),
             )
             for k, v in written.items()
         ]
@@ -589,7 +593,7 @@ class Knowledge:
         # untried values of the dictionary in its order (the shapes the parameter is described with first)
         value, parent = (untried[0] if arm == "probe" else rng.choice(untried)) if untried else rng.choice(options)
         if parent is None:  # (a value that worked, that a result of this session gave too: the calls chain)
-            parent = next((v.call for v in reversed(self.seen) if v.session == session and v.value == value), None)
+            parent = self.given_by(value, session)
         return Drawn(path=path, name=name, arm=arm, value=coerce(value, schema), parent=parent)
 
     def prior(
