@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcprl.scenarios.config import ExploreConfig
-from mcprl.scenarios.lexicon import READ_WORDS, WRITE_WORDS, words_of
+from mcprl.scenarios.lexicon import DESCRIBED_READS, READ_WORDS, WRITE_WORDS, singular, words_of
 from mcprl.tools.copies import names_a_file, too_large, worked_on
 
 if TYPE_CHECKING:
@@ -32,11 +32,12 @@ def may_write(tool: dict[str, Any]) -> bool:
         return False
     if hints.get("readOnlyHint") is False or hints.get("destructiveHint") is True:
         return True
-    for text in (tool.get("name") or "", tool.get("description") or ""):
-        words = words_of(text)[:2]
+    for text, reads in ((tool.get("name") or "", READ_WORDS), (tool.get("description") or "", DESCRIBED_READS)):
+        # (a description's verbs as a name's: "Lists the tables", "Deletes a file")
+        words = [singular(w) if reads is DESCRIBED_READS else w for w in words_of(text)[:2]]
         if any(w in WRITE_WORDS for w in words):
             return True
-        if any(w in READ_WORDS for w in words):
+        if any(w in reads for w in words):
             return False
     return True
 

@@ -1,7 +1,7 @@
 """The English that exploring relies on, in one place: everything else in `mcprl.scenarios` works from
 structure (schemas, annotations, what the server answered). It holds:
 
-- `READ_WORDS`, `WRITE_WORDS`: the leading words of a tool's name or description that say whether it
+- `READ_WORDS`, `WRITE_WORDS`, `DESCRIBED_READS`: the leading words of a tool's name or description that say whether it
   changes the server's state, for tools without MCP's `readOnlyHint`/`destructiveHint`;
 - `PROBES`: a small fuzzing dictionary, as RESTler keeps one: values of common shapes (a number, an
   arithmetic expression, a date, a path, an SQL introspection query, ...) for a string parameter that
@@ -126,6 +126,9 @@ READ_WORDS = frozenset(
     "view info inspect explain summarize summarise resolve validate browse retrieve stat status preview "
     "estimate evaluate analyze analyse parse format render translate tell whoami echo ping".split()
 )
+# ... and a description's opening verb that says a read, as a docstring's "Returns the schema ..." does (not a
+# name's first word: `return_book` writes)
+DESCRIBED_READS = READ_WORDS | {"return"}
 WRITE_WORDS = frozenset(
     "create delete remove update set write send post put patch insert move rename schedule cancel upload edit modify "
     "append clear reset drop execute exec run restart kill stop start commit push merge publish book buy order pay "
@@ -134,7 +137,9 @@ WRITE_WORDS = frozenset(
 )
 # a title's first word that makes it an order, though it neither reads nor writes by the lists above
 VERBS = (
-    READ_WORDS | WRITE_WORDS | frozenset("make play roll add subtract multiply divide generate draw pick take".split())
+    READ_WORDS
+    | WRITE_WORDS
+    | frozenset("make play roll add subtract multiply divide generate draw pick take configure".split())
 )
 
 # the short forms keys are written in, as a task says them (`spoken`)
@@ -186,7 +191,7 @@ UNITS = {
 PLAIN = "word"
 # shapes whose values have a form of their own (a date, a path, an address): a word of a text is none of them
 FORMATTED = ("date", "time", "timezone", "url", "email", "path", "glob", "number", "expression", "symbol", "json")
-WRITTEN = ("title", "text", "kind", "tag")
+WRITTEN = ("title", "text", "relation", "kind", "tag")
 PROBES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "expression": (
         ("2 + 3", "x**2 + 3*x", "12 * 4", "(7 - 2) / 5"),  # (one over a variable, for algebra: its derivative)
@@ -243,6 +248,10 @@ PROBES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
         frozenset(
             "text description desc content body note notes message comment details observation observations".split()
         ),
+    ),
+    "relation": (
+        ("knows", "works with", "part of", "reports to"),
+        frozenset("relation relationship predicate".split()),
     ),
     "kind": (("person", "project", "event", "place"), frozenset("type kind".split())),
     "tag": (

@@ -41,6 +41,7 @@ from mcprl.scenarios.lexicon import (
     PREPOSITIONS,
     VERBS,
     WRITE_WORDS,
+    participle,
     plural,
     singular,
     spoken,
@@ -301,6 +302,9 @@ def said(
         words = [words[1], plural(words[0]) if words[1] == "list" else words[0]]
     verb = words[0] if words and (words[0] in VERBS or order and not quantified and len(words) > 1) else None
     thing = " ".join(words[1:] if verb else words)
+    head, _, state = thing.rpartition(" ")
+    if head and participle(state):  # a state a name says after its thing ("git diff unstaged"), said before it
+        thing = f"{state} {head}"
     # (an empty object, list or text states nothing: "Rename columns with session id ...", not "... and mapping ()")
     shown = {k: (PREVIOUS if k in linked else v) for k, v in args.items() if k in linked or v not in ({}, [], "")}
     names = {k: words_of(k) for k in shown}
@@ -377,6 +381,11 @@ def said(
     ]
     if named and len(where) == 1:
         placed[where[0]] = f"in {text(shown[where[0]])}"
+    # ... and a handle the previous result gave, as what it is a handle of ("for that session", not "with session id
+    # the previous result")
+    for k, v in shown.items():
+        if v == PREVIOUS and k not in {*named, *operands, *placed} and len(names[k]) > 1 and names[k][-1] == "id":
+            placed[k] = f"for that {spoken(k).removesuffix(' id')}"
     others = {k: v for k, v in shown.items() if k not in operands and k not in named and k not in placed}
     # the others by name and value ("with repo path /srv/r and max count 3"), a flag by its name alone, with or without
     # it ("with include untracked", "without stat"), not as True or False

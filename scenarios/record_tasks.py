@@ -49,6 +49,7 @@ from mcprl.scenarios.results import (
     counted,
     data_key,
     listing_of,
+    one_listed,
     result_data,
     result_records,
     result_values,
@@ -113,6 +114,9 @@ def field_tasks(
     # (... and so is the one record a search found: a listing of one, beside none of any other kind)
     data = result_data(call.data, call.structured)
     lists = [v for v in (data.values() if isinstance(data, dict) else [data]) if listing_of(v) or v == []]
+    # (a result that is one record holding a listing of one, `{"count": 1, "results": [{"name": "PRIMARY"}]}`: that
+    # record's name names its own fields, not the count of the listing it is in)
+    inner = None if listing else one_listed(data)
     found = listing or sum(map(len, lists)) == 1
     # (a field that says only which listing its records are in, each "type": "entity" of `{"entities": [...]}`, is no
     # answer; a listing's files and folders each "type": "file" or "directory" are)
@@ -183,7 +187,10 @@ def field_tasks(
                 (
                     n
                     for n in names
-                    if n != value and sum(n in str(v) for _, v in pairs) == 1 and sum(n in w for w in writes) <= 1
+                    if n != value
+                    and sum(n in str(v) for _, v in pairs) == 1
+                    and sum(n in w for w in writes) <= 1
+                    and (inner is None or field in inner or n not in map(str, inner.values()))
                 ),
                 None,
             )

@@ -314,6 +314,21 @@ def listing_of(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(d, dict) for d in value)
 
 
+def one_listed(data: Any) -> dict[str, Any] | None:
+    """The one record of the one listing an object holds at any depth, where that listing holds one
+    (`{"data": {"count": 1, "results": [{"name": "PRIMARY", "table": "employee"}]}}` -> the index PRIMARY); None
+    otherwise."""
+    found: list[list[dict[str, Any]]] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                found.append(v) if listing_of(v) else walk(v)
+
+    walk(data)
+    return found[0][0] if len(found) == 1 and len(found[0]) == 1 else None
+
+
 def wrapped_listing(data: Any) -> tuple[str, list[dict[str, Any]]] | None:
     """The listing an object wraps, with its key: its one list of objects, where all else it holds is about the
     listing (a total, a page, a flag, a note, an object of properties: `{"commits": [...], "totalCount": 1,

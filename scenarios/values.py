@@ -66,6 +66,7 @@ from mcprl.scenarios.lexicon import (
     FORMATTED,
     FUNCTION_WORDS,
     IDENTIFIER,
+    KINDS,
     NAME_KEYS,
     PLAIN,
     bound_pairs,
@@ -224,12 +225,15 @@ def sentence(value: Any) -> bool:
 def named_result(arm: str, name: str, description: str = "") -> bool:
     """Whether an arm is a result's field whose name shares a word with the parameter's ("sku" -> `sku`), or with
     what its `description` opens by saying it is (`from`, "The name of the entity where the relation starts" ->
-    `name`)."""
+    `name`); not where the word shared is a kind that each names of another thing (`entityType` of `relationType`:
+    a relation's type is no entity's)."""
     kind, _, field_name = arm.partition(".")
     if kind != "result" or not field_name:
         return False
     said = re.match(r"\s*(?:(?:the|an?)\s+)?([A-Za-z]+(?: [A-Za-z]+)?)\s+of\b", description, re.I)
-    return bool(_stems(field_name) & (_stems(name) | (_stems(said[1]) if said else set())))
+    field, named = _stems(field_name), _stems(name) | (_stems(said[1]) if said else set())
+    shared = field & named
+    return bool(shared) and not (shared <= KINDS and field - KINDS and named - KINDS)
 
 
 def issued_as(arm: str, name: str) -> bool:

@@ -1627,3 +1627,19 @@ def test_a_search_is_asked_where_it_found_what_it_was_sent_where_that_place_vari
     assert {answer for _, answer in cells} == {"C2", "D3"}, cells
     assert all("cell holds" in task and not holds_answer(task, answer) for task, answer in cells), cells
     assert not any(t.answer in ("customer", "query") for t in found), [(t.task, t.answer) for t in found]
+
+
+def test_a_record_a_listing_of_one_holds_is_asked_only_for_its_own_fields():
+    """dbhub's `search_objects` gives `{"data": {"count": 1, "results": [{"name": "PRIMARY", ...}]}}`: "What is the
+    count of the object "PRIMARY"?" asked the listing's count of the one index in it. A record named by its name is
+    asked only for what it holds; what the listing around it holds is asked of the call."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    results = [{"name": "PRIMARY", "table": "employee", "schema": "main"}]
+    text = json.dumps({"success": True, "data": {"object_type": "index", "count": 1, "results": results}})
+    call = ExploredCall(index=0, session=0, tool="search_objects", arguments={"object_type": "index"}, text=text)
+    found = [t for seed in range(12) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    named = [t for t in found if '"PRIMARY"' in t.task]
+    assert named and all(t.answer in ("employee", "main") for t in named), [(t.task, t.answer) for t in named]
+    assert any(t.answer == 1 for t in found), [t.task for t in found]

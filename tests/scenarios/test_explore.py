@@ -58,6 +58,12 @@ def test_which_tools_may_write():
     assert may_write({"name": "send_email"}) and may_write({"name": "createIssue"})
     assert may_write({"name": "frobnicate", "description": "Frobnicates."})  # says neither: assume it writes
     assert not may_write({"name": "frobnicate", "description": "Get the frobnication level."})
+    # a description says what a tool does as a docstring does, in the third person (mcp-alchemy's
+    # `schema_definitions`: "Returns schema and relation information ..."), but a name's "return" is a write's
+    assert not may_write({"name": "schema_definitions", "description": "Returns schema information for tables."})
+    assert not may_write({"name": "frobnicate", "description": "Lists the tables."})
+    assert may_write({"name": "frobnicate", "description": "Deletes the tables."})
+    assert may_write({"name": "return_book", "description": "Returns a book to the library."})
     assert names_a_file(["python", "server.py", "--db", "shop.db"]) == "shop.db"
     assert names_a_file(["npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"]) == "/tmp"
     assert (

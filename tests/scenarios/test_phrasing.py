@@ -104,6 +104,9 @@ def test_a_title_that_names_or_gets_a_thing_is_asked_about_that_thing() -> None:
     assert said("task create", {"name": "Renew passport"}).order().split()[0] == "Create"
     assert "tasks" in said("task list", {}).order().split()  # a listing of them
     assert "git status" in said("git status", {}).order()
+    # a state a name says after its thing is said before it, as a person says it (mcp-server-git's `git_diff_unstaged`)
+    assert all("the unstaged git diff" in t for t in said("git diff unstaged", {}).asks_field("file"))
+    assert all("the wind speed" in t for t in said("get wind speed", {}).asks_result())  # (no state: "speed")
     # one object holding the call's parameters (a pydantic model's `request`) is said as the parameters it holds
     request = said("read range", {"request": {"file_path": "/srv/shop.xlsx", "sheet": "Orders"}})
     assert request == said("read range", {"file_path": "/srv/shop.xlsx", "sheet": "Orders"}), request
@@ -136,6 +139,10 @@ def test_a_thing_the_previous_call_gave_is_said_as_that_thing() -> None:
     ):
         assert said(title, args, linked=frozenset(args)).order() == words
     assert said("read file", {"path": "/a"}, linked=frozenset({"path"})).phrase() == "that file"
+    # ... and a handle of it beside what the call is about, as what it is a handle of (csv-mcp-server: "Then configure
+    # auto save with session id the previous result")
+    saved = said("configure auto save", {"session_id": "s-1", "interval": 5}, linked=frozenset({"session_id"}))
+    assert saved.order() == "Configure auto save for that session with interval 5", saved.order()
 
 
 def test_where_a_move_starts_and_ends_is_said_from_and_to() -> None:

@@ -1075,6 +1075,32 @@ def test_a_parameter_described_as_a_things_name_is_sent_names_results_gave_befor
     assert sent.count("Weekly report") > len(sent) / 2, sent
 
 
+def test_a_kind_of_one_thing_is_never_written_as_a_kind_of_another():
+    """mcp-knowledge-graph's `create_relations` takes `relationType`: it was written the entity types results gave
+    ("person"), which share only the word "type" with it, and its graph held relations of type "person". A result's
+    field whose name shares only a kind word with the parameter's, each a kind of another thing, is no value of it;
+    one of the kind alone (`type`) or of the same thing is."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge, SeenValue
+
+    knowledge = Knowledge([], writers=frozenset({"create_relations"}))
+    knowledge.seen = [
+        SeenValue(value="Weekly report", field="name", call=0),
+        SeenValue(value="person", field="entityType", call=0),
+    ]
+
+    def sent(name: str) -> list:
+        schema = {"type": "object", "properties": {name: {"type": "string"}}, "required": [name]}
+        tool = "create_relations"
+        return [knowledge.arguments(tool, schema, session=0, rng=random.Random(s))[0][name] for s in range(40)]
+
+    assert "person" not in sent("relationType")
+    knowledge.seen.append(SeenValue(value="works with", field="relationType", call=1))
+    assert "works with" in sent("relationType")
+    assert "person" in sent("type")
+
+
 def test_a_search_is_never_sent_where_a_file_is():
     """excel-mcp-server's `find_cells` takes a `query` to find among a workbook's cells: it was sent the workbook's
     path (joined from its folder, or as a result gave it) on every call, and found nothing each time. A search is
