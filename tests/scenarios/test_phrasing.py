@@ -199,6 +199,22 @@ def test_a_title_is_said_up_to_how_it_works_unless_that_would_name_two_tools_ali
     }
 
 
+def test_a_word_every_tool_name_starts_with_says_whose_it_is_not_what_it_does() -> None:
+    """mcp-sympy names its 35 tools `sympy_*`: "Sympy factorial 5, and tell me the result." took the server's name
+    for an order's verb. An untitled tool that may write, of a server whose every tool's name starts with one word
+    that is no verb, is named by its name's other words; a read's name keeps it ("the git log"), as does a server
+    with a tool of another first word."""
+    from mcprl.scenarios.phrasing import task_titles
+
+    sympy = [{"name": f"sympy_{n}", "description": "Factorial."} for n in ("factorial", "limit", "nextprime")]
+    assert all("sympy" not in t for t in said(task_titles(sympy)["sympy_factorial"], {"n": "5"}).asks_result())
+    assert "What is the factorial of 5?" in said(task_titles(sympy)["sympy_factorial"], {"n": "5"}).asks_result()
+    git = [{"name": f"git_{n}", "description": f"{n.capitalize()}s."} for n in ("commit", "push", "frobnicate")]
+    git.append({"name": "git_log", "description": "Shows the commit logs."})
+    assert "git_log" not in task_titles(git) and task_titles(git)["git_frobnicate"] == "frobnicate"
+    assert task_titles([*sympy, {"name": "calculate", "description": "Calculates."}]) == {}
+
+
 def test_a_tools_records_are_named_by_what_its_name_lists_not_by_its_filler() -> None:
     """`list_projects_tool`'s records are projects, not tools ("the python of the tool "Weekly report""); a name of
     one word names its records still."""
