@@ -267,6 +267,7 @@ def candidates(
     # (`tallies`)
     listed: set[str] = set()
     tallied: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    held_by: dict[str, set[str]] = defaultdict(set)  # tool -> the calls whose results held records
     for call in calls:
         if not call.is_error:
             kinds_named[call.tool] |= {singular(w) for w in words_of(call.tool)[-1:]}
@@ -276,14 +277,15 @@ def candidates(
             listed.update(map(str, listed_texts(data)))
             tallied[call.tool] += tallies(data)
             states_now = bool(clock_spans(call.text))  # (once a call: a text's scan, not a value's)
+            asked = {p: v for p, v in plainest(call).arguments.items() if p not in exploration.handles}
             for record in result_records(call.data, call.structured):
+                held_by[call.tool].add(call_key(call.tool, asked))
                 for k, v in record:
                     values[call.tool, k].add(str(v))
                     if isinstance(v, str):
                         listed.add(v)
                     of_clock[call.tool, k] = of_clock.get((call.tool, k), True) and states_now and of_clock_kind(v)
                     # (a record read again that differs only in the clock is the same record)
-                    asked = {p: v for p, v in plainest(call).arguments.items() if p not in exploration.handles}
                     held[call.tool, k].add((call_key(call.tool, asked), gist(repr(record), {})))
                     if k in call.arguments:
                         echoed[call.tool, k] = echoed.get((call.tool, k), True) and same_value(v, call.arguments[k])
@@ -296,7 +298,14 @@ def candidates(
             and len(unsent[tool, field]) <= 1
             or spread(held[tool, field]) >= 3
             and not of_clock[tool, field]
-            and (len(seen) == 1 or seen <= {"0", "1"} or seen == {str(i) for i in range(len(seen))})
+            # (one value, said by every call: a value said only where some were asked for is theirs, a table's
+            # column in its schema)
+            and (
+                len(seen) == 1
+                and {c for c, _ in held[tool, field]} == held_by[tool]
+                or seen <= {"0", "1"}
+                or seen == {str(i) for i in range(len(seen))}
+            )
             or {v.lower() for v in seen} <= kinds_named[tool]
             # (a field named as a parameter the call was never sent, saying its schema's default: `"mode": "list"`)
             or (tool, field) not in echoed

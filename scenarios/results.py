@@ -323,7 +323,10 @@ def one_listed(data: Any) -> dict[str, Any] | None:
     def walk(value: Any) -> None:
         if isinstance(value, dict):
             for v in value.values():
-                found.append(v) if listing_of(v) else walk(v)
+                if listing_of(v):
+                    found.append(v)
+                else:
+                    walk(v)
 
     walk(data)
     return found[0][0] if len(found) == 1 and len(found[0]) == 1 else None

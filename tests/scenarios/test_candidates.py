@@ -1245,6 +1245,26 @@ def test_a_weekday_every_call_read_off_the_clock_at_one_hour_is_no_constant():
     assert weekday not in {t.answer for t in candidates(Exploration(calls=old), {}, seed=0)}  # no clock: a constant
 
 
+def test_a_value_said_the_same_only_where_it_was_asked_for_is_no_constant():
+    """mcp-alchemy's `schema_definitions` says "price: REAL, nullable" in every call that asked for the products table
+    (three of four): read as a constant, like a status every call says, the tool grounded nothing. A field one value of
+    which only the calls that asked for it hold is asked about; one every call holds alike stays unasked."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    products = "products:\n    id: INTEGER, primary key\n    price: REAL, nullable\n    stock: INTEGER, nullable"
+    orders = "orders:\n    id: INTEGER, primary key\n    customer: TEXT, nullable"
+    asked = [["products"], ["products", "orders"], ["orders", "products"], ["orders"]]
+    texts = [products, f"{products}\n{orders}", f"{orders}\n{products}", orders]
+    calls = [
+        ExploredCall(index=i, session=0, tool="schema_definitions", arguments={"table_names": names}, text=text)
+        for i, (names, text) in enumerate(zip(asked, texts))
+    ]
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert any(t.answer == "REAL, nullable" for t in tasks), [(t.task, t.answer) for t in tasks]
+    assert not any(t.answer == "INTEGER, primary key" for t in tasks), [t.task for t in tasks]
+
+
 def test_a_listing_beside_the_properties_of_what_holds_it_is_its_records_each_named_by_its_name():
     """excel-mcp-server's `describe_workbook`: `{"sheets": [...], "doc_properties": {...}}` was read as one record
     whose `name` and `used_range` came twice, so it grounded nothing. A list of objects beside objects of properties
