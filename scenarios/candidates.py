@@ -267,7 +267,7 @@ def candidates(
     # (`tallies`)
     listed: set[str] = set()
     tallied: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    held_by: dict[str, set[str]] = defaultdict(set)  # tool -> the calls whose results held records
+    held_by: dict[str, set[str]] = defaultdict(set)  # tool -> the calls whose whole results held records
     for call in calls:
         if not call.is_error:
             kinds_named[call.tool] |= {singular(w) for w in words_of(call.tool)[-1:]}
@@ -278,8 +278,10 @@ def candidates(
             tallied[call.tool] += tallies(data)
             states_now = bool(clock_spans(call.text))  # (once a call: a text's scan, not a value's)
             asked = {p: v for p, v in plainest(call).arguments.items() if p not in exploration.handles}
+            whole = not server_text(call.data)[1]  # (a result the client cut may have lost a field at its end)
             for record in result_records(call.data, call.structured):
-                held_by[call.tool].add(call_key(call.tool, asked))
+                if whole:
+                    held_by[call.tool].add(call_key(call.tool, asked))
                 for k, v in record:
                     values[call.tool, k].add(str(v))
                     if isinstance(v, str):
@@ -302,7 +304,7 @@ def candidates(
             # column in its schema)
             and (
                 len(seen) == 1
-                and {c for c, _ in held[tool, field]} == held_by[tool]
+                and held_by[tool] <= {c for c, _ in held[tool, field]}
                 or seen <= {"0", "1"}
                 or seen == {str(i) for i in range(len(seen))}
             )

@@ -1263,6 +1263,16 @@ def test_a_value_said_the_same_only_where_it_was_asked_for_is_no_constant():
     tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
     assert any(t.answer == "REAL, nullable" for t in tasks), [(t.task, t.answer) for t in tasks]
     assert not any(t.answer == "INTEGER, primary key" for t in tasks), [t.task for t in tasks]
+    # ... nor is a value every whole result says, missing only from one the client cut before its end (dbhub's
+    # `"source_id": "default"` after a statement's rows: "Find the rows of ... and tell me its source id.")
+    rows = [{"customer": f"c{i}", "total": 10 + i, "source_id": "main-db"} for i in range(4)]
+    texts = [json.dumps(r) for r in rows]
+    texts[3] = texts[3][: texts[3].index(', "source_id"')] + "\n[... truncated: 24 more characters]"
+    calls = [
+        ExploredCall(index=i, session=0, tool="get_order", arguments={"id": i}, text=t) for i, t in enumerate(texts)
+    ]
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert tasks and not any(t.answer == "main-db" for t in tasks), [t.task for t in tasks]
 
 
 def test_a_listing_beside_the_properties_of_what_holds_it_is_its_records_each_named_by_its_name():
