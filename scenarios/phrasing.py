@@ -64,13 +64,15 @@ def task_titles(tools: list[dict[str, Any]]) -> dict[str, str]:
     """The words a task names each titled tool by: its title (or its annotations'), up to a word of `HOW` where no
     other tool's title comes to the same words ("Get Current Time with Optional Location" -> "Get Current Time"); an
     untitled tool that may write, where every tool's name starts with one word that is no verb (the server's:
-    `sympy_factorial`), by its name's other words: that word says whose the tool is, not what it does ("Sympy
-    factorial 5" read it as an order; "What is the factorial of 5?")."""
+    `sympy_factorial`), by its name's other words where they do not start with a verb: that word says whose the tool
+    is, not what it does ("Sympy factorial 5" read it as an order; "What is the factorial of 5?")."""
     titles = {t["name"]: title for t in tools if (title := t.get("title") or (t.get("annotations") or {}).get("title"))}
     firsts = {(words_of(t["name"]) or [""])[0] for t in tools}
     if len(tools) > 2 and len(firsts) == 1 and (prefix := firsts.pop()) and prefix not in VERBS:
         for t in tools:
-            if t["name"] not in titles and may_write(t) and len(words := words_of(t["name"])) > 1:
+            words = words_of(t["name"])
+            # (not before a verb, whose object it is: `task_create` creates a task)
+            if t["name"] not in titles and may_write(t) and len(words) > 1 and words[1] not in VERBS:
                 titles[t["name"]] = " ".join(words[1:])
 
     def head(title: str) -> str:

@@ -213,6 +213,9 @@ def test_a_word_every_tool_name_starts_with_says_whose_it_is_not_what_it_does() 
     git.append({"name": "git_log", "description": "Shows the commit logs."})
     assert "git_log" not in task_titles(git) and task_titles(git)["git_frobnicate"] == "frobnicate"
     assert task_titles([*sympy, {"name": "calculate", "description": "Calculates."}]) == {}
+    # ... nor where a verb follows it, whose object it is (mcp-todo's `task_create`: "Create task "Tax return"")
+    todo = [{"name": f"task_{n}", "description": "Does it."} for n in ("create", "update", "delete")]
+    assert task_titles(todo) == {}
 
 
 def test_a_tools_records_are_named_by_what_its_name_lists_not_by_its_filler() -> None:
