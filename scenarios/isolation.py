@@ -32,12 +32,13 @@ def may_write(tool: dict[str, Any]) -> bool:
         return False
     if hints.get("readOnlyHint") is False or hints.get("destructiveHint") is True:
         return True
-    for text, reads in ((tool.get("name") or "", READ_WORDS), (tool.get("description") or "", DESCRIBED_READS)):
-        # (a description's verbs as a name's: "Lists the tables", "Deletes a file")
-        words = [singular(w) if reads is DESCRIBED_READS else w for w in words_of(text)[:2]]
+    for text, described in ((tool.get("name") or "", False), (tool.get("description") or "", True)):
+        words = words_of(text)[:2]
+        if described:  # (a description's verbs as a name's: "Lists the tables", "Deletes a file")
+            words = [singular(w) for w in words]
         if any(w in WRITE_WORDS for w in words):
             return True
-        if any(w in reads for w in words):
+        if any(w in (DESCRIBED_READS if described else READ_WORDS) for w in words):
             return False
     return True
 
