@@ -278,10 +278,10 @@ def candidates(
             tallied[call.tool] += tallies(data)
             states_now = bool(clock_spans(call.text))  # (once a call: a text's scan, not a value's)
             asked = {p: v for p, v in plainest(call).arguments.items() if p not in exploration.handles}
-            whole = not server_text(call.data)[1]  # (a result the client cut may have lost a field at its end)
-            for record in result_records(call.data, call.structured):
-                if whole:
-                    held_by[call.tool].add(call_key(call.tool, asked))
+            records = result_records(call.data, call.structured)
+            if records and not server_text(call.data)[1]:  # (a result the client cut may have lost its last field)
+                held_by[call.tool].add(call_key(call.tool, asked))
+            for record in records:
                 for k, v in record:
                     values[call.tool, k].add(str(v))
                     if isinstance(v, str):

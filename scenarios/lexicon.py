@@ -1,8 +1,8 @@
 """The English that exploring relies on, in one place: everything else in `mcprl.scenarios` works from
 structure (schemas, annotations, what the server answered). It holds:
 
-- `READ_WORDS`, `WRITE_WORDS`, `DESCRIBED_READS`: the leading words of a tool's name or description that say whether it
-  changes the server's state, for tools without MCP's `readOnlyHint`/`destructiveHint`;
+- `READ_WORDS`, `WRITE_WORDS`, `DESCRIBED_READS`: the leading words of a tool's name or description that say
+  whether it changes the server's state, for tools without MCP's `readOnlyHint`/`destructiveHint`;
 - `PROBES`: a small fuzzing dictionary, as RESTler keeps one: values of common shapes (a number, an
   arithmetic expression, a date, a path, an SQL introspection query, ...) for a string parameter that
   nothing else gave a value; `probes(name, description)` orders them by the words the parameter is
