@@ -31,7 +31,7 @@ async def first_calls(
     name: str, server: str, project: str, samples: int, rebuild: bool, constrain: bool, out: Path | None = None
 ) -> dict:
     from mcprl.judges import VerifyJudge, score_groups
-    from mcprl.judges.shaping import STAGES, agent_messages, tool_use_score
+    from mcprl.judges.shaping import STAGES, tool_use_score
     from mcprl.model.trainable import Model
     from mcprl.paths import model_dir
     from mcprl.rollout import agents
@@ -83,7 +83,7 @@ async def first_calls(
         for t in g.trajectories:
             calls = [
                 c["function"]["name"]
-                for m in agent_messages(t)
+                for m in t.agent_messages()
                 if m.get("role") == "assistant"
                 for c in m.get("tool_calls") or []
             ]

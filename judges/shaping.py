@@ -30,7 +30,7 @@ from mcprl.checks import holds_answer, live_of, words
 from mcprl.judges.base import zero_failed
 from mcprl.judges.verify import live_value
 from mcprl.tools.client import schema_validator
-from mcprl.types import Message, Trajectory, TrajectoryGroup
+from mcprl.types import Trajectory, TrajectoryGroup
 
 STAGES = 4
 # A result that brings at most this many words its call did not already hold counts as finding
@@ -52,14 +52,6 @@ def evidence(result: str, answer: Any, known: str) -> float:
     if answer is None or not holds_answer(result, answer) or holds_answer(known, answer):
         return 0.0
     return min(1.0, EVIDENCE_WORDS / max(1, novel_words(result, known)))
-
-
-def agent_messages(trajectory: Trajectory) -> list[Message]:
-    """The messages after the task (the last user message): what the agent did, without the
-    system prompt and demonstration before it."""
-    msgs = trajectory.messages
-    last_user = max((i for i, m in enumerate(msgs) if m.get("role") == "user"), default=-1)
-    return msgs[last_user + 1 :]
 
 
 def _schemas(trajectory: Trajectory) -> dict[str, dict[str, Any]]:
@@ -100,7 +92,7 @@ def call_stages(call: dict[str, Any], schemas: dict[str, dict[str, Any]], result
 def tool_use_score(trajectory: Trajectory, answer: Any = None, task: str = "") -> float:
     """The best call's stages / STAGES, in [0, 1]; with a known `answer`, (stages + evidence) /
     (STAGES + 1), the evidence counted for a call that passed every other stage."""
-    msgs = agent_messages(trajectory)
+    msgs = trajectory.agent_messages()
     schemas = _schemas(trajectory)
     results = {m.get("tool_call_id"): str(m.get("content") or "") for m in msgs if m.get("role") == "tool"}
     calls = [c for m in msgs if m.get("role") == "assistant" for c in m.get("tool_calls") or []]

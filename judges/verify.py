@@ -71,11 +71,11 @@ def _truth(scenario: Scenario, value: Any) -> Any:
 def live_value(trajectory: Trajectory, live: LiveValue) -> Any:
     """The value a task's answer is read from where the server answers anew each time (`LiveValue`): what the
     episode's last call of `live.tool` with `live.arguments` gave at `live.field` of its JSON result, read from the
-    conversation (a written reference chain's too); None where no such call answered, or its result has no
-    value there."""
+    agent's messages (a written reference chain's too; a demonstration's call is not the episode's); None where no
+    such call answered, or its result has no value there."""
     matching: set[str] = set()
     value = None
-    for m in trajectory.messages:
+    for m in trajectory.agent_messages():
         for call in m.get("tool_calls") or []:
             function = call.get("function") or {}
             arguments = function.get("arguments") or {}

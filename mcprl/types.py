@@ -164,12 +164,18 @@ class Trajectory(BaseModel):
     def log(self, line: str) -> None:
         self.logs.append(line)
 
+    def agent_messages(self) -> list[Message]:
+        """The messages after the task (the last user message): what the agent did, without the system prompt
+        and the demonstration before it, whose calls, results and answer are not the agent's."""
+        last_user = max((i for i, m in enumerate(self.messages) if m.get("role") == "user"), default=-1)
+        return self.messages[last_user + 1 :]
+
     def final_answer(self) -> str:
         """The answer the agent gave: what it passed to a finishing tool, else the content of
-        the last assistant message (empty when there is none)."""
+        its last assistant message (empty when there is none)."""
         if "final_answer" in self.metadata:
             return str(self.metadata["final_answer"])
-        for m in reversed(self.messages):
+        for m in reversed(self.agent_messages()):
             if m.get("role") == "assistant":
                 return str(m.get("content") or "")
         return ""

@@ -67,7 +67,7 @@ def successful_tool_calls(messages: list[Message]) -> Iterator[tuple[str, dict[s
 
 def replay(world: Any, tool_names: tuple[str, ...], trajectory: Trajectory) -> None:
     """Apply the trajectory's successful calls to `world`, coercing arguments as the server's SDK does."""
-    for name, args in successful_tool_calls(trajectory.messages):
+    for name, args in successful_tool_calls(trajectory.agent_messages()):
         if name not in tool_names:
             continue
         try:

@@ -25,7 +25,7 @@ from mcprl.errors import clip
 from mcprl.run.metrics import wilson_interval
 from mcprl.tools.client import schema_validator
 from mcprl.tools.validate import Finding, check_tools
-from mcprl.types import SUCCESS_THRESHOLD, Message, Scenario, ToolSchema, Trajectory, TrajectoryGroup
+from mcprl.types import SUCCESS_THRESHOLD, Scenario, ToolSchema, Trajectory, TrajectoryGroup
 
 MAX_TOOLS = 40  # tools reported one by one; the rest are summarised
 MAX_UNKNOWN = 20  # names of tools the server does not have, reported one by one
@@ -152,11 +152,6 @@ class _Call(BaseModel):
     latency_s: float | None = None
 
 
-def _task_start(messages: list[Message]) -> int:
-    """The task's user message: the last one (a demonstration's come before it; tool results are `tool` messages)."""
-    return max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=0)
-
-
 def _error_kind(text: str) -> str | None:
     """An error's kind from its text, for trajectories recorded before `tool_outcomes` (mcprl.tools.client's words)."""
     if not text.lstrip().lower().startswith("error"):
@@ -174,7 +169,7 @@ def _error_kind(text: str) -> str | None:
 
 def episode_calls(t: Trajectory) -> list[_Call]:
     """The tool calls of an episode, from the task on, each with its answer and recorded outcome."""
-    msgs = t.messages[_task_start(t.messages) :]
+    msgs = t.agent_messages()
     answers = {m.get("tool_call_id"): str(m.get("content") or "") for m in msgs if m.get("role") == "tool"}
     unanswered = iter(
         [str(m.get("content") or "") for m in msgs if m.get("role") == "tool" and not m.get("tool_call_id")]

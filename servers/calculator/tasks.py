@@ -86,9 +86,9 @@ def check(scenario: Scenario, trajectory: Trajectory) -> float:
     answer = scenario.check["answer"]
     if answered(trajectory, answer, scenario.task):
         return 1.0
-    results = [str(m.get("content") or "") for m in trajectory.messages if m.get("role") == "tool"]
+    results = [str(m.get("content") or "") for m in trajectory.agent_messages() if m.get("role") == "tool"]
     if any(float(answer) in numbers(r) for r in results if not r.startswith("Error")):
         return COMPUTED_BUT_NOT_ANSWERED
-    if any(name in scenario.tools for name, _ in successful_tool_calls(trajectory.messages)):
+    if any(name in scenario.tools for name, _ in successful_tool_calls(trajectory.agent_messages())):
         return CALLED_A_NEEDED_TOOL
     return 0.0

@@ -206,3 +206,43 @@ def test_a_live_answer_of_a_text_is_the_value_on_the_line_its_label_names():
     assert judge(s, episode([("get_local_time", {}, now)], "Wednesday")) == 0.0
     assert judge(s, episode([("get_local_time", {}, now.replace("Day:", "Weekday:"))], "Friday")) == 0.0
     assert judge(s, episode([("get_local_time", {}, f"{now}\nDay: Saturday")], "Friday")) == 0.0
+
+
+def test_a_demonstrations_call_result_and_answer_are_never_the_agents():
+    """A demonstration that shows a whole episode before the task (a call, its result, the answer: a user's
+    `--demonstration-file` may): every check reads only what the agent did after the task, so an agent that says
+    nothing, or only fails, gets nothing for the demonstration's call, result or answer, although they are those
+    of the task itself."""
+    from mcprl.judges.shaping import tool_use_score
+    from mcprl.servers.calculator.tasks import check as calculator_check
+
+    scenario = tasks.get("calculator").generate(1, seed=7)[0]
+    tool, value = scenario.tools[0], scenario.answer
+    shown = episode([(tool, {"a": 1, "b": 2}, str(value))], f"The answer is {value}.").messages
+    demonstration = [{"role": "system", "content": "Use the tools."}, *shown]
+    live = {"kind": "holds", "live": {"tool": tool, "arguments": {"a": 1, "b": 2}, "field": ""}}
+    lives = Scenario(id="l", task=scenario.task, answer=value, check=live)
+    holds = Scenario(id="h", task=scenario.task, answer=value, check={"kind": "holds"})
+    task = {"role": "user", "content": scenario.task}
+    failed = [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "x", "type": "function", "function": {"name": tool, "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "x", "content": "Error: missing arguments"},
+    ]
+    for after in ([], failed):
+        t = Trajectory(messages=[*demonstration, task, *after])
+        assert calculator_check(scenario, t) == 0.0  # was 0.5: the demonstration's result counted as the agent's
+        assert checker_for(lives)(lives, t) == 0.0  # was 1.0: the value its call gave, the answer it wrote
+        assert checker_for(holds)(holds, t) == 0.0  # was 1.0: its answer taken for the agent's
+        assert t.agent_messages() == after and t.final_answer() == ""
+        bare = Trajectory(messages=[task, *after])  # the shaping credit is that of the agent's turns alone
+        assert tool_use_score(t, value, scenario.task) == tool_use_score(bare, value, scenario.task)
+    # a live answer is read from the agent's own call: the demonstration's call, with the task's arguments, gives none
+    guessed = Trajectory(messages=[*demonstration, task, {"role": "assistant", "content": f"It is {value}."}])
+    assert checker_for(lives)(lives, guessed) == 0.0 and checker_for(holds)(holds, guessed) == 1.0
+    # the same episode made by the agent itself counts
+    agent = Trajectory(messages=[*demonstration, task, *shown[1:]])
+    assert calculator_check(scenario, agent) == 1.0 and checker_for(lives)(lives, agent) == 1.0
