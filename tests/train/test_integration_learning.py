@@ -73,9 +73,13 @@ async def test_grpo_raises_mean_reward(home, smollm2_dir):
     async with LocalBackend(device="cpu") as backend:
         await model.register(backend)
         before = _mean(await _groups(model, step=99))
+        trained = []
         for step in range(STEPS):
             m = await model.train(await _groups(model, step), TrainConfig(learning_rate=1e-3))
-            assert m["trained"] == 1
+            trained.append(m["trained"])
+        # a later step may find every group's replies scored alike (under the parallel suite's load one did:
+        # another thread count, other numerics) and train nothing; the gain below is the property
+        assert trained[0] == 1, trained
         after = _mean(await _groups(model, step=99))  # the same seeds as `before`
     assert model.get_step() == STEPS
     assert after > before + 0.25, (before, after)
