@@ -164,11 +164,15 @@ class Trajectory(BaseModel):
     def log(self, line: str) -> None:
         self.logs.append(line)
 
+    def task_index(self) -> int:
+        """Where the task is: the last user message (a demonstration's come before it; tool results are `tool`
+        messages), -1 where there is none."""
+        return max((i for i, m in enumerate(self.messages) if m.get("role") == "user"), default=-1)
+
     def agent_messages(self) -> list[Message]:
-        """The messages after the task (the last user message): what the agent did, without the system prompt
-        and the demonstration before it, whose calls, results and answer are not the agent's."""
-        last_user = max((i for i, m in enumerate(self.messages) if m.get("role") == "user"), default=-1)
-        return self.messages[last_user + 1 :]
+        """The messages after the task: what the agent did, without the system prompt and the demonstration
+        before it, whose calls, results and answer are not the agent's."""
+        return self.messages[self.task_index() + 1 :]
 
     def final_answer(self) -> str:
         """The answer the agent gave: what it passed to a finishing tool, else the content of

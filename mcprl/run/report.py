@@ -69,7 +69,7 @@ def _sample(run_dir: Path, step_file: str) -> str:
     if best is None:
         return "<p>(no valid trajectory)</p>"
     # from the task (the last user message) on: the system prompt and demonstration are the same in every one
-    task = max((i for i, m in enumerate(best.messages) if m.get("role") == "user"), default=0)
+    task = max(best.task_index(), 0)
     return f"<p>reward {best.reward:.2f}</p>" + _render_messages(best.messages[task:])
 
 
