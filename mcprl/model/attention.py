@@ -8,6 +8,12 @@ into one matmul, it takes a fraction of that time (docs/benchmarks.md), in the s
 arithmetic as the math path. Long inputs keep the fused kernel, whose memory does not grow with
 the square of the length.
 
+A packed training row (`mcprl.train.packing`: a shared prompt, then each sequence's own tokens) has a
+mask that lets each sequence see the prompt and itself, never the others; a fused kernel given that
+mask still computes every query against every key of the row, masked or not. Given the row's
+spans (`attention_spans`), attention is computed span by span instead, each span's queries against
+the keys they may see: the same result, for only the scores that count.
+
 Registered with transformers as the attention implementation `mcprl_sdpa` (sdpa's masks, and
 sdpa's function for what this does not cover); `weights.load_model` uses it on CPU.
 """
@@ -46,6 +52,38 @@ def small_attention(query, key, value, mask, scaling: float, is_causal: bool):
     return out.transpose(1, 2).contiguous()
 
 
+def spans_attention(query, key, value, spans: torch.Tensor, scaling: float):
+    """Attention over packed rows, span by span, for [B, H, Q, D] queries and [B, KV, K, D] keys/values
+    (Q = K). `spans` is [N, 4] long, each (row, shared, start, end): the queries at start..end-1 of `row`
+    see the row's keys 0..shared-1 and, causally, their own span. A position no span covers (padding)
+    gets zeros. Returns [B, Q, H, D]."""
+    b, h, q, d = query.shape
+    pieces: list[list[tuple[int, torch.Tensor]]] = [[] for _ in range(b)]
+    for r, shared, start, end in spans.tolist():
+        qs, ks, vs = (x[r : r + 1, :, start:end] for x in (query, key, value))
+        mask = None
+        if shared:
+            ks = torch.cat([key[r : r + 1, :, :shared], ks], dim=2)
+            vs = torch.cat([value[r : r + 1, :, :shared], vs], dim=2)
+            n = end - start
+            mask = torch.ones(n, shared + n, dtype=torch.bool, device=query.device)
+            mask[:, shared:] = torch.ones(n, n, dtype=torch.bool, device=query.device).tril()
+        out = torch.nn.functional.scaled_dot_product_attention(
+            qs, ks, vs, attn_mask=mask, is_causal=mask is None, scale=scaling, enable_gqa=h != key.shape[1]
+        )
+        pieces[r].append((start, out))
+    rows = []
+    for row in pieces:
+        parts, at = [], 0
+        for start, out in sorted(row, key=lambda x: x[0]):
+            parts.append(out)
+            at = start + out.shape[2]
+        if at < q:
+            parts.append(query.new_zeros(1, h, q - at, d))
+        rows.append(torch.cat(parts, dim=2))
+    return torch.cat(rows).transpose(1, 2).contiguous()
+
+
 def attention(
     module,
     query,
@@ -58,6 +96,11 @@ def attention(
     **kwargs,
 ):
     b, h, q, _ = query.shape
+    spans = kwargs.get("attention_spans")
+    if spans is not None and dropout == 0:
+        return spans_attention(
+            query, key, value, spans, scaling if scaling is not None else query.shape[-1] ** -0.5
+        ), None
     plain = dropout == 0 and kwargs.get("position_bias") is None and kwargs.get("cache") is None
     if plain and b * h * q * key.shape[2] <= SMALL_MAX_SCORES:
         causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)

@@ -186,7 +186,7 @@ class GRPOTrainer:
                     "scored": batch["weights"] > 0,  # the LM head runs only where the loss needs a logprob
                     "position_ids": batch["position_ids"],
                     "pred_index": batch["pred_index"],
-                    **{k: batch[k] for k in ("temperature", "top_p", "top_k", "min_p")},
+                    **{k: batch[k] for k in ("temperature", "top_p", "top_k", "min_p", "attention_spans")},
                 }
                 with torch.autocast(device, dtype=low) if low else nullcontext():
                     lp, ent = token_logprobs(model, *inputs, **scoring)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import torch
 
+from mcprl.model import attention
 from mcprl.serving.logits import output_head, truncation_cut
 
 
@@ -188,6 +189,7 @@ def token_logprobs(
     top_p: torch.Tensor | None = None,
     top_k: torch.Tensor | None = None,
     min_p: torch.Tensor | None = None,
+    attention_spans: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Logprob (and entropy) of each token given what precedes it, [B, T].
 
@@ -196,10 +198,15 @@ def token_logprobs(
     default the one before). Only positions in `scored` ([B, T] bool; default: every token after the
     first, padding excluded) are scored; the rest get 0. `temperature`, `top_p`, `top_k`, `min_p`
     ([B, T], default off) are the sampling settings each token was drawn with. The LM head (with the model's
-    logit processing) runs on `chunk` scored positions at a time, taken across the whole batch."""
+    logit processing) runs on `chunk` scored positions at a time, taken across the whole batch.
+    `attention_spans` (the packed mask's spans, `packing.collate`) go to a model on mcprl's attention, which
+    then computes only the scores the mask lets through."""
     causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
+    spans = {}
+    if attention_spans is not None and causal_lm.config._attn_implementation == attention.NAME:
+        spans["attention_spans"] = attention_spans
     hidden = causal_lm.get_decoder()(
-        input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+        input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False, **spans
     ).last_hidden_state
     b, t = input_ids.shape
     if scored is None:

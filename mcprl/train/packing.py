@@ -108,7 +108,9 @@ def collate(
     alike, or with "sequence" each of its `n_trajectories` sampled trajectories alike, however many
     sequences a trajectory was split into), temperature, top_p, top_k and min_p (each branch's
     sampling settings, neutral elsewhere), constrained (True on a grammar-constrained branch) and
-    written (True on a branch the run wrote, `Generation.written`)."""
+    written (True on a branch the run wrote, `Generation.written`); and attention_spans ([N, 4]: each
+    prefix's and branch's row, the prefix length it sees, its start and end), what the mask says, for an
+    attention that computes only what it lets through (`mcprl.model.attention.spans_attention`)."""
     b, width = len(rows), max(len(r) for r in rows)
     ids = torch.full((b, width), pad_id, dtype=torch.long)
     pos = torch.zeros((b, width), dtype=torch.long)
@@ -120,8 +122,11 @@ def collate(
     temp, top_p, min_p = torch.ones((b, width)), torch.ones((b, width)), torch.zeros((b, width))
     top_k = torch.zeros((b, width), dtype=torch.long)
     constrained, written = torch.zeros((b, width), dtype=torch.bool), torch.zeros((b, width), dtype=torch.bool)
+    spans: list[tuple[int, int, int, int]] = []
     for i, r in enumerate(rows):
         p = len(r.prefix)
+        if p:
+            spans.append((i, 0, 0, p))
         ids[i, :p] = torch.tensor(r.prefix, dtype=torch.long)
         pos[i, :p] = torch.arange(p)
         start[i, :p] = 0
@@ -130,6 +135,7 @@ def collate(
         for s in r.branches:
             n = len(s.input_ids) - p
             sl = slice(at, at + n)
+            spans.append((i, p, at, at + n))
             ids[i, sl] = torch.tensor(s.input_ids[p:], dtype=torch.long)
             pos[i, sl] = torch.arange(p, p + n)
             start[i, sl] = at
@@ -158,6 +164,7 @@ def collate(
         "min_p": min_p,
         "constrained": constrained,
         "written": written,
+        "attention_spans": torch.tensor(spans, dtype=torch.long).view(-1, 4),
     }
     if all(not r.prefix and len(r.branches) == 1 for r in rows):
         return {

@@ -173,12 +173,15 @@ def test_packed_mask_isolates_branches():
     assert batch["pred_index"].tolist() == [[0, 0, 1, 2, 1]]
     m = batch["attention_mask"][0, 0].int().tolist()
     assert m == [[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 0, 0, 1]]
+    # the spans say what the mask says: each query sees its row's first `shared` keys and its own span causally
+    assert batch["attention_spans"].tolist() == [[0, 0, 0, 2], [0, 2, 2, 4], [0, 2, 4, 5]]
     assert batch["weights"].tolist() == [pytest.approx([0, 0, 1 / 3, 1 / 3, 1 / 3])]
     # unshared rows (share=False) are plain padded sequences
     rows = packing.pack_rows([[a, b]], 100, share=False)
     plain = packing.collate(rows, pad_id=0, total_tokens=3, n_trajectories=2)
     assert plain["attention_mask"].tolist() == [[1, 1, 1, 1], [1, 1, 1, 0]]
     assert plain["pred_index"].tolist() == [[0, 0, 1, 2], [0, 0, 1, 0]]
+    assert plain["attention_spans"].tolist() == [[0, 0, 0, 4], [1, 0, 0, 3]]  # padding in no span
 
 
 @pytest.fixture
@@ -256,8 +259,8 @@ def _grads(trainer):
 
 @pytest.mark.parametrize("norm", ["token", "sequence"])
 def test_packing_and_micro_batching_give_the_gradient_of_separate_sequences(trainer, norm):
-    """A group's shared prompt computed once, split over micro-batches or not, gives exactly the
-    gradient of every sequence run on its own."""
+    """A group's shared prompt computed once, split over micro-batches or not, its attention computed
+    through the mask or span by span, gives exactly the gradient of every sequence run on its own."""
     groups = _groups(trainer, rewards=((1.0, 0.0, 0.5, 0.2), (0.3, 0.9)))
     cfg = TrainConfig(logprob_chunk=16, loss_normalization=norm)
     groups_seqs, _ = trainer.build_sequences(groups, cfg)
@@ -277,7 +280,7 @@ def test_packing_and_micro_batching_give_the_gradient_of_separate_sequences(trai
     reference = _grads(trainer)
     assert reference.abs().sum() > 0
 
-    for budget in (10_000, 40):
+    for budget, spans in ((10_000, False), (10_000, True), (40, True)):
         rows = packing.pack_rows(groups_seqs, budget)
         shared = [r for r in rows if len(r.branches) > 1]  # (a row of one sequence has nothing to share)
         assert all(len(r.prefix) > 5 for r in shared) and (shared or budget == 40)  # the template's prompt is shared
@@ -294,6 +297,7 @@ def test_packing_and_micro_batching_give_the_gradient_of_separate_sequences(trai
                 b["weights"] > 0,
                 b["position_ids"],
                 b["pred_index"],
+                attention_spans=b["attention_spans"] if spans else None,  # attention span by span, or by the mask
             )
             loss, _ = grpo_loss(
                 LossInputs(lp, b["old_logprobs"], b["advantages"], b["weights"]), epsilon=0.2, epsilon_high=None, beta=0
