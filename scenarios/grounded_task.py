@@ -111,6 +111,21 @@ def one_number(text: str, words: int | None = None) -> float | int | None:
     return int(value) if value.is_integer() else value
 
 
+# a name, then in angle brackets where to reach it (an address, a URL): how mail and git write a person ("Ann Lee
+# <ann@example.com>")
+NAME_ADDRESS = re.compile(r"([^<>]*?[^\W\d_][^<>]*?)\s*<[^<>\s]*[@:/][^<>\s]*>")
+
+
+def answer_of(value: Any) -> Any:
+    """A field's value as a person answers with it: its one number ("37 units" -> 37), or of a name and its address
+    the name ("Ann Lee <ann@example.com>" -> "Ann Lee", which the whole holds); else the value."""
+    if not isinstance(value, str):
+        return value
+    if (number := one_number(value, words=1)) is not None:
+        return number
+    return named[1].strip() if (named := NAME_ADDRESS.fullmatch(value.strip())) else value
+
+
 def chosen(arguments: dict[str, Any], answer: Any) -> bool:
     """Whether `answer` is one of the different values a list argument gives, and no other argument states it (the
     largest of 3, 8 and 5 is 8): a choice the task asks for, not an answer it gives away. A list of objects is

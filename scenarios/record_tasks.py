@@ -14,7 +14,7 @@ from typing import Any
 
 from mcprl.checks import ContainsCheck, holds_answer, normalize_text
 from mcprl.scenarios.explored import ExploredCall
-from mcprl.scenarios.grounded_task import MAX_ANSWER_WORDS, answerable, chosen, grounded_scenario, one_number
+from mcprl.scenarios.grounded_task import MAX_ANSWER_WORDS, answer_of, answerable, chosen, grounded_scenario
 from mcprl.scenarios.lexicon import (
     EARLIEST,
     IDENTIFYING,
@@ -273,10 +273,7 @@ def field_tasks(
                 task = _worded(asks, given, asked)
             else:
                 continue
-            number = (
-                one_number(value, words=1) if isinstance(value, str) else None
-            )  # a field's value states a number, or a name
-            answer = value if number is None else number
+            answer = answer_of(value)  # what a person answers: the number the value states, a name without its address
             # the record was named by what states the answer ("the sum 'The sum of 10 and 20 is 30.'"); a value chosen
             # from a list the call was given is asked for (the largest of 3, 8 and 5), but not a name, which is the
             # one of the names given that the server found, said back ("Open nodes with names A, B: the name?")

@@ -66,6 +66,21 @@ def test_a_commit_shown_with_its_diff_is_read_by_its_labelled_lines():
     assert ("Author", "Ann Lee <ann@example.com>") in record and not any(k == "file" for k, _ in record)
 
 
+def test_a_person_and_their_address_is_answered_by_the_name():
+    """A field that writes a person as mail and git do ("Ann Lee <ann@example.com>") is answered by the name, which a
+    reply naming the person holds, as the whole field does; no task states it."""
+    shown = "commit 3558\nAuthor: Ann Lee <ann@example.com>\nDate: 2024-03-03\n\n    Add config\n\n"
+    shown += "--- /dev/null\n+++ b/config.ini\n@@ -0,0 +1,2 @@\n+[defaults]\n+city = Lisbon\n"
+    call = ExploredCall(index=0, session=0, tool="git_show", arguments={"revision": "3558"}, text=shown)
+    tasks = [t for seed in range(16) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    people = [t for t in tasks if holds_answer(t.answer if isinstance(t.answer, str) else "", "Ann Lee")]
+    assert people, [(t.task, t.answer) for t in tasks]
+    for t in people:
+        assert t.answer == "Ann Lee" and not holds_answer(t.task, t.answer)
+        assert holds_answer(t.reference[-1].result, t.answer)
+        assert holds_answer("The author is Ann Lee.", t.answer)
+
+
 def test_a_repositorys_diffs_ground_tasks_about_the_files_and_lines_they_change(tmp_path):
     """`git diff`'s own output of a real repository: every task asks for a changed file or a line it
     changes, its answer is what the diff states for the file the task is about, and no task states its answer."""
