@@ -54,9 +54,9 @@ def small_attention(query, key, value, mask, scaling: float, is_causal: bool):
 
 def spans_attention(query, key, value, spans: torch.Tensor, scaling: float):
     """Attention over packed rows, span by span, for [B, H, Q, D] queries and [B, KV, K, D] keys/values
-    (Q = K). `spans` is [N, 4] long, each (row, shared, start, end): the queries at start..end-1 of `row`
-    see the row's keys 0..shared-1 and, causally, their own span. A position no span covers (padding)
-    gets zeros. Returns [B, Q, H, D]."""
+    (Q = K). `spans` is [N, 4] long, a row's in order, each (row, shared, start, end): the queries at
+    start..end-1 of `row` see the row's keys 0..shared-1 and, causally, their own span. A position no
+    span covers (padding) gets zeros. Returns [B, Q, H, D]."""
     b, h, q, d = query.shape
     pieces: list[list[tuple[int, torch.Tensor]]] = [[] for _ in range(b)]
     for r, shared, start, end in spans.tolist():
@@ -65,9 +65,8 @@ def spans_attention(query, key, value, spans: torch.Tensor, scaling: float):
         if shared:
             ks = torch.cat([key[r : r + 1, :, :shared], ks], dim=2)
             vs = torch.cat([value[r : r + 1, :, :shared], vs], dim=2)
-            n = end - start
-            mask = torch.ones(n, shared + n, dtype=torch.bool, device=query.device)
-            mask[:, shared:] = torch.ones(n, n, dtype=torch.bool, device=query.device).tril()
+            # every shared key, then its own keys causally: query i sees keys 0..shared+i
+            mask = torch.ones(end - start, shared + end - start, dtype=torch.bool, device=query.device).tril(shared)
         out = torch.nn.functional.scaled_dot_product_attention(
             qs, ks, vs, attn_mask=mask, is_causal=mask is None, scale=scaling, enable_gqa=h != key.shape[1]
         )
@@ -75,7 +74,7 @@ def spans_attention(query, key, value, spans: torch.Tensor, scaling: float):
     rows = []
     for row in pieces:
         parts, at = [], 0
-        for start, out in sorted(row, key=lambda x: x[0]):
+        for start, out in row:  # (collate lists a row's spans in order)
             parts.append(out)
             at = start + out.shape[2]
         if at < q:
