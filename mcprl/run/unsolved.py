@@ -9,7 +9,9 @@ registered strategies:
                   (mcprl.run.references.reference_exchange), the retry taking the group's place
                   when some rollout of it solves the task
     reference     add the task's reference chain, written as the policy should have written it
-                  (mcprl.run.references.reference_trajectory), to the group as its one success
+                  (mcprl.run.references.reference_trajectory), to the group as its one success;
+                  the rollouts are still ranked against each other alone
+                  (mcprl.train.loss.split_advantages)
 
 `unsolved` names one, or is `module:attribute`, a user's `Strategy`: `strategy(spec)` resolves
 either, a bad one a one-line UserError naming the registered ones.

@@ -14,7 +14,7 @@ class TrainConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    learning_rate: float = Field(default=3e-4, gt=0, description="AdamW learning rate of the LoRA weights")
+    learning_rate: float = Field(default=1e-3, gt=0, description="AdamW learning rate of the LoRA weights")
     # Advantage = reward - group mean, divided by the group std unless scale_rewards is False.
     scale_rewards: bool = Field(default=True, description="divide advantages by the group's reward std")
     # What a step optimises (mcprl.train.loss.LOSSES): "grpo", GRPO's group-relative advantages and the

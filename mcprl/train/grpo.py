@@ -22,7 +22,7 @@ from mcprl.serving.logits import output_head
 from mcprl.train import packing
 from mcprl.train.config import LoraSettings, TrainConfig
 from mcprl.train.logprobs import token_logprobs
-from mcprl.train.loss import LossInputs, Objective, objective
+from mcprl.train.loss import LossInputs, Objective, objective, split_advantages
 from mcprl.train.sequences import Sequence, trajectory_sequences, written_generations
 from mcprl.types import TrajectoryGroup
 
@@ -104,7 +104,9 @@ class GRPOTrainer:
                 for t in g.valid
             ]
             valid = [t for t in valid if t.generations]
-            adv = advantages([t.reward for t in valid], config)
+            adv = split_advantages(
+                advantages, [t.reward for t in valid], [t.written_from is not None for t in valid], config
+            )
             if isinstance(adv, str):
                 counts[f"groups_skipped_{adv}"] = counts.get(f"groups_skipped_{adv}", 0.0) + 1
                 continue

@@ -110,6 +110,28 @@ def successes(rewards: list[float], config: TrainConfig) -> list[float | None] |
     return adv if any(a is not None for a in adv) else "no_success"
 
 
+def split_advantages(
+    advantages: Advantages, rewards: list[float], written: list[bool], config: TrainConfig
+) -> list[float | None] | str:
+    """Each trajectory's advantage in its group, where `written[i]` says the run wrote trajectory i
+    (a reference chain added to a group none of whose rollouts solved its task) rather than
+    sampled it. A written trajectory is no sample of the policy, so it is no part of the baseline
+    the policy's rollouts are measured against: they get `advantages` over their own rewards (the
+    rollout that called the tool that found the answer still ranks above the one that did not,
+    instead of every rollout being pushed down alike below the reference's success), and a written
+    one its advantage in the whole group. Without written trajectories, or with nothing else, it
+    is `advantages` over the group; the rollouts' own rewards all equal leave them out of the step."""
+    whole = advantages(rewards, config)
+    sampled = [i for i, w in enumerate(written) if not w]
+    if isinstance(whole, str) or len(sampled) in (0, len(rewards)):
+        return whole
+    own = advantages([rewards[i] for i in sampled], config)
+    out = list(whole)
+    for i, a in zip(sampled, [None] * len(sampled) if isinstance(own, str) else own):
+        out[i] = a
+    return out
+
+
 @dataclass(frozen=True)
 class Objective:
     """What a step optimises: each trajectory's advantage from its group, and the token loss."""

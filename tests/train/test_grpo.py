@@ -540,6 +540,29 @@ def _split(traj: Trajectory) -> Trajectory:
     return traj.model_copy(update={"generations": [first, second]})
 
 
+def test_a_written_reference_is_no_part_of_the_rollouts_baseline(trainer):
+    """A group none of whose rollouts solved its task, with the reference chain the run wrote added
+    (`unsolved = "reference"`): the rollouts are ranked against each other alone, so the one shaping
+    credited most (the call that found the answer) is reinforced, not pushed down below the
+    reference with the rest; the reference keeps its advantage in the whole group. Where the
+    rollouts' rewards are all equal they are left out, and the reference alone trains."""
+    cfg = TrainConfig()
+    ranked, flat = _groups(trainer, rewards=((0.1, 0.06, 0.0, 1.0), (0.0, 0.0, 0.0, 1.0)))
+    for g in (ranked, flat):
+        g.trajectories[-1] = g.trajectories[-1].model_copy(update={"written_from": 0})
+    (ranked_seqs, flat_seqs), counts = trainer.build_sequences([ranked, flat], cfg)
+    rollouts = [s.advantage for s in ranked_seqs[:3]]
+    assert rollouts == pytest.approx(group_advantages([0.1, 0.06, 0.0]))
+    assert rollouts[0] > 0 and sum(rollouts) == pytest.approx(0.0, abs=1e-9)
+    assert ranked_seqs[3].advantage == pytest.approx(group_advantages([0.1, 0.06, 0.0, 1.0])[3])
+    assert [s.advantage for s in flat_seqs] == pytest.approx([group_advantages([0.0, 0.0, 0.0, 1.0])[3]])
+    assert counts["trajectories"] == 5 and counts["groups_trained"] == 2
+    # with no written trajectory, the same rewards are one group's, as GRPO has them
+    plain = ranked.model_copy(update={"trajectories": [*ranked.trajectories[:3], _groups(trainer)[0].trajectories[0]]})
+    (plain_seqs,), _ = trainer.build_sequences([plain], cfg)
+    assert [s.advantage for s in plain_seqs] == pytest.approx(group_advantages([0.1, 0.06, 0.0, 1.0]))
+
+
 def test_sequence_normalisation_weighs_every_trajectory_alike(trainer):
     """With "sequence" normalisation a trajectory's tokens weigh 1 / (its loss tokens x trajectories),
     however many sequences it was split into: split in two, it gets the same total weight (1/3 of 3)."""
