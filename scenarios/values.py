@@ -32,9 +32,11 @@ view by `mcprl.scenarios.value_sources`):
 
 Each leaf picks an arm by Thompson sampling over Beta(prior + successes, prior + failures) of the
 calls that drew from it, counted per parameter name across tools (every tool's `repo_path` learns from
-the first that answered), and prefers a value this tool has not been sent yet. A parameter that is the
-server's context (`Knowledge.fixed`: the one value in plain view that worked, where others failed) is
-sent that value alone. A call that answered
+the first that answered; a result's fields are one source, drawn by what all its fields met, then a field of it by
+what that field met), and prefers a value this tool has not been sent yet. A parameter that is the server's context
+(`Knowledge.fixed`: the one value in plain view that worked, where others failed) is sent that value alone; one whose
+schema's values alone answered, where others failed (`Knowledge.closed`), is sent those alone; an optional one whose
+every arm was dropped is left out. A call that answered
 credits its arms; one that failed blames the parameters its error names (by name, or by the value
 sent), else all of them, and what the error quotes becomes their `error` candidates; a value two tools refused
 alike is not sent on. An optional parameter is given a value now and then (more often while its tool says the
@@ -516,6 +518,8 @@ class Knowledge:
         arms = self._arms(
             name, schema, session, rng, described=renew, around=self.descriptions.get(tool, ""), tool=tool
         )
+        if self.closed(name):  # it takes what its schema gives ("local", "remote", "all"), nothing from elsewhere
+            arms = {a: c for a, c in arms.items() if a in SCHEMA_GIVEN or a == "worked"} or arms
         if name in self.handles:  # a handle takes what was issued as one (a result's `session_id`), nothing else
             arms = {a: c for a, c in arms.items() if issued_as(a, name)} or arms
         # a value of the parameter's name that this session's latest write gave another tool, or a result since, is
@@ -562,8 +566,12 @@ class Knowledge:
         numeric = bool({"integer", "number"} & set(kinds_of(schema)))
         # an arm whose values keep failing for this parameter is dropped (a repository path the command line
         # fixes: every made-up one fails), so a tool whose every parameter has one live value runs out of calls
-        # rather than spending them on values bound to fail; the best one stays where all have failed
+        # rather than spending them on values bound to fail; the best one stays where all have failed, but for an
+        # optional parameter, which is left out then: leaving it out always answers (a branch listing's `contains`
+        # sent words of results, "malformed object name ...", one call after another)
         live = {a: c for a, c in arms.items() if not self.dead(name, a, numeric)}
+        if not live and optional:
+            return None
         if not live:
             best = max(arms, key=lambda a: self.mean(name, a, numeric))
             live = {best: arms[best]}
@@ -578,13 +586,40 @@ class Knowledge:
 
         arms = {a: c for a, c in live.items() if any(sendable(v, p) for v, p in c)} or live
 
-        def sample(arm: str) -> float:
-            a, b = self.prior(arm, name, numeric, [v for v, _ in arms[arm]], str(schema.get("description") or ""))
-            won, lost = self.stats[name, arm]
-            untried = any(repr(v) not in tried for v, _ in arms[arm])
-            return rng.betavariate(a + won, b + lost) * (0.3 if (renew or path in fresh) and not untried else 1.0)
+        described = str(schema.get("description") or "")
 
-        arm = max(sorted(arms), key=sample)
+        def chance(arm: str) -> float:  # (its prior's and its calls' chance of answering)
+            a, b = self.prior(arm, name, numeric, [v for v, _ in arms[arm]], described)
+            won, lost = self.stats[name, arm]
+            return (a + won) / (a + b + won + lost)
+
+        def fresh_in(members: list[str]) -> bool:
+            return any(repr(v) not in tried for m in members for v, _ in arms[m])
+
+        # a source, then, of a source of many arms (a result's fields), one of them: a result is one source however
+        # many fields it gives, drawn (from its likeliest field's prior) by what all its fields met here: twenty
+        # fields are no twenty fresh chances where those tried kept failing (a branch type sent an author, a message,
+        # a hash, a date); of its fields, the likeliest with a value not sent yet (an id's form before a name, a date
+        # or a note), a tie drawn
+        families: dict[str, list[str]] = defaultdict(list)
+        for a in sorted(arms):
+            families[a.partition(".")[0]].append(a)
+        met: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+        for (other, a), (won, lost) in self.stats.items():
+            if other == name:
+                met[a.partition(".")[0]][0] += won
+                met[a.partition(".")[0]][1] += lost
+
+        def sample(family: str) -> float:
+            members = families[family]
+            a, b = self.prior(best := max(members, key=chance), name, numeric, [v for v, _ in arms[best]], described)
+            won, lost = met[family]
+            return rng.betavariate(a + won, b + lost) * (
+                0.3 if (renew or path in fresh) and not fresh_in(members) else 1.0
+            )
+
+        family = max(sorted(families), key=sample)
+        arm = max(families[family], key=lambda a: (fresh_in([a]), chance(a), rng.random()))
         options = [(v, p) for v, p in arms[arm] if sendable(v, p)] or arms[arm]
         untried = [(v, p) for v, p in options if repr(v) not in tried]
         # a value this session's results gave first: the calls link into a chain that replays in one session; of
@@ -814,6 +849,13 @@ class Knowledge:
             and repr(worked[0]) not in self.refused[name]
             and self.failed_new[name] >= FIXED_AFTER
         )
+
+    def closed(self, name: str) -> bool:
+        """Whether parameter `name` takes only the values its schema gives (its description's "'local', 'remote' or
+        'all'"): every arm a value that answered came from is the schema's own, and FIXED_AFTER values from
+        elsewhere failed on it."""
+        won = {arm for (other, arm), (w, _) in self.stats.items() if other == name and w > 0} - {"worked"}
+        return bool(won) and won <= SCHEMA_GIVEN and self.failed_new[name] >= FIXED_AFTER
 
     def kin(self, name: str) -> set[str]:
         """The other parameters whose bad values drew an error worded as one of `name`'s did (`error_shape`)."""

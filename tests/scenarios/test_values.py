@@ -168,6 +168,67 @@ def test_sources_that_keep_failing_a_parameter_are_dropped_and_a_tool_with_one_l
     assert (noun_of("git_status"), noun_of("search_emails"), noun_of("get_address")) == ("status", "email", "address")
 
 
+def test_a_parameter_that_takes_only_the_values_its_description_lists_is_sent_no_other_once_they_answered():
+    """mcp-server-git's `git_branch`: its `branch_type` takes 'local', 'remote' or 'all' (its description says so),
+    and exploring sent it an author, a message, a hash, a date, a file's name, words of a description (20 of 26
+    calls failed, "Invalid branch type: ..."), each result field an arm of its own, fresh however many had failed;
+    then its optional `contains` words of results, every one refused ("malformed object name ..."). Once the values
+    the description gives answered and values from elsewhere kept failing, it is sent those alone; a result's
+    fields are one source, no fresh chance each where the fields before them failed; and an optional parameter
+    every source kept failing is left out."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge, SeenValue
+
+    listed = ("local", "remote", "all")
+    description = "Whether to list local branches ('local'), remote branches ('remote') or all branches ('all')."
+    schema = {
+        "type": "object",
+        "properties": {
+            "branch_type": {"type": "string", "description": description},
+            "contains": {"type": "string", "description": "The commit sha that branch should contain."},
+        },
+        "required": ["branch_type"],
+    }
+    fields = ["Author", "Commit", "Message", "Date", "file", "status", "line", "name", "title", "path"]
+    for seed in range(6):
+        knowledge = Knowledge([])
+        knowledge.seen = [
+            SeenValue(value=f"{f} {i} of a log", field=f, call=i, session=9) for i, f in enumerate(fields)
+        ]
+        knowledge.seen += [
+            SeenValue(value=f"{f.lower()}{i}", field=f"{f}2", call=20 + i, session=9) for i, f in enumerate(fields)
+        ]
+        rng = random.Random(seed)
+        sent = []
+        for i in range(60):
+            if (drawn := knowledge.arguments("branches", schema, 0, rng)) is None:
+                break
+            args, leaves = drawn
+            sent.append(args)
+            value = args["branch_type"]
+            wrong = f"malformed object name {args['contains']}" if "contains" in args else None
+            text = f"Invalid branch type: {value}" if value not in listed else wrong or "* main"
+            knowledge.learn(
+                "branches",
+                args,
+                leaves,
+                index=100 + i,
+                session=0,
+                text=text,
+                is_error=text != "* main",
+                error_kind=None,
+                values=[],
+            )
+        assert set(listed) <= {args["branch_type"] for args in sent}, sent
+        assert sum(args["branch_type"] not in listed for args in sent) <= 4, sent  # (before: 14 to 18)
+        assert sum("contains" in args for args in sent) <= 6, sent  # (before: 8 to 11 more)
+        assert knowledge.closed("branch_type")
+        for _ in range(20):  # whatever is drawn now is one of the listed values, with no `contains`
+            if (drawn := knowledge.arguments("branches", schema, 1, rng)) is not None:
+                assert drawn[0]["branch_type"] in listed and "contains" not in drawn[0], drawn[0]
+
+
 def test_a_parameter_whose_bad_values_draw_anothers_error_is_sent_the_values_that_worked_there():
     """`git_show`'s `revision` is refused as `git_diff`'s `target` is ("Ref 'X' did not resolve to an
     object"): the two take one kind of value, so a commit hash that `target` took is sent to `revision`.
@@ -683,7 +744,10 @@ def test_where_each_session_is_a_fresh_server_no_session_is_sent_what_anothers_w
             if drawn is None:
                 break
             sent.add(drawn[0]["workspace_id"])
-            knowledge.made.add(json.dumps(["workspace_size", drawn[0]], sort_keys=True))
+            knowledge.learn(
+                "workspace_size", *drawn, index=10 + len(sent), session=1, text="3 files", is_error=False,
+                error_kind=None, values=[],
+            )  # fmt: skip
         assert ("ws-101" in sent) is not fresh and "md" in sent, (fresh, sent)
 
 
@@ -1011,6 +1075,8 @@ def test_a_parameter_taking_a_statement_is_sent_statements_not_the_words_results
         "properties": {"sql": {"type": "string", "description": "The SQL to run"}, "query": {"type": "string"}},
         "required": ["sql", "query"],
     }
+    # (a result's field named as the parameter, drawn first of the result's fields, was sent: `last_query`'s)
+    knowledge.tried["execute_sql", "query"].add(repr("SELECT 1"))
     sent: dict[str, set] = {"sql": set(), "query": set()}
     for seed in range(60):
         args, _ = knowledge.arguments("execute_sql", schema, session=0, rng=random.Random(seed))
