@@ -515,6 +515,7 @@ class Knowledge:
         if self.fixed(name):  # the server's context: the one value it takes, whatever else varies
             return Drawn(path=path, name=name, arm="context", value=coerce(self.worked[name][0], schema))
         renew = tool in self.writers and written(name)
+        description = str(schema.get("description") or "")
         arms = self._arms(
             name, schema, session, rng, described=renew, around=self.descriptions.get(tool, ""), tool=tool
         )
@@ -550,8 +551,7 @@ class Knowledge:
             arms = {
                 a: kept
                 for a, c in arms.items()
-                if a.partition(".")[0] in allowed
-                and (not a.startswith("result") or named_result(a, name, str(schema.get("description") or "")))
+                if a.partition(".")[0] in allowed and (not a.startswith("result") or named_result(a, name, description))
                 if (kept := [(v, p) for v, p in c if repr(v) != default])
             }
         elif default is not None:
@@ -586,11 +586,11 @@ class Knowledge:
 
         arms = {a: c for a, c in live.items() if any(sendable(v, p) for v, p in c)} or live
 
-        described = str(schema.get("description") or "")
+        def prior(arm: str) -> tuple[float, float]:
+            return self.prior(arm, name, numeric, [v for v, _ in arms[arm]], description)
 
         def chance(arm: str) -> float:  # (its prior's and its calls' chance of answering)
-            a, b = self.prior(arm, name, numeric, [v for v, _ in arms[arm]], described)
-            won, lost = self.stats[name, arm]
+            (a, b), (won, lost) = prior(arm), self.stats[name, arm]
             return (a + won) / (a + b + won + lost)
 
         def fresh_in(members: list[str]) -> bool:
@@ -607,13 +607,13 @@ class Knowledge:
         met: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
         for (other, a), (won, lost) in self.stats.items():
             if other == name:
-                met[a.partition(".")[0]][0] += won
-                met[a.partition(".")[0]][1] += lost
+                family_met = met[a.partition(".")[0]]
+                family_met[0] += won
+                family_met[1] += lost
 
         def sample(family: str) -> float:
             members = families[family]
-            a, b = self.prior(best := max(members, key=chance), name, numeric, [v for v, _ in arms[best]], described)
-            won, lost = met[family]
+            (a, b), (won, lost) = prior(max(members, key=chance)), met[family]
             return rng.betavariate(a + won, b + lost) * (
                 0.3 if (renew or path in fresh) and not fresh_in(members) else 1.0
             )
