@@ -1,5 +1,7 @@
 """The CPU inference engine: one base model, any number of LoRA adapters served as `NAME@STEP`,
-and a dynamic batcher that folds concurrent requests into one sampling call per adapter."""
+and a continuous batcher: requests for one adapter share a decoding batch, which a request
+joins at the next token and leaves when its rows end, with prompts' prefixes cached across
+requests (`mcprl.serving.sampler`)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ import threading
 import time
 import traceback
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +23,7 @@ from mcprl.model import weights
 from mcprl.model.chat_format import parse_tool_calls
 from mcprl.serving.prompts import TurnCache, render_prompt
 from mcprl.serving.protocol import ChatRequest, ServeLimits
-from mcprl.serving.sampler import Sampled, SampleRequest, sample
+from mcprl.serving.sampler import Batch, PrefixCache, Sampled, SampleRequest
 from mcprl.serving.structured import COMPILE_TIMEOUT_S, Constraint, Grammars, SchemaError, json_depth
 
 
@@ -75,6 +79,7 @@ class Engine:
         self.max_model_len = max_model_len or getattr(self.model.config, "max_position_embeddings", 8192)
         self.limits = limits or ServeLimits()
         self.turns = TurnCache()
+        self.prefixes = PrefixCache()  # prompts' prefilled prefixes, per adapter (guarded by _lock)
         self.adapters: dict[str, Path] = {}
         self._lock = threading.RLock()  # guards the model: sampling and adapter loads
         self._queue: list[_Pending] = []
@@ -106,6 +111,7 @@ class Engine:
         if not (path / "adapter_config.json").exists():
             raise UserError(f"{path}: not a PEFT adapter directory (no adapter_config.json)")
         with self._lock:
+            self.prefixes.forget(name)
             if isinstance(self.model, PeftModel):
                 if name in self.model.peft_config:
                     self.model.delete_adapter(name)
@@ -117,6 +123,7 @@ class Engine:
 
     def unload_adapter(self, name: str) -> None:
         with self._lock:
+            self.prefixes.forget(name)
             if name in self.adapters:
                 del self.adapters[name]
                 if len(self.model.peft_config) > 1:
@@ -253,31 +260,15 @@ class Engine:
         self._queue.clear()
 
     async def run_batcher(self) -> None:
-        """Loop forever: gather what is queued (waiting `batch_window_s` for stragglers) and sample it."""
+        """Loop forever: gather what is queued (waiting `batch_window_s` for stragglers) and sample it,
+        along with what arrives for the same adapter while it samples."""
         while True:
             if not self._queue:
                 self._wakeup = anyio.Event()
                 await self._wakeup.wait()
             await anyio.sleep(self.batch_window_s)
             if self._queue:
-                await self._serve(self._take_batch())
-
-    async def _serve(self, batch: list[_Pending]) -> None:
-        """Sample `batch`; if that fails, each request alone, so that a request's own bad value
-        fails that request only, never its batch-mates."""
-        try:
-            results = await anyio.to_thread.run_sync(self._sample_batch, batch, sum(p.request.n for p in batch))
-        except Exception as e:  # never leave a caller waiting
-            if len(batch) > 1:
-                for p in batch:
-                    await self._serve([p])
-                return
-            batch[0].error = e
-        else:
-            for p, res in zip(batch, results):
-                p.result = res
-        for p in batch:
-            p.done.set()
+                await anyio.to_thread.run_sync(self._run_batch, self._take_batch())
 
     def _take_batch(self) -> list[_Pending]:
         """The next batch: queued requests for the first one's adapter, up to `max_batch_rows` rows
@@ -300,7 +291,20 @@ class Engine:
         self._queue[:] = rest
         return batch
 
-    def _sample_batch(self, batch: list[_Pending], n_rows: int) -> list[list[Sampled]]:
+    def _take_joiners(self, adapter: str | None, rows: int, width: int, budget: int) -> list[_Pending]:
+        """Queued requests that join a running batch for `adapter` (`rows` rows, a KV cache `width`
+        wide, `budget` tokens left at most): in arrival order while each is for the same adapter (a
+        request for another one waits at the head, and the batch takes no more, so that it ends and
+        that one is served) and the batch stays within `max_batch_rows` and `max_batch_tokens`."""
+        joined = []
+        while self._queue and (p := self._queue[0]).adapter == adapter:
+            rows, width, budget = rows + p.request.n, max(width, len(p.prompt_ids)), max(budget, p.max_new_tokens)
+            if rows > self.max_batch_rows or rows * (width + budget) > self.limits.max_batch_tokens:
+                break
+            joined.append(self._queue.pop(0))
+        return joined
+
+    def _sample_requests(self, batch: list[_Pending]) -> list[SampleRequest]:
         rows = []
         for p in batch:
             r = p.request
@@ -320,24 +324,98 @@ class Engine:
                         cancelled=p.cancelled,
                     )
                 )
-        with self._lock:
-            model = self.model
-            if isinstance(model, PeftModel):
-                if batch[0].adapter is None:
-                    with model.disable_adapter():
-                        out = sample(model, rows, pad_id=self.pad_id, eos_ids=self.eos_ids, decode=self._decode)
-                else:
-                    model.set_adapter(batch[0].adapter)
-                    out = sample(model, rows, pad_id=self.pad_id, eos_ids=self.eos_ids, decode=self._decode)
-            else:
-                out = sample(model, rows, pad_id=self.pad_id, eos_ids=self.eos_ids, decode=self._decode)
-        self.metrics["batches"] += 1
-        self.metrics["rows"] += n_rows
-        grouped, i = [], 0
-        for p in batch:
-            grouped.append(out[i : i + p.request.n])
-            i += p.request.n
-        return grouped
+        return rows
+
+    @contextmanager
+    def _serving(self, adapter: str | None) -> Iterator[Any]:
+        """The model with `adapter` active (None: the base model, adapters off)."""
+        model = self.model
+        if isinstance(model, PeftModel):
+            if adapter is None:
+                with model.disable_adapter():
+                    yield model
+                return
+            model.set_adapter(adapter)
+        yield model
+
+    def _run_batch(self, first: list[_Pending], join: bool = True) -> None:
+        """Sample `first`, on a worker thread, and every request for its adapter that arrives while it
+        does: an arriving request joins the batch at the next token (continuous batching: a rollout's
+        next turn, sent while other rollouts' turns are still sampling, need not wait for all of them),
+        and each request is answered as soon as its own rows end. A request whose rows cannot be
+        sampled (a seed torch rejects) fails alone; a failure while decoding fails the requests then in
+        the batch, each then sampled again alone, so that it is the failing one's own."""
+        adapter = first[0].adapter
+        retry: list[_Pending] = []
+        rows_of: dict[int, tuple[_Pending, int]] = {}  # a row's id -> its request and its index in it
+        results: dict[_Pending, list[Sampled | None]] = {}
+
+        def answer(p: _Pending) -> None:
+            p.result = results.pop(p, None)
+            anyio.from_thread.run_sync(p.done.set)
+
+        def admit(batch: Batch, pendings: list[_Pending]) -> None:
+            try:
+                ids = batch.add(self._sample_requests(pendings))
+            except Exception as e:
+                if len(pendings) > 1:
+                    for p in pendings:
+                        admit(batch, [p])
+                    return
+                pendings[0].error = e
+                answer(pendings[0])
+                return
+            it = iter(ids)
+            for p in pendings:
+                results[p] = [None] * p.request.n
+                for k in range(p.request.n):
+                    rows_of[next(it)] = (p, k)
+            self.metrics["rows"] += len(ids)
+
+        try:
+            with self._lock, self._serving(adapter) as model:
+                batch = Batch(
+                    model,
+                    pad_id=self.pad_id,
+                    eos_ids=self.eos_ids,
+                    decode=self._decode,
+                    prefixes=self.prefixes,
+                    prefix_key=adapter,
+                )
+                admit(batch, first)
+                while batch.rows:
+                    # The queue is read here but taken on the event loop's thread, the one that changes it.
+                    if join and self._queue:
+                        joiners = anyio.from_thread.run_sync(
+                            self._take_joiners, adapter, len(batch.rows), batch.width, batch.budget_left
+                        )
+                        if joiners:
+                            admit(batch, joiners)
+                    try:
+                        ended = batch.step()
+                    except Exception as e:
+                        batch.close()
+                        if len(results) == 1:
+                            (p,) = results
+                            p.error = e
+                            answer(p)
+                        else:
+                            retry = list(results)
+                        break
+                    for row_id, sampled in ended:
+                        p, k = rows_of.pop(row_id)
+                        results[p][k] = sampled
+                        if all(s is not None for s in results[p]):
+                            answer(p)
+                self.metrics["batches"] += 1
+        except Exception as e:  # a fault of the engine's own: still, no caller is left waiting
+            for p in {*first, *results}:
+                if not p.done.is_set():
+                    p.error = e
+                    anyio.from_thread.run_sync(p.done.set)
+            return
+        for p in retry:
+            self._run_batch([p], join=False)
 
     def _decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)

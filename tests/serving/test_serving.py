@@ -332,6 +332,133 @@ def test_a_finished_row_leaves_the_batch_and_the_others_sample_as_alone(engine):
         assert got.logprobs == pytest.approx(alone.logprobs, abs=1e-4)
 
 
+def test_rows_that_join_a_running_batch_sample_what_they_would_alone(engine):
+    """Continuous batching: rows added between two tokens (one with a prompt longer than the running
+    rows' cache, one shorter) draw what they would alone, and so do the rows already sampling; once
+    the wide rows have left, the cache keeps no column only they saw."""
+    from mcprl.serving.sampler import Batch, SampleRequest, sample
+
+    first = [SampleRequest([100, 101, 102], 6, seed=0), SampleRequest([100, 103], 4, temperature=0.0)]
+    wide = SampleRequest(list(range(104, 113)), 5, top_p=0.9, seed=2)
+    narrow = SampleRequest([113], 12, temperature=0.7, seed=3)
+    kw = dict(pad_id=engine.pad_id, eos_ids=set())
+    batch = Batch(engine.model, **kw)
+    got: dict[int, object] = {}
+    ids = batch.add(first)
+    for _ in range(2):
+        got.update(batch.step())
+    ids += batch.add([wide])  # 9 prompt tokens beside a cache of 5 columns
+    got.update(batch.step())
+    ids += batch.add([narrow])
+    drawn = 0
+    while batch.rows:
+        if batch.ids == [ids[-1]]:  # the narrow row alone: its own columns only
+            assert batch.width == len(narrow.prompt_ids) + drawn
+        got.update(batch.step())
+        drawn += 1
+    assert drawn == narrow.max_new_tokens
+    for row, i in zip([*first, wide, narrow], ids, strict=True):
+        (alone,) = sample(engine.model, [row], **kw)
+        assert got[i].token_ids == alone.token_ids and got[i].finish_reason == alone.finish_reason == "length"
+        assert got[i].logprobs == pytest.approx(alone.logprobs, abs=1e-4)
+
+
+def test_a_prompt_that_starts_with_a_cached_prefix_prefills_only_the_rest_and_samples_what_it_would_alone(engine):
+    """A rollout's next turn starts with its last turn's prompt: only what follows it is prefilled, and the
+    turn samples what it would with nothing cached. A model's entries go when its weights change, and
+    the least recently used past the cache's bytes."""
+    from mcprl.serving.sampler import PrefixCache, SampleRequest, sample
+
+    kw = dict(pad_id=engine.pad_id, eos_ids=set())
+    prefixes = PrefixCache()
+    first = SampleRequest(list(range(100, 140)), 5, seed=0)
+    (turn,) = sample(engine.model, [first], prefixes=prefixes, **kw)
+    follow = SampleRequest(first.prompt_ids + turn.token_ids + [150, 151, 152], 6, seed=1)
+    fed: list[int] = []
+
+    def record(_module, _args, kwargs):
+        fed.append(kwargs["input_ids"].shape[1])
+
+    hook = engine.model.get_decoder().register_forward_pre_hook(record, with_kwargs=True)
+    try:
+        (cached,) = sample(engine.model, [follow], prefixes=prefixes, **kw)
+    finally:
+        hook.remove()
+    (alone,) = sample(engine.model, [follow], **kw)
+    assert cached.token_ids == alone.token_ids
+    assert cached.logprobs == pytest.approx(alone.logprobs, abs=1e-4)
+    # 39 tokens were cached (the first prompt but its last): 8 more, then the prompt's last token
+    assert fed[:2] == [len(follow.prompt_ids) - 1 - 39, 1]
+    assert prefixes.longest(None, follow.prompt_ids)[0] == len(follow.prompt_ids) - 1
+    assert prefixes.longest("pol@1", follow.prompt_ids)[0] == 0  # another model's cache is not this one's
+    prefixes.forget(None)
+    assert prefixes.longest(None, follow.prompt_ids)[0] == 0
+    import torch
+
+    small = PrefixCache(max_bytes=12 * 1024)
+    kv = [(torch.zeros(1, 1, 16, 64), torch.zeros(1, 1, 16, 64))]  # 8 KiB an entry (float32)
+    one, two = list(range(16)), list(range(1, 17))
+    small.put(None, one, kv)
+    small.put(None, two, kv)
+    assert small.longest(None, one)[0] == 0 and small.longest(None, two)[0] == 16
+
+
+def test_a_request_sent_while_a_batch_samples_joins_it_and_is_answered_when_its_own_rows_end(engine):
+    """A rollout's next turn, sent while other rollouts' turns are sampling, joins their batch at the next
+    token and is answered as soon as its own tokens are drawn, before the long request it joined ends."""
+    import threading
+
+    from mcprl.serving.protocol import ChatRequest
+
+    solo = Engine(engine.base_name, model=engine.model, tokenizer=engine.tokenizer, served_name="tiny")
+    long = ChatRequest(model="tiny", messages=MSGS, max_tokens=200, temperature=0, return_token_ids=True)
+    short = ChatRequest(model="tiny", messages=MSGS[1:], max_tokens=3, temperature=0, return_token_ids=True)
+    sampling = threading.Event()
+    forwards = 0
+
+    def count(_module, _args, kwargs):
+        nonlocal forwards
+        forwards += 1
+        if forwards == 5:
+            sampling.set()
+
+    answered: list[str] = []
+    bodies: dict[str, dict] = {}
+
+    async def main():
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(solo.run_batcher)
+
+            async def ask(name, req):
+                bodies[name] = await solo.chat(req)
+                answered.append(name)
+
+            async with anyio.create_task_group() as asks:
+                asks.start_soon(ask, "long", long)
+                await anyio.to_thread.run_sync(sampling.wait)
+                asks.start_soon(ask, "short", short)
+            tg.cancel_scope.cancel()
+
+    hook = solo.model.get_decoder().register_forward_pre_hook(count, with_kwargs=True)
+    try:
+        anyio.run(main)
+    finally:
+        hook.remove()
+    eos = solo.eos_ids
+    assert len(bodies["long"]["choices"][0]["token_ids"]) == 200 or bodies["long"]["choices"][0]["token_ids"][-1] in eos
+    assert answered == ["short", "long"] and solo.metrics["batches"] == 1 and solo.metrics["rows"] == 2
+    alone = Engine(engine.base_name, model=engine.model, tokenizer=engine.tokenizer, served_name="tiny")
+
+    async def by_itself():
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(alone.run_batcher)
+            bodies["alone"] = await alone.chat(short)
+            tg.cancel_scope.cancel()
+
+    anyio.run(by_itself)
+    assert bodies["short"]["choices"][0]["token_ids"] == bodies["alone"]["choices"][0]["token_ids"]
+
+
 def test_sampled_logprobs_are_under_the_distribution_drawn_from(engine):
     """Each token's recorded logprob is log softmax(logits / T) of the sampled token, minus the log
     of the top-p set's mass when top_p < 1 (vLLM's processed_logprobs), for rows of one batch with
