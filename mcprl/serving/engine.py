@@ -384,8 +384,9 @@ class Engine:
                 )
                 admit(batch, first)
                 while batch.rows:
-                    # The queue is read here but taken on the event loop's thread, the one that changes it.
-                    if join and self._queue:
+                    # The queue is read here but taken on the event loop's thread, the one that changes it
+                    # (its head for another adapter: nothing joins, and the batch runs to its end).
+                    if join and (head := self._queue[:1]) and head[0].adapter == adapter:
                         joiners = anyio.from_thread.run_sync(
                             self._take_joiners, adapter, len(batch.rows), batch.width, batch.budget_left
                         )

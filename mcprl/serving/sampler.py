@@ -113,7 +113,7 @@ class PrefixCache:
 
     def put(self, key: str | None, tokens: list[int], layers: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
         """Keep the KV cache of `tokens` (each layer's [1, heads, len(tokens), dim] keys and values)."""
-        size = sum(k.nbytes + v.nbytes for k, v in layers)
+        size = _nbytes(layers)
         if size > self.max_bytes:
             return
         entry = (key, tuple(tokens))
@@ -124,11 +124,15 @@ class PrefixCache:
         self._bytes += size
         while self._bytes > self.max_bytes:
             _, dropped = self._entries.popitem(last=False)
-            self._bytes -= sum(k.nbytes + v.nbytes for k, v in dropped)
+            self._bytes -= _nbytes(dropped)
 
     def forget(self, key: str | None) -> None:
         for entry in [e for e in self._entries if e[0] == key]:
-            self._bytes -= sum(k.nbytes + v.nbytes for k, v in self._entries.pop(entry))
+            self._bytes -= _nbytes(self._entries.pop(entry))
+
+
+def _nbytes(layers: list[tuple[torch.Tensor, torch.Tensor]]) -> int:
+    return sum(k.nbytes + v.nbytes for k, v in layers)
 
 
 def _common_prefix(a: tuple[int, ...] | list[int], b: list[int]) -> int:
