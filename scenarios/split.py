@@ -36,7 +36,10 @@ def split_for_run(
     shuffle of the distinct tasks with about round(n * val_fraction) scenarios (at least 1) held
     out; then val capped at `val_size`. A task text is held out whole, once: its copies (task
     generators repeat tasks) never land on both sides, where held-out success would count tasks
-    the policy trained on."""
+    the policy trained on. Nor is a tool's last task held out (the tools a task names, and those
+    of its reference chain): a tool no training task uses is one the policy never learns to call,
+    and val would measure that, not how it does on tasks like those it trained on (one task of
+    `git_branch` among 46 grounded ones went to val, and no training task asked about branches)."""
     if any(s.split for s in scenarios):
         train = [s for s in scenarios if s.split != "val"]
         val = [s for s in scenarios if s.split == "val"]
@@ -45,12 +48,18 @@ def split_for_run(
         first = {s.task: s for s in reversed(scenarios)}
         tasks = list(copies)
         random.Random(f"{seed}/split").shuffle(tasks)
+        uses = {task: set(first[task].tools) | {c.tool for c in first[task].reference} for task in tasks}
+        trained = Counter(tool for task in tasks for tool in uses[task])  # the tasks of each tool left to train
         n_val, held, val = max(1, round(len(scenarios) * val_fraction)), 0, []
         for task in tasks:
             if held >= n_val:
                 break
+            if any(trained[tool] == 1 for tool in uses[task]):
+                continue
+            trained.subtract(uses[task])
             val.append(first[task])
             held += copies[task]
+        val = val or [first[tasks[0]]]  # each task its tool's last: one is held out all the same
         held_out = {v.task for v in val}
         train = [s for s in scenarios if s.task not in held_out]
     if val_size is not None:

@@ -1,3 +1,5 @@
+from collections import Counter
+
 import pytest
 
 from mcprl.errors import UserError
@@ -85,3 +87,25 @@ def test_a_run_holds_out_a_repeated_task_whole_and_once():
         assert len(val) >= 1 and len(train) >= 1
     with pytest.raises(UserError, match="distinct"):
         split_for_run([Scenario(id=f"s{i}", task="same") for i in range(5)], 0.25, None, 0)
+
+
+def test_a_run_never_holds_out_the_last_task_of_a_tool():
+    """Every tool some task uses keeps a training task (by the tools a task names or its reference chain calls), and
+    val still gets its share from the tools with tasks to spare."""
+    from mcprl.scenarios.split import split_for_run
+    from mcprl.types import ReferenceCall
+
+    scenarios = [Scenario(id=f"log{i}", task=f"log task {i}", tools=["log"]) for i in range(20)]
+    scenarios += [Scenario(id="branch", task="which branch?", reference=[ReferenceCall(tool="branch")])]
+    scenarios += [Scenario(id=f"show{i}", task=f"show task {i}", tools=["show", "log"]) for i in range(2)]
+    held = Counter()
+    for seed in range(40):
+        train, val = split_for_run(scenarios, 0.25, None, seed)
+        trained = {t for s in train for t in {*s.tools, *(c.tool for c in s.reference)}}
+        assert trained == {"log", "branch", "show"}
+        assert len(val) == 6 and not {s.task for s in train} & {s.task for s in val}
+        held.update(s.id for s in val)
+    assert "branch" not in held and held["show0"] + held["show1"] > 0  # one of two may go, never both
+    # every task its tool's only one: one is held out all the same, as before
+    alone = [Scenario(id=f"t{i}", task=f"task {i}", tools=[f"tool{i}"]) for i in range(3)]
+    assert len(split_for_run(alone, 0.25, None, 0)[1]) == 1
