@@ -71,7 +71,7 @@ def flag_type(annotation: Any) -> type | None:
     origin = typing.get_origin(annotation)
     if annotation in SCALARS:
         return annotation
-    if origin is Literal and all(isinstance(a, str) for a in args):
+    if words(annotation):
         return str
     if origin in (typing.Union, types.UnionType) and len(args) == 1:
         return flag_type(args[0])
@@ -82,6 +82,18 @@ def flag_type(annotation: Any) -> type | None:
     if origin is dict and args == [str, str]:
         return list[str]
     return None
+
+
+def words(annotation: Any) -> list[str]:
+    """The words a setting takes, where it takes words: a Literal's, and `on` and `off` beside them where it also
+    takes a bool (`gradient_checkpointing`: on, off or auto; pydantic reads `on` and `off` as the bool)."""
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is Literal:
+        return list(args) if all(isinstance(a, str) for a in args) else []
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and bool in args:
+        said = [words(a) for a in args if a is not bool]
+        return ["on", "off", *(w for ws in said for w in ws)] if said and all(said) else []
+    return []
 
 
 def flag_names(place: str) -> tuple[str, ...]:
@@ -98,8 +110,8 @@ def flag_name(place: str) -> str:
 def flag_help(field: FieldInfo, kind: type, show_default: bool = True) -> str:
     """The field's description, its choices, 'repeatable' for a list, and its default in brackets."""
     text = field.description or ""
-    if typing.get_origin(field.annotation) is Literal:
-        text += f" ({'|'.join(typing.get_args(field.annotation))})"
+    if choices := words(field.annotation):
+        text += f" ({'|'.join(choices)})"
     if typing.get_origin(kind) is list:
         text += "; repeatable"
     default = field.get_default(call_default_factory=True)

@@ -1,4 +1,4 @@
-"""Giving freed memory back to the operating system.
+"""Giving freed memory back to the operating system, and how much there is to take.
 
 glibc's allocator keeps the memory of freed tensors in its heaps for reuse, and training leaves
 those heaps fragmented: after a forward+backward of a micro-batch, gigabytes can sit free but
@@ -15,6 +15,10 @@ import ctypes.util
 import resource
 import sys
 from functools import cache
+from pathlib import Path
+
+import psutil
+import torch
 
 
 @cache
@@ -36,3 +40,19 @@ def release() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+def free_bytes(device: torch.device) -> int:
+    """Memory a process may still take on `device`: the GPU's free memory, else the machine's available memory,
+    or less where a cgroup (v2: a container's limit) allows this process less."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    free = psutil.virtual_memory().available
+    group = Path("/sys/fs/cgroup")
+    try:
+        limit = (group / "memory.max").read_text().strip()
+        if limit != "max":
+            free = min(free, int(limit) - int((group / "memory.current").read_text()))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 limit readable here
+    return free

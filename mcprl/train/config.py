@@ -59,8 +59,12 @@ class TrainConfig(BaseModel):
         default=None, ge=64, description="padded tokens per micro-batch; default: the trainer's own"
     )
     logprob_chunk: int = Field(default=64, ge=16, description="positions per logprob chunk")
-    gradient_checkpointing: bool = Field(
-        default=True, description="recompute activations in the backward pass to save memory"
+    # Off, a micro-batch keeps every layer's activations for the backward pass: about 0.8 MB a token on
+    # SmolLM2-135M, a fifth faster a step (docs/benchmarks.md); auto keeps them where they fit with room to spare.
+    gradient_checkpointing: bool | Literal["auto"] = Field(
+        default="auto",
+        description="recompute activations in the backward pass to save memory; auto: where a micro-batch's "
+        "would take more than a quarter of the free memory",
     )
     # The asynchronous pipeline (mcprl.run.pipeline.Pipeline): rollouts for the next K steps run while a
     # step trains, and the server keeps the adapters of the last K+1 steps for them. A group sampled

@@ -2,7 +2,8 @@
 
 Each group's shared prompt runs once (see `packing`). Memory stays bounded as groups and lengths
 grow: rows are packed into micro-batches of at most `micro_batch_tokens` padded tokens with
-gradient accumulation, the decoder runs with gradient checkpointing, and log-probabilities come
+gradient accumulation, the decoder runs with gradient checkpointing where the activations would not fit
+with room to spare (`checkpointing`), and log-probabilities come
 from the LM head only at the sampled (loss-carrying) positions, `logprob_chunk` positions at a
 time in forward and backward (see `logprobs`), so the [tokens x vocab] logits never exist at once.
 """
@@ -25,6 +26,10 @@ from mcprl.train.logprobs import token_logprobs
 from mcprl.train.loss import LossInputs, Objective, objective, split_advantages
 from mcprl.train.sequences import Sequence, trajectory_sequences, written_generations
 from mcprl.types import TrajectoryGroup
+
+# Bytes a micro-batch keeps for the backward pass, a token, a layer and a unit of width (hidden + MLP), with gradient
+# checkpointing off: measured on SmolLM2-135M, bfloat16 base and float32 LoRA on the CPU (docs/benchmarks.md)
+ACTIVATION_BYTES = 14
 
 
 class GRPOTrainer:
@@ -53,7 +58,22 @@ class GRPOTrainer:
         # Refuse, at load, a model whose forward processes its logits in a way the trainer does not reproduce.
         output_head(self.model.get_base_model())
         self.optimizer: torch.optim.Optimizer | None = None
+        self._auto_checkpointing: bool | None = None  # "auto"'s choice, made at the first step
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+    def checkpointing(self, config: TrainConfig) -> bool:
+        """Whether a step recomputes activations in its backward pass: as set, or with "auto" where a micro-batch's
+        activations kept whole would take more than a quarter of the memory free at the first step (chosen once:
+        every step of a trainer alike). A small model on a large machine trains a fifth faster without it."""
+        if config.gradient_checkpointing != "auto":
+            return config.gradient_checkpointing
+        if self._auto_checkpointing is None:
+            c = self.model.get_base_model().config.get_text_config()
+            width = c.hidden_size + (getattr(c, "intermediate_size", None) or 4 * c.hidden_size)
+            tokens = config.micro_batch_tokens or self.default_micro_batch_tokens
+            kept = ACTIVATION_BYTES * tokens * c.num_hidden_layers * width
+            self._auto_checkpointing = kept > memory.free_bytes(next(self.model.parameters()).device) / 4
+        return self._auto_checkpointing
 
     def _lora_compute_dtype(self) -> torch.dtype | None:
         """With a bfloat16/float16 base, the dtype the float32 LoRA weights compute in (autocast; their
@@ -155,7 +175,7 @@ class GRPOTrainer:
         total_tokens = sum(s.n_loss_tokens for s in seqs)
         model = self.model
         model.train()
-        if config.gradient_checkpointing:
+        if self.checkpointing(config):
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         opt = self._optimizer(config)
         opt.zero_grad(set_to_none=True)

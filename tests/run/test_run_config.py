@@ -102,7 +102,7 @@ TRAIN = {
     "weight_decay": 0.01,
     "micro_batch_tokens": 512,
     "logprob_chunk": 32,
-    "gradient_checkpointing": False,
+    "gradient_checkpointing": "off",  # on, off or auto: a word, as the flag takes it
     "max_off_policy_steps": 2,
 }
 

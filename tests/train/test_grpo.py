@@ -248,6 +248,31 @@ def test_step_updates_lora_and_counts_skipped_groups(trainer):
     assert any(not torch.equal(before[k], after[k]) for k in before)
 
 
+def test_auto_checkpointing_recomputes_activations_only_where_they_would_crowd_the_free_memory(
+    trainer, tiny_model_dir, monkeypatch
+):
+    """ "auto" keeps a micro-batch's activations where they take at most a quarter of the memory free at the first
+    step, and checkpoints where they would take more; on and off are as set."""
+    from mcprl.model import memory, weights
+    from mcprl.train.grpo import ACTIVATION_BYTES
+
+    c = trainer.model.get_base_model().config
+    kept = ACTIVATION_BYTES * 256 * c.num_hidden_layers * (c.hidden_size + c.intermediate_size)
+    auto = TrainConfig(learning_rate=1e-3, micro_batch_tokens=256)
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 4 * kept)
+    assert trainer.step(_groups(trainer), auto)["trained"] == 1 and not trainer.model.is_gradient_checkpointing
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 4 * kept - 1)
+    assert not trainer.checkpointing(auto)  # chosen once, at the first step
+    assert trainer.checkpointing(auto.model_copy(update={"gradient_checkpointing": True}))
+    tight = GRPOTrainer(
+        weights.load_model(str(tiny_model_dir), dtype="float32"),
+        weights.load_tokenizer(str(tiny_model_dir)),
+        LoraSettings(rank=4, alpha=8),
+    )
+    assert tight.step(_groups(tight), auto)["trained"] == 1 and tight.model.is_gradient_checkpointing
+    assert not tight.checkpointing(auto.model_copy(update={"gradient_checkpointing": False}))
+
+
 def test_nothing_trainable_is_reported_not_silent(trainer):
     m = trainer.step(_groups(trainer, rewards=((1.0, 1.0),)), TrainConfig())
     assert m["trained"] == 0 and m["groups_skipped_zero_variance"] == 1
