@@ -158,6 +158,7 @@ def grounded_scenario(
     given: list[str] | None = None,
     check: Check | None = None,
     prepare: list[ExploredCall] | None = None,
+    place: str | None = None,
 ) -> Scenario:
     chain = needed(task, chain)
     return Scenario(
@@ -182,6 +183,8 @@ def grounded_scenario(
             **({"field": field} if field else {}),
             # the values it states, which a rephrasing keeps (none: a question said by what its result holds)
             **({"given": given} if given is not None else {}),
+            # the place in a dated listing that picks its record out ("latest commit"), as much what it asks as a value
+            **({"place": place} if place else {}),
             # how many records the result that holds the answer has: one to read, or a line of a listing to find
             "records": len(result_records(chain[-1].data, chain[-1].structured)) if read_back is None else 1,
         },

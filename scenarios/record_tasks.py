@@ -137,7 +137,13 @@ def field_tasks(
                 del places[len(records) - 1]
         elif any(ISO_DATE.search(str(v)) for _, v in records[0]):
             places = {0: "first one listed"}
-    for at in rng.sample(range(len(records)), min(2, len(records))):
+    # the latest line of a listing in time order is always one of those asked of, by its place: what people ask of a
+    # log or an inbox most is its newest entry ("Who made the latest commit?")
+    latest = next((at for at, said in places.items() if said.startswith(LATEST)), None)
+    ats = rng.sample(range(len(records)), min(2, len(records)))
+    if latest is not None and latest not in ats:
+        ats[-1] = latest
+    for at in ats:
         record, place = records[at], places.get(at)
         # a key the record holds more than once (lines that were not read as a listing) names no one value
         twice = {k for k, n in Counter(k for k, _ in record).items() if n > 1}
@@ -181,6 +187,7 @@ def field_tasks(
         # values with a digit first (an amount, a code, a count): what a person asks a record for
         picked = sorted(rng.sample(labelled, len(labelled)), key=lambda kv: not re.search(r"\d", str(kv[1])))
         for field, value in picked[:FIELDS_PER_RESULT]:
+            at_place = None  # the place that picks the record out, where one does ("latest commit")
             # a name that picks the record out: of it alone, and given by at most one of the writes that made the
             # state it is read from (two tasks created "Weekly report" are not told apart by it)
             label = next(
@@ -226,7 +233,7 @@ def field_tasks(
                 given = [label]
             elif after and listing:
                 continue
-            elif place is not None and rng.random() < 0.5:
+            elif place is not None and (at == latest or rng.random() < 0.5):
                 # the first or last line of a listing in time order (its lines dated), by its place: a log's latest
                 # entry, as people ask "Who made the latest commit?"; not a table's first row, whose place means
                 # nothing. Said alone only of the first line of a call that states nothing: a listing cut short
@@ -234,6 +241,7 @@ def field_tasks(
                 given = [value_text(v) for v in args.values() if not shaped(v)]
                 alone = kind is not None and not given and at == 0
                 task = _worded(saying.asks_record(asked, f"of the {place}", alone), given, asked)
+                at_place = place
             elif (
                 listing
                 and saying is not None
@@ -281,7 +289,14 @@ def field_tasks(
                 continue
             out.append(
                 grounded_scenario(
-                    task, answer, chain, "field", field=normalize_text(field), given=given, prepare=prepare
+                    task,
+                    answer,
+                    chain,
+                    "field",
+                    field=normalize_text(field),
+                    given=given,
+                    prepare=prepare,
+                    place=at_place,
                 )
             )
     return out

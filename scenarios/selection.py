@@ -81,8 +81,8 @@ def meaning(
     task: Scenario, optional: Mapping[str, set[str]], idle: Mapping[tuple[str, str], set[str]]
 ) -> tuple[Any, ...]:
     """What a task asks, whatever its wording or the chain that grounded it: the field it asks for (else
-    the tool its chain ends with), its answer (where the server answers anew each time, where it is read) and the
-    values it states, but those of `optional`
+    the tool its chain ends with), its answer (where the server answers anew each time, where it is read), the
+    place in a listing that picks its record out, and the values it states, but those of `optional`
     parameters (tool -> names) and `idle` ones (`idle_parameters`): a filter that left the answer where it
     was, or a value that changed no answer, does not make another question."""
     given = stated_values(task)
@@ -99,6 +99,7 @@ def meaning(
         answer_key(task.answer) if live is None else f"live {live.field}",  # a roll's sum, whichever it was once
         task.read_back is not None,
         tuple(sorted(g for g in map(normalize_text, map(str, given)) if g not in filters)),
+        task.metadata.get("place"),  # (the author of the latest commit and of the earliest: two questions)
     )
 
 

@@ -177,6 +177,31 @@ def test_a_dated_listing_asks_for_its_latest_and_earliest_lines_by_their_dates()
         assert not any(lines[i][0] in t.task for t in tasks for i in range(4)), [t.task for t in tasks]
 
 
+def test_a_dated_listing_always_asks_of_its_latest_line_and_each_place_is_a_question_of_its_own():
+    """Every seed's candidates of a listing in time order ask of its latest line by its place (what people ask of a
+    log most); the same field of its latest and its earliest line, one person, are two questions, both kept."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+    from mcprl.scenarios.selection import select
+
+    people = ["Ann Lee", "Bob Stone", "Carla Diaz", "Ann Lee"]
+    text = "\n\n".join(
+        f"Commit: {'abcdef'[i] * 40}\nAuthor: {people[i]}\nDate: 2024-03-0{i + 1} 10:00:00+00:00\nMessage: Change {i}"
+        for i in (3, 2, 1, 0)
+    )
+    call = ExploredCall(index=0, session=0, tool="git_log", arguments={}, text=text)
+    every = []
+    for seed in range(12):
+        tasks = candidates(Exploration(calls=[call]), {}, seed=seed)
+        assert any("latest" in t.task for t in tasks), [t.task for t in tasks]
+        every += tasks
+    authors = [t for t in every if "latest" in t.task and t.answer == "Ann Lee"]
+    authors += [t for t in every if "earliest" in t.task and t.answer == "Ann Lee"][:1]
+    assert {p for t in authors for p in ("latest", "earliest") if p in t.task} == {"latest", "earliest"}
+    kept, _ = select(authors, 10, seed=0)
+    assert {p for t in kept for p in ("latest", "earliest") if p in t.task} == {"latest", "earliest"}
+
+
 def test_a_text_of_lines_is_asked_for_by_its_labelled_values_not_its_one_number():
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration, ExploredCall
@@ -438,7 +463,9 @@ def test_a_json_listing_cut_by_max_result_chars_is_its_whole_records_and_its_las
     assert tasks
     for t in tasks:
         assert "earliest" not in t.task and "oldest" not in t.task, t.task
-        named = [c for c in commits if all(g in map(str, c.values()) for g in t.metadata.get("given", []))]
+        # a record picked out by its place in the listing: the latest commit, the first line
+        listed = commits[:1] if t.metadata.get("place") else commits
+        named = [c for c in listed if all(g in map(str, c.values()) for g in t.metadata.get("given", []))]
         assert named and all(t.answer in c.values() for c in named), (t.task, t.answer)
 
 
