@@ -5,14 +5,55 @@ run adds to a group no rollout solved (`unsolved = "reference"`)."""
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 from typing import Literal
 
+from mcprl.checks import holds_answer
 from mcprl.errors import clip
+from mcprl.judges.verify import checker_for
+from mcprl.scenarios.results import flatten
 from mcprl.train.sequences import rendered_turn
 from mcprl.types import Message, Scenario, ToolSchema, Trajectory, TrajectoryGroup
 
 RESULT_CHARS = 600  # of a reference's last result, given as the answer of a task whose answer is not known
+QUOTE_CHARS = 160  # the longest piece of a result a written answer quotes (`evidence_lines`)
+CELL = re.compile(r"\s*[|\t;]\s*|,\s+")  # what parts a line of a record: `SKU-1 | hammer | price: $9.50`
+
+
+def evidence_pieces(result: str, cells: bool = False) -> list[str]:
+    """The pieces of a result an answer can quote, as the result writes them: each `"key": value` of a
+    JSON result (its scalars, `flatten`), else each line, stripped, or with `cells` each part of a line."""
+    try:
+        data = json.loads(result)
+    except ValueError:
+        data = None
+    if not isinstance(data, (dict, list)):
+        lines = [line.strip() for line in result.splitlines()]
+        return [cell for line in lines for cell in CELL.split(line)] if cells else lines
+    pieces = []
+    for key, value in flatten(data):
+        key_text, value_text = json.dumps(key), json.dumps(value, ensure_ascii=False)
+        found = re.search(rf"{re.escape(key_text)}\s*:\s*{re.escape(value_text)}", result)
+        pieces.append(found.group(0) if found else f"{key_text}: {value_text}")
+    return pieces
+
+
+def evidence_lines(result: str, values: list, cells: bool = False) -> list[str]:
+    """What of `result` a written answer quotes before it states `values`: for each value, the first
+    piece of the result that holds it (`evidence_pieces`: `Author: Ann Lee`, `"price": 79.66`), at most
+    QUOTE_CHARS long and more than the value alone. Copying such a piece is what a small policy can
+    learn: its label follows from the task's words and the value from the label, where a bare `The
+    answer is ...` asks it to pick the value out of the result at once (docs/benchmarks.md, "Answers
+    that quote their line"). Nothing for a value no piece holds (an answer spread over lines)."""
+    pieces = evidence_pieces(result, cells)
+    quoted: list[str] = []
+    for value in values:
+        piece = next((p for p in pieces if holds_answer(p, value)), "")
+        if piece and len(piece) <= QUOTE_CHARS and piece != str(value).strip() and piece not in quoted:
+            quoted.append(piece)
+    return quoted
 
 
 def reference_exchange(scenario: Scenario) -> list[Message]:
@@ -36,10 +77,34 @@ def reference_exchange(scenario: Scenario) -> list[Message]:
     ]
 
 
+def passing(s: Scenario, chain: list[Message], reply: str, fallback: str) -> str:
+    """`reply`, where `s`'s own check scores it, after `chain`, at least as it scores `fallback`
+    (a quoted line may bring numbers or words a check refuses, as a recited record); else `fallback`.
+    A check that cannot say here (one that raises, or awaits) keeps `fallback`."""
+    if s.check is None:
+        return reply
+
+    def score(text: str) -> float:
+        t = Trajectory(messages=[{"role": "user", "content": s.task}, *chain, {"role": "assistant", "content": text}])
+        try:  # any checker a user's scenario names: what it raises is its own
+            got = checker_for(s)(s, t)
+        except Exception:
+            return -1.0
+        if inspect.isawaitable(got):
+            if inspect.iscoroutine(got):
+                got.close()
+            return -1.0
+        return float(got)
+
+    mine = score(reply)
+    return reply if mine > 0 and mine >= score(fallback) else fallback
+
+
 def reference_messages(s: Scenario, finish: Literal["text", "tool"] = "text") -> tuple[list[Message], str]:
     """A grounded task's reference chain as the turns after its task: each reference call and its
-    recorded result, then the answer (`The answer is ...`, or complete_task's; a task whose answer is
-    not known, a synthesized one's, gives what its last call found), and that answer."""
+    recorded result, then the answer (the lines of the last result that hold it, `evidence_lines`, and
+    `The answer is ...`; or complete_task's; a task whose answer is not known, a synthesized one's,
+    gives what its last call found), and that answer."""
     messages: list[Message] = []
     for k, call in enumerate(s.reference):
         call_id = f"call_reference_{k}"
@@ -78,6 +143,12 @@ def reference_messages(s: Scenario, finish: Literal["text", "tool"] = "text") ->
         )
     else:
         answer = f"The answer is {answer}."
+        if known is not None:  # the whole line where the task's check takes it, else the part that holds the answer
+            last = s.reference[-1].result
+            for quoted in (evidence_lines(last, values), evidence_lines(last, values, cells=True)):
+                if quoted and (reply := passing(s, messages, "\n".join([*quoted, answer]), answer)) != answer:
+                    answer = reply
+                    break
         messages.append({"role": "assistant", "content": answer})
     return messages, answer
 

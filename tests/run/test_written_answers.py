@@ -1,0 +1,64 @@
+"""A written reference chain's answer (mcprl.run.references.reference_messages) quotes the piece of its
+last result that holds the answer, as the result writes it, before stating it, where the task's own
+check passes that reply; else it states the answer alone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcprl.judges import VerifyJudge
+from mcprl.run.references import reference_messages
+from mcprl.types import Scenario, Trajectory, TrajectoryGroup
+
+pytestmark = [pytest.mark.unit, pytest.mark.anyio]
+
+LOG = "Commit: 'a632078'\nAuthor: Ann Lee <ann@example.com>\nDate: 2024-03-07\nMessage: Bump version\n"
+RECORDS = (
+    "SKU-8310 | chisel | tools | stock: 105 | price: $157.15\nSKU-6462 | level | tools | stock: 12 | price: $53.63"
+)
+ITEM = json.dumps(
+    {"item": {"sku": "SKU-6462", "name": "steel level", "stock": 12, "price": 53.63}}, separators=(",", ":")
+)
+
+CASES = [
+    # (result, answer, check, the pieces quoted before "The answer is ...")
+    (LOG, "Ann Lee", {"kind": "holds"}, ["Author: Ann Lee <ann@example.com>"]),
+    (RECORDS, 53.63, {"kind": "holds"}, ["SKU-6462 | level | tools | stock: 12 | price: $53.63"]),
+    # a check that refuses a recited record takes the part of the line that holds the answer
+    (RECORDS, 53.63, {"kind": "holds", "max_words": 8}, ["price: $53.63"]),
+    # JSON: the "key": value the result holds, written as the result writes it
+    (ITEM, 53.63, {"kind": "holds"}, ['"price":53.63']),
+    # a value alone on its line: nothing to quote; an exact check: the answer alone
+    ("main\nfeature/alerts", "main", {"kind": "holds"}, []),
+    (LOG, "Ann Lee", {"kind": "exact", "value": "The answer is Ann Lee."}, []),
+]
+
+
+@pytest.mark.parametrize(("result", "answer", "check", "quoted"), CASES)
+async def test_a_written_answer_quotes_what_holds_it_where_its_check_passes_the_reply(result, answer, check, quoted):
+    s = Scenario(task="Which?", answer=answer, check=check, reference=[{"tool": "look", "result": result}])
+    chain, reply = reference_messages(s)
+    *lines, last = reply.split("\n")
+    assert lines == quoted and last == f"The answer is {answer}."
+    assert all(piece in result for piece in lines)
+    judged = await VerifyJudge().score_group(
+        TrajectoryGroup(scenario=s, trajectories=[Trajectory(messages=[{"role": "user", "content": s.task}, *chain])])
+    )
+    assert chain[-1]["content"] == reply and judged.trajectories[0].reward == 1.0
+
+
+def test_an_answer_the_result_spreads_over_lines_or_a_task_of_no_known_answer_quotes_nothing():
+    spread = Scenario(
+        task="Which?", answer="Ann Lee", check={"kind": "holds"}, reference=[{"tool": "t", "result": "Ann\nLee"}]
+    )
+    assert reference_messages(spread)[1] == "The answer is Ann Lee."
+    unknown = Scenario(task="List them.", reference=[{"tool": "t", "result": "Author: Ann Lee"}])
+    assert reference_messages(unknown)[1] == "The answer is Author: Ann Lee."
+    # complete_task's answer is the value alone
+    tool_finish = reference_messages(
+        Scenario(task="Who?", answer="Ann Lee", check={"kind": "holds"}, reference=[{"tool": "t", "result": LOG}]),
+        "tool",
+    )
+    assert json.loads(tool_finish[0][-1]["tool_calls"][0]["function"]["arguments"]) == {"answer": "Ann Lee"}
