@@ -83,11 +83,15 @@ def passing(s: Scenario, chain: list[Message], reply: str, fallback: str) -> str
     A check that cannot say here (one that raises, or awaits) keeps `fallback`."""
     if s.check is None:
         return reply
+    try:  # any checker a user's scenario names: what it raises is its own
+        checker = checker_for(s)
+    except Exception:
+        return fallback
 
     def score(text: str) -> float:
         t = Trajectory(messages=[{"role": "user", "content": s.task}, *chain, {"role": "assistant", "content": text}])
-        try:  # any checker a user's scenario names: what it raises is its own
-            got = checker_for(s)(s, t)
+        try:
+            got = checker(s, t)
         except Exception:
             return -1.0
         if inspect.isawaitable(got):
