@@ -18,7 +18,7 @@ from mcprl.train.sequences import rendered_turn
 from mcprl.types import Message, Scenario, ToolSchema, Trajectory, TrajectoryGroup
 
 RESULT_CHARS = 600  # of a reference's last result, given as the answer of a task whose answer is not known
-QUOTE_CHARS = 160  # the longest piece of a result a written answer quotes (`evidence_lines`)
+QUOTE_CHARS = 160  # the longest piece of a result a written answer quotes (`quotes`)
 CELL = re.compile(r"\s*[|\t;]\s*|,\s+")  # what parts a line of a record: `SKU-1 | hammer | price: $9.50`
 
 
@@ -40,7 +40,7 @@ def evidence_pieces(result: str, cells: bool = False) -> list[str]:
     return pieces
 
 
-def evidence_lines(result: str, values: list, cells: bool = False) -> list[str]:
+def quotes(result: str, values: list, cells: bool = False) -> list[str]:
     """What of `result` a written answer quotes before it states `values`: for each value, the first
     piece of the result that holds it (`evidence_pieces`: `Author: Ann Lee`, `"price": 79.66`), at most
     QUOTE_CHARS long and more than the value alone. Copying such a piece is what a small policy can
@@ -77,16 +77,16 @@ def reference_exchange(scenario: Scenario) -> list[Message]:
     ]
 
 
-def passing(s: Scenario, chain: list[Message], reply: str, fallback: str) -> str:
-    """`reply`, where `s`'s own check scores it, after `chain`, at least as it scores `fallback`
-    (a quoted line may bring numbers or words a check refuses, as a recited record); else `fallback`.
-    A check that cannot say here (one that raises, or awaits) keeps `fallback`."""
+def better(s: Scenario, chain: list[Message], reply: str, than: str) -> bool:
+    """Whether `s`'s own check, after `chain`, passes `reply` and scores it at least as it scores `than`
+    (a quoted line may bring numbers or words a check refuses, as a recited record); with no check, yes.
+    A check that cannot say here (one that raises, or awaits) says no."""
     if s.check is None:
-        return reply
+        return True
     try:  # any checker a user's scenario names: what it raises is its own
         checker = checker_for(s)
     except Exception:
-        return fallback
+        return False
 
     def score(text: str) -> float:
         t = Trajectory(messages=[{"role": "user", "content": s.task}, *chain, {"role": "assistant", "content": text}])
@@ -101,12 +101,12 @@ def passing(s: Scenario, chain: list[Message], reply: str, fallback: str) -> str
         return float(got)
 
     mine = score(reply)
-    return reply if mine > 0 and mine >= score(fallback) else fallback
+    return mine > 0 and mine >= score(than)
 
 
 def reference_messages(s: Scenario, finish: Literal["text", "tool"] = "text") -> tuple[list[Message], str]:
     """A grounded task's reference chain as the turns after its task: each reference call and its
-    recorded result, then the answer (the lines of the last result that hold it, `evidence_lines`, and
+    recorded result, then the answer (the pieces of the last result that hold it, `quotes`, and
     `The answer is ...`; or complete_task's; a task whose answer is not known, a synthesized one's,
     gives what its last call found), and that answer."""
     messages: list[Message] = []
@@ -149,10 +149,8 @@ def reference_messages(s: Scenario, finish: Literal["text", "tool"] = "text") ->
         answer = f"The answer is {answer}."
         if known is not None:  # the whole line where the task's check takes it, else the part that holds the answer
             last = s.reference[-1].result
-            for quoted in (evidence_lines(last, values), evidence_lines(last, values, cells=True)):
-                if quoted and (reply := passing(s, messages, "\n".join([*quoted, answer]), answer)) != answer:
-                    answer = reply
-                    break
+            quoting = ("\n".join([*q, answer]) for cells in (False, True) if (q := quotes(last, values, cells)))
+            answer = next((reply for reply in quoting if better(s, messages, reply, answer)), answer)
         messages.append({"role": "assistant", "content": answer})
     return messages, answer
 
