@@ -382,6 +382,9 @@ class Engine:
                     prefixes=self.prefixes,
                     prefix_key=adapter,
                 )
+                # Counted as it starts, before any of its requests is answered: a caller reading the count
+                # after its answer finds the batch that gave it.
+                self.metrics["batches"] += 1
                 admit(batch, first)
                 while batch.rows:
                     # The queue is read here but taken on the event loop's thread, the one that changes it
@@ -408,7 +411,6 @@ class Engine:
                         results[p][k] = sampled
                         if all(s is not None for s in results[p]):
                             answer(p)
-                self.metrics["batches"] += 1
         except Exception as e:  # a fault of the engine's own: still, no caller is left waiting
             for p in {*first, *results}:
                 if not p.done.is_set():
