@@ -16,9 +16,19 @@ def first_problem(error: ValidationError, whole: str = "") -> str:
     """A pydantic error as one line, `field.path: message`, from its first problem (the rest
     usually follow from it); `whole` names the value when the problem is at its root. A
     request body's `body` prefix is dropped, so an HTTP client sees its own field names."""
-    first = error.errors()[0]
-    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or whole
-    message = first["msg"].removeprefix("Value error, ")  # a validator's own ValueError says it all
+    errors = error.errors()
+    first = errors[0]
+    loc = first.get("loc", ())
+    # a value none of a union's kinds takes: pydantic says why for each kind, under the field's path and the kind's
+    # name ("gradient_checkpointing.bool", "gradient_checkpointing.literal['auto']"), each a problem of another type;
+    # said as one, of the field
+    kinds = [e for e in errors if e.get("loc", ())[:-1] == loc[:-1] and e.get("input") == first.get("input")]
+    if len(loc) > 1 and len({e["type"] for e in kinds}) == len(kinds) > 1:
+        loc, said = loc[:-1], "; or ".join(e["msg"] for e in kinds)
+    else:
+        said = first["msg"]
+    where = ".".join(str(p) for p in loc if p != "body") or whole
+    message = said.removeprefix("Value error, ")  # a validator's own ValueError says it all
     return f"{where}: {message}" if where else message
 
 

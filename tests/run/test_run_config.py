@@ -235,6 +235,12 @@ def test_flags_override_the_file_and_a_bad_value_names_the_setting(parse, tmp_pa
     assert (
         code == 2 and err.strip() == "error: bad setting rollout.max_turns: Input should be greater than or equal to 1"
     )
+    # a setting of two kinds (on, off or "auto"): named as the setting, with what each kind takes
+    code, _, err = run_cli(monkeypatch, capsys, "train", "--gradient-checkpointing", "maybe")
+    assert code == 2 and err.strip() == (
+        "error: bad setting train.gradient_checkpointing: Input should be a valid boolean, unable to interpret input; "
+        "or Input should be 'auto'"
+    )
 
 
 def test_every_setting_has_a_flag_named_after_it():
