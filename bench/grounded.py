@@ -8,8 +8,9 @@ hand-written help off (no example, no partial credit: success means solved).
 
 The run's step 0 (the base weights) and its last checkpoint are evaluated with the run's own
 prompt and demonstration, on the same held-out tasks (generated with a seed the run never used),
-so the difference is the training. Prints before/after success with 95% intervals and the
-delta in points, and writes the result JSON (`--out`). Target (issue 26): +15 points.
+so the difference is the training. Prints before/after success with 95% intervals, the
+delta in points and each question's successes before and after, and writes the result JSON
+(`--out`). Target (issue 26): +15 points.
 """
 
 from __future__ import annotations
@@ -26,6 +27,17 @@ import anyio
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL_SEED = 9001  # the held-out tasks' seed: no run trains on it
+
+
+def questions(before: dict, after: dict) -> dict[str, list[str]]:
+    """Each held-out question's successes before and after, over its episodes ("1/3"), by its wording."""
+    tally: dict[str, list[list[int]]] = {}
+    for k, result in enumerate((before, after)):
+        for s in result["per_scenario"]:
+            counts = tally.setdefault(s["task"], [[0, 0], [0, 0]])[k]
+            counts[0] += s["successes"]
+            counts[1] += s["verified"]
+    return {task: [f"{won}/{of}" for won, of in pair] for task, pair in tally.items()}
 
 
 def main() -> None:
@@ -112,6 +124,7 @@ def main() -> None:
         "before": {k: before[k] for k in ("success_rate", "success_ci", "tool_call_rate", "trajectories")},
         "after": {k: after[k] for k in ("success_rate", "success_ci", "tool_call_rate", "trajectories")},
         "delta_points": delta,
+        "questions": questions(before, after),
         "target_points": 15,
         "met": delta >= 15,
         "own_val": [{"step": r["step"], "success_rate": r.get("success_rate")} for r in rows if r["kind"] == "eval"],
@@ -137,6 +150,8 @@ def main() -> None:
         f"({delta:+.1f} points; target +15: {'met' if result['met'] else 'NOT met'}) after {last} steps, "
         f"{wall / 60:.1f} min wall"
     )
+    for task, (was, now) in result["questions"].items():
+        print(f"  {was} -> {now}  {task}")
     print(f"result: {out}")
 
 

@@ -22,7 +22,7 @@ from mcprl.model.trainable import Model
 from mcprl.rollout import agents
 from mcprl.rollout.gather import gather_trajectory_groups
 from mcprl.run.config import load_config
-from mcprl.run.metrics import rollout_metrics, wilson_interval
+from mcprl.run.metrics import rollout_metrics, scenario_outcomes, wilson_interval
 from mcprl.serving.engine import Engine
 from mcprl.serving.local import LocalEndpoint
 from mcprl.tools import ToolPool
@@ -155,6 +155,7 @@ async def evaluate(
                 "model": served,
                 "scenarios": len(scenarios),
                 **rollout_metrics(groups, cfg.train.success_threshold),
+                "per_scenario": scenario_outcomes(groups, cfg.train.success_threshold),
             }
             if toolset is not None:
                 result["usage"] = usage_report(

@@ -89,6 +89,25 @@ def rollout_metrics(groups: list[TrajectoryGroup], success_threshold: float = SU
     return out
 
 
+def scenario_outcomes(groups: list[TrajectoryGroup], success_threshold: float = SUCCESS_THRESHOLD) -> list[dict]:
+    """Each scenario's own outcome, in the groups' order: its id and task, its verified episodes and how many of them
+    succeeded (as `rollout_metrics` counts them), and its mean reward: which questions a model gets right."""
+    out = []
+    for g in groups:
+        valid = [t for t in g.valid if t.written_from is None]
+        verified = [t.metrics["verify"] for t in valid if "verify" in t.metrics]
+        out.append(
+            {
+                "id": g.scenario.id if g.scenario else None,
+                "task": g.scenario.task if g.scenario else None,
+                "verified": len(verified),
+                "successes": sum(1 for v in verified if v >= success_threshold),
+                "reward_mean": _mean([t.reward for t in valid]) if not g.skipped else None,
+            }
+        )
+    return out
+
+
 class MetricsLog:
     """metrics.jsonl: one line per training step (`kind: train`) or evaluation (`kind: eval`).
     With `wandb` (the arguments of `wandb.init`: project, name, config), each line's numbers also

@@ -130,6 +130,10 @@ def test_train_writes_the_run_directory(tmp_path, tiny_model_dir, monkeypatch, c
     result = json.loads(out)
     assert result["model"] == "t@2" and result["scenarios"] == 2 and result["baseline"] == str(tiny_model_dir)
     assert 0 <= result["success_rate"] <= 1 and len(result["success_ci"]) == 2
+    # each scenario's own outcome, adding up to the whole
+    per = result["per_scenario"]
+    assert [s["id"] for s in per] == [json.loads(line)["id"] for line in val.read_text().splitlines()]
+    assert sum(s["successes"] for s in per) == result["success_rate"] * sum(s["verified"] for s in per)
     assert 0 <= result["win_rate"] <= 1 and result["win_rate_judged"] + result["win_rate_skipped"] == 2
     # the per-tool report (mcprl.usage), against the calculator's own tools; per-tool figures in each step's line
     assert result["usage"]["episodes"] == 2 and {t["name"] for t in result["usage"]["tools"]} >= {"add", "multiply"}
