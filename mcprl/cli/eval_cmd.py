@@ -114,9 +114,9 @@ def eval_(
     t.add_row("tool error rate", f"{result['tool_error_rate']:.1%}")
     t.add_row("turns per episode", f"{result['turns_mean']:.2f}")
     t.add_row("failed rollouts", str(result["failed_rollouts"]))
-    solved = [s for s in result["per_scenario"] if s["successes"]]
-    if any(s["verified"] for s in result["per_scenario"]):  # (each scenario's own: `--json` lists them)
-        t.add_row("scenarios solved at least once", f"{len(solved)} of {len(result['per_scenario'])}")
+    per = result["per_scenario"]  # (each scenario's own: `--json` lists them)
+    if any(s["verified"] for s in per):
+        t.add_row("scenarios solved at least once", f"{sum(1 for s in per if s['successes'])} of {len(per)}")
     if "win_rate" in result:
         lo, hi = result["win_rate_ci"]
         t.add_row(

@@ -71,11 +71,12 @@ def rollout_metrics(groups: list[TrajectoryGroup], success_threshold: float = SU
     out["tool_error_rate"] = sum(t.metrics.get("tool_errors", 0.0) for t in valid) / calls if calls else 0.0
     lo, hi = mean_interval(rewards)
     out["reward_ci"] = [lo, hi]
-    verified = [t.metrics["verify"] for t in valid if "verify" in t.metrics]
+    outcomes = scenario_outcomes(groups, success_threshold)
+    verified = sum(o["verified"] for o in outcomes)
     if verified:
-        wins = sum(1 for v in verified if v >= success_threshold)
-        out["success_rate"] = wins / len(verified)
-        out["success_ci"] = list(wilson_interval(wins, len(verified)))
+        wins = sum(o["successes"] for o in outcomes)
+        out["success_rate"] = wins / verified
+        out["success_ci"] = list(wilson_interval(wins, verified))
     per_tool: dict[str, float] = {}
     for t in valid:
         for k, v in t.metrics.items():
@@ -90,19 +91,17 @@ def rollout_metrics(groups: list[TrajectoryGroup], success_threshold: float = SU
 
 
 def scenario_outcomes(groups: list[TrajectoryGroup], success_threshold: float = SUCCESS_THRESHOLD) -> list[dict]:
-    """Each scenario's own outcome, in the groups' order: its id and task, its verified episodes and how many of them
-    succeeded (as `rollout_metrics` counts them), and its mean reward: which questions a model gets right."""
+    """Each scenario's own outcome, in the groups' order: its id and task, and of the policy's episodes (not a chain
+    the run wrote) that a check verified, how many and how many succeeded: which questions a model gets right."""
     out = []
     for g in groups:
-        valid = [t for t in g.valid if t.written_from is None]
-        verified = [t.metrics["verify"] for t in valid if "verify" in t.metrics]
+        verified = [t.metrics["verify"] for t in g.valid if t.written_from is None and "verify" in t.metrics]
         out.append(
             {
                 "id": g.scenario.id if g.scenario else None,
                 "task": g.scenario.task if g.scenario else None,
                 "verified": len(verified),
                 "successes": sum(1 for v in verified if v >= success_threshold),
-                "reward_mean": _mean([t.reward for t in valid]) if not g.skipped else None,
             }
         )
     return out
