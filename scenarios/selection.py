@@ -44,17 +44,23 @@ def idle_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
     """(tool, what is asked: `asks`) -> the parameters whose value changed no answer: tasks asking the same of
     the same tool, given the same values but for that parameter's, have one answer (a time difference is the
     same at 9:30 and at noon), wherever it was varied. Where some of its values changed the answer (a target
-    zone), it is not idle, even beside other values that did not (two names of one zone: UTC, Etc/UTC)."""
+    zone), it is not idle, even beside other values that did not (two names of one zone: UTC, Etc/UTC). The
+    values given are the call's and those that pick a record of its result out (the file of a diff where a line
+    is added, the latest commit): a diff against any of five revisions adds that line to one file."""
     answers: dict[tuple[Any, ...], dict[str, str]] = defaultdict(dict)  # ... -> that parameter's value -> answer
     for t in tasks:
         if t.read_back is not None:
             continue
         arguments = {k: normalize_text(value_text(v)) for k, v in t.reference[-1].arguments.items()}
+        picks = (
+            tuple(sorted({normalize_text(str(g)) for g in stated_values(t)} - set(arguments.values()))),
+            t.metadata.get("place"),
+        )
         for k, v in arguments.items():
             rest = tuple(sorted((k2, v2) for k2, v2 in arguments.items() if k2 != k))
-            answers[(*asks(t), k, rest)][v] = answer_key(t.answer)
+            answers[(*asks(t), k, rest, picks)][v] = answer_key(t.answer)
     varied, changed = set(), set()  # (tool, field, parameter): given two values or more; and so changing an answer
-    for (tool, field, k, _), by_value in answers.items():
+    for (tool, field, k, _, _), by_value in answers.items():
         if len(by_value) > 1:
             varied.add((tool, field, k))
             if len(set(by_value.values())) > 1:

@@ -4,6 +4,7 @@ failing on a third-party server (server-memory, server-filesystem, server-everyt
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections import Counter
 
@@ -392,3 +393,34 @@ def test_the_one_record_of_a_listing_is_asked_as_a_record_in_it_not_as_what_the_
             if t.metadata.get("field") in ("name", "type", "author", "message")
         ]
         assert asked and all(f"{item} in the" in t.task or "todo.txt" in t.task for t in asked), [t.task for t in asked]
+
+
+def test_a_line_a_diff_adds_against_every_revision_is_asked_of_one():
+    """mcp-server-git's `git_diff` against five revisions showed the same uncommitted line added to TODO.md: each
+    grounded "In the git diff for <revision>, what is the file where "- support Fahrenheit" is added?" -> TODO.md, a
+    quarter of the run's tasks one question. A value that changes no answer of a question that also names what picks
+    its record out (the line) makes no other question; one that does (the revision an author is asked of) does."""
+    revisions = [f"{k:x}" * 40 for k in range(10, 14)]
+    authors = ["Ann Lee", "Bob Stone", "Carla Diaz", "Ann Lee"]
+    calls = []
+    for k, revision in enumerate(revisions):
+        committed = [f"line {j}" for j in range(k)]  # each revision a line further behind the work tree
+        diff = [
+            "diff --git a/TODO.md b/TODO.md",
+            *difflib.unified_diff(
+                ["# TODO"], ["# TODO", "- support Fahrenheit"], "a/TODO.md", "b/TODO.md", lineterm=""
+            ),
+        ]
+        if committed:
+            notes = committed + ["line 9"]
+            diff += ["diff --git a/notes.txt b/notes.txt"]
+            diff += difflib.unified_diff(committed, notes, "a/notes.txt", "b/notes.txt", lineterm="")
+        calls.append(_call(2 * k, "git_diff", {"target": revision}, "\n".join(diff)))
+        shown = f"commit {revision}\nAuthor: {authors[k]}\nDate: 2024-03-0{k + 1}\n\n    Change {k}\n"
+        calls.append(_call(2 * k + 1, "git_show", {"revision": revision}, shown))
+    for seed in range(4):
+        kept, dropped = select(candidates(Exploration(calls=calls), {}, seed=seed), 40, seed=seed)
+        added = [t for t in kept if t.answer == "TODO.md" and "- support Fahrenheit" in t.metadata.get("given", [])]
+        assert len(added) == 1 and dropped["duplicate"] > 0, [t.task for t in added]
+        shown = {t.reference[-1].arguments["revision"] for t in kept if t.metadata.get("field") == "author"}
+        assert shown == set(revisions), [t.task for t in kept]
