@@ -416,8 +416,8 @@ def test_a_line_a_diff_adds_against_every_revision_is_asked_of_one():
             diff += ["diff --git a/notes.txt b/notes.txt"]
             diff += difflib.unified_diff(committed, notes, "a/notes.txt", "b/notes.txt", lineterm="")
         calls.append(_call(2 * k, "git_diff", {"target": revision}, "\n".join(diff)))
-        shown = f"commit {revision}\nAuthor: {authors[k]}\nDate: 2024-03-0{k + 1}\n\n    Change {k}\n"
-        calls.append(_call(2 * k + 1, "git_show", {"revision": revision}, shown))
+        commit = f"commit {revision}\nAuthor: {authors[k]}\nDate: 2024-03-0{k + 1}\n\n    Change {k}\n"
+        calls.append(_call(2 * k + 1, "git_show", {"revision": revision}, commit))
     for seed in range(4):
         kept, dropped = select(candidates(Exploration(calls=calls), {}, seed=seed), 40, seed=seed)
         added = [t for t in kept if t.answer == "TODO.md" and "- support Fahrenheit" in t.metadata.get("given", [])]
