@@ -19,9 +19,9 @@ from there on (rollouts too), and the user's is never written.
 Where arguments come from: `mcprl.scenarios.values` (the schema, the server's command line and
 resources, earlier results, values errors named, what worked before, a fuzzing dictionary), each
 source chosen per parameter by what the server's answers taught; and, for a tool that has not
-answered, the generator model writing JSON under the tool's input schema (`generated` calls at
-most; the offline local one only for a tool that has not answered in a few calls). A value taken from an earlier result
-of the session links the two calls, so the record holds
+answered, the generator model writing JSON under the tool's input schema, shown what the server said of the tool's
+failed calls (`generated` calls at most; the offline local one only for a tool that has not answered in a few
+calls). A value taken from an earlier result of the session links the two calls, so the record holds
 chains (search, then get; list, then read), and multi-step tasks exist. After a write, the
 session's earlier reads are made again, so the record shows what the write changed.
 
@@ -95,9 +95,12 @@ BACKOFF_S = (2.0, 5.0, 15.0)  # waits after errors that ask to slow down, in tur
 REDUCTIONS = 2  # reads of a tool given two optional values or more whose values are each left out in turn
 
 
-# Writes a call's arguments for a tool (its MCP definition), given values seen so far; None if it cannot.
-Proposer = Callable[[dict[str, Any], list[Any]], Awaitable["dict[str, Any] | None"]]
+# Writes a call's arguments for a tool (its MCP definition), given values seen so far and the tool's calls that
+# failed, each with the first line of what the server said ("Only CREATE TABLE statements are allowed": what a
+# generator that reads it writes next); None if it cannot.
+Proposer = Callable[[dict[str, Any], list[Any], list[tuple[dict[str, Any], str]]], Awaitable["dict[str, Any] | None"]]
 SHOWN_VALUES = 24  # values shown to the generator model writing a call's arguments, the latest first
+SHOWN_ERRORS = 4  # a tool's failed calls shown to it, the latest, one a distinct error
 LATE_TRIES = 3  # calls of a tool, none answered, before a late generator is asked
 
 
@@ -359,7 +362,13 @@ async def explore(
         late = not log.answered and log.calls >= LATE_TRIES
         if propose is not None and generated < (cfg.generated or 0) and log.invented and (late or not propose_late):
             generated += 1
-            written = await propose(tool, [v.value for v in knowledge.seen[-SHOWN_VALUES:]])
+            failed: dict[str, dict[str, Any]] = {}  # the first line of an error -> the latest call that got it
+            for c in out.calls:
+                if c.tool == name and c.is_error:
+                    failed.pop(line := c.text.strip().partition("\n")[0], None)
+                    failed[line] = c.arguments
+            shown = [(args, line) for line, args in list(failed.items())[-SHOWN_ERRORS:]]
+            written = await propose(tool, [v.value for v in knowledge.seen[-SHOWN_VALUES:]], shown)
             if isinstance(written, dict) and written:
                 drawn = knowledge.proposed(name, tool.get("inputSchema") or {}, written, number)
                 if drawn is not None:

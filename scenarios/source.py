@@ -47,7 +47,8 @@ TRAIN_FIXES = (
 )
 PROPOSE_PROMPT = (
     "Write the arguments of one call of this tool as JSON: realistic values a user would ask it about, "
-    "taken from the values seen when one fits."
+    "taken from the values seen when one fits. Calls that failed are shown with what the server said: do "
+    "what it asks for instead."
 )
 
 
@@ -218,12 +219,19 @@ async def explore_for(
     calls = cfg.budget(len(pool.toolset.mcp_tools))
     say(f"exploring {pool.spec.target} (at most {calls} calls, {cfg.minutes:g} min) ...")
 
-    async def propose(tool: dict[str, Any], seen: list[Any]) -> dict[str, Any] | None:
-        """Arguments for one call of `tool`, by the generator; None when its call fails (exploring goes on)."""
+    async def propose(
+        tool: dict[str, Any], seen: list[Any], failed: list[tuple[dict[str, Any], str]]
+    ) -> dict[str, Any] | None:
+        """Arguments for one call of `tool`, by the generator, shown the values seen and the calls of it that
+        failed with what the server said; None when the generator's call fails (exploring goes on)."""
         shown = json.dumps(seen[:12], default=str)[:600]
+        errors = "".join(f"\nFailed: {clip(json.dumps(a, default=str), 200)} -> {clip(e, 200)}" for a, e in failed)
         messages = [
             {"role": "system", "content": PROPOSE_PROMPT},
-            {"role": "user", "content": f"Tool: {tool['name']}\n{tool.get('description') or ''}\nValues seen: {shown}"},
+            {
+                "role": "user",
+                "content": f"Tool: {tool['name']}\n{tool.get('description') or ''}\nValues seen: {shown}{errors}",
+            },
         ]
         try:
             reply = await complete(

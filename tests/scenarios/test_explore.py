@@ -393,6 +393,64 @@ async def test_the_generator_writes_arguments_where_only_the_schema_gave_values(
     assert answers == {"Oslo": -3, "Cairo": 31, "Lima": 19}  # "no forecast for Atlantis" grounds nothing
 
 
+CODES = '''
+import sys
+sys.path.insert(0, {root!r})
+from tests.server_fork import hand_over
+hand_over()
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+mcp = MCPServer("parts")
+
+
+@mcp.tool()
+def find_part(code: str) -> str:
+    """Look up a part by its code."""
+    if code != "P-042":
+        raise ToolError("unknown code: a code is the letter P, a dash and three digits")
+    return "hex bolt, 0.35 EUR"
+
+
+if __name__ == "__main__":
+    mcp.run()
+'''
+
+
+async def test_the_generator_is_shown_what_the_server_said_of_its_failed_calls(tmp_path, monkeypatch):
+    """An error that states a rule and no value to copy ("a code is the letter P, a dash and three digits") is
+    shown to the generator with the call that got it, so one that reads it writes a call the server takes."""
+    import json
+
+    from mcprl.scenarios.source import explore_for
+    from tests.fake_llm import FakeLLM
+
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    server = tmp_path / "parts.py"
+    server.write_text(CODES.format(root=str(Path(__file__).resolve().parents[2])))
+
+    def reply(body):  # a generator that does what the server's error asks, once it is shown it
+        told = "three digits" in body["messages"][-1]["content"]
+        return json.dumps({"code": "P-042" if told else "bolt"})
+
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {server}")) as pool:
+        with FakeLLM(handler=reply) as llm:
+            exploration = await explore_for(
+                pool,
+                ExploreConfig(calls=12, generated=4),
+                tmp_path / "exploration.jsonl",
+                seed=0,
+                model="openai/fake",
+                api_base=llm.base_url,
+                say=lambda _: None,
+            )
+    answered = [c for c in exploration.calls if not c.is_error]
+    assert [c.arguments for c in answered] == [{"code": "P-042"}], exploration.summary()
+    failed = [call_key(c.tool, c.arguments) for c in exploration.calls if c.is_error]
+    assert len(failed) == len(set(failed))  # and no failed call made twice
+    assert 1 < len(llm.requests) <= 4
+
+
 THINGS = '''
 import sys
 sys.path.insert(0, {root!r})
