@@ -224,17 +224,18 @@ class Said:
 
     def asks_record(self, field: str, which: str, alone: bool = False) -> tuple[str, ...]:
         """How a task asks for a field of the line of a listing that `which` picks out ("where the message is
-        "Fix typo"", "of the commit whose message is ...", "of the latest commit"); `alone`, also without saying
-        the call, where what picks the line out says it ("Who is the author of the latest commit?")."""
+        "Fix typo"", "of the commit whose message is ...", "of the latest commit"); `alone`, without saying the
+        call, where what picks the line out says it ("Who is the author of the latest commit?"), as people ask:
+        a policy taught by "In the git log, ..." learns to pick a tool by its name in the question, which no
+        person's question holds."""
+        if alone:
+            return tuple(a.format(**field_words(field), which=which) for a in RECORD_ALONE_ASKS)
         # (in what it gives, or lists, or in the thing it names: "In the table products, what is the type where ...";
         # not the things an order makes or changes, which it is said as: "Create entities ... What is ...")
         named = self.apposed and self.verb not in WRITE_WORDS
         phrase = self.phrase() or self.listing() or (self.phrase(self.thing) if named else None)
         asks = RECORD_IN_ASKS if phrase is not None else RECORD_ASKS
-        return tuple(
-            a.format(**field_words(field), which=which, phrase=phrase, action=self.order())
-            for a in (*asks, *(RECORD_ALONE_ASKS if alone else ()))
-        )
+        return tuple(a.format(**field_words(field), which=which, phrase=phrase, action=self.order()) for a in asks)
 
     def asks_listing(self) -> tuple[str, ...]:
         """How a task asks for every name the call lists ("What are the allowed directories?")."""

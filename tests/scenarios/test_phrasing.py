@@ -121,7 +121,8 @@ def test_a_field_naming_a_person_is_asked_who_and_a_line_alone_only_where_asked(
     assert all(re.search(r"\b[Ww]ho is the author\b", t) for t in s.asks_record("author", "of the latest commit"))
     named = s.asks_record("message", "of the latest commit")
     alone = s.asks_record("message", "of the latest commit", alone=True)
-    assert set(named) < set(alone) and all("git log" in t for t in named) and any("git log" not in t for t in alone)
+    # where what picks the line out says which it is, the question does not name the call, as no person does
+    assert all("git log" in t for t in named) and alone and not any("git log" in t for t in alone)
 
 
 def test_a_previous_result_is_said_as_one_not_quoted() -> None:
