@@ -362,13 +362,8 @@ async def explore(
         late = not log.answered and log.calls >= LATE_TRIES
         if propose is not None and generated < (cfg.generated or 0) and log.invented and (late or not propose_late):
             generated += 1
-            failed: dict[str, dict[str, Any]] = {}  # the first line of an error -> the latest call that got it
-            for c in out.calls:
-                if c.tool == name and c.is_error:
-                    failed.pop(line := c.text.strip().partition("\n")[0], None)
-                    failed[line] = c.arguments
-            shown = [(args, line) for line, args in list(failed.items())[-SHOWN_ERRORS:]]
-            written = await propose(tool, [v.value for v in knowledge.seen[-SHOWN_VALUES:]], shown)
+            failed = [(args, line) for line, args in list(log.failed_with.items())[-SHOWN_ERRORS:]]
+            written = await propose(tool, [v.value for v in knowledge.seen[-SHOWN_VALUES:]], failed)
             if isinstance(written, dict) and written:
                 drawn = knowledge.proposed(name, tool.get("inputSchema") or {}, written, number)
                 if drawn is not None:

@@ -198,6 +198,8 @@ class ToolLog:
     answered: int = 0
     results: set[str] = field(default_factory=set)  # distinct answers
     errors: Counter = field(default_factory=Counter)  # first line of each error text
+    # ... and the arguments of the latest call that got it, the error last got last (shown to the generator)
+    failed_with: dict[str, dict[str, Any]] = field(default_factory=dict)
     arms: Counter = field(default_factory=Counter)
     exhausted: int = 0  # sessions that found no call it had not made yet
     failing: int = 0  # calls that failed since its last answer
@@ -909,7 +911,10 @@ class Knowledge:
             self.failed.add(key)
             for path, length in Counter(d.path[:-2] for d in leaves if d.path.endswith("[]")).items():
                 self.refused_lengths[tool, path].add(length)
-            log.errors[clip(text.partition("\n")[0], 160)] += 1
+            line = clip(text.partition("\n")[0], 160)
+            log.errors[line] += 1
+            log.failed_with.pop(line, None)
+            log.failed_with[line] = args
             lowered = text.lower().replace(tool.lower(), " ")  # (a tool's name, "column_total", names no "column")
             sent = {str(d.value) for d in leaves}
             quoted = set(QUOTED.findall(text))
