@@ -23,7 +23,10 @@ answered, the generator model writing JSON under the tool's input schema, shown 
 failed calls (`generated` calls at most; the offline local one only for a tool that has not answered in a few
 calls). A value taken from an earlier result of the session links the two calls, so the record holds
 chains (search, then get; list, then read), and multi-step tasks exist. After a write, the
-session's earlier reads are made again, so the record shows what the write changed.
+session's earlier reads are made again, so the record shows what the write changed. Where each session is a fresh
+server, a write that filled what it holds nothing of (a read that found nothing gave values after it: a table made
+in an empty database, then listed) is made again, as it was, first in each later session (those that filled, in
+turn): their reads explore what it made, and tasks prepared by it ask about that.
 
 The search: sessions one after another (a per-rollout server: each its own process), each of a few
 calls: first the tools not called yet, then by what they gave (a tool whose answers were new is
@@ -169,6 +172,11 @@ async def explore(
     # session -> the copies of the user's files as its first write found them (as they were made: reads write none)
     originals: dict[int, dict[str, tuple[int, int]]] = {}
     kept_files: Counter = Counter()  # write -> its answers on copies of the user's files that left them as they were
+    # writes that filled what a fresh server holds nothing of (`call_key` -> tool, arguments): a read that found nothing
+    # before one gave values after it (a table made, then listed); where each session is a fresh server, a session
+    # begins with one of them, in turn, made again as it was: its reads explore the records it made, as a task
+    # prepared by it asks about them (a store that starts empty has nothing to ask about otherwise)
+    filling: dict[str, tuple[str, dict[str, Any]]] = {}
     reduced: Counter = Counter()  # read -> its calls whose optional values were each left out in turn (`REDUCTIONS`)
 
     def required(name: str) -> list[str]:
@@ -241,9 +249,15 @@ async def explore(
                             for k, v in knowledge.issuers[p][issuer].items()
                             if k not in knowledge.handles or k in required(issuer)
                         }
-        picked = [*issuing, *(n for n in picked if n not in issuing)]  # (the issuers first, each once)
-        picked.sort(key=lambda n: (n not in issuing, bool(required(n)), n in writers))
-        return picked, issuing
+        filler = None
+        if knowledge.fresh_sessions and filling and not issuing:
+            filler, made = list(filling.values())[number % len(filling)]
+            issuing[filler] = made
+        # (the issuers first, each once; a filling write's tool drawn too is explored after it, as any other)
+        picked = [*issuing, *(n for n in picked if n not in issuing or n == filler)]
+        first = len(issuing)
+        at = sorted(range(len(picked)), key=lambda i: (i >= first, bool(required(picked[i])), picked[i] in writers))
+        return [picked[i] for i in at], issuing
 
     async def call(
         session: ToolSession, number: int, name: str, args: dict[str, Any], leaves: list[Drawn], **fields: Any
@@ -517,6 +531,18 @@ async def explore(
         queue, issuing = plan(number)
         opened = False  # whether a write of this session gave the tools that had not answered their turn
         at = 0
+
+        def open_turns(gave: set[int]) -> None:
+            """A write that gave values (a project registered, a connection opened, an entity made), or whose reads
+            made again gave new ones (a table made, then listed), may make what the tools that have told nothing yet
+            need (not answered, or answered only that they found nothing: a search of an empty store): they get a
+            turn in this session right after it, sent those values first (`state_from`); once a session."""
+            nonlocal opened
+            if not opened and any(v.call in gave for v in knowledge.seen):
+                opened = True
+                waiting = [n for n in order if n not in retired and n not in writers and not knowledge.logs[n].told]
+                queue[at:at] = waiting[:SESSION_CALLS]
+
         while at < len(queue):  # (a list that grows while walked: the turns a write gives come right after it)
             name = queue[at]
             at += 1
@@ -529,7 +555,7 @@ async def explore(
                 return
             if name in writers:
                 spent()
-            if name in retired:
+            if name in retired and name not in issuing:
                 continue
             # (an issuing write made again as it was: in a fresh server it issues anew, where nothing was done yet)
             drawn = (issuing.pop(name), []) if name in issuing else await arguments(name, number, rng)
@@ -607,14 +633,7 @@ async def explore(
                                 kept = fewer
                 continue
             wrote = True
-            # a write that gave values (a project registered, a connection opened, an entity made) may make what the
-            # tools that have told nothing yet need (not answered, or answered only that they found nothing: a
-            # search of an empty store): they get a turn in this session after it, sent its values first
-            # (`state_from`)
-            if not opened and any(v.call == made_call.index for v in knowledge.seen):
-                opened = True
-                waiting = [n for n in order if n not in retired and n not in writers and not knowledge.logs[n].told]
-                queue[at:at] = waiting[:SESSION_CALLS]
+            open_turns({made_call.index})
             # its writes (or the server's, none having shown) changed no read so far (a sum, not a store): reading
             # back tells nothing
             if unchanged[name] >= QUIET_WRITES or not shown_any and unchanged.total() >= QUIET_SERVER:
@@ -635,6 +654,7 @@ async def explore(
                 ),
             )
             shown = None  # whether a read made again answered otherwise
+            showed: set[int] = set()  # the reads made again that answered otherwise
             for before in backs[:READ_BACKS]:
                 # (a read with no new call left to make is still made again; one that hangs or fails is not)
                 stopped = knowledge.logs[before.tool].failing >= cfg.retire_after or before.tool in out.hung_tools
@@ -647,9 +667,15 @@ async def explore(
                 if not again.is_error:
                     reads[repr((again.tool, again.arguments))] = again
                 shown = shown or again.digest != before.digest
+                if again.digest != before.digest:
+                    showed.add(again.index)
+                    gave = any(v.call == again.index for v in knowledge.seen)
+                    if gave and found_nothing(before.text, before.arguments):
+                        filling.setdefault(call_key(name, args), (name, args))
             if shown is False:
                 unchanged[name] += 1
             shown_any = shown_any or bool(shown)
+            open_turns(showed)
 
     async with explorer:
         with anyio.move_on_after(cfg.minutes * 60):

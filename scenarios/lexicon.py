@@ -9,6 +9,8 @@ structure (schemas, annotations, what the server answered). It holds:
   described with (a word with two senses, `AMBIGUOUS`, only beside another in the tool's description), and
   exploring learns from the server's answers which shape a parameter takes; `FORMATTED`: the shapes of a form of
   their own, which take no word of a text; `misplaced_path`: a path where nothing named a path is asked for;
+  `MAKING`: values of those shapes that make records to read (an SQL table and its rows, in one statement), sent
+  first to a tool that may write: a store that starts empty has nothing to ask about until something is made;
 - `QUERIES`: queries of those shapes that a lexicon knows the meaning of: those that list names of a kind
   (a database's tables, a table's columns), and those composed over such names (`composed`: a table's row
   count, a column's largest value), each with the question its one-value result answers and what its result
@@ -38,7 +40,7 @@ structure (schemas, annotations, what the server answered). It holds:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -261,6 +263,27 @@ PROBES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
 }
 
 
+# shape -> the kind of name its values make, and the values (by the name each makes) that make records of their own
+# for reads to find, each in one call (one SQL statement: a server runs one a call, and one that creates tables takes
+# no INSERT): sent first to a tool that may write once a listing of that kind found none (`probes(making=...)`), so
+# that an empty database gets a table of rows to ask about, and one with tables of its own is never sent one.
+# `CREATE TABLE ... AS SELECT` is SQLite's, PostgreSQL's, MySQL's and DuckDB's alike.
+MAKING: dict[str, tuple[str, dict[str, str]]] = {
+    "sql": (
+        "table",
+        {
+            "novels": "CREATE TABLE novels AS SELECT 'Persuasion' AS title, 'Jane Austen' AS author, 1817 AS year, "
+            "249 AS pages UNION ALL SELECT 'Middlemarch', 'George Eliot', 1871, 880 UNION ALL SELECT 'Rebecca', "
+            "'Daphne du Maurier', 1938, 449 UNION ALL SELECT 'Kindred', 'Octavia Butler', 1979, 264",
+            "cities": "CREATE TABLE cities AS SELECT 'Lisbon' AS name, 'Portugal' AS country, 545000 AS population "
+            "UNION ALL SELECT 'Oslo', 'Norway', 709000 UNION ALL SELECT 'Kyoto', 'Japan', 1464000",
+        },
+    )
+}
+MADE_NAMES = frozenset(name for _, made in MAKING.values() for name in made)  # the names they make ("novels")
+MADE = frozenset(text for _, made in MAKING.values() for text in made.values())
+
+
 @dataclass(frozen=True)
 class Query:
     """A query of a shape (`PROBES`) whose meaning is known. `text` may hold placeholders for names of a
@@ -477,15 +500,23 @@ def written(name: str) -> bool:
     return any(_rank(shape, name, "") == 0 for shape in WRITTEN)
 
 
-def probes(name: str, description: str, described: bool = False, around: str = "") -> list[str]:
+def probes(
+    name: str,
+    description: str,
+    described: bool = False,
+    around: str = "",
+    making: Collection[str] = (),
+) -> list[str]:
     """The dictionary's values, those of shapes the parameter is described with first (its name's
     words, then its description's), then a plain word, then the rest in the dictionary's order; only the
-    first where `described`."""
+    first where `described`; before them, for a tool that may write, the values of those shapes that make
+    records (`MAKING`) of a kind in `making` (those a listing found none of)."""
     ranks = {shape: _rank(shape, name, description, around) for shape in PROBES}
     order = sorted(
         (s for s in PROBES if ranks[s] < 2 or not described), key=lambda s: (ranks[s], ranks[s] == 2 and s != PLAIN)
     )
-    return [value for shape in order for value in PROBES[shape][0]]
+    made = [v for s in order if ranks[s] < 2 and s in MAKING and MAKING[s][0] in making for v in MAKING[s][1].values()]
+    return made + [value for shape in order for value in PROBES[shape][0]]
 
 
 def composed(

@@ -69,8 +69,11 @@ from mcprl.scenarios.lexicon import (
     FUNCTION_WORDS,
     IDENTIFIER,
     KINDS,
+    MADE,
+    MADE_NAMES,
     NAME_KEYS,
     PLAIN,
+    QUERIES,
     bound_pairs,
     composed,
     described_as,
@@ -331,6 +334,7 @@ class Knowledge:
         self.logs: dict[str, ToolLog] = defaultdict(ToolLog)
         # a kind of name (lexicon.Query.lists: "table", "column") -> the bindings known queries' results gave
         self.kinds: dict[str, list[dict[str, str]]] = defaultdict(list)
+        self.none_listed: set[str] = set()  # kinds a listing of them answered none of (a database with no tables)
         self._validators: dict[str, Any] = {}
 
     # ---- drawing a call ----------------------------------------------------------------------------
@@ -743,19 +747,30 @@ class Knowledge:
             ]
             arms["joined"] = [(v, p) for v, p in arms["joined"] if valid(v)]
             # (a value in plain view is the server's context, a folder or a file: one of its digits changed names
-            # nothing there)
+            # nothing there; nor does a table made to be asked about get other years in its rows)
             arms["varied"] = fit(
                 [
                     renumbered(v, rng)
                     for v in self.worked.get(name, [])
-                    if isinstance(v, str) and re.search(r"\d", v) and v not in self.context
+                    if isinstance(v, str) and re.search(r"\d", v) and v not in self.context and v not in MADE
                 ]
             )
-            arms["probe"] = fit(probes(name, description, described, around))
-            listed: dict[str, list[dict[str, str]]] = dict(self.kinds)
+            # (where each session is a fresh server, a table `MAKING` made is one only in the sessions that made it)
+            here = {repr(v.value) for v in seen}
+            listed: dict[str, list[dict[str, str]]] = {
+                kind: [
+                    b
+                    for b in bindings
+                    if not (self.fresh_sessions and set(b.values()) & MADE_NAMES)
+                    or all(repr(n) in here for n in b.values())
+                ]
+                for kind, bindings in self.kinds.items()
+            }
             if "table" not in listed:  # before any listing of tables answered: any name a result gave may be one
                 names = [v.value for v in seen if isinstance(v.value, str) and IDENTIFIER.fullmatch(v.value)]
                 listed["table"] = [{"table": n} for n in list(dict.fromkeys(names))[-24:]]
+            making = self.none_listed if tool in self.writers else set()
+            arms["probe"] = fit(probes(name, description, described, around, making=making))
             arms["composed"] = fit(composed(name, description, listed, around))
             arms["described"] = fit([w for w in words_of(description) if len(w) > 3][:8])
         sampled = from_schema(schema, kinds, rng)
@@ -1047,7 +1062,17 @@ class Knowledge:
         self.seen = [s for s in self.seen if repr(s.value) not in {repr(n.value) for n in seen}] + seen
         self.seen = self.seen[-KNOWN_VALUES:]
         # a known query that lists names of a kind (a database's tables, a table's columns): its result's names are
-        # of that kind, bound with the names the query was composed over (a column with its table)
+        # of that kind, bound with the names the query was composed over (a column with its table); one that answered
+        # with none, where its parameter takes one (not a search's words: a table finder sent "SHOW TABLES"), a kind
+        # of which the server holds nothing (in a fresh server: of the user's)
+        around = self.descriptions.get(tool, "")
+        listing = {
+            found[0].lists
+            for d in leaves
+            if (found := known(d.value)) is not None and any(described_as(s, d.name, "", around) for s in QUERIES)
+        } | {listed_kind(tool) if not args else None}
+        if not is_error and not values:
+            self.none_listed |= listing - {None}
         for d in leaves:
             if (found := known(d.value)) is not None and (kind := found[0].lists) is not None:
                 for _, v in values:

@@ -131,8 +131,11 @@ class PathMap:
         # the folder each copy was made in, its own: a copied file's holds what the server makes beside it too (a
         # database's journal), so what a call changed is seen there
         self.folders = [Path(c).parent for _, c in pairs]
-        # the copies of data files the user named that were not there (the server makes them: a store of its own)
-        self.made = [Path(c) for o, c in pairs if not os.path.lexists(o)]
+        # the copies of data files the user named that were not there, or held nothing (the server makes them: a store
+        # of its own; an empty file is what a database server leaves where it was started once and never written)
+        self.made = [
+            Path(c) for o, c in pairs if not os.path.lexists(o) or os.path.isfile(o) and not os.path.getsize(o)
+        ]
         # the copies as the server may see them too, through the links of the temp folder (macOS' /private/var)
         back = [(c, o) for o, c in pairs] + [(os.path.realpath(c), o) for o, c in pairs if os.path.realpath(c) != c]
         self._in = self._pattern(pairs)

@@ -23,6 +23,7 @@ from mcprl.judges.verify import checker_for
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explore import explore
 from mcprl.scenarios.grounded import ground
+from mcprl.scenarios.replay import gives_answer
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import Trajectory
 from tests import server_fork
@@ -34,6 +35,7 @@ PACKAGES = [
     "mcp-server-git==2026.10.10",
     "mcp-server-time==2026.10.10",
     "mcp-dice==0.1.2",
+    "mcp-server-sqlite==2025.4.25",
 ]
 
 
@@ -203,6 +205,35 @@ async def test_a_server_that_answers_anew_each_time_grounds_tasks_read_from_the_
     # each live task reads the field it asks for, of the one call it states
     for t in filter(is_live, tasks):
         assert t.check.live.field in t.task and t.check.live.arguments["notation"] in t.task, t.task
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("started", [False, True])
+async def test_an_empty_database_is_filled_while_exploring_and_its_tasks_ask_about_what_was_made(
+    thirdparty_bin, tmp_path, started
+):
+    """mcp-server-sqlite on a database file not made yet (or left empty where the server was started once): every
+    read found nothing, the writes were sent reads ("Only CREATE TABLE statements are allowed"), and no task was
+    grounded. A tool that may write is sent a statement that makes a table of rows first; sessions after it begin
+    with that write, and the tasks, prepared by it, ask about what it made: each answer comes back after the task's
+    prepared writes and not without them. The user's file is never written."""
+    db = tmp_path / "new.db"
+    if started:
+        db.touch()
+    spec = ServerSpec.parse(f"{server(thirdparty_bin, 'mcp-server-sqlite')} --db-path {db}")
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
+        tasks, report = await ground(pool, 8, exploration, seed=0, say=lambda _: None)
+        assert len(exploration.calls) <= 60 and not failed_twice(exploration)
+        assert len(tasks) >= 6 and "read_query" in report.covered, report.summary()
+        for t in tasks:
+            assert t.prepare and not holds_answer(t.task, t.answer), t.task
+            for prepared in (True, False):
+                async with pool.session() as session:
+                    for step in [*(t.prepare if prepared else []), *t.reference]:
+                        outcome = await session.call(step.tool, step.arguments)
+                assert gives_answer(t, outcome.data_text) is prepared, (t.task, t.answer, prepared, outcome.text)
+    assert db.read_bytes() == b"" if started else not db.exists()
 
 
 def test_a_server_whose_every_call_fails_says_so_per_tool_with_the_commands_own_flags(tmp_path, monkeypatch, capsys):
