@@ -167,6 +167,9 @@ def field_tasks(
             )
             # (nor labelled by what the call was given: "Debug: Cache hit ratio 0.95" of message type "debug")
             and normalize_text(k) not in given_each
+            # (nor the name of a record that is its name alone, of a call sent nothing that picks it out: "List
+            # tables. What is the name?" of `[{"name": "books"}]`)
+            and not (len(record) == 1 and not call.arguments and k.lower() in NAME_KEYS)
         ]
         # (a line that introduces what follows, "README.md:", names it without its colon; markup, "# Project", names
         # nothing)

@@ -47,6 +47,21 @@ def test_a_short_listing_asks_for_every_name_it_gives_and_states_none():
     assert listing("main\ndev", {"name": "dev"}) == []  # a listing of what the call was given
 
 
+def test_a_record_that_is_its_name_alone_is_asked_its_name_only_where_the_call_picked_it_out():
+    """`list_tables` of a database of one table, `[{"name": "books"}]`: "List tables. What is the name?" asks of
+    nothing a person could name; a call sent what picks its one record out (`get_user` of id 7) is asked it."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    def tasks(tool: str, arguments: dict) -> list[str]:
+        text = json.dumps([{"name": "books"}] if not arguments else {"name": "Ada Byron"})
+        call = ExploredCall(index=0, session=0, tool=tool, arguments=arguments, text=text)
+        return [t.task for t in candidates(Exploration(calls=[call]), {}, seed=0)]
+
+    assert tasks("list_tables", {}) == []
+    assert tasks("get_user", {"user_id": 7})
+
+
 def test_no_task_states_a_filter_that_changed_nothing():
     """`git_log` with `end_timestamp` "README" said what `git_log` alone said: every task is asked of the
     plain call (its reference takes no filter, its wording states none); a filter that changed the answer
