@@ -221,7 +221,7 @@ async def explore(
         values never were) that no call is known to issue waits while others are left to call (the load that opens
         one); where each session is a fresh server, a tool that takes a value only a write of its session issues
         has that write made before it, as it was made when it issued one (returned with those arguments; the
-        issuers in turn)."""
+        issuers in turn); where none is, a write that filled an empty state (`filling`, in turn) is made first."""
         rng = random.Random(f"{seed}/explore/{number}/plan")
         handles()
         shared = spent()
@@ -250,8 +250,10 @@ async def explore(
                             if k not in knowledge.handles or k in required(issuer)
                         }
         filler = None
-        if knowledge.fresh_sessions and filling and not issuing:
-            filler, made = list(filling.values())[number % len(filling)]
+        # (not one that changed the user's files: no task asks after it)
+        fillers = [(name, made) for name, made in filling.values() if name not in out.withheld]
+        if knowledge.fresh_sessions and fillers and not issuing:
+            filler, made = fillers[number % len(fillers)]
             issuing[filler] = made
         # (the issuers first, each once; a filling write's tool drawn too is explored after it, as any other)
         picked = [*issuing, *(n for n in picked if n not in issuing or n == filler)]
