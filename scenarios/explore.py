@@ -251,10 +251,10 @@ async def explore(
                         }
         filler = None
         # (not one that changed the user's files: no task asks after it)
-        fillers = [(name, made) for name, made in filling.values() if name not in out.withheld]
+        fillers = [(name, args) for name, args in filling.values() if name not in out.withheld]
         if knowledge.fresh_sessions and fillers and not issuing:
-            filler, made = fillers[number % len(fillers)]
-            issuing[filler] = made
+            filler, args = fillers[number % len(fillers)]
+            issuing[filler] = args
         # (the issuers first, each once; a filling write's tool drawn too is explored after it, as any other)
         picked = [*issuing, *(n for n in picked if n not in issuing or n == filler)]
         first = len(issuing)
@@ -668,8 +668,9 @@ async def explore(
                 read_back[repr((before.tool, before.arguments))] += 1
                 if not again.is_error:
                     reads[repr((again.tool, again.arguments))] = again
-                shown = shown or again.digest != before.digest
-                if again.digest != before.digest:
+                differs = again.digest != before.digest
+                shown = shown or differs
+                if differs:
                     showed.add(again.index)
                     gave = any(v.call == again.index for v in knowledge.seen)
                     if gave and found_nothing(before.text, before.arguments):

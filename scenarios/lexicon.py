@@ -10,7 +10,8 @@ structure (schemas, annotations, what the server answered). It holds:
   exploring learns from the server's answers which shape a parameter takes; `FORMATTED`: the shapes of a form of
   their own, which take no word of a text; `misplaced_path`: a path where nothing named a path is asked for;
   `MAKING`: values of those shapes that make records to read (an SQL table and its rows, in one statement), sent
-  first to a tool that may write: a store that starts empty has nothing to ask about until something is made;
+  first to a tool that may write once a listing found none of their kind: a store that starts empty has nothing to
+  ask about until something is made;
 - `QUERIES`: queries of those shapes that a lexicon knows the meaning of: those that list names of a kind
   (a database's tables, a table's columns), and those composed over such names (`composed`: a table's row
   count, a column's largest value), each with the question its one-value result answers and what its result

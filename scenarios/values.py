@@ -1065,14 +1065,14 @@ class Knowledge:
         # of that kind, bound with the names the query was composed over (a column with its table); one that answered
         # with none, where its parameter takes one (not a search's words: a table finder sent "SHOW TABLES"), a kind
         # of which the server holds nothing (in a fresh server: of the user's)
-        around = self.descriptions.get(tool, "")
-        listing = {
-            found[0].lists
-            for d in leaves
-            if (found := known(d.value)) is not None and any(described_as(s, d.name, "", around) for s in QUERIES)
-        } | {listed_kind(tool) if not args else None}
         if not is_error and not values:
-            self.none_listed |= listing - {None}
+            around = self.descriptions.get(tool, "")
+            listing = {
+                found[0].lists
+                for d in leaves
+                if (found := known(d.value)) is not None and any(described_as(s, d.name, "", around) for s in QUERIES)
+            }
+            self.none_listed |= (listing | {listed_kind(tool) if not args else None}) - {None}
         for d in leaves:
             if (found := known(d.value)) is not None and (kind := found[0].lists) is not None:
                 for _, v in values:
