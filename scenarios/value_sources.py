@@ -68,13 +68,20 @@ def offered(text: str) -> list[str]:
     return [m[1] for m in QUOTED.finditer(text) if not FORBIDDING.search(text[max(0, m.start() - 80) : m.start()])]
 
 
+# the words that give examples of a value: of many, not the ones it takes ("e.g. 'e4', 'Nf3'" of a chess move)
+EXAMPLE_CUE = r"(?:e\.g\.|eg\.|for example|such as|like)"
+
+
 def description_examples(description: str) -> list[str]:
     """Example values a parameter's description gives: `e.g. SKU-1234`, `'drill'`, `like 2024-03-31`."""
-    found = re.findall(
-        r"(?:e\.g\.|eg\.|for example|such as|like)\s*,?:?\s*['\"]?([\w@./:-]+(?: [\w@./:-]+)?)", description, re.I
-    )
+    found = re.findall(EXAMPLE_CUE + r"\s*,?:?\s*['\"]?([\w@./:-]+(?: [\w@./:-]+)?)", description, re.I)
     found += offered(description)
     return list(dict.fromkeys(v.rstrip(".,)") for v in found if v.strip()))
+
+
+def illustrates(description: str) -> bool:
+    """Whether a description gives values as examples (`EXAMPLE_CUE`), not as the ones a parameter takes."""
+    return re.search(rf"\b{EXAMPLE_CUE}", description, re.I) is not None
 
 
 # the names of MCP's transports: a server's command line says which it speaks (`excel-mcp-server stdio`, `--transport

@@ -102,6 +102,7 @@ from mcprl.scenarios.value_sources import (
     error_values,
     fits_type,
     from_schema,
+    illustrates,
     kinds_of,
     listed_names,
     renumbered,
@@ -294,7 +295,8 @@ class Knowledge:
         self.said: set[str] = set()  # every value sent, any parameter, any tool
         # (tool, a list of values' path) -> the lengths of it in calls that failed
         self.refused_lengths: dict[tuple[str, str], set[int]] = defaultdict(set)
-        self.failed_new: Counter = Counter()  # parameter name -> values sent to it for the first time and blamed
+        # parameter name -> the arms of values sent to it for the first time and blamed
+        self.failed_new: dict[str, Counter] = defaultdict(Counter)
         self.refused: dict[str, set[str]] = defaultdict(set)  # parameter name -> values blamed on it, any tool
         # (name, value, an error's wording) -> the tools that refused the value on a parameter of that name so; and
         # name -> the values two tools refused alike there
@@ -525,7 +527,9 @@ class Knowledge:
         arms = self._arms(
             name, schema, session, rng, described=renew, around=self.descriptions.get(tool, ""), tool=tool
         )
-        if self.closed(name):  # it takes what its schema gives ("local", "remote", "all"), nothing from elsewhere
+        # it takes what its schema gives ("local", "remote", "all"), nothing from elsewhere; but not where the values
+        # its description gives are examples of many ("e.g. 'e4', 'Nf3'" of a move): others fail for other reasons
+        if self.closed(name) and not illustrates(description):
             arms = {a: c for a, c in arms.items() if a in SCHEMA_GIVEN or a == "worked"} or arms
         if name in self.handles:  # a handle takes what was issued as one (a result's `session_id`), nothing else
             arms = {a: c for a, c in arms.items() if issued_as(a, name)} or arms
@@ -864,15 +868,16 @@ class Knowledge:
             len(worked) == 1
             and worked[0] in self.context
             and repr(worked[0]) not in self.refused[name]
-            and self.failed_new[name] >= FIXED_AFTER
+            and self.failed_new[name].total() >= FIXED_AFTER
         )
 
     def closed(self, name: str) -> bool:
         """Whether parameter `name` takes only the values its schema gives (its description's "'local', 'remote' or
         'all'"): every arm a value that answered came from is the schema's own, and FIXED_AFTER values from
-        elsewhere failed on it."""
+        elsewhere failed on it (an example of its own that failed, "Bxe5" of a move, says nothing of the rest)."""
         won = {arm for (other, arm), (w, _) in self.stats.items() if other == name and w > 0} - {"worked"}
-        return bool(won) and won <= SCHEMA_GIVEN and self.failed_new[name] >= FIXED_AFTER
+        elsewhere = sum(n for arm, n in self.failed_new[name].items() if arm not in SCHEMA_GIVEN)
+        return bool(won) and won <= SCHEMA_GIVEN and elsewhere >= FIXED_AFTER
 
     def kin(self, name: str) -> set[str]:
         """The other parameters whose bad values drew an error worded as one of `name`'s did (`error_shape`)."""
@@ -991,7 +996,9 @@ class Knowledge:
             empty = any(v in ({}, []) for v in args.values())
             blamed = [] if empty and not named else unproven(named or leaves) or unproven(leaves) or named or leaves
             named = [d for d in named if d in blamed]
-            self.failed_new.update(d.name for d in named if d in first)
+            for d in named:
+                if d in first:
+                    self.failed_new[d.name][d.arm] += 1
             for d in named:
                 if (shape := error_shape(text, str(d.value), tool)) is not None:
                     self.shapes[shape].add(d.name)

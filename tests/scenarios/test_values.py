@@ -229,6 +229,42 @@ def test_a_parameter_that_takes_only_the_values_its_description_lists_is_sent_no
                 assert drawn[0]["branch_type"] in listed and "contains" not in drawn[0], drawn[0]
 
 
+def test_a_parameter_whose_description_gives_examples_is_sent_values_from_elsewhere_after_they_answered():
+    """mcp-chess's `make_move`: its move "(e.g., 'e4', 'Nf3', 'Bxe5')", examples of many moves, not the moves it
+    takes. Two of them answer, and a board, a renumbered move and a word fail: it is not taken to take its examples
+    alone, and the moves a listing gave are sent (before, it ran out of calls with them unsent)."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge, SeenValue
+
+    description = "The player's move in algebraic notation (e.g., 'e4', 'Nf3', 'Bxe5')."
+    schema = {
+        "type": "object",
+        "properties": {"move_san": {"type": "string", "description": description}},
+        "required": ["move_san"],
+    }
+    listed = ["g1h3", "g1f3", "b1c3", "b1a3", "h2h3", "g2g3", "f2f3", "e2e3", "d2d3", "c2c3"]
+    board = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
+    for seed in range(4):
+        knowledge = Knowledge([], writers=frozenset({"make_move"}))
+        knowledge.seen = [SeenValue(value=m, field="result", call=i, session=0) for i, m in enumerate(listed)]
+        knowledge.seen += [SeenValue(value=v, field=f, call=20, session=0) for f, v in (("fen", board), ("", "white"))]
+        rng = random.Random(seed)
+        sent = []
+        for i in range(30):
+            if (drawn := knowledge.arguments("make_move", schema, 0, rng)) is None:
+                break
+            args, leaves = drawn
+            sent.append(args["move_san"])
+            ok = args["move_san"] in {"e4", "Nf3", *listed}
+            text = "moved" if ok else f"Invalid algebraic notation: {args['move_san']}"
+            knowledge.learn(
+                "make_move", args, leaves, index=100 + i, session=0, text=text, is_error=not ok, error_kind=None,
+                values=[],
+            )  # fmt: skip
+        assert len(set(listed) & set(sent)) >= 5, sent
+
+
 def test_a_parameter_whose_bad_values_draw_anothers_error_is_sent_the_values_that_worked_there():
     """`git_show`'s `revision` is refused as `git_diff`'s `target` is ("Ref 'X' did not resolve to an
     object"): the two take one kind of value, so a commit hash that `target` took is sent to `revision`.
