@@ -402,6 +402,11 @@ async def explore(
     )
     home_wrote: list[str] = []  # what the first write changed under the home it was given
 
+    def quiet_server() -> bool:
+        """Whether QUIET_SERVER writes changed no read made again after them, none having changed one: tools that
+        compute rather than store (named like writes, unannotated)."""
+        return not shown_any and unchanged.total() >= QUIET_SERVER
+
     def unwritten() -> list[ExploredCall]:
         """The reads (not read-backs) that answered only in sessions where a write the user's files would keep had
         answered before them, each once, and were never made in a session without one: to be made again in a
@@ -494,9 +499,11 @@ async def explore(
             reads = dict(here)
             fresh_reads.clear()
             fresh_reads.update(here)
-        if isolated and not persistence_checked and fresh_reads and any(c.writes and not c.is_error for c in out.calls):
-            # once after a write answered: does a fresh session still read what the first one did? If not, the
-            # server keeps its state outside its process (a file of its own), and writes would pile up there
+        if isolated and not persistence_checked and fresh_reads and (shown_any or quiet_server()):
+            # once after a write showed in a read made again (one that showed nothing, an entity made that was there
+            # already, leaves nothing to check by), or writes were found to show in none: does a fresh session still
+            # read what the first one did? If not, the server keeps its state outside its process (a file of its
+            # own), and writes would pile up there
             persistence_checked = True
             changed = await outlived(session, number)
             if changed is None and home_wrote:
@@ -638,7 +645,7 @@ async def explore(
             open_turns({made_call.index})
             # its writes (or the server's, none having shown) changed no read so far (a sum, not a store): reading
             # back tells nothing
-            if unchanged[name] >= QUIET_WRITES or not shown_any and unchanged.total() >= QUIET_SERVER:
+            if unchanged[name] >= QUIET_WRITES or quiet_server():
                 continue
             # a write: read again what the session read before it, so the record shows what it changed;
             # first the reads of what the write named (a value in common), then those that gave data (not an

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -49,6 +50,9 @@ from tests.scenarios.explored_servers import (
 )
 
 pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+TAGS_SERVER = ROOT / "tests" / "data" / "tags_file_server.py"
 
 
 def test_which_tools_may_write():
@@ -186,6 +190,26 @@ async def test_a_server_whose_state_outlives_its_process_gets_one_write_and_name
     # every write that landed is named whole, so that a user whose state it was can undo it
     for c in writes:
         assert (f"  add_note {json.dumps(c.arguments)}" in said) is not c.is_error
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+async def test_a_server_whose_first_write_changes_nothing_is_still_checked_before_writes_pile_up(tmp_path, seed):
+    """State in a file beside the program, named nowhere, a user's tags in it; a write may change nothing (a tag
+    removed that was not there: on seed 1 the first write). The check for state outliving the process waits for a
+    write a read showed, one write a session until then: the user's file ends at most one tag from what it held,
+    the exploration says why writes stopped, and names every write that landed."""
+    shutil.copy(TAGS_SERVER, tmp_path)
+    store = tmp_path / "tags.json"
+    store.write_text(json.dumps(["groceries", "travel"]))
+    spec = ServerSpec.parse(f"{sys.executable} {tmp_path / TAGS_SERVER.name}", env=[f"PYTHONPATH={ROOT}"])
+    said: list[str] = []
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=40), seed=seed, say=said.append)
+    assert len(set(json.loads(store.read_text())) ^ {"groceries", "travel"}) <= 1, exploration.summary()
+    assert any("outside its process" in line for line in said)
+    for c in exploration.calls:
+        if c.writes:
+            assert (f"  {c.tool} {json.dumps(c.arguments)}" in said) is not c.is_error
 
 
 @pytest.mark.parametrize("seed", [0, 1])
