@@ -3,8 +3,9 @@ answers, that records every call and result. Grounded tasks (`mcprl.scenarios.gr
 from this record.
 
 Which tools are called: `mcprl.scenarios.isolation` (a tool that may write only where each session
-gets a fresh server). Nor is a server taken as isolated whose fresh session, once a write answered,
-reads otherwise than the first one did (a file of its own): its writes stop there. A server run on copies of the
+gets a fresh server). Nor is a server taken as isolated whose fresh session, once a write showed in a read made
+again after it (one write a session until then), reads otherwise than the first one did (a file of its own): its
+writes stop there. A server run on copies of the
 user's files (`ServerSpec.private_copy`) is isolated, and a tool whose write changed the files there is retired
 after it (`Exploration.withheld`): a task does not ask to change the user's repository or database, while a
 write kept in the server's process (a project registered, a working folder set) is explored on; a tool never
@@ -559,8 +560,8 @@ async def explore(
                 return
             if name in writers and wrote and isolated and not persistence_checked and fresh_reads:
                 # a fresh session checks for state that outlives the process before any other write, so that a server
-                # keeping it in a file of its own (a user's knowledge graph) gets one write, not a session's worth;
-                # the reads after the write (the turns it opened) are made first
+                # keeping it in a file of its own (a user's knowledge graph) gets one write that shows, not a session's
+                # worth; the reads after the write (the turns it opened) are made first
                 return
             if name in writers:
                 spent()
