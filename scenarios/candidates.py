@@ -608,7 +608,9 @@ def candidates(
 
     # a search's place for what it was sent: where two calls of a tool found theirs at one place in its result under
     # different keys (`{"matches": {"Staff": {"C2": 38}}}` of 38, `... {"D3": "Ben"}` of Ben), those keys say where a
-    # value is (a cell's address), and the tool, named for the things it finds, is asked which one holds it
+    # value is (a cell's address), and the tool, named for the things it finds, is asked which one holds it; not where
+    # the place is in an item of a list: the items are records alike, their keys the fields each has (a knowledge
+    # graph's entity found by its `name` or its `entityType`: "Which node holds event?" -> "entityType")
     def place(tool: str, at: str) -> tuple[str, str, int]:
         """A place in a tool's result: the result's key it is under, at a depth (the keys on the way may vary too:
         a sheet's name)."""
@@ -632,7 +634,13 @@ def candidates(
         for name, at in searched_at(call):
             key = at.rpartition(".")[2]
             value = call.arguments[name]
-            if len(found_at[place(call.tool, at)]) < 2 or data_key(key) or holds_answer(value_text(value), key):
+            in_list = any(part.isdigit() for part in at.split(".")[:-1])
+            if (
+                len(found_at[place(call.tool, at)]) < 2
+                or data_key(key)
+                or in_list
+                or holds_answer(value_text(value), key)
+            ):
                 continue
             # (the call said without what it searched for, which the question says: "Find cells "/srv/shop.xlsx" with
             # sheet Staff. Which cell holds 38?")

@@ -1679,7 +1679,8 @@ def test_a_search_is_asked_where_it_found_what_it_was_sent_where_that_place_vari
     address is a key, no field a task asked for, so the tool grounded nothing. Where two calls of a tool found what
     they were sent at one place in the result under different keys, the tool (named for the things it finds) is
     asked which one holds the value, the key the answer, never stated; a record that holds a value it was sent under
-    the same field each time (a customer found by name) is asked no such thing."""
+    the same field each time (a customer found by name), or records of a list found by different fields of theirs
+    (an entity by its name, another by its type), are asked no such thing."""
     from mcprl.checks import holds_answer
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration
@@ -1693,12 +1694,17 @@ def test_a_search_is_asked_where_it_found_what_it_was_sent_where_that_place_vari
         call(1, "find_cells", "Ben", {"matches": {"Orders": {"D3": "Ben"}}}),
         call(2, "find_customers", "Ben", {"found": {"customer": "Ben", "orders": 2}}),
         call(3, "find_customers", "Ada", {"found": {"customer": "Ada", "orders": 5}}),
+        # (server-memory's search: each entity found by another of its fields, the fields of a list's records)
+        call(4, "search_nodes", "event", {"entities": [{"name": "Tax return", "entityType": "event"}]}),
+        call(5, "search_nodes", "Tax return", {"entities": [{"name": "Tax return", "entityType": "event"}]}),
     ]
     found = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
     cells = {(t.task, t.answer) for t in found if t.reference[-1].tool == "find_cells"}
     assert {answer for _, answer in cells} == {"C2", "D3"}, cells
     assert all("cell holds" in task and not holds_answer(task, answer) for task, answer in cells), cells
-    assert not any(t.answer in ("customer", "query") for t in found), [(t.task, t.answer) for t in found]
+    assert not any(t.answer in ("customer", "query", "name", "entityType") for t in found), [
+        (t.task, t.answer) for t in found
+    ]
 
 
 def test_a_record_a_listing_of_one_holds_is_asked_only_for_its_own_fields():
