@@ -21,7 +21,7 @@ from partial_json_parser import loads as loads_partial
 
 from mcprl.checks import labelled, same_value
 from mcprl.scenarios.lexicon import ERROR_FIELDS, IRREGULAR_PARTICIPLES, LINKS, OUTCOMES, participle
-from mcprl.tools.convert import reports_error, untruncated
+from mcprl.tools.convert import HTML_BREAK, reports_error, untruncated
 
 # An ISO date, with a time or not ("2026-11-27", "2026-11-27T14:00:00+01:00", "2026-11-27 09:40:46")
 ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b")
@@ -50,6 +50,8 @@ ID_FORM = re.compile(r"(?!\d{4}-\d\d-\d\d)(?=[^\s]*\d)(?=[^\s]*[A-Za-z])[\w.:/-]
 MESSAGE = re.compile(
     r"[^\n|]*\w \w[^\n|]*[.!]"
 )  # a result that is one sentence ("No items match."): a message, not data
+# a file's name, by its extension of a few letters or digits ("Garden plan.md", "Q3 report.pdf"): a file, no folder
+FILE_NAME = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
 
 
 def clock_spans(text: str, now: datetime.datetime | None = None) -> list[tuple[int, int]]:
@@ -97,8 +99,11 @@ def failed_items(text: str, args: dict[str, Any]) -> set[str]:
     items = {str(v) for value in args.values() if isinstance(value, list) for v in value if str(v).strip()}
     if not items:
         return set()
-    # (less the mark the client puts before an error's text: "Error: a.txt: Error - ENOENT")
-    lines = [re.sub(r"^error:\s*", "", line.strip(), flags=re.IGNORECASE) for line in text.splitlines()]
+    # (less the mark the client puts before an error's text: "Error: a.txt: Error - ENOENT"; lines joined by HTML's
+    # line breaks read as lines, as the server's text is)
+    lines = [
+        re.sub(r"^error:\s*", "", line.strip(), flags=re.IGNORECASE) for line in HTML_BREAK.sub("\n", text).splitlines()
+    ]
     return {
         item
         for item in items

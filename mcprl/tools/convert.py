@@ -184,6 +184,9 @@ def untruncated(text: str) -> tuple[str, bool]:
     return kept, kept != text
 
 
+HTML_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+
+
 class _BoundedText:
     """Joins parts up to `limit` characters and only counts the rest, so a huge result stays cheap.
     `data()`: only the parts added as data, cut where `text()` is (a part not data takes its room)."""
@@ -214,7 +217,8 @@ class _BoundedText:
         return self._marked("".join(self.parts))
 
     def data(self) -> str:
-        return self._marked("\n".join(self.data_parts))
+        # (an HTML line break is one: some servers join their lines with it, mcp-server-obsidian its notes' paths)
+        return self._marked(HTML_BREAK.sub("\n", "\n".join(self.data_parts)))
 
 
 def _size(n_bytes: int) -> str:

@@ -115,6 +115,17 @@ def test_no_answer_is_grounded_in_a_placeholder_whatever_the_content():
                 assert not PLACEHOLDER.search(t.task), t.task
 
 
+def test_lines_html_breaks_join_are_read_as_lines_and_shown_as_sent():
+    """mcp-server-obsidian joins the paths its search found with `<br>---<br>`: the text the model is shown is the
+    server's, the data grounding reads has its lines, and the listing is asked for by its names."""
+    sent = "Garden plan.md<br>---<br>Shopping list.md<br/>---<BR>Reading list.md"
+    text, data = render(parse_blocks([{"type": "text", "text": sent}]), None, 4000)
+    assert text == sent and data.splitlines() == ["Garden plan.md", "---", "Shopping list.md", "---", "Reading list.md"]
+    call = ExploredCall(index=0, session=0, tool="search_notes", arguments={"query": "list"}, text=text, data_text=data)
+    listed = [t.answer for t in candidates(Exploration(calls=[call]), {}, seed=0)]
+    assert listed == [["Garden plan.md", "Shopping list.md", "Reading list.md"]], listed
+
+
 async def test_a_server_answering_an_image_and_text_grounds_nothing_from_the_image():
     async with ToolPool(media()) as pool:
         exploration = await explore(pool, ExploreConfig(calls=24), seed=0, say=lambda _: None)
