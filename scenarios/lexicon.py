@@ -481,9 +481,9 @@ AMBIGUOUS = {"sql": frozenset({"query"})}
 def _rank(shape: str, name: str, description: str, around: str = "") -> int:
     """0: the parameter's name has a word of the shape's, 1: its description has one, 2: neither; a word of the
     shape's that another sense shares (`AMBIGUOUS`) counts only beside another in the description or `around` (its
-    tool's description)."""
+    tool's description); a plural as its singular (`paths`, a list of paths)."""
     strong = PROBES[shape][1] - AMBIGUOUS.get(shape, frozenset())
-    named, said = set(words_of(name)), set(words_of(description))
+    named, said = ({form for w in words_of(text) for form in (w, singular(w))} for text in (name, description))
     if named & strong or named & PROBES[shape][1] and (said | set(words_of(around))) & strong:
         return 0
     return 1 if said & strong else 2
