@@ -473,13 +473,27 @@ def candidates(
         # asked): its reply to anything, no fact about what it was asked; nor words the request holds (the header
         # `MAX(id)` of a query's empty result)
         # (a number alone, "8", is no stock reply: many sums are 8; a number in words, "Server v2 is up.", can be)
-        stock = len({plainest(c).index for c in said_alike[call.tool, call.text]}) >= STOCK_REPLY or (
-            call.writes and says_done(answer)  # a write's word that it was done
+        # (but a text that several calls gave, each sent a part of it, is what they each matched: a search by a part of
+        # a name, "Garden plan.md" of "Garden" and of "plan", found it; no reply to anything, nor an echo of one)
+        alike = {plainest(c).index: c for c in said_alike[call.tool, call.text]}
+        matched = len(alike) >= 2 and all(
+            any(v and normalize_text(value_text(v)) in normalize_text(c.text) for v in c.arguments.values())
+            for c in alike.values()
+        )
+        stock = (
+            not matched
+            and len(alike) >= STOCK_REPLY
+            or (
+                call.writes and says_done(answer)  # a write's word that it was done
+            )
         )
         echo = (
             isinstance(answer, str)
             and (
-                any(v and normalize_text(v) in normalize_text(answer) for v in given_values)
+                any(
+                    v and normalize_text(v) in normalize_text(answer) and not (matched and v != answer)
+                    for v in given_values
+                )
                 or as_number(answer) is None
                 and (any(f" {normalize_text(answer)} " in f" {normalize_text(v)} " for v in given_values) or stock)
             )
