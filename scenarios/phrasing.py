@@ -237,9 +237,10 @@ class Said:
         asks = RECORD_IN_ASKS if phrase is not None else RECORD_ASKS
         return tuple(a.format(**field_words(field), which=which, phrase=phrase, action=self.order()) for a in asks)
 
-    def asks_listing(self) -> tuple[str, ...]:
-        """How a task asks for every name the call lists ("What are the allowed directories?")."""
-        listing = self.listing()
+    def asks_listing(self, within: bool = False) -> tuple[str, ...]:
+        """How a task asks for every name the call lists ("What are the allowed directories?"); `within`, names a
+        thing it read lists under its title (a note's items), not the things the call is named for, by the call."""
+        listing = None if within else self.listing()
         if listing is not None:
             return tuple(a.format(about=listing) for a in ABOUT_LIST_ASKS)
         return tuple(a.format(action=self.order()) for a in LIST_ASKS)

@@ -44,6 +44,7 @@ from mcprl.scenarios.phrasing import (
     value_text,
 )
 from mcprl.scenarios.results import (
+    FILE_NAME,
     ID_FORM,
     ISO_DATE,
     counted,
@@ -65,6 +66,7 @@ MAX_LISTED = 8  # names a listing may give for a task that asks for them all
 # ... and values one may give for a task that asks how many there are (a longer one is counted by no one;
 # `results.flatten` reads 50 at most)
 MAX_COUNTED = 40
+FILE_NAME_WORDS = 5  # the words a file's name (`results.FILE_NAME`) may hold in a listing ("Garden plan.md")
 
 
 def field_tasks(
@@ -326,19 +328,24 @@ def listing_tasks(
     if count is not None and MAX_LISTED < count <= MAX_COUNTED:
         return count_tasks(call, count, args, chain, saying, None, prepare)
     records = result_records(call.data, call.structured)
-    if len(records) > 1 and all(len(r) == 1 and r[0][0].lower() in NAME_KEYS for r in records):
-        records = [[("", r[0][1]) for r in records]]  # records that are each a name alone: [{'name': 'orders'}, ...]
+    # records that are each a name alone, [{'name': 'orders'}, ...], or one line alone (between rules, "---")
+    if len(records) > 1 and all(len(r) == 1 and (r[0][0].lower() in NAME_KEYS or not r[0][0]) for r in records):
+        records = [[("", r[0][1]) for r in records]]
     if len(records) != 1 or any(k for k, _ in records[0]):
         return []
-    heading = records[0] and str(records[0][0][1]).endswith(":")
-    lines = records[0][1:] if heading else records[0]  # less a heading ("Here are 3 resource links ...:")
+    # less its headings ("Here are 3 resource links ...:", a file's name before its text, a Markdown "# Title": the
+    # names then are what a thing read lists, asked of by the call)
+    titled = False
+    lines = list(records[0])
+    while lines and re.match(r".*:$|#{1,6} ", str(lines[0][1])):
+        titled = titled or str(lines.pop(0)[1]).startswith("#")
     names = [_listed_name(v) for _, v in lines]
     if not 2 <= len(names) <= MAX_LISTED or None in names or len(set(names)) < len(names):
         return []
     given_text = " ".join(map(value_text, call.arguments.values()))
     if any(holds_answer(given_text, n) for n in names):  # a listing of what the call was given
         return []
-    task = _worded(saying.asks_listing(), call.tool, sorted(names))
+    task = _worded(saying.asks_listing(within=titled), call.tool, sorted(names))
     given = [name for v in queries for name in stated(v)] if queries else [value_text(v) for v in args.values()]
     return [grounded_scenario(task, names, chain, "listing", given=given, check=ContainsCheck(), prepare=prepare)]
 
@@ -362,15 +369,18 @@ def count_tasks(
 
 
 def _listed_name(line: Any) -> str | None:
-    """The name a listing's line gives: the line, or its word after a marker ("* main", "[FILE] notes.txt",
-    "- draft"), where that reads as a name (letters, no spaces inside; not a CSV line's cells, "apple,3")."""
+    """The name a listing's line gives: the line, or what follows a marker ("* main", "[FILE] notes.txt",
+    "- draft"), where that reads as a name (letters, no spaces inside but in a file's name, "Garden plan.md"; not a
+    CSV line's cells, "apple,3")."""
     words = line.split() if isinstance(line, str) else []
-    marked = len(words) == 2 and re.fullmatch(r"[^\w\s]+|\[\w+\]", words[0])
-    if not (len(words) == 1 or marked) or len(words[-1]) > 60 or not re.search(r"[A-Za-z]{2}", words[-1]):
+    if len(words) > 1 and re.fullmatch(r"[^\w\s]+|\[\w+\]", words[0]):
+        words = words[1:]
+    name = " ".join(words)
+    if not (len(words) == 1 or len(words) <= FILE_NAME_WORDS and FILE_NAME.search(name)):
         return None
-    if re.search(r"\w,\w", words[-1]):
+    if len(name) > 60 or not re.search(r"[A-Za-z]{2}", name) or re.search(r"\w,\w", name):
         return None
-    return words[-1]
+    return name
 
 
 def wrapped_kind(call: ExploredCall) -> str | None:
