@@ -290,7 +290,8 @@ def shape_of(text: str) -> str:
 def renumbered(value: str, rng: random.Random) -> str:
     """A value with its numbers changed as a person changes them: each within half to twice its size, in its form
     (integers stay integers, zero-padded ones padded, decimals keep their places): `2d6+3` gives `3d10+2`, not
-    `61d35-8`; `09:30` gives `07:45`."""
+    `61d35-8`; `09:30` gives `07:45`. A path's folders stay (where the server works): only its last part changes,
+    `/srv/s51/report-3.md` gives `/srv/s51/report-5.md`."""
 
     def vary(m: re.Match[str]) -> str:
         digits, _, decimals = m.group().partition(".")
@@ -299,7 +300,8 @@ def renumbered(value: str, rng: random.Random) -> str:
             return f"{max(number, 10 ** -len(decimals)):.{len(decimals)}f}"
         return str(max(1, round(number))).zfill(len(digits) if digits.startswith("0") else 0)
 
-    return re.sub(r"\d+(?:\.\d+)?", vary, value)
+    folders, slash, last = value.rpartition("/")
+    return folders + slash + re.sub(r"\d+(?:\.\d+)?", vary, last)
 
 
 def from_schema(schema: dict[str, Any], kinds: list[Any], rng: random.Random) -> Any:

@@ -85,6 +85,7 @@ from mcprl.scenarios.lexicon import (
     written,
 )
 from mcprl.scenarios.results import (
+    FILE_NAME,
     ID_FORM,
     ISO_DATE,
     MESSAGE,
@@ -163,7 +164,7 @@ GIVEN_AS_IS = {
     "file",
 }
 ONE_ITEM = 0.2  # chance a list is given one item
-ONE_REQUEST = 0.8  # ... a read's list of objects (requests)
+ONE_REQUEST = 0.8  # ... a read's list of requests (objects, or paths)
 OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default) ...
 OPTIONAL_MOST = 0.75  # ... growing, while a tool says the same again, to this (`Knowledge._object`)
 SCHEMA_GIVEN = {"const", "enum", "default", "example"}  # arms whose values the tool's own schema gives
@@ -477,9 +478,12 @@ class Knowledge:
             # a list as people give one: mostly two or three different items (a range of one number says
             # nothing), one now and then, within the schema's bounds, and of a length this tool has not refused
             # where one is left (a tool that "requires one input" in a list of numbers); a read's list of
-            # requests (the files to read, each with its line ranges) mostly one, as a person asks of one thing
+            # requests (the files to read, each with its line ranges, or their paths alone) mostly one, as a person
+            # asks of one thing
             least, most = int(schema.get("minItems") or 1), int(schema.get("maxItems") or 1e9)
-            requests = tool not in self.writers and "object" in kinds_of(item)
+            requests = tool not in self.writers and (
+                "object" in kinds_of(item) or described_as("path", name, str(schema.get("description") or ""))
+            )
             one = ONE_REQUEST if requests else ONE_ITEM
             count = 1 if least <= 1 and rng.random() < one else max(2, least) + (rng.random() < 0.3)
             lengths = [n for n in (count, 1, 2, 3) if least <= n <= most and n not in self.refused_lengths[tool, path]]
@@ -1093,9 +1097,11 @@ class Knowledge:
                 if named and isinstance(v, str) and IDENTIFIER.fullmatch(v) and {kind: v} not in self.kinds[kind]:
                     self.kinds[kind].append({kind: v})
         # what a call that took a path listed: names to join under that path (a listing's lines, its names'
-        # fields; not a labelled field's value, a size or a permission of `get_file_info`)
+        # fields; not a labelled field's value, a size or a permission of `get_file_info`), not of a file's (a note
+        # read: its lines are no names in it)
         for d in leaves:
-            if isinstance(d.value, str) and ("/" in d.value or d.value in (".", "~")):
+            folder = isinstance(d.value, str) and not FILE_NAME.search(d.value)
+            if folder and ("/" in d.value or d.value in (".", "~")):
                 for _, v in [(k, v) for k, v in values if not k or k.rpartition(".")[2].lower() in NAME_KEYS]:
                     for token in listed_names(v):
                         if (token, index, session) not in self.listed[d.value] and not token.startswith("/"):

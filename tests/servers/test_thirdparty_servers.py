@@ -1,11 +1,11 @@
 """Exploring and grounding on MCP servers we did not write (mcprl.scenarios.explore, .values, .grounded),
 installed from PyPI into their own environment as a user would: mcp-server-calculator (one tool,
 `calculate(expression)`), mcp-server-git (every tool takes `repo_path`, which must lie inside the
-`--repository` on its command line), mcp-server-time (every result states today's date) and mcp-dice (every roll
-another). The tests
-state properties: a working call on every tool that can answer, no failed call made twice, the bounds kept,
-every kept task's answer given by the server when the test replays its chain, and no task that states its
-own answer."""
+`--repository` on its command line), mcp-server-time (every result states today's date), mcp-dice (every roll
+another), mcp-server-sqlite and mcp-server-obsidian (notes found by a part of their names, lines joined by
+`<br>`). The tests state properties: a working call on every tool that can answer, no failed call made twice, the
+bounds kept, every kept task's answer given by the server when the test replays its chain, and no task that states
+its own answer."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ PACKAGES = [
     "mcp-server-time==2026.10.10",
     "mcp-dice==0.1.2",
     "mcp-server-sqlite==2025.4.25",
+    "mcp-server-obsidian==0.1.3",
 ]
 
 
@@ -234,6 +235,41 @@ async def test_an_empty_database_is_filled_while_exploring_and_its_tasks_ask_abo
                         outcome = await session.call(step.tool, step.arguments)
                 assert gives_answer(t, outcome.data_text) is prepared, (t.task, t.answer, prepared, outcome.text)
     assert db.read_bytes() == b"" if started else not db.exists()
+
+
+@pytest.mark.anyio
+async def test_a_notes_server_is_asked_what_its_searches_by_a_part_of_a_name_find(thirdparty_bin, tmp_path):
+    """mcp-server-obsidian on a vault of notes whose names hold spaces ("Garden plan.md"): its search finds notes by
+    a part of their names and joins the paths it found with `<br>---<br>`; its read of a list of `paths` gives each
+    note's text under its path. Before, no task was grounded: a found name holds the part it was searched by (read
+    as the request said back), a listing's lines split by rules were read as records of one line each, a name with
+    a space in it as no name, and `paths` as no parameter that takes paths. Now tasks ask what a search finds and
+    what a note lists under its title, each answer comes back when the test replays its chain, none states its
+    answer, and no failed call is made twice."""
+    vault = tmp_path / "vault"
+    (vault / "Projects").mkdir(parents=True)
+    notes = {
+        "Garden plan.md": "# Garden plan\n\nPlant tomatoes in May.\n",
+        "Shopping list.md": "# Shopping list\n\n- seeds\n- compost\n",
+        "Reading list.md": "# Reading list\n\n- Middlemarch\n",
+        "Projects/Apollo launch.md": "# Apollo\n\nLaunch review on Friday.\n",
+    }
+    for name, text in notes.items():
+        (vault / name).write_text(text)
+    spec = ServerSpec.parse(f"{server(thirdparty_bin, 'mcp-server-obsidian')} {vault}")
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=120), seed=0, say=lambda _: None)
+        tasks, report = await ground(pool, 8, exploration, seed=0, say=lambda _: None)
+        assert not failed_twice(exploration)
+        assert len(tasks) >= 5 and {"search_notes", "read_notes"} <= set(report.covered), report.summary()
+        for t in tasks:
+            assert not holds_answer(t.task, t.answer), t.task
+            async with pool.session() as session:
+                for step in t.reference:
+                    outcome = await session.call(step.tool, step.arguments)
+            assert gives_answer(t, outcome.data_text), (t.task, t.answer, outcome.text)
+            assert "<br>" not in str(t.answer)
+    assert {str(p.relative_to(vault)): p.read_text() for p in vault.rglob("*.md")} == notes
 
 
 def test_a_server_whose_every_call_fails_says_so_per_tool_with_the_commands_own_flags(tmp_path, monkeypatch, capsys):
