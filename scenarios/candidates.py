@@ -473,13 +473,19 @@ def candidates(
         # asked): its reply to anything, no fact about what it was asked; nor words the request holds (the header
         # `MAX(id)` of a query's empty result)
         # (a number alone, "8", is no stock reply: many sums are 8; a number in words, "Server v2 is up.", can be)
-        # (but a text that several calls gave, each sent a part of it, is what they each matched: a search by a part of
-        # a name, "Garden plan.md" of "Garden" and of "plan", found it; no reply to anything, nor an echo of one)
+        # (but a text that several calls gave, each sent another part of it, is what they each matched: a search by a
+        # part of a name, "Garden plan.md" of "Garden" and of "plan", found it; no reply to anything, nor an echo of
+        # one; unlike "Generated bar plot" of plots of kind "bar", each of another title)
         alike = {plainest(c).index: c for c in said_alike[call.tool, call.text]}
-        matched = len(alike) >= 2 and all(
-            any(v and normalize_text(value_text(v)) in normalize_text(c.text) for v in c.arguments.values())
+        held = [
+            {
+                value_text(v)
+                for v in c.arguments.values()
+                if v and normalize_text(value_text(v)) in normalize_text(c.text)
+            }
             for c in alike.values()
-        )
+        ]
+        matched = all(held) and len({frozenset(h) for h in held}) >= 2
         stock = (
             not matched
             and len(alike) >= STOCK_REPLY

@@ -1721,3 +1721,33 @@ def test_a_record_a_listing_of_one_holds_is_asked_only_for_its_own_fields():
     named = [t for t in found if '"PRIMARY"' in t.task]
     assert named and all(t.answer in ("employee", "main") for t in named), [(t.task, t.answer) for t in named]
     assert any(t.answer == 1 for t in found), [t.task for t in found]
+
+
+def test_a_name_searches_by_its_parts_found_is_asked_for_and_a_reply_saying_back_one_value_sent_is_not():
+    """mcp-server-obsidian's search finds "Garden plan.md" by "Garden" and by "plan": each request held a part of
+    the answer, another each time, so it is what they matched, asked for without being stated. mcp-pandas' plots
+    answer "Generated bar plot" to every plot of kind "bar", whatever its title: the one value it says back is the
+    request's, no fact to ask for."""
+    from mcprl.checks import holds_answer
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    def call(index: int, tool: str, arguments: dict, text: str) -> ExploredCall:
+        return ExploredCall(index=index, session=index, tool=tool, arguments=arguments, text=text)
+
+    found = [
+        call(0, "search_notes", {"query": "Garden"}, "Garden plan.md"),
+        call(1, "search_notes", {"query": "plan"}, "Garden plan.md"),
+        call(2, "search_notes", {"query": "Shopping"}, "Shopping list.md"),
+    ]
+    plots = [
+        call(3 + i, "plot", {"kind": kind, "title": title}, f"Generated {kind} plot")
+        for i, (kind, title) in enumerate(
+            [("bar", "Weekly report"), ("bar", "Team meeting"), ("bar", "Garden plan"), ("line", "Tax return")]
+        )
+    ]
+    tasks = [t for seed in range(3) for t in candidates(Exploration(calls=found + plots), {}, seed=seed)]
+    searched = {t.answer for t in tasks if t.reference[-1].tool == "search_notes"}
+    assert searched == {"Garden plan.md"}, [(t.task, t.answer) for t in tasks]
+    assert not any(holds_answer(t.task, t.answer) for t in tasks)
+    assert not [t for t in tasks if t.reference[-1].tool == "plot"], [(t.task, t.answer) for t in tasks]
