@@ -417,10 +417,20 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
         return rows
     if (table := csv_rows(lines)) is not None:
         return table
-    # parts a rule divides ("a.txt:\nsize: 44\n---\nb.txt:\nsize: 340", files read at once): a record each
+    # parts a rule divides ("a.txt:\nsize: 44\n---\nb.txt:\nsize: 340", files read at once): a record each; but a
+    # document's front matter (`key: value` lines between rules at its start, or after the heading naming it, "a.md:",
+    # before a body that is no such lines) is one record with the text after it: a note's fields
     rules = [i for i, line in enumerate(lines) if RULE.fullmatch(line.strip())]
     if rules:
         parts = [pairs[a + 1 : b] for a, b in zip([-1, *rules], [*rules, len(pairs)])]
+        at = 1
+        while at < len(parts) - 1:
+            before, fields = parts[at - 1], parts[at]
+            named = len(before) == 1 and len(before[0]) == 1 and not before[0][0][0] and before[0][0][1].endswith(":")
+            body = any(not (len(p) == 1 and p[0][0]) for p in parts[at + 1])  # (not another record of fields)
+            if (at == 1 and not before or named) and fields and body and all(len(p) == 1 and p[0][0] for p in fields):
+                parts[at - 1 : at + 2] = [before + fields + parts[at + 1]]
+            at += 1
         return [[pair for p in part for pair in p] for part in parts if part]
     # records of `key: value` lines that blank lines divide, each under a heading or not ("1. row\nname: products\n\n2.
     # row\nname: orders\n\nResult: 2 rows"): a record each paragraph with the keys two or more have, its heading no

@@ -1751,3 +1751,23 @@ def test_a_name_searches_by_its_parts_found_is_asked_for_and_a_reply_saying_back
     assert searched == {"Garden plan.md"}, [(t.task, t.answer) for t in tasks]
     assert not any(holds_answer(t.task, t.answer) for t in tasks)
     assert not [t for t in tasks if t.reference[-1].tool == "plot"], [(t.task, t.answer) for t in tasks]
+
+
+def test_a_notes_front_matter_is_one_record_with_its_note_and_records_between_rules_stay_apart():
+    """A Markdown note's front matter (`key: value` lines between rules at its start, or after the line naming the
+    note) is the note's fields: one record with its body, asked of by the call that read it. Files read at once, each
+    under its name, and records of fields between rules stay a record each."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+    from mcprl.scenarios.results import result_records
+
+    note = "---\nstatus: active\nowner: Dana\n---\n# Apollo\n\nLaunch review on Friday.\n"
+    assert result_records(note, None) == [
+        [("status", "active"), ("owner", "Dana"), ("", "# Apollo"), ("", "Launch review on Friday.")]
+    ]
+    assert len(result_records(f"Apollo.md:\n{note}", None)) == 1
+    assert len(result_records("Results:\n---\nname: x\n---\nname: y", None)) == 3
+    assert len(result_records("a.txt:\nsize: 44\n---\nb.txt:\nsize: 340", None)) == 2
+    call = ExploredCall(index=0, session=0, tool="read_note", arguments={"path": "Apollo.md"}, text=note)
+    asked = {t.answer for seed in range(3) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
+    assert asked == {"active", "Dana"}, asked

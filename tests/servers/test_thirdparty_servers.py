@@ -243,16 +243,17 @@ async def test_a_notes_server_is_asked_what_its_searches_by_a_part_of_a_name_fin
     a part of their names and joins the paths it found with `<br>---<br>`; its read of a list of `paths` gives each
     note's text under its path. Before, no task was grounded: a found name holds the part it was searched by (read
     as the request said back), a listing's lines split by rules were read as records of one line each, a name with
-    a space in it as no name, and `paths` as no parameter that takes paths. Now tasks ask what a search finds and
-    what a note lists under its title, each answer comes back when the test replays its chain, none states its
-    answer, and no failed call is made twice."""
+    a space in it as no name, `paths` as no parameter that takes paths, and a note's front matter as a record apart
+    from its note. Now tasks ask what a search finds, what a note lists under its title and what its front matter
+    says, each answer comes back when the test replays its chain, none states its answer, and no failed call is made
+    twice."""
     vault = tmp_path / "vault"
     (vault / "Projects").mkdir(parents=True)
     notes = {
         "Garden plan.md": "# Garden plan\n\nPlant tomatoes in May.\n",
         "Shopping list.md": "# Shopping list\n\n- seeds\n- compost\n",
         "Reading list.md": "# Reading list\n\n- Middlemarch\n",
-        "Projects/Apollo launch.md": "# Apollo\n\nLaunch review on Friday.\n",
+        "Projects/Apollo launch.md": "---\nstatus: active\nowner: Dana\n---\n# Apollo\n\nLaunch review on Friday.\n",
     }
     for name, text in notes.items():
         (vault / name).write_text(text)
@@ -262,6 +263,7 @@ async def test_a_notes_server_is_asked_what_its_searches_by_a_part_of_a_name_fin
         tasks, report = await ground(pool, 8, exploration, seed=0, say=lambda _: None)
         assert not failed_twice(exploration)
         assert len(tasks) >= 5 and {"search_notes", "read_notes"} <= set(report.covered), report.summary()
+        assert {"active", "Dana"} & {str(t.answer) for t in tasks}, [(t.task, t.answer) for t in tasks]
         for t in tasks:
             assert not holds_answer(t.task, t.answer), t.task
             async with pool.session() as session:
