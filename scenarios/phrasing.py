@@ -287,6 +287,8 @@ def said(
     (key, value), *others = args.items() if args else [(None, None)]
     if not others and isinstance(value, list) and len(value) == 1:
         value = value[0]  # (a list of one request: the files to read, one file)
+        if not isinstance(value, dict) and key not in linked:  # ... said as one ("path", not "paths")
+            args = {singular(key): value}
     if not others and isinstance(value, dict) and value and key not in linked:
         args = value  # one object holding the call's parameters (a pydantic model's `request`): said as they are
     # ... and a list of one object among them (a request's `ranges`, one range) as the fields it holds ("start 5 and

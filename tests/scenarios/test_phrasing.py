@@ -315,3 +315,12 @@ def test_a_thing_named_by_how_much_of_it_is_asked_for_not_ordered_and_many_thing
     assert said("all table names", {}, order=True).asks_result()[0].startswith("What are")
     assert said("get file contents", {"path": "a.txt"}).asks_result()[0].startswith("What are")
     assert said("sum", {"a": 1, "b": 2}).asks_result()[0].startswith("What is")
+
+
+def test_a_list_of_one_value_is_said_as_that_value():
+    """mcp-server-obsidian's `read_notes(paths)` read one note: "Find the notes with paths "Apollo.md" ..." said a
+    list where a person names one note. A call's one argument, a list of one value, is said as that value."""
+    for args in ({"paths": ["Projects/Apollo.md"]}, {"path": "Projects/Apollo.md"}):
+        asks = said("read notes", args).asks_field("status")
+        assert all("Projects/Apollo.md" in t and "paths" not in t for t in asks), asks
+    assert all("cities" not in t and "Oslo" in t for t in said("get weather", {"cities": ["Oslo"]}).asks_result())
