@@ -361,6 +361,7 @@ async def explore(
             is_error=outcome.is_error,
             error_kind=outcome.error_kind,
             values=values,
+            again=made.repeats is not None,
         )
         if outcome.error_kind == "timeout" and name not in out.hung_tools:
             out.hung_tools.append(name)
@@ -392,6 +393,7 @@ async def explore(
     fresh_reads: dict[str, ExploredCall] = {}
     unchanged: Counter = Counter()  # tool that may write -> its writes whose reads made again all said the same
     read_back: Counter = Counter()  # a read (tool, arguments) -> the times it was made again after a write
+    altered: Counter = Counter()  # ... and the times it answered otherwise then
     shown_any = False  # whether a read made again after a write ever answered otherwise
     persistence_checked = cfg.isolated is not None  # the user said whether sessions start fresh
     # a home folder of each session's own, for the first write and the check after it (the module's docstring):
@@ -650,7 +652,8 @@ async def explore(
                 continue
             # a write: read again what the session read before it, so the record shows what it changed;
             # first the reads of what the write named (a value in common), then those that gave data (not an
-            # image alone: nothing to ask about), of the whole state (no arguments), read back the fewest times
+            # image alone: nothing to ask about), not read back already to no change (a catalogue no add to a cart
+            # changes, where the cart's size did), of the whole state (no arguments), read back the fewest times
             # (each read of the state gets its turn: the moves left after a move, not the turn alone), the latest
             named = {repr(v) for v in args.values()}
             backs = sorted(
@@ -658,8 +661,9 @@ async def explore(
                 key=lambda c: (
                     not named & {repr(v) for v in c.arguments.values()},
                     not c.data.strip(),
+                    read_back[key := repr((c.tool, c.arguments))] > 0 and not altered[key],
                     bool(c.arguments),
-                    read_back[repr((c.tool, c.arguments))],
+                    read_back[key],
                     -c.index,
                 ),
             )
@@ -679,6 +683,7 @@ async def explore(
                 differs = again.digest != before.digest
                 shown = shown or differs
                 if differs:
+                    altered[repr((before.tool, before.arguments))] += 1
                     showed.add(again.index)
                     gave = any(v.call == again.index for v in knowledge.seen)
                     if gave and found_nothing(before.text, before.arguments):

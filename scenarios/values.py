@@ -201,7 +201,8 @@ class ToolLog:
 
     calls: int = 0
     answered: int = 0
-    results: set[str] = field(default_factory=set)  # distinct answers
+    results: set[str] = field(default_factory=set)  # distinct answers to calls drawn
+    again: int = 0  # answers to calls made again (a read after a write, at a session's start): checks, not draws
     errors: Counter = field(default_factory=Counter)  # first line of each error text
     # ... and the arguments of the latest call that got it, the error last got last (shown to the generator)
     failed_with: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -223,7 +224,10 @@ class ToolLog:
         return 0.2 + 3.0 * self.novelty() / (1 + self.failing)
 
     def novelty(self) -> float:
-        return len(self.results) / self.answered if self.answered else 0.0
+        """The share of its drawn calls' answers that were new (a read made again to check a write says what it said
+        before, which tells nothing of what drawing it again would find)."""
+        drawn = self.answered - self.again
+        return len(self.results) / drawn if drawn else 1.0
 
 
 def sentence(value: Any) -> bool:
@@ -909,8 +913,10 @@ class Knowledge:
         is_error: bool,
         error_kind: str | None,
         values: list[tuple[str, Any]],
+        again: bool = False,
     ) -> None:
-        """What one call made (`index` in `session`) taught: its result's `values` (field, value) or its error."""
+        """What one call made (`index` in `session`) taught: its result's `values` (field, value) or its error;
+        `again`: the call was made again as it was (a check, not a draw)."""
         log = self.logs[tool]
         log.calls += 1
         log.arms.update(d.arm.partition(".")[0] for d in leaves)
@@ -1017,6 +1023,8 @@ class Knowledge:
             return
         log.answered += 1
         log.failing = 0
+        if again:
+            log.again += 1
         # an answer said before, or one that found nothing ("[]", "No matches"), is worth less than a new one
         # (one that differs from another only in the time it was read at, or in the value it says back of those it
         # was sent, says the same: "Current UTC Time from <server>: <now>")
@@ -1024,8 +1032,9 @@ class Knowledge:
         new = said not in log.results and not NOTHING.fullmatch(text.strip())
         # ... and one that says back what it was sent (`echoes`) is worth nothing: a new answer each time, no news
         credit = 0.0 if echoes(text, args) else 1.0 if new else REPEAT_CREDIT
-        log.results.add(said)
-        log.same = 0 if new else log.same + 1
+        if not again:
+            log.results.add(said)
+            log.same = 0 if new else log.same + 1
         # (a value whose call found nothing has not shown it works: a filter by a file path "1" lists no commits)
         nothing = found_nothing(text, args)
         # (of values drawn, not a call made again, and of a state that held something: a search of an empty store

@@ -530,6 +530,20 @@ async def test_reads_are_made_again_after_writes_that_change_them_not_after_ones
     assert len(adds) > QUIET_WRITES + 1 and all(adds[:-1]), exploration.summary()  # (the last may meet the budget)
 
 
+async def test_after_a_write_a_read_that_showed_no_change_gives_its_turn_to_one_a_write_changed():
+    """Adding to the shop's cart never changes its catalogue, and does change the cart's size. Once a read made again
+    after a write answered otherwise (the size), each later add is read back by it, ahead of the catalogue read back to
+    no change before, so adds keep grounding tasks checked by what they changed."""
+    exploration, _, _ = await explore_and_ground(shop(), calls=40)
+    calls = exploration.calls
+    changed = min(c.index for c in calls if c.tool == "cart_size" and c.reads_back is not None and c.text != "0")
+    later = [c for c in calls if c.tool == "add_to_cart" and not c.is_error and c.index > changed]
+    backs = {w.index: {b.tool for b in calls if b.reads_back == w.index} for w in later}
+    # (a write whose read-backs the budget cut asks nothing of this)
+    cut = [w.index for w in later if w.index + READ_BACKS >= len(calls)]
+    assert later and all("cart_size" in backs[i] for i in backs if i not in cut), backs
+
+
 TRIPS = '''
 import datetime, json, sys
 sys.path.insert(0, {root!r})

@@ -1297,3 +1297,30 @@ def test_no_list_a_call_is_sent_names_one_thing_twice():
             assert {d.value for d in leaves if d.name == "name"} == set(names), (args, leaves)  # (what was sent)
             lists.append(names)
     assert any("Weekly report" in names for names in lists), lists
+
+
+def test_a_read_made_again_to_check_writes_leaves_its_tool_as_worth_drawing_as_before():
+    """A spreadsheet's `read_range` drawn once (a sheet it had not read) and made again six times after writes, each
+    saying what it said before, had its share of calls cut as a tool that repeats itself: it read one sheet of two in
+    172 calls. Calls made again are checks, not draws; a tool whose draws repeat themselves is still worth less."""
+    from mcprl.scenarios.values import Knowledge
+
+    def weights(again: bool) -> float:
+        knowledge = Knowledge([])
+        for i in range(7):
+            args = {"sheet": "Staff"}
+            knowledge.learn(
+                "read_range",
+                args,
+                [],
+                index=i,
+                session=i,
+                text="name: Ana",
+                is_error=False,
+                error_kind=None,
+                values=[],
+                again=again and i > 0,
+            )
+        return knowledge.logs["read_range"].weight()
+
+    assert weights(again=True) == 3.2 > weights(again=False)
