@@ -171,11 +171,18 @@ def record_names(records: list[list[tuple[str, Any]]]) -> list[str]:
     return [str(v) for record in records for k, v in record if k.lower() in NAME_KEYS]
 
 
-def spread(held: set[tuple[str, str]]) -> int:
+def spread(held: set[tuple[str, str]], wide: set[str]) -> int:
     """Over how many things a field was seen, of its (call, record) pairs: the calls that differ in what they were
-    asked, or the records one call gave, whichever are more (a call made again, after a write, asks no other thing)."""
+    asked, or the records one call gave, whichever are more (a call made again, after a write, asks no other thing).
+    Calls that gave the same records, each of several fields (`wide`), whole, asked for one thing by other names or
+    options that changed nothing of it (a folder listed as "." and by its path): they count once; a reply of one field
+    said to every call ("Insight added") does not tell them apart, and they count as the calls they are."""
     per_call = Counter(call for call, _ in held)
-    return max(len(per_call), *per_call.values(), 0)
+    records: dict[str, set[str]] = defaultdict(set)
+    for call, record in held:
+        records[call].add(record)
+    things = {frozenset(found) if found <= wide else call for call, found in records.items()}
+    return max(len(things), *per_call.values(), 0)
 
 
 def title_of(titles: dict[str, str], tool: str) -> str:
@@ -250,6 +257,7 @@ def candidates(
     # apart, given optional values that changed nothing too, or another session's handle: the mean of one column of
     # the table each session loaded; one reply to every different call, "Insight added", does not either)
     held: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)
+    wide: set[str] = set()  # the records of several fields among them (`spread`)
     # (tool, field named as one of its parameters) -> whether it held what the call sent, every time one was sent; and
     # the values it held where none was: the request said back, where those are one value, its default
     # (`detail_level: names`), not a filter's (`status: done` of a listing filtered by it, any status unfiltered)
@@ -288,7 +296,9 @@ def candidates(
                         listed.add(v)
                     of_clock[call.tool, k] = of_clock.get((call.tool, k), True) and states_now and of_clock_kind(v)
                     # (a record read again that differs only in the clock is the same record)
-                    held[call.tool, k].add((call_key(call.tool, asked), gist(repr(record), {})))
+                    held[call.tool, k].add((call_key(call.tool, asked), whole := gist(repr(record), {})))
+                    if len(record) > 1:
+                        wide.add(whole)
                     if k in call.arguments:
                         echoed[call.tool, k] = echoed.get((call.tool, k), True) and same_value(v, call.arguments[k])
                     else:
@@ -298,7 +308,7 @@ def candidates(
         if (
             echoed.get((tool, field))
             and len(unsent[tool, field]) <= 1
-            or spread(held[tool, field]) >= 3
+            or spread(held[tool, field], wide) >= 3
             and not of_clock[tool, field]
             # (one value, said by every call: a value said only where some were asked for is theirs, a table's
             # column in its schema)
@@ -336,7 +346,7 @@ def candidates(
             len(tools) > 1
             and tools == answering
             and all(len(values[t, field]) == 1 for t in tools)
-            and sum(spread(held[t, field]) for t in tools) >= 3
+            and sum(spread(held[t, field], wide) for t in tools) >= 3
             and not any(of_clock[t, field] for t in tools)
         ):
             for tool in tools:

@@ -163,7 +163,7 @@ def field_tasks(
             and not (call.writes and says_done(v))
             # (nor one that says back what the call was given: "Europe/Warsaw (CET)" of timezone Europe/Warsaw)
             and (
-                normalize_text(str(v)) not in given_text
+                f" {normalize_text(str(v))} " not in f" {given_text} "  # (as words: "file" of a folder "files")
                 and not any(holds_answer(str(v), w) for w in worded)
                 or chosen(call.arguments, v)
             )

@@ -1771,3 +1771,41 @@ def test_a_notes_front_matter_is_one_record_with_its_note_and_records_between_ru
     call = ExploredCall(index=0, session=0, tool="read_note", arguments={"path": "Apollo.md"}, text=note)
     asked = {t.answer for seed in range(3) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
     assert asked == {"active", "Dana"}, asked
+
+
+def test_one_folder_listed_by_other_names_is_one_thing_not_three():
+    """mcp-server-filesystem's `list_directory_with_sizes` of one folder, called with its path, with "." and sorted by
+    size: "Combined size: 50 B" held by three calls read as a constant (the server's, said of anything) and the tool
+    grounded nothing. Calls that gave the same record of several fields, whole, asked for one thing; a reply of one
+    field every call gave ("Insight added") is still no answer."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    rows = ["[FILE] notes.md      28 B", "[FILE] parts.csv      22 B", "[DIR] sub"]
+    listing = "\n".join([*rows, "", "Total: 2 files, 1 directories", "Combined size: 50 B"])
+    by_size = "\n".join([rows[2], *rows[:2], "", "Total: 2 files, 1 directories", "Combined size: 50 B"])
+    asked = [({"path": "/srv/files"}, listing), ({"path": "."}, listing), ({"path": ".", "sortBy": "size"}, by_size)]
+    calls = [
+        ExploredCall(index=i, session=i, tool="list_directory_with_sizes", arguments=args, text=text)
+        for i, (args, text) in enumerate(asked)
+    ]
+    tasks = candidates(Exploration(calls=calls), {}, seed=0)
+    assert 50 in {t.answer for t in tasks}, [(t.task, t.answer) for t in tasks]
+    stock = [
+        ExploredCall(index=i, session=i, tool="add_insight", arguments={"text": f"note {i}"}, text="Insight added")
+        for i in range(3)
+    ]
+    assert candidates(Exploration(calls=stock), {}, seed=0) == []
+
+
+def test_a_value_that_is_a_word_of_a_longer_one_the_call_was_sent_is_no_echo():
+    """A tree of the folder "/srv/files" says each entry's type, "file": read as said back (it was inside what the
+    call was sent, as letters), it grounded nothing, where the same tree of "/srv/docs" did. As words it is not."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    tree = json.dumps([{"name": "notes.md", "type": "file"}, {"name": "sub", "type": "directory", "children": []}])
+    for folder in ("/srv/docs", "/srv/files"):
+        call = ExploredCall(index=0, session=0, tool="directory_tree", arguments={"path": folder}, text=tree)
+        tasks = candidates(Exploration(calls=[call]), {}, seed=0)
+        assert "file" in {t.answer for t in tasks}, (folder, [(t.task, t.answer) for t in tasks])
