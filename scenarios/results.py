@@ -256,6 +256,30 @@ def csv_rows(lines: list[str]) -> list[list[tuple[str, Any]]] | None:
     return [[(h.strip(), cell.strip()) for h, cell in zip(header, row) if cell.strip()] for row in rows]
 
 
+MARKDOWN_ROW = re.compile(r"\|(.*)\|")  # a row of a Markdown table: "| Oslo | 3 |"
+MARKDOWN_RULE = re.compile(r":?-{3,}:?")  # a cell of the line under its header: "---", ":--:"
+
+
+def markdown_rows(lines: list[str]) -> list[list[tuple[str, Any]]] | None:
+    """The rows of the Markdown tables in a text (a document converted, a report), each cell under its column's name
+    ("| city | nights |\n| --- | --- |\n| Oslo | 3 |" -> [[("city", "Oslo"), ("nights", "3")]]), the text around
+    them left out; None where it has none. A table is a header row, the rule under it, and the rows after."""
+    rows: list[list[tuple[str, Any]]] = []
+    split = [
+        [cell.strip() for cell in m[1].split("|")] if (m := MARKDOWN_ROW.fullmatch(line.strip())) else None
+        for line in lines
+    ]
+    for at in range(1, len(split)):
+        header, rule = split[at - 1], split[at]
+        if header is None or rule is None or len(rule) != len(header) or not all(map(MARKDOWN_RULE.fullmatch, rule)):
+            continue
+        for row in split[at + 1 :]:
+            if row is None or len(row) != len(header):
+                break
+            rows.append([(h, cell) for h, cell in zip(header, row, strict=True) if cell])
+    return rows or None
+
+
 RULE = re.compile(r"([-=*_~])\1{2,}")  # a line that divides a text's parts: "---", "==="
 HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 
@@ -371,7 +395,8 @@ def grid_rows(value: Any) -> list[dict[str, Any]] | None:
 
 def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     """The records a result holds, each its (field, value) pairs: the objects of a list, a single object, the rows of
-    a table under its column names (`grid_rows`), the files of a unified diff, the lines of an `a | b | c` listing
+    a table under its column names (`grid_rows`, `markdown_rows`), the files of a unified diff, the lines of an
+    `a | b | c` listing
     (cells as field '', `key: value` cells by key) or of `key: value` pairs ("name: Ann, team: Sales"), or the
     `key: value` lines of a text."""
     data = result_data(text, structured)
@@ -410,6 +435,8 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
         lines.pop()  # cut mid-record: not a record
     if (files := diff_records(text.splitlines())) is not None:
         return files
+    if (table := markdown_rows(lines)) is not None:
+        return table
     pairs = [cells(line) for line in lines]
     rows = [p for p in pairs if len(p) > 1]
     # a listing: every line a row of cells, but for a note before or after the rows ("(10 of 11 shown)")

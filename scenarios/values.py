@@ -758,6 +758,15 @@ class Knowledge:
                 for listed, call, s in names
             ]
             arms["joined"] = [(v, p) for v, p in arms["joined"] if valid(v)]
+            # a parameter that takes a URI is sent a file or folder in plain view as one too (RFC 8089's
+            # `file:///srv/docs/plan.html`): a converter of documents reads a local file by its URI, not its path
+            if described_as("url", name, description):
+                for arm in ("context", "joined"):
+                    arms[arm] += [
+                        (uri, p)
+                        for v, p in arms[arm]
+                        if isinstance(v, str) and os.path.isabs(v) and valid(uri := PurePath(v).as_uri())
+                    ]
             # (a value in plain view is the server's context, a folder or a file: one of its digits changed names
             # nothing there; nor does a table made to be asked about get other years in its rows)
             arms["varied"] = fit(

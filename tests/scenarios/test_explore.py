@@ -279,6 +279,52 @@ async def test_a_server_working_in_its_folder_is_asked_about_the_files_there_and
     assert {p: p.is_file() and p.read_bytes() for p in folder.rglob("*")} == before
 
 
+DOCUMENTS = '''
+import csv, sys
+from urllib.parse import unquote, urlparse
+sys.path.insert(0, {root!r})
+from tests.server_fork import hand_over
+hand_over()
+from mcprl.servers import serve
+
+
+def convert_to_markdown(uri: str) -> str:
+    """Convert a resource described by a file: URI to markdown."""
+    if urlparse(uri).scheme != "file":
+        raise ValueError(f"Unsupported URI scheme: {{uri}}. Supported schemes are: file:")
+    with open(unquote(urlparse(uri).path)) as f:
+        head, *rows = csv.reader(f)
+    lines = [head, ["---"] * len(head), *rows]
+    return "\\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+
+
+def build(seed: int = 0):
+    server = serve.new_server("documents", "Documents.")
+    serve.add_tools(server, [convert_to_markdown], writes=[])
+    return server
+
+
+if __name__ == "__main__":
+    serve.main(build, "Documents.")
+'''
+
+
+async def test_a_converter_of_documents_is_sent_the_files_in_its_folder_as_uris_and_asked_of_their_tables(tmp_path):
+    """A server that reads documents by URI alone (as markitdown-mcp: a path is "Unsupported URI scheme"), started in
+    a folder of files no argument names: those files are sent as `file:` URIs, and the Markdown tables it answers with
+    are asked about by their rows (not as "| Oslo" cells). Each kept task's answer comes back on replay, none stated."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "staff.csv").write_text("name,team,hours\nCarla Diaz,Sales,31\nDev Patel,Support,12\n")
+    server = tmp_path / "documents.py"
+    server.write_text(DOCUMENTS.format(root=str(Path(__file__).resolve().parents[2])))
+    spec = ServerSpec.parse(f"{sys.executable} {server}", cwd=str(folder))
+    tasks, calls = await grounded_and_replayed(spec, tmp_path, calls=20)
+    assert any(c.arguments["uri"] == (folder / "staff.csv").as_uri() and not c.is_error for c in calls), calls
+    assert {t.answer for t in tasks} & {"Carla Diaz", "Dev Patel", "Sales", "Support", 31, 12}, [t.task for t in tasks]
+    assert not any("|" in str(t.answer) for t in tasks)
+
+
 @pytest.mark.parametrize("seed", range(5))
 async def test_a_value_an_error_named_that_fails_otherwise_is_followed_by_the_next_it_named(tmp_path, seed):
     """`column_total` of a table whose one numeric column is named last: a wrong column is refused with "the columns:
