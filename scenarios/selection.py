@@ -7,6 +7,7 @@ they ask for (`select`)."""
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any
@@ -69,6 +70,11 @@ def idle_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
     for tool, field, k in varied - changed:
         idle[tool, field].add(k)
     return idle
+
+
+# a number of seven decimals or more: what a computation gave ("the sqrt of 8" as 2.8284271247461903), never what a
+# person types; a task stating one asks for it by the call that gave it, or not at all
+COMPUTED = re.compile(r"(?<![\w.])-?\d+\.\d{7,}")
 
 
 def twice(task: Scenario, optional: Mapping[str, set[str]]) -> bool:
@@ -171,6 +177,9 @@ def select(
     for t in tasks:
         if twice(t, optional or {}):
             dropped["one text given twice"] += 1
+            continue
+        if COMPUTED.search(t.task):
+            dropped["states a number only a computation gives"] += 1
             continue
         meant = meaning(t, optional or {}, idle)
         # (the same words with the same answer are one question, though two tools' chains ground it: a table's

@@ -424,3 +424,19 @@ def test_a_line_a_diff_adds_against_every_revision_is_asked_of_one():
         assert len(added) == 1 and dropped["duplicate"] > 0, [t.task for t in added]
         shown = {t.reference[-1].arguments["revision"] for t in kept if t.metadata.get("field") == "author"}
         assert shown == set(revisions), [t.task for t in kept]
+
+
+def test_no_kept_task_states_a_number_only_a_computation_gives():
+    """A math server's `divide` was sent what `sqrt` gave another session, and a task said it: "Divide
+    2.8284271247461903 by 18.25." No one types sixteen decimals; a number a person gives ("2.25", an id, a price)
+    is stated as before."""
+    calls = [
+        _call(0, "divide", {"a": 2.8284271247461903, "b": 18.25}, "0.1549823082052707"),
+        _call(1, "divide", {"a": 2.25, "b": 0.5}, "4.5"),
+        _call(2, "sqrt", {"x": 8}, "2.8284271247461903"),
+    ]
+    tasks = candidates(Exploration(calls=calls), {}, seed=0)
+    kept, dropped = select(tasks, len(tasks), seed=0)
+    assert dropped["states a number only a computation gives"] >= 1, (dropped, [t.task for t in tasks])
+    assert {t.answer for t in kept} >= {4.5, 2.8284271247461903}, [t.task for t in kept]
+    assert not any("2.828" in t.task for t in kept), [t.task for t in kept]

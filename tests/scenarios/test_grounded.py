@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -634,3 +635,54 @@ def test_a_clock_answer_in_lines_of_text_is_asked_live_by_its_label():
     assert live_task(task, [later.replace("Day:", "Weekday:")]) is None  # a replay without that line
     twice = task.model_copy(update={"reference": [call.model_copy(update={"result": f"{text}\nDay: {now:%A}"})]})
     assert live_task(twice, [later]) is None  # two lines hold it: which one the task asks for is not known
+
+
+PRICES = '''
+import sys
+sys.path.insert(0, {root!r})
+from tests.server_fork import hand_over
+hand_over()
+from mcprl.servers import serve
+
+STOCK = {{"mug": 12, "bowl": 30, "cup": 7, "plate": 19}}
+
+
+def price(item: str, size: str) -> str:
+    """The price of an item in a size."""
+    if size == "huge":
+        raise ValueError("no huge ones left")
+    return "4"
+
+
+def stock(item: str) -> str:
+    """How many of an item are in stock."""
+    return str(STOCK[item])
+
+
+def build(seed: int = 0):
+    server = serve.new_server("prices", "Prices.")
+    serve.add_tools(server, [price, stock], writes=[])
+    return server
+
+
+if __name__ == "__main__":
+    serve.main(build, "Prices.")
+'''
+
+
+async def test_tasks_are_verified_until_as_many_as_asked_for_ask_different_things(tmp_path):
+    """A mug's price was 4 small and 4 large, and something else huge: the size changed the answer, so the small and
+    the large price were two questions. The huge one is sold out when replayed; without it the size changed
+    nothing, and the two are one question. Grounding verified tasks until it had as many as asked for, then
+    counted them again, one fewer, with unverified ones left: it verifies on until the count holds."""
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    server = tmp_path / "prices.py"
+    server.write_text(PRICES.format(root=str(Path(__file__).resolve().parents[2])))
+    made = [("price", {"item": "mug", "size": s}, t) for s, t in [("small", "4"), ("large", "4"), ("huge", "913")]]
+    made += [("stock", {"item": i}, str(n)) for i, n in [("mug", 12), ("bowl", 30), ("cup", 7), ("plate", 19)]]
+    calls = [ExploredCall(index=i, session=i, tool=t, arguments=a, text=x) for i, (t, a, x) in enumerate(made)]
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {server}")) as pool:
+        tasks, report = await ground(pool, 5, Exploration(calls=calls), seed=0, say=lambda _: None)
+    assert len(tasks) == 5, (report.dropped, [t.task for t in tasks])
+    assert report.dropped["chain failed on replay"] == 1 and report.dropped["duplicate"] == 1, report.dropped
