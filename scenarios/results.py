@@ -203,13 +203,20 @@ def server_text(text: str) -> tuple[str, bool]:
 
 def flatten(data: Any, key: str = "") -> list[tuple[str, Any]]:
     """(field, value) pairs of the scalars in `data`, each under its nearest key; not the text of a field that says
-    what went wrong (`lexicon.ERROR_FIELDS`: `"error": "File does not exist: 4096"`), a count of errors as it is."""
+    what went wrong (`lexicon.ERROR_FIELDS`: `"error": "File does not exist: 4096"`), a count of errors as it is, nor
+    another field's that says it again (a validator's `"hint": "<the error>. Try: ..."`)."""
     if isinstance(data, dict):
+        said = [
+            v.strip() for k, v in data.items() if str(k).lower() in ERROR_FIELDS and isinstance(v, str) and v.strip()
+        ]
         return [
             pair
             for k, v in data.items()
             for pair in flatten(v, str(k))
-            if not (str(k).lower() in ERROR_FIELDS and isinstance(pair[1], str))
+            if not (
+                isinstance(pair[1], str)
+                and (str(k).lower() in ERROR_FIELDS or any(pair[1].strip().startswith(e) for e in said))
+            )
         ]
     if isinstance(data, (list, tuple)):
         return [pair for v in list(data)[:50] for pair in flatten(v, key)]

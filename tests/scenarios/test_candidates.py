@@ -1809,3 +1809,38 @@ def test_a_value_that_is_a_word_of_a_longer_one_the_call_was_sent_is_no_echo():
         call = ExploredCall(index=0, session=0, tool="directory_tree", arguments={"path": folder}, text=tree)
         tasks = candidates(Exploration(calls=[call]), {}, seed=0)
         assert "file" in {t.answer for t in tasks}, (folder, [(t.task, t.answer) for t in tasks])
+
+
+def test_a_field_that_says_again_what_went_wrong_is_no_answer():
+    """mcp-json-yaml-toml's `constraint_validate` says what is wrong with a value under `error`, and again under
+    `hint` with a suggestion after it: "Validate constraint ... What is the hint?" -> "Unknown constraint: ...". A
+    field that opens with the record's error text is that text; the record's other fields are still asked."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    checks = [
+        ("CONFIG_FORMAT", "yml", "json", "format"),
+        ("YQ_PATH", "users", ".users", "path"),
+        ("INT", "4x", "4", "integer"),
+    ]
+    calls = [
+        ExploredCall(
+            index=i,
+            session=0,
+            tool="constraint_validate",
+            arguments={"constraint_name": name, "value": value},
+            text=json.dumps(
+                {
+                    "valid": False,
+                    "value": value,
+                    "error": f"Not a valid {kind}",
+                    "hint": f"Not a valid {kind}. Try: {fix}",
+                    "suggestion": fix,
+                }
+            ),
+        )
+        for i, (name, value, fix, kind) in enumerate(checks)
+    ]
+    tasks = candidates(Exploration(calls=calls), {}, seed=0)
+    assert not any("Not a valid" in str(t.answer) for t in tasks), [(t.task, t.answer) for t in tasks]
+    assert {t.answer for t in tasks} & {"json", ".users", 4}, [(t.task, t.answer) for t in tasks]
