@@ -202,11 +202,18 @@ class Said:
             return tuple(a.format(self.order()) for a in ASKS)
         return tuple(a.format(phrase=phrase, be=be(self.about or self.thing)) for a in PHRASE_ASKS)
 
-    def asks_field(self, field: str, state: bool = False, counted: bool = False) -> tuple[str, ...]:
+    def asks_field(
+        self, field: str, state: bool = False, counted: bool = False, listed: bool = False
+    ) -> tuple[str, ...]:
         """How a task asks for a field of the one record the call gave: the call's value itself where the
         field is the thing it gives ("sum" of "get sum", "content" of "get text file contents"); a `state` as one
         ("What is modified in the git status?"), and how many are in it where it is `counted` ("How many files
-        changed in the git diff?")."""
+        changed in the git diff?"); where that record is the one thing a listing of them (`listed`) holds, as that
+        thing's ("List tasks. What is the name of the task listed?", not "What is the name?")."""
+        things = self.listing() if listed and not (state or counted or field in PREPOSITIONS) else None
+        if things is not None:
+            one = singular(things.split(" ")[-1])
+            return tuple(a.format(**field_words(field), one=one, action=self.order()) for a in ONE_LISTED_ASKS)
         phrase = self.phrase()
         if phrase is not None and (field in GENERIC_FIELDS or singular(self.thing.split(" ")[-1]) == singular(field)):
             return self.asks_result()
@@ -440,6 +447,10 @@ GENERIC_FIELDS = frozenset("result value output answer".split())
 # the author?")
 FIELD_ASKS = ("{What} {be} the {field} of {phrase}?", "Find {phrase} and tell me its {field}.")
 CALL_ASKS = ("{action}. {What} {be} the {field}?", "{action} and tell me the {field}.")
+ONE_LISTED_ASKS = (
+    "{action}. {What} {be} the {field} of the {one} listed?",
+    "{action} and tell me the {field} of the {one}.",
+)
 STATE_ASKS = ("What {be} {field} in {phrase}?",)  # ... and a state it is in ("What is modified in the git status?")
 CALL_STATE_ASKS = ("{action}. What {be} {field}?",)
 # ... and how many things are in a state, a number ("files changed": "How many files changed in the git diff?")

@@ -281,7 +281,8 @@ def field_tasks(
                 # (... and a count of things in one, "files changed: 1")
                 head = asked.split(" ")[0]
                 counted = participle(asked) and " " in asked and singular(head) != head and type(value) is int
-                if not (asks := saying.asks_field(asked, state, counted)):
+                one = bool(lists) and sum(map(len, lists)) == 1  # (the one line of a listing)
+                if not (asks := saying.asks_field(asked, state, counted, listed=one)):
                     continue
                 task = _worded(asks, given, asked)
             else:

@@ -4,6 +4,7 @@ wording names an operand by its letter or carries a title's filler word, and eac
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -324,3 +325,28 @@ def test_a_list_of_one_value_is_said_as_that_value():
         asks = said("read notes", args).asks_field("status")
         assert all("Projects/Apollo.md" in t and "paths" not in t for t in asks), asks
     assert all("cities" not in t and "Oslo" in t for t in said("get weather", {"cities": ["Oslo"]}).asks_result())
+
+
+def test_a_field_of_the_one_thing_a_listing_holds_is_asked_as_that_things():
+    """mcp-todo's `task_list` of a store holding one task: "List tasks. What is the name?" asks of no thing a person
+    could name. The one line of a listing is asked for as the thing the listing holds; a call that gives one record
+    of its own (a conversion) is asked as before."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    one = json.dumps([{"id": 1, "name": "Project Apollo", "status": "active"}])
+    asked = {
+        t.answer: t.task
+        for seed in range(4)
+        for t in candidates(
+            Exploration(calls=[ExploredCall(index=0, session=0, tool="task_list", arguments={}, text=one)]),
+            {},
+            seed=seed,
+        )
+    }
+    assert "Project Apollo" in asked and "task" in asked["Project Apollo"].split("?")[0].split(". ")[-1], asked
+    converted = ExploredCall(
+        index=0, session=0, tool="convert_weight", arguments={"value": 2, "unit": "kg"}, text='{"value": 4.409}'
+    )
+    (task,) = candidates(Exploration(calls=[converted]), {}, seed=0)
+    assert task.task.endswith(("What is the value?", "tell me the value.")), task.task
