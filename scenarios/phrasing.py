@@ -235,14 +235,17 @@ class Said:
         call, where what picks the line out says it ("Who is the author of the latest commit?"), as people ask:
         a policy taught by "In the git log, ..." learns to pick a tool by its name in the question, which no
         person's question holds."""
+        the = "" if participle(field) else "the "
         if alone:
-            return tuple(a.format(**field_words(field), which=which) for a in RECORD_ALONE_ASKS)
+            return tuple(a.format(**field_words(field), which=which, the=the) for a in RECORD_ALONE_ASKS)
         # (in what it gives, or lists, or in the thing it names: "In the table products, what is the type where ...";
         # not the things an order makes or changes, which it is said as: "Create entities ... What is ...")
         named = self.apposed and self.verb not in WRITE_WORDS
         phrase = self.phrase() or self.listing() or (self.phrase(self.thing) if named else None)
         asks = RECORD_IN_ASKS if phrase is not None else RECORD_ASKS
-        return tuple(a.format(**field_words(field), which=which, phrase=phrase, action=self.order()) for a in asks)
+        return tuple(
+            a.format(**field_words(field), which=which, phrase=phrase, action=self.order(), the=the) for a in asks
+        )
 
     def asks_listing(self, within: bool = False) -> tuple[str, ...]:
         """How a task asks for every name the call lists ("What are the allowed directories?"); `within`, names a
@@ -471,9 +474,10 @@ STATE_NAME_ASKS = ('What {be} {field} in the {noun} "{name}"?', "What {be} {fiel
 # ... and, a line of a listing, in what the call gives ("In the git log, who is the author of the commit whose message
 # is ...?") or after what it does, by a field that picks the line out or by its place ("of the latest commit", as
 # people ask for the latest entry of a log); alone where that says which line it is
-RECORD_IN_ASKS = ("In {phrase}, {what} {be} the {field} {which}?",)
-RECORD_ASKS = ("{action}. {What} {be} the {field} {which}?",)
-RECORD_ALONE_ASKS = ("{What} {be} the {field} {which}?",)
+# ("the" before a thing a field names, not before a state: "what is added where the file is VERSION?")
+RECORD_IN_ASKS = ("In {phrase}, {what} {be} {the}{field} {which}?",)
+RECORD_ASKS = ("{action}. {What} {be} {the}{field} {which}?",)
+RECORD_ALONE_ASKS = ("{What} {be} {the}{field} {which}?",)
 # ... and by what a search that found it was about
 TOPIC_ASKS = (
     "{What} {be} the {field} of the {noun} about {topic}?",

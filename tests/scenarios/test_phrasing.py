@@ -350,3 +350,13 @@ def test_a_field_of_the_one_thing_a_listing_holds_is_asked_as_that_things():
     )
     (task,) = candidates(Exploration(calls=[converted]), {}, seed=0)
     assert task.task.endswith(("What is the value?", "tell me the value.")), task.task
+
+
+def test_a_state_asked_of_a_line_a_field_picks_out_takes_no_article():
+    """mcp-server-git's diff: "what is the added where the file is VERSION?" reads as no one asks; a state (a
+    participle) is asked bare, a thing a field names with its article."""
+    saying = said("git diff", {"target": "3558579"})
+    (state,) = saying.asks_record("added", "where the file is VERSION")
+    (thing,) = saying.asks_record("author", 'of the commit whose message is "Fix"')
+    assert "what is added where the file is VERSION?" in state and "the added" not in state, state
+    assert "who is the author of the commit" in thing, thing
