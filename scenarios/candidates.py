@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
@@ -177,12 +177,11 @@ def spread(held: set[tuple[str, str]], wide: set[str]) -> int:
     Calls that gave the same records, each of several fields (`wide`), whole, asked for one thing by other names or
     options that changed nothing of it (a folder listed as "." and by its path): they count once; a reply of one field
     said to every call ("Insight added") does not tell them apart, and they count as the calls they are."""
-    per_call = Counter(call for call, _ in held)
     records: dict[str, set[str]] = defaultdict(set)
     for call, record in held:
         records[call].add(record)
     things = {frozenset(found) if found <= wide else call for call, found in records.items()}
-    return max(len(things), *per_call.values(), 0)
+    return max(len(things), *map(len, records.values()), 0)
 
 
 def title_of(titles: dict[str, str], tool: str) -> str:
