@@ -308,6 +308,9 @@ def field_tasks(
     return out
 
 
+ADDRESS = re.compile(r"[A-Za-z]{1,2}\d+")  # a cell's address, a square's: "B3", "e4"
+
+
 def listing_tasks(
     call: ExploredCall,
     args: dict[str, Any],
@@ -332,15 +335,18 @@ def listing_tasks(
     # records that are each a name alone, [{'name': 'orders'}, ...], or one line alone (between rules, "---")
     if len(records) > 1 and all(len(r) == 1 and (r[0][0].lower() in NAME_KEYS or not r[0][0]) for r in records):
         records = [[("", r[0][1]) for r in records]]
-    if len(records) != 1 or any(k for k, _ in records[0]):
+    # a map keyed by addresses, each letters and a number (the cells a search of a workbook matched, `{"B3": "dev",
+    # "A5": "Dev"}`): its keys are the names it lists
+    addresses = len(records) == 1 and all(ADDRESS.fullmatch(k) for k, _ in records[0])
+    if len(records) != 1 or any(k for k, _ in records[0]) and not addresses:
         return []
     # less its headings ("Here are 3 resource links ...:", a file's name before its text, a Markdown "# Title": the
     # names then are what a thing read lists, asked of by the call)
     titled = False
     lines = list(records[0])
-    while lines and re.match(r".*:$|#{1,6} ", str(lines[0][1])):
+    while not addresses and lines and re.match(r".*:$|#{1,6} ", str(lines[0][1])):
         titled = titled or str(lines.pop(0)[1]).startswith("#")
-    names = [_listed_name(v) for _, v in lines]
+    names = [k for k, _ in lines] if addresses else [_listed_name(v) for _, v in lines]
     if not 2 <= len(names) <= MAX_LISTED or None in names or len(set(names)) < len(names):
         return []
     given_text = " ".join(map(value_text, call.arguments.values()))

@@ -1844,3 +1844,22 @@ def test_a_field_that_says_again_what_went_wrong_is_no_answer():
     tasks = candidates(Exploration(calls=calls), {}, seed=0)
     assert not any("Not a valid" in str(t.answer) for t in tasks), [(t.task, t.answer) for t in tasks]
     assert {t.answer for t in tasks} & {"json", ".users", 4}, [(t.task, t.answer) for t in tasks]
+
+
+def test_the_cells_a_search_of_a_workbook_matched_are_asked_for_by_their_addresses():
+    """excel-mcp-server's `find_cells` answers a map of sheets to cells to values (`{"matches": {"Staff": {"B3": "dev",
+    "A5": "Dev"}}}`): its keys are addresses, no field a task could ask for, and the tool grounded nothing. The cells
+    it matched are what it lists; a map keyed by words is not read so."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    def tasks(found: dict) -> list:
+        text = json.dumps({"matches": {"Staff": found}})
+        call = ExploredCall(
+            index=0, session=0, tool="find_cells", arguments={"path": "/srv/office.xlsx", "query": "dev"}, text=text
+        )
+        return candidates(Exploration(calls=[call]), {}, seed=0)
+
+    (listing,) = [t for t in tasks({"B3": "dev", "B4": "dev", "A5": "Dev"}) if t.metadata["kind"] == "listing"]
+    assert sorted(listing.answer) == ["A5", "B3", "B4"] and not any(c in listing.task for c in listing.answer)
+    assert not [t for t in tasks({"team": "dev", "name": "Dev", "role": "dev"}) if t.metadata["kind"] == "listing"]
