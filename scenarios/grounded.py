@@ -259,6 +259,7 @@ async def ground(
             except UserError as e:
                 say(f"could not start the server with its clock moved ({e}); its clock's tasks are dropped")
         picked: list[Scenario] = []
+        left: Counter = Counter()
         while ordered and len(picked) < n:
             batch, ordered = ordered[: n - len(picked)], ordered[n - len(picked) :]
             kept, lost = await verify(batch, pool, later=moved, say=say)
@@ -266,8 +267,7 @@ async def ground(
             dropped.update(lost)
             # spread again: what verification dropped was not even, and one kept may ask what another does (a
             # name stated beside made-up ones), so more are verified until n are left
-            picked, _ = select(verified, n, seed=seed, optional=optional)
-    picked, left = select(verified, n, seed=seed, optional=optional)
+            picked, left = select(verified, n, seed=seed, optional=optional)
     dropped.update(left)
     unprepared = await lighten(picked, pool, say=say)
     rephrased = await phrase(picked, phrase_with, api_base=api_base, seed=seed) if phrase_with and picked else 0
