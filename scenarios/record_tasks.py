@@ -345,7 +345,8 @@ def listing_tasks(
     titled = False
     lines = list(records[0])
     while not addresses and lines and re.match(r".*:$|#{1,6} ", str(lines[0][1])):
-        titled = titled or str(lines.pop(0)[1]).startswith("#")
+        heading = str(lines.pop(0)[1])
+        titled = titled or heading.startswith("#")
     names = [k for k, _ in lines] if addresses else [_listed_name(v) for _, v in lines]
     if not 2 <= len(names) <= MAX_LISTED or None in names or len(set(names)) < len(names):
         return []
