@@ -79,7 +79,8 @@ def answerable(value: Any) -> bool:
     marks alone: "___"), and not encoded bytes (a file's base64 `blob`: no one asks for it), and not a yes or no (a
     guess holds it half the time), nor one letter (sympy's identity matrix "I": any reply saying "I" or "a" would hold
     it), nor a program's name for an object (`<class 'sympy.core.numbers.Integer'>`, `<function f at 0x7f...>`), nor a
-    folder the session was given (its home: another in the next session)."""
+    folder the session was given (its home: another in the next session), nor a heading ("# Context Summary"), nor
+    a message that nothing was found ("No relationships found for this item": what the result lacks)."""
     text = str(value).strip()
     return (
         re.search(r"[^\W_]", text) is not None
@@ -92,6 +93,8 @@ def answerable(value: Any) -> bool:
         and not text.endswith(":")
         and not re.fullmatch(r"<[^<>]*>", text)
         and not SESSION_FOLDER.search(text)
+        and not re.match(r"#{1,6} ", text)
+        and NOTHING.match(text) is None
     )
 
 

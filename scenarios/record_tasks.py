@@ -159,6 +159,7 @@ def field_tasks(
             and answerable(v)
             and not unix_time(k, v)
             and normalize_text(str(v)) not in sorts
+            and normalize_text(str(v)) != normalize_text(call.tool)  # (the tool's name said back: an `operation`)
             # (nor a write's word that it was done: "Insight added", "status: success")
             and not (call.writes and says_done(v))
             # (nor one that says back what the call was given: "Europe/Warsaw (CET)" of timezone Europe/Warsaw)

@@ -286,6 +286,10 @@ _ERROR_OPENING = re.compile(
     r"|^\W*(?:[A-Za-z]{2,12}:\s*)?(?:could ?n[o']t|can ?n[o']t|unable to|failed to|not supported)\b"
     r"|^\W*(?:invalid|unknown|unsupported|unrecognized|please (?:provide|specify|use|enter|supply|give|pass))\s+\w"
     r"|^[\w .'-]{0,40}?\b\w*(?:error|exception)\b\s*[:!]"
+    # ... or says what failed, and why ("Session merge failed: Source session not found"; not a count, "Tests
+    # failed: 3"), or what the call lacks ("Either keys or keyPattern must be provided", "watcherId is required")
+    r"|^[\w .'-]{0,40}?\b(?:failed|failure)\s*:(?!\s*\d)"
+    r"|^\W*[\w .'`\"-]{1,60}?\s(?:must be (?:provided|given|specified|supplied)|(?:is|are) required)\b"
     r"|^.{1,80}?:\s+(?:error|exception)\b\s*[:!-]",
     re.IGNORECASE,
 )

@@ -1865,3 +1865,36 @@ def test_the_cells_a_search_of_a_workbook_matched_are_asked_for_by_their_address
     (listing,) = [t for t in tasks({"B3": "dev", "B4": "dev", "A5": "Dev"}) if t.metadata["kind"] == "listing"]
     assert sorted(listing.answer) == ["A5", "B3", "B4"] and not any(c in listing.task for c in listing.answer)
     assert not [t for t in tasks({"team": "dev", "name": "Dev", "role": "dev"}) if t.metadata["kind"] == "listing"]
+
+
+def test_a_tool_saying_its_own_name_a_heading_or_that_it_found_nothing_grounds_no_answer_of_it():
+    """mcp-memory-keeper's replies: `"operation": "context_get_related"` (the tool's own name: "tell me its operation"),
+    `"message": "No relationships found for this item"` and a summary that is its heading alone ("# Context Summary"):
+    none is something a person asks for. The record's other fields still are."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    related = [
+        ExploredCall(
+            index=i,
+            session=0,
+            tool="get_related",
+            arguments={"key": key},
+            text=json.dumps(
+                {
+                    "operation": "get_related",
+                    "key": key,
+                    "owner": owner,
+                    "related": {"outgoing": [], "incoming": []},
+                    "message": "No relationships found for this item",
+                }
+            ),
+        )
+        for i, (key, owner) in enumerate([("k-101", "Dana"), ("k-102", "Sam")])
+    ]
+    summary = ExploredCall(index=2, session=0, tool="summarize", arguments={}, text="# Context Summary\n\n")
+    tasks = [t for seed in range(3) for t in candidates(Exploration(calls=[*related, summary]), {}, seed=seed)]
+    asked = {(t.task, str(t.answer)) for t in tasks}
+    assert not [a for a in asked if a[1] in ("get_related", "No relationships found for this item")], asked
+    assert not [a for a in asked if "Summary" in a[1]], asked
+    assert {"Dana", "Sam"} & {a[1] for a in asked}, asked

@@ -147,6 +147,7 @@ def test_a_listing_of_resource_links_under_a_heading_asks_for_them_all():
     assert [sorted(t.answer) for t in listings] == [sorted(uris)], [(t.task, t.answer) for t in listings]
     assert not [u for u in uris if u in listings[0].task]
 
+
 @pytest.mark.timeout(30)
 def test_a_listing_under_a_title_and_a_subtitle_is_read_past_both():
     """mcp-shrimp-task-manager answers guidance in Markdown ("## Codebase Analysis" then a sentence ending in a colon):
@@ -156,7 +157,6 @@ def test_a_listing_under_a_title_and_a_subtitle_is_read_past_both():
     call = ExploredCall(index=0, session=0, tool="list_tasks", arguments={}, text=text)
     tasks = candidates(Exploration(calls=[call]), {}, seed=0)
     assert [sorted(t.answer) for t in tasks if t.metadata["kind"] == "listing"] == [["draft", "publish", "review"]]
-
 
 
 def test_a_chain_keeps_no_call_that_only_found_a_list_the_task_states_item_by_item():

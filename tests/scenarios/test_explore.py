@@ -110,6 +110,10 @@ def test_which_result_texts_report_an_error():
         'Please provide either a country (e.g., "Poland", "PL") or a city (e.g., "Warsaw", "Berlin").',
         "Unknown calendar format: tuesday",
         "Cannot divide by zero",
+        # (mcp-memory-keeper's: what failed, then why; what the call lacks)
+        "Session merge failed: Source session not found",
+        "Tool integration failed: no such table: tool_events",
+        "Either keys array or keyPattern must be provided",
     ):
         assert reports_error(text), text
     for text in (
@@ -127,6 +131,8 @@ def test_which_result_texts_report_an_error():
         "Unknown",  # (a value, alone)
         "Status: unknown",
         "Note: 3 files changed",
+        "Tests failed: 3\nTests passed: 12",
+        "Sign-up: an email is required to join",  # (what a thing needs, under its label)
     ):
         assert not reports_error(text), text
 
