@@ -279,9 +279,14 @@ def field_tasks(
                 given = [n for v in queries for n in stated(v)] if queries else [value_text(v) for v in args.values()]
                 # (a state that names a thing, "modified: TODO.md", not a date, "created: 2024-03-01")
                 state = participle(asked) and not re.search(r"\d", str(value))
-                # (... and a count of things in one, "files changed: 1")
-                head = asked.split(" ")[0]
-                counted = participle(asked) and " " in asked and singular(head) != head and type(value) is int
+                # (... and a count of things in one, "files changed: 1", "Relations created: 0", or of those the call
+                # did, "succeeded": 2 of a batch: "How many succeeded?", never "What is the succeeded?")
+                subject = asked.split(" ")[:-1]
+                counted = (
+                    participle(asked)
+                    and re.fullmatch(r"\d+", str(value).strip()) is not None
+                    and (not subject or any(singular(w) != w for w in subject))
+                )
                 one = bool(lists) and sum(map(len, lists)) == 1  # (the one line of a listing)
                 if not (asks := saying.asks_field(asked, state, counted, listed=one)):
                     continue

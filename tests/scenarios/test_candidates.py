@@ -767,6 +767,17 @@ def test_a_count_of_things_in_a_state_is_asked_how_many():
     tasks = {t.answer: t.task for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
     assert re.search(r"^How many files changed\b", tasks[2]), tasks
     assert "How many" not in tasks["TODO.md"], tasks
+    # (mcp-memory-keeper's: counts in lines of text, of a subject whose plural is not its first word, and of what
+    # the call did, a participle alone: not "What is the critical items saved?", "What is the succeeded?")
+    saved = "Prepared for compaction:\nCheckpoint: weekly\nCritical items saved: 3\nFiles tracked: 7"
+    batch = json.dumps({"operation": "batch_save", "totalItems": 5, "succeeded": 4})
+    calls = [
+        ExploredCall(index=0, session=0, tool="prepare_compaction", arguments={}, text=saved),
+        ExploredCall(index=1, session=0, tool="batch_save", arguments={"items": ["a", "b"]}, text=batch, writes=True),
+    ]
+    tasks = {t.answer: t.task for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
+    assert re.search(r"^How many critical items saved\b", tasks[3]), tasks
+    assert re.search(r"How many succeeded\?$", tasks[4]), tasks
 
 
 def test_a_sentence_grounds_the_one_number_it_holds_besides_what_its_call_was_sent():
