@@ -409,10 +409,16 @@ def wrapped_kind(call: ExploredCall) -> str | None:
 def _kind(records: list[list[tuple[str, Any]]], unasked: set[str]) -> str | None:
     """What each record of a listing is: the thing the key that opens every one names ("Commit: a1b2..." -> commit),
     where its values tell the records apart and it names a kind of thing (not `NOT_KINDS`: an id, a name, a date;
-    nor a preposition, a relation's "from"; nor one of `unasked`: a position, "cid: 0")."""
+    nor a preposition, a relation's "from"; nor a participle, a session's "Created: <date>"; nor one of `unasked`: a
+    position, "cid: 0")."""
     opening = {record[0][0] if record else "" for record in records}
     key = opening.pop() if len(opening) == 1 else ""
-    if not re.fullmatch(r"[A-Za-z]{3,}", key) or key.lower() in NOT_KINDS | PREPOSITIONS or key in unasked:
+    if (
+        not re.fullmatch(r"[A-Za-z]{3,}", key)
+        or key.lower() in NOT_KINDS | PREPOSITIONS
+        or participle(key.lower())
+        or key in unasked
+    ):
         return None
     values = [str(record[0][1]) for record in records]
     if len(set(values)) < len(values):

@@ -1909,3 +1909,19 @@ def test_a_tool_saying_its_own_name_a_heading_or_that_it_found_nothing_grounds_n
     assert not [a for a in asked if a[1] in ("get_related", "No relationships found for this item")], asked
     assert not [a for a in asked if "Summary" in a[1]], asked
     assert {"Dana", "Sam"} & {a[1] for a in asked}, asked
+
+
+def test_a_listing_whose_lines_open_with_a_date_is_no_listing_of_things_named_by_it():
+    """mcp-memory-keeper lists sessions, each opening "Created: <date>": "What is the branch of the latest created?"
+    took the participle for what each line is. A state is no kind of thing; the lines are asked of by their place."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    text = (
+        "Recent sessions:\n\n• Planning (26b2dc32)\n  Created: 2026-12-05T07:08:51.881Z\n  Items: 4\n  Branch: main\n\n"
+        "• Review (a1b2c3d4)\n  Created: 2026-12-04T07:08:51.881Z\n  Items: 2\n  Branch: dev"
+    )
+    call = ExploredCall(index=0, session=0, tool="session_list", arguments={}, text=text)
+    tasks = [t.task for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    assert any(re.search(r"\bof the (latest|earliest) one\b", t) for t in tasks), tasks
+    assert not [t for t in tasks if re.search(r"\b(the|latest|earliest) created\b", t)], tasks
