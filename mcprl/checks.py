@@ -127,12 +127,21 @@ def field_at(data: Any, path: str) -> Any:
 LABEL = re.compile(r"[A-Za-z][\w .'/-]*")
 
 
+# Markdown around a label and its value: a list's marker or a quote's before it ("- Game ID: b095ea75", "> Note: ..."),
+# emphasis around the label ("**Turn**: White to move") and code marks around the value ("`e2e4`")
+MARKED_LABEL = re.compile(r"^(?:[-*+•>]\s+)*(?:\*\*|__)?(?P<label>[^*_:]+?)(?:\*\*|__)?$")
+
+
 def labelled(cell: str) -> tuple[str, str] | None:
     """A `key: value` cell's key and value, where the key is a label (words, "Commit", "new file"), not code
-    that holds a colon (`return {"city": city}`); else None."""
+    that holds a colon (`return {"city": city}`), in Markdown or not (`MARKED_LABEL`); else None."""
     key, sep, value = cell.partition(": ")
-    if sep and len(key) <= 30 and value.strip() and LABEL.fullmatch(key.strip()):
-        return key.strip(), value.strip()
+    key = m["label"] if (m := MARKED_LABEL.match(key.strip())) else key
+    value = value.strip()
+    if len(value) > 2 and value[0] == value[-1] == "`":
+        value = value[1:-1].strip()
+    if sep and len(key) <= 30 and value and LABEL.fullmatch(key.strip()):
+        return key.strip(), value
     return None
 
 

@@ -121,10 +121,11 @@ NAME_ADDRESS = re.compile(r"([^<>]*?[^\W\d_][^<>]*?)\s*<[^<>\s]*[@:/][^<>\s]*>")
 
 def answer_of(value: Any) -> Any:
     """A field's value as a person answers with it: its one number ("37 units" -> 37), or of a name and its address
-    the name ("Ann Lee <ann@example.com>" -> "Ann Lee", which the whole holds); else the value."""
+    the name ("Ann Lee <ann@example.com>" -> "Ann Lee", which the whole holds); else the value (an address whole:
+    "http://127.0.0.1:8080" is no 8080)."""
     if not isinstance(value, str):
         return value
-    if (number := one_number(value, words=1)) is not None:
+    if "://" not in value and (number := one_number(value, words=1)) is not None:
         return number
     return named[1].strip() if (named := NAME_ADDRESS.fullmatch(value.strip())) else value
 

@@ -153,6 +153,7 @@ def field_tasks(
             (k, v)
             for k, v in record
             if k
+            and re.search(r"[A-Za-z]{2}", k)  # (a key of one letter, a board's column, names nothing people ask by)
             and k not in twice
             and k not in unasked
             and not data_key(k)
@@ -454,6 +455,7 @@ def _identifying(
             k
             and k != field
             and k not in unasked
+            and re.search(r"[A-Za-z]{2}", k)  # (not a column's letter, "a" of a board: no one asks "whose a is o")
             and isinstance(v, (str, int, float))
             and len(str(v)) <= 40
             and sum(any(k2 == k and str(v2) == str(v) for k2, v2 in other) for other in records) == 1

@@ -19,7 +19,7 @@ from typing import Any
 from partial_json_parser import Allow
 from partial_json_parser import loads as loads_partial
 
-from mcprl.checks import labelled, same_value
+from mcprl.checks import labelled, labelled_lines, same_value
 from mcprl.scenarios.lexicon import ERROR_FIELDS, IRREGULAR_PARTICIPLES, LINKS, OUTCOMES, participle
 from mcprl.tools.convert import HTML_BREAK, reports_error, untruncated
 
@@ -437,6 +437,7 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
         return out
 
     text, cut = server_text(text)
+    text = unmarked(text)
     lines = [line for line in text.splitlines()[:200] if line.strip()]
     if cut and len(lines) > 1:
         lines.pop()  # cut mid-record: not a record
@@ -539,5 +540,21 @@ def sentence_fields(text: str) -> list[tuple[str, Any]]:
 
 
 def result_values(text: str, structured: Any) -> list[tuple[str, Any]]:
-    """(field, value) pairs a result holds, over all its records (`result_records`)."""
-    return [pair for record in result_records(text, structured) for pair in record]
+    """(field, value) pairs a result holds, over all its records (`result_records`), and of a text whose records are
+    the rows of a Markdown table, the `label: value` lines around it (a game's "- Game ID: b095ea75" above its
+    board)."""
+    pairs = [pair for record in result_records(text, structured) for pair in record]
+    said = unmarked(server_text(text)[0])
+    if result_data(text, structured) is None and markdown_rows([line for line in said.splitlines() if line.strip()]):
+        keys = {k for k, _ in pairs}
+        pairs += [p for p in dict.fromkeys(labelled_lines(said)) if p[0] not in keys]
+    return pairs
+
+
+HTML_PAGE = re.compile(r"<!DOCTYPE html|<html[\s>]", re.I)
+
+
+def unmarked(text: str) -> str:
+    """A text less the web page it carries (a game's board as HTML after what the call said): a page's style and
+    script hold `height: 8px` and the like, no field of what the call gave."""
+    return HTML_PAGE.split(text, maxsplit=1)[0]

@@ -331,6 +331,71 @@ async def test_a_converter_of_documents_is_sent_the_files_in_its_folder_as_uris_
     assert not any("|" in str(t.answer) for t in tasks)
 
 
+GAMES = '''
+import sys, uuid
+sys.path.insert(0, {root!r})
+from tests.server_fork import hand_over
+hand_over()
+from mcprl.servers import serve
+
+GAMES = {{}}
+PAGE = "<!DOCTYPE html>\\n<html><head><style>\\nbody {{\\n  height: 8px;\\n  border: 3px;\\n}}\\n</style></head></html>"
+
+
+def create_game(color: str = "white") -> str:
+    """Start a game of draughts; you play `color`."""
+    game = uuid.uuid4().hex[:8]
+    GAMES[game] = []
+    return "\\n".join(
+        [
+            "Game created!",
+            f"- Game ID: {{game}}",
+            f"- You are: {{color}}",
+            f"- Board: http://127.0.0.1:8080/game/{{game}}",
+            "",
+            "| Rank | a | b |",
+            "|:---:|:---:|:---:|",
+            "| **2** | x | o |",
+            "| **1** | o | x |",
+            "",
+            "**Turn**: white to move",
+            PAGE,
+        ]
+    )
+
+
+def board(game_id: str) -> str:
+    """The board of a game, and the moves played in it."""
+    if game_id not in GAMES:
+        raise ValueError(f"Game '{{game_id}}' not found. Check the game_id and retry.")
+    return f"**Moves played**: {{len(GAMES[game_id])}}\\n**Turn**: {{'black' if len(GAMES[game_id]) % 2 else 'white'}}"
+
+
+def build(seed: int = 0):
+    server = serve.new_server("games", "Games.")
+    serve.add_tools(server, [create_game, board], writes=["create_game"])
+    return server
+
+
+if __name__ == "__main__":
+    serve.main(build, "Games.")
+'''
+
+
+async def test_a_game_is_read_by_the_id_its_making_said_in_markdown_beside_its_board_and_its_page(tmp_path):
+    """chess-mcp-server answers `createGame` in Markdown: "- Game ID: b095ea75" in a list, the board as a table, then a
+    web page. Exploring sent its other tools the board's cells ("r", "Q"), never the id, and tasks asked for the page's
+    style ("What is the minimum height?" -> 100) and a link's port (8080). The labelled lines around a table are read
+    too, in Markdown or not: the board is read by the game's id; no task asks of the page or a link's port; every kept
+    task's answer comes back on replay."""
+    server = tmp_path / "games.py"
+    server.write_text(GAMES.format(root=str(Path(__file__).resolve().parents[2])))
+    spec = ServerSpec.parse(f"{sys.executable} {server}")
+    tasks, calls = await grounded_and_replayed(spec, tmp_path, calls=20)
+    assert any(c.tool == "board" and not c.is_error for c in calls), [(c.tool, c.arguments, c.text[:60]) for c in calls]
+    assert not [(t.task, t.answer) for t in tasks if t.answer in (8, 3, 8080) or "px" in str(t.answer)]
+
+
 @pytest.mark.parametrize("seed", range(5))
 async def test_a_value_an_error_named_that_fails_otherwise_is_followed_by_the_next_it_named(tmp_path, seed):
     """`column_total` of a table whose one numeric column is named last: a wrong column is refused with "the columns:
