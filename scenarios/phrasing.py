@@ -470,6 +470,8 @@ NAME_ASKS = (
     "{What} {be} the {name}'s {field}?",
     "Find the {name} and tell me its {field}.",
 )
+# ... and a number of things it has ("pages": 880), how many: "How many pages does the novel "Middlemarch" have?"
+COUNT_NAME_ASKS = ('How many {field} does the {noun} "{name}" have?', "How many {field} does the {name} have?")
 STATE_NAME_ASKS = ('What {be} {field} in the {noun} "{name}"?', "What {be} {field} in {name}?")  # (a state: "added")
 # ... and, a line of a listing, in what the call gives ("In the git log, who is the author of the commit whose message
 # is ...?") or after what it does, by a field that picks the line out or by its place ("of the latest commit", as

@@ -32,6 +32,7 @@ from mcprl.scenarios.lexicon import (
     words_of,
 )
 from mcprl.scenarios.phrasing import (
+    COUNT_NAME_ASKS,
     NAME_ASKS,
     PREPOSITION_NAME_ASKS,
     STATE_NAME_ASKS,
@@ -209,6 +210,9 @@ def field_tasks(
                 None,
             )
             asked = spoken(field) or field.lower()
+            # (a number of things, "pages": 880, is asked how many: not "What are the pages of ...?")
+            head = asked.split(" ")[-1]
+            many = not participle(asked) and singular(head) != head and re.fullmatch(r"\d+", str(value)) is not None
             # (a field a preposition names, "from" of an email, is asked after the thing it is of: "Who is the email
             # ... from?", never as a line of a listing a field picks out, "the to where ...")
             after = asked in PREPOSITIONS
@@ -232,7 +236,15 @@ def field_tasks(
                 # confirmed") nor a proper name, which takes no article ("the Project Apollo's"), nor a file's ("the
                 # todo.txt's"); where what the record is has no name, a state in it alone ("What is added in TODO.md?")
                 bare = each is None or len(label.split()) <= 4 and re.fullmatch(r"[a-z ]+", label) is not None
-                asks = PREPOSITION_NAME_ASKS if after else STATE_NAME_ASKS if participle(asked) else NAME_ASKS
+                asks = (
+                    PREPOSITION_NAME_ASKS
+                    if after
+                    else STATE_NAME_ASKS
+                    if participle(asked)
+                    else COUNT_NAME_ASKS
+                    if many
+                    else NAME_ASKS
+                )
                 asks = asks if each is not None else asks[1:]
                 task = _worded(asks if bare else asks[:1], label, asked).format(
                     **field_words(asked), noun=each, name=label
@@ -283,7 +295,7 @@ def field_tasks(
                 # (... and a count of things in one, "files changed: 1", "Relations created: 0", or of those the call
                 # did, "succeeded": 2 of a batch: "How many succeeded?", never "What is the succeeded?")
                 subject = asked.split(" ")[:-1]
-                counted = (
+                counted = many or (
                     participle(asked)
                     and re.fullmatch(r"\d+", str(value).strip()) is not None
                     and (not subject or any(singular(w) != w for w in subject))

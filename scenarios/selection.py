@@ -185,6 +185,10 @@ def select(
         # (the same words with the same answer are one question, though two tools' chains ground it: a table's
         # columns, listed by a tool that describes it and by a query)
         key = worded.setdefault((normalize_text(t.task), str(meant[1])), repr(meant))
+        # (... and a listing of two or more things stating the same values is one question, however worded and by
+        # whichever tool or field: "What are the tables?" of one tool and "... of the database?" of a query)
+        if isinstance(t.answer, list) and len(t.answer) > 1:
+            key = worded.setdefault(("listing", str(meant[1]), repr(meant[2:4])), key)
         asked.setdefault(key, repr(meant[:3]))
         every[key].append(t)
         if key not in best:

@@ -1925,3 +1925,18 @@ def test_a_listing_whose_lines_open_with_a_date_is_no_listing_of_things_named_by
     tasks = [t.task for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
     assert any(re.search(r"\bof the (latest|earliest) one\b", t) for t in tasks), tasks
     assert not [t for t in tasks if re.search(r"\b(the|latest|earliest) created\b", t)], tasks
+
+
+def test_a_number_of_things_a_record_has_is_asked_how_many():
+    """mcp-server-sqlite's novels: "What are the pages of the novel "Middlemarch"?" -> 880. A field that names things
+    in the plural, holding a whole number, is asked how many; one in the singular stays asked as what it is."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    novels = [{"title": "Middlemarch", "year": 1871, "pages": 880}, {"title": "Kindred", "year": 1979, "pages": 264}]
+    call = ExploredCall(index=0, session=0, tool="list_novels", arguments={}, text=json.dumps(novels))
+    tasks = {(t.task, t.answer) for seed in range(8) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
+    pages = [task for task, answer in tasks if answer in (880, 264)]
+    years = [task for task, answer in tasks if answer in (1871, 1979)]
+    assert pages and all(task.startswith("How many pages does") for task in pages), tasks
+    assert years and not [task for task in years if "How many" in task], tasks

@@ -71,6 +71,23 @@ def test_of_chains_that_answer_one_question_alike_the_kept_tasks_spread_over_the
         assert set(tools) == {"read_file", "read_text_file"} and max(tools.values()) - min(tools.values()) <= 1, tools
 
 
+def test_one_listing_asked_by_two_tools_in_other_words_is_one_question():
+    """mcp-server-sqlite kept "What are the tables?" (`list_tables`) and "What are the tables of the database?" (a
+    query of `read_query`): one question twice. A listing of two or more things, stating the same values, is one
+    question whichever tool or words ask it; a listing of other things stays another."""
+    tables = "[{'name': 'novels'}, {'name': 'cities'}]"
+    calls = [
+        _call(0, "list_tables", {}, tables),
+        _call(1, "read_query", {"query": "SELECT name FROM sqlite_master WHERE type='table'"}, tables),
+        _call(2, "list_views", {}, "[{'name': 'recent'}, {'name': 'top'}]"),
+    ]
+    for seed in range(3):
+        kept, dropped = select(candidates(Exploration(calls=calls), {}, seed=seed), 20, seed=seed)
+        answers = [sorted(t.answer) for t in kept if isinstance(t.answer, list)]
+        assert answers.count(["cities", "novels"]) == 1 and dropped["duplicate"] >= 1, [t.task for t in kept]
+        assert ["recent", "top"] in answers, [t.task for t in kept]
+
+
 def test_a_tool_that_answers_only_what_another_answers_more_plainly_still_ends_a_kept_task():
     """ea-database-server's `export_query` was sent the queries that had worked on `read_query`, whose own varied
     ones (`LIMIT 2` of `LIMIT 5`) read fewer rows: every question the export grounded, a read grounded more plainly,
