@@ -171,17 +171,21 @@ def record_names(records: list[list[tuple[str, Any]]]) -> list[str]:
     return [str(v) for record in records for k, v in record if k.lower() in NAME_KEYS]
 
 
-def spread(held: set[tuple[str, str]], wide: set[str]) -> int:
-    """Over how many things a field was seen, of its (call, record) pairs: the calls that differ in what they were
-    asked, or the records one call gave, whichever are more (a call made again, after a write, asks no other thing).
-    Calls that gave the same records, each of several fields (`wide`), whole, asked for one thing by other names or
-    options that changed nothing of it (a folder listed as "." and by its path): they count once; a reply of one field
-    said to every call ("Insight added") does not tell them apart, and they count as the calls they are."""
+def spread(held: set[tuple[str, str, int]], wide: set[str]) -> int:
+    """Over how many things a field was seen, of its (call, record, result) triples: the calls that differ in what
+    they were asked, or the records one result gave, whichever are more (a call made again, after a write or in
+    another session, asks no other thing, though its record differs: another session's home folder in an
+    environment read again). Calls that gave the same records, each of several fields (`wide`), whole, asked for one
+    thing by other names or options that changed nothing of it (a folder listed as "." and by its path): they count
+    once; a reply of one field said to every call ("Insight added") does not tell them apart, and they count as the
+    calls they are."""
     records: dict[str, set[str]] = defaultdict(set)
-    for call, record in held:
+    results: dict[int, set[str]] = defaultdict(set)
+    for call, record, index in held:
         records[call].add(record)
+        results[index].add(record)
     things = {frozenset(found) if found <= wide else call for call, found in records.items()}
-    return max(len(things), *map(len, records.values()), 0)
+    return max(len(things), *map(len, results.values()), 0)
 
 
 def title_of(titles: dict[str, str], tool: str) -> str:
@@ -255,7 +259,7 @@ def candidates(
     # (tool, field) -> the distinct calls and records that held it (one record read again and again tells nothing
     # apart, given optional values that changed nothing too, or another session's handle: the mean of one column of
     # the table each session loaded; one reply to every different call, "Insight added", does not either)
-    held: dict[tuple[str, str], set[tuple[str, str]]] = defaultdict(set)
+    held: dict[tuple[str, str], set[tuple[str, str, int]]] = defaultdict(set)
     wide: set[str] = set()  # the records of several fields among them (`spread`)
     # (tool, field named as one of its parameters) -> whether it held what the call sent, every time one was sent; and
     # the values it held where none was: the request said back, where those are one value, its default
@@ -295,7 +299,7 @@ def candidates(
                         listed.add(v)
                     of_clock[call.tool, k] = of_clock.get((call.tool, k), True) and states_now and of_clock_kind(v)
                     # (a record read again that differs only in the clock is the same record)
-                    held[call.tool, k].add((call_key(call.tool, asked), whole := gist(repr(record), {})))
+                    held[call.tool, k].add((call_key(call.tool, asked), whole := gist(repr(record), {}), call.index))
                     if len(record) > 1:
                         wide.add(whole)
                     if k in call.arguments:
@@ -313,7 +317,7 @@ def candidates(
             # column in its schema)
             and (
                 len(seen) == 1
-                and held_by[tool] <= {c for c, _ in held[tool, field]}
+                and held_by[tool] <= {c for c, _, _ in held[tool, field]}
                 or seen <= {"0", "1"}
                 or seen == {str(i) for i in range(len(seen))}
             )

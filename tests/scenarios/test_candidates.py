@@ -1940,3 +1940,24 @@ def test_a_number_of_things_a_record_has_is_asked_how_many():
     years = [task for task, answer in tasks if answer in (1871, 1979)]
     assert pages and all(task.startswith("How many pages does") for task in pages), tasks
     assert years and not [task for task in years if "How many" in task], tasks
+
+
+def test_a_call_made_in_three_sessions_is_one_thing_asked_of_not_a_constant_said_of_three():
+    """server-everything's `get-env` takes nothing and was read in four sessions, each of its own home folder: its
+    record differed every time, and each other field ("SHELL": "/bin/bash"), one value over what looked like four
+    things, was taken for a constant of the server: no task. One call made again is one thing asked of."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    calls = [
+        ExploredCall(
+            index=i,
+            session=i,
+            tool="get_env",
+            arguments={},
+            text=json.dumps({"HOME": f"/srv/home-{i}", "SHELL": "/bin/bash", "TERM": "xterm"}),
+        )
+        for i in range(4)
+    ]
+    asked = {t.answer for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
+    assert {"/bin/bash", "xterm"} & asked, asked
