@@ -33,8 +33,9 @@ structure (schemas, annotations, what the server answered). It holds:
 - `OUTCOMES`, `ERROR_FIELDS`: the words a reply says it worked with, the fields it says what failed in; `FLAGS`: the
   words that say yes or no (no answer, and no value of another parameter than one named as the flag it came from);
 - `COUNTING` (`counts`): the keys that say how many a listing holds; `WHEN` (`unix_time`): the keys of a time;
-- `PEOPLE`, `NOT_KINDS`, `ENTRY`, `NOT_PARTICIPLES`, `LATEST`, `EARLIEST`, `who`, `participle`: how a task asks about
-  a record (who or what a field is, a state it is in, what the record is, its place in a dated listing);
+- `PEOPLE`, `NOT_KINDS`, `ENTRY`, `NOT_PARTICIPLES`, `NOT_COUNTS`, `LATEST`, `EARLIEST`, `who`, `participle`: how a
+  task asks about a record (who or what a field is, a state it is in, how many it has, what the record is, its place
+  in a dated listing);
 - `VERBS`, `GETS`, `FILLER`, `singular`, `plural`: how a tool's title is said, as an order or as the thing it gives.
 """
 
@@ -105,6 +106,8 @@ PEOPLE = frozenset(
 NOT_KINDS = IDENTIFYING | NAME_KEYS | KINDS | frozenset("key index value number date time status result".split())
 # ... and a field named by a word that ends as a participle but is a thing ("seed", "feed", "speed")
 NOT_PARTICIPLES = frozenset("speed seed feed need embed breed bleed".split())
+# ... and a field in the plural whose number is a code, not how many ("permissions": 644, a file's mode)
+NOT_COUNTS = frozenset("permissions flags options settings modes".split())
 # past participles not ending in -ed, as a result says what was done ("notes folder set to /srv/notes")
 IRREGULAR_PARTICIPLES = frozenset("set reset unset sent made done written built begun put cut kept".split())
 # ... and the words a write's reply says it worked with ("success", `"status": "ok"`), no fact of the state it left

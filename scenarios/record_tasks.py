@@ -20,6 +20,7 @@ from mcprl.scenarios.lexicon import (
     IDENTIFYING,
     LATEST,
     NAME_KEYS,
+    NOT_COUNTS,
     NOT_KINDS,
     PREPOSITIONS,
     TIMES,
@@ -212,7 +213,12 @@ def field_tasks(
             asked = spoken(field) or field.lower()
             # (a number of things, "pages": 880, is asked how many: not "What are the pages of ...?")
             head = asked.split(" ")[-1]
-            many = not participle(asked) and singular(head) != head and re.fullmatch(r"\d+", str(value)) is not None
+            many = (
+                not participle(asked)
+                and singular(head) != head
+                and head not in NOT_COUNTS
+                and re.fullmatch(r"\d+", str(value)) is not None
+            )
             # (a field a preposition names, "from" of an email, is asked after the thing it is of: "Who is the email
             # ... from?", never as a line of a listing a field picks out, "the to where ...")
             after = asked in PREPOSITIONS

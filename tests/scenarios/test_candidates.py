@@ -1933,13 +1933,18 @@ def test_a_number_of_things_a_record_has_is_asked_how_many():
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration
 
-    novels = [{"title": "Middlemarch", "year": 1871, "pages": 880}, {"title": "Kindred", "year": 1979, "pages": 264}]
+    novels = [
+        {"title": "Middlemarch", "year": 1871, "pages": 880, "permissions": 644},
+        {"title": "Kindred", "year": 1979, "pages": 264, "permissions": 600},
+    ]
     call = ExploredCall(index=0, session=0, tool="list_novels", arguments={}, text=json.dumps(novels))
     tasks = {(t.task, t.answer) for seed in range(8) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
     pages = [task for task, answer in tasks if answer in (880, 264)]
     years = [task for task, answer in tasks if answer in (1871, 1979)]
     assert pages and all(task.startswith("How many pages does") for task in pages), tasks
     assert years and not [task for task in years if "How many" in task], tasks
+    # (a plural whose number is a code, a file's mode, is no count)
+    assert not [task for task, answer in tasks if answer in (644, 600) and "How many" in task], tasks
 
 
 def test_a_call_made_in_three_sessions_is_one_thing_asked_of_not_a_constant_said_of_three():
