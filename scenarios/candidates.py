@@ -328,6 +328,8 @@ def candidates(
             and seen == {str(defaults[tool][field])}
             or CODE_KEY.fullmatch(field)
             or CODE_KEY.fullmatch(field.rpartition(".")[2])
+            # (a key of one letter, a board's column, names nothing people ask for or by: "whose a is o")
+            or not re.search(r"[A-Za-z]{2}", field)
         ):
             unasked[tool].add(field)
     # ... nor the keys of a tally: an object inside a result that maps names the server listed or held as values

@@ -155,7 +155,6 @@ def field_tasks(
             (k, v)
             for k, v in record
             if k
-            and re.search(r"[A-Za-z]{2}", k)  # (a key of one letter, a board's column, names nothing people ask by)
             and k not in twice
             and k not in unasked
             and not data_key(k)
@@ -212,13 +211,9 @@ def field_tasks(
             )
             asked = spoken(field) or field.lower()
             # (a number of things, "pages": 880, is asked how many: not "What are the pages of ...?")
+            whole = re.fullmatch(r"\d+", str(value).strip()) is not None
             head = asked.split(" ")[-1]
-            many = (
-                not participle(asked)
-                and singular(head) != head
-                and head not in NOT_COUNTS
-                and re.fullmatch(r"\d+", str(value)) is not None
-            )
+            many = whole and not participle(asked) and singular(head) != head and head not in NOT_COUNTS
             # (a field a preposition names, "from" of an email, is asked after the thing it is of: "Who is the email
             # ... from?", never as a line of a listing a field picks out, "the to where ...")
             after = asked in PREPOSITIONS
@@ -302,9 +297,7 @@ def field_tasks(
                 # did, "succeeded": 2 of a batch: "How many succeeded?", never "What is the succeeded?")
                 subject = asked.split(" ")[:-1]
                 counted = many or (
-                    participle(asked)
-                    and re.fullmatch(r"\d+", str(value).strip()) is not None
-                    and (not subject or any(singular(w) != w for w in subject))
+                    whole and participle(asked) and (not subject or any(singular(w) != w for w in subject))
                 )
                 one = bool(lists) and sum(map(len, lists)) == 1  # (the one line of a listing)
                 if not (asks := saying.asks_field(asked, state, counted, listed=one)):
@@ -473,7 +466,6 @@ def _identifying(
             k
             and k != field
             and k not in unasked
-            and re.search(r"[A-Za-z]{2}", k)  # (not a column's letter, "a" of a board: no one asks "whose a is o")
             and isinstance(v, (str, int, float))
             and len(str(v)) <= 40
             and sum(any(k2 == k and str(v2) == str(v) for k2, v2 in other) for other in records) == 1

@@ -545,7 +545,7 @@ def result_values(text: str, structured: Any) -> list[tuple[str, Any]]:
     board)."""
     pairs = [pair for record in result_records(text, structured) for pair in record]
     said = unmarked(server_text(text)[0])
-    if result_data(text, structured) is None and markdown_rows([line for line in said.splitlines() if line.strip()]):
+    if markdown_rows([line for line in said.splitlines() if line.strip()]) and result_data(text, structured) is None:
         keys = {k for k, _ in pairs}
         pairs += [p for p in dict.fromkeys(labelled_lines(said)) if p[0] not in keys]
     return pairs
