@@ -378,15 +378,23 @@ async def explore(
         tool = tools[name]
         log = knowledge.logs[name]
         late = not log.answered and log.calls >= LATE_TRIES
-        if propose is not None and generated < (cfg.generated or 0) and log.invented and (late or not propose_late):
+        schema = tool.get("inputSchema") or {}
+        # (not while a result of this session named a value for it that it was not sent: the server's word first)
+        if (
+            propose is not None
+            and generated < (cfg.generated or 0)
+            and log.invented
+            and (late or not propose_late)
+            and not knowledge.offered(name, schema, number)
+        ):
             generated += 1
             failed = [(args, line) for line, args in list(log.failed_with.items())[-SHOWN_ERRORS:]]
-            written = await propose(tool, [v.value for v in knowledge.seen[-SHOWN_VALUES:]], failed)
+            written = await propose(tool, [v.value for v in reversed(knowledge.seen[-SHOWN_VALUES:])], failed)
             if isinstance(written, dict) and written:
-                drawn = knowledge.proposed(name, tool.get("inputSchema") or {}, written, number)
+                drawn = knowledge.proposed(name, schema, written, number)
                 if drawn is not None:
                     return written, drawn
-        return knowledge.arguments(name, tool.get("inputSchema") or {}, number, rng)
+        return knowledge.arguments(name, schema, number, rng)
 
     # reads answered in a fresh session before any write: in an isolated server every session starts in
     # that state, so they are what a session's first write changes (read again after it), made once

@@ -401,6 +401,19 @@ class Knowledge:
         """The latest call of `session` whose result gave `value`, if one did: a call sent it is linked to that one."""
         return next((v.call for v in reversed(self.seen) if v.session == session and v.value == value), None)
 
+    def offered(self, tool: str, schema: dict[str, Any], session: int) -> bool:
+        """Whether a result of `session` gave a value in a field named as one of `tool`'s parameters is (`label` of
+        `label`, "ws-work" from opening a folder), one the tool was not sent yet: the server's own, to send before the
+        generator writes one."""
+        return any(
+            named_result(f"result.{v.field}", name, str(leaf.get("description") or ""))
+            and repr(v.value) not in self.tried[tool, name]
+            for v in self.seen
+            if v.session == session
+            for name, leaf in (schema.get("properties") or {}).items()
+            if isinstance(leaf, dict)
+        )
+
     def proposed(self, tool: str, schema: dict[str, Any], written: dict[str, Any], session: int) -> list[Drawn] | None:
         """The leaves of arguments the generator wrote, if they are valid and not a call made already; a value a
         result of this `session` gave is linked to that call, as a drawn one is (it was shown the values seen)."""

@@ -1047,6 +1047,47 @@ async def test_a_read_made_again_in_a_later_session_is_linked_to_no_call_of_the_
     assert not any(c.tool == "open_folder" for t in tasks for c in [*t.prepare, *t.reference])
 
 
+async def test_a_value_a_result_named_for_a_parameter_is_sent_before_the_generator_writes_one(tmp_path, monkeypatch):
+    """Seen in CI on the test above, at another folder's path: the status had failed on made-up labels, so the
+    generator was asked for its next call, right after opening the folder said the label ("ws-work"); it wrote
+    another made-up one, the status was retired after twelve errors and nothing was grounded. A value a result of the
+    session gave in a field named as the parameter, not sent yet, is sent first."""
+    from mcprl.scenarios.source import explore_for
+    from tests.fake_llm import FakeLLM
+
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ["alpha.txt", "beta.txt"]:
+        (work / name).write_text(name)
+    server = tmp_path / "opened.py"
+    server.write_text(OPENED.format(root=str(Path(__file__).resolve().parents[2])))
+    made_up = iter(["Garden plan", "Weekly report", "Trip to Lisbon", "Project Apollo"] * 20)
+
+    def reply(body):  # a generator that makes labels up, whatever it is shown
+        return json.dumps({"label": next(made_up)})
+
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {server}", env=[f"WORK_DIR={work}"])) as pool:
+        with FakeLLM(handler=reply) as llm:
+            exploration = await explore_for(
+                pool,
+                ExploreConfig(calls=30, generated=30),
+                tmp_path / "exploration.jsonl",
+                seed=0,
+                model="openai/fake",
+                api_base=llm.base_url,
+                say=lambda _: None,
+            )
+    calls = exploration.calls
+    opened = [c for c in calls if c.tool == "open_folder" and not c.is_error]
+    assert opened and llm.requests, [(c.tool, c.arguments) for c in calls]
+    sent = [c.index for c in calls if c.tool == "workspace_status" and c.arguments == {"label": "ws-work"}]
+    assert sent, [(c.tool, c.arguments) for c in calls]
+    for o in opened:  # the status's next call in the session the folder was opened in sends its label, if none had
+        after = [c for c in calls if c.session == o.session and c.index > o.index and c.tool == "workspace_status"]
+        assert not after or after[0].index in sent or sent[0] < o.index, [(c.tool, c.arguments) for c in calls]
+
+
 async def test_a_tool_that_takes_a_kind_of_document_is_given_the_text_of_a_file_of_that_kind_in_plain_view(tmp_path):
     """Seen on csv-mcp-server (`env -C DIR csv-editor`, a CSV file in DIR): `load_csv_from_content` was sent a probe
     sentence as its `content` in every session, so every statistics tool failed ("No numeric columns found"), and
