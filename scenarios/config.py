@@ -74,7 +74,11 @@ class ExploreConfig(BaseModel):
     retire_after: int = Field(
         default=12, ge=1, description="distinct failed calls, with no answer, after which a tool is left alone"
     )
-    writes: bool = Field(default=False, description="also call tools that may write on a shared (HTTP/SSE) server")
+    writes: bool = Field(
+        default=False,
+        description="also call tools that may write on a shared (HTTP/SSE) server, or outside the server (processes, "
+        "commands, the open world)",
+    )
     generated: int | None = Field(
         default=None,
         ge=0,

@@ -131,11 +131,7 @@ async def explore(
     tools: dict[str, dict[str, Any]] = {}
     for tool in pool.toolset.mcp_tools:
         if tool["name"] in unsafe:
-            out.skipped_tools[tool["name"]] = (
-                "may write, and the server is shared"
-                if not pool.per_rollout
-                else "may write, and the server's state may outlive its process"
-            )
+            out.skipped_tools[tool["name"]] = unsafe[tool["name"]]
         else:  # (its schema's parts each standing alone: values are drawn and checked part by part)
             # (and its parameters described where only its docstring describes them)
             tools[tool["name"]] = {**tool, "inputSchema": inlined(documented(tool).get("inputSchema") or {})}

@@ -2,7 +2,8 @@
 structure (schemas, annotations, what the server answered). It holds:
 
 - `READ_WORDS`, `WRITE_WORDS`, `DESCRIBED_READS`: the leading words of a tool's name or description that say
-  whether it changes the server's state, for tools without MCP's `readOnlyHint`/`destructiveHint`;
+  whether it changes the server's state, for tools without MCP's `readOnlyHint`/`destructiveHint`; `MACHINE`: the
+  things of the machine a server runs on that a write may act on (a process, a shell command), outside the server;
 - `PROBES`: a small fuzzing dictionary, as RESTler keeps one: values of common shapes (a number, an
   arithmetic expression, a date, a path, an SQL introspection query, ...) for a string parameter that
   nothing else gave a value; `probes(name, description)` orders them by the words the parameter is
@@ -141,6 +142,9 @@ WRITE_WORDS = frozenset(
     "transfer grant revoke assign archive mark save store register subscribe invite apply install uninstall "
     "enable disable close open lock unlock approve reject submit replace upsert import sync".split()
 )
+# what a tool acts on that is the machine's, not the server's: a process it kills or starts, a command or script it
+# runs, a terminal or container it drives; a server started afresh for a session holds none of them
+MACHINE = frozenset("process pid command shell terminal container script".split())
 # a title's first word that makes it an order, though it neither reads nor writes by the lists above
 VERBS = (
     READ_WORDS

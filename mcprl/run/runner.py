@@ -41,7 +41,7 @@ from mcprl.run.metrics import MetricsLog, rollout_metrics
 from mcprl.run.pipeline import Pipeline, policy_version, split_stale
 from mcprl.run.references import reference_turn_tokens, written_chain
 from mcprl.run.unsolved import Step, Strategy, learnable, solved, strategy
-from mcprl.scenarios.isolation import unsafe_writers
+from mcprl.scenarios.isolation import OUTSIDE, unsafe_writers
 from mcprl.scenarios.source import run_scenarios
 from mcprl.tools import ToolPool, open_tools, secret_values, write_tools
 from mcprl.tools.redact import redact, redact_model
@@ -243,15 +243,21 @@ class TrainingRun:
     async def _hide_unsafe_writers(self) -> None:
         """Tasks grounded without writing are answered by the server as it is; on a server whose state
         outlives its sessions (the user's repository, database, files) a rollout's write would change
-        it and the answers with it, so the tools exploring would not call are not offered either."""
+        it and the answers with it, and a tool acting outside the server (a process, a command) would act on
+        the user's machine, so the tools exploring would not call are not offered either."""
         cfg = self.cfg
         async with ToolPool(cfg.server.spec()) as probe:
             unsafe = unsafe_writers(probe, cfg.explore, say=lambda _: None)
-        if unsafe:
+        by_why: dict[str, list[str]] = {}
+        for tool, why in unsafe.items():
+            by_why.setdefault(why, []).append(tool)
+        for why, tools in by_why.items():
             self.say(
-                f"not offering {', '.join(unsafe)} to the policy: they may write, and this server's state outlives "
-                "its sessions (--isolated if each session starts fresh, --explore-writes to allow them)"
+                f"not offering {', '.join(tools)} to the policy: {'it' if len(tools) == 1 else 'each'} {why} ("
+                + ("" if why == OUTSIDE else "--isolated if each session starts fresh, ")
+                + "--explore-writes to allow them)"
             )
+        if unsafe:
             cfg.server = cfg.server.model_copy(update={"deny": [*cfg.server.deny, *unsafe]})
 
     async def _demonstration(self, pool, train: list[Scenario], shipped: list[dict[str, Any]] | None) -> list[Scenario]:

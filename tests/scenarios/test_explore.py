@@ -169,6 +169,90 @@ async def test_a_shared_server_is_never_sent_a_tool_that_may_write():
         proc.wait(timeout=10)
 
 
+MACHINE_TOOLS = '''
+import os, sys
+sys.path.insert(0, {root!r})
+from tests.server_fork import hand_over
+hand_over()
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+mcp = MCPServer("desk")
+NOTES = []
+WRITES = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
+
+
+def acted(what: str) -> str:  # (what a tool acting on the machine would have done, in a log outside the session)
+    with open(os.environ["ACTED_LOG"], "a") as log:
+        log.write(what + "\\n")
+    return "Done."
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def list_processes() -> str:
+    """List running processes."""
+    return "PID  COMMAND\\n4242 sleep 600\\n4243 python worker.py"
+
+
+@mcp.tool(annotations=WRITES)
+def kill_process(pid: int) -> str:
+    """Terminate a running process by PID."""
+    return acted(f"kill {{pid}}")
+
+
+@mcp.tool()
+def run_command(command: str) -> str:
+    """Run a shell command and return what it printed."""
+    return acted(f"run {{command}}")
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=False, openWorldHint=True))
+def send_feedback(text: str) -> str:
+    """Send feedback to the developers."""
+    return acted(f"feedback {{text}}")
+
+
+@mcp.tool(annotations=WRITES)
+def add_note(text: str) -> str:
+    """Add a note."""
+    NOTES.append(text)
+    return f"Note {{len(NOTES)}} added."
+
+
+@mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def list_notes() -> str:
+    """List the notes."""
+    return "\\n".join(NOTES) or "No notes."
+
+
+if __name__ == "__main__":
+    mcp.run()
+'''
+
+
+async def test_a_tool_acting_on_the_machine_is_never_called_nor_offered_though_each_session_is_fresh(tmp_path):
+    """Seen on @wonderwhy-er/desktop-commander (npm): each stdio session a fresh server, its writes were explored, and
+    `kill_process` was sent the PIDs `list_processes` listed ("Successfully terminated process 57"), `start_process`
+    ran lines of that listing as commands, and feedback went out to the open world: a fresh server undoes none of
+    it. A tool that acts on a process, a command or the open world (MCP's `openWorldHint`) is not called, is named
+    with why, and is not offered to the policy; a write kept in the server's process (a note) is explored as before;
+    `--explore-writes` allows them all."""
+    from mcprl.scenarios.isolation import unsafe_writers
+
+    server = tmp_path / "desk.py"
+    server.write_text(MACHINE_TOOLS.format(root=str(Path(__file__).resolve().parents[2])))
+    log = tmp_path / "acted.log"
+    spec = ServerSpec.parse(f"{sys.executable} {server}", env=[f"ACTED_LOG={log}"])
+    outside = {"kill_process", "run_command", "send_feedback"}
+    exploration, _, _ = await explore_and_ground(spec, calls=40)
+    assert not log.exists(), log.read_text()
+    assert outside <= set(exploration.skipped_tools), exploration.skipped_tools
+    assert "add_note" in {c.tool for c in exploration.calls if not c.is_error}
+    async with ToolPool(spec) as pool:
+        assert set(unsafe_writers(pool, ExploreConfig())) == outside  # (what a run denies the policy)
+        assert unsafe_writers(pool, ExploreConfig(writes=True)) == {}
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 async def test_a_server_whose_state_outlives_its_process_gets_one_write_and_names_it(tmp_path, seed):
     """State in a file nothing names as one (a path with no data file's suffix, not there yet): after the first write
