@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from mcprl.scenarios.isolation import by_reason
+
 
 def source_call(source: str) -> int | None:
     """The call an argument's value came from (`ExploredCall.sources`: "result:<index>"), if a call's."""
@@ -126,6 +128,6 @@ class Exploration(BaseModel):
         )
         if silent := [name for name, r in self.tools.items() if r.calls and not r.answered]:
             line += f"; never answered: {', '.join(silent)}"
-        if self.skipped_tools:
-            line += f"; not called: {', '.join(f'{t} ({why})' for t, why in self.skipped_tools.items())}"
+        for why, tools in by_reason(self.skipped_tools).items():
+            line += f"; not called: {', '.join(tools)} ({why})"
         return line

@@ -68,6 +68,14 @@ def is_isolated(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None]) 
     return True
 
 
+def by_reason(skipped: dict[str, str]) -> dict[str, list[str]]:
+    """Tools left alone (tool -> why) grouped by why, in order: one line says each reason once."""
+    grouped: dict[str, list[str]] = {}
+    for tool, why in skipped.items():
+        grouped.setdefault(why, []).append(tool)
+    return grouped
+
+
 OUTSIDE = "acts outside the server (a process, a command, the open world), which no fresh session undoes"
 
 

@@ -41,7 +41,7 @@ from mcprl.run.metrics import MetricsLog, rollout_metrics
 from mcprl.run.pipeline import Pipeline, policy_version, split_stale
 from mcprl.run.references import reference_turn_tokens, written_chain
 from mcprl.run.unsolved import Step, Strategy, learnable, solved, strategy
-from mcprl.scenarios.isolation import OUTSIDE, unsafe_writers
+from mcprl.scenarios.isolation import OUTSIDE, by_reason, unsafe_writers
 from mcprl.scenarios.source import run_scenarios
 from mcprl.tools import ToolPool, open_tools, secret_values, write_tools
 from mcprl.tools.redact import redact, redact_model
@@ -248,10 +248,7 @@ class TrainingRun:
         cfg = self.cfg
         async with ToolPool(cfg.server.spec()) as probe:
             unsafe = unsafe_writers(probe, cfg.explore, say=lambda _: None)
-        by_why: dict[str, list[str]] = {}
-        for tool, why in unsafe.items():
-            by_why.setdefault(why, []).append(tool)
-        for why, tools in by_why.items():
+        for why, tools in by_reason(unsafe).items():
             self.say(
                 f"not offering {', '.join(tools)} to the policy: {'it' if len(tools) == 1 else 'each'} {why} ("
                 + ("" if why == OUTSIDE else "--isolated if each session starts fresh, ")
