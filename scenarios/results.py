@@ -287,6 +287,43 @@ def markdown_rows(lines: list[str]) -> list[list[tuple[str, Any]]] | None:
     return rows or None
 
 
+LIST_MARK = re.compile(r"^[-*+•]\s+")  # the mark of an item of a bulleted list: "- ", "* "
+# the rule under a plain table's header, as a database's client prints one: "------", "-----+------", "--- ----"
+TABLE_RULE = re.compile(r"[-+| ]*-{3,}[-+| ]*")
+
+
+def ruled_rows(lines: list[str]) -> list[list[tuple[str, Any]]] | None:
+    """The rows of a plain table, each cell under its column's name: a header, a rule of dashes under it, and rows
+    divided as the header is (by "|", by commas, by runs of spaces, or one column), as a database's client prints a
+    query's result ("MAX(price)\n----------\n999.0", "id, name\n--------\n1, Ada"); the text around it left out,
+    the rows up to the first that does not fit the header. None where it has none, or more than one rule: parts
+    that rules divide ("a.md\n---\nb.md\n---\nc.md")."""
+    ruled = [at for at, line in enumerate(lines) if TABLE_RULE.fullmatch(line.strip())]
+    if len(ruled) != 1 or ruled[0] == 0:
+        return None
+    at = ruled[0]
+    above = lines[at - 1].strip()
+    # (not a line naming what follows, "Apollo.md:", nor a field above a rule, "status: active\n---")
+    if labelled(above) is not None or above.endswith(":"):
+        return None
+    if "|" in above:
+        split = lambda line: [c.strip() for c in line.strip().strip("|").split("|")]  # noqa: E731
+    elif "," in above:
+        split = lambda line: [c.strip() for c in next(csv.reader([line]), [])]  # noqa: E731
+    else:  # (columns spaces pad apart, or one: "COUNT(DISTINCT city)" is one name)
+        split = lambda line: re.split(r"\s{2,}|\t", line.strip())  # noqa: E731
+    header = split(above)
+    if not all(header) or len(set(header)) < len(header):
+        return None
+    rows: list[list[tuple[str, Any]]] = []
+    for line in lines[at + 1 :]:
+        cells = split(line)
+        if len(cells) != len(header) or labelled(line.strip()) is not None:
+            break
+        rows.append([(h, cell) for h, cell in zip(header, cells, strict=True) if cell])
+    return rows or None
+
+
 RULE = re.compile(r"([-=*_~])\1{2,}")  # a line that divides a text's parts: "---", "==="
 HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 
@@ -402,8 +439,8 @@ def grid_rows(value: Any) -> list[dict[str, Any]] | None:
 
 def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     """The records a result holds, each its (field, value) pairs: the objects of a list, a single object, the rows of
-    a table under its column names (`grid_rows`, `markdown_rows`), the files of a unified diff, the lines of an
-    `a | b | c` listing
+    a table under its column names (`grid_rows`, `markdown_rows`, `ruled_rows`), the files of a unified diff, the
+    lines of an `a | b | c` listing
     (cells as field '', `key: value` cells by key) or of `key: value` pairs ("name: Ann, team: Sales"), or the
     `key: value` lines of a text."""
     data = result_data(text, structured)
@@ -432,8 +469,8 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
         for cell in parts:
             if (pair := labelled(cell)) is not None:
                 out.append(pair)
-            elif cell.strip():
-                out.append(("", cell.strip()))
+            elif cell.strip():  # (an item of a bulleted list is the item: "customers" of "- customers")
+                out.append(("", LIST_MARK.sub("", cell.strip()) or cell.strip()))
         return out
 
     text, cut = server_text(text)
@@ -443,7 +480,7 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
         lines.pop()  # cut mid-record: not a record
     if (files := diff_records(text.splitlines())) is not None:
         return files
-    if (table := markdown_rows(lines)) is not None:
+    if (table := markdown_rows(lines) or ruled_rows(lines)) is not None:
         return table
     pairs = [cells(line) for line in lines]
     rows = [p for p in pairs if len(p) > 1]

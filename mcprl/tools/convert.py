@@ -290,7 +290,11 @@ _ERROR_OPENING = re.compile(
     # failed: 3"), or what the call lacks ("Either keys or keyPattern must be provided", "watcherId is required")
     r"|^[\w .'-]{0,40}?\b(?:failed|failure)\s*:(?!\s*\d)"
     r"|^\W*[\w .'`\"-]{1,60}?\s(?:must be (?:provided|given|specified|supplied)|(?:is|are) required)\b"
-    r"|^.{1,80}?:\s+(?:error|exception)\b\s*[:!-]",
+    r"|^.{1,80}?:\s+(?:error|exception)\b\s*[:!-]"
+    # ... or that what a value it quotes names is not there ("Column 'x' not found in table orders", "[NOT_FOUND] x —
+    # path does not exist"; not an absence, "No notes found")
+    r"|^\W*not[ _]found\b"
+    r"|^[\w .-]{0,40}?(?<!\w)(['\"`])[^'\"`\n]{1,80}\1\s+(?:(?:was|is)\s+)?(?:not found|does(?: not|n't) exist)\b",
     re.IGNORECASE,
 )
 _ERROR_KEYS = {"error", "errors", "error_message", "message", "detail", "code", "status", "ok", "success"}

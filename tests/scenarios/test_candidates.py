@@ -1966,3 +1966,38 @@ def test_a_call_made_in_three_sessions_is_one_thing_asked_of_not_a_constant_said
     ]
     asked = {t.answer for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
     assert {"/bin/bash", "xterm"} & asked, asked
+
+
+def test_a_plain_table_under_a_rule_is_read_as_rows_and_a_bulleted_item_as_the_item():
+    """mcp-sqlalchemy prints a query's result as a database's client does, a header, a rule of dashes and rows
+    ("Sample data from orders (limit 10):\n\nid, product, qty\n---------\n1, notebook, 3"), and lists tables as bullets
+    ("- customers"): its data tools grounded nothing, and `list_tables` gave "- customers" to send as a table's
+    name. The rows are records under the header's names (divided by commas, "|" or runs of spaces; one column too),
+    a bulleted item is the item; a line naming what follows, fields between rules and parts rules divide are no
+    table."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+    from mcprl.scenarios.results import result_records, result_values
+
+    sample = "Sample data from orders (limit 10):\n\nid, product, qty\n----------------\n1, notebook, 3\n2, pen, 10"
+    assert result_records(sample, None) == [
+        [("id", "1"), ("product", "notebook"), ("qty", "3")],
+        [("id", "2"), ("product", "pen"), ("qty", "10")],
+    ]
+    assert result_records("Query executed successfully. 1 rows returned.\n\nMAX(qty)\n--------\n10", None) == [
+        [("MAX(qty)", "10")]
+    ]
+    assert result_records(" id | name\n----+------\n  1 | Ada\n  2 | Bob\n(2 rows)", None)[1] == [
+        ("id", "2"),
+        ("name", "Bob"),
+    ]
+    assert result_records("name      qty\n----      ---\napple     3", None) == [[("name", "apple"), ("qty", "3")]]
+    for text in ("Apollo.md:\n---\nstatus: active\n---\n# Apollo", "a.md\n---\nb.md\n---\nc.md", "size: 44\n---\nb"):
+        assert all(k != text.partition("\n")[0] for r in result_records(text, None) for k, _ in r), text
+    assert result_values("Tables in schema 'main':\n- customers\n- orders", None)[1:] == [
+        ("", "customers"),
+        ("", "orders"),
+    ]
+    call = ExploredCall(index=0, session=0, tool="get_table_data", arguments={"table_name": "orders"}, text=sample)
+    tasks = candidates(Exploration(calls=[call]), {}, seed=0)
+    assert tasks and {t.answer for t in tasks} <= {1, 2, 3, 10, "notebook", "pen"}, [(t.task, t.answer) for t in tasks]

@@ -114,6 +114,10 @@ def test_which_result_texts_report_an_error():
         "Session merge failed: Source session not found",
         "Tool integration failed: no such table: tool_events",
         "Either keys array or keyPattern must be provided",
+        # (mcp-sqlalchemy's, desktop-commander's: what the value sent names is not there)
+        "Column 'get_schema' not found in table orders. Available columns: id, customer_id, product, qty, price",
+        "[NOT_FOUND] Chromium — path does not exist",
+        'Table "Weekly report" does not exist',
     ):
         assert reports_error(text), text
     for text in (
@@ -133,6 +137,8 @@ def test_which_result_texts_report_an_error():
         "Note: 3 files changed",
         "Tests failed: 3\nTests passed: 12",
         "Sign-up: an email is required to join",  # (what a thing needs, under its label)
+        "No notes found",  # (an absence, said of what was asked: no error, `found_nothing`)
+        "Title: 'Lost' not found in the attic, a novel",  # (a record's field that says so, under its label)
     ):
         assert not reports_error(text), text
 
