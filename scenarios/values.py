@@ -509,15 +509,19 @@ class Knowledge:
             # left out, with the values drawn for it)
             items: list[Any] = []
             names: set[str] = set()
+            # (the items of an optional list are drawn as an optional value is: an exclusion list sent a listing's
+            # total, "2 files, 1 directories", only cluttered the task asking of the tree)
             for _ in range(count):
                 first = len(leaves)
-                value = self._value(tool, f"{path}[]", name, item, session, rng, leaves, fresh)
+                value = self._value(tool, f"{path}[]", name, item, session, rng, leaves, fresh, optional)
                 named = [repr(v) for k, v in value.items() if k in NAME_KEYS] if isinstance(value, dict) else []
                 if value is _SKIP or set(named) & names:
                     del leaves[first:]
                     continue
                 names.update(named)
                 items.append(value)
+            if optional and not items:
+                return _SKIP
             return list({json.dumps(v, sort_keys=True, default=str): v for v in items}.values())
         if "object" in kinds:
             return {}

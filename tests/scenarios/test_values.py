@@ -1324,3 +1324,32 @@ def test_a_read_made_again_to_check_writes_leaves_its_tool_as_worth_drawing_as_b
         return knowledge.logs["read_range"].weight()
 
     assert weights(again=True) == 3.2 > weights(again=False)
+
+
+def test_the_items_of_an_optional_list_are_drawn_as_an_optional_value_is():
+    """server-filesystem's `directory_tree` kept a task 'with exclude patterns "2 files, 1 directories", 6, a.txt': the
+    items of its optional `excludePatterns` were drawn from any source, a listing's total among them, as a required
+    value's are. An optional list's items take only what an optional value takes (the schema's, what worked, a
+    result's field named for it), and it is left out where none fits."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge, SeenValue
+
+    knowledge = Knowledge(["/srv/files"])
+    knowledge.seen = [
+        SeenValue(value="2 files, 1 directories", field="Total", call=0, session=0),
+        SeenValue(value="notes.md", field="name", call=0, session=0),
+    ]
+    knowledge.worked["excludePatterns"].append("*.log")  # (a pattern that worked before: one to send again)
+    schema = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "excludePatterns": {"type": "array", "items": {"type": "string"}, "default": []},
+        },
+        "required": ["path"],
+    }
+    rng = random.Random(0)
+    drawn = [knowledge.arguments("directory_tree", schema, 0, rng) for _ in range(60)]
+    excluded = {d.value for args, leaves in filter(None, drawn) for d in leaves if d.name == "excludePatterns"}
+    assert excluded == {"*.log"}, excluded
