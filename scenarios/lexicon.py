@@ -447,6 +447,14 @@ def counts(key: str) -> bool:
     return bool(COUNTING & set(words_of(key)))
 
 
+def counts_of(key: str) -> bool:
+    """Whether a key whose value is a whole number says how many of a thing there are, not which one: it `counts`,
+    or it is a plural with a word beside it ("Files tracked", `total_files`; not `ids` alone, a list of them), not a
+    code's (`permissions`)."""
+    words = words_of(key)
+    return counts(key) or len(words) > 1 and any(singular(w) != w and w not in NOT_COUNTS for w in words)
+
+
 # the first and the last of a range, as parameters are named: `start_line`/`end_line`, `from_date`/`to_date`
 BOUNDS = (
     ("start", "end"),

@@ -76,6 +76,7 @@ from mcprl.scenarios.lexicon import (
     QUERIES,
     bound_pairs,
     composed,
+    counts_of,
     described_as,
     known,
     listed_kind,
@@ -674,10 +675,12 @@ class Knowledge:
         self, arm: str, name: str, numeric: bool = False, values: Sequence[Any] = (), description: str = ""
     ) -> tuple[float, float]:
         """An arm's prior for a parameter (`PRIORS`), but for results of the parameter's name (or of what its
-        `description` says it is), results fed on to a number, and results whose `values` (the arm's candidates,
-        where known) have an id's form."""
-        kind = arm.partition(".")[0]
-        if named_result(arm, name, description):
+        `description` says it is; not a count of those things, `counts_of`, for a parameter that takes one), results
+        fed on to a number, and results whose `values` (the arm's candidates, where known) have an id's form."""
+        kind, _, field = arm.partition(".")
+        # (but not a count of the things it names, for a parameter that takes one: "Files tracked: 0" of `filePath`)
+        counted = bool(values) and all(re.fullmatch(r"\d+", str(v)) for v in values) and counts_of(field)
+        if named_result(arm, name, description) and (numeric or not counted):
             return NAMED_RESULT_PRIOR
         if kind == "result" and not numeric and values and all(ID_FORM.fullmatch(str(v)) for v in values):
             return ID_RESULT_PRIOR

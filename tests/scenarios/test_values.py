@@ -1353,3 +1353,18 @@ def test_the_items_of_an_optional_list_are_drawn_as_an_optional_value_is():
     drawn = [knowledge.arguments("directory_tree", schema, 0, rng) for _ in range(60)]
     excluded = {d.value for args, leaves in filter(None, drawn) for d in leaves if d.name == "excludePatterns"}
     assert excluded == {"*.log"}, excluded
+
+
+def test_a_count_of_things_is_no_value_of_a_parameter_that_takes_one_of_them():
+    """mcp-memory-keeper's `context_cache_file` was sent `filePath` "0", from its status's "Files tracked: 0": a field
+    sharing the word "file" with the parameter, taken for its own. A whole number under a key that counts things
+    ("Files tracked", `total_files`, `file_count`) is not of the parameter's name for one that takes one of them; a
+    number parameter may take it, and numbers under a plural alone (`sessions`, a list of them) stay named for one."""
+    from mcprl.scenarios.values import NAMED_RESULT_PRIOR, Knowledge
+
+    knowledge = Knowledge([])
+    for field in ("Files tracked", "total_files", "file_count"):
+        assert knowledge.prior(f"result.{field}", "filePath", values=["0", "3"]) != NAMED_RESULT_PRIOR, field
+        assert knowledge.prior(f"result.{field}", "max_files", numeric=True, values=["3"]) == NAMED_RESULT_PRIOR
+    assert knowledge.prior("result.file", "filePath", values=["notes.md"]) == NAMED_RESULT_PRIOR
+    assert knowledge.prior("result.sessions", "session", values=["3", "5"]) == NAMED_RESULT_PRIOR
