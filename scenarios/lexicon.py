@@ -93,7 +93,7 @@ ABOUT_IT = frozenset(
 ABOUT_ONLY = frozenset("info information details metadata".split())
 # ... and two operands of an order whose order matters, as people say them ("divide 5 by 18", "subtract 2 from 9"
 # for a - b), the first argument's value `{0}`
-OPERANDS = {"divide": "{0} by {1}", "subtract": "{1} from {0}"}
+OPERANDS = {"divide": "{0} by {1}", "multiply": "{0} by {1}", "subtract": "{1} from {0}"}
 WHEN = frozenset("time timestamp date created modified updated accessed mtime ctime atime".split())  # (`unix_time`)
 COUNTING = frozenset("count total number num".split())  # the words of a key that says how many (`counts`)
 # what the one record of a listing is called where nothing names its kind ("the entry in the directory tree")

@@ -62,11 +62,19 @@ def first_sentence(description: str) -> str:
 
 def task_titles(tools: list[dict[str, Any]]) -> dict[str, str]:
     """The words a task names each titled tool by: its title (or its annotations'), up to a word of `HOW` where no
-    other tool's title comes to the same words ("Get Current Time with Optional Location" -> "Get Current Time"); an
-    untitled tool that may write, where every tool's name starts with one word that is no verb (the server's:
-    `sympy_factorial`), by its name's other words where they do not start with a verb: that word says whose the tool
-    is, not what it does ("Sympy factorial 5" read it as an order; "What is the factorial of 5?")."""
+    other tool's title comes to the same words ("Get Current Time with Optional Location" -> "Get Current Time"); a
+    name that shortens its description's opening verb by that verb (`div` -> "divide"); an untitled tool that may
+    write, where every tool's name starts with one word that is no verb (the server's: `sympy_factorial`), by its
+    name's other words where they do not start with a verb: that word says whose the tool is, not what it does
+    ("Sympy factorial 5" read it as an order; "What is the factorial of 5?")."""
     titles = {t["name"]: title for t in tools if (title := t.get("title") or (t.get("annotations") or {}).get("title"))}
+    # an untitled tool whose name shortens the verb its description opens with (`div`, "Divide two numbers"): by
+    # that verb ("Divide 18 by 5.5", not "the div of 18 and 5.5")
+    for t in tools:
+        words, opening = words_of(t["name"]), words_of(first_sentence(t.get("description") or ""))[:1]
+        shortened = len(words) == 1 and len(words[0]) >= 3 and opening and opening[0] != words[0]
+        if t["name"] not in titles and shortened and opening[0] in VERBS and opening[0].startswith(words[0]):
+            titles[t["name"]] = opening[0]
     firsts = {(words_of(t["name"]) or [""])[0] for t in tools}
     if len(tools) > 2 and len(firsts) == 1 and (prefix := firsts.pop()) and prefix not in VERBS:
         for t in tools:

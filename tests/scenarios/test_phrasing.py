@@ -220,6 +220,23 @@ def test_a_word_every_tool_name_starts_with_says_whose_it_is_not_what_it_does() 
     assert task_titles(todo) == {}
 
 
+def test_a_name_that_shortens_the_verb_its_description_opens_with_is_said_by_that_verb() -> None:
+    """@wrtnlabs/calculator-mcp names its tools `div`, `mul`, `sub` ("Divide two numbers"): "What is the div of 18 and
+    5.5?" is "Divide 18 by 5.5"; a name that is a word of its own (`add`, `mod`, `sqrt`, "Square root of a number")
+    and a description that opens with no verb keep the name."""
+    from mcprl.scenarios.phrasing import task_titles
+
+    tools = [
+        {"name": n, "description": f"{d} two numbers"}
+        for n, d in [("div", "Divide"), ("mul", "Multiply"), ("sub", "Subtract"), ("add", "Add"), ("mod", "Mod")]
+    ]
+    tools += [{"name": "sqrt", "description": "Square root of a number"}, {"name": "weather", "description": "Get it"}]
+    titles = task_titles(tools)
+    assert titles == {"div": "divide", "mul": "multiply", "sub": "subtract"}, titles
+    assert "Divide 18 by 5.5. What is the result?" in said(titles["div"], {"a": 18, "b": 5.5}).asks_result()
+    assert any(t.startswith("Multiply 19 by 14") for t in said(titles["mul"], {"a": 19, "b": 14}).asks_result())
+
+
 def test_a_tools_records_are_named_by_what_its_name_lists_not_by_its_filler() -> None:
     """`list_projects_tool`'s records are projects, not tools ("the python of the tool "Weekly report""); a name of
     one word names its records still."""
