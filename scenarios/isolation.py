@@ -2,7 +2,7 @@
 tasks grounded from it) calls a tool that may write only where its writes stay in the session that made them.
 
 MCP's tool annotations decide first (`readOnlyHint`, `destructiveHint`), the tool's name and description second
-(`mcprl.scenarios.lexicon.READ_WORDS`/`WRITE_WORDS`); a tool that may write is
+(`mcprl.scenarios.lexicon.READ_WORDS`/`WRITE_WORDS`); a tool that says neither may write. A tool that may write is
 called only where each session gets a fresh server (`isolated`: per-rollout stdio sessions by default), never on a
 shared HTTP/SSE server unless `writes` is on; one that acts outside the server (`reaches_outside`: the open world its
 annotations name, or a process or command of the machine) is not called at all unless `writes` is on: a fresh
