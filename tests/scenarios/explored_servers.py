@@ -5,16 +5,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mcprl.checks import holds_answer
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explore import explore
-from mcprl.scenarios.explored import ExploredCall
+from mcprl.scenarios.explored import Exploration, ExploredCall
 from mcprl.scenarios.grounded import ground
 from mcprl.scenarios.replay import gives_answer, reissued
-from mcprl.scenarios.source import grounded
+from mcprl.scenarios.source import explore_for, grounded
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.types import ReferenceCall, Scenario, load_jsonl
+from tests.fake_llm import FakeLLM
 
 SHOP = Path(__file__).resolve().parents[1] / "data" / "shop_server.py"
 NOTES = Path(__file__).resolve().parents[1] / "data" / "notes_file_server.py"
@@ -40,6 +42,25 @@ async def explore_and_ground(spec: ServerSpec, calls: int, n: int = 12, **cfg):
         exploration = await explore(pool, ExploreConfig(calls=calls, **cfg), seed=0, say=lambda _: None)
         tasks, report = await ground(pool, n, exploration, seed=0, say=lambda _: None)
     return exploration, tasks, report
+
+
+async def explored_with_generator(
+    spec: ServerSpec, cfg: ExploreConfig, folder: Path, reply: Callable[[dict[str, Any]], str]
+) -> tuple[Exploration, list[dict[str, Any]]]:
+    """`spec` explored within `cfg` (its record in `folder`), the generator a model behind a local endpoint that
+    answers each request with `reply(request)` (set OPENAI_API_KEY): the exploration and the requests it got."""
+    async with ToolPool(spec) as pool:
+        with FakeLLM(handler=reply) as llm:
+            exploration = await explore_for(
+                pool,
+                cfg,
+                folder / "exploration.jsonl",
+                seed=0,
+                model="openai/fake",
+                api_base=llm.base_url,
+                say=lambda _: None,
+            )
+    return exploration, llm.requests
 
 
 async def grounded_and_replayed(

@@ -45,6 +45,7 @@ from tests.scenarios.explored_servers import (
     WORKSPACES,
     come_back_fresh,
     explore_and_ground,
+    explored_with_generator,
     grounded_and_replayed,
     shop,
 )
@@ -653,9 +654,6 @@ async def test_the_generator_is_shown_what_the_server_said_of_its_failed_calls(t
     shown to the generator with the call that got it, so one that reads it writes a call the server takes."""
     import json
 
-    from mcprl.scenarios.source import explore_for
-    from tests.fake_llm import FakeLLM
-
     monkeypatch.setenv("OPENAI_API_KEY", "x")
     server = tmp_path / "parts.py"
     server.write_text(CODES.format(root=str(Path(__file__).resolve().parents[2])))
@@ -664,22 +662,13 @@ async def test_the_generator_is_shown_what_the_server_said_of_its_failed_calls(t
         told = "three digits" in body["messages"][-1]["content"]
         return json.dumps({"code": "P-042" if told else "bolt"})
 
-    async with ToolPool(ServerSpec.parse(f"{sys.executable} {server}")) as pool:
-        with FakeLLM(handler=reply) as llm:
-            exploration = await explore_for(
-                pool,
-                ExploreConfig(calls=12, generated=4),
-                tmp_path / "exploration.jsonl",
-                seed=0,
-                model="openai/fake",
-                api_base=llm.base_url,
-                say=lambda _: None,
-            )
+    spec = ServerSpec.parse(f"{sys.executable} {server}")
+    exploration, requests = await explored_with_generator(spec, ExploreConfig(calls=12, generated=4), tmp_path, reply)
     answered = [c for c in exploration.calls if not c.is_error]
     assert [c.arguments for c in answered] == [{"code": "P-042"}], exploration.summary()
     failed = [call_key(c.tool, c.arguments) for c in exploration.calls if c.is_error]
     assert len(failed) == len(set(failed))  # and no failed call made twice
-    assert 1 < len(llm.requests) <= 4
+    assert 1 < len(requests) <= 4
 
 
 THINGS = '''
@@ -1142,9 +1131,6 @@ async def test_a_value_a_result_named_for_a_parameter_is_sent_before_the_generat
     generator was asked for its next call, right after opening the folder said the label ("ws-work"); it wrote
     another made-up one, the status was retired after twelve errors and nothing was grounded. A value a result of the
     session gave in a field named as the parameter, not sent yet, is sent first."""
-    from mcprl.scenarios.source import explore_for
-    from tests.fake_llm import FakeLLM
-
     monkeypatch.setenv("OPENAI_API_KEY", "x")
     work = tmp_path / "work"
     work.mkdir()
@@ -1157,20 +1143,11 @@ async def test_a_value_a_result_named_for_a_parameter_is_sent_before_the_generat
     def reply(body):  # a generator that makes labels up, whatever it is shown
         return json.dumps({"label": next(made_up)})
 
-    async with ToolPool(ServerSpec.parse(f"{sys.executable} {server}", env=[f"WORK_DIR={work}"])) as pool:
-        with FakeLLM(handler=reply) as llm:
-            exploration = await explore_for(
-                pool,
-                ExploreConfig(calls=30, generated=30),
-                tmp_path / "exploration.jsonl",
-                seed=0,
-                model="openai/fake",
-                api_base=llm.base_url,
-                say=lambda _: None,
-            )
+    spec = ServerSpec.parse(f"{sys.executable} {server}", env=[f"WORK_DIR={work}"])
+    exploration, requests = await explored_with_generator(spec, ExploreConfig(calls=30, generated=30), tmp_path, reply)
     calls = exploration.calls
     opened = [c for c in calls if c.tool == "open_folder" and not c.is_error]
-    assert opened and llm.requests, [(c.tool, c.arguments) for c in calls]
+    assert opened and requests, [(c.tool, c.arguments) for c in calls]
     sent = [c.index for c in calls if c.tool == "workspace_status" and c.arguments == {"label": "ws-work"}]
     assert sent, [(c.tool, c.arguments) for c in calls]
     for o in opened:  # the status's next call in the session the folder was opened in sends its label, if none had
