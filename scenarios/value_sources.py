@@ -14,7 +14,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
-from mcprl.scenarios.lexicon import ALLOWED_VALUES, FORBIDDING
+from mcprl.scenarios.lexicon import ALLOWED_VALUES, FORBIDDING, VERBS, words_of
 from mcprl.scenarios.results import flatten
 from mcprl.tools import ServerSpec
 from mcprl.tools.copies import RUNTIME_VARIABLES, assigned, is_program
@@ -94,7 +94,7 @@ def context_values(spec: ServerSpec, resources: list[dict[str, Any]], templates:
     script or module, flags and the transport it names: `--repository /srv/r` gives /srv/r, `env GIT_BASE_DIR=/srv/r`
     too),
     the environment given to the server (secrets left out) and its working directory, the server's
-    resources' URIs and names and its resource templates' names."""
+    resources' URIs and names and its resource templates' names (not a name that `serves` them)."""
     found: list[str] = []
     command = spec.command[1:]
     for i, arg in enumerate(command):
@@ -113,9 +113,17 @@ def context_values(spec: ServerSpec, resources: list[dict[str, Any]], templates:
     if spec.cwd:
         found.append(spec.cwd)
     for r in resources:
-        found += [str(r[k]) for k in ("uri", "name") if r.get(k)]
-    found += [str(t["name"]) for t in templates if t.get("name")]
+        found += [str(r[k]) for k in ("uri", "name") if r.get(k) and not (k == "name" and serves(str(r[k])))]
+    found += [str(t["name"]) for t in templates if t.get("name") and not serves(str(t["name"]))]
     return [v for v in dict.fromkeys(found) if v and len(v) <= 300 and v.lower() not in TRANSPORTS]
+
+
+def serves(name: str) -> bool:
+    """Whether a resource's name is the function's that serves it (`get_schema_list`, `listTables`: an identifier
+    opening with a verb, as a Python server names its resources), which is no value of the server's: mcp-sqlalchemy's
+    `column_name` was sent "get_table_info"."""
+    words = words_of(name)
+    return re.fullmatch(r"[A-Za-z]\w*", name) is not None and len(words) > 1 and words[0] in VERBS
 
 
 FOLDER_ENTRIES = 40  # entries under one folder in plain view offered as values

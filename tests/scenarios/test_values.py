@@ -565,6 +565,15 @@ def test_the_values_in_plain_view_are_what_a_server_works_on_not_its_program(tmp
         assert context_values(ServerSpec.parse(command), [], []) == [
             str(tmp_path) if "sse" not in command else str(data)
         ]
+    # ... nor the name of the function that serves a resource (mcp-sqlalchemy's `get_table_info`, sent as a column)
+    resources = [{"name": "get_schema_list", "uri": "schema://"}, {"name": "notes.md", "uri": "file:///srv/notes.md"}]
+    templates = [{"name": "get_table_info", "uriTemplate": "table://{t}"}, {"name": "Weekly report"}]
+    assert context_values(ServerSpec.parse(f"{program}"), resources, templates) == [
+        "schema://",
+        "file:///srv/notes.md",
+        "notes.md",
+        "Weekly report",
+    ]
 
 
 def test_a_reads_list_of_requests_is_mostly_one_as_a_person_asks_of_one_thing():
