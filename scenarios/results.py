@@ -306,12 +306,14 @@ def ruled_rows(lines: list[str]) -> list[list[tuple[str, Any]]] | None:
     # (not a line naming what follows, "Apollo.md:", nor a field above a rule, "status: active\n---")
     if labelled(above) is not None or above.endswith(":"):
         return None
-    if "|" in above:
-        split = lambda line: [c.strip() for c in line.strip().strip("|").split("|")]  # noqa: E731
-    elif "," in above:
-        split = lambda line: [c.strip() for c in next(csv.reader([line]), [])]  # noqa: E731
-    else:  # (columns spaces pad apart, or one: "COUNT(DISTINCT city)" is one name)
-        split = lambda line: re.split(r"\s{2,}|\t", line.strip())  # noqa: E731
+
+    def split(line: str) -> list[str]:  # (divided as the header is)
+        if "|" in above:
+            return [c.strip() for c in line.strip().strip("|").split("|")]
+        if "," in above:
+            return [c.strip() for c in next(csv.reader([line]), [])]
+        return re.split(r"\s{2,}|\t", line.strip())  # (columns spaces pad apart, or one: "COUNT(DISTINCT city)")
+
     header = split(above)
     if not all(header) or len(set(header)) < len(header):
         return None
