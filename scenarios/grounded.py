@@ -234,10 +234,14 @@ async def ground(
         defaults=schema_defaults(pool.toolset.mcp_tools),
     )
     # a task whose answer came from the server's clock is kept as it is only where it comes back with the clock
-    # moved, else asked live (`live_task`: checked by what the episode's own call gives) where it can be
+    # moved (`verify`), else asked live (`live_task`: checked by what the episode's own call gives) where it can be;
+    # without a clock to move, a task whose result states today's date is asked live
     later = clock_moved(pool.spec)
-    clocked = {id(t) for t in found if clock_bound(t.reference[-1].result, t.answer, any_answer=later is not None)}
-    asked = found if later is not None else [live_task(t, []) if id(t) in clocked else t for t in found]
+    asked = (
+        found
+        if later is not None
+        else [live_task(t, []) if clock_bound(t.reference[-1].result, t.answer) else t for t in found]
+    )
     timeless = [t for t in asked if t is not None]
     fits = [t for t in timeless if max_calls is None or len(t.reference) <= max_calls]
     shortened = await shortcut(fits, pool)
@@ -250,8 +254,8 @@ async def ground(
         dropped[f"more calls than an episode's {max_calls}"] += len(timeless) - len(fits)
     verified: list[Scenario] = []
     async with AsyncExitStack() as stack:
-        moved = None  # the server with its clock moved, started once where a task needs it
-        if later is not None and clocked:
+        moved = None  # the server with its clock moved, started once: every task is replayed on it too
+        if later is not None:
             try:  # a server that cannot start with its clock moved keeps none of its clock's tasks
                 moved = await stack.enter_async_context(
                     ToolPool(later, per_rollout=pool.per_rollout, workdir=pool.workdir)

@@ -532,13 +532,15 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
 
 
 # A value a sentence labels: "Confirmation code: ZOE67V.", "Your reservation number is 4F2A9C01." The label is
-# a short noun phrase at a sentence's start, up to its first preposition (after "Your"/"The" for "is"); the value one
-# token that looks
-# like an identifier or an amount (it holds a digit), so "is on its way" labels nothing; nor the first number of an
-# expression ("tags: 2 + 3").
+# a short noun phrase at a sentence's or a clause's start, up to its first preposition (after "and" and
+# "Your"/"The": "..., and the time in UTC is 2025-03-23 04:30:00"); the value one token that looks like an
+# identifier or an amount (it holds a digit), or a date and its time, so "is on its way" labels nothing; nor the
+# first number of an expression ("tags: 2 + 3").
 _LABELLED = re.compile(
-    r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?:(?:[Yy]our|[Tt]he|[Mm]y) )?(?P<label>[A-Za-z][\w-]*(?: [\w-]+){0,5}?)"
-    r"(?:: | is )(?P<value>[$€£]?[\w-]*\d[\w.,-]*?)(?=[.,;:!?]?(?:\s(?![-+*/×÷^=<>]\s*[\d(])|$))"
+    r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?:(?:and|but) )?(?:(?:[Yy]our|[Tt]he|[Mm]y) )?"
+    r"(?P<label>[A-Za-z][\w-]*(?: [\w-]+){0,5}?)(?:: | is )"
+    r"(?P<value>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?|[$€£]?[\w-]*\d[\w.,-]*?)"
+    r"(?=[.,;:!?]?(?:\s(?![-+*/×÷^=<>]\s*[\d(])|$))"
 )
 
 

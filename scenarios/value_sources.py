@@ -6,6 +6,7 @@ the type a parameter takes."""
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import json
 import random
@@ -77,6 +78,27 @@ def description_examples(description: str) -> list[str]:
     found = re.findall(EXAMPLE_CUE + r"\s*,?:?\s*['\"]?([\w@./:-]+(?: [\w@./:-]+)?)", description, re.I)
     found += offered(description)
     return list(dict.fromkeys(v.rstrip(".,)") for v in found if v.strip()))
+
+
+_ITEM = r"[\w@./:+-]+(?: [\w@./:+-]+){0,2}"
+# a list of short items in a text, after "(", ":" or "either": "(Mercury, Venus, Earth or Mars)", "unit: m, ft and in",
+# "either json or text", "(asc, desc, none)"
+LIST = re.compile(
+    rf"(?:[(:]|\beither\b)\s*(?:{EXAMPLE_CUE}\s*)?(?P<items>{_ITEM}(?:,\s*{_ITEM})*,?\s+(?:or|and)\s+{_ITEM}"
+    rf"|{_ITEM}(?:,\s*{_ITEM}){{2,}}(?=\)))",
+    re.I,
+)
+
+
+def listed_items(text: str) -> list[str]:
+    """The items of the lists a text gives (`LIST`): a tool that takes one of a few values often names them so, in its
+    own description or its parameter's ("How many moons a planet has (Mercury, Venus, Earth or Mars)")."""
+    return [
+        item.strip(" .")
+        for m in LIST.finditer(text)
+        for item in re.split(r",\s*(?:(?:or|and)\s+)?|\s+(?:or|and)\s+", m["items"], flags=re.I)
+        if item.strip(" .")
+    ]
 
 
 def illustrates(description: str) -> bool:
@@ -295,11 +317,19 @@ def shape_of(text: str) -> str:
     return re.sub(r"\d+", "9", re.sub(r"[A-Za-z]+", "A", text))
 
 
+# A date, a date and time, or a time of day, as ISO 8601 writes them ("2025-03-23", "2025-03-23 12:30:00", "09:30")
+WHEN = re.compile(
+    r"(?P<date>\d{4}-\d{2}-\d{2})(?:(?P<sep>[T ])(?P<time>\d{2}:\d{2}(?::\d{2})?))?"
+    r"|(?P<clock>(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?![\d:]))"
+)
+
+
 def renumbered(value: str, rng: random.Random) -> str:
     """A value with its numbers changed as a person changes them: each within half to twice its size, in its form
     (integers stay integers, zero-padded ones padded, decimals keep their places): `2d6+3` gives `3d10+2`, not
-    `61d35-8`; `09:30` gives `07:45`. A path's folders stay (where the server works): only its last part changes,
-    `/srv/s51/report-3.md` gives `/srv/s51/report-5.md`."""
+    `61d35-8`; a date or a time of day moves as a calendar does, to one that exists (`2025-03-23 12:30:00` gives
+    `2024-11-02 14:15:00`, not `4050-06-46 24:60:00`). A path's folders stay (where the server works): only its
+    last part changes, `/srv/s51/report-3.md` gives `/srv/s51/report-5.md`."""
 
     def vary(m: re.Match[str]) -> str:
         digits, _, decimals = m.group().partition(".")
@@ -308,8 +338,23 @@ def renumbered(value: str, rng: random.Random) -> str:
             return f"{max(number, 10 ** -len(decimals)):.{len(decimals)}f}"
         return str(max(1, round(number))).zfill(len(digits) if digits.startswith("0") else 0)
 
+    def moved(m: re.Match[str]) -> str:
+        if m["date"] is None and m["clock"] is None:
+            return vary(m)
+        clock = m["time"] or m["clock"] or ""
+        form = "%H:%M:%S" if clock.count(":") == 2 else "%H:%M" if clock else ""
+        form = f"%Y-%m-%d{m['sep'] or ''}{form}" if m["date"] else form
+        try:
+            when = datetime.datetime.strptime(m.group(), form)
+        except ValueError:  # no day of the calendar ("2025-02-30"): its numbers vary as numbers do
+            return re.sub(r"\d+", vary, m.group())
+        days = rng.choice([-1, 1]) * rng.randint(1, 400) if m["date"] else 0
+        minutes = rng.choice([-1, 1]) * 15 * rng.randint(1, 24) if clock else 0
+        said = (when + datetime.timedelta(days=days, minutes=minutes)).strftime(form)
+        return said[1:] if m["clock"] and len(m["clock"]) < len(said) and said[0] == "0" else said
+
     folders, slash, last = value.rpartition("/")
-    return folders + slash + re.sub(r"\d+(?:\.\d+)?", vary, last)
+    return folders + slash + re.sub(rf"{WHEN.pattern}|\d+(?:\.\d+)?", moved, last)
 
 
 def from_schema(schema: dict[str, Any], kinds: list[Any], rng: random.Random) -> Any:

@@ -106,6 +106,7 @@ from mcprl.scenarios.value_sources import (
     from_schema,
     illustrates,
     kinds_of,
+    listed_items,
     listed_names,
     renumbered,
     shape_of,
@@ -141,6 +142,7 @@ ID_RESULT_PRIOR = (2, 1)
 KNOWN_VALUES = 400  # values results held that are kept to draw from (the latest)
 LONG_VALUE = 80  # a longer text a result held is prose, not a value to pass on
 DRAWS = 8  # draws of a call before giving up on finding one not made yet
+STALE = 0.3  # the weight of a source with no value untried, for a parameter a draw looks for a new value of
 REPEAT_CREDIT = 0.25  # a call that answered what was answered before (or nothing) counts a quarter of a success
 SETTLED = 0.15  # below this chance of answering, an arm is dropped for a parameter (`Knowledge.dead`)
 FIXED_AFTER = 3  # values that failed on a parameter besides the one in plain view that worked: its context
@@ -361,14 +363,16 @@ class Knowledge:
         leaves: list[Drawn] = []
         properties = sorted(p for p, sub in (schema.get("properties") or {}).items() if isinstance(sub, dict))
         for attempt in range(DRAWS):
+            stale = 0.0 if attempt == DRAWS - 1 else STALE
             # after two repeats, one argument at a time looks for a value not sent yet: first those that
             # have taken the most values that worked (a second file to read, not a second repository); after a
-            # repeat that gave none (optional parameters all left out), a parameter drawn to be given one
+            # repeat that gave none (optional parameters all left out), a parameter drawn to be given one; the last
+            # draw, only from a source that has such a value (else a tool with values untried ran out of calls)
             turns = sorted(leaves, key=lambda d: (-len(self.worked.get(d.name, [])), d.path))
             fresh = (
-                {turns[(attempt - 2) % len(turns)].path if turns else rng.choice(properties)}
+                {turns[(attempt - 2) % len(turns)].path if turns else rng.choice(properties): stale}
                 if attempt >= 2 and (turns or properties)
-                else set()
+                else {}
             )
             leaves = []
             args = self._object(tool, "", schema, session, rng, leaves, fresh)
@@ -440,7 +444,7 @@ class Knowledge:
         session: int,
         rng: random.Random,
         leaves: list[Drawn],
-        fresh: set[str],
+        fresh: dict[str, float],
     ) -> dict[str, Any]:
         props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         required = set(schema.get("required") or [])
@@ -481,7 +485,7 @@ class Knowledge:
         session: int,
         rng: random.Random,
         leaves: list[Drawn],
-        fresh: set[str],
+        fresh: dict[str, float],
         optional: bool = False,
     ) -> Any:
         for branch in schema.get("anyOf") or schema.get("oneOf") or []:
@@ -542,7 +546,7 @@ class Knowledge:
         schema: dict[str, Any],
         session: int,
         rng: random.Random,
-        fresh: set[str],
+        fresh: dict[str, float],
         optional: bool,
         taken: set[str],
     ) -> Drawn | None:
@@ -650,9 +654,8 @@ class Knowledge:
         def sample(family: str) -> float:
             members = families[family]
             (a, b), (won, lost) = prior(max(members, key=chance)), met[family]
-            return rng.betavariate(a + won, b + lost) * (
-                0.3 if (renew or path in fresh) and not fresh_in(members) else 1.0
-            )
+            stale = fresh.get(path, STALE if renew else 1.0)
+            return rng.betavariate(a + won, b + lost) * (1.0 if fresh_in(members) else stale)
 
         family = max(sorted(families), key=sample)
         arm = max(families[family], key=lambda a: (fresh_in([a]), chance(a), rng.random()))
@@ -719,7 +722,10 @@ class Knowledge:
         description = str(schema.get("description") or "")
         if "default" in schema and schema["default"] is not None:
             arms["default"] = fit([schema["default"]])
-        examples = [*(schema.get("examples") or []), *description_examples(description)]
+        # and the items of a list its description gives, or where it gives none, its tool's ("How many moons a
+        # planet has (Mercury, Venus, Earth or Mars)", its `planet` described by nothing but its name)
+        examples = [*(schema.get("examples") or []), *description_examples(description), *listed_items(description)]
+        examples = examples or listed_items(around)
         arms["example"] = fit(examples)
         shapes = {shape_of(str(e)) for e in examples}
         arms["shaped"] = [
@@ -811,7 +817,11 @@ class Knowledge:
                 names = [v.value for v in seen if isinstance(v.value, str) and IDENTIFIER.fullmatch(v.value)]
                 listed["table"] = [{"table": n} for n in list(dict.fromkeys(names))[-24:]]
             making = self.none_listed if tool in self.writers else set()
-            arms["probe"] = fit(probes(name, description, described, around, making=making))
+            # (once a value worked, only the shapes it is described with: a lenient date parser answers "12 * 4"
+            # too, and tasks then convert the time "(7 - 2) / 5")
+            arms["probe"] = fit(
+                probes(name, description, described or bool(self.worked.get(name)), around, making=making)
+            )
             arms["composed"] = fit(composed(name, description, listed, around))
             arms["described"] = fit([w for w in words_of(description) if len(w) > 3][:8])
         sampled = from_schema(schema, kinds, rng)

@@ -22,7 +22,7 @@ FORECASTS = {"paris": "light rain, 14 C", "oslo": "snow, -3 C", "cairo": "sunny,
 
 @mcp.tool()
 def get_forecast(city: str) -> str:
-    """Tomorrow's weather forecast for a city (Paris, Oslo, Cairo or Lima)."""
+    """Tomorrow's weather forecast for a city."""
     return FORECASTS.get(city.strip().lower(), f"no forecast for {city}")
 
 

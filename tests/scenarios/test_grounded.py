@@ -614,6 +614,31 @@ async def test_a_server_started_with_its_clock_moved_reads_it_moved_where_a_kill
     assert abs(then - time.time() - float(CLOCK_MOVE.strip("+h")) * 3600) < 600
 
 
+async def test_an_answer_read_off_the_clock_in_a_result_that_states_no_date_is_not_kept_as_it_holds_today():
+    """time-mcp's `days_in_month` and `get_week_year`, sent no date, answer for today in sentences that state no
+    date ("The number of days in month is 31."): "What is the week of the week year?" was kept with today's week.
+    Replayed with the server's clock moved, such an answer is another: every task kept as it is gives its answer
+    back with the clock moved too, and the moons of a planet, which hold on any day, are still asked."""
+    from mcprl.checks import live_of
+    from mcprl.scenarios.replay import clock_moved
+
+    spec = ServerSpec.parse(f"{sys.executable} {Path(__file__).with_name('calendar_server.py')}")
+    later = clock_moved(spec)
+    if later is None:
+        pytest.skip("faketime is not installed (make clock, or apt-get install faketime)")
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=40), seed=0, say=lambda _: None)
+        undated = [c for c in exploration.calls if c.tool == "week_of_year" and not c.arguments and not c.is_error]
+        assert undated, "exploring never asked for this week"
+        tasks, report = await ground(pool, 12, exploration, seed=0, say=lambda _: None)
+    assert any(t.tools == ["moons"] for t in tasks), report.summary()
+    for t in [t for t in tasks if live_of(t.check) is None]:
+        async with ToolPool(later).session() as session:
+            for step in t.reference:
+                text = (await session.call(step.tool, step.arguments)).text
+        assert gives_answer(t, text), (t.task, t.answer, text)
+
+
 def test_a_clock_answer_in_lines_of_text_is_asked_live_by_its_label():
     """mcp-simple-timeserver answers in `label: value` lines, no JSON: its weekday, another with the clock moved,
     was dropped as holding only today, so that the server grounded 2 tasks. It is asked live, read from the

@@ -262,7 +262,7 @@ def test_a_parameter_whose_description_gives_examples_is_sent_values_from_elsewh
                 "make_move", args, leaves, index=100 + i, session=0, text=text, is_error=not ok, error_kind=None,
                 values=[],
             )  # fmt: skip
-        assert len(set(listed) & set(sent)) >= 5, sent
+        assert len(set(listed) & set(sent)) >= 5, (seed, sent)
 
 
 def test_a_parameter_whose_bad_values_draw_anothers_error_is_sent_the_values_that_worked_there():
@@ -378,13 +378,16 @@ def test_a_file_servers_paths_come_from_its_results_and_its_files_ground_tasks()
 
 def test_a_value_that_worked_is_varied_as_a_person_varies_it():
     """Each number of a value that worked changes within half to twice its size and keeps its form (an integer, a
-    zero-padded one, a decimal's places), so a dice notation stays one a person rolls and a time stays a time."""
+    zero-padded one, a decimal's places), so a dice notation stays one a person rolls; a date, a date and time or a
+    time of day moves to another that exists, in its form (time-mcp's "2025-03-23 12:30:00" was sent as
+    "2792-02-40 22:15:02" and "5566-03-13 31:98:02")."""
+    import datetime
     import random
 
     from mcprl.scenarios.value_sources import renumbered
 
     rng = random.Random(0)
-    for value in ("2d6+3", "09:30", "(7 - 2) / 5", "12.5"):
+    for value in ("2d6+3", "(7 - 2) / 5", "12.5"):
         for _ in range(20):
             varied = renumbered(value, rng)
             before, after = re.findall(r"\d+(?:\.\d+)?", value), re.findall(r"\d+(?:\.\d+)?", varied)
@@ -392,6 +395,95 @@ def test_a_value_that_worked_is_varied_as_a_person_varies_it():
             for b, a in zip(before, after, strict=True):
                 assert float(b) / 2 - 1 <= float(a) <= float(b) * 2 + 1 and len(a) >= len(b) - (b[0] != "0")
                 assert ("." in a) == ("." in b) and len(a.partition(".")[2]) == len(b.partition(".")[2])
+    forms = {"2025-03-23 12:30:00": "%Y-%m-%d %H:%M:%S", "2025-03-23": "%Y-%m-%d", "09:30": "%H:%M"}
+    forms |= {"2024-12-31T23:45:00Z": "%Y-%m-%dT%H:%M:%SZ", "due 2024-02-29": "due %Y-%m-%d"}
+    for value, form in forms.items():
+        varied = {renumbered(value, rng) for _ in range(20)}
+        assert len(varied) > 10 and value not in varied, varied
+        for v in varied:
+            when = datetime.datetime.strptime(v, form)  # a day and time that exist, written as the value was
+            assert "%Y" not in form or abs(when.year - 2024) <= 2, v
+            assert len(v) == len(value), v
+
+
+def test_once_a_value_worked_a_parameter_is_probed_only_with_the_shapes_it_is_described_with():
+    """time-mcp's `relative_time` answers whatever it is sent ("12 * 4" is "25 years ago"): probing its `time` with
+    every shape of the dictionary after a date worked made tasks that convert the time "(7 - 2) / 5". Once a
+    value worked, the probes are the shapes the parameter is described with (a date, a time) alone."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    relative = {
+        "type": "object",
+        "properties": {"time": {"type": "string", "description": "The time. Format: YYYY-MM-DD HH:mm:ss"}},
+        "required": ["time"],
+    }
+    knowledge, rng, probed, answered = Knowledge([]), random.Random(0), [], False
+    for index in range(60):
+        if (drawn := knowledge.arguments("relative_time", relative, 0, rng)) is None:
+            break
+        args, leaves = drawn
+        if answered and leaves[0].arm == "probe":
+            probed.append(args["time"])
+        answered = True  # (a lenient parser: every call answers)
+        knowledge.learn(
+            "relative_time",
+            args,
+            leaves,
+            index=index,
+            session=0,
+            text="in 2 years",
+            is_error=False,
+            error_kind=None,
+            values=[],
+        )
+    assert probed
+    for value in probed:  # a date, a time, or both, as ISO 8601 or a clock writes them
+        assert re.fullmatch(r"[\d:TZ+. -]+", value) and re.search(r"\d{1,2}:\d\d|\d{4}-\d\d", value), probed
+
+
+def test_the_items_of_a_list_a_description_gives_are_sent_first():
+    """A tool that takes one of a few values often names them in a list, in its parameter's description or, where
+    that says nothing, its own ("How many moons a planet has (Mercury, Venus, Earth or Mars)."): the planet was sent
+    "test", "2 + 3", "SHOW TABLES" and 35 more that no planet is. Those items are sent among its first calls."""
+    import random
+
+    from mcprl.scenarios.value_sources import listed_items
+    from mcprl.scenarios.values import Knowledge
+
+    planets = ["Mercury", "Venus", "Earth", "Mars"]
+    assert listed_items("Output, either json or text.") == ["json", "text"]
+    assert listed_items("The unit (meters, feet, inches)") == ["meters", "feet", "inches"]
+    assert listed_items("Read a file and return its text, or an error.") == []
+    moons = {"type": "object", "properties": {"planet": {"type": "string"}}, "required": ["planet"]}
+    for descriptions, schema in (
+        ({"moons": "How many moons a planet has (Mercury, Venus, Earth or Mars)."}, moons),
+        (
+            {},
+            {
+                **moons,
+                "properties": {"planet": {"type": "string", "description": "A planet: Mercury, Venus, Earth or Mars"}},
+            },
+        ),
+    ):
+        knowledge, rng = Knowledge([], descriptions=descriptions), random.Random(0)
+        sent = []
+        for index in range(8):
+            args, leaves = knowledge.arguments("moons", schema, 0, rng)
+            sent.append(args["planet"])
+            knowledge.learn(
+                "moons",
+                args,
+                leaves,
+                index=index,
+                session=0,
+                text="No such planet.",
+                is_error=True,
+                error_kind=None,
+                values=[],
+            )
+        assert set(planets) <= set(sent), sent
 
 
 def test_a_search_is_sent_a_word_of_a_sentence_a_result_held_never_the_whole_sentence():
