@@ -46,7 +46,7 @@ ARGUMENTS_PROMPT = (
 TRIES = 2  # argument writes per task: the greedy one, then one sampled
 AT_ONCE = 4  # tasks whose call is written and made at once where every session is its own server process
 EXTRA = 0.5  # tasks synthesized beyond those needed, as a share of them: some get no call that runs
-MIN_WORDS = 3  # words of letters a request has at the least ("get_holidays" alone is none)
+MIN_WORDS = 3  # words of letters a request has at the least ("get_holidays" alone is one)
 ROOT = 5  # letters two words share at their start to be one word's forms ("holiday", "holidays")
 
 
@@ -89,7 +89,9 @@ def unfit(task: str, tool: dict[str, Any], args: dict[str, Any] | None, names: l
     (`names`; the generator is told not to) nor is one's name in words, shares a word with what the tool does or
     with the values it is given, and states every value the call was given but a flag, a choice the schema lists and
     a default."""
-    if len(re.findall(r"[A-Za-z]{2,}", task)) < MIN_WORDS:
+    # (words that spaces part: "parse_notes_to_json" is one; and a request opens with one, not with "]));")
+    words = sum(bool(re.search(r"[A-Za-z]{2,}", t)) for t in task.split())
+    if words < MIN_WORDS or not re.match(r"[\"'“(]?\w", task.strip()):
         return "no words"
     if any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", task) for n in names if len(words_of(n)) > 1):
         return "names a tool"

@@ -47,7 +47,8 @@ def idle_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
     same at 9:30 and at noon), wherever it was varied. Where some of its values changed the answer (a target
     zone), it is not idle, even beside other values that did not (two names of one zone: UTC, Etc/UTC). The
     values given are the call's and those that pick a record of its result out (the file of a diff where a line
-    is added, the latest commit): a diff against any of five revisions adds that line to one file."""
+    is added, the latest commit): a diff against any of five revisions adds that line to one file. Tasks asked
+    of a state other tools' writes prepare (a file written before a listing) are not compared with the rest."""
     answers: dict[tuple[Any, ...], dict[str, str]] = defaultdict(dict)  # ... -> that parameter's value -> answer
     for t in tasks:
         if t.read_back is not None:
@@ -56,6 +57,7 @@ def idle_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
         picks = (
             tuple(sorted({normalize_text(str(g)) for g in stated_values(t)} - set(arguments.values()))),
             t.metadata.get("place"),
+            tuple(c.tool for c in t.prepare),
         )
         for k, v in arguments.items():
             rest = tuple(sorted((k2, v2) for k2, v2 in arguments.items() if k2 != k))

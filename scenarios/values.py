@@ -142,6 +142,7 @@ ID_RESULT_PRIOR = (2, 1)
 KNOWN_VALUES = 400  # values results held that are kept to draw from (the latest)
 LONG_VALUE = 80  # a longer text a result held is prose, not a value to pass on
 DRAWS = 8  # draws of a call before giving up on finding one not made yet
+EXHAUSTED = "no call left that it was not sent already"  # why a tool `retired`, until a result gives new values
 STALE = 0.3  # the weight of a source with no value untried, for a parameter a draw looks for a new value of
 REPEAT_CREDIT = 0.25  # a call that answered what was answered before (or nothing) counts a quarter of a success
 SETTLED = 0.15  # below this chance of answering, an arm is dropped for a parameter (`Knowledge.dead`)
@@ -1192,7 +1193,7 @@ class Knowledge:
         if log.silent >= after:
             return f"its last {log.silent} answers said nothing"
         if log.exhausted >= 2:
-            return "no call left that it was not sent already"
+            return EXHAUSTED
         return None
 
 
@@ -1232,11 +1233,15 @@ def says_value(text: str, value: Any) -> bool:
 
 def gist(text: str, args: dict[str, Any]) -> str:
     """What a result says beyond the server's clock (`clock_spans`) and the values its call was sent (their text
-    said back, in any case), each put as a mark."""
+    said back, in any case; and the numbers a text sent holds, each: `SELECT 2` gives rows of "2", as `SELECT 1`
+    gave rows of "1"), each put as a mark."""
     for start, end in reversed(clock_spans(text)):
         text = f"{text[:start]}\x00now{text[end:]}"
-    for value in sorted({v for _, v in flatten(args) if isinstance(v, str) and len(v) > 1}, key=len, reverse=True):
+    sent = {v for _, v in flatten(args) if isinstance(v, str) and len(v) > 1}
+    for value in sorted(sent, key=len, reverse=True):
         text = re.sub(re.escape(value), "\x00sent", text, flags=re.I)
+    for number in {n for v in sent for n in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", v)}:
+        text = re.sub(rf"(?<![\w.]){re.escape(number)}(?![\w.])", "\x00sent", text)
     return text
 
 

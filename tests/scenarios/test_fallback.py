@@ -123,6 +123,10 @@ async def test_a_synthesized_task_is_kept_only_as_a_request_stating_what_its_cal
 
     distance = {"name": "calculate_time_distance", "description": "Time between two dates"}
     assert unfit("Calculate Time Distance", distance, {}, ["calculate_time_distance"]) is not None
+    # nor an identifier of many words, or a draft that opens with code (mcp-obsidian's fallback kept both)
+    assert unfit("parse_notes_to_json", distance, None, []) == "no words"
+    assert unfit("])); Skip missing missing details of the dates.", distance, None, []) == "no words"
+    assert unfit('"Weekly" notes: how many days between them?', distance, None, []) is None
     dates = {"from_date": "2025-01-01", "to_date": "2025-03-01"}
     assert unfit("How long is it from 2025-01-01 to 2025-03-01?", distance, dates, ["calculate_time_distance"]) is None
 

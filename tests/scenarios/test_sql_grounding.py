@@ -15,7 +15,7 @@ from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explore import explore
 from mcprl.scenarios.grounded import ground
 from mcprl.scenarios.lexicon import QUERIES, composed, known, question, shaped
-from mcprl.scenarios.values import echoes
+from mcprl.scenarios.values import echoes, gist
 from mcprl.tools import ServerSpec, ToolPool
 
 pytestmark = pytest.mark.anyio
@@ -55,6 +55,11 @@ def test_a_composed_query_reads_back_into_its_question_which_states_no_sql():
     assert echoes("[(26,)]", {"sql": "SELECT 26"})
     assert not echoes("[(4,)]", {"sql": "SELECT COUNT(*) FROM books"})
     assert not echoes("Echo: hi there", {"message": "hi there"})
+    # ... and rows of the number a query was sent, in a JSON result of keys and types (beancount-mcp's BQL: "SELECT
+    # 1" answered, then "SELECT 2" to "SELECT 28" took 22 of its 47 calls as new answers) say what the last did
+    rows = '{{"columns": [{{"name": "{0}", "type": "builtins.int"}}], "rows": [["{0}"], ["{0}"]]}}'
+    assert gist(rows.format(1), {"query": "SELECT 1"}) == gist(rows.format(2), {"query": "SELECT 2"})
+    assert gist("5", {"expression": "2 + 3"}) != gist("6", {"expression": "2 + 4"})
 
 
 @pytest.fixture(scope="module")
