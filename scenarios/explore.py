@@ -34,11 +34,11 @@ calls: first the tools not called yet, then by what they gave (a tool whose answ
 called more than one that repeats itself, one that has not answered yet keeps getting tries). No
 call is made twice (one that failed would fail again, a read would say the same, a write would do
 what was seen done), but the reads repeated after a write to see what it changed (until writes are
-found to change nothing read back), and a call whose error said which tool comes first ("Use initialize_memory_bank
-to create one"), made again, once, after that tool (`told_first`); a tool whose last `retire_after` calls failed, or
+found to change nothing read back); a tool whose error said which tool comes first ("Use initialize_memory_bank to
+create one") is called again right after that one (`told_first`); a tool whose last `retire_after` calls failed, or
 whose last answers to them said nothing of a state that held something, or that has nothing new to be sent, gets no
-more calls (the last until a result gives new values), and the record says which errors it gave and which sources
-were tried; sessions that make no call end the search.
+more calls, and the record says which errors it gave and which sources were tried; sessions that make no call end
+the search.
 A parameter that many tools require, that no made-up value worked for and no result named, is a handle
 (`Exploration.handles`: the id of a session a load opens, another in every process): the tools that take it wait
 while others are left to call (the load); once a write's result gave one that worked, a session whose tools take it
@@ -75,7 +75,7 @@ from mcprl.scenarios.isolation import is_isolated, may_write, unsafe_writers
 from mcprl.scenarios.lexicon import RATE_LIMITED
 from mcprl.scenarios.results import MESSAGE, found_nothing, reports, result_values, says_done
 from mcprl.scenarios.value_sources import context_values, documented, file_texts, folder_entries
-from mcprl.scenarios.values import AWAITING, EXHAUSTED, Drawn, Knowledge, call_key, gist
+from mcprl.scenarios.values import AWAITING, Drawn, Knowledge, call_key, gist
 from mcprl.tools import ServerGone, redact_model
 from mcprl.tools import ToolPool as Pool
 from mcprl.tools.convert import inlined, reports_error
@@ -624,27 +624,14 @@ async def explore(
                     break
                 if hint is not None:  # (an error blaming a parameter again says what to send next itself)
                     knowledge.hints.setdefault(name, hint)
-            # a tool that had nothing new to be sent gets calls again once a result gives values (a search's
-            # notes, which the read of notes had no name of), the first right after it, in this session (where each
-            # session is a fresh server, values given after its write are this session's)
-            if any(v.call == made_call.index for v in knowledge.seen):
-                revived = [n for n, why in retired.items() if why == EXHAUSTED]
-                for n in revived:
-                    del retired[n]
-                    knowledge.logs[n].exhausted = 0
-                queue[at:at] = revived
             if made_call.is_error:
                 # an error that tells which other tool to call first ("Memory Bank not found. Use
-                # initialize_memory_bank to create one."): that one next (made as it was where it answered before,
-                # retired since or not, else drawn), then this call again, once a session: it failed for the state
-                first = told_first(made_call.text, [n for n in tools if n != name and n not in out.hung_tools])
+                # initialize_memory_bank to create one."): that one next, then this tool again, once a session (calls
+                # not made yet: the one that failed may fail again for its values, and no request is sent twice)
+                first = told_first(made_call.text, [n for n in tools if n != name and n not in retired])
                 if first is not None and (number, first) not in firsts:
                     firsts.add((number, first))
-                    if made := [c.arguments for c in out.calls if c.tool == first and not c.is_error]:
-                        issuing[first] = made[-1]
-                    if made or first not in retired:
-                        issuing[name] = args
-                        queue[at:at] = [first, name]
+                    queue[at:at] = [first, name]
                 continue
             if home is not None and home_held is not None:
                 home_wrote.extend(os.path.relpath(p, home) for p in changed_paths(home_held, files_of([home])))

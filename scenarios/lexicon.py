@@ -34,6 +34,7 @@ structure (schemas, annotations, what the server answered). It holds:
 - `OUTCOMES`, `ERROR_FIELDS`: the words a reply says it worked with, the fields it says what failed in; `FLAGS`: the
   words that say yes or no (no answer, and no value of another parameter than one named as the flag it came from);
 - `COUNTING` (`counts`): the keys that say how many a listing holds; `WHEN` (`unix_time`): the keys of a time;
+  `DATA_TYPES` (`data_type`): the names of the types a database or a schema gives a field ("price: REAL");
 - `PEOPLE`, `NOT_KINDS`, `ENTRY`, `NOT_PARTICIPLES`, `NOT_COUNTS`, `LATEST`, `EARLIEST`, `who`, `participle`: how a
   task asks about a record (who or what a field is, a state it is in, how many it has, what the record is, its place
   in a dated listing);
@@ -72,6 +73,12 @@ ENDS = {"source": "from", "src": "from", "origin": "from", "target": "to", "dest
 # ... and one named as the thing itself ("move" of "make move"), or by it and a word that is not a kind of it
 # (`move_san`, `table_name`, but not `branch_type` of "git branch": "with branch type all")
 KINDS = frozenset("type kind mode format category class".split())
+# the types a database (SQL's) or a schema (JSON's) gives a field: a value that is one says what the field holds, not
+# what it is ("- price: REAL" of a table's columns is the price's type)
+DATA_TYPES = frozenset(
+    "integer int bigint smallint tinyint text varchar char character real float double numeric decimal boolean "
+    "bool date datetime timestamp timestamptz blob bytea json jsonb uuid string number object array null".split()
+)
 # ... and one named as what it identifies ("Read the file "notes.txt"", not "with path "notes.txt""); "for" it where
 # the title's thing is something about it (`ABOUT_IT`: 'the file info for "./docs"')
 IDENTIFYING = frozenset("path file filename name id".split())
@@ -433,6 +440,12 @@ def spoken(name: str) -> str:
     words = words_of(name)
     unit = f" in {UNITS[words.pop()]}" if len(words) > 1 and words[-1] in UNITS else ""
     return " ".join(ABBREVIATIONS.get(w, w) for w in words) + unit
+
+
+def data_type(value: Any) -> bool:
+    """Whether a value names a data type (`DATA_TYPES`), its size or precision aside ("VARCHAR(255)", "DECIMAL(10,
+    2)")."""
+    return isinstance(value, str) and re.sub(r"\s*\(.*\)$", "", value.strip()).lower() in DATA_TYPES
 
 
 def unix_time(key: str, value: Any) -> bool:

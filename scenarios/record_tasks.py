@@ -18,12 +18,14 @@ from mcprl.scenarios.grounded_task import MAX_ANSWER_WORDS, answer_of, answerabl
 from mcprl.scenarios.lexicon import (
     EARLIEST,
     IDENTIFYING,
+    KINDS,
     LATEST,
     NAME_KEYS,
     NOT_COUNTS,
     NOT_KINDS,
     PREPOSITIONS,
     TIMES,
+    data_type,
     participle,
     shaped,
     singular,
@@ -186,6 +188,7 @@ def field_tasks(
             and v[:1].isalnum()
             and 1 <= len(v.split()) <= MAX_ANSWER_WORDS
             and not re.search(r"@|://", v)
+            and not data_type(v)  # ("- name: TEXT" of a table's columns: the column's type, not its name)
             # a value with no key names a record of a listing, or a cell of a row; the lines of a result that
             # is one record are its heading or prose ("Repository status:", "On branch main"); a name key the record
             # holds more than once names its parts ("sheets": [{"name": "Orders"}, {"name": "Staff"}]), not it
@@ -210,6 +213,9 @@ def field_tasks(
                 None,
             )
             asked = spoken(field) or field.lower()
+            # (a field a data type is given for, "- price: REAL" of a table's columns: asked for its type)
+            if data_type(value) and asked.split(" ")[-1] not in KINDS:
+                asked = f"type of {asked}"
             # (a number of things, "pages": 880, is asked how many: not "What are the pages of ...?")
             whole = re.fullmatch(r"\d+", str(value).strip()) is not None
             head = asked.split(" ")[-1]

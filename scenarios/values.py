@@ -142,7 +142,6 @@ ID_RESULT_PRIOR = (2, 1)
 KNOWN_VALUES = 400  # values results held that are kept to draw from (the latest)
 LONG_VALUE = 80  # a longer text a result held is prose, not a value to pass on
 DRAWS = 8  # draws of a call before giving up on finding one not made yet
-EXHAUSTED = "no call left that it was not sent already"  # why a tool `retired`, until a result gives new values
 STALE = 0.3  # the weight of a source with no value untried, for a parameter a draw looks for a new value of
 REPEAT_CREDIT = 0.25  # a call that answered what was answered before (or nothing) counts a quarter of a success
 SETTLED = 0.15  # below this chance of answering, an arm is dropped for a parameter (`Knowledge.dead`)
@@ -1193,7 +1192,7 @@ class Knowledge:
         if log.silent >= after:
             return f"its last {log.silent} answers said nothing"
         if log.exhausted >= 2:
-            return EXHAUSTED
+            return "no call left that it was not sent already"
         return None
 
 

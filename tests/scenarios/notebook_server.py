@@ -20,7 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
 
 mcp = MCPServer("notebook")
 NOTES = {
-    "Test drive": "Saturday at ten, the blue hatchback.",
+    "Example budget": "Rent 900, food 300, the rest saved.",
     "Oboe lessons": "Tuesdays at five, with Ines.",
     "Kiln repair": "The element arrives on the 12th.",
 }

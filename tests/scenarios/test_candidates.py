@@ -2001,3 +2001,27 @@ def test_a_plain_table_under_a_rule_is_read_as_rows_and_a_bulleted_item_as_the_i
     call = ExploredCall(index=0, session=0, tool="get_table_data", arguments={"table_name": "orders"}, text=sample)
     tasks = candidates(Exploration(calls=[call]), {}, seed=0)
     assert tasks and {t.answer for t in tasks} <= {1, 2, 3, 10, "notebook", "pen"}, [(t.task, t.answer) for t in tasks]
+
+
+def test_a_field_given_a_data_type_is_asked_for_its_type():
+    """mcp-sqlalchemy's `describe_table` lists a table's columns as "- price: REAL": a task asked "Describe table
+    products and tell me the price." -> REAL, which no price is, and 'What is the stock of the table "TEXT"?' of its
+    "- name: TEXT". A field whose value names a data type is asked for its type, and a type names no record."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+    from mcprl.scenarios.lexicon import data_type
+
+    assert data_type("REAL") and data_type("VARCHAR(255)") and data_type("string")
+    assert not data_type("Real Madrid") and not data_type(3) and not data_type("apple")
+    text = "Table: products\n\nColumns:\n- id (PK): INTEGER\n- name: TEXT\n- price: REAL\n- stock: INTEGER"
+    calls = [
+        ExploredCall(index=i, session=i, tool="describe_table", arguments={"table_name": t}, text=text)
+        for i, t in enumerate(["products", "items"])
+    ]
+    every = candidates(Exploration(calls=calls), {}, seed=0)
+    tasks = [t for t in every if data_type(t.answer)]
+    assert tasks
+    for t in tasks:
+        assert re.search(r"\btypes? of\b", t.task), (t.task, t.answer)
+    # nor is a type a record's name ("- name: TEXT": 'What is the stock of the table "TEXT"?')
+    assert not [t.task for t in every if re.search(r'"(?:TEXT|INTEGER|REAL)"', t.task)]
