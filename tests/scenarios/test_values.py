@@ -428,16 +428,9 @@ def test_once_a_value_worked_a_parameter_is_probed_only_with_the_shapes_it_is_de
             probed.append(args["time"])
         answered = True  # (a lenient parser: every call answers)
         knowledge.learn(
-            "relative_time",
-            args,
-            leaves,
-            index=index,
-            session=0,
-            text="in 2 years",
-            is_error=False,
-            error_kind=None,
+            "relative_time", args, leaves, index=index, session=0, text="in 2 years", is_error=False, error_kind=None,
             values=[],
-        )
+        )  # fmt: skip
     assert probed
     for value in probed:  # a date, a time, or both, as ISO 8601 or a clock writes them
         assert re.fullmatch(r"[\d:TZ+. -]+", value) and re.search(r"\d{1,2}:\d\d|\d{4}-\d\d", value), probed
@@ -473,16 +466,9 @@ def test_the_items_of_a_list_a_description_gives_are_sent_first():
             args, leaves = knowledge.arguments("moons", schema, 0, rng)
             sent.append(args["planet"])
             knowledge.learn(
-                "moons",
-                args,
-                leaves,
-                index=index,
-                session=0,
-                text="No such planet.",
-                is_error=True,
-                error_kind=None,
+                "moons", args, leaves, index=index, session=0, text="No such planet.", is_error=True, error_kind=None,
                 values=[],
-            )
+            )  # fmt: skip
         assert set(planets) <= set(sent), sent
 
 
