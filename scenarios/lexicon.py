@@ -430,8 +430,11 @@ def participle(field: str) -> bool:
 
 
 def who(field: str) -> str:
-    """ "Who" for a field that names a person ("author"), "What" otherwise."""
-    return "Who" if field.split(" ")[-1] in PEOPLE else "What"
+    """ "Who" for a field that names a person ("author"), by its head, the word before what it is of ("type of
+    customer" names a type), "What" otherwise."""
+    words = field.split(" ")
+    head = next((words[i - 1] for i, w in enumerate(words) if i and w in LINKS), words[-1])
+    return "Who" if head in PEOPLE else "What"
 
 
 def spoken(name: str) -> str:

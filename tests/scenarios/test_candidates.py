@@ -2023,5 +2023,9 @@ def test_a_field_given_a_data_type_is_asked_for_its_type():
     assert tasks
     for t in tasks:
         assert re.search(r"\btypes? of\b", t.task), (t.task, t.answer)
+    # (a person's field's type is no person: "Who is the type of customer?")
+    from mcprl.scenarios.lexicon import who
+
+    assert (who("type of customer"), who("customer"), who("email from")) == ("What", "Who", "What")
     # nor is a type a record's name ("- name: TEXT": 'What is the stock of the table "TEXT"?')
     assert not [t.task for t in every if re.search(r'"(?:TEXT|INTEGER|REAL)"', t.task)]
