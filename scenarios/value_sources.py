@@ -318,7 +318,7 @@ def shape_of(text: str) -> str:
 
 
 # A date, a date and time, or a time of day, as ISO 8601 writes them ("2025-03-23", "2025-03-23 12:30:00", "09:30")
-WHEN = re.compile(
+DATE_OR_TIME = re.compile(
     r"(?P<date>\d{4}-\d{2}-\d{2})(?:(?P<sep>[T ])(?P<time>\d{2}:\d{2}(?::\d{2})?))?"
     r"|(?P<clock>(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?![\d:]))"
 )
@@ -354,7 +354,7 @@ def renumbered(value: str, rng: random.Random) -> str:
         return said[1:] if m["clock"] and len(m["clock"]) < len(said) and said[0] == "0" else said
 
     folders, slash, last = value.rpartition("/")
-    return folders + slash + re.sub(rf"{WHEN.pattern}|\d+(?:\.\d+)?", moved, last)
+    return folders + slash + re.sub(rf"{DATE_OR_TIME.pattern}|\d+(?:\.\d+)?", moved, last)
 
 
 def from_schema(schema: dict[str, Any], kinds: list[Any], rng: random.Random) -> Any:
