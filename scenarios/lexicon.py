@@ -35,9 +35,9 @@ structure (schemas, annotations, what the server answered). It holds:
   words that say yes or no (no answer, and no value of another parameter than one named as the flag it came from);
 - `COUNTING` (`counts`): the keys that say how many a listing holds; `WHEN` (`unix_time`): the keys of a time;
   `DATA_TYPES` (`data_type`): the names of the types a database or a schema gives a field ("price: REAL");
-- `PEOPLE`, `NOT_KINDS`, `ENTRY`, `NOT_PARTICIPLES`, `NOT_COUNTS`, `LATEST`, `EARLIEST`, `who`, `participle`: how a
-  task asks about a record (who or what a field is, a state it is in, how many it has, what the record is, its place
-  in a dated listing);
+- `PEOPLE`, `NOT_KINDS`, `ENTRY`, `NOT_PARTICIPLES`, `NOT_COUNTS`, `LATEST`, `EARLIEST`, `who` (`head`),
+  `participle`: how a task asks about a record (who or what a field is, a state it is in, how many it has, what the
+  record is, its place in a dated listing);
 - `VERBS`, `GETS`, `FILLER`, `singular`, `plural`: how a tool's title is said, as an order or as the thing it gives.
 """
 
@@ -429,12 +429,17 @@ def participle(field: str) -> bool:
     return len(last) > 4 and last.endswith("ed") and last not in NOT_PARTICIPLES
 
 
-def who(field: str) -> str:
-    """ "Who" for a field that names a person ("author"), by its head, the word before what it is of ("type of
-    customer" names a type), "What" otherwise."""
+def head(field: str) -> str:
+    """A field's head word, the one before what it is in or of ("maximum size in megabytes" is a size, "type of
+    customer" a type), else its last."""
     words = field.split(" ")
-    head = next((words[i - 1] for i, w in enumerate(words) if i and w in LINKS), words[-1])
-    return "Who" if head in PEOPLE else "What"
+    return next((words[i - 1] for i, w in enumerate(words) if i and w in LINKS), words[-1])
+
+
+def who(field: str) -> str:
+    """ "Who" for a field that names a person ("author"), by its `head` ("type of customer" names a type), "What"
+    otherwise."""
+    return "Who" if head(field) in PEOPLE else "What"
 
 
 def spoken(name: str) -> str:

@@ -33,7 +33,6 @@ from mcprl.scenarios.lexicon import (
     HOW,
     IDENTIFYING,
     KINDS,
-    LINKS,
     LOCATING,
     NAME_KEYS,
     OPERANDS,
@@ -42,6 +41,7 @@ from mcprl.scenarios.lexicon import (
     PREPOSITIONS,
     VERBS,
     WRITE_WORDS,
+    head,
     participle,
     plural,
     singular,
@@ -275,11 +275,10 @@ class Said:
 
 
 def be(field: str) -> str:
-    """ "are" for a plural field ("permissions"), "is" otherwise: by its head, the word before what it is in or of
-    ("maximum size in megabytes" is one size)."""
-    words = field.split(" ")
-    head = next((words[i - 1] for i, w in enumerate(words) if i and w in LINKS), words[-1])
-    return "are" if singular(head) != head else "is"
+    """ "are" for a plural field ("permissions"), "is" otherwise: by its `head` ("maximum size in megabytes" is one
+    size)."""
+    word = head(field)
+    return "are" if singular(word) != word else "is"
 
 
 def field_words(field: str) -> dict[str, str]:
