@@ -31,7 +31,7 @@ from mcprl.llm import LLMError, complete, extract_json
 from mcprl.scenarios.explored import Exploration
 from mcprl.scenarios.isolation import may_write
 from mcprl.scenarios.lexicon import FUNCTION_WORDS, GETS, words_of
-from mcprl.scenarios.results import found_nothing, result_records
+from mcprl.scenarios.results import failed_items, found_nothing, result_records
 from mcprl.scenarios.synthesize import synthesize
 from mcprl.tools import ServerGone
 from mcprl.types import ReferenceCall, Scenario
@@ -224,6 +224,8 @@ async def referenced_synthesized(
                 why = "its call failed"
             elif found_nothing(outcome.data_text, args):
                 why = "its call found nothing"
+            elif failed_items(outcome.text, args):  # (a read of several files, some of which are not there)
+                why = "its call failed for some of what it was sent"
             else:
                 reference = ReferenceCall(tool=name, arguments=args, result=outcome.text, writes=may_write(tools[name]))
                 return scenario.model_copy(

@@ -39,15 +39,25 @@ APPLIED = re.compile(r"[A-Za-z_][\w.]*\(.*\)", re.S)
 CELLS = re.compile(r"(?=\S*[A-Za-z])[^,\s]+(?:,[^,\s]+)+")
 # a listing's line: a marker ("*", "-", "[FILE]"), then a name
 LISTED = re.compile(r"(?:[^\w\s]+|\[\w+\])\s+(\S*[A-Za-z]{2}\S*)")
+# a line that heads what follows: one that ends in a colon ("Execution in session 'default' (inline mode):"), or a
+# word framed in markup ("--- Output ---", "## Result", "**Output**")
+HEADING = re.compile(r".*:|#{1,6}\s+\S.*|[-=*]{2,}\s*\w[\w ]*?\s*[-=*]{2,}|\*\*\w[\w ]*\*\*:?")
 
 
 def result_answer(text: str, sent: Sequence[str] = ()) -> Any | None:
-    """The answer a short result gives: its one number when a line of a few words has exactly one ("Total: 42
-    USD"), or a sentence of a line has one besides the values its call was `sent` ("bolt weighs 204 g at scale
-    17" -> 204, sent "bolt" and 17; "Task 2 updated." none, sent 2), else the text itself when it is short; None when
-    it is not an answer a check can hold (a text of lines, "Meeting at 10am.\nBudget: 4500 USD", or a sentence,
-    "Cache hit ratio 0.95, latency 150ms", is asked for by its labelled values, not as its one number)."""
+    """The answer a short result gives (of the one line under its headings, where it has them): its one number when
+    a line of a few words has exactly one ("Total: 42 USD"), or a sentence of a line has one besides the values its
+    call was `sent` ("bolt weighs 204 g at scale 17" -> 204, sent "bolt" and 17; "Task 2 updated." none, sent 2), else
+    the text itself when it is short; None when it is not an answer a check can hold (a text of lines, "Meeting at
+    10am.\nBudget: 4500 USD", or a sentence, "Cache hit ratio 0.95, latency 150ms", is asked for by its labelled
+    values, not as its one number)."""
     text = text.strip()
+    # one line under headings: what the headings introduce ("Execution in session 'default':\n--- Output ---\n42");
+    # not a labelled one, a field of a record ("README.md:\n# Project\nOwner: Dana Reyes"), asked for by its label
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    said = [line for line in lines if not HEADING.fullmatch(line)]
+    if len(said) == 1 and len(lines) > 1 and ": " not in said[0]:
+        text = said[0]
     # a row of a listing, a search that found nothing ("No matches found"), or a heading that introduces nothing
     # ("Staged changes:")
     if " | " in text or NOTHING.fullmatch(text) or text.endswith(":"):

@@ -207,7 +207,20 @@ UNITS = {
 # task about the record reads as one a person asks ("What is the status of the task "Weekly report"?").
 PLAIN = "word"
 # shapes whose values have a form of their own (a date, a path, an address): a word of a text is none of them
-FORMATTED = ("date", "time", "timezone", "url", "email", "path", "glob", "number", "expression", "symbol", "json")
+FORMATTED = (
+    "date",
+    "time",
+    "timezone",
+    "url",
+    "email",
+    "path",
+    "glob",
+    "number",
+    "expression",
+    "symbol",
+    "code",
+    "json",
+)
 WRITTEN = ("title", "text", "relation", "kind", "tag")
 PROBES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "expression": (
@@ -215,6 +228,12 @@ PROBES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
         frozenset("expression expr formula math equation calculate calculation compute evaluate".split()),
     ),
     "symbol": (("x", "y"), frozenset("variable variables symbol symbols var".split())),
+    # a program that prints what it computes, in the forms most languages a runner of code takes share: Python's,
+    # Ruby's, Lua's, Julia's, R's print; JavaScript's and TypeScript's console.log; a shell's echo
+    "code": (
+        ("print(6 * 7)", "console.log(6 * 7)", "echo $((6 * 7))"),
+        frozenset("code snippet script program source python javascript shell bash".split()),
+    ),
     "sql": (
         (
             "SELECT name FROM sqlite_master WHERE type='table'",
@@ -511,7 +530,7 @@ def words_of(name: str) -> list[str]:
 
 # a shape's words that another sense shares: a parameter named so is of the shape only where its description or
 # its tool's says so with another of the shape's words ("query" of "a SQL query", not of "the search query")
-AMBIGUOUS = {"sql": frozenset({"query"})}
+AMBIGUOUS = {"sql": frozenset({"query"}), "code": frozenset({"code", "source"})}
 
 
 def _rank(shape: str, name: str, description: str, around: str = "") -> int:

@@ -427,6 +427,25 @@ def wrapped_listing(data: Any) -> tuple[str, list[dict[str, Any]]] | None:
     return (str(lists[0][0]), lists[0][1]) if len(lists) == 1 and about else None
 
 
+def column_rows(data: Any) -> list[dict[str, Any]] | None:
+    """A table given as its columns' names beside its rows (`{"columns": ["name", "price"], "columnTypes": [...],
+    "rows": [["bolt", 4]], "rowCount": 1}`, a database's query result): the rows, each a record of those names; None
+    for any other value. What is said of the columns beside them (their types) is the table's form, no record's."""
+    if not isinstance(data, dict):
+        return None
+    names = [v for v in data.values() if isinstance(v, list) and v and all(isinstance(n, str) for n in v)]
+    for head in names:
+        for rows in data.values():
+            if (
+                isinstance(rows, list)
+                and rows
+                and len(set(head)) == len(head)
+                and all(isinstance(row, list) and len(row) == len(head) for row in rows)
+            ):
+                return [dict(zip(head, row, strict=True)) for row in rows]
+    return None
+
+
 def grid_rows(value: Any) -> list[dict[str, Any]] | None:
     """A table given as rows, the first naming the columns (`[["id", "product"], [1, "Steel bolt"]]`, a spreadsheet's
     range): its other rows, each a record of those names; None for any other value."""
@@ -451,6 +470,7 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     grids = [g for v in (data.values() if isinstance(data, dict) else [data]) if (g := grid_rows(v)) is not None]
     if len(grids) == 1 and (not isinstance(data, dict) or all(not isinstance(v, dict) for v in data.values())):
         data = grids[0]
+    data = column_rows(data) or data
     if (wrapped := wrapped_listing(data)) is not None:
         data = wrapped[1]
     if isinstance(data, (list, tuple)) and data and all(isinstance(d, dict) for d in data):

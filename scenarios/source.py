@@ -363,7 +363,8 @@ async def grounded(
             else "nothing it answered could be grounded in a task"
             + (", nor did synthesized tasks' calls run" if fallback else "")
             if exploration.calls
-            else "no tool could be called safely"
+            else "no tool could be called safely: each may write, or acts outside the server (--explore-writes "
+            "calls them)"
         )
         raise UserError(f"{pool.spec.target}: {why} ({report.kept} grounded tasks); {fixes}")
     return scenarios + topped

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from mcprl.scenarios.lexicon import ALLOWED_VALUES, FORBIDDING, VERBS, words_of
-from mcprl.scenarios.results import flatten
 from mcprl.tools import ServerSpec
 from mcprl.tools.copies import RUNTIME_VARIABLES, assigned, is_program
 from mcprl.tools.redact import secret_values
@@ -246,17 +245,39 @@ def file_texts(spec: ServerSpec, context: list[str], folders: dict[str, list[str
     return found
 
 
+TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):\s*$", re.MULTILINE)
+
+
+def scalars(data: Any) -> list[str]:
+    """The texts and numbers in JSON data, its keys left out."""
+    if isinstance(data, dict):
+        data = list(data.values())
+    if isinstance(data, list):
+        return [text for v in data for text in scalars(v)]
+    return [str(data)] if isinstance(data, (str, int, float)) and not isinstance(data, bool) else []
+
+
+def message_of(error: str) -> str:
+    """What an error's text says: of a JSON object, its values (its keys, `status`, `error_code`, or the request's
+    own, `database`, `schema`, said back, are its form); of a traceback, the exception's message alone (its frames
+    name the server's files and code, "eval(code, self.locals)", not what was sent nor what to send)."""
+    if "{" in error:
+        try:
+            data = json.loads(error[error.index("{") :])
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            error = "\n".join(scalars(data))
+    if (trace := TRACEBACK.search(error)) is None:
+        return error
+    return error[: trace.start()] + error.rstrip().rpartition("\n")[2]
+
+
 def error_values(text: str, sent: set[str]) -> list[str]:
     """Values an error message names that the call did not send: quoted ones ("outside the allowed
     repository '/srv/r'"), examples ("a date like 2024-03-31") and the items of a list it says it
     takes ("must be one of (a, b)", "the columns: name, team")."""
-    if "{" in text:  # an error as a JSON object: its values' words, not its keys ("status", "error_code")
-        try:
-            data = json.loads(text[text.index("{") :])
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            text = "\n".join(str(v) for _, v in flatten(data))
+    text = message_of(text)
     found = offered(text) + description_examples(text)  # "after must be a date like 2024-03-31"
     for m in ALLOWED_VALUES.finditer(text):
         items = [item.strip(" '\"`.") for item in re.split(r",|\bor\b|\|", m["items"].split(". ")[0])]

@@ -108,6 +108,7 @@ from mcprl.scenarios.value_sources import (
     kinds_of,
     listed_items,
     listed_names,
+    message_of,
     renumbered,
     shape_of,
 )
@@ -117,6 +118,7 @@ PRIORS: dict[str, tuple[float, float]] = {
     "const": (9, 1),
     "worked": (6, 1),
     "kin": (3, 1),
+    "kind": (3, 1),
     "enum": (3, 1),
     "default": (3, 1),
     "example": (3, 1),
@@ -126,6 +128,7 @@ PRIORS: dict[str, tuple[float, float]] = {
     "context": (2, 1),
     "composed": (2, 1),
     "joined": (1, 1),
+    "entry": (1, 1),
     "schema": (1, 1),
     "result": (1, 2),
     "varied": (1, 2),
@@ -212,6 +215,7 @@ class ToolLog:
     arms: Counter = field(default_factory=Counter)
     exhausted: int = 0  # sessions that found no call it had not made yet
     failing: int = 0  # calls that failed since its last answer
+    blamed: set[str] = field(default_factory=set)  # the paths of the values those failures blamed
     silent: int = 0  # answers in a row that said nothing ("", "[]", "No matches") of a state that held something
     told: int = 0  # answers that said something (not that they found nothing)
     same: int = 0  # answers in a row that said what it had said before
@@ -299,6 +303,10 @@ class Knowledge:
         self.worked: dict[str, list[Any]] = defaultdict(list)
         self.named: dict[str, list[str]] = defaultdict(list)  # parameter name -> values errors named
         self.tried: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values sent
+        # (tool, leaf path) -> values sent only in calls that failed for another's value ("kitc: not found" of a
+        # language beside a program): as good as untried there, to be sent with another value of that one
+        self.unblamed: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.choices: dict[tuple[str, str], list[str]] = {}  # (tool, leaf path) -> the values its schema lists
         self.sent: dict[str, set[str]] = defaultdict(set)  # parameter name -> values sent, any tool
         self.said: set[str] = set()  # every value sent, any parameter, any tool
         # (tool, a list of values' path) -> the lengths of it in calls that failed
@@ -557,6 +565,8 @@ class Knowledge:
         arms = self._arms(
             name, schema, session, rng, described=renew, around=self.descriptions.get(tool, ""), tool=tool
         )
+        if isinstance(schema.get("enum"), list):
+            self.choices[tool, path] = [repr(v) for v in schema["enum"]]
         # it takes what its schema gives ("local", "remote", "all"), nothing from elsewhere; but not where the values
         # its description gives are examples of many ("e.g. 'e4', 'Nf3'" of a move): others fail for other reasons
         if self.closed(name) and not illustrates(description):
@@ -601,7 +611,7 @@ class Knowledge:
         # (a value blamed here that worked for a parameter of this name since is not to blame: the error was another's;
         # one two tools refused alike on a parameter of this name is not this one's either: "Working directory does
         # not exist: /srv/r/git init" of every tool's `path`; but a query a write refused, a read may take)
-        tried = self.tried[tool, path] | taken
+        tried = self.spent(tool, path) | taken
         blamed = (self.blamed[tool, path] | self.refused_widely[name]) - {repr(v) for v in self.worked.get(name, [])}
         numeric = bool({"integer", "number"} & set(kinds_of(schema)))
         # an arm whose values keep failing for this parameter is dropped (a repository path the command line
@@ -668,6 +678,9 @@ class Knowledge:
             or [(v, p) for v, p in untried if p is not None]
             or untried
         )
+        # ... and one that got past the server's check of it (a call of it failed for another's value) before one
+        # never sent: the language that ran, where the program beside it was at fault
+        untried = [(v, p) for v, p in untried if repr(v) in self.unblamed[tool, path]] or untried
         # untried values of the dictionary in its order (the shapes the parameter is described with first)
         value, parent = (untried[0] if arm == "probe" else rng.choice(untried)) if untried else rng.choice(options)
         if parent is None:  # (a value that worked, that a result of this session gave too: the calls chain)
@@ -706,7 +719,10 @@ class Knowledge:
         if "const" in schema:
             return {"const": [(schema["const"], None)]}
         if isinstance(schema.get("enum"), list) and schema["enum"]:
-            return {"enum": [(v, None) for v in schema["enum"]]}
+            # (and those of them that worked, sent again with other values beside them: the one language of forty
+            # that runs, for programs other than the first)
+            worked = [(v, None) for v in schema["enum"] if repr(v) in map(repr, self.worked.get(name, []))]
+            return {"enum": [(v, None) for v in schema["enum"]], **({"worked": worked} if worked else {})}
         kinds = kinds_of(schema)
         valid = self._validator(schema)
         # (where each session is a fresh server, only what a session read before its first write, or this session's
@@ -725,7 +741,9 @@ class Knowledge:
         # and the items of a list its description gives, or where it gives none, its tool's ("How many moons a
         # planet has (Mercury, Venus, Earth or Mars)", its `planet` described by nothing but its name)
         examples = [*(schema.get("examples") or []), *description_examples(description), *listed_items(description)]
-        examples = examples or listed_items(around)
+        # (its tool's, only where it takes this one parameter: a docstring's list is of the parameter it follows,
+        # "execution_mode: "inline" or "subprocess"", not of the code beside it)
+        examples = examples or (listed_items(around) if len(self.params.get(tool) or [name]) == 1 else [])
         arms["example"] = fit(examples)
         shapes = {shape_of(str(e)) for e in examples}
         arms["shaped"] = [
@@ -784,6 +802,10 @@ class Knowledge:
                 for listed, call, s in names
             ]
             arms["joined"] = [(v, p) for v, p in arms["joined"] if valid(v)]
+            # what a folder in plain view holds, as paths relative to it too: a server given a folder (a vault of
+            # notes) takes paths within it ("Daily/2024-03-01.md"), and may join any path it is sent to its own
+            arms["entry"] = [(listed, None) for names in self.listed.values() for listed, call, _ in names if call < 0]
+            arms["entry"] = [(v, p) for v, p in arms["entry"] if valid(v)]
             # a parameter that takes a URI is sent a file or folder in plain view as one too (RFC 8089's
             # `file:///srv/docs/plan.html`): a converter of documents reads a local file by its URI, not its path
             if described_as("url", name, description):
@@ -813,6 +835,9 @@ class Knowledge:
                 ]
                 for kind, bindings in self.kinds.items()
             }
+            # the names a listing of a kind gave (`list_tables`: orders, products), for a parameter named for that kind
+            # (`table`, `table_name`): what the server calls one
+            arms["kind"] = fit([b[k] for k, bindings in listed.items() if k in words_of(name) for b in bindings])
             if "table" not in listed:  # before any listing of tables answered: any name a result gave may be one
                 names = [v.value for v in seen if isinstance(v.value, str) and IDENTIFIER.fullmatch(v.value)]
                 listed["table"] = [{"table": n} for n in list(dict.fromkeys(names))[-24:]]
@@ -984,9 +1009,12 @@ class Knowledge:
             log.errors[line] += 1
             log.failed_with.pop(line, None)
             log.failed_with[line] = args
-            lowered = text.lower().replace(tool.lower(), " ")  # (a tool's name, "column_total", names no "column")
+            # (what it says: not a JSON error's keys, the request's `database` said back, nor a traceback's frames,
+            # "eval(code, self.locals)")
+            message = message_of(text)
+            lowered = message.lower().replace(tool.lower(), " ")  # (a tool's name, "column_total", names no "column")
             sent = {str(d.value) for d in leaves}
-            quoted = set(QUOTED.findall(text))
+            quoted = set(QUOTED.findall(message))
             told = [v for v in error_values(text, sent | {tool}) if not (v in self.names and v in quoted)]
             # a parameter of the tool it asks for, not sent ("Please specify a 'path'"): given from now on, as if
             # required (alone of the tool's: "... or use 'git_set_working_dir' first" names another tool, no choice)
@@ -1004,11 +1032,14 @@ class Knowledge:
                     for p in owners:
                         self.named[p] = list(dict.fromkeys([*self.named[p], value]))
                 self.wanted |= set(asked)
+                for d in leaves:
+                    if repr(d.value) not in map(repr, self.worked.get(d.name, [])):
+                        self.unblamed[tool, d.path].add(repr(d.value))
                 return
             # an error names a parameter, or the value it was sent (whole, or quoted in part: "Ref '2024-01-15 09'";
             # a quote of one value whole is not part of another: "no column '/srv'" of a file "/srv/a.csv"; nor is a
             # folder the start of a path in it: "path '/srv/r/VERSION' ... not in 'a632078'" of a repository "/srv/r")
-            parts = [q for q in QUOTED.findall(text) if len(q) > 3 and q not in sent]
+            parts = [q for q in quoted if len(q) > 3 and q not in sent]
             named = [
                 d
                 for d in leaves
@@ -1056,12 +1087,17 @@ class Knowledge:
             # (one asked for, sent and refused by name: left out again, where the error that asked for it named
             # others to give instead, "either a country or a city"; one asked for alone is needed whatever it is sent)
             self.wanted -= {d.name for d in named} - self.needed
+            log.blamed |= {d.path for d in blamed}
             for d in blamed:
                 self._refuse(tool, d, text)
                 self.named[d.name] = list(dict.fromkeys([*self.named[d.name], *told]))
+            for d in leaves:  # (one that worked is drawn as one, `worked`)
+                if d not in blamed and repr(d.value) not in map(repr, self.worked.get(d.name, [])):
+                    self.unblamed[tool, d.path].add(repr(d.value))
             return
         log.answered += 1
         log.failing = 0
+        log.blamed = set()
         if again:
             log.again += 1
         # an answer said before, or one that found nothing ("[]", "No matches"), is worth less than a new one
@@ -1082,6 +1118,7 @@ class Knowledge:
         log.told += not nothing
         failed = failed_items(text, args)  # a list's items the result says failed, the call answering for the rest
         for d in leaves:
+            self.unblamed[tool, d.path].discard(repr(d.value))
             if d.path.endswith("[]") and str(d.value) in failed:
                 self._refuse(tool, d, text)
                 continue
@@ -1162,6 +1199,7 @@ class Knowledge:
         wording = (line.replace(str(d.value), "{}") if str(d.value) else line).replace(tool, "{tool}")
         self.stats[d.name, d.arm][1] += 1
         self.blamed[tool, d.path].add(repr(d.value))
+        self.unblamed[tool, d.path].discard(repr(d.value))
         if repr(d.value) not in self.refused[d.name]:
             self.refused_shapes[d.name][shape_of(str(d.value))] += 1
         self.refused[d.name].add(repr(d.value))
@@ -1181,10 +1219,21 @@ class Knowledge:
             return []
         return [p for p in self.params.get(tool, []) if p not in args and mentioned(p, lowered) >= 0]
 
+    def spent(self, tool: str, path: str) -> set[str]:
+        """The values sent to `tool` at `path` that are not to be sent there again on their own account: all, but
+        those whose calls each failed for another's value (`unblamed`)."""
+        return self.tried[tool, path] - self.unblamed[tool, path]
+
     def retired(self, tool: str, after: int) -> str | None:
         """Why `tool` gets no more calls: `after` distinct calls in a row failed or said nothing, or nothing new to
         send."""
         log = self.logs[tool]
+        # (but not while the failures blamed a parameter's value of a list the schema gives, with values untried:
+        # the server refuses those one by one, "kitc: not found" of the one language of forty installed untried)
+        if log.failing >= after and any(
+            v not in self.spent(tool, p) for p in log.blamed for v in self.choices.get((tool, p), [])
+        ):
+            return None
         if not log.answered and log.failing >= after:
             return f"{log.calls} calls, all errors"
         if log.failing >= after:

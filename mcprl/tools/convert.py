@@ -294,8 +294,18 @@ _ERROR_OPENING = re.compile(
     # ... or that what a value it quotes names is not there ("Column 'x' not found in table orders", "[NOT_FOUND] x —
     # path does not exist"; not an absence, "No notes found")
     r"|^\W*not[ _]found\b"
+    # ... or that the call was refused ("Access denied: Can only read files in working directory: /srv", "Permission
+    # denied", "Forbidden: ...", "Not allowed to write there")
+    r"|^\W*(?:access|permission|operation|request)\s+(?:denied|forbidden|refused|not (?:allowed|permitted))\b"
+    r"|^\W*(?:denied|forbidden|refused|not (?:allowed|permitted))\s*(?:[:.!]|$|to\b)"
     r"|^[\w .-]{0,40}?(?<!\w)(['\"`])[^'\"`\n]{1,80}\1\s+(?:(?:was|is)\s+)?(?:not found|does(?: not|n't) exist)\b",
     re.IGNORECASE,
+)
+# a line of a result, past its first, that says what follows is an error: a heading of one ("--- Error (status code:
+# 1) ---", "## Error") or a Python traceback's first line: the output of code run, which failed
+_ERROR_SECTION = re.compile(
+    r"^\s*(?:[-=#*]+\s*error\b(?:\s*\([^)]*\))?\s*[-=#*:]*|traceback \(most recent call last\):)\s*$",
+    re.IGNORECASE | re.MULTILINE,
 )
 _ERROR_KEYS = {"error", "errors", "error_message", "message", "detail", "code", "status", "ok", "success"}
 _OUTCOME_FLAGS = ("ok", "success", "succeeded", "successful")  # a result's flag of whether the call worked
@@ -307,14 +317,16 @@ def _failed_status(status: Any) -> bool:
 
 
 def reports_error(text: str) -> bool:
-    """Whether a tool result that MCP calls a success says in its text that the call failed: an
-    error opening its first line, or a JSON object that says it (`{"ok": false, ...}`, `{"success": false,
-    ...}`, `{"status": "error", "message": ...}`, `{"result": "error", "reason": ...}`, or only error fields:
-    `{"error": "not found"}`), or one whose every entry does (a result per file asked for, each failed)."""
+    """Whether a tool result that MCP calls a success says in its text that the call failed: an error opening its
+    first line, a line heading an error or a traceback (code run that failed), or a JSON object that says it (`{"ok":
+    false, ...}`, `{"success": false, ...}`, `{"status": "error", "message": ...}`, `{"result": "error", "reason":
+    ...}`, or only error fields: `{"error": "not found"}`), or one whose every entry does (a result per file asked
+    for, each failed)."""
     try:
         data = json.loads(text)
     except ValueError:
-        return _ERROR_OPENING.search(text.lstrip().partition("\n")[0][:200]) is not None
+        opening = text.lstrip().partition("\n")[0][:200]
+        return _ERROR_OPENING.search(opening) is not None or _ERROR_SECTION.search(text[:4000]) is not None
     return isinstance(data, dict) and (
         _says_failed(data) or bool(data) and all(isinstance(v, dict) and _says_failed(v) for v in data.values())
     )

@@ -2029,3 +2029,35 @@ def test_a_field_given_a_data_type_is_asked_for_its_type():
     assert (who("type of customer"), who("customer"), who("email from")) == ("What", "Who", "What")
     # nor is a type a record's name ("- name: TEXT": 'What is the stock of the table "TEXT"?')
     assert not [t.task for t in every if re.search(r'"(?:TEXT|INTEGER|REAL)"', t.task)]
+
+
+def test_a_table_given_as_its_columns_beside_its_rows_is_read_as_records():
+    """mcp-server-motherduck answers a query as its columns' names beside its rows, their types and count
+    (`{"columns": ["name"], "columnTypes": ["VARCHAR"], "rows": [["id"], ["customer"]], "rowCount": 2}`): tasks asked
+    "What is the type of column types of the columns of the orders table?" -> VARCHAR, the result's form. The rows are
+    records under the columns' names, and the types no record's field."""
+    import json
+
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+    from mcprl.scenarios.results import result_records
+
+    result = {
+        "success": True,
+        "columns": ["id", "name", "price"],
+        "columnTypes": ["INTEGER", "VARCHAR", "DOUBLE"],
+        "rows": [[1, "apple", 0.5], [2, "pear", 0.75]],
+        "rowCount": 2,
+    }
+    text = json.dumps(result, indent=2)
+    assert result_records(text, None) == [
+        [("id", 1), ("name", "apple"), ("price", 0.5)],
+        [("id", 2), ("name", "pear"), ("price", 0.75)],
+    ]
+    call = ExploredCall(
+        index=0, session=0, tool="execute_query", arguments={"sql": "SELECT * FROM products LIMIT 5"}, text=text
+    )
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    assert tasks and {t.answer for t in tasks} <= {1, 2, 0.5, 0.75, "apple", "pear"}, [
+        (t.task, t.answer) for t in tasks
+    ]

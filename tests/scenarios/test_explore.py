@@ -119,6 +119,12 @@ def test_which_result_texts_report_an_error():
         "Column 'get_schema' not found in table orders. Available columns: id, customer_id, product, qty, price",
         "[NOT_FOUND] Chromium — path does not exist",
         'Table "Weekly report" does not exist',
+        # (mcp-python-interpreter's: a refusal, and code that failed under a heading of its output, with a traceback)
+        "Access denied: Can only read files in working directory: /srv/work",
+        "Permission denied",
+        "Forbidden: the key lacks the scope",
+        "Execution in session 'default' (inline mode):\n\n--- Error ---\nTraceback (most recent call last):\n  File",
+        "Execution in 'system' environment (subprocess mode):\n\n--- Error (status code: 1) ---\n  File \"t.py\"",
     ):
         assert reports_error(text), text
     for text in (
@@ -140,6 +146,10 @@ def test_which_result_texts_report_an_error():
         "Sign-up: an email is required to join",  # (what a thing needs, under its label)
         "No notes found",  # (an absence, said of what was asked: no error, `found_nothing`)
         "Title: 'Lost' not found in the attic, a novel",  # (a record's field that says so, under its label)
+        "Denied requests: 5",
+        "Forbidden City, Beijing",
+        "Execution in session 'default' (inline mode):\n\n--- Output ---\n42",
+        "Errors in the log:\n- disk full",
     ):
         assert not reports_error(text), text
 
@@ -502,7 +512,8 @@ async def test_a_value_an_error_named_that_fails_otherwise_is_followed_by_the_ne
     calls = exploration.calls
     named = next(c for c in calls if "the columns: name, team, hours" in c.text)
     total = next(c for c in calls if c.tool == "column_total" and not c.is_error)
-    assert total.arguments == {"file": str(folder / "staff.csv"), "column": "hours"} and total.text == "hours total: 43"
+    assert total.arguments["column"] == "hours" and total.text == "hours total: 43"
+    assert Path(folder, total.arguments["file"]) == folder / "staff.csv"  # (its path, or its path within the folder)
     assert total.session == named.session and total.index - named.index <= CORRECTIONS
     failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in calls if c.is_error]
     assert len(failed) == len(set(failed))

@@ -711,3 +711,30 @@ async def test_tasks_are_verified_until_as_many_as_asked_for_ask_different_thing
         tasks, report = await ground(pool, 5, Exploration(calls=calls), seed=0, say=lambda _: None)
     assert len(tasks) == 5, (report.dropped, [t.task for t in tasks])
     assert report.dropped["chain failed on replay"] == 1 and report.dropped["duplicate"] == 1, report.dropped
+
+
+async def test_a_runner_of_code_is_sent_programs_in_the_language_it_has():
+    """mcp-server-code-runner takes a snippet and one of forty languages, few installed: it was sent "snippet",
+    "test" and error texts as code, and each program once, with a language that is not there ("kitc: not found"),
+    then retired (0 tasks); mcp-python-interpreter answered failures as successes whose text holds a traceback, and
+    its frames' paths were sent as code. A program is sent again beside another language while no error blamed it,
+    the language that ran it is sent again with other programs, a traceback names nothing to send, and what the
+    program printed under its headings is the answer: tasks over the runner, each answered again as it was, none
+    stating its answer, no failed call made twice."""
+    from mcprl.tools.convert import reports_error
+
+    spec = ServerSpec.parse(f"{sys.executable} {Path(__file__).with_name('runner_server.py')}")
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
+        tasks, report = await ground(pool, 6, exploration, seed=0, say=lambda _: None)
+        failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in exploration.calls if c.is_error]
+        assert len(failed) == len(set(failed))
+        assert all(reports_error(c.text) for c in exploration.calls if "Traceback" in c.text)
+        assert not any("/srv/runner" in str(c.arguments) for c in exploration.calls)
+        assert len(tasks) >= 4, report.summary()
+        for t in tasks:
+            assert not holds_answer(t.task, str(t.answer)), (t.task, t.answer)
+            async with pool.session() as session:
+                for step in t.reference:
+                    text = (await session.call(step.tool, step.arguments)).text
+            assert gives_answer(t, text), (t.task, t.answer, text)

@@ -526,6 +526,10 @@ def test_an_error_that_lists_values_by_their_kind_offers_them_and_a_json_errors_
     sheet = 'Error: {"status": false, "tool_result": {"error_code": "sheet_not_found", "message": "no sheet \'x\'"}}'
     assert error_values(sheet.replace("'x'", "'x'; the sheets: Orders, Staff"), {"x"}) == ["Orders", "Staff"]
     assert error_values(sheet, {"x"}) == []
+    # (a traceback's frames name the server's files and code: of it, the exception's message alone)
+    trace = 'Traceback (most recent call last):\n  File "/srv/app/server.py", line 9, in run\n    eval(code)\n'
+    assert error_values(trace + "ValueError: mode must be one of: fast, exact", set()) == ["fast", "exact"]
+    assert error_values(trace + "NameError: name 'x' is not defined", {"x"}) == []
 
 
 def test_no_error_that_says_back_a_value_sent_offers_it_as_a_new_one():
@@ -1455,3 +1459,102 @@ def test_a_count_of_things_is_no_value_of_a_parameter_that_takes_one_of_them():
         assert knowledge.prior(f"result.{field}", "max_files", numeric=True, values=["3"]) == NAMED_RESULT_PRIOR
     assert knowledge.prior("result.file", "filePath", values=["notes.md"]) == NAMED_RESULT_PRIOR
     assert knowledge.prior("result.sessions", "session", values=["3", "5"]) == NAMED_RESULT_PRIOR
+
+
+def test_a_folder_in_plain_view_gives_paths_within_it_and_a_tools_list_is_its_one_parameters(tmp_path):
+    """mcp-obsidian, given a vault on its command line, reads notes by their paths within it ("Daily/2024-03-01.md"):
+    sent the vault's files by their whole paths only, it answered "Parent directory does not exist" to every read
+    (2 tasks). A folder's files are offered as paths within it too. And mcp-python-interpreter's `run_python_code`
+    was sent "inline" and "fast" as code: the list its docstring gives is its `execution_mode`'s; a tool's own list
+    is a parameter's examples only where it takes that one parameter."""
+    import random
+
+    from mcprl.scenarios.value_sources import folder_entries
+    from mcprl.scenarios.values import Knowledge
+    from mcprl.tools import ServerSpec
+
+    (tmp_path / "Daily").mkdir()
+    (tmp_path / "Daily" / "2024-03-01.md").write_text("# March\n")
+    spec = ServerSpec.parse(f"some-server {tmp_path}")
+    knowledge = Knowledge([str(tmp_path)], folders=folder_entries(spec, [str(tmp_path)]))
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    sent = set()
+    for index in range(12):
+        if (drawn := knowledge.arguments("read_note", schema, session=0, rng=random.Random(index))) is None:
+            break
+        args, leaves = drawn
+        sent.add(args["path"])
+        knowledge.learn(
+            "read_note", args, leaves, index=index, session=0, text="Parent directory does not exist", is_error=True,
+            error_kind=None, values=[],
+        )  # fmt: skip
+    assert "Daily/2024-03-01.md" in sent, sent
+
+    run = "Run code.\n\nArgs:\n    code: Python code\n    mode: either inline or subprocess"
+    props = {"code": {"type": "string"}, "mode": {"type": "string"}}
+    knowledge = Knowledge([], descriptions={"run": run}, params={"run": ["code", "mode"]})
+    schema = {"type": "object", "properties": props, "required": ["code"]}
+    codes = {knowledge.arguments("run", schema, 0, random.Random(s))[0]["code"] for s in range(30)}
+    assert not codes & {"inline", "subprocess"}, codes
+
+
+def test_a_value_no_error_blamed_is_sent_again_beside_others_and_a_listed_parameter_is_tried_through():
+    """mcp-server-code-runner takes a program and one of forty languages, a few installed: each program was sent once,
+    beside a language that is not there ("kitc: not found"), and the tool was retired after twelve such failures. A
+    value an error did not blame is sent again beside other values, one that got past the server's check (the
+    language, where the program was at fault) before one never sent, and a tool whose failures blamed a parameter of
+    a list the schema gives is not retired while values of it are untried; no call is made twice."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    languages = [f"lang{i}" for i in range(19)] + ["python"]
+    props = {"code": {"type": "string", "description": "Code snippet"}, "language": {"enum": languages}}
+    schema = {"type": "object", "properties": props, "required": ["code", "language"]}
+    knowledge, rng = Knowledge([], params={"run": ["code", "language"]}), random.Random(0)
+    made, answered = [], []
+    for index in range(40):
+        if knowledge.retired("run", 12):
+            break
+        args, leaves = knowledge.arguments("run", schema, 0, rng)
+        made.append(json.dumps(args, sort_keys=True))
+        code, language = args["code"], args["language"]
+        if language != "python":
+            text = f"Command failed: {language}c /tmp/tmp.{language}\n/bin/sh: 1: {language}c: not found"
+        elif code.startswith("print("):
+            text = "42"
+        else:
+            text = f"NameError: name {code!r} is not defined"
+        knowledge.learn(
+            "run", args, leaves, index=index, session=0, text=text, is_error=text != "42", error_kind=None, values=[]
+        )
+        if text == "42":
+            answered.append(args)
+            break
+    assert answered, made
+    assert len(made) == len(set(made))
+
+
+def test_a_json_error_that_says_back_the_request_asks_for_none_of_its_keys():
+    """mcp-server-motherduck's `list_columns` answers a bad table with a JSON error that says the request back
+    (`{"success": false, "error": "...", "database": "memory", "schema": "main"}`): its keys were read as the error
+    asking for the optional `database` and `schema`, sent with every call after. An error's JSON keys are its form;
+    one that asks for a parameter in its message still gets it."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    props = {"table": {"type": "string"}, "database": {"type": "string"}, "schema": {"type": "string"}}
+    schema = {"type": "object", "properties": props, "required": ["table"]}
+    for text, wanted in (
+        ('{"success": false, "error": "Table \'x\' does not exist", "database": "memory", "schema": "main"}', set()),
+        ('{"success": false, "error": "Please provide the \'database\' to read"}', {"database"}),
+    ):
+        knowledge = Knowledge([], params={"list_columns": list(props)})
+        args, leaves = knowledge.arguments("list_columns", schema, 0, random.Random(0))
+        leaves = [d for d in leaves if d.name == "table"]  # (sent the table alone)
+        knowledge.learn(
+            "list_columns", {"table": args["table"]}, leaves, index=0, session=0, text=text, is_error=True,
+            error_kind=None, values=[],
+        )  # fmt: skip
+        assert knowledge.wanted == wanted, text
