@@ -242,3 +242,45 @@ async def test_scenario_sources_are_registered_and_mixed_tops_up_what_grounded_k
     mixed = made["mixed"]
     assert {s.id for s in grounded_only} < {s.id for s in mixed}
     assert all(s.check is None and s.reference for s in mixed if s.id not in {g.id for g in grounded_only})
+
+
+async def test_a_synthesized_tasks_call_that_failed_for_some_of_its_items_is_no_reference(tmp_path, monkeypatch):
+    """mcp-obsidian's fallback kept a task whose reference read eleven notes, most of them not there ("Error -
+    ENOENT" for each, the call answering for the rest). A call of a list that its result says failed for some items
+    is no reference: every kept task's reference answers for all it was sent."""
+    from mcprl.scenarios.results import failed_items
+    from tests.scenarios.explored_servers import ENTRIES
+
+    files = ["soup.md", "q1.csv", "bread.md"]
+
+    def llm(body: dict) -> str:
+        props = body["response_format"]["json_schema"]["schema"].get("properties", {})
+        seed = body.get("seed") or 0
+        if "scenarios" in props:
+            task = f"How big are the files {files[seed % 3]} and notes{seed}.md?"
+            return json.dumps({"scenarios": [{"tools": ["read_files"], "task": task, "difficulty": 1}]})
+        task = re.search(r"Task: (.*)", body["messages"][-1]["content"])[1]
+        return json.dumps({"names": re.findall(r"\w+\.\w+", task)[: 1 if "notes1" in task else 2]})
+
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    spec = ServerSpec.parse(f"{sys.executable} {ENTRIES}", allow=["recent_files", "read_files"])
+    with FakeLLM(handler=llm) as fake:
+        async with ToolPool(spec) as pool:
+            train, val = await run_scenarios(
+                ScenarioConfig(n=16),
+                tmp_path,
+                seed=0,
+                resume=False,
+                pool=pool,
+                generate=None,
+                model="openai/fake",
+                api_base=fake.base_url,
+                explore=ExploreConfig(calls=5, generated=0, phrase=False),
+                say=lambda _: None,
+            )
+    report = json.loads((tmp_path / "grounding.json").read_text())["fallback"]
+    assert report["dropped"].get("its call failed for some of what it was sent"), report
+    synthesized = [s for s in train + val if s.metadata.get("source") == "synthesized"]
+    assert synthesized
+    for s in synthesized:
+        assert not failed_items(s.reference[0].result, s.reference[0].arguments), s.reference[0]
