@@ -118,7 +118,6 @@ PRIORS: dict[str, tuple[float, float]] = {
     "const": (9, 1),
     "worked": (6, 1),
     "kin": (3, 1),
-    "kind": (3, 1),
     "enum": (3, 1),
     "default": (3, 1),
     "example": (3, 1),
@@ -128,7 +127,6 @@ PRIORS: dict[str, tuple[float, float]] = {
     "context": (2, 1),
     "composed": (2, 1),
     "joined": (1, 1),
-    "entry": (1, 1),
     "schema": (1, 1),
     "result": (1, 2),
     "varied": (1, 2),
@@ -802,10 +800,6 @@ class Knowledge:
                 for listed, call, s in names
             ]
             arms["joined"] = [(v, p) for v, p in arms["joined"] if valid(v)]
-            # what a folder in plain view holds, as paths relative to it too: a server given a folder (a vault of
-            # notes) takes paths within it ("Daily/2024-03-01.md"), and may join any path it is sent to its own
-            arms["entry"] = [(listed, None) for names in self.listed.values() for listed, call, _ in names if call < 0]
-            arms["entry"] = [(v, p) for v, p in arms["entry"] if valid(v)]
             # a parameter that takes a URI is sent a file or folder in plain view as one too (RFC 8089's
             # `file:///srv/docs/plan.html`): a converter of documents reads a local file by its URI, not its path
             if described_as("url", name, description):
@@ -835,9 +829,6 @@ class Knowledge:
                 ]
                 for kind, bindings in self.kinds.items()
             }
-            # the names a listing of a kind gave (`list_tables`: orders, products), for a parameter named for that kind
-            # (`table`, `table_name`): what the server calls one
-            arms["kind"] = fit([b[k] for k, bindings in listed.items() if k in words_of(name) for b in bindings])
             if "table" not in listed:  # before any listing of tables answered: any name a result gave may be one
                 names = [v.value for v in seen if isinstance(v.value, str) and IDENTIFIER.fullmatch(v.value)]
                 listed["table"] = [{"table": n} for n in list(dict.fromkeys(names))[-24:]]

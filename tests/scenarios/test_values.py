@@ -1461,34 +1461,12 @@ def test_a_count_of_things_is_no_value_of_a_parameter_that_takes_one_of_them():
     assert knowledge.prior("result.sessions", "session", values=["3", "5"]) == NAMED_RESULT_PRIOR
 
 
-def test_a_folder_in_plain_view_gives_paths_within_it_and_a_tools_list_is_its_one_parameters(tmp_path):
-    """mcp-obsidian, given a vault on its command line, reads notes by their paths within it ("Daily/2024-03-01.md"):
-    sent the vault's files by their whole paths only, it answered "Parent directory does not exist" to every read
-    (2 tasks). A folder's files are offered as paths within it too. And mcp-python-interpreter's `run_python_code`
-    was sent "inline" and "fast" as code: the list its docstring gives is its `execution_mode`'s; a tool's own list
-    is a parameter's examples only where it takes that one parameter."""
+def test_a_tools_list_is_the_examples_of_its_one_parameter_only():
+    """mcp-python-interpreter's `run_python_code` was sent "inline" and "fast" as code: the list its docstring gives
+    is its `execution_mode`'s; a tool's own list is a parameter's examples only where it takes that one parameter."""
     import random
 
-    from mcprl.scenarios.value_sources import folder_entries
     from mcprl.scenarios.values import Knowledge
-    from mcprl.tools import ServerSpec
-
-    (tmp_path / "Daily").mkdir()
-    (tmp_path / "Daily" / "2024-03-01.md").write_text("# March\n")
-    spec = ServerSpec.parse(f"some-server {tmp_path}")
-    knowledge = Knowledge([str(tmp_path)], folders=folder_entries(spec, [str(tmp_path)]))
-    schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
-    sent = set()
-    for index in range(12):
-        if (drawn := knowledge.arguments("read_note", schema, session=0, rng=random.Random(index))) is None:
-            break
-        args, leaves = drawn
-        sent.add(args["path"])
-        knowledge.learn(
-            "read_note", args, leaves, index=index, session=0, text="Parent directory does not exist", is_error=True,
-            error_kind=None, values=[],
-        )  # fmt: skip
-    assert "Daily/2024-03-01.md" in sent, sent
 
     run = "Run code.\n\nArgs:\n    code: Python code\n    mode: either inline or subprocess"
     props = {"code": {"type": "string"}, "mode": {"type": "string"}}
