@@ -17,6 +17,7 @@ from typing import Any
 
 from mcprl.scenarios.lexicon import ALLOWED_VALUES, FORBIDDING, VERBS, words_of
 from mcprl.tools import ServerSpec
+from mcprl.tools.convert import TRACEBACK
 from mcprl.tools.copies import RUNTIME_VARIABLES, assigned, is_program
 from mcprl.tools.redact import secret_values
 
@@ -243,9 +244,6 @@ def file_texts(spec: ServerSpec, context: list[str], folders: dict[str, list[str
         if text.strip() and "\x00" not in text:
             found[str(path)] = text
     return found
-
-
-TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):\s*$", re.MULTILINE)
 
 
 def scalars(data: Any) -> list[str]:

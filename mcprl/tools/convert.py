@@ -303,10 +303,8 @@ _ERROR_OPENING = re.compile(
 )
 # a line of a result, past its first, that says what follows is an error: a heading of one ("--- Error (status code:
 # 1) ---", "## Error") or a Python traceback's first line: the output of code run, which failed
-_ERROR_SECTION = re.compile(
-    r"^\s*(?:[-=#*]+\s*error\b(?:\s*\([^)]*\))?\s*[-=#*:]*|traceback \(most recent call last\):)\s*$",
-    re.IGNORECASE | re.MULTILINE,
-)
+_ERROR_HEADING = re.compile(r"^\s*[-=#*]+\s*error\b(?:\s*\([^)]*\))?\s*[-=#*:]*\s*$", re.IGNORECASE | re.MULTILINE)
+TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):\s*$", re.MULTILINE)
 _ERROR_KEYS = {"error", "errors", "error_message", "message", "detail", "code", "status", "ok", "success"}
 _OUTCOME_FLAGS = ("ok", "success", "succeeded", "successful")  # a result's flag of whether the call worked
 _FAILED_STATUSES = (False, "error", "failed", "failure", "fail")  # a `status` that says the call did not work
@@ -326,7 +324,9 @@ def reports_error(text: str) -> bool:
         data = json.loads(text)
     except ValueError:
         opening = text.lstrip().partition("\n")[0][:200]
-        return _ERROR_OPENING.search(opening) is not None or _ERROR_SECTION.search(text[:4000]) is not None
+        return _ERROR_OPENING.search(opening) is not None or any(
+            p.search(text[:4000]) for p in (_ERROR_HEADING, TRACEBACK)
+        )
     return isinstance(data, dict) and (
         _says_failed(data) or bool(data) and all(isinstance(v, dict) and _says_failed(v) for v in data.values())
     )

@@ -43,12 +43,21 @@ def generator(body: dict) -> str:
     return json.dumps({k: numbers[k] for k in schema.get("required", []) if k in numbers})
 
 
-async def starved(tmp_path: Path, llm: FakeLLM, lines: list[str], **scenarios) -> list[Scenario]:
-    """Scenarios for the inventory with one tool allowed and three calls to explore: too few to ground."""
-    spec = ServerSpec.parse(INVENTORY, allow=["search_items"])
+async def starved(
+    tmp_path: Path,
+    llm: FakeLLM,
+    lines: list[str],
+    spec: ServerSpec | None = None,
+    calls: int = 3,
+    n: int = 4,
+    **scenarios,
+) -> list[Scenario]:
+    """`n` scenarios for a server (the inventory with one tool allowed) explored in a few calls (three): too few to
+    ground."""
+    spec = spec or ServerSpec.parse(INVENTORY, allow=["search_items"])
     async with ToolPool(spec) as pool:
         train, val = await run_scenarios(
-            ScenarioConfig(n=4, **scenarios),
+            ScenarioConfig(n=n, **scenarios),
             tmp_path,
             seed=0,
             resume=False,
@@ -56,7 +65,7 @@ async def starved(tmp_path: Path, llm: FakeLLM, lines: list[str], **scenarios) -
             generate=None,
             model="openai/fake",
             api_base=llm.base_url,
-            explore=ExploreConfig(calls=3, generated=0, phrase=False),
+            explore=ExploreConfig(calls=calls, generated=0, phrase=False),
             say=lines.append,
         )
     return train + val
@@ -265,22 +274,10 @@ async def test_a_synthesized_tasks_call_that_failed_for_some_of_its_items_is_no_
     monkeypatch.setenv("OPENAI_API_KEY", "x")
     spec = ServerSpec.parse(f"{sys.executable} {ENTRIES}", allow=["recent_files", "read_files"])
     with FakeLLM(handler=llm) as fake:
-        async with ToolPool(spec) as pool:
-            train, val = await run_scenarios(
-                ScenarioConfig(n=16),
-                tmp_path,
-                seed=0,
-                resume=False,
-                pool=pool,
-                generate=None,
-                model="openai/fake",
-                api_base=fake.base_url,
-                explore=ExploreConfig(calls=5, generated=0, phrase=False),
-                say=lambda _: None,
-            )
+        tasks = await starved(tmp_path, fake, [], spec=spec, calls=5, n=16)
     report = json.loads((tmp_path / "grounding.json").read_text())["fallback"]
     assert report["dropped"].get("its call failed for some of what it was sent"), report
-    synthesized = [s for s in train + val if s.metadata.get("source") == "synthesized"]
+    synthesized = [s for s in tasks if s.metadata.get("source") == "synthesized"]
     assert synthesized
     for s in synthesized:
         assert not failed_items(s.reference[0].result, s.reference[0].arguments), s.reference[0]
