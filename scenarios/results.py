@@ -434,14 +434,9 @@ def column_rows(data: Any) -> list[dict[str, Any]] | None:
     if not isinstance(data, dict):
         return None
     names = [v for v in data.values() if isinstance(v, list) and v and all(isinstance(n, str) for n in v)]
-    for head in names:
+    for head in [v for v in names if len(set(v)) == len(v)]:  # (distinct names)
         for rows in data.values():
-            if (
-                isinstance(rows, list)
-                and rows
-                and len(set(head)) == len(head)
-                and all(isinstance(row, list) and len(row) == len(head) for row in rows)
-            ):
+            if isinstance(rows, list) and rows and all(isinstance(r, list) and len(r) == len(head) for r in rows):
                 return [dict(zip(head, row, strict=True)) for row in rows]
     return None
 

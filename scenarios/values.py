@@ -1000,6 +1000,14 @@ class Knowledge:
             log.errors[line] += 1
             log.failed_with.pop(line, None)
             log.failed_with[line] = args
+
+            def unproven(among: list[Drawn]) -> list[Drawn]:  # (its values not among those that worked)
+                return [d for d in among if repr(d.value) not in map(repr, self.worked.get(d.name, []))]
+
+            def unblame(among: list[Drawn]) -> None:  # (one that worked is drawn as one, `worked`)
+                for d in unproven(among):
+                    self.unblamed[tool, d.path].add(repr(d.value))
+
             # (what it says: not a JSON error's keys, the request's `database` said back, nor a traceback's frames,
             # "eval(code, self.locals)")
             message = message_of(text)
@@ -1023,9 +1031,7 @@ class Knowledge:
                     for p in owners:
                         self.named[p] = list(dict.fromkeys([*self.named[p], value]))
                 self.wanted |= set(asked)
-                for d in leaves:
-                    if repr(d.value) not in map(repr, self.worked.get(d.name, [])):
-                        self.unblamed[tool, d.path].add(repr(d.value))
+                unblame(leaves)
                 return
             # an error names a parameter, or the value it was sent (whole, or quoted in part: "Ref '2024-01-15 09'";
             # a quote of one value whole is not part of another: "no column '/srv'" of a file "/srv/a.csv"; nor is a
@@ -1059,9 +1065,6 @@ class Knowledge:
             # of those, or else of every parameter, the ones whose value has not worked before (a repository
             # path that worked, sent also as a branch type that the error quotes back, is not to blame; nor where the
             # error names it only by its name's word: "no such path '' in HEAD" of a file path sent beside it)
-            def unproven(among: list[Drawn]) -> list[Drawn]:
-                return [d for d in among if repr(d.value) not in map(repr, self.worked.get(d.name, []))]
-
             # (an error that names nothing, of a call that sent an empty object or list: that is the likelier
             # fault, "near WHERE: syntax error" of a table's update sent no data, and no value is to blame)
             empty = any(v in ({}, []) for v in args.values())
@@ -1082,9 +1085,7 @@ class Knowledge:
             for d in blamed:
                 self._refuse(tool, d, text)
                 self.named[d.name] = list(dict.fromkeys([*self.named[d.name], *told]))
-            for d in leaves:  # (one that worked is drawn as one, `worked`)
-                if d not in blamed and repr(d.value) not in map(repr, self.worked.get(d.name, [])):
-                    self.unblamed[tool, d.path].add(repr(d.value))
+            unblame([d for d in leaves if d not in blamed])
             return
         log.answered += 1
         log.failing = 0
