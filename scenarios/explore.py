@@ -161,6 +161,7 @@ async def explore(
     # what they open (a project registered, a working folder set), within a share of the calls: one beyond the
     # default budget, so that the reads keep theirs (of a budget the user set, a share of it)
     write_calls = int(budget * WRITE_SHARE) if pool.spec.private_copy and writers else budget
+    share_used = f"the share of calls for writes ({write_calls}) was used"
     budget += write_calls if write_calls < budget and cfg.calls is None else 0
     context = context_values(pool.toolset.spec, pool.toolset.resources, pool.toolset.resource_templates)
     params = {t["name"]: list((t.get("inputSchema") or {}).get("properties") or {}) for t in pool.toolset.mcp_tools}
@@ -206,15 +207,21 @@ async def explore(
         """Whether the share of calls for writes is used; the writes are retired then, but those that issue what
         others take (a session's id: made for them as they need it), and, where tools take a handle
         (`Exploration.handles`), those that take none, which may issue it (the load of a file, whose tries are
-        bounded as any tool's are)."""
+        bounded as any tool's are). The share keeps the reads theirs: once every read is retired, the calls left are
+        the writes' (those retired for the share are called again)."""
         quiet = unchanging()
+        reads = set(tools) - writers | quiet
+        if reads and all(n in retired for n in reads):
+            for writer in [w for w, why in retired.items() if why == share_used]:
+                del retired[writer]
+            return False
         if sum(knowledge.logs[w].calls for w in writers - quiet) < write_calls:
             return False
         issuing = {w for issued in knowledge.issuers.values() for w in issued}
         if any(p in knowledge.handles for name in tools for p in required(name)):
             issuing |= {w for w in writers if not knowledge.handles & set(required(w))}
         for writer in writers - set(retired) - issuing - quiet:
-            retired[writer] = f"the share of calls for writes ({write_calls}) was used"
+            retired[writer] = share_used
         return True
 
     def handles() -> set[str]:
@@ -245,8 +252,9 @@ async def explore(
 
         live = [n for n in order if n not in retired]
         live = [n for n in live if not any(p in knowledge.handles and not issuers(p) for p in required(n))] or live
-        # (an issuer, then, called as it is needed)
-        drawn = [n for n in live if not (shared and any(n in issued for issued in knowledge.issuers.values()))]
+        # (an issuer, then, called as it is needed; not one that spends no share, a read in effect)
+        sharing = writers - unchanging() if shared else set()
+        drawn = [n for n in live if not (n in sharing and any(n in issued for issued in knowledge.issuers.values()))]
         picked = [n for n in live if not knowledge.logs[n].calls][:SESSION_CALLS]
         while drawn and len(picked) < SESSION_CALLS:
             picked.append(rng.choices(drawn, weights=[knowledge.logs[n].weight() for n in drawn])[0])

@@ -27,6 +27,7 @@ from mcprl.scenarios.lexicon import (
     TIMES,
     data_type,
     participle,
+    record_of,
     shaped,
     singular,
     spoken,
@@ -94,7 +95,9 @@ def field_tasks(
     writes = [json.dumps(c.arguments, ensure_ascii=False) for c in prepare or []]  # the arguments of its state's writes
     pairs = result_values(call.data, call.structured)
     records = result_records(call.data, call.structured)
-    listing = len(records) > 1
+    # (the rows of a query that lists a table's rows are some of its rows, a `LIMIT 1` one of them: each asked for
+    # as one row of a listing, by a field that picks it out, never as "the rows of the products table")
+    listing = len(records) > 1 or len(records) == 1 and any(record_of(v) for v in queries or [])
     if listing:  # a listing's fields are the keys every record has ("stock: 5"), not a colon inside a cell
         keys = Counter(k for record in records for k in {k for k, _ in record if k})
         records = [

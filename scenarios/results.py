@@ -165,7 +165,13 @@ def _holds_nothing(text: str, given: set[str]) -> bool:
     said = [
         v for v in values if isinstance(v, bool) or isinstance(v, str) and (MESSAGE.fullmatch(v.strip()) or v in given)
     ]
-    return bool(empty) and any(v in ("", [], {}) for v in empty) and len(empty) + len(said) == len(values)
+    if len(empty) + len(said) == len(values):
+        return any(v in ("", [], {}) for v in empty)
+    # ... or one that says so, beside codes that say it again (`{"status": "task_not_found", "message": "No such task
+    # found"}`)
+    nothing = [v for v in values if isinstance(v, str) and NOTHING.fullmatch(v.strip())]
+    codes = [v for v in values if isinstance(v, str) and re.fullmatch(r"[a-z]+(?:[_-][a-z]+)*", v)]
+    return bool(nothing) and all(any(v is w for w in [*empty, *said, *nothing, *codes]) for v in values)
 
 
 def result_data(text: str, structured: Any) -> Any:

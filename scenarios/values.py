@@ -95,6 +95,7 @@ from mcprl.scenarios.results import (
     failed_items,
     flatten,
     found_nothing,
+    result_data,
 )
 from mcprl.scenarios.value_sources import (
     QUOTED,
@@ -261,6 +262,16 @@ def issued_as(arm: str, name: str) -> bool:
     return kind == "result" and _stems(name) <= _stems(field_name)
 
 
+def keyed_fields(data: Any, key: str = "") -> set[str]:
+    """The fields of the objects in `data`, each under the key that holds its object, or the list it is in
+    ("tasks.id" of `{"tasks": [{"id": "task-1"}]}`, "task.id" of `{"task": {"id": "task-1"}}`), however deep."""
+    if isinstance(data, dict):
+        return {f"{key}.{k}" for k in data if key} | {f for k, v in data.items() for f in keyed_fields(v, str(k))}
+    if isinstance(data, list):
+        return {f for v in data for f in keyed_fields(v, key)}
+    return set()
+
+
 def call_key(tool: str, args: dict[str, Any]) -> str:
     """A call in canonical form: the same call, whatever the order of its arguments."""
     return json.dumps([tool, args], sort_keys=True, default=str)
@@ -327,6 +338,9 @@ class Knowledge:
         self.state_from: dict[int, int] = {}  # session -> its latest write that answered: results before it are stale
         self.holding: set[int] = set()  # the sessions a call answered values in (their state holds data)
         self.handles: set[str] = set()  # parameters that take a value a call issues (a session's id: `awaited`)
+        # the fields results held, each under the key that holds its record (`keyed_fields`): "tasks.id", where a
+        # record's id says what it is the id of
+        self.record_fields: set[str] = set()
         self.made_at: dict[int, tuple[str, dict[str, Any]]] = {}  # call index -> its tool and arguments
         # parameter name -> the writes whose result, in the same session, gave a value that worked for it (a load that
         # opens a session, whose id the reads of it take), each with the arguments of the call that gave it
@@ -920,6 +934,7 @@ class Knowledge:
             and not self.worked.get(name)
             and not self.named.get(name)
             and not any(issued_as(f"result.{v.field}", name) for v in self.seen)
+            and not any(issued_as(f"result.{f}", name) for f in self.record_fields)
         )
 
     def fixed(self, name: str) -> bool:
@@ -996,7 +1011,9 @@ class Knowledge:
             self.failed.add(key)
             for path, length in Counter(d.path[:-2] for d in leaves if d.path.endswith("[]")).items():
                 self.refused_lengths[tool, path].add(length)
-            line = clip(text.partition("\n")[0], 160)
+            # (what it says: of a JSON error, its values, not the "Error: {" it opens with)
+            said = message_of(text)
+            line = clip(" ".join(said.split()) if said != text else text.partition("\n")[0], 160)
             log.errors[line] += 1
             log.failed_with.pop(line, None)
             log.failed_with[line] = args
@@ -1090,6 +1107,7 @@ class Knowledge:
         log.answered += 1
         log.failing = 0
         log.blamed = set()
+        self.record_fields |= keyed_fields(result_data(text, None))
         if again:
             log.again += 1
         # an answer said before, or one that found nothing ("[]", "No matches"), is worth less than a new one

@@ -31,6 +31,7 @@ ENTRIES = Path(__file__).resolve().parents[1] / "data" / "entries_server.py"
 THOUGHTS = Path(__file__).resolve().parents[1] / "data" / "thoughts_server.py"
 TABLES = Path(__file__).resolve().parents[1] / "data" / "tables_server.py"
 SQL_URL = Path(__file__).resolve().parents[1] / "data" / "sql_url_server.py"
+PLANS = Path(__file__).resolve().parents[1] / "data" / "plans_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:

@@ -2061,3 +2061,23 @@ def test_a_table_given_as_its_columns_beside_its_rows_is_read_as_records():
     assert tasks and {t.answer for t in tasks} <= {1, 2, 0.5, 0.75, "apple", "pear"}, [
         (t.task, t.answer) for t in tasks
     ]
+
+
+def test_the_one_row_a_limited_query_gave_is_asked_as_one_row_of_its_table():
+    """mcp-server-motherduck answered `SELECT * FROM products LIMIT 1` (a number of a known query varied) with one
+    row: "What is the price of the rows of the products table?" asked the table's price, which the row that came
+    first alone gave. The rows of a query that lists a table's rows are some of them, however many came back: each is
+    picked out by a field of its own, as a listing's line is."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    columns = ["id", "name", "price", "stock"]
+    text = json.dumps({"success": True, "columns": columns, "rows": [[1, "apple", 0.5, 120]], "rowCount": 1})
+    call = ExploredCall(
+        index=0, session=0, tool="execute_query", arguments={"sql": "SELECT * FROM products LIMIT 1"}, text=text
+    )
+    found = [t for seed in range(12) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    assert found
+    for t in found:  # each names its row: by a value of another field of its own
+        assert any(str(v).lower() in t.task.lower() for v in (1, "apple", 0.5, 120) if v != t.answer), t.task
+        assert "rows of" not in t.task, t.task

@@ -38,6 +38,7 @@ from tests.scenarios.explored_servers import (
     NOTES,
     NOTES_FOLDER,
     ORDERS,
+    PLANS,
     SHOP,
     SQL_URL,
     TABLES,
@@ -1205,3 +1206,25 @@ async def test_a_tool_an_error_says_to_call_first_is_called_first():
     )
     failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in exploration.calls if c.is_error]
     assert len(failed) == len(set(failed))
+
+
+async def test_a_tasks_id_a_plan_listed_is_sent_to_the_tools_that_take_one(tmp_path):
+    """Seen on @kazuph/mcp-taskmanager (its tasks in a file its environment names): the planning answers each task's
+    id as `"id"` in its `"tasks"`; the five tools that take a `taskId` were held back waiting for a call that issues
+    one, and four never answered. Here three tools take one: marking a task done answers, sent the id of a task a plan
+    of the same session listed; no failed call is made twice; the user's file is never written."""
+    plans = tmp_path / "plans.json"
+    spec = ServerSpec.parse(f"{sys.executable} {PLANS}", env=[f"PLANS_FILE={plans}"])
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
+    calls = exploration.calls
+    by_index = {c.index: c for c in calls}
+    done = [c for c in calls if c.tool == "mark_task_done" and not c.is_error]
+    assert done, [(c.tool, c.arguments, c.text[:60]) for c in calls]
+    for c in done:
+        assert any(by_index[p].session == c.session and c.arguments["taskId"] in by_index[p].text for p in c.parents)
+    assert exploration.tools["mark_task_done"].errors  # (by what they say, not their JSON's opening)
+    assert all("{" not in e for r in exploration.tools.values() for e in r.errors), exploration.tools
+    failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in calls if c.is_error]
+    assert len(failed) == len(set(failed))
+    assert not plans.exists()

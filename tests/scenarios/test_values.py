@@ -1536,3 +1536,34 @@ def test_a_json_error_that_says_back_the_request_asks_for_none_of_its_keys():
             error_kind=None, values=[],
         )  # fmt: skip
         assert knowledge.wanted == wanted, text
+
+
+def test_an_id_a_listing_of_its_kind_gave_is_no_handle_awaited_and_an_error_is_reported_by_what_it_says():
+    """Seen on @kazuph/mcp-taskmanager: five tools take a `taskId`; the planning gives each task's as `"id"` in its
+    `"tasks"` (`{"requestId": "req-1", "tasks": [{"id": "task-1", ...}]}`), a field named `id`, not `taskId`, so the
+    id was taken for a handle no call issued: every tool taking one waited while others were left to call, and four
+    of the five were called once, before any task existed. An id under the key of the things it identifies is a field
+    of that name. The errors each tool gave are reported by what they say ("Task not found"), not by their JSON's
+    opening ("Error: {")."""
+    from mcprl.scenarios.results import found_nothing
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    knowledge = Knowledge([])
+    error = 'Error: {\n  "status": "error",\n  "message": "Task not found"\n}'
+    for i, tool in enumerate(["mark_task_done", "update_task", "delete_task"]):
+        leaves = [Drawn(path="taskId", name="taskId", arm="probe", value=str(i))]
+        knowledge.learn(
+            tool, {"taskId": str(i)}, leaves, index=i, session=0, text=error, is_error=True, error_kind=None, values=[]
+        )
+    assert knowledge.awaited("taskId")  # sent by three tools, never working: awaited from a call that issues one
+    assert dict(knowledge.logs["update_task"].errors) == {"error Task not found": 1}
+    planned = {"status": "planned", "requestId": "req-1", "tasks": [{"id": "task-1", "title": "Weekly report"}]}
+    text = json.dumps(planned)
+    values = [("requestId", "req-1"), ("id", "task-1"), ("title", "Weekly report")]
+    knowledge.learn(
+        "request_planning", {}, [], index=3, session=0, text=text, is_error=False, error_kind=None, values=values
+    )
+    assert not knowledge.awaited("taskId")
+    # its details of a task it does not have say so beside a code that says it again: nothing found, no value to send
+    assert found_nothing('{"status": "task_not_found", "message": "No such task found"}')
+    assert not found_nothing('{"status": "ok", "title": "Ann", "message": "No such task found"}')
