@@ -741,6 +741,11 @@ def links(chain: list[ExploredCall]) -> list[frozenset[str]] | None:
         pairs = result_values(before.data, before.structured)
         for k in taken:
             labels = {label for label, v in pairs if same_value(v, call.arguments[k])}
+            # (a part of one of its values, a word of "/Reading list.md" sent as a search's query, is no "previous
+            # result"; a value made of one, an expression over the number it gave, is)
+            sent = str(call.arguments[k])
+            if not labels and not any(str(v) in sent for _, v in pairs) and any(sent in str(v) for _, v in pairs):
+                return None
             head = singular(words_of(k)[-1]) if words_of(k) else ""
             worded = [{singular(w) for w in words_of(label)} for label in labels]
             if labels and not any(not w or head in w or w & (IDENTIFYING | NAME_KEYS) for w in worded):

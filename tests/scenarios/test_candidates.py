@@ -2081,3 +2081,51 @@ def test_the_one_row_a_limited_query_gave_is_asked_as_one_row_of_its_table():
     for t in found:  # each names its row: by a value of another field of its own
         assert any(str(v).lower() in t.task.lower() for v in (1, "apple", 0.5, 120) if v != t.answer), t.task
         assert "rows of" not in t.task, t.task
+
+
+def test_a_word_of_a_result_sent_on_is_never_asked_as_the_previous_result():
+    """mcp-obsidian's search for "." listed three notes; "list", a word of "/Reading list.md", was then searched
+    for, and "Reading", a word of what that found: "Search notes with query ".". Then search notes with query the
+    previous result" asked for a search by the three paths. A value taken as a part of a result is no "previous
+    result"; a value made of one (an expression over the number the call before gave) is."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    listing = "/Daily/2024-03-01.md\n/Projects/Garden.md\n/Reading list.md"
+    probe = {"query": "probe"}
+    calls = [
+        ExploredCall(index=0, session=0, tool="search_notes", arguments={"query": "."}, sources=probe, text=listing),
+        ExploredCall(
+            index=1,
+            session=0,
+            tool="search_notes",
+            arguments={"query": "list"},
+            sources={"query": "result:0"},
+            parents=[0],
+            text="/Reading list.md",
+        ),
+        ExploredCall(
+            index=2,
+            session=0,
+            tool="search_notes",
+            arguments={"query": "Reading"},
+            sources={"query": "result:1"},
+            parents=[1],
+            text="/Reading list.md",
+        ),
+        ExploredCall(index=3, session=1, tool="calculate", arguments={"expression": "18.5 * 10"}, text="185.0"),
+        ExploredCall(
+            index=4,
+            session=1,
+            tool="calculate",
+            arguments={"expression": "185.0 - 3"},
+            sources={"expression": "result:3"},
+            parents=[3],
+            text="182.0",
+        ),
+    ]
+    found = [t for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert not any("previous result" in t.task for t in found if t.reference[0].tool == "search_notes"), [
+        t.task for t in found
+    ]
+    assert any(len(t.reference) == 2 for t in found if t.reference[0].tool == "calculate"), [t.task for t in found]
