@@ -123,6 +123,7 @@ PRIORS: dict[str, tuple[float, float]] = {
     "default": (3, 1),
     "example": (3, 1),
     "error": (3, 1),
+    "entry": (3, 1),  # (a path within a folder an error named: `Knowledge.bases`)
     "shaped": (3, 1),
     "file": (3, 1),
     "context": (2, 1),
@@ -341,6 +342,7 @@ class Knowledge:
         # the fields results held, each under the key that holds its record (`keyed_fields`): "tasks.id", where a
         # record's id says what it is the id of
         self.record_fields: set[str] = set()
+        self.bases: set[str] = set()  # folders an error said a relative path was looked for in
         self.made_at: dict[int, tuple[str, dict[str, Any]]] = {}  # call index -> its tool and arguments
         # parameter name -> the writes whose result, in the same session, gave a value that worked for it (a load that
         # opens a session, whose id the reads of it take), each with the arguments of the call that gave it
@@ -814,6 +816,16 @@ class Knowledge:
                 for listed, call, s in names
             ]
             arms["joined"] = [(v, p) for v, p in arms["joined"] if valid(v)]
+            # ... and by their paths within a folder an error said relative paths are taken in (`bases`)
+            if described_as("path", name, description):
+                arms["entry"] = [
+                    (entry, call if s == session else None)
+                    for base in sorted(self.bases)
+                    for folder, names in self.listed.items()
+                    if f"{folder.rstrip('/')}/".startswith(f"{base}/")
+                    for listed, call, s in names
+                    if valid(entry := os.path.relpath(f"{folder.rstrip('/')}/{listed}", base))
+                ]
             # a parameter that takes a URI is sent a file or folder in plain view as one too (RFC 8089's
             # `file:///srv/docs/plan.html`): a converter of documents reads a local file by its URI, not its path
             if described_as("url", name, description):
@@ -1011,9 +1023,10 @@ class Knowledge:
             self.failed.add(key)
             for path, length in Counter(d.path[:-2] for d in leaves if d.path.endswith("[]")).items():
                 self.refused_lengths[tool, path].add(length)
-            # (what it says: of a JSON error, its values, not the "Error: {" it opens with)
-            said = message_of(text)
-            line = clip(" ".join(said.split()) if said != text else text.partition("\n")[0], 160)
+            # (what it says: not a JSON error's keys, the request's `database` said back, nor a traceback's frames,
+            # "eval(code, self.locals)"; nor the "Error: {" a JSON error opens with, in the report)
+            message = message_of(text)
+            line = clip(" ".join(message.split()) if message != text else text.partition("\n")[0], 160)
             log.errors[line] += 1
             log.failed_with.pop(line, None)
             log.failed_with[line] = args
@@ -1025,12 +1038,16 @@ class Knowledge:
                 for d in unproven(among):
                     self.unblamed[tool, d.path].add(repr(d.value))
 
-            # (what it says: not a JSON error's keys, the request's `database` said back, nor a traceback's frames,
-            # "eval(code, self.locals)")
-            message = message_of(text)
             lowered = message.lower().replace(tool.lower(), " ")  # (a tool's name, "column_total", names no "column")
             sent = {str(d.value) for d in leaves}
             quoted = set(QUOTED.findall(message))
+            # a relative path it says it looked for in a folder ("no such file ... '/srv/vault/README.md'" of
+            # "README.md"): the folder relative paths are taken in, whose files are sent by theirs (`entry`)
+            for d in leaves:
+                relative = str(d.value).removeprefix("./")
+                if isinstance(d.value, str) and relative and not relative.startswith(("/", ".")):
+                    if found := re.search(rf"(/[^\s'\"`]*?)/{re.escape(relative)}(?![\w/.-])", message):
+                        self.bases.add(found[1])
             told = [v for v in error_values(text, sent | {tool}) if not (v in self.names and v in quoted)]
             # a parameter of the tool it asks for, not sent ("Please specify a 'path'"): given from now on, as if
             # required (alone of the tool's: "... or use 'git_set_working_dir' first" names another tool, no choice)

@@ -43,6 +43,7 @@ from tests.scenarios.explored_servers import (
     SQL_URL,
     TABLES,
     TRACK_GAME,
+    VAULT,
     WORKSPACES,
     come_back_fresh,
     explore_and_ground,
@@ -1228,3 +1229,22 @@ async def test_a_tasks_id_a_plan_listed_is_sent_to_the_tools_that_take_one(tmp_p
     failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in calls if c.is_error]
     assert len(failed) == len(set(failed))
     assert not plans.exists()
+
+
+async def test_notes_are_read_by_their_paths_within_the_folder_an_error_said_relative_paths_are_taken_in(tmp_path):
+    """Seen on mcp-obsidian (`mcp-obsidian VAULT`): `read_notes` takes paths within the vault; it was sent the vault's
+    own paths (each joined to the vault again: "Parent directory does not exist") and probes, and never answered,
+    though "README.md" was answered "ENOENT: no such file or directory, open '<vault>/README.md'": where a relative
+    path is looked for. The files under that folder are then sent by their paths within it, and the tool answers."""
+    vault = tmp_path / "vault"
+    (vault / "Projects").mkdir(parents=True)
+    (vault / "Reading list.md").write_text("# Reading list\n- Dune\n- Emma\n")
+    (vault / "Projects" / "Garden.md").write_text("# Garden plan\nPlant tomatoes in May.\n")
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {VAULT} {vault}")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=30), seed=0, say=lambda _: None)
+    calls = exploration.calls
+    read = [c for c in calls if not c.is_error]
+    assert read, [(c.arguments, c.text[:80]) for c in calls]
+    assert all(not p.startswith("/") for c in read for p in c.arguments["paths"] if p.endswith(".md")), read
+    failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in calls if c.is_error]
+    assert len(failed) == len(set(failed))
