@@ -157,6 +157,11 @@ async def explore(
     spec = pool.spec.model_copy(update={"call_timeout": cfg.call_timeout})
     explorer = Pool(spec, per_rollout=pool.per_rollout)  # fresh temp dirs for stdio sessions
     writers = frozenset(name for name, tool in tools.items() if may_write(tool))
+    # the tools the server says destroy, where it tells them from writes that only add (MCP's `destructiveHint`, true
+    # of some writes, false of others): called only once a fresh session was seen to start fresh, or on copies;
+    # before, what they would delete may be the user's (a knowledge graph in a file of the server's own)
+    destroys = {n: (t.get("annotations") or {}).get("destructiveHint") for n, t in tools.items() if n in writers}
+    destroyers = frozenset(n for n, d in destroys.items() if d is True) if False in destroys.values() else frozenset()
     # on a server run on copies of the user's files what tasks ask about is there already: writes are explored for
     # what they open (a project registered, a working folder set), within a share of the calls: one beyond the
     # default budget, so that the reads keep theirs (of a budget the user set, a share of it)
@@ -250,7 +255,8 @@ async def explore(
         def issuers(p: str) -> list[str]:
             return [w for w in knowledge.issuers[p] if w not in retired]
 
-        live = [n for n in order if n not in retired]
+        unchecked = isolated and not persistence_checked and not pool.spec.private_copy
+        live = [n for n in order if n not in retired and not (unchecked and n in destroyers)]
         live = [n for n in live if not any(p in knowledge.handles and not issuers(p) for p in required(n))] or live
         # (an issuer, then, called as it is needed; not one that spends no share, a read in effect)
         sharing = writers - unchanging() if shared else set()

@@ -1,7 +1,8 @@
 """Tags kept in `tags.json` beside the program, as server-memory keeps its knowledge graph: a file named nowhere (not
 on the command line, not in the environment), state that outlives the server's process. A write can change nothing
 (a tag removed that was not there, one added that was): a check for state outliving the process has nothing to go
-by after such a write. Run from a copy of it in a folder of its own:
+by after such a write. As server-memory's, its tools say which writes destroy (`destructiveHint`): removing a tag,
+not adding one. Run from a copy of it in a folder of its own:
 
     PYTHONPATH=<this repository> python <folder>/tags_file_server.py
 """
@@ -14,6 +15,8 @@ hand_over()  # under pytest: run by a fork of a process that has imported the SD
 
 import json  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+from mcp.types import ToolAnnotations  # noqa: E402
 
 from mcprl.servers import serve  # noqa: E402
 
@@ -43,7 +46,11 @@ def add_tag(name: str) -> str:
 
 def build(seed: int = 0):
     server = serve.new_server("tags", "Tags in a file.")
-    serve.add_tools(server, [list_tags, remove_tag, add_tag], writes=["remove_tag", "add_tag"])
+    serve.add_tools(server, [list_tags])
+    # as server-memory says of its tools: a removal destroys, an addition only adds
+    for fn, destroys in ((remove_tag, True), (add_tag, False)):
+        hints = ToolAnnotations(readOnlyHint=False, destructiveHint=destroys)
+        server.add_tool(fn, name=fn.__name__, description=fn.__doc__, annotations=hints)
     return server
 
 

@@ -304,9 +304,11 @@ async def test_a_server_whose_state_outlives_its_process_gets_one_write_and_name
 @pytest.mark.parametrize("seed", [0, 1])
 async def test_a_server_whose_first_write_changes_nothing_is_still_checked_before_writes_pile_up(tmp_path, seed):
     """State in a file beside the program, named nowhere, a user's tags in it; a write may change nothing (a tag
-    removed that was not there: on seed 1 the first write). The check for state outliving the process waits for a
-    write a read showed, one write a session until then: the user's file ends at most one tag from what it held,
-    the exploration says why writes stopped, and names every write that landed."""
+    added that was there). The check for state outliving the process waits for a write a read showed, one write a
+    session until then: the user's file ends at most one tag from what it held, the exploration says why writes
+    stopped, and names every write that landed. Seen on server-memory, whose deletes its annotations call
+    destructive: exploring deleted the entities a user's graph held, one delete a session, before a write showed;
+    no tool a server says destroys is called before the check, so no tag of the user's is removed."""
     shutil.copy(TAGS_SERVER, tmp_path)
     store = tmp_path / "tags.json"
     store.write_text(json.dumps(["groceries", "travel"]))
@@ -315,6 +317,8 @@ async def test_a_server_whose_first_write_changes_nothing_is_still_checked_befor
     async with ToolPool(spec) as pool:
         exploration = await explore(pool, ExploreConfig(calls=40), seed=seed, say=said.append)
     assert len(set(json.loads(store.read_text())) ^ {"groceries", "travel"}) <= 1, exploration.summary()
+    assert {"groceries", "travel"} <= set(json.loads(store.read_text()))
+    assert not any(c.tool == "remove_tag" for c in exploration.calls)
     assert any("outside its process" in line for line in said)
     for c in exploration.calls:
         if c.writes:
