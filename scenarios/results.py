@@ -589,6 +589,9 @@ def sentence_fields(text: str) -> list[tuple[str, Any]]:
         return [(m["label"], m["value"]) for ms in measures if len(ms) >= 2 and all(ms) for m in ms if m["label"]]
     found: dict[str, Any] = {}
     for m in _LABELLED.finditer(text):
+        # (a number that is one part of a measure of several, "78 weeks and 6 days", is no value alone)
+        if re.fullmatch(r"[\d.,]+", m["value"]) and re.match(r" [A-Za-z]+(?: and)?,? \d", text[m.end() :]):
+            continue
         label = m["label"].strip()
         clause = re.split(r" (?:at|for|of|in|on|to|with|by) ", label)
         # a clause ("Task created successfully with ID") labels its value by the noun after its last preposition;

@@ -129,7 +129,8 @@ async def test_a_task_asked_of_one_record_in_one_call_keeps_its_chain():
 def test_a_line_of_measures_gives_each_and_a_count_labels_nothing():
     """A debug line ("Cache hit ratio 0.95, latency 150ms") is a list of measures, each asked for by its words; a
     line of counts ("Total: 2 files, 1 directories") gives no "total" of 2; a line that only mentions numbers
-    ("Meeting at 10am, budget 4500 USD") is no list of measures."""
+    ("Meeting at 10am, budget 4500 USD") is no list of measures; a number that is one part of a measure of several
+    ("78 weeks and 6 days") is no value alone."""
     from mcprl.scenarios.results import sentence_fields
 
     assert sentence_fields("Debug: Cache hit ratio 0.95, latency 150ms") == [
@@ -138,6 +139,9 @@ def test_a_line_of_measures_gives_each_and_a_count_labels_nothing():
     ]
     assert sentence_fields("Total: 2 files, 1 directories") == []
     assert sentence_fields("Meeting at 10am, budget 4500 USD") == []
+    # (mcp-simple-timeserver's "Human readable: 78 weeks and 6 days" was asked as 78: one part of a measure of two)
+    assert sentence_fields("Human readable: 78 weeks and 6 days\nUptime: 3 hours 20 minutes") == []
+    assert sentence_fields("Your order total is 45 dollars.") == [("order total", "45")]
     calls = [
         _call(0, "get_annotated_message", {"messageType": "debug"}, "Debug: Cache hit ratio 0.95, latency 150ms"),
         _call(1, "list_directory_with_sizes", {"path": "."}, "[FILE] a.txt  12 B\n\nTotal: 2 files, 1 directories"),
