@@ -77,6 +77,10 @@ def idle_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
 # a number of seven decimals or more: what a computation gave ("the sqrt of 8" as 2.8284271247461903), never what a
 # person types; a task stating one asks for it by the call that gave it, or not at all
 COMPUTED = re.compile(r"(?<![\w.])-?\d+\.\d{7,}")
+# the values a question a person asks states, at most: one that states more recites a call's arguments ("... with
+# thought 6, thought number 13, total thoughts 8 and branch from thought 21 ...", a unit, a city and a country sent
+# to a tool that ignored them)
+MAX_GIVEN = 3
 
 
 def twice(task: Scenario, optional: Mapping[str, set[str]]) -> bool:
@@ -182,6 +186,9 @@ def select(
             continue
         if COMPUTED.search(t.task):
             dropped["states a number only a computation gives"] += 1
+            continue
+        if len(t.metadata.get("given") or []) > MAX_GIVEN:
+            dropped[f"states more than {MAX_GIVEN} values"] += 1
             continue
         meant = meaning(t, optional or {}, idle)
         # (the same words with the same answer are one question, though two tools' chains ground it: a table's

@@ -472,3 +472,28 @@ def test_no_kept_task_states_a_number_only_a_computation_gives():
     assert dropped["states a number only a computation gives"] >= 1, (dropped, [t.task for t in tasks])
     assert {t.answer for t in kept} >= {4.5, 2.8284271247461903}, [t.task for t in kept]
     assert not any("2.828" in t.task for t in kept), [t.task for t in kept]
+
+
+def test_no_kept_task_recites_more_values_than_a_person_gives():
+    """@modelcontextprotocol/server-sequential-thinking's one tool takes a thought, its number, the total, whether
+    another is needed and which it revises; it answers what it was sent and a count of the thoughts so far. Every
+    task recited five values: "What is the thought history length of the sequential thinking with thought 8, thought
+    number 11, total thoughts 6 and revises thought 12, without next thought needed?" A question that states more
+    than three values is an argument dump; one that states three is asked."""
+    thought = {
+        "thought": "8",
+        "nextThoughtNeeded": False,
+        "thoughtNumber": 11,
+        "totalThoughts": 6,
+        "revisesThought": 12,
+    }
+    said = {"thoughtNumber": 11, "totalThoughts": 11, "nextThoughtNeeded": False, "thoughtHistoryLength": 3}
+    calls = [
+        _call(0, "sequentialthinking", thought, json.dumps(said)),
+        _call(1, "convert_time", {"source": "Asia/Tokyo", "time": "12:00", "target": "UTC"}, "Time difference: -9h"),
+    ]
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    kept, dropped = select(tasks, len(tasks), seed=0)
+    assert dropped["states more than 3 values"] >= 1, (dropped, [t.task for t in tasks])
+    assert all(len(t.metadata.get("given") or []) <= 3 for t in kept), [t.task for t in kept]
+    assert any(t.reference[-1].tool == "convert_time" for t in kept), [t.task for t in kept]
