@@ -42,14 +42,18 @@ def failed(message: str) -> ValueError:
     return ValueError(json.dumps({"status": "error", "message": message}))
 
 
-def found(state: dict, request_id: str, task_id: str | None = None) -> tuple[dict, dict | None]:
+def found(state: dict, request_id: str) -> dict:
     request = state["requests"].get(request_id)
     if request is None:
         raise failed("Request not found")
-    task = next((t for t in request["tasks"] if t["id"] == task_id), None)
-    if task_id is not None and task is None:
+    return request
+
+
+def task_in(state: dict, request_id: str, task_id: str) -> dict:
+    task = next((t for t in found(state, request_id)["tasks"] if t["id"] == task_id), None)
+    if task is None:
         raise failed("Task not found")
-    return request, task
+    return task
 
 
 def added(state: dict, request: dict, tasks: list[Task]) -> list[dict]:
@@ -57,9 +61,8 @@ def added(state: dict, request: dict, tasks: list[Task]) -> list[dict]:
     for t in tasks:
         state["tasks"] += 1
         made.append({"id": f"task-{state['tasks']}", "title": t.title, "description": t.description})
-        made[-1]["done"] = False
-    request["tasks"] += made
-    return [{k: v for k, v in t.items() if k != "done"} for t in made]
+    request["tasks"] += [{**t, "done": False} for t in made]
+    return made
 
 
 def plan_request(original_request: str, tasks: list[Task]) -> dict:
@@ -75,8 +78,7 @@ def plan_request(original_request: str, tasks: list[Task]) -> dict:
 def add_tasks(requestId: str, tasks: list[Task]) -> dict:
     """Add tasks to a request."""
     state = load()
-    request, _ = found(state, requestId)
-    made = added(state, request, tasks)
+    made = added(state, found(state, requestId), tasks)
     save(state)
     return {"status": "tasks_added", "tasks": made}
 
@@ -84,19 +86,14 @@ def add_tasks(requestId: str, tasks: list[Task]) -> dict:
 def mark_task_done(requestId: str, taskId: str) -> dict:
     """Mark a task of a request done."""
     state = load()
-    _, task = found(state, requestId, taskId)
-    assert task is not None
-    task["done"] = True
+    task_in(state, requestId, taskId)["done"] = True
     save(state)
     return {"status": "task_marked_done", "taskId": taskId}
 
 
 def approve_task(requestId: str, taskId: str) -> dict:
     """Approve a task that is done."""
-    state = load()
-    _, task = found(state, requestId, taskId)
-    assert task is not None
-    if not task["done"]:
+    if not task_in(load(), requestId, taskId)["done"]:
         raise failed("Task not done yet.")
     return {"status": "task_approved", "taskId": taskId}
 

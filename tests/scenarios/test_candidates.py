@@ -2091,38 +2091,25 @@ def test_a_word_of_a_result_sent_on_is_never_asked_as_the_previous_result():
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration
 
-    listing = "/Daily/2024-03-01.md\n/Projects/Garden.md\n/Reading list.md"
-    probe = {"query": "probe"}
+    def call(index: int, tool: str, arguments: dict, text: str, parent: int | None = None) -> ExploredCall:
+        (key,) = arguments
+        source, parents = ("probe", []) if parent is None else (f"result:{parent}", [parent])
+        return ExploredCall(
+            index=index,
+            session=index // 3,
+            tool=tool,
+            arguments=arguments,
+            sources={key: source},
+            parents=parents,
+            text=text,
+        )
+
     calls = [
-        ExploredCall(index=0, session=0, tool="search_notes", arguments={"query": "."}, sources=probe, text=listing),
-        ExploredCall(
-            index=1,
-            session=0,
-            tool="search_notes",
-            arguments={"query": "list"},
-            sources={"query": "result:0"},
-            parents=[0],
-            text="/Reading list.md",
-        ),
-        ExploredCall(
-            index=2,
-            session=0,
-            tool="search_notes",
-            arguments={"query": "Reading"},
-            sources={"query": "result:1"},
-            parents=[1],
-            text="/Reading list.md",
-        ),
-        ExploredCall(index=3, session=1, tool="calculate", arguments={"expression": "18.5 * 10"}, text="185.0"),
-        ExploredCall(
-            index=4,
-            session=1,
-            tool="calculate",
-            arguments={"expression": "185.0 - 3"},
-            sources={"expression": "result:3"},
-            parents=[3],
-            text="182.0",
-        ),
+        call(0, "search_notes", {"query": "."}, "/Daily/2024-03-01.md\n/Projects/Garden.md\n/Reading list.md"),
+        call(1, "search_notes", {"query": "list"}, "/Reading list.md", parent=0),
+        call(2, "search_notes", {"query": "Reading"}, "/Reading list.md", parent=1),
+        call(3, "calculate", {"expression": "18.5 * 10"}, "185.0"),
+        call(4, "calculate", {"expression": "185.0 - 3"}, "182.0", parent=3),
     ]
     found = [t for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
     assert not any("previous result" in t.task for t in found if t.reference[0].tool == "search_notes"), [
