@@ -81,6 +81,9 @@ COMPUTED = re.compile(r"(?<![\w.])-?\d+\.\d{7,}")
 # thought 6, thought number 13, total thoughts 8 and branch from thought 21 ...", a unit, a city and a country sent
 # to a tool that ignored them)
 MAX_GIVEN = 3
+# a thing asked of itself ("What is the current mode of the current mode?", "the sheet of the sheet "Ann Lee""): the
+# field and the record it is asked of are one, which no one asks
+OF_ITSELF = re.compile(r"\bthe (\w+(?: \w+){0,2}) of the \1(?! \w)", re.I)
 
 
 def twice(task: Scenario, optional: Mapping[str, set[str]]) -> bool:
@@ -189,6 +192,9 @@ def select(
             continue
         if len(t.metadata.get("given") or []) > MAX_GIVEN:
             dropped[f"states more than {MAX_GIVEN} values"] += 1
+            continue
+        if OF_ITSELF.search(t.task):
+            dropped["asks a thing of itself"] += 1
             continue
         meant = meaning(t, optional or {}, idle)
         # (the same words with the same answer are one question, though two tools' chains ground it: a table's
