@@ -158,20 +158,23 @@ def _holds_nothing(text: str, given: set[str]) -> bool:
     def leaves(d: dict[str, Any]) -> list[Any]:
         return [leaf for v in d.values() for leaf in (leaves(v) if isinstance(v, dict) and v else [v])]
 
+    def blank(v: Any) -> bool:  # (an empty text, list or object, a zero)
+        return v in ("", [], {}) or isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0
+
+    def said(v: Any) -> bool:  # (a flag, a sentence, a value the call was given)
+        return isinstance(v, bool) or isinstance(v, str) and (MESSAGE.fullmatch(v.strip()) is not None or v in given)
+
+    def none_found(v: Any) -> bool:  # ("No such task found")
+        return isinstance(v, str) and NOTHING.fullmatch(v.strip()) is not None
+
     values = leaves(data)
-    empty = [
-        v for v in values if v in ("", [], {}) or isinstance(v, (int, float)) and not isinstance(v, bool) and v == 0
-    ]
-    said = [
-        v for v in values if isinstance(v, bool) or isinstance(v, str) and (MESSAGE.fullmatch(v.strip()) or v in given)
-    ]
-    if len(empty) + len(said) == len(values):
-        return any(v in ("", [], {}) for v in empty)
+    rest = [v for v in values if not blank(v) and not said(v)]
+    if not rest:
+        return any(v in ("", [], {}) for v in values)
     # ... or one that says so, beside codes that say it again (`{"status": "task_not_found", "message": "No such task
     # found"}`)
-    nothing = [v for v in values if isinstance(v, str) and NOTHING.fullmatch(v.strip())]
-    codes = [v for v in values if isinstance(v, str) and re.fullmatch(r"[a-z]+(?:[_-][a-z]+)*", v)]
-    return bool(nothing) and all(any(v is w for w in [*empty, *said, *nothing, *codes]) for v in values)
+    code = re.compile(r"[a-z]+(?:[_-][a-z]+)*")
+    return any(map(none_found, values)) and all(none_found(v) or isinstance(v, str) and code.fullmatch(v) for v in rest)
 
 
 def result_data(text: str, structured: Any) -> Any:

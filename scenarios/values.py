@@ -1043,11 +1043,11 @@ class Knowledge:
             quoted = set(QUOTED.findall(message))
             # a relative path it says it looked for in a folder ("no such file ... '/srv/vault/README.md'" of
             # "README.md"): the folder relative paths are taken in, whose files are sent by theirs (`entry`)
-            for d in leaves:
-                relative = str(d.value).removeprefix("./")
-                if isinstance(d.value, str) and relative and not relative.startswith(("/", ".")):
-                    if found := re.search(rf"(/[^\s'\"`]*?)/{re.escape(relative)}(?![\w/.-])", message):
-                        self.bases.add(found[1])
+            relatives = {str(d.value).removeprefix("./") for d in leaves if isinstance(d.value, str)}
+            for relative in relatives - {""}:
+                looked = re.search(rf"(/[^\s'\"`]*?)/{re.escape(relative)}(?![\w/.-])", message)
+                if looked and not relative.startswith(("/", ".")):
+                    self.bases.add(looked[1])
             told = [v for v in error_values(text, sent | {tool}) if not (v in self.names and v in quoted)]
             # a parameter of the tool it asks for, not sent ("Please specify a 'path'"): given from now on, as if
             # required (alone of the tool's: "... or use 'git_set_working_dir' first" names another tool, no choice)

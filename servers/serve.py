@@ -34,12 +34,16 @@ def new_server(name: str, instructions: str) -> Any:
     return Server(name, instructions=instructions, log_level="WARNING")
 
 
-def add_tools(server: Any, tools: Sequence[Callable[..., Any]], writes: Sequence[str] = ()) -> None:
+def add_tools(
+    server: Any, tools: Sequence[Callable[..., Any]], writes: Sequence[str] = (), adds: Sequence[str] = ()
+) -> None:
     """Register functions (or bound methods) as tools; the docstring is the description. Every tool
     not named in `writes` is annotated read-only (MCP's `readOnlyHint`), so clients such as
-    mcprl's explorer know what they may call on a shared server."""
+    mcprl's explorer know what they may call on a shared server; a write is destructive (`destructiveHint`) unless
+    `adds` names it (it only adds, as creating a record does)."""
     for fn in tools:
-        hints = ToolAnnotations(readOnlyHint=fn.__name__ not in writes, destructiveHint=fn.__name__ in writes)
+        write = fn.__name__ in writes
+        hints = ToolAnnotations(readOnlyHint=not write, destructiveHint=write and fn.__name__ not in adds)
         server.add_tool(
             _reporting(fn), name=fn.__name__, description=inspect.cleandoc(fn.__doc__ or ""), annotations=hints
         )

@@ -16,8 +16,6 @@ hand_over()  # under pytest: run by a fork of a process that has imported the SD
 import json  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from mcp.types import ToolAnnotations  # noqa: E402
-
 from mcprl.servers import serve  # noqa: E402
 
 FILE = Path(__file__).with_name("tags.json")
@@ -46,11 +44,8 @@ def add_tag(name: str) -> str:
 
 def build(seed: int = 0):
     server = serve.new_server("tags", "Tags in a file.")
-    serve.add_tools(server, [list_tags])
-    # as server-memory says of its tools: a removal destroys, an addition only adds
-    for fn, destroys in ((remove_tag, True), (add_tag, False)):
-        hints = ToolAnnotations(readOnlyHint=False, destructiveHint=destroys)
-        server.add_tool(fn, name=fn.__name__, description=fn.__doc__, annotations=hints)
+    # (as server-memory says of its tools: a removal destroys, an addition only adds)
+    serve.add_tools(server, [list_tags, remove_tag, add_tag], writes=["remove_tag", "add_tag"], adds=["add_tag"])
     return server
 
 
