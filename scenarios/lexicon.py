@@ -88,6 +88,9 @@ DOCUMENT = frozenset("content contents text data body document source input raw"
 # the words that say a parameter takes a file's path, and those that say a folder's: one said to take a file is sent
 # no folder ("File path relative to project root" sent "." answered "Is a directory")
 FILES, FOLDERS = frozenset("file filename".split()), frozenset("dir directory folder".split())
+# the words that say a parameter takes the name of a field of the records a server holds (a table's column: "Column
+# name to calculate the average for"), which the names of the fields results and files in plain view held are sent
+FIELD_NAMED = frozenset("column columns field fields header headers attribute attributes".split())
 # the words of a parameter's name that say where a call looks (a repository's path, a folder), not what it asks about
 LOCATING = frozenset({"path", "repository", "repo", "root", "workspace", *FOLDERS})
 # ... though a path names only a place ("Read the file "notes.txt"", but "the git blame for "/srv/repo"")

@@ -39,6 +39,8 @@ CLOCK_SPAN = datetime.timedelta(hours=36)  # a date this near now may be the ser
 # ("set()", "NotImplemented", "undefined")
 NOTHING = re.compile(
     r"\W*(?:no\b.{0,30}\b(?:found|match(?:es|ed)?|results?)|nothing(?: found)?|(?:\S+ ){0,4}not found"
+    # ... or says there are none of a kind of thing ("No footnotes in document", "No tasks yet")
+    r"|no [a-z]+s(?: (?:in|for|on|at|with|yet|available|left)\b[^.\n]{0,40})?"
     r"|(?:none|null|undefined|nan|notimplemented)\b|set\(\)|\[\]|\{\}|\(\))\W*",
     re.I,
 )

@@ -90,12 +90,18 @@ LIST = re.compile(
 )
 
 
-def listed_items(text: str) -> list[str]:
+# ... or anywhere, of three items or more ("Create a new issue, todo, feature, epic, or diary entry"): the kinds of
+# thing a tool makes, where a parameter is named for its kind (`item_type`)
+PROSE_LIST = re.compile(rf"(?P<items>{_ITEM}(?:,\s*{_ITEM}){{2,}},?\s+(?:or|and)\s+{_ITEM})", re.I)
+
+
+def listed_items(text: str, pattern: re.Pattern[str] = LIST) -> list[str]:
     """The items of the lists a text gives (`LIST`): a tool that takes one of a few values often names them so, in its
-    own description or its parameter's ("How many moons a planet has (Mercury, Venus, Earth or Mars)")."""
+    own description or its parameter's ("How many moons a planet has (Mercury, Venus, Earth or Mars)"); an article
+    opening one is no part of it ("a new issue"), nor what follows a preposition ("diary entry for current project")."""
     return [
-        item.strip(" .")
-        for m in LIST.finditer(text)
+        re.sub(r"^(?:an?|the)\s+|\s+(?:for|of|in|on|to|with|from|by|at)\b.*$", "", item.strip(" ."), flags=re.I)
+        for m in pattern.finditer(text)
         for item in re.split(r",\s*(?:(?:or|and)\s+)?|\s+(?:or|and)\s+", m["items"], flags=re.I)
         if item.strip(" .")
     ]

@@ -18,6 +18,8 @@ view by `mcprl.scenarios.value_sources`):
                parameter is learnt, as RESTler infers producers and consumers); this session's link the
                calls into a chain ("result:N")
     shaped     values results held that have the shape of an example ("SKU-3000" for "e.g. SKU-1234")
+    key        the names of the fields results and the files in plain view held (a CSV's header), for a
+               parameter named or described as taking a field's name (`lexicon.FIELD_NAMED`: "Column name")
     word       a word of a longer text a result held, as a person searches ("Porto")
     joined     a name a result listed, under the path the call that listed it took ("notes.txt" of
                `list_directory("/srv/docs")` -> "/srv/docs/notes.txt"), or a folder in plain view holds on
@@ -62,6 +64,7 @@ from pydantic import BaseModel
 from mcprl.errors import clip
 from mcprl.scenarios.lexicon import (
     DOCUMENT,
+    FIELD_NAMED,
     FILES,
     FLAGS,
     FOLDERS,
@@ -96,8 +99,10 @@ from mcprl.scenarios.results import (
     flatten,
     found_nothing,
     result_data,
+    result_values,
 )
 from mcprl.scenarios.value_sources import (
+    PROSE_LIST,
     QUOTED,
     coerce,
     description_examples,
@@ -127,6 +132,7 @@ PRIORS: dict[str, tuple[float, float]] = {
     "shaped": (3, 1),
     "file": (3, 1),
     "context": (2, 1),
+    "key": (2, 1),
     "composed": (2, 1),
     "joined": (1, 1),
     "schema": (1, 1),
@@ -175,7 +181,20 @@ OPTIONAL = 0.25  # chance an optional parameter is given a value (else the serve
 OPTIONAL_MOST = 0.75  # ... growing, while a tool says the same again, to this (`Knowledge._object`)
 SCHEMA_GIVEN = {"const", "enum", "default", "example"}  # arms whose values the tool's own schema gives
 WRITTEN_ARMS = {"const", "enum", "default", "example", "error", "result", "probe", "generator", "file"}
-OPTIONAL_ARMS = {"const", "enum", "default", "example", "worked", "kin", "error", "shaped", "word", "result", "file"}
+OPTIONAL_ARMS = {
+    "const",
+    "enum",
+    "default",
+    "example",
+    "worked",
+    "kin",
+    "error",
+    "shaped",
+    "word",
+    "result",
+    "file",
+    "key",
+}
 
 
 class SeenValue(BaseModel):
@@ -298,6 +317,8 @@ class Knowledge:
         self.texts: dict[str, list[str]] = defaultdict(list)
         for path, text in (texts or {}).items():
             self.texts[PurePath(path).suffix[1:].lower()].append(text)
+        # the names of the fields those files' records have (a CSV's header): the columns a person asks about
+        self.file_fields = [k for text in (texts or {}).values() for k, _ in result_values(text, None)]
         self.descriptions = descriptions or {}  # tool -> its description (what a parameter's words mean there)
         self.writers = writers  # the tools that may write
         self.params = params or {}  # tool -> the names of its arguments (the input schema's properties)
@@ -758,6 +779,9 @@ class Knowledge:
         # (its tool's, only where it takes this one parameter: a docstring's list is of the parameter it follows,
         # "execution_mode: "inline" or "subprocess"", not of the code beside it)
         examples = examples or (listed_items(around) if len(self.params.get(tool) or [name]) == 1 else [])
+        # (and a list anywhere in it, for a parameter named for a kind: the kinds of thing the tool makes, `item_type`
+        # of "Create a new issue, todo, feature, epic, or diary entry")
+        examples = examples or (listed_items(around, PROSE_LIST) if set(words_of(name)) & KINDS else [])
         arms["example"] = fit(examples)
         shapes = {shape_of(str(e)) for e in examples}
         arms["shaped"] = [
@@ -789,6 +813,9 @@ class Knowledge:
                     for text in found
                 ]
             )
+        if said_of & FIELD_NAMED:
+            fields = [f.rpartition(".")[2] for f in [*self.file_fields, *(v.field for v in seen)]]
+            arms["key"] = fit([f for f in dict.fromkeys(fields) if IDENTIFIER.fullmatch(f)])
         for v in seen:
             if fits_type(v.value, kinds) and valid(coerce(v.value, schema)):
                 arms.setdefault(f"result.{v.field}", []).append((v.value, v.call if v.session == session else None))

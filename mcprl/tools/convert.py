@@ -285,6 +285,8 @@ _ERROR_OPENING = re.compile(
     # resolve country 'x'", where what follows is the server's fallback, not what was asked)
     r"|^\W*(?:[A-Za-z]{2,12}:\s*)?(?:could ?n[o']t|can ?n[o']t|unable to|failed to|not supported)\b"
     r"|^\W*(?:invalid|unknown|unsupported|unrecognized|please (?:provide|specify|use|enter|supply|give|pass))\s+\w"
+    # ("Must provide either footnote_id or search_text", "You must specify a path")
+    r"|^\W*(?:you\s+)?(?:must|need to) (?:provide|specify|supply|give|pass|include)\s+\w"
     r"|^[\w .'-]{0,40}?\b\w*(?:error|exception)\b\s*[:!]"
     # ... or says what failed, and why ("Session merge failed: Source session not found"; not a count, "Tests
     # failed: 3"), or what the call lacks ("Either keys or keyPattern must be provided", "watcherId is required")

@@ -34,6 +34,7 @@ from tests.conftest import _free_port, _wait_listening
 from tests.scenarios.explored_servers import (
     ENTRIES,
     FOLDER,
+    FRAME,
     MANY_TOOLS,
     NOTES,
     NOTES_FOLDER,
@@ -117,6 +118,9 @@ def test_which_result_texts_report_an_error():
         "Session merge failed: Source session not found",
         "Tool integration failed: no such table: tool_events",
         "Either keys array or keyPattern must be provided",
+        # (office-word-mcp-server's: what the call lacks, said as an order)
+        "Must provide either footnote_id or search_text",
+        "You must specify a path",
         # (mcp-sqlalchemy's, desktop-commander's: what the value sent names is not there)
         "Column 'get_schema' not found in table orders. Available columns: id, customer_id, product, qty, price",
         "[NOT_FOUND] Chromium — path does not exist",
@@ -150,6 +154,7 @@ def test_which_result_texts_report_an_error():
         "Title: 'Lost' not found in the attic, a novel",  # (a record's field that says so, under its label)
         "Denied requests: 5",
         "Forbidden City, Beijing",
+        "Must-see places: Lisbon, Porto",
         "Execution in session 'default' (inline mode):\n\n--- Output ---\n42",
         "Errors in the log:\n- disk full",
     ):
@@ -1252,3 +1257,26 @@ async def test_notes_are_read_by_their_paths_within_the_folder_an_error_said_rel
     assert all(not p.startswith("/") for c in read for p in c.arguments["paths"] if p.endswith(".md")), read
     failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in calls if c.is_error]
     assert len(failed) == len(set(failed))
+
+
+async def test_a_column_is_asked_of_by_the_names_the_file_in_plain_view_gives_its_columns(tmp_path):
+    """Seen on mcp-pandas (`mcp-pandas --data-path sales.csv`): `average(column)` takes a column's name, no tool lists
+    them and its errors name none; it was sent the file's path, its description's words and probes, and never
+    answered. The names of the fields of the records a file in plain view holds (the CSV's header) are what a
+    parameter named or described as a column's takes: the tool answers, and tasks ask the average of a column, each
+    answer the mean of that column in the file."""
+    table = tmp_path / "sales.csv"
+    table.write_text("region,units,price\nNorth,12,3.5\nSouth,4,12.0\nEast,20,3.5\n")
+    means = {"units": 12.0, "price": 6.333333333333333}
+    exploration, tasks, _ = await explore_and_ground(
+        ServerSpec.parse(f"{sys.executable} {FRAME} {table}"), calls=20, n=4
+    )
+    calls = exploration.calls
+    answered = [c for c in calls if not c.is_error]
+    assert answered and {c.arguments["column"] for c in answered} <= set(means), [(c.arguments, c.text) for c in calls]
+    failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in calls if c.is_error]
+    assert len(failed) == len(set(failed))
+    assert tasks
+    for task in tasks:
+        (call,) = task.reference
+        assert float(task.answer) == pytest.approx(means[call.arguments["column"]], rel=1e-3), task.task

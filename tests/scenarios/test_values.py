@@ -1567,3 +1567,40 @@ def test_an_id_a_listing_of_its_kind_gave_is_no_handle_awaited_and_an_error_is_r
     # its details of a task it does not have say so beside a code that says it again: nothing found, no value to send
     assert found_nothing('{"status": "task_not_found", "message": "No such task found"}')
     assert not found_nothing('{"status": "ok", "title": "Ann", "message": "No such task found"}')
+    # ... nor does one that says there are none of a kind of thing (office-word-mcp-server's "No footnotes in document")
+    for text in ("No footnotes in document", "No tasks yet.", "No comments"):
+        assert found_nothing(text), text
+    for text in ("No, the total is 5", "Nodes: 5", "North: 12 units"):
+        assert not found_nothing(text), text
+
+
+def test_a_kind_of_thing_is_drawn_from_the_kinds_its_tools_description_lists():
+    """Seen on kanban-mcp: `new_item(item_type, title, ...)` is described "Create a new issue, todo, feature, epic, or
+    diary entry for current project.", its parameters only "item_type parameter"; `item_type` was sent the title
+    probes ("Unknown item type: person") and the tool never answered, so the board stayed empty. A parameter named for
+    a kind draws the kinds a list in its tool's description names, wherever the list stands; one named otherwise does
+    not (the title)."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    described = "Create a new issue, todo, feature, epic,\n            or diary entry for current project."
+    schema = {
+        "type": "object",
+        "properties": {
+            "item_type": {"type": "string", "description": "item_type parameter"},
+            "title": {"type": "string", "description": "title parameter"},
+        },
+        "required": ["item_type", "title"],
+    }
+    knowledge = Knowledge(
+        [],
+        writers=frozenset({"new_item"}),
+        params={"new_item": ["item_type", "title"]},
+        descriptions={"new_item": described},
+    )
+    kinds = {"new issue", "todo", "feature", "epic", "diary entry"}
+    # (each a first call, seeded apart: the listed kinds are the trusted source, a probe still drawn now and then)
+    drawn = [knowledge.arguments("new_item", schema, session=0, rng=random.Random(seed)) for seed in range(8)]
+    assert sum(d is not None and d[0]["item_type"] in kinds for d in drawn) >= 6, drawn
+    assert not {d[0]["title"] for d in drawn if d} & kinds
