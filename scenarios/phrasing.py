@@ -211,12 +211,13 @@ class Said:
         return tuple(a.format(phrase=phrase, be=be(self.about or self.thing)) for a in PHRASE_ASKS)
 
     def asks_field(
-        self, field: str, state: bool = False, counted: bool = False, listed: bool = False
+        self, field: str, state: bool = False, counted: bool = False, listed: bool = False, dated: bool = False
     ) -> tuple[str, ...]:
         """How a task asks for a field of the one record the call gave: the call's value itself where the
         field is the thing it gives ("sum" of "get sum", "content" of "get text file contents"); a `state` as one
         ("What is modified in the git status?"), and how many are in it where it is `counted` ("How many files
-        changed in the git diff?"); where that record is the one thing a listing of them (`listed`) holds, as that
+        changed in the git diff?"); a date it was done on where `dated` ("When was the document created?", not "the
+        created of"); where that record is the one thing a listing of them (`listed`) holds, as that
         thing's ("List tasks. What is the name of the task listed?", not "What is the name?")."""
         things = self.listing() if listed and not (state or counted or field in PREPOSITIONS) else None
         if things is not None:
@@ -229,6 +230,8 @@ class Said:
             phrase = self.of.phrase()
         if field in PREPOSITIONS:  # (said after what it is of, where that is said as a thing)
             asks = PREPOSITION_ASKS if phrase is not None else ()
+        elif dated:
+            asks = DATED_ASKS if phrase is not None else CALL_DATED_ASKS
         elif counted:
             asks = COUNTED_ASKS if phrase is not None else CALL_COUNTED_ASKS
         elif state:
@@ -463,6 +466,9 @@ ONE_LISTED_ASKS = (
 )
 STATE_ASKS = ("What {be} {field} in {phrase}?",)  # ... and a state it is in ("What is modified in the git status?")
 CALL_STATE_ASKS = ("{action}. What {be} {field}?",)
+# ... and when it was done, a date a participle names ("created": "When was the document "a.docx" created?")
+DATED_ASKS = ("When was {phrase} {field}?",)
+CALL_DATED_ASKS = ("{action}. When was it {field}?",)
 # ... and how many things are in a state, a number ("files changed": "How many files changed in the git diff?")
 COUNTED_ASKS = ("How many {field} in {phrase}?",)
 CALL_COUNTED_ASKS = ("{action}. How many {field}?",)

@@ -309,7 +309,9 @@ def field_tasks(
                     whole and participle(asked) and (not subject or any(singular(w) != w for w in subject))
                 )
                 one = bool(lists) and sum(map(len, lists)) == 1  # (the one line of a listing)
-                if not (asks := saying.asks_field(asked, state, counted, listed=one)):
+                # (and a date it was done on, "created: 2013-12-23": "When was the document created?")
+                dated = participle(asked) and ISO_DATE.fullmatch(str(value).strip()) is not None
+                if not (asks := saying.asks_field(asked, state, counted, listed=one, dated=dated)):
                     continue
                 task = _worded(asks, given, asked)
             else:

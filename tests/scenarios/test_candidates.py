@@ -2116,3 +2116,23 @@ def test_a_word_of_a_result_sent_on_is_never_asked_as_the_previous_result():
         t.task for t in found
     ]
     assert any(len(t.reference) == 2 for t in found if t.reference[0].tool == "calculate"), [t.task for t in found]
+
+
+def test_a_date_a_thing_was_done_on_is_asked_when_it_was_done():
+    """office-word-mcp-server's `get_document_info` gives `{"created": "2013-12-23", "modified": ...}`: asked "What
+    is the modified of the document ...?" and "tell me its created". A field a participle names whose value is a
+    date is asked when the thing was so ("When was ... created?"), its answer the date; one that is no date is not."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    info = {"title": "Quarterly Report", "created": "2013-12-23", "modified": "2014-01-05", "word_count": 24}
+    call = ExploredCall(
+        index=0, session=0, tool="get_document_info", arguments={"filename": "report.docx"}, text=json.dumps(info)
+    )
+    tasks = candidates(Exploration(calls=[call]), {}, seed=0)
+    dated = [t for t in tasks if t.answer in ("2013-12-23", "2014-01-05")]
+    assert dated, [t.task for t in tasks]
+    for task in dated:
+        field = "created" if task.answer == "2013-12-23" else "modified"
+        assert task.task.startswith("When was") and task.task.rstrip("?").endswith(field), task.task
+    assert not any(re.search(r"\b(?:the|its) (?:created|modified)\b", t.task) for t in tasks), [t.task for t in tasks]
