@@ -29,22 +29,25 @@ server, a write that filled what it holds nothing of (a read that found nothing 
 in an empty database, then listed) is made again, as it was, first in each later session (those that filled, in
 turn): their reads explore what it made, and tasks prepared by it ask about that.
 
-The search: sessions one after another (a per-rollout server: each its own process), each of a few
-calls: first the tools not called yet, then by what they gave (a tool whose answers were new is
-called more than one that repeats itself, one that has not answered yet keeps getting tries). No
-call is made twice (one that failed would fail again, a read would say the same, a write would do
-what was seen done), but the reads repeated after a write to see what it changed (until writes are
-found to change nothing read back); a tool whose error said which tool comes first ("Use initialize_memory_bank to
-create one") is called again right after that one (`told_first`); a tool whose last `retire_after` calls failed, or
-whose last answers to them said nothing of a state that held something, or that has nothing new to be sent, gets no
-more calls, and the record says which errors it gave and which sources were tried; sessions that make no call end
-the search.
+The search: sessions one after another (a per-rollout server: each its own process), each of a few calls: first the
+tools not called yet, then by what they gave (a tool whose answers were new is called more than one that repeats
+itself, one that has not answered yet keeps getting tries). No call is made twice (one that failed would fail again,
+a read would say the same, a write would do what was seen done), but the reads repeated after a write to see what it
+changed (until writes are found to change nothing read back), and a call refused before a write made the handle it
+sends (below); a tool whose error said which tool comes first ("Use initialize_memory_bank to create one") is called
+again right after that one (`told_first`); a tool whose last `retire_after` calls failed, or whose last answers to
+them said nothing of a state that held something, or that has nothing new to be sent, gets no more calls, and the
+record says which errors it gave and which sources were tried; sessions that make no call end the search.
 A parameter that many tools require, that no made-up value worked for and no result named, is a handle
 (`Exploration.handles`: the id of a session a load opens, another in every process): the tools that take it wait
 while others are left to call (the load); once a write's result gave one that worked, a session whose tools take it
 makes that write first, as it was made then, and the parameter is sent what the write issued under its name. A task
 states no handle: it says the write before the call ("Load ... Then ... for the previous result"), and its replay
-takes the handle the write issues then. A write whose change to a copy of the user's files is records of the
+takes the handle the write issues then. A write that makes a handle the waiting tools take (tree-sitter's project,
+registered by a path and named by it) gives them a turn right after it, though another write of the session took its
+turn before (a configuration set first in each session); they are sent the name or id its result gave, and a call
+refused before any write had made the handle it sends is made again once (`Knowledge.renewed`), as a person retries
+after registering. A write whose change to a copy of the user's files is records of the
 server's own alone (under a hidden folder it made: a history of the file it loaded) is no change of theirs.
 
 Bounds: `calls` in all (`ExploreConfig.budget`: more on a server of many tools; by default a quarter more for the
@@ -197,6 +200,7 @@ async def explore(
     # prepared by it asks about them (a store that starts empty has nothing to ask about otherwise)
     filling: dict[str, tuple[str, dict[str, Any]]] = {}
     reduced: Counter = Counter()  # read -> its calls whose optional values were each left out in turn (`REDUCTIONS`)
+    turns_given: set[str] = set()  # the values writes gave that gave tools turns (`open_turns`)
     firsts: set[tuple[int, str]] = set()  # (session, tool) an error told to call first, called so there (`told_first`)
 
     def required(name: str) -> list[str]:
@@ -278,8 +282,10 @@ async def explore(
                             if k not in knowledge.handles or k in required(issuer)
                         }
         filler = None
-        # (not one that changed the user's files: no task asks after it)
-        fillers = [(name, args) for name, args in filling.values() if name not in out.withheld]
+        # (not one that changed the user's files: no task asks after it; nor one whose state outlived its process)
+        fillers = [
+            (name, args) for name, args in filling.values() if name not in out.withheld and name not in out.outlived
+        ]
         if knowledge.fresh_sessions and fillers and not issuing:
             filler, args = fillers[number % len(fillers)]
             issuing[filler] = args
@@ -583,12 +589,23 @@ async def explore(
             """A write that gave values (a project registered, a connection opened, an entity made), or whose reads
             made again gave new ones (a table made, then listed), may make what the tools that have told nothing yet
             need (not answered, or answered only that they found nothing: a search of an empty store): they get a
-            turn in this session right after it, sent those values first (`state_from`); once a session."""
+            turn in this session right after it, sent those values first (`state_from`); once a session, and again
+            for a write that gave values no write gave turns with before, while tools take a handle and none of them
+            answered (tree-sitter's project registered, after the configuration set first in each session had taken
+            the session's turn)."""
             nonlocal opened
-            if not opened and any(v.call in gave for v in knowledge.seen):
-                opened = True
-                waiting = [n for n in order if n not in retired and n not in writers and not knowledge.logs[n].told]
-                queue[at:at] = waiting[:SESSION_CALLS]
+            new = {repr(v.value) for v in knowledge.seen if v.call in gave}
+            awaiting_handle = any(
+                knowledge.handles & set(required(n)) and not knowledge.logs[n].answered
+                for n in tools
+                if n not in writers
+            )
+            if not new or opened and not (new - turns_given and awaiting_handle):
+                return
+            opened = True
+            turns_given.update(new)
+            waiting = [n for n in order if n not in retired and n not in writers and not knowledge.logs[n].told]
+            queue[at:at] = waiting[:SESSION_CALLS]
 
         while at < len(queue):  # (a list that grows while walked: the turns a write gives come right after it)
             name = queue[at]

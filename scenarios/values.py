@@ -71,6 +71,7 @@ from mcprl.scenarios.lexicon import (
     FORMATTED,
     FUNCTION_WORDS,
     IDENTIFIER,
+    IDENTIFYING,
     KINDS,
     MADE,
     MADE_NAMES,
@@ -353,6 +354,8 @@ class Knowledge:
         self.shapes: dict[str, set[str]] = defaultdict(set)  # an error's wording (`error_shape`) -> names it blamed
         self.blamed: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values blamed
         self.made: set[str] = set()
+        # calls made again once a write made a handle they send (`renewed`), or made first after it: not to be renewed
+        self.remade: set[str] = set()
         self.failed: set[str] = set()
         # tool -> the leaf path its latest call's error blamed alone, and the values that error named (`corrected`)
         self.hints: dict[str, tuple[str, list[str]]] = {}
@@ -365,6 +368,7 @@ class Knowledge:
         self.record_fields: set[str] = set()
         self.bases: set[str] = set()  # folders an error said a relative path was looked for in
         self.made_at: dict[int, tuple[str, dict[str, Any]]] = {}  # call index -> its tool and arguments
+        self.named_at: dict[int, set[str]] = {}  # a write's call index -> the names and ids its result gave (`repr`)
         # parameter name -> the writes whose result, in the same session, gave a value that worked for it (a load that
         # opens a session, whose id the reads of it take), each with the arguments of the call that gave it
         self.issuers: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
@@ -419,9 +423,18 @@ class Knowledge:
             )
             leaves = []
             args = self._object(tool, "", schema, session, rng, leaves, fresh)
-            if call_key(tool, args) not in self.made:
+            if call_key(tool, args) not in self.made or self.renewed(tool, args, leaves, session):
                 return args, leaves
         return None
+
+    def renewed(self, tool: str, args: dict[str, Any], leaves: list[Drawn], session: int) -> bool:
+        """Whether a call made before may be made again: a handle it sends is one the session's latest write made
+        (`made_by`: tree-sitter's project registered by the path its tools had been refused before it named one), where
+        no write had made it when the call was made; once."""
+        made = self.made_by(self.state_from.get(session, -1))
+        return call_key(tool, args) not in self.remade and any(
+            d.name in self.handles and repr(d.value) in made for d in leaves
+        )
 
     def corrected(
         self, tool: str, schema: dict[str, Any], args: dict[str, Any], leaves: list[Drawn]
@@ -654,6 +667,10 @@ class Knowledge:
         # rather than spending them on values bound to fail; the best one stays where all have failed, but for an
         # optional parameter, which is left out then: leaving it out always answers (a branch listing's `contains`
         # sent words of results, "malformed object name ...", one call after another)
+        # a handle the session's latest write named (its result's name or id: the project it registered) is what is
+        # sent, whichever source holds it
+        named_now = self.named_at.get(since, set()) if name in self.handles else set()
+        arms = {a: kept for a, c in arms.items() if (kept := [(v, p) for v, p in c if repr(v) in named_now])} or arms
         live = {a: c for a, c in arms.items() if not self.dead(name, a, numeric)}
         if not live and optional:
             return None
@@ -664,9 +681,16 @@ class Knowledge:
         # folder the command line names), while another has; but a value this session's latest write gave, or a
         # result after it, is sent where it was blamed before: the write made it (a workspace's id, opened again)
 
+        # (and a handle that write made: a project registered by a path that had named none)
+        made_now = self.made_by(since) if name in self.handles else set()
+
         def sendable(value: Any, parent: int | None) -> bool:
             return not self.misshapen(name, value) and (
-                repr(value) not in blamed or since >= 0 and parent is not None and parent >= since
+                repr(value) not in blamed
+                or since >= 0
+                and parent is not None
+                and parent >= since
+                or repr(value) in made_now
             )
 
         arms = {a: c for a, c in live.items() if any(sendable(v, p) for v, p in c)} or live
@@ -679,7 +703,7 @@ class Knowledge:
             return (a + won) / (a + b + won + lost)
 
         def fresh_in(members: list[str]) -> bool:
-            return any(repr(v) not in tried for m in members for v, _ in arms[m])
+            return any(repr(v) not in tried or repr(v) in made_now for m in members for v, _ in arms[m])
 
         # a source, then, of a source of many arms (a result's fields), one of them: a result is one source however
         # many fields it gives, drawn (from its likeliest field's prior) by what all its fields met here: twenty
@@ -705,7 +729,7 @@ class Knowledge:
         family = max(sorted(families), key=sample)
         arm = max(families[family], key=lambda a: (fresh_in([a]), chance(a), rng.random()))
         options = [(v, p) for v, p in arms[arm] if sendable(v, p)] or arms[arm]
-        untried = [(v, p) for v, p in options if repr(v) not in tried]
+        untried = [(v, p) for v, p in options if repr(v) not in tried or repr(v) in made_now]
         # a value this session's results gave first: the calls link into a chain that replays in one session; of
         # those, one the state as it is now gave (read after the session's latest write: the moves open after a move)
         untried = (
@@ -734,6 +758,9 @@ class Knowledge:
         if named_result(arm, name, description) and (numeric or not counted):
             return NAMED_RESULT_PRIOR
         if kind == "result" and not numeric and values and all(ID_FORM.fullmatch(str(v)) for v in values):
+            return ID_RESULT_PRIOR
+        # (a handle is what a record's identifying field holds: a project's name, not when it was scanned)
+        if kind == "result" and name in self.handles and field.rpartition(".")[2].lower() in IDENTIFYING:
             return ID_RESULT_PRIOR
         return NUMERIC_RESULT_PRIOR if kind == "result" and numeric else PRIORS[kind]
 
@@ -1031,6 +1058,9 @@ class Knowledge:
         log.arms.update(d.arm.partition(".")[0] for d in leaves)
         log.invented = bool(leaves) and all(d.arm in INVENTED or d.arm == "generator" for d in leaves)
         key = call_key(tool, args)
+        made = self.made_by(self.state_from.get(session, -1))
+        if key in self.made or any(d.name in self.handles and repr(d.value) in made for d in leaves):
+            self.remade.add(key)
         self.made.add(key)
         first = [d for d in leaves if repr(d.value) not in self.sent[d.name]]
         for d in leaves:
@@ -1042,6 +1072,7 @@ class Knowledge:
         if tool in self.writers and not is_error:
             self.state_from[session] = index
             self.written[key].append(text)
+            self.named_at[index] = {repr(v) for k, v in values if k.rpartition(".")[2].lower() in IDENTIFYING}
         if error_kind == "timeout":
             log.errors[clip(text.partition("\n")[0], 160)] += 1
             return
@@ -1186,9 +1217,14 @@ class Knowledge:
                 and repr(d.value) not in map(repr, self.worked[d.name])
             ):
                 self.worked[d.name].append(d.value)
-            if d.parent in self.made_at and (parent := self.made_at[d.parent])[0] in self.writers:
-                self.issuers[d.name].setdefault(*parent)
-                self.issued[d.name][call_key(*parent)].add(str(d.value))
+            # (the write its value came from issues it; a handle that answered once a write made it, from wherever it
+            # was drawn, is that write's: a project registered by the path a listing had given)
+            issuer = d.parent if d.parent in self.made_at and self.made_at[d.parent][0] in self.writers else None
+            if issuer is None and d.name in self.handles and (write := self.state_from.get(session, -1)) >= 0:
+                issuer = write if repr(d.value) in self.made_by(write) else None
+            if issuer is not None:
+                self.issuers[d.name].setdefault(*self.made_at[issuer])
+                self.issued[d.name][call_key(*self.made_at[issuer])].add(str(d.value))
         # a long text is prose, and a line ending in a colon a heading ("Staged changes:"): no values to pass on
         seen = [
             SeenValue(value=v, field=k, call=index, session=session)
@@ -1277,6 +1313,15 @@ class Knowledge:
         """The values sent to `tool` at `path` that are not to be sent there again on their own account: all, but
         those whose calls each failed for another's value (`unblamed`)."""
         return self.tried[tool, path] - self.unblamed[tool, path]
+
+    def made_by(self, write: int) -> set[str]:
+        """The values (`repr`) a write (its call's index) may have made: those it was sent (a project registered by its
+        path is named by it) and those results gave from it on (the name it answered)."""
+        if write not in self.made_at:
+            return set()
+        return {repr(v) for v in self.made_at[write][1].values()} | {
+            repr(s.value) for s in self.seen if s.call >= write
+        }
 
     def retired(self, tool: str, after: int) -> str | None:
         """Why `tool` gets no more calls: `after` distinct calls in a row failed or said nothing, or nothing new to

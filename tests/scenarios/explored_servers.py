@@ -34,6 +34,7 @@ SQL_URL = Path(__file__).resolve().parents[1] / "data" / "sql_url_server.py"
 PLANS = Path(__file__).resolve().parents[1] / "data" / "plans_server.py"
 VAULT = Path(__file__).resolve().parents[1] / "data" / "vault_server.py"
 FRAME = Path(__file__).resolve().parents[1] / "data" / "frame_server.py"
+PROJECTS = Path(__file__).resolve().parents[1] / "data" / "projects_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:

@@ -40,6 +40,7 @@ from tests.scenarios.explored_servers import (
     NOTES_FOLDER,
     ORDERS,
     PLANS,
+    PROJECTS,
     SHOP,
     SQL_URL,
     TABLES,
@@ -1280,3 +1281,24 @@ async def test_a_column_is_asked_of_by_the_names_the_file_in_plain_view_gives_it
     for task in tasks:
         (call,) = task.reference
         assert float(task.answer) == pytest.approx(means[call.arguments["column"]], rel=1e-3), task.task
+
+
+async def test_the_tools_that_take_a_registered_projects_name_answer_once_a_project_is_registered(tmp_path):
+    """Seen on mcp-server-tree-sitter (started in a code folder): fifteen tools take a project's name, which only
+    `register_project_tool` makes (by the folder's path); they failed ("Project 'x' not found") before any project was
+    registered, and after it they were not called again: the turn a write that gives values opens had been taken, each
+    session, by `configure`, and the path had been refused by them before it named a project. Once a write makes a
+    value the waiting tools take, they get a turn, sent it; the tools answer with the folder's files; a failed call is
+    never made twice."""
+    code = tmp_path / "code"
+    (code / "pkg").mkdir(parents=True)
+    (code / "main.py").write_text("def main():\n    print('hello')\n")
+    (code / "pkg" / "shop.py").write_text("def price():\n    return 3\n\n\ndef tax():\n    return 1\n")
+    spec = ServerSpec.parse(f"{sys.executable} {PROJECTS}", cwd=str(code))
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
+    calls = exploration.calls
+    answered = {c.tool for c in calls if not c.is_error}
+    assert {"list_files", "count_functions"} <= answered, [(c.tool, c.arguments, c.text[:60]) for c in calls]
+    failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in calls if c.is_error]
+    assert len(failed) == len(set(failed))
