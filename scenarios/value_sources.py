@@ -15,7 +15,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
-from mcprl.scenarios.lexicon import ALLOWED_VALUES, FORBIDDING, VERBS, words_of
+from mcprl.scenarios.lexicon import ALLOWED_VALUES, FORBIDDING, PROBES, VERBS, words_of
 from mcprl.tools import ServerSpec
 from mcprl.tools.convert import TRACEBACK
 from mcprl.tools.copies import RUNTIME_VARIABLES, assigned, is_program
@@ -383,7 +383,8 @@ def renumbered(value: str, rng: random.Random) -> str:
 
 
 def from_schema(schema: dict[str, Any], kinds: list[Any], rng: random.Random) -> Any:
-    """A value of the schema's type from its structure alone (bounds, formats); None for a free string."""
+    """A value of the schema's type from its structure alone (bounds, formats, a text's least length: sentences of the
+    dictionary's, as many as it takes); None for a free string."""
     if "integer" in kinds or "number" in kinds:
         low = schema.get("minimum", schema.get("exclusiveMinimum", 0) + (1 if "exclusiveMinimum" in schema else 0))
         high = schema.get("maximum", max(low, 0) + 20)
@@ -400,4 +401,11 @@ def from_schema(schema: dict[str, Any], kinds: list[Any], rng: random.Random) ->
         "url": "https://example.com",
         "uuid": "123e4567-e89b-12d3-a456-426614174000",
     }
-    return formats.get(str(schema.get("format") or ""))
+    sentences = list(PROBES["text"][0])
+    least = schema.get("minLength")
+    if schema.get("format") or "string" not in kinds or not isinstance(least, int) or least <= max(map(len, sentences)):
+        return formats.get(str(schema.get("format") or ""))
+    # (a text a tool wants longer than any sentence of the dictionary's, an analysis of 100 characters at least)
+    rng.shuffle(sentences)
+    text = " ".join(itertools.islice(itertools.cycle(sentences), least // 20 + 1))
+    return text if len(text) >= least and not schema.get("pattern") else None

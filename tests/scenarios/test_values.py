@@ -1604,3 +1604,29 @@ def test_a_kind_of_thing_is_drawn_from_the_kinds_its_tools_description_lists():
     drawn = [knowledge.arguments("new_item", schema, session=0, rng=random.Random(seed)) for seed in range(8)]
     assert sum(d is not None and d[0]["item_type"] in kinds for d in drawn) >= 6, drawn
     assert not {d[0]["title"] for d in drawn if d} & kinds
+
+
+def test_a_text_required_longer_than_any_value_in_view_is_sent_one_that_long():
+    """Seen on mcp-shrimp-task-manager: `reflect_task` requires `analysis` of 100 characters at least; no value in view
+    was that long, so the calls left it out and the client refused them ("'analysis' is a required property", eight
+    times). The schema's least length is met by the dictionary's sentences, as many as it takes: each call drawn is
+    valid under the tool's schema."""
+    import random
+
+    import jsonschema
+
+    from mcprl.scenarios.values import Knowledge
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "summary": {"type": "string", "minLength": 10},
+            "analysis": {"type": "string", "minLength": 100},
+        },
+        "required": ["summary", "analysis"],
+    }
+    knowledge = Knowledge([], writers=frozenset({"reflect_task"}))
+    for seed in range(4):
+        drawn = knowledge.arguments("reflect_task", schema, session=0, rng=random.Random(seed))
+        assert drawn is not None
+        jsonschema.validate(drawn[0], schema)
