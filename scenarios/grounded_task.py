@@ -129,13 +129,18 @@ def one_number(text: str, words: int | None = None) -> float | int | None:
 NAME_ADDRESS = re.compile(r"([^<>]*?[^\W\d_][^<>]*?)\s*<[^<>\s]*[@:/][^<>\s]*>")
 
 
+# a name that ends in a number ("Heading 1", "Room 12"): the number names which one, it counts nothing
+NUMBERED_NAME = re.compile(r"[A-Za-z][\w-]*\s+\d+")
+
+
 def answer_of(value: Any) -> Any:
     """A field's value as a person answers with it: its one number ("37 units" -> 37), or of a name and its address
     the name ("Ann Lee <ann@example.com>" -> "Ann Lee", which the whole holds); else the value (an address whole:
-    "http://127.0.0.1:8080" is no 8080)."""
+    "http://127.0.0.1:8080" is no 8080; a numbered name whole: "Heading 1" is no 1)."""
     if not isinstance(value, str):
         return value
-    if "://" not in value and (number := one_number(value, words=1)) is not None:
+    numbered = NUMBERED_NAME.fullmatch(value.strip()) is not None
+    if "://" not in value and not numbered and (number := one_number(value, words=1)) is not None:
         return number
     return named[1].strip() if (named := NAME_ADDRESS.fullmatch(value.strip())) else value
 

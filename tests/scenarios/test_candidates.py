@@ -2136,3 +2136,23 @@ def test_a_date_a_thing_was_done_on_is_asked_when_it_was_done():
         field = "created" if task.answer == "2013-12-23" else "modified"
         assert task.task.startswith("When was") and task.task.rstrip("?").endswith(field), task.task
     assert not any(re.search(r"\b(?:the|its) (?:created|modified)\b", t.task) for t in tasks), [t.task for t in tasks]
+
+
+def test_a_name_that_ends_in_a_number_is_answered_whole():
+    """office-word-mcp-server's outline: `{"text": "Staff", "style": "Heading 1"}` asked "what is the style of the
+    paragraph whose text is Staff?" -> 1. A value that is a word and then a number names a thing (a style, a room): its
+    answer is the whole (a number with its unit is still the number: "37 units", tested above)."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    outline = {
+        "paragraphs": [
+            {"index": 0, "text": "Quarterly Report", "style": "Title"},
+            {"index": 1, "text": "Staff", "style": "Heading 1"},
+        ]
+    }
+    call = ExploredCall(
+        index=0, session=0, tool="get_document_outline", arguments={"filename": "a.docx"}, text=json.dumps(outline)
+    )
+    answers = {t.answer for t in candidates(Exploration(calls=[call]), {}, seed=0)}
+    assert "Heading 1" in answers and 1 not in answers, answers
