@@ -150,7 +150,9 @@ WRITE_WORDS = frozenset(
     "create delete remove update set write send post put patch insert move rename schedule cancel upload edit modify "
     "append clear reset drop execute exec run restart kill stop start commit push merge publish book buy order pay "
     "transfer grant revoke assign archive mark save store register subscribe invite apply install uninstall "
-    "enable disable close open lock unlock approve reject submit replace upsert import sync".split()
+    "enable disable close open lock unlock approve reject submit replace upsert import sync "
+    # (and those that move a record's state along: kanban-mcp's `advance_status` was asked "Find the advance status")
+    "advance revert restore undo toggle increment decrement complete finish reopen rollback".split()
 )
 # what a tool acts on that is the machine's, not the server's: a process it kills or starts, a command or script it
 # runs, a terminal or container it drives; a server started afresh for a session holds none of them

@@ -65,6 +65,8 @@ def test_which_tools_may_write():
     assert may_write({"name": "get_item", "annotations": {"destructiveHint": True}})
     assert not may_write({"name": "searchEmails"}) and not may_write({"name": "list_units"})
     assert may_write({"name": "send_email"}) and may_write({"name": "createIssue"})
+    # (a record's state moved along: kanban-mcp's `advance_status`, asked "Find the advance status for 2")
+    assert may_write({"name": "advance_status"}) and may_write({"name": "revert_status"})
     assert may_write({"name": "frobnicate", "description": "Frobnicates."})  # says neither: assume it writes
     assert not may_write({"name": "frobnicate", "description": "Get the frobnication level."})
     # a description says what a tool does as a docstring does, in the third person (mcp-alchemy's
