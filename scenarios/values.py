@@ -431,10 +431,13 @@ class Knowledge:
         """Whether a call made before may be made again: a handle it sends is one the session's latest write made
         (`made_by`: tree-sitter's project registered by the path its tools had been refused before it named one), where
         no write had made it when the call was made; once."""
-        made = self.made_by(self.state_from.get(session, -1))
-        return call_key(tool, args) not in self.remade and any(
-            d.name in self.handles and repr(d.value) in made for d in leaves
-        )
+        return call_key(tool, args) not in self.remade and self.sends_made_handle(leaves, session)
+
+    def sends_made_handle(self, leaves: list[Drawn], session: int) -> bool:
+        """Whether a call's `leaves` send a handle the session's latest write made (`made_by`)."""
+        handles = [d for d in leaves if d.name in self.handles]
+        made = self.made_by(self.state_from.get(session, -1)) if handles else set()
+        return any(repr(d.value) in made for d in handles)
 
     def corrected(
         self, tool: str, schema: dict[str, Any], args: dict[str, Any], leaves: list[Drawn]
@@ -687,9 +690,7 @@ class Knowledge:
         def sendable(value: Any, parent: int | None) -> bool:
             return not self.misshapen(name, value) and (
                 repr(value) not in blamed
-                or since >= 0
-                and parent is not None
-                and parent >= since
+                or (since >= 0 and parent is not None and parent >= since)
                 or repr(value) in made_now
             )
 
@@ -758,9 +759,6 @@ class Knowledge:
         if named_result(arm, name, description) and (numeric or not counted):
             return NAMED_RESULT_PRIOR
         if kind == "result" and not numeric and values and all(ID_FORM.fullmatch(str(v)) for v in values):
-            return ID_RESULT_PRIOR
-        # (a handle is what a record's identifying field holds: a project's name, not when it was scanned)
-        if kind == "result" and name in self.handles and field.rpartition(".")[2].lower() in IDENTIFYING:
             return ID_RESULT_PRIOR
         return NUMERIC_RESULT_PRIOR if kind == "result" and numeric else PRIORS[kind]
 
@@ -1058,8 +1056,7 @@ class Knowledge:
         log.arms.update(d.arm.partition(".")[0] for d in leaves)
         log.invented = bool(leaves) and all(d.arm in INVENTED or d.arm == "generator" for d in leaves)
         key = call_key(tool, args)
-        made = self.made_by(self.state_from.get(session, -1))
-        if key in self.made or any(d.name in self.handles and repr(d.value) in made for d in leaves):
+        if key in self.made or self.sends_made_handle(leaves, session):
             self.remade.add(key)
         self.made.add(key)
         first = [d for d in leaves if repr(d.value) not in self.sent[d.name]]
