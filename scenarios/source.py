@@ -26,8 +26,10 @@ from mcprl.scenarios.explore import explore as explore_server
 from mcprl.scenarios.explored import Exploration
 from mcprl.scenarios.fallback import referenced_synthesized
 from mcprl.scenarios.grounded import ground
+from mcprl.scenarios.results import found_nothing
 from mcprl.scenarios.split import split_for_run
 from mcprl.scenarios.synthesize import synthesize
+from mcprl.tools.copies import worked_on
 from mcprl.types import Scenario, dump_jsonl, load_jsonl
 
 if TYPE_CHECKING:
@@ -39,6 +41,7 @@ GENERATED = (
 )
 LOCAL_GENERATED = 4
 MIN_GROUNDED = 8  # fewer grounded tasks are topped up with synthesized ones (ScenarioConfig.min_grounded)
+EMPTY_COPY = 0.9  # the share of reads on copies of the user's files that found nothing: theirs are not seen there
 # what a run that grounded too few tasks can do instead, in `mcprl train`'s flags (`grounded(fixes=...)`: another
 # command's)
 TRAIN_FIXES = (
@@ -337,6 +340,19 @@ async def grounded(
     if len(scenarios) < min(n, min_grounded):
         for line in exploration.silent():
             say(f"  {line}")
+        # (on copies of the user's files, where nearly every read found nothing: a server that keys what it holds by
+        # where its files are, a project by its folder's path, finds none of theirs there)
+        reads = [c for c in exploration.calls if not c.writes and not c.is_error]
+        if (
+            pool.spec.private_copy
+            and reads
+            and sum(found_nothing(c.text, c.arguments) for c in reads) >= EMPTY_COPY * len(reads)
+        ):
+            say(
+                f"note: it ran on copies of {', '.join(map(str, worked_on(pool.spec)))}, and its reads found nothing "
+                "there: a server that keys what it holds by where its files are (a project by its folder's path) "
+                "finds none of yours on a copy; --no-private-copy explores your own, with reads only"
+            )
         names = set(pool.toolset.names())
         offered = [t for t in exploration.answered() if t in names]  # not one hidden above
         if fallback and offered:

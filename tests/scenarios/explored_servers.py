@@ -35,6 +35,7 @@ PLANS = Path(__file__).resolve().parents[1] / "data" / "plans_server.py"
 VAULT = Path(__file__).resolve().parents[1] / "data" / "vault_server.py"
 FRAME = Path(__file__).resolve().parents[1] / "data" / "frame_server.py"
 PROJECTS = Path(__file__).resolve().parents[1] / "data" / "projects_server.py"
+KEYED_STORE = Path(__file__).resolve().parents[1] / "data" / "keyed_store_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:

@@ -35,6 +35,7 @@ from tests.scenarios.explored_servers import (
     ENTRIES,
     FOLDER,
     FRAME,
+    KEYED_STORE,
     MANY_TOOLS,
     NOTES,
     NOTES_FOLDER,
@@ -1304,3 +1305,32 @@ async def test_the_tools_that_take_a_registered_projects_name_answer_once_a_proj
     assert {"list_files", "count_functions"} <= answered, [(c.tool, c.arguments, c.text[:60]) for c in calls]
     failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in calls if c.is_error]
     assert len(failed) == len(set(failed))
+
+
+async def test_a_store_keyed_by_its_folders_path_that_a_copy_hides_is_named_with_the_flag_that_reads_it(tmp_path):
+    """Seen on kanban-mcp (`KANBAN_SQLITE_PATH=board.db KANBAN_PROJECT_DIR=proj`): its board keys each project by its
+    folder's path; run on copies of the board and the folder, the folder's path is another, every read found nothing,
+    and the run ended with no task and no word of why. Where nearly every read on copies found nothing, the run says
+    so and names --no-private-copy; with it, the user's notes are read and grounded, and the store is left as it was."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    store = tmp_path / "store.json"
+    notes = [{"title": t, "body": b} for t, b in [("Garden plan", "Plant tomatoes in May"), ("Trip", "Lisbon")]]
+    store.write_text(json.dumps({str(project.resolve()): notes}))
+    held = store.read_text()
+    said: list[str] = []
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {KEYED_STORE} {store} {project}")) as pool:
+        assert pool.spec.private_copy
+        with contextlib.suppress(UserError):
+            await grounded(
+                pool, 8, ExploreConfig(calls=20), tmp_path / "e.jsonl", tmp_path / "g.json", seed=0,
+                fallback=False, say=said.append,
+            )  # fmt: skip
+    assert any("--no-private-copy" in line for line in said), said
+    spec = ServerSpec.parse(f"{sys.executable} {KEYED_STORE} {store} {project}", private_copy=False)
+    async with ToolPool(spec) as pool:
+        tasks = await grounded(
+            pool, 4, ExploreConfig(calls=20), tmp_path / "e2.jsonl", tmp_path / "g2.json", seed=0,
+            fallback=False, min_grounded=1, say=lambda _: None,
+        )  # fmt: skip
+    assert tasks and store.read_text() == held
