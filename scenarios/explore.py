@@ -595,12 +595,16 @@ async def explore(
             the session's turn)."""
             nonlocal opened
             new = {repr(v.value) for v in knowledge.seen if v.call in gave}
-            awaiting_handle = any(
-                knowledge.handles & set(required(n)) and not knowledge.logs[n].answered
-                for n in tools
-                if n not in writers
-            )
-            if not new or opened and not (new - turns_given and awaiting_handle):
+            if not new:
+                return
+            if opened and not (
+                new - turns_given
+                and any(
+                    knowledge.handles & set(required(n)) and not knowledge.logs[n].answered
+                    for n in tools
+                    if n not in writers
+                )
+            ):
                 return
             opened = True
             turns_given.update(new)

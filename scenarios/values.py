@@ -181,21 +181,8 @@ ONE_REQUEST = 0.8  # ... a read's list of requests (objects, or paths)
 OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default) ...
 OPTIONAL_MOST = 0.75  # ... growing, while a tool says the same again, to this (`Knowledge._object`)
 SCHEMA_GIVEN = {"const", "enum", "default", "example"}  # arms whose values the tool's own schema gives
-WRITTEN_ARMS = {"const", "enum", "default", "example", "error", "result", "probe", "generator", "file"}
-OPTIONAL_ARMS = {
-    "const",
-    "enum",
-    "default",
-    "example",
-    "worked",
-    "kin",
-    "error",
-    "shaped",
-    "word",
-    "result",
-    "file",
-    "key",
-}
+WRITTEN_ARMS = SCHEMA_GIVEN | {"error", "result", "probe", "generator", "file"}
+OPTIONAL_ARMS = SCHEMA_GIVEN | {"worked", "kin", "error", "shaped", "word", "result", "file", "key"}
 
 
 class SeenValue(BaseModel):
