@@ -47,6 +47,10 @@ TRIES = 2  # argument writes per task: the greedy one, then one sampled
 AT_ONCE = 4  # tasks whose call is written and made at once where every session is its own server process
 EXTRA = 0.5  # tasks synthesized beyond those needed, as a share of them: some get no call that runs
 MIN_WORDS = 3  # words of letters a request has at the least ("get_holidays" alone is one)
+# code's punctuation a request holds at most, per character: JSON or a list it quotes has a few (one in thirteen),
+# a draft that strews words among code ("{#13;}]; {#2;}]") one in four or more
+CODE_MARKS = re.compile(r"[{}\[\];#]")
+MAX_CODE_SHARE = 0.15
 ROOT = 5  # letters two words share at their start to be one word's forms ("holiday", "holidays")
 
 
@@ -91,7 +95,8 @@ def unfit(task: str, tool: dict[str, Any], args: dict[str, Any] | None, names: l
     a default."""
     # (words that spaces part: "parse_notes_to_json" is one; and a request opens with one, not with "]));")
     words = sum(bool(re.search(r"[A-Za-z]{2,}", t)) for t in task.split())
-    if words < MIN_WORDS or not re.match(r"[\"'“(]?\w", task.strip()):
+    code = len(CODE_MARKS.findall(task)) / max(len(task), 1)
+    if words < MIN_WORDS or not re.match(r"[\"'“(]?\w", task.strip()) or code > MAX_CODE_SHARE:
         return "no words"
     if any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", task) for n in names if len(words_of(n)) > 1):
         return "names a tool"

@@ -135,6 +135,11 @@ async def test_a_synthesized_task_is_kept_only_as_a_request_stating_what_its_cal
     # nor an identifier of many words, or a draft that opens with code (mcp-obsidian's fallback kept both)
     assert unfit("parse_notes_to_json", distance, None, []) == "no words"
     assert unfit("])); Skip missing missing details of the dates.", distance, None, []) == "no words"
+    # nor words strewn among code (the offline generator's draft for tree-sitter's `configure`)
+    strewn = "Configure directories & list all keys when. {es} />}]}; {#13;}]; {#2;}]; {#5;}]; {#8;}} {#9}}]}];"
+    assert unfit(strewn, distance, None, []) == "no words"
+    assert unfit('Add the note {"title": "Plan"} and list notes [a, b].', distance, None, []) is None
+    assert unfit("What do I get for (2 + 3) * 4 - 5 / 2?", distance, None, []) is None
     assert unfit('"Weekly" notes: how many days between them?', distance, None, []) is None
     dates = {"from_date": "2025-01-01", "to_date": "2025-03-01"}
     assert unfit("How long is it from 2025-01-01 to 2025-03-01?", distance, dates, ["calculate_time_distance"]) is None
