@@ -54,6 +54,7 @@ from mcprl.scenarios.results import (
     ISO_DATE,
     counted,
     data_key,
+    list_keys,
     listing_of,
     one_listed,
     result_data,
@@ -122,6 +123,7 @@ def field_tasks(
     words_given = [v for v in args.values() if isinstance(v, str) and re.search(r"[A-Za-z]{3}", v)]
     # (... and so is the one record a search found: a listing of one, beside none of any other kind)
     data = result_data(call.data, call.structured)
+    in_lists = list_keys(data)  # (a number a list holds is one of its items, no count of them)
     lists = [v for v in (data.values() if isinstance(data, dict) else [data]) if listing_of(v) or v == []]
     # (a result that is one record holding a listing of one, `{"count": 1, "results": [{"name": "PRIMARY"}]}`: that
     # record's name names its own fields, not the count of the listing it is in)
@@ -222,7 +224,13 @@ def field_tasks(
             # (a number of things, "pages": 880, is asked how many: not "What are the pages of ...?")
             whole = re.fullmatch(r"\d+", str(value).strip()) is not None
             head = asked.split(" ")[-1]
-            many = whole and not participle(asked) and singular(head) != head and head not in NOT_COUNTS
+            many = (
+                whole
+                and not participle(asked)
+                and singular(head) != head
+                and head not in NOT_COUNTS
+                and field not in in_lists
+            )
             # (a field a preposition names, "from" of an email, is asked after the thing it is of: "Who is the email
             # ... from?", never as a line of a listing a field picks out, "the to where ...")
             after = asked in PREPOSITIONS

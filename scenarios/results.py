@@ -236,6 +236,16 @@ def flatten(data: Any, key: str = "") -> list[tuple[str, Any]]:
     return []
 
 
+def list_keys(data: Any) -> set[str]:
+    """The keys of `data` (JSON) that map to a list somewhere in it: `flatten` gives each item a list holds under its
+    key (`"values": [[40000]]` -> ("values", 40000)), which is one of them, not how many there are."""
+    if isinstance(data, dict):
+        return {str(k) for k, v in data.items() if isinstance(v, list)} | {k for v in data.values() for k in list_keys(v)}
+    if isinstance(data, list):
+        return {k for v in data for k in list_keys(v)}
+    return set()
+
+
 def data_key(key: str) -> bool:
     """Whether an object's key is a value, not the name of a field: a file's name, a path, an address, a number, a
     share ("shop.xlsx": 5627, "/srv/a", "50%", "2024-03"): what it maps to has no name a task could ask it by."""

@@ -832,8 +832,10 @@ class Knowledge:
             if fits_type(v.value, kinds) and valid(coerce(v.value, schema)):
                 arms.setdefault(f"result.{v.field}", []).append((v.value, v.call if v.session == session else None))
         searched = ("string" in kinds or kinds == [None]) and described_as(PLAIN, name, description)
-        # (a parameter of a form of its own, a date or a path, takes no word: "until Stone" filters nothing)
-        wordy = searched or not any(described_as(shape, name, description) for shape in FORMATTED)
+        # (a parameter of a form of its own, a date or a path, takes no word: "until Stone" filters nothing; nor a
+        # setting, one with a default of its own: a delimiter "," sent "Found" splits nothing, yet answers)
+        setting = isinstance(schema.get("default"), str) and schema["default"] != ""
+        wordy = searched or not setting and not any(described_as(shape, name, description) for shape in FORMATTED)
         if "string" in kinds or kinds == [None]:
             # one word of a longer text, as a person searches ("Porto" of "Your flight to Porto is booked")
             # (of a text the server wrote: not one it was sent and says back, "Weekly report" of a task's name,

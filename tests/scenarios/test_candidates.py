@@ -2156,3 +2156,23 @@ def test_a_name_that_ends_in_a_number_is_answered_whole():
     )
     answers = {t.answer for t in candidates(Exploration(calls=[call]), {}, seed=0)}
     assert "Heading 1" in answers and 1 not in answers, answers
+
+
+def test_a_value_listed_under_a_plural_is_no_count_of_them():
+    """excel-mcp-server's `read_range` of one cell, `{"range": "B2", "values": [[40000]]}`, was asked "How many values
+    in the range B2 ...?" -> 40000: a number a list holds is one of its items, not how many there are; a number
+    under a plural of its own still is one (`"pages": 880`)."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    def tasks(result: dict) -> list[Scenario]:
+        call = ExploredCall(
+            index=0, session=0, tool="read_range", arguments={"path": "a.xlsx", "range": "B2"}, text=json.dumps(result)
+        )
+        return [t for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+
+    listed = tasks({"range": "B2", "values": [[40000]]})
+    assert listed and not any(t.task.startswith("How many") and t.answer == 40000 for t in listed), [
+        (t.task, t.answer) for t in listed
+    ]
+    assert any(t.task.startswith("How many") and t.answer == 880 for t in tasks({"title": "Dune", "pages": 880}))

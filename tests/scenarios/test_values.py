@@ -509,6 +509,22 @@ def test_a_search_is_sent_a_word_of_a_sentence_a_result_held_never_the_whole_sen
     knowledge.seen.append(SeenValue(value="Bob Stone", field="author", call=1))
     drawn = [knowledge.arguments("git_log", until, session=1, rng=random.Random(seed)) for seed in range(30)]
     assert not any(d.arm == "word" for _, leaves in drawn for d in leaves), drawn
+    # nor a setting, a parameter with a default of its own: a delimiter "Found" of "Found 0 active sessions" loaded a
+    # CSV as one column, and every call after it took the session that load opened (csv-editor's `load_csv`)
+    load = {
+        "type": "object",
+        "properties": {
+            "content": {"type": "string"},
+            "delimiter": {"type": "string", "default": ","},
+            "encoding": {"type": "string", "default": "utf-8"},
+            "contains": {"type": "string", "default": ""},
+        },
+        "required": ["content"],
+    }
+    knowledge.seen.append(SeenValue(value="Found 0 active sessions", field="message", call=1))
+    drawn = [knowledge.arguments("load_csv", load, session=1, rng=random.Random(seed)) for seed in range(60)]
+    words = {d.name for _, leaves in drawn for d in leaves if d.arm == "word"}
+    assert words <= {"content", "contains"} and "contains" in words, words
     note = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
     assert any(
         knowledge.arguments("add_note", note, session=1, rng=random.Random(seed))[0]["note"] == observation
