@@ -78,7 +78,7 @@ from mcprl.scenarios.isolation import is_isolated, may_write, unsafe_writers
 from mcprl.scenarios.lexicon import RATE_LIMITED
 from mcprl.scenarios.results import MESSAGE, found_nothing, reports, result_values, says_done
 from mcprl.scenarios.value_sources import context_values, documented, file_texts, folder_entries
-from mcprl.scenarios.values import AWAITING, Drawn, Knowledge, call_key, gist
+from mcprl.scenarios.values import AWAITING, SENT_ALL, Drawn, Knowledge, call_key, gist
 from mcprl.tools import ServerGone, redact_model
 from mcprl.tools import ToolPool as Pool
 from mcprl.tools.convert import inlined, reports_error
@@ -257,7 +257,7 @@ async def explore(
         shared = spent()
 
         def issuers(p: str) -> list[str]:
-            return [w for w in knowledge.issuers[p] if w not in retired]
+            return [w for w in knowledge.issuers[p] if retired.get(w, SENT_ALL) == SENT_ALL]
 
         unchecked = isolated and not persistence_checked and not pool.spec.private_copy
         live = [n for n in order if n not in retired and not (unchecked and n in destroyers)]

@@ -180,6 +180,9 @@ ONE_ITEM = 0.2  # chance a list is given one item
 ONE_REQUEST = 0.8  # ... a read's list of requests (objects, or paths)
 OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default) ...
 OPTIONAL_MOST = 0.75  # ... growing, while a tool says the same again, to this (`Knowledge._object`)
+# why a tool gets no more calls of its own, that says nothing against making one of them again: a write that issues
+# a handle (a game's id) is made again, as it was made, before the calls that take one
+SENT_ALL = "no call left that it was not sent already"
 SCHEMA_GIVEN = {"const", "enum", "default", "example"}  # arms whose values the tool's own schema gives
 WRITTEN_ARMS = SCHEMA_GIVEN | {"error", "result", "probe", "generator", "file"}
 OPTIONAL_ARMS = SCHEMA_GIVEN | {"worked", "kin", "error", "shaped", "word", "result", "file", "key"}
@@ -1326,7 +1329,7 @@ class Knowledge:
         if log.silent >= after:
             return f"its last {log.silent} answers said nothing"
         if log.exhausted >= 2:
-            return "no call left that it was not sent already"
+            return SENT_ALL
         return None
 
 
