@@ -240,20 +240,27 @@ class Said:
             asks = FIELD_ASKS if phrase is not None else CALL_ASKS
         return tuple(a.format(**field_words(field), phrase=phrase, action=self.order()) for a in asks)
 
-    def asks_record(self, field: str, which: str, alone: bool = False) -> tuple[str, ...]:
+    def asks_record(self, field: str, which: str, alone: bool = False, dated: bool = False) -> tuple[str, ...]:
         """How a task asks for a field of the line of a listing that `which` picks out ("where the message is
         "Fix typo"", "of the commit whose message is ...", "of the latest commit"); `alone`, without saying the
         call, where what picks the line out says it ("Who is the author of the latest commit?"), as people ask:
         a policy taught by "In the git log, ..." learns to pick a tool by its name in the question, which no
-        person's question holds."""
+        person's question holds; a date it was done on where `dated` ("When was the first one listed started?")."""
         the = "" if participle(field) else "the "
+        dated = dated and which.startswith("of ")  # (a line said as a thing: "of the first one listed")
+        if dated:
+            which = which.removeprefix("of ")
         if alone:
-            return tuple(a.format(**field_words(field), which=which, the=the) for a in RECORD_ALONE_ASKS)
+            asks = RECORD_ALONE_DATED_ASKS if dated else RECORD_ALONE_ASKS
+            return tuple(a.format(**field_words(field), which=which, the=the) for a in asks)
         # (in what it gives, or lists, or in the thing it names: "In the table products, what is the type where ...";
         # not the things an order makes or changes, which it is said as: "Create entities ... What is ...")
         named = self.apposed and self.verb not in WRITE_WORDS
         phrase = self.phrase() or self.listing() or (self.phrase(self.thing) if named else None)
-        asks = RECORD_IN_ASKS if phrase is not None else RECORD_ASKS
+        if phrase is not None:
+            asks = RECORD_IN_DATED_ASKS if dated else RECORD_IN_ASKS
+        else:
+            asks = RECORD_DATED_ASKS if dated else RECORD_ASKS
         return tuple(
             a.format(**field_words(field), which=which, phrase=phrase, action=self.order(), the=the) for a in asks
         )
@@ -485,6 +492,7 @@ NAME_ASKS = (
 )
 # ... and a number of things it has ("pages": 880), how many: "How many pages does the novel "Middlemarch" have?"
 COUNT_NAME_ASKS = ('How many {field} does the {noun} "{name}" have?', "How many {field} does the {name} have?")
+DATED_NAME_ASKS = ('When was the {noun} "{name}" {field}?', "When was {name} {field}?")  # (a date it was done on)
 STATE_NAME_ASKS = ('What {be} {field} in the {noun} "{name}"?', "What {be} {field} in {name}?")  # (a state: "added")
 # ... and, a line of a listing, in what the call gives ("In the git log, who is the author of the commit whose message
 # is ...?") or after what it does, by a field that picks the line out or by its place ("of the latest commit", as
@@ -493,6 +501,10 @@ STATE_NAME_ASKS = ('What {be} {field} in the {noun} "{name}"?', "What {be} {fiel
 RECORD_IN_ASKS = ("In {phrase}, {what} {be} {the}{field} {which}?",)
 RECORD_ASKS = ("{action}. {What} {be} {the}{field} {which}?",)
 RECORD_ALONE_ASKS = ("{What} {be} {the}{field} {which}?",)
+# ... and a date it was done on, which a participle names ("started": "When was the first one listed started?")
+RECORD_IN_DATED_ASKS = ("In {phrase}, when was {which} {field}?",)
+RECORD_DATED_ASKS = ("{action}. When was {which} {field}?",)
+RECORD_ALONE_DATED_ASKS = ("When was {which} {field}?",)
 # ... and by what a search that found it was about
 TOPIC_ASKS = (
     "{What} {be} the {field} of the {noun} about {topic}?",

@@ -37,6 +37,7 @@ from mcprl.scenarios.lexicon import (
 )
 from mcprl.scenarios.phrasing import (
     COUNT_NAME_ASKS,
+    DATED_NAME_ASKS,
     NAME_ASKS,
     PREPOSITION_NAME_ASKS,
     STATE_NAME_ASKS,
@@ -234,6 +235,8 @@ def field_tasks(
             # (a field a preposition names, "from" of an email, is asked after the thing it is of: "Who is the email
             # ... from?", never as a line of a listing a field picks out, "the to where ...")
             after = asked in PREPOSITIONS
+            # (a date a participle names is the day the thing was done: "When was the document created?")
+            dated = participle(asked) and ISO_DATE.fullmatch(str(value).strip()) is not None
             if asked in TIMES:
                 continue  # (a time a preposition names is asked "since when", which no template words)
             # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user
@@ -257,6 +260,8 @@ def field_tasks(
                 asks = (
                     PREPOSITION_NAME_ASKS
                     if after
+                    else DATED_NAME_ASKS
+                    if dated
                     else STATE_NAME_ASKS
                     if participle(asked)
                     else COUNT_NAME_ASKS
@@ -277,7 +282,7 @@ def field_tasks(
                 # keeps its first line, not its last
                 given = [value_text(v) for v in args.values() if not shaped(v)]
                 alone = kind is not None and not given and at == 0
-                task = _worded(saying.asks_record(asked, f"of the {place}", alone), given, asked)
+                task = _worded(saying.asks_record(asked, f"of the {place}", alone, dated), given, asked)
                 at_place = place
             elif (
                 listing
@@ -289,7 +294,9 @@ def field_tasks(
                 given = [value_text(key[1]), *(value_text(v) for v in args.values() if not shaped(v))]
                 said_key = spoken(key[0])
                 picked_by = quoted(key[1])
-                if participle(said_key):
+                if participle(said_key) and ISO_DATE.fullmatch(str(key[1]).strip()):  # ("the one started on ...")
+                    which = f"of the {kind or 'one'} {said_key} on {picked_by}"
+                elif participle(said_key):
                     which = f"where {picked_by} is {said_key}"
                 elif said_key in PREPOSITIONS:
                     which = f"of the {kind or 'one'} {said_key} {picked_by}"  # ("of the relation from "Ann"")
@@ -303,7 +310,8 @@ def field_tasks(
                     which = f"whose {said_key} is {picked_by}"
                 else:
                     which = f"of the {kind} whose {said_key} is {picked_by}"
-                task = _worded(saying.asks_record(asked, which, kind is not None and len(given) == 1), given, asked)
+                alone = kind is not None and len(given) == 1
+                task = _worded(saying.asks_record(asked, which, alone, dated), given, asked)
             elif not listing and saying is not None:  # the one record a call gave: by the call (its title alone,
                 # where it states nothing)
                 # (of a query: the names it states, as its result is said: "the rows of the department table")
@@ -317,8 +325,6 @@ def field_tasks(
                     whole and participle(asked) and (not subject or any(singular(w) != w for w in subject))
                 )
                 one = bool(lists) and sum(map(len, lists)) == 1  # (the one line of a listing)
-                # (and a date it was done on, "created: 2013-12-23": "When was the document created?")
-                dated = participle(asked) and ISO_DATE.fullmatch(str(value).strip()) is not None
                 if not (asks := saying.asks_field(asked, state, counted, listed=one, dated=dated)):
                     continue
                 task = _worded(asks, given, asked)

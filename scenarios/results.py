@@ -489,6 +489,11 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     data = column_rows(data) or data
     if (wrapped := wrapped_listing(data)) is not None:
         data = wrapped[1]
+    # a map whose every key is a value (`data_key`: `{"shop.xlsx": 5627}` of a workbook's name to its size) lists
+    # them: each a record of its key, unlabelled as a listing's name is, and the fields it maps to (a number alone has
+    # no name to ask it by)
+    if isinstance(data, dict) and data and all(data_key(str(k)) for k in data):
+        return [[("", str(k)), *(flatten(v) if isinstance(v, dict) else [])] for k, v in list(data.items())[:50]]
     if isinstance(data, (list, tuple)) and data and all(isinstance(d, dict) for d in data):
         return [flatten(d) for d in list(data)[:50]]
     if data is not None:

@@ -2176,3 +2176,51 @@ def test_a_value_listed_under_a_plural_is_no_count_of_them():
         (t.task, t.answer) for t in listed
     ]
     assert any(t.task.startswith("How many") and t.answer == 880 for t in tasks({"title": "Dune", "pages": 880}))
+
+
+def test_a_date_a_listed_thing_was_done_on_is_asked_when_and_picks_it_out_as_the_day_it_was_done():
+    """A staff sheet's `started` column was asked "What is started in Ada Lovelace?" and "What is the name where
+    2019-03-01 is started?": a date under a participle is when the thing was done, asked "When was ... started?", and
+    a line it picks out is "the one started on 2019-03-01"."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    rows = [
+        {"name": "Ada Lovelace", "department": "Engineering", "started": "2019-03-01"},
+        {"name": "Grace Hopper", "department": "Engineering", "started": "2015-07-15"},
+        {"name": "Alan Turing", "department": "Research", "started": "2017-01-09"},
+    ]
+    asked = []
+    for tool, args, result in [
+        ("list_staff", {}, {"staff": rows}),
+        ("read_range", {"path": "a.xlsx", "sheet": "Staff"}, {"range": "A1:C4", "values": rows}),
+    ]:
+        call = ExploredCall(index=0, session=0, tool=tool, arguments=args, text=json.dumps(result))
+        asked += [t for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    started = [(t.task, t.answer) for t in asked if "started" in t.task]
+    assert started and all(
+        re.search(r"(^|\. )When was .* started\?$", task) or re.search(r" started on \d{4}-\d\d-\d\d\b", task)
+        for task, _ in started
+    ), started
+    assert {a for _, a in started} & {"2019-03-01", "2015-07-15", "2017-01-09"}, started
+
+
+def test_a_map_keyed_by_file_names_lists_those_files():
+    """excel-mcp-server's `list_workbooks` answers `{"company.xlsx": 5669, ...}` (a workbook's name to its size): no
+    task came of it, the keys being values. A map whose every key is a value (a file's name, a path, a date) lists
+    them, each with the fields it maps to (a size alone has no name to be asked by)."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+    from mcprl.scenarios.results import result_records
+
+    def answers(result: dict) -> list:
+        call = ExploredCall(index=0, session=0, tool="list_workbooks", arguments={}, text=json.dumps(result))
+        return [t.answer for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+
+    both = answers({"company.xlsx": 5669, "sales.xlsx": 1200})
+    assert ["company.xlsx", "sales.xlsx"] in both and 5669 not in both, both
+    assert result_records(json.dumps({"/srv/a.txt": {"size": 10}, "/srv/b": 4}), None) == [
+        [("", "/srv/a.txt"), ("size", 10)],
+        [("", "/srv/b")],
+    ]
+    assert result_records(json.dumps({"name": "Ann", "team": "Sales"}), None) == [[("name", "Ann"), ("team", "Sales")]]
