@@ -337,7 +337,7 @@ def candidates(
     # `top_10_values` of the names a preview's rows held): its keys are values
     for tool, found in tallied.items():
         for tally in found:
-            if len(tally) > 1 and set(tally) <= listed:
+            if set(tally) <= listed:
                 unasked[tool] |= set(tally)
     # ... nor one that every tool that answered gave, two tools or more, each always the same value, over three calls
     # or records: the server's own (`"backend": "openpyxl"`, a tool's "status_message" of success), not a fact about

@@ -255,15 +255,17 @@ def sentence(value: Any) -> bool:
 def named_result(arm: str, name: str, description: str = "") -> bool:
     """Whether an arm is a result's field whose name shares a word with the parameter's ("sku" -> `sku`), or with
     what its `description` opens by saying it is (`from`, "The name of the entity where the relation starts" ->
-    `name`); not where the word shared is a kind that each names of another thing (`entityType` of `relationType`:
-    a relation's type is no entity's)."""
+    `name`), where a word they share is what either is, its last (`project_name` of `project`, not `last_scan_time`
+    of `scan_depth`: a time is no depth); not where the word shared is a kind that each names of another thing
+    (`entityType` of `relationType`: a relation's type is no entity's)."""
     kind, _, field_name = arm.partition(".")
     if kind != "result" or not field_name:
         return False
     said = re.match(r"\s*(?:(?:the|an?)\s+)?([A-Za-z]+(?: [A-Za-z]+)?)\s+of\b", description, re.I)
     field, named = _stems(field_name), _stems(name) | (_stems(said[1]) if said else set())
+    heads = {w for text in (field_name, name, said[1] if said else "") for w in _stems(" ".join(words_of(text)[-1:]))}
     shared = field & named
-    return bool(shared) and not (shared <= KINDS and field - KINDS and named - KINDS)
+    return bool(shared & heads) and not (shared <= KINDS and field - KINDS and named - KINDS)
 
 
 def issued_as(arm: str, name: str) -> bool:

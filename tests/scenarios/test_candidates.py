@@ -1170,6 +1170,9 @@ def test_the_keys_of_a_tally_are_values_and_name_no_field_to_ask_for():
     assert ("analyze_project", "total_files", 4) in asked and ("file_stats", "lines", 120) in asked, asked
     assert not any(field in ("markdown", "python", "md", "py", ".md", ".py") for _, field, _ in asked), asked
     assert ("analyze_project", "markdown", 3) in answers(["bash", "go"])
+    # ... a tally of one key too (tree-sitter's project of Python files alone: "What is the python?" -> 3)
+    analysis["languages"] = {"python": 3}
+    assert not any(field == "python" for _, field, _ in answers(["bash", "markdown", "python"]))
     # ... nor keys another result held as values (csv-editor's `top_10_values` of the names its load's preview rows
     # held: "What is the apple of the column statistics?")
     calls = [

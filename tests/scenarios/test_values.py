@@ -1646,3 +1646,30 @@ def test_a_text_required_longer_than_any_value_in_view_is_sent_one_that_long():
         drawn = knowledge.arguments("reflect_task", schema, session=0, rng=random.Random(seed))
         assert drawn is not None
         jsonschema.validate(drawn[0], schema)
+
+
+def test_an_optional_parameter_takes_a_results_field_only_where_both_name_one_thing():
+    """mcp-server-tree-sitter's `analyze_project(scan_depth)` was sent 1796501337, a project's `last_scan_time`, and a
+    task stated it ("with scan depth 1796501337"): the two share a word, "scan", but one is a depth and the other a
+    time. A result's field names what an optional parameter takes where the word they share is what either is (its
+    last word): a `project_name` for a `project`, a `max_depth` for a `scan_depth`."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge, SeenValue
+
+    analyze = {
+        "type": "object",
+        "properties": {"project": {"type": "string"}, "scan_depth": {"type": "integer", "default": 3}},
+        "required": ["project"],
+    }
+    knowledge = Knowledge([])
+    knowledge.seen = [
+        SeenValue(value="site", field="project_name", call=0),
+        SeenValue(value=1796501337, field="last_scan_time", call=0),
+        SeenValue(value=5, field="max_depth", call=0),
+    ]
+    depths = set()
+    for seed in range(60):
+        args, _ = knowledge.arguments("analyze_project", analyze, session=1, rng=random.Random(seed))
+        depths.add(args.get("scan_depth"))
+    assert 1796501337 not in depths and 5 in depths, depths
