@@ -346,11 +346,17 @@ def candidates(
     for tool, field in values:
         tools_of[field].add(tool)
     answering = {c.tool for c in calls if not c.is_error}
+    # ... nor an id two tools or more give, always one value: what holds every record (a board's `project_id`), no
+    # record's own, whatever tools do not say it
     for field, tools in tools_of.items():
         if (
             len(tools) > 1
-            and tools == answering
-            and all(len(values[t, field]) == 1 for t in tools)
+            and (
+                tools == answering
+                and all(len(values[t, field]) == 1 for t in tools)
+                or words_of(field)[-1:] == ["id"]
+                and len({v for t in tools for v in values[t, field]}) == 1
+            )
             and sum(spread(held[t, field], wide) for t in tools) >= 3
             and not any(of_clock[t, field] for t in tools)
         ):

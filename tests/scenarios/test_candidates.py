@@ -2227,3 +2227,25 @@ def test_a_map_keyed_by_file_names_lists_those_files():
         [("", "/srv/b")],
     ]
     assert result_records(json.dumps({"name": "Ann", "team": "Sales"}), None) == [[("name", "Ann"), ("team", "Sales")]]
+
+
+def test_the_id_of_the_one_thing_every_record_belongs_to_is_not_asked():
+    """kanban-mcp's items and updates each hold the board's `project_id` ("cb693357d0d24c67", one board): "List
+    children with item id 4. What is the project id?" asks for a key no person knows or asks for. An id that
+    several tools give (not every tool: tags have none), always one value, is what holds them all."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    board = "cb693357d0d24c67"
+    results = [
+        ("get_item", {"item_id": 4}, {"id": 4, "project_id": board, "title": "Offline mode", "priority": 2}),
+        ("list_children", {"item_id": 4}, [{"id": 5, "project_id": board, "title": "Sync queue", "priority": 3}]),
+        ("get_latest_update", {}, {"id": 1, "project_id": board, "content": "Reproduced the Safari crash"}),
+        ("list_tags", {}, [{"name": "frontend", "color": "#4ade80"}, {"name": "backend", "color": "#60a5fa"}]),
+    ]
+    calls = [
+        ExploredCall(index=i, session=0, tool=tool, arguments=args, text=json.dumps(result))
+        for i, (tool, args, result) in enumerate(results)
+    ]
+    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert tasks and board not in {str(t.answer) for t in tasks}, [(t.task, t.answer) for t in tasks]
