@@ -183,6 +183,7 @@ OPTIONAL_MOST = 0.75  # ... growing, while a tool says the same again, to this (
 # why a tool gets no more calls of its own, that says nothing against making one of them again: a write that issues
 # a handle (a game's id) is made again, as it was made, before the calls that take one
 SENT_ALL = "no call left that it was not sent already"
+EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}")  # a kind of file, as an error names it (".csv")
 SCHEMA_GIVEN = {"const", "enum", "default", "example"}  # arms whose values the tool's own schema gives
 WRITTEN_ARMS = SCHEMA_GIVEN | {"error", "result", "probe", "generator", "file"}
 OPTIONAL_ARMS = SCHEMA_GIVEN | {"worked", "kin", "error", "shaped", "word", "result", "file", "key"}
@@ -809,7 +810,15 @@ class Knowledge:
         if not {"integer", "number"} & set(kinds):  # any number works: one that did says nothing
             arms["worked"] = fit(self.worked.get(name, []))
             arms["kin"] = fit([v for other in sorted(self.kin(name)) for v in self.worked.get(other, [])])
-        arms["error"] = fit(self.named.get(name, []))
+        named = self.named.get(name, [])
+        # (extensions an error names, for a parameter that takes a path, are the files in view of those kinds: "Invalid
+        # file extension. Supported: ['.csv', '.tsv']" names the CSV file beside the workbook refused, not ".csv")
+        if described_as("path", name, description):
+            exts = tuple(v.lower() for v in named if isinstance(v, str) and EXTENSION.fullmatch(v))
+            in_view = [*self.context, *(f"{b.rstrip('/')}/{n}" for b, names in self.listed.items() for n, _, _ in names)]
+            named = [v for v in named if str(v).lower() not in exts]
+            named += [p for p in dict.fromkeys(in_view) if exts and p.lower().endswith(exts)]
+        arms["error"] = fit(named)
         # (a URI in plain view, a resource's, only for a parameter that takes one: not a graph's entity name; and for
         # one that takes a path, the paths first: the repository `GIT_BASE_DIR` names, not the `stdio` beside it)
         context = [v for v in self.context if "://" not in v or described_as("url", name, description)]

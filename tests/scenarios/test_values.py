@@ -1673,3 +1673,36 @@ def test_an_optional_parameter_takes_a_results_field_only_where_both_name_one_th
         args, _ = knowledge.arguments("analyze_project", analyze, session=1, rng=random.Random(seed))
         depths.add(args.get("scan_depth"))
     assert 1796501337 not in depths and 5 in depths, depths
+
+
+def test_an_error_that_names_the_kinds_of_file_a_path_takes_names_the_files_in_view_of_those_kinds(tmp_path):
+    """csv-editor's `load_csv` refused a workbook beside the CSV file with "Invalid file extension. Supported: ['.csv',
+    '.tsv', '.txt', '.dat']", and was sent ".csv", ".tsv", ".txt", ".dat" as paths after it: never the CSV file in
+    the same folder. An extension an error names, for a parameter that takes a path, is the files in view of it."""
+    import random
+
+    from mcprl.scenarios.value_sources import folder_entries
+    from mcprl.scenarios.values import Drawn, Knowledge
+    from mcprl.tools import ServerSpec
+
+    for name in ("company.xlsx", "orders.xlsx", "notes.md", "sales.csv"):
+        (tmp_path / name).write_text("x")
+    spec = ServerSpec.parse("some-server", cwd=str(tmp_path))
+    knowledge = Knowledge([str(tmp_path)], folders=folder_entries(spec, [str(tmp_path)]))
+    load = {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}
+    workbook = str(tmp_path / "company.xlsx")
+    knowledge.learn(
+        "load_csv",
+        {"file_path": workbook},
+        [Drawn(path="file_path", name="file_path", arm="joined", value=workbook)],
+        index=0,
+        session=0,
+        text="Invalid file path: Invalid file extension. Supported: ['.csv', '.tsv', '.txt', '.dat']",
+        is_error=True,
+        error_kind="tool_error",
+        values=[],
+    )
+    drawn = [knowledge.arguments("load_csv", load, session=0, rng=random.Random(s))[1][0] for s in range(40)]
+    sent = {d.value for d in drawn}
+    assert not sent & {".csv", ".tsv", ".txt", ".dat"}, sent
+    assert str(tmp_path / "sales.csv") in {d.value for d in drawn if d.arm == "error"}, drawn
