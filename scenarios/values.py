@@ -810,15 +810,7 @@ class Knowledge:
         if not {"integer", "number"} & set(kinds):  # any number works: one that did says nothing
             arms["worked"] = fit(self.worked.get(name, []))
             arms["kin"] = fit([v for other in sorted(self.kin(name)) for v in self.worked.get(other, [])])
-        named = self.named.get(name, [])
-        # (extensions an error names, for a parameter that takes a path, are the files in view of those kinds: "Invalid
-        # file extension. Supported: ['.csv', '.tsv']" names the CSV file beside the workbook refused, not ".csv")
-        if described_as("path", name, description):
-            exts = tuple(v.lower() for v in named if isinstance(v, str) and EXTENSION.fullmatch(v))
-            in_view = [*self.context, *(f"{b.rstrip('/')}/{n}" for b, names in self.listed.items() for n, _, _ in names)]
-            named = [v for v in named if str(v).lower() not in exts]
-            named += [p for p in dict.fromkeys(in_view) if exts and p.lower().endswith(exts)]
-        arms["error"] = fit(named)
+        arms["error"] = fit(self.named.get(name, []))
         # (a URI in plain view, a resource's, only for a parameter that takes one: not a graph's entity name; and for
         # one that takes a path, the paths first: the repository `GIT_BASE_DIR` names, not the `stdio` beside it)
         context = [v for v in self.context if "://" not in v or described_as("url", name, description)]
@@ -1107,6 +1099,13 @@ class Knowledge:
                 if looked and not relative.startswith(("/", ".")):
                     self.bases.add(looked[1])
             told = [v for v in error_values(text, sent | {tool}) if not (v in self.names and v in quoted)]
+            # (extensions it names, where a file was sent, are the files in view of those kinds: "Invalid file
+            # extension. Supported: ['.csv', '.tsv']" of a workbook names the CSV file beside it, not ".csv")
+            exts = tuple(v.lower() for v in told if EXTENSION.fullmatch(v))
+            if exts and any(re.search(r"\.\w{1,5}$", v) for v in sent):
+                in_view = [*self.context, *(f"{b.rstrip('/')}/{n}" for b, ns in self.listed.items() for n, _, _ in ns)]
+                told = [v for v in told if v.lower() not in exts]
+                told += [p for p in dict.fromkeys(in_view) if p.lower().endswith(exts) and p not in sent]
             # a parameter of the tool it asks for, not sent ("Please specify a 'path'"): given from now on, as if
             # required (alone of the tool's: "... or use 'git_set_working_dir' first" names another tool, no choice)
             missing = {q for q in quoted & set(self.params.get(tool, ())) if q not in args}

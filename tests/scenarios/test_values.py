@@ -1691,10 +1691,11 @@ def test_an_error_that_names_the_kinds_of_file_a_path_takes_names_the_files_in_v
     knowledge = Knowledge([str(tmp_path)], folders=folder_entries(spec, [str(tmp_path)]))
     load = {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}
     workbook = str(tmp_path / "company.xlsx")
+    leaves = [Drawn(path="file_path", name="file_path", arm="joined", value=workbook)]
     knowledge.learn(
         "load_csv",
         {"file_path": workbook},
-        [Drawn(path="file_path", name="file_path", arm="joined", value=workbook)],
+        leaves,
         index=0,
         session=0,
         text="Invalid file path: Invalid file extension. Supported: ['.csv', '.tsv', '.txt', '.dat']",
@@ -1706,3 +1707,6 @@ def test_an_error_that_names_the_kinds_of_file_a_path_takes_names_the_files_in_v
     sent = {d.value for d in drawn}
     assert not sent & {".csv", ".tsv", ".txt", ".dat"}, sent
     assert str(tmp_path / "sales.csv") in {d.value for d in drawn if d.arm == "error"}, drawn
+    # ... and the call made again at once, as a person who read the error makes it, is sent that file
+    again = knowledge.corrected("load_csv", load, {"file_path": workbook}, leaves)
+    assert again is not None and again[0] == {"file_path": str(tmp_path / "sales.csv")}, again
