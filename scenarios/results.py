@@ -240,7 +240,9 @@ def list_keys(data: Any) -> set[str]:
     """The keys of `data` (JSON) that map to a list somewhere in it: `flatten` gives each item a list holds under its
     key (`"values": [[40000]]` -> ("values", 40000)), which is one of them, not how many there are."""
     if isinstance(data, dict):
-        return {str(k) for k, v in data.items() if isinstance(v, list)} | {k for v in data.values() for k in list_keys(v)}
+        return {str(k) for k, v in data.items() if isinstance(v, list)} | {
+            k for v in data.values() for k in list_keys(v)
+        }
     if isinstance(data, list):
         return {k for v in data for k in list_keys(v)}
     return set()
