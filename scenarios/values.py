@@ -76,6 +76,7 @@ from mcprl.scenarios.lexicon import (
     MADE,
     MADE_NAMES,
     NAME_KEYS,
+    NOT_A_FOLDER,
     PLAIN,
     QUERIES,
     bound_pairs,
@@ -381,6 +382,7 @@ class Knowledge:
             for name in names
             if os.path.isdir(os.path.join(folder, name))
         }
+        self.folders_wanted: set[tuple[str, str]] = set()  # (tool, parameter) an error said was sent no folder
         self.logs: dict[str, ToolLog] = defaultdict(ToolLog)
         # a kind of name (lexicon.Query.lists: "table", "column") -> the bindings known queries' results gave
         self.kinds: dict[str, list[dict[str, str]]] = defaultdict(list)
@@ -922,6 +924,11 @@ class Knowledge:
                 a: [(v, p) for v, p in options if not (isinstance(v, str) and v in self.folders)]
                 for a, options in arms.items()
             }
+        # ... and one an error said was sent no folder ("Path is not a directory: .../shop.py") only the folders
+        if (tool, name) in self.folders_wanted:
+            arms = {
+                a: kept for a, options in arms.items() if (kept := [(v, p) for v, p in options if v in self.folders])
+            } or arms
         if searched:  # a person searches by a word of a sentence ("budget"), not by the whole of it ...
             arms = {a: [(v, p) for v, p in options if not sentence(v)] for a, options in arms.items()}
             # ... nor by where a file is (a search of a workbook's cells sent its path found nothing, every time), but
@@ -1173,6 +1180,8 @@ class Knowledge:
             # others to give instead, "either a country or a city"; one asked for alone is needed whatever it is sent)
             self.wanted -= {d.name for d in named} - self.needed
             log.blamed |= {d.path for d in blamed}
+            if NOT_A_FOLDER.search(text):
+                self.folders_wanted |= {(tool, d.name) for d in blamed if isinstance(d.value, str)}
             for d in blamed:
                 self._refuse(tool, d, text)
                 self.named[d.name] = list(dict.fromkeys([*self.named[d.name], *told]))

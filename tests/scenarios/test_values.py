@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 # a tool's one parameter, an SQL query
 SQL = {
@@ -1710,3 +1711,38 @@ def test_an_error_that_names_the_kinds_of_file_a_path_takes_names_the_files_in_v
     # ... and the call made again at once, as a person who read the error makes it, is sent that file
     again = knowledge.corrected("load_csv", load, {"file_path": workbook}, leaves)
     assert again is not None and again[0] == {"file_path": str(tmp_path / "sales.csv")}, again
+
+
+def test_a_path_an_error_said_is_no_folder_is_sent_the_folders_in_view(tmp_path):
+    """mcp-server-tree-sitter's `register_project_tool` was sent the files of the folder it was started in, one after
+    another ("Failed to register project: Path is not a directory: .../pkg/shop.py"), before the folder itself. A
+    path an error said is no folder is sent the folders in view from then on, as a person who read it would."""
+    import random
+
+    from mcprl.scenarios.value_sources import folder_entries
+    from mcprl.scenarios.values import Drawn, Knowledge
+    from mcprl.tools import ServerSpec
+
+    (tmp_path / "pkg").mkdir()
+    for name in ("main.py", "pkg/shop.py", "pkg/report.py", "notes.md"):
+        (tmp_path / name).write_text("x")
+    spec = ServerSpec.parse("some-server", cwd=str(tmp_path))
+    knowledge = Knowledge([str(tmp_path)], folders=folder_entries(spec, [str(tmp_path)]))
+    register = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    shop = str(tmp_path / "pkg" / "shop.py")
+    knowledge.learn(
+        "register_project",
+        {"path": shop},
+        [Drawn(path="path", name="path", arm="joined", value=shop)],
+        index=0,
+        session=0,
+        text=f"Failed to register project: Path is not a directory: {shop}",
+        is_error=True,
+        error_kind="tool_error",
+        values=[],
+    )
+    sent = {
+        knowledge.arguments("register_project", register, session=0, rng=random.Random(s))[0]["path"] for s in range(30)
+    }
+    assert sent and all(Path(p).is_dir() for p in sent if Path(p).is_absolute()), sent
+    assert sent & {str(tmp_path), str(tmp_path / "pkg")}, sent
