@@ -425,8 +425,10 @@ class Knowledge:
     def renewed(self, tool: str, args: dict[str, Any], leaves: list[Drawn], session: int) -> bool:
         """Whether a call made before may be made again: a handle it sends is one the session's latest write made
         (`made_by`: tree-sitter's project registered by the path its tools had been refused before it named one), where
-        no write had made it when the call was made; once."""
-        return call_key(tool, args) not in self.remade and self.sends_made_handle(leaves, session)
+        no write had made it when the call was made, and it sends nothing else (a file's path sent beside it is no
+        likelier to answer now: that call is drawn anew, never repeated); once."""
+        alone = all(d.name in self.handles for d in leaves)
+        return call_key(tool, args) not in self.remade and alone and self.sends_made_handle(leaves, session)
 
     def sends_made_handle(self, leaves: list[Drawn], session: int) -> bool:
         """Whether a call's `leaves` send a handle the session's latest write made (`made_by`)."""
