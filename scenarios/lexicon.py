@@ -89,7 +89,7 @@ DOCUMENT = frozenset("content contents text data body document source input raw"
 # no folder ("File path relative to project root" sent "." answered "Is a directory")
 FILES, FOLDERS = frozenset("file filename".split()), frozenset("dir directory folder".split())
 # an error that says a path sent is no folder ("Path is not a directory: .../shop.py"): a folder is what it takes
-NOT_A_FOLDER = re.compile(r"\b(?:is not|isn't|must be|not) an? (?:directory|folder)\b", re.I)
+NOT_A_FOLDER = re.compile(r"(?:\bnot|n't|\bmust be) an? (?:directory|folder)\b", re.I)
 # the words that say a parameter takes the name of a field of the records a server holds (a table's column: "Column
 # name to calculate the average for"), which the names of the fields results and files in plain view held are sent
 FIELD_NAMED = frozenset("column columns field fields header headers attribute attributes".split())

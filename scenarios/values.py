@@ -184,7 +184,6 @@ OPTIONAL_MOST = 0.75  # ... growing, while a tool says the same again, to this (
 # why a tool gets no more calls of its own, that says nothing against making one of them again: a write that issues
 # a handle (a game's id) is made again, as it was made, before the calls that take one
 SENT_ALL = "no call left that it was not sent already"
-EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}")  # a kind of file, as an error names it (".csv")
 SCHEMA_GIVEN = {"const", "enum", "default", "example"}  # arms whose values the tool's own schema gives
 WRITTEN_ARMS = SCHEMA_GIVEN | {"error", "result", "probe", "generator", "file"}
 OPTIONAL_ARMS = SCHEMA_GIVEN | {"worked", "kin", "error", "shaped", "word", "result", "file", "key"}
@@ -435,6 +434,11 @@ class Knowledge:
         handles = [d for d in leaves if d.name in self.handles]
         made = self.made_by(self.state_from.get(session, -1)) if handles else set()
         return any(repr(d.value) in made for d in handles)
+
+    def listed_paths(self) -> list[tuple[str, int, int]]:
+        """The paths of the entries of the folders listed (by a call, or in plain view): each (path, the call that
+        listed it, its session; -1 for plain view)."""
+        return [(f"{base.rstrip('/')}/{n}", call, s) for base, names in self.listed.items() for n, call, s in names]
 
     def corrected(
         self, tool: str, schema: dict[str, Any], args: dict[str, Any], leaves: list[Drawn]
@@ -861,12 +865,7 @@ class Knowledge:
                 for w in re.findall(r"[A-Za-z][A-Za-z'-]{3,}", v.value)[1 if sentence(v.value) else 0 :]
                 if valid(w) and w.lower() not in FUNCTION_WORDS
             ]
-            arms["joined"] = [
-                (f"{base.rstrip('/')}/{listed}", call if s == session else None)
-                for base, names in self.listed.items()
-                for listed, call, s in names
-            ]
-            arms["joined"] = [(v, p) for v, p in arms["joined"] if valid(v)]
+            arms["joined"] = [(v, call if s == session else None) for v, call, s in self.listed_paths() if valid(v)]
             # ... and by their paths within a folder an error said relative paths are taken in (`bases`)
             if described_as("path", name, description):
                 arms["entry"] = [
@@ -1110,9 +1109,9 @@ class Knowledge:
             told = [v for v in error_values(text, sent | {tool}) if not (v in self.names and v in quoted)]
             # (extensions it names, where a file was sent, are the files in view of those kinds: "Invalid file
             # extension. Supported: ['.csv', '.tsv']" of a workbook names the CSV file beside it, not ".csv")
-            exts = tuple(v.lower() for v in told if EXTENSION.fullmatch(v))
-            if exts and any(re.search(r"\.\w{1,5}$", v) for v in sent):
-                in_view = [*self.context, *(f"{b.rstrip('/')}/{n}" for b, ns in self.listed.items() for n, _, _ in ns)]
+            exts = tuple(v.lower() for v in told if FILE_NAME.fullmatch(v))
+            if exts and any(FILE_NAME.search(v) for v in sent):
+                in_view = [*self.context, *(path for path, _, _ in self.listed_paths())]
                 told = [v for v in told if v.lower() not in exts]
                 told += [p for p in dict.fromkeys(in_view) if p.lower().endswith(exts) and p not in sent]
             # a parameter of the tool it asks for, not sent ("Please specify a 'path'"): given from now on, as if
