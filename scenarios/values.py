@@ -227,6 +227,7 @@ class ToolLog:
     exhausted: int = 0  # sessions that found no call it had not made yet
     failing: int = 0  # calls that failed since its last answer
     blamed: set[str] = field(default_factory=set)  # the paths of the values those failures blamed
+    faults: set[str] = field(default_factory=set)  # the paths of the values any failure of it blamed
     silent: int = 0  # answers in a row that said nothing ("", "[]", "No matches") of a state that held something
     told: int = 0  # answers that said something (not that they found nothing)
     same: int = 0  # answers in a row that said what it had said before
@@ -1180,7 +1181,14 @@ class Knowledge:
             # (one asked for, sent and refused by name: left out again, where the error that asked for it named
             # others to give instead, "either a country or a city"; one asked for alone is needed whatever it is sent)
             self.wanted -= {d.name for d in named} - self.needed
-            log.blamed |= {d.path for d in blamed}
+            # a failure blaming only values of parameters none blamed before got further than those did: the ones
+            # refused before were taken ("Session not found", then "No numeric column 'item'" once a session was
+            # loaded), and the tool's run of failures starts again from it (once a parameter, so bounded)
+            paths = {d.path for d in blamed}
+            if paths and log.faults and not paths & log.faults:
+                log.failing = 1
+            log.faults |= paths
+            log.blamed |= paths
             if NOT_A_FOLDER.search(text):
                 self.folders_wanted |= {(tool, d.name) for d in blamed if isinstance(d.value, str)}
             for d in blamed:

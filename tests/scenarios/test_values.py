@@ -1746,3 +1746,30 @@ def test_a_path_an_error_said_is_no_folder_is_sent_the_folders_in_view(tmp_path)
     }
     assert sent and all(Path(p).is_dir() for p in sent if Path(p).is_absolute()), sent
     assert sent & {str(tmp_path), str(tmp_path / "pkg")}, sent
+
+
+def test_a_tool_whose_failures_move_on_to_a_parameter_none_blamed_before_is_not_left_alone_for_the_earlier_ones():
+    """Seen on a CSV server (`column_mean(session_id, column)`): its first calls, made before a table was loaded,
+    were refused "Session not found"; sent a loaded session, it said "No numeric column 'item'", and after twelve
+    failures in all it was left alone, its numeric column "qty" never sent with a session. A failure that blames only
+    a parameter no failure blamed before got further: the run of failures starts again there, once per parameter."""
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    knowledge = Knowledge([])
+
+    def fail(args: dict, text: str) -> None:
+        leaves = [Drawn(path=k, name=k, arm="result.x", value=v) for k, v in args.items()]
+        index = len(knowledge.made)
+        knowledge.learn(
+            "column_mean", args, leaves, index=index, session=0, text=text, is_error=True, error_kind=None, values=[]
+        )
+
+    for i in range(8):
+        fail({"session_id": f"s{i}", "column": "qty"}, "Session not found")
+    for name in ("item", "notes", "rows"):
+        fail({"session_id": "a68b5da5", "column": name}, f"No numeric column {name!r}")
+    assert knowledge.retired("column_mean", 12) is None
+    assert knowledge.logs["column_mean"].failing == 3
+    for i in range(8, 17):  # (the session refused again is no new fault: the count goes on, to the bound)
+        fail({"session_id": f"s{i}", "column": "qty"}, "Session not found")
+    assert knowledge.retired("column_mean", 12)
