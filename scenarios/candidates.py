@@ -15,7 +15,7 @@ from typing import Any
 
 from mcprl.checks import as_number, holds_answer, normalize_text, same_value
 from mcprl.scenarios.explored import Exploration, ExploredCall, source_call
-from mcprl.scenarios.expressions import chain_expression
+from mcprl.scenarios.expressions import chain_expression, in_words
 from mcprl.scenarios.grounded_task import answerable, chosen, grounded_scenario, result_answer, task_id
 from mcprl.scenarios.lexicon import (
     ENTRY,
@@ -33,7 +33,18 @@ from mcprl.scenarios.lexicon import (
     stated,
     words_of,
 )
-from mcprl.scenarios.phrasing import ASKS, DOES, FORMULA_ASKS, Said, named_record, noun_of, quoted, said, value_text
+from mcprl.scenarios.phrasing import (
+    ASKS,
+    DOES,
+    FORMULA_ASKS,
+    WORDED_FORMULA_ASKS,
+    Said,
+    named_record,
+    noun_of,
+    quoted,
+    said,
+    value_text,
+)
 from mcprl.scenarios.record_tasks import count_tasks, field_tasks, listing_tasks, wrapped_kind
 from mcprl.scenarios.replay import chain_of, of_clock_kind
 from mcprl.scenarios.results import (
@@ -561,7 +572,13 @@ def candidates(
             )
             worded = expression is not None and (own or rng.random() < 0.5)
             if worded:
-                task = rng.choice(FORMULA_ASKS).format(expression)
+                # (half the time in words where it reads left to right, as people ask: "What is 45 times 6?")
+                spoken = in_words(expression) if rng.random() < 0.5 else None
+                task = (
+                    rng.choice(WORDED_FORMULA_ASKS).format(spoken)
+                    if spoken
+                    else rng.choice(FORMULA_ASKS).format(expression)
+                )
             elif holds_answer(task, answer) and not chosen(call.arguments, answer):
                 continue  # the tool's name says it ("What is the sympy complexes?" -> Complexes)
             out.append(

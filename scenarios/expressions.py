@@ -13,6 +13,7 @@ from typing import Any
 
 from mcprl.checks import as_number
 from mcprl.scenarios.explored import ExploredCall
+from mcprl.scenarios.lexicon import OPERATOR_WORDS
 from mcprl.scenarios.phrasing import first_sentence, quoted
 
 EXPRESSION = re.compile(r"[-+*/%^().\d\s]*\d\s*[-+*/%^]+\s*[-(\d][-+*/%^().\d\s]*")  # arithmetic: "(7 - 2) / 5"
@@ -49,6 +50,33 @@ def arithmetic(expression: str) -> float | None:
         return float(number) if isinstance(number, (int, float)) and math.isfinite(number) else None
     except (SyntaxError, ValueError, ArithmeticError, TypeError):
         return None
+
+
+_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Mod: "%", ast.Pow: "**"}
+_BINDS = {ast.Add: 1, ast.Sub: 1, ast.Mult: 2, ast.Div: 2, ast.Mod: 2, ast.Pow: 3}  # (how tightly each binds)
+
+
+def in_words(expression: str) -> str | None:
+    """An `EXPRESSION` as people say it ("45 * 6": "45 times 6", "8 - 3 - 2": "8 minus 3 minus 2"), where said left
+    to right it means what its brackets and precedence make it: each operator's right operand a number, its left a
+    number or an operator that binds as tightly or more ("2 * 3 + 4"; not "2 + 3 * 4", "(7 - 2) / 5"). None
+    otherwise."""
+    source = expression.replace("^", "**")
+
+    def said(node: ast.AST, binds: int) -> str | None:
+        if isinstance(node, ast.Constant) or isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+            return ast.get_source_segment(source, node)
+        if not isinstance(node, ast.BinOp) or type(node.op) not in _SYMBOLS or _BINDS[type(node.op)] < binds:
+            return None
+        left = said(node.left, _BINDS[type(node.op)] + isinstance(node.op, ast.Pow))  # (a power binds to its right)
+        right = said(node.right, 4)  # (a number alone)
+        return f"{left} {OPERATOR_WORDS[_SYMBOLS[type(node.op)]]} {right}" if left and right else None
+
+    try:
+        tree = ast.parse(source, mode="eval").body
+    except SyntaxError:
+        return None
+    return said(tree, 0) if isinstance(tree, ast.BinOp) else None
 
 
 def _fill(

@@ -28,9 +28,9 @@ structure (schemas, annotations, what the server answered). It holds:
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
   does in a listing ("[FILE] notes.txt");
 - `LINKS`: the words that end no label in a result's prose; `FUNCTION_WORDS`: the words of a text no one searches by;
-- `BARE_NAMES`, `PREPOSITIONS` (`TIMES`), `ENDS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT` (`ABOUT_ONLY`), `OPERANDS`: how a
-  call's arguments are said in a task; `spoken`: a key in words, its short forms written out (`ABBREVIATIONS`), a unit
-  it ends in said as one (`UNITS`);
+- `BARE_NAMES`, `PREPOSITIONS` (`TIMES`), `ENDS`, `KINDS`, `IDENTIFYING`, `ABOUT_IT` (`ABOUT_ONLY`), `OPERANDS`,
+  `OPERATOR_WORDS`: how a call's arguments are said in a task; `spoken`: a key in words, its short forms written
+  out (`ABBREVIATIONS`), a unit it ends in said as one (`UNITS`);
 - `OUTCOMES`, `ERROR_FIELDS`: the words a reply says it worked with, the fields it says what failed in; `FLAGS`: the
   words that say yes or no (no answer, and no value of another parameter than one named as the flag it came from);
 - `COUNTING` (`counts`): the keys that say how many a listing holds; `WHEN` (`unix_time`): the keys of a time;
@@ -106,6 +106,8 @@ ABOUT_ONLY = frozenset("info information details metadata".split())
 # ... and two operands of an order whose order matters, as people say them ("divide 5 by 18", "subtract 2 from 9"
 # for a - b), the first argument's value `{0}`
 OPERANDS = {"divide": "{0} by {1}", "multiply": "{0} by {1}", "subtract": "{1} from {0}"}
+# ... and an arithmetic operator ("45 * 6": "45 times 6"), `mcprl.scenarios.expressions.in_words`
+OPERATOR_WORDS = {"+": "plus", "-": "minus", "*": "times", "/": "divided by", "%": "modulo", "**": "to the power of"}
 WHEN = frozenset("time timestamp date created modified updated accessed mtime ctime atime".split())  # (`unix_time`)
 COUNTING = frozenset("count total number num".split())  # the words of a key that says how many (`counts`)
 # what the one record of a listing is called where nothing names its kind ("the entry in the directory tree")

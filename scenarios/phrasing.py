@@ -460,6 +460,7 @@ ASKS = ("{}. What is the result?", "{}: what do you get?", "{}, and tell me the 
 PHRASE_ASKS = ("What {be} {phrase}?", "Tell me {phrase}.", "Find {phrase}.")
 DOES = ("{}.", "Please do this: {}.", "{}, please.")  # how a task asks for a change
 FORMULA_ASKS = ("What is {}?", "Compute {}.", "Work out {}.", "{} = ?")  # how a task asks for an expression's value
+WORDED_FORMULA_ASKS = ("What is {}?", "How much is {}?", "Work out {}.")  # ... said in words ("45 times 6")
 # a field that is the call's value itself, whatever its tool gives ("result": "What is the sum of 7 and 3?")
 GENERIC_FIELDS = frozenset("result value output answer".split())
 # how a task asks for a field of the record a call gave: of what the call gives ("What is the temperature of the

@@ -349,12 +349,17 @@ DATE_OR_TIME = re.compile(
 )
 
 
+ARITHMETIC = re.compile(r"[-+*/().\d\s]+")  # the characters of a sum of numbers
+OPERATOR = re.compile(r"(?<=[\d)])(\s*)([-+*/])(\s*)(?=[-\d(])")  # an operator between two operands
+
+
 def renumbered(value: str, rng: random.Random) -> str:
     """A value with its numbers changed as a person changes them: each within half to twice its size, in its form
     (integers stay integers, zero-padded ones padded, decimals keep their places): `2d6+3` gives `3d10+2`, not
     `61d35-8`; a date or a time of day moves as a calendar does, to one that exists (`2025-03-23 12:30:00` gives
     `2024-11-02 14:15:00`, not `4050-06-46 24:60:00`). A path's folders stay (where the server works): only its
-    last part changes, `/srv/s51/report-3.md` gives `/srv/s51/report-5.md`."""
+    last part changes, `/srv/s51/report-3.md` gives `/srv/s51/report-5.md`. A sum's operators change too: `12 * 4`
+    gives `9 - 5`."""
 
     def vary(m: re.Match[str]) -> str:
         digits, _, decimals = m.group().partition(".")
@@ -378,6 +383,12 @@ def renumbered(value: str, rng: random.Random) -> str:
         said = (when + datetime.timedelta(days=days, minutes=minutes)).strftime(form)
         return said[1:] if m["clock"] and len(m["clock"]) < len(said) and said[0] == "0" else said
 
+    # an arithmetic expression is no path ("(7 - 2) / 5" has no folder): every number of it varies, and each operator
+    # is drawn again, as a person asks other sums ("12 * 4" gives "9 - 5"); one with an operator other than a dash
+    # (a date, a phone number, "7 - 2" vary as before)
+    if ARITHMETIC.fullmatch(value) and re.search(r"[\d)]\s*[+*/]\s*[-\d(]", value):
+        value = OPERATOR.sub(lambda m: f"{m[1]}{rng.choice('+-*/')}{m[3]}", value)
+        return re.sub(r"\d+(?:\.\d+)?", vary, value)
     folders, slash, last = value.rpartition("/")
     return folders + slash + re.sub(rf"{DATE_OR_TIME.pattern}|\d+(?:\.\d+)?", moved, last)
 

@@ -572,6 +572,38 @@ def test_a_task_is_worded_as_an_expression_only_where_the_answer_is_its_value():
     assert [t.answer for t in kept] == [5], [(t.task, t.reference[0].tool) for t in kept]
 
 
+def test_a_sum_that_reads_left_to_right_is_asked_in_words_as_well_as_in_symbols():
+    """A calculator run trained on "Compute 45 * 6." and "(7 - 2) / 48 = ?" alone, and people ask "What is 347 times
+    29?": a sum that said left to right means what it computes is asked in words too (its operators as people say
+    them), one whose words would change its meaning ("2 + 3 * 4", "(7 - 2) / 5") only in symbols; every task's words,
+    read back as symbols, compute its answer."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+    from mcprl.scenarios.expressions import arithmetic
+    from mcprl.scenarios.lexicon import OPERATOR_WORDS
+
+    said = {"45 * 6": "270", "9 - 3 - 2": "4", "2 + 3 * 4": "14", "(7 - 2) / 5": "1", "2 ^ 10": "1024"}
+    calls = [
+        ExploredCall(index=i, session=0, tool="calculate", arguments={"expression": e}, text=text)
+        for i, (e, text) in enumerate(said.items())
+    ]
+    symbols = {w: s for s, w in OPERATOR_WORDS.items()}
+    spoken: dict[str, set[bool]] = {}
+    for seed in range(12):
+        for t in candidates(Exploration(calls=calls), {}, seed=seed):
+            worded = any(f" {w} " in t.task for w in symbols)
+            spoken.setdefault(t.reference[0].arguments["expression"], set()).add(worded)
+            if worded:
+                sum_ = re.sub(r"^(What is|How much is|Work out) |[?.]$", "", t.task)
+                for word, symbol in symbols.items():
+                    sum_ = sum_.replace(f" {word} ", f" {symbol} ")
+                assert arithmetic(sum_) == t.answer, (t.task, t.answer)
+    assert spoken == {
+        "45 * 6": {True, False}, "9 - 3 - 2": {True, False}, "2 ^ 10": {True, False},
+        "2 + 3 * 4": {False}, "(7 - 2) / 5": {False},
+    }, spoken  # fmt: skip
+
+
 def test_no_answer_is_words_the_request_holds():
     """Seen on @executeautomation/database-server: a query's empty result printed as its header alone (`MAX(id)`)
     grounded "Which id in the insights table comes last?" -> "MAX(id)". A text the request's arguments hold is said
