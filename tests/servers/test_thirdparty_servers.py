@@ -22,6 +22,7 @@ from mcprl.checks import field_at, holds_answer, live_of
 from mcprl.judges.verify import checker_for
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explore import explore
+from mcprl.scenarios.expressions import in_words
 from mcprl.scenarios.grounded import ground
 from mcprl.scenarios.replay import gives_answer
 from mcprl.tools import ServerSpec, ToolPool
@@ -157,9 +158,10 @@ async def test_a_calculator_we_did_not_write_is_sent_expressions_and_grounds_ari
         assert len({c.arguments["expression"] for c in answered}) == len(answered)
         assert len(tasks) == 8 and report.covered == {"calculate": 8}
         await check_answers(pool, tasks)
-    for t in tasks:  # the value of an expression the task states, as a person asks it
-        expression = t.reference[0].arguments["expression"]
-        assert " ".join(expression.split()) in t.task and "calculate" not in t.task.lower(), t.task
+    for t in tasks:  # the value of an expression the task states, in symbols or words, as a person asks it
+        expression = " ".join(t.reference[0].arguments["expression"].split())
+        assert expression in t.task or str(in_words(expression)) in t.task, t.task
+        assert "calculate" not in t.task.lower(), t.task
         assert abs(float(t.answer) - eval(expression)) < 1e-6  # noqa: S307 (the expression is ours)
 
 
