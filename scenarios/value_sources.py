@@ -15,6 +15,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
+from mcprl.scenarios.expressions import EXPRESSION
 from mcprl.scenarios.lexicon import ALLOWED_VALUES, FORBIDDING, PROBES, VERBS, words_of
 from mcprl.tools import ServerSpec
 from mcprl.tools.convert import TRACEBACK
@@ -349,7 +350,6 @@ DATE_OR_TIME = re.compile(
 )
 
 
-ARITHMETIC = re.compile(r"[-+*/().\d\s]+")  # the characters of a sum of numbers
 OPERATOR = re.compile(r"(?<=[\d)])(\s*)([-+*/])(\s*)(?=[-\d(])")  # an operator between two operands
 
 
@@ -386,7 +386,7 @@ def renumbered(value: str, rng: random.Random) -> str:
     # an arithmetic expression is no path ("(7 - 2) / 5" has no folder): every number of it varies, and each operator
     # is drawn again, as a person asks other sums ("12 * 4" gives "9 - 5"); one with an operator other than a dash
     # (a date, a phone number, "7 - 2" vary as before)
-    if ARITHMETIC.fullmatch(value) and re.search(r"[\d)]\s*[+*/]\s*[-\d(]", value):
+    if EXPRESSION.fullmatch(value) and any(m[2] != "-" for m in OPERATOR.finditer(value)):
         value = OPERATOR.sub(lambda m: f"{m[1]}{rng.choice('+-*/')}{m[3]}", value)
         return re.sub(r"\d+(?:\.\d+)?", vary, value)
     folders, slash, last = value.rpartition("/")
