@@ -64,7 +64,7 @@ from mcprl.scenarios.results import (
     server_text,
     wrapped_listing,
 )
-from mcprl.scenarios.values import call_key, gist
+from mcprl.scenarios.values import call_key, gist, says_value
 from mcprl.types import Scenario
 
 EXPRESSION_FIELD = "value"  # what a task worded as an expression asks for ("What is 2 + 3?")
@@ -72,6 +72,7 @@ EXPRESSION_FIELD = "value"  # what a task worded as an expression asks for ("Wha
 # cell's address: a map's keys are values, not fields)
 CODE_KEY = re.compile(r"[A-Za-z]{0,2}\d+|\.\w+")  # (... or a file's extension: `{"file_counts": {".py": 1}}`)
 STOCK_REPLY = 3  # calls of a tool, none a filter of another, that gave one text: the tool's reply to anything
+INERT = 3  # distinct values of a parameter that answered, said alike wherever compared, before it changes nothing
 
 
 def state_of(calls: list[ExploredCall], chain: list[ExploredCall]) -> list[ExploredCall]:
@@ -197,6 +198,40 @@ def spread(held: set[tuple[str, str, int]], wide: set[str]) -> int:
         results[index].add(record)
     things = {frozenset(found) if found <= wide else call for call, found in records.items()}
     return max(len(things), *map(len, results.values()), 0)
+
+
+def inert(calls: list[ExploredCall]) -> dict[str, set[str]]:
+    """tool -> its parameters that change nothing it says (a `random_string` a client needs every tool to take),
+    which no task states: sent INERT distinct values or more that answered, none said back, where calls made in one
+    state (a session between two of its writes) and sent the same other arguments, but other values of it, said one
+    text, at least once, and never two (a filter's "done" and "pending", read in one state, list other tasks; a search
+    that found nothing for either of two words says nothing of the words)."""
+    written: dict[int, int] = {}  # session -> its latest write that answered, so far
+    said: dict[tuple[str, str], dict[tuple[int, int, str], dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
+    echoed: set[tuple[str, str]] = set()
+    for call in calls:
+        if not call.is_error and not found_nothing(call.text, call.arguments):
+            state = (call.session, written.get(call.session, -1))
+            for name, value in call.arguments.items():
+                others = call_key(call.tool, {k: v for k, v in call.arguments.items() if k != name})
+                said[call.tool, name][(*state, others)][repr(value)] = gist(call.text, {})
+                # (said as itself, not as a part of a name: "Progress" of "progress.md")
+                if isinstance(value, (str, int, float)) and says_value(call.text, value):
+                    if re.search(rf"(?<![\w.]){re.escape(str(value))}(?!\w|\.\w)", call.text, flags=re.I):
+                        echoed.add((call.tool, name))
+        if call.writes and not call.is_error:
+            written[call.session] = call.index
+    found: dict[str, set[str]] = defaultdict(set)
+    for (tool, name), states in said.items():
+        texts = [set(by_value.values()) for by_value in states.values()]
+        if (
+            (tool, name) not in echoed
+            and len({v for by_value in states.values() for v in by_value}) >= INERT
+            and all(len(t) == 1 for t in texts)
+            and any(len(by_value) > 1 for by_value in states.values())
+        ):
+            found[tool].add(name)
+    return found
 
 
 def title_of(titles: dict[str, str], tool: str) -> str:
@@ -374,14 +409,18 @@ def candidates(
             for tool in tools:
                 unasked[tool].add(field)
 
+    changes_nothing = inert(calls)
+
     def fixed_out(call: ExploredCall) -> dict[str, Any]:
         """What a task states of a call's arguments: not the server's context (`Exploration.fixed`), nor its schema's
-        default, drawn as one or not (the call is the same without it: `git_diff`'s "staged False")."""
+        default, drawn as one or not (the call is the same without it: `git_diff`'s "staged False"), nor one that
+        changes nothing the tool says (`inert`)."""
         default = defaults.get(call.tool, {})
         return {
             k: v
             for k, v in call.arguments.items()
             if not (k in exploration.fixed and v == exploration.fixed[k])
+            and k not in changes_nothing[call.tool]
             and call.sources.get(k) != "default"
             and not (k in default and (type(v), v) == (type(default[k]), default[k]))
         }

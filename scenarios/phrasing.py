@@ -221,10 +221,17 @@ class Said:
         thing's ("List tasks. What is the name of the task listed?", not "What is the name?")."""
         things = self.listing() if listed and not (state or counted or field in PREPOSITIONS) else None
         if things is not None:
-            one = singular(things.split(" ")[-1])
+            # (what each is: the head of the phrase, not what it is of or for: "the entry in the directory tree for
+            # "/srv/docs"" lists entries, not "/srv/docs"s)
+            one = singular(re.split(r" (?:of|in|for|from|with|about) ", things)[0].split(" ")[-1])
             return tuple(a.format(**field_words(field), one=one, action=self.order()) for a in ONE_LISTED_ASKS)
         phrase = self.phrase()
-        if phrase is not None and (field in GENERIC_FIELDS or singular(self.thing.split(" ")[-1]) == singular(field)):
+        # (a field the thing's name ends in is the thing: "current mode" of "get current mode", not "the current mode
+        # of the current mode")
+        asked = [singular(w) for w in field.split(" ")]
+        if phrase is not None and (
+            field in GENERIC_FIELDS or [singular(w) for w in self.thing.split(" ")][-len(asked) :] == asked
+        ):
             return self.asks_result()
         if phrase is not None and self.of is not None:  # (a field of the file info for X is the file's)
             phrase = self.of.phrase()

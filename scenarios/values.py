@@ -150,6 +150,9 @@ NUMERIC_RESULT_PRIOR = (2, 2)  # any number a result gave, for a number: a compu
 # a result field whose values have an id's form (letters and digits, one token: a commit's hash, "ws-101", a UUID):
 # what a tool that takes one thing's name is sent, before a field of names, dates or messages ("Bob Stone")
 ID_RESULT_PRIOR = (2, 1)
+# a result field most of whose values have a file's name ("progress.md" of a listing's lines), for a parameter said to
+# take a file (`filename`): what a read of one file is sent, before a made-up name or a folder in plain view
+FILE_RESULT_PRIOR = (3, 1)
 KNOWN_VALUES = 400  # values results held that are kept to draw from (the latest)
 LONG_VALUE = 80  # a longer text a result held is prose, not a value to pass on
 DRAWS = 8  # draws of a call before giving up on finding one not made yet
@@ -762,6 +765,10 @@ class Knowledge:
             return NAMED_RESULT_PRIOR
         if kind == "result" and not numeric and values and all(ID_FORM.fullmatch(str(v)) for v in values):
             return ID_RESULT_PRIOR
+        said = set(words_of(name)) | set(words_of(description))
+        files = sum(bool(FILE_NAME.search(str(v))) for v in values)
+        if kind == "result" and said & FILES and not said & FOLDERS and 2 * files > len(values):
+            return FILE_RESULT_PRIOR
         return NUMERIC_RESULT_PRIOR if kind == "result" and numeric else PRIORS[kind]
 
     def _arms(

@@ -47,6 +47,19 @@ def test_a_short_listing_asks_for_every_name_it_gives_and_states_none():
     assert listing("main\ndev", {"name": "dev"}) == []  # a listing of what the call was given
 
 
+def test_the_one_record_a_listing_gave_is_asked_for_as_what_each_record_is_not_as_what_the_call_was_sent():
+    """@modelcontextprotocol/server-filesystem's `directory_tree` of a folder of one file: 'What is the name of the
+    "/tmp/docs" listed?' said the folder as what was listed."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    tree = json.dumps([{"name": "todo.txt", "type": "file"}])
+    call = ExploredCall(index=0, session=0, tool="directory_tree", arguments={"path": "/srv/docs"}, text=tree)
+    asked = {t.task for seed in range(8) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
+    assert any(t.endswith("of the entry listed?") for t in asked), asked
+    assert not any(re.search(r'" listed\b', t) for t in asked), asked
+
+
 def test_a_record_that_is_its_name_alone_is_asked_its_name_only_where_the_call_picked_it_out():
     """`list_tables` of a database of one table, `[{"name": "books"}]`: "List tables. What is the name?" asks of
     nothing a person could name; a call sent what picks its one record out (`get_user` of id 7) is asked it."""
@@ -78,6 +91,40 @@ def test_no_task_states_a_filter_that_changed_nothing():
     tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
     assert tasks and not any("README" in t.task or "end_timestamp" in t.reference[-1].arguments for t in tasks)
     assert any(t.reference[-1].arguments == {"max_count": 1} for t in tasks)  # it changed what the call said
+
+
+def test_no_task_states_a_value_that_changes_nothing_the_tool_says():
+    """memory-bank-mcp's tools take a `random_string` (some clients need every tool to take a parameter): "Name the
+    memory bank files with random string dummy." Values that answered alike wherever compared (one state, the same
+    other arguments) change nothing, and no task states them; a filter whose values list other things in one state
+    is stated, and so is a value the text says back."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    files = "Files in Memory Bank:\nactive-context.md\ndecision-log.md\nprogress.md"
+    tasks = {"pending": '[{"title": "Renew passport"}]', "done": '[{"title": "Book a room"}, {"title": "Pay rent"}]'}
+    calls = [
+        ExploredCall(index=i, session=i // 3, tool="list_files", arguments={"random_string": v}, text=files)
+        for i, v in enumerate(["dummy", "Progress", "tools", "Decision Log", "x"])
+    ]
+    calls += [
+        ExploredCall(index=5 + i, session=5, tool="list_tasks", arguments={"status": s}, text=tasks[s])
+        for i, s in enumerate(["pending", "done", "pending"])
+    ]
+    # (a search that matched its one record by each of its words)
+    flight = '[{"flight": "Porto to Lisbon", "seat": "12A", "gate": "B7"}]'
+    calls += [
+        ExploredCall(index=8 + i, session=6, tool="search", arguments={"query": q}, text=flight)
+        for i, q in enumerate(["Porto", "Lisbon", "12A"])
+    ]
+    found = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    listed = [t for t in found if t.reference[-1].tool == "list_files"]
+    assert listed and not any(v in t.task for t in listed for v in ["dummy", "Progress", "tools", "Decision Log"])
+    assert len({t.task for t in listed}) < len(listed) or len(listed) == 1  # (one question, whatever was sent)
+    by_status = [t for t in found if t.reference[-1].tool == "list_tasks"]
+    assert by_status and all(t.reference[-1].arguments["status"] in t.task for t in by_status)
+    searched = [t for t in found if t.reference[-1].tool == "search"]
+    assert searched and all(t.reference[-1].arguments["query"] in t.task for t in searched)
 
 
 def test_no_task_states_a_value_the_server_said_back_in_place_of_its_default_and_did_not_use():

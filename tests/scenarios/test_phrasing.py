@@ -75,6 +75,9 @@ def test_wordings_read_as_sentences(title: str, args: dict) -> None:
 
 def test_a_title_that_names_or_gets_a_thing_is_asked_about_that_thing() -> None:
     assert said("Get Sum Tool", {"a": 7, "b": 3}).asks_field("sum") == said("get sum", {"a": 7, "b": 3}).asks_result()
+    # ... and so is a field its name ends in, of more words than one (memory-bank-mcp's "Current mode: architect")
+    assert said("get current mode", {}).asks_field("current mode") == said("get current mode", {}).asks_result()
+    assert not any("mode of the current mode" in t for t in said("get current mode", {}).asks_field("current mode"))
     # an order is kept as one: the task says what to do, then asks
     assert all(t.startswith("Convert temperature 14") for t in said("convert temperature", {"value": 14}).asks_result())
     # a listing of a thing a title names is asked for as its plural

@@ -377,6 +377,32 @@ def test_a_file_servers_paths_come_from_its_results_and_its_files_ground_tasks()
     assert not [task for task, _ in asked if "['" in task or "# " in task or "README.md:" in task], asked
 
 
+def test_a_parameter_said_to_take_a_file_is_sent_a_file_name_a_listing_gave_first():
+    """memory-bank-mcp: `list_memory_bank_files` answered "Files in Memory Bank:" and a file name a line, and
+    `read_memory_bank_file`'s `filename` was sent made-up names and folders in plain view, never a listed one, so the
+    read never answered. A result's field whose values are mostly files' names is what a parameter said to take a
+    file draws first, before a made-up name or a word of the server's context."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    listing = "Files in Memory Bank:\nactive-context.md\ndecision-log.md\nprogress.md"
+    one = {"type": "object", "properties": {"random_string": {"type": "string"}}, "required": ["random_string"]}
+    read = {"type": "object", "properties": {"filename": {"type": "string"}}, "required": ["filename"]}
+    firsts = []
+    for seed in range(20):
+        knowledge = Knowledge(["Active Context", "Progress", "/srv/bank"], descriptions={"read": "Read a file"})
+        rng = random.Random(seed)
+        args, leaves = knowledge.arguments("list", one, 0, rng)
+        values = [("", line) for line in listing.splitlines()]
+        knowledge.learn(
+            "list", args, leaves, index=0, session=0, text=listing, is_error=False, error_kind=None, values=values
+        )
+        firsts.append(knowledge.arguments("read", read, 0, rng)[0]["filename"])
+    listed = [f for f in firsts if f.endswith(".md")]
+    assert len(listed) > len(firsts) / 2, firsts
+
+
 def test_a_value_that_worked_is_varied_as_a_person_varies_it():
     """Each number of a value that worked changes within half to twice its size and keeps its form (an integer, a
     zero-padded one, a decimal's places), so a dice notation stays one a person rolls; a date, a date and time or a
