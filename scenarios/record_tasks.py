@@ -279,9 +279,10 @@ def field_tasks(
                 # the first or last line of a listing in time order (its lines dated), by its place: a log's latest
                 # entry, as people ask "Who made the latest commit?"; not a table's first row, whose place means
                 # nothing. Said alone only of the first line of a call that states nothing: a listing cut short
-                # keeps its first line, not its last
+                # keeps its first line, not its last; and only where the place says what the line is ("the latest
+                # commit", not "the first one listed": of what?)
                 given = [value_text(v) for v in args.values() if not shaped(v)]
-                alone = kind is not None and not given and at == 0
+                alone = kind is not None and not given and at == 0 and place.endswith(f" {kind}")
                 task = _worded(saying.asks_record(asked, f"of the {place}", alone, dated), given, asked)
                 at_place = place
             elif (

@@ -799,12 +799,16 @@ class Knowledge:
         seen = [
             v for v in self.seen if not self.fresh_sessions or v.session == session or repr(v.value) in self.initial
         ]
+        # (nor a time of now, a record's `createdAt`: it names nothing, another each call; but to a parameter that
+        # takes a date or a time)
+        description = str(schema.get("description") or "")
+        if not any(described_as(shape, name, description) for shape in ("date", "time")):
+            seen = [v for v in seen if not (isinstance(v.value, str) and read_off_clock(v.value))]
 
         def fit(values: list[Any]) -> list[tuple[Any, int | None]]:
             return [(v, None) for v in values if fits_type(v, kinds) and valid(coerce(v, schema))]
 
         arms: dict[str, list[tuple[Any, int | None]]] = {}
-        description = str(schema.get("description") or "")
         if "default" in schema and schema["default"] is not None:
             arms["default"] = fit([schema["default"]])
         # and the items of a list its description gives, or where it gives none, its tool's ("How many moons a
@@ -1400,6 +1404,13 @@ def says_value(text: str, value: Any) -> bool:
         and len(said) > 1
         and re.search(rf"(?<![\w.]){re.escape(said)}(?![\w])", text, flags=re.I) is not None
     )
+
+
+def read_off_clock(value: str) -> bool:
+    """Whether a text is a time of now and nothing else ("2026-12-06T04:14:06.351Z"), its zone's offset aside."""
+    spans = clock_spans(value)
+    rest = "".join(value[end:start] for (_, end), (start, _) in zip([(0, 0), *spans], [*spans, (len(value), 0)]))
+    return bool(spans) and re.fullmatch(r"\s*(?:Z|[+-]\d{2}:?\d{2})?\s*", rest) is not None
 
 
 def gist(text: str, args: dict[str, Any]) -> str:

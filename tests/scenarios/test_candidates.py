@@ -264,6 +264,25 @@ def test_a_dated_listing_always_asks_of_its_latest_line_and_each_place_is_a_ques
     assert {p for t in kept for p in ("latest", "earliest") if p in t.task} == {"latest", "earliest"}
 
 
+def test_a_line_asked_for_by_a_place_that_names_no_kind_is_asked_in_what_the_call_gives():
+    """mcp-knowledge-graph's `read_graph`, its entities' times of making in no order: "What is the name of the first
+    one listed?" said neither the graph nor what is listed. A place that says what the line is ("the latest commit")
+    is asked alone; one that does not is asked in what the call gives."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    made = [
+        ("Weekly report", "2026-03-06T04:26:49Z"),
+        ("Team meeting", "2026-03-06T04:26:52Z"),
+        ("Garden", "2026-03-06T04:26:50Z"),
+    ]
+    graph = {"entities": [{"name": n, "entityType": "project", "createdAt": d, "version": 1} for n, d in made]}
+    call = ExploredCall(index=0, session=0, tool="read_graph", arguments={}, text=json.dumps(graph))
+    asked = {t.task for seed in range(10) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
+    placed = [t for t in asked if "first one listed" in t]
+    assert placed and all("graph" in t for t in placed), asked
+
+
 def test_a_text_of_lines_is_asked_for_by_its_labelled_values_not_its_one_number():
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration, ExploredCall

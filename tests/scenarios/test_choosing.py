@@ -501,14 +501,14 @@ def test_no_kept_task_recites_more_values_than_a_person_gives():
 
 def test_no_kept_task_asks_a_thing_of_itself():
     """memory-bank-mcp's `get_current_mode` answers "Current mode: architect": "What is the current mode of the current
-    mode?" asked the field of a record named by the field itself, and was kept in every run; the other field of that
-    answer is asked."""
+    mode?" asked the field of a record named by the field itself, and was kept in every run. That field is asked as
+    the thing itself ("Tell me the current mode."), the other field of that answer as one of it."""
     text = "Current mode: architect\nMemory Bank status: INACTIVE\nUMB mode active: No"
     tasks = [
         t
         for seed in range(4)
         for t in candidates(Exploration(calls=[_call(0, "get_current_mode", {}, text)]), {}, seed=seed)
     ]
-    kept, dropped = select(tasks, len(tasks), seed=0)
-    assert dropped["asks a thing of itself"] >= 1, (dropped, [t.task for t in tasks])
-    assert kept and not any("mode of the current mode" in t.task for t in kept), [t.task for t in kept]
+    kept, _ = select(tasks, len(tasks), seed=0)
+    assert not any("mode of the current mode" in t.task for t in tasks), [t.task for t in tasks]
+    assert {t.answer for t in kept} == {"architect", "INACTIVE"}, [t.task for t in kept]

@@ -403,6 +403,32 @@ def test_a_parameter_said_to_take_a_file_is_sent_a_file_name_a_listing_gave_firs
     assert len(listed) > len(firsts) / 2, firsts
 
 
+def test_a_time_of_now_a_result_held_is_sent_only_to_a_parameter_that_takes_a_date_or_a_time():
+    """mcp-knowledge-graph: relations were made from and to "2026-12-06T04:14:06.351Z", a record's `createdAt`,
+    which names nothing (another each call). A time of now that a result held is no value for a name; a parameter
+    that takes a date is still sent it."""
+    import datetime
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    made = f'{{"name": "Weekly report", "entityType": "project", "createdAt": "{now}"}}'
+    one = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    knowledge = Knowledge([])
+    rng = random.Random(0)
+    args, leaves = knowledge.arguments("create", one, 0, rng)
+    values = [("name", "Weekly report"), ("entityType", "project"), ("createdAt", now)]
+    knowledge.learn(
+        "create", args, leaves, index=0, session=0, text=made, is_error=False, error_kind=None, values=values
+    )
+    relate = {"type": "object", "properties": {"from": {"type": "string"}}, "required": ["from"]}
+    since = {"type": "object", "properties": {"since": {"type": "string"}}, "required": ["since"]}
+    sent = [knowledge.arguments("relate", relate, 0, rng)[0]["from"] for _ in range(40)]
+    assert "Weekly report" in sent and now not in sent, sent
+    assert now in [knowledge.arguments("changes", since, 0, rng)[0]["since"] for _ in range(40)]
+
+
 def test_a_value_that_worked_is_varied_as_a_person_varies_it():
     """Each number of a value that worked changes within half to twice its size and keeps its form (an integer, a
     zero-padded one, a decimal's places), so a dice notation stays one a person rolls; a date, a date and time or a
