@@ -224,7 +224,8 @@ def field_tasks(
                 asked = f"type of {asked}"
             # (a number of things, "pages": 880, is asked how many: not "What are the pages of ...?")
             whole = re.fullmatch(r"\d+", str(value).strip()) is not None
-            head = asked.split(" ")[-1]
+            # (of what it is, not of its unit: "maximum size in megabytes" is no number of megabytes)
+            head = asked.split(" in ")[0].split(" ")[-1]
             many = (
                 whole
                 and not participle(asked)

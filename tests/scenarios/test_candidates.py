@@ -878,6 +878,19 @@ def test_a_count_of_things_in_a_state_is_asked_how_many():
     assert re.search(r"How many succeeded\?$", tasks[4]), tasks
 
 
+def test_a_number_in_a_unit_is_asked_what_it_is_not_how_many_of_its_unit():
+    """mcp-server-tree-sitter's `configure`: "Configure. How many maximum size in megabytes?" of `max_size_mb`: 100.
+    A number of things is asked how many ("How many total files?"); one in a unit, what it is."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    config = {"cache": {"max_size_mb": 100}, "max_file_size_mb": 5, "total_files": 12}
+    call = ExploredCall(index=0, session=0, tool="configure", arguments={}, text=json.dumps(config))
+    asked = {t.answer: t.task for seed in range(10) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
+    assert "How many total files" in asked[12] and "How many" not in asked[100] + asked[5], asked
+    assert "size in megabytes" in asked[100], asked
+
+
 def test_a_sentence_grounds_the_one_number_it_holds_besides_what_its_call_was_sent():
     """A server that answers in prose ("There are 42 units of SKU-3486 in stock.") grounds a task asking for the one
     number the sentence holds besides the values its call was sent, stating those values and not the answer; a
