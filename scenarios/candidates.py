@@ -64,7 +64,7 @@ from mcprl.scenarios.results import (
     server_text,
     wrapped_listing,
 )
-from mcprl.scenarios.values import call_key, gist, says_value
+from mcprl.scenarios.values import call_key, gist, says_value, sentence
 from mcprl.types import Scenario
 
 EXPRESSION_FIELD = "value"  # what a task worded as an expression asks for ("What is 2 + 3?")
@@ -539,6 +539,22 @@ def candidates(
             if data is None or isinstance(data, (str, int, float))
             else None
         )
+        # a read that says back a sentence a write of its state stored, and little else ("File: README.md" and
+        # "Send the draft to Sam by Friday.", after the write of that note that is the task's `prepare`) is asked
+        # for that sentence: what the store holds, not a message of the server's
+        says_stored = False
+        if answer is None and state:
+            rest = normalize_text(call.text)
+            for v in given_values:
+                rest = rest.replace(normalize_text(v), " ")
+            stored = {
+                v
+                for c in state
+                for _, v in flatten(c.arguments)
+                if sentence(v) and normalize_text(v) in rest and len(rest.replace(normalize_text(v), " ").split()) <= 3
+            }
+            if len(stored) == 1:
+                answer, says_stored = stored.pop(), True
         # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer;
         # nor a text the tool gave to three calls or more, none a filter of another ("Task not found" for every id
         # asked): its reply to anything, no fact about what it was asked; nor words the request holds (the header
@@ -597,7 +613,7 @@ def candidates(
                 continue
             steps = [say(c, ln) for c, ln in zip(chain, linked)]
             if len(steps) == 1:
-                task = rng.choice(steps[0].asks_result())
+                task = rng.choice(steps[0].asks_text() if says_stored else steps[0].asks_result())
             else:
                 first, *then = [s.order() for s in steps]
                 task = rng.choice(ASKS).format(". ".join([first, *(f"Then {o[:1].lower()}{o[1:]}" for o in then)]))

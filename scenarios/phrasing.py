@@ -210,6 +210,14 @@ class Said:
             return tuple(a.format(self.order()) for a in ASKS)
         return tuple(a.format(phrase=phrase, be=be(self.about or self.thing)) for a in PHRASE_ASKS)
 
+    def asks_text(self) -> tuple[str, ...]:
+        """How a task asks for a text the call reads back whole, a note a write stored ("What does the file README.md
+        say?")."""
+        phrase = self.phrase()
+        if phrase is None:
+            return tuple(a.format(action=self.order()) for a in CALL_TEXT_ASKS)
+        return tuple(a.format(phrase=phrase) for a in TEXT_ASKS)
+
     def asks_field(
         self, field: str, state: bool = False, counted: bool = False, listed: bool = False, dated: bool = False
     ) -> tuple[str, ...]:
@@ -465,6 +473,8 @@ def said(
 # the call does (`ASKS`), or of what it gives (`PHRASE_ASKS`: "What is the sum of 7 and 3?")
 ASKS = ("{}. What is the result?", "{}: what do you get?", "{}, and tell me the result.")
 PHRASE_ASKS = ("What {be} {phrase}?", "Tell me {phrase}.", "Find {phrase}.")
+TEXT_ASKS = ("What does {phrase} say?", "Tell me what {phrase} says.")  # ... a text a read gives back whole
+CALL_TEXT_ASKS = ("{action}. What does it say?", "{action} and tell me what it says.")
 DOES = ("{}.", "Please do this: {}.", "{}, please.")  # how a task asks for a change
 FORMULA_ASKS = ("What is {}?", "Compute {}.", "Work out {}.", "{} = ?")  # how a task asks for an expression's value
 WORDED_FORMULA_ASKS = ("What is {}?", "How much is {}?", "Work out {}.")  # ... said in words ("45 times 6")

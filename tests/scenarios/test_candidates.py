@@ -878,6 +878,35 @@ def test_a_count_of_things_in_a_state_is_asked_how_many():
     assert re.search(r"How many succeeded\?$", tasks[4]), tasks
 
 
+def test_a_read_that_says_back_a_note_its_state_stored_is_asked_what_the_note_says():
+    """memory-bank-mcp and mcp-python-interpreter: a file written "Send the draft to Sam by Friday." and read back
+    ("File: README.md" and the sentence) grounded nothing: a sentence is a server's message, no answer. Read back
+    whole after a write of the task's state, it is what the store holds: asked for, that write the task's `prepare`,
+    and never stated. A read that holds it among much else is not asked for it."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    note = "Send the draft to Sam by Friday."
+    write = {"file_path": "README.md", "content": note}
+    many = "\n".join([f"README.md: {note}", "plan.md: Book a room for the review.", "todo.md: Renew the books."])
+    calls = [
+        ExploredCall(index=0, session=0, tool="write_file", arguments=write, text="Wrote README.md", writes=True),
+        ExploredCall(
+            index=1,
+            session=0,
+            tool="read_file",
+            arguments={"file_path": "README.md"},
+            text=f"File: README.md\n\n{note}",
+        ),
+        ExploredCall(index=2, session=0, tool="search_files", arguments={"pattern": "md"}, text=many),
+    ]
+    found = [t for seed in range(4) for t in candidates(Exploration(calls=calls, isolated=True), {}, seed=seed)]
+    read = [t for t in found if t.reference[-1].tool == "read_file" and t.answer == note]
+    assert read and all(note not in t.task and "README.md" in t.task for t in read), [t.task for t in found]
+    assert all([(c.tool, c.arguments) for c in t.prepare] == [("write_file", write)] for t in read)
+    assert not any(t.answer == note for t in found if t.reference[-1].tool == "search_files")
+
+
 def test_a_number_in_a_unit_is_asked_what_it_is_not_how_many_of_its_unit():
     """mcp-server-tree-sitter's `configure`: "Configure. How many maximum size in megabytes?" of `max_size_mb`: 100.
     A number of things is asked how many ("How many total files?"); one in a unit, what it is."""
