@@ -16,7 +16,14 @@ from typing import Any
 from mcprl.checks import as_number, holds_answer, normalize_text, same_value
 from mcprl.scenarios.explored import Exploration, ExploredCall, source_call
 from mcprl.scenarios.expressions import chain_expression, in_words
-from mcprl.scenarios.grounded_task import answerable, chosen, grounded_scenario, result_answer, task_id
+from mcprl.scenarios.grounded_task import (
+    answerable,
+    chosen,
+    document_sentence,
+    grounded_scenario,
+    result_answer,
+    task_id,
+)
 from mcprl.scenarios.lexicon import (
     ENTRY,
     IDENTIFYING,
@@ -555,6 +562,9 @@ def candidates(
             }
             if len(stored) == 1:
                 answer, says_stored = stored.pop(), True
+        # ... and so is the one sentence of a document a read gave, under its headings or its name
+        if answer is None and not call.writes and (document := document_sentence(call.text, given_values)):
+            answer, says_stored = document, True
         # an answer the arguments already hold, or a text that echoes one ("no items match 'drill'"), is no answer;
         # nor a text the tool gave to three calls or more, none a filter of another ("Task not found" for every id
         # asked): its reply to anything, no fact about what it was asked; nor words the request holds (the header

@@ -108,6 +108,19 @@ def answerable(value: Any) -> bool:
     )
 
 
+def document_sentence(text: str, sent: Sequence[str] = ()) -> str | None:
+    """The one sentence a document a read gave says, beside its headings, its labelled fields and the lines that name
+    it (a note: "Daily/2024-03-01.md:", "# 2024-03-01", "Called Dana about the budget."): what a person asks the
+    document says. None where nothing heads it (a sentence alone, or under a label, is a server's message), or where
+    it says more than one."""
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("```")]
+    said = [line for line in lines if not HEADING.fullmatch(line) and not re.match(r"[\w ]{1,30}: \S", line)]
+    named = any(line.startswith("#") or any(v and v in line for v in sent) for line in lines if line not in said)
+    if not named or len(said) != 1 or not MESSAGE.fullmatch(said[0]) or len(said[0].split()) > MAX_ANSWER_WORDS:
+        return None
+    return said[0]
+
+
 def one_number(text: str, words: int | None = None) -> float | int | None:
     """The one number a text holds; with `words`, only if it has at most that many words besides
     ("$88.88", "37 units", but not "48 hours in Porto", "Invoice for March 2024", nor a cell of a row, "pear,7")."""

@@ -216,7 +216,11 @@ class Said:
         phrase = self.phrase()
         if phrase is None:
             return tuple(a.format(action=self.order()) for a in CALL_TEXT_ASKS)
-        return tuple(a.format(phrase=phrase) for a in TEXT_ASKS)
+        last = self.thing.split(" ")[-1]
+        many = singular(last) != last  # ("What do the notes for ... say?")
+        return tuple(
+            a.format(phrase=phrase, do="do" if many else "does", says="say" if many else "says") for a in TEXT_ASKS
+        )
 
     def asks_field(
         self, field: str, state: bool = False, counted: bool = False, listed: bool = False, dated: bool = False
@@ -473,7 +477,7 @@ def said(
 # the call does (`ASKS`), or of what it gives (`PHRASE_ASKS`: "What is the sum of 7 and 3?")
 ASKS = ("{}. What is the result?", "{}: what do you get?", "{}, and tell me the result.")
 PHRASE_ASKS = ("What {be} {phrase}?", "Tell me {phrase}.", "Find {phrase}.")
-TEXT_ASKS = ("What does {phrase} say?", "Tell me what {phrase} says.")  # ... a text a read gives back whole
+TEXT_ASKS = ("What {do} {phrase} say?", "Tell me what {phrase} {says}.")  # ... a text a read gives back whole
 CALL_TEXT_ASKS = ("{action}. What does it say?", "{action} and tell me what it says.")
 DOES = ("{}.", "Please do this: {}.", "{}, please.")  # how a task asks for a change
 FORMULA_ASKS = ("What is {}?", "Compute {}.", "Work out {}.", "{} = ?")  # how a task asks for an expression's value

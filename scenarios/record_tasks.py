@@ -26,6 +26,7 @@ from mcprl.scenarios.lexicon import (
     PREPOSITIONS,
     TIMES,
     data_type,
+    head,
     participle,
     record_of,
     shaped,
@@ -225,12 +226,12 @@ def field_tasks(
             # (a number of things, "pages": 880, is asked how many: not "What are the pages of ...?")
             whole = re.fullmatch(r"\d+", str(value).strip()) is not None
             # (of what it is, not of its unit: "maximum size in megabytes" is no number of megabytes)
-            head = asked.split(" in ")[0].split(" ")[-1]
+            head_word = head(asked)
             many = (
                 whole
                 and not participle(asked)
-                and singular(head) != head
-                and head not in NOT_COUNTS
+                and singular(head_word) != head_word
+                and head_word not in NOT_COUNTS
                 and field not in in_lists
             )
             # (a field a preposition names, "from" of an email, is asked after the thing it is of: "Who is the email

@@ -907,6 +907,29 @@ def test_a_read_that_says_back_a_note_its_state_stored_is_asked_what_the_note_sa
     assert not any(t.answer == note for t in found if t.reference[-1].tool == "search_files")
 
 
+def test_a_document_that_says_one_sentence_under_its_headings_is_asked_what_it_says():
+    """mcp-obsidian's `read_notes` of a daily note ("Daily/2024-03-01.md:", "# 2024-03-01", "Called Dana about the
+    budget.") grounded nothing: a sentence was read as the server's message. Under a heading or the line naming it,
+    a document's one sentence is what it says; a sentence alone, or two, are asked nothing of."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    def read(index: int, path: str, text: str) -> ExploredCall:
+        return ExploredCall(index=index, session=0, tool="read_notes", arguments={"paths": [path]}, text=text)
+
+    calls = [
+        read(0, "Daily/2024-03-01.md", "Daily/2024-03-01.md:\n# 2024-03-01\nCalled Dana about the budget.\n"),
+        read(1, "Garden.md", "Garden.md:\n# Garden plan\nPlant tomatoes in May.\nTags: #garden"),
+        read(2, "todo.md", "The note was opened."),
+        read(3, "notes.md", "notes.md:\nMeeting at ten.\nBring the report."),
+    ]
+    found = {(t.answer, t.task) for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
+    answers = {a for a, _ in found}
+    assert {"Called Dana about the budget.", "Plant tomatoes in May."} <= answers, found
+    assert not answers & {"The note was opened.", "Meeting at ten.", "Bring the report."}, found
+    assert all(" say" in task for a, task in found if a == "Called Dana about the budget."), found
+
+
 def test_a_number_in_a_unit_is_asked_what_it_is_not_how_many_of_its_unit():
     """mcp-server-tree-sitter's `configure`: "Configure. How many maximum size in megabytes?" of `max_size_mb`: 100.
     A number of things is asked how many ("How many total files?"); one in a unit, what it is."""
