@@ -71,7 +71,7 @@ from mcprl.scenarios.results import (
     server_text,
     wrapped_listing,
 )
-from mcprl.scenarios.values import call_key, gist, says_value, sentence
+from mcprl.scenarios.values import call_key, gist, sentence
 from mcprl.types import Scenario
 
 EXPRESSION_FIELD = "value"  # what a task worded as an expression asks for ("What is 2 + 3?")
@@ -223,8 +223,9 @@ def inert(calls: list[ExploredCall]) -> dict[str, set[str]]:
                 others = call_key(call.tool, {k: v for k, v in call.arguments.items() if k != name})
                 said[call.tool, name][(*state, others)][repr(value)] = gist(call.text, {})
                 # (said as itself, not as a part of a name: "Progress" of "progress.md")
-                if isinstance(value, (str, int, float)) and says_value(call.text, value):
-                    if re.search(rf"(?<![\w.]){re.escape(str(value))}(?!\w|\.\w)", call.text, flags=re.I):
+                said_as = str(value)
+                if isinstance(value, (str, int, float)) and not isinstance(value, bool) and len(said_as) > 1:
+                    if re.search(rf"(?<![\w.]){re.escape(said_as)}(?!\w|\.\w)", call.text, flags=re.I):
                         echoed.add((call.tool, name))
         if call.writes and not call.is_error:
             written[call.session] = call.index

@@ -235,7 +235,7 @@ class Said:
         if things is not None:
             # (what each is: the head of the phrase, not what it is of or for: "the entry in the directory tree for
             # "/srv/docs"" lists entries, not "/srv/docs"s)
-            one = singular(re.split(r" (?:of|in|for|from|with|about) ", things)[0].split(" ")[-1])
+            one = singular(head(things))
             return tuple(a.format(**field_words(field), one=one, action=self.order()) for a in ONE_LISTED_ASKS)
         phrase = self.phrase()
         # (a field the thing's name ends in is the thing: "current mode" of "get current mode", not "the current mode
