@@ -424,9 +424,9 @@ def count_tasks(
 
 def _listed_name(line: Any) -> str | None:
     """The name a listing's line gives: the line, or what follows a marker ("* main", "[FILE] notes.txt",
-    "- draft"), where that reads as a name (letters, no spaces inside but in a file's name, "Garden plan.md"; not a
-    CSV line's cells, "apple,3")."""
-    words = line.split() if isinstance(line, str) else []
+    "- draft"), less a note after it in parentheses ("- notes.docx (35.80 KB)"), where that reads as a name (letters,
+    no spaces inside but in a file's name, "Garden plan.md"; not a CSV line's cells, "apple,3")."""
+    words = re.sub(r"(?<=\S)\s+\([^()]*\)$", "", line.strip()).split() if isinstance(line, str) else []
     if len(words) > 1 and re.fullmatch(r"[^\w\s]+|\[\w+\]", words[0]):
         words = words[1:]
     name = " ".join(words)

@@ -60,6 +60,18 @@ def test_the_one_record_a_listing_gave_is_asked_for_as_what_each_record_is_not_a
     assert not any(re.search(r'" listed\b', t) for t in asked), asked
 
 
+def test_a_listing_whose_names_each_have_a_note_in_parentheses_asks_for_the_names():
+    """office-word-mcp-server's `list_available_documents` ("Found 2 Word documents in .:", "- notes.docx (35.80
+    KB)", ...) grounded nothing: a line with a size after its name read as no name."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    text = "Found 2 Word documents in .:\n- notes.docx (35.80 KB)\n- report.docx (36.03 KB)\n"
+    call = ExploredCall(index=0, session=0, tool="list_available_documents", arguments={}, text=text)
+    answers = {repr(t.answer) for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
+    assert answers == {repr(["notes.docx", "report.docx"])}, answers
+
+
 def test_a_record_that_is_its_name_alone_is_asked_its_name_only_where_the_call_picked_it_out():
     """`list_tables` of a database of one table, `[{"name": "books"}]`: "List tables. What is the name?" asks of
     nothing a person could name; a call sent what picks its one record out (`get_user` of id 7) is asked it."""
