@@ -292,6 +292,14 @@ class Said:
             return tuple(a.format(about=listing) for a in ABOUT_LIST_ASKS)
         return tuple(a.format(action=self.order()) for a in LIST_ASKS)
 
+    def asks_marked(self) -> tuple[str, ...]:
+        """How a task asks for the one thing a listing marks as current (`* main` of "git branch"): "What is the
+        current branch?"; none where what it lists has no name."""
+        listing = self.listing()
+        if listing is None:
+            return ()
+        return tuple(a.format(one=singular(head(listing))) for a in MARKED_ASKS)
+
     def asks_count(self, kind: str | None = None) -> tuple[str, ...]:
         """How a task asks how many things the call lists ("How many valid moves are there?"), or how many of a
         `kind` what it gives holds ("How many commits are in the git log?"); none where what it lists has no name."""
@@ -479,6 +487,7 @@ ASKS = ("{}. What is the result?", "{}: what do you get?", "{}, and tell me the 
 PHRASE_ASKS = ("What {be} {phrase}?", "Tell me {phrase}.", "Find {phrase}.")
 TEXT_ASKS = ("What {do} {phrase} say?", "Tell me what {phrase} {says}.")  # ... a text a read gives back whole
 CALL_TEXT_ASKS = ("{action}. What does it say?", "{action} and tell me what it says.")
+MARKED_ASKS = ("What is the current {one}?", "Which {one} is the current one?")  # ... the one a listing marks
 DOES = ("{}.", "Please do this: {}.", "{}, please.")  # how a task asks for a change
 FORMULA_ASKS = ("What is {}?", "Compute {}.", "Work out {}.", "{} = ?")  # how a task asks for an expression's value
 WORDED_FORMULA_ASKS = ("What is {}?", "How much is {}?", "Work out {}.")  # ... said in words ("45 times 6")

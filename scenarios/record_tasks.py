@@ -401,7 +401,15 @@ def listing_tasks(
         return []
     task = _worded(saying.asks_listing(within=titled), call.tool, sorted(names))
     given = [name for v in queries for name in stated(v)] if queries else [value_text(v) for v in args.values()]
-    return [grounded_scenario(task, names, chain, "listing", given=given, check=ContainsCheck(), prepare=prepare)]
+    out = [grounded_scenario(task, names, chain, "listing", given=given, check=ContainsCheck(), prepare=prepare)]
+    # the one line a listing marks, as a shell marks the current one of its kind (`* main` of `git branch`, the
+    # others unmarked): which one is current
+    starred = [line.strip() for line in call.text.splitlines() if line.lstrip().startswith("* ")]
+    marked = [n for n in names if len(starred) == 1 and _listed_name(starred[0]) == n]
+    if len(marked) == 1 and not addresses and not titled and (asks := saying.asks_marked()):
+        task = _worded(asks, call.tool, marked[0])
+        out.append(grounded_scenario(task, marked[0], chain, "field", field="current", given=given, prepare=prepare))
+    return out
 
 
 def count_tasks(

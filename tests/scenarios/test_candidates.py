@@ -72,6 +72,25 @@ def test_a_listing_whose_names_each_have_a_note_in_parentheses_asks_for_the_name
     assert answers == {repr(["notes.docx", "report.docx"])}, answers
 
 
+def test_the_one_line_a_listing_marks_is_asked_as_the_current_one():
+    """mcp-server-git's `git_branch` ("  feature/alerts", "* main"): its names were asked, never which is checked
+    out, which hand-written questions ask ("Which branch is checked out right now?"). The one line a listing marks
+    with `*`, the others unmarked, is asked as the current one; a list whose every line is marked (a Markdown list)
+    marks none."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    def asked(text: str) -> dict[str, str]:
+        call = ExploredCall(index=0, session=0, tool="git_branch", arguments={}, text=text)
+        return {
+            str(t.answer): t.task for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)
+        }
+
+    found = asked("  feature/alerts\n* main\n  release\n")
+    assert "current branch" in found["main"], found
+    assert not any("current" in task for task in asked("* feature/alerts\n* main\n").values())
+
+
 def test_a_record_that_is_its_name_alone_is_asked_its_name_only_where_the_call_picked_it_out():
     """`list_tables` of a database of one table, `[{"name": "books"}]`: "List tables. What is the name?" asks of
     nothing a person could name; a call sent what picks its one record out (`get_user` of id 7) is asked it."""
