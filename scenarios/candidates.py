@@ -22,6 +22,7 @@ from mcprl.scenarios.grounded_task import (
     document_sentence,
     grounded_scenario,
     result_answer,
+    stored_sentence,
     task_id,
 )
 from mcprl.scenarios.lexicon import (
@@ -71,7 +72,7 @@ from mcprl.scenarios.results import (
     server_text,
     wrapped_listing,
 )
-from mcprl.scenarios.values import call_key, gist, sentence
+from mcprl.scenarios.values import call_key, gist
 from mcprl.types import Scenario
 
 EXPRESSION_FIELD = "value"  # what a task worded as an expression asks for ("What is 2 + 3?")
@@ -218,10 +219,10 @@ def inert(calls: list[ExploredCall]) -> dict[str, set[str]]:
     echoed: set[tuple[str, str]] = set()
     for call in calls:
         if not call.is_error and not found_nothing(call.text, call.arguments):
-            state = (call.session, written.get(call.session, -1))
+            state, text = (call.session, written.get(call.session, -1)), gist(call.text, {})
             for name, value in call.arguments.items():
                 others = call_key(call.tool, {k: v for k, v in call.arguments.items() if k != name})
-                said[call.tool, name][(*state, others)][repr(value)] = gist(call.text, {})
+                said[call.tool, name][(*state, others)][repr(value)] = text
                 # (said as itself, not as a part of a name: "Progress" of "progress.md")
                 said_as = str(value)
                 if isinstance(value, (str, int, float)) and not isinstance(value, bool) and len(said_as) > 1:
@@ -231,11 +232,10 @@ def inert(calls: list[ExploredCall]) -> dict[str, set[str]]:
             written[call.session] = call.index
     found: dict[str, set[str]] = defaultdict(set)
     for (tool, name), states in said.items():
-        texts = [set(by_value.values()) for by_value in states.values()]
         if (
             (tool, name) not in echoed
             and len({v for by_value in states.values() for v in by_value}) >= INERT
-            and all(len(t) == 1 for t in texts)
+            and all(len(set(by_value.values())) == 1 for by_value in states.values())
             and any(len(by_value) > 1 for by_value in states.values())
         ):
             found[tool].add(name)
@@ -552,17 +552,9 @@ def candidates(
         # for that sentence: what the store holds, not a message of the server's
         says_stored = False
         if answer is None and state:
-            rest = normalize_text(call.text)
-            for v in given_values:
-                rest = rest.replace(normalize_text(v), " ")
-            stored = {
-                v
-                for c in state
-                for _, v in flatten(c.arguments)
-                if sentence(v) and normalize_text(v) in rest and len(rest.replace(normalize_text(v), " ").split()) <= 3
-            }
-            if len(stored) == 1:
-                answer, says_stored = stored.pop(), True
+            written = [v for c in state for _, v in flatten(c.arguments)]
+            if (stored := stored_sentence(call.text, given_values, written)) is not None:
+                answer, says_stored = stored, True
         # ... and so is the one sentence of a document a read gave, under its headings or its name
         if answer is None and not call.writes and (document := document_sentence(call.text, given_values)):
             answer, says_stored = document, True

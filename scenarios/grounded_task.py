@@ -17,6 +17,7 @@ from mcprl.scenarios.lexicon import FLAGS
 from mcprl.scenarios.phrasing import value_text
 from mcprl.scenarios.replay import needed
 from mcprl.scenarios.results import ISO_DATE, MESSAGE, NOTHING, result_records
+from mcprl.scenarios.values import sentence
 from mcprl.tools.copies import SESSION_FOLDER
 from mcprl.types import ReferenceCall, Scenario
 
@@ -106,6 +107,21 @@ def answerable(value: Any) -> bool:
         and not re.match(r"#{1,6} ", text)
         and NOTHING.match(text) is None
     )
+
+
+def stored_sentence(text: str, sent: Sequence[str], written: Sequence[Any]) -> str | None:
+    """The one sentence of those `written` (the values the writes of a read's state were sent) that a read's `text`
+    says back whole, with little else beside the values it was `sent` ("File: README.md" and "Send the draft to Sam
+    by Friday."): what the store holds, not a message of the server's. None otherwise."""
+    rest = normalize_text(text)
+    for v in sent:
+        rest = rest.replace(normalize_text(v), " ")
+    stored = {
+        v
+        for v in written
+        if sentence(v) and (said := normalize_text(v)) in rest and len(rest.replace(said, " ").split()) <= 3
+    }
+    return stored.pop() if len(stored) == 1 else None
 
 
 def document_sentence(text: str, sent: Sequence[str] = ()) -> str | None:

@@ -216,8 +216,7 @@ class Said:
         phrase = self.phrase()
         if phrase is None:
             return tuple(a.format(action=self.order()) for a in CALL_TEXT_ASKS)
-        last = self.thing.split(" ")[-1]
-        many = singular(last) != last  # ("What do the notes for ... say?")
+        many = be(self.thing) == "are"  # ("What do the notes for ... say?")
         return tuple(
             a.format(phrase=phrase, do="do" if many else "does", says="say" if many else "says") for a in TEXT_ASKS
         )

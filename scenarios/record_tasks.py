@@ -405,10 +405,10 @@ def listing_tasks(
     # the one line a listing marks, as a shell marks the current one of its kind (`* main` of `git branch`, the
     # others unmarked): which one is current
     starred = [line.strip() for line in call.text.splitlines() if line.lstrip().startswith("* ")]
-    marked = [n for n in names if len(starred) == 1 and _listed_name(starred[0]) == n]
-    if len(marked) == 1 and not addresses and not titled and (asks := saying.asks_marked()):
-        task = _worded(asks, call.tool, marked[0])
-        out.append(grounded_scenario(task, marked[0], chain, "field", field="current", given=given, prepare=prepare))
+    marked = _listed_name(starred[0]) if len(starred) == 1 else None
+    if marked in names and not addresses and not titled and (asks := saying.asks_marked()):
+        task = _worded(asks, call.tool, marked)
+        out.append(grounded_scenario(task, marked, chain, "field", field="current", given=given, prepare=prepare))
     return out
 
 

@@ -1408,8 +1408,9 @@ def says_value(text: str, value: Any) -> bool:
 
 def read_off_clock(value: str) -> bool:
     """Whether a text is a time of now and nothing else ("2026-12-06T04:14:06.351Z"), its zone's offset aside."""
-    spans = clock_spans(value)
-    rest = "".join(value[end:start] for (_, end), (start, _) in zip([(0, 0), *spans], [*spans, (len(value), 0)]))
+    spans, rest = clock_spans(value), value
+    for start, end in reversed(spans):
+        rest = rest[:start] + rest[end:]
     return bool(spans) and re.fullmatch(r"\s*(?:Z|[+-]\d{2}:?\d{2})?\s*", rest) is not None
 
 
