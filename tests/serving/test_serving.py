@@ -26,12 +26,17 @@ MSGS = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hello
 
 @pytest.fixture(scope="module")
 def engine(tiny_model_dir):
-    """float32, so that batch-composition tests compare exact arithmetic: in bfloat16 the rounding
-    of a matmul depends on the batch around a row (and on which kernels torch picked earlier in the
-    process), which moves logprobs by up to ~1e-3."""
+    """float64, so that batch-composition tests compare exact arithmetic. The rounding of a matmul
+    can depend on the batch around a row (and on which kernels torch picked earlier in the process):
+    in bfloat16 by up to ~1e-3 in a logprob; in float32 by ~1e-7 on some CPUs (CI's, not this
+    machine's), which is enough to move an inverse-CDF draw to the neighbouring token of a random
+    model's near-uniform distribution (no token above 1e-4). The sampler reads logits in float32:
+    a float64 model's rounding differences (~1e-16) round away."""
+    import torch
+
     from mcprl.model import weights
 
-    model = weights.load_model(str(tiny_model_dir), dtype="float32")
+    model = weights.load_model(str(tiny_model_dir), dtype="float32").to(torch.float64)
     return Engine(str(tiny_model_dir), model=model, served_name="tiny", max_batch_rows=64)
 
 

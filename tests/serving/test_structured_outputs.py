@@ -86,11 +86,13 @@ def json_schema_format(schema, name="reply", **kw):
 
 @pytest.fixture(scope="module")
 def engine(tiny_model_dir):
-    """float32, so that a row's samples do not depend on the batch around it (see test_serving); a
+    """float64, so that a row's samples do not depend on the batch around it (see test_serving); a
     batch window long enough for two concurrent requests to always share a batch."""
+    import torch
+
     from mcprl.model import weights
 
-    model = weights.load_model(str(tiny_model_dir), dtype="float32")
+    model = weights.load_model(str(tiny_model_dir), dtype="float32").to(torch.float64)
     return Engine(str(tiny_model_dir), model=model, served_name="tiny", batch_window_s=0.3)
 
 
