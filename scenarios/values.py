@@ -1005,9 +1005,10 @@ class Knowledge:
 
     def awaited(self, name: str) -> bool:
         """Whether parameter `name` awaits a value some call is to issue (the id of a session a load opens): AWAITING
-        tools or more were sent values of it, none worked, no error named one, and no result held a field of its
-        name. The tools that require it wait for one; the others (the load) are called first."""
-        sent_by = {tool for tool, path in self.tried if path == name}
+        tools or more were sent values of it that failed on its account (not all for another's: a file's path beside
+        a project not found), none worked, no error named one, and no result held a field of its name. The tools
+        that require it wait for one; the others (the load) are called first."""
+        sent_by = {tool for tool, path in self.tried if path == name and self.spent(tool, path)}
         return (
             len(sent_by) >= AWAITING
             and not self.worked.get(name)

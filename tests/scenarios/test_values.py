@@ -1652,6 +1652,23 @@ def test_an_id_a_listing_of_its_kind_gave_is_no_handle_awaited_and_an_error_is_r
         assert not found_nothing(text), text
 
 
+def test_a_parameter_whose_every_failure_blamed_another_awaits_nothing():
+    """Seen on mcp-server-tree-sitter: a dozen tools take `project` (a name `register_project_tool(path)` issues) and
+    `path` (a file in it); each said "Project '/srv/proj' not found" and nothing of the path. `path` was taken for
+    a handle awaited from some call, and the register tool, which requires a `path` itself, waited behind it: one call
+    in 150, the ten tools reading a project never answered. A parameter is awaited only where its values were to
+    blame; the project still is."""
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    knowledge = Knowledge([])
+    for i, tool in enumerate(["get_file", "get_ast", "list_files", "get_symbols"]):
+        args = {"project": f"/srv/proj{i}", "path": f"/srv/proj/main{i}.py"}
+        leaves = [Drawn(path=k, name=k, arm="context", value=v) for k, v in args.items()]
+        text = f"Error executing tool {tool}: Project '/srv/proj{i}' not found"
+        knowledge.learn(tool, args, leaves, index=i, session=0, text=text, is_error=True, error_kind=None, values=[])
+    assert knowledge.awaited("project") and not knowledge.awaited("path")
+
+
 def test_a_kind_of_thing_is_drawn_from_the_kinds_its_tools_description_lists():
     """Seen on kanban-mcp: `new_item(item_type, title, ...)` is described "Create a new issue, todo, feature, epic, or
     diary entry for current project.", its parameters only "item_type parameter"; `item_type` was sent the title
