@@ -333,8 +333,13 @@ def candidates(
     listed: set[str] = set()
     tallied: dict[str, list[dict[str, Any]]] = defaultdict(list)
     held_by: dict[str, set[str]] = defaultdict(set)  # tool -> the calls whose whole results held records
+    # tool -> the fields that point at another record: beside a record's own `id`, a `status_id` or a `parent_id` is
+    # the code of a record it is not (kanban's child item: "What is the status id of ...?" -> 1)
+    pointers: dict[str, set[str]] = defaultdict(set)
     for call in calls:
-        if not call.is_error:
+        # (what found nothing holds no record: its code, `"status": "task_not_found"`, is no second value of the tag
+        # every record found is given, `"status": "task_details"`)
+        if not call.is_error and not found_nothing(call.text, call.arguments):
             kinds_named[call.tool] |= {singular(w) for w in words_of(call.tool)[-1:]}
             data = result_data(call.data, call.structured)
             if isinstance(data, dict):
@@ -347,7 +352,11 @@ def candidates(
             if records and not server_text(call.data)[1]:  # (a result the client cut may have lost its last field)
                 held_by[call.tool].add(call_key(call.tool, asked))
             for record in records:
+                own = {k.rpartition(".")[0] for k, _ in record if words_of(k.rpartition(".")[2]) == ["id"]}
                 for k, v in record:
+                    parent, _, leaf = k.rpartition(".")
+                    if parent in own and len(words := words_of(leaf)) > 1 and words[-1] == "id":
+                        pointers[call.tool].add(k)
                     values[call.tool, k].add(str(v))
                     if isinstance(v, str):
                         listed.add(v)
@@ -386,6 +395,8 @@ def candidates(
             or not re.search(r"[A-Za-z]{2}", field)
         ):
             unasked[tool].add(field)
+    for tool, fields in pointers.items():
+        unasked[tool] |= fields
     # ... nor the keys of a tally: an object inside a result that maps names the server listed or held as values
     # elsewhere to numbers (`"languages": {"markdown": 3, "python": 1}`, where `list_languages` listed both; a column's
     # `top_10_values` of the names a preview's rows held): its keys are values

@@ -38,7 +38,8 @@ structure (schemas, annotations, what the server answered). It holds:
 - `PEOPLE`, `NOT_KINDS`, `ENTRY`, `NOT_PARTICIPLES`, `NOT_COUNTS`, `LATEST`, `EARLIEST`, `who` (`head`),
   `participle`: how a task asks about a record (who or what a field is, a state it is in, how many it has, what the
   record is, its place in a dated listing);
-- `VERBS`, `GETS`, `FILLER`, `singular`, `plural`: how a tool's title is said, as an order or as the thing it gives.
+- `VERBS`, `GETS`, `FILLER`, `singular`, `plural` (`IRREGULAR_PLURALS`): how a tool's title is said, as an order or as
+  the thing it gives.
 """
 
 from __future__ import annotations
@@ -429,9 +430,24 @@ def listed_kind(tool: str) -> str | None:
     return kind if kind in _COMPOSED_KINDS and kind != words[-1] else None
 
 
+# the plurals no "s" makes ("children" of a board's item: "the child "Offline mode"", not "the children ...")
+IRREGULAR_PLURALS = {
+    "children": "child",
+    "people": "person",
+    "men": "man",
+    "women": "woman",
+    "indices": "index",
+    "matrices": "matrix",
+    "vertices": "vertex",
+    "analyses": "analysis",
+}
+
+
 def singular(noun: str) -> str:
     """A plural's "s" taken off ("entries" -> "entry", "branches" -> "branch"), not the end of "status", "analysis"
-    or "address"."""
+    or "address"; the plurals no "s" makes as `IRREGULAR_PLURALS` has them ("children" -> "child")."""
+    if noun in IRREGULAR_PLURALS:
+        return IRREGULAR_PLURALS[noun]
     if noun in ("series", "species"):
         return noun
     if noun.endswith("ies") and len(noun) > 4:
@@ -442,7 +458,11 @@ def singular(noun: str) -> str:
 
 
 def plural(noun: str) -> str:
-    """A noun's plural, by the regular rules ("branch" -> "branches", "entry" -> "entries")."""
+    """A noun's plural, by the regular rules ("branch" -> "branches", "entry" -> "entries") or as
+    `IRREGULAR_PLURALS` has it ("child" -> "children")."""
+    irregular = {one: many for many, one in IRREGULAR_PLURALS.items()}
+    if noun in irregular:
+        return irregular[noun]
     if noun.endswith(("s", "x", "z", "ch", "sh")):
         return noun + "es"
     if noun.endswith("y") and noun[-2:-1] not in set("aeiou"):

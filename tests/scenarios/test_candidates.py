@@ -2443,3 +2443,94 @@ def test_the_id_of_the_one_thing_every_record_belongs_to_is_not_asked():
     ]
     tasks = [t for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
     assert tasks and board not in {str(t.answer) for t in tasks}, [(t.task, t.answer) for t in tasks]
+
+
+def test_a_record_holding_its_own_id_is_not_asked_the_ids_of_other_records():
+    """kanban-mcp's child item holds its own `id` beside `type_id`, `status_id`, `parent_id` and `project_id`,
+    each the id of another record ("What is the status id of the children "Offline mode"?" -> 1): a code that
+    points elsewhere, which no person asks for. The record's own id, its title and its names still answer, and
+    the record is a child, not "the children"."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    children = {
+        4: [
+            {
+                "id": 5,
+                "project_id": "cb693357d0d24c67",
+                "type_id": 3,
+                "status_id": 1,
+                "parent_id": 4,
+                "title": "Offline mode",
+                "priority": 4,
+                "type_name": "feature",
+                "status_name": "backlog",
+            }
+        ],
+        7: [
+            {
+                "id": 8,
+                "project_id": "cb693357d0d24c67",
+                "type_id": 2,
+                "status_id": 2,
+                "parent_id": 7,
+                "title": "Sync queue",
+                "priority": 2,
+                "type_name": "bug",
+                "status_name": "todo",
+            },
+            {
+                "id": 9,
+                "project_id": "cb693357d0d24c67",
+                "type_id": 3,
+                "status_id": 1,
+                "parent_id": 7,
+                "title": "Retry banner",
+                "priority": 3,
+                "type_name": "feature",
+                "status_name": "backlog",
+            },
+        ],
+    }
+    calls = [
+        ExploredCall(index=i, session=0, tool="list_children", arguments={"item_id": item}, text=json.dumps(found))
+        for i, (item, found) in enumerate(children.items())
+    ]
+    tasks = [t for seed in range(12) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    asked = {f for t in tasks for f in re.findall(r"\b(?:project|type|status|parent) id\b", t.task)}
+    assert tasks and not asked, [(t.task, t.answer) for t in tasks]
+    assert {"feature", "backlog", "bug", "todo"} & {str(t.answer) for t in tasks}, [(t.task, t.answer) for t in tasks]
+    # (one of the children is a child: `lexicon.IRREGULAR_PLURALS`)
+    named = [t.task for t in tasks if '"Offline mode"' in t.task]
+    assert named and all('child "Offline mode"' in t for t in named), named
+
+
+def test_the_code_a_reply_tags_itself_with_is_not_asked_where_the_other_code_found_nothing():
+    """mcp-taskmanager's `open_task_details` tags every reply that found the task `"status": "task_details"` and
+    one that did not `"status": "task_not_found"` beside "No such task found": the tag of what was found is one
+    value, not the task's status ("... and tell me the status." -> task_details). What found nothing holds no
+    record to tell apart, and the task's own fields still answer."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    def details(task_id: str, title: str, description: str) -> str:
+        task = {"id": task_id, "title": title, "description": description, "done": False}
+        return json.dumps({"status": "task_details", "requestId": "req-1", "task": task})
+
+    missing = json.dumps({"status": "task_not_found", "message": "No such task found"})
+    calls = [
+        ExploredCall(index=i, session=0, tool="open_task_details", arguments={"taskId": task_id}, text=text)
+        for i, (task_id, text) in enumerate(
+            [
+                ("task-1", details("task-1", "Weekly report", "Send the draft to Sam by Friday.")),
+                ("req-1", missing),
+                ("task-2", details("task-2", "Trip to Lisbon", "Book a room for the review.")),
+                ("Weekly report", missing),
+                ("task-3", details("task-3", "Garden plan", "Water the plants on Monday.")),
+            ]
+        )
+    ]
+    tasks = [t for seed in range(12) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    answers = {str(t.answer) for t in tasks}
+    assert tasks and not answers & {"task_details", "task_not_found"}, [(t.task, t.answer) for t in tasks]
+    assert answers & {"Weekly report", "Trip to Lisbon", "Garden plan"}, [(t.task, t.answer) for t in tasks]
