@@ -26,11 +26,13 @@ from mcprl.scenarios.grounded_task import (
     task_id,
 )
 from mcprl.scenarios.lexicon import (
+    BOUND_WORDS,
     ENTRY,
     IDENTIFYING,
     NAME_KEYS,
     PATHS,
     about,
+    bound_pairs,
     counts,
     known,
     misplaced_path,
@@ -336,6 +338,11 @@ def candidates(
     # tool -> the fields that point at another record: beside a record's own `id`, a `status_id` or a `parent_id` is
     # the code of a record it is not (kanban's child item: "What is the status id of ...?" -> 1)
     pointers: dict[str, set[str]] = defaultdict(set)
+    # tool -> the bounds of a range its results said back, where the call was sent one: the lines read of those asked
+    # for (`"start_line": 3, "end_line": 8` of `"ranges": [{"start": 3}]`), the request's, not the thing's; and the
+    # measures of a record's own text: of the answer, not of the thing
+    restated: dict[str, set[str]] = defaultdict(set)
+    measures: dict[tuple[str, str], list[bool]] = defaultdict(list)
     for call in calls:
         # (what found nothing holds no record: its code, `"status": "task_not_found"`, is no second value of the tag
         # every record found is given, `"status": "task_details"`)
@@ -351,7 +358,27 @@ def candidates(
             records = result_records(call.data, call.structured)
             if records and not server_text(call.data)[1]:  # (a result the client cut may have lost its last field)
                 held_by[call.tool].add(call_key(call.tool, asked))
+            # (an end the call was sent by name, whole: `start` of `start_line`; not `max_results` of a column's `max`)
+            bounds = [
+                set(w) for k, v in flatten(call.arguments) if type(v) is int and set(w := words_of(k)) & BOUND_WORDS
+            ]
             for record in records:
+                numbers = [k for k, v in record if type(v) is int]
+                for low, high in bound_pairs(numbers) if bounds else []:
+                    if any(sent <= set(words_of(end)) for sent in bounds for end in (low, high)):
+                        restated[call.tool] |= {low, high}
+                # ... and the length of a text before it, named after it (`content_size` of `content`; a record of
+                # several ranges holds each range's pair in turn), in every record that holds both, two or more (not a
+                # file's size that a short name's length happened to be once)
+                texts: dict[tuple[str, ...], str] = {}
+                for k, v in record:
+                    w = tuple(words_of(k))
+                    if isinstance(v, str) and w:
+                        texts[w] = v
+                    elif type(v) is int and (named := [p for p in texts if w[: len(p)] == p]):
+                        measures[call.tool, k].append(
+                            any(v in (len(t), len(t.encode())) for t in map(texts.pop, named))
+                        )
                 own = {k.rpartition(".")[0] for k, _ in record if words_of(k.rpartition(".")[2]) == ["id"]}
                 for k, v in record:
                     parent, _, leaf = k.rpartition(".")
@@ -395,14 +422,20 @@ def candidates(
             or not re.search(r"[A-Za-z]{2}", field)
         ):
             unasked[tool].add(field)
-    for tool, fields in pointers.items():
+    for (tool, field), equal in measures.items():
+        if len(equal) >= 2 and all(equal):
+            restated[tool].add(field)
+    for tool, fields in [*pointers.items(), *restated.items()]:
         unasked[tool] |= fields
     # ... nor the keys of a tally: an object inside a result that maps names the server listed or held as values
     # elsewhere to numbers (`"languages": {"markdown": 3, "python": 1}`, where `list_languages` listed both; a column's
     # `top_10_values` of the names a preview's rows held): its keys are values
+    # (or the folders of the files they held, a key "" the folder they are in: `"dir_counts": {"": 1, "pkg": 0}` of a
+    # match in "pkg/shop.py")
+    folders = {"/".join(parts[:i]) for v in listed if "/" in v for parts in [v.split("/")] for i in range(len(parts))}
     for tool, found in tallied.items():
         for tally in found:
-            if set(tally) <= listed:
+            if set(tally) <= listed | folders:
                 unasked[tool] |= set(tally)
     # ... nor one that every tool that answered gave, two tools or more, each always the same value, over three calls
     # or records: the server's own (`"backend": "openpyxl"`, a tool's "status_message" of success), not a fact about

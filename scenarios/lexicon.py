@@ -20,7 +20,8 @@ structure (schemas, annotations, what the server answered). It holds:
   query asks and never pastes it; `listed_kind(tool)`: the kind a tool named for listing them gives
   (`list_tables`);
 - `RATE_LIMITED`: an error that asks the client to slow down;
-- `BOUNDS` (`bound_pairs`): the words that name the lower and the upper end of a range (`start_line`, `end_line`);
+- `BOUNDS` (`bound_pairs`, `BOUND_WORDS`): the words that name the lower and the upper end of a range (`start_line`,
+  `end_line`);
 - `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ..."); `FORBIDDING`: the words
   just before a quoted value that forbid it ("must not start with "-"");
 - `DOCUMENT`: the words of a parameter's name that say it takes a document's text; `FILES`, `FOLDERS`: those that say
@@ -536,6 +537,8 @@ BOUNDS = (
     ("lower", "upper"),
     ("first", "last"),
 )
+
+BOUND_WORDS = frozenset(w for pair in BOUNDS for w in pair)
 
 
 def bound_pairs(names: Sequence[str]) -> list[tuple[str, str]]:

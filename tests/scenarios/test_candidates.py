@@ -362,7 +362,7 @@ def test_one_line_of_a_csv_file_is_not_asked_as_its_one_number():
     ]
     tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
     assert not any(t.answer == 7 for t in tasks), [(t.task, t.answer) for t in tasks]
-    assert any(t.answer == 20 for t in tasks)  # (a number alone still is one: the end of the range read)
+    assert any(t.answer == 12 for t in tasks)  # (a number alone still is one: the size it says)
 
 
 def test_a_field_that_tags_each_record_with_the_kind_the_call_names_is_not_asked():
@@ -1329,7 +1329,8 @@ def test_the_keys_of_a_tally_are_values_and_name_no_field_to_ask_for():
     """mcp-server-tree-sitter's `analyze_project` counts files by language and by extension (`"languages":
     {"markdown": 3, "python": 1}`, `"file_counts": {".md": 3, ".py": 1}`): "What is the markdown of the project?"
     asks for nothing a person names. Keys the server listed or held as values elsewhere (`list_languages`), or that
-    are extensions, ground no task; the fields beside them do, and a tally of keys listed nowhere is fields."""
+    are extensions, or the folders of files listed, ground no task; the fields beside them do, and a tally of keys
+    listed nowhere is fields."""
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration
 
@@ -1387,6 +1388,23 @@ def test_the_keys_of_a_tally_are_values_and_name_no_field_to_ask_for():
     ]
     fields = {t.metadata.get("field") for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
     assert "unique_count" in fields and not fields & {"apple", "pear"}, fields
+    # ... nor keys that are the folders of files a result held, nor the "" of the project's own (its
+    # `"dir_counts": {"": 1, "pkg": 0}` beside a match in "pkg/shop.py": "... and tell me the pkg." -> 0)
+    analysis = {"name": "site", "dir_counts": {"": 1, "pkg": 0}, "total_files": 3}
+    calls = [
+        ExploredCall(
+            index=0,
+            session=0,
+            tool="find_text",
+            arguments={"project": "site", "pattern": "total"},
+            text=json.dumps({"file": "pkg/shop.py", "line": 12, "text": "def total(self):"}),
+        ),
+        ExploredCall(
+            index=1, session=0, tool="analyze_project", arguments={"project": "site"}, text=json.dumps(analysis)
+        ),
+    ]
+    fields = {t.metadata.get("field") for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
+    assert "total_files" in fields and not fields & {"pkg", ""}, fields
 
 
 def test_no_write_task_states_a_path_where_its_write_asks_for_no_path():
@@ -2503,6 +2521,47 @@ def test_a_record_holding_its_own_id_is_not_asked_the_ids_of_other_records():
     # (one of the children is a child: `lexicon.IRREGULAR_PLURALS`)
     named = [t.task for t in tasks if '"Offline mode"' in t.task]
     assert named and all('child "Offline mode"' in t for t in named), named
+
+
+def test_the_bounds_of_a_range_a_call_asked_for_are_not_asked_back():
+    """mcp-text-editor's `get_text_file_contents` is sent the lines to read (`"ranges": [{"start": 3, "end": 7}]`)
+    and says back the range it read (`"start_line": 3, "end_line": 7`, the end cut to the file's): "What is the end
+    line of the text file contents for garden.md with start 3?" -> 8 asks for the request, not the file; and its
+    `content_size`, the length of the `content` beside it, measures the answer. Bounds a result gives where the call
+    was sent none (a match's lines) still answer, as does what the range holds."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    lines = ["# Garden", "", "| plant | month |", "| tomato | May |", "| basil | June |", "", "Water daily.", ""]
+
+    def read(index: int, start: int, end: int | None) -> ExploredCall:
+        ranges = [{"start": start} if end is None else {"start": start, "end": end}]
+        last = min(end or len(lines), len(lines))
+        said = {
+            "content": "\n".join(lines[start - 1 : last]),
+            "start_line": start,
+            "end_line": last,
+            "total_lines": len(lines),
+        }
+        said["content_size"] = len(said["content"])
+        text = json.dumps({"/srv/garden.md": {"ranges": [said]}})
+        arguments = {"files": [{"file_path": "/srv/garden.md", "ranges": ranges}]}
+        return ExploredCall(index=index, session=0, tool="get_text_file_contents", arguments=arguments, text=text)
+
+    def find(index: int, word: str, line: int) -> ExploredCall:
+        text = json.dumps({"file": "/srv/garden.md", "start_line": line, "end_line": line, "text": lines[line - 1]})
+        arguments = {"pattern": word}
+        return ExploredCall(index=index, session=0, tool="find_text", arguments=arguments, text=text)
+
+    calls = [read(0, 3, 7), read(1, 4, 4), read(2, 7, None), find(3, "tomato", 4), find(4, "basil", 5)]
+    tasks = [t for seed in range(12) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    asked = {(t.reference[-1].tool, t.metadata.get("field")) for t in tasks}
+    assert not asked & {("get_text_file_contents", "start_line"), ("get_text_file_contents", "end_line")}, asked
+    assert ("find_text", "start_line") in asked or ("find_text", "end_line") in asked, asked
+    # ... nor the size of a text the record holds, named after it (`content_size` of `content`): a measure of the
+    # answer beside it, not a fact of the file; the text still answers
+    assert ("get_text_file_contents", "content_size") not in asked, asked
+    assert ("get_text_file_contents", "content") in asked, asked
 
 
 def test_the_code_a_reply_tags_itself_with_is_not_asked_where_the_other_code_found_nothing():
