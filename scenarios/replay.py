@@ -34,6 +34,7 @@ from mcprl.checks import (
 from mcprl.scenarios.explored import ExploredCall, source_call
 from mcprl.scenarios.results import (
     ISO_DATE,
+    RELATIVE_TIME,
     answer_paths,
     clock_spans,
     counted,
@@ -106,13 +107,20 @@ def needed(task: str, chain: list[ExploredCall]) -> list[ExploredCall]:
 
 def comes_back(original: str, replayed: str, answer: Any) -> bool:
     """Whether a replayed result gives `answer` where the `original` result gave it: in each field that held it
-    there (a time difference of 9 hours, not the "+09:00" of a date beside it); anywhere in its text where no field
-    did (prose that states it)."""
+    there (a time difference of 9 hours, not the "+09:00" of a date beside it), in each time it said as how long from
+    now; anywhere in its text where no field did (prose that states it)."""
 
     def places(text: str) -> set[str]:
         return {field for field, value in result_values(text, None) if holds_answer(str(value), answer)}
 
-    return holds_answer(replayed, answer) and places(original) <= places(replayed)
+    # (and a time said as how long from now that held it says so again: with the clock half a year on, "in 3 months"
+    # is "3 months ago", which holds the 3)
+    said = {m[0].lower() for m in RELATIVE_TIME.finditer(original) if holds_answer(m[0], answer)}
+    return (
+        holds_answer(replayed, answer)
+        and places(original) <= places(replayed)
+        and all(s in replayed.lower() for s in said)
+    )
 
 
 def recorded(task: Scenario) -> str:
@@ -322,7 +330,7 @@ def clock_bound(text: str, answer: Any, now: datetime.datetime | None = None, *,
     rather than a name or a record's field (a commit's author stays). With `any_answer` (the server can be
     replayed with its clock moved, which keeps every answer that holds then too), any answer of such a result: a
     month's name in any calendar is read off the clock as a date is."""
-    return bool(clock_spans(text, now)) and (any_answer or of_clock_kind(answer))
+    return bool(clock_spans(text, now) or RELATIVE_TIME.search(text)) and (any_answer or of_clock_kind(answer))
 
 
 def of_clock_kind(answer: Any) -> bool:

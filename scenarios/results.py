@@ -34,6 +34,14 @@ WRITTEN_TIME = re.compile(
     r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? (?:(?P<day>\d{1,2}) (?P<month>[A-Z][a-z]{2,8})"
     r"|(?P<month2>[A-Z][a-z]{2,8}) (?P<day2>\d{1,2})),? (?P<year>\d{4})(?:,? \d{1,2}:\d{2}(?::\d{2})?)?"
 )
+# a time said as how long before or after now ("in 3 months", "2 years ago", "yesterday"): read off the clock, though
+# it states no time to cut from a result (the years of "239 years ago" are what a call sent 1788 gets)
+RELATIVE_TIME = re.compile(
+    r"\b(?:in (?:a|an|a few|\d+(?:\.\d+)?) (?:second|minute|hour|day|week|month|year)s?"
+    r"|(?:a|an|a few|\d+(?:\.\d+)?) (?:second|minute|hour|day|week|month|year)s? (?:ago|from now)"
+    r"|yesterday|tomorrow)\b",
+    re.I,
+)
 CLOCK_SPAN = datetime.timedelta(hours=36)  # a date this near now may be the server's clock
 # A result that says it found nothing: "No matches found", "Task not found", "[]", "null", a program's empty values
 # ("set()", "NotImplemented", "undefined")

@@ -572,6 +572,21 @@ def test_a_unix_time_of_about_now_is_the_servers_clock():
     assert not clock_bound(json.dumps({"id": 1700000000, "name": "Ann"}), "Ann", now, any_answer=True)
 
 
+def test_a_time_said_as_how_long_ago_or_from_now_is_the_servers_clock():
+    """@yokingma/time-mcp's `relative_time("2027-02-26 13:15:00")` said "in 3 months" on 2026-12-06: "What is the
+    relative time ...?" -> 3 holds until the month turns. A time said as how long before or after now is read off the
+    clock as a date of now is; a duration that is not (a plan's "3 months") is not. Replayed with the clock moved, it
+    must say the same time again, not only hold the number."""
+    from mcprl.scenarios.replay import clock_bound, comes_back
+
+    for said in ("in 3 months", "2 years ago", "a month ago", "Due in 5 days.", "yesterday", "10 minutes from now"):
+        assert clock_bound(said, 3), said
+    for said in ("3 months", "The plan lasts 3 months.", "Stored in 3 files", "Agora"):
+        assert not clock_bound(said, 3), said
+    # replayed with the clock half a year on, "in 3 months" is "3 months ago": the 3 is there, the time it says is not
+    assert not comes_back("in 3 months", "3 months ago", 3) and comes_back("239 years ago", "239 years ago", 239)
+
+
 def test_a_value_a_chain_took_from_a_result_is_taken_from_that_result_again_on_replay():
     """A session's id a load issued, another in every process: a replayed step that took it from the load's result
     is sent the one the load gives now, at the same field; a value stated, or given back alike, is sent as it was."""
