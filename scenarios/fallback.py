@@ -51,6 +51,10 @@ MIN_WORDS = 3  # words of letters a request has at the least ("get_holidays" alo
 # a draft that strews words among code ("{#13;}]; {#2;}]") one in four or more
 CODE_MARKS = re.compile(r"[{}\[\];#]")
 MAX_CODE_SHARE = 0.15
+# words a program's names run together ("dataMapper", "DateTimeTime"): a request names one now and then ("iPhone"),
+# a draft that is a program's source, or strings such names, a quarter of its words or more
+RUN_TOGETHER = re.compile(r"[a-z][A-Z]")
+MAX_RUN_TOGETHER = 0.25
 ROOT = 5  # letters two words share at their start to be one word's forms ("holiday", "holidays")
 
 
@@ -96,7 +100,13 @@ def unfit(task: str, tool: dict[str, Any], args: dict[str, Any] | None, names: l
     # (words that spaces part: "parse_notes_to_json" is one; and a request opens with one, not with "]));")
     words = sum(bool(re.search(r"[A-Za-z]{2,}", t)) for t in task.split())
     code = len(CODE_MARKS.findall(task)) / max(len(task), 1)
-    if words < MIN_WORDS or not re.match(r"[\"'“(]?\w", task.strip()) or code > MAX_CODE_SHARE:
+    run_together = sum(bool(RUN_TOGETHER.search(t)) for t in task.split()) / max(words, 1)
+    if (
+        words < MIN_WORDS
+        or not re.match(r"[\"'“(]?\w", task.strip())
+        or code > MAX_CODE_SHARE
+        or run_together >= MAX_RUN_TOGETHER
+    ):
         return "no words"
     if any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", task) for n in names if len(words_of(n)) > 1):
         return "names a tool"

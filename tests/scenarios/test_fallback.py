@@ -138,6 +138,15 @@ async def test_a_synthesized_task_is_kept_only_as_a_request_stating_what_its_cal
     # nor words strewn among code (the offline generator's draft for tree-sitter's `configure`)
     strewn = "Configure directories & list all keys when. {es} />}]}; {#13;}]; {#2;}]; {#5;}]; {#8;}} {#9}}]}];"
     assert unfit(strewn, distance, None, []) == "no words"
+    # ... or a program's names (the offline generator's draft for mcp-simple-timeserver's `get_local_time`), and names
+    # run together more than a request holds
+    program = (
+        "return {project.dataMapper.GridDataMapper: {immuneImmutable: false, autoResizeDatagraphicalData: true, "
+        "dataTypeMap: [DataMapperImmutable.MIMETABLE, DataMapperImmutable.JSONParser], keysToIndex: False}}"
+    )
+    assert unfit(program, distance, None, []) == "no words"
+    assert unfit("Template to Create a TimeListed by DateTimeTime Span to List by DateTimeTime", distance, None, [])
+    assert unfit("What is the iPhone's price in the shop on Main Street?", distance, None, []) is None
     assert unfit('Add the note {"title": "Plan"} and list notes [a, b].', distance, None, []) is None
     assert unfit("What do I get for (2 + 3) * 4 - 5 / 2?", distance, None, []) is None
     assert unfit('"Weekly" notes: how many days between them?', distance, None, []) is None
