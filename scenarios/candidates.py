@@ -335,13 +335,8 @@ def candidates(
     listed: set[str] = set()
     tallied: dict[str, list[dict[str, Any]]] = defaultdict(list)
     held_by: dict[str, set[str]] = defaultdict(set)  # tool -> the calls whose whole results held records
-    # tool -> the fields that point at another record: beside a record's own `id`, a `status_id` or a `parent_id` is
-    # the code of a record it is not (kanban's child item: "What is the status id of ...?" -> 1)
-    pointers: dict[str, set[str]] = defaultdict(set)
-    # tool -> the bounds of a range its results said back, where the call was sent one: the lines read of those asked
-    # for (`"start_line": 3, "end_line": 8` of `"ranges": [{"start": 3}]`), the request's, not the thing's; and the
-    # measures of a record's own text: of the answer, not of the thing
-    restated: dict[str, set[str]] = defaultdict(set)
+    unasked: dict[str, set[str]] = defaultdict(set)  # tool -> its fields that no task asks for, nor picks a line by
+    # (tool, field) -> whether it held the length of the text before it named as it is, record by record (`measures`)
     measures: dict[tuple[str, str], list[bool]] = defaultdict(list)
     for call in calls:
         # (what found nothing holds no record: its code, `"status": "task_not_found"`, is no second value of the tag
@@ -363,10 +358,12 @@ def candidates(
                 set(w) for k, v in flatten(call.arguments) if type(v) is int and set(w := words_of(k)) & BOUND_WORDS
             ]
             for record in records:
+                # the bounds of a range a result says back where the call was sent one: the lines read of those asked
+                # for (`"start_line": 3, "end_line": 8` of `"ranges": [{"start": 3}]`), the request's, not the thing's
                 numbers = [k for k, v in record if type(v) is int]
                 for low, high in bound_pairs(numbers) if bounds else []:
                     if any(sent <= set(words_of(end)) for sent in bounds for end in (low, high)):
-                        restated[call.tool] |= {low, high}
+                        unasked[call.tool] |= {low, high}
                 # ... and the length of a text before it, named after it (`content_size` of `content`; a record of
                 # several ranges holds each range's pair in turn), in every record that holds both, two or more (not a
                 # file's size that a short name's length happened to be once)
@@ -379,11 +376,13 @@ def candidates(
                         measures[call.tool, k].append(
                             any(v in (len(t), len(t.encode())) for t in map(texts.pop, named))
                         )
+                # ... and beside a record's own `id`, a `status_id` or a `parent_id`: the code of a record it is not
+                # (kanban's child item: "What is the status id of ...?" -> 1)
                 own = {k.rpartition(".")[0] for k, _ in record if words_of(k.rpartition(".")[2]) == ["id"]}
                 for k, v in record:
                     parent, _, leaf = k.rpartition(".")
                     if parent in own and len(words := words_of(leaf)) > 1 and words[-1] == "id":
-                        pointers[call.tool].add(k)
+                        unasked[call.tool].add(k)
                     values[call.tool, k].add(str(v))
                     if isinstance(v, str):
                         listed.add(v)
@@ -396,7 +395,6 @@ def candidates(
                         echoed[call.tool, k] = echoed.get((call.tool, k), True) and same_value(v, call.arguments[k])
                     else:
                         unsent[call.tool, k].add(str(v))
-    unasked: dict[str, set[str]] = defaultdict(set)  # tool -> its fields that no task asks for, nor picks a line by
     for (tool, field), seen in values.items():
         if (
             echoed.get((tool, field))
@@ -423,10 +421,8 @@ def candidates(
         ):
             unasked[tool].add(field)
     for (tool, field), equal in measures.items():
-        if len(equal) >= 2 and all(equal):
-            restated[tool].add(field)
-    for tool, fields in [*pointers.items(), *restated.items()]:
-        unasked[tool] |= fields
+        if len(equal) >= 2 and all(equal):  # (a measure of the answer, not of the thing)
+            unasked[tool].add(field)
     # ... nor the keys of a tally: an object inside a result that maps names the server listed or held as values
     # elsewhere to numbers (`"languages": {"markdown": 3, "python": 1}`, where `list_languages` listed both; a column's
     # `top_10_values` of the names a preview's rows held): its keys are values

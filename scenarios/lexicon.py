@@ -442,6 +442,7 @@ IRREGULAR_PLURALS = {
     "vertices": "vertex",
     "analyses": "analysis",
 }
+_IRREGULAR_SINGULARS = {one: many for many, one in IRREGULAR_PLURALS.items()}
 
 
 def singular(noun: str) -> str:
@@ -461,9 +462,8 @@ def singular(noun: str) -> str:
 def plural(noun: str) -> str:
     """A noun's plural, by the regular rules ("branch" -> "branches", "entry" -> "entries") or as
     `IRREGULAR_PLURALS` has it ("child" -> "children")."""
-    irregular = {one: many for many, one in IRREGULAR_PLURALS.items()}
-    if noun in irregular:
-        return irregular[noun]
+    if noun in _IRREGULAR_SINGULARS:
+        return _IRREGULAR_SINGULARS[noun]
     if noun.endswith(("s", "x", "z", "ch", "sh")):
         return noun + "es"
     if noun.endswith("y") and noun[-2:-1] not in set("aeiou"):
