@@ -20,14 +20,25 @@ from mcprl.types import Scenario
 
 def focus(task: Scenario) -> tuple[int, int, int, int]:
     """How hard a grounded task's reference is to follow: the records of the result that holds its
-    answer (one, or a listing to find a line in), then its calls, then the arguments they take, then the calls
-    that prepare its state (a question asked of a fresh server is the plainer)."""
+    answer (one, or a listing to find a line in), then its calls, then the values they take (`parts`: a range's start
+    and end are two), then the calls that prepare its state (a question asked of a fresh server is the plainer)."""
     return (
         task.metadata.get("records", 1),
         len(task.reference),
-        sum(len(c.arguments) for c in task.reference),
+        sum(len(parts(c.arguments)) for c in task.reference),
         len(task.prepare),
     )
+
+
+def parts(value: Any, path: str = "") -> dict[str, str]:
+    """Arguments as the values they are made of, each by its path, however deep (a request's file and its range's
+    start: "files.0.file_path", "files.0.ranges.0.start"), normalised; a list of plain values is one value (the
+    names to open), and an argument that is one value keeps its name."""
+    if isinstance(value, dict) and value:
+        return {p: v for k, item in value.items() for p, v in parts(item, f"{path}.{k}" if path else str(k)).items()}
+    if isinstance(value, (list, tuple)) and any(isinstance(item, dict) for item in value):
+        return {p: v for at, item in enumerate(value) for p, v in parts(item, f"{path}.{at}").items()}
+    return {path: normalize_text(value_text(value))}
 
 
 def asks(task: Scenario) -> tuple[str, str]:
@@ -41,37 +52,53 @@ def answer_key(answer: Any) -> str:
     return repr(number) if number is not None else normalize_text(str(answer))
 
 
+# how often idle parameters are looked for again, each time without those found: enough for a range's start and end
+IDLE_PASSES = 4
+
+
 def idle_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
-    """(tool, what is asked: `asks`) -> the parameters whose value changed no answer: tasks asking the same of
-    the same tool, given the same values but for that parameter's, have one answer (a time difference is the
-    same at 9:30 and at noon), wherever it was varied. Where some of its values changed the answer (a target
-    zone), it is not idle, even beside other values that did not (two names of one zone: UTC, Etc/UTC). The
-    values given are the call's and those that pick a record of its result out (the file of a diff where a line
-    is added, the latest commit): a diff against any of five revisions adds that line to one file. Tasks asked
-    of a state other tools' writes prepare (a file written before a listing) are not compared with the rest."""
-    answers: dict[tuple[Any, ...], dict[str, str]] = defaultdict(dict)  # ... -> that parameter's value -> answer
+    """(tool, what is asked: `asks`) -> the parameters (`parts`, however deep) whose value changed no answer: tasks
+    asking the same of the same tool, given the same values but for that one's, have one answer (a time difference is
+    the same at 9:30 and at noon; a file's total lines whichever lines a request's range read), wherever it was varied.
+    Where some of its values changed the answer (a target zone), it is not idle, even beside other values that did not
+    (two names of one zone: UTC, Etc/UTC). A part found idle is left out of the others' comparisons, and those are made
+    again (a range's end, sent only beside starts that differ, compared once the start is known to change nothing). The
+    values given are the call's and those that pick a record of its result out (the file of a diff where a line is
+    added, the latest commit): a diff against any of five revisions adds that line to one file. Tasks asked of a state
+    other tools' writes prepare (a file written before a listing) are not compared with the rest."""
+    asked: list[tuple[tuple[str, str], dict[str, str], tuple[Any, ...], str]] = []
     for t in tasks:
         if t.read_back is not None:
             continue
-        arguments = {k: normalize_text(value_text(v)) for k, v in t.reference[-1].arguments.items()}
+        call = t.reference[-1]
+        values = parts(call.arguments)
+        sent = {*values.values(), *(normalize_text(value_text(v)) for v in call.arguments.values())}
         picks = (
-            tuple(sorted({normalize_text(str(g)) for g in stated_values(t)} - set(arguments.values()))),
+            tuple(sorted({normalize_text(str(g)) for g in stated_values(t)} - sent)),
             t.metadata.get("place"),
             tuple(c.tool for c in t.prepare),
         )
-        for k, v in arguments.items():
-            rest = tuple(sorted((k2, v2) for k2, v2 in arguments.items() if k2 != k))
-            answers[(*asks(t), k, rest, picks)][v] = answer_key(t.answer)
-    varied, changed = set(), set()  # (tool, field, parameter): given two values or more; and so changing an answer
-    for (tool, field, k, _, _), by_value in answers.items():
-        if len(by_value) > 1:
-            varied.add((tool, field, k))
-            if len(set(by_value.values())) > 1:
-                changed.add((tool, field, k))
-    idle: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for tool, field, k in varied - changed:
-        idle[tool, field].add(k)
-    return idle
+        asked.append((asks(t), values, picks, answer_key(t.answer)))
+    idle: set[tuple[str, str, str]] = set()
+    for _ in range(IDLE_PASSES):
+        answers: dict[tuple[Any, ...], dict[str, str]] = defaultdict(dict)  # ... -> that part's value -> answer
+        for (tool, field), values, picks, answer in asked:
+            for k, v in values.items():
+                rest = tuple(sorted((k2, v2) for k2, v2 in values.items() if k2 != k and (tool, field, k2) not in idle))
+                answers[(tool, field, k, rest, picks)][v] = answer
+        varied, changed = set(), set()  # (tool, field, part): given two values or more; and so changing an answer
+        for (tool, field, k, _, _), by_value in answers.items():
+            if len(by_value) > 1:
+                varied.add((tool, field, k))
+                if len(set(by_value.values())) > 1:
+                    changed.add((tool, field, k))
+        if varied - changed == idle:
+            break
+        idle = varied - changed
+    found: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for tool, field, k in idle:
+        found[tool, field].add(k)
+    return found
 
 
 # a number of seven decimals or more: what a computation gave ("the sqrt of 8" as 2.8284271247461903), never what a
@@ -106,20 +133,26 @@ def meaning(
     place in a listing that picks its record out, and the values it states, but those of `optional`
     parameters (tool -> names) and `idle` ones (`idle_parameters`): a filter that left the answer where it
     was, or a value that changed no answer, does not make another question."""
-    given = stated_values(task)
-    unchanged = idle.get(asks(task), set())
+    call, unchanged = task.reference[-1], idle.get(asks(task), set())
     filters = {
         normalize_text(value_text(v))
         for c in task.reference
         for k, v in c.arguments.items()
-        if k in optional.get(c.tool, ()) or c is task.reference[-1] and k in unchanged
+        if k in optional.get(c.tool, ()) or c is call and k in unchanged
     }
+    # (a value made of parts, a request's file and range, stated by the parts that changed an answer)
+    composed = {
+        normalize_text(value_text(v)): [f"{p} {part}" for p, part in parts(v, k).items() if p not in unchanged]
+        for k, v in call.arguments.items()
+        if len(parts(v, k)) > 1
+    }
+    given = [g for g in map(normalize_text, map(str, stated_values(task))) if g not in filters]
     live = live_of(task.check)
     return (
-        task.metadata.get("field") or task.reference[-1].tool,
+        task.metadata.get("field") or call.tool,
         answer_key(task.answer) if live is None else f"live {live.field}",  # a roll's sum, whichever it was once
         task.read_back is not None,
-        tuple(sorted(g for g in map(normalize_text, map(str, given)) if g not in filters)),
+        tuple(sorted(part for g in given for part in composed.get(g, [g]))),
         task.metadata.get("place"),  # (the author of the latest commit and of the earliest: two questions)
     )
 

@@ -512,3 +512,41 @@ def test_no_kept_task_asks_a_thing_of_itself():
     kept, _ = select(tasks, len(tasks), seed=0)
     assert not any("mode of the current mode" in t.task for t in tasks), [t.task for t in tasks]
     assert {t.answer for t in kept} == {"architect", "INACTIVE"}, [t.task for t in kept]
+
+
+def test_a_value_nested_in_a_request_that_changes_no_answer_makes_no_other_question():
+    """mcp-text-editor's `get_text_file_contents` takes a list of requests, each a file and its ranges; its one record
+    of a range says the lines read and the file's `total_lines`. Thirteen of sixteen kept tasks asked a file's total
+    lines "with start 12", "with start 10", "with start 14 and end 24": a start or an end nested in the request, which
+    changes no total, made each another question. Values are compared part by part, however deep: one question per
+    file and field that the parts change; a part that changes the answer (the lines read) still makes its own."""
+    files = {
+        "/srv/docs/stock.csv": ["apple,3", "pear,7", "fig,2"],
+        "/srv/docs/garden.md": [f"row {k}" for k in range(8)],
+    }
+    ranges = [{"start": 1, "end": 1}, {"start": 2, "end": 2}, {"start": 3}, {"start": 2}, {"start": 3, "end": 5}]
+    calls = []
+    for path, lines in files.items():
+        for span in ranges:
+            end = min(span.get("end", len(lines)), len(lines))
+            record = {
+                "content": "\n".join(lines[span["start"] - 1 : end]),
+                "start_line": span["start"],
+                "end_line": end,
+                "total_lines": len(lines),
+            }
+            arguments = {"files": [{"file_path": path, "ranges": [span]}]}
+            said = json.dumps({path: {"ranges": [record]}})
+            calls.append(_call(len(calls), "get_text_file_contents", arguments, said))
+    for seed in range(4):
+        found = candidates(Exploration(calls=calls), {}, seed=seed)
+        kept, _ = select(found, 40, seed=seed)
+        totals = Counter(t.answer for t in found if t.metadata.get("field") == "total_lines")
+        assert totals[3] > 1 and totals[8] > 1, [t.task for t in found]
+        # one question of each file's total, the plainest: stating no end of a range
+        asked = [t for t in kept if t.metadata.get("field") == "total_lines"]
+        assert sorted(t.answer for t in asked) == [3, 8], [t.task for t in asked]
+        assert not any("end" in t.reference[-1].arguments["files"][0]["ranges"][0] for t in asked), asked
+        # the line read changes with the range: a question of each
+        lines = {t.answer for t in kept if t.metadata.get("field") == "content"}
+        assert set(files["/srv/docs/stock.csv"]) <= lines, [t.task for t in kept]
