@@ -39,7 +39,9 @@ def split_for_run(
     the policy trained on. Nor is a tool's last task held out (the tools a task names, and those
     of its reference chain): a tool no training task uses is one the policy never learns to call,
     and val would measure that, not how it does on tasks like those it trained on (one task of
-    `git_branch` among 46 grounded ones went to val, and no training task asked about branches)."""
+    `git_branch` among 46 grounded ones went to val, and no training task asked about branches);
+    nor the last task asking a thing of a tool (the field its last call is asked for: the current
+    branch, beside the branches listed)."""
     if any(s.split for s in scenarios):
         train = [s for s in scenarios if s.split != "val"]
         val = [s for s in scenarios if s.split == "val"]
@@ -48,7 +50,7 @@ def split_for_run(
         first = {s.task: s for s in reversed(scenarios)}
         tasks = list(copies)
         random.Random(f"{seed}/split").shuffle(tasks)
-        uses = {task: set(first[task].tools) | {c.tool for c in first[task].reference} for task in tasks}
+        uses = {task: _asks(first[task]) for task in tasks}
         trained = Counter(tool for task in tasks for tool in uses[task])  # the tasks of each tool left to train
         n_val, held, val = max(1, round(len(scenarios) * val_fraction)), 0, []
         for task in tasks:
@@ -70,3 +72,12 @@ def split_for_run(
             "or more distinct, scenarios or another --val-fraction"
         )
     return train, val
+
+
+def _asks(scenario: Scenario) -> set[str | tuple[str, str]]:
+    """The tools a task uses (those it names and those of its reference chain) and, for a grounded task, what it
+    asks of its last call: that tool and the field (else the kind of task: a listing, a count)."""
+    uses: set[str | tuple[str, str]] = {*scenario.tools, *(c.tool for c in scenario.reference)}
+    if scenario.reference and (asked := scenario.metadata.get("field") or scenario.metadata.get("kind")):
+        uses.add((scenario.reference[-1].tool, str(asked)))
+    return uses

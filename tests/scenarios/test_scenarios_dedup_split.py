@@ -109,3 +109,27 @@ def test_a_run_never_holds_out_the_last_task_of_a_tool():
     # every task its tool's only one: one is held out all the same, as before
     alone = [Scenario(id=f"t{i}", task=f"task {i}", tools=[f"tool{i}"]) for i in range(3)]
     assert len(split_for_run(alone, 0.25, None, 0)[1]) == 1
+
+
+def test_a_run_never_holds_out_the_last_task_asking_a_thing_of_a_tool():
+    """mcp-server-git's one "What is the current branch?" went to val beside "What are the git branches?", the
+    question people ask of the branches most never trained on (a hand-written "Which branch is checked out right
+    now?" 0/3 before and after). What a tool is asked (the field of a grounded task) keeps a training task as the
+    tool does; val takes its share from what is asked more than once."""
+    from mcprl.scenarios.split import split_for_run
+    from mcprl.types import ReferenceCall
+
+    def asking(i: int, tool: str, field: str | None) -> Scenario:
+        metadata = {"source": "grounded", "kind": "field" if field else "listing", "field": field}
+        return Scenario(
+            id=f"{tool}{i}", task=f"{tool} {field} {i}", reference=[ReferenceCall(tool=tool)], metadata=metadata
+        )
+
+    scenarios = [asking(i, "git_log", ["author", "date", "message"][i % 3]) for i in range(18)]
+    scenarios += [asking(0, "git_branch", None), asking(1, "git_branch", "current")]
+    scenarios += [asking(0, "git_status", "modified"), asking(1, "git_status", "new file")]
+    for seed in range(40):
+        train, val = split_for_run(scenarios, 0.25, None, seed)
+        asked = {(s.reference[-1].tool, s.metadata["field"]) for s in train}
+        assert asked == {(s.reference[-1].tool, s.metadata["field"]) for s in scenarios}, seed
+        assert len(val) == round(22 * 0.25) and all(s.reference[-1].tool == "git_log" for s in val)
