@@ -61,8 +61,9 @@ def idle_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
     asking the same of the same tool, given the same values but for that one's, have one answer (a time difference is
     the same at 9:30 and at noon; a file's total lines whichever lines a request's range read), wherever it was varied.
     Where some of its values changed the answer (a target zone), it is not idle, even beside other values that did not
-    (two names of one zone: UTC, Etc/UTC). A part found idle is left out of the others' comparisons, and those are made
-    again (a range's end, sent only beside starts that differ, compared once the start is known to change nothing). The
+    (two names of one zone: UTC, Etc/UTC). A part found idle stays so and is left out of the comparisons of those not
+    yet found, which are made again (a range's end, sent only beside starts that differ, compared once the start is
+    known to change nothing); two found at once were each found with the other held. The
     values given are the call's and those that pick a record of its result out (the file of a diff where a line is
     added, the latest commit): a diff against any of five revisions adds that line to one file. Tasks asked of a state
     other tools' writes prepare (a file written before a listing) are not compared with the rest."""
@@ -83,18 +84,19 @@ def idle_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
     for _ in range(IDLE_PASSES):
         answers: dict[tuple[Any, ...], dict[str, str]] = defaultdict(dict)  # ... -> that part's value -> answer
         for (tool, field), values, picks, answer in asked:
-            for k, v in values.items():
-                rest = tuple(sorted((k2, v2) for k2, v2 in values.items() if k2 != k and (tool, field, k2) not in idle))
-                answers[(tool, field, k, rest, picks)][v] = answer
+            rest = {k: v for k, v in values.items() if (tool, field, k) not in idle}
+            for k, v in rest.items():
+                others = tuple(sorted((k2, v2) for k2, v2 in rest.items() if k2 != k))
+                answers[(tool, field, k, others, picks)][v] = answer
         varied, changed = set(), set()  # (tool, field, part): given two values or more; and so changing an answer
         for (tool, field, k, _, _), by_value in answers.items():
             if len(by_value) > 1:
                 varied.add((tool, field, k))
                 if len(set(by_value.values())) > 1:
                     changed.add((tool, field, k))
-        if varied - changed == idle:
+        if not varied - changed:
             break
-        idle = varied - changed
+        idle |= varied - changed
     found: dict[tuple[str, str], set[str]] = defaultdict(set)
     for tool, field, k in idle:
         found[tool, field].add(k)
