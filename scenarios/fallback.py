@@ -31,7 +31,7 @@ from mcprl.llm import LLMError, complete, extract_json
 from mcprl.scenarios.explored import Exploration
 from mcprl.scenarios.isolation import may_write
 from mcprl.scenarios.lexicon import FUNCTION_WORDS, GETS, words_of
-from mcprl.scenarios.results import failed_items, found_nothing, result_records
+from mcprl.scenarios.results import failed_items, flatten, found_nothing, result_records
 from mcprl.scenarios.synthesize import synthesize
 from mcprl.tools import ServerGone
 from mcprl.types import ReferenceCall, Scenario
@@ -114,16 +114,29 @@ def unfit(task: str, tool: dict[str, Any], args: dict[str, Any] | None, names: l
         return "names a tool"
     if args is None:
         return None
-    given = [str(v) for v in args.values() if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
+    values = flatten(args)  # (however deep: the file and the range of a request in a list of them)
+    given = [str(v) for _, v in values]
     if not _roots(task) & _roots(" ".join([tool["name"], tool.get("description") or "", *given])):
         return "not about its tool"
-    props = (tool.get("inputSchema") or {}).get("properties") or {}
-    for key, value in args.items():
-        schema = props.get(key) if isinstance(props.get(key), dict) else {}
-        chosen = isinstance(value, bool) or "enum" in schema or "const" in schema or value == schema.get("default")
-        if not chosen and isinstance(value, (str, int, float)) and not _stated(task, value):
+    props = _properties(tool.get("inputSchema") or {})
+    for key, value in values:
+        schema = props.get(key, {})
+        chosen = "enum" in schema or "const" in schema or value == schema.get("default")
+        if not chosen and not _stated(task, value):
             return "does not state its call's values"
     return None
+
+
+def _properties(schema: Any) -> dict[str, dict[str, Any]]:
+    """The schemas of an input schema's properties by name, however deep (a request's `file_path` in a list of them)."""
+    found: dict[str, dict[str, Any]] = {}
+    if isinstance(schema, dict):
+        for name, sub in (schema.get("properties") or {}).items():
+            if isinstance(sub, dict):
+                found.setdefault(name, sub)
+                found.update({k: v for k, v in _properties(sub).items() if k not in found})
+        found.update({k: v for k, v in _properties(schema.get("items")).items() if k not in found})
+    return found
 
 
 def _first_tool(scenario: Scenario, answered: list[str]) -> str | None:

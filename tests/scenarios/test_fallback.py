@@ -295,3 +295,40 @@ async def test_a_synthesized_tasks_call_that_failed_for_some_of_its_items_is_no_
     assert synthesized
     for s in synthesized:
         assert not failed_items(s.reference[0].result, s.reference[0].arguments), s.reference[0]
+
+
+def test_a_synthesized_task_states_the_values_nested_in_its_call():
+    """mcp-text-editor's `get_text_file_contents` takes a list of requests, each a file and its ranges: the offline
+    generator's "divide file contents into text of lengths" was kept for a call reading stock.csv's lines 15 to 34,
+    the values nested in a list never compared with the task. Every value a call is given, however deep, is stated
+    (but a flag, a choice its schema lists or its default)."""
+    from mcprl.scenarios.fallback import unfit
+
+    reader = {
+        "name": "get_text_file_contents",
+        "description": "Read text file contents from multiple files and line ranges.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "files": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "file_path": {"type": "string"},
+                            "encoding": {"type": "string", "default": "utf-8"},
+                            "ranges": {
+                                "type": "array",
+                                "items": {"type": "object", "properties": {"start": {"type": "integer"}}},
+                            },
+                        },
+                    },
+                }
+            },
+        },
+    }
+    args = {"files": [{"file_path": "/srv/docs/stock.csv", "encoding": "utf-8", "ranges": [{"start": 15, "end": 34}]}]}
+    names = [reader["name"]]
+    assert unfit("divide file contents into text of lengths", reader, args, names) == "does not state its call's values"
+    assert unfit("Read lines 15 to 34 of the file contents", reader, args, names) == "does not state its call's values"
+    assert unfit("Read lines 15 to 34 of /srv/docs/stock.csv.", reader, args, names) is None
