@@ -153,6 +153,14 @@ ID_RESULT_PRIOR = (2, 1)
 # a result field most of whose values have a file's name ("progress.md" of a listing's lines), for a parameter said to
 # take a file (`filename`): what a read of one file is sent, before a made-up name or a folder in plain view
 FILE_RESULT_PRIOR = (3, 1)
+# the kinds of name a known query is composed over with no other (a table; a column needs its table): an error may
+# name one of the server's
+COMPOSED_ALONE = {
+    q.over
+    for queries in QUERIES.values()
+    for q in queries
+    if q.over and set(re.findall(r"\{(\w+)\}", q.text)) == {q.over}
+}
 KNOWN_VALUES = 400  # values results held that are kept to draw from (the latest)
 LONG_VALUE = 80  # a longer text a result held is prose, not a value to pass on
 DRAWS = 8  # draws of a call before giving up on finding one not made yet
@@ -1098,6 +1106,14 @@ class Knowledge:
             # "eval(code, self.locals)"; nor the "Error: {" a JSON error opens with, in the report)
             message = message_of(text)
             line = clip(" ".join(message.split()) if message != text else text.partition("\n")[0], 160)
+            # a thing of a kind queries are composed over alone, quoted and not sent, that an error of a query names:
+            # the server's (BQL, which has no catalogue: `column "sqlite_master" not found in table "postings"`)
+            if any(known(d.value) is not None for d in leaves):
+                sent_text = " ".join(str(d.value) for d in leaves).lower()
+                for kind in COMPOSED_ALONE:
+                    for name in re.findall(rf"\b{kind}\s+[\"'`]({IDENTIFIER.pattern})[\"'`]", message, flags=re.I):
+                        if name.lower() not in sent_text and {kind: name} not in self.kinds[kind]:
+                            self.kinds[kind].append({kind: name})
             log.errors[line] += 1
             log.failed_with.pop(line, None)
             log.failed_with[line] = args

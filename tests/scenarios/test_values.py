@@ -1851,3 +1851,53 @@ def test_a_tool_whose_failures_move_on_to_a_parameter_none_blamed_before_is_not_
     for i in range(8, 17):  # (the session refused again is no new fault: the count goes on, to the bound)
         fail({"session_id": f"s{i}", "column": "qty"}, "Session not found")
     assert knowledge.retired("column_mean", 12)
+
+
+def test_a_table_an_error_names_is_one_queries_are_composed_over():
+    """beancount-mcp's `beancount_query` takes BQL, which has no catalogue: every probe for the tables failed
+    (`column "sqlite_master" not found in table "postings"`), no query was composed, and exploring stopped at 27 calls
+    with no task of the ledger. A name an error gives a thing of a kind that queries are composed over alone (a
+    table), quoted and not sent, is one of that kind, as a listing's is; names the call sent, and names of kinds that
+    need another (a column, of a table), are not."""
+    import random
+
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    knowledge = Knowledge([])
+    probe = "SELECT name FROM sqlite_master WHERE type='table'"
+    error = (
+        'Error executing tool beancount_query: BQL query error: column "sqlite_master" not found in table "postings"'
+    )
+    leaves = [Drawn(path="query", name="query", arm="probe", value=probe)]
+    knowledge.learn(
+        "beancount_query",
+        {"query": probe},
+        leaves,
+        index=0,
+        session=0,
+        text=error,
+        is_error=True,
+        error_kind=None,
+        values=[],
+    )
+    assert knowledge.kinds["table"] == [{"table": "postings"}]
+    # a table the call named, refused, is none the server holds
+    sent = "SELECT * FROM orders LIMIT 5"
+    refused = 'Error: table "orders" does not exist'
+    leaves = [Drawn(path="query", name="query", arm="composed", value=sent)]
+    knowledge.learn(
+        "beancount_query",
+        {"query": sent},
+        leaves,
+        index=1,
+        session=0,
+        text=refused,
+        is_error=True,
+        error_kind=None,
+        values=[],
+    )
+    assert knowledge.kinds["table"] == [{"table": "postings"}] and not knowledge.kinds["column"]
+    rng = random.Random(0)
+    drawn = [knowledge.arguments("beancount_query", SQL, 2, rng) for _ in range(200)]
+    composed = {args["query"] for args, leaves in filter(None, drawn) if leaves[0].arm == "composed"}
+    assert "SELECT * FROM postings LIMIT 5" in composed, composed
