@@ -20,7 +20,7 @@ from partial_json_parser import Allow
 from partial_json_parser import loads as loads_partial
 
 from mcprl.checks import labelled, labelled_lines, same_value
-from mcprl.scenarios.lexicon import ERROR_FIELDS, IRREGULAR_PARTICIPLES, LINKS, OUTCOMES, participle
+from mcprl.scenarios.lexicon import ERROR_FIELDS, IRREGULAR_PARTICIPLES, LINKS, NAME_KEYS, OUTCOMES, participle
 from mcprl.tools.convert import HTML_BREAK, reports_error, untruncated
 
 # An ISO date, with a time or not ("2026-11-27", "2026-11-27T14:00:00+01:00", "2026-11-27 09:40:46")
@@ -460,11 +460,18 @@ def wrapped_listing(data: Any) -> tuple[str, list[dict[str, Any]]] | None:
 
 def column_rows(data: Any) -> list[dict[str, Any]] | None:
     """A table given as its columns' names beside its rows (`{"columns": ["name", "price"], "columnTypes": [...],
-    "rows": [["bolt", 4]], "rowCount": 1}`, a database's query result): the rows, each a record of those names; None
-    for any other value. What is said of the columns beside them (their types) is the table's form, no record's."""
+    "rows": [["bolt", 4]], "rowCount": 1}`, a database's query result; or the columns as records, each named:
+    `[{"name": "date", "type": "datetime.date"}]`): the rows, each a record of those names; None for any other
+    value. What is said of the columns beside them (their types) is the table's form, no record's."""
     if not isinstance(data, dict):
         return None
     names = [v for v in data.values() if isinstance(v, list) and v and all(isinstance(n, str) for n in v)]
+    for v in data.values():
+        if isinstance(v, list) and v and all(isinstance(n, dict) for n in v):
+            key = next(
+                (k for k in v[0] if str(k).lower() in NAME_KEYS and all(isinstance(n.get(k), str) for n in v)), None
+            )
+            names += [[n[key] for n in v]] if key is not None else []
     for head in [v for v in names if len(set(v)) == len(v)]:  # (distinct names)
         for rows in data.values():
             if isinstance(rows, list) and rows and all(isinstance(r, list) and len(r) == len(head) for r in rows):
@@ -491,12 +498,13 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     (cells as field '', `key: value` cells by key) or of `key: value` pairs ("name: Ann, team: Sales"), or the
     `key: value` lines of a text."""
     data = result_data(text, structured)
-    # a table of rows under its column names, alone or beside what is said of it (`{"range": "A1:E5", "values":
-    # [[...]]}`): its rows
+    # a table of rows under its column names, given beside them (`column_rows`: rows of texts alone are no header), or
+    # first among them, alone or beside what is said of it (`{"range": "A1:E5", "values": [[...]]}`): its rows
     grids = [g for v in (data.values() if isinstance(data, dict) else [data]) if (g := grid_rows(v)) is not None]
-    if len(grids) == 1 and (not isinstance(data, dict) or all(not isinstance(v, dict) for v in data.values())):
+    if (named := column_rows(data)) is not None:
+        data = named
+    elif len(grids) == 1 and (not isinstance(data, dict) or all(not isinstance(v, dict) for v in data.values())):
         data = grids[0]
-    data = column_rows(data) or data
     if (wrapped := wrapped_listing(data)) is not None:
         data = wrapped[1]
     # a map whose every key is a value (`data_key`: `{"shop.xlsx": 5627}` of a workbook's name to its size) lists

@@ -2278,6 +2278,28 @@ def test_a_table_given_as_its_columns_beside_its_rows_is_read_as_records():
     ]
 
 
+def test_a_table_whose_columns_are_records_beside_its_rows_is_read_as_records():
+    """beancount-mcp answers a query with its columns as records (`{"columns": [{"name": "date", "type":
+    "datetime.date"}, ...], "rows": [["2024-01-05", "Coffee"]]}`): its tasks asked only "What is the type of the column
+    narration?" -> builtins.str, the result's form, never a posting. The rows are records under the columns' names."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+    from mcprl.scenarios.results import result_records
+
+    columns = [{"name": "date", "type": "datetime.date"}, {"name": "narration", "type": "builtins.str"}]
+    rows = [["2024-01-05", "Coffee at the station"], ["2024-01-09", "Train to Porto"]]
+    text = json.dumps({"columns": columns, "rows": rows})
+    assert result_records(text, None) == [
+        [("date", "2024-01-05"), ("narration", "Coffee at the station")],
+        [("date", "2024-01-09"), ("narration", "Train to Porto")],
+    ]
+    call = ExploredCall(
+        index=0, session=0, tool="beancount_query", arguments={"query": "SELECT * FROM postings LIMIT 5"}, text=text
+    )
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    assert tasks and {t.answer for t in tasks} <= {v for row in rows for v in row}, [(t.task, t.answer) for t in tasks]
+
+
 def test_the_one_row_a_limited_query_gave_is_asked_as_one_row_of_its_table():
     """mcp-server-motherduck answered `SELECT * FROM products LIMIT 1` (a number of a known query varied) with one
     row: "What is the price of the rows of the products table?" asked the table's price, which the row that came
