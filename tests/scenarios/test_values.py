@@ -1865,37 +1865,23 @@ def test_a_table_an_error_names_is_one_queries_are_composed_over():
 
     knowledge = Knowledge([])
     probe = "SELECT name FROM sqlite_master WHERE type='table'"
-    error = (
-        'Error executing tool beancount_query: BQL query error: column "sqlite_master" not found in table "postings"'
-    )
-    leaves = [Drawn(path="query", name="query", arm="probe", value=probe)]
-    knowledge.learn(
-        "beancount_query",
-        {"query": probe},
-        leaves,
-        index=0,
-        session=0,
-        text=error,
-        is_error=True,
-        error_kind=None,
-        values=[],
-    )
-    assert knowledge.kinds["table"] == [{"table": "postings"}]
-    # a table the call named, refused, is none the server holds
-    sent = "SELECT * FROM orders LIMIT 5"
+    error = 'BQL query error: column "sqlite_master" not found in table "postings"'
+    # ... and a table the call named, refused, is none the server holds
+    composed = "SELECT * FROM orders LIMIT 5"
     refused = 'Error: table "orders" does not exist'
-    leaves = [Drawn(path="query", name="query", arm="composed", value=sent)]
-    knowledge.learn(
-        "beancount_query",
-        {"query": sent},
-        leaves,
-        index=1,
-        session=0,
-        text=refused,
-        is_error=True,
-        error_kind=None,
-        values=[],
-    )
+    for index, (query, arm, text) in enumerate([(probe, "probe", error), (composed, "composed", refused)]):
+        leaves = [Drawn(path="query", name="query", arm=arm, value=query)]
+        knowledge.learn(
+            "beancount_query",
+            {"query": query},
+            leaves,
+            index=index,
+            session=0,
+            text=text,
+            is_error=True,
+            error_kind=None,
+            values=[],
+        )
     assert knowledge.kinds["table"] == [{"table": "postings"}] and not knowledge.kinds["column"]
     rng = random.Random(0)
     drawn = [knowledge.arguments("beancount_query", SQL, 2, rng) for _ in range(200)]
