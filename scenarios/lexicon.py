@@ -336,7 +336,8 @@ class Query:
     (a column's binding holds its table's name too). `lists`: the kind of name each value of its result is
     (the names then bound with this query's own bindings); `ask`: the question its one-value result answers
     (`text_ask` where that value is a text, not a number; `date_ask`, a date); `about`: what its result holds, in words;
-    `record`: what one record of its result is (a row of `{table}`)."""
+    `record`: what one record of its result is (a row of `{table}`), and `fields` the kind of name each of its fields
+    is (the table's columns)."""
 
     text: str
     over: str | None = None
@@ -346,6 +347,7 @@ class Query:
     date_ask: str | None = None
     about: str | None = None
     record: str | None = None
+    fields: str | None = None
 
 
 TABLES = "the tables of the database"
@@ -355,7 +357,13 @@ QUERIES: dict[str, tuple[Query, ...]] = {
         Query("SELECT name FROM sqlite_master WHERE type='table'", lists="table", about=TABLES),
         Query("SELECT table_name FROM information_schema.tables", lists="table", about=TABLES),
         Query("SHOW TABLES", lists="table", about=TABLES),
-        Query("SELECT * FROM {table} LIMIT 5", over="table", about="the rows of the {table} table", record="{table}"),
+        Query(
+            "SELECT * FROM {table} LIMIT 5",
+            over="table",
+            about="the rows of the {table} table",
+            record="{table}",
+            fields="column",
+        ),
         Query("SELECT COUNT(*) FROM {table}", over="table", ask="How many rows does the {table} table have?"),
         # a table's columns: the standard's catalogue (information_schema), and SQLite's, which lacks one
         Query(

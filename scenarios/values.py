@@ -1310,6 +1310,14 @@ class Knowledge:
                     binding = {**found[1], kind: str(v)}
                     if isinstance(v, str) and IDENTIFIER.fullmatch(v) and binding not in self.kinds[kind]:
                         self.kinds[kind].append(binding)
+        # ... and the fields of the records a known query of records gave (a table's rows: its columns, where a query
+        # language lists none, BQL's postings)
+        for d in leaves:
+            if (found := known(d.value)) is not None and (kind := found[0].fields) is not None:
+                for k in dict.fromkeys(k for k, _ in values):
+                    binding = {**found[1], kind: k}
+                    if IDENTIFIER.fullmatch(k) and binding not in self.kinds[kind]:
+                        self.kinds[kind].append(binding)
         # ... as are the names a call of no arguments gives of a tool named for listing that kind (`list_tables`)
         if not args and (kind := listed_kind(tool)) is not None:
             for k, v in values:

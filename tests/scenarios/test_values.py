@@ -1887,3 +1887,38 @@ def test_a_table_an_error_names_is_one_queries_are_composed_over():
     drawn = [knowledge.arguments("beancount_query", SQL, 2, rng) for _ in range(200)]
     composed = {args["query"] for args, leaves in filter(None, drawn) if leaves[0].arm == "composed"}
     assert "SELECT * FROM postings LIMIT 5" in composed, composed
+
+
+def test_the_fields_of_a_tables_rows_are_its_columns_queries_are_composed_over():
+    """beancount-mcp's BQL lists no table's columns (no `information_schema`, no `pragma_table_info`): with "postings"
+    known, its exploration sent `SELECT * FROM postings LIMIT n` for 120 values of n and never a column's largest or
+    earliest value. The fields of the rows a known query of a table's rows gave are that table's columns, as a known
+    listing of them would say."""
+    import random
+
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    knowledge = Knowledge([])
+    knowledge.kinds["table"].append({"table": "postings"})
+    rows = "SELECT * FROM postings LIMIT 5"
+    values = [("date", "2024-01-05"), ("narration", "Coffee"), ("date", "2024-01-09"), ("narration", "Train")]
+    leaves = [Drawn(path="query", name="query", arm="composed", value=rows)]
+    knowledge.learn(
+        "beancount_query",
+        {"query": rows},
+        leaves,
+        index=0,
+        session=0,
+        text="",
+        is_error=False,
+        error_kind=None,
+        values=values,
+    )
+    assert knowledge.kinds["column"] == [
+        {"table": "postings", "column": "date"},
+        {"table": "postings", "column": "narration"},
+    ]
+    rng = random.Random(0)
+    drawn = [knowledge.arguments("beancount_query", SQL, 1, rng) for _ in range(300)]
+    composed = {args["query"] for args, leaves in filter(None, drawn) if leaves[0].arm == "composed"}
+    assert {"SELECT MAX(date) FROM postings", "SELECT MIN(narration) FROM postings"} & composed, composed
