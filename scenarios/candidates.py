@@ -578,6 +578,7 @@ def candidates(
         queries = [v for v in call.arguments.values() if shaped(v)]
         unknown = any(shaped(v) and known(v) is None for c in chain for v in c.arguments.values())
         data = returned = result_data(call.data, call.structured)
+        data = column_rows(data) or data  # (a table's columns beside its rows: the rows, each a record of them)
         while isinstance(data, (list, tuple)) and len(data) == 1:  # one row of one value: "[(2,)]" answers 2
             data = data[0]
         if queries and isinstance(data, dict) and len(data) == 1:  # ... a row's one column named: "[{'COUNT(*)': 3}]"

@@ -2615,3 +2615,34 @@ def test_the_code_a_reply_tags_itself_with_is_not_asked_where_the_other_code_fou
     answers = {str(t.answer) for t in tasks}
     assert tasks and not answers & {"task_details", "task_not_found"}, [(t.task, t.answer) for t in tasks]
     assert answers & {"Weekly report", "Trip to Lisbon", "Garden plan"}, [(t.task, t.answer) for t in tasks]
+
+
+def test_a_known_querys_one_value_given_as_a_table_of_one_cell_answers_its_question():
+    """mcp-server-motherduck and beancount-mcp answer `SELECT COUNT(*) FROM products` as a table of one cell
+    (`{"columns": ["count_star()"], "rows": [[3]], "rowCount": 1}`): no count of a table's rows, nor a column's
+    largest or earliest value, was ever asked of them. A table's one cell is the query's one value."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    def table(column: object, cell: object) -> str:
+        return json.dumps({"success": True, "columns": [column], "rows": [[cell]], "rowCount": 1})
+
+    calls = [
+        ExploredCall(
+            index=0,
+            session=0,
+            tool="query",
+            arguments={"sql": "SELECT COUNT(*) FROM products"},
+            text=table("count_star()", 3),
+        ),
+        ExploredCall(
+            index=1,
+            session=0,
+            tool="query",
+            arguments={"sql": "SELECT MIN(date) FROM postings"},
+            text=table({"name": "MIN(date)", "type": "datetime.date"}, "2024-01-01"),
+        ),
+    ]
+    asked = {(t.task, t.answer) for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
+    assert ("How many rows does the products table have?", 3) in asked, asked
+    assert ("What is the earliest date in the postings table?", "2024-01-01") in asked, asked
