@@ -589,6 +589,9 @@ def candidates(
             if data is None or isinstance(data, (str, int, float))
             else None
         )
+        # (a query's one cell of text is its answer whole: the first payee in order, "25 Degrees Burger Bar", not 25)
+        if queries and returned is not None and isinstance(data, str) and as_number(data) is None and data.strip():
+            answer = data.strip()
         # a read that says back a sentence a write of its state stored, and little else ("File: README.md" and
         # "Send the draft to Sam by Friday.", after the write of that note that is the task's `prepare`) is asked
         # for that sentence: what the store holds, not a message of the server's

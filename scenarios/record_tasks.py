@@ -142,7 +142,10 @@ def field_tasks(
     # a dated listing's first and last lines by their place ("the latest commit"); only its first, "the first one
     # listed", where its dates are in no order, or the client cut it (its last line shown is not the last one)
     places: dict[int, str] = {}
-    cut = server_text(call.data)[1]
+    # (... or a query's LIMIT stopped it, as many rows as it allowed: a sample of its table, whose other rows may share
+    # a value with one shown, "the posting whose narration is Payroll" of many)
+    limits = [int(m[1]) for q in queries or [] if (m := re.search(r"\bLIMIT\s+(\d+)\s*;?\s*$", q, re.I))]
+    cut = server_text(call.data)[1] or any(len(records) >= n for n in limits)
     if listing and saying is not None:
         if (order := _date_order(records)) is not None:
             places = {0: f"{order[0]} {kind or 'one'}", len(records) - 1: f"{order[1]} {kind or 'one'}"}
@@ -495,7 +498,8 @@ def _identifying(
 ) -> tuple[str, Any] | None:
     """A field of `record` (not `field`, nor one of `unasked`: a flag, a position) whose value no other record of
     the listing has: a name first, else an id, a hash or a uuid last (no one says those from memory). Of a listing
-    the client `cut`, only a value of an id's form: an author no other line shown has may have more lines unshown."""
+    `cut` (by the client, or a query's LIMIT), only a value of an id's form or the record's own `id`: an author no
+    other line shown has may have more lines unshown."""
     options = []
     for k, v in record:
         if (
@@ -505,7 +509,7 @@ def _identifying(
             and isinstance(v, (str, int, float))
             and len(str(v)) <= 40
             and sum(any(k2 == k and str(v2) == str(v) for k2, v2 in other) for other in records) == 1
-            and (not cut or ID_FORM.fullmatch(str(v)) is not None)
+            and (not cut or ID_FORM.fullmatch(str(v)) is not None or k.lower() == "id")
         ):
             hexadecimal = re.fullmatch(r"[0-9a-fA-F-]{12,}", str(v)) is not None
             options.append((hexadecimal, not re.search(r"[A-Za-z]{3}", str(v)), k, v))

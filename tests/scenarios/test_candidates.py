@@ -2646,3 +2646,42 @@ def test_a_known_querys_one_value_given_as_a_table_of_one_cell_answers_its_quest
     asked = {(t.task, t.answer) for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
     assert ("How many rows does the products table have?", 3) in asked, asked
     assert ("What is the earliest date in the postings table?", "2024-01-01") in asked, asked
+
+
+def test_a_row_of_a_sample_a_limit_stopped_is_picked_out_only_by_its_id():
+    """beancount-mcp's `SELECT * FROM postings LIMIT 96` gave 96 of 3525 postings: "What is the position of the posting
+    whose narration is Payroll?" picked one out by a narration many postings unshown share. The rows of a query its
+    LIMIT stopped (as many as it allowed) are a sample: a row is picked out by its own id or a value of an id's form;
+    the rows of one that gave fewer are all there are, picked out by any value only one has."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    rows = [[1, "Payroll", 1350.6], [2, "Coffee", -4.5], [3, "Rent", -900.0]]
+    text = json.dumps({"columns": ["id", "narration", "amount"], "rows": rows})
+
+    def asked(limit: int) -> list:
+        call = ExploredCall(
+            index=0, session=0, tool="query", arguments={"sql": f"SELECT * FROM postings LIMIT {limit}"}, text=text
+        )
+        return [t for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+
+    sampled = [t for t in asked(3) if "whose" in t.task]
+    assert sampled and all("whose id is" in t.task for t in sampled), [t.task for t in sampled]
+    assert any("whose narration is" in t.task or "whose amount is" in t.task for t in asked(5)), [
+        t.task for t in asked(5)
+    ]
+
+
+def test_a_querys_one_cell_of_text_is_its_answer_whole():
+    """beancount-mcp's first payee in alphabetical order is "25 Degrees Burger Bar": "What is the smallest value of
+    payee in the postings table?" was answered 25, the number the text holds. A query's one cell of text is the answer
+    as it is, asked as a text ("Which payee ... comes first in alphabetical order?")."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    text = json.dumps({"columns": [{"name": "MIN(payee)", "type": "str"}], "rows": [["25 Degrees Burger Bar"]]})
+    call = ExploredCall(
+        index=0, session=0, tool="query", arguments={"sql": "SELECT MIN(payee) FROM postings"}, text=text
+    )
+    asked = {(t.task, t.answer) for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
+    assert asked == {("Which payee in the postings table comes first in alphabetical order?", "25 Degrees Burger Bar")}
