@@ -720,9 +720,7 @@ def candidates(
             chain = [c for c in chain if not c.writes or c is call]
         # (an object holding listings of two kinds, `{"entities": [...], "relations": [...]}`: each on its own, its
         # records called what its key says, never the fields of both taken for one record of the whole)
-        # (not a table's columns beside its rows: `column_rows`)
         parts = [{k: v} for k, v in data.items() if listing_of(v)] if isinstance(data, dict) else []
-        parts = parts if column_rows(data) is None else []
         # (... and one beside empty listings of other kinds, the object holding nothing else)
         lists = len(parts) > 1 or len(parts) == 1 < len(data) and all(isinstance(v, list) for v in data.values())
         # a total beside a listing that counts its records is asked as how many it lists, not as a field, where what

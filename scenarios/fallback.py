@@ -34,6 +34,7 @@ from mcprl.scenarios.lexicon import FUNCTION_WORDS, GETS, words_of
 from mcprl.scenarios.results import failed_items, flatten, found_nothing, result_records
 from mcprl.scenarios.synthesize import synthesize
 from mcprl.tools import ServerGone
+from mcprl.tools.convert import inlined
 from mcprl.types import ReferenceCall, Scenario
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ def unfit(task: str, tool: dict[str, Any], args: dict[str, Any] | None, names: l
     given = [str(v) for _, v in values]
     if not _roots(task) & _roots(" ".join([tool["name"], tool.get("description") or "", *given])):
         return "not about its tool"
-    props = _properties(tool.get("inputSchema") or {})
+    props = _properties(inlined(tool.get("inputSchema") or {}))
     for key, value in values:
         schema = props.get(key, {})
         chosen = "enum" in schema or "const" in schema or value == schema.get("default")
@@ -128,7 +129,8 @@ def unfit(task: str, tool: dict[str, Any], args: dict[str, Any] | None, names: l
 
 
 def _properties(schema: Any) -> dict[str, dict[str, Any]]:
-    """The schemas of an input schema's properties by name, however deep (a request's `file_path` in a list of them)."""
+    """The schemas of an (inlined) input schema's properties by name, however deep (a request's `file_path` in a list
+    of them)."""
     found: dict[str, dict[str, Any]] = {}
     if isinstance(schema, dict):
         for name, sub in (schema.get("properties") or {}).items():

@@ -144,9 +144,9 @@ def meaning(
     }
     # (a value made of parts, a request's file and range, stated by the parts that changed an answer)
     composed = {
-        normalize_text(value_text(v)): [f"{p} {part}" for p, part in parts(v, k).items() if p not in unchanged]
+        normalize_text(value_text(v)): [f"{p} {part}" for p, part in made.items() if p not in unchanged]
         for k, v in call.arguments.items()
-        if len(parts(v, k)) > 1
+        if len(made := parts(v, k)) > 1
     }
     given = [g for g in map(normalize_text, map(str, stated_values(task))) if g not in filters]
     live = live_of(task.check)

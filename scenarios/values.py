@@ -1112,8 +1112,8 @@ class Knowledge:
                 sent_text = " ".join(str(d.value) for d in leaves).lower()
                 for kind in COMPOSED_ALONE:
                     for name in re.findall(rf"\b{kind}\s+[\"'`]({IDENTIFIER.pattern})[\"'`]", message, flags=re.I):
-                        if name.lower() not in sent_text and {kind: name} not in self.kinds[kind]:
-                            self.kinds[kind].append({kind: name})
+                        if name.lower() not in sent_text:
+                            self._bind(kind, {kind: name})
             log.errors[line] += 1
             log.failed_with.pop(line, None)
             log.failed_with[line] = args
@@ -1304,26 +1304,22 @@ class Knowledge:
                 if (found := known(d.value)) is not None and any(described_as(s, d.name, "", around) for s in QUERIES)
             }
             self.none_listed |= (listing | {listed_kind(tool) if not args else None}) - {None}
-        for d in leaves:
-            if (found := known(d.value)) is not None and (kind := found[0].lists) is not None:
-                for _, v in values:
-                    binding = {**found[1], kind: str(v)}
-                    if isinstance(v, str) and IDENTIFIER.fullmatch(v) and binding not in self.kinds[kind]:
-                        self.kinds[kind].append(binding)
-        # ... and the fields of the records a known query of records gave (a table's rows: its columns, where a query
+        # (... and the fields of the records a known query of records gave: a table's rows, its columns, where a query
         # language lists none, BQL's postings)
         for d in leaves:
-            if (found := known(d.value)) is not None and (kind := found[0].fields) is not None:
-                for k in dict.fromkeys(k for k, _ in values):
-                    binding = {**found[1], kind: k}
-                    if IDENTIFIER.fullmatch(k) and binding not in self.kinds[kind]:
-                        self.kinds[kind].append(binding)
+            if (found := known(d.value)) is None:
+                continue
+            query, bound = found
+            for k, v in values:
+                if query.lists is not None and isinstance(v, str):
+                    self._bind(query.lists, {**bound, query.lists: v})
+                if query.fields is not None:
+                    self._bind(query.fields, {**bound, query.fields: k})
         # ... as are the names a call of no arguments gives of a tool named for listing that kind (`list_tables`)
         if not args and (kind := listed_kind(tool)) is not None:
             for k, v in values:
-                named = not k or k.rpartition(".")[2].lower() in NAME_KEYS
-                if named and isinstance(v, str) and IDENTIFIER.fullmatch(v) and {kind: v} not in self.kinds[kind]:
-                    self.kinds[kind].append({kind: v})
+                if (not k or k.rpartition(".")[2].lower() in NAME_KEYS) and isinstance(v, str):
+                    self._bind(kind, {kind: v})
         # what a call that took a path listed: names to join under that path (a listing's lines, its names'
         # fields; not a labelled field's value, a size or a permission of `get_file_info`), not of a file's (a note
         # read: its lines are no names in it)
@@ -1334,6 +1330,12 @@ class Knowledge:
                     for token in listed_names(v):
                         if (token, index, session) not in self.listed[d.value] and not token.startswith("/"):
                             self.listed[d.value].append((token, index, session))
+
+    def _bind(self, kind: str, binding: dict[str, str]) -> None:
+        """A name known to be of `kind` (with the names it goes with: a column's table), for queries to be composed
+        over; not one that is no identifier, nor one known already."""
+        if IDENTIFIER.fullmatch(binding[kind]) and binding not in self.kinds[kind]:
+            self.kinds[kind].append(binding)
 
     def _refuse(self, tool: str, d: Drawn, text: str) -> None:
         """Value `d` was refused: a loss for its arm, blamed on its parameter here, refused on its name (by an error
