@@ -122,7 +122,7 @@ SERVERS: list[Server] = [
         "python-interpreter",
         "pypi",
         "mcp-python-interpreter==1.2.3",
-        "{bin}/mcp-python-interpreter --dir {fx}/work",
+        "{bin}/mcp-python-interpreter --dir {fx}/work --python-path {bin}/python",
         extra=(MCP1,),
         fixtures=("work",),
         last=16,
@@ -260,7 +260,7 @@ SERVERS: list[Server] = [
         "beancount",
         "pypi",
         "beancount-mcp==0.1.1",
-        "{bin}/beancount-mcp {fx}/ledger/main.beancount",
+        "{bin}/beancount-mcp --transport stdio {fx}/ledger/main.beancount",
         extra=(MCP1,),
         fixtures=("ledger",),
         last=16,
@@ -631,7 +631,7 @@ def row_of_scenarios(out: Path, reads: list[str]) -> dict[str, Any]:
         "reads": reads,
         "reads_covered": [t for t in reads if covered.get(t)],
         "exploration": report.get("exploration", ""),
-        "tasks": [{"task": s["task"], "answer": (s.get("check") or {}).get("answer")} for s in written],
+        "tasks": [{"task": s["task"], "answer": s.get("answer")} for s in written],
     }
 
 
