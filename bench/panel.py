@@ -103,8 +103,8 @@ SERVERS: list[Server] = [
         "motherduck",
         "pypi",
         "mcp-server-motherduck==1.1.0",
-        "{bin}/mcp-server-motherduck --db-path {fx}/shop.duckdb",
-        fixtures=("shop.duckdb",),
+        "{bin}/mcp-server-motherduck --db-path {fx}/md/shop.duckdb",
+        fixtures=("md",),
         last=16,
         note="version: the newest (the docs name none)",
     ),
@@ -464,8 +464,12 @@ MADE_IN_PLACE = {"kanban"}  # made anew where a run uses it, not copied: its sto
 FIXTURES: dict[str, Callable[[Path, Path], None]] = {
     "repo": lambda p, v: _run("sh", SCENARIOS / "make_git_repo.sh", p),
     "shop.db": lambda p, v: _run(sys.executable, SCENARIOS / "make_shop.py", "sqlite", p),
-    "shop.duckdb": lambda p, v: _run(
-        _with(v, ["duckdb", "motherduck"], "duckdb"), SCENARIOS / "make_shop.py", "duckdb", p
+    # each DuckDB server its file written by its own duckdb: mcp-server-duckdb's 2.0 writes a storage version
+    # (69) the 1.5 of mcp-server-motherduck cannot read
+    "shop.duckdb": lambda p, v: _run(_with(v, ["duckdb"], "duckdb"), SCENARIOS / "make_shop.py", "duckdb", p),
+    "md": lambda p, v: (
+        p.mkdir(parents=True),
+        _run(_with(v, ["motherduck"], "duckdb"), SCENARIOS / "make_shop.py", "duckdb", p / "shop.duckdb"),
     ),
     "files": lambda p, v: _write(p, FILES),
     "text": lambda p, v: _write(p, TEXT),
