@@ -217,9 +217,10 @@ SERVERS: list[Server] = [
         "memory-bank",
         "npm",
         "@movibe/memory-bank-mcp@0.4.1",
-        "{bin}/memory-bank-mcp --path {fx}/bank",
-        fixtures=("bank",),
+        "{bin}/memory-bank-mcp",
         last=7,
+        # as a user starts it: its bank in the folder it runs in (each session's own); with --path naming a folder
+        # of ours, exploring ran on copies of it, its writes withheld, and 0 tasks were grounded (66 calls)
     ),
     Server(
         "obsidian",
@@ -476,7 +477,6 @@ FIXTURES: dict[str, Callable[[Path, Path], None]] = {
     "vault": lambda p, v: _write(p, VAULT),
     "docs": lambda p, v: _write(p, DOCS),
     "work": lambda p, v: _write(p, {"data.csv": "name,qty\napple,3\npear,7\n"}),
-    "bank": lambda p, v: p.mkdir(parents=True),
     "proj": lambda p, v: _write(p, PROJ),
     "ledger": lambda p, v: _write(p, {"main.beancount": _ledger()}),
     "sheets": lambda p, v: (
