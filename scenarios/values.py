@@ -1146,6 +1146,9 @@ class Knowledge:
             # a parameter of the tool it asks for, not sent ("Please specify a 'path'"): given from now on, as if
             # required (alone of the tool's: "... or use 'git_set_working_dir' first" names another tool, no choice)
             missing = {q for q in quoted & set(self.params.get(tool, ())) if q not in args}
+            # ... and, of a call sent nothing, every parameter it has: what was left out is all a caller can change (a
+            # query tool whose schema requires no `sql`: "Client was passed a null or undefined query")
+            missing |= set(self.params.get(tool, ())) if not args else set()
             self.wanted |= missing
             self.needed |= missing if len(missing) == 1 else set()
             if asked := self._asked(tool, args, lowered, leaves, parts=[q for q in quoted if len(q) > 3]):

@@ -1,8 +1,9 @@
 """A small library database behind one SQL tool, as third-party database servers offer: `query(sql)` runs any
 read-only statement on an in-memory SQLite database (made anew in each process) and prints the rows as Python's
-repr of tuples, the columns unnamed; a bad statement is an error.
+repr of tuples, the columns unnamed; a bad statement is an error. `--loose-schema`: `sql` is not required by the
+tool's schema, and a call sent none is refused.
 
-    python tests/scenarios/sql_server.py
+    python tests/scenarios/sql_server.py [--loose-schema]
 """
 
 from __future__ import annotations
@@ -42,15 +43,31 @@ db.commit()
 server = Server("library-sql")
 
 
-@server.tool()
-def query(sql: str) -> str:
+def run(sql: str | None) -> str:
     """Run a read-only SQL query on the library database and return the rows."""
+    if sql is None:
+        raise ToolError("Client was passed a null or undefined query")
     if not sql.lstrip().lower().startswith(("select", "with", "pragma")):
         raise ToolError("only read-only queries are allowed")
     try:
         return str(db.execute(sql).fetchall())
     except sqlite3.Error as e:
         raise ToolError(f"Database error: {e}") from e
+
+
+if "--loose-schema" in sys.argv[1:]:  # a schema that requires nothing, as @modelcontextprotocol/server-postgres's
+
+    @server.tool()
+    def query(sql: str | None = None) -> str:
+        """Run a read-only SQL query on the library database and return the rows."""
+        return run(sql)
+
+else:
+
+    @server.tool()
+    def query(sql: str) -> str:
+        """Run a read-only SQL query on the library database and return the rows."""
+        return run(sql)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ never pasting it; every kept task's answer comes back when its reference chain i
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -119,3 +120,20 @@ def test_exploring_composes_queries_only_over_names_that_answered(sql_grounded):
     assert sum(not c.is_error for c in composed_calls) >= 10
     # the calls are not spent on values varied into answers that say back what was sent ("SELECT 26")
     assert sum(echoes(c.text, c.arguments) for c in exploration.calls if not c.is_error) <= 4
+
+
+async def test_a_tool_whose_schema_requires_nothing_that_refused_a_call_sent_nothing_is_sent_its_parameters():
+    """@modelcontextprotocol/server-postgres's `query` requires nothing in its schema and refuses a call without `sql`
+    ("Client was passed a null or undefined query"): exploring made that one call, sent nothing, and stopped, no
+    value of an optional parameter ever drawn from a source that makes one up. What a call sent nothing left out is
+    all a caller can change: its parameters are given values from then on."""
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {SQL_SERVER} --loose-schema")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=24), seed=0, say=lambda _: None)
+    calls = exploration.calls
+    assert calls[0].arguments == {} and calls[0].is_error  # (the plainest call first, as for any tool)
+    answered = [c for c in calls if not c.is_error]
+    assert len(answered) >= 10 and all(c.arguments.get("sql") for c in answered), exploration.summary()
+    assert any(known(c.arguments["sql"]) and known(c.arguments["sql"])[0].lists for c in answered)  # a table listing
+    # no failed call made twice
+    failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in calls if c.is_error]
+    assert len(failed) == len(set(failed))
