@@ -233,6 +233,11 @@ FORMATTED = (
     "json",
 )
 WRITTEN = ("title", "text", "relation", "kind", "tag")
+# the tables the standard's catalogue lists, but its own and PostgreSQL's (`pg_catalog`: two hundred of the engine's
+# tables beside a database's three)
+CATALOGUED = (
+    "SELECT table_name FROM information_schema.tables WHERE table_schema NOT IN ('information_schema', 'pg_catalog')"
+)
 PROBES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "expression": (
         ("2 + 3", "x**2 + 3*x", "12 * 4", "(7 - 2) / 5"),  # (one over a variable, for algebra: its derivative)
@@ -248,7 +253,7 @@ PROBES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "sql": (
         (
             "SELECT name FROM sqlite_master WHERE type='table'",
-            "SELECT table_name FROM information_schema.tables",
+            CATALOGUED,
             "SHOW TABLES",
             "SELECT 1",
         ),
@@ -355,7 +360,7 @@ TABLES = "the tables of the database"
 QUERIES: dict[str, tuple[Query, ...]] = {
     "sql": (
         Query("SELECT name FROM sqlite_master WHERE type='table'", lists="table", about=TABLES),
-        Query("SELECT table_name FROM information_schema.tables", lists="table", about=TABLES),
+        Query(CATALOGUED, lists="table", about=TABLES),
         Query("SHOW TABLES", lists="table", about=TABLES),
         Query(
             "SELECT * FROM {table} LIMIT 5",
