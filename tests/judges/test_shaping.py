@@ -203,6 +203,22 @@ def test_holds_answer_reads_numbers_by_value_and_text_as_whole_words():
     )
 
 
+def test_a_day_is_held_however_it_is_written():
+    """A date column's value as @modelcontextprotocol/server-postgres's driver gives it, "2024-03-20T00:00:00.000Z":
+    a reply saying "2024-03-20" or "March 20, 2024" was scored wrong, and a replay of the result did not hold the
+    day. A day is held by the same day in ISO, as a timestamp, or with its month named; not by another."""
+    from mcprl.checks import holds_answer
+
+    for answer in ("2024-03-20T00:00:00.000Z", "2024-03-20", "2024-03-20 00:00:00"):
+        for reply in ("It was ordered on 2024-03-20.", "March 20, 2024", "on the 20th of March 2024", "20 Mar. 2024"):
+            assert holds_answer(reply, answer), (reply, answer)
+        assert holds_answer('{"ordered": "2024-03-20T00:00:00.000Z"}', answer)
+        for reply in ("2024-03-21", "March 21, 2024", "2023-03-20", "2024-03-2", "12024-03-20"):
+            assert not holds_answer(reply, answer), (reply, answer)
+    # a time of day is no day: it is held as written
+    assert not holds_answer("2024-03-20", "2024-03-20T14:05:00Z")
+
+
 @pytest.mark.anyio
 async def test_evidence_gives_a_group_that_finds_nothing_but_the_right_item_its_ranking():
     scenario = Scenario(task="What does the steel hammer cost?", answer="12.99", check={"kind": "normalized"})
