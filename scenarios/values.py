@@ -336,6 +336,10 @@ class Knowledge:
         self.initial: set[str] = set()  # values read before any write of their session: every fresh server's
         self.wanted: set[str] = set()  # optional parameters an error asked for where a call left them out ...
         self.needed: set[str] = set()  # ... of which those it asked for alone ("Please specify a 'path'")
+        # tools of one parameter that refused a call sent nothing, naming no value: what was left out is all a caller
+        # can change (a query tool whose schema requires no `sql`: "Client was passed a null or undefined query"), given
+        # from then on (to that tool: `clear_session`'s `session_id` is one every tool may leave out)
+        self.bare_refused: set[str] = set()
         self.stats: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
         self.worked: dict[str, list[Any]] = defaultdict(list)
         self.named: dict[str, list[str]] = defaultdict(list)  # parameter name -> values errors named
@@ -528,7 +532,7 @@ class Knowledge:
         for name, sub in props.items():
             if not isinstance(sub, dict):
                 continue
-            optional = name not in required and name not in self.wanted
+            optional = name not in required and name not in self.wanted and (path or tool not in self.bare_refused)
             here = f"{path}.{name}" if path else name
             if optional and here not in fresh and rng.random() >= chance * (1.5 if "default" not in sub else 1.0):
                 continue
@@ -1146,9 +1150,9 @@ class Knowledge:
             # a parameter of the tool it asks for, not sent ("Please specify a 'path'"): given from now on, as if
             # required (alone of the tool's: "... or use 'git_set_working_dir' first" names another tool, no choice)
             missing = {q for q in quoted & set(self.params.get(tool, ())) if q not in args}
-            # ... and, of a call sent nothing, every parameter it has: what was left out is all a caller can change (a
-            # query tool whose schema requires no `sql`: "Client was passed a null or undefined query")
-            missing |= set(self.params.get(tool, ())) if not args else set()
+            # (where it names no value: "Session 'default' not found" says what the server took when sent nothing)
+            if not args and len(self.params.get(tool, ())) == 1 and not quoted - self.names:
+                self.bare_refused.add(tool)
             self.wanted |= missing
             self.needed |= missing if len(missing) == 1 else set()
             if asked := self._asked(tool, args, lowered, leaves, parts=[q for q in quoted if len(q) > 3]):
