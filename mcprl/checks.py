@@ -97,9 +97,10 @@ def single(number: float) -> float:
         return number
 
 
-# a day as a result or a reply gives it: ISO, alone or as a timestamp ("2024-03-20T00:00:00.000Z", which a database
-# driver gives for a date column), or with its month named ("March 20, 2024", "20 Mar 2024")
-ISO_DAY = re.compile(r"(?<![\d-])(\d{4})-(\d{2})-(\d{2})(?![\d-])")
+# An ISO date, with a time or not ("2026-11-27", "2026-11-27T14:00:00+01:00", "2026-11-27 09:40:46"); a day is
+# given so, alone or as a midnight timestamp ("2024-03-20T00:00:00.000Z", a database driver's for a date column), or
+# with its month named ("March 20, 2024", "20 Mar 2024")
+ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b")
 MIDNIGHT = re.compile(r"(?:[T ]00:00(?::00(?:\.0+)?)?(?:Z|[+-]00:?00)?)?")
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MONTH = rf"({'|'.join(MONTHS)})[a-z]*\.?"
@@ -111,7 +112,7 @@ NAMED_DAY = re.compile(
 
 def days(text: str) -> set[tuple[int, int, int]]:
     """The days a text names (year, month, day), in ISO or with the month named."""
-    found = {(int(y), int(m), int(d)) for y, m, d in ISO_DAY.findall(text)}
+    found = {(int(y), int(m), int(d)) for y, m, d in ISO_DATE.findall(text)}
     for m in NAMED_DAY.finditer(text):
         month, day, year = (m[1], m[2], m[3]) if m[1] else (m[5], m[4], m[6])
         found.add((int(year), MONTHS.index(month.lower()[:3]) + 1, int(day)))
@@ -124,7 +125,11 @@ def holds_answer(text: str, answer: Any) -> bool:
     that rounds to it, `single`), a day as that day however it is written (`days`: "March 20, 2024" holds
     "2024-03-20T00:00:00.000Z", a date column's value as a driver gives it), anything else as whole words, both
     normalised."""
-    if isinstance(answer, str) and (day := ISO_DAY.match(answer.strip())) and MIDNIGHT.fullmatch(answer.strip()[10:]):
+    if (
+        isinstance(answer, str)
+        and (day := ISO_DATE.fullmatch(answer.strip()))
+        and MIDNIGHT.fullmatch(answer.strip()[10:])
+    ):
         return (int(day[1]), int(day[2]), int(day[3])) in days(text)
     number = as_number(answer)
     if number is not None:

@@ -19,12 +19,10 @@ from typing import Any
 from partial_json_parser import Allow
 from partial_json_parser import loads as loads_partial
 
-from mcprl.checks import labelled, labelled_lines, same_value
+from mcprl.checks import ISO_DATE, labelled, labelled_lines, same_value
 from mcprl.scenarios.lexicon import ERROR_FIELDS, IRREGULAR_PARTICIPLES, LINKS, NAME_KEYS, OUTCOMES, participle
 from mcprl.tools.convert import HTML_BREAK, reports_error, untruncated
 
-# An ISO date, with a time or not ("2026-11-27", "2026-11-27T14:00:00+01:00", "2026-11-27 09:40:46")
-ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b")
 # seconds or milliseconds since 1970 ("last_scan_time": 1796145733)
 UNIX_TIME = re.compile(r"(?<![\w.])(\d{10}|\d{13})(?:\.\d+)?(?![\w.])")
 # a date written out with its weekday, as JavaScript's `Date.toString` and mail headers write one ("Wed Dec 02 2026
