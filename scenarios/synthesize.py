@@ -80,7 +80,9 @@ def drafts_schema(tool_names: Sequence[str], k: int, difficulties: Sequence[int]
 class ScenarioDraft(BaseModel):
     """One item as the generator returns it."""
 
-    task: str = Field(min_length=8)
+    # (shorter than the schema's bound: a draft that reaches it was cut there by the grammar mid-sentence, a small
+    # model rambling on, "... but it is 0.1.0 and above. can be")
+    task: str = Field(min_length=8, max_length=TASK_CHARS[1] - 1)
     difficulty: int = Field(ge=1, le=5)
     tools: list[str] = Field(default_factory=list)
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from mcprl.scenarios.synthesize import synthesize, target_difficulties
+from mcprl.scenarios.synthesize import TASK_CHARS, synthesize, target_difficulties
 from mcprl.types import content_hash
 from tests.fake_llm import FakeLLM, Reply, message_text
 
@@ -59,6 +59,19 @@ async def test_prose_wrapped_json_with_duplicates_and_invalid_items():
     )
     assert report.tool_coverage == {"add": 1, "multiply": 1, "divide": 1}
     assert report.difficulty_histogram == {1: 1, 2: 0, 3: 1, 4: 0, 5: 0}
+
+
+@pytest.mark.anyio
+async def test_a_draft_cut_off_at_the_schemas_length_bound_is_no_task():
+    # the grammar ends a rambling draft at the schema's maxLength, mid-sentence; one shorter is a whole request
+    rambling = ("Add 3 and 4, then think about how sums of numbers can be written in many bases and " * 10)[
+        : TASK_CHARS[1]
+    ]
+    whole = "Add 3 and 4, then tell me the sum in base 2."
+    with FakeLLM([batch(item(rambling)), batch(item(whole))]) as llm:
+        result = await run(llm, 1)
+    assert [s.task for s in result.scenarios] == [whole]
+    assert result.report.invalid_items == 1
 
 
 @pytest.mark.anyio
