@@ -546,7 +546,10 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     # a listing: every line a row of cells, but for a note before or after the rows ("(10 of 11 shown)")
     if len(rows) > 1 and rows in (pairs, pairs[1:], pairs[:-1]):
         return rows
-    if (table := csv_rows(lines)) is not None:
+    # a CSV table, alone or under one line naming it (the file it is: "File: /srv/data.csv", "data.csv:"), that line
+    # left out as the text around a Markdown table is
+    headed = len(lines) > 1 and (labelled(lines[0].strip()) is not None or lines[0].strip().endswith(":"))
+    if (table := csv_rows(lines) or (csv_rows(lines[1:]) if headed else None)) is not None:
         return table
     # parts a rule divides ("a.txt:\nsize: 44\n---\nb.txt:\nsize: 340", files read at once): a record each; but a
     # document's front matter (`key: value` lines between rules at its start, or after the heading naming it, "a.md:",

@@ -346,6 +346,30 @@ def test_a_csv_table_is_asked_for_by_its_cells_not_as_lines():
     )
 
 
+def test_a_csv_table_under_a_line_naming_it_is_asked_for_by_its_cells():
+    """mcp-python-interpreter's `read_file` heads a file's text with its path ("File: /srv/work/data.csv", a blank
+    line, then the CSV): no task used it, the text read as one record of a path and three unlabelled lines. Under a
+    line naming it (that label, or a "data.csv:" heading), a CSV table grounds the tasks the table alone does."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    table = "name,qty\napple,3\npear,7\n"
+
+    def asked(text: str) -> set[tuple[str, object]]:
+        call = ExploredCall(
+            index=0, session=0, tool="read_file", arguments={"file_path": "/srv/work/data.csv"}, text=text
+        )
+        found = [t for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+        return {(t.metadata.get("field"), t.answer) for t in found}
+
+    alone = asked(table)
+    assert {a for _, a in alone} >= {3, 7, "apple", "pear"}, alone
+    assert asked("File: /srv/work/data.csv\n\n" + table) == alone
+    assert asked("data.csv:\n" + table) == alone
+    # (a line above that is no heading, a sentence, leaves the text no table)
+    assert not {a for _, a in asked("Read it twice and then stop now\n" + table)} & {3, 7}
+
+
 def test_one_line_of_a_csv_file_is_not_asked_as_its_one_number():
     """mcp-text-editor read lines 3 to 20 of a CSV file, `{"content": "pear,7\n", ...}`: "Find the text file contents
     for data.csv with start 3 and end 20." -> 7, as a number with a unit ("37 units") is. A row of cells that commas
