@@ -21,6 +21,7 @@ from partial_json_parser import loads as loads_partial
 
 from mcprl.checks import ISO_DATE, labelled, labelled_lines, same_value
 from mcprl.scenarios.lexicon import ERROR_FIELDS, IRREGULAR_PARTICIPLES, LINKS, NAME_KEYS, OUTCOMES, participle
+from mcprl.scenarios.value_sources import shape_of
 from mcprl.tools.convert import HTML_BREAK, reports_error, untruncated
 
 # seconds or milliseconds since 1970 ("last_scan_time": 1796145733)
@@ -485,6 +486,12 @@ def grid_rows(value: Any) -> list[dict[str, Any]] | None:
     head, *rows = value
     named = len(head) > 1 and all(isinstance(h, str) and h.strip() for h in head) and len(set(head)) == len(head)
     if not named or any(len(row) != len(head) for row in rows):
+        return None
+    # (a first row of values, not of names, where a range starts below the header: a cell written as every cell under
+    # it is, digits in the same places, "2019-03-01" over "2020-06-15", names no column: "Ann Lee" is no field)
+    if any(
+        re.search(r"\d", h) and all(shape_of(str(row[at])) == shape_of(h) for row in rows) for at, h in enumerate(head)
+    ):
         return None
     return [dict(zip(head, row, strict=True)) for row in rows]
 

@@ -2709,3 +2709,21 @@ def test_a_querys_one_cell_of_text_is_its_answer_whole():
     )
     asked = {(t.task, t.answer) for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
     assert asked == {("Which payee in the postings table comes first in alphabetical order?", "25 Degrees Burger Bar")}
+
+
+def test_a_range_read_below_its_header_names_no_field_by_a_rows_value():
+    """excel-mcp-server's `read_range` of A2:C3 gave two rows of people, no header: "What is the ann lee of the range
+    A2:C3?" -> "Bob Stone". A grid's first row is its columns' names only where its cells are not written as the cells
+    under them are (a date over dates); read from A1, the names ground the fields."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    people = [["Ann Lee", "Sales", "2019-03-01"], ["Bob Stone", "Research", "2020-06-15"]]
+
+    def fields(cells: str, rows: list) -> set[str]:
+        text = json.dumps({"range": cells, "values": rows})
+        call = ExploredCall(index=0, session=0, tool="read_range", arguments={"range": cells}, text=text)
+        return {t.metadata.get("field") for t in candidates(Exploration(calls=[call]), {}, seed=0)}
+
+    assert not {"ann lee", "Ann Lee", "sales", "2019-03-01"} & fields("A2:C3", people)
+    assert {"name", "team", "start"} <= fields("A1:C3", [["name", "team", "start"], *people])
