@@ -127,6 +127,21 @@ NOT_PARTICIPLES = frozenset("speed seed feed need embed breed bleed".split())
 NOT_COUNTS = frozenset("permissions flags options settings modes".split())
 # past participles not ending in -ed, as a result says what was done ("notes folder set to /srv/notes")
 IRREGULAR_PARTICIPLES = frozenset("set reset unset sent made done written built begun put cut kept".split())
+# ... and the verbs of those done by the thing itself, not to it, each by its participle: a date one names is asked
+# "When did the customer join?", not "When was the customer joined?"
+DONE_BY_ITSELF = {
+    "joined": "join",
+    "arrived": "arrive",
+    "departed": "depart",
+    "landed": "land",
+    "expired": "expire",
+    "occurred": "occur",
+    "happened": "happen",
+    "retired": "retire",
+    "graduated": "graduate",
+    "died": "die",
+    "ended": "end",
+}
 # ... and the words a write's reply says it worked with ("success", `"status": "ok"`), no fact of the state it left
 OUTCOMES = frozenset("success successful succeeded ok done".split())
 # the words that say yes or no: no answer (a guess holds it half the time), and no value of another parameter
@@ -388,14 +403,14 @@ QUERIES: dict[str, tuple[Query, ...]] = {
             over="column",
             ask="What is the largest value of {column} in the {table} table?",
             text_ask="Which {column} in the {table} table comes last in alphabetical order?",
-            date_ask="What is the latest {column} in the {table} table?",
+            date_ask="What is the latest date in the {column} column of the {table} table?",
         ),
         Query(
             "SELECT MIN({column}) FROM {table}",
             over="column",
             ask="What is the smallest value of {column} in the {table} table?",
             text_ask="Which {column} in the {table} table comes first in alphabetical order?",
-            date_ask="What is the earliest {column} in the {table} table?",
+            date_ask="What is the earliest date in the {column} column of the {table} table?",
         ),
         Query(
             "SELECT COUNT(DISTINCT {column}) FROM {table}",

@@ -26,6 +26,7 @@ from mcprl.scenarios.lexicon import (
     ABOUT_ONLY,
     BARE_NAMES,
     DETERMINERS,
+    DONE_BY_ITSELF,
     ENDS,
     FILES,
     FILLER,
@@ -319,9 +320,20 @@ def be(field: str) -> str:
 
 def field_words(field: str) -> dict[str, str]:
     """How a template says a field: `field`, its verb `be` ("is", "are") and what it is asked as, `What`/`what`
-    ("Who" for a person: mcprl.scenarios.lexicon.who)."""
+    ("Who" for a person: mcprl.scenarios.lexicon.who); and, a date a participle names, when it was done as `was` and
+    `done` say it ("was" ... "created"; "did" ... "join" where the thing did it itself, `DONE_BY_ITSELF`)."""
     asked = who(field)
-    return {"field": field, "be": be(field), "What": asked, "what": asked.lower()}
+    *before, last = field.split(" ")
+    itself = DONE_BY_ITSELF.get(last)
+    done = " ".join([*before, itself]) if itself else field
+    return {
+        "field": field,
+        "be": be(field),
+        "What": asked,
+        "what": asked.lower(),
+        "was": "did" if itself else "was",
+        "done": done,
+    }
 
 
 def said(
@@ -504,8 +516,8 @@ ONE_LISTED_ASKS = (
 STATE_ASKS = ("What {be} {field} in {phrase}?",)  # ... and a state it is in ("What is modified in the git status?")
 CALL_STATE_ASKS = ("{action}. What {be} {field}?",)
 # ... and when it was done, a date a participle names ("created": "When was the document "a.docx" created?")
-DATED_ASKS = ("When was {phrase} {field}?",)
-CALL_DATED_ASKS = ("{action}. When was it {field}?",)
+DATED_ASKS = ("When {was} {phrase} {done}?",)
+CALL_DATED_ASKS = ("{action}. When {was} it {done}?",)
 # ... and how many things are in a state, a number ("files changed": "How many files changed in the git diff?")
 COUNTED_ASKS = ("How many {field} in {phrase}?",)
 CALL_COUNTED_ASKS = ("{action}. How many {field}?",)
@@ -522,7 +534,7 @@ NAME_ASKS = (
 )
 # ... and a number of things it has ("pages": 880), how many: "How many pages does the novel "Middlemarch" have?"
 COUNT_NAME_ASKS = ('How many {field} does the {noun} "{name}" have?', "How many {field} does the {name} have?")
-DATED_NAME_ASKS = ('When was the {noun} "{name}" {field}?', "When was {name} {field}?")  # (a date it was done on)
+DATED_NAME_ASKS = ('When {was} the {noun} "{name}" {done}?', "When {was} {name} {done}?")  # (a date it was done on)
 STATE_NAME_ASKS = ('What {be} {field} in the {noun} "{name}"?', "What {be} {field} in {name}?")  # (a state: "added")
 # ... and, a line of a listing, in what the call gives ("In the git log, who is the author of the commit whose message
 # is ...?") or after what it does, by a field that picks the line out or by its place ("of the latest commit", as
@@ -532,9 +544,9 @@ RECORD_IN_ASKS = ("In {phrase}, {what} {be} {the}{field} {which}?",)
 RECORD_ASKS = ("{action}. {What} {be} {the}{field} {which}?",)
 RECORD_ALONE_ASKS = ("{What} {be} {the}{field} {which}?",)
 # ... and a date it was done on, which a participle names ("started": "When was the first one listed started?")
-RECORD_IN_DATED_ASKS = ("In {phrase}, when was {which} {field}?",)
-RECORD_DATED_ASKS = ("{action}. When was {which} {field}?",)
-RECORD_ALONE_DATED_ASKS = ("When was {which} {field}?",)
+RECORD_IN_DATED_ASKS = ("In {phrase}, when {was} {which} {done}?",)
+RECORD_DATED_ASKS = ("{action}. When {was} {which} {done}?",)
+RECORD_ALONE_DATED_ASKS = ("When {was} {which} {done}?",)
 # ... and by what a search that found it was about
 TOPIC_ASKS = (
     "{What} {be} the {field} of the {noun} about {topic}?",

@@ -2669,7 +2669,7 @@ def test_a_known_querys_one_value_given_as_a_table_of_one_cell_answers_its_quest
     ]
     asked = {(t.task, t.answer) for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)}
     assert ("How many rows does the products table have?", 3) in asked, asked
-    assert ("What is the earliest date in the postings table?", "2024-01-01") in asked, asked
+    assert any(re.search(r"\bearliest date\b.*\bpostings table\b", t) and a == "2024-01-01" for t, a in asked), asked
 
 
 def test_a_row_of_a_sample_a_limit_stopped_is_picked_out_only_by_its_id():
@@ -2727,3 +2727,33 @@ def test_a_range_read_below_its_header_names_no_field_by_a_rows_value():
 
     assert not {"ann lee", "Ann Lee", "sales", "2019-03-01"} & fields("A2:C3", people)
     assert {"name", "team", "start"} <= fields("A1:C3", [["name", "team", "start"], *people])
+
+
+def test_a_date_of_what_a_thing_did_itself_is_asked_when_it_did_it():
+    """@modelcontextprotocol/server-postgres's customers have a date column `joined`: "When was the customer "Cleo
+    Martin" joined?". A date a participle names is asked when the thing did it where it does it itself ("When did
+    ... join?"), when it was done where it is done to it ("When was ... created?"); every such task states its
+    record and holds no answer."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    rows = [
+        {"name": "Cleo Martin", "city": "Lyon", "joined": "2024-01-08", "created": "2024-01-02"},
+        {"name": "Ben Okafor", "city": "Lagos", "joined": "2023-05-30", "created": "2023-05-01"},
+    ]
+    calls = [
+        ExploredCall(index=0, session=0, tool="list_customers", arguments={}, text=json.dumps(rows)),
+        ExploredCall(
+            index=1, session=0, tool="get_customer", arguments={"name": "Cleo Martin"}, text=json.dumps(rows[0])
+        ),
+    ]
+    for seed in range(3):
+        dated = [
+            t
+            for t in candidates(Exploration(calls=calls), {}, seed=seed)
+            if t.metadata.get("field") in ("joined", "created")
+        ]
+        assert {t.metadata["field"] for t in dated} == {"joined", "created"}, [t.task for t in dated]
+        for t in dated:
+            assert t.task.startswith("When did" if t.metadata["field"] == "joined" else "When was"), t.task
+            assert "joined" not in t.task and str(t.answer) not in t.task, t.task

@@ -48,6 +48,9 @@ def test_a_composed_query_reads_back_into_its_question_which_states_no_sql():
     assert "alphabetical" in question(top, "Cleo")  # type: ignore[operator]
     latest = question(top, "2024-03-11", dated=True)
     assert latest is not None and "latest" in latest and "alphabetical" not in latest
+    # ... asked for as a date, the column named as one whatever its name: "the earliest ordered" asks nothing
+    earliest = question("SELECT MIN(ordered) FROM orders", "2024-02-01", dated=True) or ""
+    assert re.search(r"\bearliest date\b", earliest) and "ordered column" in earliest, earliest
     # a name that is not an identifier is never composed into a query
     assert composed("sql", "", {"table": [{"table": "drop table; --"}]}) == []
     # every known query with a question is one over names
