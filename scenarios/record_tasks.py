@@ -246,7 +246,17 @@ def field_tasks(
                 continue  # (a time a preposition names is asked "since when", which no template words)
             # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user
             # might; one question is worded one way, whichever call grounds it, so that duplicates stay duplicates
-            if topic is not None and held[field] == 1 and not after and (label is None or rng.random() < 0.5):
+            # (not by a word of its name, which is what a person asks it by: "the entity "Team meeting"", not "the
+            # entity about Team"; a title of more words is about things, "the email about Porto" of "Your flight to
+            # Porto is confirmed")
+            name = words_of(str(label)) if label is not None else []
+            of_name = topic is not None and len(name) <= 3 and set(words_of(topic)) <= set(name)
+            if (
+                topic is not None
+                and held[field] == 1
+                and not after
+                and (label is None or not of_name and rng.random() < 0.5)
+            ):
                 task = _worded(TOPIC_ASKS, topic, asked).format(**field_words(asked), noun=noun, topic=topic)
                 given = [topic]
             # (not a line of a listing of one thing's parts, which the call named: a table's columns, a folder's

@@ -2757,3 +2757,23 @@ def test_a_date_of_what_a_thing_did_itself_is_asked_when_it_did_it():
         for t in dated:
             assert t.task.startswith("When did" if t.metadata["field"] == "joined" else "When was"), t.task
             assert "joined" not in t.task and str(t.answer) not in t.task, t.task
+
+
+def test_a_record_a_search_found_by_a_word_of_its_name_is_asked_by_its_name():
+    """server-memory's `search_nodes` sent "Team" found the entity "Team meeting": "Find the entity about Team and tell
+    me its entity type." A record found by a word of its name is asked for by that name, not as what a search was
+    about; one found by a word of what it holds is still asked by that ("the entity about Oslo")."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    entity = {"name": "Team meeting", "entityType": "project", "observations": ["Check the flights to Oslo."]}
+    text = json.dumps({"entities": [entity], "relations": []})
+
+    def asked(query: str) -> list[str]:
+        call = ExploredCall(index=0, session=0, tool="search_nodes", arguments={"query": query}, text=text)
+        return [t.task for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+
+    by_name = asked("Team")
+    assert by_name and not [t for t in by_name if re.search(r"\babout Team\b", t)], by_name
+    assert any('"Team meeting"' in t or "Team meeting" in t for t in by_name), by_name
+    assert any(re.search(r"\babout Oslo\b", t) for t in asked("Oslo")), asked("Oslo")
