@@ -392,6 +392,14 @@ def said(
     def text(v: Any) -> str:
         return v if v == PREVIOUS else quoted(v)
 
+    def handle(k: str) -> str | None:
+        """A handle the previous result gave, as what it is a handle of ("that session" of `session_id`)."""
+        return (
+            f"that {spoken(k).removesuffix(' id')}"
+            if shown[k] == PREVIOUS and names[k][1:] and names[k][-1] == "id"
+            else None
+        )
+
     def plain(v: Any) -> bool:
         return not isinstance(v, (bool, dict)) and not (isinstance(v, list) and any(isinstance(x, dict) for x in v))
 
@@ -463,9 +471,9 @@ def said(
         placed[where[0]] = f"in {text(shown[where[0]])}"
     # ... and a handle the previous result gave, as what it is a handle of ("for that session", not "with session id
     # the previous result")
-    for k, v in shown.items():
-        if v == PREVIOUS and k not in {*named, *operands, *placed} and len(names[k]) > 1 and names[k][-1] == "id":
-            placed[k] = f"for that {spoken(k).removesuffix(' id')}"
+    for k in shown:
+        if k not in {*named, *operands, *placed} and (of := handle(k)) is not None:
+            placed[k] = f"for {of}"
     others = {k: v for k, v in shown.items() if k not in operands and k not in named and k not in placed}
     # the others by name and value ("with repo path /srv/r and max count 3"), a flag by its name alone, with or without
     # it ("with include untracked", "without stat"), not as True or False
@@ -480,7 +488,9 @@ def said(
         verb,
         thing,
         joined.format(*values) if joined else _listed(values),
-        " ".join(text(shown[k]) for k in named),
+        # (what a handle is of, where the title does not name that thing: "the history for that session", not "the
+        # session info for that session" nor "close session that session")
+        " ".join((None if set(names[k][:-1]) <= set(words_of(thing)) else handle(k)) or text(shown[k]) for k in named),
         apposed,
         rest.replace(f'"{PREVIOUS}"', PREVIOUS),
     )

@@ -148,6 +148,11 @@ def test_a_thing_the_previous_call_gave_is_said_as_that_thing() -> None:
     # auto save with session id the previous result")
     saved = said("configure auto save", {"session_id": "s-1", "interval": 5}, linked=frozenset({"session_id"}))
     assert saved.order() == "Configure auto save for that session with interval 5", saved.order()
+    # ... and so is one a call of another thing is for, its one argument (csv-mcp-server: "Then what is the current
+    # position of the history for the previous result?"): no wording of it says "the previous result"
+    for title in ("get history", "get auto save status"):
+        history = said(title, {"session_id": "s-1"}, linked=frozenset({"session_id"}))
+        assert all("for that session" in t and "previous" not in t for t in history.asks_field("encoding")), title
 
 
 def test_where_a_move_starts_and_ends_is_said_from_and_to() -> None:
