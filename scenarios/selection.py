@@ -217,7 +217,7 @@ def select(
     every: dict[str, list[Scenario]] = defaultdict(list)  # a meaning -> every chain that answers it
     asked: dict[str, str] = {}  # a meaning -> what it asks and what answers it, whatever it states
     idle = idle_parameters(tasks)
-    worded: dict[tuple[str, ...], str] = {}  # a task's words (or a listing's answer) -> its meaning: one question
+    worded: dict[tuple[str, str], str] = {}  # a task's words and answer -> its meaning: one question, whichever tool
     for t in tasks:
         if twice(t, optional or {}):
             dropped["one text given twice"] += 1
@@ -232,10 +232,9 @@ def select(
             dropped["asks a thing of itself"] += 1
             continue
         meant = meaning(t, optional or {}, idle)
-        # (the same words are one question, though two tools' chains ground it, a table's columns listed by a tool
-        # that describes it and by a query; and whatever its answers: asked of states that calls before it prepared
-        # alike in words, "How many history entries?" after one program run and after three, it has one for a reader)
-        key = worded.setdefault(("words", normalize_text(t.task)), repr(meant))
+        # (the same words with the same answer are one question, though two tools' chains ground it: a table's
+        # columns, listed by a tool that describes it and by a query)
+        key = worded.setdefault((normalize_text(t.task), str(meant[1])), repr(meant))
         # (... and a listing of two or more things stating the same values is one question, however worded and by
         # whichever tool or field: "What are the tables?" of one tool and "... of the database?" of a query)
         if isinstance(t.answer, list) and len(t.answer) > 1:

@@ -550,18 +550,3 @@ def test_a_value_nested_in_a_request_that_changes_no_answer_makes_no_other_quest
         # the line read changes with the range: a question of each
         lines = {t.answer for t in kept if t.metadata.get("field") == "content"}
         assert set(files["/srv/docs/stock.csv"]) <= lines, [t.task for t in kept]
-
-
-def test_one_question_in_words_is_kept_once_whatever_its_answers():
-    """mcp-python-interpreter's `list_sessions` grounded "List sessions. How many history entries?" three times, with
-    1, 2 and 3: the state calls before it prepared differed, the words did not. No two kept tasks read alike."""
-    calls = [
-        _call(i, "list_sessions", {}, f"Active REPL Sessions:\n\n- Session: default\n  History entries: {n}\n")
-        for i, n in enumerate([1, 2, 3])
-    ]
-    found = candidates(Exploration(calls=calls), {}, seed=0)
-    assert len({str(t.answer) for t in found if "history" in t.task}) == 3, [(t.task, t.answer) for t in found]
-    for seed in range(4):
-        kept, dropped = select(found, 10, seed=seed)
-        words = Counter(" ".join(t.task.lower().split()) for t in kept)
-        assert kept and max(words.values()) == 1 and dropped["duplicate"] >= 2, [(t.task, t.answer) for t in kept]
