@@ -152,7 +152,7 @@ def field_tasks(
             if cut:
                 del places[len(records) - 1]
         elif any(ISO_DATE.search(str(v)) for _, v in records[0]):
-            places = {0: "first one listed"}
+            places = {0: f"first {kind or 'one'} listed"}  # ("the first entity listed", where the kind is known)
     # the latest line of a listing in time order is always one of those asked of, by its place: what people ask of a
     # log or an inbox most is its newest entry ("Who made the latest commit?")
     latest = next((at for at, said in places.items() if said.startswith(LATEST)), None)
