@@ -496,6 +496,17 @@ def grid_rows(value: Any) -> list[dict[str, Any]] | None:
     return [dict(zip(head, row, strict=True)) for row in rows]
 
 
+def held_table(data: Any) -> list[list[tuple[str, Any]]] | None:
+    """The rows of a table that a structured result holds as its one text of lines (a file's content read by a tool
+    that says where it read, `{"stock.csv": {"content": "item,count\napple,12\npear,7", "total_lines": 3}}`): what
+    a person asks of it is in the table, not in what is said of the read; None where it holds no such text."""
+    texts = {v for _, v in flatten(data) if isinstance(v, str) and "\n" in v.strip()}
+    if len(texts) != 1:
+        return None
+    lines = [line for line in next(iter(texts)).splitlines() if line.strip()]
+    return markdown_rows(lines) or ruled_rows(lines) or csv_rows(lines)
+
+
 def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
     """The records a result holds, each its (field, value) pairs: the objects of a list, a single object, the rows of
     a table under its column names (`grid_rows`, `markdown_rows`, `ruled_rows`), the files of a unified diff, the
@@ -512,6 +523,8 @@ def result_records(text: str, structured: Any) -> list[list[tuple[str, Any]]]:
         data = grids[0]
     if (wrapped := wrapped_listing(data)) is not None:
         data = wrapped[1]
+    if isinstance(data, (dict, list)) and (table := held_table(data)) is not None:
+        return table
     # a map whose every key is a value (`data_key`: `{"shop.xlsx": 5627}` of a workbook's name to its size) lists
     # them: each a record of its key, unlabelled as a listing's name is, and the fields it maps to (a number alone has
     # no name to ask it by)

@@ -2777,3 +2777,38 @@ def test_a_record_a_search_found_by_a_word_of_its_name_is_asked_by_its_name():
     assert by_name and not [t for t in by_name if re.search(r"\babout Team\b", t)], by_name
     assert any('"Team meeting"' in t or "Team meeting" in t for t in by_name), by_name
     assert any(re.search(r"\babout Oslo\b", t) for t in asked("Oslo")), asked("Oslo")
+
+
+def test_a_table_a_structured_result_holds_as_one_text_is_asked_of_by_its_rows():
+    """mcp-text-editor reads a file into JSON, `{"<path>": {"ranges": [{"content": "item,count\\napple,12...",
+    "start_line": 1, ...}]}}`: the CSV's rows were one text, and only "How many total lines ...?" was asked. The rows
+    of a table such a result holds as its one text of lines are its records; a part of the file without the table's
+    header is none."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    def read(content: str, start: int) -> str:
+        part = {"content": content, "start_line": start, "end_line": start + 3, "range_hash": "9f86d08"}
+        return json.dumps({"/srv/text/stock.csv": {"ranges": [part], "file_hash": "e3b0c44", "total_lines": 4}})
+
+    def asked(content: str, start: int) -> dict[str, object]:
+        call = ExploredCall(
+            index=0,
+            session=0,
+            tool="get_text_file_contents",
+            arguments={"file_path": "/srv/text/stock.csv", "start": start},
+            text=read(content, start),
+        )
+        return {t.task: t.answer for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
+
+    whole = asked("item,count\napple,12\npear,7\nplum,3\n", 1)
+    rows = {"apple": 12, "pear": 7, "plum": 3}
+    by_row = {t: a for t, a in whole.items() if any(item in t for item in rows) or a in rows}
+    assert by_row, whole
+    for task, answer in by_row.items():  # (each a row's value, picked out by the row's other value, not stated)
+        if str(answer) in rows:
+            assert re.search(rf"\b{rows[str(answer)]}\b", task) and str(answer) not in task, (task, answer)
+        else:
+            item = next(i for i in rows if i in task)
+            assert str(answer) == str(rows[item]), (task, answer)
+    assert not any(item in t for t in asked("pear,7\nplum,3\n", 3) for item in rows)
