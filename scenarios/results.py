@@ -499,9 +499,15 @@ def grid_rows(value: Any) -> list[dict[str, Any]] | None:
 def held_table(data: Any) -> list[list[tuple[str, Any]]] | None:
     """The rows of a table that a structured result holds as its one text of lines (a file's content read by a tool
     that says where it read, `{"stock.csv": {"content": "item,count\napple,12\npear,7", "total_lines": 3}}`): what
-    a person asks of it is in the table, not in what is said of the read; None where it holds no such text."""
+    a person asks of it is in the table, not in what is said of the read; None where it holds no such text, or holds
+    a listing of records (one record's text of lines, a note's, is no table of the listing)."""
+
+    def listing(value: Any) -> bool:  # (a listing of two or more records, at any depth)
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+        return listing_of(value) and len(value) > 1 or any(listing(v) for v in children)
+
     texts = {v for _, v in flatten(data) if isinstance(v, str) and "\n" in v.strip()}
-    if len(texts) != 1:
+    if len(texts) != 1 or listing(data):
         return None
     lines = [line for line in next(iter(texts)).splitlines() if line.strip()]
     return markdown_rows(lines) or ruled_rows(lines) or csv_rows(lines)
