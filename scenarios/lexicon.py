@@ -207,6 +207,9 @@ ABBREVIATIONS = {
     "min": "minimum",
     "avg": "average",
 }
+# the words a key may end in that name its value's type in a program, not the thing (`range_str` of "A1:D10"): a
+# task leaves them out, "range A1:D10"
+TYPE_WORDS = frozenset("str int bool dict obj arr".split())
 # the units a key's last word may be (`duration_ms`, `price_usd`), as a task says them
 UNITS = {
     "ms": "milliseconds",
@@ -521,8 +524,11 @@ def who(field: str) -> str:
 
 def spoken(name: str) -> str:
     """A key as a task says it, its words written out: `desc` -> "description", `max_qty` -> "maximum quantity",
-    and a unit it ends in as one: `weight_g` -> "weight in grams"."""
+    a unit it ends in as one, `weight_g` -> "weight in grams", and without a word naming a program's type of it
+    (`TYPE_WORDS`): `range_str` -> "range"."""
     words = words_of(name)
+    if len(words) > 1 and words[-1] in TYPE_WORDS:
+        words.pop()
     unit = f" in {UNITS[words.pop()]}" if len(words) > 1 and words[-1] in UNITS else ""
     return " ".join(ABBREVIATIONS.get(w, w) for w in words) + unit
 

@@ -173,6 +173,15 @@ def test_a_key_ending_in_a_unit_is_said_with_the_unit_written_out() -> None:
     assert spoken("g") == "g"
 
 
+def test_a_key_ending_in_a_programs_name_for_its_type_is_said_without_it() -> None:
+    """mcp-server-spreadsheet's `range_str`: "In the range with file ... and range str A1:D10, ...". No wording of a
+    call says a word that names its value's type in a program; a key that is only such a word stays as it is."""
+    for key in ("range_str", "countInt", "options_dict", "flag_bool"):
+        asked = said("get range", {"file": "/s/a.csv", key: "A1:D10"}).asks_field("date")
+        assert all(not re.search(r"\b(str|int|dict|bool)\b", t) and "A1:D10" in t for t in asked), asked
+    assert spoken("str") == "str"
+
+
 def test_a_path_names_only_a_place_and_an_expression_is_what_is_worked_on() -> None:
     """A path is the thing itself where the thing is a place ("List directory "./docs"", "the file "a.txt""), and
     where the thing is looked at there, for it ('the git blame for "/srv/repo"'); an expression (`expr`) is what the
