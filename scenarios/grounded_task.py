@@ -13,7 +13,7 @@ from typing import Any
 
 from mcprl.checks import Check, HoldsCheck, holds_answer, normalize_text, numbers
 from mcprl.scenarios.explored import ExploredCall
-from mcprl.scenarios.lexicon import FLAGS
+from mcprl.scenarios.lexicon import FLAGS, UNKNOWN
 from mcprl.scenarios.phrasing import value_text
 from mcprl.scenarios.replay import needed
 from mcprl.scenarios.results import ISO_DATE, MESSAGE, NOTHING, result_records
@@ -91,11 +91,12 @@ def answerable(value: Any) -> bool:
     guess holds it half the time), nor one letter (sympy's identity matrix "I": any reply saying "I" or "a" would hold
     it), nor a program's name for an object (`<class 'sympy.core.numbers.Integer'>`, `<function f at 0x7f...>`), nor a
     folder the session was given (its home: another in the next session), nor a heading ("# Context Summary"), nor
-    a message that nothing was found ("No relationships found for this item": what the result lacks)."""
+    a message that nothing was found ("No relationships found for this item": what the result lacks), nor a value
+    that says it is not known ("unknown", "n/a": `lexicon.UNKNOWN`)."""
     text = str(value).strip()
     return (
         re.search(r"[^\W_]", text) is not None
-        and normalize_text(text) not in FLAGS
+        and normalize_text(text) not in FLAGS | UNKNOWN
         and not re.fullmatch(r"[A-Za-z]", text)
         and len(text.split()) <= MAX_ANSWER_WORDS
         and len(text) <= MAX_ANSWER_CHARS

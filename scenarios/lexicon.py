@@ -146,6 +146,9 @@ DONE_BY_ITSELF = {
 OUTCOMES = frozenset("success successful succeeded ok done".split())
 # the words that say yes or no: no answer (a guess holds it half the time), and no value of another parameter
 FLAGS = frozenset("true false yes no on off".split())
+# the values that say a thing is not known, as normalised ("n/a" -> "n a"): no answer ("What is the type of the
+# column "name"?" -> "unknown" holds for any column a server cannot type)
+UNKNOWN = frozenset({"unknown", "n a", "na", "not available", "not set", "not specified", "tbd"})
 # the fields in which a result says what went wrong (`{"file_content": ..., "error": "YAML parser returned ..."}`):
 # their text is no value to pass on, nor an answer
 ERROR_FIELDS = frozenset("error errors exception traceback stderr".split())

@@ -2812,3 +2812,19 @@ def test_a_table_a_structured_result_holds_as_one_text_is_asked_of_by_its_rows()
             item = next(i for i in rows if i in task)
             assert str(answer) == str(rows[item]), (task, answer)
     assert not any(item in t for t in asked("pear,7\nplum,3\n", 3) for item in rows)
+
+
+def test_a_value_that_says_it_is_not_known_is_no_answer():
+    """mcp-server-spreadsheet's `describe_table` typed a column it could not read "unknown": "What is the type of the
+    sheet "name"?" -> "unknown". No task is answered by a value that says it is not known; the known ones are asked."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    tasks = [
+        {"title": "Garden plan", "owner": "unknown"},
+        {"title": "Weekly report", "owner": "Dana"},
+        {"title": "Trip to Lisbon", "owner": "N/A"},
+    ]
+    call = ExploredCall(index=0, session=0, tool="list_tasks", arguments={}, text=json.dumps({"tasks": tasks}))
+    answers = {str(t.answer).lower() for seed in range(8) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
+    assert "dana" in answers and not {"unknown", "n/a"} & answers, answers
