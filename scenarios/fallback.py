@@ -105,6 +105,7 @@ def unfit(task: str, tool: dict[str, Any], args: dict[str, Any] | None, names: l
     if (
         words < MIN_WORDS
         or not re.match(r"[\"'“(]?\w", task.strip())
+        or re.search(r"(?:\.\.\.|…)\W*$", task)  # (trails off: "Calling to get text from multiple files...")
         or code > MAX_CODE_SHARE
         or run_together >= MAX_RUN_TOGETHER
     ):

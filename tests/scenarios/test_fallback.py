@@ -146,6 +146,8 @@ async def test_a_synthesized_task_is_kept_only_as_a_request_stating_what_its_cal
     )
     assert unfit(program, distance, None, []) == "no words"
     assert unfit("Template to Create a TimeListed by DateTimeTime Span to List by DateTimeTime", distance, None, [])
+    # ... or one that trails off unfinished (the offline generator's draft for mcp-text-editor)
+    assert unfit("Calling to get text containing multiple lines from multiple files...", distance, None, [])
     assert unfit("What is the iPhone's price in the shop on Main Street?", distance, None, []) is None
     assert unfit('Add the note {"title": "Plan"} and list notes [a, b].', distance, None, []) is None
     assert unfit("What do I get for (2 + 3) * 4 - 5 / 2?", distance, None, []) is None
