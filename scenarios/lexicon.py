@@ -131,6 +131,7 @@ IRREGULAR_PARTICIPLES = frozenset("set reset unset sent made done written built 
 # "When did the customer join?", not "When was the customer joined?"
 DONE_BY_ITSELF = {
     "joined": "join",
+    "started": "start",  # (a task or a person that did: "When did Carla Diaz start?")
     "arrived": "arrive",
     "departed": "depart",
     "landed": "land",

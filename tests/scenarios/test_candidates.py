@@ -2441,7 +2441,7 @@ def test_a_value_listed_under_a_plural_is_no_count_of_them():
 
 def test_a_date_a_listed_thing_was_done_on_is_asked_when_and_picks_it_out_as_the_day_it_was_done():
     """A staff sheet's `started` column was asked "What is started in Ada Lovelace?" and "What is the name where
-    2019-03-01 is started?": a date under a participle is when the thing was done, asked "When was ... started?", and
+    2019-03-01 is started?": a date under a participle is when the thing was done, asked "When did ... start?", and
     a line it picks out is "the one started on 2019-03-01"."""
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration
@@ -2458,11 +2458,13 @@ def test_a_date_a_listed_thing_was_done_on_is_asked_when_and_picks_it_out_as_the
     ]:
         call = ExploredCall(index=0, session=0, tool=tool, arguments=args, text=json.dumps(result))
         asked += [t for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
-    started = [(t.task, t.answer) for t in asked if "started" in t.task]
+    started = [(t.task, t.answer) for t in asked if re.search(r"\bstart(ed)?\b", t.task)]
     assert started and all(
-        re.search(r"(^|\. )When was .* started\?$", task) or re.search(r" started on \d{4}-\d\d-\d\d\b", task)
+        re.search(r"(^|\. )When (was .* started|did .* start)\?$", task)
+        or re.search(r" started on \d{4}-\d\d-\d\d\b", task)
         for task, _ in started
     ), started
+    assert any(task.startswith("When") for task, _ in started), started
     assert {a for _, a in started} & {"2019-03-01", "2015-07-15", "2017-01-09"}, started
 
 
