@@ -249,13 +249,14 @@ def field_tasks(
             # (not by a word of its name, which is what a person asks it by: "the entity "Team meeting"", not "the
             # entity about Team"; a title of more words is about things, "the email about Porto" of "Your flight to
             # Porto is confirmed")
-            name = words_of(str(label)) if label is not None else []
-            of_name = topic is not None and len(name) <= 3 and set(words_of(topic)) <= set(name)
+            short = [set(words) for n in names if len(words := words_of(n)) <= 3]
+            of_name = topic is not None and any(set(words_of(topic)) <= words for words in short)
             if (
                 topic is not None
                 and held[field] == 1
                 and not after
-                and (label is None or not of_name and rng.random() < 0.5)
+                and not of_name
+                and (label is None or rng.random() < 0.5)
             ):
                 task = _worded(TOPIC_ASKS, topic, asked).format(**field_words(asked), noun=noun, topic=topic)
                 given = [topic]

@@ -2768,15 +2768,29 @@ def test_a_record_a_search_found_by_a_word_of_its_name_is_asked_by_its_name():
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration
 
-    entity = {"name": "Team meeting", "entityType": "project", "observations": ["Check the flights to Oslo."]}
-    text = json.dumps({"entities": [entity], "relations": []})
+    entity = {
+        "type": "entity",
+        "name": "Team meeting",
+        "entityType": "project",
+        "observations": ["Check the flights to Oslo."],
+        "version": 2,
+    }
+    # (a relation of it beside it, naming it too: mcp-knowledge-graph's search gives both)
+    relation = {
+        "type": "relation",
+        "from": "Team meeting",
+        "to": "Team meeting",
+        "relationType": "entity",
+        "version": 1,
+    }
+    text = json.dumps({"entities": [entity], "relations": [relation]})
 
     def asked(query: str) -> list[str]:
         call = ExploredCall(index=0, session=0, tool="search_nodes", arguments={"query": query}, text=text)
         return [t.task for seed in range(6) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
 
     by_name = asked("Team")
-    assert by_name and not [t for t in by_name if re.search(r"\babout Team\b", t)], by_name
+    assert by_name and not [t for t in by_name if re.search(r"\bentity about Team\b", t)], by_name
     assert any('"Team meeting"' in t or "Team meeting" in t for t in by_name), by_name
     assert any(re.search(r"\babout Oslo\b", t) for t in asked("Oslo")), asked("Oslo")
 
