@@ -264,7 +264,7 @@ class Said:
         "Fix typo"", "of the commit whose message is ...", "of the latest commit"); `alone`, without saying the
         call, where what picks the line out says it ("Who is the author of the latest commit?"), as people ask:
         a policy taught by "In the git log, ..." learns to pick a tool by its name in the question, which no
-        person's question holds; a date it was done on where `dated` ("When was the first one listed started?")."""
+        person's question holds; a date it was done on where `dated` ("When was the first one listed created?")."""
         the = "" if participle(field) else "the "
         dated = dated and which.startswith("of ")  # (a line said as a thing: "of the first one listed")
         if dated:
@@ -553,7 +553,7 @@ STATE_NAME_ASKS = ('What {be} {field} in the {noun} "{name}"?', "What {be} {fiel
 RECORD_IN_ASKS = ("In {phrase}, {what} {be} {the}{field} {which}?",)
 RECORD_ASKS = ("{action}. {What} {be} {the}{field} {which}?",)
 RECORD_ALONE_ASKS = ("{What} {be} {the}{field} {which}?",)
-# ... and a date it was done on, which a participle names ("started": "When was the first one listed started?")
+# ... and a date it was done on, which a participle names ("created": "When was the first one listed created?")
 RECORD_IN_DATED_ASKS = ("In {phrase}, when {was} {which} {done}?",)
 RECORD_DATED_ASKS = ("{action}. When {was} {which} {done}?",)
 RECORD_ALONE_DATED_ASKS = ("When {was} {which} {done}?",)
