@@ -236,6 +236,10 @@ class Said:
             # (what each is: the head of the phrase, not what it is of or for: "the entry in the directory tree for
             # "/srv/docs"" lists entries, not "/srv/docs"s)
             one = singular(head(things))
+            # (a field named for the thing, of the thing, by the rest of its name: "the name of the table listed", not
+            # "the table name of the table listed")
+            first, _, rest = field.partition(" ")
+            field = rest if rest and singular(first) == one else field
             return tuple(a.format(**field_words(field), one=one, action=self.order()) for a in ONE_LISTED_ASKS)
         phrase = self.phrase()
         # (a field the thing's name ends in is the thing: "current mode" of "get current mode", not "the current mode

@@ -394,3 +394,13 @@ def test_a_state_asked_of_a_line_a_field_picks_out_takes_no_article():
     (thing,) = saying.asks_record("author", 'of the commit whose message is "Fix"')
     assert "what is added where the file is VERSION?" in state and "the added" not in state, state
     assert "who is the author of the commit" in thing, thing
+
+
+def test_a_field_named_for_the_one_thing_listed_is_asked_by_the_rest_of_its_name() -> None:
+    """mcp-server-spreadsheet's `list_tables` gave one table, `{"table_name": "default"}`: "Look at the tables of the
+    database and tell me the table name of the table." No wording names the thing twice; the field's own word stays
+    where it is not the thing's ("the row count of the table")."""
+    listing = said("list tables", {})
+    named = listing.asks_field("table name", listed=True)
+    assert named and all("table name" not in t and "name of the table" in t for t in named), named
+    assert all("row count of the table" in t for t in listing.asks_field("row count", listed=True))
