@@ -85,6 +85,9 @@ def result_answer(text: str, sent: Sequence[str] = ()) -> Any | None:
     return text
 
 
+NO_ANSWER = FLAGS | UNKNOWN  # (a yes or a no, and what says it is not known, normalised)
+
+
 def answerable(value: Any) -> bool:
     """Whether a value can be an answer: short (in words and in characters), with something a check can hold (not
     marks alone: "___"), and not encoded bytes (a file's base64 `blob`: no one asks for it), and not a yes or no (a
@@ -96,7 +99,7 @@ def answerable(value: Any) -> bool:
     text = str(value).strip()
     return (
         re.search(r"[^\W_]", text) is not None
-        and normalize_text(text) not in FLAGS | UNKNOWN
+        and normalize_text(text) not in NO_ANSWER
         and not re.fullmatch(r"[A-Za-z]", text)
         and len(text.split()) <= MAX_ANSWER_WORDS
         and len(text) <= MAX_ANSWER_CHARS

@@ -205,6 +205,12 @@ def field_tasks(
             and (not k and (listing or row) or k.lower() in NAME_KEYS and k not in twice)
         ]
         names.sort(key=lambda v: (" " not in v, bool(re.search(r"\d", v))))  # names before codes
+        # a record a search found by a word of its name is asked by that name, not as what the search was about: "the
+        # entity "Team meeting"", not "the entity about Team"; a title of more words is about things, "the email about
+        # Porto" of "Your flight to Porto is confirmed"
+        of_name = topic is not None and any(
+            set(words_of(topic)) <= set(words) for n in names if len(words := words_of(n)) <= 3
+        )
         # values with a digit first (an amount, a code, a count): what a person asks a record for
         picked = sorted(rng.sample(labelled, len(labelled)), key=lambda kv: not re.search(r"\d", str(kv[1])))
         for field, value in picked[:FIELDS_PER_RESULT]:
@@ -246,11 +252,6 @@ def field_tasks(
                 continue  # (a time a preposition names is asked "since when", which no template words)
             # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user
             # might; one question is worded one way, whichever call grounds it, so that duplicates stay duplicates
-            # (not by a word of its name, which is what a person asks it by: "the entity "Team meeting"", not "the
-            # entity about Team"; a title of more words is about things, "the email about Porto" of "Your flight to
-            # Porto is confirmed")
-            short = [set(words) for n in names if len(words := words_of(n)) <= 3]
-            of_name = topic is not None and any(set(words_of(topic)) <= words for words in short)
             if (
                 topic is not None
                 and held[field] == 1

@@ -506,8 +506,10 @@ def held_table(data: Any) -> list[list[tuple[str, Any]]] | None:
         children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
         return listing_of(value) and len(value) > 1 or any(listing(v) for v in children)
 
+    if listing(data):
+        return None
     texts = {v for _, v in flatten(data) if isinstance(v, str) and "\n" in v.strip()}
-    if len(texts) != 1 or listing(data):
+    if len(texts) != 1:
         return None
     lines = [line for line in next(iter(texts)).splitlines() if line.strip()]
     return markdown_rows(lines) or ruled_rows(lines) or csv_rows(lines)
