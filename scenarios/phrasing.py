@@ -271,10 +271,14 @@ class Said:
         person's question holds; a date it was done on where `dated` ("When was the first one listed created?")."""
         the = "" if participle(field) else "the "
         dated = dated and which.startswith("of ")  # (a line said as a thing: "of the first one listed")
-        if dated:
+        # (a field named for the thing a place picks out is that thing, its name: "What is the first sheet listed?",
+        # not "the sheet of the first sheet listed")
+        itself = not dated and which.startswith("of the ") and field in which.split(" ")[3:]
+        if dated or itself:
             which = which.removeprefix("of ")
         if alone:
             asks = RECORD_ALONE_DATED_ASKS if dated else RECORD_ALONE_ASKS
+            asks = tuple(a.replace("{the}{field} ", "") for a in asks) if itself else asks
             return tuple(a.format(**field_words(field), which=which, the=the) for a in asks)
         # (in what it gives, or lists, or in the thing it names: "In the table products, what is the type where ...";
         # not the things an order makes or changes, which it is said as: "Create entities ... What is ...")
@@ -284,6 +288,7 @@ class Said:
             asks = RECORD_IN_DATED_ASKS if dated else RECORD_IN_ASKS
         else:
             asks = RECORD_DATED_ASKS if dated else RECORD_ASKS
+        asks = tuple(a.replace("{the}{field} ", "") for a in asks) if itself else asks
         return tuple(
             a.format(**field_words(field), which=which, phrase=phrase, action=self.order(), the=the) for a in asks
         )

@@ -144,6 +144,21 @@ def gives_answer(task: Scenario, replayed: str) -> bool:
     return all(comes_back(original, replayed, v) for v in values)
 
 
+def answered_anew(task: Scenario, results: list[str]) -> bool:
+    """Whether two fresh sessions gave the fields that held `task`'s answer in its recorded result other values
+    (a die's rolls [3, 1] then [3, 2]): the answer came back in both by chance, not as a fixed one. (A live task's
+    answer is the one each session gives.)"""
+    if len(results) < 2 or results[0] == results[1] or live_of(task.check) is not None:
+        return False
+    values = task.answer if isinstance(task.answer, list) else [task.answer]
+    fields = {f for f, v in result_values(recorded(task), None) if any(holds_answer(str(v), a) for a in values)}
+
+    def held(text: str) -> list[tuple[str, str]]:
+        return sorted((f, str(v)) for f, v in result_values(text, None) if f in fields)
+
+    return held(results[0]) != held(results[1])
+
+
 def names_again(task: Scenario, replayed: str) -> bool:
     """Whether the values `task` states that its recorded result held (the record it names) are in the replayed
     result too: a record named by the time it was made is none a replay, or an episode, has."""
@@ -268,7 +283,7 @@ async def replayed(
                 dropped["chain failed on replay"] += 1
             elif any(holds_answer(t.task, v) for v in renewed[id(group)]):  # a rollout would send what it states
                 dropped["states a value the server issues anew each session"] += 1
-            elif all(gives_answer(t, r) for r in results):
+            elif all(gives_answer(t, r) for r in results) and not answered_anew(t, results):
                 kept.append(t)
             elif len(results) > 1 and results[0] == results[1] and not clock_spans(results[0]):
                 # fresh sessions answer alike, and otherwise than the record: its answer came from what the calls

@@ -587,6 +587,23 @@ def test_a_time_said_as_how_long_ago_or_from_now_is_the_servers_clock():
     assert not comes_back("in 3 months", "3 months ago", 3) and comes_back("239 years ago", "239 years ago", 239)
 
 
+def test_an_answer_that_came_back_in_fields_given_anew_each_session_is_not_fixed():
+    """A die rolled in two fresh sessions gave a 3 each time, among other rolls: the 3 is no fixed answer. A record
+    read again beside a time that moved is: the fields that held its answer gave the same values each time."""
+    from mcprl.scenarios.replay import answered_anew
+
+    def task(result: dict, answer) -> Scenario:
+        call = ReferenceCall(tool="t", arguments={}, result=json.dumps(result))
+        return Scenario(task="What is it?", answer=answer, check={"kind": "holds"}, reference=[call])
+
+    rolled = task({"notation": "2d4", "rolls": [3, 1], "total": 4}, 3)
+    again = [json.dumps({"notation": "2d4", "rolls": r, "total": sum(r)}) for r in ([3, 2], [1, 3])]
+    assert answered_anew(rolled, again)
+    assert not answered_anew(rolled, [again[0], again[0]])  # alike twice: read as fixed where the answer is there
+    read = task({"name": "Ann", "at": "17:00:01"}, "Ann")
+    assert not answered_anew(read, [json.dumps({"name": "Ann", "at": t}) for t in ("17:00:05", "17:00:06")])
+
+
 def test_a_value_a_chain_took_from_a_result_is_taken_from_that_result_again_on_replay():
     """A session's id a load issued, another in every process: a replayed step that took it from the load's result
     is sent the one the load gives now, at the same field; a value stated, or given back alike, is sent as it was."""

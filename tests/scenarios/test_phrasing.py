@@ -155,6 +155,21 @@ def test_a_thing_the_previous_call_gave_is_said_as_that_thing() -> None:
         assert all("for that session" in t and "previous" not in t for t in history.asks_field("encoding")), title
 
 
+def test_a_field_named_for_the_thing_a_place_picks_out_is_asked_as_that_thing() -> None:
+    """mcp-server-spreadsheet: a description of every sheet, each record's "sheet" its name: "What is the first
+    sheet listed?", not "What is the sheet of the first sheet listed?"; another field of it is still its own."""
+    s = said("describe table", {"file": "company.xlsx"})
+    for asks in (s.asks_record("sheet", "of the first sheet listed"), s.asks_record("commit", "of the latest commit")):
+        assert all(re.search(r"\bthe (first sheet listed|latest commit)\?$", a) for a in asks), asks
+        assert not any(re.search(r"\b(sheet|commit) of the\b", a) for a in asks), asks
+    assert said("list sheets", {}).asks_record("sheet", "of the first sheet listed", alone=True) == (
+        "What is the first sheet listed?",
+    )
+    assert all(
+        "row count of the first sheet listed" in a for a in s.asks_record("row count", "of the first sheet listed")
+    )
+
+
 def test_where_a_move_starts_and_ends_is_said_from_and_to() -> None:
     """A source and a target are said as people say them, as a unit's `from_unit` and `to_unit` are."""
     for args in (
