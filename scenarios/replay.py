@@ -146,12 +146,13 @@ def gives_answer(task: Scenario, replayed: str) -> bool:
 
 def answered_anew(task: Scenario, results: list[str]) -> bool:
     """Whether two fresh sessions gave the fields that held `task`'s answer in its recorded result other values
-    (a die's rolls [3, 1] then [3, 2]): the answer came back in both by chance, not as a fixed one. (A live task's
-    answer is the one each session gives.)"""
+    (a die's rolls [3, 1] then [3, 2]): the answer came back in both by chance, not as a fixed one. The fields whose
+    value is the answer, not those that hold it in a longer text (the 9 of a time "09:00:01" beside a difference of
+    9 hours). (A live task's answer is the one each session gives.)"""
     if len(results) < 2 or results[0] == results[1] or live_of(task.check) is not None:
         return False
     values = task.answer if isinstance(task.answer, list) else [task.answer]
-    fields = {f for f, v in result_values(recorded(task), None) if any(holds_answer(str(v), a) for a in values)}
+    fields = {f for f, v in result_values(recorded(task), None) if any(same_value(v, a) for a in values)}
 
     def held(text: str) -> list[tuple[str, str]]:
         return sorted((f, str(v)) for f, v in result_values(text, None) if f in fields)

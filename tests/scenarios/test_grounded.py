@@ -602,6 +602,10 @@ def test_an_answer_that_came_back_in_fields_given_anew_each_session_is_not_fixed
     assert not answered_anew(rolled, [again[0], again[0]])  # alike twice: read as fixed where the answer is there
     read = task({"name": "Ann", "at": "17:00:01"}, "Ann")
     assert not answered_anew(read, [json.dumps({"name": "Ann", "at": t}) for t in ("17:00:05", "17:00:06")])
+    # (a time that holds the answer in its text is not where the answer is: a difference of 9 hours beside it)
+    shifted = task({"time": "2026-12-06T09:00:01+09:00", "difference_hours": 9}, 9)
+    again = [json.dumps({"time": f"2026-12-06T09:00:0{s}+09:00", "difference_hours": 9}) for s in (5, 6)]
+    assert not answered_anew(shifted, again)
 
 
 def test_a_value_a_chain_took_from_a_result_is_taken_from_that_result_again_on_replay():
