@@ -402,12 +402,12 @@ def said(
         return v if v == PREVIOUS else quoted(v)
 
     def handle(k: str) -> str | None:
-        """A handle the previous result gave, as what it is a handle of ("that session" of `session_id`)."""
-        return (
-            f"that {spoken(k).removesuffix(' id')}"
-            if shown[k] == PREVIOUS and names[k][1:] and names[k][-1] == "id"
-            else None
-        )
+        """A handle, as what it is a handle of: "that session" of a `session_id` the previous result gave, "issue 12"
+        of `issue_id` 12."""
+        if not (names[k][1:] and names[k][-1] == "id"):
+            return None
+        kind = spoken(k).removesuffix(" id")
+        return f"that {kind}" if shown[k] == PREVIOUS else f"{kind} {text(shown[k])}"
 
     def plain(v: Any) -> bool:
         return not isinstance(v, (bool, dict)) and not (isinstance(v, list) and any(isinstance(x, dict) for x in v))
@@ -481,7 +481,7 @@ def said(
     # ... and a handle the previous result gave, as what it is a handle of ("for that session", not "with session id
     # the previous result")
     for k in shown:
-        if k not in {*named, *operands, *placed} and (of := handle(k)) is not None:
+        if k not in {*named, *operands, *placed} and shown[k] == PREVIOUS and (of := handle(k)) is not None:
             placed[k] = f"for {of}"
     others = {k: v for k, v in shown.items() if k not in operands and k not in named and k not in placed}
     # the others by name and value ("with repo path /srv/r and max count 3"), a flag by its name alone, with or without
@@ -497,8 +497,8 @@ def said(
         verb,
         thing,
         joined.format(*values) if joined else _listed(values),
-        # (what a handle is of, where the title does not name that thing: "the history for that session", not "the
-        # session info for that session" nor "close session that session")
+        # (what a handle is of, where the title does not name that thing: "the history for that session", "the
+        # comments for issue 12", not "the session info for that session" nor "close session that session")
         " ".join((None if set(names[k][:-1]) <= set(words_of(thing)) else handle(k)) or text(shown[k]) for k in named),
         apposed,
         rest.replace(f'"{PREVIOUS}"', PREVIOUS),

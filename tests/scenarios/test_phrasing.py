@@ -170,6 +170,18 @@ def test_a_field_named_for_the_thing_a_place_picks_out_is_asked_as_that_thing() 
     )
 
 
+def test_an_id_a_call_is_for_is_said_with_what_it_is_an_id_of() -> None:
+    """kanban-mcp: `get_epic_progress(item_id=4)` is "the epic progress for item 4", not "for 4" (of what?); where
+    the title names the thing, its id alone ("the item 3"); an id beside what the call is about keeps its name."""
+    assert said("get epic progress", {"item_id": 4}).phrase() == "the epic progress for item 4"
+    assert (
+        said("get comments", {"issue_id": 12}).asks_field("author")[0]
+        == "Who is the author of the comments for issue 12?"
+    )
+    assert said("get item", {"item_id": 3}).phrase() == "the item 3"
+    assert said("list children", {"item_id": 4}).order() == "List children with item id 4"
+
+
 def test_where_a_move_starts_and_ends_is_said_from_and_to() -> None:
     """A source and a target are said as people say them, as a unit's `from_unit` and `to_unit` are."""
     for args in (
