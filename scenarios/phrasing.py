@@ -232,7 +232,8 @@ class Said:
         created of"); where that record is the one thing a listing of them (`listed`) holds, as that
         thing's ("List tasks. What is the name of the task listed?", not "What is the name?")."""
         things = self.listing() if listed and not (state or counted or field in PREPOSITIONS) else None
-        if things is not None:
+        # (not a listing said as the one thing it holds already: "the update in the updates")
+        if things is not None and singular(head(things)) != head(things):
             # (what each is: the head of the phrase, not what it is of or for: "the entry in the directory tree for
             # "/srv/docs"" lists entries, not "/srv/docs"s)
             one = singular(head(things))

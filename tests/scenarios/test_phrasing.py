@@ -10,7 +10,7 @@ import re
 import pytest
 
 from mcprl.scenarios.lexicon import spoken
-from mcprl.scenarios.phrasing import be, quoted, said
+from mcprl.scenarios.phrasing import Said, be, quoted, said
 
 # (title, arguments): titles and argument names as third-party servers give them (mcp-server-everything,
 # mcp-server-math, mcp-server-git, mcp-units, mcp-server-time, mcp-server-sqlite, server-filesystem, mcp-chess)
@@ -180,6 +180,17 @@ def test_an_id_a_call_is_for_is_said_with_what_it_is_an_id_of() -> None:
     )
     assert said("get item", {"item_id": 3}).phrase() == "the item 3"
     assert said("list children", {"item_id": 4}).order() == "List children with item id 4"
+
+
+def test_the_one_record_a_listing_holds_said_as_that_record_is_asked_of_as_it() -> None:
+    """kanban-mcp's updates, a listing of one: "What is the content of the update in the updates?", not "Look at the
+    update in the updates and tell me the content of the update."; a listing said as what it lists is asked of its
+    one thing as before."""
+    one = Said(None, "", about="the update in the updates")
+    assert one.asks_field("content", listed=True)[0] == "What is the content of the update in the updates?"
+    assert not any("Look at" in a for a in one.asks_field("content", listed=True))
+    tables = Said(None, "", about="the tables of the database")
+    assert tables.asks_field("table name", listed=True)[1].endswith("tell me the name of the table.")
 
 
 def test_where_a_move_starts_and_ends_is_said_from_and_to() -> None:
