@@ -49,14 +49,14 @@ def test_a_short_listing_asks_for_every_name_it_gives_and_states_none():
 
 def test_the_one_record_a_listing_gave_is_asked_for_as_what_each_record_is_not_as_what_the_call_was_sent():
     """@modelcontextprotocol/server-filesystem's `directory_tree` of a folder of one file: 'What is the name of the
-    "/tmp/docs" listed?' said the folder as what was listed."""
+    "/tmp/docs" listed?' said the folder as what was listed; the one entry is asked of as the entry in the tree."""
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration, ExploredCall
 
     tree = json.dumps([{"name": "todo.txt", "type": "file"}])
     call = ExploredCall(index=0, session=0, tool="directory_tree", arguments={"path": "/srv/docs"}, text=tree)
     asked = {t.task for seed in range(8) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
-    assert any(t.endswith("of the entry listed?") for t in asked), asked
+    assert any(t.endswith('of the entry in the directory tree for "/srv/docs"?') for t in asked), asked
     assert not any(re.search(r'" listed\b', t) for t in asked), asked
 
 
