@@ -277,22 +277,22 @@ class Said:
         itself = not dated and which.startswith("of the ") and field in which.split(" ")[3:]
         if dated or itself:
             which = which.removeprefix("of ")
+        call: dict[str, str | None] = {}  # what the templates say of the call, where they say it
         if alone:
             asks = RECORD_ALONE_DATED_ASKS if dated else RECORD_ALONE_ASKS
-            asks = tuple(a.replace("{the}{field} ", "") for a in asks) if itself else asks
-            return tuple(a.format(**field_words(field), which=which, the=the) for a in asks)
-        # (in what it gives, or lists, or in the thing it names: "In the table products, what is the type where ...";
-        # not the things an order makes or changes, which it is said as: "Create entities ... What is ...")
-        named = self.apposed and self.verb not in WRITE_WORDS
-        phrase = self.phrase() or self.listing() or (self.phrase(self.thing) if named else None)
-        if phrase is not None:
-            asks = RECORD_IN_DATED_ASKS if dated else RECORD_IN_ASKS
         else:
-            asks = RECORD_DATED_ASKS if dated else RECORD_ASKS
-        asks = tuple(a.replace("{the}{field} ", "") for a in asks) if itself else asks
-        return tuple(
-            a.format(**field_words(field), which=which, phrase=phrase, action=self.order(), the=the) for a in asks
-        )
+            # (in what it gives, or lists, or in the thing it names: "In the table products, what is the type where
+            # ..."; not the things an order makes or changes, which it is said as: "Create entities ... What is ...")
+            named = self.apposed and self.verb not in WRITE_WORDS
+            phrase = self.phrase() or self.listing() or (self.phrase(self.thing) if named else None)
+            if phrase is not None:
+                asks = RECORD_IN_DATED_ASKS if dated else RECORD_IN_ASKS
+            else:
+                asks = RECORD_DATED_ASKS if dated else RECORD_ASKS
+            call = {"phrase": phrase, "action": self.order()}
+        if itself:
+            asks = tuple(a.replace("{the}{field} ", "") for a in asks)
+        return tuple(a.format(**field_words(field), **call, which=which, the=the) for a in asks)
 
     def asks_listing(self, within: bool = False) -> tuple[str, ...]:
         """How a task asks for every name the call lists ("What are the allowed directories?"); `within`, names a

@@ -140,8 +140,12 @@ def gives_answer(task: Scenario, replayed: str) -> bool:
     if task.metadata.get("kind") == "count":  # (a listing's lines, or the records of a JSON one)
         return task.answer in (counted(replayed), listing_size(result_data(replayed, None)))
     original = recorded(task)
-    values = task.answer if isinstance(task.answer, list) else [task.answer]
-    return all(comes_back(original, replayed, v) for v in values)
+    return all(comes_back(original, replayed, v) for v in answer_values(task))
+
+
+def answer_values(task: Scenario) -> list[Any]:
+    """The values `task`'s answer is: each of a listing's, or the one."""
+    return task.answer if isinstance(task.answer, list) else [task.answer]
 
 
 def answered_anew(task: Scenario, results: list[str]) -> bool:
@@ -151,8 +155,7 @@ def answered_anew(task: Scenario, results: list[str]) -> bool:
     9 hours). (A live task's answer is the one each session gives.)"""
     if len(results) < 2 or results[0] == results[1] or live_of(task.check) is not None:
         return False
-    values = task.answer if isinstance(task.answer, list) else [task.answer]
-    fields = {f for f, v in result_values(recorded(task), None) if any(same_value(v, a) for a in values)}
+    fields = {f for f, v in result_values(recorded(task), None) if any(same_value(v, a) for a in answer_values(task))}
 
     def held(text: str) -> list[tuple[str, str]]:
         return sorted((f, str(v)) for f, v in result_values(text, None) if f in fields)
