@@ -619,8 +619,9 @@ async def explore(
             if name in writers and wrote and isolated and not persistence_checked and fresh_reads:
                 # a fresh session checks for state that outlives the process before any other write, so that a server
                 # keeping it in a file of its own (a user's knowledge graph) gets one write that shows, not a session's
-                # worth; the reads after the write (the turns it opened) are made first
-                return
+                # worth; the session's reads are still made (a write that issues a handle goes first in each session,
+                # and a write drawn after it ended the session there: its reads were never made)
+                continue
             if name in writers:
                 spent()
             if name in retired and name not in issuing:

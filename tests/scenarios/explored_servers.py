@@ -36,6 +36,7 @@ VAULT = Path(__file__).resolve().parents[1] / "data" / "vault_server.py"
 FRAME = Path(__file__).resolve().parents[1] / "data" / "frame_server.py"
 PROJECTS = Path(__file__).resolve().parents[1] / "data" / "projects_server.py"
 KEYED_STORE = Path(__file__).resolve().parents[1] / "data" / "keyed_store_server.py"
+CALC_SESSIONS = Path(__file__).resolve().parents[1] / "data" / "calc_sessions_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:

@@ -32,6 +32,7 @@ from mcprl.tools.copies import names_a_file
 from mcprl.types import load_jsonl
 from tests.conftest import _free_port, _wait_listening
 from tests.scenarios.explored_servers import (
+    CALC_SESSIONS,
     ENTRIES,
     FOLDER,
     FRAME,
@@ -1334,3 +1335,23 @@ async def test_a_store_keyed_by_its_folders_path_that_a_copy_hides_is_named_with
             fallback=False, min_grounded=1, say=lambda _: None,
         )  # fmt: skip
     assert tasks and store.read_text() == held
+
+
+async def test_a_session_opened_by_a_write_that_issues_a_handle_still_makes_its_reads():
+    """mcp-mathematics: `create_session` issues the id two tools take, so each fresh session began with it, and the
+    next write drawn (`clear_history`, which takes nothing and so came before the reads that take arguments) ended
+    the session there, the check for state that outlives the process not yet made (no read showed a write): 56 of
+    120 calls were `create_session` alone in a session, `calculate_expression` was called twice. A session's writes
+    after its first wait for that check; its reads do not."""
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {CALC_SESSIONS}")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
+    sessions: dict[int, list[str]] = {}
+    for c in exploration.calls:
+        sessions.setdefault(c.session, []).append(c.tool)
+    alone = [number for number, tools in sessions.items() if tools == ["create_session"]]
+    assert len(alone) <= 1, sessions
+    for tool in ("calculate", "is_prime", "session_calculate"):
+        assert exploration.tools[tool].answered >= 3, exploration.summary()
+    assert exploration.tools["create_session"].calls <= 20, exploration.summary()
+    failed = [call_key(c.tool, c.arguments) for c in exploration.calls if c.is_error and c.repeats is None]
+    assert len(failed) == len(set(failed))
