@@ -23,7 +23,8 @@ structure (schemas, annotations, what the server answered). It holds:
 - `BOUNDS` (`bound_pairs`, `BOUND_WORDS`): the words that name the lower and the upper end of a range (`start_line`,
   `end_line`);
 - `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ..."); `FORBIDDING`: the words
-  just before a quoted value that forbid it ("must not start with "-"");
+  just before a quoted value that forbid it ("must not start with "-""); `LIST_GOES_ON`: a list's last item that says
+  it goes on ("etc.");
 - `DOCUMENT`: the words of a parameter's name that say it takes a document's text; `FILES`, `FOLDERS`: those that say
   it takes a file's path, or a folder's; `LOCATING`: those that say where a call looks, not what it asks about;
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
@@ -449,6 +450,9 @@ ALLOWED_VALUES = re.compile(
     r"\s*:?\s*[\[({]?(?P<items>[^\n\])}]{1,300})",
     re.IGNORECASE,
 )
+
+# the last item of a list that says it goes on ("(mean, median, mode, stdev, etc.)"): no item of it
+LIST_GOES_ON = frozenset({"etc", "etcetera"})
 
 # the words just before a quoted value that forbid it, a negation at most three words back ("must not start with
 # "-"", "cannot be 'root'", "never '..'"): no example to send, as a value the text offers is

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mcprl.scenarios.expressions import EXPRESSION
-from mcprl.scenarios.lexicon import ALLOWED_VALUES, FORBIDDING, PROBES, VERBS, words_of
+from mcprl.scenarios.lexicon import ALLOWED_VALUES, FORBIDDING, LIST_GOES_ON, PROBES, VERBS, words_of
 from mcprl.tools import ServerSpec
 from mcprl.tools.convert import TRACEBACK
 from mcprl.tools.copies import RUNTIME_VARIABLES, assigned, is_program
@@ -99,12 +99,13 @@ PROSE_LIST = re.compile(rf"(?P<items>{_ITEM}(?:,\s*{_ITEM}){{2,}},?\s+(?:or|and)
 def listed_items(text: str, pattern: re.Pattern[str] = LIST) -> list[str]:
     """The items of the lists a text gives (`LIST`): a tool that takes one of a few values often names them so, in its
     own description or its parameter's ("How many moons a planet has (Mercury, Venus, Earth or Mars)"); an article
-    opening one is no part of it ("a new issue"), nor what follows a preposition ("diary entry for current project")."""
+    opening one is no part of it ("a new issue"), nor what follows a preposition ("diary entry for current project"),
+    nor the "etc." that says the list goes on."""
     return [
         re.sub(r"^(?:an?|the)\s+|\s+(?:for|of|in|on|to|with|from|by|at)\b.*$", "", item.strip(" ."), flags=re.I)
         for m in pattern.finditer(text)
         for item in re.split(r",\s*(?:(?:or|and)\s+)?|\s+(?:or|and)\s+", m["items"], flags=re.I)
-        if item.strip(" .")
+        if item.strip(" .") and item.strip(" .").lower() not in LIST_GOES_ON
     ]
 
 

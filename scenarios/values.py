@@ -342,6 +342,11 @@ class Knowledge:
         self.bare_refused: set[str] = set()
         self.stats: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
         self.worked: dict[str, list[Any]] = defaultdict(list)
+        # (tool, parameter) -> the values its schema or description lists for it, where it lists some; and the values
+        # it answered with: there, a value another tool took on a parameter of that name has not shown it works
+        # (`proven`)
+        self.offers: dict[tuple[str, str], set[str]] = {}
+        self.took: dict[tuple[str, str], set[str]] = defaultdict(set)
         self.named: dict[str, list[str]] = defaultdict(list)  # parameter name -> values errors named
         self.tried: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values sent
         # (tool, leaf path) -> values sent only in calls that failed for another's value ("kitc: not found" of a
@@ -680,7 +685,9 @@ class Knowledge:
         # one two tools refused alike on a parameter of this name is not this one's either: "Working directory does
         # not exist: /srv/r/git init" of every tool's `path`; but a query a write refused, a read may take)
         tried = self.spent(tool, path) | taken
-        blamed = (self.blamed[tool, path] | self.refused_widely[name]) - {repr(v) for v in self.worked.get(name, [])}
+        blamed = (self.blamed[tool, path] | self.refused_widely[name]) - {
+            repr(v) for v in self.worked.get(name, []) if self.proven(tool, name, v)
+        }
         numeric = bool({"integer", "number"} & set(kinds_of(schema)))
         # an arm whose values keep failing for this parameter is dropped (a repository path the command line
         # fixes: every made-up one fails), so a tool whose every parameter has one live value runs out of calls
@@ -764,6 +771,15 @@ class Knowledge:
             parent = self.given_by(value, session)
         return Drawn(path=path, name=name, arm=arm, value=coerce(value, schema), parent=parent)
 
+    def proven(self, tool: str, name: str, value: Any) -> bool:
+        """Whether `value` worked on a parameter named `name`: on any tool's, but where `tool`'s lists the values it
+        takes, on `tool`'s or as one of those (an `operation` a number-theory tool took, "prime_factors", is no
+        statistics tool's, which lists "mean, median, mode")."""
+        if repr(value) not in map(repr, self.worked.get(name, [])):
+            return False
+        offers = self.offers.get((tool, name))
+        return offers is None or repr(value) in offers | self.took[tool, name]
+
     def prior(
         self, arm: str, name: str, numeric: bool = False, values: Sequence[Any] = (), description: str = ""
     ) -> tuple[float, float]:
@@ -833,6 +849,8 @@ class Knowledge:
         # of "Create a new issue, todo, feature, epic, or diary entry")
         examples = examples or (listed_items(around, PROSE_LIST) if set(words_of(name)) & KINDS else [])
         arms["example"] = fit(examples)
+        if examples and tool:
+            self.offers[tool, name] = {repr(e) for e in examples}
         shapes = {shape_of(str(e)) for e in examples}
         arms["shaped"] = [
             (v.value, v.call if v.session == session else None)
@@ -840,7 +858,7 @@ class Knowledge:
             if isinstance(v.value, str) and shape_of(v.value) in shapes and valid(coerce(v.value, schema))
         ]
         if not {"integer", "number"} & set(kinds):  # any number works: one that did says nothing
-            arms["worked"] = fit(self.worked.get(name, []))
+            arms["worked"] = fit([v for v in self.worked.get(name, []) if self.proven(tool, name, v)])
             arms["kin"] = fit([v for other in sorted(self.kin(name)) for v in self.worked.get(other, [])])
         arms["error"] = fit(self.named.get(name, []))
         # (a URI in plain view, a resource's, only for a parameter that takes one: not a graph's entity name; and for
@@ -1123,7 +1141,7 @@ class Knowledge:
             log.failed_with[line] = args
 
             def unproven(among: list[Drawn]) -> list[Drawn]:  # (its values not among those that worked)
-                return [d for d in among if repr(d.value) not in map(repr, self.worked.get(d.name, []))]
+                return [d for d in among if not self.proven(tool, d.name, d.value)]
 
             def unblame(among: list[Drawn]) -> None:  # (one that worked is drawn as one, `worked`)
                 for d in unproven(among):
@@ -1261,6 +1279,7 @@ class Knowledge:
                 continue
             self.stats[d.name, d.arm][0] += credit
             self.stats[d.name, d.arm][1] += 1.0 - credit
+            self.took[tool, d.name].add(repr(d.value))
             # (an answer said before has not shown a value works, unless it says that value: a city sent to a tool
             # that answers "Distance: 0" whatever the city, one the server cannot place, is not sent on as one)
             if (

@@ -1922,3 +1922,44 @@ def test_the_fields_of_a_tables_rows_are_its_columns_queries_are_composed_over()
     drawn = [knowledge.arguments("beancount_query", SQL, 1, rng) for _ in range(300)]
     composed = {args["query"] for args, leaves in filter(None, drawn) if leaves[0].arm == "composed"}
     assert {"SELECT MAX(date) FROM postings", "SELECT MIN(narration) FROM postings"} & composed, composed
+
+
+def test_a_value_another_tool_took_under_a_parameters_name_is_not_sent_where_its_own_description_lists_others():
+    """mcp-mathematics: `analyze_number_theory` and `calculate_statistics` both take an `operation`, each described
+    with its own list ("is_prime, prime_factors, divisors" and "mean, median, mode, stdev, etc."). Once
+    "prime_factors" answered on the first, exploring sent it to the second as a value that worked, call after call
+    (10 of 11 failed, "Elicitation not supported", an error naming nothing), and the failures were blamed on the
+    numbers beside it. A value that worked on another tool's parameter of that name is no proof where the
+    parameter lists its own; and the "etc." closing a list is none of its items."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    def schema(description: str, **more: dict) -> dict:
+        properties = {"operation": {"type": "string", "description": description}, **more}
+        return {"type": "object", "properties": properties, "required": list(properties)}
+
+    theory = schema("Number theory operation (is_prime, prime_factors, divisors, totient)", number={"type": "integer"})
+    numbers = {"type": "array", "items": {"type": "number"}, "description": "List of numbers to analyze"}
+    stats = schema("Statistical operation (mean, median, mode, stdev, etc.)", data=numbers)
+    takes = {"theory": {"is_prime", "prime_factors", "divisors", "totient"}, "stats": {"mean", "median", "mode"}}
+    for seed in range(4):
+        knowledge = Knowledge([])
+        rng = random.Random(seed)
+        sent: dict[str, list[str]] = {"theory": [], "stats": []}
+        for i in range(24):
+            tool = "theory" if i < 6 else "stats"
+            drawn = knowledge.arguments(tool, theory if tool == "theory" else stats, i, rng)
+            if drawn is None:
+                continue
+            args, leaves = drawn
+            sent[tool].append(args["operation"])
+            ok = args["operation"] in takes[tool]
+            text = json.dumps({"success": True, "result": i}) if ok else "Error: Elicitation not supported"
+            knowledge.learn(
+                tool, args, leaves, index=i, session=i, text=text, is_error=not ok, error_kind=None, values=[]
+            )  # fmt: skip
+        assert "etc" not in sent["stats"], (seed, sent)
+        assert set(sent["theory"]) & takes["theory"], (seed, sent)
+        assert sum(op in takes["theory"] for op in sent["stats"]) <= 1, (seed, sent)
+        assert sum(op in takes["stats"] for op in sent["stats"]) >= 14, (seed, sent)
