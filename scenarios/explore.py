@@ -269,18 +269,26 @@ async def explore(
         while drawn and len(picked) < SESSION_CALLS:
             picked.append(rng.choices(drawn, weights=[knowledge.logs[n].weight() for n in drawn])[0])
         issuing: dict[str, dict[str, Any]] = {}
+
+        def issue(name: str, chain: tuple[str, ...] = ()) -> None:
+            """Into `issuing`: an issuer of each handle `name` requires, after the issuers of those it requires itself
+            (a request planned before a task is added to it, which requires the request's id)."""
+            for p in required(name):
+                made = [w for w in issuers(p) if w != name and w not in chain]
+                if made and not set(issuing) & set(knowledge.issuers[p]):
+                    issuer = made[number % len(made)]
+                    issue(issuer, (*chain, name))
+                    # (made without a handle it takes as an option: the one it was sent first was made up before
+                    # any was known to be one, "session id 60", and issued nothing a fresh server had)
+                    issuing[issuer] = {
+                        k: v
+                        for k, v in knowledge.issuers[p][issuer].items()
+                        if k not in knowledge.handles or k in required(issuer)
+                    }
+
         if knowledge.fresh_sessions:
             for name in list(picked):
-                for p in required(name):
-                    if (made := [w for w in issuers(p) if w != name]) and not set(issuing) & set(knowledge.issuers[p]):
-                        issuer = made[number % len(made)]
-                        # (made without a handle it takes as an option: the one it was sent first was made up before
-                        # any was known to be one, "session id 60", and issued nothing a fresh server had)
-                        issuing[issuer] = {
-                            k: v
-                            for k, v in knowledge.issuers[p][issuer].items()
-                            if k not in knowledge.handles or k in required(issuer)
-                        }
+                issue(name)
         filler = None
         # (not one that changed the user's files: no task asks after it; nor one whose state outlived its process)
         fillers = [
@@ -288,6 +296,7 @@ async def explore(
         ]
         if knowledge.fresh_sessions and fillers and not issuing:
             filler, args = fillers[number % len(fillers)]
+            issue(filler)  # (a task added to a request: the request planned first)
             issuing[filler] = args
         # (the issuers first, each once; a filling write's tool drawn too is explored after it, as any other)
         picked = [*issuing, *(n for n in picked if n not in issuing or n == filler)]
@@ -378,7 +387,7 @@ async def explore(
             if outcome.is_error
             else [
                 (k, v)
-                for k, v in result_values(made.data, outcome.structured)
+                for k, v in result_values(made.data, outcome.structured, beside=True)
                 if not (message and v == made.data.strip())
                 and not (made.writes and says_done(v))
                 and not (isinstance(v, str) and (reports_error(v) or not re.search(r"\w", v)))

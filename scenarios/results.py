@@ -671,11 +671,17 @@ def sentence_fields(text: str) -> list[tuple[str, Any]]:
     return list(found.items())
 
 
-def result_values(text: str, structured: Any) -> list[tuple[str, Any]]:
+def result_values(text: str, structured: Any, beside: bool = False) -> list[tuple[str, Any]]:
     """(field, value) pairs a result holds, over all its records (`result_records`), and of a text whose records are
     the rows of a Markdown table, the `label: value` lines around it (a game's "- Game ID: b095ea75" above its
-    board)."""
+    board). `beside`: and where the records are a table the result holds as one text (`held_table`), the fields
+    beside that text, which a later call may take though no task asks of them (the request's id a plan issued beside
+    its progress table)."""
     pairs = [pair for record in result_records(text, structured) for pair in record]
+    data = result_data(text, structured)
+    if beside and isinstance(data, dict) and held_table(data) is not None:
+        keys = {k for k, _ in pairs}
+        pairs += [(k, v) for k, v in flatten(data) if k not in keys and not (isinstance(v, str) and "\n" in v.strip())]
     said = unmarked(server_text(text)[0])
     if markdown_rows([line for line in said.splitlines() if line.strip()]) and result_data(text, structured) is None:
         keys = {k for k, _ in pairs}

@@ -1290,7 +1290,13 @@ class Knowledge:
                 self.worked[d.name].append(d.value)
             # (the write its value came from issues it; a handle that answered once a write made it, from wherever it
             # was drawn, is that write's: a project registered by the path a listing had given)
-            issuer = d.parent if d.parent in self.made_at and self.made_at[d.parent][0] in self.writers else None
+            # (the first of the session to give it: a write that gave it later says back what was issued before, a
+            # task's details naming the request a plan made; nor one that was sent it under this name, a task added
+            # to a request naming the request: each is made in a fresh server only after what issued it)
+            first = next((v.call for v in self.seen if v.session == session and v.value == d.value), d.parent)
+            issuer = first if first in self.made_at and self.made_at[first][0] in self.writers else None
+            if issuer is not None and repr(self.made_at[issuer][1].get(d.name)) == repr(d.value):
+                issuer = None
             if issuer is None and d.name in self.handles and (write := self.state_from.get(session, -1)) >= 0:
                 issuer = write if repr(d.value) in self.made_by(write) else None
             if issuer is not None:

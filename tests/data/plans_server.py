@@ -1,6 +1,7 @@
 """A planner that keeps requests and their tasks in a JSON file the command line names (`PLANS_FILE`), as a task
-manager agents drive does: `plan_request` answers with the request's id beside its tasks, each with an id of its own
-(`{"requestId": "req-1", "tasks": [{"id": "task-1", ...}]}`); three tools take a task's id, and an error is an
+manager agents drive does: `plan_request` answers with the request's id beside a Markdown table of its tasks, each
+with an id of its own (`{"requestId": "req-1", "message": "Progress Status:\n| Task ID | ... |\n| task-1 | ..."}`),
+`add_tasks` with the request's id it was sent beside the table; three tools take a task's id, and an error is an
 object that says what went wrong (`{"status": "error", "message": "Task not found"}`).
 
     PLANS_FILE=plans.json python tests/data/plans_server.py
@@ -65,6 +66,12 @@ def added(state: dict, request: dict, tasks: list[Task]) -> list[dict]:
     return made
 
 
+def progress(request: dict) -> str:
+    """A request's tasks as a Markdown table, as mcp-taskmanager reports them after each change."""
+    rows = [f"| {t['id']} | {t['title']} | {'done' if t['done'] else 'open'} |" for t in request["tasks"]]
+    return "\n".join(["Progress Status:", "| Task ID | Title | Status |", "|---|---|---|", *rows])
+
+
 def plan_request(original_request: str, tasks: list[Task]) -> dict:
     """Register a request and plan its tasks."""
     state = load()
@@ -72,15 +79,16 @@ def plan_request(original_request: str, tasks: list[Task]) -> dict:
     request = state["requests"][request_id] = {"original": original_request, "tasks": []}
     made = added(state, request, tasks)
     save(state)
-    return {"status": "planned", "requestId": request_id, "totalTasks": len(made), "tasks": made}
+    return {"status": "planned", "requestId": request_id, "totalTasks": len(made), "message": progress(request)}
 
 
 def add_tasks(requestId: str, tasks: list[Task]) -> dict:
     """Add tasks to a request."""
     state = load()
-    made = added(state, found(state, requestId), tasks)
+    request = found(state, requestId)
+    made = added(state, request, tasks)
     save(state)
-    return {"status": "tasks_added", "tasks": made}
+    return {"status": "tasks_added", "requestId": requestId, "added": len(made), "message": progress(request)}
 
 
 def mark_task_done(requestId: str, taskId: str) -> dict:

@@ -1245,6 +1245,26 @@ async def test_a_tasks_id_a_plan_listed_is_sent_to_the_tools_that_take_one(tmp_p
     assert not plans.exists()
 
 
+async def test_a_write_a_session_begins_with_is_made_after_the_write_that_issued_what_it_takes(tmp_path):
+    """Seen on @kazuph/mcp-taskmanager: its plan answers the request's id beside a Markdown table of the tasks, and
+    adding tasks answers the id it was sent beside the table again. The table was taken for the whole result (the id
+    beside it not passed on), so a later read that said the id back was taken to issue it, and adding tasks, made
+    first in a fresh session to fill it, failed "Request not found" session after session (12 of 25 calls). What a
+    write takes is issued first, by the first call that gave it, not one that said it back; so each session begins
+    with writes that answer."""
+    plans = tmp_path / "plans.json"
+    spec = ServerSpec.parse(f"{sys.executable} {PLANS}", env=[f"PLANS_FILE={plans}"])
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=120), seed=0, say=lambda _: None)
+    firsts: dict[int, ExploredCall] = {}
+    for c in exploration.calls:
+        firsts.setdefault(c.session, c)
+    failed_first = [c.session for c in firsts.values() if c.writes and c.is_error and c.repeats is None]
+    assert len(failed_first) <= 1, failed_first  # (before: 6 sessions of 18)
+    added = [c for c in exploration.calls if c.tool == "add_tasks" and c.reads_back is None]
+    assert sum(c.is_error for c in added) <= len(added) // 4, [(c.session, c.is_error) for c in added]
+
+
 async def test_notes_are_read_by_their_paths_within_the_folder_an_error_said_relative_paths_are_taken_in(tmp_path):
     """Seen on mcp-obsidian (`mcp-obsidian VAULT`): `read_notes` takes paths within the vault; it was sent the vault's
     own paths (each joined to the vault again: "Parent directory does not exist") and probes, and never answered,
