@@ -276,6 +276,17 @@ SERVERS: list[Server] = [
         last=0,
         note="version: the newest; its one tool runs commands, never called while exploring",
     ),
+    # first run in the sixty-seventh session, none of them tried before it
+    Server("mcp-server-math", "pypi", "mcp-server-math==0.1.0", "{bin}/mcp-server-math", extra=(MCP1,)),
+    Server("mcp-mathematics", "pypi", "mcp-mathematics==2.3.1", "{bin}/mcp-mathematics"),
+    Server("mcp-todo", "pypi", "mcp-todo==0.0.4", "{bin}/mcp-todo", extra=(MCP1,)),
+    Server(
+        "mcp-json-yaml-toml",
+        "pypi",
+        "mcp-json-yaml-toml==0.10.2",
+        "env -C {fx}/config {bin}/mcp-json-yaml-toml",
+        fixtures=("config",),
+    ),
 ]
 # Left out: todo-mcp-server (needs a remote API), taskwarrior-mcp (runs Debian's `task`, absent here; where present
 # every call hung on the MCP pipe it inherits as stdin).
@@ -292,6 +303,11 @@ TEXT = {  # mcp-text-editor: three short files
     "garden.md": "# Garden\n\n- tomatoes\n- basil\n- beans\n\nWater every morning.\nHarvest in August.\n",
     "stock.csv": "item,count\napple,12\npear,7\nplum,3\n",
     "todo.txt": "buy milk\ncall the plumber\nrenew passport\n",
+}
+CONFIG = {  # mcp-json-yaml-toml: a project's configuration, one file of each kind
+    "app.json": '{"name": "shop", "version": "2.4.1", "port": 8080, "features": ["search", "cart"]}\n',
+    "deploy.yaml": "region: eu-west-1\nreplicas: 3\nimage:\n  name: shop\n  tag: 2.4.1\n",
+    "pyproject.toml": '[project]\nname = "shop"\nversion = "2.4.1"\nrequires-python = ">=3.10"\n',
 }
 VAULT = {  # mcp-obsidian: a vault of three notes
     "Daily/2024-03-01.md": "# 2024-03-01\n\nCalled Dana about the budget.\n",
@@ -478,6 +494,7 @@ FIXTURES: dict[str, Callable[[Path, Path], None]] = {
     "docs": lambda p, v: _write(p, DOCS),
     "work": lambda p, v: _write(p, {"data.csv": "name,qty\napple,3\npear,7\n"}),
     "proj": lambda p, v: _write(p, PROJ),
+    "config": lambda p, v: _write(p, CONFIG),
     "ledger": lambda p, v: _write(p, {"main.beancount": _ledger()}),
     "sheets": lambda p, v: (
         _write(p, {"sales.csv": SALES}),
