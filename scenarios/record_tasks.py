@@ -509,14 +509,17 @@ def _identifying(
     record: list[tuple[str, Any]], records: list[list[tuple[str, Any]]], field: str, unasked: set[str], cut: bool
 ) -> tuple[str, Any] | None:
     """A field of `record` (not `field`, nor one of `unasked`: a flag, a position) whose value no other record of
-    the listing has: a name first, else an id, a hash or a uuid last (no one says those from memory). Of a listing
-    `cut` (by the client, or a query's LIMIT), only a value of an id's form or the record's own `id`: an author no
-    other line shown has may have more lines unshown."""
+    the listing has: a name first, else an id, a hash or a uuid last (no one says those from memory); never one that
+    says the answer (a batch's "expression" 10000 whose "result" is 10000). Of a listing `cut` (by the client, or a
+    query's LIMIT), only a value of an id's form or the record's own `id`: an author no other line shown has may have
+    more lines unshown."""
     options = []
+    answers = {str(v) for k, v in record if k == field}
     for k, v in record:
         if (
             k
             and k != field
+            and str(v) not in answers
             and k not in unasked
             and isinstance(v, (str, int, float))
             and len(str(v)) <= 40

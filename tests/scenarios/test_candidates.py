@@ -2844,3 +2844,22 @@ def test_a_value_that_says_it_is_not_known_is_no_answer():
     call = ExploredCall(index=0, session=0, tool="list_tasks", arguments={}, text=json.dumps({"tasks": tasks}))
     answers = {str(t.answer).lower() for seed in range(8) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
     assert "dana" in answers and not {"unknown", "n/a"} & answers, answers
+
+
+def test_a_line_of_a_listing_is_never_picked_out_by_a_field_that_says_the_answer():
+    """mcp-mathematics `batch_calculate` of ["100", "10000"]: each line an expression and its result, which for a
+    number alone is the number again: "What is the expression whose result is 10000?" said its answer. A line is
+    picked out by a field whose value is not the answer, or not asked of at all."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    results = [{"expression": e, "success": True, "result": int(e) if e.isdigit() else 5} for e in ("100", "2 + 3")]
+    text = json.dumps({"total_expressions": 2, "results": results})
+    call = ExploredCall(
+        index=0, session=0, tool="batch_calculate", arguments={"expressions": ["100", "2 + 3"]}, text=text
+    )
+    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    assert any("2 + 3" in t.task and t.answer == 5 for t in tasks), [(t.task, t.answer) for t in tasks]
+    for t in tasks:  # (what picks the line out, after "whose", never holds the answer)
+        picked_by = t.task.partition("whose")[2]
+        assert not re.search(rf"\b{re.escape(str(t.answer))}\b", picked_by), (t.task, t.answer)
