@@ -683,7 +683,7 @@ def result_values(text: str, structured: Any, beside: bool = False) -> list[tupl
         keys = {k for k, _ in pairs}
         pairs += [(k, v) for k, v in flatten(data) if k not in keys and not (isinstance(v, str) and "\n" in v.strip())]
     said = unmarked(server_text(text)[0])
-    if markdown_rows([line for line in said.splitlines() if line.strip()]) and result_data(text, structured) is None:
+    if markdown_rows([line for line in said.splitlines() if line.strip()]) and data is None:
         keys = {k for k, _ in pairs}
         pairs += [p for p in dict.fromkeys(labelled_lines(said)) if p[0] not in keys]
     return pairs
