@@ -8,9 +8,7 @@ its limits, and no read shows what a write did. Each process starts with no sess
 
 from __future__ import annotations
 
-import ast
 import itertools
-import operator
 import sys
 from pathlib import Path
 
@@ -19,23 +17,19 @@ from tests.server_fork import hand_over  # noqa: E402
 
 hand_over()  # under pytest: run by a fork of a process that has imported the SDK (tests/server_fork.py)
 
+from mcprl.scenarios.expressions import arithmetic  # noqa: E402
 from mcprl.servers import serve  # noqa: E402
 
 SESSIONS: dict[str, dict[str, float]] = {}
 HISTORY: list[str] = []
 NUMBERS = itertools.count(1_796_590_040)  # (another id each call, as a clock's milliseconds would give)
-OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
 
 def evaluate(expr: str) -> float:
-    def value(node: ast.AST) -> float:
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return node.value
-        if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
-            return OPERATORS[type(node.op)](value(node.left), value(node.right))
+    value = arithmetic(expr)
+    if value is None:
         raise ValueError(f"unsupported expression: {expr}")
-
-    return value(ast.parse(expr, mode="eval").body)
+    return int(value) if value.is_integer() else value
 
 
 def create_session() -> dict:
