@@ -240,6 +240,9 @@ async def explore(
         issues anew, not a record it made again alike)."""
         requiring = Counter(p for name in tools for p in required(name))  # (a handle is what many tools require)
         knowledge.handles.update(p for p, n in requiring.items() if n >= AWAITING and knowledge.awaited(p))
+        # (none that a value worked for that no call issued: a database's path found in a folder listed, awaited while
+        # only made-up ones were sent)
+        knowledge.handles -= {p for p in knowledge.handles if knowledge.worked.get(p) and not knowledge.issuers.get(p)}
         knowledge.handles.update(p for p in knowledge.issued if knowledge.fresh_sessions and knowledge.renews(p))
         return knowledge.handles
 
@@ -261,7 +264,9 @@ async def explore(
 
         unchecked = isolated and not persistence_checked and not pool.spec.private_copy
         live = [n for n in order if n not in retired and not (unchecked and n in destroyers)]
-        live = [n for n in live if not any(p in knowledge.handles and not issuers(p) for p in required(n))] or live
+        # (waiting while a write that takes no handle, which may issue one, is left to call: else no call would)
+        if any(n in writers and not knowledge.handles & set(required(n)) for n in live):
+            live = [n for n in live if not any(p in knowledge.handles and not issuers(p) for p in required(n))] or live
         # (an issuer, then, called as it is needed; not one that spends no share, a read in effect)
         sharing = writers - unchanging() if shared else set()
         drawn = [n for n in live if not (n in sharing and any(n in issued for issued in knowledge.issuers.values()))]
@@ -376,15 +381,14 @@ async def explore(
             await anyio.sleep(BACKOFF_S[min(backoffs, len(BACKOFF_S) - 1)])
             backoffs += 1
             return made
-        # a result that is one sentence ("No items match."), says what was done or that it found nothing: a message,
-        # not a value to pass on; nor a write's word that it was done (`{"message": "Insight added"}`), nor what a
-        # part of the result says went wrong ("a.txt: Error - ENOENT"), nor a rule between parts ("---")
-        message = (
-            MESSAGE.fullmatch(made.data.strip()) is not None or reports(made.data) or found_nothing(made.data, args)
-        )
+        # a result that is one sentence ("No items match.") or says what was done: a message, not a value to pass on;
+        # nor a write's word that it was done (`{"message": "Insight added"}`), nor what a part of the result says
+        # went wrong ("a.txt: Error - ENOENT"), nor a rule between parts ("---"); and one that found nothing gives
+        # none (what it holds is what it was sent, said back: `{"message": "No matches found for 'x' in /srv"}`)
+        message = MESSAGE.fullmatch(made.data.strip()) is not None or reports(made.data)
         values = (
             []
-            if outcome.is_error
+            if outcome.is_error or found_nothing(made.data, args)
             else [
                 (k, v)
                 for k, v in result_values(made.data, outcome.structured, beside=True)

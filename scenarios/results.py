@@ -42,6 +42,7 @@ RELATIVE_TIME = re.compile(
     re.I,
 )
 CLOCK_SPAN = datetime.timedelta(hours=36)  # a date this near now may be the server's clock
+NULL_TEXTS = {"none", "null", "nil", "undefined", "nan"}  # a missing value as programs write it out
 # A result that says it found nothing: "No matches found", "Task not found", "[]", "null", a program's empty values
 # ("set()", "NotImplemented", "undefined")
 NOTHING = re.compile(
@@ -146,11 +147,20 @@ def found_nothing(text: str, given: dict[str, Any] | None = None) -> bool:
     "results": []}}` of a search for columns)."""
     text = text.strip()
     return (
+        says_none(text)
+        or text.startswith("{")
+        and _holds_nothing(text, {str(v) for v in (given or {}).values() if isinstance(v, (str, int, float))})
+    )
+
+
+def says_none(text: str) -> bool:
+    """Whether a text says only that nothing was found: none at all, "No matches found", or one short line that
+    begins so ("No matches found for 'zzzz' in /srv/db")."""
+    text = text.strip()
+    return (
         not text
         or NOTHING.fullmatch(text) is not None
         or ("\n" not in text and len(text) <= 120 and NOTHING.match(text) is not None)
-        or text.startswith("{")
-        and _holds_nothing(text, {str(v) for v in (given or {}).values() if isinstance(v, (str, int, float))})
     )
 
 
@@ -173,13 +183,13 @@ def _holds_nothing(text: str, given: set[str]) -> bool:
     def said(v: Any) -> bool:  # (a flag, a sentence, a value the call was given)
         return isinstance(v, bool) or isinstance(v, str) and (MESSAGE.fullmatch(v.strip()) is not None or v in given)
 
-    def none_found(v: Any) -> bool:  # ("No such task found")
-        return isinstance(v, str) and NOTHING.fullmatch(v.strip()) is not None
+    def none_found(v: Any) -> bool:  # ("No such task found", "No matches found for 'zzzz' in /srv/db")
+        return isinstance(v, str) and v.strip() != "" and says_none(v)
 
     values = leaves(data)
     rest = [v for v in values if not blank(v) and not said(v)]
     if not rest:
-        return any(v in ("", [], {}) for v in values)
+        return any(v in ("", [], {}) for v in values) or any(map(none_found, values))
     # ... or one that says so, beside codes that say it again (`{"status": "task_not_found", "message": "No such task
     # found"}`)
     code = re.compile(r"[a-z]+(?:[_-][a-z]+)*")
@@ -257,8 +267,9 @@ def list_keys(data: Any) -> set[str]:
 
 def data_key(key: str) -> bool:
     """Whether an object's key is a value, not the name of a field: a file's name, a path, an address, a number, a
-    share ("shop.xlsx": 5627, "/srv/a", "50%", "2024-03"): what it maps to has no name a task could ask it by."""
-    return bool(re.search(r"\w\.\w|[/\\@%]|^\W*\d", key))
+    share ("shop.xlsx": 5627, "/srv/a", "50%", "2024-03"), or a missing one as a program writes it (`{"A": 1, "None":
+    2}` of counts by priority): what it maps to has no name a task could ask it by."""
+    return bool(re.search(r"\w\.\w|[/\\@%]|^\W*\d", key)) or key.strip().lower() in NULL_TEXTS
 
 
 def answer_paths(data: Any, answer: Any, path: str = "") -> list[str]:

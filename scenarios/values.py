@@ -718,7 +718,9 @@ class Knowledge:
                 or repr(value) in made_now
             )
 
-        arms = {a: c for a, c in live.items() if any(sendable(v, p) for v, p in c)} or live
+        # (each arm with only the values it may send: one of a list's fields whose values are misshapen here, an item's
+        # name sent as a database's path, is no fresh source for being untried)
+        arms = {a: kept for a, c in live.items() if (kept := [(v, p) for v, p in c if sendable(v, p)])} or live
 
         def prior(arm: str) -> tuple[float, float]:
             return self.prior(arm, name, numeric, [v for v, _ in arms[arm]], description)
@@ -896,7 +898,8 @@ class Knowledge:
             # one word of a longer text, as a person searches ("Porto" of "Your flight to Porto is booked")
             # (of a text the server wrote: not one it was sent and says back, "Weekly report" of a task's name,
             # but for a search, which finds a record by any word of it); not a sentence's first word, an order's
-            # verb ("Send" of "Send the draft to Sam by Friday."), which no one searches notes by
+            # verb ("Send" of "Send the draft to Sam by Friday."), which no one searches notes by; a word ends in a
+            # letter ("matches" of "'matches'")
             arms["word"] = [
                 (w, v.call if v.session == session else None)
                 for v in seen
@@ -904,7 +907,7 @@ class Knowledge:
                 and isinstance(v.value, str)
                 and " " in v.value.strip()
                 and (searched or repr(v.value) not in self.said)
-                for w in re.findall(r"[A-Za-z][A-Za-z'-]{3,}", v.value)[1 if sentence(v.value) else 0 :]
+                for w in re.findall(r"[A-Za-z][A-Za-z'-]{2,}[A-Za-z]", v.value)[1 if sentence(v.value) else 0 :]
                 if valid(w) and w.lower() not in FUNCTION_WORDS
             ]
             arms["joined"] = [(v, call if s == session else None) for v, call, s in self.listed_paths() if valid(v)]

@@ -37,6 +37,7 @@ FRAME = Path(__file__).resolve().parents[1] / "data" / "frame_server.py"
 PROJECTS = Path(__file__).resolve().parents[1] / "data" / "projects_server.py"
 KEYED_STORE = Path(__file__).resolve().parents[1] / "data" / "keyed_store_server.py"
 CALC_SESSIONS = Path(__file__).resolve().parents[1] / "data" / "calc_sessions_server.py"
+DB_FILES = Path(__file__).resolve().parents[1] / "data" / "db_files_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:

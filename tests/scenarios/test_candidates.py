@@ -2863,3 +2863,17 @@ def test_a_line_of_a_listing_is_never_picked_out_by_a_field_that_says_the_answer
     for t in tasks:  # (what picks the line out, after "whose", never holds the answer)
         picked_by = t.task.partition("whose")[2]
         assert not re.search(rf"\b{re.escape(str(t.answer))}\b", picked_by), (t.task, t.answer)
+
+
+def test_a_key_that_is_a_missing_value_written_out_is_no_field_to_ask_of():
+    """todo-txt-mcp `get_statistics`: counts of todos by priority, `{"A": 1, "B": 1, "None": 2}` (Python's None
+    written out for the todos of no priority): "Find the statistics and tell me its none." A key spelled as a
+    missing value is a value (`data_key`), as a file's name is, not a field's name; the named counts are asked."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    stats = {"total_todos": 5, "active_todos": 4, "priority_counts": {"A": 1, "B": 1, "None": 2}}
+    call = ExploredCall(index=0, session=0, tool="get_statistics", arguments={}, text=json.dumps(stats))
+    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
+    assert {t.answer for t in tasks} >= {5, 4}, [(t.task, t.answer) for t in tasks]
+    assert not any(re.search(r"\bnone\b", t.task, re.I) for t in tasks), [t.task for t in tasks]

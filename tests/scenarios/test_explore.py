@@ -33,6 +33,7 @@ from mcprl.types import load_jsonl
 from tests.conftest import _free_port, _wait_listening
 from tests.scenarios.explored_servers import (
     CALC_SESSIONS,
+    DB_FILES,
     ENTRIES,
     FOLDER,
     FRAME,
@@ -1373,5 +1374,31 @@ async def test_a_session_opened_by_a_write_that_issues_a_handle_still_makes_its_
     for tool in ("calculate", "is_prime", "session_calculate"):
         assert exploration.tools[tool].answered >= 3, exploration.summary()
     assert exploration.tools["create_session"].calls <= 20, exploration.summary()
+    failed = [call_key(c.tool, c.arguments) for c in exploration.calls if c.is_error and c.repeats is None]
+    assert len(failed) == len(set(failed))
+
+
+async def test_database_files_a_listing_names_are_sent_to_the_tools_that_take_their_path(tmp_path):
+    """sqlite-mcp-server: every tool but the listing of database files takes `db_path`, which only that listing
+    gives (a name in the folder the server runs in). Made-up paths failed on three tools, so the parameter was taken
+    for a handle some write issues; the one write takes it too, so nothing was left to issue one, the tools waited for
+    ever, and the search got 137 of 150 calls, each sent what the last one said back where it found nothing ("No
+    matches found for 'No matches found for ...'", "found''''"): 1 task. Tools wait for a handle only while a write
+    that takes none is left to call; a parameter a value worked for that no call issued is no handle; a result that
+    found nothing gives no values to send on, and a word of a text ends in a letter."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    with sqlite3.connect(folder / "shop.db") as c:
+        c.execute("CREATE TABLE products (name TEXT, price REAL, stock INTEGER)")
+        c.executemany("INSERT INTO products VALUES (?, ?, ?)", [("steel bolt", 0.25, 120), ("oak plank", 12.0, 15)])
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {DB_FILES}", cwd=str(folder))) as pool:
+        # (a seed whose first made-up paths failed on three tools, as they did on sqlite-mcp-server: before, the tools
+        # that take the path were sent the values of rows a query listed, and `describe_table` never answered)
+        exploration = await explore(pool, ExploreConfig(calls=60), seed=15, say=lambda _: None)
+    for tool in ("list_tables", "describe_table", "get_schema_summary", "execute_query"):
+        assert exploration.tools[tool].answered >= 1, exploration.summary()
+    assert exploration.tools["search_databases"].calls <= len(exploration.calls) // 3, exploration.summary()
+    sent = [str(v) for c in exploration.calls for v in c.arguments.values()]
+    assert not any("No matches" in v or re.fullmatch(r"[A-Za-z]+'+", v) for v in sent), sent
     failed = [call_key(c.tool, c.arguments) for c in exploration.calls if c.is_error and c.repeats is None]
     assert len(failed) == len(set(failed))

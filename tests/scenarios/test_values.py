@@ -1650,6 +1650,11 @@ def test_an_id_a_listing_of_its_kind_gave_is_no_handle_awaited_and_an_error_is_r
         assert found_nothing(text), text
     for text in ("No, the total is 5", "Nodes: 5", "North: 12 units"):
         assert not found_nothing(text), text
+    # ... nor one whose one text says it found nothing, the search's words said back in it (sqlite-mcp-server's
+    # search), a sentence or not
+    for path in ("/srv/db", "."):
+        assert found_nothing(json.dumps({"message": f"No matches found for 'shop' in {path}"}), {"query": "shop"}), path
+    assert not found_nothing(json.dumps({"message": "No matches found for 'shop' in .", "database": "shop.db"}))
 
 
 def test_a_parameter_whose_every_failure_blamed_another_awaits_nothing():
