@@ -287,6 +287,23 @@ SERVERS: list[Server] = [
         "env -C {fx}/config {bin}/mcp-json-yaml-toml",
         fixtures=("config",),
     ),
+    # first run in the sixty-eighth session
+    Server(
+        "sqlite-mcp-server",
+        "pypi",
+        "sqlite-mcp-server==0.1.7",
+        "env -C {fx} {bin}/sqlite-mcp-server",
+        extra=(MCP1,),
+        fixtures=("shop.db",),
+    ),
+    Server(
+        "todo-txt-mcp",
+        "pypi",
+        "todo-txt-mcp==1.0.2",
+        "{bin}/todo-txt-mcp {fx}/todo/todo.txt",
+        extra=(MCP1,),
+        fixtures=("todo",),
+    ),
 ]
 # Left out: todo-mcp-server (needs a remote API), taskwarrior-mcp (runs Debian's `task`, absent here; where present
 # every call hung on the MCP pipe it inherits as stdin).
@@ -308,6 +325,11 @@ CONFIG = {  # mcp-json-yaml-toml: a project's configuration, one file of each ki
     "app.json": '{"name": "shop", "version": "2.4.1", "port": 8080, "features": ["search", "cart"]}\n',
     "deploy.yaml": "region: eu-west-1\nreplicas: 3\nimage:\n  name: shop\n  tag: 2.4.1\n",
     "pyproject.toml": '[project]\nname = "shop"\nversion = "2.4.1"\nrequires-python = ">=3.10"\n',
+}
+TODO = {  # todo-txt-mcp: a todo.txt of five, one done
+    "todo.txt": "(A) Call Dana about the budget +Apollo @phone due:2024-03-08\n"
+    "(B) 2024-03-01 Book a room for the review +Apollo @office\nRenew passport @errands\n"
+    "x 2024-03-02 2024-02-28 Water the plants @home\nSend the draft to Sam +Report @email due:2024-03-05\n"
 }
 VAULT = {  # mcp-obsidian: a vault of three notes
     "Daily/2024-03-01.md": "# 2024-03-01\n\nCalled Dana about the budget.\n",
@@ -495,6 +517,7 @@ FIXTURES: dict[str, Callable[[Path, Path], None]] = {
     "work": lambda p, v: _write(p, {"data.csv": "name,qty\napple,3\npear,7\n"}),
     "proj": lambda p, v: _write(p, PROJ),
     "config": lambda p, v: _write(p, CONFIG),
+    "todo": lambda p, v: _write(p, TODO),
     "ledger": lambda p, v: _write(p, {"main.beancount": _ledger()}),
     "sheets": lambda p, v: (
         _write(p, {"sales.csv": SALES}),

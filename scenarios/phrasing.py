@@ -572,6 +572,11 @@ TOPIC_ASKS = (
     "{What} {be} the {field} of the {noun} about {topic}?",
     "Find the {noun} about {topic} and tell me its {field}.",
 )
+# ... or by the value of one of its fields a filter was sent ("the todo with context phone")
+FILTER_ASKS = (
+    "{What} {be} the {field} of the {noun} with {filter} {topic}?",
+    "Find the {noun} with {filter} {topic} and tell me its {field}.",
+)
 # how a task asks for every name a short listing gives: after what the call does ("List directory ".". What does it
 # list?"), or by what it holds (mcprl.scenarios.lexicon.about of a known query, `Said.listing` of a title: "What are
 # the git branches with branch type all?")

@@ -39,6 +39,7 @@ from mcprl.scenarios.lexicon import (
 from mcprl.scenarios.phrasing import (
     COUNT_NAME_ASKS,
     DATED_NAME_ASKS,
+    FILTER_ASKS,
     NAME_ASKS,
     PREPOSITION_NAME_ASKS,
     STATE_NAME_ASKS,
@@ -138,6 +139,15 @@ def field_tasks(
     # (not a value that names what the call looks at, a path or a name: the files of "docs" are no search about docs)
     naming = any(set(words_of(k)) & IDENTIFYING for k in args)
     topic = words_given[0] if found and len(args) == 1 and words_given and not queries and not naming else None
+    # ... or where the one argument is named as a field the records hold, a filter by it (`filter_by_context` sent
+    # context "phone", each todo's `contexts` holding it): the record is the one with that value ("the todo with
+    # context phone"), what the listing's key calls it where the tool's name calls it by the filter ("context")
+    filtered = None
+    if topic is not None and (keys := {singular(w) for r in records for k, _ in r for w in words_of(k)}):
+        filtered = spoken(next(iter(args))) if {singular(w) for w in words_of(next(iter(args)))} <= keys else None
+    filter_noun = noun
+    if filtered is not None and singular(filtered) == noun:
+        filter_noun = next(iter(kinds)) if len(kinds) == 1 else "one"
     out: list[Scenario] = []
     # a dated listing's first and last lines by their place ("the latest commit"); only its first, "the first one
     # listed", where its dates are in no order, or the client cut it (its last line shown is not the last one)
@@ -259,7 +269,10 @@ def field_tasks(
                 and not of_name
                 and (label is None or rng.random() < 0.5)
             ):
-                task = _worded(TOPIC_ASKS, topic, asked).format(**field_words(asked), noun=noun, topic=topic)
+                asks = TOPIC_ASKS if filtered is None else FILTER_ASKS
+                task = _worded(asks, topic, asked).format(
+                    **field_words(asked), noun=filter_noun, topic=topic, filter=filtered
+                )
                 given = [topic]
             # (not a line of a listing of one thing's parts, which the call named: a table's columns, a folder's
             # files, whose names other things' parts share; nor what a write made, which is not there before the

@@ -2877,3 +2877,28 @@ def test_a_key_that_is_a_missing_value_written_out_is_no_field_to_ask_of():
     tasks = [t for seed in range(8) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
     assert {t.answer for t in tasks} >= {5, 4}, [(t.task, t.answer) for t in tasks]
     assert not any(re.search(r"\bnone\b", t.task, re.I) for t in tasks), [t.task for t in tasks]
+
+
+def test_a_record_a_filter_by_one_of_its_fields_found_is_asked_for_as_the_one_with_that_value():
+    """todo-txt-mcp `filter_by_context(context="phone")`: one todo in `{"todos": [...]}`, its `contexts` holding
+    "phone": "Find the context about phone and tell me its id.", the tool's name taken for what the record is and the
+    filter's value for what it is about. A filter by a field the records hold asks for the record with that value, as
+    the listing's key calls it; a search's words (a parameter no field is named as) are still what it is about."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    todo = {"id": "0", "text": "Call Dana about the budget", "priority": "A", "contexts": ["phone"]}
+    filtered = {"todos": [todo], "count": 1, "context": "phone"}
+    searched = {"todos": [todo], "count": 1}
+    calls = [
+        ExploredCall(
+            index=0, session=0, tool="filter_by_context", arguments={"context": "phone"}, text=json.dumps(filtered)
+        ),
+        ExploredCall(index=1, session=1, tool="search_todos", arguments={"query": "budget"}, text=json.dumps(searched)),
+    ]
+    tasks = [t for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    by_filter = [t.task for t in tasks if t.reference[-1].tool == "filter_by_context"]
+    assert any("the todo with context phone" in t for t in by_filter), by_filter
+    assert not any("context about" in t for t in by_filter), by_filter
+    by_search = [t.task for t in tasks if t.reference[-1].tool == "search_todos"]
+    assert any("todo about budget" in t for t in by_search) and not any("todo with query" in t for t in by_search)
