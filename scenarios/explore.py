@@ -40,8 +40,9 @@ them said nothing of a state that held something, or that has nothing new to be 
 record says which errors it gave and which sources were tried; sessions that make no call end the search.
 A parameter that many tools require, that no made-up value worked for and no result named, is a handle
 (`Exploration.handles`: the id of a session a load opens, another in every process): the tools that take it wait
-while others are left to call (the load); once a write's result gave one that worked, a session whose tools take it
-makes that write first, as it was made then, and the parameter is sent what the write issued under its name. A task
+while a write that takes none, which may issue it, is left to call (the load); once a write's result gave one that
+worked, a session whose tools take it makes that write first, as it was made then, and the parameter is sent what the
+write issued under its name. A task
 states no handle: it says the write before the call ("Load ... Then ... for the previous result"), and its replay
 takes the handle the write issues then. A write that makes a handle the waiting tools take (tree-sitter's project,
 registered by a path and named by it) gives them a turn right after it, though another write of the session took its

@@ -144,7 +144,8 @@ def found_nothing(text: str, given: dict[str, Any] | None = None) -> bool:
     ("no items match 'zzzz'"), or a JSON object holding, at any depth, nothing but empty lists, zeros, flags,
     sentences and the values the call was `given` said back (`{"success": true, "commits": [], "totalCount": 0,
     "note": "No commits matched the applied filters."}`, `{"data": {"object_type": "column", "count": 0,
-    "results": []}}` of a search for columns)."""
+    "results": []}}` of a search for columns), or one whose one text says so (`{"message": "No matches found for 'x'
+    in /srv"}`)."""
     text = text.strip()
     return (
         says_none(text)
