@@ -326,7 +326,7 @@ CONFIG = {  # mcp-json-yaml-toml: a project's configuration, one file of each ki
     "deploy.yaml": "region: eu-west-1\nreplicas: 3\nimage:\n  name: shop\n  tag: 2.4.1\n",
     "pyproject.toml": '[project]\nname = "shop"\nversion = "2.4.1"\nrequires-python = ">=3.10"\n',
 }
-TODO = {  # todo-txt-mcp: a todo.txt of five, one done
+TASK_LIST = {  # todo-txt-mcp: a todo.txt of five, one done
     "todo.txt": "(A) Call Dana about the budget +Apollo @phone due:2024-03-08\n"
     "(B) 2024-03-01 Book a room for the review +Apollo @office\nRenew passport @errands\n"
     "x 2024-03-02 2024-02-28 Water the plants @home\nSend the draft to Sam +Report @email due:2024-03-05\n"
@@ -517,7 +517,7 @@ FIXTURES: dict[str, Callable[[Path, Path], None]] = {
     "work": lambda p, v: _write(p, {"data.csv": "name,qty\napple,3\npear,7\n"}),
     "proj": lambda p, v: _write(p, PROJ),
     "config": lambda p, v: _write(p, CONFIG),
-    "todo": lambda p, v: _write(p, TODO),
+    "todo": lambda p, v: _write(p, TASK_LIST),
     "ledger": lambda p, v: _write(p, {"main.beancount": _ledger()}),
     "sheets": lambda p, v: (
         _write(p, {"sales.csv": SALES}),
