@@ -262,9 +262,12 @@ def field_tasks(
                 continue  # (a time a preposition names is asked "since when", which no template words)
             # one record that a call's arguments named (an id, a key): asked for by those or by its name, as a user
             # might; one question is worded one way, whichever call grounds it, so that duplicates stay duplicates
+            # (a field of the record, not of the result it is in: "the todo with project Report"'s fields, not the
+            # count of the listing that found it)
             if (
                 topic is not None
                 and held[field] == 1
+                and (inner is None or field in inner)
                 and not after
                 and not of_name
                 and (label is None or rng.random() < 0.5)

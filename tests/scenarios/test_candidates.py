@@ -2900,5 +2900,7 @@ def test_a_record_a_filter_by_one_of_its_fields_found_is_asked_for_as_the_one_wi
     by_filter = [t.task for t in tasks if t.reference[-1].tool == "filter_by_context"]
     assert any("the todo with context phone" in t for t in by_filter), by_filter
     assert not any("context about" in t for t in by_filter), by_filter
+    # (the listing's count, beside the record, is the filter's, never the record's: "... the todo ... its count")
+    assert not any("todo" in t and "count" in t for t in by_filter), by_filter
     by_search = [t.task for t in tasks if t.reference[-1].tool == "search_todos"]
     assert any("todo about budget" in t for t in by_search) and not any("todo with query" in t for t in by_search)
