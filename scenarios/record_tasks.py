@@ -142,9 +142,9 @@ def field_tasks(
     # ... or where the one argument is named as a field the records hold, a filter by it (`filter_by_context` sent
     # context "phone", each todo's `contexts` holding it): the record is the one with that value ("the todo with
     # context phone"), what the listing's key calls it where the tool's name calls it by the filter ("context")
-    filtered = None
-    if topic is not None and (keys := {singular(w) for r in records for k, _ in r for w in words_of(k)}):
-        filtered = spoken(next(iter(args))) if {singular(w) for w in words_of(next(iter(args)))} <= keys else None
+    held_words = {singular(w) for r in records for k, _ in r for w in words_of(k)}
+    by = next(iter(args)) if topic is not None else ""
+    filtered = spoken(by) if by and {singular(w) for w in words_of(by)} <= held_words else None
     filter_noun = noun
     if filtered is not None and singular(filtered) == noun:
         filter_noun = next(iter(kinds)) if len(kinds) == 1 else "one"
