@@ -652,7 +652,7 @@ def candidates(
         pasted = any(shaped(v) for c in chain for v in c.arguments.values())  # steps stated would paste a query
         if (
             answer is not None
-            and answerable(answer)
+            and answerable(answer, whole=True)
             and not echo
             and not pasted
             and (not holds_answer(" ".join(given_values), answer) or chosen(call.arguments, answer))

@@ -77,7 +77,7 @@ from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explored import Exploration, ExploredCall, ToolReport, source_call
 from mcprl.scenarios.isolation import is_isolated, may_write, unsafe_writers
 from mcprl.scenarios.lexicon import RATE_LIMITED
-from mcprl.scenarios.results import MESSAGE, found_nothing, reports, result_values, says_done
+from mcprl.scenarios.results import MESSAGE, enumerated, found_nothing, reports, result_values, says_done
 from mcprl.scenarios.value_sources import context_values, documented, file_texts, folder_entries
 from mcprl.scenarios.values import AWAITING, SENT_ALL, Drawn, Knowledge, call_key, gist
 from mcprl.tools import ServerGone, redact_model
@@ -398,6 +398,9 @@ async def explore(
                 and not (isinstance(v, str) and (reports_error(v) or not re.search(r"\w", v)))
             ]
         )
+        # (the names a text lists by commas, each a value of a field of its own: "md5" of "blake2b, md5, sha1" is sent
+        # where the digests beside it, of that text's field, were refused)
+        values += [(f"{k}[]", item) for k, v in values for item in enumerated(v)]
         knowledge.learn(
             name,
             args,

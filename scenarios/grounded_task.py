@@ -29,6 +29,7 @@ ANSWER_LABEL_WORDS = 3  # words besides a result's one number that still make it
 SENTENCE_WORDS = 8
 ANSWER_WORDS = 12  # words an answer may add around the value ("The confirmation code of the email is ZOE67V.")
 BASE64 = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
+DIGEST = re.compile(r"[0-9a-fA-F]{40,}")  # a digest in hexadecimal (a SHA-256), which BASE64 holds too
 EXPRESSION = re.compile(r"\d\s*[*/^]\s*[\w(]|[\w)]\s*[*/^]\s*\d")  # a number an operator joins to another term
 # a function applied to its arguments, the whole text: an expression left unevaluated (`Derivative(5, x)`), whose
 # numbers are what it was given, not what it came to
@@ -88,9 +89,11 @@ def result_answer(text: str, sent: Sequence[str] = ()) -> Any | None:
 NO_ANSWER = FLAGS | UNKNOWN  # (a yes or a no, and what says it is not known, normalised)
 
 
-def answerable(value: Any) -> bool:
+def answerable(value: Any, whole: bool = False) -> bool:
     """Whether a value can be an answer: short (in words and in characters), with something a check can hold (not
-    marks alone: "___"), and not encoded bytes (a file's base64 `blob`: no one asks for it), and not a yes or no (a
+    marks alone: "___"), and not encoded bytes (a file's base64 `blob`: no one asks for it; but a digest in
+    hexadecimal that is a call's `whole` result is what it computed, the SHA-256 of a text, where in a record it is an
+    id, a commit's hash), and not a yes or no (a
     guess holds it half the time), nor one letter (sympy's identity matrix "I": any reply saying "I" or "a" would hold
     it), nor a program's name for an object (`<class 'sympy.core.numbers.Integer'>`, `<function f at 0x7f...>`), nor a
     folder the session was given (its home: another in the next session), nor a heading ("# Context Summary"), nor
@@ -104,7 +107,7 @@ def answerable(value: Any) -> bool:
         and len(text.split()) <= MAX_ANSWER_WORDS
         and len(text) <= MAX_ANSWER_CHARS
         and len(numbers(text)) <= 1
-        and not BASE64.fullmatch(text)
+        and not (BASE64.fullmatch(text) and not (whole and DIGEST.fullmatch(text)))
         and not text.endswith(":")
         and not re.fullmatch(r"<[^<>]*>", text)
         and not SESSION_FOLDER.search(text)

@@ -598,8 +598,9 @@ def bound_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def words_of(name: str) -> list[str]:
-    """`getItemById` / `get_item-by id` -> ['get', 'item', 'by', 'id']."""
-    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)]
+    """`getItemById` / `get_item-by id` -> ['get', 'item', 'by', 'id']; digits stay with the letters before them, a
+    name's part (`hash_md5` -> ['hash', 'md5'], `sha3_224` -> ['sha3', '224'], not "md 5")."""
+    return [w.lower() for w in re.findall(r"[A-Z]?[a-z]+(?:\d+[a-z]*)*|[A-Z]+\d*(?![a-z])|\d+", name)]
 
 
 # a shape's words that another sense shares: a parameter named so is of the shape only where its description or

@@ -68,7 +68,13 @@ def task_titles(tools: list[dict[str, Any]]) -> dict[str, str]:
     write, where every tool's name starts with one word that is no verb (the server's: `sympy_factorial`), by its
     name's other words where they do not start with a verb: that word says whose the tool is, not what it does
     ("Sympy factorial 5" read it as an order; "What is the factorial of 5?")."""
-    titles = {t["name"]: title for t in tools if (title := t.get("title") or (t.get("annotations") or {}).get("title"))}
+    # (a title that is its name's words again says nothing more: FastMCP titles `sympy_binomial` "Sympy Binomial")
+    titles = {
+        t["name"]: title
+        for t in tools
+        if (title := t.get("title") or (t.get("annotations") or {}).get("title"))
+        and words_of(title) != words_of(t["name"])
+    }
     # an untitled tool whose name shortens the verb its description opens with (`div`, "Divide two numbers"): by
     # that verb ("Divide 18 by 5.5", not "the div of 18 and 5.5")
     for t in tools:

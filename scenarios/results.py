@@ -60,6 +60,8 @@ ID_FORM = re.compile(r"(?!\d{4}-\d\d-\d\d)(?=[^\s]*\d)(?=[^\s]*[A-Za-z])[\w.:/-]
 MESSAGE = re.compile(
     r"[^\n|]*\w \w[^\n|]*[.!]"
 )  # a result that is one sentence ("No items match."): a message, not data
+# a text that lists names by commas alone ("blake2b, blake2s, md5, sha1": the algorithms a server has)
+ENUMERATION = re.compile(r"[\w.+-]+(?:, ?[\w.+-]+){2,}")
 # a file's name, by its extension of a few letters or digits ("Garden plan.md", "Q3 report.pdf"): a file, no folder
 FILE_NAME = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,4}$")
 
@@ -702,6 +704,14 @@ def result_values(text: str, structured: Any, beside: bool = False) -> list[tupl
 
 
 HTML_PAGE = re.compile(r"<!DOCTYPE html|<html[\s>]", re.I)
+
+
+def enumerated(value: Any) -> list[str]:
+    """The names a value lists by commas alone (`ENUMERATION`), each a value as a JSON list's items are; [] of any
+    other value."""
+    if not (isinstance(value, str) and ENUMERATION.fullmatch(value.strip())):
+        return []
+    return [item.strip() for item in value.split(",")]
 
 
 def unmarked(text: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from mcprl.scenarios.expressions import EXPRESSION
 from mcprl.scenarios.lexicon import ALLOWED_VALUES, FORBIDDING, LIST_GOES_ON, PROBES, VERBS, words_of
 from mcprl.tools import ServerSpec
-from mcprl.tools.convert import TRACEBACK
+from mcprl.tools.convert import TRACEBACK, reports_error
 from mcprl.tools.copies import RUNTIME_VARIABLES, assigned, is_program
 from mcprl.tools.redact import secret_values
 
@@ -291,12 +291,16 @@ def error_values(text: str, sent: set[str]) -> list[str]:
             found += items
     # not what the call sent, quoted back whole or in part, nor a message quoting it ("error: no object /srv/r"), nor
     # most of it joined to what the server adds ("/srv/r/<a long value sent>", cut where a quote ended early)
-    # (in any case: "Could not parse date "utc"" of a date sent "UTC" quotes it back)
+    # (in any case: "Could not parse date "utc"" of a date sent "UTC" quotes it back); nor a quote cut short by one
+    # inside it, or a message an error quotes, which no value is ("cannot sympify object of type <class " of `"cannot
+    # sympify object of type <class 'X'>"`)
     lowered = {s.lower() for s in sent}
     return [
         v
         for v in dict.fromkeys(found)
         if v
+        and v == v.strip()
+        and not reports_error(v)
         and len(v) <= 120
         and not v.endswith(":")
         and not USAGE.search(v)

@@ -342,6 +342,7 @@ class Knowledge:
         self.bare_refused: set[str] = set()
         self.stats: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
         self.worked: dict[str, list[Any]] = defaultdict(list)
+        self.worked_at: dict[tuple[str, str], int] = {}  # (parameter name, value) -> the latest call it worked in
         # (tool, parameter) -> the values its schema or description lists for it, where it lists some; and the values
         # it answered with: there, a value another tool took on a parameter of that name has not shown it works
         # (`proven`)
@@ -360,13 +361,15 @@ class Knowledge:
         # parameter name -> the arms of values sent to it for the first time and blamed
         self.failed_new: dict[str, Counter] = defaultdict(Counter)
         self.refused: dict[str, set[str]] = defaultdict(set)  # parameter name -> values blamed on it, any tool
+        self.refused_at: dict[tuple[str, str], int] = {}  # (parameter name, value) -> the latest call that blamed it
         # (name, value, an error's wording) -> the tools that refused the value on a parameter of that name so; and
         # name -> the values two tools refused alike there
         self.refused_on: dict[tuple[str, str, str], set[str]] = defaultdict(set)
-        self.refused_widely: dict[str, set[str]] = defaultdict(set)
+        self.refused_widely: dict[str, dict[str, int]] = defaultdict(dict)  # (and the call that made it so)
         self.refused_shapes: dict[str, Counter] = defaultdict(Counter)  # parameter name -> `shape_of` its blamed values
         self.shapes: dict[str, set[str]] = defaultdict(set)  # an error's wording (`error_shape`) -> names it blamed
-        self.blamed: dict[tuple[str, str], set[str]] = defaultdict(set)  # (tool, leaf path) -> values blamed
+        # (tool, leaf path) -> values blamed there -> the latest call that blamed it
+        self.blamed: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
         self.made: set[str] = set()
         # calls made again once a write made a handle they send (`renewed`), or made first after it: not to be renewed
         self.remade: set[str] = set()
@@ -685,8 +688,12 @@ class Knowledge:
         # one two tools refused alike on a parameter of this name is not this one's either: "Working directory does
         # not exist: /srv/r/git init" of every tool's `path`; but a query a write refused, a read may take)
         tried = self.spent(tool, path) | taken
-        blamed = (self.blamed[tool, path] | self.refused_widely[name]) - {
-            repr(v) for v in self.worked.get(name, []) if self.proven(tool, name, v)
+        # ("since": a path "table_name" a database's creation took, then a read refused, is still to blame there)
+        excused = {repr(v) for v in self.worked.get(name, []) if self.proven(tool, name, v)}
+        blamed = {
+            v
+            for v, at in [*self.blamed[tool, path].items(), *self.refused_widely[name].items()]
+            if v not in excused or self.worked_at.get((name, v), at + 1) < at
         }
         numeric = bool({"integer", "number"} & set(kinds_of(schema)))
         # an arm whose values keep failing for this parameter is dropped (a repository path the command line
@@ -706,7 +713,8 @@ class Knowledge:
             live = {best: arms[best]}
         # an arm whose every value an error here blamed has nothing to send ("Is a directory: '/srv'" of the one
         # folder the command line names), while another has; but a value this session's latest write gave, or a
-        # result after it, is sent where it was blamed before: the write made it (a workspace's id, opened again)
+        # result after it, is sent where it was blamed before: the write made it (a workspace's id, opened again; a
+        # handle's: not a database's path "1" a count of its tables gave, that reads had not found)
 
         # (and a handle that write made: a project registered by a path that had named none)
         made_now = self.made_by(since) if name in self.handles else set()
@@ -714,7 +722,7 @@ class Knowledge:
         def sendable(value: Any, parent: int | None) -> bool:
             return not self.misshapen(name, value) and (
                 repr(value) not in blamed
-                or (since >= 0 and parent is not None and parent >= since)
+                or (since >= 0 and parent is not None and parent >= since and name in self.handles)
                 or repr(value) in made_now
             )
 
@@ -773,11 +781,23 @@ class Knowledge:
             parent = self.given_by(value, session)
         return Drawn(path=path, name=name, arm=arm, value=coerce(value, schema), parent=parent)
 
-    def proven(self, tool: str, name: str, value: Any) -> bool:
+    def proven(self, tool: str, name: str, value: Any, blaming: bool = False) -> bool:
         """Whether `value` worked on a parameter named `name`: on any tool's, but where `tool`'s lists the values it
         takes, on `tool`'s or as one of those (an `operation` a number-theory tool took, "prime_factors", is no
-        statistics tool's, which lists "mean, median, mode")."""
-        if repr(value) not in map(repr, self.worked.get(name, [])):
+        statistics tool's, which lists "mean, median, mode"). `blaming` (to clear it of an error): on `tool` or a
+        read, since a tool last refused it there (a path "1" a database's creation took, or took before a read
+        found no such file, proves nothing to a fresh server's reads)."""
+        key = (name, repr(value))
+        if key[1] not in map(repr, self.worked.get(name, [])):
+            return False
+        refused = self.refused_at.get(key)
+        if blaming and (
+            refused is not None
+            and self.worked_at.get(key, refused + 1) < refused
+            or not any(
+                key[1] in took for (t, n), took in self.took.items() if n == name and t not in self.writers - {tool}
+            )
+        ):
             return False
         offers = self.offers.get((tool, name))
         return offers is None or repr(value) in offers | self.took[tool, name]
@@ -1026,9 +1046,15 @@ class Knowledge:
     def misshapen(self, name: str, value: Any) -> bool:
         """Whether `value` has a shape (`shape_of`) that MISSHAPEN values blamed on parameter `name` had, none of
         it working, where a value of another shape worked: after "no folder '61 bytes'" and "... '29 bytes'", with
-        "reports" listed, a size is no folder, whichever field of a listing gives the next one."""
+        "reports" listed, a size is no folder, whichever field of a listing gives the next one. (A value two tools
+        refused since it worked shows no shape works: "5" a database's creation took as its path, no read found.)"""
         shape = shape_of(str(value))
-        worked = {shape_of(str(v)) for v in self.worked.get(name, [])}
+        widely = self.refused_widely[name]
+        worked = {
+            shape_of(str(v))
+            for v in self.worked.get(name, [])
+            if (refused := widely.get(repr(v))) is None or refused < self.worked_at.get((name, repr(v)), refused + 1)
+        }
         return bool(worked) and shape not in worked and self.refused_shapes[name][shape] >= MISSHAPEN
 
     def renews(self, name: str) -> bool:
@@ -1143,8 +1169,8 @@ class Knowledge:
             log.failed_with.pop(line, None)
             log.failed_with[line] = args
 
-            def unproven(among: list[Drawn]) -> list[Drawn]:  # (its values not among those that worked)
-                return [d for d in among if not self.proven(tool, d.name, d.value)]
+            def unproven(among: list[Drawn]) -> list[Drawn]:  # (its values not among those that worked, since blamed)
+                return [d for d in among if not self.proven(tool, d.name, d.value, blaming=True)]
 
             def unblame(among: list[Drawn]) -> None:  # (one that worked is drawn as one, `worked`)
                 for d in unproven(among):
@@ -1193,11 +1219,19 @@ class Knowledge:
             # a quote of one value whole is not part of another: "no column '/srv'" of a file "/srv/a.csv"; nor is a
             # folder the start of a path in it: "path '/srv/r/VERSION' ... not in 'a632078'" of a repository "/srv/r")
             parts = [q for q in quoted if len(q) > 3 and q not in sent]
+            # (a parameter named as its tool's thing is no more named by the words: "Error executing query: could not
+            # connect to database at ." of `execute_query` names the call, not its `query`); nor by a value sent that
+            # spells it ("Database file not found at table_name" of a path sent "table_name" beside a `table_name`)
+            own = _stems(tool)
+            unsent = lowered
+            for value in sorted((v.lower() for v in sent if len(v) > 1), key=len, reverse=True):
+                unsent = unsent.replace(value, " ")
+            by_name = [d for d in leaves if name_in(d.name, unsent) and not _stems(d.name) <= own]
             named = [
                 d
                 for d in leaves
-                if name_in(d.name, lowered)
-                or len(str(d.value)) > 1
+                if d in by_name
+                or (len(str(d.value)) > 1 or str(d.value).isalnum())  # ("not found at 1"; not a sentence's ".")
                 and re.search(rf"(?<!\w){re.escape(str(d.value).lower())}(?![\w/])", lowered)
                 or any(q in str(d.value) for q in parts)
             ]
@@ -1205,7 +1239,10 @@ class Knowledge:
             # '/srv/a.csv'" of a file and a column both sent it)
             if not named:  # ... or a word of one parameter's name alone ("Invalid session" of `session_id`)
                 worded = [
-                    d for d in leaves if any(len(w) > 3 and re.search(rf"\b{w}s?\b", lowered) for w in _stems(d.name))
+                    d
+                    for d in leaves
+                    if not _stems(d.name) <= own
+                    and any(len(w) > 3 and re.search(rf"\b{w}s?\b", lowered) for w in _stems(d.name))
                 ]
                 named = worded if len({d.name for d in worded}) == 1 else []
             # a result per item: those it says failed, not the ones it read; but not where the error names by its name
@@ -1214,7 +1251,7 @@ class Knowledge:
             failed = failed_items(text, args)
             if failed and not any(name_in(d.name, lowered) and str(d.value) in failed for d in named):
                 named = [d for d in leaves if d.path.endswith("[]") and str(d.value) in failed]
-            by_name = [d for d in named if name_in(d.name, lowered)]
+            by_name = [d for d in named if d in by_name]
             one_value = len({repr(d.value) for d in named}) == 1
             named = by_name if len(named) > 1 and len(by_name) == 1 and one_value else named
 
@@ -1248,7 +1285,7 @@ class Knowledge:
             if NOT_A_FOLDER.search(text):
                 self.folders_wanted |= {(tool, d.name) for d in blamed if isinstance(d.value, str)}
             for d in blamed:
-                self._refuse(tool, d, text)
+                self._refuse(tool, d, text, index)
                 self.named[d.name] = list(dict.fromkeys([*self.named[d.name], *told]))
             unblame([d for d in leaves if d not in blamed])
             return
@@ -1278,7 +1315,7 @@ class Knowledge:
         for d in leaves:
             self.unblamed[tool, d.path].discard(repr(d.value))
             if d.path.endswith("[]") and str(d.value) in failed:
-                self._refuse(tool, d, text)
+                self._refuse(tool, d, text, index)
                 continue
             self.stats[d.name, d.arm][0] += credit
             self.stats[d.name, d.arm][1] += 1.0 - credit
@@ -1291,6 +1328,8 @@ class Knowledge:
                 and repr(d.value) not in map(repr, self.worked[d.name])
             ):
                 self.worked[d.name].append(d.value)
+            if not nothing and (new or says_value(text, d.value)):
+                self.worked_at[d.name, repr(d.value)] = index
             # (the write its value came from issues it; a handle that answered once a write made it, from wherever it
             # was drawn, is that write's: a project registered by the path a listing had given)
             # (the first of the session to give it: a write that gave it later says back what was issued before, a
@@ -1372,20 +1411,22 @@ class Knowledge:
         if IDENTIFIER.fullmatch(binding[kind]) and binding not in self.kinds[kind]:
             self.kinds[kind].append(binding)
 
-    def _refuse(self, tool: str, d: Drawn, text: str) -> None:
-        """Value `d` was refused: a loss for its arm, blamed on its parameter here, refused on its name (by an error
-        `text`, whose wording, the value and the tool's name left out, tools that refuse it alike share)."""
+    def _refuse(self, tool: str, d: Drawn, text: str, index: int) -> None:
+        """Value `d` was refused by call `index`: a loss for its arm, blamed on its parameter here, refused on its name
+        (by an error `text`, whose wording, the value and the tool's name left out, tools that refuse it alike
+        share)."""
         line = text.strip().partition("\n")[0]
         wording = (line.replace(str(d.value), "{}") if str(d.value) else line).replace(tool, "{tool}")
         self.stats[d.name, d.arm][1] += 1
-        self.blamed[tool, d.path].add(repr(d.value))
+        self.blamed[tool, d.path][repr(d.value)] = index
         self.unblamed[tool, d.path].discard(repr(d.value))
         if repr(d.value) not in self.refused[d.name]:
             self.refused_shapes[d.name][shape_of(str(d.value))] += 1
         self.refused[d.name].add(repr(d.value))
+        self.refused_at[d.name, repr(d.value)] = index
         self.refused_on[d.name, repr(d.value), wording].add(tool)
         if len(self.refused_on[d.name, repr(d.value), wording]) >= 2:
-            self.refused_widely[d.name].add(repr(d.value))
+            self.refused_widely[d.name][repr(d.value)] = index
 
     def _asked(self, tool: str, args: dict[str, Any], lowered: str, leaves: list[Drawn], parts: list[str]) -> list[str]:
         """The arguments of `tool` left out of a call that an error names, by their names' words, where it names
@@ -1405,11 +1446,13 @@ class Knowledge:
         return self.tried[tool, path] - self.unblamed[tool, path]
 
     def made_by(self, write: int) -> set[str]:
-        """The values (`repr`) a write (its call's index) may have made: those it was sent (a project registered by its
-        path is named by it) and those results gave from it on (the name it answered)."""
+        """The values (`repr`) a write (its call's index) may have made: those it was sent as what names a thing, or as
+        a handle (a project registered by its path is named by it; not a password a key's derivation was sent, "test")
+        and those results gave from it on (the name it answered)."""
         if write not in self.made_at:
             return set()
-        return {repr(v) for v in self.made_at[write][1].values()} | {
+        naming = IDENTIFYING | NAME_KEYS | self.handles
+        return {repr(v) for k, v in self.made_at[write][1].items() if k in naming or naming & set(words_of(k))} | {
             repr(s.value) for s in self.seen if s.call >= write
         }
 

@@ -38,6 +38,7 @@ PROJECTS = Path(__file__).resolve().parents[1] / "data" / "projects_server.py"
 KEYED_STORE = Path(__file__).resolve().parents[1] / "data" / "keyed_store_server.py"
 CALC_SESSIONS = Path(__file__).resolve().parents[1] / "data" / "calc_sessions_server.py"
 DB_FILES = Path(__file__).resolve().parents[1] / "data" / "db_files_server.py"
+DIGESTS = Path(__file__).resolve().parents[1] / "data" / "digests_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:

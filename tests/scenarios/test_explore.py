@@ -5,6 +5,7 @@ as errors, reads made again after writes."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import re
 import shutil
@@ -34,6 +35,7 @@ from tests.conftest import _free_port, _wait_listening
 from tests.scenarios.explored_servers import (
     CALC_SESSIONS,
     DB_FILES,
+    DIGESTS,
     ENTRIES,
     FOLDER,
     FRAME,
@@ -1402,3 +1404,48 @@ async def test_database_files_a_listing_names_are_sent_to_the_tools_that_take_th
     assert not any("No matches" in v or re.fullmatch(r"[A-Za-z]+'+", v) for v in sent), sent
     failed = [call_key(c.tool, c.arguments) for c in exploration.calls if c.is_error and c.repeats is None]
     assert len(failed) == len(set(failed))
+
+
+@pytest.mark.parametrize("seed", [5, 10])
+async def test_a_path_a_tool_refused_is_not_sent_to_it_again(tmp_path, seed):
+    """sqlite-mcp-server: a path a creation took ("1", or "table_name") was sent to the reads that had refused it
+    ("Database file not found at 1", each time with another query) as one that had worked; and `execute_query` was
+    sent "." again and again: its error, "Error executing query: Could not connect to database at .", names the
+    tool's own thing, which was taken for its `query`, and a path one character long was not taken as named. A path
+    a tool refused, naming it, is not sent to that tool again (seeds that sent one again before)."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    with sqlite3.connect(folder / "shop.db") as c:
+        c.execute("CREATE TABLE products (name TEXT, price REAL, stock INTEGER)")
+        c.executemany("INSERT INTO products VALUES (?, ?, ?)", [("steel bolt", 0.25, 120), ("oak plank", 12.0, 15)])
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {DB_FILES}", cwd=str(folder))) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=60), seed=seed, say=lambda _: None)
+    refused: set[tuple[str, str]] = set()
+    for c in exploration.calls:
+        if (path := c.arguments.get("db_path")) is None:
+            continue
+        assert (c.tool, path) not in refused, (c.index, c.tool, path)
+        if c.is_error and re.search(rf"\bat {re.escape(str(path))}(?!\w)", c.text):
+            refused.add((c.tool, path))
+    assert refused, exploration.summary()
+
+
+async def test_a_line_that_names_algorithms_gives_each_to_the_tools_that_take_one_and_a_digest_is_asked_for():
+    """mcp-hashlib: `hash_info` names its algorithms in one line, "blake2b, md5, sha1, ...". `hash_properties` and
+    `hash_new` were sent digests and probes ("unsupported hash type test") and never answered; and no task asked for
+    a digest, 64 hexadecimal digits being taken for encoded bytes (only `hash_md5`'s 32 were asked for). The names a
+    line lists by commas are values to send; a digest that is a call's whole result is what it is asked for, and
+    right: the digest of the text the task gives."""
+    from mcprl.scenarios.candidates import candidates
+
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {DIGESTS}")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=40), seed=0, say=lambda _: None)
+    for tool in ("hash_properties", "hash_new"):
+        assert exploration.tools[tool].answered >= 1, exploration.summary()
+    failed = [call_key(c.tool, c.arguments) for c in exploration.calls if c.is_error and c.repeats is None]
+    assert len(failed) == len(set(failed))
+    asked = [t for t in candidates(exploration, {}, seed=0) if [c.tool for c in t.reference] == ["hash_sha256"]]
+    assert asked
+    for t in asked:
+        data = t.reference[0].arguments["data"]
+        assert t.answer == hashlib.sha256(data.encode()).hexdigest() and data in t.task, (t.task, t.answer)

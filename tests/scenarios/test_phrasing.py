@@ -270,6 +270,9 @@ def test_a_word_every_tool_name_starts_with_says_whose_it_is_not_what_it_does() 
     git.append({"name": "git_log", "description": "Shows the commit logs."})
     assert "git_log" not in task_titles(git) and task_titles(git)["git_frobnicate"] == "frobnicate"
     assert task_titles([*sympy, {"name": "calculate", "description": "Calculates."}]) == {}
+    # (nor where a title says the name again, as FastMCP titles its tools: "Sympy Factorial")
+    titled = [{**t, "title": t["name"].replace("_", " ").title()} for t in sympy]
+    assert task_titles(titled) == task_titles(sympy) == {t["name"]: t["name"][6:] for t in sympy}
     # ... nor where a verb follows it, whose object it is (mcp-todo's `task_create`: "Create task "Tax return"")
     todo = [{"name": f"task_{n}", "description": "Does it."} for n in ("create", "update", "delete")]
     assert task_titles(todo) == {}
@@ -442,3 +445,14 @@ def test_a_field_named_for_the_one_thing_listed_is_asked_by_the_rest_of_its_name
     named = listing.asks_field("table name", listed=True)
     assert named and all("table name" not in t and "name of the table" in t for t in named), named
     assert all("row count of the table" in t for t in listing.asks_field("row count", listed=True))
+
+
+def test_a_name_says_its_digits_with_the_letters_before_them() -> None:
+    """mcp-hashlib's `hash_md5` was asked of as "the hash md 5 for test", and mcp-sympy's `sympy_naturals0` as
+    "sympy naturals 0", which then did not hold its answer, "Naturals0". A name's digits stay with the letters
+    before them; a name's parts apart."""
+    from mcprl.scenarios.lexicon import words_of
+
+    assert words_of("hash_md5") == ["hash", "md5"] and words_of("sha3_224") == ["sha3", "224"]
+    assert words_of("getItemById") == ["get", "item", "by", "id"] and words_of("MD5Hash") == ["md5", "hash"]
+    assert words_of("naturals0") == ["naturals0"] and words_of("page_2") == ["page", "2"]

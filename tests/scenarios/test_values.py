@@ -608,6 +608,11 @@ def test_an_error_that_lists_values_by_their_kind_offers_them_and_a_json_errors_
     trace = 'Traceback (most recent call last):\n  File "/srv/app/server.py", line 9, in run\n    eval(code)\n'
     assert error_values(trace + "ValueError: mode must be one of: fast, exact", set()) == ["fast", "exact"]
     assert error_values(trace + "NameError: name 'x' is not defined", {"x"}) == []
+    # (nor a quote cut short by one inside it, which is a message, not a value: mcp-sympy's `"cannot sympify object
+    # of type <class 'sympy.core.cache.X'>"` gave "cannot sympify object of type <class ", sent as a variable)
+    sympify = "SympifyError: \"cannot sympify object of type <class 'sympy.Foo'>\""
+    assert error_values(sympify, {"x"}) == []
+    assert error_values("Sympify of expression 'could not parse 'y x'' failed", {"y x"}) == []
 
 
 def test_no_error_that_says_back_a_value_sent_offers_it_as_a_new_one():
@@ -1968,3 +1973,22 @@ def test_a_value_another_tool_took_under_a_parameters_name_is_not_sent_where_its
         assert set(sent["theory"]) & takes["theory"], (seed, sent)
         assert sum(op in takes["theory"] for op in sent["stats"]) <= 1, (seed, sent)
         assert sum(op in takes["stats"] for op in sent["stats"]) >= 14, (seed, sent)
+
+
+def test_what_a_write_was_sent_that_names_nothing_is_no_handle_it_made():
+    """mcp-hashlib: `hash_properties {"algorithm": "test"}` failed, then `hash_scrypt {"password": "test", ...}` (a
+    derivation that may write, for all its hints say) answered, and the failed call was made again, as if that
+    write had made the handle "test". A write makes what it was sent as a name, an id, a path or a handle; not a
+    password."""
+    from mcprl.scenarios.values import Knowledge
+
+    knowledge = Knowledge([], writers=frozenset({"hash_scrypt", "register"}))
+    knowledge.handles.add("algorithm")
+    scrypt = {"password": "test", "salt": "pepper"}
+    knowledge.learn("hash_scrypt", scrypt, [], index=3, session=1, text="e984", is_error=False, error_kind=None,
+                    values=[])  # fmt: skip
+    assert not {"'test'", "'pepper'"} & knowledge.made_by(3)
+    registered = {"name": "apollo", "algorithm": "sha256", "notes": "x"}
+    knowledge.learn("register", registered, [], index=4, session=1, text="ok", is_error=False, error_kind=None,
+                    values=[])  # fmt: skip
+    assert {"'apollo'", "'sha256'"} <= knowledge.made_by(4) and "'x'" not in knowledge.made_by(4)
