@@ -304,6 +304,9 @@ SERVERS: list[Server] = [
         extra=(MCP1,),
         fixtures=("todo",),
     ),
+    # first run in the sixty-ninth session (FastMCP 4: titles that say the name again, "Sympy Binomial")
+    Server("mcp-sympy", "pypi", "mcp-sympy==0.1.0", "{bin}/mcp-sympy", extra=("fastmcp==4.2.3",)),
+    Server("mcp-hashlib", "pypi", "mcp-hashlib==0.1.2", "{bin}/mcp-hashlib", extra=("fastmcp==4.2.3",)),
 ]
 # Left out: todo-mcp-server (needs a remote API), taskwarrior-mcp (runs Debian's `task`, absent here; where present
 # every call hung on the MCP pipe it inherits as stdin).
