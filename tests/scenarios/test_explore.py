@@ -1380,6 +1380,16 @@ async def test_a_session_opened_by_a_write_that_issues_a_handle_still_makes_its_
     assert len(failed) == len(set(failed))
 
 
+def _db_files(tmp_path: Path) -> ServerSpec:
+    """The database files server (`DB_FILES`) run in a folder of one database, `shop.db`, of two products."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    with sqlite3.connect(folder / "shop.db") as c:
+        c.execute("CREATE TABLE products (name TEXT, price REAL, stock INTEGER)")
+        c.executemany("INSERT INTO products VALUES (?, ?, ?)", [("steel bolt", 0.25, 120), ("oak plank", 12.0, 15)])
+    return ServerSpec.parse(f"{sys.executable} {DB_FILES}", cwd=str(folder))
+
+
 async def test_database_files_a_listing_names_are_sent_to_the_tools_that_take_their_path(tmp_path):
     """sqlite-mcp-server: every tool but the listing of database files takes `db_path`, which only that listing
     gives (a name in the folder the server runs in). Made-up paths failed on three tools, so the parameter was taken
@@ -1388,12 +1398,7 @@ async def test_database_files_a_listing_names_are_sent_to_the_tools_that_take_th
     matches found for 'No matches found for ...'", "found''''"): 1 task. Tools wait for a handle only while a write
     that takes none is left to call; a parameter a value worked for that no call issued is no handle; a result that
     found nothing gives no values to send on, and a word of a text ends in a letter."""
-    folder = tmp_path / "data"
-    folder.mkdir()
-    with sqlite3.connect(folder / "shop.db") as c:
-        c.execute("CREATE TABLE products (name TEXT, price REAL, stock INTEGER)")
-        c.executemany("INSERT INTO products VALUES (?, ?, ?)", [("steel bolt", 0.25, 120), ("oak plank", 12.0, 15)])
-    async with ToolPool(ServerSpec.parse(f"{sys.executable} {DB_FILES}", cwd=str(folder))) as pool:
+    async with ToolPool(_db_files(tmp_path)) as pool:
         # (a seed whose first made-up paths failed on three tools, as they did on sqlite-mcp-server: before, the tools
         # that take the path were sent the values of rows a query listed, and `describe_table` never answered)
         exploration = await explore(pool, ExploreConfig(calls=60), seed=15, say=lambda _: None)
@@ -1413,12 +1418,7 @@ async def test_a_path_a_tool_refused_is_not_sent_to_it_again(tmp_path, seed):
     sent "." again and again: its error, "Error executing query: Could not connect to database at .", names the
     tool's own thing, which was taken for its `query`, and a path one character long was not taken as named. A path
     a tool refused, naming it, is not sent to that tool again (seeds that sent one again before)."""
-    folder = tmp_path / "data"
-    folder.mkdir()
-    with sqlite3.connect(folder / "shop.db") as c:
-        c.execute("CREATE TABLE products (name TEXT, price REAL, stock INTEGER)")
-        c.executemany("INSERT INTO products VALUES (?, ?, ?)", [("steel bolt", 0.25, 120), ("oak plank", 12.0, 15)])
-    async with ToolPool(ServerSpec.parse(f"{sys.executable} {DB_FILES}", cwd=str(folder))) as pool:
+    async with ToolPool(_db_files(tmp_path)) as pool:
         exploration = await explore(pool, ExploreConfig(calls=60), seed=seed, say=lambda _: None)
     refused: set[tuple[str, str]] = set()
     for c in exploration.calls:
