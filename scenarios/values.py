@@ -693,7 +693,7 @@ class Knowledge:
         blamed = {
             v
             for v, at in [*self.blamed[tool, path].items(), *self.refused_widely[name].items()]
-            if v not in excused or self.worked_at.get((name, v), at + 1) < at
+            if v not in excused or self.worked_before(name, v, at)
         }
         numeric = bool({"integer", "number"} & set(kinds_of(schema)))
         # an arm whose values keep failing for this parameter is dropped (a repository path the command line
@@ -781,6 +781,11 @@ class Knowledge:
             parent = self.given_by(value, session)
         return Drawn(path=path, name=name, arm=arm, value=coerce(value, schema), parent=parent)
 
+    def worked_before(self, name: str, value: str, refused: int) -> bool:
+        """Whether `value` (a `repr`) last worked on a parameter named `name` before call `refused` refused it there:
+        that refusal stands (a value with no such call recorded is taken to have worked since)."""
+        return self.worked_at.get((name, value), refused + 1) < refused
+
     def proven(self, tool: str, name: str, value: Any, blaming: bool = False) -> bool:
         """Whether `value` worked on a parameter named `name`: on any tool's, but where `tool`'s lists the values it
         takes, on `tool`'s or as one of those (an `operation` a number-theory tool took, "prime_factors", is no
@@ -793,7 +798,7 @@ class Knowledge:
         refused = self.refused_at.get(key)
         if blaming and (
             refused is not None
-            and self.worked_at.get(key, refused + 1) < refused
+            and self.worked_before(name, key[1], refused)
             or not any(
                 key[1] in took for (t, n), took in self.took.items() if n == name and t not in self.writers - {tool}
             )
@@ -1053,7 +1058,7 @@ class Knowledge:
         worked = {
             shape_of(str(v))
             for v in self.worked.get(name, [])
-            if (refused := widely.get(repr(v))) is None or refused < self.worked_at.get((name, repr(v)), refused + 1)
+            if (refused := widely.get(repr(v))) is None or not self.worked_before(name, repr(v), refused)
         }
         return bool(worked) and shape not in worked and self.refused_shapes[name][shape] >= MISSHAPEN
 
@@ -1322,14 +1327,10 @@ class Knowledge:
             self.took[tool, d.name].add(repr(d.value))
             # (an answer said before has not shown a value works, unless it says that value: a city sent to a tool
             # that answers "Distance: 0" whatever the city, one the server cannot place, is not sent on as one)
-            if (
-                not nothing
-                and (new or says_value(text, d.value))
-                and repr(d.value) not in map(repr, self.worked[d.name])
-            ):
-                self.worked[d.name].append(d.value)
             if not nothing and (new or says_value(text, d.value)):
                 self.worked_at[d.name, repr(d.value)] = index
+                if repr(d.value) not in map(repr, self.worked[d.name]):
+                    self.worked[d.name].append(d.value)
             # (the write its value came from issues it; a handle that answered once a write made it, from wherever it
             # was drawn, is that write's: a project registered by the path a listing had given)
             # (the first of the session to give it: a write that gave it later says back what was issued before, a
