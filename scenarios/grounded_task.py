@@ -31,6 +31,7 @@ ANSWER_WORDS = 12  # words an answer may add around the value ("The confirmation
 BASE64 = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
 DIGEST = re.compile(r"[0-9a-fA-F]{40,}")  # a digest in hexadecimal (a SHA-256), which BASE64 holds too
 EXPRESSION = re.compile(r"\d\s*[*/^]\s*[\w(]|[\w)]\s*[*/^]\s*\d")  # a number an operator joins to another term
+OPERATION = re.compile(r"[\w)]\s*(?:[*/^+=]+|\s-\s)\s*[\w(]")  # terms an operator joins ("6*x", "x + 1"; not "to-do")
 # a function applied to its arguments, the whole text: an expression left unevaluated (`Derivative(5, x)`), whose
 # numbers are what it was given, not what it came to
 APPLIED = re.compile(r"[A-Za-z_][\w.]*\(.*\)", re.S)
@@ -66,6 +67,11 @@ def result_answer(text: str, sent: Sequence[str] = ()) -> Any | None:
         return None
     if marked := LISTED.fullmatch(text):  # a listing of one line: its name, not its marker ("[FILE] todo.txt")
         return marked[1]
+    # a term over the symbols of an expression the call was sent ("7 x", LaTeX's product, of "x**1 + 6*x"): its
+    # number is a coefficient, not what the call came to
+    symbols = {w for v in sent if OPERATION.search(v) for w in re.findall(r"[A-Za-z_]\w*", v)}
+    if (words := set(re.findall(r"[A-Za-z_]\w*", text))) and words <= symbols:
+        return None
     if "\n" not in text:
         if not MESSAGE.fullmatch(text) and (number := one_number(text, words=ANSWER_LABEL_WORDS)) is not None:
             return number

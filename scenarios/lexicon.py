@@ -22,8 +22,9 @@ structure (schemas, annotations, what the server answered). It holds:
 - `RATE_LIMITED`: an error that asks the client to slow down;
 - `BOUNDS` (`bound_pairs`, `BOUND_WORDS`): the words that name the lower and the upper end of a range (`start_line`,
   `end_line`);
-- `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ..."); `FORBIDDING`: the words
-  just before a quoted value that forbid it ("must not start with "-""); `LIST_GOES_ON`: a list's last item that says
+- `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ..."); `FORBIDDING`, `DENIED`: the
+  words just before a quoted value that forbid it ("must not start with "-""), or just after it that deny it ("'x' not
+  found"); `LIST_GOES_ON`: a list's last item that says
   it goes on ("etc.");
 - `DOCUMENT`: the words of a parameter's name that say it takes a document's text; `FILES`, `FOLDERS`: those that say
   it takes a file's path, or a folder's; `LOCATING`: those that say where a call looks, not what it asks about;
@@ -454,9 +455,21 @@ ALLOWED_VALUES = re.compile(
 # the last item of a list that says it goes on ("(mean, median, mode, stdev, etc.)"): no item of it
 LIST_GOES_ON = frozenset({"etc", "etcetera"})
 
-# the words just before a quoted value that forbid it, a negation at most three words back ("must not start with
-# "-"", "cannot be 'root'", "never '..'"): no example to send, as a value the text offers is
-FORBIDDING = re.compile(r"\b(?:not|never|cannot|can't|mustn't|shouldn't|don't|doesn't)\s+(?:[\w-]+\s+){0,3}$", re.I)
+# the words just before a quoted value that forbid it or say there is none of it, a negation at most three words back
+# ("must not start with "-"", "cannot be 'root'", "never '..'", "has no attribute 'inv'", "Unknown column 'x'"): no
+# example to send, as a value the text offers is
+FORBIDDING = re.compile(
+    r"\b(?:not|never|cannot|can't|mustn't|shouldn't|don't|doesn't|no|unknown|invalid|unsupported|unrecognized"
+    r"|undefined)\s+(?:[\w-]+\s+){0,3}$",
+    re.I,
+)
+# ... and the words just after one that say there is none of it ("name 'f' is not defined", "'x' not found", "Table
+# 'x' doesn't exist", "'x' is not a valid date")
+DENIED = re.compile(
+    r"\s*(?:(?:is|was|are|does|do|did|could|can)\s*)?(?:not|n't)\s+(?:be\s+)?"
+    r"(?:found|defined|exists?|recogni[sz]ed|supported|valid|allowed|known|a|an)\b",
+    re.I,
+)
 
 
 _COMPOSED_KINDS = frozenset(k for queries in QUERIES.values() for q in queries for k in (q.over, q.lists) if k)
@@ -637,12 +650,17 @@ def probes(
     described: bool = False,
     around: str = "",
     making: Collection[str] = (),
+    worked: Collection[str] = (),
 ) -> list[str]:
     """The dictionary's values, those of shapes the parameter is described with first (its name's
-    words, then its description's), then a plain word, then the rest in the dictionary's order; only the
-    first where `described`; before them, for a tool that may write, the values of those shapes that make
-    records (`MAKING`) of a kind in `making` (those a listing found none of)."""
-    ranks = {shape: _rank(shape, name, description, around) for shape in PROBES}
+    words, then its description's, or a value of theirs it was sent `worked`: one that took "test" takes a plain
+    word, "hello world" too), then a plain word, then the rest in the dictionary's order; only the first where
+    `described`; before them, for a tool that may write, the values of those shapes that make records (`MAKING`) of
+    a kind in `making` (those a listing found none of)."""
+    ranks = {
+        shape: min(_rank(shape, name, description, around), 1 if set(PROBES[shape][0]) & set(worked) else 2)
+        for shape in PROBES
+    }
     order = sorted(
         (s for s in PROBES if ranks[s] < 2 or not described), key=lambda s: (ranks[s], ranks[s] == 2 and s != PLAIN)
     )

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mcprl.scenarios.expressions import EXPRESSION
-from mcprl.scenarios.lexicon import ALLOWED_VALUES, FORBIDDING, LIST_GOES_ON, PROBES, VERBS, words_of
+from mcprl.scenarios.lexicon import ALLOWED_VALUES, DENIED, FORBIDDING, LIST_GOES_ON, PROBES, VERBS, words_of
 from mcprl.tools import ServerSpec
 from mcprl.tools.convert import TRACEBACK, reports_error
 from mcprl.tools.copies import RUNTIME_VARIABLES, assigned, is_program
@@ -66,8 +66,13 @@ def coerce(value: Any, schema: dict[str, Any]) -> Any:
 
 
 def offered(text: str) -> list[str]:
-    """The values a text quotes, but those it forbids (`FORBIDDING`: "ref must not start with "-"")."""
-    return [m[1] for m in QUOTED.finditer(text) if not FORBIDDING.search(text[max(0, m.start() - 80) : m.start()])]
+    """The values a text quotes, but those it forbids or says there is none of (`FORBIDDING`: "ref must not start with
+    "-"", "'EmptySet' object has no attribute 'inv'"; `DENIED`: "name 'f' is not defined")."""
+    return [
+        m[1]
+        for m in QUOTED.finditer(text)
+        if not FORBIDDING.search(text[max(0, m.start() - 80) : m.start()]) and not DENIED.match(text, m.end())
+    ]
 
 
 # the words that give examples of a value: of many, not the ones it takes ("e.g. 'e4', 'Nf3'" of a chess move)

@@ -979,10 +979,18 @@ class Knowledge:
                 names = [v.value for v in seen if isinstance(v.value, str) and IDENTIFIER.fullmatch(v.value)]
                 listed["table"] = [{"table": n} for n in list(dict.fromkeys(names))[-24:]]
             making = self.none_listed if tool in self.writers else set()
-            # (once a value worked, only the shapes it is described with: a lenient date parser answers "12 * 4"
-            # too, and tasks then convert the time "(7 - 2) / 5")
+            # (once a value worked, only the shapes it is described with or took a value of: a lenient date parser
+            # answers "12 * 4" too, and tasks then convert the time "(7 - 2) / 5")
+            took = self.worked.get(name, [])
             arms["probe"] = fit(
-                probes(name, description, described or bool(self.worked.get(name)), around, making=making)
+                probes(
+                    name,
+                    description,
+                    described or bool(took),
+                    around,
+                    making=making,
+                    worked=[v for v in took if isinstance(v, str)],
+                )
             )
             arms["composed"] = fit(composed(name, description, listed, around))
             arms["described"] = fit([w for w in words_of(description) if len(w) > 3][:8])

@@ -496,6 +496,13 @@ def test_once_a_value_worked_a_parameter_is_probed_only_with_the_shapes_it_is_de
     assert probed
     for value in probed:  # a date, a time, or both, as ISO 8601 or a clock writes them
         assert re.fullmatch(r"[\d:TZ+. -]+", value) and re.search(r"\d{1,2}:\d\d|\d{4}-\d\d", value), probed
+    # ... or of the shape a value it took was of: mcp-hashlib's `data` took "test", and was then sent only digests
+    # results gave (every task hashed a hash); a word that worked makes the other words probes
+    from mcprl.scenarios.lexicon import PLAIN, PROBES, probes
+
+    words = set(PROBES[PLAIN][0])
+    assert set(probes("data", "", described=True, worked=[next(iter(words))])) == words
+    assert probes("data", "", described=True, worked=["some text no probe gives"]) == []
 
 
 def test_the_items_of_a_list_a_description_gives_are_sent_first():
@@ -613,6 +620,12 @@ def test_an_error_that_lists_values_by_their_kind_offers_them_and_a_json_errors_
     sympify = "SympifyError: \"cannot sympify object of type <class 'sympy.Foo'>\""
     assert error_values(sympify, {"x"}) == []
     assert error_values("Sympify of expression 'could not parse 'y x'' failed", {"y x"}) == []
+    # (nor what it says there is none of: mcp-sympy's `tanh` sent "EmptySet" said "'EmptySet' object has no attribute
+    # 'as_coefficient'", and "as_coefficient" went to every expression, and into tasks)
+    for denied in ("'x' object has no attribute 'as_coefficient'", "name 'f' is not defined", "Unknown column 'f'"):
+        assert error_values(denied, {"x"}) == [], denied
+    assert error_values("table 'f' doesn't exist; the tables: a, b", {"x"}) == ["a", "b"]
+    assert error_values("expected 'date', not 'str'", {"x"}) == ["date"]
 
 
 def test_no_error_that_says_back_a_value_sent_offers_it_as_a_new_one():
