@@ -313,7 +313,7 @@ async def explore(
     async def call(
         session: ToolSession, number: int, name: str, args: dict[str, Any], leaves: list[Drawn], **fields: Any
     ) -> ExploredCall | None:
-        """Make, record and learn from one call; None when the server went away (the session ends)."""
+        """Make, record and learn from one call; None when the server went away or hung on it (the session ends)."""
         nonlocal last_call, backoffs
         if cfg.rate is not None and (wait := last_call + 1 / cfg.rate - time.monotonic()) > 0:
             await anyio.sleep(wait)
@@ -413,11 +413,16 @@ async def explore(
             values=values,
             again=made.repeats is not None,
         )
-        if outcome.error_kind == "timeout" and name not in out.hung_tools:
-            out.hung_tools.append(name)
-            retired[name] = f"did not answer within {cfg.call_timeout:g} s"
-            say(f"warning: {name} did not answer within {cfg.call_timeout:g} s while exploring; skipping it")
-        elif name not in retired and (why := knowledge.retired(name, cfg.retire_after)):
+        if outcome.error_kind == "timeout":
+            if name not in out.hung_tools:
+                out.hung_tools.append(name)
+                retired[name] = f"did not answer within {cfg.call_timeout:g} s"
+                say(f"warning: {name} did not answer within {cfg.call_timeout:g} s while exploring; skipping it")
+            # the session ends: a server still at the call it hung on answers the next ones late, or slows them all
+            # (mcp-sympy's `checkodesol` kept its core busy, and the calls after it took twice as long); the next
+            # session starts it afresh
+            return None
+        if name not in retired and (why := knowledge.retired(name, cfg.retire_after)):
             retired[name] = why
         return made
 
@@ -487,7 +492,12 @@ async def explore(
                 elif not c.is_error:
                     after.setdefault(call_key(c.tool, c.arguments), c)
         stopped = set(out.hung_tools) | {n for n in tools if knowledge.logs[n].failing >= cfg.retire_after}
-        return [c for key, c in after.items() if key not in clean and c.tool not in stopped]
+        # (nor one whose tool refused a value it was sent since: where the write was not, it needs it)
+        return [
+            c
+            for key, c in after.items()
+            if key not in clean and c.tool not in stopped and not knowledge.refused_since(c.tool, c.arguments, c.index)
+        ]
 
     async def repeat(session: ToolSession, number: int, before: ExploredCall, **fields: Any) -> ExploredCall | None:
         """`before`'s call made again in `session`: a read asked again after a write, or in a fresh session. A value

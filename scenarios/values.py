@@ -719,9 +719,14 @@ class Knowledge:
         # (and a handle that write made: a project registered by a path that had named none)
         made_now = self.made_by(since) if name in self.handles else set()
 
+        def as_sent(value: Any) -> str:
+            """A value as the errors and the calls before saw it: sent as the parameter's type (a count 1 a result gave
+            is the path "1" an error blamed)."""
+            return repr(coerce(value, schema))
+
         def sendable(value: Any, parent: int | None) -> bool:
             return not self.misshapen(name, value) and (
-                repr(value) not in blamed
+                as_sent(value) not in blamed
                 or (since >= 0 and parent is not None and parent >= since and name in self.handles)
                 or repr(value) in made_now
             )
@@ -738,7 +743,7 @@ class Knowledge:
             return (a + won) / (a + b + won + lost)
 
         def fresh_in(members: list[str]) -> bool:
-            return any(repr(v) not in tried or repr(v) in made_now for m in members for v, _ in arms[m])
+            return any(as_sent(v) not in tried or repr(v) in made_now for m in members for v, _ in arms[m])
 
         # a source, then, of a source of many arms (a result's fields), one of them: a result is one source however
         # many fields it gives, drawn (from its likeliest field's prior) by what all its fields met here: twenty
@@ -764,7 +769,7 @@ class Knowledge:
         family = max(sorted(families), key=sample)
         arm = max(families[family], key=lambda a: (fresh_in([a]), chance(a), rng.random()))
         options = [(v, p) for v, p in arms[arm] if sendable(v, p)] or arms[arm]
-        untried = [(v, p) for v, p in options if repr(v) not in tried or repr(v) in made_now]
+        untried = [(v, p) for v, p in options if as_sent(v) not in tried or repr(v) in made_now]
         # a value this session's results gave first: the calls link into a chain that replays in one session; of
         # those, one the state as it is now gave (read after the session's latest write: the moves open after a move)
         untried = (
@@ -1448,6 +1453,12 @@ class Knowledge:
         ):
             return []
         return [p for p in self.params.get(tool, []) if p not in args and mentioned(p, lowered) >= 0]
+
+    def refused_since(self, tool: str, arguments: dict[str, Any], index: int) -> bool:
+        """Whether `tool` blamed a value of `arguments` (those of call `index`) on a later call: made again, the call
+        would fail for it (a database's path a write made in the session the call answered in, that the next
+        session's reads found no file at)."""
+        return any(self.blamed.get((tool, k), {}).get(repr(v), -1) > index for k, v in arguments.items())
 
     def spent(self, tool: str, path: str) -> set[str]:
         """The values sent to `tool` at `path` that are not to be sent there again on their own account: all, but

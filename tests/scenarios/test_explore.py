@@ -588,6 +588,9 @@ async def test_exploration_stays_within_its_bounds_and_skips_a_tool_that_hangs()
     exploration, tasks, _ = await explore_and_ground(shop("--hang"), calls=12, call_timeout=1.0)
     assert len(exploration.calls) <= 12 and exploration.hung_tools == ["wait_forever"]
     assert sum(c.tool == "wait_forever" for c in exploration.calls) <= 4  # once per concurrent session at most
+    # (and its session ends there: a server still at a call it hung on serves no more of them)
+    hung = {c.session: c.index for c in exploration.calls if c.error_kind == "timeout"}
+    assert hung and not [c for c in exploration.calls if hung.get(c.session, c.index) < c.index], exploration.calls
     assert tasks and time.monotonic() - started < 60
     async with ToolPool(shop()) as pool:
         bounded = await explore(pool, ExploreConfig(calls=1000, minutes=0.05), seed=0, say=lambda _: None)
@@ -1411,13 +1414,15 @@ async def test_database_files_a_listing_names_are_sent_to_the_tools_that_take_th
     assert len(failed) == len(set(failed))
 
 
-@pytest.mark.parametrize("seed", [5, 10])
+@pytest.mark.parametrize("seed", [0, 2, 5, 10])
 async def test_a_path_a_tool_refused_is_not_sent_to_it_again(tmp_path, seed):
     """sqlite-mcp-server: a path a creation took ("1", or "table_name") was sent to the reads that had refused it
     ("Database file not found at 1", each time with another query) as one that had worked; and `execute_query` was
     sent "." again and again: its error, "Error executing query: Could not connect to database at .", names the
-    tool's own thing, which was taken for its `query`, and a path one character long was not taken as named. A path
-    a tool refused, naming it, is not sent to that tool again (seeds that sent one again before)."""
+    tool's own thing, which was taken for its `query`, and a path one character long was not taken as named; the
+    count 1 a result gave was not the path "1" refused (seed 0); a read that answered after a write made its path,
+    made again in a later session to see whether it needs the write, was so even where it had failed without it
+    (seed 2). A path a tool refused, naming it, is not sent to that tool again (seeds that sent one again before)."""
     async with ToolPool(_db_files(tmp_path)) as pool:
         exploration = await explore(pool, ExploreConfig(calls=60), seed=seed, say=lambda _: None)
     refused: set[tuple[str, str]] = set()
