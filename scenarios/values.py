@@ -73,6 +73,7 @@ from mcprl.scenarios.lexicon import (
     IDENTIFIER,
     IDENTIFYING,
     KINDS,
+    LOCATING,
     MADE,
     MADE_NAMES,
     NAME_KEYS,
@@ -1403,10 +1404,13 @@ class Knowledge:
                     self._bind(query.lists, {**bound, query.lists: v})
                 if query.fields is not None:
                     self._bind(query.fields, {**bound, query.fields: k})
-        # ... as are the names a call of no arguments gives of a tool named for listing that kind (`list_tables`)
-        if not args and (kind := listed_kind(tool)) is not None:
+        # ... as are the names a call gives of a tool named for listing that kind (`list_tables`), sent nothing but
+        # where to look (a database's path: not a filter, nor the table whose columns it lists): its lines, its
+        # records' names, or the values of its one key (`{"result": ["products", "orders"]}`, a list the SDK wrapped)
+        if all(set(words_of(k)) & LOCATING for k in args) and (kind := listed_kind(tool)) is not None:
+            one_key = len({k for k, _ in values}) == 1
             for k, v in values:
-                if (not k or k.rpartition(".")[2].lower() in NAME_KEYS) and isinstance(v, str):
+                if (not k or one_key or k.rpartition(".")[2].lower() in NAME_KEYS) and isinstance(v, str):
                     self._bind(kind, {kind: v})
         # what a call that took a path listed: names to join under that path (a listing's lines, its names'
         # fields; not a labelled field's value, a size or a permission of `get_file_info`), not of a file's (a note

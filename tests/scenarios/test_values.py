@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 # a tool's one parameter, an SQL query
 SQL = {
     "type": "object",
@@ -653,20 +655,27 @@ def test_no_error_that_says_back_a_value_sent_offers_it_as_a_new_one():
     assert "v1.2" in error_values(usage, {"x"}) and not any("<" in v for v in error_values(usage, {"x"}))
 
 
-def test_a_tool_named_for_listing_tables_gives_the_tables_queries_are_composed_over():
+@pytest.mark.parametrize(
+    "args, tables",
+    [
+        ({}, [("name", "products"), ("name", "orders")]),
+        # (sqlite-mcp-server's, sent the database's path, a list the SDK wraps: `{"result": ["products", "orders"]}`)
+        ({"db_path": "/srv/shop.db"}, [("result", "products"), ("result", "orders")]),
+    ],
+)
+def test_a_tool_named_for_listing_tables_gives_the_tables_queries_are_composed_over(args, tables):
     """Seen on mcp-server-sqlite: its `list_tables` named the tables, but `read_query` composed its counts over any
     name a result had given (a column, a type: "SELECT COUNT(*) FROM TEXT"), failed until the tool was retired, and
-    exploring stopped at 48 calls with 7 tasks. The names a call of no arguments gives of a tool named for listing a
-    kind that queries are composed over are that kind's, as a known listing query's are; a tool named for one of
-    them (`describe_table`) lists none."""
+    exploring stopped at 48 calls with 7 tasks. The names a call sent only where to look gives of a tool named for
+    listing a kind that queries are composed over are that kind's, as a known listing query's are; a tool named for
+    one of them (`describe_table`) lists none."""
     import random
 
     from mcprl.scenarios.values import Drawn, Knowledge
 
     knowledge = Knowledge([])
-    tables = [("name", "products"), ("name", "orders")]
     knowledge.learn(
-        "list_tables", {}, [], index=0, session=0, text=str(tables), is_error=False, error_kind=None, values=tables
+        "list_tables", args, [], index=0, session=0, text=str(tables), is_error=False, error_kind=None, values=tables
     )
     columns = [("name", "id"), ("type", "INTEGER"), ("name", "price"), ("type", "REAL")]
     leaves = [Drawn(path="table_name", name="table_name", arm="result.name", value="products")]
