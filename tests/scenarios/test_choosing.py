@@ -476,6 +476,22 @@ def test_no_kept_task_states_a_number_only_a_computation_gives():
     assert not any("2.828" in t.task for t in kept), [t.task for t in kept]
 
 
+def test_no_task_states_a_token_a_call_computed_whole():
+    """mcp-hashlib: `data` took "test", then the digests results gave, and most tasks hashed a digest: "Tell me the
+    hash md5 for 52bbea75ee75a6f1d24781d56e6c8ffb9b76e1024013b516bbaaac27e21ae9e0." No one types a digest (nor an id a
+    server issued) that a call gave whole; the task on the text is kept."""
+    digest = "098f6bcd4621d373cade4e832627b4f6"
+    calls = [
+        _call(0, "hash_md5", {"data": "test"}, digest),
+        # (sent in another session, as a value that worked: no chain links it to the call that gave it)
+        _call(1, "hash_sha1", {"data": digest}, "4028a0e356acc947fcd2bfbf00cef11e128d484a"),
+    ]
+    calls[1].session, calls[1].sources["data"] = 1, "worked"
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert tasks and not any(digest in t.task for t in tasks), [t.task for t in tasks]
+    assert digest in {str(t.answer) for t in tasks}, [(t.task, t.answer) for t in tasks]
+
+
 def test_no_kept_task_recites_more_values_than_a_person_gives():
     """@modelcontextprotocol/server-sequential-thinking's one tool takes a thought, its number, the total, whether
     another is needed and which it revises; it answers what it was sent and a count of the thoughts so far. Every
