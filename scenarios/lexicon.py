@@ -24,8 +24,7 @@ structure (schemas, annotations, what the server answered). It holds:
   `end_line`);
 - `ALLOWED_VALUES`: where an error lists the values it would take ("must be one of ..."); `FORBIDDING`, `DENIED`: the
   words just before a quoted value that forbid it ("must not start with "-""), or just after it that deny it ("'x' not
-  found"); `LIST_GOES_ON`: a list's last item that says
-  it goes on ("etc.");
+  found"); `LIST_GOES_ON`: a list's last item that says it goes on ("etc.");
 - `DOCUMENT`: the words of a parameter's name that say it takes a document's text; `FILES`, `FOLDERS`: those that say
   it takes a file's path, or a folder's; `LOCATING`: those that say where a call looks, not what it asks about;
 - `NAME_KEYS`: the fields whose value names its record (a file's, an item's), as a value with no key
@@ -657,9 +656,10 @@ def probes(
     word, "hello world" too), then a plain word, then the rest in the dictionary's order; only the first where
     `described`; before them, for a tool that may write, the values of those shapes that make records (`MAKING`) of
     a kind in `making` (those a listing found none of)."""
+    took = set(worked)
     ranks = {
-        shape: min(_rank(shape, name, description, around), 1 if set(PROBES[shape][0]) & set(worked) else 2)
-        for shape in PROBES
+        shape: min(_rank(shape, name, description, around), 1 if took & set(values) else 2)
+        for shape, (values, _) in PROBES.items()
     }
     order = sorted(
         (s for s in PROBES if ranks[s] < 2 or not described), key=lambda s: (ranks[s], ranks[s] == 2 and s != PLAIN)
