@@ -75,6 +75,7 @@ from mcprl.scenarios.results import (
     server_text,
     wrapped_listing,
 )
+from mcprl.scenarios.value_sources import ISSUED
 from mcprl.scenarios.values import call_key, gist
 from mcprl.types import Scenario
 
@@ -82,9 +83,6 @@ EXPRESSION_FIELD = "value"  # what a task worded as an expression asks for ("Wha
 # a key that names no property: a number, or a letter or two and a number (`{"matches": {"E3": "2024-03-05"}}`, a
 # cell's address: a map's keys are values, not fields)
 CODE_KEY = re.compile(r"[A-Za-z]{0,2}\d+|\.\w+")  # (... or a file's extension: `{"file_counts": {".py": 1}}`)
-# a token of letters and digits mixed, too long to say, that a call's whole result was (a digest it computed, an id
-# it issued: "098f6bcd4621d373cade4e832627b4f6"): no one states it; a task asks for it by the call that gave it
-ISSUED = re.compile(r"(?=\S*\d)(?=\S*[A-Za-z])[\w-]{20,}")
 STOCK_REPLY = 3  # calls of a tool, none a filter of another, that gave one text: the tool's reply to anything
 INERT = 3  # distinct values of a parameter that answered, said alike wherever compared, before it changes nothing
 
@@ -830,6 +828,8 @@ def candidates(
         and isinstance(v, str)
         and not any(v == w for n, w in flatten(c.arguments) if n.lower() in NAME_KEYS - PATHS)
     }
+    # (a digest a call computed, an id it issued, that a call's whole result was: no one states it; a task asks for it
+    # by the call that gave it)
     issued = {text for c in calls if not c.is_error and ISSUED.fullmatch(text := c.data.strip())}
     return [
         t

@@ -27,6 +27,9 @@ QUOTED = re.compile(r"""(?<![\w])['"`]([^'"`\n]{1,120})['"`]""")
 USAGE = re.compile(r"<[\w-]+>|\[[^\]]*\.\.\.\]")
 PATH = re.compile(r"(?<![\w/@])(?:~?/[\w.@-]+(?:/[\w.@-]+)*/?|(?:[\w-][\w.-]*/)*[\w-]+\.[A-Za-z]\w{0,5})(?![\w/@])")
 NAME = re.compile(r"[\w][\w.@-]{0,79}")  # one token a listing may name (a file, a folder, a key)
+# a token of letters and digits mixed, too long to say: a digest a server computed, an id it issued
+# ("098f6bcd4621d373cade4e832627b4f6"); one of its characters changed names nothing
+ISSUED = re.compile(r"(?=\S*\d)(?=\S*[A-Za-z])[\w-]{20,}")
 
 
 def kinds_of(schema: dict[str, Any]) -> list[Any]:

@@ -105,6 +105,7 @@ from mcprl.scenarios.results import (
     result_values,
 )
 from mcprl.scenarios.value_sources import (
+    ISSUED,
     PROSE_LIST,
     QUOTED,
     coerce,
@@ -962,12 +963,17 @@ class Knowledge:
                         if isinstance(v, str) and os.path.isabs(v) and valid(uri := PurePath(v).as_uri())
                     ]
             # (a value in plain view is the server's context, a folder or a file: one of its digits changed names
-            # nothing there; nor does a table made to be asked about get other years in its rows)
+            # nothing there; nor does a digest or an id the server issued; nor does a table made to be asked about
+            # get other years in its rows)
             arms["varied"] = fit(
                 [
                     renumbered(v, rng)
                     for v in self.worked.get(name, [])
-                    if isinstance(v, str) and re.search(r"\d", v) and v not in self.context and v not in MADE
+                    if isinstance(v, str)
+                    and re.search(r"\d", v)
+                    and v not in self.context
+                    and v not in MADE
+                    and not ISSUED.fullmatch(v)
                 ]
             )
             # (where each session is a fresh server, a table `MAKING` made is one only in the sessions that made it)

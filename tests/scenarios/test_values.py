@@ -470,6 +470,39 @@ def test_a_value_that_worked_is_varied_as_a_person_varies_it():
             assert len(v) == len(value), v
 
 
+def test_a_digest_or_an_id_that_worked_is_never_sent_with_a_character_changed():
+    """mcp-hashlib hashed its own digests, each with a digit changed ("2cf24dba5f..." sent as "2cf19dba6f..."): a
+    digest or an id the server issued, changed, names nothing, and tasks stated those strings. Such a value that
+    worked is never varied."""
+    import random
+    from dataclasses import replace
+
+    from mcprl.scenarios.values import Knowledge
+
+    digest = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+    other = "486ea46224d1bb4fb680f34f7c9ad96a8f24ec88be73ea8e5a6c65260e9cb8a7"
+    one = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    knowledge = Knowledge([])
+    rng = random.Random(0)
+    for text, result in (("hello", digest), (digest, other)):  # the text hashed, then its digest
+        _, leaves = knowledge.arguments("sha256", one, 0, rng)
+        leaves = [replace(leaf, value=text) for leaf in leaves]
+        knowledge.learn(
+            "sha256",
+            {"text": text},
+            leaves,
+            index=0,
+            session=0,
+            text=result,
+            is_error=False,
+            error_kind=None,
+            values=[("", result)],
+        )
+    sent = [knowledge.arguments("sha256", one, 0, random.Random(seed))[0]["text"] for seed in range(200)]
+    hexes = {t for t in sent if re.fullmatch(r"[0-9a-f]{20,}", t)}
+    assert other in hexes and hexes <= {digest, other}, hexes - {digest, other}
+
+
 def test_once_a_value_worked_a_parameter_is_probed_only_with_the_shapes_it_is_described_with():
     """time-mcp's `relative_time` answers whatever it is sent ("12 * 4" is "25 years ago"): probing its `time` with
     every shape of the dictionary after a date worked made tasks that convert the time "(7 - 2) / 5". Once a
