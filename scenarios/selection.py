@@ -47,7 +47,11 @@ def asks(task: Scenario) -> tuple[str, str]:
 
 
 def answer_key(answer: Any) -> str:
-    """An answer as one question's: a number by its value (-5.5 is not 5.5, "42.0" is 42), else its normalised text."""
+    """An answer as one question's: a number by its value (-5.5 is not 5.5, "42.0" is 42), a list by its items in any
+    order (a server that lists a set lists it in another order each process: one question), else its normalised
+    text."""
+    if isinstance(answer, list):
+        return repr(sorted(map(answer_key, answer)))
     number = as_number(answer)
     return repr(number) if number is not None else normalize_text(str(answer))
 

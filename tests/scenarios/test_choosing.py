@@ -88,6 +88,21 @@ def test_one_listing_asked_by_two_tools_in_other_words_is_one_question():
         assert ["recent", "top"] in answers, [t.task for t in kept]
 
 
+def test_one_listing_a_server_gives_in_another_order_each_time_is_one_question():
+    """beancount-mcp lists its accounts from a set, in another order in each fresh server process: "What are the
+    beancount accounts?" was kept twice, once per order. A listing of the same things in another order is one
+    question."""
+    accounts = ["Income:Salary", "Expenses:Rent", "Assets:Bank", "Equity:Opening"]
+    calls = [
+        ExploredCall(index=i, session=i, tool="accounts", arguments={}, text=json.dumps(order))
+        for i, order in enumerate([accounts, accounts[::-1], accounts[1:] + accounts[:1]])
+    ]
+    for seed in range(3):
+        kept, dropped = select(candidates(Exploration(calls=calls), {}, seed=seed), 20, seed=seed)
+        listings = [t for t in kept if isinstance(t.answer, list)]
+        assert len(listings) == 1 and dropped["duplicate"] >= 2, [(t.task, t.answer) for t in kept]
+
+
 def test_a_tool_that_answers_only_what_another_answers_more_plainly_still_ends_a_kept_task():
     """ea-database-server's `export_query` was sent the queries that had worked on `read_query`, whose own varied
     ones (`LIMIT 2` of `LIMIT 5`) read fewer rows: every question the export grounded, a read grounded more plainly,
