@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install model demo lint clock postgres test test-fast test-unit bench browser clean
+.PHONY: install model demo lint postgres test test-fast test-unit bench browser clean
 
 install: $(STAMP)
 
@@ -34,18 +34,12 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# Debian's faketime (libfaketime): grounding replays a task whose answer came from the server's clock with
-# the clock moved, and keeps it where the answer holds then too (scenarios/replay.py). Needs root; without
-# it those tasks are dropped, and the test of it is skipped with the reason.
-clock:
-	command -v faketime >/dev/null || apt-get install -y -q faketime >/dev/null || (apt-get update -q && apt-get install -y -q faketime >/dev/null) || echo "faketime not installed: tasks from a server's clock are dropped"
-
 # Debian's PostgreSQL: the test of a database server we did not write (tests/servers/test_postgres_server.py) makes a
 # database in its cluster. Needs root; without it that test is skipped with the reason.
 postgres:
 	command -v pg_lsclusters >/dev/null || apt-get install -y -q postgresql >/dev/null || (apt-get update -q && apt-get install -y -q postgresql >/dev/null) || echo "postgresql not installed: the test on a PostgreSQL database is skipped"
 
-test: lint model clock postgres
+test: lint model postgres
 	$(BIN)/python -m pytest -q --timeout=900 --durations=15 $(PARALLEL)
 
 test-fast: model

@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
+import importlib.util
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -52,6 +58,7 @@ WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", 
 # hemispheres, on another weekday, at another hour. An answer that comes back then too (9:30 in Tokyo is 6:00 in
 # Kolkata) does not hold only today.
 CLOCK_MOVE = "+4397.3h"
+SO = "libfaketime.so.1"  # libfaketime's library, by its file's name
 
 
 def chain_of(calls: list[ExploredCall], call: ExploredCall) -> list[ExploredCall]:
@@ -364,25 +371,42 @@ def of_clock_kind(answer: Any) -> bool:
     )
 
 
+def clock_library() -> Path | None:
+    """libfaketime's library, preloaded to move a server's clock: the system's (Debian's `faketime` package), else the
+    one the `libfaketime` package ships (a dependency on Linux), where a process preloaded with it reads the clock
+    moved; None where neither is, or neither moves it (another machine's build)."""
+    candidates: list[Path] = []
+    if (faketime := shutil.which("faketime")) is not None:
+        # (the library itself, not the `faketime` program: that one makes a semaphore named by its process id and
+        # leaves it behind when it is killed, and a later process given that id cannot start)
+        prefix = Path(faketime).resolve().parent.parent
+        candidates += [p for pattern in ("lib*/faketime/", "lib*/*/faketime/") for p in prefix.glob(f"{pattern}{SO}")]
+    if (package := importlib.util.find_spec("libfaketime")) is not None and package.submodule_search_locations:
+        candidates.append(Path(package.submodule_search_locations[0], "vendor", "libfaketime", "src", SO))
+    return next((p for p in candidates if moves_clock(p)), None)
+
+
+@functools.cache
+def moves_clock(library: Path) -> bool:
+    """Whether a process preloaded with `library` reads its clock `CLOCK_MOVE` ahead (a library built for another
+    machine is ignored by the loader, and the clock would be today's: every answer would seem to hold)."""
+    if not library.is_file():
+        return False
+    env = {**os.environ, "LD_PRELOAD": str(library), "FAKETIME": CLOCK_MOVE}
+    try:
+        said = subprocess.run(
+            [sys.executable, "-c", "import time; print(time.time())"], env=env, capture_output=True, timeout=30
+        ).stdout
+        ahead = float(said) - time.time()
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return False
+    return abs(ahead - float(CLOCK_MOVE.strip("+h")) * 3600) < 600
+
+
 def clock_moved(spec: ServerSpec) -> ServerSpec | None:
-    """`spec`'s server started with its clock `CLOCK_MOVE` ahead (libfaketime, preloaded where its `faketime` is
-    installed); None where it cannot be: a server behind a URL, or no libfaketime."""
-    faketime = shutil.which("faketime")
-    if spec.transport != "stdio" or faketime is None:
-        return None
-    # the library itself, not the `faketime` program: that one makes a semaphore named by its process id and leaves
-    # it behind when it is killed, and a later process given that id cannot start ("only works on platforms that
-    # support the sem_open() system call")
-    prefix = Path(faketime).resolve().parent.parent
-    library = next(
-        (
-            p
-            for pattern in ("lib*/faketime/libfaketime.so.1", "lib*/*/faketime/libfaketime.so.1")
-            for p in prefix.glob(pattern)
-        ),
-        None,
-    )
-    if library is None:
+    """`spec`'s server started with its clock `CLOCK_MOVE` ahead (`clock_library`, preloaded); None where it cannot be:
+    a server behind a URL, or no libfaketime that moves it."""
+    if spec.transport != "stdio" or (library := clock_library()) is None:
         return None
     preloaded = spec.env.get("LD_PRELOAD", "")
     # an offset, not a date: the clock goes on from there, and the server's timers keep time

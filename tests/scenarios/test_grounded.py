@@ -5,6 +5,7 @@ default, its demonstration a reference call."""
 from __future__ import annotations
 
 import json
+import platform
 import re
 import sys
 from pathlib import Path
@@ -621,6 +622,19 @@ def test_a_value_a_chain_took_from_a_result_is_taken_from_that_result_again_on_r
     assert reissued(stated, [(load, '{"session_id": "s-2", "rows": 3}')])["session_id"] == "s-1"
 
 
+def test_a_clock_library_that_does_not_move_the_clock_is_never_preloaded(tmp_path):
+    """A library the loader will not preload (another machine's build) leaves the server's clock today's, and every
+    answer read off it would seem to hold on another day: it is not used. On Linux, the one the libfaketime
+    dependency ships moves it."""
+    from mcprl.scenarios.replay import SO, clock_library, moves_clock
+
+    other = tmp_path / SO
+    other.write_bytes(b"\x7fELF not a library of this machine")
+    assert not moves_clock(other) and not moves_clock(tmp_path / "absent" / SO)
+    if sys.platform == "linux" and platform.machine() == "x86_64":
+        assert clock_library() is not None
+
+
 async def test_a_server_started_with_its_clock_moved_reads_it_moved_where_a_killed_one_left_its_semaphore():
     """The clock is moved by preloading libfaketime, not by its `faketime` program, which makes a semaphore named by
     its process id and leaves it when killed: a later server given that id could not start, and grounding replayed
@@ -635,7 +649,7 @@ async def test_a_server_started_with_its_clock_moved_reads_it_moved_where_a_kill
     later = clock_moved(ServerSpec.parse(f"{sys.executable} {SHOP}"))
     shm, last_pid = Path("/dev/shm"), Path("/proc/sys/kernel/ns_last_pid")
     if later is None or not shm.is_dir() or not last_pid.exists():
-        pytest.skip("faketime is not installed (make clock, or apt-get install faketime), or no /dev/shm")
+        pytest.skip("no libfaketime moves the clock here (pip install libfaketime, on Linux), or no /dev/shm")
     after = int(last_pid.read_text())
     left = [shm / f"sem.faketime_sem_{pid}" for pid in range(after + 1, after + 400)]
     left = [p for p in left if not p.exists()]
@@ -661,7 +675,7 @@ async def test_an_answer_read_off_the_clock_in_a_result_that_states_no_date_is_n
     spec = ServerSpec.parse(f"{sys.executable} {Path(__file__).with_name('calendar_server.py')}")
     later = clock_moved(spec)
     if later is None:
-        pytest.skip("faketime is not installed (make clock, or apt-get install faketime)")
+        pytest.skip("no libfaketime moves the clock here (pip install libfaketime, on Linux)")
     async with ToolPool(spec) as pool:
         exploration = await explore(pool, ExploreConfig(calls=40), seed=0, say=lambda _: None)
         undated = [c for c in exploration.calls if c.tool == "week_of_year" and not c.arguments and not c.is_error]
