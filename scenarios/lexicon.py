@@ -9,7 +9,8 @@ structure (schemas, annotations, what the server answered). It holds:
   nothing else gave a value; `probes(name, description)` orders them by the words the parameter is
   described with (a word with two senses, `AMBIGUOUS`, only beside another in the tool's description), and
   exploring learns from the server's answers which shape a parameter takes; `FORMATTED`: the shapes of a form of
-  their own, which take no word of a text; `misplaced_path`: a path where nothing named a path is asked for;
+  their own, which take no word of a text; `named_probes`: the values of those a parameter's name says it takes
+  (a program for `code`), trusted as an example is; `misplaced_path`: a path where nothing named a path is asked for;
   `MAKING`: values of those shapes that make records to read (an SQL table and its rows, in one statement), sent
   first to a tool that may write once a listing found none of their kind: a store that starts empty has nothing to
   ask about until something is made;
@@ -666,6 +667,22 @@ def probes(
     )
     made = [v for s in order if ranks[s] < 2 and s in MAKING and MAKING[s][0] in making for v in MAKING[s][1].values()]
     return made + [value for shape in order for value in PROBES[shape][0]]
+
+
+# formatted shapes whose values the server's own are better than the dictionary's: its paths in plain view, its ids
+SERVED = ("path", "number")
+
+
+def named_probes(name: str, around: str = "") -> list[str]:
+    """The dictionary's values of the shapes of a form of their own (`FORMATTED`, but `SERVED`) that a parameter's
+    name says it takes: `code` beside a tool that runs Python is sent a program, `expression` an expression, before
+    anything a result or an error gave, as a value of the shape its schema's examples give is."""
+    return [
+        value
+        for shape in FORMATTED
+        if shape not in SERVED and _rank(shape, name, "", around) == 0
+        for value in PROBES[shape][0]
+    ]
 
 
 def composed(

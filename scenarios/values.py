@@ -86,6 +86,7 @@ from mcprl.scenarios.lexicon import (
     described_as,
     known,
     listed_kind,
+    named_probes,
     probes,
     shaped,
     words_of,
@@ -134,6 +135,7 @@ PRIORS: dict[str, tuple[float, float]] = {
     "error": (3, 1),
     "entry": (3, 1),  # (a path within a folder an error named: `Knowledge.bases`)
     "shaped": (3, 1),
+    "named": (3, 1),  # (the dictionary's values of a form the parameter's name says: `lexicon.named_probes`)
     "file": (3, 1),
     "context": (2, 1),
     "key": (2, 1),
@@ -174,7 +176,7 @@ FIXED_AFTER = 3  # values that failed on a parameter besides the one in plain vi
 # issue (a handle: `awaited`)
 AWAITING = 3
 MISSHAPEN = 2  # values of one shape blamed on a parameter, none of it working, where another shape worked: no more
-INVENTED = {"probe", "described", "schema", "varied"}  # arms that make a value up rather than take one given
+INVENTED = {"probe", "named", "described", "schema", "varied"}  # arms that make a value up rather than take one given
 # arms whose values are what the parameter was given or offered as such (what worked, its schema's, its dictionary's,
 # queries composed for it), not texts found elsewhere
 GIVEN_AS_IS = {
@@ -186,6 +188,7 @@ GIVEN_AS_IS = {
     "varied",
     "composed",
     "probe",
+    "named",
     "generator",
     "schema",
     "file",
@@ -198,7 +201,7 @@ OPTIONAL_MOST = 0.75  # ... growing, while a tool says the same again, to this (
 # a handle (a game's id) is made again, as it was made, before the calls that take one
 SENT_ALL = "no call left that it was not sent already"
 SCHEMA_GIVEN = {"const", "enum", "default", "example"}  # arms whose values the tool's own schema gives
-WRITTEN_ARMS = SCHEMA_GIVEN | {"error", "result", "probe", "generator", "file"}
+WRITTEN_ARMS = SCHEMA_GIVEN | {"error", "result", "probe", "named", "generator", "file"}
 OPTIONAL_ARMS = SCHEMA_GIVEN | {"worked", "kin", "error", "shaped", "word", "result", "file", "key"}
 
 
@@ -783,7 +786,9 @@ class Knowledge:
         # never sent: the language that ran, where the program beside it was at fault
         untried = [(v, p) for v, p in untried if repr(v) in self.unblamed[tool, path]] or untried
         # untried values of the dictionary in its order (the shapes the parameter is described with first)
-        value, parent = (untried[0] if arm == "probe" else rng.choice(untried)) if untried else rng.choice(options)
+        value, parent = (
+            (untried[0] if arm in ("probe", "named") else rng.choice(untried)) if untried else rng.choice(options)
+        )
         if parent is None:  # (a value that worked, that a result of this session gave too: the calls chain)
             parent = self.given_by(value, session)
         return Drawn(path=path, name=name, arm=arm, value=coerce(value, schema), parent=parent)
@@ -994,6 +999,9 @@ class Knowledge:
             # (once a value worked, only the shapes it is described with or took a value of: a lenient date parser
             # answers "12 * 4" too, and tasks then convert the time "(7 - 2) / 5")
             took = self.worked.get(name, [])
+            # (those of a form its name says it takes are trusted as examples are: a runner's `code` sent results,
+            # paths and words of its description, ten in all, never a program, was retired)
+            arms["named"] = fit(named_probes(name, around))
             arms["probe"] = fit(
                 probes(
                     name,
@@ -1523,11 +1531,12 @@ def echoes(text: str, args: dict[str, Any]) -> bool:
 
 
 def backwards(low: Any, high: Any) -> bool:
-    """Whether a range's two ends are given the wrong way round: numbers, or dates of one form, the first later."""
+    """Whether a range's two ends are given the wrong way round: numbers, or dates, the first later (on a later day,
+    whatever their forms: "2025-01-15" after "2024-01-15T12:00:00Z"; a time of a day after the day itself)."""
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)):
         return low > high
     dates = all(isinstance(v, str) and ISO_DATE.fullmatch(v) for v in (low, high))
-    return dates and len(low) == len(high) and low > high
+    return dates and (low[:10], len(low), low) > (high[:10], len(high), high)
 
 
 def says_value(text: str, value: Any) -> bool:
