@@ -439,6 +439,41 @@ def test_a_time_of_now_a_result_held_is_sent_only_to_a_parameter_that_takes_a_da
     assert now in dated, dated
 
 
+def test_a_parameter_named_for_a_form_is_sent_values_of_that_form_first():
+    """mcp-python-interpreter's `run_python_code` was sent ten values, results ("cryptography 51.0.1"), the folder in
+    plain view, words of its description, never a program, and was retired: no task ran code. A parameter whose name
+    says the form it takes (`code` of a tool that runs Python, an `expression`) has the dictionary's values of that form
+    trusted as its schema's examples are: its first value is a program in most seeds (4 of 20 before), not the folder
+    or a result."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    runs = "Execute Python code in a session."
+    listing = "Installed packages:\n- cryptography 51.0.1\n- anyio 4.16.0\n- pydantic 2.12.0"
+    empty = {"type": "object", "properties": {}}
+    code = {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}
+    programs = 0
+    for seed in range(20):
+        knowledge, rng = Knowledge(["/srv/work"], descriptions={"run_python_code": runs}), random.Random(seed)
+        args, leaves = knowledge.arguments("list_installed_packages", empty, 0, rng)
+        values = [("", line.strip("- ")) for line in listing.splitlines()[1:]]
+        knowledge.learn(
+            "list_installed_packages",
+            args,
+            leaves,
+            index=0,
+            session=0,
+            text=listing,
+            is_error=False,
+            error_kind=None,
+            values=values,
+        )
+        sent = knowledge.arguments("run_python_code", code, 0, rng)[0]["code"]
+        programs += sent.startswith(("print(", "console.log(", "echo "))
+    assert programs >= 8, programs
+
+
 def test_a_value_that_worked_is_varied_as_a_person_varies_it():
     """Each number of a value that worked changes within half to twice its size and keeps its form (an integer, a
     zero-padded one, a decimal's places), so a dice notation stays one a person rolls; a date, a date and time or a
