@@ -358,6 +358,9 @@ class Knowledge:
         # (tool, leaf path) -> values sent only in calls that failed for another's value ("kitc: not found" of a
         # language beside a program): as good as untried there, to be sent with another value of that one
         self.unblamed: dict[tuple[str, str], set[str]] = defaultdict(set)
+        # (tool, leaf path) -> a value blamed there -> the values beside it then, each (its path, its name, as sent):
+        # a blame beside a value that had never worked is lifted once one of its parameter works (`_partnered`)
+        self.beside: dict[tuple[str, str], dict[str, dict[str, tuple[str, str]]]] = defaultdict(dict)
         self.choices: dict[tuple[str, str], list[str]] = {}  # (tool, leaf path) -> the values its schema lists
         self.sent: dict[str, set[str]] = defaultdict(set)  # parameter name -> values sent, any tool
         self.said: set[str] = set()  # every value sent, any parameter, any tool
@@ -1320,6 +1323,9 @@ class Knowledge:
             for d in blamed:
                 self._refuse(tool, d, text, index)
                 self.named[d.name] = list(dict.fromkeys([*self.named[d.name], *told]))
+                self.beside[tool, d.path][repr(d.value)] = {
+                    o.path: (o.name, repr(o.value)) for o in leaves if o.path != d.path
+                }
             unblame([d for d in leaves if d not in blamed])
             return
         log.answered += 1
@@ -1345,6 +1351,7 @@ class Knowledge:
         log.silent = 0 if not nothing else log.silent + 1 if leaves and session in self.holding else log.silent
         log.told += not nothing
         failed = failed_items(text, args)  # a list's items the result says failed, the call answering for the rest
+        self._partnered(tool, [d for d in leaves if repr(d.value) not in self.took[tool, d.name]])
         for d in leaves:
             self.unblamed[tool, d.path].discard(repr(d.value))
             if d.path.endswith("[]") and str(d.value) in failed:
@@ -1442,6 +1449,22 @@ class Knowledge:
         over; not one that is no identifier, nor one known already."""
         if IDENTIFIER.fullmatch(binding[kind]) and binding not in self.kinds[kind]:
             self.kinds[kind].append(binding)
+
+    def _partnered(self, tool: str, first: list[Drawn]) -> None:
+        """Values of `tool` that work for the first time (`first`: a language that ran a program) lift the blame of
+        the values blamed beside another value of their parameter that had never worked: `console.log(6 * 7)`,
+        refused by bash beside `shellscript`, is as good as untried beside `javascript` (a program is refused by
+        one language's interpreter, run by another's). Once a value: a blame beside a value that works stands."""
+        for d in first:
+            for (at, path), blamed in self.beside.items():
+                if at != tool or path == d.path:
+                    continue
+                for value, partners in list(blamed.items()):
+                    name, partner = partners.get(d.path, ("", repr(d.value)))
+                    if partner != repr(d.value) and partner not in self.took[tool, name]:
+                        del blamed[value]
+                        self.blamed[tool, path].pop(value, None)
+                        self.unblamed[tool, path].add(value)
 
     def _refuse(self, tool: str, d: Drawn, text: str, index: int) -> None:
         """Value `d` was refused by call `index`: a loss for its arm, blamed on its parameter here, refused on its name

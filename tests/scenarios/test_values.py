@@ -1694,6 +1694,66 @@ def test_a_value_no_error_blamed_is_sent_again_beside_others_and_a_listed_parame
     assert len(made) == len(set(made))
 
 
+def test_a_program_one_language_refused_is_sent_again_beside_another_that_works():
+    """mcp-server-code-runner: `console.log(6 * 7)` was sent beside `shellscript`, and bash refused it (a syntax
+    error); javascript, reached later, was never sent it, and no call printed anything. A value blamed beside a
+    value of another parameter that had never worked is as good as untried again once a value of that parameter
+    works: the program is sent beside the language that runs it."""
+    import random
+    from dataclasses import replace
+
+    from mcprl.scenarios.values import Knowledge
+
+    languages = ["shellscript", "javascript", "lua"]
+    props = {"code": {"type": "string", "description": "Code snippet"}, "language": {"enum": languages}}
+    schema = {"type": "object", "properties": props, "required": ["code", "language"]}
+
+    def run(code: str, language: str) -> str:
+        if language == "lua":
+            return "/bin/sh: 1: lua: not found"
+        if language == "shellscript":
+            return "42" if code.startswith("echo ") else "Command failed: bash /tmp/tmp.sh\nsyntax error near token"
+        return "42" if code.startswith("console.log(") else "" if "*" in code else "SyntaxError: Unexpected token"
+
+    sent = []
+    for seed in range(4):
+        knowledge, rng = Knowledge([], params={"run": ["code", "language"]}), random.Random(seed)
+        for index, (code, language) in enumerate([("console.log(6 * 7)", "shellscript"), ("12 * 4", "javascript")]):
+            _, leaves = knowledge.arguments("run", schema, 0, rng)
+            leaves = [replace(d, value=code if d.name == "code" else language) for d in leaves]
+            text = run(code, language)
+            knowledge.learn(
+                "run",
+                {"code": code, "language": language},
+                leaves,
+                index=index,
+                session=0,
+                text=text,
+                is_error=text.startswith(("Command failed", "SyntaxError")),
+                error_kind=None,
+                values=[],
+            )
+        for index in range(2, 30):
+            if (drawn := knowledge.arguments("run", schema, 0, rng)) is None:
+                break
+            args, leaves = drawn
+            sent.append((seed, args["code"], args["language"]))
+            text = run(args["code"], args["language"])
+            knowledge.learn(
+                "run",
+                args,
+                leaves,
+                index=index,
+                session=0,
+                text=text,
+                is_error=text.startswith(("Command failed", "SyntaxError", "/bin/sh")),
+                error_kind=None,
+                values=[],
+            )
+    for seed in range(4):
+        assert (seed, "console.log(6 * 7)", "javascript") in sent, [s for s in sent if s[0] == seed]
+
+
 def test_a_json_error_that_says_back_the_request_asks_for_none_of_its_keys():
     """mcp-server-motherduck's `list_columns` answers a bad table with a JSON error that says the request back
     (`{"success": false, "error": "...", "database": "memory", "schema": "main"}`): its keys were read as the error
