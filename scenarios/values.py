@@ -1323,9 +1323,10 @@ class Knowledge:
             for d in blamed:
                 self._refuse(tool, d, text, index)
                 self.named[d.name] = list(dict.fromkeys([*self.named[d.name], *told]))
-                self.beside[tool, d.path][repr(d.value)] = {
-                    o.path: (o.name, repr(o.value)) for o in leaves if o.path != d.path
-                }
+                if d not in named:  # (blamed for want of another: an error that names a value blames it whatever)
+                    self.beside[tool, d.path][repr(d.value)] = {
+                        o.path: (o.name, repr(o.value)) for o in leaves if o.path != d.path
+                    }
             unblame([d for d in leaves if d not in blamed])
             return
         log.answered += 1
@@ -1452,9 +1453,10 @@ class Knowledge:
 
     def _partnered(self, tool: str, first: list[Drawn]) -> None:
         """Values of `tool` that work for the first time (`first`: a language that ran a program) lift the blame of
-        the values blamed beside another value of their parameter that had never worked: `console.log(6 * 7)`,
-        refused by bash beside `shellscript`, is as good as untried beside `javascript` (a program is refused by
-        one language's interpreter, run by another's). Once a value: a blame beside a value that works stands."""
+        the values an error blamed without naming them beside another value of their parameter that had never worked:
+        `console.log(6 * 7)`, refused by bash beside `shellscript` ("syntax error near token"), is as good as untried
+        beside `javascript` (a program is refused by one language's interpreter, run by another's). Once a value: a
+        blame beside a value that works stands, as does one an error named ("Could not connect to database at 1")."""
         for d in first:
             for (at, path), blamed in self.beside.items():
                 if at != tool or path == d.path:
