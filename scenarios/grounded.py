@@ -247,9 +247,8 @@ async def ground(
     shortened = await shortcut(fits, pool)
     ordered, dropped = select(fits, len(fits), seed=seed, optional=optional)
     if len(timeless) < len(found):
-        dropped["holds only today (the server's clock, which libfaketime could not move here)"] += len(found) - len(
-            timeless
-        )
+        today = "holds only today (the server's clock, which libfaketime could not move here)"
+        dropped[today] += len(found) - len(timeless)
     if len(fits) < len(timeless):
         dropped[f"more calls than an episode's {max_calls}"] += len(timeless) - len(fits)
     verified: list[Scenario] = []

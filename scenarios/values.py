@@ -358,9 +358,10 @@ class Knowledge:
         # (tool, leaf path) -> values sent only in calls that failed for another's value ("kitc: not found" of a
         # language beside a program): as good as untried there, to be sent with another value of that one
         self.unblamed: dict[tuple[str, str], set[str]] = defaultdict(set)
-        # (tool, leaf path) -> a value blamed there -> the values beside it then, each (its path, its name, as sent):
-        # a blame beside a value that had never worked is lifted once one of its parameter works (`_partnered`)
-        self.beside: dict[tuple[str, str], dict[str, dict[str, tuple[str, str]]]] = defaultdict(dict)
+        # tool -> leaf path -> a value an error blamed there without naming it -> the values beside it then (leaf path
+        # -> value as sent): a blame beside a value that had never worked is lifted once its parameter works
+        # (`_partnered`)
+        self.beside: dict[str, dict[str, dict[str, dict[str, str]]]] = defaultdict(lambda: defaultdict(dict))
         self.choices: dict[tuple[str, str], list[str]] = {}  # (tool, leaf path) -> the values its schema lists
         self.sent: dict[str, set[str]] = defaultdict(set)  # parameter name -> values sent, any tool
         self.said: set[str] = set()  # every value sent, any parameter, any tool
@@ -1324,9 +1325,7 @@ class Knowledge:
                 self._refuse(tool, d, text, index)
                 self.named[d.name] = list(dict.fromkeys([*self.named[d.name], *told]))
                 if d not in named:  # (blamed for want of another: an error that names a value blames it whatever)
-                    self.beside[tool, d.path][repr(d.value)] = {
-                        o.path: (o.name, repr(o.value)) for o in leaves if o.path != d.path
-                    }
+                    self.beside[tool][d.path][repr(d.value)] = {o.path: repr(o.value) for o in leaves if o != d}
             unblame([d for d in leaves if d not in blamed])
             return
         log.answered += 1
@@ -1458,12 +1457,10 @@ class Knowledge:
         beside `javascript` (a program is refused by one language's interpreter, run by another's). Once a value: a
         blame beside a value that works stands, as does one an error named ("Could not connect to database at 1")."""
         for d in first:
-            for (at, path), blamed in self.beside.items():
-                if at != tool or path == d.path:
-                    continue
+            for path, blamed in self.beside[tool].items():
                 for value, partners in list(blamed.items()):
-                    name, partner = partners.get(d.path, ("", repr(d.value)))
-                    if partner != repr(d.value) and partner not in self.took[tool, name]:
+                    partner = partners.get(d.path)
+                    if partner not in (None, repr(d.value)) and partner not in self.took[tool, d.name]:
                         del blamed[value]
                         self.blamed[tool, path].pop(value, None)
                         self.unblamed[tool, path].add(value)
