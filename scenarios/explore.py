@@ -76,10 +76,10 @@ import anyio
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.explored import Exploration, ExploredCall, ToolReport, source_call
 from mcprl.scenarios.isolation import is_isolated, may_write, unsafe_writers
-from mcprl.scenarios.lexicon import RATE_LIMITED
+from mcprl.scenarios.lexicon import IDENTIFYING, RATE_LIMITED
 from mcprl.scenarios.results import MESSAGE, enumerated, found_nothing, reports, result_values, says_done
 from mcprl.scenarios.value_sources import context_values, documented, file_texts, folder_entries
-from mcprl.scenarios.values import AWAITING, SENT_ALL, Drawn, Knowledge, call_key, gist
+from mcprl.scenarios.values import AWAITING, SENT_ALL, Drawn, Knowledge, call_key, gist, stems
 from mcprl.tools import ServerGone, redact_model
 from mcprl.tools import ToolPool as Pool
 from mcprl.tools.convert import inlined, reports_error
@@ -247,6 +247,14 @@ async def explore(
         knowledge.handles.update(p for p in knowledge.issued if knowledge.fresh_sessions and knowledge.renews(p))
         return knowledge.handles
 
+    def openers(live: list[str]) -> list[str]:
+        """The writes that take no handle and are named for one that no call is known to issue yet
+        (`register_project_tool` of `project`, `create_session` of `session_id`): the load that opens one, by its
+        name. Each session makes them first, and the writes' turns (`open_turns`) are theirs, until a call issues
+        the handle; what another write gives no tool awaiting one."""
+        unissued = {w for p in knowledge.handles if not knowledge.issuers.get(p) for w in stems(p)} - IDENTIFYING
+        return [n for n in live if n in writers and not knowledge.handles & set(required(n)) and stems(n) & unissued]
+
     def plan(number: int) -> tuple[list[str], dict[str, dict[str, Any]]]:
         """The tools session `number` calls, in order: those not called yet first (in the seeded
         order), then drawn by what they gave; calls that need no argument first (listings: their
@@ -271,7 +279,8 @@ async def explore(
         # (an issuer, then, called as it is needed; not one that spends no share, a read in effect)
         sharing = writers - unchanging() if shared else set()
         drawn = [n for n in live if not (n in sharing and any(n in issued for issued in knowledge.issuers.values()))]
-        picked = [n for n in live if not knowledge.logs[n].calls][:SESSION_CALLS]
+        opening = openers(live)
+        picked = [*opening, *(n for n in live if not knowledge.logs[n].calls and n not in opening)][:SESSION_CALLS]
         while drawn and len(picked) < SESSION_CALLS:
             picked.append(rng.choices(drawn, weights=[knowledge.logs[n].weight() for n in drawn])[0])
         issuing: dict[str, dict[str, Any]] = {}
@@ -306,7 +315,7 @@ async def explore(
             issuing[filler] = args
         # (the issuers first, each once; a filling write's tool drawn too is explored after it, as any other)
         picked = [*issuing, *(n for n in picked if n not in issuing or n == filler)]
-        first = len(issuing)
+        first = len(issuing) + len(opening)
         at = sorted(range(len(picked)), key=lambda i: (i >= first, bool(required(picked[i])), picked[i] in writers))
         return [picked[i] for i in at], issuing
 
@@ -612,14 +621,15 @@ async def explore(
         opened = False  # whether a write of this session gave the tools that had not answered their turn
         at = 0
 
-        def open_turns(gave: set[int]) -> None:
+        def open_turns(write: str, gave: set[int]) -> None:
             """A write that gave values (a project registered, a connection opened, an entity made), or whose reads
             made again gave new ones (a table made, then listed), may make what the tools that have told nothing yet
             need (not answered, or answered only that they found nothing: a search of an empty store): they get a
             turn in this session right after it, sent those values first (`state_from`); once a session, and again
             for a write that gave values no write gave turns with before, while tools take a handle and none of them
             answered (tree-sitter's project registered, after the configuration set first in each session had taken
-            the session's turn)."""
+            the session's turn); while a write named for a handle awaited is left to make (`openers`), another's turns
+            go to the tools that take no handle (no sure "Project not found" each session)."""
             nonlocal opened
             new = {repr(v.value) for v in knowledge.seen if v.call in gave}
             if not new:
@@ -636,6 +646,9 @@ async def explore(
             opened = True
             turns_given.update(new)
             waiting = [n for n in order if n not in retired and n not in writers and not knowledge.logs[n].told]
+            if (opening := openers(order)) and write not in opening:
+                # (the turns of a write not named for a handle awaited go to the tools that take none)
+                waiting = [n for n in waiting if not knowledge.handles & set(required(n))]
             queue[at:at] = waiting[:SESSION_CALLS]
 
         while at < len(queue):  # (a list that grows while walked: the turns a write gives come right after it)
@@ -736,7 +749,7 @@ async def explore(
                                 kept = fewer
                 continue
             wrote = True
-            open_turns({made_call.index})
+            open_turns(name, {made_call.index})
             # its writes (or the server's, none having shown) changed no read so far (a sum, not a store): reading
             # back tells nothing
             if unchanged[name] >= QUIET_WRITES or quiet_server():
@@ -782,7 +795,7 @@ async def explore(
             if shown is False:
                 unchanged[name] += 1
             shown_any = shown_any or bool(shown)
-            open_turns(showed)
+            open_turns(name, showed)
 
     async with explorer:
         with anyio.move_on_after(cfg.minutes * 60):

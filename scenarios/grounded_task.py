@@ -189,14 +189,19 @@ def answer_of(value: Any) -> Any:
 
 def chosen(arguments: dict[str, Any], answer: Any) -> bool:
     """Whether `answer` is one of the different values a list argument gives, and no other argument states it (the
-    largest of 3, 8 and 5 is 8): a choice the task asks for, not an answer it gives away. A list of objects is
-    requests (line ranges to read), not values to choose among: what it states gives an answer away."""
+    largest of 3, 8 and 5 is 8): a choice the task asks for, not an answer it gives away (nor is the list itself, said
+    back). A list of objects is requests (line ranges to read), not values to choose among: what it states gives an
+    answer away."""
     lists, others = [], []
     for v in arguments.values():
         values = isinstance(v, list) and all(isinstance(x, (str, int, float)) for x in v)
         (lists if values and len({value_text(x) for x in v}) >= 2 else others).append(v)
     in_a_list = any(holds_answer(value_text(x), answer) for v in lists for x in v)
-    return in_a_list and not holds_answer(" ".join(map(value_text, others)), answer)
+    # (the list said back, its items on lines of their own, is none of them chosen: patterns "*" and "*.txt" built
+    # into the query "*\n*.txt")
+    pieces = {p.strip() for p in re.split(r"[\n,;]", str(answer)) if p.strip()}
+    listed = len(pieces) > 1 and pieces <= {value_text(x).strip() for v in lists for x in v}
+    return in_a_list and not listed and not holds_answer(" ".join(map(value_text, others)), answer)
 
 
 def task_id(

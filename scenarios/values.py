@@ -280,8 +280,8 @@ def named_result(arm: str, name: str, description: str = "") -> bool:
     if kind != "result" or not field_name:
         return False
     said = re.match(r"\s*(?:(?:the|an?)\s+)?([A-Za-z]+(?: [A-Za-z]+)?)\s+of\b", description, re.I)
-    field, named = _stems(field_name), _stems(name) | (_stems(said[1]) if said else set())
-    heads = {w for text in (field_name, name, said[1] if said else "") for w in _stems(" ".join(words_of(text)[-1:]))}
+    field, named = stems(field_name), stems(name) | (stems(said[1]) if said else set())
+    heads = {w for text in (field_name, name, said[1] if said else "") for w in stems(" ".join(words_of(text)[-1:]))}
     shared = field & named
     return bool(shared & heads) and not (shared <= KINDS and field - KINDS and named - KINDS)
 
@@ -290,7 +290,7 @@ def issued_as(arm: str, name: str) -> bool:
     """Whether an arm is a result's field named as the parameter is, every word of it (`session_id` of `session_id`,
     not `max_sessions`)."""
     kind, _, field_name = arm.partition(".")
-    return kind == "result" and _stems(name) <= _stems(field_name)
+    return kind == "result" and stems(name) <= stems(field_name)
 
 
 def keyed_fields(data: Any, key: str = "") -> set[str]:
@@ -1259,11 +1259,11 @@ class Knowledge:
             # (a parameter named as its tool's thing is no more named by the words: "Error executing query: could not
             # connect to database at ." of `execute_query` names the call, not its `query`); nor by a value sent that
             # spells it ("Database file not found at table_name" of a path sent "table_name" beside a `table_name`)
-            own = _stems(tool)
+            own = stems(tool)
             unsent = lowered
             for value in sorted((v.lower() for v in sent if len(v) > 1), key=len, reverse=True):
                 unsent = unsent.replace(value, " ")
-            by_name = [d for d in leaves if name_in(d.name, unsent) and not _stems(d.name) <= own]
+            by_name = [d for d in leaves if name_in(d.name, unsent) and not stems(d.name) <= own]
             named = [
                 d
                 for d in leaves
@@ -1278,8 +1278,8 @@ class Knowledge:
                 worded = [
                     d
                     for d in leaves
-                    if not _stems(d.name) <= own
-                    and any(len(w) > 3 and re.search(rf"\b{w}s?\b", lowered) for w in _stems(d.name))
+                    if not stems(d.name) <= own
+                    and any(len(w) > 3 and re.search(rf"\b{w}s?\b", lowered) for w in stems(d.name))
                 ]
                 named = worded if len({d.name for d in worded}) == 1 else []
             # a result per item: those it says failed, not the ones it read; but not where the error names by its name
@@ -1611,6 +1611,6 @@ def name_in(name: str, lowered: str) -> bool:
     return name.lower() in lowered or len(name) > 2 and " ".join(words_of(name)) in lowered
 
 
-def _stems(name: str) -> set[str]:
+def stems(name: str) -> set[str]:
     """A name's words without a plural's s: `names` and `name`, `entityNames` and `entity name` share them."""
     return {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in words_of(name)} - {"the", "of", "a"}

@@ -3,7 +3,10 @@
 read files take that name and refuse any other ("Project 'x' not found"); `configure` sets and answers the server's
 settings, a write that gives values in every session.
 
-    python tests/data/projects_server.py        (started in the folder whose files are read)
+    python tests/data/projects_server.py [--wide]        (started in the folder whose files are read)
+
+`--wide`: as many tools as mcp-server-tree-sitter's 26, eight more listings that take nothing and eight more reads of
+a project (its size, its counts of symbols, classes, ...).
 """
 
 from __future__ import annotations
@@ -71,11 +74,35 @@ def count_functions(project: str) -> str:
     return json.dumps({str(p.relative_to(root)): p.read_text().count("def ") for p in root.rglob("*.py")})
 
 
+def _listing(things: str):
+    def listing() -> str:
+        return json.dumps({things: [f"{things}-1", f"{things}-2"]})
+
+    listing.__name__, listing.__doc__ = f"list_{things}", f"List the {things} the server knows."
+    return listing
+
+
+def _measure(what: str):
+    def measure(project: str) -> str:
+        root = Path(_root(project))
+        return json.dumps({what: sum(len(p.read_text()) % 7 for p in root.rglob("*.py"))})
+
+    measure.__name__, measure.__doc__ = f"project_{what}", f"The {what.replace('_', ' ')} of a registered project."
+    return measure
+
+
+WIDE = "--wide" in sys.argv
+MORE = [
+    *map(_listing, "languages templates themes plugins caches formats encodings parsers".split()),
+    *map(_measure, "size symbol_count class_count import_count line_count test_count todo_count depth".split()),
+]
+
+
 def build(seed: int = 0):
     server = serve.new_server("projects", "Code projects registered by their folder.")
     serve.add_tools(
         server,
-        [configure, register_project, list_files, get_file, count_functions],
+        [configure, register_project, list_files, get_file, count_functions, *(MORE if WIDE else [])],
         writes=["configure", "register_project"],
         adds=["register_project"],
     )
@@ -83,4 +110,4 @@ def build(seed: int = 0):
 
 
 if __name__ == "__main__":
-    serve.main(build, "Code projects registered by their folder.", argv=sys.argv[1:])
+    serve.main(build, "Code projects registered by their folder.", argv=[a for a in sys.argv[1:] if a != "--wide"])

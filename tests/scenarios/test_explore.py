@@ -27,7 +27,7 @@ from mcprl.scenarios.grounded import ground
 from mcprl.scenarios.isolation import may_write
 from mcprl.scenarios.replay import gives_answer
 from mcprl.scenarios.source import grounded
-from mcprl.scenarios.values import call_key
+from mcprl.scenarios.values import AWAITING, call_key
 from mcprl.tools import ServerSpec, ToolPool
 from mcprl.tools.copies import names_a_file
 from mcprl.types import load_jsonl
@@ -1332,6 +1332,38 @@ async def test_the_tools_that_take_a_registered_projects_name_answer_once_a_proj
     assert {"list_files", "count_functions"} <= answered, [(c.tool, c.arguments, c.text[:60]) for c in calls]
     failed = [json.dumps([c.tool, c.arguments], sort_keys=True) for c in calls if c.is_error]
     assert len(failed) == len(set(failed))
+
+
+@pytest.mark.parametrize("seed", range(2))
+async def test_once_tools_await_a_handle_each_session_makes_the_write_named_for_it_before_them(tmp_path, seed):
+    """Seen on mcp-server-tree-sitter (26 tools, most taking a registered project's name): `register_project_tool`
+    failed once (sent a file's path) and was drawn in none of the next five sessions, among a dozen listings that
+    answered, while the turns `configure` opened each session sent fifteen tools names no project had: "Project 'x'
+    not found", 95 errors of 150 calls, 3 tasks. Once AWAITING tools or more failed on a project, each session makes
+    the write named for it before any tool taking one, and the tools that take a project answer."""
+    code = tmp_path / "code"
+    (code / "pkg").mkdir(parents=True)
+    (code / "main.py").write_text("def main():\n    print('hello')\n")
+    (code / "pkg" / "shop.py").write_text("def price():\n    return 3\n")
+    spec = ServerSpec.parse(f"{sys.executable} {PROJECTS} --wide", cwd=str(code))
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=60), seed=seed, say=lambda _: None)
+        takes = {t["name"] for t in pool.toolset.mcp_tools if "project" in t["inputSchema"].get("required", [])}
+    calls = exploration.calls
+    trace = [(c.session, c.tool, c.arguments, c.is_error) for c in calls]
+    failed: list[str] = []
+    awaited_in = None  # the session in which AWAITING tools had failed on the project
+    for c in calls:
+        if c.tool in takes and "Project '" in c.text and c.tool not in failed:
+            failed.append(c.tool)
+            if len(failed) == AWAITING:
+                awaited_in = c.session
+    assert awaited_in is not None, trace
+    for c in calls:
+        if c.session > awaited_in and c.tool in takes:
+            made = [b for b in calls if b.session == c.session and b.index < c.index and b.tool == "register_project"]
+            assert made, (c.index, trace)
+    assert {c.tool for c in calls if c.tool in takes and not c.is_error}, trace
 
 
 async def test_a_store_keyed_by_its_folders_path_that_a_copy_hides_is_named_with_the_flag_that_reads_it(tmp_path):
