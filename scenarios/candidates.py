@@ -10,7 +10,7 @@ import json
 import random
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcprl.checks import as_number, holds_answer, normalize_text, same_value
@@ -75,6 +75,7 @@ from mcprl.scenarios.results import (
     server_text,
     wrapped_listing,
 )
+from mcprl.scenarios.selection import unsaid_parameters, unstated
 from mcprl.scenarios.value_sources import ISSUED
 from mcprl.scenarios.values import call_key, gist
 from mcprl.types import Scenario
@@ -262,8 +263,25 @@ def candidates(
     """Every task the record grounds (see `mcprl.scenarios.grounded`'s docstring), before verification.
     `descriptions` (tool -> description) give expressions they state (`mcprl.scenarios.expressions`), `titles`
     (tool -> title) the words a task names a call by, `defaults` (tool -> parameter -> its schema's default) the
-    values a task need not state."""
-    titles, defaults = titles or {}, defaults or {}
+    values a task need not state. Nor does a task asking a call for a field state the values that changed none of
+    its answers (`selection.unsaid_parameters`: a file's total lines, whichever line a read started at): the record
+    is grounded again without them where some did."""
+    found = _candidates(exploration, descriptions, seed, titles or {}, defaults or {}, {})
+    if needless := unsaid_parameters(found):
+        found = _candidates(exploration, descriptions, seed, titles or {}, defaults or {}, needless)
+    return found
+
+
+def _candidates(
+    exploration: Exploration,
+    descriptions: dict[str, str],
+    seed: int,
+    titles: dict[str, str],
+    defaults: dict[str, dict[str, Any]],
+    needless: Mapping[tuple[str, str], set[str]],
+) -> list[Scenario]:
+    """`candidates`, whose tasks asking a call (`call_key`) for a field leave out the parts of its arguments
+    `needless` gives of them."""
     rng = random.Random(f"{seed}/grounded")
     calls = exploration.calls
     # where each session starts from fresh state and no write outlives it, the environment may make a session's
@@ -475,12 +493,12 @@ def candidates(
             and not (k in default and (type(v), v) == (type(default[k]), default[k]))
         }
 
-    def say(call: ExploredCall, linked: frozenset[str] = frozenset()) -> Said:
-        """The call in words (`said`), by its tool's title and the arguments a task states; a parameter its schema
-        gives a default is a setting of the call."""
+    def say(call: ExploredCall, linked: frozenset[str] = frozenset(), states: dict[str, Any] | None = None) -> Said:
+        """The call in words (`said`), by its tool's title and the arguments a task states (`states`, else
+        `fixed_out`'s); a parameter its schema gives a default is a setting of the call."""
         return said(
             title_of(titles, call.tool),
-            fixed_out(call),
+            fixed_out(call) if states is None else states,
             linked,
             settings=frozenset(defaults.get(call.tool, ())),
             order=call.writes,
@@ -762,7 +780,19 @@ def candidates(
             names = frozenset(record_names(result_records(one.data, one.structured)))
             # (a query's rows are each a row of its table: "the date of the order whose customer is Cleo")
             each = listed_as.get(names) or (named if queries and part is None else None)
-            made += field_tasks(one, states, chain, rng, hidden, says, queries, named, state, each)
+
+            def quiet(
+                field: str, one: ExploredCall = one, states: dict[str, Any] = states, issued: frozenset[str] = issued
+            ) -> tuple[dict[str, Any], Said]:
+                """What a task asking for `field` states of the call, and the call said so: less the values that
+                changed none of its answers."""
+                left = needless.get((call_key(one.tool, one.arguments), normalize_text(field)), set())
+                return unstated(states, left), say(one, issued, unstated(fixed_out(one), left))
+
+            as_said = says is saying and saying is not None and not queries
+            made += field_tasks(
+                one, states, chain, rng, hidden, says, queries, named, state, each, quiet if as_said else None
+            )
         if wrapped is not None:  # ... and what is said of a listing it wraps
             own = call.model_copy(update={"structured": {k: v for k, v in data.items() if k != wrapped[0]}})
             made += field_tasks(own, states, chain, rng, hidden, saying, queries, noun, state)

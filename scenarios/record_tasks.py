@@ -10,6 +10,7 @@ import json
 import random
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from mcprl.checks import ContainsCheck, holds_answer, normalize_text
@@ -89,13 +90,16 @@ def field_tasks(
     noun: str | None = None,
     prepare: list[ExploredCall] | None = None,
     kind: str | None = None,
+    quiet: Callable[[str], tuple[dict[str, Any], Said]] | None = None,
 ) -> list[Scenario]:
     """Tasks asking for a labelled field of one record of the result (one line of a listing, or
     the whole result when it is one record); not for a field of `unasked` (a flag, a position, a constant). `args`:
-    what a task states of the call's arguments; `saying`, the call in words. A call that took `queries` (SQL)
-    is said by what its result holds and its records named `noun` (a table's row), never by its query; with
-    no `saying`, only its records' names ask for them. `kind`: what each record of a listing is, where another
+    what a task states of the call's arguments; `saying`, the call in words; `quiet(field)`, both where a task asks
+    for that field (less the values that changed none of its answers: a file's total lines, whichever line a read
+    started at). A call that took `queries` (SQL) is said by what its result holds and its records named `noun` (a
+    table's row), never by its query; with no `saying`, only its records' names ask for them. `kind`: what each record of a listing is, where another
     listing said so of their names (else its wrapper's key or opening key says it)."""
+    stated_args, said_call = args, saying  # (what `quiet` gives in their place, field by field)
     writes = [json.dumps(c.arguments, ensure_ascii=False) for c in prepare or []]  # the arguments of its state's writes
     pairs = result_values(call.data, call.structured)
     records = result_records(call.data, call.structured)
@@ -225,6 +229,7 @@ def field_tasks(
         picked = sorted(rng.sample(labelled, len(labelled)), key=lambda kv: not re.search(r"\d", str(kv[1])))
         for field, value in picked[:FIELDS_PER_RESULT]:
             at_place = None  # the place that picks the record out, where one does ("latest commit")
+            args, saying = quiet(field) if quiet is not None else (stated_args, said_call)
             # a name that picks the record out: of it alone, and given by at most one of the writes that made the
             # state it is read from (two tasks created "Weekly report" are not told apart by it)
             label = next(

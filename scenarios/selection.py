@@ -10,11 +10,14 @@ import random
 import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping
+from itertools import combinations
 from typing import Any
 
 from mcprl.checks import as_number, live_of, normalize_text
+from mcprl.scenarios.lexicon import BOUND_WORDS, words_of
 from mcprl.scenarios.phrasing import value_text
 from mcprl.scenarios.record_tasks import MAX_LISTED
+from mcprl.scenarios.values import call_key
 from mcprl.types import Scenario
 
 
@@ -41,6 +44,24 @@ def parts(value: Any, path: str = "") -> dict[str, str]:
     return {path: normalize_text(value_text(value))}
 
 
+def unstated(arguments: dict[str, Any], paths: set[str]) -> dict[str, Any]:
+    """Arguments less the values at `paths` (`parts`' paths: "files.0.ranges.0.start"), and less what that leaves
+    empty (a range with no bound, a list of none): what a task states where those changed no answer."""
+
+    def left(value: Any, path: str) -> Any:
+        if path in paths:
+            return None
+        if isinstance(value, dict):
+            kept = {k: v for k, item in value.items() if (v := left(item, f"{path}.{k}" if path else k)) is not None}
+            return kept or None
+        if isinstance(value, list) and any(isinstance(item, dict) for item in value):
+            kept_items = [v for at, item in enumerate(value) if (v := left(item, f"{path}.{at}")) is not None]
+            return kept_items or None
+        return value
+
+    return left(arguments, "") or {}
+
+
 def asks(task: Scenario) -> tuple[str, str]:
     """The tool a task's chain ends with and what it asks of its result (the field, else the kind of task)."""
     return task.reference[-1].tool, task.metadata.get("field") or task.metadata["kind"]
@@ -60,18 +81,11 @@ def answer_key(answer: Any) -> str:
 IDLE_PASSES = 4
 
 
-def idle_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
-    """(tool, what is asked: `asks`) -> the parameters (`parts`, however deep) whose value changed no answer: tasks
-    asking the same of the same tool, given the same values but for that one's, have one answer (a time difference is
-    the same at 9:30 and at noon; a file's total lines whichever lines a request's range read), wherever it was varied.
-    Where some of its values changed the answer (a target zone), it is not idle, even beside other values that did not
-    (two names of one zone: UTC, Etc/UTC). A part found idle stays so and is left out of the comparisons of those not
-    yet found, which are made again (a range's end, sent only beside starts that differ, compared once the start is
-    known to change nothing); two found at once were each found with the other held. The
-    values given are the call's and those that pick a record of its result out (the file of a diff where a line is
-    added, the latest commit): a diff against any of five revisions adds that line to one file. Tasks asked of a state
-    other tools' writes prepare (a file written before a listing) are not compared with the rest."""
-    asked: list[tuple[tuple[str, str], dict[str, str], tuple[Any, ...], str]] = []
+def _compared(tasks: list[Scenario]) -> list[tuple[tuple[str, str], dict[str, str], tuple[Any, ...], str, str]]:
+    """What `idle_parameters` and `unsaid_parameters` compare of each task: what it asks (`asks`), its call's values
+    (`parts`), the values besides those that pick its record out, its answer (`answer_key`), and its call (`call_key`
+    of the tool and arguments). Not a task asked of a state other tools' writes prepare."""
+    asked = []
     for t in tasks:
         if t.read_back is not None:
             continue
@@ -83,11 +97,68 @@ def idle_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
             t.metadata.get("place"),
             tuple(c.tool for c in t.prepare),
         )
-        asked.append((asks(t), values, picks, answer_key(t.answer)))
+        asked.append((asks(t), values, picks, answer_key(t.answer), call_key(call.tool, call.arguments)))
+    return asked
+
+
+def unsaid_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
+    """(the call, `call_key`; what is asked, `asks`' field) -> the parts of that call's arguments a task asking it
+    need not state: each a bound of a range (`lexicon.BOUNDS`), compared, for every task asking it of the call and the
+    call's other parts held, across two values or more, all with one answer (a file's total lines, whichever line the
+    read started at). Unlike `idle_parameters`, of the call's own comparisons alone: a range's start that changed no
+    answer where one file was read past its end still picks the lines read of another. A part found is left out of
+    the comparisons of the rest, made again."""
+    asked = _compared(tasks)
+    # (only a range's bounds, numbers: a search's words each matched its one record, and other words find nothing;
+    # two documents of one page each, or tasks 3 and 5 both pending, are not one)
+    bounds = [
+        {k for k, v in values.items() if as_number(v) is not None and set(words_of(k.rpartition(".")[2])) & BOUND_WORDS}
+        for _, values, *_ in asked
+    ]
+    unsaid: dict[int, set[str]] = defaultdict(set)
+    for _ in range(IDLE_PASSES):
+        groups: dict[tuple[Any, ...], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+        members: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+        for i, ((tool, field), values, picks, answer, _) in enumerate(asked):
+            rest = {k: v for k, v in values.items() if k not in unsaid[i]}
+            for k, v in rest.items():
+                group = (tool, field, k, tuple(sorted((k2, v2) for k2, v2 in rest.items() if k2 != k)), picks)
+                groups[group][v].add(answer)
+                members[group].append(i)
+        found = [
+            (g, i)
+            for g, by_value in groups.items()
+            if len(by_value) > 1 and len(set().union(*by_value.values())) == 1
+            for i in members[g]
+            if g[2] in bounds[i]
+        ]
+        if not found:
+            break
+        for g, i in found:
+            unsaid[i].add(g[2])
+    # (of every task asking it of the call: a start that changed no count of plums may change that of apples)
+    each: dict[tuple[str, str], list[set[str]]] = defaultdict(list)
+    for i, ((_, field), *_, call) in enumerate(asked):
+        each[call, field].append(unsaid[i])
+    return {key: set.intersection(*found) for key, found in each.items() if set.intersection(*found)}
+
+
+def idle_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
+    """(tool, what is asked: `asks`) -> the parameters (`parts`, however deep) whose value changed no answer: tasks
+    asking the same of the same tool, given the same values but for that one's, have one answer (a time difference is
+    the same at 9:30 and at noon; a file's total lines whichever lines a request's range read), wherever it was varied.
+    Where some of its values changed the answer (a target zone), it is not idle, even beside other values that did not
+    (two names of one zone: UTC, Etc/UTC). A part found idle stays so and is left out of the comparisons of those not
+    yet found, which are made again (a range's end, sent only beside starts that differ, compared once the start is
+    known to change nothing); two found at once were each found with the other held. The
+    values given are the call's and those that pick a record of its result out (the file of a diff where a line is
+    added, the latest commit): a diff against any of five revisions adds that line to one file. Tasks asked of a state
+    other tools' writes prepare (a file written before a listing) are not compared with the rest."""
+    asked = _compared(tasks)
     idle: set[tuple[str, str, str]] = set()
     for _ in range(IDLE_PASSES):
         answers: dict[tuple[Any, ...], dict[str, str]] = defaultdict(dict)  # ... -> that part's value -> answer
-        for (tool, field), values, picks, answer in asked:
+        for (tool, field), values, picks, answer, _ in asked:
             rest = {k: v for k, v in values.items() if (tool, field, k) not in idle}
             for k, v in rest.items():
                 others = tuple(sorted((k2, v2) for k2, v2 in rest.items() if k2 != k))
@@ -147,11 +218,17 @@ def meaning(
         if k in optional.get(c.tool, ()) or c is call and k in unchanged
     }
     # (a value made of parts, a request's file and range, stated by the parts that changed an answer)
-    composed = {
-        normalize_text(value_text(v)): [f"{p} {part}" for p, part in made.items() if p not in unchanged]
-        for k, v in call.arguments.items()
-        if len(made := parts(v, k)) > 1
-    }
+    composed: dict[str, list[str]] = {}
+    for k, v in call.arguments.items():
+        if len(made := parts(v, k)) > 1:
+            kept = [f"{p} {part}" for p, part in made.items() if p not in unchanged]
+            composed[normalize_text(value_text(v))] = kept
+            # (... and so where a task leaves some of those out: `unsaid_parameters`, "the total lines of todo.txt")
+            idle_here = sorted(set(made) & unchanged)
+            for n in range(1, len(idle_here) + 1):
+                for left in combinations(idle_here, n):
+                    if (less := unstated({k: v}, set(left)).get(k)) is not None:
+                        composed.setdefault(normalize_text(value_text(less)), kept)
     given = [g for g in map(normalize_text, map(str, stated_values(task))) if g not in filters]
     live = live_of(task.check)
     return (

@@ -238,6 +238,60 @@ def test_an_answer_picked_from_a_list_the_task_gives_is_asked_and_one_an_argumen
     assert re.search(r"\b3\b.*\b8\b.*\b5\b", answers[8]) and re.search(r"\b4\b.*\b9\b", answers[9])  # stated
 
 
+def test_a_task_states_no_value_that_changed_none_of_its_answers_and_every_value_that_did():
+    """mcp-text-editor's read takes a file and a range: "How many total lines in ... todo.txt with start 11?" stated
+    a start that changes no file's length. A value compared, the call's others held, across two values or more with
+    one answer is left out of the tasks asking that of the call ("How many lines are in todo.txt?"); where a start
+    changed the lines read, or was never compared (b.txt), the task still states it."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    files = {"a.txt": ["one", "two", "three", "four"], "b.txt": ["alpha", "beta", "gamma"]}
+    starts = [("a.txt", 1), ("a.txt", 2), ("a.txt", 3), ("b.txt", 2)]
+    calls = [
+        ExploredCall(
+            index=i,
+            session=0,
+            tool="read_lines",
+            arguments={"path": f"/srv/{name}", "range": {"start": start}},
+            text=json.dumps({"lines": " / ".join(files[name][start - 1 :]), "total_lines": len(files[name])}),
+        )
+        for i, (name, start) in enumerate(starts)
+    ]
+    tasks = [t for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    by = {
+        (t.metadata.get("field"), t.reference[-1].arguments["path"], t.reference[-1].arguments["range"]["start"]): t
+        for t in tasks
+    }
+    asked = [(k, t.task) for k, t in by.items()]
+    totals = [t for (field, path, _), t in by.items() if field == "total_lines" and path == "/srv/a.txt"]
+    assert totals and all("start" not in t.task and "a.txt" in t.task for t in totals), asked
+    assert all(str(t.answer) == "4" for t in totals)
+    others = [t for (field, path, _), t in by.items() if field == "lines" or path == "/srv/b.txt"]
+    assert others and all(re.search(r"\bstart \d", t.task) for t in others), asked
+
+
+def test_a_list_the_call_was_sent_said_back_whole_is_no_answer():
+    """A query built of the patterns it was sent ("*" and "*.txt" -> "*\n*.txt"), in a record or alone: the task
+    that states the patterns gives its answer away, though each pattern alone would be a choice among them."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    calls = [
+        ExploredCall(
+            index=0,
+            session=0,
+            tool="build_query",
+            arguments={"language": "python", "patterns": ["*", "*.txt"]},
+            text=json.dumps({"language": "python", "query": "*\n*.txt"}),
+        ),
+        ExploredCall(index=1, session=0, tool="join", arguments={"parts": ["tea", "cake"]}, text="tea, cake"),
+        ExploredCall(index=2, session=0, tool="max", arguments={"numbers": [3, 8, 5]}, text="8"),
+    ]
+    tasks = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert {t.answer for t in tasks} == {8}, [(t.task, t.answer) for t in tasks]
+
+
 def test_a_dated_listing_asks_for_its_latest_and_earliest_lines_by_their_dates():
     """A listing whose lines are dated, newest first or oldest first, asks for its first and last lines by place
     ("the latest commit"), and the answer is the field of the line with that date; a listing in no date order says
