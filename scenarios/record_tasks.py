@@ -97,8 +97,9 @@ def field_tasks(
     what a task states of the call's arguments; `saying`, the call in words; `quiet(field)`, both where a task asks
     for that field (less the values that changed none of its answers: a file's total lines, whichever line a read
     started at). A call that took `queries` (SQL) is said by what its result holds and its records named `noun` (a
-    table's row), never by its query; with no `saying`, only its records' names ask for them. `kind`: what each record of a listing is, where another
-    listing said so of their names (else its wrapper's key or opening key says it)."""
+    table's row), never by its query; with no `saying`, only its records' names ask for them. `kind`: what each
+    record of a listing is, where another listing said so of their names (else its wrapper's key or opening key says
+    it)."""
     stated_args, said_call = args, saying  # (what `quiet` gives in their place, field by field)
     writes = [json.dumps(c.arguments, ensure_ascii=False) for c in prepare or []]  # the arguments of its state's writes
     pairs = result_values(call.data, call.structured)

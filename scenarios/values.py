@@ -1508,13 +1508,14 @@ class Knowledge:
     def made_by(self, write: int) -> set[str]:
         """The values (`repr`) a write (its call's index) may have made: those it was sent as what names a thing, or as
         a handle (a project registered by its path is named by it; not a password a key's derivation was sent, "test")
-        and those results gave from it on (the name it answered)."""
+        and those results gave from it on (the name it answered) that no fresh server held before a write (`initial`:
+        the algorithms a listing named, read after a key's derivation, are not the derivation's)."""
         if write not in self.made_at:
             return set()
         naming = IDENTIFYING | NAME_KEYS | self.handles
-        return {repr(v) for k, v in self.made_at[write][1].items() if k in naming or naming & set(words_of(k))} | {
-            repr(s.value) for s in self.seen if s.call >= write
-        }
+        return {repr(v) for k, v in self.made_at[write][1].items() if k in naming or naming & set(words_of(k))} | (
+            {repr(s.value) for s in self.seen if s.call >= write} - self.initial
+        )
 
     def retired(self, tool: str, after: int) -> str | None:
         """Why `tool` gets no more calls: `after` distinct calls in a row failed or said nothing, or nothing new to

@@ -2150,3 +2150,30 @@ def test_what_a_write_was_sent_that_names_nothing_is_no_handle_it_made():
     knowledge.learn("register", registered, [], index=4, session=1, text="ok", is_error=False, error_kind=None,
                     values=[])  # fmt: skip
     assert {"'apollo'", "'sha256'"} <= knowledge.made_by(4) and "'x'" not in knowledge.made_by(4)
+
+
+def test_a_value_a_fresh_server_held_before_any_write_is_issued_by_no_write():
+    """Seen on mcp-hashlib (no tool annotated; a key's derivation is taken for a write): `algorithm` awaited a value
+    (tools refused made-up ones), the algorithms `hash_info` lists were read after the derivation in a session it had
+    opened, and the first tool sent one of them took the derivation for its issuer: it was made again, as it was,
+    first in each of 20 sessions. A value a read gave before any write of a fresh server is the server's: no write
+    issued it, and the key the derivation gave still is its own."""
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    knowledge = Knowledge([], writers=frozenset({"derive_key"}))
+    key = "9f86d081884c7d659a2feaa0c55ad015"
+
+    def learn(tool: str, args: dict, index: int, session: int, values: list) -> None:
+        leaves = [Drawn(path=k, name=k, arm="probe", value=v) for k, v in args.items()]
+        knowledge.learn(
+            tool, args, leaves, index=index, session=session, text=json.dumps(values), is_error=False,
+            error_kind=None, values=values,
+        )  # fmt: skip
+
+    learn("hash_info", {}, 0, 0, [("algorithms", "sha512"), ("algorithms", "md5")])
+    knowledge.handles.add("algorithm")
+    learn("derive_key", {"password": "test", "iterations": 1000}, 1, 1, [("key", key)])
+    learn("hash_info", {}, 2, 1, [("algorithms", "sha512"), ("algorithms", "md5")])
+    assert repr("sha512") not in knowledge.made_by(1) and repr(key) in knowledge.made_by(1)
+    learn("hash_properties", {"algorithm": "sha512"}, 3, 1, [("digest_size", 64)])
+    assert not knowledge.issuers.get("algorithm"), dict(knowledge.issuers)
