@@ -1313,6 +1313,15 @@ async def test_a_column_is_asked_of_by_the_names_the_file_in_plain_view_gives_it
         assert float(task.answer) == pytest.approx(means[call.arguments["column"]], rel=1e-3), task.task
 
 
+def code_folder(tmp_path: Path) -> Path:
+    """A folder of Python code a code server is started in: two files, one in a package."""
+    code = tmp_path / "code"
+    (code / "pkg").mkdir(parents=True)
+    (code / "main.py").write_text("def main():\n    print('hello')\n")
+    (code / "pkg" / "shop.py").write_text("def price():\n    return 3\n\n\ndef tax():\n    return 1\n")
+    return code
+
+
 async def test_the_tools_that_take_a_registered_projects_name_answer_once_a_project_is_registered(tmp_path):
     """Seen on mcp-server-tree-sitter (started in a code folder): fifteen tools take a project's name, which only
     `register_project_tool` makes (by the folder's path); they failed ("Project 'x' not found") before any project was
@@ -1320,11 +1329,7 @@ async def test_the_tools_that_take_a_registered_projects_name_answer_once_a_proj
     session, by `configure`, and the path had been refused by them before it named a project. Once a write makes a
     value the waiting tools take, they get a turn, sent it; the tools answer with the folder's files; a failed call is
     never made twice."""
-    code = tmp_path / "code"
-    (code / "pkg").mkdir(parents=True)
-    (code / "main.py").write_text("def main():\n    print('hello')\n")
-    (code / "pkg" / "shop.py").write_text("def price():\n    return 3\n\n\ndef tax():\n    return 1\n")
-    spec = ServerSpec.parse(f"{sys.executable} {PROJECTS}", cwd=str(code))
+    spec = ServerSpec.parse(f"{sys.executable} {PROJECTS}", cwd=str(code_folder(tmp_path)))
     async with ToolPool(spec) as pool:
         exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
     calls = exploration.calls
@@ -1341,11 +1346,7 @@ async def test_once_tools_await_a_handle_each_session_makes_the_write_named_for_
     answered, while the turns `configure` opened each session sent fifteen tools names no project had: "Project 'x'
     not found", 95 errors of 150 calls, 3 tasks. Once AWAITING tools or more failed on a project, each session makes
     the write named for it before any tool taking one, and the tools that take a project answer."""
-    code = tmp_path / "code"
-    (code / "pkg").mkdir(parents=True)
-    (code / "main.py").write_text("def main():\n    print('hello')\n")
-    (code / "pkg" / "shop.py").write_text("def price():\n    return 3\n")
-    spec = ServerSpec.parse(f"{sys.executable} {PROJECTS} --wide", cwd=str(code))
+    spec = ServerSpec.parse(f"{sys.executable} {PROJECTS} --wide", cwd=str(code_folder(tmp_path)))
     async with ToolPool(spec) as pool:
         exploration = await explore(pool, ExploreConfig(calls=60), seed=seed, say=lambda _: None)
         takes = {t["name"] for t in pool.toolset.mcp_tools if "project" in t["inputSchema"].get("required", [])}
