@@ -266,9 +266,10 @@ def candidates(
     values a task need not state. Nor does a task asking a call for a field state the values that changed none of
     its answers (`selection.unsaid_parameters`: a file's total lines, whichever line a read started at): the record
     is grounded again without them where some did."""
-    found = _candidates(exploration, descriptions, seed, titles or {}, defaults or {}, {})
+    titles, defaults = titles or {}, defaults or {}
+    found = _candidates(exploration, descriptions, seed, titles, defaults, {})
     if needless := unsaid_parameters(found):
-        found = _candidates(exploration, descriptions, seed, titles or {}, defaults or {}, needless)
+        found = _candidates(exploration, descriptions, seed, titles, defaults, needless)
     return found
 
 
@@ -503,6 +504,19 @@ def _candidates(
             settings=frozenset(defaults.get(call.tool, ())),
             order=call.writes,
         )
+
+    def quieted(
+        call: ExploredCall, states: dict[str, Any], issued: frozenset[str]
+    ) -> Callable[[str], tuple[dict[str, Any], Said]]:
+        """`field_tasks`' `quiet` of a call whose task states `states` (its `issued` handles said as the previous
+        result): for a field, those and the call in words, less the values that changed none of its answers
+        (`needless`)."""
+
+        def quiet(field: str) -> tuple[dict[str, Any], Said]:
+            left = needless.get((call_key(call.tool, call.arguments), normalize_text(field)), set())
+            return unstated(states, left), say(call, issued, unstated(fixed_out(call), left))
+
+        return quiet
 
     def handled(chain: list[ExploredCall]) -> tuple[frozenset[str], list[Said], list[str]] | None:
         """How a task says a chain whose calls take handles (`Exploration.handles`: a session's id, another each
@@ -780,19 +794,8 @@ def _candidates(
             names = frozenset(record_names(result_records(one.data, one.structured)))
             # (a query's rows are each a row of its table: "the date of the order whose customer is Cleo")
             each = listed_as.get(names) or (named if queries and part is None else None)
-
-            def quiet(
-                field: str, one: ExploredCall = one, states: dict[str, Any] = states, issued: frozenset[str] = issued
-            ) -> tuple[dict[str, Any], Said]:
-                """What a task asking for `field` states of the call, and the call said so: less the values that
-                changed none of its answers."""
-                left = needless.get((call_key(one.tool, one.arguments), normalize_text(field)), set())
-                return unstated(states, left), say(one, issued, unstated(fixed_out(one), left))
-
-            as_said = says is saying and saying is not None and not queries
-            made += field_tasks(
-                one, states, chain, rng, hidden, says, queries, named, state, each, quiet if as_said else None
-            )
+            quiet = quieted(one, states, issued) if says is saying and saying is not None and not queries else None
+            made += field_tasks(one, states, chain, rng, hidden, says, queries, named, state, each, quiet)
         if wrapped is not None:  # ... and what is said of a listing it wraps
             own = call.model_copy(update={"structured": {k: v for k, v in data.items() if k != wrapped[0]}})
             made += field_tasks(own, states, chain, rng, hidden, saying, queries, noun, state)

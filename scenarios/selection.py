@@ -140,7 +140,7 @@ def unsaid_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
     each: dict[tuple[str, str], list[set[str]]] = defaultdict(list)
     for i, ((_, field), *_, call) in enumerate(asked):
         each[call, field].append(unsaid[i])
-    return {key: set.intersection(*found) for key, found in each.items() if set.intersection(*found)}
+    return {key: common for key, sets in each.items() if (common := set.intersection(*sets))}
 
 
 def idle_parameters(tasks: list[Scenario]) -> dict[tuple[str, str], set[str]]:
