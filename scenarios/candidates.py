@@ -725,7 +725,10 @@ def _candidates(
                     "chain" if len(chain) > 1 else "result",
                     # (an expression's value is one question whichever tool computed it)
                     field=EXPRESSION_FIELD if worded else None,
-                    given=[value_text(v) for c in chain for v in fixed_out(c).values()],
+                    # (not what a step took from the result before it, said as "the previous result")
+                    given=[
+                        value_text(v) for c, ln in zip(chain, linked) for k, v in fixed_out(c).items() if k not in ln
+                    ],
                     prepare=state,
                 )
             )

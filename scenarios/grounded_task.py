@@ -106,14 +106,15 @@ def answerable(value: Any, whole: bool = False) -> bool:
     a message that nothing was found ("No relationships found for this item": what the result lacks), nor a value
     that says it is not known ("unknown", "n/a": `lexicon.UNKNOWN`)."""
     text = str(value).strip()
+    digest = whole and DIGEST.fullmatch(text) is not None
     return (
         re.search(r"[^\W_]", text) is not None
         and normalize_text(text) not in NO_ANSWER
         and not re.fullmatch(r"[A-Za-z]", text)
         and len(text.split()) <= MAX_ANSWER_WORDS
-        and len(text) <= MAX_ANSWER_CHARS
+        and len(text) <= (2 * MAX_ANSWER_CHARS if digest else MAX_ANSWER_CHARS)
         and len(numbers(text)) <= 1
-        and not (BASE64.fullmatch(text) and not (whole and DIGEST.fullmatch(text)))
+        and not (BASE64.fullmatch(text) and not digest)
         and not text.endswith(":")
         and not re.fullmatch(r"<[^<>]*>", text)
         and not SESSION_FOLDER.search(text)

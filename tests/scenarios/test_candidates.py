@@ -519,6 +519,35 @@ def test_no_answer_is_longer_than_a_line():
     assert tasks and all(len(str(t.answer)) <= 80 for t in tasks), [t.answer for t in tasks]
 
 
+def test_a_digest_a_call_computed_is_an_answer_of_any_length_and_one_sent_on_is_the_previous_result():
+    """mcp-hashlib (PyPI): six of its 17 reads grounded a task. A SHA-512 a call computed (128 digits) was longer
+    than a line, no answer; and where exploring sent one digest on to another tool (`hash_sha256` of `hash_md5`'s
+    result), the task said it as "the previous result" yet counted it as a value it states, which no task may be
+    (a digest is read, not said). Each is a task now: the answer the digest the call computed, no task stating one."""
+    import hashlib
+
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+
+    md5 = hashlib.md5(b"test").hexdigest()
+    sha512 = hashlib.sha512(b"test").hexdigest()
+    chained = hashlib.sha256(md5.encode()).hexdigest()
+    calls = [
+        ExploredCall(index=0, session=0, tool="hash_md5", arguments={"data": "test"}, text=md5),
+        ExploredCall(index=1, session=0, tool="hash_sha512", arguments={"data": "test"}, text=sha512),
+        ExploredCall(
+            index=2, session=0, tool="hash_sha256", arguments={"data": md5}, text=chained,
+            sources={"data": "result:0"}, parents=[0],
+        ),
+    ]  # fmt: skip
+    tasks = [t for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert {t.answer for t in tasks} == {md5, sha512, chained}, [(t.task, t.answer) for t in tasks]
+    for t in tasks:
+        assert not any(d in t.task for d in (md5, sha512, chained)) and "test" in t.task, t.task
+        assert not {md5, sha512, chained} & set(t.metadata["given"]), t.metadata["given"]
+    assert all("previous result" in t.task for t in tasks if t.answer == chained)
+
+
 def test_a_task_that_states_a_value_needs_no_call_that_found_it():
     """Exploring found SKU-3000 by listing first; asked for by its sku, the item needs `get_item`
     alone, asked for by its name, the listing too (what the rollout must find)."""
