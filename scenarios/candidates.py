@@ -908,6 +908,10 @@ def links(chain: list[ExploredCall]) -> list[frozenset[str]] | None:
         pairs = result_values(before.data, before.structured)
         for k in taken:
             labels = {label for label, v in pairs if same_value(v, call.arguments[k])}
+            # (one item of a listing, which another value under its label stands beside, is no "previous result":
+            # which one? `factorial` of 4 after `divisors` of 4 said "[1, 2, 4]")
+            if any(label in labels and not same_value(v, call.arguments[k]) for label, v in pairs):
+                return None
             # (a part of one of its values, a word of "/Reading list.md" sent as a search's query, is no "previous
             # result"; a value made of one, an expression over the number it gave, is)
             sent = str(call.arguments[k])

@@ -33,8 +33,8 @@ DIGEST = re.compile(r"[0-9a-fA-F]{40,}")  # a digest in hexadecimal (a SHA-256),
 EXPRESSION = re.compile(r"\d\s*[*/^]\s*[\w(]|[\w)]\s*[*/^]\s*\d")  # a number an operator joins to another term
 OPERATION = re.compile(r"[\w)]\s*(?:[*/^+=]+|\s-\s)\s*[\w(]")  # terms an operator joins ("6*x", "x + 1"; not "to-do")
 # a function applied to its arguments, the whole text: an expression left unevaluated (`Derivative(5, x)`), whose
-# numbers are what it was given, not what it came to
-APPLIED = re.compile(r"[A-Za-z_][\w.]*\(.*\)", re.S)
+# numbers are what it was given, not what it came to (negated too: `-fresnels(1)`)
+APPLIED = re.compile(r"[-+]?[A-Za-z_][\w.]*\(.*\)", re.S)
 
 
 # a row of cells that commas join, no space between, one of them a word ("pear,7" of a CSV file's line; "1,000" is a

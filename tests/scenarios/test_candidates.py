@@ -900,7 +900,8 @@ def test_a_value_that_changed_no_answer_makes_no_other_question_and_one_text_giv
 def test_the_previous_result_is_always_the_result_of_the_call_said_before():
     """A chain is said call after call, a value one call found given to the next as "the previous result": never
     where it came from an earlier call (`divide(a=<first sum>, b=<second sum>)` is not "divide the previous result by
-    the previous result")."""
+    the previous result"), nor where it was one item of those the previous result listed (mcp-sympy: "Find the
+    divisors of 4. Then find the factorial of the previous result." -> 24)."""
     from mcprl.scenarios.candidates import candidates
     from mcprl.scenarios.explored import Exploration, ExploredCall
 
@@ -915,9 +916,12 @@ def test_the_previous_result_is_always_the_result_of_the_call_said_before():
         made(1, "add", {"a": 16, "b": 34}, "50"),
         made(2, "divide", {"a": 5, "b": 50}, "0.1", {"a": "result:0", "b": "result:1"}),
         made(3, "multiply", {"a": 50, "b": 2}, "100", {"a": "result:1"}),
+        # ... nor where it is one item of a listing: which of 1, 2 and 4 would "the previous result" be?
+        made(4, "divisors", {"n": 4}, "[1, 2, 4]"),
+        made(5, "factorial", {"n": 4}, "24", {"n": "result:4"}),
     ]
     tasks = [t for seed in range(8) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
-    assert not [t.task for t in tasks if t.answer == 0.1 and "previous result" in t.task]
+    assert not [t.task for t in tasks if t.answer in (0.1, 24) and "previous result" in t.task]
     assert any("previous result" in t.task for t in tasks if t.answer == 100), [t.task for t in tasks]
 
 
