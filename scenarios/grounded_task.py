@@ -30,7 +30,8 @@ SENTENCE_WORDS = 8
 ANSWER_WORDS = 12  # words an answer may add around the value ("The confirmation code of the email is ZOE67V.")
 BASE64 = re.compile(r"[A-Za-z0-9+/]{40,}={0,2}")
 DIGEST = re.compile(r"[0-9a-fA-F]{40,}")  # a digest in hexadecimal (a SHA-256), which BASE64 holds too
-EXPRESSION = re.compile(r"\d\s*[*/^]\s*[\w(]|[\w)]\s*[*/^]\s*\d")  # a number an operator joins to another term
+# a number an operator joins to another term ("2*x", "9**19")
+EXPRESSION = re.compile(r"\d\s*(?:\*\*|[*/^])\s*[\w(]|[\w)]\s*(?:\*\*|[*/^])\s*\d")
 OPERATION = re.compile(r"[\w)]\s*(?:[*/^+=]+|\s-\s)\s*[\w(]")  # terms an operator joins ("6*x", "x + 1"; not "to-do")
 # a function applied to its arguments, the whole text: an expression left unevaluated (`Derivative(5, x)`), whose
 # numbers are what it was given, not what it came to (negated too: `-fresnels(1)`)
@@ -81,6 +82,7 @@ def result_answer(text: str, sent: Sequence[str] = ()) -> Any | None:
         # (a sentence, or a line that says what it was asked: not a title's one number, "Invoice for March 2024")
         if (
             (MESSAGE.fullmatch(text) or rest != text)
+            and not EXPRESSION.search(text)  # (a power the call was sent the exponent of, "9**19", is no 9)
             and len(text) <= 2 * MAX_ANSWER_CHARS
             and (number := one_number(rest, words=SENTENCE_WORDS)) is not None
         ):

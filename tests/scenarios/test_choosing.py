@@ -326,11 +326,13 @@ def test_a_one_letter_or_yes_or_no_value_answers_no_task():
         # ... nor a number a function left unevaluated was given: the derivative of 5 is no 5
         _call(4, "sympy_derivative", {"expr": "2 + 3", "variable": "x"}, "Derivative(5, x)"),
         _call(6, "sympy_fresnels", {"expr": "3 - 4"}, "-fresnels(1)"),  # (negated: the Fresnel S of -1 is no 1)
+        # ... nor the base of a power the call was sent the exponent of ("9**19" is no 9)
+        _call(7, "sympy_symbolic_power", {"expr": "2 + 7", "n": "19"}, "9**19"),
         # ... nor the coefficient of a term over the expression's symbols (LaTeX's "7 x" of "x**1 + 6*x" is no 7)
         _call(5, "sympy_latex", {"expr": "x**1 + 6*x"}, "7 x"),
     ]
     tasks = [t for seed in range(6) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
-    assert tasks and all(len(str(t.answer)) > 1 and t.answer not in ("No", 7, 1) for t in tasks), [
+    assert tasks and all(len(str(t.answer)) > 1 and t.answer not in ("No", 7, 1, 9) for t in tasks), [
         (t.task, t.answer) for t in tasks
     ]
 
