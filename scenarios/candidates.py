@@ -10,7 +10,7 @@ import json
 import random
 import re
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from mcprl.checks import as_number, holds_answer, normalize_text, same_value
@@ -524,7 +524,7 @@ def _candidates(
         calls before it, said as orders ("Load csv ... Then ... for the previous result"), and the values those
         state. None where a handle a result gave came from another call than the one before (a task would state
         it, or misread "the previous result")."""
-        linked = links(chain)
+        linked = links(chain, exploration.handles)
         if linked is None:  # (a value from a result that no task says where it came from: stated, unless a handle)
             taken = [k for c in chain for k in c.arguments if source_call(c.sources.get(k, "")) is not None]
             return None if set(exploration.handles) & set(taken) else (frozenset(), [], [])
@@ -896,11 +896,12 @@ def searched_at(call: ExploredCall) -> list[tuple[str, str]]:
     ]
 
 
-def links(chain: list[ExploredCall]) -> list[frozenset[str]] | None:
+def links(chain: list[ExploredCall], said: Collection[str] | None = None) -> list[frozenset[str]] | None:
     """Each call's arguments that took a value from a result, said as "the previous result" where each call is said
     after the one before it; None where one came from an earlier call than that, or where that result labelled it
     neither as what names a thing (a name, an id, a path) nor as the parameter's kind of thing (a health report's
-    "max_sessions": 100 sent as a session id): either would be misread."""
+    "max_sessions": 100 sent as a session id), or where one said so (all, or those `said` names: the rest are
+    stated) was one item of a listing: each would be misread."""
     linked = [frozenset(k for k in c.arguments if source_call(c.sources.get(k, "")) is not None) for c in chain]
     if any(source_call(c.sources[k]) != chain[i - 1].index for i, c in enumerate(chain) for k in linked[i]):
         return None
@@ -910,7 +911,9 @@ def links(chain: list[ExploredCall]) -> list[frozenset[str]] | None:
             labels = {label for label, v in pairs if same_value(v, call.arguments[k])}
             # (one item of a listing, which another value under its label stands beside, is no "previous result":
             # which one? `factorial` of 4 after `divisors` of 4 said "[1, 2, 4]")
-            if any(label in labels and not same_value(v, call.arguments[k]) for label, v in pairs):
+            if (said is None or k in said) and any(
+                label in labels and not same_value(v, call.arguments[k]) for label, v in pairs
+            ):
                 return None
             # (a part of one of its values, a word of "/Reading list.md" sent as a search's query, is no "previous
             # result"; a value made of one, an expression over the number it gave, is)
