@@ -254,6 +254,7 @@ FORMATTED = (
     "expression",
     "symbol",
     "code",
+    "geojson",
     "json",
 )
 WRITTEN = ("title", "text", "relation", "kind", "tag")
@@ -297,6 +298,17 @@ PROBES: dict[str, tuple[tuple[str, ...], frozenset[str]]] = {
     "url": (("https://example.com",), frozenset("url uri link website site href".split())),
     "email": (("user@example.com",), frozenset("email mail recipient sender".split())),
     "number": (("1", "42"), frozenset("number id count amount index num".split())),
+    # a place, a line and an area in GeoJSON (RFC 7946: longitude first), a standard's shapes as SQL's are: a
+    # server of geometry takes them as text
+    "geojson": (
+        (
+            '{"type": "Point", "coordinates": [-9.1393, 38.7223]}',
+            '{"type": "Polygon", "coordinates": [[[-9.15, 38.72], [-9.14, 38.72], [-9.14, 38.73], [-9.15, 38.73], '
+            "[-9.15, 38.72]]]}",
+            '{"type": "LineString", "coordinates": [[-9.15, 38.72], [-9.14, 38.73]]}',
+        ),
+        frozenset("geojson geometry geometries".split()),
+    ),
     "json": (("{}", "[]"), frozenset("json object payload".split())),
     "word": (("test", "example", "hello world"), frozenset("query search term keyword find filter".split())),
     "title": (
@@ -464,10 +476,12 @@ FORBIDDING = re.compile(
     re.I,
 )
 # ... and the words just after one that say there is none of it ("name 'f' is not defined", "'x' not found", "Table
-# 'x' doesn't exist", "'x' is not a valid date")
+# 'x' doesn't exist", "'x' is not a valid date"), or that it is a type of the program's that failed ("'float' object
+# has no attribute 'get'", "'NoneType' object is not subscriptable": Python's, of a value of the wrong kind)
 DENIED = re.compile(
     r"\s*(?:(?:is|was|are|does|do|did|could|can)\s*)?(?:not|n't)\s+(?:be\s+)?"
-    r"(?:found|defined|exists?|recogni[sz]ed|supported|valid|allowed|known|a|an)\b",
+    r"(?:found|defined|exists?|recogni[sz]ed|supported|valid|allowed|known|a|an)\b"
+    r"|\s+object\s+(?:has\s+no|is\s+not)\b",
     re.I,
 )
 

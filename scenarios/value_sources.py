@@ -6,6 +6,7 @@ the type a parameter takes."""
 
 from __future__ import annotations
 
+import ast
 import datetime
 import itertools
 import json
@@ -87,6 +88,48 @@ def description_examples(description: str) -> list[str]:
     found = re.findall(EXAMPLE_CUE + r"\s*,?:?\s*['\"]?([\w@./:-]+(?: [\w@./:-]+)?)", description, re.I)
     found += offered(description)
     return list(dict.fromkeys(v.rstrip(".,)") for v in found if v.strip()))
+
+
+def call_examples(text: str, params: dict[str, list[str]]) -> dict[tuple[str, str], list[Any]]:
+    """The values a text shows a call of one of the server's tools sent, written as a call in code is (a catalogue's
+    `"example": "transform_crs(geojson=data, from_crs='EPSG:4326', to_crs='EPSG:3857')"`, a description's
+    `geocode('Dhaka, Bangladesh', limit=1)`): (tool, parameter) -> those values, each a literal (a name, `data`,
+    stands for a value the example does not give); a value given by position is the parameter's of that place."""
+    found: dict[tuple[str, str], list[Any]] = {}
+    if not params:
+        return found
+    for m in re.finditer(rf"\b({'|'.join(map(re.escape, sorted(params, key=len, reverse=True)))})\(", text):
+        depth, quote, end = 1, "", None
+        for i in range(m.end(), min(len(text), m.end() + 2000)):
+            c = text[i]
+            if quote:
+                quote = "" if c == quote and text[i - 1] != "\\" else quote
+            elif c in "'\"":
+                quote = c
+            elif c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth -= 1
+                if depth == 0:
+                    end = i
+                    break
+        if end is None:
+            continue
+        try:
+            call = ast.parse(f"f({text[m.end() : end]})", mode="eval").body
+        except SyntaxError:
+            continue
+        assert isinstance(call, ast.Call)
+        tool, names = m[1], params[m[1]]
+        given = [(names[i], a) for i, a in enumerate(call.args) if i < len(names)]
+        given += [(k.arg, k.value) for k in call.keywords if k.arg in names]
+        for name, node in given:
+            try:
+                value = ast.literal_eval(node)
+            except ValueError:
+                continue
+            found.setdefault((tool, name), []).append(value)
+    return found
 
 
 _ITEM = r"[\w@./:+-]+(?: [\w@./:+-]+){0,2}"

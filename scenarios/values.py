@@ -109,6 +109,7 @@ from mcprl.scenarios.value_sources import (
     ISSUED,
     PROSE_LIST,
     QUOTED,
+    call_examples,
     coerce,
     description_examples,
     error_shape,
@@ -333,6 +334,11 @@ class Knowledge:
         self.descriptions = descriptions or {}  # tool -> its description (what a parameter's words mean there)
         self.writers = writers  # the tools that may write
         self.params = params or {}  # tool -> the names of its arguments (the input schema's properties)
+        # (tool, parameter) -> the values calls written as code showed it sent, in any tool's description or any
+        # result (`call_examples`): a catalogue's "transform_crs(geojson=data, from_crs='EPSG:4326', ...)"
+        self.shown: dict[tuple[str, str], list[Any]] = defaultdict(list)
+        for description in self.descriptions.values():
+            self._show(description)
         # the server's tool and parameter names: an error quotes them to say what to give or call ("specify a 'path'
         # or use 'git_set_working_dir' first"), and none it quotes is a value
         self.names = frozenset(self.params) | {p for names in self.params.values() for p in names}
@@ -884,7 +890,12 @@ class Knowledge:
             arms["default"] = fit([schema["default"]])
         # and the items of a list its description gives, or where it gives none, its tool's ("How many moons a
         # planet has (Mercury, Venus, Earth or Mars)", its `planet` described by nothing but its name)
-        examples = [*(schema.get("examples") or []), *description_examples(description), *listed_items(description)]
+        examples = [
+            *(schema.get("examples") or []),
+            *self.shown.get((tool, name), []),
+            *description_examples(description),
+            *listed_items(description),
+        ]
         # (its tool's, only where it takes this one parameter: a docstring's list is of the parameter it follows,
         # "execution_mode: "inline" or "subprocess"", not of the code beside it)
         examples = examples or (listed_items(around) if len(self.params.get(tool) or [name]) == 1 else [])
@@ -1147,6 +1158,13 @@ class Knowledge:
         return self._validators[key]
 
     # ---- learning from a call ----------------------------------------------------------------------
+    def _show(self, text: str) -> None:
+        """Keep the values `text` shows calls of the server's tools sent (`shown`)."""
+        for key, values in call_examples(text, self.params).items():
+            for value in values:
+                if repr(value) not in map(repr, self.shown[key]):
+                    self.shown[key].append(value)
+
     def learn(
         self,
         tool: str,
@@ -1213,8 +1231,12 @@ class Knowledge:
                 for d in unproven(among):
                     self.unblamed[tool, d.path].add(repr(d.value))
 
-            lowered = message.lower().replace(tool.lower(), " ")  # (a tool's name, "column_total", names no "column")
             sent = {str(d.value) for d in leaves}
+            # (a tool's name, "column_total", names no "column"; but where a value sent holds it, the error may quote
+            # that value: "Invalid projection: transform_crs" of a system sent the name a catalogue listed)
+            lowered = message.lower()
+            if not any(tool.lower() in v.lower() for v in sent):
+                lowered = lowered.replace(tool.lower(), " ")
             quoted = set(QUOTED.findall(message))
             # a relative path it says it looked for in a folder ("no such file ... '/srv/vault/README.md'" of
             # "README.md"): the folder relative paths are taken in, whose files are sent by theirs (`entry`)
@@ -1331,6 +1353,8 @@ class Knowledge:
         log.answered += 1
         log.failing = 0
         log.blamed = set()
+        for said in [text, *(v for _, v in values if isinstance(v, str) and v != text)]:
+            self._show(said)
         self.record_fields |= keyed_fields(result_data(text, None))
         if again:
             log.again += 1

@@ -307,7 +307,12 @@ _ERROR_OPENING = re.compile(
 # 1) ---", "## Error") or a Python traceback's first line: the output of code run, which failed
 _ERROR_HEADING = re.compile(r"^\s*[-=#*]+\s*error\b(?:\s*\([^)]*\))?\s*[-=#*:]*\s*$", re.IGNORECASE | re.MULTILINE)
 TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):\s*$", re.MULTILINE)
-_ERROR_KEYS = {"error", "errors", "error_message", "message", "detail", "code", "status", "ok", "success"}
+# the fields of an object that says only that the call failed: its error, and what goes with one (a hint on what to
+# fix: mcp-geo's `{"error": "Invalid GeoJSON: ...", "hint": "Check your input parameters."}`)
+_ERROR_KEYS = {
+    "error", "errors", "error_message", "error_type", "error_code", "message", "detail", "details", "reason", "hint",
+    "suggestion", "traceback", "code", "status", "ok", "success",
+}  # fmt: skip
 _OUTCOME_FLAGS = ("ok", "success", "succeeded", "successful")  # a result's flag of whether the call worked
 _FAILED_STATUSES = (False, "error", "failed", "failure", "fail")  # a `status` that says the call did not work
 
@@ -329,9 +334,27 @@ def reports_error(text: str) -> bool:
         return _ERROR_OPENING.search(opening) is not None or any(
             p.search(text[:4000]) for p in (_ERROR_HEADING, TRACEBACK)
         )
-    return isinstance(data, dict) and (
-        _says_failed(data) or bool(data) and all(isinstance(v, dict) and _says_failed(v) for v in data.values())
+    if not isinstance(data, dict):
+        return False
+    # (a batch's records, each holding only an error where its result would be: mcp-geo's `batch_geocode`, whose
+    # every address's `matches` was `{"error": "Name or service not known", "hint": ...}`, beside its counts)
+    batches = [v for v in data.values() if isinstance(v, list) and v and all(isinstance(i, dict) for i in v)]
+    return (
+        _says_failed(data)
+        or bool(data)
+        and all(isinstance(v, dict) and _says_failed(v) for v in data.values())
+        or bool(batches)
+        and all(_holds_error(record) for batch in batches for record in batch)
     )
+
+
+def _holds_error(data: Any) -> bool:
+    """Whether a JSON value is, or holds at any depth, an object of error fields only (`_ERROR_KEYS`)."""
+    if isinstance(data, dict):
+        return (bool(data.get("error") or data.get("errors")) and set(data) <= _ERROR_KEYS) or any(
+            _holds_error(v) for v in data.values()
+        )
+    return isinstance(data, list) and any(_holds_error(v) for v in data)
 
 
 def _says_failed(data: dict[str, Any]) -> bool:

@@ -39,6 +39,7 @@ KEYED_STORE = Path(__file__).resolve().parents[1] / "data" / "keyed_store_server
 CALC_SESSIONS = Path(__file__).resolve().parents[1] / "data" / "calc_sessions_server.py"
 DB_FILES = Path(__file__).resolve().parents[1] / "data" / "db_files_server.py"
 DIGESTS = Path(__file__).resolve().parents[1] / "data" / "digests_server.py"
+GEOMETRY = Path(__file__).resolve().parents[1] / "data" / "geometry_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:

@@ -39,6 +39,7 @@ from tests.scenarios.explored_servers import (
     ENTRIES,
     FOLDER,
     FRAME,
+    GEOMETRY,
     KEYED_STORE,
     MANY_TOOLS,
     NOTES,
@@ -110,6 +111,11 @@ def test_which_result_texts_report_an_error():
         # (a file named as a date was sent: the name a result gives before its colon may hold spaces)
         "Sun Mar 10 2024 10:00:00 GMT+0000 (Coordinated Universal Time): Error - ENOENT: no such file",
         '{"error": "not found"}',
+        # (mcp-geo's: a batch whose every record holds an error where its result would be, beside its counts)
+        '{"total": 2, "results": [{"address": "Lisbon", "index": 0, "result": {"matches": {"error": "no network"}}},'
+        ' {"address": "Porto", "index": 1, "result": {"matches": {"error": "no network", "hint": "retry"}}}]}',
+        # (mcp-geo's: an error and a hint on what to fix, no data beside)
+        '{"error": "Invalid GeoJSON: Expecting value: line 1 column 1", "hint": "Check your input parameters."}',
         '{"ok": false, "detail": "no such order"}',
         '{"status": false, "status_message": "file not found", "tool_result": {"error_code": "file_not_found"}}',
         '{"status": "error", "message": "Language \'x\' is not available"}',
@@ -150,6 +156,9 @@ def test_which_result_texts_report_an_error():
         '{"status": "shipped", "ok": true}',
         '{"device": "lamp", "status": false}',  # a thing's state, not the call's
         '{"job": "build", "status": "failed"}',  # a job's state: nothing says the call failed
+        '{"job": "build", "error": "timeout", "hint": "raise the limit"}',  # (a job's record: its error is data)
+        # (... and a batch of which one record failed: the call answered for the others)
+        '{"results": [{"address": "Lisbon", "matches": {"error": "none"}}, {"address": "Porto", "matches": [1]}]}',
         '{"status": "success", "message": "Language \'python\' is available"}',
         '{"/srv/notes.txt": {"result": "ok", "hash": "e45a"}, "/srv/b.txt": {"result": "error", "reason": "gone"}}',
         '{"result": "error"}',  # (a value, alone: what was computed)
@@ -1487,3 +1496,21 @@ async def test_a_line_that_names_algorithms_gives_each_to_the_tools_that_take_on
     for t in asked:
         data = t.reference[0].arguments["data"]
         assert t.answer == hashlib.sha256(data.encode()).hexdigest() and data in t.task, (t.task, t.answer)
+
+
+async def test_a_geometry_a_standard_writes_and_a_call_a_catalogue_shows_in_code_reach_every_tool_that_can_answer():
+    """mcp-geo (PyPI): every refusal is a result MCP calls a success (`{"error": ..., "hint": ...}`), taken for an
+    answer: 131 of 132 calls "answered", and its tasks asked for the hint ("What is the hint of the centroid for
+    example?"). Its geometries are GeoJSON texts, of which nothing in view gave one; its reprojection takes systems
+    by code, which only its catalogue's example calls show (`transform_crs(..., from_crs='EPSG:4326', ...)`); its
+    two-geometry tools were sent "float", which Python's words for a value of the wrong kind quoted. Each tool that
+    can answer answers; the lookup of places, whose every record failed, never; no failed call is made again."""
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {GEOMETRY}")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=40), seed=0, say=lambda _: None)
+    for tool in ("area", "distance", "transform_crs", "list_all_tools"):
+        assert exploration.tools[tool].answered >= 1, exploration.summary()
+    assert exploration.tools["batch_geocode"].answered == 0, exploration.summary()
+    assert all(c.is_error for c in exploration.calls if '"error"' in c.text), exploration.summary()
+    assert not any(v == "float" for c in exploration.calls for v in c.arguments.values())
+    failed = [call_key(c.tool, c.arguments) for c in exploration.calls if c.is_error and c.repeats is None]
+    assert len(failed) == len(set(failed))
