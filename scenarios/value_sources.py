@@ -10,6 +10,7 @@ import ast
 import datetime
 import itertools
 import json
+import math
 import random
 import re
 from difflib import SequenceMatcher
@@ -38,10 +39,12 @@ def kinds_of(schema: dict[str, Any]) -> list[Any]:
 
 
 def number_of(text: str) -> float | None:
+    """The number a text is, where a float holds it (not "inf", nor 400 digits: no integer parameter takes them)."""
     try:
-        return float(text)
+        number = float(text)
     except ValueError:
         return None
+    return number if math.isfinite(number) else None
 
 
 def fits_type(value: Any, kinds: list[Any]) -> bool:
@@ -54,8 +57,9 @@ def fits_type(value: Any, kinds: list[Any]) -> bool:
             return True
         number = number_of(value)
         return number is not None and ("number" in kinds or "integer" in kinds and float(number).is_integer())
-    if isinstance(value, (int, float)):
-        return "number" in kinds or "integer" in kinds and float(value).is_integer() or "string" in kinds
+    if isinstance(value, (int, float)):  # (an int as it is: the factorial of 200 is too large for a float)
+        integral = isinstance(value, int) or value.is_integer()
+        return "number" in kinds or "integer" in kinds and integral or "string" in kinds
     return False
 
 

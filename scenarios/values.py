@@ -404,6 +404,11 @@ class Knowledge:
         # parameter name -> the writes whose result, in the same session, gave a value that worked for it (a load that
         # opens a session, whose id the reads of it take), each with the arguments of the call that gave it
         self.issuers: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+        # ... but for the parameters a value worked for in a session that no write of it had made nor given, nor a
+        # result of it: they take values no write issues (any number a square root takes, not only the factorial a
+        # session computed first), and no write is made first for them
+        self.unissued: set[str] = set()
+        self.session_writes: dict[int, list[int]] = defaultdict(list)  # session -> its writes that answered
         # parameter name -> the write call (`call_key`) -> the values it gave that worked; and what each making of a
         # write answered (`call_key` -> texts): a write made again alike that gave another value each time issues
         # handles (a session's id), not records (the rows a query listed)
@@ -1198,6 +1203,7 @@ class Knowledge:
         self.made_at[index] = (tool, args)
         if tool in self.writers and not is_error:
             self.state_from[session] = index
+            self.session_writes[session].append(index)
             self.written[key].append(text)
             self.named_at[index] = {repr(v) for k, v in values if k.rpartition(".")[2].lower() in IDENTIFYING}
         if error_kind == "timeout":
@@ -1401,9 +1407,17 @@ class Knowledge:
                 issuer = None
             if issuer is None and d.name in self.handles and (write := self.state_from.get(session, -1)) >= 0:
                 issuer = write if repr(d.value) in self.made_by(write) else None
-            if issuer is not None:
+            if issuer is not None and d.name not in self.unissued:
                 self.issuers[d.name].setdefault(*self.made_at[issuer])
                 self.issued[d.name][call_key(*self.made_at[issuer])].add(str(d.value))
+            elif (
+                self.fresh_sessions
+                and first is None
+                and not nothing
+                and not any(repr(d.value) in self.made_by(w) for w in self.session_writes[session] if w != index)
+            ):
+                self.unissued.add(d.name)
+                self.issuers.pop(d.name, None)
         # a long text is prose, and a line ending in a colon a heading ("Staged changes:"): no values to pass on
         seen = [
             SeenValue(value=v, field=k, call=index, session=session)

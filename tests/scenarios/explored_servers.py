@@ -40,6 +40,7 @@ CALC_SESSIONS = Path(__file__).resolve().parents[1] / "data" / "calc_sessions_se
 DB_FILES = Path(__file__).resolve().parents[1] / "data" / "db_files_server.py"
 DIGESTS = Path(__file__).resolve().parents[1] / "data" / "digests_server.py"
 GEOMETRY = Path(__file__).resolve().parents[1] / "data" / "geometry_server.py"
+SUMS = Path(__file__).resolve().parents[1] / "data" / "sums_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:

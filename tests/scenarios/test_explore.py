@@ -49,6 +49,7 @@ from tests.scenarios.explored_servers import (
     PROJECTS,
     SHOP,
     SQL_URL,
+    SUMS,
     TABLES,
     TRACK_GAME,
     VAULT,
@@ -1514,3 +1515,17 @@ async def test_a_geometry_a_standard_writes_and_a_call_a_catalogue_shows_in_code
     assert not any(v == "float" for c in exploration.calls for v in c.arguments.values())
     failed = [call_key(c.tool, c.arguments) for c in exploration.calls if c.is_error and c.repeats is None]
     assert len(failed) == len(set(failed))
+
+
+async def test_a_computed_value_sent_on_is_no_handle_whose_making_each_fresh_session_repeats():
+    """mcp-math (PyPI): every tool may write for all a client knows (described in Chinese, no hints), and a session
+    that sent a factorial on to `sqrt` made `factorial` the issuer of `sqrt`'s number: each later session made it
+    again first, as it was, as it would a load that opens the session a read needs. 59 of 120 calls were distinct
+    and 10 of 16 tasks asked for a power. Any number fits a square root: only a parameter that awaits what a call
+    issues (`Knowledge.handles`) has its issuer made first."""
+    spec = ServerSpec.parse(f"{sys.executable} {SUMS}")
+    async with ToolPool(spec) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=40, isolated=True), seed=0, say=lambda _: None)
+    made = Counter(call_key(c.tool, c.arguments) for c in exploration.calls)
+    assert len(made) >= 0.9 * len(exploration.calls), made.most_common(3)
+    assert any(c.parents for c in exploration.calls if c.tool == "sqrt"), exploration.summary()

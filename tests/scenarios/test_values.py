@@ -1119,11 +1119,12 @@ def test_a_value_a_write_gave_and_a_read_said_again_is_the_writes_to_make_first_
     schema = {"type": "object", "properties": {"project": {"type": "string"}}, "required": ["project"]}
     for index in range(2, 12):
         args, leaves = knowledge.arguments("analyze_project", schema, session=0, rng=random.Random(index))
+        found = args["project"] == "Weekly report"  # (any other: "Project 'x' not found")
         knowledge.learn(
-            "analyze_project", args, leaves, index=index, session=0, text=project, is_error=False, error_kind=None,
-            values=[("files", 3)],
+            "analyze_project", args, leaves, index=index, session=0, is_error=not found, error_kind=None,
+            text=project if found else f"Project '{args['project']}' not found", values=[("files", 3)] if found else [],
         )  # fmt: skip
-        if args["project"] == "Weekly report":
+        if found:
             break
     assert args["project"] == "Weekly report"
     assert "register_project" in knowledge.issuers["project"], dict(knowledge.issuers)
@@ -2177,3 +2178,17 @@ def test_a_value_a_fresh_server_held_before_any_write_is_issued_by_no_write():
     assert repr("sha512") not in knowledge.made_by(1) and repr(key) in knowledge.made_by(1)
     learn("hash_properties", {"algorithm": "sha512"}, 3, 1, [("digest_size", 64)])
     assert not knowledge.issuers.get("algorithm"), dict(knowledge.issuers)
+
+
+def test_a_number_too_large_for_a_float_is_sent_as_a_value_of_its_type_and_ends_no_exploring():
+    """mcp-math (PyPI): `factorial` gave the factorial of a number a result had given, 375 digits, and exploring
+    ended: checking whether it fit an integer parameter converted it to a float, which overflowed. An integer is one
+    as it is; a text of a number no float holds is no number a parameter takes."""
+    import math
+
+    from mcprl.scenarios.value_sources import coerce, fits_type
+
+    big = math.factorial(200)
+    assert fits_type(big, ["integer"]) and fits_type(big, ["number"]) and fits_type(big, ["string"])
+    assert not fits_type(str(big), ["integer"]) and coerce(str(big), {"type": "integer"}) == str(big)
+    assert fits_type("1e3", ["integer"]) and coerce("42", {"type": "integer"}) == 42
