@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import datetime
+import functools
 import itertools
 import json
 import math
@@ -94,6 +95,13 @@ def description_examples(description: str) -> list[str]:
     return list(dict.fromkeys(v.rstrip(".,)") for v in found if v.strip()))
 
 
+@functools.cache
+def _called(tools: tuple[str, ...]) -> re.Pattern[str]:
+    """Where a text calls one of `tools` as code does (its name, then "("), the longest name first; made once per
+    server, not once per result text."""
+    return re.compile(rf"\b({'|'.join(map(re.escape, sorted(tools, key=len, reverse=True)))})\(")
+
+
 def call_examples(text: str, params: dict[str, list[str]]) -> dict[tuple[str, str], list[Any]]:
     """The values a text shows a call of one of the server's tools sent, written as a call in code is (a catalogue's
     `"example": "transform_crs(geojson=data, from_crs='EPSG:4326', to_crs='EPSG:3857')"`, a description's
@@ -102,7 +110,7 @@ def call_examples(text: str, params: dict[str, list[str]]) -> dict[tuple[str, st
     found: dict[tuple[str, str], list[Any]] = {}
     if not params:
         return found
-    for m in re.finditer(rf"\b({'|'.join(map(re.escape, sorted(params, key=len, reverse=True)))})\(", text):
+    for m in _called(tuple(params)).finditer(text):
         depth, quote, end = 1, "", None
         for i in range(m.end(), min(len(text), m.end() + 2000)):
             c = text[i]

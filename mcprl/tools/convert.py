@@ -349,12 +349,15 @@ def reports_error(text: str) -> bool:
 
 
 def _holds_error(data: Any) -> bool:
-    """Whether a JSON value is, or holds at any depth, an object of error fields only (`_ERROR_KEYS`)."""
+    """Whether a JSON value is, or holds at any depth, an object of error fields only (`_errors_only`)."""
     if isinstance(data, dict):
-        return (bool(data.get("error") or data.get("errors")) and set(data) <= _ERROR_KEYS) or any(
-            _holds_error(v) for v in data.values()
-        )
+        return _errors_only(data) or any(_holds_error(v) for v in data.values())
     return isinstance(data, list) and any(_holds_error(v) for v in data)
+
+
+def _errors_only(data: dict[str, Any]) -> bool:
+    """Whether an object holds an error and nothing but what goes with one (`_ERROR_KEYS`)."""
+    return bool(data.get("error") or data.get("errors")) and set(data) <= _ERROR_KEYS
 
 
 def _says_failed(data: dict[str, Any]) -> bool:
@@ -365,5 +368,5 @@ def _says_failed(data: dict[str, Any]) -> bool:
         # `{"status": false}`)
         or any(_failed_status(data.get(key)) for key in ("status", "result"))
         and any("message" in key or "error" in key or "reason" in key for key in data)
-        or (bool(data.get("error") or data.get("errors")) and set(data) <= _ERROR_KEYS)
+        or _errors_only(data)
     )
