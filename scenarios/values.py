@@ -26,6 +26,7 @@ view by `mcprl.scenarios.value_sources`):
                this machine (`value_sources.folder_entries`), for any parameter
     varied     a value that worked, with other numbers in it ("2 + 3" -> "17 + 45")
     schema     sampled from the schema: numbers in its bounds, booleans, formats
+    least      the least number the schema allows from 1 up, in a tool's least call (`Knowledge.arguments`)
     probe      the fuzzing dictionary (`mcprl.scenarios.lexicon.PROBES`), for strings
     composed   a query of the parameter's shape over a name a result gave ("SELECT * FROM orders LIMIT 5"):
                over the names of the kind it takes that a known query listed (`Knowledge.kinds`: a table
@@ -49,6 +50,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import random
 import re
@@ -149,6 +151,7 @@ PRIORS: dict[str, tuple[float, float]] = {
     "generator": (1, 2),
     "word": (1, 3),
     "described": (1, 4),
+    "least": (1, 1),  # (the least number a schema allows, in a least call: `Knowledge.arguments`)
 }
 NAMED_RESULT_PRIOR = (3, 1)  # a result field whose name shares a word with the parameter's ("sku" -> `sku`)
 NUMERIC_RESULT_PRIOR = (2, 2)  # any number a result gave, for a number: a computed value fed on (a multi-step task)
@@ -177,7 +180,14 @@ FIXED_AFTER = 3  # values that failed on a parameter besides the one in plain vi
 # issue (a handle: `awaited`)
 AWAITING = 3
 MISSHAPEN = 2  # values of one shape blamed on a parameter, none of it working, where another shape worked: no more
-INVENTED = {"probe", "named", "described", "schema", "varied"}  # arms that make a value up rather than take one given
+INVENTED = {
+    "probe",
+    "named",
+    "described",
+    "schema",
+    "varied",
+    "least",
+}  # arms that make a value up rather than take one given
 # arms whose values are what the parameter was given or offered as such (what worked, its schema's, its dictionary's,
 # queries composed for it), not texts found elsewhere
 GIVEN_AS_IS = {
@@ -193,6 +203,7 @@ GIVEN_AS_IS = {
     "generator",
     "schema",
     "file",
+    "least",
 }
 ONE_ITEM = 0.2  # chance a list is given one item
 ONE_REQUEST = 0.8  # ... a read's list of requests (objects, or paths)
@@ -200,6 +211,9 @@ OPTIONAL = 0.25  # chance an optional parameter is given a value (else the serve
 OPTIONAL_MOST = 0.75  # ... growing, while a tool says the same again, to this (`Knowledge._object`)
 # why a tool gets no more calls of its own, that says nothing against making one of them again: a write that issues
 # a handle (a game's id) is made again, as it was made, before the calls that take one
+# failures in a row with one error, whatever was sent, after which a tool gets a least call (`Knowledge.arguments`), at
+# most LEAST_CALLS of them while that error lasts
+LEAST_AFTER, LEAST_CALLS = 2, 2
 SENT_ALL = "no call left that it was not sent already"
 SCHEMA_GIVEN = {"const", "enum", "default", "example"}  # arms whose values the tool's own schema gives
 WRITTEN_ARMS = SCHEMA_GIVEN | {"error", "result", "probe", "named", "generator", "file"}
@@ -243,6 +257,13 @@ class ToolLog:
     arms: Counter = field(default_factory=Counter)
     exhausted: int = 0  # sessions that found no call it had not made yet
     failing: int = 0  # calls that failed since its last answer
+    # the error its latest failures gave, and how many in a row gave it (whatever they were sent); and the least calls
+    # made since (`Knowledge.arguments`)
+    last_error: str = ""
+    streak: int = 0
+    least: int = 0
+    drawn_least: bool = False  # its latest call drawn was a least call
+    least_answered: bool = False  # a least call of it answered: its next draws that fail are followed by another
     blamed: set[str] = field(default_factory=set)  # the paths of the values those failures blamed
     faults: set[str] = field(default_factory=set)  # the paths of the values any failure of it blamed
     silent: int = 0  # answers in a row that said nothing ("", "[]", "No matches") of a state that held something
@@ -431,6 +452,7 @@ class Knowledge:
         self.kinds: dict[str, list[dict[str, str]]] = defaultdict(list)
         self.none_listed: set[str] = set()  # kinds a listing of them answered none of (a database with no tables)
         self._validators: dict[str, Any] = {}
+        self.least_call = False  # a least call is being drawn (`arguments`)
 
     # ---- drawing a call ----------------------------------------------------------------------------
     def arguments(
@@ -445,6 +467,23 @@ class Knowledge:
         state, which a write shows in, where a filter drawn at random would not)."""
         if not schema.get("required") and call_key(tool, {}) not in self.made:
             return {}, []
+        # a tool that keeps giving one error whatever it is sent may refuse what no value alone does: a shape whose
+        # product is not the number of values sent, lists of unequal lengths. Its least call (required parameters
+        # only, each list one item, each number the least the schema allows from 1 up) meets most such rules, as a
+        # fuzzer's input shrunk to its least does
+        log = self.logs[tool]
+        least = self.least_call = log.streak >= (1 if log.least_answered else LEAST_AFTER) and log.least < LEAST_CALLS
+        try:
+            drawn = self._draw(tool, schema, session, rng)
+        finally:
+            self.least_call = False
+        log.drawn_least = least and drawn is not None
+        log.least += log.drawn_least
+        return drawn
+
+    def _draw(
+        self, tool: str, schema: dict[str, Any], session: int, rng: random.Random
+    ) -> tuple[dict[str, Any], list[Drawn]] | None:
         leaves: list[Drawn] = []
         properties = sorted(p for p, sub in (schema.get("properties") or {}).items() if isinstance(sub, dict))
         for attempt in range(DRAWS):
@@ -467,17 +506,25 @@ class Knowledge:
 
     def renewed(self, tool: str, args: dict[str, Any], leaves: list[Drawn], session: int) -> bool:
         """Whether a call made before may be made again: a handle it sends is one the session's latest write made
-        (`made_by`: tree-sitter's project registered by the path its tools had been refused before it named one), where
-        no write had made it when the call was made, and it sends nothing else (a file's path sent beside it is no
-        likelier to answer now: that call is drawn anew, never repeated); once."""
-        alone = all(d.name in self.handles for d in leaves)
+        (`made_by`: tree-sitter's project registered by the path its tools had been refused before it named one), or
+        the name that write was sent for what it made (a matrix made under a name the reads had been sent before,
+        from the same dictionary), where no write had made it when the call was made, and it sends nothing else (a
+        file's path sent beside it is no likelier to answer now: that call is drawn anew, never repeated); once."""
+        alone = all(d.name in self.handles or self._named_by_write(d, session) for d in leaves)
         return call_key(tool, args) not in self.remade and alone and self.sends_made_handle(leaves, session)
 
     def sends_made_handle(self, leaves: list[Drawn], session: int) -> bool:
-        """Whether a call's `leaves` send a handle the session's latest write made (`made_by`)."""
+        """Whether a call's `leaves` send a handle the session's latest write made (`made_by`), or the name it was sent
+        for what it made, as that parameter."""
         handles = [d for d in leaves if d.name in self.handles]
         made = self.made_by(self.state_from.get(session, -1)) if handles else set()
-        return any(repr(d.value) in made for d in handles)
+        return any(repr(d.value) in made for d in handles) or any(self._named_by_write(d, session) for d in leaves)
+
+    def _named_by_write(self, d: Drawn, session: int) -> bool:
+        """Whether leaf `d` sends what the session's latest write was sent under the same parameter's name, as what
+        names the thing it made (`made_by`)."""
+        write = self.state_from.get(session, -1)
+        return repr(d.value) in self.made_by(write) and repr(self.made_at[write][1].get(d.name)) == repr(d.value)
 
     def listed_paths(self) -> list[tuple[str, int, int]]:
         """The paths of the entries of the folders listed (by a call, or in plain view): each (path, the call that
@@ -561,6 +608,8 @@ class Knowledge:
             if not isinstance(sub, dict):
                 continue
             optional = name not in required and name not in self.wanted and (path or tool not in self.bare_refused)
+            if optional and self.least_call:
+                continue
             here = f"{path}.{name}" if path else name
             if optional and here not in fresh and rng.random() >= chance * (1.5 if "default" not in sub else 1.0):
                 continue
@@ -613,7 +662,7 @@ class Knowledge:
             one = ONE_REQUEST if requests else ONE_ITEM
             count = 1 if least <= 1 and rng.random() < one else max(2, least) + (rng.random() < 0.3)
             lengths = [n for n in (count, 1, 2, 3) if least <= n <= most and n not in self.refused_lengths[tool, path]]
-            count = lengths[0] if lengths else min(count, most)
+            count = max(1, least) if self.least_call else lengths[0] if lengths else min(count, most)
             # (each item a different thing: one of a name an item before it has, two entities "Weekly report", is
             # left out, with the values drawn for it)
             items: list[Any] = []
@@ -656,6 +705,8 @@ class Knowledge:
     ) -> Drawn | None:
         if self.fixed(name):  # the server's context: the one value it takes, whatever else varies
             return Drawn(path=path, name=name, arm="context", value=coerce(self.worked[name][0], schema))
+        if self.least_call and {"integer", "number"} & set(kinds_of(schema)) and not {"enum", "const"} & set(schema):
+            return Drawn(path=path, name=name, arm="least", value=least_number(schema))
         renew = tool in self.writers and written(name)
         description = str(schema.get("description") or "")
         arms = self._arms(
@@ -1227,6 +1278,8 @@ class Knowledge:
                         if name.lower() not in sent_text:
                             self._bind(kind, {kind: name})
             log.errors[line] += 1
+            log.streak, log.least = (log.streak + 1, log.least) if line == log.last_error else (1, 0)
+            log.last_error = line
             log.failed_with.pop(line, None)
             log.failed_with[line] = args
 
@@ -1357,7 +1410,9 @@ class Knowledge:
             unblame([d for d in leaves if d not in blamed])
             return
         log.answered += 1
-        log.failing = 0
+        log.failing = log.streak = log.least = 0
+        log.last_error = ""
+        log.least_answered |= log.drawn_least and not again
         log.blamed = set()
         for said in [text, *(v for _, v in values if isinstance(v, str) and v != text)]:
             self._show(said)
@@ -1577,6 +1632,21 @@ class Knowledge:
 
 
 _SKIP = object()
+
+
+def least_number(schema: dict[str, Any]) -> int | float:
+    """The least number `schema` allows from 1 up (its minimum where that is more; where its maximum is below 1, the
+    least it allows): one item, a factor that changes nothing, a size of one."""
+    kinds = kinds_of(schema)
+    low = schema.get("minimum", schema.get("exclusiveMinimum"))
+    value: int | float = 1
+    if isinstance(low, (int, float)):
+        above = "minimum" not in schema  # (an exclusive minimum is not allowed itself)
+        value = max(value, math.floor(low) + 1 if above and "integer" in kinds else low + 0.5 * above)
+        high = schema.get("maximum", schema.get("exclusiveMaximum"))
+        if isinstance(high, (int, float)) and (value > high or value == high and "maximum" not in schema):
+            value = low + 0.5 * above if "integer" not in kinds else math.floor(low) + above
+    return int(value) if "integer" in kinds else value
 
 
 def echoes(text: str, args: dict[str, Any]) -> bool:

@@ -41,6 +41,7 @@ DB_FILES = Path(__file__).resolve().parents[1] / "data" / "db_files_server.py"
 DIGESTS = Path(__file__).resolve().parents[1] / "data" / "digests_server.py"
 GEOMETRY = Path(__file__).resolve().parents[1] / "data" / "geometry_server.py"
 SUMS = Path(__file__).resolve().parents[1] / "data" / "sums_server.py"
+MATRICES = Path(__file__).resolve().parents[1] / "data" / "matrix_server.py"
 
 
 def shop(*flags: str) -> ServerSpec:

@@ -42,6 +42,7 @@ from tests.scenarios.explored_servers import (
     GEOMETRY,
     KEYED_STORE,
     MANY_TOOLS,
+    MATRICES,
     NOTES,
     NOTES_FOLDER,
     ORDERS,
@@ -1515,6 +1516,32 @@ async def test_a_geometry_a_standard_writes_and_a_call_a_catalogue_shows_in_code
     assert not any(v == "float" for c in exploration.calls for v in c.arguments.values())
     failed = [call_key(c.tool, c.arguments) for c in exploration.calls if c.is_error and c.repeats is None]
     assert len(failed) == len(set(failed))
+
+
+async def test_a_tool_that_refuses_alike_whatever_it_is_sent_gets_its_least_call_and_the_tools_after_it_answer():
+    """numpy-mcp (PyPI): a matrix is made from a shape and a flat list of values whose number is the shape's product,
+    which lists drawn at random ([12, 11, 17] with [9.5]) never met: every call of it said "Shape does not match number
+    of values.", and no tool that takes a matrix's name ever answered. After a few such refusals its least call (one
+    item in each list, each number 1) makes one, whose name the others then take; no failed call is made again."""
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {MATRICES}")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=30, isolated=True), seed=0, say=lambda _: None)
+    for tool in ("create_matrix", "matrix_sum", "matrix_shape", "matrix_max"):
+        assert exploration.tools[tool].answered >= 1, exploration.summary()
+    least = [c for c in exploration.calls if "least" in c.sources.values()]
+    assert least and len(least) <= 2 * len(exploration.tools), [(c.tool, c.arguments) for c in least]
+    failed = [call_key(c.tool, c.arguments) for c in exploration.calls if c.is_error and c.repeats is None]
+    assert len(failed) == len(set(failed))
+
+
+async def test_reads_that_need_what_a_write_held_back_makes_end_in_an_error_naming_the_flag_that_calls_it(tmp_path):
+    """numpy-mcp over SSE: a shared server's writes are not called, and every read takes the name of a matrix only a
+    write makes: the one-line error says which tools were held back and which flag calls them."""
+    files = tmp_path / "exploration.jsonl", tmp_path / "grounding.json"
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {MATRICES}")) as pool:
+        with pytest.raises(UserError, match=r"create_matrix were not called.*--explore-writes calls them"):
+            await grounded(
+                pool, 4, ExploreConfig(calls=12, isolated=False, phrase=False), *files, seed=0, fallback=False
+            )
 
 
 async def test_a_computed_value_sent_on_is_no_handle_whose_making_each_fresh_session_repeats():
