@@ -384,12 +384,13 @@ async def grounded(
         )
         # (tools held back as they may write: the reads may all need what one of them makes, a matrix made by name)
         held = sorted(exploration.skipped_tools) if exploration.calls else []
-        if held:
-            why += (
-                f"; {', '.join(held)} were not called, as they may write or act outside the server: --explore-writes "
-                "calls them, where that is safe (a server of your own, for testing)"
-            )
-        raise UserError(f"{pool.spec.target}: {why} ({report.kept} grounded tasks); {fixes}")
+        calls_them = (
+            f"; {', '.join(held)} were not called, as they may write or act outside the server: --explore-writes calls "
+            "them, where that is safe (a server of your own, for testing)"
+            if held
+            else ""
+        )
+        raise UserError(f"{pool.spec.target}: {why} ({report.kept} grounded tasks){calls_them}; {fixes}")
     return scenarios + topped
 
 

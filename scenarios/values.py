@@ -375,6 +375,7 @@ class Knowledge:
         self.stats: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
         self.worked: dict[str, list[Any]] = defaultdict(list)
         self.worked_at: dict[tuple[str, str], int] = {}  # (parameter name, value) -> the latest call it worked in
+        self.first_worked: dict[tuple[str, str], int] = {}  # ... and the first
         # (tool, parameter) -> the values its schema or description lists for it, where it lists some; and the values
         # it answered with: there, a value another tool took on a parameter of that name has not shown it works
         # (`proven`)
@@ -394,6 +395,7 @@ class Knowledge:
         self.said: set[str] = set()  # every value sent, any parameter, any tool
         # (tool, a list of values' path) -> the lengths of it in calls that failed
         self.refused_lengths: dict[tuple[str, str], set[int]] = defaultdict(set)
+        self.refused_alone: dict[tuple[str, str], set[int]] = defaultdict(set)  # ... where it was the one list sent
         # parameter name -> the arms of values sent to it for the first time and blamed
         self.failed_new: dict[str, Counter] = defaultdict(Counter)
         self.refused: dict[str, set[str]] = defaultdict(set)  # parameter name -> values blamed on it, any tool
@@ -522,9 +524,15 @@ class Knowledge:
 
     def _named_by_write(self, d: Drawn, session: int) -> bool:
         """Whether leaf `d` sends what the session's latest write was sent under the same parameter's name, as what
-        names the thing it made (`made_by`)."""
+        names the thing it made (`made_by`), and that first worked there (a database's path a write took, that reads
+        had taken before, names no database it made)."""
         write = self.state_from.get(session, -1)
-        return repr(d.value) in self.made_by(write) and repr(self.made_at[write][1].get(d.name)) == repr(d.value)
+        value = repr(d.value)
+        return (
+            value in self.made_by(write)
+            and repr(self.made_at[write][1].get(d.name)) == value
+            and self.first_worked.get((d.name, value)) == write
+        )
 
     def listed_paths(self) -> list[tuple[str, int, int]]:
         """The paths of the entries of the folders listed (by a call, or in plain view): each (path, the call that
@@ -662,7 +670,11 @@ class Knowledge:
             one = ONE_REQUEST if requests else ONE_ITEM
             count = 1 if least <= 1 and rng.random() < one else max(2, least) + (rng.random() < 0.3)
             lengths = [n for n in (count, 1, 2, 3) if least <= n <= most and n not in self.refused_lengths[tool, path]]
-            count = max(1, least) if self.least_call else lengths[0] if lengths else min(count, most)
+            if self.least_call:  # (the least length not refused where it was the one list sent: "requires one input")
+                refused = self.refused_alone[tool, path]
+                count = next((n for n in range(max(1, least), min(most, least + 3) + 1) if n not in refused), least)
+            else:
+                count = lengths[0] if lengths else min(count, most)
             # (each item a different thing: one of a name an item before it has, two entities "Weekly report", is
             # left out, with the values drawn for it)
             items: list[Any] = []
@@ -706,7 +718,10 @@ class Knowledge:
         if self.fixed(name):  # the server's context: the one value it takes, whatever else varies
             return Drawn(path=path, name=name, arm="context", value=coerce(self.worked[name][0], schema))
         if self.least_call and {"integer", "number"} & set(kinds_of(schema)) and not {"enum", "const"} & set(schema):
-            return Drawn(path=path, name=name, arm="least", value=least_number(schema))
+            value = least_number(schema)
+            while repr(value) in taken:  # (a list's items differ: 1, 2, 3)
+                value += 1
+            return Drawn(path=path, name=name, arm="least", value=value)
         renew = tool in self.writers and written(name)
         description = str(schema.get("description") or "")
         arms = self._arms(
@@ -1263,8 +1278,11 @@ class Knowledge:
         if is_error:
             log.failing += 1
             self.failed.add(key)
-            for path, length in Counter(d.path[:-2] for d in leaves if d.path.endswith("[]")).items():
+            lists = Counter(d.path[:-2] for d in leaves if d.path.endswith("[]"))
+            for path, length in lists.items():
                 self.refused_lengths[tool, path].add(length)
+                if len(lists) == 1:  # (the one list sent: its length may be to blame, not how it fits another's)
+                    self.refused_alone[tool, path].add(length)
             # (what it says: not a JSON error's keys, the request's `database` said back, nor a traceback's frames,
             # "eval(code, self.locals)"; nor the "Error: {" a JSON error opens with, in the report)
             message = message_of(text)
@@ -1449,6 +1467,7 @@ class Knowledge:
             # that answers "Distance: 0" whatever the city, one the server cannot place, is not sent on as one)
             if not nothing and (new or says_value(text, d.value)):
                 self.worked_at[d.name, repr(d.value)] = index
+                self.first_worked.setdefault((d.name, repr(d.value)), index)
                 if repr(d.value) not in map(repr, self.worked[d.name]):
                     self.worked[d.name].append(d.value)
             # (the write its value came from issues it; a handle that answered once a write made it, from wherever it
