@@ -1216,8 +1216,10 @@ class Knowledge:
         return bool(won) and won <= SCHEMA_GIVEN and elsewhere >= FIXED_AFTER
 
     def kin(self, name: str) -> set[str]:
-        """The other parameters whose bad values drew an error worded as one of `name`'s did (`error_shape`)."""
-        return {other for names in self.shapes.values() if name in names for other in names} - {name}
+        """The other parameters whose bad values drew an error worded as one of `name`'s did (`error_shape`), and those
+        that take the same kind of thing by their names (`kind_named`: `table` and `tableName`, `name_a` and `name`)."""
+        shaped = {other for names in self.shapes.values() if name in names for other in names}
+        return (shaped | {other for other in self.worked if kind_named(other) == kind_named(name)}) - {name}
 
     def _validator(self, schema: dict[str, Any]) -> Any:
         key = json.dumps(schema, sort_keys=True, default=str)
@@ -1737,6 +1739,18 @@ def name_in(name: str, lowered: str) -> bool:
     """Whether a parameter's name is in a (lower-cased) error text, as written or as words ("repo_path", "repo
     path")."""
     return name.lower() in lowered or len(name) > 2 and " ".join(words_of(name)) in lowered
+
+
+def kind_named(name: str) -> str:
+    """The kind of thing a parameter's name says it takes: without the letter or number that tells two of a kind apart
+    (`name_a` and `name_b` of a sum of two matrices, `path1`), nor the "name" a thing is given by (`tableName` of a
+    table, as `table` takes one)."""
+    words = words_of(name)
+    if len(words) > 1 and (len(words[-1]) == 1 or words[-1].isdigit()):
+        words = words[:-1]
+    if len(words) > 1 and words[-1] == "name":
+        words = words[:-1]
+    return " ".join([*words[:-1], re.sub(r"(?<=[a-z])\d+$", "", words[-1])] if words else words)
 
 
 def stems(name: str) -> set[str]:

@@ -309,6 +309,30 @@ def test_a_parameter_whose_bad_values_draw_anothers_error_is_sent_the_values_tha
     assert error_shape("Invalid value 'x'", "y", "t") is None  # quotes another value
 
 
+@pytest.mark.parametrize(("worked", "takes"), [("tableName", "table"), ("name", "name_b"), ("path1", "path")])
+def test_a_value_that_worked_is_sent_to_a_parameter_named_for_the_same_kind_of_thing(worked, takes):
+    """mcp-sqlite (npm): its schema tool takes `tableName`, its read of rows `table`; "products", which a listing gave
+    and the schema tool took, was never sent to the read: its 12 calls were sent the listing's other fields ("12288",
+    "REAL"), and it never answered. A name the same but for the "name" a thing is given by, or the letter or number
+    that tells two apart (`name_a`, `name_b` of a sum of two matrices), takes the same kind of thing."""
+    import random
+
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    knowledge = Knowledge([])
+    leaves = [Drawn(path=worked, name=worked, arm="word", value="products")]
+    knowledge.learn(
+        "schema", {worked: "products"}, leaves, index=0, session=0, text="id INTEGER", is_error=False,
+        error_kind=None, values=[],
+    )  # fmt: skip
+    assert worked in knowledge.kin(takes)
+    schema = {"type": "object", "properties": {takes: {"type": "string"}}, "required": [takes]}
+    rng = random.Random(0)
+    sent = [knowledge.arguments("read", schema, 1, rng) for _ in range(6)]
+    assert "products" in {args[takes] for args, _ in filter(None, sent)}
+    assert worked not in knowledge.kin("column")  # (a thing of another kind)
+
+
 def test_a_file_servers_paths_come_from_its_results_and_its_files_ground_tasks():
     """Seen on @modelcontextprotocol/server-filesystem, which grounded no task: every `path` was the
     word "path". Now a path parameter (or a list of them) takes a path a result held, a result that
