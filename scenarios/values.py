@@ -1365,12 +1365,26 @@ class Knowledge:
             for value in sorted((v.lower() for v in sent if len(v) > 1), key=len, reverse=True):
                 unsent = unsent.replace(value, " ")
             by_name = [d for d in leaves if name_in(d.name, unsent) and not stems(d.name) <= own]
+
+            def beyond_others(value: str) -> str:
+                """The error without the values sent that hold `value` in them: a value said back inside another that
+                holds it is not named ("Invalid projection: transform_crs(..., from_crs='EPSG:4326')" of a `to_crs`
+                sent the catalogue's whole example names no `from_crs` sent "EPSG:4326")."""
+                out = lowered
+                for other in sorted((v.lower() for v in sent if value in v.lower() and len(v) > len(value)), key=len)[
+                    ::-1
+                ]:
+                    out = out.replace(other, " ")
+                return out
+
             named = [
                 d
                 for d in leaves
                 if d in by_name
                 or (len(str(d.value)) > 1 or str(d.value).isalnum())  # ("not found at 1"; not a sentence's ".")
-                and re.search(rf"(?<!\w){re.escape(str(d.value).lower())}(?![\w/])", lowered)
+                and re.search(
+                    rf"(?<!\w){re.escape(str(d.value).lower())}(?![\w/])", beyond_others(str(d.value).lower())
+                )
                 or any(q in str(d.value) for q in parts)
             ]
             # one value sent to two parameters and quoted back: the one the error names is to blame ("no column
@@ -1383,6 +1397,9 @@ class Knowledge:
                     and any(len(w) > 3 and re.search(rf"\b{w}s?\b", lowered) for w in stems(d.name))
                 ]
                 named = worded if len({d.name for d in worded}) == 1 else []
+            if not named:  # ... or the values of the type a Python error names ("'float' object has no attribute")
+                typed = [d for d in leaves if of_type_named(message, d.value)]
+                named = typed if len(typed) < len(leaves) else []
             # a result per item: those it says failed, not the ones it read; but not where the error names by its name
             # a parameter sent that value too ("no folder '340 bytes'" of a folder and an item of `exclude` both
             # sent it)
@@ -1668,6 +1685,32 @@ def least_number(schema: dict[str, Any]) -> int | float:
         if isinstance(high, (int, float)) and (value > high or value == high and "maximum" not in schema):
             value = low + 0.5 * above if "integer" not in kinds else math.floor(low) + above
     return int(value) if "integer" in kinds else value
+
+
+# Python's words for a value of the wrong type, naming the type: "'float' object has no attribute 'get'",
+# "'NoneType' object is not subscriptable"; and the texts a value of each is sent as (a JSON text the server parses)
+PYTHON_TYPE = re.compile(r"'(float|int|str|NoneType|list|dict|bool)' object (?:has no|is not)")
+SENT_AS = {
+    "float": re.compile(r"-?\d+\.\d*(?:[eE][-+]?\d+)?"),
+    "int": re.compile(r"-?\d+"),
+    "NoneType": re.compile(r"null|None"),
+    "list": re.compile(r"\[.*\]", re.S),
+    "dict": re.compile(r"\{.*\}", re.S),
+    "bool": re.compile(r"true|false|True|False"),
+}
+
+
+def of_type_named(message: str, value: Any) -> bool:
+    """Whether `value`, as sent, is of the Python type an error names as the one that failed (`PYTHON_TYPE`: a text
+    "0.0" sent where a geometry was wanted, parsed to a float); False where it names none."""
+    m = PYTHON_TYPE.search(message)
+    if m is None:
+        return False
+    kind = m[1]
+    python = {"float": float, "int": int, "str": str, "list": list, "dict": dict, "bool": bool}.get(kind)
+    if kind == "NoneType" and value is None or python is not None and type(value) is python:
+        return True
+    return isinstance(value, str) and kind in SENT_AS and SENT_AS[kind].fullmatch(value.strip()) is not None
 
 
 def echoes(text: str, args: dict[str, Any]) -> bool:

@@ -333,6 +333,38 @@ def test_a_value_that_worked_is_sent_to_a_parameter_named_for_the_same_kind_of_t
     assert worked not in knowledge.kin("column")  # (a thing of another kind)
 
 
+@pytest.mark.parametrize(
+    ("sent", "error", "to_blame"),
+    [
+        # Python's words for a value of the wrong type name the type: the value sent as one is to blame
+        (
+            {"geojson": "0.0", "from_crs": "EPSG:4326", "to_crs": "EPSG:3857"},
+            "Error: {\"error\": \"'float' object has no attribute 'get'\"}",
+            {"geojson"},
+        ),
+        # a value said back inside another sent that holds it is not named: the one holding it is
+        (
+            {"geojson": '{"type": "Point"}', "from_crs": "EPSG:4326", "to_crs": "t(from_crs='EPSG:4326')"},
+            "Invalid projection: t(from_crs='EPSG:4326'): unknown name",
+            {"to_crs"},
+        ),
+    ],
+)
+def test_an_error_blames_the_value_it_names_by_its_type_or_whole(sent, error, to_blame):
+    """mcp-geo (PyPI): a reprojection sent a number as its geometry said "'float' object has no attribute 'get'", and
+    one sent its catalogue's whole example as the target system quoted it back, with the source system "EPSG:4326"
+    inside: each blamed every value of the call, the source system's one good value among them, which was never sent
+    again."""
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    knowledge = Knowledge([])
+    leaves = [Drawn(path=k, name=k, arm="example", value=v) for k, v in sent.items()]
+    knowledge.learn(
+        "transform_crs", sent, leaves, index=0, session=0, text=error, is_error=True, error_kind=None, values=[]
+    )
+    assert knowledge.logs["transform_crs"].blamed == to_blame
+
+
 def test_a_file_servers_paths_come_from_its_results_and_its_files_ground_tasks():
     """Seen on @modelcontextprotocol/server-filesystem, which grounded no task: every `path` was the
     word "path". Now a path parameter (or a list of them) takes a path a result held, a result that
