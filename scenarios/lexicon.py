@@ -168,7 +168,7 @@ HOW = frozenset("with using via".split())
 READ_WORDS = frozenset(
     "get list search find read show describe fetch lookup look query count calculate compute convert compare check "
     "view info inspect explain summarize summarise resolve validate browse retrieve stat status preview "
-    "estimate evaluate analyze analyse parse format render translate tell whoami echo ping".split()
+    "estimate evaluate analyze analyse parse format render translate tell whoami echo ping peek".split()
 )
 # ... and a description's opening verb that says a read, as a docstring's "Returns the schema ..." does (not a
 # name's first word: `return_book` writes)

@@ -8,6 +8,8 @@ view by `mcprl.scenarios.value_sources`):
     const, enum, default, example  the schema's own values (and the examples its description quotes)
     worked     values a parameter of this name took in calls that answered, on any tool, something new or
                saying the value (an answer said before, "Distance: 0", shows no value sent works)
+    sibling    the other values of the result's field that gave one that worked for this parameter (a listing's
+               other entries)
     kin        values that worked for a parameter whose bad values draw the same error ("Ref '{}' did not
                resolve to an object" of `git_diff`'s `target` and `git_show`'s `revision`): the same kind
     error      values an error named when this parameter was blamed ("outside the allowed repository
@@ -132,6 +134,7 @@ PRIORS: dict[str, tuple[float, float]] = {
     "const": (9, 1),
     "worked": (6, 1),
     "kin": (3, 1),
+    "sibling": (3, 1),  # (another value of the listing's field that gave one that worked: `Knowledge.siblings`)
     "enum": (3, 1),
     "default": (3, 1),
     "example": (3, 1),
@@ -217,7 +220,7 @@ LEAST_AFTER, LEAST_CALLS = 2, 2
 SENT_ALL = "no call left that it was not sent already"
 SCHEMA_GIVEN = {"const", "enum", "default", "example"}  # arms whose values the tool's own schema gives
 WRITTEN_ARMS = SCHEMA_GIVEN | {"error", "result", "probe", "named", "generator", "file"}
-OPTIONAL_ARMS = SCHEMA_GIVEN | {"worked", "kin", "error", "shaped", "word", "result", "file", "key"}
+OPTIONAL_ARMS = SCHEMA_GIVEN | {"worked", "kin", "sibling", "error", "shaped", "word", "result", "file", "key"}
 
 
 class SeenValue(BaseModel):
@@ -512,8 +515,15 @@ class Knowledge:
         the name that write was sent for what it made (a matrix made under a name the reads had been sent before,
         from the same dictionary), where no write had made it when the call was made, and it sends nothing else (a
         file's path sent beside it is no likelier to answer now: that call is drawn anew, never repeated); once."""
-        alone = all(d.name in self.handles or self._named_by_write(d, session) for d in leaves)
-        return call_key(tool, args) not in self.remade and alone and self.sends_made_handle(leaves, session)
+        key = call_key(tool, args)
+        if key in self.remade:
+            return False
+        if all(d.name in self.handles for d in leaves) and self.sends_made_handle(leaves, session):
+            return True
+        # (a name a write was given: a call another tool refused, each value of it one the write was given so)
+        writer = self.made_at.get(self.state_from.get(session, -1), ("", {}))[0]
+        named = bool(leaves) and all(self._named_by_write(d, session) for d in leaves)
+        return key in self.failed and writer != tool and named
 
     def sends_made_handle(self, leaves: list[Drawn], session: int) -> bool:
         """Whether a call's `leaves` send a handle the session's latest write made (`made_by`), or the name it was sent
@@ -693,8 +703,8 @@ class Knowledge:
             if optional and not items:
                 return _SKIP
             return list({json.dumps(v, sort_keys=True, default=str): v for v in items}.values())
-        if "object" in kinds:
-            return {}
+        if "object" in kinds:  # (of no properties: an empty filter, which leaving it out gives where it is optional)
+            return _SKIP if optional else {}
         # (a list's items differ: two entities of one name are one entity)
         taken = {repr(d.value) for d in leaves if d.path == path}
         drawn = self._leaf(tool, path, name, schema, session, rng, fresh, optional, taken)
@@ -985,6 +995,7 @@ class Knowledge:
         if not {"integer", "number"} & set(kinds):  # any number works: one that did says nothing
             arms["worked"] = fit([v for v in self.worked.get(name, []) if self.proven(tool, name, v)])
             arms["kin"] = fit([v for other in sorted(self.kin(name)) for v in self.worked.get(other, [])])
+            arms["sibling"] = fit(self.siblings(name))
         arms["error"] = fit(self.named.get(name, []))
         # (a URI in plain view, a resource's, only for a parameter that takes one: not a graph's entity name; and for
         # one that takes a path, the paths first: the repository `GIT_BASE_DIR` names, not the `stdio` beside it)
@@ -1214,6 +1225,21 @@ class Knowledge:
         won = {arm for (other, arm), (w, _) in self.stats.items() if other == name and w > 0} - {"worked"}
         elsewhere = sum(n for arm, n in self.failed_new[name].items() if arm not in SCHEMA_GIVEN)
         return bool(won) and won <= SCHEMA_GIVEN and elsewhere >= FIXED_AFTER
+
+    def siblings(self, name: str) -> list[Any]:
+        """The other values a result held in the field that held one that worked for `name`, not sent to it yet: the
+        other collections of a listing whose first one a read took ("recipes" beside "meeting_notes")."""
+        worked = set(map(repr, self.worked.get(name, [])))
+        origins = {(v.call, v.field) for v in self.seen if repr(v.value) in worked}
+        return list(
+            dict.fromkeys(
+                v.value
+                for v in self.seen
+                if (v.call, v.field) in origins
+                and repr(v.value) not in worked | self.sent[name]
+                and not sentence(v.value)
+            )
+        )
 
     def kin(self, name: str) -> set[str]:
         """The other parameters whose bad values drew an error worded as one of `name`'s did (`error_shape`), and those

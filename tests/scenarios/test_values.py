@@ -365,6 +365,59 @@ def test_an_error_blames_the_value_it_names_by_its_type_or_whole(sent, error, to
     assert knowledge.logs["transform_crs"].blamed == to_blame
 
 
+def test_the_other_entries_of_a_listing_one_of_which_worked_are_sent_next():
+    """chroma-mcp (PyPI): its listing of collections said "meeting_notes\nrecipes"; once a read took "meeting_notes",
+    that value was sent again and again, and "recipes" was one of some forty lines results held (a matrix of
+    embeddings printed over many lines among them), never drawn: 6 tasks, all of one collection. The listing's other
+    entries are what the parameter takes next."""
+    import random
+
+    from mcprl.scenarios.values import Drawn, Knowledge
+
+    knowledge = Knowledge([])
+    lines = {0: ["meeting_notes", "recipes"], 1: [f"0.{k}5, 0.{k}7, 0.{k}1" for k in range(30)]}
+    for call, values in lines.items():
+        knowledge.learn(
+            "list", {}, [], index=call, session=0, text="\n".join(values), is_error=False, error_kind=None,
+            values=[("", v) for v in values],
+        )  # fmt: skip
+    leaves = [Drawn(path="collection_name", name="collection_name", arm="result.", value="meeting_notes", parent=0)]
+    knowledge.learn(
+        "get_documents", {"collection_name": "meeting_notes"}, leaves, index=2, session=0, text='{"ids": ["n1"]}',
+        is_error=False, error_kind=None, values=[],
+    )  # fmt: skip
+    assert knowledge.siblings("collection_name") == ["recipes"]
+    schema = {"type": "object", "properties": {"collection_name": {"type": "string"}}, "required": ["collection_name"]}
+    rng = random.Random(0)
+    sent = []
+    for index in range(3, 6):  # (each answered: the collection's count)
+        args, leaves = knowledge.arguments("count", schema, 1, rng)
+        sent.append(args["collection_name"])
+        knowledge.learn(
+            "count", args, leaves, index=index, session=1, text=str(index), is_error=False, error_kind=None, values=[]
+        )
+    assert "recipes" in sent[:2], sent
+
+
+def test_an_optional_object_of_no_properties_is_left_out_never_sent_empty():
+    """chroma-mcp (PyPI): a read of a collection's documents takes optional filters, objects whose schema names no
+    properties; each was sent `{}` ("where_document": {}), which the server refuses ("Expected where document to have
+    exactly one operator, got {}"): 12 of 21 reads of a collection that existed failed so. Left out, the filter is the
+    server's default; a required one is still sent, as the schema allows it."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    knowledge = Knowledge([])
+    schema = {
+        "type": "object",
+        "properties": {"collection_name": {"type": "string"}, "where": {"type": "object"}, "data": {"type": "object"}},
+        "required": ["collection_name", "data"],
+    }
+    sent = [knowledge.arguments("get_documents", schema, 0, random.Random(seed)) for seed in range(12)]
+    assert all(args["data"] == {} and "where" not in args for args, _ in filter(None, sent)), sent
+
+
 def test_a_file_servers_paths_come_from_its_results_and_its_files_ground_tasks():
     """Seen on @modelcontextprotocol/server-filesystem, which grounded no task: every `path` was the
     word "path". Now a path parameter (or a list of them) takes a path a result held, a result that
