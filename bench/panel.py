@@ -307,6 +307,16 @@ SERVERS: list[Server] = [
     # first run in the sixty-ninth session (FastMCP 4: titles that say the name again, "Sympy Binomial")
     Server("mcp-sympy", "pypi", "mcp-sympy==0.1.0", "{bin}/mcp-sympy", extra=("fastmcp==4.2.3",)),
     Server("mcp-hashlib", "pypi", "mcp-hashlib==0.1.2", "{bin}/mcp-hashlib", extra=("fastmcp==4.2.3",)),
+    Server("polars-mcp", "pypi", "polars-mcp==0.2.1", "{bin}/polars-mcp", extra=("polars==2.1.0", MCP1)),
+    # (its own pin, mcp 1.6.0, imports a name pydantic 2.11 removed; its query needs an embedding model it downloads)
+    Server(
+        "chroma-mcp",
+        "pypi",
+        "chroma-mcp==0.2.6",
+        "{bin}/chroma-mcp --client-type persistent --data-dir {fx}/chroma",
+        extra=("chromadb==1.5.9", "pydantic<2.11"),
+        fixtures=("chroma",),
+    ),
 ]
 # Left out: todo-mcp-server (needs a remote API), taskwarrior-mcp (runs Debian's `task`, absent here; where present
 # every call hung on the MCP pipe it inherits as stdin).
@@ -423,6 +433,22 @@ if len(sys.argv) > 2:
         orders.append(row)
     save(wb, out / "shop.xlsx")
 """
+# two collections of documents, stored with embeddings of their own (the default embedding model is a download)
+CHROMA = """
+import random, sys
+import chromadb
+client, rng = chromadb.PersistentClient(path=sys.argv[1]), random.Random(0)
+def add(name, docs, metadatas, **kw):
+    c = client.create_collection(name, **kw)
+    vectors = [[rng.random() for _ in range(384)] for _ in docs]
+    c.add(ids=[f"{name[0]}{k + 1}" for k in range(len(docs))], documents=docs, embeddings=vectors, metadatas=metadatas)
+add("recipes", ["Pancakes: flour, milk, two eggs, a pinch of salt.", "Tomato soup: tomatoes, onion, garlic, basil.",
+    "Lemon cake: flour, sugar, butter, three lemons."],
+    [{"course": "breakfast", "minutes": 20}, {"course": "starter", "minutes": 35}, {"course": "dessert", "minutes": 60}],
+    metadata={"description": "family recipes"})
+add("meeting_notes", ["Budget review moved to Friday.", "Dana owns the launch checklist."],
+    [{"date": "2024-03-01"}, {"date": "2024-03-04"}])
+"""
 DOCX = """
 import datetime, sys
 from pathlib import Path
@@ -532,6 +558,7 @@ FIXTURES: dict[str, Callable[[Path, Path], None]] = {
     ),
     "word": lambda p, v: (p.mkdir(parents=True), _run(_with(v, ["word"], "docx"), "-c", DOCX, p)),
     "kanban": lambda p, v: _kanban(p, v),
+    "chroma": lambda p, v: _run(_with(v, ["chroma-mcp"], "chromadb"), "-c", CHROMA, p),
 }
 
 
