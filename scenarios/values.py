@@ -183,14 +183,8 @@ FIXED_AFTER = 3  # values that failed on a parameter besides the one in plain vi
 # issue (a handle: `awaited`)
 AWAITING = 3
 MISSHAPEN = 2  # values of one shape blamed on a parameter, none of it working, where another shape worked: no more
-INVENTED = {
-    "probe",
-    "named",
-    "described",
-    "schema",
-    "varied",
-    "least",
-}  # arms that make a value up rather than take one given
+# arms that make a value up rather than take one given
+INVENTED = {"probe", "named", "described", "schema", "varied", "least"}
 # arms whose values are what the parameter was given or offered as such (what worked, its schema's, its dictionary's,
 # queries composed for it), not texts found elsewhere
 GIVEN_AS_IS = {
@@ -212,11 +206,11 @@ ONE_ITEM = 0.2  # chance a list is given one item
 ONE_REQUEST = 0.8  # ... a read's list of requests (objects, or paths)
 OPTIONAL = 0.25  # chance an optional parameter is given a value (else the server's default) ...
 OPTIONAL_MOST = 0.75  # ... growing, while a tool says the same again, to this (`Knowledge._object`)
-# why a tool gets no more calls of its own, that says nothing against making one of them again: a write that issues
-# a handle (a game's id) is made again, as it was made, before the calls that take one
 # failures in a row with one error, whatever was sent, after which a tool gets a least call (`Knowledge.arguments`), at
 # most LEAST_CALLS of them while that error lasts
 LEAST_AFTER, LEAST_CALLS = 2, 2
+# why a tool gets no more calls of its own, that says nothing against making one of them again: a write that issues
+# a handle (a game's id) is made again, as it was made, before the calls that take one
 SENT_ALL = "no call left that it was not sent already"
 SCHEMA_GIVEN = {"const", "enum", "default", "example"}  # arms whose values the tool's own schema gives
 WRITTEN_ARMS = SCHEMA_GIVEN | {"error", "result", "probe", "named", "generator", "file"}
@@ -1397,9 +1391,8 @@ class Knowledge:
                 holds it is not named ("Invalid projection: transform_crs(..., from_crs='EPSG:4326')" of a `to_crs`
                 sent the catalogue's whole example names no `from_crs` sent "EPSG:4326")."""
                 out = lowered
-                for other in sorted((v.lower() for v in sent if value in v.lower() and len(v) > len(value)), key=len)[
-                    ::-1
-                ]:
+                holders = [v.lower() for v in sent if value in v.lower() and len(v) > len(value)]
+                for other in sorted(holders, key=len, reverse=True):
                     out = out.replace(other, " ")
                 return out
 

@@ -399,6 +399,25 @@ def test_the_other_entries_of_a_listing_one_of_which_worked_are_sent_next():
     assert "recipes" in sent[:2], sent
 
 
+@pytest.mark.parametrize(
+    ("schema", "least"),
+    [
+        ({"type": "integer"}, 1),
+        ({"type": "integer", "minimum": 5}, 5),
+        ({"type": "integer", "exclusiveMinimum": 3}, 4),
+        ({"type": "number", "exclusiveMinimum": 0}, 1),
+        ({"type": "number", "minimum": 0, "maximum": 0.5}, 0),
+    ],
+)
+def test_a_least_call_sends_the_least_number_its_schema_allows_from_one_up(schema, least):
+    import jsonschema
+
+    from mcprl.scenarios.values import least_number
+
+    assert least_number(schema) == least
+    jsonschema.validate(least_number(schema), schema)
+
+
 def test_an_optional_object_of_no_properties_is_left_out_never_sent_empty():
     """chroma-mcp (PyPI): a read of a collection's documents takes optional filters, objects whose schema names no
     properties; each was sent `{}` ("where_document": {}), which the server refuses ("Expected where document to have
