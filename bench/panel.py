@@ -444,7 +444,8 @@ def add(name, docs, metadatas, **kw):
     c.add(ids=[f"{name[0]}{k + 1}" for k in range(len(docs))], documents=docs, embeddings=vectors, metadatas=metadatas)
 add("recipes", ["Pancakes: flour, milk, two eggs, a pinch of salt.", "Tomato soup: tomatoes, onion, garlic, basil.",
     "Lemon cake: flour, sugar, butter, three lemons."],
-    [{"course": "breakfast", "minutes": 20}, {"course": "starter", "minutes": 35}, {"course": "dessert", "minutes": 60}],
+    [{"course": "breakfast", "minutes": 20}, {"course": "starter", "minutes": 35},
+     {"course": "dessert", "minutes": 60}],
     metadata={"description": "family recipes"})
 add("meeting_notes", ["Budget review moved to Friday.", "Dana owns the launch checklist."],
     [{"date": "2024-03-01"}, {"date": "2024-03-04"}])
