@@ -471,7 +471,9 @@ class Knowledge:
         # only, each list one item, each number the least the schema allows from 1 up) meets most such rules, as a
         # fuzzer's input shrunk to its least does
         log = self.logs[tool]
-        least = self.least_call = log.streak >= (1 if log.least_answered else LEAST_AFTER) and log.least < LEAST_CALLS
+        least = self.least_call = (
+            log.streak >= (1 if log.least_answered else LEAST_AFTER) and log.least < LEAST_CALLS and shrinks(schema)
+        )
         try:
             drawn = self._draw(tool, schema, session, rng)
         finally:
@@ -1689,6 +1691,14 @@ class Knowledge:
 
 
 _SKIP = object()
+
+
+def shrinks(schema: dict[str, Any]) -> bool:
+    """Whether a tool's input schema requires a number or a list, which a least call makes its least (a tool of texts
+    alone has no least call: its required texts are drawn as ever, and leaving its options out only narrowed it)."""
+    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = [props[n] for n in schema.get("required") or [] if isinstance(props.get(n), dict)]
+    return any({"integer", "number", "array"} & set(kinds_of(s)) or shrinks(s) for s in required)
 
 
 def least_number(schema: dict[str, Any]) -> int | float:
