@@ -1227,6 +1227,10 @@ class Knowledge:
         other collections of a listing whose first one a read took ("recipes" beside "meeting_notes")."""
         worked = set(map(repr, self.worked.get(name, [])))
         origins = {(v.call, v.field) for v in self.seen if repr(v.value) in worked}
+
+        def said_back(v: SeenValue) -> bool:  # (what its call was sent: a conversion's source and target zones)
+            return repr(v.value) in {repr(a) for a in self.made_at.get(v.call, ("", {}))[1].values()}
+
         return list(
             dict.fromkeys(
                 v.value
@@ -1234,6 +1238,7 @@ class Knowledge:
                 if (v.call, v.field) in origins
                 and repr(v.value) not in worked | self.sent[name]
                 and not sentence(v.value)
+                and not said_back(v)
             )
         )
 
