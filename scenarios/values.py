@@ -57,7 +57,7 @@ import os
 import random
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any
@@ -154,7 +154,6 @@ PRIORS: dict[str, tuple[float, float]] = {
     "generator": (1, 2),
     "word": (1, 3),
     "described": (1, 4),
-    "least": (1, 1),  # (the least number a schema allows, in a least call: `Knowledge.arguments`)
 }
 NAMED_RESULT_PRIOR = (3, 1)  # a result field whose name shares a word with the parameter's ("sku" -> `sku`)
 NUMERIC_RESULT_PRIOR = (2, 2)  # any number a result gave, for a number: a computed value fed on (a multi-step task)
@@ -517,28 +516,31 @@ class Knowledge:
         if all(d.name in self.handles for d in leaves) and self.sends_made_handle(leaves, session):
             return True
         # (a name a write was given: a call another tool refused, each value of it one the write was given so)
-        writer = self.made_at.get(self.state_from.get(session, -1), ("", {}))[0]
-        named = bool(leaves) and all(self._named_by_write(d, session) for d in leaves)
-        return key in self.failed and writer != tool and named
+        write = self.state_from.get(session, -1)
+        named = self._named_by_write(write)
+        writer = self.made_at.get(write, ("", {}))[0]
+        return key in self.failed and writer != tool and bool(leaves) and all(named(d) for d in leaves)
 
     def sends_made_handle(self, leaves: list[Drawn], session: int) -> bool:
         """Whether a call's `leaves` send a handle the session's latest write made (`made_by`), or the name it was sent
         for what it made, as that parameter."""
-        handles = [d for d in leaves if d.name in self.handles]
-        made = self.made_by(self.state_from.get(session, -1)) if handles else set()
-        return any(repr(d.value) in made for d in handles) or any(self._named_by_write(d, session) for d in leaves)
-
-    def _named_by_write(self, d: Drawn, session: int) -> bool:
-        """Whether leaf `d` sends what the session's latest write was sent under the same parameter's name, as what
-        names the thing it made (`made_by`), and that first worked there (a database's path a write took, that reads
-        had taken before, names no database it made)."""
         write = self.state_from.get(session, -1)
-        value = repr(d.value)
-        return (
-            value in self.made_by(write)
-            and repr(self.made_at[write][1].get(d.name)) == value
-            and self.first_worked.get((d.name, value)) == write
-        )
+        made = self.made_by(write)
+        named = self._named_by_write(write, made)
+        return any(repr(d.value) in made for d in leaves if d.name in self.handles) or any(map(named, leaves))
+
+    def _named_by_write(self, write: int, made: set[str] | None = None) -> Callable[[Drawn], bool]:
+        """Whether a leaf sends what `write` (a call's index) was sent under the same parameter's name, as what names
+        the thing it made (`made_by`), and that first worked there (a database's path a write took, that reads had
+        taken before, names no database it made)."""
+        made = self.made_by(write) if made is None else made
+        sent = self.made_at.get(write, ("", {}))[1]
+
+        def named(d: Drawn) -> bool:
+            value = repr(d.value)
+            return value in made and repr(sent.get(d.name)) == value and self.first_worked.get((d.name, value)) == write
+
+        return named
 
     def listed_paths(self) -> list[tuple[str, int, int]]:
         """The paths of the entries of the folders listed (by a call, or in plain view): each (path, the call that
@@ -1424,7 +1426,8 @@ class Knowledge:
                 ]
                 named = worded if len({d.name for d in worded}) == 1 else []
             if not named:  # ... or the values of the type a Python error names ("'float' object has no attribute")
-                typed = [d for d in leaves if of_type_named(message, d.value)]
+                kind = m[1] if (m := PYTHON_TYPE.search(message)) else None
+                typed = [d for d in leaves if kind and of_type(kind, d.value)]
                 named = typed if len(typed) < len(leaves) else []
             # a result per item: those it says failed, not the ones it read; but not where the error names by its name
             # a parameter sent that value too ("no folder '340 bytes'" of a folder and an item of `exclude` both
@@ -1734,13 +1737,9 @@ SENT_AS = {
 }
 
 
-def of_type_named(message: str, value: Any) -> bool:
-    """Whether `value`, as sent, is of the Python type an error names as the one that failed (`PYTHON_TYPE`: a text
-    "0.0" sent where a geometry was wanted, parsed to a float); False where it names none."""
-    m = PYTHON_TYPE.search(message)
-    if m is None:
-        return False
-    kind = m[1]
+def of_type(kind: str, value: Any) -> bool:
+    """Whether `value`, as sent, is of the Python type `kind` an error named as the one that failed (`PYTHON_TYPE`: a
+    text "0.0" sent where a geometry was wanted, parsed to a float)."""
     python = {"float": float, "int": int, "str": str, "list": list, "dict": dict, "bool": bool}.get(kind)
     if kind == "NoneType" and value is None or python is not None and type(value) is python:
         return True
