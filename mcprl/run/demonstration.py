@@ -418,10 +418,12 @@ async def build(
 def from_reference(
     grounded: list[Scenario], train: list[Scenario], *, seed: int, per_tool: bool = False
 ) -> tuple[Demonstration, list[Scenario]]:
-    """The `reference_exchange` of a grounded training scenario, with no generator call: one-call
-    tasks first (the call is the whole solution), of those the ones whose answer is in a one-record
-    result (`records`: a lookup, not a listing the small policy then cannot read), and reads before
-    writes, picked by the seed; its task leaves training whole.
+    """The `reference_exchange` of a grounded training scenario, with no generator call: reads before
+    writes, one-call tasks first (the call is the whole solution), of those the ones of the tool
+    the most tasks begin with (the small policy copies the demonstration's call: copied, the tool
+    most tasks need pays most, where a lookup by a value its own task states teaches that value to
+    every task), then the ones whose answer is in the fewest records (a lookup, not a listing the
+    small policy then cannot read), picked by the seed; its task leaves training whole.
 
     `per_tool`: one such exchange for each tool a reference chain starts with (its shortest chains
     first), each scenario shown one of them (RolloutConfig.demonstrations). With a single exchange the
@@ -433,11 +435,11 @@ def from_reference(
         by_tool.setdefault(s.reference[0].tool, []).append(s)
     groups = list(by_tool.values()) if per_tool else [grounded]
 
-    def cost(s: Scenario) -> tuple[bool, int, int]:
-        # a read (a policy that copies a write changes state on every task), the fewest calls, then
-        # the answer in the fewest records (a lookup, not a listing)
+    def cost(s: Scenario) -> tuple[bool, int, int, int]:
+        # a read (a policy that copies a write changes state on every task), the fewest calls, the
+        # tool the most tasks begin with, then the answer in the fewest records (a lookup, not a listing)
         calls = s.reference
-        return any(c.writes for c in calls), len(calls), s.metadata.get("records", 1)
+        return any(c.writes for c in calls), len(calls), -len(by_tool[calls[0].tool]), s.metadata.get("records", 1)
 
     chosen = []
     for group in groups:

@@ -165,6 +165,32 @@ async def test_a_whole_question_copied_into_a_string_is_narrowed_to_the_name_in_
     assert len(llm.requests) == (1 if answer_known else 2) * demonstration.SAMPLES
 
 
+def test_a_grounded_demonstration_shows_the_read_most_tasks_begin_with_then_the_fewest_records():
+    """Reads before writes and single calls before chains; of those, the tool the most tasks begin
+    with (a repository's log, 4 tasks, over a lookup by a hash its own task states, 2: the policy
+    copied the lookup's hash into every held-out question), then the answer in the fewest records."""
+    from mcprl.types import ReferenceCall
+
+    def task(i: int, tool: str, records: int, *, writes: bool = False, calls: int = 1, **arguments) -> Scenario:
+        chain = [ReferenceCall(tool=tool, arguments=arguments, result="r", writes=writes)] * calls
+        return Scenario(
+            id=f"{tool}-{i}", task=f"{tool} {i}?", answer="r", reference=chain, metadata={"records": records}
+        )
+
+    log = [task(i, "log", records=6) for i in range(3)] + [task(3, "log", records=2)]
+    show = [task(i, "show", records=1, revision=f"{i}a7f") for i in range(2)]
+    writes = [task(i, "commit", records=1, writes=True) for i in range(6)]
+    chains = [task(i, "branch", records=1, calls=2) for i in range(6)]
+    grounded = log + show + writes + chains
+    for seed in range(4):
+        demo, kept = demonstration.from_reference(grounded, grounded, seed=seed)
+        assert demo.source == "grounded:log-3" and len(kept) == len(grounded) - 1
+        assert demo.exchanges[0][1]["tool_calls"][0]["function"]["name"] == "log"
+    # among tools as common, the fewest records: a lookup over a listing
+    demo, _ = demonstration.from_reference(show + log[:2], show + log[:2], seed=0)
+    assert demo.source.startswith("grounded:show-")
+
+
 def test_narrowed_cuts_one_string_at_a_time_longest_runs_first():
     variants = demonstration.narrowed({"query": "red steel hammer", "where": "a b", "limit": 3})
     assert [n for n, _ in variants] == sorted((n for n, _ in variants), reverse=True)
