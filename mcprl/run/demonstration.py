@@ -420,10 +420,11 @@ def from_reference(
 ) -> tuple[Demonstration, list[Scenario]]:
     """The `reference_exchange` of a grounded training scenario, with no generator call: reads before
     writes, one-call tasks first (the call is the whole solution), of those the ones of the tool
-    the most tasks begin with (the small policy copies the demonstration's call: copied, the tool
-    most tasks need pays most, where a lookup by a value its own task states teaches that value to
-    every task), then the ones whose answer is in the fewest records (a lookup, not a listing the
-    small policy then cannot read), picked by the seed; its task leaves training whole.
+    the most tasks begin with (the small policy copies the demonstration's call, arguments and all:
+    the tool most tasks need is then right most often, where a lookup of one commit's hash, which
+    its own task stated, had that hash sent for every question), then the ones whose answer is in
+    the fewest records (a lookup, not a listing the small policy then cannot read), picked by the
+    seed; its task leaves training whole.
 
     `per_tool`: one such exchange for each tool a reference chain starts with (its shortest chains
     first), each scenario shown one of them (RolloutConfig.demonstrations). With a single exchange the
