@@ -168,7 +168,7 @@ async def test_a_whole_question_copied_into_a_string_is_narrowed_to_the_name_in_
 def test_a_grounded_demonstration_shows_the_read_most_tasks_begin_with_then_the_fewest_records():
     """Reads before writes and single calls before chains; of those, the tool the most tasks begin
     with (a repository's log, 4 tasks, over a lookup by a hash its own task states, 2: the policy
-    copied the lookup's hash into every held-out question), then the answer in the fewest records."""
+    copied the lookup's hash into most held-out questions), then the answer in the fewest records."""
     from mcprl.types import ReferenceCall
 
     def task(i: int, tool: str, records: int, *, writes: bool = False, calls: int = 1, **arguments) -> Scenario:
