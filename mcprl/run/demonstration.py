@@ -422,7 +422,7 @@ def from_reference(
     writes, one-call tasks first (the call is the whole solution), of those the ones of the tool
     the most tasks begin with (the small policy copies the demonstration's call, arguments and all:
     the tool most tasks need is then right most often, where a lookup of one commit's hash, which
-    its own task stated, had that hash sent for every question), then the ones whose answer is in
+    its own task stated, had that hash sent with most questions), then the ones whose answer is in
     the fewest records (a lookup, not a listing the small policy then cannot read), picked by the
     seed; its task leaves training whole.
 
