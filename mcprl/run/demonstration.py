@@ -422,9 +422,11 @@ def from_reference(
     writes, one-call tasks first (the call is the whole solution), of those the ones of the tool
     the most tasks begin with (the small policy copies the demonstration's call, arguments and all:
     the tool most tasks need is then right most often, where a lookup of one commit's hash, which
-    its own task stated, had that hash sent with most questions), then the ones whose answer is in
-    the fewest records (a lookup, not a listing the small policy then cannot read), picked by the
-    seed; its task leaves training whole.
+    its own task stated, had that hash sent with most questions), then the ones whose task states
+    the fewest values (the policy copies those too: a date the shown task was about went into other
+    questions' calls and answers), then the ones whose answer is in the fewest records (a lookup,
+    not a listing the small policy then cannot read), picked by the seed; its task leaves training
+    whole.
 
     `per_tool`: one such exchange for each tool a reference chain starts with (its shortest chains
     first), each scenario shown one of them (RolloutConfig.demonstrations). With a single exchange the
@@ -436,11 +438,13 @@ def from_reference(
         by_tool.setdefault(s.reference[0].tool, []).append(s)
     groups = list(by_tool.values()) if per_tool else [grounded]
 
-    def cost(s: Scenario) -> tuple[bool, int, int, int]:
+    def cost(s: Scenario) -> tuple[bool, int, int, int, int]:
         # a read (a policy that copies a write changes state on every task), the fewest calls, the
-        # tool the most tasks begin with, then the answer in the fewest records (a lookup, not a listing)
+        # tool the most tasks begin with, the fewest values stated, then the answer in the fewest
+        # records (a lookup, not a listing)
         calls = s.reference
-        return any(c.writes for c in calls), len(calls), -len(by_tool[calls[0].tool]), s.metadata.get("records", 1)
+        stated = len(s.metadata.get("given") or [])
+        return any(c.writes for c in calls), len(calls), -len(by_tool[calls[0].tool]), stated, s.metadata.get("records", 1)
 
     chosen = []
     for group in groups:

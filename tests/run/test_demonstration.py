@@ -191,6 +191,29 @@ def test_a_grounded_demonstration_shows_the_read_most_tasks_begin_with_then_the_
     assert demo.source.startswith("grounded:show-")
 
 
+def test_a_grounded_demonstration_shows_a_task_that_states_no_value_where_its_tool_has_one():
+    """Of one tool's one-call reads, one whose task states no value before any that states some,
+    whatever the records: the policy copies what the shown task states (a date it was about went
+    into other questions' calls and answers), and a task that states nothing gives it nothing to copy."""
+    from mcprl.types import ReferenceCall
+
+    def task(i: int, given: list[str], records: int) -> Scenario:
+        call = ReferenceCall(tool="log", arguments={"repo_path": "/r"}, result="r", writes=False)
+        question = f"What is the message of the commit dated {given[0]}?" if given else f"Who made commit {i}?"
+        metadata = {"records": records, "given": given}
+        return Scenario(id=f"log-{i}", task=question, answer="r", reference=[call], metadata=metadata)
+
+    stating = [task(i, [f"2024-03-0{i}"], records=1) for i in range(4)]
+    plain = [task(4, [], records=6), task(5, [], records=6)]
+    for seed in range(4):
+        demo, _ = demonstration.from_reference(stating + plain, stating + plain, seed=seed)
+        assert demo.source in ("grounded:log-4", "grounded:log-5")
+        assert not any(g in demo.exchanges[0][0]["content"] for s in stating for g in s.metadata["given"])
+    # where every task states values, the fewest records decide as before
+    demo, _ = demonstration.from_reference(stating, stating, seed=0)
+    assert demo.source.startswith("grounded:log-")
+
+
 def test_narrowed_cuts_one_string_at_a_time_longest_runs_first():
     variants = demonstration.narrowed({"query": "red steel hammer", "where": "a b", "limit": 3})
     assert [n for n, _ in variants] == sorted((n for n, _ in variants), reverse=True)
