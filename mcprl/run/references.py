@@ -40,16 +40,22 @@ def evidence_pieces(result: str, cells: bool = False) -> list[str]:
     return pieces
 
 
-def quotes(result: str, values: list, cells: bool = False) -> list[str]:
+def quotes(result: str, values: list, cells: bool = False, named: list | None = None) -> list[str]:
     """What of `result` a written answer quotes before it states `values`: for each value, the first
     piece of the result that holds it (`evidence_pieces`: `Author: Ann Lee`, `"price": 79.66`), at most
     QUOTE_CHARS long and more than the value alone. Copying such a piece is what a small policy can
     learn: its label follows from the task's words and the value from the label, where a bare `The
     answer is ...` asks it to pick the value out of the result at once (docs/benchmarks.md, "Answers
-    that quote their line"). Nothing for a value no piece holds (an answer spread over lines)."""
+    that quote their line"). Nothing for a value no piece holds (an answer spread over lines).
+
+    `named`: values the task states to pick its record out of a listing (`Message: Document
+    installation` of "the author of the commit whose message is ..."). Their pieces come first: the
+    line the question names, a copy of the task's own words, then the line that answers, where the
+    label alone leaves the policy to guess which record's `Author:` is meant. (A value the call was
+    sent picked its record already: a lookup's result says it back.)"""
     pieces = evidence_pieces(result, cells)
     quoted: list[str] = []
-    for value in values:
+    for value in [*(named or []), *values]:
         piece = next((p for p in pieces if holds_answer(p, value)), "")
         if piece and len(piece) <= QUOTE_CHARS and piece != str(value).strip() and piece not in quoted:
             quoted.append(piece)
@@ -148,8 +154,15 @@ def reference_messages(s: Scenario, finish: Literal["text", "tool"] = "text") ->
     else:
         answer = f"The answer is {answer}."
         if known is not None:  # the whole line where the task's check takes it, else the part that holds the answer
-            last = s.reference[-1].result
-            quoting = ("\n".join([*q, answer]) for cells in (False, True) if (q := quotes(last, values, cells)))
+            # the values the task states that its last call was not sent pick the record out of the result
+            last, sent = s.reference[-1].result, {str(v) for v in s.reference[-1].arguments.values()}
+            named = [g for g in s.metadata.get("given") or [] if str(g) not in sent]
+            quoting = (
+                "\n".join([*q, answer])
+                for cells in (False, True)
+                for by in ((named, []) if named else ([],))
+                if (q := quotes(last, values, cells, by))
+            )
             answer = next((reply for reply in quoting if better(s, messages, reply, answer)), answer)
         messages.append({"role": "assistant", "content": answer})
     return messages, answer

@@ -62,3 +62,42 @@ def test_an_answer_the_result_spreads_over_lines_or_a_task_of_no_known_answer_qu
         "tool",
     )
     assert json.loads(tool_finish[0][-1]["tool_calls"][0]["function"]["arguments"]) == {"answer": "Ann Lee"}
+
+
+LISTING = (
+    "Commit: 'a632078'\nAuthor: Ann Lee\nDate: 2024-03-07\nMessage: Bump version\n\n"
+    "Commit: 'fb2fd2a'\nAuthor: Bob Stone\nDate: 2024-03-05\nMessage: Document installation\n"
+)
+
+
+async def test_a_task_that_names_its_record_quotes_the_line_it_names_before_the_line_that_answers():
+    """A value the task states and its call was not sent picks a record out of the result: the reply
+    quotes the line that holds it (the task's own words) before the line that answers, both lines of
+    the result and of one record, and still passes the task's check. A value the call was sent (a
+    lookup's hash, said back by its result) is no such line."""
+    named = Scenario(
+        task='Who is the author of the commit whose message is "Document installation"?',
+        answer="Bob Stone",
+        check={"kind": "holds", "max_words": 14},
+        reference=[{"tool": "log", "arguments": {"repo_path": "/r"}, "result": LISTING}],
+        metadata={"given": ["Document installation"]},
+    )
+    chain, reply = reference_messages(named)
+    *lines, last = reply.split("\n")
+    assert lines == ["Message: Document installation", "Author: Bob Stone"] and last == "The answer is Bob Stone."
+    record = LISTING.split("\n\n")[1]
+    assert all(line in record.splitlines() for line in lines)
+    judged = await VerifyJudge().score_group(
+        TrajectoryGroup(
+            scenario=named, trajectories=[Trajectory(messages=[{"role": "user", "content": named.task}, *chain])]
+        )
+    )
+    assert judged.trajectories[0].reward == 1.0
+    looked_up = Scenario(
+        task="Who is the author of commit fb2fd2a?",
+        answer="Bob Stone",
+        check={"kind": "holds"},
+        reference=[{"tool": "show", "arguments": {"revision": "fb2fd2a"}, "result": record}],
+        metadata={"given": ["fb2fd2a"]},
+    )
+    assert reference_messages(looked_up)[1].split("\n") == ["Author: Bob Stone", "The answer is Bob Stone."]
