@@ -444,7 +444,13 @@ def from_reference(
         # records (a lookup, not a listing)
         calls = s.reference
         stated = len(s.metadata.get("given") or [])
-        return any(c.writes for c in calls), len(calls), -len(by_tool[calls[0].tool]), stated, s.metadata.get("records", 1)
+        return (
+            any(c.writes for c in calls),
+            len(calls),
+            -len(by_tool[calls[0].tool]),
+            stated,
+            s.metadata.get("records", 1),
+        )
 
     chosen = []
     for group in groups:
