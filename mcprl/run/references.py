@@ -52,12 +52,21 @@ def quotes(result: str, values: list, cells: bool = False, named: list | None = 
     installation` of "the author of the commit whose message is ..."). Their pieces come first: the
     line the question names, a copy of the task's own words, then the line that answers, where the
     label alone leaves the policy to guess which record's `Author:` is meant. (A value the call was
-    sent picked its record already: a lookup's result says it back.)"""
+    sent picked its record already: a lookup's result says it back.) A value held by several pieces
+    is then quoted from the one nearest the first named piece, the record it names (a diff's `+1.2.0`
+    under `diff --git a/VERSION`, not the changelog's `+## 1.2.0` above it)."""
     pieces = evidence_pieces(result, cells)
     quoted: list[str] = []
+    anchor: int | None = None  # where the first named piece is
     for value in [*(named or []), *values]:
-        piece = next((p for p in pieces if holds_answer(p, value)), "")
-        if piece and len(piece) <= QUOTE_CHARS and piece != str(value).strip() and piece not in quoted:
+        holding = [i for i, p in enumerate(pieces) if holds_answer(p, value)]
+        if not holding:
+            continue
+        at = holding[0] if anchor is None else min(holding, key=lambda i: (abs(i - anchor), i < anchor))
+        if anchor is None and value in (named or []):
+            anchor = at
+        piece = pieces[at]
+        if len(piece) <= QUOTE_CHARS and piece != str(value).strip() and piece not in quoted:
             quoted.append(piece)
     return quoted
 

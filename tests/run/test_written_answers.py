@@ -101,3 +101,21 @@ async def test_a_task_that_names_its_record_quotes_the_line_it_names_before_the_
         metadata={"given": ["fb2fd2a"]},
     )
     assert reference_messages(looked_up)[1].split("\n") == ["Author: Bob Stone", "The answer is Bob Stone."]
+
+
+def test_a_value_two_lines_hold_is_quoted_from_the_record_the_task_names():
+    """Where the answer is on several lines, the line quoted is the one nearest the line the task
+    named, in its record: the version file's added line, not the changelog's above it."""
+    diff = (
+        "diff --git a/CHANGELOG.md b/CHANGELOG.md\n+++ b/CHANGELOG.md\n+## 1.2.0\n+- storm alerts\n"
+        "diff --git a/TODO.md b/TODO.md\n+++ b/TODO.md\n+- support Fahrenheit\n"
+        "diff --git a/VERSION b/VERSION\n+++ b/VERSION\n+1.2.0"
+    )
+    s = Scenario(
+        task="In the staged diff, what is added where the file is VERSION?",
+        answer="1.2.0",
+        check={"kind": "holds"},
+        reference=[{"tool": "diff", "arguments": {"repo_path": "/r"}, "result": diff}],
+        metadata={"given": ["VERSION"]},
+    )
+    assert reference_messages(s)[1].split("\n") == ["diff --git a/VERSION b/VERSION", "+1.2.0", "The answer is 1.2.0."]
