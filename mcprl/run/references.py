@@ -8,11 +8,13 @@ from __future__ import annotations
 import inspect
 import json
 import re
+from collections.abc import Sequence
 from typing import Literal
 
 from mcprl.checks import holds_answer
 from mcprl.errors import clip
 from mcprl.judges.verify import checker_for
+from mcprl.scenarios.phrasing import value_text
 from mcprl.scenarios.results import flatten
 from mcprl.train.sequences import rendered_turn
 from mcprl.types import Message, Scenario, ToolSchema, Trajectory, TrajectoryGroup
@@ -40,7 +42,7 @@ def evidence_pieces(result: str, cells: bool = False) -> list[str]:
     return pieces
 
 
-def quotes(result: str, values: list, cells: bool = False, named: list | None = None) -> list[str]:
+def quotes(result: str, values: list, cells: bool = False, named: Sequence = ()) -> list[str]:
     """What of `result` a written answer quotes before it states `values`: for each value, the first
     piece of the result that holds it (`evidence_pieces`: `Author: Ann Lee`, `"price": 79.66`), at most
     QUOTE_CHARS long and more than the value alone. Copying such a piece is what a small policy can
@@ -58,12 +60,12 @@ def quotes(result: str, values: list, cells: bool = False, named: list | None = 
     pieces = evidence_pieces(result, cells)
     quoted: list[str] = []
     anchor: int | None = None  # where the first named piece is
-    for value in [*(named or []), *values]:
+    for k, value in enumerate([*named, *values]):
         holding = [i for i, p in enumerate(pieces) if holds_answer(p, value)]
         if not holding:
             continue
         at = holding[0] if anchor is None else min(holding, key=lambda i: (abs(i - anchor), i < anchor))
-        if anchor is None and value in (named or []):
+        if anchor is None and k < len(named):
             anchor = at
         piece = pieces[at]
         if len(piece) <= QUOTE_CHARS and piece != str(value).strip() and piece not in quoted:
@@ -164,12 +166,12 @@ def reference_messages(s: Scenario, finish: Literal["text", "tool"] = "text") ->
         answer = f"The answer is {answer}."
         if known is not None:  # the whole line where the task's check takes it, else the part that holds the answer
             # the values the task states that its last call was not sent pick the record out of the result
-            last, sent = s.reference[-1].result, {str(v) for v in s.reference[-1].arguments.values()}
-            named = [g for g in s.metadata.get("given") or [] if str(g) not in sent]
+            last, sent = s.reference[-1].result, {value_text(v) for v in s.reference[-1].arguments.values()}
+            named = [g for g in s.metadata.get("given") or [] if value_text(g) not in sent]
             quoting = (
                 "\n".join([*q, answer])
                 for cells in (False, True)
-                for by in ((named, []) if named else ([],))
+                for by in ([named, []] if named else [[]])
                 if (q := quotes(last, values, cells, by))
             )
             answer = next((reply for reply in quoting if better(s, messages, reply, answer)), answer)

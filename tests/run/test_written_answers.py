@@ -70,18 +70,26 @@ LISTING = (
 )
 
 
+def read_task(
+    task: str, answer: str, result: str, given: list[str], arguments: dict | None = None, **check
+) -> Scenario:
+    """A one-call read that states `given`, sent `arguments` (a repository's path where none are given)."""
+    return Scenario(
+        task=task,
+        answer=answer,
+        check={"kind": "holds", **check},
+        reference=[{"tool": "read", "arguments": arguments or {"repo_path": "/r"}, "result": result}],
+        metadata={"given": given},
+    )
+
+
 async def test_a_task_that_names_its_record_quotes_the_line_it_names_before_the_line_that_answers():
     """A value the task states and its call was not sent picks a record out of the result: the reply
     quotes the line that holds it (the task's own words) before the line that answers, both lines of
     the result and of one record, and still passes the task's check. A value the call was sent (a
     lookup's hash, said back by its result) is no such line."""
-    named = Scenario(
-        task='Who is the author of the commit whose message is "Document installation"?',
-        answer="Bob Stone",
-        check={"kind": "holds", "max_words": 14},
-        reference=[{"tool": "log", "arguments": {"repo_path": "/r"}, "result": LISTING}],
-        metadata={"given": ["Document installation"]},
-    )
+    task = 'Who is the author of the commit whose message is "Document installation"?'
+    named = read_task(task, "Bob Stone", LISTING, ["Document installation"], max_words=14)
     chain, reply = reference_messages(named)
     *lines, last = reply.split("\n")
     assert lines == ["Message: Document installation", "Author: Bob Stone"] and last == "The answer is Bob Stone."
@@ -93,12 +101,8 @@ async def test_a_task_that_names_its_record_quotes_the_line_it_names_before_the_
         )
     )
     assert judged.trajectories[0].reward == 1.0
-    looked_up = Scenario(
-        task="Who is the author of commit fb2fd2a?",
-        answer="Bob Stone",
-        check={"kind": "holds"},
-        reference=[{"tool": "show", "arguments": {"revision": "fb2fd2a"}, "result": record}],
-        metadata={"given": ["fb2fd2a"]},
+    looked_up = read_task(
+        "Who is the author of commit fb2fd2a?", "Bob Stone", record, ["fb2fd2a"], {"revision": "fb2fd2a"}
     )
     assert reference_messages(looked_up)[1].split("\n") == ["Author: Bob Stone", "The answer is Bob Stone."]
 
@@ -111,11 +115,5 @@ def test_a_value_two_lines_hold_is_quoted_from_the_record_the_task_names():
         "diff --git a/TODO.md b/TODO.md\n+++ b/TODO.md\n+- support Fahrenheit\n"
         "diff --git a/VERSION b/VERSION\n+++ b/VERSION\n+1.2.0"
     )
-    s = Scenario(
-        task="In the staged diff, what is added where the file is VERSION?",
-        answer="1.2.0",
-        check={"kind": "holds"},
-        reference=[{"tool": "diff", "arguments": {"repo_path": "/r"}, "result": diff}],
-        metadata={"given": ["VERSION"]},
-    )
+    s = read_task("In the staged diff, what is added where the file is VERSION?", "1.2.0", diff, ["VERSION"])
     assert reference_messages(s)[1].split("\n") == ["diff --git a/VERSION b/VERSION", "+1.2.0", "The answer is 1.2.0."]
