@@ -6,10 +6,10 @@ MCP's tool annotations decide first (`readOnlyHint`, `destructiveHint`), the too
 called only where each session gets a fresh server (`isolated`: per-rollout stdio sessions by default), never on a
 shared HTTP/SSE server unless `writes` is on; one that acts outside the server (`reaches_outside`: the open world its
 annotations name, or a process or command of the machine) is not called at all unless `writes` is on: a fresh
-server undoes none of it. A stdio command that names a file (a database given on the command
-line) keeps its state outside the process: such a server is isolated where each session runs on copies of its
-files (`ServerSpec.private_copy`, on by default where they are small enough), and otherwise not taken as isolated
-unless the user says it is.
+server undoes none of it. A stdio command that names a file (a database given on the command line) keeps its state
+outside the process: such a server is isolated where each session runs on copies of its files
+(`ServerSpec.private_copy`, on by default where a copy is what they are: `mcprl.tools.copies.not_copied`), and
+otherwise not taken as isolated unless the user says it is.
 Exploring checks the rest as it goes (`mcprl.scenarios.explore`): whether a fresh session reads what the first write
 left, and what a write changed under the home folder it was given (`mcprl.tools.copies.changed_paths`).
 """
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcprl.scenarios.config import ExploreConfig
 from mcprl.scenarios.lexicon import DESCRIBED_READS, MACHINE, READ_WORDS, VERBS, WRITE_WORDS, singular, words_of
-from mcprl.tools.copies import names_a_file, too_large, worked_on
+from mcprl.tools.copies import names_a_file, not_copied, worked_on
 
 if TYPE_CHECKING:
     from mcprl.tools import ToolPool
@@ -56,12 +56,12 @@ def is_isolated(pool: ToolPool, cfg: ExploreConfig, say: Callable[[str], None]) 
     # session has copies of its own)
     spec = pool.spec
     if not spec.private_copy and (path := spec.cwd or names_a_file(spec.command, spec.env)) is not None:
-        large = too_large(worked_on(spec))
+        why = not_copied(worked_on(spec))
         say(
             f"note: the server works on {path}"
-            + (f" ({large}, not copied once a session)" if large else "")
+            + (f" ({why}: not copied once a session)" if why else "")
             + ": its state may live outside the process, so tools that may write are not explored (pass "
-            + ("--private-copy to copy it for each session anyway, " if large else "")
+            + ("--private-copy to copy it for each session anyway, " if why else "")
             + "--isolated if each session really starts fresh)"
         )
         return False

@@ -35,7 +35,7 @@ class ServerConfig(BaseModel):
         default=None,
         description="run each session of a stdio server on a copy of the files and folders its command line names "
         "and of its --cwd, so yours are never written and its tools that write are explored there (default: on "
-        "where they are at most 20,000 files and 100 MB)",
+        "where they are at most 20,000 files and 100 MB and no data file there names where it lies)",
     )
     allow: list[str] = Field(default_factory=list, description="only tools matching this name/glob")
     deny: list[str] = Field(default_factory=list, description="never offer or call tools matching this name/glob")

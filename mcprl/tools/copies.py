@@ -10,8 +10,9 @@ isolated as one that keeps its state in its process. The server is told the copi
 environment, its working directory); the calls and results carry the originals' (`PathMap`), so what the model
 and the tasks see is the same with or without copies.
 
-A copy is made only of what is small enough to copy once a session (`MAX_COPY_FILES`, `MAX_COPY_BYTES`): a large
-folder is worked on as it is, and its writes are not called (`mcprl.scenarios.isolation`).
+A copy is made only of what is small enough to copy once a session (`MAX_COPY_FILES`, `MAX_COPY_BYTES`) and does
+not record where it lies (`names_its_place`: a copy of such a store elsewhere is another store): otherwise the files
+are worked on as they are, and the writes are not called (`mcprl.scenarios.isolation`).
 """
 
 from __future__ import annotations
@@ -120,6 +121,33 @@ def too_large(paths: list[Path]) -> str | None:
     if files <= MAX_COPY_FILES and size <= MAX_COPY_BYTES:
         return None
     return f"over {MAX_COPY_FILES:,} files" if files > MAX_COPY_FILES else f"over {MAX_COPY_BYTES // 2**20} MB"
+
+
+def names_its_place(paths: list[Path]) -> Path | None:
+    """A data file under `paths` (`DATA_FILE`) that holds one of their paths, or None. A store that records where
+    it lies (kanban-mcp's board keeps each project under its folder's path, and the id it derives from it) opens on
+    a copy elsewhere as another store, empty: a copy of it is not what the user has."""
+    places = {p for path in paths for p in (str(path), os.path.realpath(path))}
+    needles = [p.encode() for p in places]
+    for root in paths:
+        for folder, _, files in os.walk(root) if root.is_dir() else [(str(root.parent), [], [root.name])]:
+            for name in files:
+                if re.search(DATA_FILE, name, re.I):
+                    with contextlib.suppress(OSError):
+                        held = Path(folder, name).read_bytes()
+                        if any(n in held for n in needles):
+                            return Path(folder, name)
+    return None
+
+
+def not_copied(paths: list[Path]) -> str | None:
+    """Why a session does not get copies of `paths` of its own (`too_large`, `names_its_place`), or None where it
+    does."""
+    if large := too_large(paths):
+        return large
+    if (store := names_its_place(paths)) is not None:
+        return f"{store.name} there names where it lies, so a copy elsewhere would be another store"
+    return None
 
 
 class PathMap:

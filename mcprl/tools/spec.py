@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcprl.errors import UserError, first_problem
-from mcprl.tools.copies import too_large, worked_on
+from mcprl.tools.copies import not_copied, worked_on
 
 Transport = Literal["stdio", "http", "sse"]
 TRANSPORT_CHOICES = ("auto", "stdio", "http", "sse")
@@ -97,7 +97,7 @@ class ServerSpec(BaseModel):
         servers (`python -m mcprl.servers.inventory`) work whether or not the venv is activated.
         Without `cwd` a stdio server runs in a directory of the run's own, so a path in the command
         (a file here, `python server.py`, or a relative path, `./bin/serve`) is made absolute.
-        `private_copy` None: on for a stdio server that works on files small enough to copy once a session.
+        `private_copy` None: on for a stdio server that works on files a session can copy (`not_copied`).
         """
         target = target.strip()
         if transport not in TRANSPORT_CHOICES:
@@ -128,7 +128,7 @@ class ServerSpec(BaseModel):
         except ValidationError as e:
             raise UserError(f"{target}: invalid server option {first_problem(e)}") from None
         if private_copy is None:
-            private_copy = transport == "stdio" and bool(paths := worked_on(spec)) and too_large(paths) is None
+            private_copy = transport == "stdio" and bool(paths := worked_on(spec)) and not_copied(paths) is None
         return spec.model_copy(update={"private_copy": private_copy and transport == "stdio"})
 
     def allows(self, tool_name: str) -> bool:

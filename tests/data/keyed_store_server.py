@@ -1,6 +1,6 @@
-"""Notes kept in a JSON store, each project's under the path of its folder, as boards keyed by the project they are
-for (kanban-mcp) keep them: run on copies of the store and the folder, the folder's path is another, and its notes
-are not found.
+"""Notes kept in a JSON store, each project's under an id its folder's path gives (`key`), as kanban-mcp keeps its
+boards: run on copies of the store and the folder, the folder's path is another, and its notes are not found. A
+store may hold the folder's path beside its notes, as kanban-mcp's does.
 
     python tests/data/keyed_store_server.py STORE.json PROJECT_DIR
 """
@@ -15,6 +15,7 @@ from tests.server_fork import hand_over  # noqa: E402
 
 hand_over()  # under pytest: run by a fork of a process that has imported the SDK (tests/server_fork.py)
 
+import hashlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 
@@ -23,8 +24,13 @@ from mcprl.servers import serve  # noqa: E402
 STORE, PROJECT = (sys.argv[1], sys.argv[2]) if len(sys.argv) > 2 else ("", "")
 
 
+def key(folder: str) -> str:
+    """The id of the project of `folder`."""
+    return hashlib.sha256(os.path.realpath(folder).encode()).hexdigest()[:16]
+
+
 def _notes() -> list[dict]:
-    return json.loads(Path(STORE).read_text()).get(os.path.realpath(PROJECT), []) if STORE else []
+    return json.loads(Path(STORE).read_text()).get(key(PROJECT), {}).get("notes", []) if STORE else []
 
 
 def list_notes() -> str:

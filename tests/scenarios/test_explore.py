@@ -1378,19 +1378,28 @@ async def test_once_tools_await_a_handle_each_session_makes_the_write_named_for_
     assert {c.tool for c in calls if c.tool in takes and not c.is_error}, trace
 
 
-async def test_a_store_keyed_by_its_folders_path_that_a_copy_hides_is_named_with_the_flag_that_reads_it(tmp_path):
-    """Seen on kanban-mcp (`KANBAN_SQLITE_PATH=board.db KANBAN_PROJECT_DIR=proj`): its board keys each project by its
-    folder's path; run on copies of the board and the folder, the folder's path is another, every read found nothing,
-    and the run ended with no task and no word of why. Where nearly every read on copies found nothing, the run says
-    so and names --no-private-copy; with it, the user's notes are read and grounded, and the store is left as it was."""
+def keyed_store(tmp_path: Path, named: bool) -> tuple[str, Path]:
+    """The command of the keyed store server (tests/data/keyed_store_server.py) on a store of two notes of a project
+    folder, under the id its path gives (and beside it that path, where `named`), and the store."""
     project = tmp_path / "proj"
     project.mkdir()
     store = tmp_path / "store.json"
     notes = [{"title": t, "body": b} for t, b in [("Garden plan", "Plant tomatoes in May"), ("Trip", "Lisbon")]]
-    store.write_text(json.dumps({str(project.resolve()): notes}))
+    key = hashlib.sha256(str(project.resolve()).encode()).hexdigest()[:16]
+    store.write_text(json.dumps({key: {"notes": notes} | ({"folder": str(project.resolve())} if named else {})}))
+    return f"{sys.executable} {KEYED_STORE} {store} {project}", store
+
+
+async def test_a_store_keyed_by_its_folders_path_that_a_copy_hides_is_named_with_the_flag_that_reads_it(tmp_path):
+    """Seen on kanban-mcp (`KANBAN_SQLITE_PATH=board.db KANBAN_PROJECT_DIR=proj`): its board keys each project by an
+    id its folder's path gives; run on copies of the board and the folder, the folder's path is another, every read
+    found nothing, and the run ended with no task and no word of why. Where nearly every read on copies found
+    nothing, the run says so and names --no-private-copy; with it, the user's notes are read and grounded, and the
+    store is left as it was."""
+    command, store = keyed_store(tmp_path, named=False)
     held = store.read_text()
     said: list[str] = []
-    async with ToolPool(ServerSpec.parse(f"{sys.executable} {KEYED_STORE} {store} {project}")) as pool:
+    async with ToolPool(ServerSpec.parse(command)) as pool:
         assert pool.spec.private_copy
         with contextlib.suppress(UserError):
             await grounded(
@@ -1398,13 +1407,30 @@ async def test_a_store_keyed_by_its_folders_path_that_a_copy_hides_is_named_with
                 fallback=False, say=said.append,
             )  # fmt: skip
     assert any("--no-private-copy" in line for line in said), said
-    spec = ServerSpec.parse(f"{sys.executable} {KEYED_STORE} {store} {project}", private_copy=False)
-    async with ToolPool(spec) as pool:
+    async with ToolPool(ServerSpec.parse(command, private_copy=False)) as pool:
         tasks = await grounded(
             pool, 4, ExploreConfig(calls=20), tmp_path / "e2.jsonl", tmp_path / "g2.json", seed=0,
             fallback=False, min_grounded=1, say=lambda _: None,
         )  # fmt: skip
     assert tasks and store.read_text() == held
+
+
+async def test_a_store_that_names_its_own_folder_is_read_where_it_is_not_on_copies(tmp_path):
+    """kanban-mcp's board holds each project's folder path beside the id it gives: a store that names where it lies
+    is another store once copied elsewhere, so by default sessions are not given copies of it. The run says why, its
+    reads find the user's notes, and the store is left as it was."""
+    command, store = keyed_store(tmp_path, named=True)
+    held = store.read_text()
+    said: list[str] = []
+    async with ToolPool(ServerSpec.parse(command)) as pool:
+        assert not pool.spec.private_copy
+        tasks = await grounded(
+            pool, 4, ExploreConfig(calls=20), tmp_path / "e.jsonl", tmp_path / "g.json", seed=0,
+            fallback=False, min_grounded=1, say=said.append,
+        )  # fmt: skip
+    assert any("store.json there names where it lies" in line for line in said), said
+    assert tasks and store.read_text() == held
+    assert {t.answer for t in tasks} & {"Plant tomatoes in May", "Lisbon", "Garden plan", "Trip"}, tasks
 
 
 async def test_a_session_opened_by_a_write_that_issues_a_handle_still_makes_its_reads():

@@ -101,6 +101,27 @@ def test_sessions_get_copies_where_the_files_are_small_enough_or_the_user_says(t
     assert copies.too_large([folder]) == "over 0 MB"
 
 
+def test_files_that_name_where_they_lie_are_not_copied(tmp_path):
+    """A store that records its folder's path (kanban-mcp's board) is another store once copied elsewhere; a file
+    that is no data file (a compiled module holds its source's path) does not keep a folder from being copied."""
+    folder = tmp_path / "board"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("nothing of where it is")
+    (folder / "cache.pyc").write_bytes(f"\0{folder}\0".encode())
+    command = f"{sys.executable} {FOLDER} {folder}"
+    assert copies.not_copied([folder]) is None and ServerSpec.parse(command).private_copy
+    (folder / "board.db").write_bytes(f"\0\1project\0{folder}\0".encode())
+    assert (
+        copies.not_copied([folder]) == "board.db there names where it lies, so a copy elsewhere would be another store"
+    )
+    assert not ServerSpec.parse(command).private_copy
+    assert ServerSpec.parse(command, private_copy=True).private_copy
+    # (a file named on its own, holding its own path)
+    store = tmp_path / "store.json"
+    store.write_text(f'{{"path": "{store}"}}')
+    assert copies.names_its_place([store]) == store
+
+
 @pytest.mark.anyio
 async def test_a_servers_writes_land_in_its_sessions_copy_and_it_answers_with_the_users_paths(tmp_path):
     """The folder server writes tables into the folder it runs in. Each session runs in a copy of it of its own:
