@@ -259,17 +259,19 @@ def candidates(
     seed: int,
     titles: dict[str, str] | None = None,
     defaults: dict[str, dict[str, Any]] | None = None,
+    stand_ins: Mapping[str, set[str]] | None = None,
 ) -> list[Scenario]:
     """Every task the record grounds (see `mcprl.scenarios.grounded`'s docstring), before verification.
     `descriptions` (tool -> description) give expressions they state (`mcprl.scenarios.expressions`), `titles`
     (tool -> title) the words a task names a call by, `defaults` (tool -> parameter -> its schema's default) the
-    values a task need not state. Nor does a task asking a call for a field state the values that changed none of
-    its answers (`selection.unsaid_parameters`: a file's total lines, whichever line a read started at): the record
-    is grounded again without them where some did."""
-    titles, defaults = titles or {}, defaults or {}
-    found = _candidates(exploration, descriptions, seed, titles, defaults, {})
+    values a task need not state, nor those of `stand_ins` (tool -> parameters its schema describes as changing
+    nothing, `selection.stand_in_parameters`). Nor does a task asking a call for a field state the values that
+    changed none of its answers (`selection.unsaid_parameters`: a file's total lines, whichever line a read started
+    at): the record is grounded again without them where some did."""
+    titles, defaults, stand_ins = titles or {}, defaults or {}, stand_ins or {}
+    found = _candidates(exploration, descriptions, seed, titles, defaults, stand_ins, {})
     if needless := unsaid_parameters(found):
-        found = _candidates(exploration, descriptions, seed, titles, defaults, needless)
+        found = _candidates(exploration, descriptions, seed, titles, defaults, stand_ins, needless)
     return found
 
 
@@ -279,6 +281,7 @@ def _candidates(
     seed: int,
     titles: dict[str, str],
     defaults: dict[str, dict[str, Any]],
+    stand_ins: Mapping[str, set[str]],
     needless: Mapping[tuple[str, str], set[str]],
 ) -> list[Scenario]:
     """`candidates`, whose tasks asking a call (`call_key`) for a field leave out the parts of its arguments
@@ -479,11 +482,13 @@ def _candidates(
                 unasked[tool].add(field)
 
     changes_nothing = inert(calls)
+    for tool, names in stand_ins.items():
+        changes_nothing[tool] |= names
 
     def fixed_out(call: ExploredCall) -> dict[str, Any]:
         """What a task states of a call's arguments: not the server's context (`Exploration.fixed`), nor its schema's
         default, drawn as one or not (the call is the same without it: `git_diff`'s "staged False"), nor one that
-        changes nothing the tool says (`inert`)."""
+        changes nothing the tool says (`inert`, `stand_ins`)."""
         default = defaults.get(call.tool, {})
         return {
             k: v

@@ -548,6 +548,9 @@ async def explore(
     async def session_walk(session: ToolSession, number: int) -> None:
         nonlocal persistence_checked, homes, shown_any
         rng = random.Random(f"{seed}/explore/{number}")
+        # a write names paths only in this session's own folders (`Knowledge.sendable`): a process of its own undoes
+        # nothing it wrote elsewhere on the machine (a stdio server's; an HTTP server's paths are of its machine)
+        knowledge.bounds = session.own_folders if session.spec.transport == "stdio" else None
         # the answered reads of the state the session is in, by call: what a write may change
         reads: dict[str, ExploredCall] = dict(fresh_reads) if isolated else {}
         wrote = False
@@ -667,7 +670,9 @@ async def explore(
             if name in retired and name not in issuing:
                 continue
             # (an issuing write made again as it was: in a fresh server it issues anew, where nothing was done yet)
-            drawn = (issuing.pop(name), []) if name in issuing else await arguments(name, number, rng)
+            remade = issuing.pop(name, None)
+            sendable = remade is not None and knowledge.sendable(name, remade)  # (a path of its session's, gone)
+            drawn = (remade, []) if sendable else await arguments(name, number, rng)
             if drawn is None:
                 knowledge.logs[name].exhausted += 1
                 if why := knowledge.retired(name, cfg.retire_after):
@@ -703,11 +708,26 @@ async def explore(
             if made_call.is_error:
                 # an error that tells which other tool to call first ("Memory Bank not found. Use
                 # initialize_memory_bank to create one."): that one next, then this tool again, once a session (calls
-                # not made yet: the one that failed may fail again for its values, and no request is sent twice)
-                first = told_first(made_call.text, [n for n in tools if n != name and n not in retired])
+                # not made yet: the one that failed may fail again for its values, and no request is sent twice);
+                # where each session is a fresh server, that one as a write of it that answered before was made, one
+                # retired too (the bank made again, as a person would, not a new one drawn)
+                setups: dict[str, dict[str, Any]] = {}
+                for c in out.calls if knowledge.fresh_sessions else []:
+                    if (
+                        c.tool in writers
+                        and not c.is_error
+                        and c.repeats is None
+                        and knowledge.sendable(c.tool, c.arguments)
+                    ):
+                        setups.setdefault(c.tool, c.arguments)
+                first = told_first(
+                    made_call.text, [n for n in tools if n != name and (n not in retired or n in setups)]
+                )
                 if first is not None and (number, first) not in firsts:
                     firsts.add((number, first))
                     queue[at:at] = [first, name]
+                    if first in setups:
+                        issuing.setdefault(first, setups[first])
                 continue
             if home is not None and home_held is not None:
                 home_wrote.extend(os.path.relpath(p, home) for p in changed_paths(home_held, files_of([home])))

@@ -68,7 +68,7 @@ from mcprl.scenarios.replay import (
     verify,
 )
 from mcprl.scenarios.results import result_records
-from mcprl.scenarios.selection import focus, optional_parameters, schema_defaults, select
+from mcprl.scenarios.selection import focus, optional_parameters, schema_defaults, select, stand_in_parameters
 from mcprl.tools import ServerGone, ToolPool
 from mcprl.types import ReferenceCall, Scenario
 
@@ -232,6 +232,7 @@ async def ground(
         seed=seed,
         titles=task_titles(pool.toolset.mcp_tools),
         defaults=schema_defaults(pool.toolset.mcp_tools),
+        stand_ins=stand_in_parameters(pool.toolset.mcp_tools),
     )
     # a task whose answer came from the server's clock is kept as it is only where it comes back with the clock
     # moved (`verify`), else asked live (`live_task`: checked by what the episode's own call gives) where it can be;

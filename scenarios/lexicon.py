@@ -184,6 +184,9 @@ WRITE_WORDS = frozenset(
 # what a tool acts on that is the machine's, not the server's: a process it kills or starts, a command or script it
 # runs, a terminal or container it drives; a server started afresh for a session holds none of them
 MACHINE = frozenset("process pid command shell terminal container script".split())
+# words a parameter's description says it changes nothing with: a stand-in some clients need every tool to take
+# (memory-bank-mcp's `random_string`: "Dummy parameter for no-parameter tools"), which no task states
+STAND_IN_WORDS = frozenset("dummy unused".split())
 # a title's first word that makes it an order, though it neither reads nor writes by the lists above
 VERBS = (
     READ_WORDS

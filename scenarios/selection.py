@@ -14,7 +14,7 @@ from itertools import combinations
 from typing import Any
 
 from mcprl.checks import as_number, live_of, normalize_text
-from mcprl.scenarios.lexicon import BOUND_WORDS, words_of
+from mcprl.scenarios.lexicon import BOUND_WORDS, STAND_IN_WORDS, words_of
 from mcprl.scenarios.phrasing import value_text
 from mcprl.scenarios.record_tasks import MAX_LISTED
 from mcprl.scenarios.values import call_key
@@ -262,6 +262,19 @@ def _parameters(tool: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
     schema = tool.get("inputSchema") or {}
     properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     return properties, set(schema.get("required") or [])
+
+
+def stand_in_parameters(tools: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Each tool's parameters its input schema describes as changing nothing (`lexicon.STAND_IN_WORDS`: "Dummy
+    parameter for no-parameter tools"): no task states what they were sent."""
+    return {
+        tool["name"]: {
+            k
+            for k, p in _parameters(tool)[0].items()
+            if isinstance(p, dict) and STAND_IN_WORDS & set(words_of(str(p.get("description") or "")))
+        }
+        for tool in tools
+    }
 
 
 def optional_parameters(tools: list[dict[str, Any]]) -> dict[str, set[str]]:

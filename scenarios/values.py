@@ -59,7 +59,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any
 
 import jsonschema
@@ -128,6 +128,7 @@ from mcprl.scenarios.value_sources import (
     renumbered,
     shape_of,
 )
+from mcprl.tools.copies import within
 
 # arm -> Beta prior (successes, failures) before any call: how much a source is trusted untried
 PRIORS: dict[str, tuple[float, float]] = {
@@ -350,6 +351,8 @@ class Knowledge:
         self.file_fields = [k for text in (texts or {}).values() for k, _ in result_values(text, None)]
         self.descriptions = descriptions or {}  # tool -> its description (what a parameter's words mean there)
         self.writers = writers  # the tools that may write
+        # the folders a write may name a path in (`within`: the session's own, set as each starts); None: any
+        self.bounds: list[Path] | None = None
         self.params = params or {}  # tool -> the names of its arguments (the input schema's properties)
         # (tool, parameter) -> the values calls written as code showed it sent, in any tool's description or any
         # result (`call_examples`): a catalogue's "transform_crs(geojson=data, from_crs='EPSG:4326', ...)"
@@ -500,9 +503,17 @@ class Knowledge:
             )
             leaves = []
             args = self._object(tool, "", schema, session, rng, leaves, fresh)
+            if not self.sendable(tool, args):
+                continue
             if call_key(tool, args) not in self.made or self.renewed(tool, args, leaves, session):
                 return args, leaves
         return None
+
+    def sendable(self, tool: str, args: dict[str, Any]) -> bool:
+        """Whether a call may be sent: a write, only where every path it names lies in the session's own folders
+        (`bounds`). Sent "/", or a path another session's results named in a folder of that session's since
+        removed, a server makes its store there, on the user's machine, and no fresh session undoes it."""
+        return tool not in self.writers or self.bounds is None or within(args, self.bounds)
 
     def renewed(self, tool: str, args: dict[str, Any], leaves: list[Drawn], session: int) -> bool:
         """Whether a call made before may be made again: a handle it sends is one the session's latest write made
@@ -564,7 +575,7 @@ class Knowledge:
             for part in parents:
                 node = node[part]
             node[last] = value
-            if self._validator(schema)(again) and call_key(tool, again) not in self.made:
+            if self._validator(schema)(again) and call_key(tool, again) not in self.made and self.sendable(tool, again):
                 drawn = Drawn(path=path, name=last, arm="error", value=value)
                 return again, [drawn if d.path == path else d for d in leaves]
         return None
@@ -591,6 +602,8 @@ class Knowledge:
         result of this `session` gave is linked to that call, as a drawn one is (it was shown the values seen)."""
         key = call_key(tool, written)
         if not self._validator(schema)(written) or key in self.failed or key in self.made:
+            return None
+        if not self.sendable(tool, written):
             return None
         return [
             Drawn(

@@ -130,18 +130,22 @@ def schema_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator |
 class ToolSession:
     """One MCP session. Use it from `open_session` or `ToolPool.session`."""
 
+    workdir: Path | None = None  # the folder of the run's own a stdio server runs in (where it has no `--cwd`)
+
     def __init__(
         self,
         conn: Connection,
         mcp_tools: list[dict[str, Any]],
         spec: ServerSpec | None = None,
         paths: PathMap | None = None,
+        workdir: Path | None = None,
     ) -> None:
         """`mcp_tools`: everything the server listed; the model sees only what the spec allows. `spec`: the server
         as the user named it, where the connection runs it on copies (`mcprl.tools.copies`) whose paths `paths`
         maps to the originals' and back."""
         self._conn = conn
         self.paths = paths
+        self.workdir = workdir
         self._offer(spec or conn.spec, mcp_tools if paths is None else paths.outward(mcp_tools))
 
     def _offer(self, spec: ServerSpec, mcp_tools: list[dict[str, Any]]) -> None:
@@ -170,6 +174,13 @@ class ToolSession:
     def home(self) -> Path | None:
         """The home folder of this session's own (`ServerSpec.private_home`), where the server was given one."""
         return Path(self.spec.env["HOME"]) if self.spec.private_home and "HOME" in self.spec.env else None
+
+    @property
+    def own_folders(self) -> list[Path]:
+        """Where a stdio server of this session may write and change nothing else: the folder it runs in (the run's
+        own, or `--cwd`), its home of its own, and the user's files it runs on copies of (as calls name them)."""
+        cwd = [Path(self.spec.cwd).absolute()] if self.spec.cwd is not None else [self.workdir] if self.workdir else []
+        return cwd + ([self.home] if self.home else []) + (self.paths.originals if self.paths is not None else [])
 
     @property
     def alive(self) -> bool:
@@ -373,7 +384,7 @@ async def open_session(spec: ServerSpec, *, workdir: Path | None = None) -> Asyn
                 tools = await _list_all(conn, "list_tools", "tools")
             except Exception as e:
                 raise _listing_error(spec, e) from None
-            yield ToolSession(conn, tools, spec, paths)
+            yield ToolSession(conn, tools, spec, paths, workdir)
 
 
 def _listing_error(spec: ServerSpec, error: Exception) -> UserError:

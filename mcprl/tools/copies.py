@@ -75,6 +75,23 @@ def _given(command: list[str], env: dict[str, str]) -> Iterator[tuple[str, bool]
         yield path, path != value
 
 
+def within(value: Any, folders: Sequence[Path]) -> bool:
+    """Whether every local path a JSON value names (`local_path`, in any string of it) lies in one of `folders`,
+    absolute, or relative to the folder the server runs in (the first) and not above it ("../.."): where a write may
+    land without changing anything else of the machine's."""
+    if isinstance(value, dict):
+        return all(within(v, folders) for v in value.values())
+    if isinstance(value, list):
+        return all(within(v, folders) for v in value)
+    if not isinstance(value, str):
+        return True
+    path = os.path.normpath(local_path(value.strip()) or ".")
+    if not os.path.isabs(path):
+        return path != ".." and not path.startswith("../")
+    place = Path(path)
+    return any(place.is_relative_to(f) or place.is_relative_to(os.path.realpath(f)) for f in folders)
+
+
 def names_a_file(command: list[str], env: dict[str, str] | None = None) -> str | None:
     """The first value a stdio server is given (`_given`) that names an existing file or folder, or looks like a
     data file's path: where a server keeps state that outlives its process."""
@@ -159,6 +176,7 @@ class PathMap:
         # the folder each copy was made in, its own: a copied file's holds what the server makes beside it too (a
         # database's journal), so what a call changed is seen there
         self.folders = [Path(c).parent for _, c in pairs]
+        self.originals = [Path(o) for o, _ in pairs]  # what the copies are of, as calls and results name them
         # the copies of data files the user named that were not there, or held nothing (the server makes them: a store
         # of its own; an empty file is what a database server leaves where it was started once and never written)
         self.made = [

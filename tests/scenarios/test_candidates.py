@@ -158,6 +158,42 @@ def test_no_task_states_a_value_that_changes_nothing_the_tool_says():
     assert searched and all(t.reference[-1].arguments["query"] in t.task for t in searched)
 
 
+def test_a_parameter_its_schema_describes_as_a_stand_in_is_stated_by_no_task():
+    """memory-bank-mcp's `random_string` ("Dummy parameter for no-parameter tools"): `list_memory_bank_files` was sent
+    one value at a time, each between writes, so no two were compared, and every task stated one ("Name the memory
+    bank files with random string Progress."). A parameter its schema describes as changing nothing is stated by no
+    task; one described otherwise is."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration, ExploredCall
+    from mcprl.scenarios.selection import stand_in_parameters
+
+    dummy = {"type": "string", "description": "Dummy parameter for no-parameter tools"}
+    tools = [
+        {"name": "list_files", "inputSchema": {"properties": {"random_string": dummy}, "required": ["random_string"]}},
+        {"name": "read_file", "inputSchema": {"properties": {"name": {"type": "string", "description": "the file"}}}},
+    ]
+    stand_ins = stand_in_parameters(tools)
+    assert stand_ins == {"list_files": {"random_string"}, "read_file": set()}
+    files = ["Files in Memory Bank:\nprogress.md", "Files in Memory Bank:\nREADME.md\nprogress.md"]
+    calls = []
+    for session, v in enumerate(["Decision Log", "System Patterns", "Progress"]):
+        listed = {"session": session, "tool": "list_files", "arguments": {"random_string": v}}
+        calls += [
+            ExploredCall(index=3 * session, text=files[0], **listed),
+            ExploredCall(
+                index=3 * session + 1, session=session, tool="write_file", arguments={"filename": "README.md"},
+                writes=True, text="written",
+            ),
+            ExploredCall(index=3 * session + 2, text=files[1], **listed),
+        ]  # fmt: skip
+    sent = ["Decision Log", "System Patterns", "Progress"]
+    found = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert any(v in t.task for t in found for v in sent)  # (without the schema's word, as before)
+    found = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed, stand_ins=stand_ins)]
+    listed = [t for t in found if t.reference[-1].tool == "list_files"]
+    assert listed and not any(v in t.task for t in listed for v in sent), [t.task for t in listed]
+
+
 def test_no_task_states_a_value_the_server_said_back_in_place_of_its_default_and_did_not_use():
     """mcp-simple-timeserver's `get_utc` sent `server` "using" or "holiday" (words of other results) said what it
     said sent none, the default's name ("pool.ntp.org") put as the value sent, at another second of the clock:

@@ -7,11 +7,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import re
 import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -33,6 +35,7 @@ from mcprl.tools.copies import names_a_file
 from mcprl.types import load_jsonl
 from tests.conftest import _free_port, _wait_listening
 from tests.scenarios.explored_servers import (
+    BANK,
     CALC_SESSIONS,
     DB_FILES,
     DIGESTS,
@@ -1431,6 +1434,22 @@ async def test_a_store_that_names_its_own_folder_is_read_where_it_is_not_on_copi
     assert any("store.json there names where it lies" in line for line in said), said
     assert tasks and store.read_text() == held
     assert {t.answer for t in tasks} & {"Plant tomatoes in May", "Lisbon", "Garden plan", "Trip"}, tasks
+
+
+async def test_a_write_names_no_path_outside_its_sessions_own_folders(tmp_path, monkeypatch):
+    """memory-bank-mcp's `initialize_memory_bank` was sent the path probe "/" and made /memory-bank, and paths in
+    folders of sessions since ended that their results named, and made those again: no fresh session undoes that. A
+    write is sent no path outside its session's own folders (here each session's folder is made in tmp_path); the
+    bank is still made, and made again as it was where a later session's write is told to make it first."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    async with ToolPool(ServerSpec.parse(f"{sys.executable} {BANK}")) as pool:
+        exploration = await explore(pool, ExploreConfig(calls=60), seed=0, say=lambda _: None)
+    trace = [(c.session, c.tool, c.arguments, c.text[:60]) for c in exploration.calls]
+    sent = [v for c in exploration.calls if c.writes for v in c.arguments.values() if os.path.isabs(str(v))]
+    assert all(Path(v).is_relative_to(tmp_path) for v in sent), trace
+    assert not list(tmp_path.glob("mcprl-server-*")), ("a write made a folder of a session that had ended", trace)
+    made = [c for c in exploration.calls if c.tool == "initialize_bank" and not c.is_error]
+    assert len({c.session for c in made}) >= 2 and len({json.dumps(c.arguments) for c in made}) < len(made), trace
 
 
 async def test_a_session_opened_by_a_write_that_issues_a_handle_still_makes_its_reads():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mcprl.tools import ServerSpec, ToolPool, copies
-from mcprl.tools.copies import PathMap, worked_on
+from mcprl.tools.copies import PathMap, within, worked_on
 
 FOLDER = Path(__file__).resolve().parents[1] / "data" / "folder_server.py"
 
@@ -209,3 +209,14 @@ async def test_a_write_to_a_copied_file_shows_in_its_sessions_copy_folders_and_n
             saved = await session.call("save_table", {"file": str(orders), "text": "x,y\n3,4\n"})
             assert not saved.is_error and files_of(session.copy_folders) != held
     assert orders.read_text() == "customer,quantity\nAna Ruiz,2\n"
+
+
+def test_a_value_is_within_folders_where_every_path_it_names_lies_in_one_of_them(tmp_path):
+    """What a write may be sent: paths in the session's own folders, said absolute, as a URL or relative to where the
+    server runs, and no path above them."""
+    own = [tmp_path / "work", tmp_path / "home"]
+    assert within({"path": f"{tmp_path}/work/bank", "files": ["notes.md", f"file://{tmp_path}/home/a.txt"]}, own)
+    assert within({"path": "bank/notes", "text": "Send the draft to Sam by Friday.", "n": 3}, own)
+    for outside in ("/", f"{tmp_path}/work2", f"{tmp_path}/work/../home2", "..", "../x", "a/../../x", "file:///etc"):
+        assert not within({"path": outside}, own), outside
+    assert not within({"items": [{"path": "/tmp/elsewhere"}]}, own)
