@@ -76,9 +76,9 @@ def _given(command: list[str], env: dict[str, str]) -> Iterator[tuple[str, bool]
 
 
 def within(value: Any, folders: Sequence[Path]) -> bool:
-    """Whether every local path a JSON value names (`local_path`, in any string of it) lies in one of `folders`,
-    absolute, or relative to the folder the server runs in (the first) and not above it ("../.."): where a write may
-    land without changing anything else of the machine's."""
+    """Whether every local path a JSON value names (`local_path`, in any string of it) lies in one of `folders`: an
+    absolute one under one of them, a relative one (taken in the folder the server runs in, one of them) not climbing
+    above it ("../.."). Where a write may land without changing anything else of the machine's."""
     if isinstance(value, dict):
         return all(within(v, folders) for v in value.values())
     if isinstance(value, list):
