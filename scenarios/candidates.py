@@ -434,10 +434,13 @@ def _candidates(
                 or seen == {str(i) for i in range(len(seen))}
             )
             or {v.lower() for v in seen} <= kinds_named[tool]
-            # (a field named as a parameter the call was never sent, saying its schema's default: `"mode": "list"`)
+            # (a field named as a parameter the call was never sent, saying its schema's default: `"mode": "list"`,
+            # `"limit_requested": 10` of `limit`)
             or (tool, field) not in echoed
-            and field in defaults.get(tool, {})
-            and seen == {str(defaults[tool][field])}
+            and any(
+                seen == {str(default)} and words_of(field.rpartition(".")[2])[: len(words := words_of(p))] == words
+                for p, default in defaults.get(tool, {}).items()
+            )
             or CODE_KEY.fullmatch(field)
             or CODE_KEY.fullmatch(field.rpartition(".")[2])
             # (a key of one letter, a board's column, names nothing people ask for or by: "whose a is o")

@@ -1030,6 +1030,15 @@ def test_a_field_that_says_back_a_parameters_default_the_call_was_not_sent_is_no
 
     assert "list" not in answers({"mode": "list"}) and "v1.1" in answers({"mode": "list"})
     assert "list" in answers({"mode": "create"})  # (a mode it was not given by default is what it did)
+    # (mcp-mathematics' `get_calculation_history`, sent no `limit`: "What is the limit requested of the calculation
+    # history?" -> 10, under a field named as the parameter and more)
+    said = json.dumps({"limit_requested": 10, "limit_used": 10, "entries_count": 2, "last": "2 + 3 = 5"})
+    history = ExploredCall(index=0, session=0, tool="history", arguments={}, text=said)
+    found = {str(t.answer) for seed in range(4) for t in candidates(Exploration(calls=[history]), {}, seed=seed)}
+    assert "10" in found  # (without the schema's default, as before)
+    defaults = {"history": {"limit": 10}}
+    found = [t for seed in range(4) for t in candidates(Exploration(calls=[history]), {}, seed=seed, defaults=defaults)]
+    assert found and not any(t.answer == 10 for t in found), [t.task for t in found]
 
 
 def test_a_count_of_things_in_a_state_is_asked_how_many():
