@@ -776,12 +776,22 @@ def _candidates(
         sized = {k for k, v in flatten(data) if counts(k) and type(v) is int and v == many > 1}
         complete = all((k := known(v)) is not None and k[0].lists is not None for v in queries)
         said_what = kind is not None or bool(queries) and complete
+        # (not where it lists as many as a list the call was sent: the task states them, and counting them back asks
+        # nothing; nor is a count of that list under its name asked, `batch_calculate`'s "total_expressions": 2 of
+        # its `expressions`)
+        sent_lengths = {p: len(v) for p, v in call.arguments.items() if isinstance(v, list)}
+        counted_back = {
+            k
+            for k, v in flatten(data)
+            if type(v) is int
+            and any(v == n and set(words_of(p)) <= set(words_of(k.rpartition(".")[2])) for p, n in sent_lengths.items())
+        }
         made = (
             count_tasks(call, many, states, chain, saying, queries, state, kind)
-            if sized and saying and said_what
+            if sized and saying and said_what and many not in sent_lengths.values()
             else []
         )
-        hidden = unasked[call.tool] | (sized if made or not complete else set())
+        hidden = unasked[call.tool] | counted_back | (sized if made or not complete else set())
         for part in parts if lists else [None]:
             one = call if part is None else call.model_copy(update={"structured": part, "text": json.dumps(part)})
             named = noun if part is None else singular(" ".join(words_of(next(iter(part)))))

@@ -1041,6 +1041,29 @@ def test_a_field_that_says_back_a_parameters_default_the_call_was_not_sent_is_no
     assert found and not any(t.answer == 10 for t in found), [t.task for t in found]
 
 
+def test_a_count_of_the_list_a_call_was_sent_is_no_answer():
+    """mcp-mathematics' `batch_calculate` says how many expressions it was sent: "Calculate batch "2 + 3" and "7 - 2".
+    How many total expressions?" -> 2, the task's own count. Its results are still asked; a count of other things
+    is too."""
+    from mcprl.scenarios.candidates import candidates
+    from mcprl.scenarios.explored import Exploration
+
+    def batch(index: int, expressions: list[str], results: list[int]) -> ExploredCall:
+        said = {
+            "total_expressions": len(expressions),
+            "succeeded": len(results),
+            "results": [{"expression": e, "result": r} for e, r in zip(expressions, results, strict=True)],
+        }
+        return ExploredCall(
+            index=index, session=0, tool="batch", arguments={"expressions": expressions}, text=json.dumps(said)
+        )
+
+    calls = [batch(0, ["2 + 3", "7 - 2"], [5, 5]), batch(1, ["4 * 4", "9 - 1", "6 / 3"], [16, 8, 2])]
+    found = [t for seed in range(4) for t in candidates(Exploration(calls=calls), {}, seed=seed)]
+    assert found and not any("total expressions" in t.task for t in found), [t.task for t in found]
+    assert any(t.answer == 16 for t in found)
+
+
 def test_a_count_of_things_in_a_state_is_asked_how_many():
     """@cyanheads/git-mcp-server's `git_diff` says `"filesChanged": 1`: "What is the files changed of the git diff?"
     reads as no question; it is asked how many files changed. A state that names a thing stays asked as one."""
