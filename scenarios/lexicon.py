@@ -769,6 +769,8 @@ def question(value: object, answer: object, dated: bool = False) -> str | None:
         return None
     query, binding = found
     text = isinstance(answer, str) and as_number(answer) is None
+    if text and not dated and query.text_ask and re.fullmatch(r"\s*[-+]?\d[\d,]*\.\d+\s*[A-Za-z]{0,4}\s*", str(answer)):
+        return None  # (an amount kept as text, "2500.00 EUR": which comes first in alphabetical order, no one asks)
     ask = ((dated and query.date_ask) or query.text_ask or query.ask) if text else query.ask
     return ask.format(**_words(binding)) if ask else None
 

@@ -2866,6 +2866,11 @@ def test_a_querys_one_cell_of_text_is_its_answer_whole():
     )
     asked = {(t.task, t.answer) for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)}
     assert asked == {("Which payee in the postings table comes first in alphabetical order?", "25 Degrees Burger Bar")}
+    # (... but an amount kept as text is no name: its order in the alphabet is no one's question, "Which position in
+    # the postings table comes last in alphabetical order?" -> "2500.00 EUR")
+    text = json.dumps({"columns": [{"name": "MAX(position)", "type": "str"}], "rows": [["2500.00 EUR"]]})
+    call = call.model_copy(update={"arguments": {"sql": "SELECT MAX(position) FROM postings"}, "text": text})
+    assert not [t.task for seed in range(4) for t in candidates(Exploration(calls=[call]), {}, seed=seed)]
 
 
 def test_a_range_read_below_its_header_names_no_field_by_a_rows_value():
