@@ -768,6 +768,8 @@ class Knowledge:
             if issued_as(a, name) and writer != tool
         }
         arms = {a: c for a, c in issued.items() if c} if since >= 0 and any(issued.values()) else arms
+        if tool in self.writers and self.bounds is not None:  # (`sendable`: no path outside the session's folders)
+            arms = {a: kept for a, c in arms.items() if (kept := [(v, p) for v, p in c if within(v, self.bounds)])}
         if not arms:
             return None
         # what a write stores as a person's text (a name, a description, tags) is written as a person would, from
@@ -885,8 +887,11 @@ class Knowledge:
             or untried
         )
         # ... and one that got past the server's check of it (a call of it failed for another's value) before one
-        # never sent: the language that ran, where the program beside it was at fault
-        untried = [(v, p) for v, p in untried if repr(v) in self.unblamed[tool, path]] or untried
+        # never sent: the language that ran, where the program beside it was at fault; but not for the parameter a
+        # later draw looks for a value not sent yet for (`fresh`): the pair of such values was made already, and
+        # drawing it again would leave the tool with nothing new to send
+        if path not in fresh:
+            untried = [(v, p) for v, p in untried if repr(v) in self.unblamed[tool, path]] or untried
         # untried values of the dictionary in its order (the shapes the parameter is described with first)
         value, parent = (
             (untried[0] if arm in ("probe", "named") else rng.choice(untried)) if untried else rng.choice(options)

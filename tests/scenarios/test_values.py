@@ -1823,6 +1823,43 @@ def test_a_value_no_error_blamed_is_sent_again_beside_others_and_a_listed_parame
     assert len(made) == len(set(made))
 
 
+def test_a_tool_has_something_to_send_while_a_value_of_a_listed_parameter_is_untried():
+    """mcp-server-code-runner at some seeds: once a language that runs anything (perl, printing nothing) had answered,
+    each draw sent the program and the language that had got past the server's check before (neither to blame for
+    the failures beside them), a pair made already, again and again, and the tool had nothing new to send (5 of 120
+    calls made, 30 languages never sent). A parameter a later draw looks for a value not sent yet for gets one: the
+    tool runs out of calls only once every language was sent."""
+    import random
+
+    from mcprl.scenarios.values import Knowledge
+
+    languages = ["kit", "julia", "ruby", "go", "scala", "nim", "typescript", "haskell", "lua", "perl", "python", "js"]
+    props = {"code": {"type": "string", "description": "Code snippet"}, "languageId": {"enum": languages}}
+    schema = {"type": "object", "properties": props, "required": ["code", "languageId"]}
+
+    def run(code: str, language: str) -> str:
+        if language == "perl":
+            return ""  # (a program is a call of a bareword: nothing printed)
+        if language in ("python", "js"):
+            printing = code.startswith("print(" if language == "python" else "console.log(")
+            return "42" if printing else f"NameError: name {code!r} is not defined"
+        return f'Command failed: {language}c "/tmp/tmp.{language}"\n/bin/sh: 1: {language}c: not found'
+
+    for seed in range(20):
+        knowledge, rng, sent = Knowledge([], params={"run": ["code", "languageId"]}), random.Random(seed), set()
+        for index in range(60):
+            if (drawn := knowledge.arguments("run", schema, 0, rng)) is None:
+                assert sent == set(languages), (seed, index, set(languages) - sent)
+                break
+            args, leaves = drawn
+            sent.add(args["languageId"])
+            text = run(args["code"], args["languageId"])
+            knowledge.learn(
+                "run", args, leaves, index=index, session=0, text=text, is_error=text not in ("", "42"),
+                error_kind=None, values=[],
+            )  # fmt: skip
+
+
 def test_a_program_one_language_refused_is_sent_again_beside_another_that_works():
     """mcp-server-code-runner: `console.log(6 * 7)` was sent beside `shellscript`, and bash refused it (a syntax
     error); javascript, reached later, was never sent it, and no call printed anything. A value blamed beside a
