@@ -203,6 +203,7 @@ async def explore(
     reduced: Counter = Counter()  # read -> its calls whose optional values were each left out in turn (`REDUCTIONS`)
     turns_given: set[str] = set()  # the values writes gave that gave tools turns (`open_turns`)
     firsts: set[tuple[int, str]] = set()  # (session, tool) an error told to call first, called so there (`told_first`)
+    remaking: dict[str, int] = {}  # a write an error told to make first -> the call of it made again as it was
 
     def required(name: str) -> list[str]:
         return list((tools[name].get("inputSchema") or {}).get("required") or [])
@@ -686,7 +687,9 @@ async def explore(
             home = session.home if name in writers and homes == "trial" and not home_wrote else None
             home_held = files_of([home]) if home is not None else None
             answers = len(knowledge.logs[name].results)  # (to tell whether this call's answer was new)
-            made_call = await call(session, number, name, args, leaves)
+            remade_from = remaking.pop(name, None) if remade is not None else None
+            on_purpose = {"repeats": remade_from} if sendable and remade_from is not None else {}
+            made_call = await call(session, number, name, args, leaves, **on_purpose)
             if made_call is None:
                 return
             # made again as a person who read the error would: with the values it named for what it blamed, in turn
@@ -711,7 +714,7 @@ async def explore(
                 # not made yet: the one that failed may fail again for its values, and no request is sent twice);
                 # where each session is a fresh server, that one as a write of it that answered before was made, one
                 # retired too (the bank made again, as a person would, not a new one drawn)
-                setups: dict[str, dict[str, Any]] = {}
+                setups: dict[str, ExploredCall] = {}
                 for c in out.calls if knowledge.fresh_sessions else []:
                     if (
                         c.tool in writers
@@ -719,15 +722,16 @@ async def explore(
                         and c.repeats is None
                         and knowledge.sendable(c.tool, c.arguments)
                     ):
-                        setups.setdefault(c.tool, c.arguments)
+                        setups.setdefault(c.tool, c)
                 first = told_first(
                     made_call.text, [n for n in tools if n != name and (n not in retired or n in setups)]
                 )
                 if first is not None and (number, first) not in firsts:
                     firsts.add((number, first))
                     queue[at:at] = [first, name]
-                    if first in setups:
-                        issuing.setdefault(first, setups[first])
+                    if first in setups and first not in issuing:
+                        issuing[first] = setups[first].arguments
+                        remaking[first] = setups[first].index  # (made again on purpose: the record says so)
                 continue
             if home is not None and home_held is not None:
                 home_wrote.extend(os.path.relpath(p, home) for p in changed_paths(home_held, files_of([home])))
