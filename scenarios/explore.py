@@ -203,7 +203,6 @@ async def explore(
     reduced: Counter = Counter()  # read -> its calls whose optional values were each left out in turn (`REDUCTIONS`)
     turns_given: set[str] = set()  # the values writes gave that gave tools turns (`open_turns`)
     firsts: set[tuple[int, str]] = set()  # (session, tool) an error told to call first, called so there (`told_first`)
-    remaking: dict[str, int] = {}  # a write an error told to make first -> the call of it made again as it was
 
     def required(name: str) -> list[str]:
         return list((tools[name].get("inputSchema") or {}).get("required") or [])
@@ -622,6 +621,8 @@ async def explore(
             if not again.is_error:
                 answered_read(again)
         queue, issuing = plan(number)
+        # a write an error told to make first, in `issuing` -> the call of it made again as it was (this session's)
+        remaking: dict[str, int] = {}
         opened = False  # whether a write of this session gave the tools that had not answered their turn
         at = 0
 
@@ -687,7 +688,7 @@ async def explore(
             home = session.home if name in writers and homes == "trial" and not home_wrote else None
             home_held = files_of([home]) if home is not None else None
             answers = len(knowledge.logs[name].results)  # (to tell whether this call's answer was new)
-            remade_from = remaking.pop(name, None) if remade is not None else None
+            remade_from = remaking.pop(name, None)
             on_purpose = {"repeats": remade_from} if sendable and remade_from is not None else {}
             made_call = await call(session, number, name, args, leaves, **on_purpose)
             if made_call is None:

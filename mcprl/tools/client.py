@@ -178,9 +178,11 @@ class ToolSession:
     @property
     def own_folders(self) -> list[Path]:
         """Where a stdio server of this session may write and change nothing else: the folder it runs in (the run's
-        own, or `--cwd`), its home of its own, and the user's files it runs on copies of (as calls name them)."""
+        own, or `--cwd`), its home of its own, and the user's files it runs on copies of (as calls name them); each
+        also as the server may see it, through links (macOS' /private/var)."""
         cwd = [Path(self.spec.cwd).absolute()] if self.spec.cwd is not None else [self.workdir] if self.workdir else []
-        return cwd + ([self.home] if self.home else []) + (self.paths.originals if self.paths is not None else [])
+        own = cwd + ([self.home] if self.home else []) + (self.paths.originals if self.paths is not None else [])
+        return list(dict.fromkeys([*own, *(p.resolve() for p in own)]))
 
     @property
     def alive(self) -> bool:

@@ -88,8 +88,7 @@ def within(value: Any, folders: Sequence[Path]) -> bool:
     path = os.path.normpath(local_path(value.strip()) or ".")
     if not os.path.isabs(path):
         return path != ".." and not path.startswith("../")
-    place = Path(path)
-    return any(place.is_relative_to(f) or place.is_relative_to(os.path.realpath(f)) for f in folders)
+    return any(Path(path).is_relative_to(f) for f in folders)
 
 
 def names_a_file(command: list[str], env: dict[str, str] | None = None) -> str | None:
